@@ -1,0 +1,76 @@
+"""The job contract: :class:`BaseCronApp`.
+
+A job is a class with ``app_name`` and ``run()``. The runner constructs it
+with ``(config, job_information)`` and iterates :meth:`BaseCronApp.main`; each
+value ``main`` yields is a successful unit, saved at once. ``run`` may raise
+anything: the attempt is then recorded as failed (``error_count``,
+``last_error``, a ``crontabber_log`` row, Sentry) and the other jobs go on.
+``KeyboardInterrupt`` and SIGTERM are recorded too, then stop the run.
+
+Class attributes the runner reads:
+
+- ``app_name`` (required): the state row's key and the name used by
+  ``depends_on``, ``--job`` and ``--reset-job``;
+- ``depends_on``: an app name or a list of them;
+- ``required_config``: a :class:`~crontabber.options.Namespace` of options,
+  read from the ini section ``[crontabber] [[class-<ClassName>]]``;
+- ``app_description``, ``app_version``: shown by ``--list-jobs``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Callable, Iterator
+
+from .options import DotDict, Namespace, RequiredConfig
+from .scheduling import backfill_dates, parse_schedule
+
+__all__ = ["BaseCronApp", "Namespace"]
+
+
+class BaseCronApp(RequiredConfig):
+    """Base class of jobs. Subclasses implement ``run(self)``, or
+    ``run(self, date)`` when decorated with ``@as_backfill_cron_app``."""
+
+    app_name: str
+    app_description: str = ""
+    app_version: str = ""
+    depends_on: Any = None
+    required_config: Namespace = Namespace()
+
+    def __init__(self, config: DotDict, job_information: dict | None) -> None:
+        self.config = config
+        self.job_information = job_information
+        # The database time at which the runner claimed this attempt; set by the runner.
+        self.started_at: dt.datetime | None = None
+
+    def run(self, *args: Any, **kwargs: Any) -> None:
+        raise NotImplementedError(f"{type(self).__name__} must implement run()")
+
+    def _run_proxy(self, *args: Any, **kwargs: Any) -> None:
+        """The call mixins replace to inject arguments (a connection)."""
+        self.run(*args, **kwargs)
+
+    def _now(self) -> dt.datetime:
+        return self.started_at or dt.datetime.now(dt.timezone.utc)
+
+    def main(
+        self, function: Callable[..., Any] | None = None, once: bool = True
+    ) -> Iterator[dt.datetime]:
+        """Run the job; yield one timestamp per successful unit.
+
+        An ordinary job runs once and yields the attempt's start time. A
+        backfill job (``once=False``) runs once per whole interval missed
+        since ``last_success``, oldest first, yielding each date after its run.
+        """
+        function = function or self._run_proxy
+        now = self._now()
+        if once:
+            function()
+            yield now
+            return
+        schedule = parse_schedule(self.config["frequency"], self.config.get("time"))
+        last_success = (self.job_information or {}).get("last_success")
+        for when in backfill_dates(last_success, schedule, now):
+            function(when)
+            yield when

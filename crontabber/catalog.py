@@ -1,0 +1,168 @@
+"""Load the configured jobs: import each class, read its schedule overrides
+and options, and check the whole list before anything runs.
+
+Every problem is a :class:`ConfigurationError` naming the offending entry:
+an unknown module or class, a class without ``app_name``, a duplicate
+``app_name`` or namespace, a bad frequency, time or option value, a cycle.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from dataclasses import dataclass
+
+from everett import NO_VALUE
+
+from .config import Settings, Sources
+from .errors import ConfigurationError
+from .options import DotDict, Namespace
+from .scheduling import (
+    JobEntry,
+    Schedule,
+    dependency_order,
+    normalize_depends_on,
+    parse_schedule,
+)
+
+
+@dataclass(frozen=True)
+class Job:
+    """A configured job: its class, schedule and place in the config."""
+
+    app_name: str
+    cls: type
+    entry: JobEntry
+    schedule: Schedule
+    depends_on: tuple[str, ...]
+
+    @property
+    def class_path(self) -> str:
+        return f"{self.cls.__module__}.{self.cls.__name__}"
+
+    @property
+    def namespace(self) -> tuple[str, ...]:
+        """crontabber's config namespace of the job: ``crontabber.class-<ClassName>``."""
+        return ("crontabber", f"class-{self.cls.__name__}")
+
+    @property
+    def is_backfill(self) -> bool:
+        return bool(getattr(self.cls, "_is_backfill_app", False))
+
+    def matches(self, name: str) -> bool:
+        """Whether ``--job NAME`` means this job (app name or dotted class path)."""
+        return name in (self.app_name, self.class_path, self.entry.class_path)
+
+
+def import_class(entry: JobEntry) -> type:
+    """Import the class an entry names.
+
+    Raises:
+        ConfigurationError: naming the entry and why the import failed.
+    """
+    module_name, _, class_name = entry.class_path.rpartition(".")
+    where = f"jobs entry {entry.text!r}"
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigurationError(where, f"cannot import module {module_name!r}: {exc}") from None
+    except Exception as exc:  # a job module that raises on import: report, don't crash
+        raise ConfigurationError(
+            where, f"importing {module_name!r} raised {type(exc).__name__}: {exc}"
+        ) from None
+    cls = getattr(module, class_name, None)
+    if not isinstance(cls, type):
+        raise ConfigurationError(where, f"module {module_name!r} has no class {class_name!r}")
+    return cls
+
+
+def job_options(cls: type) -> Namespace:
+    """The options of a job: ``frequency``, ``time`` and its ``required_config``."""
+    base = Namespace()
+    base.add_option("frequency", "", "how often the job runs (from the jobs list)")
+    base.add_option("time", "", "UTC time of day HH:MM (from the jobs list)")
+    required = getattr(cls, "required_config", None)
+    return base.merged(required) if isinstance(required, Namespace) else base
+
+
+def _schedule_for(entry: JobEntry, cls: type, sources: Sources) -> Schedule:
+    path = ("crontabber", f"class-{cls.__name__}")
+    frequency = sources.raw(path, "frequency")
+    time = sources.raw(path, "time")
+    frequency = entry.frequency if frequency in (NO_VALUE, "") else frequency
+    time = entry.time if time in (NO_VALUE, "") else time
+    try:
+        return parse_schedule(frequency, time)
+    except ValueError as exc:
+        raise ConfigurationError(f"jobs entry {entry.text!r}", str(exc)) from None
+
+
+def _load_one(entry: JobEntry, sources: Sources) -> Job:
+    cls = import_class(entry)
+    app_name = getattr(cls, "app_name", None)
+    if not isinstance(app_name, str) or not app_name.strip():
+        raise ConfigurationError(f"jobs entry {entry.text!r}", f"{cls.__name__} has no app_name")
+    try:
+        depends_on = normalize_depends_on(getattr(cls, "depends_on", None))
+    except TypeError as exc:
+        raise ConfigurationError(f"jobs entry {entry.text!r}", str(exc)) from None
+    return Job(app_name, cls, entry, _schedule_for(entry, cls, sources), depends_on)
+
+
+def load_jobs(settings: Settings) -> list[Job]:
+    """The configured jobs in config order, all validated.
+
+    Raises:
+        ConfigurationError: on the first problem found.
+    """
+    jobs: list[Job] = []
+    by_name: dict[str, Job] = {}
+    by_namespace: dict[tuple[str, ...], Job] = {}
+    for entry in settings.entries:
+        job = _load_one(entry, settings.sources)
+        if job.app_name in by_name:
+            raise ConfigurationError(
+                f"jobs entry {entry.text!r}",
+                f"app_name {job.app_name!r} is already used by {by_name[job.app_name].entry.text!r}",
+            )
+        if job.namespace in by_namespace:
+            raise ConfigurationError(
+                f"jobs entry {entry.text!r}",
+                f"its options namespace {'.'.join(job.namespace)} is shared with "
+                f"{by_namespace[job.namespace].entry.text!r} (same class name)",
+            )
+        job_config(job, settings.sources)  # bad option values fail now, not mid-run
+        by_name[job.app_name] = by_namespace[job.namespace] = job
+        jobs.append(job)
+    dependency_order({job.app_name: job.depends_on for job in jobs})
+    return jobs
+
+
+def run_order(jobs: list[Job]) -> list[Job]:
+    """Jobs with parents first and alphabetical within a layer (crontabber's order)."""
+    by_name = {job.app_name: job for job in jobs}
+    return [by_name[name] for name in dependency_order({j.app_name: j.depends_on for j in jobs})]
+
+
+def job_config(job: Job, sources: Sources) -> DotDict:
+    """The job's ``self.config``: schedule, its options and sub-namespaces.
+
+    Raises:
+        ConfigurationError: when an option's value does not parse.
+    """
+    config = DotDict()
+    for path, option in job_options(job.cls).walk(job.namespace):
+        target = config
+        for part in path[len(job.namespace):]:
+            target = target.setdefault(part, DotDict())
+        target[option.name] = sources.value(path, option)
+    config["frequency"] = job.schedule.frequency
+    config["time"] = str(job.schedule.time) if job.schedule.time else None
+    config["logger"] = logging.getLogger(f"crontabber.job.{job.app_name}")
+    return config
+
+
+def find_job(jobs: list[Job], name: str) -> Job | None:
+    """The first job, in run order, that ``name`` means."""
+    return next((job for job in run_order(jobs) if job.matches(name)), None)
+

@@ -1,0 +1,284 @@
+"""The command line: parse, call, print. Exit codes are named once here.
+
+    python -m crontabber --admin.conf=crontabber.ini            run due jobs
+    python -m crontabber --list-jobs | --nagios | --job NAME [--force]
+                         --reset-job NAME | --audit-ghosts | --configtest
+                         --sentrytest | --version | --help
+    python -m crontabber --crontabber.error_retry_time=60 ...   override any option
+"""
+
+from __future__ import annotations
+
+import argparse
+import enum
+import logging
+import signal
+import sys
+from typing import Any, Callable, NoReturn, TextIO
+
+from . import __version__
+from .catalog import Job, find_job, job_options, load_jobs
+from .config import Settings, check_cli_names, iter_option_lines, load_settings, runner_options
+from .errors import (
+    ConfigurationError,
+    CrontabberError,
+    JobLocked,
+    JobNotFound,
+    JobOngoing,
+    SentryNotConfigured,
+    Terminated,
+)
+from . import report
+from .runner import Runner, Status, first_lock_error
+from .sentry import SentryReporter
+from .store import StateStore, open_store
+
+logger = logging.getLogger("crontabber")
+
+
+class ExitCode(enum.IntEnum):
+    """Exit codes of run modes (``--nagios`` uses nagios's 0/1/2 instead)."""
+
+    OK = 0
+    ERROR = 1  # bad configuration or arguments, unknown job, database unavailable
+    LOCKED = 2  # a job's row was locked by another runner (SELECT ... FOR UPDATE NOWAIT)
+    ONGOING = 3  # a job was marked ongoing by another runner
+    INTERRUPTED = 130  # SIGINT / Ctrl-C (the job was recorded as failed, lock released)
+    TERMINATED = 143  # SIGTERM (the same)
+
+
+def exit_code_for(exc: BaseException) -> int:
+    """The one place exceptions become exit codes."""
+    if isinstance(exc, JobLocked):
+        return ExitCode.LOCKED
+    if isinstance(exc, JobOngoing):
+        return ExitCode.ONGOING
+    if isinstance(exc, Terminated):
+        return ExitCode.TERMINATED
+    if isinstance(exc, KeyboardInterrupt):
+        return ExitCode.INTERRUPTED
+    return ExitCode.ERROR
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise ConfigurationError("the command line", message)
+
+
+MODES = ("list_jobs", "nagios", "version", "reset_job", "audit_ghosts", "configtest",
+         "sentrytest", "job")
+
+
+def build_parser(epilog: str = "") -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="python -m crontabber",
+        description="Run due jobs once (system cron starts this every few minutes on "
+        "every host; PostgreSQL row locks make each due job run once).",
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--admin.conf", dest="conf", metavar="FILE",
+                        help="the INI file (default: ./config/crontabber.ini or ./crontabber.ini)")
+    modes = parser.add_argument_group("modes (the first in this order wins, as in crontabber)")
+    modes.add_argument("-l", "--list-jobs", action="store_true", help="show every job's state")
+    modes.add_argument("-n", "--nagios", action="store_true",
+                       help="nagios check: one status line, details; exit 0/1/2")
+    modes.add_argument("-v", "--version", action="store_true", help="print the version")
+    modes.add_argument("-r", "--reset-job", metavar="NAME", default="",
+                       help="forget a job's state (it runs as if new); a ghost's too")
+    modes.add_argument("--audit-ghosts", action="store_true",
+                       help="list state rows of jobs that are no longer configured")
+    modes.add_argument("--configtest", action="store_true",
+                       help="check the configuration and exit (no database)")
+    modes.add_argument("--sentrytest", action="store_true", help="send a test message to Sentry")
+    modes.add_argument("-j", "--job", metavar="NAME", default="",
+                       help="run one job (app_name or module.Class) if due")
+    modes.add_argument("-f", "--force", action="store_true",
+                       help="with --job: run even if not due or a parent has not run")
+    return parser
+
+
+def split_overrides(rest: list[str]) -> dict[str, str]:
+    """``--namespace.option=value`` (or ``--namespace.option value``) pairs.
+
+    Raises:
+        ConfigurationError: on anything else.
+    """
+    overrides: dict[str, str] = {}
+    items = iter(rest)
+    for item in items:
+        if not item.startswith("--") or "." not in item.split("=", 1)[0]:
+            raise ConfigurationError("the command line", f"unrecognized argument {item!r}")
+        name, eq, value = item[2:].partition("=")
+        if not eq:
+            value = next(items, None)
+            if value is None:
+                raise ConfigurationError(f"--{name}", "needs a value")
+        overrides[name] = value
+    return overrides
+
+
+def known_option_names(jobs: list[Job]) -> set[str]:
+    names = {name for name, _, _ in iter_option_lines(runner_options(), (), None)}
+    for job in jobs:
+        names |= {name for name, _, _ in iter_option_lines(job_options(job.cls), job.namespace, None)}
+    return names
+
+
+def help_epilog(argv: list[str]) -> str:
+    """Every option with its default; job options too when the config loads."""
+    lines = ["options (--NAME=VALUE; environment: NAME upper-cased, '.' and '-' as '_'):"]
+    lines += [f"  --{name} (default {value})  {doc}" for name, value, doc
+              in iter_option_lines(runner_options(), (), None)]
+    try:
+        args, rest = build_parser().parse_known_args([a for a in argv if a not in ("-h", "--help")])
+        settings = load_settings(args.conf, split_overrides(rest))
+        for job in load_jobs(settings):
+            lines.append(f"options of job {job.app_name} ({job.class_path}):")
+            lines += [f"  --{name} (default {value})  {doc}" for name, value, doc
+                      in iter_option_lines(job_options(job.cls), job.namespace, None)]
+    except CrontabberError as exc:
+        lines.append(f"(job options not shown: {exc})")
+    lines.append("exit codes: 0 ok (even if jobs failed), 1 error, 2 a job was row-locked, "
+                 "3 a job was ongoing elsewhere, 130/143 interrupted; --nagios: 0/1/2")
+    return "\n".join(lines)
+
+
+def main(argv: list[str], stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:
+    """Run the command line; return the exit code."""
+    try:
+        epilog = help_epilog(argv) if {"-h", "--help"} & set(argv) else ""
+        args, rest = build_parser(epilog).parse_known_args(argv)
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0)
+    except ConfigurationError as exc:
+        print(f"crontabber: {exc}", file=stderr)
+        return ExitCode.ERROR
+    if args.version:
+        print(__version__, file=stdout)
+        return ExitCode.OK
+    mode = next((m for m in MODES if getattr(args, m)), "run")
+    try:
+        return dispatch(mode, args, rest, stdout)
+    except (CrontabberError, KeyboardInterrupt, Terminated) as exc:
+        if mode == "nagios":
+            print(f"CRITICAL - {exc}", file=stdout)
+            return report.NAGIOS_CRITICAL
+        print(f"crontabber: {exc or type(exc).__name__}", file=stderr)
+        return exit_code_for(exc)
+
+
+def dispatch(mode: str, args: argparse.Namespace, rest: list[str], stdout: TextIO) -> int:
+    cli = split_overrides(rest)
+    settings = load_settings(args.conf, cli)
+    setup_logging(settings)
+    jobs = load_jobs(settings)
+    check_cli_names(cli, known_option_names(jobs))
+    if mode == "configtest":
+        print(f"configtest OK: {len(jobs)} jobs", file=stdout)
+        return ExitCode.OK
+    if mode == "sentrytest":
+        if not settings.sentry_dsn:
+            raise SentryNotConfigured()
+        print(f"Sentry test message sent: {SentryReporter(settings.sentry_dsn).send_test_message()}",
+              file=stdout)
+        return ExitCode.OK
+    store = open_store(settings.database)
+    try:
+        handler = MODE_HANDLERS[mode]
+        return handler(settings, jobs, store, args, stdout)
+    finally:
+        store.close()
+
+
+def list_jobs(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
+    states, now = store.states(), store.now()
+    for line in report.align(report.list_rows(jobs, states, now)):
+        print(line, file=out)
+    return ExitCode.OK
+
+
+def nagios(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
+    result = report.nagios(jobs, store.states(), store.now(), settings.max_ongoing_age_hours)
+    print("\n".join(result.lines), file=out)
+    return result.code
+
+
+def reset_job(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
+    job = find_job(jobs, args.reset_job)
+    name = job.app_name if job else args.reset_job
+    if job is None and name not in store.states():
+        raise JobNotFound(args.reset_job, [j.app_name for j in jobs])
+    if store.reset(name):
+        logger.info("App reset: %s", name)
+        print(f"{name}: state reset{'' if job else ' (it was a ghost: not configured)'}", file=out)
+    else:
+        logger.warning("App already reset: %s", name)
+        print(f"{name}: had no state (already reset)", file=out)
+    return ExitCode.OK
+
+
+def audit_ghosts(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
+    found = report.ghosts(jobs, store.states())
+    if found:
+        print("Found the following in the state database but not available as a configured job:",
+              file=out)
+        for name in found:
+            print(f"\t{name}", file=out)
+    return ExitCode.OK
+
+
+def run_one(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
+    job = find_job(jobs, args.job)
+    if job is None:
+        raise JobNotFound(args.job, [j.app_name for j in jobs])
+    with terminate_on_sigterm():
+        result = _runner(settings, jobs, store).run_job(job, force=args.force)
+    if result.error is not None:
+        raise result.error
+    if result.status is Status.SKIPPED:
+        print(f"{job.app_name}: skipped ({result.detail}); --force runs it anyway", file=out)
+    return ExitCode.OK
+
+
+def run_all(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
+    with terminate_on_sigterm():
+        results = _runner(settings, jobs, store).run_all()
+    counts = {status: sum(r.status is status for r in results) for status in Status}
+    logger.info("done: %s", ", ".join(f"{n} {s.value}" for s, n in counts.items() if n) or "no jobs")
+    lock = first_lock_error(results)
+    return exit_code_for(lock) if lock else ExitCode.OK
+
+
+def _runner(settings: Settings, jobs: list[Job], store: StateStore) -> Runner:
+    return Runner(settings, jobs, store, report=SentryReporter(settings.sentry_dsn))
+
+
+MODE_HANDLERS: dict[str, Callable[..., int]] = {
+    "list_jobs": list_jobs,
+    "nagios": nagios,
+    "reset_job": reset_job,
+    "audit_ghosts": audit_ghosts,
+    "job": run_one,
+    "run": run_all,
+}
+
+
+class terminate_on_sigterm:
+    """While active, SIGTERM raises :class:`Terminated` in the main thread, so
+    the runner's ``finally`` blocks release the job's lock."""
+
+    def __enter__(self) -> None:
+        self._previous = signal.signal(signal.SIGTERM, self._raise)
+
+    def __exit__(self, *exc: object) -> None:
+        signal.signal(signal.SIGTERM, self._previous)
+
+    @staticmethod
+    def _raise(signum: int, frame: object) -> None:
+        raise Terminated(signum)
+
+
+def setup_logging(settings: Settings) -> None:
+    """Log to stderr at the configured level (stdout is for command output)."""
+    logging.basicConfig(stream=sys.stderr, level=settings.log_level, format=settings.log_format)

@@ -1,0 +1,198 @@
+"""Configuration: ``crontabber.ini`` in crontabber's layout, overridable by the
+environment and the command line, read through everett.
+
+Precedence is crontabber's: command line, then environment, then the INI
+file, then defaults. An option ``crontabber.class-Foo.bucket`` is
+
+- on the command line: ``--crontabber.class-Foo.bucket=VALUE``;
+- in the environment: ``CRONTABBER_CLASS_FOO_BUCKET`` (everett's upper-case
+  form, dashes as underscores), ``CRONTABBER_CLASS-FOO_BUCKET``, or
+  crontabber's dotted name ``crontabber.class-Foo.bucket`` (set with ``env``);
+- in the INI file: ``bucket=VALUE`` under ``[crontabber]`` / ``[[class-Foo]]``.
+
+Secrets (options whose name says password, secret, dsn...) are meant to come
+from the environment; they are masked wherever options are shown.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+from everett import InvalidValueError, NO_VALUE
+from everett.ext.inifile import ConfigIniEnv
+from everett.manager import ConfigDictEnv, ConfigManager, generate_uppercase_key
+
+from .errors import ConfigurationError
+from .options import Namespace, Option
+from .scheduling import JobEntry, parse_job_entry, split_jobs_list
+from .store import DatabaseSettings
+
+DEFAULT_CONF_PATHS = ("config/crontabber.ini", "crontabber.ini")
+MASK = "*" * 8
+
+
+def runner_options() -> Namespace:
+    """The runner's own options (a job's options live under ``crontabber.class-X``)."""
+    root = Namespace()
+    cron = root.namespace("crontabber")
+    cron.add_option("jobs", "", "the job list: module.Class|FREQ[|HH:MM], one per line")
+    cron.add_option("error_retry_time", 300, "seconds after a failed attempt before a retry")
+    cron.add_option(
+        "max_ongoing_age_hours", 12.0, "an ongoing marker older than this is ignored"
+    )
+    for name, default, doc in (
+        ("host", "localhost", "state database host"),
+        ("port", 5432, "state database port"),
+        ("dbname", "crontabber", "state database name"),
+        ("user", "", "state database user"),
+        ("password", "", "state database password (use the environment)"),
+    ):
+        cron.add_option(name, default, doc, reference_value_from="resource.postgresql")
+        root.namespace("resource").namespace("postgresql").add_option(name, default, doc)
+    root.namespace("sentry").add_option(
+        "dsn", "", "Sentry DSN; job errors are reported when set",
+        reference_value_from="secrets.sentry",
+    )
+    logging_ns = root.namespace("logging")
+    logging_ns.add_option("level", "INFO", "log level on stderr (DEBUG, INFO, WARNING...)")
+    logging_ns.add_option(
+        "format", "%(asctime)s %(levelname)s %(name)s - %(message)s", "log line format"
+    )
+    return root
+
+
+class EnvironSource:
+    """everett source over the process environment, accepting three spellings."""
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self._environ = environ
+
+    def get(self, key: str, namespace: list[str] | None = None) -> Any:
+        upper = generate_uppercase_key(key, namespace)
+        dotted = ".".join([*(namespace or []), key])
+        for name in (upper.replace("-", "_"), upper, dotted):
+            if name in self._environ:
+                return self._environ[name]
+        return NO_VALUE
+
+
+class Sources:
+    """The stacked value sources: command line, environment, INI file."""
+
+    def __init__(
+        self, conf_path: str | None, cli: Mapping[str, str], environ: Mapping[str, str]
+    ) -> None:
+        self.conf_path = resolve_conf_path(conf_path)
+        self.cli = dict(cli)
+        cli_env = ConfigDictEnv({dotted.replace(".", "_"): v for dotted, v in cli.items()})
+        ini_env = ConfigIniEnv([self.conf_path] if self.conf_path else [])
+        self._manager = ConfigManager([cli_env, EnvironSource(environ), ini_env], with_override=False)
+
+    def raw(self, path: tuple[str, ...], name: str) -> Any:
+        """The raw string set for ``path.name`` anywhere, or ``NO_VALUE``."""
+        return self._manager(name, namespace=list(path), raise_error=False, raw_value=True,
+                             default_if_empty=False)
+
+    def value(self, path: tuple[str, ...], option: Option) -> Any:
+        """The parsed value of an option, following ``reference_value_from``.
+
+        Raises:
+            ConfigurationError: naming the option when its value does not parse.
+        """
+        raw = self.raw(path, option.name)
+        if raw is NO_VALUE and option.reference_value_from:
+            raw = self.raw(tuple(option.reference_value_from.split(".")), option.name)
+        if raw is NO_VALUE:
+            return option.default
+        try:
+            return option.parse(raw)
+        except (ValueError, TypeError, InvalidValueError) as exc:
+            raise ConfigurationError(".".join([*path, option.name]), f"bad value {raw!r}: {exc}") from None
+
+
+def resolve_conf_path(conf_path: str | None) -> str | None:
+    """The INI file to read: the given one (which must exist) or a default.
+
+    Raises:
+        ConfigurationError: when the named file does not exist.
+    """
+    if conf_path:
+        if not Path(conf_path).is_file():
+            raise ConfigurationError("--admin.conf", f"no such file: {conf_path}")
+        return str(Path(conf_path).resolve())
+    for candidate in DEFAULT_CONF_PATHS:
+        if Path(candidate).is_file():
+            return str(Path(candidate).resolve())
+    return None
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The runner's resolved settings."""
+
+    entries: tuple[JobEntry, ...]
+    error_retry_time: int
+    max_ongoing_age_hours: float
+    database: DatabaseSettings
+    sentry_dsn: str = field(repr=False)
+    log_level: str
+    log_format: str
+    sources: Sources = field(repr=False, compare=False)
+
+
+def load_settings(
+    conf_path: str | None, cli: Mapping[str, str], environ: Mapping[str, str] | None = None
+) -> Settings:
+    """Read the runner's settings.
+
+    Raises:
+        ConfigurationError: a missing file, a bad value or a bad jobs entry.
+    """
+    sources = Sources(conf_path, cli, os.environ if environ is None else environ)
+    values = {".".join([*path, opt.name]): sources.value(path, opt)
+              for path, opt in runner_options().walk()}
+    entries = tuple(parse_job_entry(text) for text in split_jobs_list(values["crontabber.jobs"]))
+    database = DatabaseSettings(
+        host=values["crontabber.host"],
+        port=values["crontabber.port"],
+        dbname=values["crontabber.dbname"],
+        user=values["crontabber.user"],
+        password=values["crontabber.password"],
+    )
+    return Settings(
+        entries=entries,
+        error_retry_time=values["crontabber.error_retry_time"],
+        max_ongoing_age_hours=values["crontabber.max_ongoing_age_hours"],
+        database=database,
+        sentry_dsn=values["sentry.dsn"],
+        log_level=str(values["logging.level"]).upper(),
+        log_format=values["logging.format"],
+        sources=sources,
+    )
+
+
+def iter_option_lines(
+    namespace: Namespace, prefix: tuple[str, ...], sources: Sources | None
+) -> Iterator[tuple[str, str, str]]:
+    """``(dotted name, shown value, doc)`` for every option; secrets masked.
+
+    With ``sources`` the shown value is the effective one, else the default.
+    """
+    for path, option in namespace.walk(prefix):
+        value = sources.value(path, option) if sources else option.default
+        shown = MASK if option.secret and value else repr(value)
+        yield ".".join([*path, option.name]), shown, option.doc
+
+
+def check_cli_names(cli: Mapping[str, str], known: set[str]) -> None:
+    """Refuse ``--ns.option`` names that no option has (crontabber's NotAnOptionError).
+
+    Raises:
+        ConfigurationError: naming the unknown option.
+    """
+    for dotted in cli:
+        if dotted not in known:
+            raise ConfigurationError(f"--{dotted}", "no such option (see --help)")

@@ -1,0 +1,288 @@
+"""Pure scheduling logic: parsing the jobs list, due checks, next runs,
+backfill intervals and dependency order.
+
+Nothing here touches the database or the clock: every function that needs
+"now" takes it as an argument (the runner passes the database's clock), so
+these rules are tested in milliseconds and hosts with drifting clocks agree.
+The semantics are crontabber 0.18's (see ``shared/reference/crontabber-spec.md``
+§2.4, §4), with its bugs fixed where noted.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import graphlib
+import re
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+from .errors import ConfigurationError
+from .state import JobState
+
+UNIT_SECONDS = {"m": 60, "h": 3600, "d": 86400}
+DAY = 86400
+
+_FREQUENCY = re.compile(r"^\s*(\d+)\s*([mhd])\s*$")
+_TIME = re.compile(r"^\s*(\d{1,2}):(\d{1,2})\s*$")
+
+
+@dataclass(frozen=True)
+class TimeOfDay:
+    """A UTC time of day (``HH:MM``) at which a job runs."""
+
+    hour: int
+    minute: int
+
+    def __str__(self) -> str:
+        return f"{self.hour:02d}:{self.minute:02d}"
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """How often a job runs: its frequency and optional time of day."""
+
+    frequency: str
+    seconds: int
+    time: TimeOfDay | None
+
+    def __str__(self) -> str:
+        return f"{self.frequency} @ {self.time}" if self.time else self.frequency
+
+    @property
+    def interval(self) -> dt.timedelta:
+        return dt.timedelta(seconds=self.seconds)
+
+
+@dataclass(frozen=True)
+class JobEntry:
+    """One line of the ``jobs`` list: ``module.Class|FREQ[|HH:MM]``."""
+
+    class_path: str
+    frequency: str
+    time: str | None
+    text: str
+
+    @property
+    def class_name(self) -> str:
+        return self.class_path.rsplit(".", 1)[-1]
+
+
+def parse_frequency(text: str) -> int:
+    """Return the seconds of a frequency such as ``5m``, ``2h`` or ``1d``.
+
+    Stricter than crontabber (which read ``1d2h`` as one day and crashed with
+    an ``IndexError`` on ``5``): the whole text must be digits and a unit.
+
+    Raises:
+        ValueError: with a message that says what is accepted.
+    """
+    match = _FREQUENCY.match(text)
+    if not match:
+        raise ValueError(
+            f"bad frequency {text!r}: expected a number and a unit m, h or d (e.g. 5m, 1d)"
+        )
+    return int(match.group(1)) * UNIT_SECONDS[match.group(2)]
+
+
+def parse_time(text: str) -> TimeOfDay:
+    """Return the :class:`TimeOfDay` of ``HH:MM`` (0 <= HH <= 23, 0 <= MM <= 59).
+
+    Raises:
+        ValueError: when the text is not a valid time of day.
+    """
+    match = _TIME.match(text)
+    if not match:
+        raise ValueError(f"bad time {text!r}: expected HH:MM")
+    hour, minute = int(match.group(1)), int(match.group(2))
+    if hour > 23 or minute > 59:
+        raise ValueError(f"bad time {text!r}: hour must be 0-23 and minute 0-59")
+    return TimeOfDay(hour, minute)
+
+
+def parse_schedule(frequency: str, time: str | None) -> Schedule:
+    """Validate a frequency and optional time together.
+
+    A time of day needs a frequency of at least one day (crontabber only
+    checked this in ``--configtest``; we refuse it up front).
+
+    Raises:
+        ValueError: naming the bad part.
+    """
+    seconds = parse_frequency(frequency)
+    time_of_day = parse_time(time) if time else None
+    if time_of_day is not None and seconds < DAY:
+        raise ValueError(
+            f"a time of day ({time}) needs a frequency of at least 1d, not {frequency!r}"
+        )
+    return Schedule(frequency.strip(), seconds, time_of_day)
+
+
+def split_jobs_list(text: str) -> list[str]:
+    """Split the ``jobs`` option on newlines, commas and semicolons.
+
+    Blank pieces and pieces starting with ``#`` are dropped, as crontabber does.
+    """
+    pieces = (piece.strip() for piece in re.split(r"[\n,;]", text or ""))
+    return [piece for piece in pieces if piece and not piece.startswith("#")]
+
+
+def parse_job_entry(text: str) -> JobEntry:
+    """Parse ``module.Class|FREQ``, ``module.Class|FREQ|HH:MM`` or ``module.Class|HH:MM``.
+
+    A single metadata field holding ``:`` is a time with a frequency of ``1d``.
+    Whitespace around the fields is allowed (crontabber broke on ``A | 5m``).
+
+    Raises:
+        ConfigurationError: naming the entry and what is wrong with it.
+    """
+    fields = [field.strip() for field in text.split("|")]
+    if len(fields) < 2 or not fields[1]:
+        raise ConfigurationError(f"jobs entry {text!r}", "no frequency and/or time defined")
+    if len(fields) > 3:
+        raise ConfigurationError(
+            f"jobs entry {text!r}", "too many '|' fields; expected module.Class|FREQ[|HH:MM]"
+        )
+    class_path = fields[0]
+    if not re.fullmatch(r"[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)+", class_path):
+        raise ConfigurationError(
+            f"jobs entry {text!r}", f"{class_path!r} is not a dotted module.Class path"
+        )
+    if len(fields) == 2 and ":" in fields[1]:
+        frequency, time = "1d", fields[1]
+    else:
+        frequency, time = fields[1], (fields[2] if len(fields) == 3 else None)
+    entry = JobEntry(class_path, frequency, time, text)
+    try:
+        parse_schedule(frequency, time)
+    except ValueError as exc:
+        raise ConfigurationError(f"jobs entry {text!r}", str(exc)) from None
+    return entry
+
+
+def is_due(state: JobState | None, schedule: Schedule, now: dt.datetime) -> bool:
+    """Whether a job is due at ``now`` (crontabber's ``time_to_run``).
+
+    - never run: due, or with a time of day, due once UTC ``now`` has reached it;
+    - a first run in progress elsewhere (``next_run`` NULL): due only if
+      ``ongoing`` is set, so the runner goes on to report the lock;
+    - otherwise due when ``next_run < now``.
+    """
+    if state is None:
+        if schedule.time is None:
+            return True
+        utc = now.astimezone(dt.timezone.utc)
+        return (utc.hour, utc.minute) >= (schedule.time.hour, schedule.time.minute)
+    if state.next_run is None:
+        return state.ongoing is not None
+    return state.next_run < now
+
+
+def next_run_after(
+    started: dt.datetime, schedule: Schedule, succeeded: bool, error_retry_time: int
+) -> dt.datetime:
+    """The ``next_run`` written when an attempt that began at ``started`` ends.
+
+    After a failure: ``started + error_retry_time`` seconds. After a success:
+    ``started + frequency``, with the hour and minute replaced by the time of
+    day if there is one (keeping that calendar date, as crontabber does).
+    """
+    if not succeeded:
+        return started + dt.timedelta(seconds=error_retry_time)
+    nxt = started.astimezone(dt.timezone.utc) + schedule.interval
+    if schedule.time is not None:
+        nxt = nxt.replace(
+            hour=schedule.time.hour, minute=schedule.time.minute, second=0, microsecond=0
+        )
+    return nxt
+
+
+def backfill_dates(
+    last_success: dt.datetime | None, schedule: Schedule, now: dt.datetime
+) -> list[dt.datetime]:
+    """The dates a backfill job is called with, oldest first.
+
+    With no previous success the job runs once with ``now``. Otherwise each
+    whole interval since ``last_success`` (anchored to the time of day in UTC,
+    so a job reached a minute late on some days does not drift) gives one date,
+    strictly before ``now``.
+    """
+    if last_success is None:
+        return [now]
+    when = last_success.astimezone(dt.timezone.utc)
+    if schedule.time is not None:
+        when = when.replace(
+            hour=schedule.time.hour, minute=schedule.time.minute, second=0, microsecond=0
+        )
+    dates = []
+    while when + schedule.interval < now:
+        when += schedule.interval
+        dates.append(when)
+    return dates
+
+
+def dependency_block(
+    depends_on: Sequence[str], states: Mapping[str, JobState | None], now: dt.datetime
+) -> str | None:
+    """The reason a job may not run yet because of its parents, or None.
+
+    Parents are checked in declared order; the first failing check wins:
+    never run, errored last time, or itself overdue (``next_run`` NULL counts
+    as overdue, as on crontabber under Python 2).
+    """
+    for parent in depends_on:
+        state = states.get(parent)
+        if state is None:
+            return f"{parent!r} hasn't been run yet"
+        if state.last_error:
+            return f"{parent!r} errored last time it ran"
+        if state.next_run is None or state.next_run < now:
+            return f"{parent!r} hasn't recently run"
+    return None
+
+
+def normalize_depends_on(value: object) -> tuple[str, ...]:
+    """crontabber's ``depends_on`` forms: None, a string, or an iterable of strings."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, Iterable):
+        return tuple(str(item) for item in value)
+    raise TypeError(f"depends_on must be a string or a list of strings, not {value!r}")
+
+
+def dependency_order(graph: Mapping[str, Sequence[str]]) -> list[str]:
+    """Order app names so parents come first; alphabetical within each layer.
+
+    Dependencies on names that are not in ``graph`` are external: they do not
+    order anything (the dependency check blocks the child at run time).
+    Unlike crontabber, a list with no root job or no jobs at all is fine.
+
+    Raises:
+        ConfigurationError: on a dependency cycle, naming its members.
+    """
+    sorter: graphlib.TopologicalSorter[str] = graphlib.TopologicalSorter()
+    for name, parents in graph.items():
+        sorter.add(name, *(parent for parent in parents if parent in graph))
+    try:
+        sorter.prepare()
+    except graphlib.CycleError as exc:
+        cycle = " -> ".join(exc.args[1])
+        raise ConfigurationError("jobs", f"dependency cycle: {cycle}") from None
+    order: list[str] = []
+    while sorter.is_active():
+        layer = sorted(sorter.get_ready())
+        order.extend(layer)
+        sorter.done(*layer)
+    return order
+
+
+def ongoing_is_stale(
+    ongoing: dt.datetime, now: dt.datetime, max_age_hours: float
+) -> bool:
+    """Whether an ``ongoing`` marker is old enough to be ignored.
+
+    The whole age counts, days included (crontabber used ``timedelta.seconds``
+    and so let a 25-hour-old marker block again).
+    """
+    return now - ongoing >= dt.timedelta(hours=max_age_hours)

@@ -1,0 +1,82 @@
+"""Apply ``sql/schema.sql`` and the numbered migrations in ``sql/migrations/``.
+
+The convention (``sql/migrations/README.md``): a database without
+``schema_migrations`` gets ``schema.sql`` and every migration is recorded as
+applied; otherwise each unrecorded migration runs, in order. An advisory lock
+makes runners that start at the same moment do this once.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import queries
+
+logger = logging.getLogger(__name__)
+
+_MIGRATION = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+
+
+@dataclass(frozen=True)
+class Migration:
+    number: int
+    name: str
+    path: Path
+
+
+def migrations(sql_dir: Path = queries.SQL_DIR) -> list[Migration]:
+    """The migration files in number order.
+
+    Raises:
+        ValueError: on a badly named file or a duplicated number.
+    """
+    found: dict[int, Migration] = {}
+    for path in sorted((sql_dir / "migrations").glob("*.sql")):
+        match = _MIGRATION.match(path.name)
+        if not match:
+            raise ValueError(f"migration file {path.name!r} is not named NNNN_name.sql")
+        number = int(match.group(1))
+        if number in found:
+            raise ValueError(f"two migrations numbered {number}: {found[number].name}, {path.name}")
+        found[number] = Migration(number, path.stem, path)
+    return [found[number] for number in sorted(found)]
+
+
+def ensure_schema(connection: Any, sql_dir: Path = queries.SQL_DIR) -> list[str]:
+    """Bring the database to the current schema; return what was applied.
+
+    Cheap when nothing is to do: one transaction with two small queries.
+    """
+    q = queries.load("schema_migrations.sql")
+    applied: list[str] = []
+    with connection, connection.cursor() as cur:
+        cur.execute(q["lock"])
+        cur.execute(q["has_table"])
+        fresh = not cur.fetchone()[0]
+        cur.execute(q["create_table"])
+        cur.execute(q["applied"])
+        done = {row[0] for row in cur.fetchall()}
+        if fresh:
+            cur.execute((sql_dir / "schema.sql").read_text())
+            applied.append("schema.sql")
+        for migration in migrations(sql_dir):
+            if migration.number in done:
+                continue
+            if not fresh:
+                cur.execute(migration.path.read_text())
+                applied.append(migration.name)
+            cur.execute(q["record"], {"number": migration.number, "name": migration.name})
+    if applied:
+        logger.info("database schema: applied %s", ", ".join(applied))
+    return applied
+
+
+def apply_migrations_only(connection: Any, sql_dir: Path = queries.SQL_DIR) -> None:
+    """Build the schema from the migrations alone (for the schema-vs-migrations test)."""
+    with connection, connection.cursor() as cur:
+        for migration in migrations(sql_dir):
+            cur.execute(migration.path.read_text())

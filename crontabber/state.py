@@ -1,0 +1,62 @@
+"""Typed records of the runner's state rows."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+
+@dataclass(frozen=True)
+class JobState:
+    """One row of table ``crontabber`` (crontabber's columns plus ``ongoing_by``)."""
+
+    app_name: str
+    next_run: dt.datetime | None = None
+    first_run: dt.datetime | None = None
+    last_run: dt.datetime | None = None
+    last_success: dt.datetime | None = None
+    ongoing: dt.datetime | None = None
+    ongoing_by: str | None = None
+    error_count: int = 0
+    depends_on: tuple[str, ...] = ()
+    last_error: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> "JobState":
+        """Build from a database row (a mapping of column name to value)."""
+        return cls(
+            app_name=row["app_name"],
+            next_run=row["next_run"],
+            first_run=row["first_run"],
+            last_run=row["last_run"],
+            last_success=row["last_success"],
+            ongoing=row["ongoing"],
+            ongoing_by=row.get("ongoing_by"),
+            error_count=row["error_count"] or 0,
+            depends_on=tuple(row["depends_on"] or ()),
+            last_error=row["last_error"] or {},
+        )
+
+    def job_information(self) -> dict[str, Any]:
+        """The dict crontabber hands to a job's constructor as ``job_information``."""
+        return {
+            "next_run": self.next_run,
+            "first_run": self.first_run,
+            "last_run": self.last_run,
+            "last_success": self.last_success,
+            "depends_on": list(self.depends_on),
+            "error_count": self.error_count,
+            "last_error": dict(self.last_error),
+            "ongoing": self.ongoing,
+        }
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How one attempt at a job ended, as written back to its state row."""
+
+    started: dt.datetime
+    succeeded: bool
+    error: Mapping[str, Any]
+    next_run: dt.datetime
