@@ -1,0 +1,158 @@
+"""Fixtures shared by every test tier.
+
+Integration and CLI tests use the real services started by
+``scripts/services.sh`` (``make test`` starts them). Their addresses come from
+the environment that script writes (``.services/env``), with the script's
+defaults otherwise. A missing service fails the test: nothing here skips.
+
+- ``database``: a fresh database per test, copied from a template database
+  built once per session with the current schema (``CREATE DATABASE ...
+  TEMPLATE``, a few ms), dropped afterwards.
+- ``s3_bucket``: a new bucket per test, emptied and removed afterwards.
+- ``es_index``: a unique index name prefix per test; matching indices and
+  aliases are removed afterwards.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import uuid
+from pathlib import Path
+from typing import Any, Iterator
+
+import psycopg2
+import pytest
+
+from crontabber.schema import ensure_schema
+from crontabber.store import DatabaseSettings, connect
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _service_env() -> dict[str, str]:
+    """Values from .services/env (``export NAME=value`` lines), under os.environ."""
+    values: dict[str, str] = {}
+    env_file = Path(os.environ.get("SYMBOLS_STATE_DIR", REPO / ".services")) / "env"
+    if env_file.is_file():
+        for line in env_file.read_text().splitlines():
+            line = line.strip().removeprefix("export ")
+            if "=" in line and not line.startswith("#"):
+                name, _, value = line.partition("=")
+                values[name.strip()] = value.strip().strip("'\"")
+    values.update(os.environ)
+    return values
+
+
+ENV = _service_env()
+
+
+def admin_settings(dbname: str = "postgres") -> DatabaseSettings:
+    return DatabaseSettings(
+        host=ENV.get("RESOURCE_POSTGRESQL_HOST", "127.0.0.1"),
+        port=int(ENV.get("RESOURCE_POSTGRESQL_PORT", "54329")),
+        dbname=dbname,
+        user=ENV.get("RESOURCE_POSTGRESQL_USER", "crontabber"),
+        password=ENV.get("RESOURCE_POSTGRESQL_PASSWORD", "crontabber"),
+    )
+
+
+def _admin_execute(sql: str) -> None:
+    conn = connect(admin_settings())
+    conn.autocommit = True
+    try:
+        with conn.cursor() as cur:
+            cur.execute(sql)
+    finally:
+        conn.close()
+
+
+@pytest.fixture(scope="session")
+def template_database() -> Iterator[str]:
+    """A database holding the current schema, cloned by ``database``."""
+    name = f"test_template_{os.getpid()}"
+    try:
+        _admin_execute(f"DROP DATABASE IF EXISTS {name}")
+    except Exception as exc:  # noqa: BLE001 - turn any connection problem into a failure
+        pytest.fail(f"PostgreSQL is not reachable ({exc}); run `make services` first", pytrace=False)
+    _admin_execute(f"CREATE DATABASE {name}")
+    conn = connect(admin_settings(name))
+    try:
+        ensure_schema(conn)
+    finally:
+        conn.close()
+    yield name
+    _admin_execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+_counter = itertools.count()
+
+
+@pytest.fixture
+def database(template_database: str) -> Iterator[DatabaseSettings]:
+    """A fresh database with the current schema, for one test."""
+    name = f"test_{os.getpid()}_{next(_counter)}"
+    _admin_execute(f"CREATE DATABASE {name} TEMPLATE {template_database}")
+    yield admin_settings(name)
+    _admin_execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def empty_database() -> Iterator[DatabaseSettings]:
+    """A fresh database without any schema (for schema and migration tests)."""
+    name = f"test_empty_{os.getpid()}_{next(_counter)}"
+    _admin_execute(f"CREATE DATABASE {name}")
+    yield admin_settings(name)
+    _admin_execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def db_conn(database: DatabaseSettings) -> Iterator[Any]:
+    """A psycopg2 connection to the test's database (autocommit)."""
+    conn = connect(database)
+    conn.autocommit = True
+    yield conn
+    conn.close()
+
+
+def s3_client() -> Any:
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client(
+        "s3",
+        endpoint_url=ENV.get("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9444"),
+        aws_access_key_id=ENV.get("AWS_ACCESS_KEY_ID", "symbols"),
+        aws_secret_access_key=ENV.get("AWS_SECRET_ACCESS_KEY", "symbols-secret"),
+        region_name=ENV.get("AWS_DEFAULT_REGION", "us-east-1"),
+        config=Config(s3={"addressing_style": "path"}, retries={"mode": "standard"}),
+    )
+
+
+@pytest.fixture
+def s3_bucket() -> Iterator[str]:
+    """A new, empty S3 bucket for one test; removed with its objects afterwards."""
+    client = s3_client()
+    name = f"test-{uuid.uuid4().hex[:20]}"
+    client.create_bucket(Bucket=name)
+    yield name
+    paginator = client.get_paginator("list_objects_v2")
+    for page in paginator.paginate(Bucket=name):
+        keys = [{"Key": obj["Key"]} for obj in page.get("Contents", [])]
+        if keys:
+            client.delete_objects(Bucket=name, Delete={"Objects": keys})
+    client.delete_bucket(Bucket=name)
+
+
+def es_client() -> Any:
+    from elasticsearch import Elasticsearch
+
+    return Elasticsearch(ENV.get("ES_URL", "http://127.0.0.1:9201"), request_timeout=30)
+
+
+@pytest.fixture
+def es_index() -> Iterator[str]:
+    """A unique index-name prefix for one test; its indices are deleted afterwards."""
+    prefix = f"test-{uuid.uuid4().hex[:12]}"
+    yield prefix
+    es_client().indices.delete(index=f"{prefix}*", ignore_unavailable=True, allow_no_indices=True)
