@@ -282,3 +282,5 @@ class terminate_on_sigterm:
 def setup_logging(settings: Settings) -> None:
     """Log to stderr at the configured level (stdout is for command output)."""
     logging.basicConfig(stream=sys.stderr, level=settings.log_level, format=settings.log_format)
+    # everett logs every raw value it reads at DEBUG, secrets included.
+    logging.getLogger("everett").setLevel(logging.WARNING)

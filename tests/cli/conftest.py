@@ -1,0 +1,45 @@
+"""Run the real entry point, ``python -m crontabber``, as a subprocess."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fixtures.crontab import crontab  # noqa: F401 - the fixture
+
+REPO = Path(__file__).resolve().parent.parent.parent
+
+
+class Cli:
+    def __init__(self, crontab: Any) -> None:
+        self.crontab = crontab
+        db = crontab.database
+        self.env = {
+            **os.environ,
+            "PYTHONPATH": str(REPO),
+            "RESOURCE_POSTGRESQL_HOST": db.host,
+            "RESOURCE_POSTGRESQL_PORT": str(db.port),
+            "RESOURCE_POSTGRESQL_DBNAME": db.dbname,
+            "RESOURCE_POSTGRESQL_USER": db.user,
+            "RESOURCE_POSTGRESQL_PASSWORD": db.password,
+        }
+
+    def argv(self, *args: str) -> list[str]:
+        return [sys.executable, "-m", "crontabber", f"--admin.conf={self.crontab.ini}", *args]
+
+    def run(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+        return subprocess.run(self.argv(*args), env=self.env, cwd=REPO, capture_output=True,
+                              text=True, timeout=timeout)
+
+    def spawn(self, *args: str, **kwargs: Any) -> subprocess.Popen:
+        return subprocess.Popen(self.argv(*args), env=self.env, cwd=REPO, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)
+
+
+@pytest.fixture
+def cli(crontab: Any) -> Cli:
+    return Cli(crontab)

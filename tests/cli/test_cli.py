@@ -1,0 +1,124 @@
+"""The real entry point as a subprocess: exit codes, messages, signals, kills."""
+import datetime as dt
+import signal
+import time
+
+DAY = dt.timedelta(days=1)
+
+
+def wait_for(predicate, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting")
+
+
+def test_version_and_help(cli):
+    done = cli.run("--version")
+    assert done.returncode == 0 and done.stdout.strip() and done.stderr == ""
+    cli.crontab.configure(["FooJob|1d"])
+    done = cli.run("--help")
+    assert done.returncode == 0
+    for text in ("--crontabber.error_retry_time (default 300)", "--list-jobs", "--nagios",
+                 "--crontabber.class-FooJob.greeting (default 'hello')", "--reset-job",
+                 "--crontabber.max_ongoing_age_hours (default 12.0)", "exit codes"):
+        assert text in done.stdout
+
+
+def test_configuration_errors_exit_1_with_the_entry_and_run_nothing(cli):
+    cli.crontab.configure(["BasicJob|1d", "Nope|1d"])
+    done = cli.run()
+    assert done.returncode == 1
+    assert "jobs entry 'tests.fixtures.sample_jobs.Nope|1d'" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert cli.crontab.calls() == []
+    done = cli.run("--configtest")
+    assert done.returncode == 1 and "Nope" in done.stderr
+
+
+def test_unknown_option_and_missing_file(cli):
+    cli.crontab.configure(["BasicJob|1d"])
+    done = cli.run("--crontabber.error_retry_tim=5")
+    assert done.returncode == 1 and "--crontabber.error_retry_tim: no such option" in done.stderr
+    done = cli.run("--admin.conf=/nonexistent.ini")
+    assert done.returncode == 1 and "no such file: /nonexistent.ini" in done.stderr
+
+
+def test_configtest_needs_no_database(cli):
+    cli.crontab.configure(["BasicJob|1d"])
+    cli.env["RESOURCE_POSTGRESQL_PORT"] = "1"
+    done = cli.run("--configtest")
+    assert done.returncode == 0 and "configtest OK: 1 jobs" in done.stdout
+
+
+def test_password_is_never_printed(cli):
+    cli.crontab.configure(["BasicJob|1d"])
+    cli.env["RESOURCE_POSTGRESQL_PASSWORD"] = "hunter2-wrong"
+    done = cli.run("--logging.level=DEBUG")
+    assert done.returncode == 1 and "cannot use the state database" in done.stderr
+    assert "hunter2" not in done.stdout + done.stderr
+    help_text = cli.run("--help").stdout
+    assert "hunter2" not in help_text
+
+
+def _signal_mid_job(cli, signum):
+    cli.crontab.configure(["SlowJob|1d"], extra="    [[class-SlowJob]]\n        sleep=30\n")
+    proc = cli.spawn()
+    wait_for(lambda: cli.crontab.calls("slow-job"))
+    proc.send_signal(signum)
+    proc.communicate(timeout=20)
+    return proc.returncode
+
+
+def test_sigterm_releases_the_lock_and_records_the_failure(cli):
+    assert _signal_mid_job(cli, signal.SIGTERM) == 143
+    state = cli.crontab.state("slow-job")
+    assert state.ongoing is None and state.ongoing_by is None
+    assert state.error_count == 1 and "Terminated" in state.last_error["type"]
+
+
+def test_sigint_releases_the_lock(cli):
+    assert _signal_mid_job(cli, signal.SIGINT) == 130
+    state = cli.crontab.state("slow-job")
+    assert state.ongoing is None and "KeyboardInterrupt" in state.last_error["type"]
+
+
+def test_locked_job_message_says_who_holds_it_since_when(cli):
+    cli.crontab.configure(["SlowJob|1d"], extra="    [[class-SlowJob]]\n        sleep=30\n")
+    holder = cli.spawn("--job", "slow-job")
+    try:
+        wait_for(lambda: cli.crontab.calls("slow-job"))
+        done = cli.run("--job", "slow-job", "--force")
+        assert done.returncode == 3
+        message = done.stderr.strip().splitlines()[-1]
+        assert message.startswith("crontabber: slow-job: already running since ")
+        assert f":{holder.pid}" in message and "Traceback" not in done.stderr
+        assert cli.run().returncode == 3 or cli.crontab.state("slow-job").next_run is None
+    finally:
+        holder.terminate()
+        holder.communicate(timeout=20)
+
+
+def test_killed_backfill_does_not_redo_finished_intervals(cli):
+    crontab = cli.crontab
+    crontab.configure(["FooBackfillJob|1d"])
+    assert cli.run().returncode == 0
+    crontab.wind(5 * DAY)
+    crontab.configure(["FooBackfillJob|1d"], extra="    [[class-FooBackfillJob]]\n        sleep=2\n")
+    proc = cli.spawn()
+    # calls are recorded as each interval starts: 3 calls = interval 1 done, 2 running
+    wait_for(lambda: len(crontab.calls("foo-backfill")) >= 3)
+    proc.kill()
+    proc.communicate(timeout=20)
+    done_days = [c["day"] for c in crontab.calls("foo-backfill")][1:]
+    assert crontab.state("foo-backfill").last_success == done_days[-2]
+    crontab.configure(["FooBackfillJob|1d"])
+    # the dead runner's marker is stale after max_ongoing_age_hours (here 1 ms)
+    assert cli.run("--crontabber.max_ongoing_age_hours=0.0000003").returncode == 0
+    days = [c["day"] for c in crontab.calls("foo-backfill")][1:]
+    # only the interval killed mid-way runs again; then the rest, oldest first
+    assert days[:2] == done_days and days[2] == done_days[1]
+    assert len(days) == 6 and days[2:] == sorted(set(days))[1:]
+    assert crontab.state("foo-backfill").ongoing is None

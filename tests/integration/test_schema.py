@@ -1,0 +1,92 @@
+"""sql/schema.sql and sql/migrations/ agree; existing crontabber 0.18 databases keep working."""
+from crontabber import queries
+from crontabber.schema import apply_migrations_only, ensure_schema, migrations
+from crontabber.store import connect
+
+CATALOG = """
+SELECT 'column' AS kind, table_name || '.' || column_name AS name,
+       concat_ws(' ', data_type, udt_name, is_nullable, column_default) AS detail
+FROM information_schema.columns WHERE table_schema = 'public'
+UNION ALL
+SELECT 'index', indexname, indexdef FROM pg_indexes WHERE schemaname = 'public'
+UNION ALL
+SELECT 'constraint', conrelid::regclass || '.' || conname, pg_get_constraintdef(oid)
+FROM pg_constraint WHERE connamespace = 'public'::regnamespace
+ORDER BY 1, 2
+"""
+
+
+def catalog(settings):
+    conn = connect(settings)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(CATALOG)
+            return cur.fetchall()
+    finally:
+        conn.close()
+
+
+def test_schema_equals_migrations(empty_database, database):
+    conn = connect(empty_database)
+    apply_migrations_only(conn)
+    conn.close()
+    from_migrations = [row for row in catalog(empty_database) if "schema_migrations" not in row[1]]
+    from_schema = [row for row in catalog(database) if "schema_migrations" not in row[1]]
+    assert from_schema == from_migrations
+    assert any(row[1] == "crontabber.ongoing_by" for row in from_schema)
+
+
+def test_ensure_schema_is_idempotent_and_records_migrations(database):
+    conn = connect(database)
+    try:
+        assert ensure_schema(conn) == []
+        with conn.cursor() as cur:
+            cur.execute("SELECT number FROM schema_migrations ORDER BY number")
+            assert [r[0] for r in cur.fetchall()] == [m.number for m in migrations()]
+    finally:
+        conn.close()
+
+
+CRONTABBER_018 = """
+CREATE TABLE crontabber (app_name text NOT NULL, next_run timestamptz, first_run timestamptz,
+  last_run timestamptz, last_success timestamptz, error_count integer DEFAULT 0,
+  depends_on text[], last_error json);
+CREATE UNIQUE INDEX crontabber_unique_app_name_idx ON crontabber (app_name);
+CREATE TABLE crontabber_log (id SERIAL NOT NULL, app_name text NOT NULL,
+  log_time timestamptz DEFAULT now() NOT NULL, duration interval, success timestamptz,
+  exc_type text, exc_value text, exc_traceback text);
+INSERT INTO crontabber VALUES ('foo', now() + interval '1 day', now(), now(), now(), 0, '{}', '{}');
+"""
+
+
+def test_a_database_written_by_crontabber_018_before_012_keeps_working(empty_database):
+    conn = connect(empty_database)
+    conn.autocommit = True
+    with conn.cursor() as cur:
+        cur.execute(CRONTABBER_018)  # no `ongoing` column: crontabber before 0.12
+    assert ensure_schema(conn) == ["schema.sql"]
+    with conn.cursor() as cur:
+        cur.execute("SELECT app_name, ongoing, ongoing_by, error_count FROM crontabber")
+        assert cur.fetchall() == [("foo", None, None, 0)]
+    conn.close()
+
+
+def test_pending_migrations_are_applied_in_order(empty_database, tmp_path):
+    sql = tmp_path / "sql"
+    (sql / "migrations").mkdir(parents=True)
+    (sql / "schema.sql").write_text("CREATE TABLE IF NOT EXISTS t (a int);")
+    (sql / "migrations" / "0001_t.sql").write_text("CREATE TABLE IF NOT EXISTS t (a int);")
+    conn = connect(empty_database)
+    assert ensure_schema(conn, sql) == ["schema.sql"]
+    (sql / "migrations" / "0002_b.sql").write_text("ALTER TABLE t ADD COLUMN b int;")
+    (sql / "migrations" / "0003_c.sql").write_text("ALTER TABLE t ADD COLUMN c int;")
+    assert ensure_schema(conn, sql) == ["0002_b", "0003_c"]
+    assert ensure_schema(conn, sql) == []
+    with conn.cursor() as cur:
+        cur.execute("SELECT a, b, c FROM t")
+    conn.close()
+
+
+def test_query_files_parse():
+    assert "claim" not in queries.load("crontabber.sql")
+    assert {"clock", "lock_state", "finish"} <= set(queries.load("crontabber.sql"))

@@ -1,0 +1,62 @@
+"""Job errors reach Sentry (a local HTTP server stands in for the Sentry endpoint:
+sentry-sdk itself runs for real and sends its envelope over HTTP)."""
+import gzip
+import http.server
+import threading
+
+import pytest
+
+
+class _Collector(http.server.BaseHTTPRequestHandler):
+    bodies: list = []
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        if self.headers.get("Content-Encoding") == "gzip":
+            body = gzip.decompress(body)
+        type(self).bodies.append((self.path, body.decode("utf-8", "replace")))
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def sentry_server():
+    _Collector.bodies = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://public@127.0.0.1:{server.server_address[1]}/42", _Collector.bodies
+    server.shutdown()
+
+
+def test_job_error_is_sent_to_sentry_and_still_recorded(crontab, sentry_server, caplog):
+    dsn, bodies = sentry_server
+    crontab.configure(["TroubleJob|1d", "BasicJob|1d"])
+    caplog.set_level("INFO")
+    assert crontab.run(f"--sentry.dsn={dsn}")[0] == 0
+    assert crontab.state("trouble").error_count == 1
+    assert len(crontab.calls("basic-job")) == 1
+    events = [body for path, body in bodies if path.startswith("/api/42/")]
+    assert len(events) == 1
+    assert "NameError" in events[0] and "Trouble!!" in events[0] and '"job":"trouble"' in events[0].replace(" ", "")
+    assert "Error captured in Sentry. Reference:" in caplog.text
+
+
+def test_unreachable_sentry_never_breaks_the_run(crontab):
+    crontab.configure(["TroubleJob|1d", "BasicJob|1d"])
+    assert crontab.run("--sentry.dsn=http://public@127.0.0.1:1/42")[0] == 0
+    assert crontab.state("trouble").error_count == 1
+    assert len(crontab.calls("basic-job")) == 1
+
+
+def test_sentrytest(crontab, sentry_server):
+    dsn, bodies = sentry_server
+    code, out = crontab.run("--sentrytest")
+    assert code == 1 and "sentry.dsn is not configured" in out
+    code, out = crontab.run("--sentrytest", f"--sentry.dsn={dsn}")
+    assert code == 0 and "Sentry test message sent" in out
+    assert any("Sentry test sent from crontabber" in body for _, body in bodies)
