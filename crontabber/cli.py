@@ -14,7 +14,7 @@ import enum
 import logging
 import signal
 import sys
-from typing import Any, Callable, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, Callable, NoReturn, TextIO
 
 from . import __version__
 from .catalog import Job, find_job, job_options, load_jobs
@@ -28,10 +28,13 @@ from .errors import (
     SentryNotConfigured,
     Terminated,
 )
-from . import report
 from .runner import Runner, Status, first_lock_error
-from .sentry import SentryReporter
 from .store import StateStore, open_store
+
+if TYPE_CHECKING:
+    from .runner import Reporter
+
+# report and sentry are imported where used: an idle cron tick needs neither.
 
 logger = logging.getLogger("crontabber")
 
@@ -162,8 +165,10 @@ def main(argv: list[str], stdout: TextIO = sys.stdout, stderr: TextIO = sys.stde
         return dispatch(mode, args, rest, stdout)
     except (CrontabberError, KeyboardInterrupt, Terminated) as exc:
         if mode == "nagios":
+            from .report import NAGIOS_CRITICAL
+
             print(f"CRITICAL - {exc}", file=stdout)
-            return report.NAGIOS_CRITICAL
+            return NAGIOS_CRITICAL
         print(f"crontabber: {exc or type(exc).__name__}", file=stderr)
         return exit_code_for(exc)
 
@@ -180,8 +185,10 @@ def dispatch(mode: str, args: argparse.Namespace, rest: list[str], stdout: TextI
     if mode == "sentrytest":
         if not settings.sentry_dsn:
             raise SentryNotConfigured()
-        print(f"Sentry test message sent: {SentryReporter(settings.sentry_dsn).send_test_message()}",
-              file=stdout)
+        from .sentry import SentryReporter
+
+        event_id = SentryReporter(settings.sentry_dsn).send_test_message()
+        print(f"Sentry test message sent: {event_id}", file=stdout)
         return ExitCode.OK
     store = open_store(settings.database)
     try:
@@ -192,6 +199,8 @@ def dispatch(mode: str, args: argparse.Namespace, rest: list[str], stdout: TextI
 
 
 def list_jobs(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
+    from . import report
+
     states, now = store.states(), store.now()
     for line in report.align(report.list_rows(jobs, states, now)):
         print(line, file=out)
@@ -199,6 +208,8 @@ def list_jobs(settings: Settings, jobs: list[Job], store: StateStore, args: Any,
 
 
 def nagios(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
+    from . import report
+
     result = report.nagios(jobs, store.states(), store.now(), settings.max_ongoing_age_hours)
     print("\n".join(result.lines), file=out)
     return result.code
@@ -219,6 +230,8 @@ def reset_job(settings: Settings, jobs: list[Job], store: StateStore, args: Any,
 
 
 def audit_ghosts(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
+    from . import report
+
     found = report.ghosts(jobs, store.states())
     if found:
         print("Found the following in the state database but not available as a configured job:",
@@ -251,7 +264,16 @@ def run_all(settings: Settings, jobs: list[Job], store: StateStore, args: Any, o
 
 
 def _runner(settings: Settings, jobs: list[Job], store: StateStore) -> Runner:
-    return Runner(settings, jobs, store, report=SentryReporter(settings.sentry_dsn))
+    return Runner(settings, jobs, store, report=_sentry(settings.sentry_dsn))
+
+
+def _sentry(dsn: str) -> "Reporter":
+    """The Sentry reporter, imported only when a DSN is set."""
+    if not dsn:
+        return lambda exc, job: None
+    from .sentry import SentryReporter
+
+    return SentryReporter(dsn)
 
 
 MODE_HANDLERS: dict[str, Callable[..., int]] = {

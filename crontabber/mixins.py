@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import subprocess
 from typing import Any, Callable, TypeVar
 
 from .base import BaseCronApp
@@ -137,6 +136,8 @@ def with_subprocess(cls: C) -> C:
     """
 
     def run_process(self: Any, command: Any, input: str | None = None) -> tuple[int, str, str]:
+        import subprocess  # here: an idle tick should not pay for it
+
         shell = isinstance(command, str)
         args = command if shell else [str(part) for part in command]
         done = subprocess.run(args, shell=shell, input=input, capture_output=True, text=True)

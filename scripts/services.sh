@@ -623,7 +623,7 @@ s3_wait() {
   done
   [[ -n ${pid:-} ]] || { show_log_tail "$S3_LOG"; die s3 "did not start"; }
   wait_for s3 60 "$pid" s3_ready || { show_log_tail "$S3_LOG"; die s3 "not answering"; }
-  log s3 "started in $(since "$S3_T0"), pid $pid, port $S3_PORT"
+  log s3 "started, pid $pid, port $S3_PORT (answering $(since "$S3_T0") after launch)"
 }
 
 s3_stop() {
@@ -658,11 +658,11 @@ write_env_file() {
   # Holds passwords: readable by the owner only.
   (umask 077 && cat >"$f.tmp") <<EOF
 # Written by scripts/services.sh: local development services.
-export CRONTABBER_DB_HOST=127.0.0.1
-export CRONTABBER_DB_PORT=$PG_PORT
-export CRONTABBER_DB_USER=$DB_USER
-export CRONTABBER_DB_PASSWORD=$DB_PASSWORD
-export CRONTABBER_DB_NAME=$DB_NAME
+export RESOURCE_POSTGRESQL_HOST=127.0.0.1
+export RESOURCE_POSTGRESQL_PORT=$PG_PORT
+export RESOURCE_POSTGRESQL_USER=$DB_USER
+export RESOURCE_POSTGRESQL_PASSWORD=$DB_PASSWORD
+export RESOURCE_POSTGRESQL_DBNAME=$DB_NAME
 export ES_URL=http://127.0.0.1:$ES_PORT
 export AWS_ENDPOINT_URL_S3=http://127.0.0.1:$S3_PORT
 export AWS_ACCESS_KEY_ID=$S3_ACCESS_KEY
@@ -698,16 +698,17 @@ take_lock() {
 cmd_start() {
   local t0
   t0=$(now_ms)
-  # Order: PostgreSQL first (seconds); then s3proxy is fetched and launched,
-  # and boots while Elasticsearch is fetched; then ES is launched and waited
-  # for.  The two Maven downloads run strictly one after the other.
+  # Order: PostgreSQL first (seconds); then s3proxy is fetched and launched in
+  # the background, and boots while Elasticsearch is fetched and launched
+  # (bin/elasticsearch -d returns once the node has started); then both are
+  # waited for.  The two Maven downloads run strictly one after the other.
   if has pg; then pg_start; fi
   if has s3; then s3_launch; fi
-  if has es && ! es_pid >/dev/null; then es_fetch; fi
+  if has es; then es_launch; fi
   if has s3; then s3_wait; fi
-  if has es; then es_launch && es_wait; fi
+  if has es; then es_wait; fi
   write_env_file
-  log all "ready in $(since "$t0"); env file: $STATE_DIR/env"
+  log services "ready in $(since "$t0"); env file: $STATE_DIR/env"
 }
 
 cmd_stop() {

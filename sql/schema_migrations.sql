@@ -1,5 +1,9 @@
 -- Queries of crontabber/schema.py, which applies schema.sql and migrations/.
 
+-- name: recorded_max
+-- The fast path of every tick: is any migration missing?
+SELECT max(number) FROM schema_migrations;
+
 -- name: lock
 -- Runners that start together apply the schema once: the others wait here.
 SELECT pg_advisory_xact_lock(hashtext('crontabber schema'));

@@ -1,0 +1,44 @@
+# The two commands of README.md: `make run` and `make test`. Everything they
+# need is installed and started here (nothing installed by hand survives to a
+# new machine). Services: scripts/services.sh; their addresses: .services/env.
+
+SHELL := /bin/bash
+PYTHON ?= python3
+PY := .venv/bin/python
+# Export the services' addresses and credentials to the command that follows.
+WITH_ENV := set -a && . .services/env && set +a &&
+
+.PHONY: run test bench setup venv services stop status clean
+
+run: setup
+	$(WITH_ENV) $(PY) -m crontabber --admin.conf=crontabber.ini
+	$(WITH_ENV) $(PY) -m crontabber --admin.conf=crontabber.ini --list-jobs
+
+test: venv
+	SYMBOLS_PG_FAST=1 bash scripts/services.sh start
+	$(WITH_ENV) $(PY) -m pytest tests
+
+bench: setup
+	$(WITH_ENV) $(PY) -m bench
+
+setup: venv services
+
+venv: .venv/.installed
+
+.venv/.installed: requirements.txt
+	$(PYTHON) -m venv .venv
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(PY) -m compileall -q crontabber jobs search > /dev/null
+	touch $@
+
+services:
+	bash scripts/services.sh start
+
+stop:
+	bash scripts/services.sh stop
+
+status:
+	bash scripts/services.sh status
+
+clean: stop
+	rm -rf .venv .services

@@ -1,0 +1,109 @@
+"""``python -m bench [NAME ...] [--rounds N]``: run benchmarks, rewrite bench/RESULTS.md."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as dt
+import importlib
+import json
+import os
+import platform
+import shlex
+import sys
+from pathlib import Path
+
+from .harness import Comparison, Sample
+
+HERE = Path(__file__).resolve().parent
+
+
+def machine() -> str:
+    cpu = "unknown cpu"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+        mem_kb = int(Path("/proc/meminfo").read_text().split()[1])
+    except OSError:
+        mem_kb = 0
+    return (f"{platform.system()} {platform.release()}, {os.cpu_count()} cores ({cpu}), "
+            f"{mem_kb / 1024 / 1024:.0f} GiB RAM, Python {platform.python_version()}")
+
+
+RESULTS_DIR = HERE / "results"
+
+
+def save(name: str, comparisons: list[Comparison], command: str) -> None:
+    """Keep one benchmark's latest results (bench/results/NAME.json)."""
+    RESULTS_DIR.mkdir(exist_ok=True)
+    record = {
+        "date": f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M UTC}",
+        "machine": machine(),
+        "command": command,
+        "comparisons": [dataclasses.asdict(c) for c in comparisons],
+    }
+    (RESULTS_DIR / f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")
+
+
+def load_all() -> dict[str, dict]:
+    records = {}
+    for path in sorted(RESULTS_DIR.glob("*.json")):
+        record = json.loads(path.read_text())
+        record["comparisons"] = [
+            Comparison(**{**c, "ours": Sample(**c["ours"]), "baseline": Sample(**c["baseline"])})
+            for c in record["comparisons"]
+        ]
+        records[path.stem] = record
+    return records
+
+
+def render(records: dict[str, dict]) -> str:
+    lines = [
+        "# Benchmark results",
+        "",
+        "Written by `make bench` (`python -m bench`) from `bench/results/*.json`. Each row: ours "
+        "and the baseline interleaved in one run; medians over the rounds, spread = min-max. "
+        "Ratio > 1 means ours is better (for times and memory: baseline / ours).",
+        "",
+        "| benchmark | metric | ours (median) | baseline (median) | ratio | goal | rounds | ours spread | baseline spread |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    notes: list[str] = []
+    for module, record in records.items():
+        notes.append(f"- {module}: run {record['date']} on {record['machine']} with "
+                     f"`{record['command']}`")
+        for c in record["comparisons"]:
+            lines.append(
+                f"| {module}: {c.name} | {c.metric} ({c.unit}) | {c.ours.median:.4g} | "
+                f"{c.baseline.median:.4g} ({c.baseline.label}) | {c.ratio:.2f}x | {c.goal} | "
+                f"{len(c.ours.values)} | {c.ours.spread} | {c.baseline.spread} |"
+            )
+            notes += [f"- {module}: {note}" for note in c.notes]
+    if notes:
+        lines += ["", "## Notes", "", *notes]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench")
+    parser.add_argument("names", nargs="*", help="benchmarks to run (default: all)")
+    parser.add_argument("--rounds", type=int, default=0, help="rounds (default: each bench's own)")
+    args = parser.parse_args(argv)
+    names = args.names or sorted(p.stem.removeprefix("bench_") for p in HERE.glob("bench_*.py"))
+    command = ("python -m bench " + " ".join(shlex.quote(a) for a in argv)).strip()
+    for name in names:
+        module = importlib.import_module(f"bench.bench_{name}")
+        print(f"== {name}", file=sys.stderr)
+        comparisons = module.run(args.rounds or module.ROUNDS)
+        for c in comparisons:
+            print(f"   {c.name}: ours {c.ours.median:.4g} {c.unit}, {c.baseline.label} "
+                  f"{c.baseline.median:.4g} {c.unit}, ratio {c.ratio:.2f}x", file=sys.stderr)
+        save(name, comparisons, command)
+    (HERE / "RESULTS.md").write_text(render(load_all()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,464 @@
+"""Differential check: our runner against the original crontabber 0.18.1 (Python 2.7).
+
+    .venv/bin/python scripts/differential/run.py [--keep] [SCENARIO ...]
+
+Each scenario (an ini, jobs from ``jobs_py2and3.py``, steps) runs on both
+implementations, each with a fresh database (time zone UTC). Steps are CLI
+invocations, or SQL run on both databases that winds the state's clock back.
+Steps run interleaved (original, then ours); after each invocation both
+databases are observed (see ``observe``) and compared: times as ages and gaps,
+with tolerances, since absolute times differ. A scenario is PASS (no
+difference), DIFF (only differences it declares, citing the spec section of
+the bug we fixed) or FAIL (anything else, or a declared difference that did
+not happen); the exit status is 1 if any scenario FAILs. README.md beside
+this file has the details. The original is installed once (pip --target)
+into ``.services/cache/py2crontabber`` and run by pyenv's Python 2.7.18.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psycopg2
+import psycopg2.extras
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+CACHE = ROOT / ".services" / "cache" / "py2crontabber"
+REQUIREMENTS = ("crontabber==0.18.1", "configman==1.3.0", "psycopg2-binary<2.9",
+                "mock<4", "nose", "raven<7")
+PG = {"host": "127.0.0.1", "port": 54329, "user": "crontabber", "password": "crontabber"}
+JOBS_MODULE = "jobs_py2and3"
+AGE_TOL = 5.0    # seconds: ages of the same value in the two databases
+DELTA_TOL = 1.0  # seconds: gaps between two columns of one row
+TIMESTAMPS = ("next_run", "first_run", "last_run", "last_success", "ongoing")
+ABSENT = "(absent)"
+
+
+# --------------------------------------------------------------- scenarios ---
+
+@dataclass(frozen=True)
+class Step:
+    """A CLI invocation (``args``) or, when ``sql`` is set, a statement run on both databases."""
+
+    label: str
+    args: tuple[str, ...] = ()
+    sql: str | None = None
+
+
+def run(label: str, *args: str) -> Step:
+    return Step(label, args)
+
+
+def sql(statement: str) -> Step:
+    return Step("sql", sql=statement)
+
+
+def wind(interval: str) -> Step:
+    """Move every state timestamp back by ``interval``, as if that much time had passed."""
+    sets = ", ".join(f"{col} = {col} - interval '{interval}'" for col in TIMESTAMPS)
+    return sql(f"UPDATE crontabber SET {sets}")
+
+
+@dataclass(frozen=True)
+class Expected:
+    """Differences a step may show because we fixed a bug: the spec sections,
+    why, and the prefixes of the observation keys that may differ."""
+
+    ref: str
+    why: str
+    keys: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    jobs: tuple[str, ...]
+    steps: tuple[Step, ...]
+    error_retry_time: int = 300
+    extra_ini: str = ""  # lines inside [crontabber], e.g. a [[class-X]] section
+    expected: dict[str, Expected] = field(default_factory=dict)
+
+
+def scenarios() -> list[Scenario]:
+    utc = dt.datetime.now(dt.timezone.utc)
+    yesterday = (utc - dt.timedelta(days=1)).strftime("%Y-%m-%d")
+    past, future = ((utc + dt.timedelta(minutes=m)).strftime("%H:%M") for m in (-2, 3))
+    marker = ("UPDATE crontabber SET next_run = now() - interval '1 second', "
+              "ongoing = now() - interval '{}'")
+    held = ("UPDATE crontabber SET next_run = now() - interval '1 second', ongoing = "
+            "CASE WHEN app_name = 'basic-job' THEN now() - interval '1 second' END")
+    return [
+        Scenario("basic-rerun", ("BasicJob|7d",), (
+            run("first run"),
+            run("immediate rerun: nothing due"),
+            run("--nagios: OK", "--nagios"),
+            run("--job basic-job --force: runs again", "--job=basic-job", "--force"),
+        )),
+        Scenario("dependency-chain", ("FooJob|3d", "BarJob|4d"), (
+            run("first run: foo then bar"),
+            run("immediate rerun: nothing due"),
+            wind("3 days"),
+            run("3 days later: foo only"),
+            wind("4 days"),
+            run("--job bar while foo is overdue: skipped", "--job=bar"),
+        )),
+        Scenario("failing-and-blocked", ("TroubleJob|1d", "SadJob|1d", "BasicJob|1d"), (
+            run("trouble fails, sad blocked (no row)"),
+            run("--nagios: CRITICAL", "--nagios"),
+            run("immediate rerun: nothing due"),
+            wind("101 seconds"),
+            run("past error_retry_time: trouble retried, fails again"),
+            run("--job sad: still blocked", "--job=sad"),
+            run("--job sad --force: runs", "--job=sad", "--force"),
+        ), error_retry_time=100),
+        Scenario("backfill", ("FooBackfillJob|1d",), (
+            run("first run: 1 call"),
+            wind("3 days"),
+            run("3 days later: 3 calls"),
+            run("immediate rerun: nothing due"),
+            run("--job --force, no interval due: no call", "--job=foo-backfill", "--force"),
+        )),
+        Scenario("backfill-failing-midway", ("FailingBackfillJob|1d",), (
+            run("first run: 1 call"),
+            wind("3 days"),
+            run("3 days later: ok, then fails on yesterday"),
+            run("--nagios: WARNING (first backfill failure)", "--nagios"),
+            wind("301 seconds"),
+            run("retry: fails again on the same date"),
+            run("--nagios: CRITICAL (second failure)", "--nagios"),
+        ), extra_ini=f"    [[class-FailingBackfillJob]]\n        fail_on={yesterday}\n"),
+        Scenario("timed-forced", ("BasicJob|1d|03:00",), (
+            run("--job --force: next_run at 03:00", "--job=basic-job", "--force"),
+            run("rerun: not due"),
+        )),
+        Scenario("timed-first-run", (f"BasicJob|1d|{past}", f"FooJob|1d|{future}",
+                                     f"FooBackfillJob|1d|{past}"), (
+            run(f"first run: jobs at {past} run, at {future} not"),
+            wind("3 days"),
+            run(f"3 days later: backfill anchored at {past}, 3 calls"),
+        )),
+        Scenario("reset-job", ("BasicJob|7d",), (
+            run("first run"),
+            run("--reset-job: row deleted, log kept", "--reset-job=basic-job"),
+            run("--reset-job again: already reset", "--reset-job=basic-job"),
+            run("run after reset: runs as new"),
+        )),
+        Scenario("reset-ghost", ("BasicJob|7d",), (
+            run("first run"),
+            sql("INSERT INTO crontabber (app_name, error_count, depends_on, last_error) "
+                "VALUES ('ghost', 0, '{}', '{}')"),
+            run("--audit-ghosts: lists it", "--audit-ghosts"),
+            run("--reset-job ghost", "--reset-job=ghost"),
+        ), expected={"--reset-job ghost": Expected(
+            "§6.4", "the original resets configured jobs only (JobNotFoundError, exit 1), "
+            "so a ghost cannot be cleared; ours deletes the ghost's row, exit 0",
+            ("exit", "row:ghost"))}),
+        Scenario("ongoing-marker", ("BasicJob|7d",), (
+            run("first run"),
+            sql(marker.format("1 second")),
+            run("marker 1 s old: exit 3, no run"),
+            sql(marker.format("13 hours")),
+            run("marker 13 h old: stale, runs"),
+        )),
+        Scenario("ongoing-marker-25h", ("BasicJob|7d",), (
+            run("first run"),
+            sql(marker.format("25 hours")),
+            run("marker 25 h old"),
+        ), expected={"marker 25 h old": Expected(
+            "§5.1, §8.1.1", "the original takes the marker's age from timedelta.seconds "
+            "(25 h counts as 1 h) and exits 3; ours counts whole days, finds it stale, runs",
+            ("exit", "row:basic-job", "log:basic-job:"))}),
+        Scenario("ongoing-other-jobs", ("BasicJob|7d", "FooJob|7d"), (
+            run("first run"),
+            sql(held),
+            run("--job basic-job while held", "--job=basic-job"),
+            run("basic-job held, foo due"),
+        ), expected={
+            "--job basic-job while held": Expected(
+                "§6.7, §8.1.5", "under --job the original lets OngoingJobError escape "
+                "(traceback, exit 1); ours exits 3 as in run-all mode", ("exit",)),
+            "basic-job held, foo due": Expected(
+                "§4.3, §8.1.4", "one held job aborts the original's whole run (foo is "
+                "not run); ours reports it (exit 3 in both) and still runs foo",
+                ("row:foo", "log:foo:"))}),
+    ]
+
+
+# ---------------------------------------------------------- implementations ---
+
+@dataclass(frozen=True)
+class Impl:
+    name: str
+    command: tuple[str, ...]
+    pythonpath: tuple[Path, ...]
+
+    def env(self) -> dict[str, str]:
+        """The environment minus anything either implementation reads as configuration."""
+        skip = ("CRONTABBER", "RESOURCE", "SENTRY", "SECRETS", "LOGGING", "PYTHON", "PYENV")
+        env = {k: v for k, v in os.environ.items() if not k.upper().startswith(skip)}
+        env["PYTHONPATH"] = os.pathsep.join(str(p) for p in self.pythonpath)
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        return env
+
+
+def python27() -> str:
+    prefix = subprocess.run(["pyenv", "prefix", "2.7.18"], check=True,
+                            capture_output=True, text=True).stdout.strip()
+    return str(Path(prefix) / "bin" / "python")
+
+
+def ensure_original(python: str) -> None:
+    """Install crontabber 0.18.1 and its Python 2 dependencies into CACHE, once."""
+    stamp = CACHE / ".requirements"
+    wanted = "\n".join(REQUIREMENTS)
+    if stamp.is_file() and stamp.read_text() == wanted and (CACHE / "crontabber" / "app.py").is_file():
+        return
+    print(f"installing the original into {CACHE.relative_to(ROOT)} ...", flush=True)
+    CACHE.mkdir(parents=True, exist_ok=True)
+    subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                    "--no-python-version-warning",
+                    "--upgrade", "--target", str(CACHE), *REQUIREMENTS],
+                   check=True, env={**os.environ, "PYENV_VERSION": "2.7.18"})
+    stamp.write_text(wanted)
+
+
+def implementations(py27: str) -> list[Impl]:
+    venv = ROOT / ".venv" / "bin" / "python"
+    ours = str(venv) if venv.exists() else sys.executable
+    return [
+        Impl("original", (py27, "-c", "from crontabber.app import local_main; local_main()"),
+             (CACHE, HERE)),
+        Impl("ours", (ours, "-m", "crontabber"), (ROOT, HERE)),
+    ]
+
+
+# ----------------------------------------------------------------- database ---
+
+def connect(dbname: str) -> Any:
+    conn = psycopg2.connect(dbname=dbname, **PG)
+    conn.autocommit = True
+    return conn
+
+
+def recreate_database(dbname: str, drop_only: bool = False) -> None:
+    admin = connect("postgres")
+    try:
+        with admin.cursor() as cur:
+            cur.execute(f'DROP DATABASE IF EXISTS "{dbname}"')
+            if not drop_only:
+                cur.execute(f'CREATE DATABASE "{dbname}"')
+                cur.execute(f"ALTER DATABASE \"{dbname}\" SET TIMEZONE TO 'UTC'")
+    finally:
+        admin.close()
+
+
+def write_ini(path: Path, dbname: str, sc: Scenario) -> None:
+    jobs = "\n".join(f"    {JOBS_MODULE}.{job}" for job in sc.jobs)
+    db = "\n".join(f"        {k}={v}" for k, v in {**PG, "dbname": dbname}.items())
+    path.write_text(f"[crontabber]\n    error_retry_time={sc.error_retry_time}\n"
+                    f"    jobs='''\n{jobs}\n    '''\n{sc.extra_ini}"
+                    f"[resource]\n    [[postgresql]]\n{db}\n")
+
+
+def exc_name(text: str | None) -> str | None:
+    """``<type 'exceptions.NameError'>`` (Python 2) and ``<class 'NameError'>`` -> ``NameError``."""
+    return re.sub(r"<(?:type|class) '(?:[\w.]+\.)?(\w+)'>", r"\1", text) if text else text
+
+
+def seconds(delta: dt.timedelta) -> float:
+    return round(delta.total_seconds(), 3)
+
+
+def observe(conn: Any) -> dict[str, Any]:
+    """The comparable quantities of both state tables.
+
+    Per ``crontabber`` row: ``error_count``, ``depends_on``, ``last_error`` (type
+    name normalised, value, traceback made of frames), each timestamp's age (None when NULL), the gaps
+    next_run/first_run/last_success - last_run, and next_run's HH:MM when it
+    sits on a whole minute. Per ``crontabber_log`` row, numbered per app: ``ok``
+    or the normalised ``exc_type: exc_value``, and the age of ``success``.
+    """
+    obs: dict[str, Any] = {}
+    with conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
+        cur.execute("SELECT clock_timestamp() AS now")
+        now = cur.fetchone()["now"]
+        cur.execute("SELECT * FROM crontabber ORDER BY app_name")
+        for row in cur.fetchall():
+            key = f"row:{row['app_name']}:"
+            error = row["last_error"] or {}
+            obs[key + "error_count"] = row["error_count"]
+            obs[key + "depends_on"] = list(row["depends_on"] or [])
+            frames = str(error.get("traceback", "")).startswith("  File ")
+            obs[key + "last_error"] = (exc_name(error.get("type")), error.get("value"), frames) if error else None
+            for col in TIMESTAMPS:
+                obs[key + "age." + col] = seconds(now - row[col]) if row[col] else None
+            last_run = row["last_run"]
+            for col in ("next_run", "first_run", "last_success"):
+                gap = seconds(row[col] - last_run) if row[col] and last_run else None
+                obs[f"{key}{col}-last_run"] = gap
+            nxt = row["next_run"]
+            on_minute = nxt is not None and not nxt.second and not nxt.microsecond
+            obs[key + "next_run.HH:MM"] = nxt.astimezone(dt.timezone.utc).strftime("%H:%M") if on_minute else None
+        cur.execute("SELECT app_name, success, exc_type, exc_value FROM crontabber_log ORDER BY id")
+        counts: dict[str, int] = {}
+        for row in cur.fetchall():
+            i = counts[row["app_name"]] = counts.get(row["app_name"], 0) + 1
+            key = f"log:{row['app_name']}:{i}"
+            # Python 2's repr of an exception ends in ",)": NameError('bla bla',)
+            value = re.sub(r",\)$", ")", row["exc_value"] or "")
+            failure = f"{exc_name(row['exc_type'])}: {value}"
+            obs[key] = "ok" if row["success"] else failure
+            obs[key + ".age.success"] = seconds(now - row["success"]) if row["success"] else None
+    return obs
+
+
+# ---------------------------------------------------------------- comparing ---
+
+def entity(key: str) -> str:
+    """``row:APP`` or ``log:APP:N``: the row a key describes."""
+    return key.split(".", 1)[0] if key.startswith("log:") else ":".join(key.split(":")[:2])
+
+
+def differences(a: dict[str, Any], b: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    """Keys whose values differ (numbers within tolerance are equal); a row
+    present on one side only is one difference."""
+    found, ents_a, ents_b = [], {entity(k) for k in a}, {entity(k) for k in b}
+    for ent in sorted(ents_a ^ ents_b):
+        found.append((ent, "present" if ent in ents_a else ABSENT, "present" if ent in ents_b else ABSENT))
+    for key in sorted(k for k in a.keys() & b.keys()):
+        x, y = a[key], b[key]
+        if isinstance(x, float) and isinstance(y, float):
+            if abs(x - y) <= (AGE_TOL if ".age." in key or ":age." in key else DELTA_TOL):
+                continue
+        elif x == y:
+            continue
+        found.append((key, x, y))
+    return found
+
+
+@dataclass
+class Outcome:
+    name: str
+    compared: int = 0
+    expected: list[str] = field(default_factory=list)
+    unexpected: list[str] = field(default_factory=list)
+    refs: list[str] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        return "FAIL" if self.unexpected else "DIFF" if self.expected else "PASS"
+
+
+def invoke(impl: Impl, ini: Path, args: tuple[str, ...], workdir: Path) -> tuple[int, str]:
+    """Run one CLI invocation; stderr goes to ``workdir/<impl>.log``."""
+    done = subprocess.run([*impl.command, f"--admin.conf={ini}", *args], cwd=workdir,
+                          env=impl.env(), capture_output=True, text=True, timeout=300)
+    with (workdir / f"{impl.name}.log").open("a") as log:
+        log.write(f"\n===== {' '.join(args) or '(run all)'} -> exit {done.returncode}\n"
+                  f"{done.stdout}{done.stderr}")
+    return done.returncode, done.stdout
+
+
+def observe_step(impls: list[Impl], conns: dict[str, Any], step: Step, workdir: Path) -> list[dict]:
+    """Run a step's invocation on each implementation, then observe each database."""
+    seen = []
+    for impl in impls:
+        code, out = invoke(impl, workdir / f"{impl.name}.ini", step.args, workdir)
+        obs: dict[str, Any] = {"exit": code}
+        if "--nagios" in step.args:  # its status line (ours adds detail lines)
+            obs["stdout"] = exc_name(out.splitlines()[0] if out else "")
+        elif "--audit-ghosts" in step.args:
+            obs["stdout"] = out
+        seen.append(obs)
+    for obs, impl in zip(seen, impls):
+        obs.update(observe(conns[impl.name]))
+    return seen
+
+
+def judge(outcome: Outcome, step: Step, allowed: Expected | None, diffs: list) -> None:
+    """Sort a step's differences into expected (declared for it) and unexpected."""
+    if allowed is not None:
+        outcome.refs.append(allowed.ref)
+        outcome.expected.append(f"step '{step.label}' ({allowed.ref}: {allowed.why})")
+        if not diffs:
+            outcome.unexpected.append(f"step '{step.label}': the expected difference did not occur")
+    for key, x, y in diffs:
+        if allowed is not None and key.startswith(allowed.keys):
+            outcome.expected.append(f"  {key}: original={x!r} ours={y!r}")
+        else:
+            outcome.unexpected.append(f"step '{step.label}': {key}: original={x!r} ours={y!r}")
+
+
+def run_scenario(sc: Scenario, impls: list[Impl], workdir: Path, keep: bool) -> Outcome:
+    """Run every step on both implementations, comparing after each invocation."""
+    outcome = Outcome(sc.name)
+    dbs = {impl.name: f"crontabber_diff_{sc.name.replace('-', '_')}_{impl.name}" for impl in impls}
+    conns = {}
+    for impl in impls:
+        recreate_database(dbs[impl.name])
+        write_ini(workdir / f"{impl.name}.ini", dbs[impl.name], sc)
+        conns[impl.name] = connect(dbs[impl.name])
+    try:
+        for step in sc.steps:
+            if step.sql is not None:
+                for conn in conns.values():
+                    with conn.cursor() as cur:
+                        cur.execute(step.sql)
+                continue
+            seen = observe_step(impls, conns, step, workdir)
+            outcome.compared += len(seen[0].keys() | seen[1].keys())
+            judge(outcome, step, sc.expected.get(step.label), differences(*seen))
+    finally:
+        for conn in conns.values():
+            conn.close()
+        if not keep:
+            for db in dbs.values():
+                recreate_database(db, drop_only=True)
+    return outcome
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the databases and the work dir (inis, stderr logs)")
+    parser.add_argument("only", nargs="*", metavar="SCENARIO", help="run only these scenarios")
+    args = parser.parse_args(argv)
+    py27 = python27()
+    ensure_original(py27)
+    impls = implementations(py27)
+    chosen = [sc for sc in scenarios() if not args.only or sc.name in args.only]
+    if not chosen:
+        parser.error(f"no scenario matches {args.only}")
+    workroot = Path(tempfile.mkdtemp(prefix="crontabber-differential-"))
+    print(f"{'scenario':<26} {'result':<6} {'values':>6}  notes", flush=True)
+    outcomes = []
+    for sc in chosen:
+        (workroot / sc.name).mkdir()
+        o = run_scenario(sc, impls, workroot / sc.name, args.keep)
+        note = {"PASS": "", "DIFF": "expected: " + "; ".join(o.refs), "FAIL": "UNEXPECTED differences"}
+        print(f"{o.name:<26} {o.status:<6} {o.compared:>6}  {note[o.status]}", flush=True)
+        outcomes.append(o)
+    for o in outcomes:
+        for title, lines in (("expected", o.expected), ("UNEXPECTED", o.unexpected)):
+            if lines:
+                print(f"\n{o.name}: {title} differences\n" + "".join(f"  {line}\n" for line in lines), end="")
+    if args.keep:
+        print(f"\nwork dir (inis, stderr logs): {workroot}")
+    else:
+        shutil.rmtree(workroot, ignore_errors=True)
+    return 1 if any(o.status == "FAIL" for o in outcomes) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,1 @@
+"""Typo-tolerant symbol search over Elasticsearch (issue #6)."""
