@@ -123,8 +123,9 @@ def nagios(
         if state is None:
             continue
         if state.error_count:
-            entry = (f"{job.app_name} ({job.cls.__name__}) | {state.last_error.get('type', '')}"
-                     f" | {state.last_error.get('value', '')}")
+            # One status line: a multi-line message contributes its first line.
+            value = (str(state.last_error.get("value", "")).strip().splitlines() or [""])[0]
+            entry = f"{job.app_name} ({job.cls.__name__}) | {state.last_error.get('type', '')} | {value}"
             (warning if state.error_count == 1 and job.is_backfill else critical).append(entry)
         if state.ongoing is not None and ongoing_is_stale(state.ongoing, now, max_ongoing_age_hours):
             warning.append(f"{job.app_name} ({job.cls.__name__}) | ongoing since "

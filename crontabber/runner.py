@@ -96,7 +96,10 @@ class Runner:
         """
         results = []
         for job in run_order(self.jobs):
-            results.append(self.run_job(job, force=False))
+            result = self.run_job(job, force=False)
+            if result.error is not None:
+                logger.warning("%s", result.error, extra={"job": job.app_name})
+            results.append(result)
         return results
 
     def run_job(self, job: Job, force: bool) -> JobResult:
@@ -105,7 +108,6 @@ class Runner:
             return self._attempt(job, force)
         except JobLockError as exc:
             status = Status.ONGOING if isinstance(exc, JobOngoing) else Status.LOCKED
-            logger.warning("%s", exc, extra={"job": job.app_name})
             return JobResult(job.app_name, status, str(exc), exc)
 
     def _attempt(self, job: Job, force: bool) -> JobResult:

@@ -305,3 +305,13 @@ def test_job_options_reach_the_job(crontab):
     crontab.configure(["FooJob|1d"], extra="    [[class-FooJob]]\n        sleep=0.01\n")
     assert crontab.run()[0] == 0
     assert len(crontab.calls("foo")) == 1
+
+
+def test_nagios_status_is_one_line_even_for_multi_line_errors(crontab):
+    crontab.configure(["PostgresSampleJob|1d"])
+    crontab.sql("DROP TABLE test_job_calls")
+    crontab.run()
+    code, out = crontab.run("--nagios")
+    status, *details = out.splitlines()
+    assert code == 2 and status.startswith("CRITICAL - pg-job (PostgresSampleJob) | ")
+    assert status.endswith('relation "test_job_calls" does not exist') and len(details) == 1
