@@ -157,10 +157,10 @@ def main(argv: list[str], stdout: TextIO = sys.stdout, stderr: TextIO = sys.stde
     except ConfigurationError as exc:
         print(f"crontabber: {exc}", file=stderr)
         return ExitCode.ERROR
-    if args.version:
+    mode = next((m for m in MODES if getattr(args, m)), "run")
+    if mode == "version":  # no configuration or database needed
         print(__version__, file=stdout)
         return ExitCode.OK
-    mode = next((m for m in MODES if getattr(args, m)), "run")
     try:
         return dispatch(mode, args, rest, stdout)
     except (CrontabberError, KeyboardInterrupt, Terminated) as exc:
