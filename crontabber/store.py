@@ -14,7 +14,7 @@ import functools
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, ParamSpec, TypeVar
+from typing import Any, Callable, Mapping, TypeVar
 
 import psycopg2
 import psycopg2.errors
@@ -27,7 +27,6 @@ logger = logging.getLogger(__name__)
 
 Q = queries.load("crontabber.sql")
 
-P = ParamSpec("P")
 R = TypeVar("R")
 
 
@@ -83,17 +82,28 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def translated(method: Callable[P, R]) -> Callable[P, R]:
-    """Decorate a store method so a lost connection becomes :class:`DatabaseUnavailable`."""
+def translated(method: Callable[..., R]) -> Callable[..., R]:
+    """Decorate a store method: a lost connection is reopened and the call made
+    once more (each method is one transaction, so a retry is safe); if that
+    fails too, :class:`DatabaseUnavailable`.
+
+    The retry is what lets a job that outlived a database restart still write
+    its outcome and release its ``ongoing`` marker.
+    """
 
     @functools.wraps(method)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return method(*args, **kwargs)
-        except (psycopg2.OperationalError, psycopg2.InterfaceError) as exc:
-            if isinstance(exc, psycopg2.errors.LockNotAvailable):
-                raise
-            raise DatabaseUnavailable("the state database", _first_line(exc)) from None
+    def wrapper(self: "StateStore", *args: Any, **kwargs: Any) -> R:
+        for attempt in (1, 2):
+            try:
+                return method(self, *args, **kwargs)
+            except (psycopg2.OperationalError, psycopg2.InterfaceError) as exc:
+                if isinstance(exc, psycopg2.errors.LockNotAvailable):
+                    raise
+                if attempt == 2 or not self.reconnect():
+                    raise DatabaseUnavailable("the state database", _first_line(exc)) from None
+                logger.warning("lost the state database connection (%s); reconnected",
+                               _first_line(exc))
+        raise AssertionError("unreachable")
 
     return wrapper
 
@@ -106,11 +116,23 @@ class StateStore:
     (crontabber did them in separate transactions).
     """
 
-    def __init__(self, connection: Any) -> None:
+    def __init__(self, connection: Any, db: DatabaseSettings | None = None) -> None:
         self._conn = connection
+        self._db = db
 
     def close(self) -> None:
         self._conn.close()
+
+    def reconnect(self) -> bool:
+        """Replace a broken connection; False if there is no way to or it fails."""
+        if self._db is None:
+            return False
+        try:
+            self._conn.close()
+            self._conn = connect(self._db)
+        except (DatabaseUnavailable, psycopg2.Error):
+            return False
+        return True
 
     def _cursor(self) -> Any:
         return self._conn.cursor()
@@ -248,4 +270,4 @@ def open_store(db: DatabaseSettings) -> StateStore:
     except psycopg2.Error as exc:
         conn.close()
         raise DatabaseUnavailable(db.target, f"applying the schema failed: {_first_line(exc)}") from None
-    return StateStore(conn)
+    return StateStore(conn, db)

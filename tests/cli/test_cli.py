@@ -1,7 +1,11 @@
 """The real entry point as a subprocess: exit codes, messages, signals, kills."""
 import datetime as dt
 import signal
+import subprocess
+import sys
 import time
+
+from tests.cli.conftest import REPO
 
 DAY = dt.timedelta(days=1)
 
@@ -122,3 +126,32 @@ def test_killed_backfill_does_not_redo_finished_intervals(cli):
     assert days[:2] == done_days and days[2] == done_days[1]
     assert len(days) == 6 and days[2:] == sorted(set(days))[1:]
     assert crontab.state("foo-backfill").ongoing is None
+
+
+HEAVY = ("boto3", "botocore", "elasticsearch", "sentry_sdk", "msgpack", "isal", "urllib3")
+
+
+PROBE = """
+import json, runpy, sys
+sys.argv = ["crontabber", *sys.argv[1:]]
+try:
+    runpy.run_module("crontabber", run_name="__main__")
+except SystemExit as exc:
+    print(json.dumps({"code": exc.code, "modules": sorted(sys.modules)}))
+"""
+
+
+def test_an_idle_tick_imports_no_heavy_library(cli):
+    """With the repository's real crontabber.ini and nothing due, a tick must not
+    import the libraries of jobs that do not run (boto3, elasticsearch...)."""
+    import json
+
+    cli.crontab.ini.write_text((REPO / "crontabber.ini").read_text())
+    assert cli.run().returncode == 0  # runs whatever is due now
+    argv = [sys.executable, "-c", PROBE, f"--admin.conf={cli.crontab.ini}"]
+    done = subprocess.run(argv, env=cli.env, cwd=REPO, capture_output=True, text=True, timeout=60)
+    result = json.loads(done.stdout.splitlines()[-1])
+    assert result["code"] == 0, done.stderr
+    imported = set(result["modules"])
+    assert {"crontabber.runner", "jobs.runlog"} <= imported
+    assert sorted(name for name in imported if name.split(".")[0] in HEAVY) == []

@@ -315,3 +315,27 @@ def test_nagios_status_is_one_line_even_for_multi_line_errors(crontab):
     status, *details = out.splitlines()
     assert code == 2 and status.startswith("CRITICAL - pg-job (PostgresSampleJob) | ")
     assert status.endswith('relation "test_job_calls" does not exist') and len(details) == 1
+
+
+def test_a_job_that_outlives_its_database_connection_still_releases_its_lock(crontab):
+    """The state connection is killed while the job runs (a database restart or
+    failover); the runner reconnects to write the outcome, so nothing stays ongoing."""
+    import threading
+    import time
+
+    crontab.configure(["SlowJob|1d"], extra="    [[class-SlowJob]]\n        sleep=1.5\n")
+
+    def kill_runner_connection():
+        deadline = time.monotonic() + 10
+        while not crontab.calls("slow-job") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        crontab.sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE application_name = 'crontabber' AND datname = current_database() "
+                    "AND pid <> pg_backend_pid()")
+
+    killer = threading.Thread(target=kill_runner_connection)
+    killer.start()
+    assert crontab.run()[0] == 0
+    killer.join()
+    state = crontab.state("slow-job")
+    assert state.ongoing is None and state.error_count == 0 and state.last_success is not None
