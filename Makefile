@@ -16,6 +16,7 @@ run: setup
 
 test: venv
 	SYMBOLS_PG_FAST=1 bash scripts/services.sh start
+	$(PY) -m mypy
 	$(WITH_ENV) $(PY) -m pytest tests
 
 bench: setup

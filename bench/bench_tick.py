@@ -26,13 +26,12 @@ def _measure(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     """Wall seconds and peak RSS (MiB) of one child process."""
     start = time.perf_counter()
     proc = subprocess.Popen(argv, env=env, cwd=REPO, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+                            stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(proc.pid, 0)
     elapsed = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
-        raise RuntimeError(f"{argv} exited {proc.returncode}: {proc.stderr.read().decode()}")
-    proc.stderr.close()
+        raise RuntimeError(f"{argv} exited {proc.returncode}")
     return elapsed, usage.ru_maxrss / 1024
 
 

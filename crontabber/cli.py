@@ -114,9 +114,10 @@ def split_overrides(rest: list[str]) -> dict[str, str]:
             raise ConfigurationError("the command line", f"unrecognized argument {item!r}")
         name, eq, value = item[2:].partition("=")
         if not eq:
-            value = next(items, None)
-            if value is None:
+            following = next(items, None)
+            if following is None:
                 raise ConfigurationError(f"--{name}", "needs a value")
+            value = following
         overrides[name] = value
     return overrides
 

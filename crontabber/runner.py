@@ -64,7 +64,7 @@ def error_record(exc: BaseException) -> dict[str, str]:
     }
 
 
-Reporter = Callable[[BaseException, Job], None]
+Reporter = Callable[[BaseException, Job], object]
 
 
 def _no_report(exc: BaseException, job: Job) -> None:

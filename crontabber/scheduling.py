@@ -147,6 +147,7 @@ def parse_job_entry(text: str) -> JobEntry:
         raise ConfigurationError(
             f"jobs entry {text!r}", f"{class_path!r} is not a dotted module.Class path"
         )
+    time: str | None
     if len(fields) == 2 and ":" in fields[1]:
         frequency, time = "1d", fields[1]
     else:

@@ -24,6 +24,8 @@ class PruneRunLogCronApp(BaseCronApp):
     required_config.add_option("keep_days", default=90, doc="keep log rows this many days")
     required_config.add_option("batch_size", default=10000, doc="rows deleted per transaction")
 
+    database_transaction_executor: Any  # set by @using_postgres()
+
     def run(self) -> None:
         total = 0
         while True:
