@@ -1,0 +1,36 @@
+"""The one place S3 clients are built.
+
+Credentials and the endpoint come from the environment, as boto3 reads them
+itself (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_ENDPOINT_URL_S3``,
+``AWS_DEFAULT_REGION``), so no secret passes through crontabber.ini. boto3 is
+imported when a client is made, never at module import: an idle cron tick
+must not pay for it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+DEFAULT_POOL = 10
+
+
+def make_s3_client(max_pool_connections: int = DEFAULT_POOL, endpoint_url: str | None = None,
+                   connect_timeout: float = 10, read_timeout: float = 60) -> Any:
+    """A thread-safe boto3 S3 client; share one per job run.
+
+    ``max_pool_connections`` should match the number of threads using it (a
+    smaller pool makes threads wait for connections). Transient errors are
+    retried with botocore's standard retry mode (exponential backoff, 5 tries
+    in all). Path-style addressing works with every S3-compatible server.
+    """
+    import boto3
+    from botocore.config import Config
+
+    config = Config(
+        max_pool_connections=max_pool_connections,
+        retries={"mode": "standard", "max_attempts": 5},
+        s3={"addressing_style": "path"},
+        connect_timeout=connect_timeout,
+        read_timeout=read_timeout,
+    )
+    return boto3.session.Session().client("s3", endpoint_url=endpoint_url or None, config=config)
