@@ -1,0 +1,109 @@
+"""The crontabber apps of issue #5: aggregate batches, publish daily reports, retention."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+from typing import Any
+
+from crontabber.base import BaseCronApp
+from crontabber.mixins import as_backfill_cron_app, using_postgres
+from crontabber.options import Namespace
+
+from .consume import ConsumeSettings, consume
+from .reports import DEFAULT_PREFIX as REPORT_PREFIX, publish_report
+from .store import MissingSymbolStore
+from .writer import DEFAULT_PREFIX as INBOX_PREFIX
+
+logger = logging.getLogger(__name__)
+
+
+class _StoreApp(BaseCronApp):
+    """A job that works on the store over the job's own database connection."""
+
+    database_connection_factory: Any  # set by @using_postgres()
+
+    def with_store(self, function: Any, *args: Any) -> Any:
+        """Call ``function(store, *args)``; the connection is closed afterwards, so an
+        interrupted transaction never outlives the run."""
+        with self.database_connection_factory() as connection:
+            try:
+                return function(MissingSymbolStore(connection), *args)
+            finally:
+                self.database_connection_factory.close_connection(connection, force=True)
+
+
+@using_postgres()
+class MissingSymbolsCronApp(_StoreApp):
+    """Consume every unconsumed batch under the inbox prefix into ``missing_symbol``
+    and ``missing_symbol_day``, exactly once (see jobs/missing_symbols/consume.py)."""
+
+    app_name = "missing-symbols"
+    app_description = "aggregate missing-symbol batches (msgpack in S3) into Postgres"
+    required_config = Namespace()
+    required_config.add_option("inbox_bucket", default="symbols-inbox", doc="bucket the batches are in")
+    required_config.add_option("prefix", default=INBOX_PREFIX, doc="key prefix of the batches")
+    required_config.add_option("workers", default=0,
+                               doc="decoding processes (0: one per core; 1: no pool)")
+    required_config.add_option("batches_per_transaction", default=100,
+                               doc="batches consumed per transaction")
+
+    def run(self) -> None:
+        from jobs.s3 import make_s3_client
+
+        settings = ConsumeSettings(
+            bucket=self.config.inbox_bucket, prefix=self.config.prefix,
+            workers=self.config.workers or os.cpu_count() or 1,
+            batches_per_transaction=self.config.batches_per_transaction)
+        report = self.with_store(consume, make_s3_client(), settings)
+        logger.info("%s: %d batches (%d quarantined), %d events, %d lookups; %d skipped "
+                    "(held by another runner)", self.app_name, report.batches,
+                    report.quarantined, report.events, report.lookups, report.skipped,
+                    extra={"app_name": self.app_name})
+
+
+@using_postgres()
+@as_backfill_cron_app
+class MissingSymbolsReportCronApp(_StoreApp):
+    """Publish the previous UTC day's report for each run date (backfill: a runner
+    down for three days produces the three missing reports)."""
+
+    app_name = "missing-symbols-report"
+    app_description = "daily CSV of missing symbols to the symbols bucket"
+    depends_on = ["missing-symbols"]
+    required_config = Namespace()
+    required_config.add_option("symbols_bucket", default="symbols", doc="bucket of the reports")
+    required_config.add_option("report_prefix", default=REPORT_PREFIX, doc="key prefix of reports")
+
+    def run(self, date: dt.datetime) -> None:
+        from jobs.s3 import make_s3_client
+
+        day = report_day(date)
+        key, rows = self.with_store(publish_report, make_s3_client(),
+                                    self.config.symbols_bucket, day, self.config.report_prefix)
+        logger.info("%s: wrote %s (%d rows)", self.app_name, key, rows,
+                    extra={"app_name": self.app_name})
+
+
+def report_day(date: dt.datetime) -> dt.date:
+    """The day a run at ``date`` reports: the UTC day before it (complete by then)."""
+    return (date.astimezone(dt.timezone.utc) - dt.timedelta(days=1)).date()
+
+
+@using_postgres()
+class MissingSymbolsRetentionCronApp(_StoreApp):
+    """Delete symbols not seen for ``keep_days`` and per-day rows older than that,
+    ``batch_size`` rows per transaction."""
+
+    app_name = "missing-symbols-retention"
+    app_description = "delete missing symbols not seen for keep_days"
+    required_config = Namespace()
+    required_config.add_option("keep_days", default=30, doc="keep this many days")
+    required_config.add_option("batch_size", default=10000, doc="rows deleted per transaction")
+
+    def run(self) -> None:
+        symbols, days = self.with_store(lambda store: store.delete_old(
+            self.config.keep_days, self.config.batch_size))
+        logger.info("%s: deleted %d symbols and %d day rows older than %d days", self.app_name,
+                    symbols, days, self.config.keep_days, extra={"app_name": self.app_name})

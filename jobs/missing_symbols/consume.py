@@ -1,0 +1,133 @@
+"""Consuming the inbox: claim batches, decode them in worker processes, upsert once.
+
+For each group of up to ``batches_per_transaction`` unconsumed batches, one
+transaction:
+
+1. claims them (advisory locks, then a re-read of ``missing_symbol_batch``), so
+   a batch another runner holds or has just consumed is skipped;
+2. has ``workers`` processes stream, decode and aggregate them (the counts
+   come back aggregated per (symbol, day), never per event);
+3. COPYs the counts into a temporary table and merges them with two
+   set-based ``INSERT ... ON CONFLICT`` statements;
+4. inserts one ``missing_symbol_batch`` row per batch (counted or quarantined);
+5. commits. A crash anywhere before the commit loses nothing (the batches are
+   still unconsumed); after it, nothing is counted twice (they have rows).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+from .inbox import BatchObject, DecodeResult, DecodeTask, decode_batches, list_batches
+from .store import MissingSymbolStore
+
+logger = logging.getLogger(__name__)
+
+#: Test hook: the name of a point at which the process stops and waits to be
+#: killed (``before_commit``, ``after_commit``), after writing its pid to
+#: ``MISSING_SYMBOLS_PAUSE_FILE``.
+PAUSE_ENV = "MISSING_SYMBOLS_PAUSE_AT"
+PAUSE_FILE_ENV = "MISSING_SYMBOLS_PAUSE_FILE"
+
+Decoder = Callable[[list[DecodeTask]], list[DecodeResult]]
+
+
+@dataclass(frozen=True)
+class ConsumeSettings:
+    """Where batches are and how to consume them."""
+
+    bucket: str
+    prefix: str = "missing/"
+    workers: int = 2
+    batches_per_transaction: int = 100
+
+
+@dataclass
+class ConsumeReport:
+    """What one run consumed."""
+
+    batches: int = 0
+    quarantined: int = 0
+    events: int = 0
+    lookups: int = 0
+    skipped: int = 0
+
+
+def pending_batches(store: MissingSymbolStore, s3_client: Any, bucket: str,
+                    prefix: str) -> list[BatchObject]:
+    """Listed batches without a ``missing_symbol_batch`` row, oldest first."""
+    pending: list[BatchObject] = []
+    for page in list_batches(s3_client, bucket, prefix):
+        done = store.processed([obj.key for obj in page])
+        pending += [obj for obj in page if obj.key not in done]
+    pending.sort(key=lambda obj: (obj.modified, obj.key))
+    return pending
+
+
+def pause_point(name: str) -> None:
+    """Stop here for a test that kills the process (see ``PAUSE_ENV``)."""
+    if os.environ.get(PAUSE_ENV) != name:
+        return
+    with open(os.environ[PAUSE_FILE_ENV], "w") as marker:
+        marker.write(str(os.getpid()))
+    time.sleep(600)
+
+
+@contextlib.contextmanager
+def decoder(workers: int) -> Iterator[Decoder]:
+    """A function decoding tasks: in this process (``workers`` <= 1) or a pool of
+    forked worker processes, closed when the block ends."""
+    if workers <= 1:
+        yield lambda tasks: [decode_batches(task) for task in tasks]
+        return
+    import multiprocessing
+
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        yield lambda tasks: pool.map(decode_batches, tasks, chunksize=1)
+
+
+def split(keys: list[str], parts: int) -> list[list[str]]:
+    """``keys`` dealt round-robin into at most ``parts`` non-empty lists."""
+    return [keys[index::parts] for index in range(min(parts, len(keys)))]
+
+
+def consume_group(store: MissingSymbolStore, bucket: str, keys: list[str], workers: int,
+                  decode: Decoder, report: ConsumeReport) -> None:
+    """Consume ``keys`` in one transaction (steps 1-5 of the module docstring)."""
+    with store.batches() as tx:
+        claimed = tx.claim(keys)
+        report.skipped += len(keys) - len(claimed)
+        if not claimed:
+            return
+        results = decode([DecodeTask(bucket, part) for part in split(claimed, workers)])
+        outcomes = [outcome for result in results for outcome in result.outcomes]
+        for result in results:
+            tx.stage(result.csv)
+        tx.merge()
+        tx.record(outcomes)
+        pause_point("before_commit")
+    pause_point("after_commit")
+    report.batches += len(outcomes)
+    report.quarantined += sum(1 for o in outcomes if o.reason is not None)
+    report.events += sum(o.events for o in outcomes if o.reason is None)
+    report.lookups += sum(result.lookups for result in results)
+
+
+def consume(store: MissingSymbolStore, s3_client: Any, settings: ConsumeSettings) -> ConsumeReport:
+    """Consume every pending batch under ``settings.prefix``; return what was done."""
+    report = ConsumeReport()
+    pending = [obj.key for obj in pending_batches(store, s3_client, settings.bucket,
+                                                  settings.prefix)]
+    if not pending:
+        return report
+    size = max(1, settings.batches_per_transaction)
+    with decoder(min(settings.workers, len(pending))) as decode:
+        for start in range(0, len(pending), size):
+            consume_group(store, settings.bucket, pending[start:start + size],
+                          settings.workers, decode, report)
+    return report

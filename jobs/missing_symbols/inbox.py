@@ -1,0 +1,110 @@
+"""Reading batches from the inbox bucket: listing, streaming, decoding in workers.
+
+:func:`decode_batches` is what a worker process runs: it streams each of its
+batches from S3 through :func:`aggregate.aggregate_batch` and returns their
+merged counts as staging CSV plus one :class:`BatchOutcome` per batch. A bad
+batch contributes no counts, only its outcome.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from .aggregate import Aggregate, BadBatch, aggregate_batch, staging_csv
+from .store import BatchOutcome
+
+logger = logging.getLogger(__name__)
+
+CHUNK_SIZE = 1 << 20
+
+
+@dataclass(frozen=True)
+class BatchObject:
+    """A batch object as listed: key, size in bytes, last-modified (epoch seconds)."""
+
+    key: str
+    size: int
+    modified: float
+
+
+def list_batches(s3_client: Any, bucket: str, prefix: str) -> Iterator[list[BatchObject]]:
+    """The objects under ``prefix``, one list per listing page (up to 1,000)."""
+    paginator = s3_client.get_paginator("list_objects_v2")
+    for page in paginator.paginate(Bucket=bucket, Prefix=prefix):
+        yield [BatchObject(obj["Key"], obj["Size"], obj["LastModified"].timestamp())
+               for obj in page.get("Contents", [])]
+
+
+@dataclass(frozen=True)
+class DecodeTask:
+    """Batches for one worker to decode."""
+
+    bucket: str
+    keys: list[str]
+    chunk_size: int = CHUNK_SIZE
+
+
+@dataclass
+class DecodeResult:
+    """A worker's merged counts (staging CSV) and each batch's outcome.
+    ``gone``: keys whose object vanished before it was read (not consumed)."""
+
+    csv: str = ""
+    outcomes: list[BatchOutcome] = field(default_factory=list)
+    gone: list[str] = field(default_factory=list)
+    lookups: int = 0
+
+
+_client: Any = None
+
+
+def _s3() -> Any:
+    """This process's S3 client (a worker makes its own: clients do not survive fork)."""
+    global _client
+    if _client is None:
+        from jobs.s3 import make_s3_client
+
+        _client = make_s3_client()
+    return _client
+
+
+def _is_missing(exc: Exception) -> bool:
+    response = getattr(exc, "response", None) or {}
+    return response.get("Error", {}).get("Code") in ("NoSuchKey", "404")
+
+
+def decode_batches(task: DecodeTask, s3_client: Any = None) -> DecodeResult:
+    """Stream, decode and aggregate ``task``'s batches (run in a worker process).
+
+    Raises:
+        botocore.exceptions.ClientError, BotoCoreError: S3 failed for another reason
+            than a vanished object; the caller's transaction then rolls back.
+    """
+    s3 = s3_client or _s3()
+    total = Aggregate()
+    validated: set[tuple[str, str, str, str]] = set()
+    result = DecodeResult()
+    for key in task.keys:
+        try:
+            response = s3.get_object(Bucket=task.bucket, Key=key)
+        except Exception as exc:
+            if not _is_missing(exc):
+                raise
+            result.gone.append(key)
+            continue
+        modified = response["LastModified"].timestamp()
+        try:
+            batch = aggregate_batch(response["Body"].iter_chunks(task.chunk_size), modified,
+                                    validated, task.chunk_size)
+        except BadBatch as exc:
+            response["Body"].close()
+            logger.warning("missing-symbols: quarantined %s: %s", key, exc)
+            result.outcomes.append(BatchOutcome(key, max(exc.event - 1, 0), str(exc)))
+            continue
+        result.outcomes.append(BatchOutcome(key, batch.events))
+        total.merge(batch)
+    result.lookups = total.lookups
+    result.csv = staging_csv(total)
+    return result

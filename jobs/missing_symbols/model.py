@@ -1,0 +1,133 @@
+"""What a missing-symbol event is: its fields, their validation, and the symbol hash.
+
+Pure functions, no I/O. An event is a msgpack map with ``debug_file`` and
+``debug_id`` (required strings), ``code_file`` and ``code_id`` (optional
+strings; absent, nil and ``""`` all mean unknown), ``count`` (optional
+positive int, default 1) and ``seen_at`` (optional epoch seconds or ISO-8601
+string; default: the batch object's time). Unknown keys are ignored.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Any
+
+#: Longest accepted string field (Tecken's column width; longer values are junk).
+MAX_FIELD_LENGTH = 150
+#: Largest ``count`` a single event may carry.
+MAX_EVENT_COUNT = 1_000_000_000
+#: Breakpad debug ids: 32 hex digits of GUID/build id, then the age (1-8 hex digits).
+DEBUG_ID = re.compile(r"[0-9A-Fa-f]{33,40}")
+#: Control characters (NUL cannot be stored in PostgreSQL text at all).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+SECONDS_PER_DAY = 86400
+
+FIELDS = ("debug_file", "debug_id", "code_file", "code_id")
+
+
+class EventError(ValueError):
+    """One event is invalid; ``kind`` is a short category, the message says why."""
+
+    def __init__(self, kind: str, detail: str) -> None:
+        self.kind = kind
+        self.detail = detail
+        super().__init__(f"{kind}: {detail}")
+
+
+@dataclass(frozen=True)
+class Symbol:
+    """The four identifying fields of a missing symbol."""
+
+    debug_file: str
+    debug_id: str
+    code_file: str = ""
+    code_id: str = ""
+
+    @property
+    def hash(self) -> str:
+        return symbol_hash(self.debug_file, self.debug_id, self.code_file, self.code_id)
+
+
+def symbol_hash(debug_file: str, debug_id: str, code_file: str, code_id: str) -> str:
+    """MD5 (hex) of the four fields joined by NUL, which no valid field contains."""
+    joined = "\0".join((debug_file, debug_id, code_file, code_id))
+    return hashlib.md5(joined.encode("utf-8")).hexdigest()
+
+
+def _check_string(name: str, value: Any, required: bool) -> None:
+    if not isinstance(value, str):
+        raise EventError("wrong type", f"{name} is {type(value).__name__}, not a string")
+    if required and not value:
+        raise EventError("missing key", f"{name} is empty")
+    if len(value) > MAX_FIELD_LENGTH:
+        raise EventError("oversized string",
+                         f"{name} has {len(value)} characters (at most {MAX_FIELD_LENGTH})")
+    if _CONTROL.search(value):
+        raise EventError("wrong type", f"{name} contains a control character")
+
+
+def validate_symbol(item: Any) -> tuple[str, str, str, str]:
+    """The identifying fields of a decoded event, checked.
+
+    Raises:
+        EventError: the item is not a map, lacks ``debug_file``/``debug_id``, or a
+            field has the wrong type, is too long, or the debug id is not hex.
+    """
+    if not isinstance(item, dict):
+        raise EventError("wrong type", f"event is {type(item).__name__}, not a map")
+    for name in ("debug_file", "debug_id"):
+        if name not in item:
+            raise EventError("missing key", f"no {name}")
+        _check_string(name, item[name], required=True)
+    for name in ("code_file", "code_id"):
+        value = item.get(name)
+        _check_string(name, "" if value is None else value, required=False)
+    if not DEBUG_ID.fullmatch(item["debug_id"]):
+        raise EventError("invalid debug id", f"debug_id {item['debug_id']!r} is not 33-40 hex digits")
+    return (item["debug_file"], item["debug_id"], item.get("code_file") or "",
+            item.get("code_id") or "")
+
+
+def check_count(value: Any) -> int:
+    """A valid ``count``. Raises EventError otherwise."""
+    if type(value) is not int:
+        raise EventError("wrong type", f"count is {type(value).__name__}, not an integer")
+    if not 1 <= value <= MAX_EVENT_COUNT:
+        raise EventError("wrong type", f"count {value} is not between 1 and {MAX_EVENT_COUNT}")
+    return value
+
+
+def parse_seen_at(value: Any) -> float:
+    """``seen_at`` as epoch seconds: a number, or an ISO-8601 string (UTC when no offset).
+
+    Raises:
+        EventError: any other type, an unparseable string, or a time before 2000 or
+            after 2100 (a sign of milliseconds or garbage).
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise EventError("wrong type", f"seen_at is {type(value).__name__}")
+    if isinstance(value, str):
+        try:
+            when = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise EventError("wrong type", f"seen_at {value[:40]!r} is not ISO-8601") from None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=dt.timezone.utc)
+        seconds = when.timestamp()
+    else:
+        seconds = float(value)
+    if not 946684800 <= seconds < 4102444800:
+        raise EventError("wrong type", f"seen_at {value!r} is not between 2000 and 2100")
+    return seconds
+
+
+def day_of(seconds: float) -> int:
+    """Days since the epoch (UTC) of an epoch time."""
+    return int(seconds // SECONDS_PER_DAY)
+
+
+def date_of_day(day: int) -> dt.date:
+    return dt.date(1970, 1, 1) + dt.timedelta(days=day)
