@@ -1,0 +1,89 @@
+"""``ProcessUploadsCronApp``: the crontabber job that drains the symbol-upload queue."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from crontabber.base import BaseCronApp
+from crontabber.mixins import using_postgres
+from crontabber.options import DotDict, Namespace
+
+from .records import Limits, Settings, Status
+from .worker import Policy
+
+logger = logging.getLogger(__name__)
+
+
+def _options() -> Namespace:
+    ns = Namespace()
+    add = ns.add_option
+    add("inbox_bucket", default="symbols-inbox", doc="bucket holding uploaded archives")
+    add("inbox_prefix", default="inbox/", doc="key prefix of archives stored by `enqueue`")
+    add("symbols_bucket", default="symbols", doc="bucket symbol files are written to")
+    add("symbols_prefix", default="v1", doc="key prefix: <prefix>/<debug_file>/<ID>/<file>")
+    add("compress_extensions", default="sym", doc="comma-separated extensions stored gzipped")
+    add("gzip_level", default=1, doc="isal deflate level (0-3) for gzipped files")
+    add("concurrency", default=8, doc="threads (and S3 connections) per upload")
+    add("existence_check", default="auto", doc="auto, list or head (see docs/jobs/uploads.md)")
+    add("max_attempts", default=3, doc="attempts before an upload stays failed")
+    add("lease_seconds", default=600, doc="a claim not renewed for this long is taken over")
+    add("retry_delay_seconds", default=300, doc="wait before retrying a failed attempt")
+    add("heartbeat_seconds", default=30, doc="how often a worker renews its claim")
+    add("max_uploads_per_run", default=0, doc="uploads per run (0: until the queue is empty)")
+    add("max_members", default=Limits.max_members, doc="files an archive may hold")
+    add("max_total_size", default=Limits.max_total_size, doc="uncompressed bytes per archive")
+    add("max_member_size", default=Limits.max_member_size, doc="uncompressed bytes per file")
+    add("max_ratio", default=Limits.max_ratio, doc="largest uncompressed:compressed ratio")
+    add("ratio_min_size", default=Limits.ratio_min_size, doc="max_ratio applies from this size")
+    return ns
+
+
+def settings_from(config: DotDict | dict[str, Any]) -> Settings:
+    """The processing settings held by the job's options."""
+    limits = Limits(int(config["max_members"]), int(config["max_total_size"]),
+                    int(config["max_member_size"]), float(config["max_ratio"]),
+                    int(config["ratio_min_size"]))
+    extensions = tuple(part.strip().lower().lstrip(".")
+                       for part in str(config["compress_extensions"]).split(",") if part.strip())
+    return Settings(config["inbox_bucket"], config["symbols_bucket"], config["symbols_prefix"],
+                    extensions, int(config["gzip_level"]), int(config["concurrency"]),
+                    config["existence_check"], limits)
+
+
+def policy_from(config: DotDict | dict[str, Any]) -> Policy:
+    return Policy(int(config["max_attempts"]), float(config["lease_seconds"]),
+                  float(config["retry_delay_seconds"]), float(config["heartbeat_seconds"]),
+                  int(config["max_uploads_per_run"]))
+
+
+@using_postgres()
+class ProcessUploadsCronApp(BaseCronApp):
+    """Drain pending symbol uploads: validate each archive, publish its files to S3.
+
+    Several hosts may run it at once; uploads are claimed row by row
+    (``FOR UPDATE SKIP LOCKED``) with a lease. A failed upload does not fail the
+    job (it is recorded on its row); an unexpected error does, after being recorded.
+    """
+
+    app_name = "process-uploads"
+    app_description = "publish queued symbol archives to the symbols bucket"
+    required_config = _options()
+
+    database_connection_factory: Any  # set by @using_postgres()
+
+    def run(self) -> None:
+        from jobs.s3 import make_s3_client
+
+        from .store import UploadStore
+        from .worker import Worker
+
+        settings = settings_from(self.config)
+        client = make_s3_client(max_pool_connections=settings.concurrency)
+        with self.database_connection_factory() as connection:
+            worker = Worker(UploadStore(connection), settings, client, policy_from(self.config))
+            outcomes = worker.drain()
+        failed = [o for o in outcomes if o.status is not Status.DONE]
+        logger.info("process-uploads: %d uploads, %d done, %d not done", len(outcomes),
+                    len(outcomes) - len(failed), len(failed),
+                    extra={"app_name": self.app_name})

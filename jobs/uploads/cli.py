@@ -1,0 +1,167 @@
+"""``python -m jobs.uploads [--admin.conf=INI] enqueue|reprocess|demo``: parse, call, print.
+
+Options (buckets, limits, database) are the job's, read as the runner reads them:
+command line (``--crontabber.class-ProcessUploadsCronApp.symbols_bucket=...``),
+environment, then the INI file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, TextIO
+
+from crontabber.errors import CrontabberError
+from crontabber.options import DotDict
+
+from .app import ProcessUploadsCronApp, policy_from, settings_from
+from .records import Status
+
+EXIT_OK, EXIT_ERROR, EXIT_FAILED = 0, 1, 2
+SECTION = ("crontabber", "class-ProcessUploadsCronApp")
+
+
+def parse(argv: list[str]) -> tuple[argparse.Namespace, dict[str, str]]:
+    parser = argparse.ArgumentParser(prog="python -m jobs.uploads")
+    parser.add_argument("--admin.conf", dest="conf", default=None, help="crontabber.ini to read")
+    commands = parser.add_subparsers(dest="command", required=True)
+    enqueue = commands.add_parser("enqueue", help="store an archive in the inbox and queue it")
+    enqueue.add_argument("archive", type=Path)
+    enqueue.add_argument("--uploaded-by", default=None)
+    reprocess = commands.add_parser("reprocess", help="process one upload now")
+    reprocess.add_argument("id", type=int)
+    commands.add_parser("demo", help="queue a few small demo archives (idempotent)")
+    args, rest = parser.parse_known_args(argv)
+    overrides = {}
+    for item in rest:
+        if not item.startswith("--") or "=" not in item:
+            parser.error(f"unrecognized argument: {item}")
+        name, _, value = item[2:].partition("=")
+        overrides[name] = value
+    return args, overrides
+
+
+def job_config(conf: str | None, overrides: dict[str, str]) -> DotDict:
+    """The job's options as the runner would resolve them."""
+    import os
+
+    from crontabber.config import Sources
+
+    sources = Sources(conf, overrides, os.environ)
+    config = DotDict()
+    for path, option in ProcessUploadsCronApp.required_config.walk():
+        target = config
+        for part in path:
+            target = target.setdefault(part, DotDict())
+        target[option.name] = sources.value(SECTION + path, option)
+    return config
+
+
+def _connect(config: DotDict) -> Any:
+    from crontabber.connection_factory import settings_from as db_settings
+    from crontabber.schema import ensure_schema
+    from crontabber.store import connect
+
+    connection = connect(db_settings(config["database"]), "jobs.uploads")
+    ensure_schema(connection)
+    return connection
+
+
+def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout,
+         stderr: TextIO = sys.stderr) -> int:
+    args, overrides = parse(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(level=logging.WARNING, stream=stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        config = job_config(args.conf, overrides)
+        command: Callable[[Any, DotDict, TextIO], int] = COMMANDS[args.command]
+        return command(args, config, stdout)
+    except CrontabberError as exc:
+        print(f"jobs.uploads: {exc}", file=stderr)
+        return EXIT_ERROR
+
+
+def cmd_enqueue(args: Any, config: DotDict, out: TextIO) -> int:
+    from jobs.s3 import make_s3_client
+
+    from .commands import enqueue_archive
+    from .store import UploadStore
+
+    connection = _connect(config)
+    try:
+        upload_id = enqueue_archive(UploadStore(connection), make_s3_client(),
+                                    config["inbox_bucket"], config["inbox_prefix"], args.archive,
+                                    args.uploaded_by)
+    finally:
+        connection.close()
+    print(upload_id, file=out)
+    return EXIT_OK
+
+
+def cmd_reprocess(args: Any, config: DotDict, out: TextIO) -> int:
+    from jobs.s3 import make_s3_client
+
+    from .store import UploadStore
+    from .worker import Worker
+
+    settings = settings_from(config)
+    connection = _connect(config)
+    worker = Worker(UploadStore(connection), settings, make_s3_client(settings.concurrency),
+                    policy_from(config))
+    try:
+        with _progress(out) as advance:
+            outcome = worker.reprocess(args.id, advance)
+        row = worker.store.row(args.id) or {}
+    finally:
+        connection.close()
+    print(f"upload {args.id}: {outcome.status.value}" +
+          (f" ({outcome.error})" if outcome.error else
+           f" ({row.get('files_uploaded')} uploaded, {row.get('files_skipped')} skipped, "
+           f"{row.get('files_ignored')} ignored)"), file=out)
+    return EXIT_OK if outcome.status is Status.DONE else EXIT_FAILED
+
+
+def cmd_demo(args: Any, config: DotDict, out: TextIO) -> int:
+    from jobs.s3 import make_s3_client
+
+    from .commands import demo
+    from .store import UploadStore
+
+    connection = _connect(config)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            results = demo(UploadStore(connection), make_s3_client(),
+                           (config["inbox_bucket"], config["symbols_bucket"]),
+                           config["inbox_prefix"], Path(tmp))
+    finally:
+        connection.close()
+    for filename, upload_id, new in results:
+        print(f"{upload_id}\t{filename}\t{'queued' if new else 'already queued'}", file=out)
+    return EXIT_OK
+
+
+class _progress:
+    """A tqdm bar on a terminal; nothing otherwise (quiet logs)."""
+
+    def __init__(self, out: TextIO) -> None:
+        self._out = out
+        self._bar: Any = None
+
+    def __enter__(self) -> Callable[[int], None]:
+        if not self._out.isatty():
+            return lambda _: None
+        from tqdm import tqdm
+
+        self._bar = tqdm(unit="file", desc="verify+publish", file=sys.stderr)
+        return self._bar.update
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+COMMANDS: dict[str, Callable[[Any, DotDict, TextIO], int]] = {
+    "enqueue": cmd_enqueue, "reprocess": cmd_reprocess, "demo": cmd_demo}

@@ -1,0 +1,54 @@
+"""The operator commands' work (``cli.py`` only parses, calls these and prints)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from pathlib import Path
+from typing import Any
+
+from . import storage
+from .demo import demo_archives
+from .store import UploadStore
+
+
+def inbox_key(prefix: str, filename: str) -> str:
+    """``<prefix><YYYY-MM-DD>/<random>/<filename>``: unique, dated for the prune job."""
+    today = dt.datetime.now(dt.timezone.utc).date().isoformat()
+    return f"{prefix}{today}/{uuid.uuid4().hex}/{filename}"
+
+
+def enqueue_archive(store: UploadStore, client: Any, bucket: str, prefix: str, path: Path,
+                    uploaded_by: str | None) -> int:
+    """Store ``path`` in the inbox bucket, then queue it (as the web tier does); the new id.
+
+    Raises:
+        StorageFailed: the archive could not be stored (nothing is queued).
+    """
+    key = inbox_key(prefix, path.name)
+    storage.store_archive(client, bucket, key, path)
+    return store.enqueue(key, path.name, path.stat().st_size, uploaded_by)
+
+
+def ensure_bucket(client: Any, bucket: str) -> None:
+    """Create ``bucket`` if missing (the demo only; deployments create buckets themselves)."""
+    try:
+        client.head_bucket(Bucket=bucket)
+    except Exception:  # botocore ClientError 404: create it
+        client.create_bucket(Bucket=bucket)
+
+
+def demo(store: UploadStore, client: Any, buckets: tuple[str, str], prefix: str,
+         workdir: Path) -> list[tuple[str, int, bool]]:
+    """Queue the demo archives not queued yet: ``[(filename, id, newly_queued)]``."""
+    for bucket in buckets:
+        ensure_bucket(client, bucket)
+    results = []
+    for path in demo_archives(workdir):
+        existing = store.find_queued(path.name, "demo")
+        if existing is not None:
+            results.append((path.name, existing, False))
+            continue
+        results.append((path.name, enqueue_archive(store, client, buckets[0], prefix, path,
+                                                   "demo"), True))
+    return results

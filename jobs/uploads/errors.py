@@ -1,0 +1,52 @@
+"""Errors of the upload job, under the runner's one base class."""
+
+from __future__ import annotations
+
+from crontabber.errors import CrontabberError
+
+
+class UploadError(CrontabberError):
+    """Base of the upload job's errors. ``permanent``: retrying the same archive cannot help."""
+
+    permanent = False
+
+
+class Rejected(UploadError):
+    """The archive breaks a rule; nothing of it is written. ``member`` is the first offender."""
+
+    permanent = True
+
+    def __init__(self, rule: str, member: str | None = None, detail: str = "") -> None:
+        self.rule = rule
+        self.member = member
+        self.detail = detail
+        where = f"member {member!r}" if member is not None else "archive"
+        super().__init__(f"rejected: {where}: {rule}" + (f" ({detail})" if detail else ""))
+
+
+class StorageFailed(UploadError):
+    """An S3 call failed after botocore's retries; a later attempt may succeed."""
+
+    def __init__(self, operation: str, bucket: str, key: str, reason: str) -> None:
+        self.operation = operation
+        self.bucket = bucket
+        self.key = key
+        self.reason = reason
+        super().__init__(f"S3 {operation} s3://{bucket}/{key} failed: {reason}")
+
+
+class ClaimLost(UploadError):
+    """Another worker took the upload over (this worker's lease had expired)."""
+
+    def __init__(self, upload_id: int, worker: str) -> None:
+        self.upload_id = upload_id
+        self.worker = worker
+        super().__init__(f"upload {upload_id}: claim lost by {worker} (lease expired, taken over)")
+
+
+class UploadNotFound(UploadError):
+    """``reprocess ID`` named an upload that does not exist or is held by a live worker."""
+
+    def __init__(self, upload_id: int) -> None:
+        self.upload_id = upload_id
+        super().__init__(f"upload {upload_id} does not exist or another worker is processing it")

@@ -1,0 +1,123 @@
+"""Every query on tables ``upload`` and ``file_upload`` (SQL in ``sql/uploads.sql``).
+
+Each method is one short transaction (``with self._conn:``): claims commit at once,
+so row locks are held for milliseconds and a claimed upload is protected by its
+status and lease, not by an open transaction.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Mapping
+
+from crontabber import queries
+
+from .errors import ClaimLost
+from .records import Counts, Status, Upload, Written
+
+Q = queries.load("uploads.sql")
+
+
+class UploadStore:
+    """The upload queue over one psycopg2 connection."""
+
+    def __init__(self, connection: Any) -> None:
+        self._conn = connection
+
+    def _one(self, name: str, params: Mapping[str, Any]) -> dict[str, Any] | None:
+        with self._conn, self._conn.cursor() as cur:
+            cur.execute(Q[name], params)
+            row = cur.fetchone() if cur.description else None
+            if row is None:
+                return None
+            return {column.name: value for column, value in zip(cur.description, row)}
+
+    def enqueue(self, inbox_key: str, filename: str, size: int, uploaded_by: str | None) -> int:
+        row = self._one("enqueue", {"inbox_key": inbox_key, "filename": filename, "size": size,
+                                    "uploaded_by": uploaded_by})
+        assert row is not None
+        return int(row["id"])
+
+    def find_queued(self, filename: str, uploaded_by: str | None) -> int | None:
+        row = self._one("find_queued", {"filename": filename, "uploaded_by": uploaded_by})
+        return int(row["id"]) if row else None
+
+    def get(self, upload_id: int) -> Upload | None:
+        row = self._one("get", {"id": upload_id})
+        return Upload.from_row(row) if row else None
+
+    def row(self, upload_id: int) -> dict[str, Any] | None:
+        return self._one("get", {"id": upload_id})
+
+    def claim_next(self, worker: str, max_attempts: int, lease: float, retry_delay: float,
+                   exclude: list[int]) -> Upload | None:
+        """The oldest claimable upload, now ``processing`` by ``worker`` (attempts + 1)."""
+        row = self._one("claim_next", {"worker": worker, "max_attempts": max_attempts,
+                                       "lease": lease, "retry_delay": retry_delay,
+                                       "exclude": exclude})
+        return Upload.from_row(row) if row else None
+
+    def claim_id(self, upload_id: int, worker: str, lease: float) -> Upload | None:
+        row = self._one("claim_id", {"id": upload_id, "worker": worker, "lease": lease})
+        return Upload.from_row(row) if row else None
+
+    def abandon_expired(self, max_attempts: int, lease: float) -> list[int]:
+        with self._conn, self._conn.cursor() as cur:
+            cur.execute(Q["abandon_expired"], {"max_attempts": max_attempts, "lease": lease})
+            return [row[0] for row in cur.fetchall()]
+
+    def finish_done(self, upload_id: int, worker: str, counts: Counts) -> None:
+        row = self._one("finish_done", {"id": upload_id, "worker": worker,
+                                        "files_total": counts.total,
+                                        "files_ignored": counts.ignored})
+        if row is None:
+            raise ClaimLost(upload_id, worker)
+
+    def finish_error(self, upload_id: int, worker: str, error: str, permanent: bool,
+                     max_attempts: int, counts: Counts | None) -> Status:
+        row = self._one("finish_error", {
+            "id": upload_id, "worker": worker, "error": error, "permanent": permanent,
+            "max_attempts": max_attempts,
+            "files_total": counts.total if counts else None,
+            "files_ignored": counts.ignored if counts else None})
+        if row is None:
+            raise ClaimLost(upload_id, worker)
+        return Status(row["status"])
+
+    def recorder(self, upload_id: int, worker: str, heartbeat_seconds: float) -> "ClaimRecorder":
+        return ClaimRecorder(self, upload_id, worker, heartbeat_seconds)
+
+
+class ClaimRecorder:
+    """The :class:`jobs.uploads.process.Recorder` of one claimed upload.
+
+    Each row is committed at once; the lease is renewed at most every
+    ``heartbeat_seconds`` (raising :class:`ClaimLost` if another worker took over).
+    """
+
+    def __init__(self, store: UploadStore, upload_id: int, worker: str,
+                 heartbeat_seconds: float) -> None:
+        self._store = store
+        self._id = upload_id
+        self._worker = worker
+        self._every = heartbeat_seconds
+        self._last = time.monotonic()
+
+    def written_keys(self) -> set[str]:
+        with self._store._conn, self._store._conn.cursor() as cur:
+            cur.execute(Q["written_keys"], {"id": self._id})
+            return {row[0] for row in cur.fetchall()}
+
+    def record(self, written: Written) -> None:
+        with self._store._conn, self._store._conn.cursor() as cur:
+            cur.execute(Q["record_file"], {
+                "upload_id": self._id, "key": written.key, "size": written.size,
+                "original_size": written.original_size, "original_md5": written.original_md5,
+                "compressed": written.compressed, "update": written.update})
+        if time.monotonic() - self._last >= self._every:
+            self.heartbeat()
+
+    def heartbeat(self) -> None:
+        if self._store._one("heartbeat", {"id": self._id, "worker": self._worker}) is None:
+            raise ClaimLost(self._id, self._worker)
+        self._last = time.monotonic()

@@ -1,0 +1,116 @@
+"""Drain the upload queue: claim, process, record the outcome; one upload at a time."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import ClaimLost, UploadError, UploadNotFound
+from .process import Progress, process
+from .records import Counts, Settings, Status, Upload
+from .store import UploadStore
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Queue behaviour (options of the job)."""
+
+    max_attempts: int = 3
+    lease_seconds: float = 600.0
+    retry_delay_seconds: float = 300.0
+    heartbeat_seconds: float = 30.0
+    max_uploads_per_run: int = 0  # 0: until the queue is empty
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What happened to one upload in this run."""
+
+    upload_id: int
+    status: Status
+    error: str | None = None
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+class Worker:
+    """Processes uploads with one S3 client and one database connection."""
+
+    def __init__(self, store: UploadStore, settings: Settings, client: Any, policy: Policy,
+                 name: str | None = None) -> None:
+        self.store = store
+        self.settings = settings
+        self.client = client
+        self.policy = policy
+        self.name = name or worker_name()
+
+    def drain(self) -> list[Outcome]:
+        """Process claimable uploads until none is left (or ``max_uploads_per_run``).
+
+        An upload tried in this run is not claimed again in it (its retry waits for a
+        later run). Raises whatever unexpected error an upload met, after recording it.
+        """
+        for upload_id in self.store.abandon_expired(self.policy.max_attempts,
+                                                    self.policy.lease_seconds):
+            logger.warning("upload %d: abandoned, its worker died on the last attempt", upload_id)
+        outcomes: list[Outcome] = []
+        tried: list[int] = []
+        while not self.policy.max_uploads_per_run or len(tried) < self.policy.max_uploads_per_run:
+            upload = self.store.claim_next(self.name, self.policy.max_attempts,
+                                           self.policy.lease_seconds,
+                                           self.policy.retry_delay_seconds, tried)
+            if upload is None:
+                break
+            tried.append(upload.id)
+            outcomes.append(self.handle(upload))
+        return outcomes
+
+    def reprocess(self, upload_id: int, progress: Progress | None = None) -> Outcome:
+        """Claim one upload whatever its status (unless a live worker holds it) and process it.
+
+        Raises:
+            UploadNotFound: no such upload, or another worker is processing it.
+        """
+        upload = self.store.claim_id(upload_id, self.name, self.policy.lease_seconds)
+        if upload is None:
+            raise UploadNotFound(upload_id)
+        return self.handle(upload, progress)
+
+    def handle(self, upload: Upload, progress: Progress | None = None) -> Outcome:
+        """Process one claimed upload and record how it ended."""
+        extra = {"app_name": "process-uploads", "upload_id": upload.id}
+        recorder = self.store.recorder(upload.id, self.name, self.policy.heartbeat_seconds)
+        try:
+            counts = process(upload, self.settings, self.client, recorder, progress)
+            self.store.finish_done(upload.id, self.name, counts)
+        except ClaimLost as exc:
+            logger.warning("%s", exc, extra=extra)
+            return Outcome(upload.id, Status.PROCESSING, str(exc))
+        except UploadError as exc:
+            status = self._failed(upload, str(exc), exc.permanent)
+            logger.warning("upload %d (attempt %d): %s -> %s", upload.id, upload.attempts, exc,
+                           status.value, extra=extra)
+            return Outcome(upload.id, status, str(exc))
+        except BaseException as exc:
+            self._failed(upload, f"{type(exc).__name__}: {exc}", permanent=False)
+            raise
+        logger.info("upload %d done: %d files", upload.id, counts.total, extra=extra)
+        return Outcome(upload.id, Status.DONE)
+
+    def _failed(self, upload: Upload, error: str, permanent: bool) -> Status:
+        try:
+            return self.store.finish_error(upload.id, self.name, error, permanent,
+                                           self.policy.max_attempts, None)
+        except ClaimLost:
+            return Status.PROCESSING
+
+
+def counts_of(row: dict[str, Any]) -> Counts:
+    return Counts(row.get("files_total") or 0, row.get("files_ignored") or 0)

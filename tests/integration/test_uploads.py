@@ -1,0 +1,78 @@
+"""The upload job against real PostgreSQL and S3: good archives, skips, updates, errors."""
+
+from __future__ import annotations
+
+import zipfile
+
+from jobs.uploads.records import Status
+from tests.fixtures.uploads_archives import symbol_members, sym_text, write_zip
+from tests.fixtures.uploads_queue import md5, uploads  # noqa: F401 - the fixture
+
+
+def test_a_good_archive_is_published_with_tecken_headers_and_metadata(uploads, tmp_path):
+    members = symbol_members(3, 20_000) + [("app.pdb/ABCDEF01/app.exe", b"MZ" + b"\0" * 500),
+                                           ("firefox-symbols.txt", b"list"),
+                                           ("xul.pdb/.DS_Store", b"junk")]
+    upload_id = uploads.enqueue(write_zip(tmp_path / "a.zip", members))
+    outcomes = uploads.worker().drain()
+    assert [(o.upload_id, o.status) for o in outcomes] == [(upload_id, Status.DONE)]
+    row = uploads.row(upload_id)
+    assert (row["status"], row["attempts"], row["files_total"], row["files_uploaded"],
+            row["files_skipped"], row["files_ignored"]) == ("done", 1, 6, 4, 0, 2)
+    assert row["completed_at"] is not None and row["error"] is None
+    assert uploads.keys() == sorted(f"v1/{name}" for name, _ in members[:4])
+    name, content = members[0]
+    body, response = uploads.get(f"v1/{name}")
+    assert response["ContentEncoding"] == "gzip" and response["ContentType"] == "text/plain"
+    assert response["Metadata"]["original_size"] == str(len(content))
+    assert response["Metadata"]["original_md5_hash"] == md5(content)
+    assert uploads.symbol(f"v1/{name}") == content
+    exe_body, exe = uploads.get("v1/app.pdb/ABCDEF01/app.exe")
+    assert exe_body == members[3][1] and exe.get("ContentEncoding") is None
+    files = uploads.files(upload_id)
+    assert row["bytes_uploaded"] == sum(f["size"] for f in files)
+    assert {f["key"]: (f["compressed"], f["update"]) for f in files}[f"v1/{name}"] == (True, False)
+
+
+def test_an_archive_with_stored_members_and_directory_entries(uploads, tmp_path):
+    path = tmp_path / "stored.zip"
+    content = sym_text("a.pdb", "AB12", 5000)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as archive:
+        archive.writestr("a.pdb/", b"")
+        archive.writestr("a.pdb/AB12/", b"")
+        archive.writestr("a.pdb/AB12/a.sym", content)
+    upload_id = uploads.enqueue(path)
+    assert uploads.worker().drain()[0].status is Status.DONE
+    assert uploads.row(upload_id)["files_total"] == 1
+    assert uploads.symbol("v1/a.pdb/AB12/a.sym") == content
+
+
+def test_an_identical_reupload_is_skipped_and_a_changed_file_overwritten(uploads, tmp_path):
+    members = symbol_members(4, 10_000)
+    first = uploads.enqueue(write_zip(tmp_path / "1.zip", members))
+    uploads.worker().drain()
+    stamps = {k: uploads.get(k)[1]["LastModified"] for k in uploads.keys()}
+    changed = members[:3] + [(members[3][0], members[3][1] + b"PUBLIC 1 0 new\n")]
+    second = uploads.enqueue(write_zip(tmp_path / "2.zip", changed))
+    uploads.worker().drain()
+    row = uploads.row(second)
+    assert (row["status"], row["files_uploaded"], row["files_skipped"]) == ("done", 1, 3)
+    assert [(f["key"], f["update"]) for f in uploads.files(second)] == [(f"v1/{members[3][0]}", True)]
+    assert uploads.symbol(f"v1/{members[3][0]}") == changed[3][1]
+    for key in uploads.keys()[:3]:
+        if key != f"v1/{members[3][0]}":
+            assert uploads.get(key)[1]["LastModified"] == stamps[key]  # not rewritten
+    assert len(uploads.files(first)) == 4
+
+
+def test_existence_check_modes_agree(uploads, tmp_path):
+    members = symbol_members(5, 5000, seed=3)
+    uploads.enqueue(write_zip(tmp_path / "1.zip", members))
+    uploads.worker().drain()
+    for mode in ("list", "head", "auto"):
+        uploads.settings = type(uploads.settings)(**{**uploads.settings.__dict__,
+                                                     "existence_check": mode})
+        again = uploads.enqueue(write_zip(tmp_path / f"{mode}.zip", members + symbol_members(2, 500, seed=9)))
+        uploads.worker().drain()
+        row = uploads.row(again)
+        assert (mode, row["files_uploaded"], row["files_skipped"]) == (mode, 2 if mode == "list" else 0, 5 if mode == "list" else 7)

@@ -1,0 +1,106 @@
+"""Every rejection rule with a crafted archive, through the code that runs before any
+write (central directory, then the verify pass), without services."""
+
+from __future__ import annotations
+
+import zipfile
+
+import pytest
+
+from jobs.uploads import archive
+from jobs.uploads.errors import Rejected
+from jobs.uploads.process import read_plan
+from jobs.uploads.records import Limits, Settings
+from jobs.uploads.validation import KEY_PATTERN, RULE_DUPLICATE, is_ignorable, validate
+from tests.fixtures.uploads_archives import sym_text, symbol_members, write_zip
+from tests.fixtures.uploads_cases import CASES, GOOD
+
+
+def _verify(path, settings=Settings()):
+    plan = read_plan(path, settings)
+    return plan, [archive.digest(path, info) for info in plan.members]
+
+
+@pytest.mark.parametrize("make, member, rule", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_each_rule_rejects_its_crafted_archive_naming_member_and_rule(tmp_path, make, member, rule):
+    with pytest.raises(Rejected) as caught:
+        _verify(make(tmp_path / "bad.zip"))
+    assert caught.value.rule == rule
+    assert caught.value.member == member
+    assert rule in str(caught.value) and (member is None or repr(member) in str(caught.value))
+
+
+def test_a_good_archive_gives_a_plan_and_digests(tmp_path):
+    members = GOOD + [("a-symbols.txt", b"x"), ("a.pdb/.DS_Store", b"y")]
+    plan, digests = _verify(write_zip(tmp_path / "a.zip", members))
+    assert [info.filename for info in plan.members] == [name for name, _ in GOOD]
+    assert plan.ignored == ["a-symbols.txt", "a.pdb/.DS_Store"] and plan.total == 4
+    import hashlib
+    assert [(d.size, d.md5) for d in digests] == [(len(c), hashlib.md5(c).hexdigest()) for _, c in GOOD]
+
+
+def test_an_identical_duplicate_is_published_once(tmp_path):
+    path = tmp_path / "dup.zip"
+    import warnings
+    with zipfile.ZipFile(path, "w") as zipped, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        zipped.writestr("a.pdb/AB/a.sym", b"same")
+        zipped.writestr("a.pdb/AB/a.sym", b"same")
+    assert len(read_plan(path, Settings()).members) == 1
+
+
+def test_rules_apply_in_archive_order_first_offender_named():
+    infos = [zipfile.ZipInfo("a.pdb/AB/a.sym"), zipfile.ZipInfo("../x"), zipfile.ZipInfo("/abs")]
+    with pytest.raises(Rejected) as caught:
+        validate(infos, Limits())
+    assert caught.value.member == "../x"
+
+
+def test_duplicate_with_different_size_is_found_from_the_central_directory():
+    first, second = zipfile.ZipInfo("a.pdb/AB/a.sym"), zipfile.ZipInfo("a.pdb/AB/a.sym")
+    first.file_size, second.file_size = 10, 11
+    first.CRC = second.CRC = 0
+    with pytest.raises(Rejected) as caught:
+        validate([first, second], Limits())
+    assert caught.value.rule == RULE_DUPLICATE
+
+
+@pytest.mark.parametrize("name, ok", [
+    ("xul.pdb/ABCDEF0123456789ABCDEF0123456789A/xul.sym", True),
+    ("libxul.so/0123abcd/libxul.so.sym", True),
+    ("xul.pdb/ABCDEFG/xul.sym", False), ("xul.pdb/AB/xul.sym/", False), ("xul.sym", False),
+    ("x#y.pdb/AB/x.sym", False), ("x.pdb/AB/x|y.sym", False),
+])
+def test_tecken_key_pattern(name, ok):
+    assert bool(KEY_PATTERN.match(name)) is ok
+
+
+def test_ignorable_names():
+    assert is_ignorable("firefox-1.0-symbols.txt") and is_ignorable(".DS_Store")
+    assert is_ignorable("a.pdb/AB/.DS_Store")
+    assert not is_ignorable("a/firefox-symbols.txt")
+
+
+def test_a_large_member_streams_in_chunks_with_bounded_chunk_size(tmp_path):
+    content = sym_text("big.pdb", "AB", 3_000_000)
+    path = write_zip(tmp_path / "big.zip", [("big.pdb/AB/big.sym", content)])
+    with zipfile.ZipFile(path) as zipped:
+        info = zipped.infolist()[0]
+    chunks = list(archive.iter_member(path, info, chunk=64 * 1024))
+    assert b"".join(chunks) == content and max(map(len, chunks)) <= 64 * 1024
+    import gzip
+    assert gzip.decompress(archive.gzipped(path, info, 1)) == content
+    assert archive.gzipped(path, info, 1) == archive.gzipped(path, info, 1)  # deterministic
+
+
+def test_settings_keys_and_compression():
+    settings = Settings(symbols_prefix="try/v1/", compress_extensions=("sym",))
+    assert settings.object_key("a.pdb/AB/a.sym") == "try/v1/a.pdb/AB/a.sym"
+    assert settings.compresses("a.pdb/AB/a.SYM") and not settings.compresses("a.pdb/AB/a.exe")
+    assert Settings(symbols_prefix="").object_key("a/B/c") == "a/B/c"
+
+
+def test_symbol_members_are_realistic():
+    (name, content), = symbol_members(1, 5000)
+    assert content.startswith(b"MODULE windows x86_64 ") and b"\nFUNC " in content
+    assert b"\nFILE 0 " in content and name.endswith(".sym")
