@@ -1,4 +1,4 @@
-"""``python -m jobs.uploads [--admin.conf=INI] enqueue|reprocess|demo``: parse, call, print.
+"""``python -m jobs.uploads [--admin.conf=INI] enqueue|reprocess|demo|drain``: parse, call, print.
 
 Options (buckets, limits, database) are the job's, read as the runner reads them:
 command line (``--crontabber.class-ProcessUploadsCronApp.symbols_bucket=...``),
@@ -34,6 +34,7 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, dict[str, str]]:
     reprocess = commands.add_parser("reprocess", help="process one upload now")
     reprocess.add_argument("id", type=int)
     commands.add_parser("demo", help="queue a few small demo archives (idempotent)")
+    commands.add_parser("drain", help="process queued uploads until none is left (one worker)")
     args, rest = parser.parse_known_args(argv)
     overrides = {}
     for item in rest:
@@ -143,6 +144,25 @@ def cmd_demo(args: Any, config: DotDict, out: TextIO) -> int:
     return EXIT_OK
 
 
+def cmd_drain(args: Any, config: DotDict, out: TextIO) -> int:
+    from jobs.s3 import make_s3_client
+
+    from .store import UploadStore
+    from .worker import Worker
+
+    settings = settings_from(config)
+    connection = _connect(config)
+    try:
+        outcomes = Worker(UploadStore(connection), settings, make_s3_client(settings.concurrency),
+                          policy_from(config)).drain()
+    finally:
+        connection.close()
+    for outcome in outcomes:
+        print(f"{outcome.upload_id}\t{outcome.status.value}" +
+              (f"\t{outcome.error}" if outcome.error else ""), file=out)
+    return EXIT_OK
+
+
 class _progress:
     """A tqdm bar on a terminal; nothing otherwise (quiet logs)."""
 
@@ -164,4 +184,4 @@ class _progress:
 
 
 COMMANDS: dict[str, Callable[[Any, DotDict, TextIO], int]] = {
-    "enqueue": cmd_enqueue, "reprocess": cmd_reprocess, "demo": cmd_demo}
+    "enqueue": cmd_enqueue, "reprocess": cmd_reprocess, "demo": cmd_demo, "drain": cmd_drain}

@@ -1,0 +1,81 @@
+"""``python -m jobs.uploads`` and the job under ``python -m crontabber``, as subprocesses."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures.uploads_archives import symbol_members, write_zip
+from tests.fixtures.uploads_queue import uploads  # noqa: F401 - the fixture
+
+REPO = Path(__file__).resolve().parent.parent.parent
+
+
+@pytest.fixture
+def run(uploads, tmp_path):
+    ini = tmp_path / "crontabber.ini"
+    ini.write_text(
+        "[crontabber]\n    jobs='''\n    jobs.uploads.ProcessUploadsCronApp|5m\n    '''\n"
+        "    [[class-ProcessUploadsCronApp]]\n"
+        f"        inbox_bucket={uploads.bucket}\n        symbols_bucket={uploads.bucket}\n"
+        "        concurrency=2\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO),
+           "RESOURCE_POSTGRESQL_DBNAME": uploads.database.dbname}
+
+    def run(module: str, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", module, f"--admin.conf={ini}", *args],
+                              env=env, cwd=REPO, capture_output=True, text=True, timeout=60)
+    return run
+
+
+def test_enqueue_prints_the_id_and_the_cron_job_publishes_it(run, uploads, tmp_path):
+    archive = write_zip(tmp_path / "a.zip", symbol_members(2, 2000))
+    done = run("jobs.uploads", "enqueue", str(archive), "--uploaded-by", "ci@example.com")
+    assert done.returncode == 0, done.stderr
+    upload_id = int(done.stdout.strip())
+    row = uploads.row(upload_id)
+    assert (row["status"], row["uploaded_by"], row["filename"], row["size"]) == \
+        ("pending", "ci@example.com", "a.zip", archive.stat().st_size)
+    assert row["inbox_key"].startswith("inbox/") and row["inbox_key"].endswith("/a.zip")
+    tick = run("crontabber", "--job", "process-uploads")
+    assert tick.returncode == 0, tick.stdout + tick.stderr
+    assert uploads.row(upload_id)["status"] == "done" and len(uploads.keys()) == 2
+
+
+def test_reprocess_off_a_terminal_prints_one_line_and_no_progress_bar(run, uploads, tmp_path):
+    upload_id = uploads.enqueue(write_zip(tmp_path / "a.zip", symbol_members(2, 2000)))
+    done = run("jobs.uploads", "reprocess", str(upload_id))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"upload {upload_id}: done (2 uploaded, 0 skipped, 0 ignored)\n"
+    assert done.stderr == ""
+    again = run("jobs.uploads", "reprocess", str(upload_id))
+    assert again.stdout == f"upload {upload_id}: done (2 uploaded, 0 skipped, 0 ignored)\n"
+    assert uploads.row(upload_id)["attempts"] == 2
+
+
+def test_reprocess_of_a_rejected_upload_exits_2_with_the_reason(run, uploads, tmp_path):
+    bad = tmp_path / "bad.zip"
+    bad.write_bytes(b"not a zip")
+    upload_id = uploads.enqueue(bad)
+    done = run("jobs.uploads", "reprocess", str(upload_id))
+    assert done.returncode == 2 and "not a zip archive" in done.stdout
+
+
+def test_reprocess_of_an_unknown_id_exits_1(run):
+    done = run("jobs.uploads", "reprocess", "999999")
+    assert done.returncode == 1 and "upload 999999 does not exist" in done.stderr
+
+
+def test_demo_twice_queues_once(run, uploads):
+    first = run("jobs.uploads", "demo")
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.count("\tqueued") == 3
+    second = run("jobs.uploads", "demo")
+    assert second.stdout.count("already queued") == 3
+    drained = run("jobs.uploads", "drain")
+    assert drained.stdout.count("\tdone") == 3, drained.stdout + drained.stderr
+    assert len(uploads.keys()) == 6
