@@ -15,20 +15,21 @@ DEFAULT_POOL = 10
 
 
 def make_s3_client(max_pool_connections: int = DEFAULT_POOL, endpoint_url: str | None = None,
-                   connect_timeout: float = 10, read_timeout: float = 60) -> Any:
+                   connect_timeout: float = 10, read_timeout: float = 60,
+                   max_attempts: int = 5) -> Any:
     """A thread-safe boto3 S3 client; share one per job run.
 
     ``max_pool_connections`` should match the number of threads using it (a
     smaller pool makes threads wait for connections). Transient errors are
-    retried with botocore's standard retry mode (exponential backoff, 5 tries
-    in all). Path-style addressing works with every S3-compatible server.
+    retried with botocore's standard retry mode (exponential backoff,
+    ``max_attempts`` tries in all). Path-style addressing works with every S3-compatible server.
     """
     import boto3
     from botocore.config import Config
 
     config = Config(
         max_pool_connections=max_pool_connections,
-        retries={"mode": "standard", "max_attempts": 5},
+        retries={"mode": "standard", "max_attempts": max_attempts},
         s3={"addressing_style": "path"},
         connect_timeout=connect_timeout,
         read_timeout=read_timeout,

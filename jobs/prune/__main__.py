@@ -1,0 +1,66 @@
+"""``python -m jobs.prune run [--dry-run] [--cap N]`` and ``python -m jobs.prune history``.
+
+Options come from crontabber.ini (``--admin.conf``), the environment and
+``--crontabber.class-PruneS3CronApp.OPTION=VALUE`` overrides, as for the runner.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TextIO
+
+from crontabber.connection_factory import settings_from
+from crontabber.errors import CrontabberError
+from crontabber.jobconfig import load_job_config
+from crontabber.store import StateStore, connect
+
+from . import PruneS3CronApp, format_report, rules_from, run_prune, _progress_bar
+from .rules import Protection
+from .store import PruneStore
+
+
+def main(argv: list[str], out: TextIO = sys.stdout) -> int:
+    parser = argparse.ArgumentParser(prog="python -m jobs.prune")
+    parser.add_argument("--admin.conf", dest="conf", metavar="FILE", default=None)
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="prune now (same rules as the cron job)")
+    run.add_argument("--dry-run", action="store_true", help="print what would be deleted, delete nothing")
+    run.add_argument("--cap", type=int, default=None, help="at most this many deletions")
+    history = commands.add_parser("history", help="what the last runs deleted, per rule")
+    history.add_argument("--limit", type=int, default=10, help="number of runs")
+    args = parser.parse_args(argv)
+    try:
+        config = load_job_config(PruneS3CronApp, args.conf)
+        connection = connect(settings_from(config.database))
+        store = PruneStore(connection)
+        if args.command == "history":
+            print_history(store, args.limit, out)
+            return 0
+        from jobs.s3 import make_s3_client
+
+        now = StateStore(connection).now()  # the database's clock, as the cron job uses
+        report = run_prune(make_s3_client(max_pool_connections=config.threads + 1), store,
+                           rules_from(config), Protection(config.symbols_bucket, config.symbols_prefix),
+                           now, args.cap if args.cap is not None else config.cap,
+                           args.dry_run or config.dry_run, config.threads, _progress_bar())
+    except CrontabberError as exc:
+        print(f"prune: {exc}", file=sys.stderr)
+        return 1
+    for line in format_report(report):
+        print(line, file=out)
+    return 0
+
+
+def print_history(store: PruneStore, limit: int, out: TextIO) -> None:
+    for row in store.history(limit):
+        state = "dry run" if row["dry_run"] else "run"
+        ended = row["finished_at"] or "unfinished (killed?)"
+        capped = ", capped" if row["capped"] else ""
+        print(f"#{row['id']} {state} {row['started_at']:%Y-%m-%d %H:%M:%S} -> {ended}{capped}: "
+              f"{row['rule'] or '-'}: {row['keys_deleted'] or 0} keys, {row['bytes_freed'] or 0} bytes, "
+              f"{row['errors'] or 0} errors", file=out)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

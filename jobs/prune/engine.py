@@ -1,0 +1,213 @@
+"""List and delete, overlapped: one thread pages through ``list_objects_v2``
+and hands batches of up to 1,000 selected keys to a pool of threads calling
+``delete_objects`` on one shared client.
+
+Per-key errors in a ``delete_objects`` response are counted and sampled; the
+keys stay in S3 and are retried by the next run. A run stops selecting keys
+once ``cap`` keys have been selected (across rules) and says so.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import datetime as dt
+import logging
+import queue
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+from .rules import Protection, Rule, older
+
+logger = logging.getLogger(__name__)
+
+BATCH = 1000  # delete_objects' maximum
+
+# Given the keys of one listed page (already past the age), return those the
+# database agrees may go (or None: no database check for this rule).
+Check = Callable[[Rule, list[str], dt.datetime], set[str]]
+
+
+@dataclass
+class RuleResult:
+    """What one rule did (or, in a dry run, would do)."""
+
+    rule: str
+    keys: int = 0
+    bytes: int = 0
+    errors: int = 0
+    error_sample: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Budget:
+    """The per-run cap on deletions, shared by the rules of a run."""
+
+    cap: int
+    used: int = 0
+
+    @property
+    def exhausted(self) -> bool:
+        return self.used >= self.cap
+
+    def take(self, wanted: int) -> int:
+        granted = min(wanted, self.cap - self.used)
+        self.used += granted
+        return granted
+
+
+def shards(client: Any, bucket: str, prefix: str) -> tuple[list[dict], list[str]]:
+    """Split a rule's prefix for parallel listing: the objects directly under it,
+    and its first-level "folders" (``Delimiter='/'``), each listed on its own.
+
+    s3proxy's filesystem backend scans the whole prefix for every page of a
+    flat listing (quadratic in the number of keys); listing each folder
+    separately, in parallel, is fast there and no slower on S3.
+    """
+    direct: list[dict] = []
+    folders: list[str] = []
+    paginator = client.get_paginator("list_objects_v2")
+    for page in paginator.paginate(Bucket=bucket, Prefix=prefix, Delimiter="/"):
+        direct.extend(page.get("Contents", []))
+        folders.extend(p["Prefix"] for p in page.get("CommonPrefixes", []))
+    return direct, folders
+
+
+def _list_folder(client: Any, bucket: str, prefix: str, pages: "queue.Queue[list[dict] | None]",
+                 stop: threading.Event) -> None:
+    try:
+        paginator = client.get_paginator("list_objects_v2")
+        for page in paginator.paginate(Bucket=bucket, Prefix=prefix,
+                                       PaginationConfig={"PageSize": BATCH}):
+            if stop.is_set():
+                return
+            pages.put(page.get("Contents", []))
+    finally:
+        pages.put(None)  # this folder is done
+
+
+def listed_pages(client: Any, rule: Rule, threads: int, stop: threading.Event) -> Iterator[list[dict]]:
+    """Every object under the rule's prefix, a page at a time, listed on ``threads`` threads."""
+    direct, folders = shards(client, rule.bucket, rule.prefix)
+    for start in range(0, len(direct), BATCH):
+        yield direct[start:start + BATCH]
+    if not folders:
+        return
+    pages: queue.Queue[list[dict] | None] = queue.Queue(maxsize=threads * 4)
+    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+        futures = [pool.submit(_list_folder, client, rule.bucket, folder, pages, stop)
+                   for folder in folders]
+        remaining = len(folders)
+        try:
+            while remaining:
+                page = pages.get()
+                if page is None:
+                    remaining -= 1
+                    continue
+                yield page
+        finally:
+            stop.set()
+            while any(not f.done() for f in futures):  # unblock listers waiting on a full queue
+                try:
+                    pages.get(timeout=0.05)
+                except queue.Empty:
+                    pass
+        for future in futures:
+            future.result()  # a listing error fails the rule
+
+
+def selected_batches(
+    client: Any, rule: Rule, now: dt.datetime, protection: Protection, check: Check | None,
+    budget: Budget, threads: int = 4,
+) -> Iterator[list[tuple[str, int]]]:
+    """Pages of ``(key, size)`` this rule may delete, at most 1,000 each, within the budget.
+
+    Runs in the caller's thread (``check`` may use a database connection).
+    """
+    stop = threading.Event()
+    for page in listed_pages(client, rule, threads, stop):
+        candidates = {obj["Key"]: obj["Size"] for obj in page
+                      if older(obj["LastModified"], rule, now) and protection.allows(rule, obj["Key"])}
+        if check is not None and candidates:
+            allowed = check(rule, list(candidates), now)
+            candidates = {key: size for key, size in candidates.items() if key in allowed}
+        chosen = list(candidates.items())[: budget.take(len(candidates))]
+        if chosen:
+            yield chosen
+        if budget.exhausted:
+            stop.set()
+            return
+
+
+def _delete(client: Any, bucket: str, batch: list[tuple[str, int]]) -> tuple[int, int, list[str]]:
+    """Delete one batch; return (keys deleted, bytes freed, one line per key that failed).
+
+    A batch the server refuses as a whole (s3proxy answers InternalError for
+    all 1,000 keys when one of them cannot be removed) is retried key by key,
+    so one bad key never holds back its neighbours.
+    """
+    from botocore.exceptions import ClientError
+
+    sizes = dict(batch)
+    try:
+        response = client.delete_objects(
+            Bucket=bucket, Delete={"Objects": [{"Key": key} for key in sizes], "Quiet": True})
+    except ClientError as exc:
+        logger.warning("delete_objects of %d keys in %s failed (%s); deleting them one by one",
+                       len(sizes), bucket, exc)
+        return _delete_one_by_one(client, bucket, sizes)
+    errors = [f"{e.get('Key')}: {e.get('Code')} {e.get('Message', '')}".strip()
+              for e in response.get("Errors", [])]
+    failed = {e.get("Key") for e in response.get("Errors", [])}
+    done = [key for key in sizes if key not in failed]
+    return len(done), sum(sizes[key] for key in done), errors
+
+
+def _delete_one_by_one(client: Any, bucket: str, sizes: dict[str, int]) -> tuple[int, int, list[str]]:
+    from botocore.exceptions import ClientError
+
+    deleted, freed, errors = 0, 0, []
+    for key, size in sizes.items():
+        try:
+            client.delete_object(Bucket=bucket, Key=key)
+        except ClientError as exc:
+            error = exc.response.get("Error", {})
+            errors.append(f"{key}: {error.get('Code', '?')} {error.get('Message', '')}".strip())
+            continue
+        deleted += 1
+        freed += size
+    return deleted, freed, errors
+
+
+def prune_rule(
+    client: Any, rule: Rule, now: dt.datetime, protection: Protection, check: Check | None,
+    budget: Budget, dry_run: bool, threads: int,
+    on_batch: Callable[[RuleResult, int, int, list[str]], None],
+) -> RuleResult:
+    """Apply one rule; ``on_batch(result, keys, bytes, errors)`` after every batch."""
+    result = RuleResult(rule.name)
+
+    def account(keys: int, size: int, errors: list[str]) -> None:
+        result.keys += keys
+        result.bytes += size
+        result.errors += len(errors)
+        result.error_sample = (result.error_sample + errors)[:5]
+        on_batch(result, keys, size, errors)
+
+    batches = selected_batches(client, rule, now, protection, check, budget, threads)
+    if dry_run:
+        for batch in batches:
+            account(len(batch), sum(size for _, size in batch), [])
+        return result
+    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+        pending: set[concurrent.futures.Future] = set()
+        for batch in batches:  # listing goes on while earlier batches are deleted
+            pending.add(pool.submit(_delete, client, rule.bucket, batch))
+            if len(pending) >= threads * 2:  # bound memory: wait for some to finish
+                done, pending = concurrent.futures.wait(
+                    pending, return_when=concurrent.futures.FIRST_COMPLETED)
+                for future in done:
+                    account(*future.result())
+        for future in concurrent.futures.as_completed(pending):
+            account(*future.result())
+    return result

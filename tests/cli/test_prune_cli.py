@@ -1,0 +1,121 @@
+"""jobs.prune from the command line: the operator command, the runner's --job, a kill."""
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from tests.cli.conftest import REPO
+from tests.conftest import s3_client
+from tests.integration.test_prune import keys_in, put_many
+
+AGE = "0.00001"  # days (under a second): S3 objects cannot be backdated
+
+
+@pytest.fixture
+def buckets(s3_bucket):
+    client = s3_client()
+    symbols = f"test-sym-{uuid.uuid4().hex[:16]}"
+    client.create_bucket(Bucket=symbols)
+    yield s3_bucket, symbols
+    for key in keys_in(symbols):
+        client.delete_object(Bucket=symbols, Key=key)
+    client.delete_bucket(Bucket=symbols)
+
+
+def configure(cli, inbox, symbols, **extra):
+    options = {"inbox_bucket": inbox, "symbols_bucket": symbols, "report_days": AGE,
+               "upload_days": AGE, "batch_days": AGE, **extra}
+    section = "".join(f"        {k}={v}\n" for k, v in options.items())
+    cli.crontab.configure(["jobs.prune.PruneS3CronApp|1d"], extra=f"    [[class-PruneS3CronApp]]\n{section}")
+
+
+def prune_cmd(cli, *args):
+    return subprocess.run([sys.executable, "-m", "jobs.prune", f"--admin.conf={cli.crontab.ini}", *args],
+                          env=cli.env, cwd=REPO, capture_output=True, text=True, timeout=120)
+
+
+def test_dry_run_then_run_then_history(cli, buckets):
+    inbox, symbols = buckets
+    configure(cli, inbox, symbols)
+    put_many(symbols, [f"reports/missing-symbols/{i}.csv" for i in range(3)] + ["v1/a/1/a.sym"])
+    time.sleep(1.2)
+    dry = prune_cmd(cli, "run", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "reports: would delete 3 keys, 30 bytes, 0 errors" in dry.stdout
+    assert len(keys_in(symbols)) == 4
+    done = cli.run("--job", "prune-s3", "--force")
+    assert done.returncode == 0, done.stderr
+    assert keys_in(symbols) == {"v1/a/1/a.sym"}
+    history = prune_cmd(cli, "history")
+    lines = history.stdout.splitlines()
+    assert any(line.startswith("#2 run") and "reports: 3 keys, 30 bytes, 0 errors" in line for line in lines)
+    assert any(line.startswith("#1 dry run") and "reports: 3 keys" in line for line in lines)
+
+
+def test_cap_from_the_command_line_says_so(cli, buckets):
+    inbox, symbols = buckets
+    configure(cli, inbox, symbols)
+    put_many(symbols, [f"reports/missing-symbols/{i}.csv" for i in range(5)])
+    time.sleep(1.2)
+    done = prune_cmd(cli, "run", "--cap", "2")
+    assert "stopped at the cap of 2 keys" in done.stdout
+    assert len(keys_in(symbols)) == 3
+
+
+def test_killed_midway_then_rerun_deletes_the_rest_and_nothing_else(cli, buckets):
+    inbox, symbols = buckets
+    configure(cli, inbox, symbols, threads=1)
+    doomed = [f"reports/missing-symbols/{i:05d}.csv" for i in range(3000)]
+    put_many(symbols, doomed + ["v1/keep/1/keep.sym", "keep/me"])
+    time.sleep(1.2)
+    proc = subprocess.Popen([sys.executable, "-m", "jobs.prune", f"--admin.conf={cli.crontab.ini}", "run"],
+                            env=cli.env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        rows = cli.crontab.sql("SELECT coalesce(sum(keys_deleted), 0) AS n FROM prune_rule_result")
+        if rows and rows[0]["n"] > 0:
+            break
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=30)
+    left = keys_in(symbols)
+    assert len(left) > 2, "the run finished before the kill"
+    assert cli.crontab.sql("SELECT finished_at FROM prune_run")[0]["finished_at"] is None
+    assert prune_cmd(cli, "run").returncode == 0
+    assert keys_in(symbols) == {"v1/keep/1/keep.sym", "keep/me"}
+    assert "unfinished (killed?)" in prune_cmd(cli, "history").stdout
+
+
+def test_progress_bar_on_a_terminal_only(cli, buckets):
+    import os
+    import pty
+
+    inbox, symbols = buckets
+    configure(cli, inbox, symbols)
+    put_many(symbols, [f"reports/missing-symbols/{i}.csv" for i in range(3)])
+    time.sleep(1.2)
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(cli.argv("--job", "prune-s3", "--force"), env=cli.env, cwd=REPO,
+                            stdout=subprocess.DEVNULL, stderr=follower)
+    os.close(follower)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    assert proc.wait(timeout=60) == 0
+    os.close(leader)
+    assert b"prune: " in seen and b"3key" in seen.replace(b" ", b"")
+    put_many(symbols, [f"reports/missing-symbols/{i}.csv" for i in range(3)])
+    time.sleep(1.2)
+    piped = cli.run("--job", "prune-s3", "--force")
+    assert piped.returncode == 0 and "key/s" not in piped.stderr and "it/s" not in piped.stderr

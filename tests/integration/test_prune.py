@@ -1,0 +1,191 @@
+"""jobs.prune against the real S3 server and PostgreSQL."""
+from __future__ import annotations
+
+import concurrent.futures
+import datetime as dt
+import os
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+from crontabber.store import connect
+from jobs.prune import run_prune
+from jobs.prune.rules import Kind, Protection, Rule
+from jobs.prune.store import PruneStore
+from jobs.s3 import make_s3_client
+from tests.conftest import REPO, s3_client
+
+DAY = dt.timedelta(days=1)
+# S3 cannot backdate objects, so prune runs with "now" 100 days ahead; ages
+# given to upload() and batch() are counted back from that "now".
+OFFSET = 100 * DAY
+
+
+def put_many(bucket: str, keys: list[str], body: bytes = b"x" * 10) -> None:
+    client = make_s3_client(max_pool_connections=16)
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        list(pool.map(lambda key: client.put_object(Bucket=bucket, Key=key, Body=body), keys))
+
+
+def keys_in(bucket: str) -> set[str]:
+    pages = s3_client().get_paginator("list_objects_v2").paginate(Bucket=bucket)
+    return {obj["Key"] for page in pages for obj in page.get("Contents", [])}
+
+
+@pytest.fixture
+def symbols_bucket():
+    client = s3_client()
+    name = f"test-sym-{uuid.uuid4().hex[:16]}"
+    client.create_bucket(Bucket=name)
+    yield name
+    for key in keys_in(name):
+        client.delete_object(Bucket=name, Key=key)
+    client.delete_bucket(Bucket=name)
+
+
+@pytest.fixture
+def prune(database, s3_bucket, symbols_bucket):
+    conn = connect(database)
+    conn.autocommit = True
+    store = PruneStore(conn)
+
+    class Prune:
+        inbox, symbols, db = s3_bucket, symbols_bucket, conn
+        protection = Protection(symbols_bucket, "v1/")
+
+        def rules(self, extra=()):
+            return [Rule("uploads", Kind.UPLOADS, s3_bucket, "uploads/", 30),
+                    Rule("batches", Kind.BATCHES, s3_bucket, "missing/", 30),
+                    Rule("reports", Kind.AGE, symbols_bucket, "reports/missing-symbols/", 90),
+                    *extra]
+
+        def run(self, now_offset=OFFSET, cap=100000, dry_run=False, extra=(), client=None):
+            with conn.cursor() as cur:
+                cur.execute("SELECT clock_timestamp()")
+                now = cur.fetchone()[0] + now_offset
+            return run_prune(client or make_s3_client(), store, self.rules(extra), self.protection,
+                             now, cap, dry_run, threads=4)
+
+        def sql(self, query, params=None):
+            with conn.cursor() as cur:
+                cur.execute(query, params)
+                return cur.fetchall() if cur.description else []
+
+        def upload(self, key, status, age_days):
+            when = OFFSET - age_days * DAY
+            self.sql("INSERT INTO upload (inbox_key, filename, size, status, created_at, completed_at)"
+                     " VALUES (%s, 'a.zip', 1, %s, now() + %s, CASE WHEN %s IN ('done','failed')"
+                     " THEN now() + %s END)", (key, status, when, status, when))
+
+        def batch(self, key, status, age_days):
+            self.sql("INSERT INTO missing_symbol_batch (key, events, status, processed_at)"
+                     " VALUES (%s, 1, %s, now() + %s)", (key, status, OFFSET - age_days * DAY))
+
+    yield Prune()
+    conn.close()
+
+
+def by_rule(report):
+    return {r.rule: (r.keys, r.bytes, r.errors) for r in report.results}
+
+
+def test_each_rule_deletes_only_what_it_may(prune):
+    inbox = ["uploads/done-old.zip", "uploads/failed-old.zip", "uploads/done-new.zip",
+             "uploads/pending-old.zip", "uploads/processing-old.zip", "uploads/unknown.zip",
+             "missing/ok-old.msgpack", "missing/quarantined-old.msgpack", "missing/unknown.msgpack",
+             "missing/ok-new.msgpack", "elsewhere/file.bin"]
+    symbols = ["reports/missing-symbols/2026-01-01.csv", "v1/xul.pdb/ABC/xul.sym", "other/keep.txt"]
+    put_many(prune.inbox, inbox)
+    put_many(prune.symbols, symbols)
+    for key, status, age in (("done-old", "done", 200), ("failed-old", "failed", 200),
+                             ("done-new", "done", 1), ("pending-old", "pending", 200),
+                             ("processing-old", "processing", 200)):
+        prune.upload(f"uploads/{key}.zip", status, age)
+    # the same archive uploaded twice: one upload done long ago, one pending now -> keep it
+    prune.upload("uploads/done-old.zip", "done", 300)
+    for key, status, age in (("ok-old", "ok", 200), ("quarantined-old", "quarantined", 200),
+                             ("ok-new", "ok", 1)):
+        prune.batch(f"missing/{key}.msgpack", status, age)
+    report = prune.run()
+    assert by_rule(report) == {"uploads": (2, 20, 0), "batches": (1, 10, 0), "reports": (1, 10, 0)}
+    assert keys_in(prune.inbox) == set(inbox) - {
+        "uploads/done-old.zip", "uploads/failed-old.zip", "missing/ok-old.msgpack"}
+    assert keys_in(prune.symbols) == {"v1/xul.pdb/ABC/xul.sym", "other/keep.txt"}
+
+
+def test_objects_younger_than_the_rule_stay(prune):
+    put_many(prune.symbols, ["reports/missing-symbols/a.csv"])
+    assert by_rule(prune.run(now_offset=DAY * 89)) == {"uploads": (0, 0, 0), "batches": (0, 0, 0),
+                                                      "reports": (0, 0, 0)}
+    assert keys_in(prune.symbols) == {"reports/missing-symbols/a.csv"}
+
+
+def test_pending_archive_stays_even_when_another_upload_of_it_is_done(prune):
+    put_many(prune.inbox, ["uploads/same.zip"])
+    prune.upload("uploads/same.zip", "done", 200)
+    prune.upload("uploads/same.zip", "pending", 200)
+    prune.run()
+    assert keys_in(prune.inbox) == {"uploads/same.zip"}
+
+
+def test_extra_rules_never_touch_symbol_files_unless_named(prune):
+    from jobs.prune.rules import parse_extra_rules
+
+    put_many(prune.symbols, ["v1/a/1/a.sym", "v1/old/1/old.sym", "tmp/x", "tmp/y"])
+    whole_bucket = parse_extra_rules(f"{prune.symbols}/|1")
+    report = prune.run(extra=whole_bucket)
+    assert keys_in(prune.symbols) == {"v1/a/1/a.sym", "v1/old/1/old.sym"}
+    assert by_rule(report)[f"extra:{prune.symbols}/"] == (2, 20, 0)
+    named = parse_extra_rules(f"{prune.symbols}/v1/old/|1")
+    prune.run(extra=named)
+    assert keys_in(prune.symbols) == {"v1/a/1/a.sym"}
+
+
+def test_dry_run_deletes_nothing_and_predicts_the_real_run(prune):
+    put_many(prune.symbols, [f"reports/missing-symbols/{i}.csv" for i in range(25)])
+    put_many(prune.inbox, ["uploads/a.zip", "uploads/b.zip", "missing/m1"])
+    prune.upload("uploads/a.zip", "done", 100)
+    prune.batch("missing/m1", "ok", 100)
+    before = keys_in(prune.symbols) | keys_in(prune.inbox)
+    dry = prune.run(dry_run=True)
+    assert keys_in(prune.symbols) | keys_in(prune.inbox) == before
+    real = prune.run()
+    assert by_rule(dry) == by_rule(real) == {"uploads": (1, 10, 0), "batches": (1, 10, 0),
+                                            "reports": (25, 250, 0)}
+
+
+def test_cap_stops_the_run_and_the_next_run_goes_on(prune):
+    put_many(prune.symbols, [f"reports/missing-symbols/{i:02d}.csv" for i in range(10)])
+    first = prune.run(cap=4)
+    assert first.capped and sum(r.keys for r in first.results) == 4
+    assert len(keys_in(prune.symbols)) == 6
+    second = prune.run(cap=100)
+    assert not second.capped and len(keys_in(prune.symbols)) == 0
+    rows = prune.sql("SELECT capped FROM prune_run ORDER BY id")
+    assert rows == [(True,), (False,)]
+
+
+def test_a_key_the_server_cannot_delete_is_reported_and_retried_next_run(prune):
+    """The filesystem behind s3proxy refuses to remove an immutable file: the
+    server fails that delete (for a batch, it fails the whole batch)."""
+    keys = [f"reports/missing-symbols/{i}.csv" for i in range(5)]
+    put_many(prune.symbols, keys)
+    state_dir = Path(os.environ.get("SYMBOLS_STATE_DIR", REPO / ".services"))
+    stuck = state_dir / "s3" / "data" / prune.symbols / keys[2]
+    assert stuck.is_file()
+    subprocess.run(["chattr", "+i", str(stuck)], check=True)
+    try:
+        report = prune.run(client=make_s3_client(max_attempts=1))
+        (reports,) = [r for r in report.results if r.rule == "reports"]
+        assert (reports.keys, reports.errors) == (4, 1)
+        assert reports.error_sample[0].startswith(keys[2] + ": ")
+        assert keys_in(prune.symbols) == {keys[2]}
+        recorded = prune.sql("SELECT keys_deleted, errors, error_sample FROM prune_rule_result"
+                             " WHERE rule = 'reports'")
+        assert recorded[0][:2] == (4, 1) and keys[2] in recorded[0][2]
+    finally:
+        subprocess.run(["chattr", "-i", str(stuck)], check=True)
+    prune.run()
+    assert keys_in(prune.symbols) == set()
