@@ -1,0 +1,48 @@
+"""``python -m search TEXT``: search from a terminal and print a table."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import TextIO
+
+from .engine import BadQuery, SearchResult, SearchUnavailable
+
+COLUMNS = ("score", "debug_file", "debug_id", "filename", "code_file", "code_id", "matched")
+
+
+def render(result: SearchResult, out: TextIO) -> None:
+    """Write ``result`` as the search terms, then an aligned table of hits."""
+    terms = ", ".join(f"{term} ({score:g})" for score, term in result.terms)
+    print(f"query: {result.query}   terms: {terms or '-'}", file=out)
+    print(f"{result.total} found, showing {len(result.hits)}", file=out)
+    if not result.hits:
+        return
+    rows = [COLUMNS] + [(f"{h.score:.2f}", h.debug_file, h.debug_id, h.filename,
+                         h.code_file or "-", h.code_id or "-", h.matched) for h in result.hits]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip(), file=out)
+
+
+def main(argv: list[str], stdout: TextIO, stderr: TextIO) -> int:
+    """Exit codes: 0 found or not, 1 Elasticsearch unavailable, 2 bad arguments."""
+    parser = argparse.ArgumentParser(prog="python -m search", description="search symbol files")
+    parser.add_argument("query")
+    parser.add_argument("--size", type=int, default=10, help="hits to show (1-100, default 10)")
+    parser.add_argument("--alias", default=os.environ.get("SEARCH_ALIAS", "symbols"))
+    parser.add_argument("--es-url", default=None, help="default: $ES_URL")
+    args = parser.parse_args(argv)
+    from .client import make_es_client
+    from .engine import Searcher
+
+    searcher = Searcher(make_es_client(args.es_url, request_timeout=10), args.alias)
+    try:
+        render(searcher.search(args.query, args.size), stdout)
+    except BadQuery as exc:
+        print(f"search: {exc}", file=stderr)
+        return 2
+    except SearchUnavailable as exc:
+        print(f"search: {exc}", file=stderr)
+        return 1
+    return 0

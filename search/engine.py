@@ -1,0 +1,278 @@
+"""The search: the seed's suggester algorithm, improved where measured
+(``bench/bench_search_quality.py``; ``docs/search.md`` has the numbers).
+
+1. The query is split like the names (``Xul.PDB`` -> ``xul pdb``).
+2. One round trip of term suggestions for every part, on the name field and
+   the code-file field; options with score >= 0.6 are kept. Unlike the seed,
+   the suggester also corrects parts that exist in the index
+   (``suggest_mode: always``) and typos in the first letter
+   (``prefix_length: 0``), and corrections of several parts are combined
+   (the seed replaced one word at a time, so a typo in two parts never matched).
+3. The search terms: the original first (score 1.1, as in the seed), then the
+   alternatives by score. One round trip of a boosted OR of ``match_phrase``
+   per term, the name field boosted 2x over the code-file field; in the same
+   request, with small boosts, a fuzzy ``match`` of every part of the original
+   (for what the suggester cannot propose) and the seed's ``match`` fallback
+   (any part); and, when the query looks like one, an exact, case-insensitive
+   debug-id/code-id match. Each term is also matched against the name with its
+   separators removed (``xul3pdb`` -> ``xulpdb``), which the suggester corrects
+   like any word.
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from crontabber.errors import CrontabberError
+
+from .names import looks_like_id, name_parts
+
+NAME_FIELD = "name_parts"
+OTHER_FIELD = "code_parts"
+JOINED_FIELD = "name_joined"
+JOINED_TEXT = "joined:"  # marks the joined query's suggestions
+ORIGINAL_SCORE = 1.1  # the seed's arbitrary score of what the user typed
+MIN_SCORE = 0.6
+MAX_TERMS = 8  # search terms in the OR query, the original included
+PER_PART = 3  # alternatives kept per query part
+NAME_BOOST = 2.0  # name fields over the code-file field (the seed's title/text)
+MATCH_BOOST = 0.05  # the any-part fallback, far below any phrase
+# Every part within AUTO fuzziness: catches what the suggester cannot propose
+# (Lucene's spell checker needs the first letter right for a second edit).
+FUZZY_BOOST = 0.2
+ID_BOOST = 100.0
+MAX_QUERY_LENGTH = 200
+MAX_SIZE = 100
+SOURCE_FIELDS = ["debug_file", "debug_id", "filename", "code_file", "code_id"]
+SUGGEST = {"suggest_mode": "always", "prefix_length": 0, "min_word_length": 3,
+           "max_edits": 2, "size": 5}
+
+
+class SearchError(CrontabberError):
+    """Base of the search's errors."""
+
+
+class BadQuery(SearchError):
+    """The query or the size is not acceptable (an HTTP 400)."""
+
+    def __init__(self, problem: str) -> None:
+        self.problem = problem
+        super().__init__(problem)
+
+
+class SearchUnavailable(SearchError):
+    """Elasticsearch is unreachable or the index is missing (an HTTP 503)."""
+
+    def __init__(self, target: str, reason: str) -> None:
+        self.target = target
+        self.reason = reason
+        super().__init__(f"search unavailable ({target}): {reason}")
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One symbol file found; ``matched`` is the search term that found it."""
+
+    debug_file: str
+    debug_id: str
+    filename: str
+    code_file: str | None
+    code_id: str | None
+    score: float
+    matched: str
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """The hits, best first, with the search terms ``[(score, term), ...]`` used."""
+
+    query: str
+    terms: list[tuple[float, str]]
+    total: int
+    hits: list[Hit]
+
+
+def validate(query: str, size: int) -> str:
+    """The stripped query.
+
+    Raises:
+        BadQuery: empty, over 200 characters, or ``size`` outside 1..100.
+    """
+    text = query.strip()
+    if not text:
+        raise BadQuery("the query is empty")
+    if len(query) > MAX_QUERY_LENGTH:
+        raise BadQuery(f"the query is longer than {MAX_QUERY_LENGTH} characters")
+    if not 1 <= size <= MAX_SIZE:
+        raise BadQuery(f"size must be between 1 and {MAX_SIZE}")
+    return text
+
+
+def alternatives(suggest: dict[str, Any]) -> dict[str, list[tuple[float, str]]]:
+    """Per suggested text, its corrections with score >= 0.6, best first
+    (the suggestions of several fields merged)."""
+    found: dict[str, dict[str, float]] = {}
+    for entries in suggest.values():
+        for entry in entries:
+            options = found.setdefault(entry["text"], {})
+            for option in entry["options"]:
+                if option["score"] >= MIN_SCORE and option["text"] != entry["text"]:
+                    options[option["text"]] = max(option["score"], options.get(option["text"], 0))
+    return {text: sorted(((s, t) for t, s in opts.items()), reverse=True)[:PER_PART]
+            for text, opts in found.items()}
+
+
+def search_terms(parts: list[str], alts: dict[str, list[tuple[float, str]]],
+                 joined: tuple[tuple[float, str], ...] | list[tuple[float, str]] = ()) -> list[tuple[float, str]]:
+    """The original phrase first, then the best alternatives by score.
+
+    Phrase alternatives combine the corrections of the parts; a combination's
+    score is the product of its corrections' scores (an unchanged part counts
+    1), so one correction outranks two. ``joined`` are corrections of the
+    whole query without separators (``xul3pdb`` -> ``xulpdb``).
+    """
+    beam: list[tuple[float, list[str]]] = [(1.0, [])]
+    for part in parts:
+        choices = [(1.0, part), *alts.get(part, [])]
+        beam = heapq.nlargest(MAX_TERMS, ((score * s, words + [word])
+                                          for score, words in beam for s, word in choices),
+                              key=lambda item: item[0])
+    original = " ".join(parts)
+    # one term per joined form; a phrase reads better than its joined twin
+    best: dict[str, tuple[float, str]] = {}
+    for score, term in [(score, " ".join(words)) for score, words in beam] + list(joined):
+        key = term.replace(" ", "")
+        if key in best:
+            score = max(score, best[key][0])
+            term = term if " " in term else best[key][1]
+        best[key] = (score, term)
+    best.pop(original.replace(" ", ""), None)
+    ranked = sorted(best.values(), key=lambda item: -item[0])[:MAX_TERMS - 1]
+    return [(ORIGINAL_SCORE, original)] + [(round(score, 4), term) for score, term in ranked]
+
+
+def build_query(text: str, terms: list[tuple[float, str]]) -> dict[str, Any]:
+    """The boosted OR: per term, ``match_phrase`` on both fields (boosts fall
+    with the term's rank and score); then the fallbacks and the id match."""
+    should: list[dict[str, Any]] = []
+    for rank, (score, term) in enumerate(terms):
+        boost = (len(terms) - rank) * score
+        should.append({"match_phrase": {NAME_FIELD: {
+            "query": term, "boost": NAME_BOOST * boost, "_name": f"term:{rank}:name"}}})
+        should.append({"match_phrase": {OTHER_FIELD: {
+            "query": term, "boost": boost, "_name": f"term:{rank}:code"}}})
+        should.append({"term": {JOINED_FIELD: {
+            "value": term.replace(" ", ""), "boost": NAME_BOOST * boost,
+            "_name": f"term:{rank}:joined"}}})
+    words = " ".join(dict.fromkeys(word for _, term in terms for word in term.split()))
+    should.append({"match": {NAME_FIELD: {"query": words, "boost": MATCH_BOOST, "_name": "match"}}})
+    should.append({"match": {NAME_FIELD: {"query": terms[0][1], "fuzziness": "AUTO",
+                                          "operator": "and", "boost": FUZZY_BOOST,
+                                          "_name": "fuzzy"}}})
+    if looks_like_id(text):
+        for field in ("debug_id", "code_id"):
+            should.append({"term": {field: {"value": text, "boost": ID_BOOST, "_name": field}}})
+    return {"bool": {"should": should}}
+
+
+def matched_term(names: list[str], text: str, terms: list[tuple[float, str]]) -> str:
+    """The best-ranked search term among a hit's matched queries (names must
+    be unique in a request: Elasticsearch keeps one query per name)."""
+    ranks = sorted(int(name.split(":")[1]) for name in names if name.startswith("term:"))
+    if ranks:
+        return terms[ranks[0]][1]
+    if "debug_id" in names or "code_id" in names:
+        return text
+    if "fuzzy" in names:
+        return f"fuzzy: {terms[0][1]}"
+    return f"any of: {terms[0][1]}"
+
+
+class Searcher:
+    """Searches one index or alias with one Elasticsearch client (thread-safe)."""
+
+    def __init__(self, es: Any = None, index: str | None = None) -> None:
+        from .client import make_es_client
+
+        self.es = es if es is not None else make_es_client(request_timeout=10)
+        self.index = index or os.environ.get("SEARCH_ALIAS", "symbols")
+
+    def search(self, query: str, size: int = 10) -> SearchResult:
+        """Search for ``query``; at most ``size`` hits.
+
+        Raises:
+            BadQuery: see :func:`validate`.
+            SearchUnavailable: Elasticsearch unreachable, or the index missing.
+        """
+        text = validate(query, size)
+        parts = name_parts(text)
+        if not parts:
+            return SearchResult(text, [], 0, [])
+        try:
+            alts = alternatives(self._suggest(parts))
+            terms = search_terms(parts, alts, alts.get(JOINED_TEXT + "".join(parts), []))
+            response = self.es.search(
+                index=self.index, query=build_query(text, terms), size=size,
+                source_includes=SOURCE_FIELDS, track_total_hits=True,
+            )
+        except Exception as exc:  # noqa: BLE001 - only transport errors are translated
+            raise _translated(exc, self.index) from None
+        return self._result(text, terms, response)
+
+    def _suggest(self, parts: list[str]) -> dict[str, Any]:
+        text = " ".join(parts)
+        response = self.es.search(index=self.index, size=0, suggest={
+            "text": text,
+            "name": {"term": {"field": NAME_FIELD, **SUGGEST}},
+            "code": {"term": {"field": OTHER_FIELD, **SUGGEST}},
+            "joined": {"text": "".join(parts), "term": {"field": JOINED_FIELD, **SUGGEST}},
+        })
+        suggest = dict(response["suggest"])
+        # keyed apart from the parts: a one-part query's joined text is that part
+        for entry in suggest.get("joined", []):
+            entry["text"] = JOINED_TEXT + entry["text"]
+        return suggest
+
+    @staticmethod
+    def _result(text: str, terms: list[tuple[float, str]], response: Any) -> SearchResult:
+        hits = []
+        for hit in response["hits"]["hits"]:
+            source = hit["_source"]
+            hits.append(Hit(
+                debug_file=source["debug_file"], debug_id=source["debug_id"],
+                filename=source["filename"], code_file=source.get("code_file"),
+                code_id=source.get("code_id"), score=float(hit["_score"]),
+                matched=matched_term(hit.get("matched_queries", []), text, terms),
+            ))
+        return SearchResult(text, terms, int(response["hits"]["total"]["value"]), hits)
+
+
+def _translated(exc: Exception, index: str) -> Exception:
+    """Transport errors and a missing index become :class:`SearchUnavailable`."""
+    from elasticsearch import ApiError, NotFoundError, TransportError
+
+    if isinstance(exc, NotFoundError):
+        return SearchUnavailable(index, "the index does not exist (not built yet?)")
+    if isinstance(exc, TransportError):
+        return SearchUnavailable(index, f"Elasticsearch unreachable: {type(exc).__name__}")
+    if isinstance(exc, ApiError) and exc.meta.status >= 500:
+        return SearchUnavailable(index, f"Elasticsearch error {exc.meta.status}")
+    return exc
+
+
+_default: Searcher | None = None
+
+
+def search(query: str, size: int = 10) -> SearchResult:
+    """Search the default alias (``$SEARCH_ALIAS``, else ``symbols``) at ``$ES_URL``.
+
+    Raises:
+        BadQuery, SearchUnavailable: see :meth:`Searcher.search`.
+    """
+    global _default
+    if _default is None:
+        _default = Searcher()
+    return _default.search(query, size)

@@ -1,0 +1,162 @@
+"""Building a new versioned index and moving the alias to it (the Elasticsearch
+side of the rebuild; the rows come from ``jobs.search_index``'s store).
+
+A build creates ``<alias>-<UTC timestamp>`` with the explicit mapping and
+``refresh_interval`` -1, bulk-loads it, checks the document count against the
+source count, restores the refresh interval and refreshes, and only then moves
+the alias in one ``update_aliases`` call (searches see the old index or the
+new one, never neither). Any failure deletes the new index and leaves the
+alias where it was. Versions beyond the newest ``keep`` are deleted afterwards.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import re
+import time
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator
+
+from crontabber.errors import CrontabberError
+
+from .documents import SymbolRow, index_body
+
+logger = logging.getLogger(__name__)
+
+
+class RebuildFailed(CrontabberError):
+    """A new index could not be built; it was deleted and the alias did not move."""
+
+    def __init__(self, index: str, reason: str) -> None:
+        self.index = index
+        self.reason = reason
+        super().__init__(f"search index {index} not built ({reason}); the alias did not move")
+
+
+@dataclass(frozen=True)
+class BulkSettings:
+    """How the load is sent: documents per bulk request and parallel requests."""
+
+    chunk_size: int = 2000
+    threads: int = 2
+    queue_size: int = 4
+
+
+@dataclass(frozen=True)
+class RebuildResult:
+    """What a successful rebuild did."""
+
+    index: str
+    documents: int
+    seconds: float
+    previous: list[str]
+    deleted: list[str]
+
+
+def version_name(alias: str, now: dt.datetime) -> str:
+    """``<alias>-YYYYmmddHHMMSSffffff`` (UTC): names sort in build order."""
+    return f"{alias}-{now.astimezone(dt.timezone.utc):%Y%m%d%H%M%S%f}"
+
+
+def versions(es: Any, alias: str) -> list[str]:
+    """The versioned indices of ``alias``, oldest first."""
+    pattern = re.compile(re.escape(alias) + r"-\d{20}")
+    found = es.indices.get(index=f"{alias}-*", allow_no_indices=True, expand_wildcards="open")
+    return sorted(name for name in found if pattern.fullmatch(name))
+
+
+def aliased(es: Any, alias: str) -> list[str]:
+    """The indices ``alias`` points to now (none before the first build)."""
+    from elasticsearch import NotFoundError
+
+    try:
+        return sorted(es.indices.get_alias(name=alias))
+    except NotFoundError:
+        return []
+
+
+def rebuild(
+    es: Any,
+    alias: str,
+    rows: Iterable[SymbolRow],
+    expected: int,
+    keep: int = 2,
+    bulk: BulkSettings = BulkSettings(),
+    now: dt.datetime | None = None,
+) -> RebuildResult:
+    """Build a new version of ``alias`` from ``rows`` (``expected`` of them).
+
+    Raises:
+        RebuildFailed: the load or the count check failed; the new index is gone.
+        Any error of the row source or of Elasticsearch, after the same clean-up.
+    """
+    start = time.perf_counter()
+    name = version_name(alias, now or dt.datetime.now(dt.timezone.utc))
+    es.indices.create(index=name, **index_body())
+    try:
+        loaded = _load(es, name, rows, bulk)
+        _finish(es, name, expected, loaded)
+        previous = _move_alias(es, alias, name)
+    except BaseException:
+        logger.warning("search index %s failed; deleting it", name)
+        es.indices.delete(index=name, ignore_unavailable=True)
+        raise
+    deleted = prune(es, alias, keep)
+    return RebuildResult(name, loaded, time.perf_counter() - start, previous, deleted)
+
+
+def _actions(name: str, rows: Iterable[SymbolRow]) -> Iterator[dict[str, Any]]:
+    for row in rows:
+        yield {"_index": name, "_id": row.doc_id, "_source": row.to_source()}
+
+
+def _load(es: Any, name: str, rows: Iterable[SymbolRow], bulk: BulkSettings) -> int:
+    """Bulk-load ``rows``; the number of documents Elasticsearch acknowledged."""
+    from elasticsearch import helpers
+
+    results = helpers.parallel_bulk(
+        es, _actions(name, rows), thread_count=bulk.threads, chunk_size=bulk.chunk_size,
+        queue_size=bulk.queue_size, raise_on_error=False, raise_on_exception=True,
+    )
+    loaded = failed = 0
+    first_error: Any = None
+    for ok, info in results:
+        if ok:
+            loaded += 1
+        else:
+            failed += 1
+            first_error = first_error or info
+    if failed:
+        raise RebuildFailed(name, f"{failed} documents rejected, first: {first_error}")
+    return loaded
+
+
+def _finish(es: Any, name: str, expected: int, loaded: int) -> None:
+    """Check the counts, restore the refresh interval, refresh."""
+    if loaded != expected:
+        raise RebuildFailed(name, f"loaded {loaded} documents, the source has {expected}")
+    es.indices.put_settings(index=name, settings={"index": {"refresh_interval": None}})
+    es.indices.refresh(index=name)
+    counted = es.count(index=name)["count"]
+    if counted != expected:
+        raise RebuildFailed(name, f"index holds {counted} documents, the source has {expected}")
+
+
+def _move_alias(es: Any, alias: str, name: str) -> list[str]:
+    """Point ``alias`` at ``name`` only, in one atomic call; the indices it left."""
+    previous = aliased(es, alias)
+    actions: list[dict[str, Any]] = [{"remove": {"index": old, "alias": alias}} for old in previous]
+    actions.append({"add": {"index": name, "alias": alias}})
+    es.indices.update_aliases(actions=actions)
+    return previous
+
+
+def prune(es: Any, alias: str, keep: int) -> list[str]:
+    """Delete versions beyond the newest ``keep`` (never one the alias points to)."""
+    current = set(aliased(es, alias))
+    old = versions(es, alias)[:-keep] if keep > 0 else versions(es, alias)
+    doomed = [name for name in old if name not in current]
+    if doomed:
+        es.indices.delete(index=",".join(doomed), ignore_unavailable=True)
+    return doomed

@@ -1,0 +1,71 @@
+"""``python -m search`` and ``python -m search.server`` as subprocesses."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from tests.conftest import ENV
+from tests.fixtures.search_data import corpus_index  # noqa: F401 - the fixture
+
+REPO = Path(__file__).resolve().parent.parent.parent
+
+
+def env(alias):
+    return {**os.environ, "PYTHONPATH": str(REPO), "ES_URL": ENV.get("ES_URL", ""),
+            "SEARCH_ALIAS": alias}
+
+
+def search(alias, *args):
+    return subprocess.run([sys.executable, "-m", "search", *args], env=env(alias), cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_the_cli_prints_a_table(corpus_index):  # noqa: F811
+    done = search(corpus_index[0], "firefix", "--size", "2")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "query: firefix   terms: firefix (1.1), firefox (0.8571)"
+    assert lines[2].split() == ["score", "debug_file", "debug_id", "filename", "code_file",
+                                "code_id", "matched"]
+    assert len(lines) == 5 and lines[3].split()[1].startswith("firefox.")
+    assert lines[3].split()[-1] == "firefox"
+
+
+def test_the_cli_exit_codes(corpus_index):  # noqa: F811
+    done = search(corpus_index[0], "")
+    assert (done.returncode, done.stderr) == (2, "search: the query is empty\n")
+    done = search(corpus_index[0], "xul", "--es-url", "http://127.0.0.1:9")
+    assert done.returncode == 1 and "Elasticsearch unreachable" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_the_server_serves_until_terminated(corpus_index):  # noqa: F811
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "search.server", "--port", str(port)],
+                            env=env(corpus_index[0]), cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        body = None
+        for _ in range(100):
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/search?q=xlu.pdb&size=1",
+                                            timeout=10) as response:
+                    body = json.load(response)
+                break
+            except OSError:
+                time.sleep(0.1)
+        assert body is not None and body["hits"][0]["debug_file"] == "xul.pdb"
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=20)

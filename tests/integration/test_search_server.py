@@ -1,0 +1,97 @@
+"""The HTTP endpoint, served by wsgiref on a free port, against the real Elasticsearch."""
+
+import json
+import threading
+import urllib.error
+import urllib.parse
+import urllib.request
+
+import pytest
+
+from search.client import make_es_client
+from search.engine import Searcher
+from search.server import SearchApp, make
+from tests.fixtures.search_data import corpus_index, es  # noqa: F401 - the fixture
+
+HIT_KEYS = {"debug_file", "debug_id", "filename", "code_file", "code_id", "score"}
+
+
+def serve(searcher):
+    server = make("127.0.0.1", 0, SearchApp(searcher))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+@pytest.fixture(scope="module")
+def url(corpus_index):  # noqa: F811
+    server = serve(Searcher(es(), corpus_index[0]))
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def get(url, path, **params):
+    query = urllib.parse.urlencode(params)
+    try:
+        with urllib.request.urlopen(f"{url}{path}?{query}", timeout=30) as response:
+            return response.status, response.headers["Content-Type"], json.load(response)
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers["Content-Type"], json.load(exc)
+
+
+def test_search_answers_the_documented_shape(url):
+    status, kind, body = get(url, "/search", q="firefix", size=2)
+    assert (status, kind) == (200, "application/json")
+    assert set(body) == {"query", "terms", "total", "hits"}
+    assert body["query"] == "firefix" and body["terms"][0] == [1.1, "firefix"]
+    assert [0.8571, "firefox"] in body["terms"] and body["total"] >= 2
+    assert len(body["hits"]) == 2 and all(set(hit) == HIT_KEYS for hit in body["hits"])
+    assert body["hits"][0]["debug_file"].startswith("firefox.")
+    assert get(url, "/search", q="xul.pdb")[2]["hits"][0]["filename"] == "xul.sym"
+
+
+@pytest.mark.parametrize("params, error", [
+    ({}, "the query is empty"), ({"q": "  "}, "the query is empty"),
+    ({"q": "x" * 201}, "the query is longer than 200 characters"),
+    ({"q": "xul", "size": "ten"}, "size must be a whole number"),
+    ({"q": "xul", "size": "0"}, "size must be between 1 and 100"),
+    ({"q": "xul", "size": "101"}, "size must be between 1 and 100"),
+])
+def test_bad_input_is_a_400_with_a_json_error(url, params, error):
+    assert get(url, "/search", **params) == (400, "application/json", {"error": error})
+
+
+def test_heartbeats_and_unknown_paths(url):
+    status, _, body = get(url, "/__heartbeat__")
+    assert status == 200 and body["status"] == "ok" and body["elasticsearch"] in ("green", "yellow")
+    assert get(url, "/__lbheartbeat__") == (200, "application/json", {"status": "ok"})
+    assert get(url, "/nope")[:2] == (404, "application/json")
+
+
+def test_a_missing_alias_fails_the_heartbeat_and_searches_with_503():
+    server = serve(Searcher(es(), "test-no-such-alias"))
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        status, _, body = get(url, "/__heartbeat__")
+        assert status == 503 and "alias test-no-such-alias does not exist" in body["error"]
+        status, _, body = get(url, "/search", q="xul")
+        assert status == 503 and "does not exist" in body["error"]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_elasticsearch_down_is_a_503_with_a_json_error_never_a_traceback():
+    closed = make_es_client("http://127.0.0.1:9", request_timeout=2)  # nothing listens on 9
+    server = serve(Searcher(closed, "symbols"))
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        for path in ("/search", "/__heartbeat__"):
+            status, kind, body = get(url, path, q="xul")
+            assert (status, kind) == (503, "application/json")
+            assert "Elasticsearch unreachable: ConnectionError" in body["error"]
+            assert "Traceback" not in json.dumps(body)
+        assert get(url, "/__lbheartbeat__")[0] == 200
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -1,0 +1,28 @@
+from search.names import joined_name, looks_like_id, name_parts, split_name, symbol_filename
+
+
+def test_names_split_on_every_separator_and_lower_case():
+    assert split_name("xul.pdb") == "xul pdb"
+    assert split_name("libxul.so.dbg") == "libxul so dbg"
+    assert name_parts("api-ms-win-core-synch-l1-2-0.dll") == [
+        "api", "ms", "win", "core", "synch", "l1", "2", "0", "dll"]
+    assert split_name("libSystem.B.dylib") == "libsystem b dylib"
+    assert split_name("vcruntime140_1.pdb") == "vcruntime140 1 pdb"
+    assert split_name("...") == "" and name_parts("") == []
+
+
+def test_joined_name_drops_separators():
+    assert joined_name("libxul.so") == "libxulso"
+    assert joined_name("Xul.PDB") == "xulpdb"
+
+
+def test_ids_are_8_to_64_hex_digits():
+    assert looks_like_id("44E4EC8C2F41492B9369D6B9A059577C2")
+    assert looks_like_id(" 5a2b34c1e6000 ")
+    assert not looks_like_id("xul.pdb") and not looks_like_id("abc") and not looks_like_id("")
+
+
+def test_symbol_filename_replaces_pdb_only():
+    assert symbol_filename("xul.pdb") == "xul.sym"
+    assert symbol_filename("XUL.PDB") == "XUL.sym"
+    assert symbol_filename("libxul.so") == "libxul.so.sym"
