@@ -4,8 +4,8 @@ Nothing is written to the symbols bucket until the whole archive has passed: the
 central directory (:mod:`jobs.uploads.validation`), then a verify pass that streams
 every member (CRC, size, MD5). Members that need writing are then streamed a second
 time (isal inflate is cheap next to deflate and S3) and gzipped and PUT in a thread
-pool sharing one boto3 client. Each object written gets its ``file_upload`` row at
-once through the :class:`Recorder`, which also renews the claim.
+pool sharing one boto3 client. Each object written gets its ``file_upload`` row
+through the :class:`Recorder` (in batches), which also renews the claim.
 
 Idempotent: objects are deterministic (gzip without name or time), rows are unique per
 (upload, key), and an object found with this upload's id in its metadata but no row
@@ -40,6 +40,8 @@ class Recorder(Protocol):
     def record(self, written: Written) -> None: ...
 
     def heartbeat(self) -> None: ...
+
+    def flush(self) -> None: ...
 
 
 Progress = Callable[[int], None]
@@ -93,8 +95,11 @@ def publish(pool: Executor, path: Path, plan: Plan, upload: Upload, settings: Se
     """Verify every member, then write those that are missing or changed."""
     keys = [settings.object_key(info.filename) for info in plan.members]
     verifying = [pool.submit(archive.digest, path, info) for info in plan.members]
-    existing = find_existing(pool, client, settings.symbols_bucket, keys,
-                             settings.existence_check)
+    # S3 checks in their own threads, so they overlap the verify pass instead of queueing
+    # behind it (the verify pass does not use S3: the client's connections are all theirs).
+    with ThreadPoolExecutor(settings.concurrency, thread_name_prefix="exists") as checks:
+        existing = find_existing(checks, client, settings.symbols_bucket, keys,
+                                 settings.existence_check)
     digests = _verified(verifying, progress)
     recorder.heartbeat()
     done = recorder.written_keys()
@@ -113,6 +118,7 @@ def publish(pool: Executor, path: Path, plan: Plan, upload: Upload, settings: Se
     for future in as_completed(writes):
         recorder.record(future.result())
         progress(1)
+    recorder.flush()
 
 
 def _verified(futures: list[Future[Digest]], progress: Progress) -> list[Digest]:

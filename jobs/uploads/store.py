@@ -91,16 +91,21 @@ class UploadStore:
 class ClaimRecorder:
     """The :class:`jobs.uploads.process.Recorder` of one claimed upload.
 
-    Each row is committed at once; the lease is renewed at most every
-    ``heartbeat_seconds`` (raising :class:`ClaimLost` if another worker took over).
+    Rows are buffered and committed in batches (``batch_size`` rows or every
+    ``heartbeat_seconds``, and by :meth:`flush`): a commit per row cost about 6 ms here,
+    10 s for a 1,600-file archive. A row lost by a crash is recovered from the object's
+    metadata on the next attempt. Each flush also renews the lease (raising
+    :class:`ClaimLost` if another worker took over).
     """
 
     def __init__(self, store: UploadStore, upload_id: int, worker: str,
-                 heartbeat_seconds: float) -> None:
+                 heartbeat_seconds: float, batch_size: int = 200) -> None:
         self._store = store
         self._id = upload_id
         self._worker = worker
         self._every = heartbeat_seconds
+        self._batch_size = batch_size
+        self._pending: list[dict[str, Any]] = []
         self._last = time.monotonic()
 
     def written_keys(self) -> set[str]:
@@ -109,15 +114,24 @@ class ClaimRecorder:
             return {row[0] for row in cur.fetchall()}
 
     def record(self, written: Written) -> None:
+        self._pending.append({
+            "upload_id": self._id, "key": written.key, "size": written.size,
+            "original_size": written.original_size, "original_md5": written.original_md5,
+            "compressed": written.compressed, "update": written.update})
+        if len(self._pending) >= self._batch_size or \
+                time.monotonic() - self._last >= self._every:
+            self.flush()
+
+    def flush(self) -> None:
+        """Commit the buffered rows and renew the lease, in one transaction."""
         with self._store._conn, self._store._conn.cursor() as cur:
-            cur.execute(Q["record_file"], {
-                "upload_id": self._id, "key": written.key, "size": written.size,
-                "original_size": written.original_size, "original_md5": written.original_md5,
-                "compressed": written.compressed, "update": written.update})
-        if time.monotonic() - self._last >= self._every:
-            self.heartbeat()
+            cur.execute(Q["heartbeat"], {"id": self._id, "worker": self._worker})
+            if cur.fetchone() is None:
+                raise ClaimLost(self._id, self._worker)
+            if self._pending:
+                cur.executemany(Q["record_file"], self._pending)
+        self._pending = []
+        self._last = time.monotonic()
 
     def heartbeat(self) -> None:
-        if self._store._one("heartbeat", {"id": self._id, "worker": self._worker}) is None:
-            raise ClaimLost(self._id, self._worker)
-        self._last = time.monotonic()
+        self.flush()

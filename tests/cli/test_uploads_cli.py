@@ -79,3 +79,24 @@ def test_demo_twice_queues_once(run, uploads):
     drained = run("jobs.uploads", "drain")
     assert drained.stdout.count("\tdone") == 3, drained.stdout + drained.stderr
     assert len(uploads.keys()) == 6
+
+
+def test_reprocess_on_a_terminal_shows_a_progress_bar(uploads, tmp_path):
+    import pty
+
+    upload_id = uploads.enqueue(write_zip(tmp_path / "a.zip", symbol_members(3, 2000)))
+    env = {**os.environ, "PYTHONPATH": str(REPO),
+           "RESOURCE_POSTGRESQL_DBNAME": uploads.database.dbname}
+    options = [f"--crontabber.class-ProcessUploadsCronApp.{name}={uploads.bucket}"
+               for name in ("inbox_bucket", "symbols_bucket")]
+    leader, follower = pty.openpty()
+    try:
+        done = subprocess.run([sys.executable, "-m", "jobs.uploads", "reprocess", str(upload_id),
+                               *options], env=env, cwd=REPO, stdout=follower,
+                              stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(follower)
+        os.close(leader)
+    assert done.returncode == 0, done.stderr
+    bar = done.stderr.replace("\r", "\n").splitlines()
+    assert any(line.startswith("verify+publish: 6file") for line in bar), done.stderr

@@ -51,7 +51,7 @@ def test_a_worker_killed_mid_upload_then_rerun_equals_a_clean_run(uploads, tmp_p
            "RESOURCE_POSTGRESQL_DBNAME": uploads.database.dbname}
     options = [f"--crontabber.class-ProcessUploadsCronApp.{name}={value}" for name, value in (
         ("inbox_bucket", uploads.bucket), ("symbols_bucket", uploads.bucket), ("concurrency", 1),
-        ("existence_check", "head"))]
+        ("existence_check", "head"), ("heartbeat_seconds", 0.05))]
     child = subprocess.Popen([sys.executable, "-m", "jobs.uploads", "reprocess", str(upload_id),
                               *options], env=env, cwd=REPO, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE)
