@@ -252,6 +252,9 @@ def run_one(settings: Settings, jobs: list[Job], store: StateStore, args: Any, o
         raise result.error
     if result.status is Status.SKIPPED:
         print(f"{job.app_name}: skipped ({result.detail}); --force runs it anyway", file=out)
+    elif result.status is Status.FAILED:
+        # Exit 0 as in crontabber: the failure is recorded (see --list-jobs, --nagios).
+        print(f"{job.app_name}: failed: {result.detail}", file=out)
     return ExitCode.OK
 
 

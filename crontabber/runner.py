@@ -64,6 +64,8 @@ def error_record(exc: BaseException) -> dict[str, str]:
     }
 
 
+NOT_DUE = "not due yet"
+
 Reporter = Callable[[BaseException, Job], object]
 
 
@@ -116,7 +118,9 @@ class Runner:
         if not force:
             reason = self._why_not(job, states, now)
             if reason:
-                logger.debug("skipping %s: %s", job.app_name, reason, extra={"job": job.app_name})
+                # "not due" is every tick's normal case; a blocked dependency is news.
+                level = logging.DEBUG if reason == NOT_DUE else logging.INFO
+                logger.log(level, "skipping %s: %s", job.app_name, reason, extra={"job": job.app_name})
                 return JobResult(job.app_name, Status.SKIPPED, reason)
         claimed = self.store.claim(
             job.app_name, job.depends_on, self.holder, self._decider(job, force)
@@ -129,11 +133,8 @@ class Runner:
 
     def _why_not(self, job: Job, states: dict[str, JobState], now: dt.datetime) -> str | None:
         if not is_due(states.get(job.app_name), job.schedule, now):
-            return "not due yet"
-        reason = dependency_block(job.depends_on, states, now)
-        if reason:
-            logger.info("skipping %s: %s", job.app_name, reason, extra={"job": job.app_name})
-        return reason
+            return NOT_DUE
+        return dependency_block(job.depends_on, states, now)
 
     def _decider(self, job: Job, force: bool) -> Callable[[JobState, dt.datetime], bool]:
         max_age = self.settings.max_ongoing_age_hours
@@ -221,5 +222,3 @@ def first_lock_error(results: list[JobResult]) -> JobLockError | None:
     """The first lock met in this invocation (it decides the exit code)."""
     return next((r.error for r in results if r.error is not None), None)
 
-
-__all__ = ["Runner", "JobResult", "Status", "first_lock_error", "JobLocked", "JobOngoing"]

@@ -68,6 +68,7 @@ def test_failing_job_is_recorded_and_others_continue(crontab):
     crontab.wind(DAY)
     crontab.run()
     assert crontab.state("trouble").error_count == 2
+    assert crontab.run("--job", "trouble", "--force")[1] == "trouble: failed: NameError: Trouble!!\n"
     assert crontab.run("--job", "sad")[1].startswith("sad: skipped ('trouble' errored last time it ran)")
     assert crontab.run("--job", "sad", "--force")[0] == 0
     assert len(crontab.calls("sad")) == 1
