@@ -12,7 +12,6 @@ batch's partial counts (see docs/jobs/missing_symbols.md, "Bad batches").
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -96,12 +95,14 @@ def _slow_key(item: Any, day: int, validated: set[tuple[str, str, str, str]]) ->
 
 def aggregate_batch(chunks: Iterable[bytes], default_seen_at: float,
                     validated: set[tuple[str, str, str, str]] | None = None,
-                    chunk_size: int = 1 << 20) -> Aggregate:
+                    chunk_size: int = 1 << 20, into: Aggregate | None = None) -> Aggregate:
     """Decode a stream of msgpack maps and count them per (symbol, day).
 
     ``default_seen_at`` (epoch seconds, the object's time) stands in for a
     missing ``seen_at``. ``validated`` may carry already-checked symbols from
-    batch to batch. Chunks must be at most ``chunk_size`` bytes.
+    batch to batch. Chunks must be at most ``chunk_size`` bytes. With ``into``,
+    the counts are added to that aggregate, which is returned (and must be
+    discarded if this raises).
 
     Raises:
         BadBatch: malformed msgpack, a truncated stream, an oversized event, or
@@ -109,27 +110,31 @@ def aggregate_batch(chunks: Iterable[bytes], default_seen_at: float,
     """
     import gc
 
-    # The loop allocates a tuple and a list per new key and nothing cyclic: the
-    # cyclic collector would only rescan the growing dict (measured: -25%).
+    # Nothing built here is cyclic: the collector would only rescan growing dicts.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _aggregate(chunks, default_seen_at, set() if validated is None else validated,
-                          chunk_size)
+        result = into if into is not None else Aggregate()
+        result.events += _aggregate(chunks, default_seen_at,
+                                    set() if validated is None else validated, chunk_size,
+                                    result.counts)
+        return result
     finally:
         if was_enabled:
             gc.enable()
 
 
 def _aggregate(chunks: Iterable[bytes], default_seen_at: float,
-               validated: set[tuple[str, str, str, str]], chunk_size: int) -> Aggregate:
+               validated: set[tuple[str, str, str, str]], chunk_size: int,
+               counts: dict[Key, Entry]) -> int:
+    """The loop of :func:`aggregate_batch`; returns the number of events."""
     import msgpack
 
     unpacker = msgpack.Unpacker(raw=False, max_buffer_size=chunk_size + MAX_EVENT_BYTES)
-    counts: dict[Key, Entry] = {}
     get = counts.get
     default_day = day_of(default_seen_at)
-    index = fed = 0
+    index = fed = end = 0
+    tell = unpacker.tell
     try:
         for chunk in chunks:
             fed += len(chunk)
@@ -140,6 +145,10 @@ def _aggregate(chunks: Iterable[bytes], default_seen_at: float,
                                index + 1) from None
             for item in unpacker:
                 index += 1
+                start, end = end, tell()
+                if end - start > MAX_EVENT_BYTES:
+                    raise BadBatch("oversized event", f"{end - start} bytes (at most "
+                                   f"{MAX_EVENT_BYTES})", index)
                 try:
                     seen = item.get("seen_at")
                     count = item.get("count", 1)
@@ -161,7 +170,7 @@ def _aggregate(chunks: Iterable[bytes], default_seen_at: float,
                         key = _slow_key(item, default_day if key is None else key[4], validated)
                     entry = get(key)
                     if entry is None:
-                        entry = counts[key] = [0, math.inf, -math.inf]
+                        entry = counts[key] = [0, seen, seen]
                 entry[0] += count
                 if seen < entry[1]:
                     entry[1] = seen
@@ -171,10 +180,10 @@ def _aggregate(chunks: Iterable[bytes], default_seen_at: float,
         raise BadBatch(exc.kind, exc.detail, index) from None
     except (ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as exc:
         raise BadBatch("malformed msgpack", f"{type(exc).__name__}: {exc}", index + 1) from None
-    if unpacker.tell() != fed:
-        raise BadBatch("malformed msgpack", f"truncated: {fed - unpacker.tell()} bytes left over "
+    if end != fed:  # ``end``: where the last whole event ended
+        raise BadBatch("malformed msgpack", f"truncated: {fed - end} bytes left over "
                        f"after {index} events")
-    return Aggregate(counts, index)
+    return index
 
 
 def staging_csv(aggregate: Aggregate) -> str:

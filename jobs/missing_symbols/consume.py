@@ -23,6 +23,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
+from crontabber.errors import CrontabberError
+
 from .inbox import BatchObject, DecodeResult, DecodeTask, decode_batches, list_batches
 from .store import MissingSymbolStore
 
@@ -87,8 +89,37 @@ def decoder(workers: int) -> Iterator[Decoder]:
         return
     import multiprocessing
 
+    def decode(tasks: list[DecodeTask]) -> list[DecodeResult]:
+        results: list[DecodeResult] = []
+        for outcome in pool.map_async(_decode_in_worker, tasks, chunksize=1).get(WORKER_TIMEOUT):
+            if isinstance(outcome, str):
+                raise DecodeFailed(outcome)
+            results.append(outcome)
+        return results
+
     with multiprocessing.get_context("fork").Pool(workers) as pool:
-        yield lambda tasks: pool.map(decode_batches, tasks, chunksize=1)
+        yield decode
+
+
+#: Seconds a decoding task may take before the run fails (a stuck S3 read).
+WORKER_TIMEOUT = 1800
+
+
+class DecodeFailed(CrontabberError):
+    """A worker process failed to read or decode its batches (S3 or network error)."""
+
+    def __init__(self, problem: str) -> None:
+        self.problem = problem
+        super().__init__(f"missing-symbols: a decoding worker failed: {problem}")
+
+
+def _decode_in_worker(task: DecodeTask) -> DecodeResult | str:
+    """:func:`decode_batches`, an exception returned as text: not every exception
+    survives pickling back to the parent (botocore's do not)."""
+    try:
+        return decode_batches(task)
+    except Exception as exc:  # noqa: BLE001 - re-raised in the parent as DecodeFailed
+        return f"{type(exc).__name__}: {exc}"
 
 
 def split(keys: list[str], parts: int) -> list[list[str]]:

@@ -78,33 +78,50 @@ def _is_missing(exc: Exception) -> bool:
 def decode_batches(task: DecodeTask, s3_client: Any = None) -> DecodeResult:
     """Stream, decode and aggregate ``task``'s batches (run in a worker process).
 
+    Counts go straight into one aggregate for the whole task. A bad batch found
+    after good ones has already added part of its events, so the task starts
+    over without it (bad batches are rare; the common path pays nothing).
+
     Raises:
         botocore.exceptions.ClientError, BotoCoreError: S3 failed for another reason
             than a vanished object; the caller's transaction then rolls back.
     """
     s3 = s3_client or _s3()
+    bad: list[BatchOutcome] = []
+    gone: list[str] = []
+    while True:
+        skip = {outcome.key for outcome in bad} | set(gone)
+        total, outcomes, failed = _decode_into(s3, task, skip, gone)
+        if failed is None:
+            break
+        bad.append(failed)
+    return DecodeResult(staging_csv(total), outcomes + bad, gone, total.lookups)
+
+
+def _decode_into(s3: Any, task: DecodeTask, skip: set[str], gone: list[str]
+                 ) -> tuple[Aggregate, list[BatchOutcome], BatchOutcome | None]:
+    """Aggregate the batches not in ``skip``; stop at the first bad one and return it."""
     total = Aggregate()
     validated: set[tuple[str, str, str, str]] = set()
-    result = DecodeResult()
+    outcomes: list[BatchOutcome] = []
     for key in task.keys:
+        if key in skip:
+            continue
         try:
             response = s3.get_object(Bucket=task.bucket, Key=key)
         except Exception as exc:
             if not _is_missing(exc):
                 raise
-            result.gone.append(key)
+            gone.append(key)
             continue
-        modified = response["LastModified"].timestamp()
+        before = total.events
         try:
-            batch = aggregate_batch(response["Body"].iter_chunks(task.chunk_size), modified,
-                                    validated, task.chunk_size)
+            aggregate_batch(response["Body"].iter_chunks(task.chunk_size),
+                            response["LastModified"].timestamp(), validated, task.chunk_size,
+                            into=total)
         except BadBatch as exc:
             response["Body"].close()
             logger.warning("missing-symbols: quarantined %s: %s", key, exc)
-            result.outcomes.append(BatchOutcome(key, max(exc.event - 1, 0), str(exc)))
-            continue
-        result.outcomes.append(BatchOutcome(key, batch.events))
-        total.merge(batch)
-    result.lookups = total.lookups
-    result.csv = staging_csv(total)
-    return result
+            return total, outcomes, BatchOutcome(key, max(exc.event - 1, 0), str(exc))
+        outcomes.append(BatchOutcome(key, total.events - before))
+    return total, outcomes, None

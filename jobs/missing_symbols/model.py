@@ -21,8 +21,6 @@ MAX_FIELD_LENGTH = 150
 MAX_EVENT_COUNT = 1_000_000_000
 #: Breakpad debug ids: 32 hex digits of GUID/build id, then the age (1-8 hex digits).
 DEBUG_ID = re.compile(r"[0-9A-Fa-f]{33,40}")
-#: Control characters (NUL cannot be stored in PostgreSQL text at all).
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 SECONDS_PER_DAY = 86400
 
 FIELDS = ("debug_file", "debug_id", "code_file", "code_id")
@@ -58,15 +56,15 @@ def symbol_hash(debug_file: str, debug_id: str, code_file: str, code_id: str) ->
 
 
 def _check_string(name: str, value: Any, required: bool) -> None:
-    if not isinstance(value, str):
+    if type(value) is not str:
         raise EventError("wrong type", f"{name} is {type(value).__name__}, not a string")
-    if required and not value:
-        raise EventError("missing key", f"{name} is empty")
     if len(value) > MAX_FIELD_LENGTH:
         raise EventError("oversized string",
                          f"{name} has {len(value)} characters (at most {MAX_FIELD_LENGTH})")
-    if _CONTROL.search(value):
-        raise EventError("wrong type", f"{name} contains a control character")
+    if not value.isprintable():  # no control characters (PostgreSQL text cannot hold NUL)
+        raise EventError("wrong type", f"{name} contains a control or unprintable character")
+    if required and not value:
+        raise EventError("missing key", f"{name} is empty")
 
 
 def validate_symbol(item: Any) -> tuple[str, str, str, str]:
@@ -76,19 +74,21 @@ def validate_symbol(item: Any) -> tuple[str, str, str, str]:
         EventError: the item is not a map, lacks ``debug_file``/``debug_id``, or a
             field has the wrong type, is too long, or the debug id is not hex.
     """
-    if not isinstance(item, dict):
+    if type(item) is not dict:
         raise EventError("wrong type", f"event is {type(item).__name__}, not a map")
-    for name in ("debug_file", "debug_id"):
-        if name not in item:
-            raise EventError("missing key", f"no {name}")
-        _check_string(name, item[name], required=True)
-    for name in ("code_file", "code_id"):
-        value = item.get(name)
-        _check_string(name, "" if value is None else value, required=False)
-    if not DEBUG_ID.fullmatch(item["debug_id"]):
-        raise EventError("invalid debug id", f"debug_id {item['debug_id']!r} is not 33-40 hex digits")
-    return (item["debug_file"], item["debug_id"], item.get("code_file") or "",
-            item.get("code_id") or "")
+    try:
+        debug_file, debug_id = item["debug_file"], item["debug_id"]
+    except KeyError as exc:
+        raise EventError("missing key", f"no {exc.args[0]}") from None
+    code_file, code_id = item.get("code_file") or "", item.get("code_id") or ""
+    for name, value, required in (("debug_file", debug_file, True),
+                                  ("debug_id", debug_id, True),
+                                  ("code_file", item.get("code_file", ""), False),
+                                  ("code_id", item.get("code_id", ""), False)):
+        _check_string(name, "" if value is None else value, required)
+    if not DEBUG_ID.fullmatch(debug_id):
+        raise EventError("invalid debug id", f"debug_id {debug_id!r} is not 33-40 hex digits")
+    return debug_file, debug_id, code_file, code_id
 
 
 def check_count(value: Any) -> int:

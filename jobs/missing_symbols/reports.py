@@ -49,8 +49,8 @@ def publish_report(store: MissingSymbolStore, s3_client: Any, bucket: str, day: 
         text = io.TextIOWrapper(spool, encoding="utf-8", newline="")
         rows = write_csv(store.report_rows(day), text)
         text.flush()
+        text.detach()  # the spool stays open for the upload
         spool.seek(0)
         s3_client.upload_fileobj(spool, bucket, key,
                                  ExtraArgs={"ContentType": "text/csv; charset=utf-8"})
-        text.detach()
     return key, rows

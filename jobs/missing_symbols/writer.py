@@ -38,7 +38,7 @@ def encode_events(events: Iterable[Mapping[str, Any]]) -> bytes:
     packer = msgpack.Packer()
     buffer = io.BytesIO()
     for event in events:
-        buffer.write(packer.pack(dict(event)))
+        buffer.write(packer.pack(event))
     return buffer.getvalue()
 
 

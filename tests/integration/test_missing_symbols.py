@@ -1,25 +1,39 @@
-"""The missing-symbols apps on real Postgres and S3: exact totals, bad batches, reports,
-retention."""
+"""The missing-symbols apps on real Postgres and S3: exact totals, concurrent consumers,
+bad batches, backfilled reports, retention."""
 from __future__ import annotations
 
+import csv
+import datetime as dt
+import io
 import random
+import threading
 
+import pytest
+
+from crontabber.store import connect
 from jobs.missing_symbols import write_batch
-from jobs.missing_symbols.writer import encode_events
+from jobs.missing_symbols.consume import ConsumeSettings, consume
+from jobs.missing_symbols.store import MissingSymbolStore
 from tests.conftest import s3_client
-from tests.fixtures.missing_symbols_data import (AGGREGATE, brute_force, ini, object_time,
-                                                  random_events, symbols, table_totals)
+from tests.fixtures.missing_symbols_data import (AGGREGATE, REPORT, RETENTION, brute_force, ini,
+                                                  object_time, random_events, symbols,
+                                                  table_totals)
 
 
-def test_totals_equal_a_brute_force_count_on_random_data(crontab, s3_bucket):
-    rng = random.Random(5)
+def write_random(s3_bucket, sizes, seed=5, n_symbols=300):
+    rng = random.Random(seed)
     s3 = s3_client()
-    pool = symbols(rng, 300)
+    pool = symbols(rng, n_symbols)
     written = []
-    for size in (0, 1, 500, 2000, 777):
+    for size in sizes:
         events = random_events(rng, pool, size)
         key = write_batch(s3, s3_bucket, events)
         written.append((events, object_time(s3, s3_bucket, key)))
+    return written
+
+
+def test_totals_equal_a_brute_force_count_on_random_data(crontab, s3_bucket):
+    written = write_random(s3_bucket, (0, 1, 500, 2000, 777))
     crontab.configure([f"{AGGREGATE}|5m"], extra=ini(s3_bucket, per_transaction=2))
     assert crontab.run() == (0, "")
     assert crontab.state("missing-symbols").error_count == 0
@@ -27,3 +41,162 @@ def test_totals_equal_a_brute_force_count_on_random_data(crontab, s3_bucket):
     batches = crontab.sql("SELECT status, events FROM missing_symbol_batch ORDER BY events")
     assert [(b["status"], b["events"]) for b in batches] == [
         ("ok", 0), ("ok", 1), ("ok", 500), ("ok", 777), ("ok", 2000)]
+
+
+def test_consumed_batches_are_skipped_and_new_ones_added(crontab, s3_bucket):
+    written = write_random(s3_bucket, (300, 400))
+    crontab.configure([f"{AGGREGATE}|5m"], extra=ini(s3_bucket, workers=1))
+    assert crontab.run("--job=missing-symbols", "--force")[0] == 0
+    assert crontab.run("--job=missing-symbols", "--force")[0] == 0  # nothing new: no change
+    assert table_totals(crontab) == brute_force(written)
+    written += write_random(s3_bucket, (50,), seed=6)
+    assert crontab.run("--job=missing-symbols", "--force")[0] == 0
+    assert table_totals(crontab) == brute_force(written)
+    assert crontab.sql("SELECT count(*) AS n FROM missing_symbol_batch") == [{"n": 3}]
+    assert crontab.state("missing-symbols").error_count == 0
+
+
+def test_concurrent_consumers_count_every_batch_exactly_once(crontab, s3_bucket):
+    written = write_random(s3_bucket, [random.Random(i).randint(1, 400) for i in range(24)],
+                           n_symbols=50)
+    settings = ConsumeSettings(s3_bucket, workers=1, batches_per_transaction=2)
+    reports, errors = [], []
+    start = threading.Barrier(4)
+
+    def consumer():
+        conn = connect(crontab.database)
+        try:
+            start.wait()
+            reports.append(consume(MissingSymbolStore(conn), s3_client(), settings))
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+        finally:
+            conn.close()
+
+    threads = [threading.Thread(target=consumer) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == []
+    assert sum(r.batches for r in reports) == 24
+    assert table_totals(crontab) == brute_force(written)
+    rows = crontab.sql("SELECT count(*) AS n, count(DISTINCT key) AS keys FROM missing_symbol_batch")
+    assert rows == [{"n": 24, "keys": 24}]
+
+
+BAD = {
+    "malformed msgpack": b"\xc1\x01\x02",
+    "truncated": None,  # filled in below: a good event cut short
+    "not a map": [5],
+    "missing debug_id": [{"debug_file": "a.pdb"}],
+    "empty debug_file": [{"debug_file": "", "debug_id": "A" * 33}],
+    "int debug_file": [{"debug_file": 7, "debug_id": "A" * 33}],
+    "list code_id": [{"debug_file": "a.pdb", "debug_id": "A" * 33, "code_id": [1]}],
+    "zero code_file": [{"debug_file": "a.pdb", "debug_id": "A" * 33, "code_file": 0}],
+    "bool count": [{"debug_file": "a.pdb", "debug_id": "A" * 33, "count": True}],
+    "negative count": [{"debug_file": "a.pdb", "debug_id": "A" * 33, "count": -1}],
+    "bad seen_at": [{"debug_file": "a.pdb", "debug_id": "A" * 33, "seen_at": "yesterday"}],
+    "millisecond seen_at": [{"debug_file": "a.pdb", "debug_id": "A" * 33,
+                             "seen_at": 1795000000000}],
+    "oversized string": [{"debug_file": "a" * 151 + ".pdb", "debug_id": "A" * 33}],
+    "oversized event": [{"debug_file": "a.pdb", "debug_id": "A" * 33, "blob": b"x" * 70000}],
+    "invalid debug id": [{"debug_file": "a.pdb", "debug_id": "not-hex"}],
+    "control character": [{"debug_file": "a\x00.pdb", "debug_id": "A" * 33}],
+    "invalid utf-8": b"\x82\xaadebug_file\xa3\xff\xfe\xfd\xa8debug_id\xa1A",
+}
+REASONS = {"malformed msgpack": "malformed msgpack", "truncated": "malformed msgpack",
+           "invalid utf-8": "malformed msgpack", "missing debug_id": "missing key",
+           "empty debug_file": "missing key", "oversized string": "oversized string",
+           "oversized event": "oversized event", "invalid debug id": "invalid debug id"}
+
+
+def test_each_kind_of_bad_batch_is_quarantined_and_good_batches_still_count(crontab, s3_bucket):
+    from jobs.missing_symbols.writer import encode_events
+
+    s3 = s3_client()
+    good = {"debug_file": "good.pdb", "debug_id": "B" * 33}
+    written = write_random(s3_bucket, (100,))
+    keys = {}
+    for name, content in BAD.items():
+        if content is None:
+            content = encode_events([good])[:-3]
+        elif isinstance(content, list):
+            content = encode_events([good, good, *content, good])  # good events first
+        keys[name] = f"missing/bad/{name.replace(' ', '-')}.msgpack"
+        s3.put_object(Bucket=s3_bucket, Key=keys[name], Body=content)
+    written += write_random(s3_bucket, (100,), seed=9)
+    crontab.configure([f"{AGGREGATE}|5m"], extra=ini(s3_bucket, workers=2))
+    assert crontab.run() == (0, "")
+    assert crontab.state("missing-symbols").error_count == 0
+    assert table_totals(crontab) == brute_force(written)  # nothing of a bad batch counted
+    rows = {r["key"]: r for r in crontab.sql(
+        "SELECT key, status, reason, events FROM missing_symbol_batch WHERE key LIKE 'missing/bad/%'")}
+    assert len(rows) == len(BAD)
+    for name, key in keys.items():
+        assert rows[key]["status"] == "quarantined", name
+        assert rows[key]["reason"].startswith(REASONS.get(name, "wrong type")), (name, rows[key])
+    assert rows[keys["bool count"]]["events"] == 2  # the good events read before the fault
+    assert "event 3" in rows[keys["bool count"]]["reason"]
+
+
+def read_report(s3_bucket, day):
+    body = s3_client().get_object(Bucket=s3_bucket, Key=f"reports/missing-symbols/{day}.csv")
+    return list(csv.reader(io.StringIO(body["Body"].read().decode())))
+
+
+def test_reports_are_backfilled_one_per_missed_day(crontab, s3_bucket):
+    s3 = s3_client()
+    today = crontab.now().astimezone(dt.timezone.utc).date()
+    days = [today - dt.timedelta(days=n) for n in (1, 2, 3)]
+    events = []
+    for n, day in enumerate(days, 1):
+        noon = dt.datetime.combine(day, dt.time(12), dt.timezone.utc).isoformat()
+        events += [{"debug_file": "a.pdb", "debug_id": "A" * 33, "seen_at": noon, "count": n},
+                   {"debug_file": "b.pdb", "debug_id": "B" * 33, "code_file": "b.dll",
+                    "code_id": "CAFE", "seen_at": noon, "count": 2 * n + 1},
+                   {"debug_file": f"only{n}.pdb", "debug_id": "C" * 33, "seen_at": noon}]
+    write_batch(s3, s3_bucket, events)
+    crontab.configure([f"{AGGREGATE}|5m", f"{REPORT}|1d"], extra=ini(s3_bucket))
+    assert crontab.run() == (0, "")
+    assert read_report(s3_bucket, days[0]) == [
+        ["debug_file", "debug_id", "code_file", "code_id", "count"],
+        ["b.pdb", "B" * 33, "b.dll", "CAFE", "3"],
+        ["a.pdb", "A" * 33, "", "", "1"],
+        ["only1.pdb", "C" * 33, "", "", "1"]]
+    for day in days[1:]:
+        s3.delete_object(Bucket=s3_bucket, Key=f"reports/missing-symbols/{day}.csv")
+    crontab.wind(dt.timedelta(days=3), "missing-symbols-report")
+    assert crontab.run() == (0, "")
+    assert len(crontab.log("missing-symbols-report")) == 4  # first run, then three days
+    for n, day in enumerate(days, 1):
+        assert read_report(s3_bucket, day)[1:] == [
+            ["b.pdb", "B" * 33, "b.dll", "CAFE", str(2 * n + 1)],
+            ["a.pdb", "A" * 33, "", "", str(n)],
+            [f"only{n}.pdb", "C" * 33, "", "", "1"]]
+
+
+def test_retention_deletes_old_symbols_and_days_in_batches(crontab, s3_bucket):
+    s3 = s3_client()
+    now = crontab.now().timestamp()
+    old = [{"debug_file": f"old{i}.pdb", "debug_id": "A" * 33, "seen_at": now - 40 * 86400}
+           for i in range(20)]
+    mixed = [{"debug_file": "mixed.pdb", "debug_id": "B" * 33, "seen_at": now - 40 * 86400},
+             {"debug_file": "mixed.pdb", "debug_id": "B" * 33, "seen_at": now - 86400}]
+    write_batch(s3, s3_bucket, old + mixed)
+    crontab.configure([f"{AGGREGATE}|5m", f"{RETENTION}|1d"], extra=ini(s3_bucket, keep_days=30))
+    assert crontab.run() == (0, "")
+    assert crontab.state("missing-symbols-retention").error_count == 0
+    assert crontab.sql("SELECT debug_file, count FROM missing_symbol") == [
+        {"debug_file": "mixed.pdb", "count": 2}]
+    assert [r["count"] for r in crontab.sql("SELECT count FROM missing_symbol_day")] == [1]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_vanished_batch_is_not_recorded(crontab, s3_bucket, workers):
+    from jobs.missing_symbols.inbox import DecodeTask, decode_batches
+
+    written = write_random(s3_bucket, (10,))
+    result = decode_batches(DecodeTask(s3_bucket, ["missing/nope.msgpack"]), s3_client())
+    assert result.gone == ["missing/nope.msgpack"] and result.outcomes == []
+    assert len(written) == 1

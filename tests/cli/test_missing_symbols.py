@@ -1,0 +1,106 @@
+"""The missing-symbols job and commands as real processes: kills around the commit,
+``python -m jobs.missing_symbols write`` and ``demo``."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from jobs.missing_symbols.consume import PAUSE_ENV, PAUSE_FILE_ENV
+from tests.cli.conftest import REPO
+from tests.conftest import s3_client
+from tests.fixtures.missing_symbols_data import AGGREGATE, brute_force, ini, table_totals
+from tests.integration.test_missing_symbols import write_random
+
+
+def wait_for(predicate, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def other_sessions(crontab):
+    return crontab.sql("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = "
+                       "current_database() AND pid <> pg_backend_pid()")[0]["n"]
+
+
+@pytest.mark.parametrize("point, recorded", [("before_commit", 0), ("after_commit", 2)])
+def test_a_runner_killed_around_the_commit_leaves_exact_totals_after_a_rerun(
+        cli, s3_bucket, tmp_path, point, recorded):
+    written = write_random(s3_bucket, (300, 10, 200, 50, 400))
+    cli.crontab.configure([f"{AGGREGATE}|5m"], extra=ini(s3_bucket, workers=2, per_transaction=2))
+    marker = tmp_path / "paused"
+    env = {**cli.env, PAUSE_ENV: point, PAUSE_FILE_ENV: str(marker)}
+    proc = subprocess.Popen(cli.argv("--job=missing-symbols"), env=env, cwd=REPO,
+                            start_new_session=True, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        wait_for(marker.exists)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the runner and its decoding workers
+        proc.wait(10)
+    wait_for(lambda: other_sessions(cli.crontab) == 0)  # the server saw the dead client
+    rows = cli.crontab.sql("SELECT count(*) AS n FROM missing_symbol_batch")
+    assert rows == [{"n": recorded}]
+    assert cli.run("--reset-job=missing-symbols").returncode == 0  # the operator clears it
+    try:
+        done = cli.run("--job=missing-symbols", timeout=30)
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"the rerun hung; its stderr:\n{exc.stderr.decode()}")
+    assert done.returncode == 0, done.stderr
+    assert cli.crontab.state("missing-symbols").error_count == 0
+    assert table_totals(cli.crontab) == brute_force(written)
+    assert cli.crontab.sql("SELECT count(*) AS n FROM missing_symbol_batch") == [{"n": 5}]
+
+
+def command(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "jobs.missing_symbols", *args], cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_write_command_writes_a_batch_from_json_lines_that_the_job_counts(cli, s3_bucket, tmp_path):
+    events = [{"debug_file": "a.pdb", "debug_id": "A" * 33, "count": 2},
+              {"debug_file": "b.pdb", "debug_id": "B" * 33, "code_file": "b.dll",
+               "code_id": "C0DE", "seen_at": "2026-11-20T10:00:00Z"}]
+    source = tmp_path / "events.jsonl"
+    source.write_text("\n".join(json.dumps(e) for e in events) + "\n\n")
+    done = command("write", str(source), "--bucket", s3_bucket)
+    assert done.returncode == 0, done.stderr
+    key = done.stdout.strip()
+    assert key.startswith("missing/") and key.endswith(".msgpack")
+    cli.crontab.configure([f"{AGGREGATE}|5m"], extra=ini(s3_bucket))
+    assert cli.run().returncode == 0
+    assert table_totals(cli.crontab)[0] == {("a.pdb", "A" * 33, "", ""): 2,
+                                             ("b.pdb", "B" * 33, "b.dll", "C0DE"): 1}
+
+
+def test_write_command_rejects_a_bad_json_line(s3_bucket, tmp_path):
+    source = tmp_path / "events.jsonl"
+    source.write_text('{"debug_file": "a.pdb"}\n{nope\n')
+    done = command("write", str(source), "--bucket", s3_bucket)
+    assert done.returncode == 1
+    assert f"{source}:2: not JSON" in done.stderr and done.stdout == ""
+
+
+def test_demo_creates_the_bucket_and_writes_two_batches():
+    bucket = f"test-demo-{uuid.uuid4().hex[:12]}"
+    done = command("demo", "--bucket", bucket)
+    s3 = s3_client()
+    try:
+        assert done.returncode == 0, done.stderr
+        keys = done.stdout.split()
+        assert len(keys) == 2
+        listed = s3.list_objects_v2(Bucket=bucket, Prefix="missing/")["Contents"]
+        assert sorted(o["Key"] for o in listed) == sorted(keys)
+    finally:
+        for obj in s3.list_objects_v2(Bucket=bucket).get("Contents", []):
+            s3.delete_object(Bucket=bucket, Key=obj["Key"])
+        s3.delete_bucket(Bucket=bucket)

@@ -1,0 +1,113 @@
+"""Pure parts of jobs.missing_symbols: validation, streaming aggregation, CSV."""
+from __future__ import annotations
+
+import collections
+import csv
+import datetime as dt
+import io
+import random
+
+import pytest
+
+from jobs.missing_symbols.aggregate import Aggregate, BadBatch, aggregate_batch, staging_csv
+from jobs.missing_symbols.apps import report_day
+from jobs.missing_symbols.consume import split
+from jobs.missing_symbols.model import EventError, parse_seen_at, symbol_hash, validate_symbol
+from jobs.missing_symbols.reports import write_csv
+from jobs.missing_symbols.writer import batch_key, encode_events
+from tests.fixtures.missing_symbols_data import brute_force, random_events, symbols
+
+T0 = 1_795_000_000.0
+ID = "0123456789ABCDEF0123456789ABCDEF1"
+
+
+def chunks(data: bytes, size: int):
+    return [data[i:i + size] for i in range(0, len(data), size)]
+
+
+def as_totals(aggregate: Aggregate):
+    totals, per_day = collections.Counter(), collections.Counter()
+    for (*symbol, day), (count, _, _) in aggregate.counts.items():
+        totals[tuple(symbol)] += count
+        per_day[tuple(symbol), dt.date(1970, 1, 1) + dt.timedelta(days=day)] += count
+    return totals, per_day
+
+
+@pytest.mark.parametrize("chunk_size", [1, 7, 4096, 1 << 20])
+def test_aggregation_equals_a_brute_force_count_whatever_the_chunking(chunk_size):
+    rng = random.Random(chunk_size)
+    events = random_events(rng, symbols(rng, 40), 3000)
+    data = encode_events(events)
+    aggregate = aggregate_batch(chunks(data, chunk_size), T0, chunk_size=max(chunk_size, 1024))
+    assert aggregate.events == 3000
+    assert as_totals(aggregate) == brute_force([(events, T0)])
+
+
+def test_first_and_last_seen_and_merging():
+    events = [{"debug_file": "a.pdb", "debug_id": ID, "seen_at": T0 + 10},
+              {"debug_file": "a.pdb", "debug_id": ID, "seen_at": T0 + 5, "count": 4},
+              {"debug_file": "a.pdb", "debug_id": ID, "code_file": None, "code_id": ""}]
+    one = aggregate_batch([encode_events(events)], T0 + 7)
+    key = ("a.pdb", ID, "", "", int((T0 + 7) // 86400))
+    assert one.counts == {key: [6, T0 + 5, T0 + 10]}
+    other = aggregate_batch([encode_events(events[:1])], T0)
+    one.merge(other)
+    assert one.counts[key] == [7, T0 + 5, T0 + 10] and one.events == 4 and one.lookups == 7
+
+
+@pytest.mark.parametrize("event, reason", [
+    ({"debug_id": ID}, "missing key"),
+    ({"debug_file": "a.pdb", "debug_id": ID.lower()[:-1]}, "invalid debug id"),
+    ({"debug_file": b"a.pdb", "debug_id": ID}, "wrong type"),
+    ({"debug_file": "a.pdb", "debug_id": ID, "count": 0}, "wrong type"),
+    ({"debug_file": "a.pdb", "debug_id": ID, "count": 1.5}, "wrong type"),
+    ({"debug_file": "a.pdb", "debug_id": ID, "seen_at": True}, "wrong type"),
+    ({"debug_file": "a.pdb", "debug_id": ID, "code_file": "x" * 151}, "oversized string"),
+    ({"debug_file": "a\tb.pdb", "debug_id": ID}, "wrong type"),
+    ("just a string", "wrong type"),
+])
+def test_a_bad_event_names_its_kind_and_position(event, reason):
+    good = {"debug_file": "a.pdb", "debug_id": ID}
+    with pytest.raises(BadBatch) as caught:
+        aggregate_batch([encode_events([good, event])], T0)
+    assert caught.value.kind == reason and caught.value.event == 2
+
+
+def test_malformed_and_truncated_streams():
+    good = encode_events([{"debug_file": "a.pdb", "debug_id": ID}])
+    with pytest.raises(BadBatch, match="malformed msgpack: event 2"):
+        aggregate_batch([good + b"\xc1"], T0)
+    with pytest.raises(BadBatch, match="truncated: 3 bytes left over after 1 events"):
+        aggregate_batch([good + good[:3]], T0)
+
+
+def test_validation_and_seen_at_parsing():
+    assert validate_symbol({"debug_file": "a", "debug_id": ID, "code_id": None}) == ("a", ID, "", "")
+    assert parse_seen_at("2026-11-20T10:00:00Z") == parse_seen_at("2026-11-20T10:00:00") \
+        == dt.datetime(2026, 11, 20, 10, tzinfo=dt.timezone.utc).timestamp()
+    with pytest.raises(EventError):
+        parse_seen_at(float("nan"))
+    assert symbol_hash("a", "b", "", "") != symbol_hash("a", "", "b", "")
+    assert len(symbol_hash("a", "b", "c", "d")) == 32
+
+
+def test_staging_csv_rows_carry_the_hash_and_epoch_times():
+    aggregate = aggregate_batch([encode_events([{"debug_file": "a,\"b\".pdb", "debug_id": ID}])], T0)
+    [row] = list(csv.reader(io.StringIO(staging_csv(aggregate))))
+    assert row == [symbol_hash('a,"b".pdb', ID, "", ""), 'a,"b".pdb', ID, "", "",
+                   str(int(T0 // 86400)), "1", repr(T0), repr(T0)]
+
+
+def test_report_csv_and_report_day():
+    out = io.StringIO()
+    assert write_csv([("a.pdb", ID, "", "", 3)], out) == 1
+    assert out.getvalue() == f"debug_file,debug_id,code_file,code_id,count\na.pdb,{ID},,,3\n"
+    when = dt.datetime(2026, 11, 22, 0, 30, tzinfo=dt.timezone.utc)
+    assert report_day(when) == dt.date(2026, 11, 21)
+
+
+def test_split_and_batch_keys():
+    assert split(["a", "b", "c"], 2) == [["a", "c"], ["b"]]
+    assert split(["a"], 4) == [["a"]]
+    key = batch_key("missing/", dt.datetime(2026, 11, 22, 5, 6, 7))
+    assert key.startswith("missing/2026/11/22/050607-") and key.endswith(".msgpack")
