@@ -9,6 +9,7 @@ batch contributes no counts, only its outcome.
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -57,17 +58,19 @@ class DecodeResult:
     lookups: int = 0
 
 
-_client: Any = None
+_client: tuple[int, Any] | None = None
 
 
 def _s3() -> Any:
-    """This process's S3 client (a worker makes its own: clients do not survive fork)."""
+    """This process's S3 client. Keyed by pid: a forked worker must never use a client
+    inherited from its parent, whose pooled connections the parent (or a sibling) also
+    reads from, which would mix up responses."""
     global _client
-    if _client is None:
+    if _client is None or _client[0] != os.getpid():
         from jobs.s3 import make_s3_client
 
-        _client = make_s3_client()
-    return _client
+        _client = (os.getpid(), make_s3_client())
+    return _client[1]
 
 
 def _is_missing(exc: Exception) -> bool:
