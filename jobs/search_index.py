@@ -98,7 +98,7 @@ class RebuildSearchIndexCronApp(BaseCronApp):
     required_config.add_option("es_url", default="", doc="Elasticsearch URL (default: $ES_URL)")
     required_config.add_option("alias", default="symbols", doc="the alias searches read")
     required_config.add_option("keep", default=2, doc="versioned indices kept (the alias's included)")
-    required_config.add_option("chunk_size", default=2000, doc="documents per bulk request")
+    required_config.add_option("chunk_size", default=5000, doc="documents per bulk request")
     required_config.add_option("threads", default=2, doc="bulk requests in flight")
     required_config.add_option("itersize", default=10000, doc="rows fetched per server-side cursor round trip")
 

@@ -14,25 +14,28 @@ lower-case normalizer: exact, case-insensitive matches.
 
 from __future__ import annotations
 
-import datetime as dt
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from elasticsearch.dsl import Date, Document, Keyword, Long, MetaField, Text, normalizer
 
 from .names import joined_name, split_name, symbol_filename
 
+DERIVED_FIELDS = ["name_parts", "code_parts", "name_joined"]
 lowercase_id = normalizer("lowercase_id", filter=["lowercase"])
 
 
 class SymbolDoc(Document):
-    """A symbol file as the search sees it."""
+    """A symbol file as the search sees it.
 
-    debug_file = Keyword()
-    debug_id = Keyword(normalizer=lowercase_id)
-    filename = Keyword()
-    code_file = Keyword()
-    code_id = Keyword(normalizer=lowercase_id)
+    Nothing sorts or aggregates on the keywords, so they have no doc values;
+    the derived search fields are indexed but not stored in ``_source``. Both
+    make the bulk load cheaper (``bench/bench_search_rebuild.py``)."""
+
+    debug_file = Keyword(doc_values=False)
+    debug_id = Keyword(normalizer=lowercase_id, doc_values=False)
+    filename = Keyword(doc_values=False)
+    code_file = Keyword(doc_values=False)
+    code_id = Keyword(normalizer=lowercase_id, doc_values=False)
     size = Long()
     last_uploaded = Date()
     missing_count = Long()
@@ -42,23 +45,27 @@ class SymbolDoc(Document):
 
     class Meta:
         dynamic = MetaField("strict")
+        source = MetaField(excludes=DERIVED_FIELDS)
 
 
 def index_body(shards: int = 1, replicas: int = 0) -> dict[str, Any]:
-    """Settings and mappings of a new, versioned index, for a bulk load
-    (``refresh_interval`` -1; the rebuild restores it before the alias moves)."""
+    """Settings and mappings of a new, versioned index, for a bulk load."""
     from elasticsearch.dsl import Index
 
     index = Index("unused")
     index.document(SymbolDoc)
-    index.settings(number_of_shards=shards, number_of_replicas=replicas, refresh_interval="-1")
+    # no refreshes and no fsync per bulk request while loading: a build that
+    # dies is thrown away anyway; search.indexer restores both before the swap
+    index.settings(number_of_shards=shards, number_of_replicas=replicas, refresh_interval="-1",
+                   translog={"durability": "async"})
     body = index.to_dict()
     return {"settings": body["settings"], "mappings": body["mappings"]}
 
 
-@dataclass(frozen=True)
-class SymbolRow:
-    """One row of ``sql/search_index.sql``'s ``symbol_files`` query."""
+class SymbolRow(NamedTuple):
+    """One row of ``sql/search_index.sql``'s ``symbol_files`` query (a named
+    tuple: a million of them are made per rebuild, and a tuple is the cheapest
+    immutable record). ``last_uploaded`` is ISO 8601 text, formatted by the query."""
 
     debug_file: str
     debug_id: str
@@ -66,12 +73,12 @@ class SymbolRow:
     code_file: str | None
     code_id: str | None
     size: int | None
-    last_uploaded: dt.datetime | None
+    last_uploaded: str | None
     missing_count: int | None
 
     @classmethod
     def from_row(cls, row: tuple) -> "SymbolRow":
-        return cls(*row)
+        return cls._make(row)
 
     @property
     def doc_id(self) -> str:
@@ -88,7 +95,7 @@ class SymbolRow:
             "code_file": self.code_file,
             "code_id": self.code_id,
             "size": self.size,
-            "last_uploaded": self.last_uploaded.isoformat() if self.last_uploaded else None,
+            "last_uploaded": self.last_uploaded,
             "missing_count": self.missing_count,
             "name_parts": [split_name(self.debug_file), split_name(filename)],
             "code_parts": split_name(self.code_file) if self.code_file else None,

@@ -38,7 +38,7 @@ class RebuildFailed(CrontabberError):
 class BulkSettings:
     """How the load is sent: documents per bulk request and parallel requests."""
 
-    chunk_size: int = 2000
+    chunk_size: int = 5000
     threads: int = 2
     queue_size: int = 4
 
@@ -133,10 +133,11 @@ def _load(es: Any, name: str, rows: Iterable[SymbolRow], bulk: BulkSettings) -> 
 
 
 def _finish(es: Any, name: str, expected: int, loaded: int) -> None:
-    """Check the counts, restore the refresh interval, refresh."""
+    """Check the counts, restore the load-time settings to the defaults, refresh."""
     if loaded != expected:
         raise RebuildFailed(name, f"loaded {loaded} documents, the source has {expected}")
-    es.indices.put_settings(index=name, settings={"index": {"refresh_interval": None}})
+    es.indices.put_settings(index=name, settings={
+        "index": {"refresh_interval": None, "translog.durability": "request"}})
     es.indices.refresh(index=name)
     counted = es.count(index=name)["count"]
     if counted != expected:

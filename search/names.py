@@ -9,6 +9,7 @@ queries, so the two always agree.
 
 from __future__ import annotations
 
+import functools
 import re
 
 _SEPARATORS = re.compile(r"[^0-9a-z]+")
@@ -28,11 +29,13 @@ def name_parts(name: str) -> list[str]:
     return [part for part in _SEPARATORS.split(name.lower()) if part]
 
 
+@functools.lru_cache(maxsize=65536)  # a name recurs once per debug id in a rebuild
 def split_name(name: str) -> str:
     """``name`` as space-separated parts (``xul.pdb`` -> ``xul pdb``); '' for no parts."""
     return " ".join(name_parts(name))
 
 
+@functools.lru_cache(maxsize=65536)
 def joined_name(name: str) -> str:
     """``name``'s parts joined into one word (``libxul.so`` -> ``libxulso``)."""
     return "".join(name_parts(name))

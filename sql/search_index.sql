@@ -41,7 +41,10 @@ WITH uploaded AS (
     FROM missing_symbol
     GROUP BY 1, 2
 )
+-- last_uploaded as ISO 8601 text: parsing a million timestamps in Python to
+-- format them again for JSON cost more than the rest of the row.
 SELECT u.debug_file, u.debug_id, u.filename, m.code_file, m.code_id, u.size,
-       u.last_uploaded, m.missing_count
+       to_char(u.last_uploaded AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+       m.missing_count
 FROM uploaded AS u
 LEFT JOIN missing AS m ON m.debug_file = u.debug_file AND m.debug_id = u.debug_id
