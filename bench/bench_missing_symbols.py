@@ -70,7 +70,6 @@ def _write_batches(s3: Any, batches: list[list[dict[str, Any]]]) -> list[bytes]:
 def _truncate(conn: Any) -> None:
     with conn, conn.cursor() as cur:
         cur.execute("TRUNCATE missing_symbol, missing_symbol_day, missing_symbol_batch")
-        cur.execute("VACUUM ANALYZE" if False else "SELECT 1")
 
 
 def _ours(conn: Any, s3: Any, workers: int) -> float:

@@ -17,7 +17,7 @@ from typing import Any, Iterable
 
 from crontabber.errors import CrontabberError
 
-from .model import (MAX_EVENT_COUNT, EventError, check_count, day_of, parse_seen_at, symbol_hash,
+from .model import (MAX_EVENT_COUNT, EventError, check_count, day_of, parse_seen_at,
                     validate_symbol)
 
 #: (debug_file, debug_id, code_file, code_id, day since epoch)
@@ -190,18 +190,20 @@ def staging_csv(aggregate: Aggregate) -> str:
     """The counts as CSV rows for the store's staging table: hash, the four fields,
     day (since the epoch), count, first and last seen (epoch seconds)."""
     import csv
+    import hashlib
     import io
 
-    hashes: dict[tuple[str, str, str, str], str] = {}
+    md5 = hashlib.md5
+    hashes: dict[tuple[str, ...], str] = {}
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     rows = []
     for key, (count, first, last) in aggregate.counts.items():
         symbol = key[:4]
         digest = hashes.get(symbol)
-        if digest is None:
-            digest = hashes[symbol] = symbol_hash(*symbol)
-        rows.append((digest, *key, count, repr(first), repr(last)))
+        if digest is None:  # symbol_hash, inlined: this runs once per distinct symbol
+            digest = hashes[symbol] = md5("\0".join(symbol).encode()).hexdigest()
+        rows.append((digest, *key, count, first, last))
         if len(rows) >= 10000:
             writer.writerows(rows)
             rows.clear()
