@@ -135,6 +135,10 @@ def run(rounds: int) -> list[Comparison]:
     blobs = _write_batches(s3, batches)
     workers = os.cpu_count() or 1
     sample = batches[0][:BASELINE_EVENTS]
+    with conn, conn.cursor() as cur:
+        cur.execute("SHOW fsync")
+        fsync = cur.fetchone()[0]
+    load_before = os.getloadavg()[0]
     ours, base = interleave(lambda: _ours(conn, s3, workers), lambda: _baseline(conn, sample),
                             rounds)
     single = [_ours(conn, s3, 1) for _ in range(2)]
@@ -144,6 +148,10 @@ def run(rounds: int) -> list[Comparison]:
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     size = sum(len(b) for b in blobs) / EVENTS
     notes = [
+        f"PostgreSQL fsync={fsync} (the test cluster's SYMBOLS_PG_FAST): the baseline's "
+        f"per-event commit is cheaper than in a deployment; issue #5 measured ~4,000/s",
+        f"1-minute load average {load_before:.1f} before and {os.getloadavg()[0]:.1f} after the "
+        f"rounds on this {workers}-core machine (shared with other benchmarks and test runs)",
         f"{EVENTS:,} events ({size:.0f} bytes each in msgpack) over {SYMBOLS:,} symbols in "
         f"{BATCHES} batches; ours with {workers} worker processes; baseline on "
         f"{BASELINE_EVENTS:,} of the same events, one autocommitted upsert each",
@@ -152,7 +160,7 @@ def run(rounds: int) -> list[Comparison]:
         f"ours with workers=1 (no pool, decoding in the job's process): "
         f"{max(single):,.0f} events/s (best of 2)",
         f"peak RSS: the bench process {own:.0f} MiB (it holds the 1M generated events), "
-        f"largest worker {children:.0f} MiB",
+        f"largest worker {children:.0f} MiB (forked from it, so that includes inherited pages)",
     ]
     return [Comparison("aggregate 1M events", "throughput", "events/s", Sample("ours", ours),
                        Sample("per-event upsert (seed 004)", base), higher_is_better=True,

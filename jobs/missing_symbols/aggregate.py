@@ -73,24 +73,15 @@ class Aggregate:
         return sum(entry[0] for entry in self.counts.values())
 
 
-def _normalized(item: Any, validated: set[tuple[str, str, str, str]]) -> tuple[str, str, str, str]:
-    """The checked identifying fields of ``item`` (``validated`` caches good ones)."""
+def _slow_key(item: Any, day: int, validated: set[tuple[str, str, str, str]]) -> Key:
+    """The key of an event whose symbol is not (yet) in ``validated``, checked.
+
+    Raises:
+        EventError: the event is invalid.
+    """
     symbol = validate_symbol(item)
     validated.add(symbol)
-    return symbol
-
-
-def _slow_key(item: Any, day: int, validated: set[tuple[str, str, str, str]]) -> Key:
-    if isinstance(item, dict):
-        raw = (item.get("debug_file"), item.get("debug_id"), item.get("code_file") or "",
-               item.get("code_id") or "")
-        try:
-            if raw in validated and all(type(v) is str or v is None for v in
-                                        (item.get("code_file"), item.get("code_id"))):
-                return (*raw, day)  # type: ignore[return-value]
-        except TypeError:  # an unhashable value: validate_symbol says which
-            pass
-    return (*_normalized(item, validated), day)
+    return (*symbol, day)
 
 
 def aggregate_batch(chunks: Iterable[bytes], default_seen_at: float,
@@ -182,7 +173,7 @@ def _aggregate(chunks: Iterable[bytes], default_seen_at: float,
         raise BadBatch("malformed msgpack", f"{type(exc).__name__}: {exc}", index + 1) from None
     if end != fed:  # ``end``: where the last whole event ended
         raise BadBatch("malformed msgpack", f"truncated: {fed - end} bytes left over "
-                       f"after {index} events")
+                       f"after {index} events", index + 1)
     return index
 
 

@@ -13,7 +13,7 @@ import datetime as dt
 import hashlib
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 #: Longest accepted string field (Tecken's column width; longer values are junk).
 MAX_FIELD_LENGTH = 150
@@ -74,13 +74,28 @@ def validate_symbol(item: Any) -> tuple[str, str, str, str]:
         EventError: the item is not a map, lacks ``debug_file``/``debug_id``, or a
             field has the wrong type, is too long, or the debug id is not hex.
     """
+    if type(item) is dict:  # the common, valid case in a few operations
+        debug_file, debug_id = item.get("debug_file"), item.get("debug_id")
+        code_file, code_id = item.get("code_file"), item.get("code_id")
+        code_file = "" if code_file is None else code_file  # 0 or [] must stay wrong
+        code_id = "" if code_id is None else code_id
+        if (type(debug_file) is str and type(debug_id) is str and type(code_file) is str
+                and type(code_id) is str and 0 < len(debug_file) <= MAX_FIELD_LENGTH
+                and len(code_file) <= MAX_FIELD_LENGTH and len(code_id) <= MAX_FIELD_LENGTH
+                and (debug_file + code_file + code_id).isprintable()
+                and DEBUG_ID.fullmatch(debug_id)):
+            return debug_file, debug_id, code_file, code_id
+    _explain(item)
+
+
+def _explain(item: Any) -> NoReturn:
+    """Raise the EventError that says what is wrong with ``item``."""
     if type(item) is not dict:
         raise EventError("wrong type", f"event is {type(item).__name__}, not a map")
     try:
         debug_file, debug_id = item["debug_file"], item["debug_id"]
     except KeyError as exc:
         raise EventError("missing key", f"no {exc.args[0]}") from None
-    code_file, code_id = item.get("code_file") or "", item.get("code_id") or ""
     for name, value, required in (("debug_file", debug_file, True),
                                   ("debug_id", debug_id, True),
                                   ("code_file", item.get("code_file", ""), False),
@@ -88,7 +103,7 @@ def validate_symbol(item: Any) -> tuple[str, str, str, str]:
         _check_string(name, "" if value is None else value, required)
     if not DEBUG_ID.fullmatch(debug_id):
         raise EventError("invalid debug id", f"debug_id {debug_id!r} is not 33-40 hex digits")
-    return debug_file, debug_id, code_file, code_id
+    raise AssertionError(f"validate_symbol refused a valid event: {item!r}")
 
 
 def check_count(value: Any) -> int:

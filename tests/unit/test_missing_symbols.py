@@ -64,6 +64,9 @@ def test_first_and_last_seen_and_merging():
     ({"debug_file": "a.pdb", "debug_id": ID, "seen_at": True}, "wrong type"),
     ({"debug_file": "a.pdb", "debug_id": ID, "code_file": "x" * 151}, "oversized string"),
     ({"debug_file": "a\tb.pdb", "debug_id": ID}, "wrong type"),
+    ({"debug_file": "a.pdb", "debug_id": ID, "code_file": 0}, "wrong type"),
+    ({"debug_file": "a.pdb", "debug_id": ID, "code_id": False}, "wrong type"),
+    ({"debug_file": "a.pdb", "debug_id": ID + "0" * 8}, "invalid debug id"),
     ("just a string", "wrong type"),
 ])
 def test_a_bad_event_names_its_kind_and_position(event, reason):
@@ -77,7 +80,7 @@ def test_malformed_and_truncated_streams():
     good = encode_events([{"debug_file": "a.pdb", "debug_id": ID}])
     with pytest.raises(BadBatch, match="malformed msgpack: event 2"):
         aggregate_batch([good + b"\xc1"], T0)
-    with pytest.raises(BadBatch, match="truncated: 3 bytes left over after 1 events"):
+    with pytest.raises(BadBatch, match="event 2: truncated: 3 bytes left over after 1 events"):
         aggregate_batch([good + good[:3]], T0)
 
 
