@@ -2,21 +2,23 @@
 (``bench/bench_search_quality.py``; ``docs/search.md`` has the numbers).
 
 1. The query is split like the names (``Xul.PDB`` -> ``xul pdb``).
-2. One round trip of term suggestions for every part, on the name field and
-   the code-file field; options with score >= 0.6 are kept. Unlike the seed,
-   the suggester also corrects parts that exist in the index
-   (``suggest_mode: always``) and typos in the first letter
-   (``prefix_length: 0``), and corrections of several parts are combined
-   (the seed replaced one word at a time, so a typo in two parts never matched).
+2. One round trip of term suggestions for every part on the name field;
+   options with score >= 0.6 are kept. Unlike the seed, the suggester also
+   corrects parts that exist in the index (``suggest_mode: always``) and typos
+   in the first letter (``prefix_length: 0``), and corrections of several
+   parts are combined (the seed replaced one word at a time, so a typo in two
+   parts never matched).
 3. The search terms: the original first (score 1.1, as in the seed), then the
    alternatives by score. One round trip of a boosted OR of ``match_phrase``
-   per term, the name field boosted 2x over the code-file field; in the same
-   request, with small boosts, a fuzzy ``match`` of every part of the original
-   (for what the suggester cannot propose) and the seed's ``match`` fallback
-   (any part); and, when the query looks like one, an exact, case-insensitive
-   debug-id/code-id match. Each term is also matched against the name with its
-   separators removed (``xul3pdb`` -> ``xulpdb``), which the suggester corrects
-   like any word.
+   per term, the name field boosted 2x over the code-file field, plus a
+   ``term`` on the joined name (separators removed); when the query looks
+   like one, an exact, case-insensitive debug-id/code-id match.
+4. Only when that finds nothing (where the seed retried with ``match``), two
+   more round trips: suggestions for the query without separators on the
+   joined-name field (a typo on a separator: ``xul3pdb`` -> ``xulpdb``), then
+   the search terms again with those, plus, below them, a fuzzy ``match`` of
+   every part of the original (for what the suggester cannot propose) and the
+   seed's ``match`` of any word.
 """
 
 from __future__ import annotations
@@ -33,16 +35,14 @@ from .names import looks_like_id, name_parts
 NAME_FIELD = "name_parts"
 OTHER_FIELD = "code_parts"
 JOINED_FIELD = "name_joined"
-JOINED_TEXT = "joined:"  # marks the joined query's suggestions
 ORIGINAL_SCORE = 1.1  # the seed's arbitrary score of what the user typed
 MIN_SCORE = 0.6
 MAX_TERMS = 8  # search terms in the OR query, the original included
 PER_PART = 3  # alternatives kept per query part
 NAME_BOOST = 2.0  # name fields over the code-file field (the seed's title/text)
-MATCH_BOOST = 0.05  # the any-part fallback, far below any phrase
-# Every part within AUTO fuzziness: catches what the suggester cannot propose
-# (Lucene's spell checker needs the first letter right for a second edit).
+# The fallbacks rank below any search term: every part fuzzily, then any word.
 FUZZY_BOOST = 0.2
+MATCH_BOOST = 0.05
 ID_BOOST = 100.0
 MAX_QUERY_LENGTH = 200
 MAX_SIZE = 100
@@ -167,15 +167,25 @@ def build_query(text: str, terms: list[tuple[float, str]]) -> dict[str, Any]:
         should.append({"term": {JOINED_FIELD: {
             "value": term.replace(" ", ""), "boost": NAME_BOOST * boost,
             "_name": f"term:{rank}:joined"}}})
-    words = " ".join(dict.fromkeys(word for _, term in terms for word in term.split()))
-    should.append({"match": {NAME_FIELD: {"query": words, "boost": MATCH_BOOST, "_name": "match"}}})
-    should.append({"match": {NAME_FIELD: {"query": terms[0][1], "fuzziness": "AUTO",
-                                          "operator": "and", "boost": FUZZY_BOOST,
-                                          "_name": "fuzzy"}}})
     if looks_like_id(text):
         for field in ("debug_id", "code_id"):
             should.append({"term": {field: {"value": text, "boost": ID_BOOST, "_name": field}}})
     return {"bool": {"should": should}}
+
+
+def build_fallback(terms: list[tuple[float, str]]) -> dict[str, Any]:
+    """The fallbacks, for when the search terms found nothing: every part of
+    the original within AUTO fuzziness (Lucene's spell checker behind the term
+    suggester needs the first letter right for a second edit; a fuzzy query
+    does not), then the seed's ``match`` of any word. Not in the first search
+    request: on a large index, fuzzy expansion and a disjunction over words
+    like ``pdb`` or ``so`` cost more than all the rest of the search."""
+    words = " ".join(dict.fromkeys(word for _, term in terms for word in term.split()))
+    return {"bool": {"should": [
+        {"match": {NAME_FIELD: {"query": terms[0][1], "fuzziness": "AUTO", "operator": "and",
+                                "boost": FUZZY_BOOST, "_name": "fuzzy"}}},
+        {"match": {NAME_FIELD: {"query": words, "boost": MATCH_BOOST, "_name": "match"}}},
+    ]}}
 
 
 def matched_term(names: list[str], text: str, terms: list[tuple[float, str]]) -> str:
@@ -212,29 +222,34 @@ class Searcher:
         if not parts:
             return SearchResult(text, [], 0, [])
         try:
-            alts = alternatives(self._suggest(parts))
-            terms = search_terms(parts, alts, alts.get(JOINED_TEXT + "".join(parts), []))
-            response = self.es.search(
-                index=self.index, query=build_query(text, terms), size=size,
-                source_includes=SOURCE_FIELDS, track_total_hits=True,
-            )
+            alts = alternatives(self._suggest({"name": {"text": " ".join(parts), "term": {
+                "field": NAME_FIELD, **SUGGEST}}}))
+            terms = search_terms(parts, alts)
+            response = self._search(build_query(text, terms), size)
+            if not response["hits"]["hits"]:
+                terms, response = self._second_chance(text, parts, alts, size)
         except Exception as exc:  # noqa: BLE001 - only transport errors are translated
             raise _translated(exc, self.index) from None
         return self._result(text, terms, response)
 
-    def _suggest(self, parts: list[str]) -> dict[str, Any]:
-        text = " ".join(parts)
-        response = self.es.search(index=self.index, size=0, suggest={
-            "text": text,
-            "name": {"term": {"field": NAME_FIELD, **SUGGEST}},
-            "code": {"term": {"field": OTHER_FIELD, **SUGGEST}},
-            "joined": {"text": "".join(parts), "term": {"field": JOINED_FIELD, **SUGGEST}},
-        })
-        suggest = dict(response["suggest"])
-        # keyed apart from the parts: a one-part query's joined text is that part
-        for entry in suggest.get("joined", []):
-            entry["text"] = JOINED_TEXT + entry["text"]
-        return suggest
+    def _second_chance(self, text: str, parts: list[str], alts: dict[str, list[tuple[float, str]]],
+                       size: int) -> tuple[list[tuple[float, str]], Any]:
+        """When the terms found nothing: corrections of the whole query without
+        separators, searched with the fallbacks, in two more round trips."""
+        joined = "".join(parts)
+        found = alternatives(self._suggest({"joined": {"text": joined, "term": {
+            "field": JOINED_FIELD, **SUGGEST}}})).get(joined, [])
+        terms = search_terms(parts, alts, found)
+        query = build_query(text, terms)
+        query["bool"]["should"] += build_fallback(terms)["bool"]["should"]
+        return terms, self._search(query, size)
+
+    def _search(self, query: dict[str, Any], size: int) -> Any:
+        return self.es.search(index=self.index, query=query, size=size,
+                              source_includes=SOURCE_FIELDS, track_total_hits=True)
+
+    def _suggest(self, suggest: dict[str, Any]) -> dict[str, Any]:
+        return dict(self.es.search(index=self.index, size=0, suggest=suggest)["suggest"])
 
     @staticmethod
     def _result(text: str, terms: list[tuple[float, str]], response: Any) -> SearchResult:

@@ -58,3 +58,12 @@ def test_matched_term_is_the_best_ranked_term():
     assert matched_term(["term:2:name", "term:1:code", "match"], "xlu.pdb", terms) == "xul pdb"
     assert matched_term(["debug_id"], "ABC12345", terms) == "ABC12345"
     assert matched_term(["fuzzy", "match"], "xlu.pdb", terms) == "fuzzy: xlu pdb"
+
+
+def test_the_fallback_ranks_fuzzy_parts_above_any_word():
+    from search.engine import build_fallback
+
+    should = build_fallback([(1.1, "combaseoscdec pdb"), (0.7, "combase pdb")])["bool"]["should"]
+    fuzzy, anyword = (c["match"]["name_parts"] for c in should)
+    assert (fuzzy["query"], fuzzy["operator"], fuzzy["fuzziness"]) == ("combaseoscdec pdb", "and", "AUTO")
+    assert anyword["query"] == "combaseoscdec pdb combase" and anyword["boost"] < fuzzy["boost"]
