@@ -114,3 +114,20 @@ def test_split_and_batch_keys():
     assert split(["a"], 4) == [["a"]]
     key = batch_key("missing/", dt.datetime(2026, 11, 22, 5, 6, 7))
     assert key.startswith("missing/2026/11/22/050607-") and key.endswith(".msgpack")
+
+
+def test_memory_grows_with_distinct_keys_not_with_events():
+    import tracemalloc
+
+    one = encode_events([{"debug_file": f"lib{i}.pdb", "debug_id": ID} for i in range(50)])
+
+    def peak(repeats: int) -> int:
+        stream = (one * 20 for _ in range(repeats // 20))  # 1,000 events a chunk, made lazily
+        tracemalloc.start()
+        try:
+            assert aggregate_batch(stream, T0).events == repeats * 50
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    assert peak(2000) < 1.3 * peak(100)  # 100,000 vs 5,000 events over the same 50 keys
