@@ -97,8 +97,24 @@ def decoder(workers: int) -> Iterator[Decoder]:
             results.append(outcome)
         return results
 
-    with multiprocessing.get_context("fork").Pool(workers) as pool:
+    pool = multiprocessing.get_context("fork").Pool(workers, initializer=_worker_signals)
+    try:
         yield decode
+    except BaseException:
+        pool.terminate()
+        pool.join()
+        raise
+    pool.close()  # idle workers exit on their own: no SIGTERM, no traceback
+    pool.join()
+
+
+def _worker_signals() -> None:
+    """In a worker: SIGTERM kills quietly (the runner's handler, inherited by fork, would
+    raise in the worker); Ctrl-C is the parent's to handle."""
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 #: Seconds a decoding task may take before the run fails (a stuck S3 read).
