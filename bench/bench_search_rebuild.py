@@ -98,8 +98,9 @@ def per_document(es: Any, settings: Any) -> float:
 
     name = f"{ALIAS}-per-document"
     es.indices.delete(index=name, ignore_unavailable=True)
-    body = index_body()
+    body = index_body()  # the same mapping, with the default load settings
     body["settings"].pop("refresh_interval")
+    body["settings"].pop("translog")
     es.indices.create(index=name, **body)
     conn = connect(settings)
     try:
