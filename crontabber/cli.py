@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import enum
 import logging
+import os
 import signal
 import sys
 from typing import TYPE_CHECKING, Any, Callable, NoReturn, TextIO
@@ -292,7 +293,11 @@ MODE_HANDLERS: dict[str, Callable[..., int]] = {
 
 class terminate_on_sigterm:
     """While active, SIGTERM raises :class:`Terminated` in the main thread, so
-    the runner's ``finally`` blocks release the job's lock."""
+    the runner's ``finally`` blocks release the job's lock.
+
+    Processes a job forks (a multiprocessing pool) get the default SIGTERM
+    back: the handler is the runner's, not theirs.
+    """
 
     def __enter__(self) -> None:
         self._previous = signal.signal(signal.SIGTERM, self._raise)
@@ -303,6 +308,13 @@ class terminate_on_sigterm:
     @staticmethod
     def _raise(signum: int, frame: object) -> None:
         raise Terminated(signum)
+
+
+def _default_sigterm() -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+os.register_at_fork(after_in_child=_default_sigterm)
 
 
 def setup_logging(settings: Settings) -> None:

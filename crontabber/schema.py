@@ -52,8 +52,8 @@ def ensure_schema(connection: Any, sql_dir: Path = queries.SQL_DIR) -> list[str]
     Cheap when nothing is to do (every cron tick calls it): one query, no lock.
     """
     q = queries.load("schema_migrations.sql")
-    latest = max((m.number for m in migrations(sql_dir)), default=0)
-    if _recorded_max(connection, q["recorded_max"]) >= latest:
+    wanted = {m.number for m in migrations(sql_dir)}
+    if _recorded(connection, q["recorded"]) >= wanted:
         return []
     applied: list[str] = []
     with connection, connection.cursor() as cur:
@@ -78,15 +78,19 @@ def ensure_schema(connection: Any, sql_dir: Path = queries.SQL_DIR) -> list[str]
     return applied
 
 
-def _recorded_max(connection: Any, query: str) -> int:
-    """The highest recorded migration, or -1 when there is no schema_migrations table."""
+def _recorded(connection: Any, query: str) -> set[int]:
+    """The recorded migration numbers (empty when there is no schema_migrations table).
+
+    Compared as a set, so a migration numbered below one already applied
+    (merged from another branch) is still noticed and applied.
+    """
     try:
         with connection, connection.cursor() as cur:
             cur.execute(query)
-            return cur.fetchone()[0] or 0
+            return set(cur.fetchone()[0] or ())
     except Exception as exc:  # UndefinedTable, without importing psycopg2 here
         if getattr(exc, "pgcode", None) == "42P01":
-            return -1
+            return set()
         raise
 
 

@@ -1,8 +1,8 @@
 -- Queries of crontabber/schema.py, which applies schema.sql and migrations/.
 
--- name: recorded_max
+-- name: recorded
 -- The fast path of every tick: is any migration missing?
-SELECT max(number) FROM schema_migrations;
+SELECT array_agg(number) FROM schema_migrations;
 
 -- name: lock
 -- Runners that start together apply the schema once: the others wait here.

@@ -155,3 +155,20 @@ def test_an_idle_tick_imports_no_heavy_library(cli):
     imported = set(result["modules"])
     assert {"crontabber.runner", "jobs.runlog"} <= imported
     assert sorted(name for name in imported if name.split(".")[0] in HEAVY) == []
+
+
+def test_processes_a_job_forks_get_the_default_sigterm(cli, tmp_path):
+    """The runner's SIGTERM handler raises Terminated; a job's forked workers must
+    not inherit it (they would print tracebacks or survive a pool shutdown)."""
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import os, signal, sys\n"
+        "from crontabber.cli import terminate_on_sigterm\n"
+        "with terminate_on_sigterm():\n"
+        "    pid = os.fork()\n"
+        "    if pid == 0:\n"
+        "        os._exit(0 if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL else 1)\n"
+        "    _, status = os.waitpid(pid, 0)\n"
+        "    sys.exit(os.waitstatus_to_exitcode(status))\n")
+    done = subprocess.run([sys.executable, str(probe)], env=cli.env, cwd=REPO, timeout=30)
+    assert done.returncode == 0

@@ -82,8 +82,11 @@ def test_pending_migrations_are_applied_in_order(empty_database, tmp_path):
     (sql / "migrations" / "0003_c.sql").write_text("ALTER TABLE t ADD COLUMN c int;")
     assert ensure_schema(conn, sql) == ["0002_b", "0003_c"]
     assert ensure_schema(conn, sql) == []
+    # a lower number merged after higher ones were applied is still applied
+    (sql / "migrations" / "0000_z.sql").write_text("ALTER TABLE t ADD COLUMN z int;")
+    assert ensure_schema(conn, sql) == ["0000_z"]
     with conn.cursor() as cur:
-        cur.execute("SELECT a, b, c FROM t")
+        cur.execute("SELECT a, b, c, z FROM t")
     conn.close()
 
 
