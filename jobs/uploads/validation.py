@@ -59,6 +59,13 @@ def is_ignorable(name: str) -> bool:
 
 def check_name(name: str) -> None:
     """Raise :class:`Rejected` when ``name`` is unsafe or not a symbol key."""
+    check_safe(name)
+    if not is_ignorable(name) and not KEY_PATTERN.match(name):
+        raise Rejected(RULE_PATTERN, name)
+
+
+def check_safe(name: str) -> None:
+    """Raise :class:`Rejected` when ``name`` could escape a directory or fool a reader."""
     if _CONTROL.search(name):
         raise Rejected(RULE_CONTROL, name)
     if "\\" in name:
@@ -67,8 +74,6 @@ def check_name(name: str) -> None:
         raise Rejected(RULE_ABSOLUTE, name)
     if ".." in name.split("/"):
         raise Rejected(RULE_TRAVERSAL, name)
-    if not is_ignorable(name) and not KEY_PATTERN.match(name):
-        raise Rejected(RULE_PATTERN, name)
 
 
 def check_kind(info: zipfile.ZipInfo) -> None:
@@ -111,6 +116,9 @@ def validate(infos: list[zipfile.ZipInfo], limits: Limits) -> Plan:
     plan = Plan()
     seen: dict[str, zipfile.ZipInfo] = {}
     total = 0
+    for info in infos:
+        if info.filename.endswith("/"):
+            check_safe(info.filename)  # directory entries are skipped, but not if unsafe
     files = [info for info in infos if not info.filename.endswith("/")]
     if len(files) > limits.max_members:
         raise Rejected(RULE_TOO_MANY, files[limits.max_members].filename,

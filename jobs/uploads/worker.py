@@ -10,7 +10,7 @@ from typing import Any
 
 from .errors import ClaimLost, UploadError, UploadNotFound
 from .process import Progress, process
-from .records import Counts, Settings, Status, Upload
+from .records import Settings, Status, Upload
 from .store import UploadStore
 
 logger = logging.getLogger(__name__)
@@ -98,8 +98,12 @@ class Worker:
             logger.warning("upload %d (attempt %d): %s -> %s", upload.id, upload.attempts, exc,
                            status.value, extra=extra)
             return Outcome(upload.id, status, str(exc))
-        except BaseException as exc:
-            self._failed(upload, f"{type(exc).__name__}: {exc}", permanent=False)
+        except BaseException as exc:  # a bug, the database, SIGTERM: record, then re-raise
+            try:
+                self._failed(upload, f"{type(exc).__name__}: {exc}", permanent=False)
+            except Exception as unrecorded:  # the database itself may be what failed
+                logger.error("upload %d: could not record the failure: %s", upload.id,
+                             unrecorded, extra=extra)
             raise
         logger.info("upload %d done: %d files", upload.id, counts.total, extra=extra)
         return Outcome(upload.id, Status.DONE)
@@ -110,7 +114,3 @@ class Worker:
                                            self.policy.max_attempts, None)
         except ClaimLost:
             return Status.PROCESSING
-
-
-def counts_of(row: dict[str, Any]) -> Counts:
-    return Counts(row.get("files_total") or 0, row.get("files_ignored") or 0)

@@ -104,3 +104,9 @@ def test_symbol_members_are_realistic():
     (name, content), = symbol_members(1, 5000)
     assert content.startswith(b"MODULE windows x86_64 ") and b"\nFUNC " in content
     assert b"\nFILE 0 " in content and name.endswith(".sym")
+
+
+def test_an_unsafe_directory_entry_is_rejected_too():
+    with pytest.raises(Rejected) as caught:
+        validate([zipfile.ZipInfo("../up/"), zipfile.ZipInfo("a.pdb/AB/a.sym")], Limits())
+    assert caught.value.member == "../up/"
