@@ -21,6 +21,8 @@ from tests.fixtures.uploads_archives import symbol_members, write_zip
 from tests.fixtures.uploads_queue import uploads  # noqa: F401 - the fixture
 
 REPO = Path(__file__).resolve().parent.parent.parent
+# scripts/services.sh keeps the S3 server's buckets as directories here.
+S3_DATA = Path(os.environ.get("SYMBOLS_STATE_DIR", REPO / ".services")) / "s3" / "data"
 ROW = ("status", "attempts", "files_total", "files_uploaded", "files_skipped", "files_ignored",
        "bytes_uploaded", "error")
 
@@ -123,7 +125,7 @@ def test_a_worker_whose_claim_was_taken_over_records_nothing(uploads, tmp_path):
 def test_a_bucket_that_refuses_writes_fails_the_upload_after_retries(uploads, tmp_path):
     """s3proxy keeps a bucket as a directory: made immutable, every PUT fails (500)."""
     upload_id = uploads.enqueue(write_zip(tmp_path / "a.zip", symbol_members(2, 1000)))
-    directory = REPO / ".services" / "s3" / "data" / uploads.bucket
+    directory = S3_DATA / uploads.bucket
     uploads.client = boto3.client("s3", config=Config(
         retries={"mode": "standard", "max_attempts": 2}, s3={"addressing_style": "path"}))
     subprocess.run(["chattr", "+i", str(directory)], check=True)
