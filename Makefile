@@ -11,6 +11,10 @@ WITH_ENV := set -a && . .services/env && set +a &&
 .PHONY: run test bench setup venv services stop status clean
 
 run: setup
+	@echo "== seeding a small demo: upload archives, missing-symbol batches"
+	$(WITH_ENV) $(PY) -m jobs.uploads --admin.conf=crontabber.ini demo
+	$(WITH_ENV) $(PY) -m jobs.missing_symbols demo
+	@echo "== one cron tick"
 	$(WITH_ENV) $(PY) -m crontabber --admin.conf=crontabber.ini
 	$(WITH_ENV) $(PY) -m crontabber --admin.conf=crontabber.ini --list-jobs
 

@@ -322,3 +322,7 @@ def setup_logging(settings: Settings) -> None:
     logging.basicConfig(stream=sys.stderr, level=settings.log_level, format=settings.log_format)
     # everett logs every raw value it reads at DEBUG, secrets included.
     logging.getLogger("everett").setLevel(logging.WARNING)
+    # Client libraries log every request at INFO: keep them for --logging.level=DEBUG.
+    if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
+        for name in ("elastic_transport", "botocore", "boto3", "urllib3", "s3transfer"):
+            logging.getLogger(name).setLevel(logging.WARNING)
