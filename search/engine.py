@@ -44,6 +44,7 @@ NAME_BOOST = 2.0  # name fields over the code-file field (the seed's title/text)
 FUZZY_BOOST = 0.2
 MATCH_BOOST = 0.05
 ID_BOOST = 100.0
+TOTAL_LIMIT = 10000  # "total" is exact up to this, then this (at least)
 MAX_QUERY_LENGTH = 200
 MAX_SIZE = 100
 SOURCE_FIELDS = ["debug_file", "debug_id", "filename", "code_file", "code_id"]
@@ -87,7 +88,8 @@ class Hit:
 
 @dataclass(frozen=True)
 class SearchResult:
-    """The hits, best first, with the search terms ``[(score, term), ...]`` used."""
+    """The hits, best first, with the search terms ``[(score, term), ...]`` used;
+    ``total`` is exact up to 10,000 (then 10,000: at least that many)."""
 
     query: str
     terms: list[tuple[float, str]]
@@ -245,8 +247,10 @@ class Searcher:
         return terms, self._search(query, size)
 
     def _search(self, query: dict[str, Any], size: int) -> Any:
+        # totals are exact up to TOTAL_LIMIT: counting every document holding
+        # ``so`` or ``pdb`` (the any-word fallback) costs more than the search
         return self.es.search(index=self.index, query=query, size=size,
-                              source_includes=SOURCE_FIELDS, track_total_hits=True)
+                              source_includes=SOURCE_FIELDS, track_total_hits=TOTAL_LIMIT)
 
     def _suggest(self, suggest: dict[str, Any]) -> dict[str, Any]:
         return dict(self.es.search(index=self.index, size=0, suggest=suggest)["suggest"])
