@@ -60,7 +60,7 @@ def is_ignorable(name: str) -> bool:
 def check_name(name: str) -> None:
     """Raise :class:`Rejected` when ``name`` is unsafe or not a symbol key."""
     check_safe(name)
-    if not is_ignorable(name) and not KEY_PATTERN.match(name):
+    if "." in name.split("/") or (not is_ignorable(name) and not KEY_PATTERN.match(name)):
         raise Rejected(RULE_PATTERN, name)
 
 

@@ -11,7 +11,8 @@ from jobs.uploads import archive
 from jobs.uploads.errors import Rejected
 from jobs.uploads.process import read_plan
 from jobs.uploads.records import Limits, Settings
-from jobs.uploads.validation import KEY_PATTERN, RULE_DUPLICATE, is_ignorable, validate
+from jobs.uploads.validation import (KEY_PATTERN, RULE_DUPLICATE, RULE_PATTERN, is_ignorable,
+                                     validate)
 from tests.fixtures.uploads_archives import sym_text, symbol_members, write_zip
 from tests.fixtures.uploads_cases import CASES, GOOD
 
@@ -73,6 +74,12 @@ def test_duplicate_with_different_size_is_found_from_the_central_directory():
 ])
 def test_tecken_key_pattern(name, ok):
     assert bool(KEY_PATTERN.match(name)) is ok
+
+
+def test_a_dot_component_is_not_a_symbol_key():
+    with pytest.raises(Rejected) as caught:
+        validate([zipfile.ZipInfo("./AB/x.sym")], Limits())
+    assert caught.value.rule == RULE_PATTERN
 
 
 def test_ignorable_names():
