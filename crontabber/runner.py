@@ -89,6 +89,15 @@ class Runner:
         self.store = store
         self.report = report
         self.holder = holder or default_holder()
+        self._snapshot: tuple[dict[str, JobState], dt.datetime] | None = None
+
+    def _states_and_now(self) -> tuple[dict[str, JobState], dt.datetime]:
+        """The state rows and the database time, read once and reused until a job is
+        attempted: an idle tick costs two queries, not two per job. A stale
+        snapshot is harmless: the claim re-checks under the row lock."""
+        if self._snapshot is None:
+            self._snapshot = (self.store.states(), self.store.now())
+        return self._snapshot
 
     def run_all(self) -> list[JobResult]:
         """Attempt every due job in dependency order.
@@ -113,8 +122,7 @@ class Runner:
             return JobResult(job.app_name, status, str(exc), exc)
 
     def _attempt(self, job: Job, force: bool) -> JobResult:
-        states = self.store.states()
-        now = self.store.now()
+        states, now = self._states_and_now()
         if not force:
             reason = self._why_not(job, states, now)
             if reason:
@@ -122,6 +130,7 @@ class Runner:
                 level = logging.DEBUG if reason == NOT_DUE else logging.INFO
                 logger.log(level, "skipping %s: %s", job.app_name, reason, extra={"job": job.app_name})
                 return JobResult(job.app_name, Status.SKIPPED, reason)
+        self._snapshot = None  # from here on the job's (or others') state may change
         claimed = self.store.claim(
             job.app_name, job.depends_on, self.holder, self._decider(job, force)
         )

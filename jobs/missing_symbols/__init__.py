@@ -11,8 +11,18 @@ inbox (S3 and worker processes), consume (transactions), store (all SQL),
 reports (CSV), writer (the batch format), apps (crontabber apps), cli.
 """
 
+from typing import Any
+
 from .apps import MissingSymbolsCronApp, MissingSymbolsReportCronApp, MissingSymbolsRetentionCronApp
-from .writer import write_batch
+
+
+def __getattr__(name: str) -> Any:
+    """``write_batch`` is imported on first use: the runner imports this package every tick."""
+    if name == "write_batch":
+        from .writer import write_batch
+
+        return write_batch
+    raise AttributeError(name)
 
 __all__ = ["MissingSymbolsCronApp", "MissingSymbolsReportCronApp",
            "MissingSymbolsRetentionCronApp", "write_batch"]

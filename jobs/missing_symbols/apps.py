@@ -11,10 +11,10 @@ from crontabber.base import BaseCronApp
 from crontabber.mixins import as_backfill_cron_app, using_postgres
 from crontabber.options import Namespace
 
-from .consume import ConsumeSettings, consume
-from .reports import DEFAULT_PREFIX as REPORT_PREFIX, publish_report
-from .store import MissingSymbolStore
-from .writer import DEFAULT_PREFIX as INBOX_PREFIX
+# The work (consume, reports, store) is imported in run(): a cron tick where
+# these jobs are not due must not pay for it.
+INBOX_PREFIX = "missing/"  # jobs.missing_symbols.writer.DEFAULT_PREFIX
+REPORT_PREFIX = "reports/missing-symbols/"  # jobs.missing_symbols.reports.DEFAULT_PREFIX
 
 logger = logging.getLogger(__name__)
 
@@ -27,6 +27,8 @@ class _StoreApp(BaseCronApp):
     def with_store(self, function: Any, *args: Any) -> Any:
         """Call ``function(store, *args)``; the connection is closed afterwards, so an
         interrupted transaction never outlives the run."""
+        from .store import MissingSymbolStore
+
         with self.database_connection_factory() as connection:
             try:
                 return function(MissingSymbolStore(connection), *args)
@@ -51,6 +53,8 @@ class MissingSymbolsCronApp(_StoreApp):
 
     def run(self) -> None:
         from jobs.s3 import make_s3_client
+
+        from .consume import ConsumeSettings, consume
 
         settings = ConsumeSettings(
             bucket=self.config.inbox_bucket, prefix=self.config.prefix,
@@ -78,6 +82,8 @@ class MissingSymbolsReportCronApp(_StoreApp):
 
     def run(self, date: dt.datetime) -> None:
         from jobs.s3 import make_s3_client
+
+        from .reports import publish_report
 
         day = report_day(date)
         key, rows = self.with_store(publish_report, make_s3_client(),

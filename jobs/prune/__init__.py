@@ -22,21 +22,24 @@ import os
 import socket
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from crontabber.base import BaseCronApp
 from crontabber.mixins import using_postgres
 from crontabber.options import DotDict, Namespace
 
-from .engine import Budget, RuleResult, prune_rule
-from .rules import Kind, Protection, Rule, parse_extra_rules
-from .store import PruneStore
+if TYPE_CHECKING:  # imported where used: an idle cron tick skips threads and SQL files
+    from .engine import RuleResult
+    from .rules import Protection, Rule
+    from .store import PruneStore
 
 logger = logging.getLogger(__name__)
 
 
 def rules_from(config: DotDict) -> list[Rule]:
     """The enabled rules of a job config, built-in ones first."""
+    from .rules import Kind, Rule, parse_extra_rules
+
     rules = [
         Rule("uploads", Kind.UPLOADS, config.inbox_bucket, config.uploads_prefix, config.upload_days),
         Rule("batches", Kind.BATCHES, config.inbox_bucket, config.missing_prefix, config.batch_days),
@@ -60,6 +63,9 @@ def run_prune(
     cap: int, dry_run: bool, threads: int, progress: Callable[[int], None] | None = None,
 ) -> PruneReport:
     """Apply ``rules`` in order, recording the run; stop selecting at ``cap`` keys."""
+    from .engine import Budget, prune_rule
+    from .rules import Kind
+
     holder = f"{socket.gethostname()}:{os.getpid()}"
     run_id = store.start_run(dry_run, cap, holder)
     budget = Budget(cap)
@@ -123,6 +129,9 @@ class PruneS3CronApp(BaseCronApp):
 
     def run(self) -> None:
         from jobs.s3 import make_s3_client
+
+        from .rules import Protection
+        from .store import PruneStore
 
         config = self.config
         client = make_s3_client(max_pool_connections=config.threads + 1)

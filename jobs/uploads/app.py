@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from crontabber.base import BaseCronApp
 from crontabber.mixins import using_postgres
 from crontabber.options import DotDict, Namespace
 
-from .records import Limits, Settings, Status
-from .worker import Policy
+if TYPE_CHECKING:  # imported in functions: a cron tick where this job is not due skips them
+    from .records import Settings
+    from .worker import Policy
+
+# records.Limits' defaults, repeated so that declaring the options imports nothing
+# heavy (tests/unit/test_uploads_validation.py checks they agree).
+DEFAULT_LIMITS = {"max_members": 20_000, "max_total_size": 8 * 1024**3,
+                  "max_member_size": 4 * 1024**3, "max_ratio": 200.0, "ratio_min_size": 1024**2}
 
 logger = logging.getLogger(__name__)
 
@@ -31,16 +37,21 @@ def _options() -> Namespace:
     add("retry_delay_seconds", default=300.0, doc="wait before retrying a failed attempt")
     add("heartbeat_seconds", default=30.0, doc="how often a worker renews its claim")
     add("max_uploads_per_run", default=0, doc="uploads per run (0: until the queue is empty)")
-    add("max_members", default=Limits.max_members, doc="files an archive may hold")
-    add("max_total_size", default=Limits.max_total_size, doc="uncompressed bytes per archive")
-    add("max_member_size", default=Limits.max_member_size, doc="uncompressed bytes per file")
-    add("max_ratio", default=Limits.max_ratio, doc="largest uncompressed:compressed ratio")
-    add("ratio_min_size", default=Limits.ratio_min_size, doc="max_ratio applies from this size")
+    add("max_members", default=DEFAULT_LIMITS["max_members"], doc="files an archive may hold")
+    add("max_total_size", default=DEFAULT_LIMITS["max_total_size"],
+        doc="uncompressed bytes per archive")
+    add("max_member_size", default=DEFAULT_LIMITS["max_member_size"],
+        doc="uncompressed bytes per file")
+    add("max_ratio", default=DEFAULT_LIMITS["max_ratio"], doc="largest uncompressed:compressed ratio")
+    add("ratio_min_size", default=DEFAULT_LIMITS["ratio_min_size"],
+        doc="max_ratio applies from this size")
     return ns
 
 
-def settings_from(config: DotDict | dict[str, Any]) -> Settings:
+def settings_from(config: DotDict | dict[str, Any]) -> "Settings":
     """The processing settings held by the job's options."""
+    from .records import Limits, Settings
+
     limits = Limits(int(config["max_members"]), int(config["max_total_size"]),
                     int(config["max_member_size"]), float(config["max_ratio"]),
                     int(config["ratio_min_size"]))
@@ -51,7 +62,9 @@ def settings_from(config: DotDict | dict[str, Any]) -> Settings:
                     config["existence_check"], limits)
 
 
-def policy_from(config: DotDict | dict[str, Any]) -> Policy:
+def policy_from(config: DotDict | dict[str, Any]) -> "Policy":
+    from .worker import Policy
+
     return Policy(int(config["max_attempts"]), float(config["lease_seconds"]),
                   float(config["retry_delay_seconds"]), float(config["heartbeat_seconds"]),
                   int(config["max_uploads_per_run"]))
@@ -83,6 +96,8 @@ class ProcessUploadsCronApp(BaseCronApp):
         with self.database_connection_factory() as connection:
             worker = Worker(UploadStore(connection), settings, client, policy_from(self.config))
             outcomes = worker.drain()
+        from .records import Status
+
         failed = [o for o in outcomes if o.status is not Status.DONE]
         logger.info("process-uploads: %d uploads, %d done, %d not done", len(outcomes),
                     len(outcomes) - len(failed), len(failed),

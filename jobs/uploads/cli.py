@@ -21,7 +21,6 @@ from .app import ProcessUploadsCronApp, policy_from, settings_from
 from .records import Status
 
 EXIT_OK, EXIT_ERROR, EXIT_FAILED = 0, 1, 2
-SECTION = ("crontabber", "class-ProcessUploadsCronApp")
 
 
 def parse(argv: list[str]) -> tuple[argparse.Namespace, dict[str, str]]:
@@ -47,18 +46,9 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, dict[str, str]]:
 
 def job_config(conf: str | None, overrides: dict[str, str]) -> DotDict:
     """The job's options as the runner would resolve them."""
-    import os
+    from crontabber.jobconfig import load_job_config
 
-    from crontabber.config import Sources
-
-    sources = Sources(conf, overrides, os.environ)
-    config = DotDict()
-    for path, option in ProcessUploadsCronApp.required_config.walk():
-        target = config
-        for part in path:
-            target = target.setdefault(part, DotDict())
-        target[option.name] = sources.value(SECTION + path, option)
-    return config
+    return load_job_config(ProcessUploadsCronApp, conf, overrides)
 
 
 def _connect(config: DotDict) -> Any:
