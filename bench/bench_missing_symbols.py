@@ -39,13 +39,10 @@ ON CONFLICT (hash) DO UPDATE SET count = missing_symbol.count + 1,
 
 def make_events(seed: int = 5) -> list[list[dict[str, Any]]]:
     """``BATCHES`` lists of events over ``SYMBOLS`` symbols (half with code fields)."""
+    from tests.fixtures.missing_symbols_data import symbols
+
     rng = random.Random(seed)
-    pool = []
-    for i in range(SYMBOLS):
-        symbol = {"debug_file": f"library-{i}.pdb", "debug_id": f"{rng.getrandbits(128):032X}1"}
-        if i % 2:
-            symbol.update(code_file=f"library-{i}.dll", code_id=f"{rng.getrandbits(44):X}")
-        pool.append(symbol)
+    pool = symbols(rng, SYMBOLS)
     per_batch = EVENTS // BATCHES
     return [[rng.choice(pool) for _ in range(per_batch)] for _ in range(BATCHES)]
 

@@ -4,12 +4,13 @@ that ``make`` exports out of ``.services/env``; defaults match scripts/services.
 from __future__ import annotations
 
 import os
+from typing import Mapping
 
 from crontabber.store import DatabaseSettings, connect
 
 
-def database(dbname: str) -> DatabaseSettings:
-    env = os.environ
+def database(dbname: str, env: Mapping[str, str] = os.environ) -> DatabaseSettings:
+    """The local PostgreSQL's database ``dbname`` (tests/conftest.py uses it too)."""
     return DatabaseSettings(
         host=env.get("RESOURCE_POSTGRESQL_HOST", "127.0.0.1"),
         port=int(env.get("RESOURCE_POSTGRESQL_PORT", "54329")),

@@ -512,17 +512,21 @@ es_wait() {
   log es "started in $(since "$ES_T0"), pid $pid, port $ES_PORT"
 }
 
-es_stop() {
-  local pid
-  if ! pid=$(es_pid); then
-    log es "not running"
-    rm -f "$ES_PIDFILE"
+# stop_by_pidfile NAME PID_FUNCTION PIDFILE TIMEOUT: TERM (then KILL) the process
+# PID_FUNCTION vouches for, and remove its pid file.
+stop_by_pidfile() {
+  local name=$1 pid_function=$2 pidfile=$3 timeout=$4 pid
+  if ! pid=$("$pid_function"); then
+    log "$name" "not running"
+    rm -f "$pidfile"
     return 0
   fi
-  kill_and_wait "$pid" 60 es || die es "could not stop pid $pid"
-  rm -f "$ES_PIDFILE"
-  log es "stopped (pid $pid)"
+  kill_and_wait "$pid" "$timeout" "$name" || die "$name" "could not stop pid $pid"
+  rm -f "$pidfile"
+  log "$name" "stopped (pid $pid)"
 }
+
+es_stop() { stop_by_pidfile es es_pid "$ES_PIDFILE" 60; }
 
 es_status() {
   local pid health
@@ -626,17 +630,7 @@ s3_wait() {
   log s3 "started, pid $pid, port $S3_PORT (answering $(since "$S3_T0") after launch)"
 }
 
-s3_stop() {
-  local pid
-  if ! pid=$(s3_pid); then
-    log s3 "not running"
-    rm -f "$S3_PIDFILE"
-    return 0
-  fi
-  kill_and_wait "$pid" 30 s3 || die s3 "could not stop pid $pid"
-  rm -f "$S3_PIDFILE"
-  log s3 "stopped (pid $pid)"
-}
+s3_stop() { stop_by_pidfile s3 s3_pid "$S3_PIDFILE" 30; }
 
 s3_status() {
   local pid

@@ -24,6 +24,7 @@ from typing import Any, Iterator
 import psycopg2
 import pytest
 
+from bench.services import database as service_database
 from crontabber.schema import ensure_schema
 from crontabber.store import DatabaseSettings, connect
 
@@ -48,13 +49,7 @@ ENV = _service_env()
 
 
 def admin_settings(dbname: str = "postgres") -> DatabaseSettings:
-    return DatabaseSettings(
-        host=ENV.get("RESOURCE_POSTGRESQL_HOST", "127.0.0.1"),
-        port=int(ENV.get("RESOURCE_POSTGRESQL_PORT", "54329")),
-        dbname=dbname,
-        user=ENV.get("RESOURCE_POSTGRESQL_USER", "crontabber"),
-        password=ENV.get("RESOURCE_POSTGRESQL_PASSWORD", "crontabber"),
-    )
+    return service_database(dbname, ENV)
 
 
 def _admin_execute(sql: str) -> None:
