@@ -5,8 +5,10 @@ transaction:
 
 1. claims them (advisory locks, then a re-read of ``missing_symbol_batch``), so
    a batch another runner holds or has just consumed is skipped;
-2. has ``workers`` processes stream, decode and aggregate them (the counts
-   come back aggregated per (symbol, day), never per event);
+2. has ``workers`` processes stream them and count their events by their
+   bytes, merges what they return and settles it once (each distinct event is
+   decoded and validated once; a batch found bad then is quarantined and the
+   group is read again without it);
 3. COPYs the counts into a temporary table and merges them with two
    set-based ``INSERT ... ON CONFLICT`` statements;
 4. inserts one ``missing_symbol_batch`` row per batch (counted or quarantined);
@@ -25,8 +27,10 @@ from typing import Any, Callable, Iterator
 
 from crontabber.errors import CrontabberError
 
-from .inbox import BatchObject, DecodeResult, DecodeTask, decode_batches, list_batches
-from .store import MissingSymbolStore
+from .aggregate import Aggregate, BadBatch, staging_csv
+from .inbox import (BatchObject, DecodeResult, DecodeTask, decode_batches, list_batches,
+                    quarantined)
+from .store import BatchOutcome, MissingSymbolStore
 
 logger = logging.getLogger(__name__)
 
@@ -36,7 +40,8 @@ logger = logging.getLogger(__name__)
 PAUSE_ENV = "MISSING_SYMBOLS_PAUSE_AT"
 PAUSE_FILE_ENV = "MISSING_SYMBOLS_PAUSE_FILE"
 
-Decoder = Callable[[list[DecodeTask]], list[DecodeResult]]
+#: Decodes tasks, yielding each result as soon as it is ready (in any order).
+Decoder = Callable[[list[DecodeTask]], Iterator[DecodeResult]]
 
 
 @dataclass(frozen=True)
@@ -85,17 +90,17 @@ def decoder(workers: int) -> Iterator[Decoder]:
     """A function decoding tasks: in this process (``workers`` <= 1) or a pool of
     forked worker processes, closed when the block ends."""
     if workers <= 1:
-        yield lambda tasks: [decode_batches(task) for task in tasks]
+        yield lambda tasks: (decode_batches(task) for task in tasks)
         return
     import multiprocessing
 
-    def decode(tasks: list[DecodeTask]) -> list[DecodeResult]:
-        results: list[DecodeResult] = []
-        for outcome in pool.map_async(_decode_in_worker, tasks, chunksize=1).get(WORKER_TIMEOUT):
+    def decode(tasks: list[DecodeTask]) -> Iterator[DecodeResult]:
+        outcomes = pool.imap_unordered(_decode_in_worker, tasks, chunksize=1)
+        for _ in tasks:
+            outcome = outcomes.next(WORKER_TIMEOUT)
             if isinstance(outcome, str):
                 raise DecodeFailed(outcome)
-            results.append(outcome)
-        return results
+            yield outcome
 
     pool = multiprocessing.get_context("fork").Pool(workers, initializer=_worker_signals)
     try:
@@ -143,6 +148,26 @@ def split(keys: list[str], parts: int) -> list[list[str]]:
     return [keys[index::parts] for index in range(min(parts, len(keys)))]
 
 
+def decode_group(bucket: str, keys: list[str], workers: int, decode: Decoder
+                 ) -> tuple[Aggregate, list[BatchOutcome]]:
+    """``keys``' events counted and settled, and each batch's outcome. A batch
+    found bad when settling is quarantined and the others are read again."""
+    bad: list[BatchOutcome] = []
+    while True:
+        skip = {outcome.key for outcome in bad}
+        todo = [key for key in keys if key not in skip]
+        total, outcomes = Aggregate(), list(bad)
+        for result in decode([DecodeTask(bucket, part) for part in split(todo, workers)]):
+            total.merge(result.aggregate)
+            outcomes += result.outcomes
+        try:
+            total.settle()
+        except BadBatch as exc:
+            bad.append(quarantined(exc))
+            continue
+        return total, outcomes
+
+
 def consume_group(store: MissingSymbolStore, bucket: str, keys: list[str], workers: int,
                   decode: Decoder, report: ConsumeReport) -> None:
     """Consume ``keys`` in one transaction (steps 1-5 of the module docstring)."""
@@ -151,10 +176,8 @@ def consume_group(store: MissingSymbolStore, bucket: str, keys: list[str], worke
         report.skipped += len(keys) - len(claimed)
         if not claimed:
             return
-        results = decode([DecodeTask(bucket, part) for part in split(claimed, workers)])
-        outcomes = [outcome for result in results for outcome in result.outcomes]
-        for result in results:
-            tx.stage(result.csv)
+        total, outcomes = decode_group(bucket, claimed, workers, decode)
+        tx.stage(staging_csv(total))
         tx.merge()
         tx.record(outcomes)
         pause_point("before_commit")
@@ -162,7 +185,7 @@ def consume_group(store: MissingSymbolStore, bucket: str, keys: list[str], worke
     report.batches += len(outcomes)
     report.quarantined += sum(1 for o in outcomes if o.reason is not None)
     report.events += sum(o.events for o in outcomes if o.reason is None)
-    report.lookups += sum(result.lookups for result in results)
+    report.lookups += total.lookups
 
 
 def consume(store: MissingSymbolStore, s3_client: Any, settings: ConsumeSettings) -> ConsumeReport:

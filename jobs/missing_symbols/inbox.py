@@ -2,8 +2,10 @@
 
 :func:`decode_batches` is what a worker process runs: it streams each of its
 batches from S3 through :func:`aggregate.aggregate_batch` and returns their
-merged counts as staging CSV plus one :class:`BatchOutcome` per batch. A bad
-batch contributes no counts, only its outcome.
+events counted by their bytes (an unsettled :class:`Aggregate`: the caller
+merges the workers' and settles once, so each distinct event is decoded once
+however many workers saw it) plus one :class:`BatchOutcome` per batch. A batch
+whose stream is bad contributes no counts, only its outcome.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from .aggregate import Aggregate, BadBatch, aggregate_batch, staging_csv
+from .aggregate import Aggregate, BadBatch, aggregate_batch
 from .store import BatchOutcome
 
 logger = logging.getLogger(__name__)
@@ -49,13 +51,13 @@ class DecodeTask:
 
 @dataclass
 class DecodeResult:
-    """A worker's merged counts (staging CSV) and each batch's outcome.
-    ``gone``: keys whose object vanished before it was read (not consumed)."""
+    """A worker's events, counted by their bytes and not yet settled, and each
+    batch's outcome. ``gone``: keys whose object vanished before it was read (not
+    consumed)."""
 
-    csv: str = ""
+    aggregate: Aggregate = field(default_factory=Aggregate)
     outcomes: list[BatchOutcome] = field(default_factory=list)
     gone: list[str] = field(default_factory=list)
-    lookups: int = 0
 
 
 _client: tuple[int, Any] | None = None
@@ -79,7 +81,8 @@ def _is_missing(exc: Exception) -> bool:
 
 
 def decode_batches(task: DecodeTask, s3_client: Any = None) -> DecodeResult:
-    """Stream, decode and aggregate ``task``'s batches (run in a worker process).
+    """Stream ``task``'s batches and count their events by their bytes (run in a
+    worker process); the result's aggregate is not settled.
 
     Counts go straight into one aggregate for the whole task. A bad batch found
     after good ones has already added part of its events, so the task starts
@@ -98,33 +101,42 @@ def decode_batches(task: DecodeTask, s3_client: Any = None) -> DecodeResult:
         if failed is None:
             break
         bad.append(failed)
-    return DecodeResult(staging_csv(total), outcomes + bad, gone, total.lookups)
+    return DecodeResult(total, outcomes + bad, gone)
 
 
 def _decode_into(s3: Any, task: DecodeTask, skip: set[str], gone: list[str]
                  ) -> tuple[Aggregate, list[BatchOutcome], BatchOutcome | None]:
-    """Aggregate the batches not in ``skip``; stop at the first bad one and return it."""
+    """Count the batches not in ``skip`` by their bytes; stop at the first bad one
+    found and return it (it may be an earlier batch than the one being read, when
+    pending events had to be settled)."""
     total = Aggregate()
-    validated: set[tuple[str, str, str, str]] = set()
     outcomes: list[BatchOutcome] = []
-    for key in task.keys:
-        if key in skip:
-            continue
-        try:
-            response = s3.get_object(Bucket=task.bucket, Key=key)
-        except Exception as exc:
-            if not _is_missing(exc):
-                raise
-            gone.append(key)
-            continue
-        before = total.events
-        try:
-            aggregate_batch(response["Body"].iter_chunks(task.chunk_size),
-                            response["LastModified"].timestamp(), validated, task.chunk_size,
-                            into=total)
-        except BadBatch as exc:
-            response["Body"].close()
-            logger.warning("missing-symbols: quarantined %s: %s", key, exc)
-            return total, outcomes, BatchOutcome(key, max(exc.event - 1, 0), str(exc))
-        outcomes.append(BatchOutcome(key, total.events - before))
+    try:
+        for key in task.keys:
+            if key in skip:
+                continue
+            try:
+                response = s3.get_object(Bucket=task.bucket, Key=key)
+            except Exception as exc:
+                if not _is_missing(exc):
+                    raise
+                gone.append(key)
+                continue
+            before = total.events
+            try:
+                aggregate_batch(response["Body"].iter_chunks(task.chunk_size),
+                                response["LastModified"].timestamp(), task.chunk_size,
+                                into=total, batch=key)
+            finally:
+                response["Body"].close()
+            outcomes.append(BatchOutcome(key, total.events - before))
+    except BadBatch as exc:
+        return total, outcomes, quarantined(exc)
     return total, outcomes, None
+
+
+def quarantined(exc: BadBatch) -> BatchOutcome:
+    """The outcome of the batch ``exc`` names (its ``batch`` label is the key)."""
+    key = str(exc.batch)
+    logger.warning("missing-symbols: quarantined %s: %s", key, exc)
+    return BatchOutcome(key, max(exc.event - 1, 0), str(exc))

@@ -21,6 +21,9 @@ MAX_FIELD_LENGTH = 150
 MAX_EVENT_COUNT = 1_000_000_000
 #: Breakpad debug ids: 32 hex digits of GUID/build id, then the age (1-8 hex digits).
 DEBUG_ID = re.compile(r"[0-9A-Fa-f]{33,40}")
+#: What DEBUG_ID matches, for the fast path (``str.strip`` of these chars leaves
+#: nothing of a hex string, several times cheaper than the regular expression).
+HEX_DIGITS = "0123456789ABCDEFabcdef"
 SECONDS_PER_DAY = 86400
 
 FIELDS = ("debug_file", "debug_id", "code_file", "code_id")
@@ -82,8 +85,8 @@ def validate_symbol(item: Any) -> tuple[str, str, str, str]:
         if (type(debug_file) is str and type(debug_id) is str and type(code_file) is str
                 and type(code_id) is str and 0 < len(debug_file) <= MAX_FIELD_LENGTH
                 and len(code_file) <= MAX_FIELD_LENGTH and len(code_id) <= MAX_FIELD_LENGTH
-                and (debug_file + code_file + code_id).isprintable()
-                and DEBUG_ID.fullmatch(debug_id)):
+                and 33 <= len(debug_id) <= 40 and not debug_id.strip(HEX_DIGITS)
+                and (debug_file + code_file + code_id).isprintable()):
             return debug_file, debug_id, code_file, code_id
     _explain(item)
 

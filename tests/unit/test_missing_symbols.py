@@ -68,6 +68,8 @@ def test_first_and_last_seen_and_merging():
     ({"debug_file": "a.pdb", "debug_id": ID, "code_id": False}, "wrong type"),
     ({"debug_file": "a.pdb", "debug_id": ID + "0" * 8}, "invalid debug id"),
     ("just a string", "wrong type"),
+    ({"debug_file": ["a.pdb"], "debug_id": ID}, "wrong type"),
+    ({"debug_file": "a.pdb", "debug_id": ID, "code_file": {"x": 1}}, "wrong type"),
 ])
 def test_a_bad_event_names_its_kind_and_position(event, reason):
     good = {"debug_file": "a.pdb", "debug_id": ID}
@@ -138,3 +140,75 @@ def test_default_prefixes_agree_with_the_writer_and_reports():
 
     assert apps.INBOX_PREFIX == writer.DEFAULT_PREFIX
     assert apps.REPORT_PREFIX == reports.DEFAULT_PREFIX
+
+
+def first_last(aggregate: Aggregate):
+    return {key: (first, last) for key, (_, first, last) in aggregate.counts.items()}
+
+
+def brute_first_last(batches):
+    """(symbol, day) -> (first, last seen) of ``(events, object time)`` batches."""
+    seen_range: dict = {}
+    for events, object_time in batches:
+        for event in events:
+            seen = parse_seen_at(event["seen_at"]) if "seen_at" in event else object_time
+            key = (event["debug_file"], event["debug_id"], event.get("code_file") or "",
+                   event.get("code_id") or "", int(seen // 86400))
+            first, last = seen_range.get(key, (seen, seen))
+            seen_range[key] = (min(first, seen), max(last, seen))
+    return seen_range
+
+
+@pytest.mark.parametrize("pending_bound", [7, 200_000])
+def test_batches_settled_together_equal_a_brute_force_count(monkeypatch, pending_bound):
+    """Events counted by their bytes across batches with different object times
+    (two of them on another day), settled mid-stream or at the end."""
+    import jobs.missing_symbols.aggregate as aggregate_module
+
+    monkeypatch.setattr(aggregate_module, "PENDING_ENTRIES", pending_bound)
+    rng = random.Random(pending_bound)
+    pool = symbols(rng, 30)
+    batches = [(random_events(rng, pool, 400), T0 + offset)
+               for offset in (0, 50, -20, 86400, 86400 + 5)]
+    total = Aggregate()
+    for events, object_time in batches:
+        aggregate_batch(chunks(encode_events(events), 999), object_time, chunk_size=1024,
+                        into=total, batch=object_time)
+    total.settle()
+    assert total.events == 2000
+    assert as_totals(total) == brute_force(batches)
+    assert first_last(total) == brute_first_last(batches)
+
+
+def test_a_bad_event_found_when_settling_names_its_batch_and_position():
+    good = {"debug_file": "a.pdb", "debug_id": ID}
+    bad = {"debug_file": "a.pdb", "debug_id": "nothex"}
+    total = Aggregate()
+    aggregate_batch([encode_events([good, good])], T0, into=total, batch="first")
+    aggregate_batch([encode_events([good, good, bad, bad])], T0, into=total, batch="second")
+    aggregate_batch([encode_events([good])], T0, into=total, batch="third")
+    with pytest.raises(BadBatch) as caught:
+        total.settle()
+    assert (caught.value.batch, caught.value.event, caught.value.kind) == \
+        ("second", 3, "invalid debug id")
+
+
+def test_an_invalid_event_before_a_malformed_byte_is_the_fault_reported():
+    good = {"debug_file": "a.pdb", "debug_id": ID}
+    data = encode_events([good, {"debug_file": "a.pdb"}, good])
+    with pytest.raises(BadBatch) as caught:
+        aggregate_batch([data + b"\xc1"], T0)
+    assert (caught.value.kind, caught.value.event) == ("missing key", 2)
+
+
+def test_events_that_never_repeat_are_counted_with_bounded_pending_memory(monkeypatch):
+    import jobs.missing_symbols.aggregate as aggregate_module
+
+    monkeypatch.setattr(aggregate_module, "PENDING_ENTRIES", 100)
+    events = [{"debug_file": "a.pdb", "debug_id": ID, "seen_at": T0 + i} for i in range(1000)]
+    total = Aggregate()
+    aggregate_batch([encode_events(events)], T0, into=total)
+    assert total.pending_entries < 100
+    total.settle()
+    [(key, entry)] = total.counts.items()
+    assert entry == [1000, T0, T0 + 999]
