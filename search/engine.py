@@ -7,18 +7,19 @@
    corrects parts that exist in the index (``suggest_mode: always``) and typos
    in the first letter (``prefix_length: 0``), and corrections of several
    parts are combined (the seed replaced one word at a time, so a typo in two
-   parts never matched).
+   parts never matched). A query that looks like an id (8-64 hex digits)
+   skips this and the fallbacks of step 4: no name has such a part.
 3. The search terms: the original first (score 1.1, as in the seed), then the
    alternatives by score. One round trip of a boosted OR of ``match_phrase``
    per term, the name field boosted 2x over the code-file field, plus a
    ``term`` on the joined name (separators removed); when the query looks
    like one, an exact, case-insensitive debug-id/code-id match.
-4. Only when that finds nothing (where the seed retried with ``match``), two
-   more round trips: suggestions for the query without separators on the
-   joined-name field (a typo on a separator: ``xul3pdb`` -> ``xulpdb``), then
-   the search terms again with those, plus, below them, a fuzzy ``match`` of
-   every part of the original (for what the suggester cannot propose) and the
-   seed's ``match`` of any word.
+4. Only when that finds nothing (where the seed retried with ``match``), one
+   more round trip of the fallbacks: the query without separators within AUTO
+   fuzziness of the joined-name field (a typo on a separator: ``xul3pdb`` ->
+   ``xulpdb``), then, below it, a fuzzy ``match`` of every part of the
+   original (for what the suggester cannot propose) and the seed's ``match``
+   of any word.
 """
 
 from __future__ import annotations
@@ -40,7 +41,9 @@ MIN_SCORE = 0.6
 MAX_TERMS = 8  # search terms in the OR query, the original included
 PER_PART = 3  # alternatives kept per query part
 NAME_BOOST = 2.0  # name fields over the code-file field (the seed's title/text)
-# The fallbacks rank below any search term: every part fuzzily, then any word.
+# The fallbacks, for when no search term matches: the joined query fuzzily,
+# then every part fuzzily, then any word.
+JOINED_BOOST = 2.0
 FUZZY_BOOST = 0.2
 MATCH_BOOST = 0.05
 ID_BOOST = 100.0
@@ -48,6 +51,8 @@ TOTAL_LIMIT = 10000  # "total" is exact up to this, then this (at least)
 MAX_QUERY_LENGTH = 200
 MAX_SIZE = 100
 SOURCE_FIELDS = ["debug_file", "debug_id", "filename", "code_file", "code_id"]
+# Responses carry only what is read (less JSON to encode and parse per request).
+SEARCH_FILTER = "hits.total.value,hits.hits._score,hits.hits._source,hits.hits.matched_queries"
 SUGGEST = {"suggest_mode": "always", "prefix_length": 0, "min_word_length": 3,
            "max_edits": 2, "size": 5}
 
@@ -175,19 +180,50 @@ def build_query(text: str, terms: list[tuple[float, str]]) -> dict[str, Any]:
     return {"bool": {"should": should}}
 
 
-def build_fallback(terms: list[tuple[float, str]]) -> dict[str, Any]:
-    """The fallbacks, for when the search terms found nothing: every part of
-    the original within AUTO fuzziness (Lucene's spell checker behind the term
-    suggester needs the first letter right for a second edit; a fuzzy query
-    does not), then the seed's ``match`` of any word. Not in the first search
-    request: on a large index, fuzzy expansion and a disjunction over words
-    like ``pdb`` or ``so`` cost more than all the rest of the search."""
+def build_fallback(parts: list[str], terms: list[tuple[float, str]]) -> dict[str, Any]:
+    """The fallbacks, for when no search term matched, in one request: the
+    query without separators within AUTO fuzziness of the joined names (a typo
+    on a separator: ``xul3pdb`` -> ``xulpdb``; AUTO allows the edits the
+    suggester's 0.6 score would), every part of the original within AUTO
+    fuzziness (Lucene's spell checker behind the term suggester needs the
+    first letter right for a second edit; a fuzzy query does not), then the
+    seed's ``match`` of any word. Not in the first search request: on a large
+    index, fuzzy expansion and a disjunction over words like ``pdb`` or ``so``
+    cost more than all the rest of the search."""
     words = " ".join(dict.fromkeys(word for _, term in terms for word in term.split()))
     return {"bool": {"should": [
+        {"fuzzy": {JOINED_FIELD: {"value": "".join(parts), "fuzziness": "AUTO", "prefix_length": 0,
+                                  "max_expansions": PER_PART, "boost": JOINED_BOOST,
+                                  "_name": "joined"}}},
         {"match": {NAME_FIELD: {"query": terms[0][1], "fuzziness": "AUTO", "operator": "and",
                                 "boost": FUZZY_BOOST, "_name": "fuzzy"}}},
         {"match": {NAME_FIELD: {"query": words, "boost": MATCH_BOOST, "_name": "match"}}},
     ]}}
+
+
+def edit_distance(a: str, b: str) -> int:
+    """Levenshtein distance with adjacent swaps as one edit (as Lucene counts)."""
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                current[j] = min(current[j], previous2[j - 2] + 1)
+        previous2, previous = previous, current
+    return previous[-1]
+
+
+def joined_correction(joined: str, names: tuple[str, ...]) -> tuple[float, str]:
+    """The joined name (of a hit's debug file or file name) closest to the
+    joined query, with the suggester's kind of score (1 - edits / length)."""
+    from .names import joined_name
+
+    candidates = [joined_name(name) for name in names if name]
+    best = min(candidates, key=lambda candidate: edit_distance(joined, candidate))
+    edits = edit_distance(joined, best)
+    return round(1 - edits / max(1, min(len(joined), len(best))), 4), best
 
 
 def matched_term(names: list[str], text: str, terms: list[tuple[float, str]]) -> str:
@@ -198,6 +234,8 @@ def matched_term(names: list[str], text: str, terms: list[tuple[float, str]]) ->
         return terms[ranks[0]][1]
     if "debug_id" in names or "code_id" in names:
         return text
+    if "joined" in names:
+        return "joined"  # replaced by the hit's joined name (Searcher._result)
     if "fuzzy" in names:
         return f"fuzzy: {terms[0][1]}"
     return f"any of: {terms[0][1]}"
@@ -224,48 +262,56 @@ class Searcher:
         if not parts:
             return SearchResult(text, [], 0, [])
         try:
-            alts = alternatives(self._suggest({"name": {"text": " ".join(parts), "term": {
-                "field": NAME_FIELD, **SUGGEST}}}))
-            terms = search_terms(parts, alts)
+            terms = search_terms(parts, {} if looks_like_id(text) else self._alternatives(parts))
             response = self._search(build_query(text, terms), size)
-            if not response["hits"]["hits"]:
-                terms, response = self._second_chance(text, parts, alts, size)
+            if not response["hits"].get("hits") and not looks_like_id(text):
+                response = self._second_chance(text, parts, terms, size)
         except Exception as exc:  # noqa: BLE001 - only transport errors are translated
             raise _translated(exc, self.index) from None
-        return self._result(text, terms, response)
+        return self._result(text, "".join(parts), terms, response)
 
-    def _second_chance(self, text: str, parts: list[str], alts: dict[str, list[tuple[float, str]]],
-                       size: int) -> tuple[list[tuple[float, str]], Any]:
-        """When the terms found nothing: corrections of the whole query without
-        separators, searched with the fallbacks, in two more round trips."""
-        joined = "".join(parts)
-        found = alternatives(self._suggest({"joined": {"text": joined, "term": {
-            "field": JOINED_FIELD, **SUGGEST}}})).get(joined, [])
-        terms = search_terms(parts, alts, found)
-        query = build_query(text, terms)
-        query["bool"]["should"] += build_fallback(terms)["bool"]["should"]
-        return terms, self._search(query, size)
+    def _alternatives(self, parts: list[str]) -> dict[str, list[tuple[float, str]]]:
+        """The corrections of ``parts`` (one round trip). Not asked for a query
+        that looks like an id: 8-64 hex digits are no word of a name, and the
+        suggester's automata for a 33-character part cost more than the rest
+        of the search (4-5 ms of Elasticsearch time on 1M documents)."""
+        return alternatives(self._suggest({"name": {"text": " ".join(parts), "term": {
+            "field": NAME_FIELD, **SUGGEST}}}))
+
+    def _second_chance(self, text: str, parts: list[str], terms: list[tuple[float, str]],
+                       size: int) -> Any:
+        """When no search term matched: the fallbacks, in one more round trip
+        (the terms are not sent again: they matched nothing)."""
+        return self._search(build_fallback(parts, terms), size)
 
     def _search(self, query: dict[str, Any], size: int) -> Any:
         # totals are exact up to TOTAL_LIMIT: counting every document holding
         # ``so`` or ``pdb`` (the any-word fallback) costs more than the search
         return self.es.search(index=self.index, query=query, size=size,
-                              source_includes=SOURCE_FIELDS, track_total_hits=TOTAL_LIMIT)
+                              source_includes=SOURCE_FIELDS, track_total_hits=TOTAL_LIMIT,
+                              filter_path=SEARCH_FILTER)
 
     def _suggest(self, suggest: dict[str, Any]) -> dict[str, Any]:
-        return dict(self.es.search(index=self.index, size=0, suggest=suggest)["suggest"])
+        return dict(self.es.search(index=self.index, size=0, suggest=suggest, track_total_hits=False,
+                                   filter_path="suggest")["suggest"])
 
     @staticmethod
-    def _result(text: str, terms: list[tuple[float, str]], response: Any) -> SearchResult:
+    def _result(text: str, joined: str, terms: list[tuple[float, str]], response: Any) -> SearchResult:
         hits = []
-        for hit in response["hits"]["hits"]:
+        corrections: dict[str, float] = {}
+        for hit in response["hits"].get("hits", []):
             source = hit["_source"]
+            matched = matched_term(hit.get("matched_queries", []), text, terms)
+            if matched == "joined":
+                score, matched = joined_correction(joined, (source["debug_file"], source["filename"]))
+                corrections[matched] = score
             hits.append(Hit(
                 debug_file=source["debug_file"], debug_id=source["debug_id"],
                 filename=source["filename"], code_file=source.get("code_file"),
-                code_id=source.get("code_id"), score=float(hit["_score"]),
-                matched=matched_term(hit.get("matched_queries", []), text, terms),
+                code_id=source.get("code_id"), score=float(hit["_score"]), matched=matched,
             ))
+        # the fuzzy joined fallback's corrections, as the suggester's used to be
+        terms = terms + sorted(((s, t) for t, s in corrections.items()), key=lambda item: -item[0])
         return SearchResult(text, terms, int(response["hits"]["total"]["value"]), hits)
 
 
