@@ -31,6 +31,9 @@ def _options() -> Namespace:
     add("compress_extensions", default="sym", doc="comma-separated extensions stored gzipped")
     add("gzip_level", default=1, doc="isal deflate level (0-3) for gzipped files")
     add("concurrency", default=8, doc="threads (and S3 connections) per upload")
+    add("multipart_threshold", default=8 * 1024**2,
+        doc="objects larger than this (bytes, as stored) are written by multipart upload")
+    add("part_size", default=8 * 1024**2, doc="multipart part size in bytes (S3: >= 5 MiB)")
     add("existence_check", default="auto", doc="auto, list or head (see docs/jobs/uploads.md)")
     add("max_attempts", default=3, doc="attempts before an upload stays failed")
     add("lease_seconds", default=600.0, doc="a claim not renewed for this long is taken over")
@@ -59,7 +62,8 @@ def settings_from(config: DotDict | dict[str, Any]) -> "Settings":
                        for part in str(config["compress_extensions"]).split(",") if part.strip())
     return Settings(config["inbox_bucket"], config["symbols_bucket"], config["symbols_prefix"],
                     extensions, int(config["gzip_level"]), int(config["concurrency"]),
-                    config["existence_check"], limits)
+                    config["existence_check"], limits, int(config["multipart_threshold"]),
+                    int(config["part_size"]))
 
 
 def policy_from(config: DotDict | dict[str, Any]) -> "Policy":

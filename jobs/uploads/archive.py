@@ -11,10 +11,11 @@ so threads can read members concurrently.
 from __future__ import annotations
 
 import hashlib
+import io
 import struct
 import zipfile
 from pathlib import Path
-from typing import Iterator
+from typing import BinaryIO, Iterator
 
 from .errors import Rejected
 from .records import Digest
@@ -97,16 +98,32 @@ def digest(path: Path, info: zipfile.ZipInfo) -> Digest:
     return Digest(size, md5.hexdigest())
 
 
-def gzipped(path: Path, info: zipfile.ZipInfo, level: int) -> bytes:
-    """The member gzip-compressed with isal (deterministic: no name, mtime 0)."""
+def spool(path: Path, info: zipfile.ZipInfo, level: int | None, target: BinaryIO) -> Digest:
+    """Stream the member into ``target`` in one pass: gzipped with isal at ``level``
+    (deterministic: no name, mtime 0), or as it is when ``level`` is None; return the
+    size and MD5 of its uncompressed bytes (verifying CRC and size as :func:`iter_member`).
+    Memory: one chunk in, one chunk out.
+
+    Raises:
+        Rejected: on a corrupt, truncated or mismatching member.
+    """
     from isal import isal_zlib
 
-    compressor = isal_zlib.compressobj(level, isal_zlib.DEFLATED, 31)
-    parts = [compressor.compress(data) for data in iter_member(path, info)]
-    parts.append(compressor.flush())
-    return b"".join(parts)
+    compressor = isal_zlib.compressobj(level, isal_zlib.DEFLATED, 31) if level is not None \
+        else None
+    md5 = hashlib.md5()
+    size = 0
+    for data in iter_member(path, info):
+        md5.update(data)
+        size += len(data)
+        target.write(compressor.compress(data) if compressor is not None else data)
+    if compressor is not None:
+        target.write(compressor.flush())
+    return Digest(size, md5.hexdigest())
 
 
-def raw(path: Path, info: zipfile.ZipInfo) -> bytes:
-    """The member's bytes as they are (for files stored uncompressed)."""
-    return b"".join(iter_member(path, info))
+def gzipped(path: Path, info: zipfile.ZipInfo, level: int) -> bytes:
+    """The member gzip-compressed with isal, in memory (the benchmark's compute limit)."""
+    buffer = io.BytesIO()
+    spool(path, info, level, buffer)
+    return buffer.getvalue()

@@ -1,11 +1,17 @@
-"""Process one claimed upload: download, validate, verify, check existence, publish.
+"""Process one claimed upload: download, validate, verify and spool, then publish.
 
 Nothing is written to the symbols bucket until the whole archive has passed: the
-central directory (:mod:`jobs.uploads.validation`), then a verify pass that streams
-every member (CRC, size, MD5). Members that need writing are then streamed a second
-time (isal inflate is cheap next to deflate and S3) and gzipped and PUT in a thread
-pool sharing one boto3 client. Each object written gets its ``file_upload`` row
-through the :class:`Recorder` (in batches), which also renews the claim.
+central directory (:mod:`jobs.uploads.validation`), then one pass over every member
+(CRC, size, MD5). That pass already produces what will be written: a member whose key
+is new (or not checked: see :mod:`jobs.uploads.existence`) is inflated once, feeding
+MD5 and the isal compressor together, and its output is spooled to a file beside the
+archive (memory stays at a chunk per thread; disk about the archive's size). A member
+whose key exists is only digested (an identical file is never compressed); if it
+changed, it is compressed in a second pass when it is written. Once every member has
+passed, the spooled objects are PUT (multipart above ``multipart_threshold``, reading
+one part at a time) in a thread pool sharing one boto3 client. Each object written gets
+its ``file_upload`` row through the :class:`Recorder` (in batches), which also renews
+the claim.
 
 Idempotent: objects are deterministic (gzip without name or time), rows are unique per
 (upload, key), and an object found with this upload's id in its metadata but no row
@@ -14,10 +20,14 @@ Idempotent: objects are deterministic (gzip without name or time), rows are uniq
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import os
 import tempfile
+import threading
 import zipfile
 from concurrent.futures import Executor, Future, ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
@@ -41,10 +51,89 @@ class Recorder(Protocol):
 
     def heartbeat(self) -> None: ...
 
+    def tick(self) -> None: ...
+
     def flush(self) -> None: ...
 
 
 Progress = Callable[[int], None]
+
+
+@dataclass(frozen=True)
+class Job:
+    """What every task of one upload shares."""
+
+    path: Path  # the archive
+    spool: Path  # a directory for the objects to write
+    upload_id: int
+    settings: Settings
+    client: Any
+    # multipart uploads started and not completed: {upload id: key} (aborted if we fail)
+    staged: dict[str, str] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    # inflate/MD5/deflate at once: one per core, so the largest members (started first)
+    # finish first and their parts travel while the rest is verified
+    compute: threading.Semaphore = field(
+        default_factory=lambda: threading.Semaphore(os.cpu_count() or 1))
+
+    def spooled(self, index: int, info: zipfile.ZipInfo) -> tuple[Digest, Path]:
+        """Stream member ``index`` into its spool file (gzipped if its key says so)."""
+        target = self.spool / str(index)
+        level = self.settings.gzip_level if self.settings.compresses(info.filename) else None
+        with open(target, "wb") as out:
+            return archive.spool(self.path, info, level, out), target
+
+    def stage(self, written: Written, body: Path) -> Staged:
+        """Upload a large object's parts (nothing visible until :meth:`complete`)."""
+        def started(upload: str) -> None:
+            with self.lock:
+                self.staged[upload] = written.key
+
+        with open(body, "rb") as data:
+            upload, parts = storage.start_multipart(
+                self.client, self.settings.symbols_bucket, written, data, self.upload_id,
+                self.settings.part_size, started)
+        return Staged(written, upload, parts)
+
+    def complete(self, staged: Staged) -> Written:
+        with self.lock:
+            del self.staged[staged.upload]
+        storage.complete_multipart(self.client, self.settings.symbols_bucket,
+                                   staged.written.key, staged.upload, staged.parts)
+        return staged.written
+
+    def abort_staged(self) -> None:
+        """Abort every multipart upload not completed (after a failure: none is published)."""
+        with self.lock:
+            left = dict(self.staged)
+            self.staged.clear()
+        for upload, key in left.items():
+            storage.abort(self.client, self.settings.symbols_bucket, key, upload)
+
+
+@dataclass(frozen=True)
+class Staged:
+    """A large object's multipart upload with all its parts, not completed (invisible)."""
+
+    written: Written
+    upload: str
+    parts: list[dict]
+
+
+@dataclass(frozen=True)
+class Member:
+    """A member after the verify pass: its digest, its object's file if spooled, and for
+    a large object decided early: ``staged`` (to complete) or ``settled`` (there already;
+    ``row`` is then the row to record, if any)."""
+
+    index: int
+    info: zipfile.ZipInfo
+    key: str
+    digest: Digest
+    body: Path | None
+    staged: Staged | None = None
+    settled: bool = False
+    row: Written | None = None
 
 
 def process(upload: Upload, settings: Settings, client: Any, recorder: Recorder,
@@ -63,12 +152,17 @@ def process(upload: Upload, settings: Settings, client: Any, recorder: Recorder,
         recorder.heartbeat()
         plan = read_plan(path, settings)
         counts = Counts(plan.total, len(plan.ignored))
-        with ThreadPoolExecutor(settings.concurrency, thread_name_prefix="upload") as pool:
-            try:
-                publish(pool, path, plan, upload, settings, client, recorder, progress or _quiet)
-            except BaseException:
-                pool.shutdown(wait=True, cancel_futures=True)
-                raise
+        (Path(tmp) / "spool").mkdir()
+        job = Job(path, Path(tmp) / "spool", upload.id, settings, client)
+        try:
+            with ThreadPoolExecutor(settings.concurrency, thread_name_prefix="upload") as pool:
+                try:
+                    publish(pool, job, plan, recorder, progress or _quiet)
+                except BaseException:
+                    pool.shutdown(wait=True, cancel_futures=True)
+                    raise
+        finally:
+            job.abort_staged()
     return counts
 
 
@@ -90,55 +184,127 @@ def read_plan(path: Path, settings: Settings) -> Plan:
     return validate(infos, settings.limits)
 
 
-def publish(pool: Executor, path: Path, plan: Plan, upload: Upload, settings: Settings,
-            client: Any, recorder: Recorder, progress: Progress) -> None:
-    """Verify every member, then write those that are missing or changed."""
+def publish(pool: Executor, job: Job, plan: Plan, recorder: Recorder, progress: Progress) -> None:
+    """Verify (and spool) every member, then write those that are missing or changed."""
+    settings = job.settings
     keys = [settings.object_key(info.filename) for info in plan.members]
-    verifying = [pool.submit(archive.digest, path, info) for info in plan.members]
-    # S3 checks in their own threads, so they overlap the verify pass instead of queueing
-    # behind it (the verify pass does not use S3: the client's connections are all theirs).
-    with ThreadPoolExecutor(settings.concurrency, thread_name_prefix="exists") as checks:
-        existing = find_existing(checks, client, settings.symbols_bucket, keys,
-                                 settings.existence_check)
-    digests = _verified(verifying, progress)
-    recorder.heartbeat()
     done = recorder.written_keys()
-    writes: list[Future[Written]] = []
-    for info, key, digest in zip(plan.members, keys, digests):
-        found = existing[key]
-        if key in done or (found is not None and found.same(digest) and found.upload_id != upload.id):
+    with ThreadPoolExecutor(settings.concurrency, thread_name_prefix="exists") as checks:
+        existing = find_existing(checks, job.client, settings.symbols_bucket,
+                                 [key for key in keys if key not in done],
+                                 settings.existence_check)
+    members = _verified(pool, job, plan, keys, done, existing, recorder, progress)
+    recorder.heartbeat()
+    writes: list[Future[Written | None]] = []
+    for member in members:
+        if member.staged is not None:
+            writes.append(pool.submit(job.complete, member.staged))
+            continue
+        if member.key in done or member.settled:
+            if member.row is not None:
+                recorder.record(member.row)
             progress(1)
             continue
-        if found is not None and found.same(digest):
-            recorder.record(_from_metadata(key, digest, found, settings))  # killed before its row
-            progress(1)
-            continue
-        written = Written(key, 0, digest.size, digest.md5, settings.compresses(key), found is not None)
-        writes.append(pool.submit(_write, path, info, written, upload.id, settings, client))
+        found = existing.get(member.key)
+        if member.key in existing:
+            unchanged, row = _unchanged(found, member, job)
+            if unchanged:
+                if row is not None:
+                    recorder.record(row)  # written by this upload, killed before its row
+                progress(1)
+                continue
+        writes.append(pool.submit(_write, job, member, found is not None,
+                                  member.key not in existing))
     for future in as_completed(writes):
-        recorder.record(future.result())
+        row = future.result()
+        if row is not None:
+            recorder.record(row)
         progress(1)
     recorder.flush()
 
 
-def _verified(futures: list[Future[Digest]], progress: Progress) -> list[Digest]:
-    """Digests in archive order; the first rejected member (in archive order) wins."""
-    digests = []
-    for future in futures:
-        digests.append(future.result())
+def _verified(pool: Executor, job: Job, plan: Plan, keys: list[str], done: set[str],
+              existing: dict[str, Existing | None], recorder: Recorder,
+              progress: Progress) -> list[Member]:
+    """Every member verified, in archive order; the first rejected one (in archive order)
+    wins. Members to write are spooled on the way; the largest start first, so the pass
+    does not end on one long member."""
+    def verify(index: int) -> Member:
+        info, key = plan.members[index], keys[index]
+        with job.compute:
+            if key in done or existing.get(key) is not None:
+                return Member(index, info, key, archive.digest(job.path, info), None)
+            digest, body = job.spooled(index, info)
+        member = Member(index, info, key, digest, body)
+        if body.stat().st_size > job.settings.multipart_threshold:
+            return _stage(job, member, conditional=key not in existing)
+        return member
+
+    order = sorted(range(len(keys)), key=lambda i: -plan.members[i].file_size)
+    futures = dict(zip(order, (pool.submit(verify, index) for index in order)))
+    members = []
+    for index in range(len(keys)):
+        members.append(futures[index].result())
+        recorder.tick()
         progress(1)
-    return digests
+    return members
 
 
-def _from_metadata(key: str, digest: Digest, found: Existing, settings: Settings) -> Written:
-    return Written(key, found.size, digest.size, digest.md5, settings.compresses(key), found.replaced)
+def _unchanged(found: Existing | None, member: Member, job: Job) -> tuple[bool, Written | None]:
+    """Whether the object already holds this member, and then the row to record for it
+    (only when this upload wrote it and its row was lost)."""
+    if found is None or not found.same(member.digest):
+        return False, None
+    if found.upload_id == job.upload_id:
+        return True, Written(member.key, found.size, member.digest.size, member.digest.md5,
+                             job.settings.compresses(member.key), found.replaced)
+    return True, None
 
 
-def _write(path: Path, info: zipfile.ZipInfo, written: Written, upload_id: int,
-           settings: Settings, client: Any) -> Written:
-    body = archive.gzipped(path, info, settings.gzip_level) if written.compressed \
-        else archive.raw(path, info)
-    final = Written(written.key, len(body), written.original_size, written.original_md5,
-                    written.compressed, written.update)
-    storage.put(client, settings.symbols_bucket, final, body, upload_id)
-    return final
+def _stage(job: Job, member: Member, conditional: bool) -> Member:
+    """Start a large new object's multipart upload as soon as it is spooled, so that its
+    parts travel while the other members are verified (it is only completed, and so
+    visible, once every member has passed).
+
+    ``conditional``: the key was not checked: HEAD it first (a multipart upload takes no
+    condition)."""
+    assert member.body is not None
+    written = Written(member.key, member.body.stat().st_size, member.digest.size,
+                      member.digest.md5, job.settings.compresses(member.key), False)
+    if conditional:
+        found = storage.head(job.client, job.settings.symbols_bucket, member.key)
+        unchanged, row = _unchanged(found, member, job)
+        if unchanged:
+            return dataclasses.replace(member, settled=True, row=row)
+        written = dataclasses.replace(written, update=found is not None)
+    return dataclasses.replace(member, staged=job.stage(written, member.body))
+
+
+def _write(job: Job, member: Member, update: bool, conditional: bool) -> Written | None:
+    """Write one object (the new row), or None when it turned out to be there already.
+
+    ``conditional``: the key was not checked; the write must not replace an object.
+    """
+    settings, bucket = job.settings, job.settings.symbols_bucket
+    body = member.body if member.body is not None else job.spooled(member.index, member.info)[1]
+    written = Written(member.key, body.stat().st_size, member.digest.size, member.digest.md5,
+                      settings.compresses(member.key), update)
+    large = written.size > settings.multipart_threshold
+    if conditional and large:  # a multipart upload has no condition: check first
+        found = storage.head(job.client, bucket, member.key)
+        unchanged, row = _unchanged(found, member, job)
+        if unchanged:
+            return row
+        written, conditional = dataclasses.replace(written, update=found is not None), False
+    if large:
+        return job.complete(job.stage(written, body))
+    content = body.read_bytes()
+    if storage.put(job.client, bucket, written, content, job.upload_id, only_if_new=conditional):
+        return written
+    found = storage.head(job.client, bucket, member.key)  # the key existed after all
+    unchanged, row = _unchanged(found, member, job)
+    if unchanged:
+        return row
+    written = dataclasses.replace(written, update=found is not None)
+    storage.put(job.client, bucket, written, content, job.upload_id)
+    return written

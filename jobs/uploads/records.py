@@ -62,6 +62,8 @@ class Settings:
     concurrency: int = 8
     existence_check: str = "auto"  # auto | list | head
     limits: Limits = field(default_factory=Limits)
+    multipart_threshold: int = 8 * 1024**2  # objects larger than this: multipart upload
+    part_size: int = 8 * 1024**2  # S3's minimum is 5 MiB (except the last part)
 
     def object_key(self, member: str) -> str:
         return f"{self.symbols_prefix.strip('/')}/{member}" if self.symbols_prefix.strip("/") \

@@ -8,11 +8,14 @@ interrupted between a PUT and its database row can be finished exactly.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
-from typing import Any, BinaryIO, Iterable
+from typing import Any, BinaryIO, Callable, Iterable
 
 from .errors import StorageFailed
 from .records import Existing, Written
+
+logger = logging.getLogger(__name__)
 
 
 def _reason(exc: Exception) -> str:
@@ -76,18 +79,100 @@ def head(client: Any, bucket: str, key: str) -> Existing | None:
     )
 
 
-def put(client: Any, bucket: str, written: Written, body: bytes, upload_id: int) -> None:
-    """Write one symbol object with Tecken's headers and metadata."""
+def _headers(written: Written, upload_id: int) -> dict[str, Any]:
+    """Tecken's headers and metadata, plus ours (``upload_id``, ``replaced``)."""
     extra: dict[str, Any] = {}
     if written.compressed:
         extra = {"ContentEncoding": "gzip", "ContentType": "text/plain"}
-    metadata = {"original_size": str(written.original_size),
-                "original_md5_hash": written.original_md5,
-                "upload_id": str(upload_id), "replaced": "true" if written.update else "false"}
+    extra["Metadata"] = {"original_size": str(written.original_size),
+                         "original_md5_hash": written.original_md5,
+                         "upload_id": str(upload_id),
+                         "replaced": "true" if written.update else "false"}
+    return extra
+
+
+def put(client: Any, bucket: str, written: Written, body: bytes, upload_id: int,
+        only_if_new: bool = False) -> bool:
+    """Write one symbol object with Tecken's headers and metadata.
+
+    ``only_if_new``: a conditional write (``If-None-Match: *``) that does nothing when the
+    key exists. Returns False when it did nothing, True when the object was written.
+
+    Raises:
+        StorageFailed: S3 failed after retries.
+    """
+    extra = _headers(written, upload_id)
+    if only_if_new:
+        extra["IfNoneMatch"] = "*"
     try:
-        client.put_object(Bucket=bucket, Key=written.key, Body=body, Metadata=metadata, **extra)
+        client.put_object(Bucket=bucket, Key=written.key, Body=body, **extra)
     except Exception as exc:
+        if only_if_new and _is_precondition_failed(exc):
+            return False
         raise StorageFailed("PutObject", bucket, written.key, _reason(exc)) from None
+    return True
+
+
+def _is_precondition_failed(exc: Exception) -> bool:
+    response = getattr(exc, "response", None)
+    code = response.get("Error", {}).get("Code") if isinstance(response, dict) else None
+    return code in ("PreconditionFailed", "412")
+
+
+def start_multipart(client: Any, bucket: str, written: Written, body: BinaryIO, upload_id: int,
+                    part_size: int,
+                    started: Callable[[str], None] = lambda _: None) -> tuple[str, list[dict]]:
+    """Upload ``written.size`` bytes read from ``body`` as the parts (``part_size`` each;
+    memory: one part) of a new multipart upload; return its id and parts. Nothing is
+    visible until :func:`complete_multipart`. Headers and metadata are set when the upload
+    is created: the MD5 is known by then (the member was spooled first). ``started`` is
+    told the upload's id as soon as it exists, so that a caller can abort it later.
+
+    Raises:
+        StorageFailed: a call failed after botocore's retries (the upload was aborted).
+    """
+    try:
+        upload = client.create_multipart_upload(Bucket=bucket, Key=written.key,
+                                                **_headers(written, upload_id))["UploadId"]
+    except Exception as exc:
+        raise StorageFailed("CreateMultipartUpload", bucket, written.key, _reason(exc)) from None
+    started(upload)
+    parts = []
+    try:
+        for number in range(1, max(1, -(-written.size // part_size)) + 1):
+            response = client.upload_part(Bucket=bucket, Key=written.key, UploadId=upload,
+                                          PartNumber=number, Body=body.read(part_size))
+            parts.append({"PartNumber": number, "ETag": response["ETag"]})
+    except BaseException as exc:
+        abort(client, bucket, written.key, upload)
+        if not isinstance(exc, Exception):
+            raise  # SIGTERM, Ctrl-C: aborted, then stop
+        raise StorageFailed("UploadPart", bucket, written.key, _reason(exc)) from None
+    return upload, parts
+
+
+def complete_multipart(client: Any, bucket: str, key: str, upload: str, parts: list[dict]) -> None:
+    """Publish a multipart upload's object.
+
+    Raises:
+        StorageFailed: S3 failed after retries (the upload was aborted).
+    """
+    try:
+        client.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=upload,
+                                         MultipartUpload={"Parts": parts})
+    except Exception as exc:
+        abort(client, bucket, key, upload)
+        raise StorageFailed("CompleteMultipartUpload", bucket, key, _reason(exc)) from None
+
+
+def abort(client: Any, bucket: str, key: str, upload: str) -> None:
+    """Abort a multipart upload, best effort: a failure here is logged and the first error
+    wins (a bucket lifecycle rule for incomplete multipart uploads is the backstop)."""
+    try:
+        client.abort_multipart_upload(Bucket=bucket, Key=key, UploadId=upload)
+    except Exception as exc:
+        logger.error("could not abort multipart upload %s of s3://%s/%s: %s", upload, bucket,
+                     key, _reason(exc))
 
 
 def directories(keys: Iterable[str]) -> list[str]:

@@ -135,3 +135,8 @@ class ClaimRecorder:
 
     def heartbeat(self) -> None:
         self.flush()
+
+    def tick(self) -> None:
+        """Renew the lease (and commit buffered rows) if ``heartbeat_seconds`` have passed."""
+        if time.monotonic() - self._last >= self._every:
+            self.flush()

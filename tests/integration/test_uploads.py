@@ -58,10 +58,10 @@ def test_an_identical_reupload_is_skipped_and_a_changed_file_overwritten(uploads
     changed = members[:3] + [(members[3][0], members[3][1] + b"PUBLIC 1 0 new\n")]
     second = uploads.enqueue(write_zip(tmp_path / "2.zip", changed))
     compressed: list[str] = []
-    gzipped = archive.gzipped
-    monkeypatch.setattr(archive, "gzipped",
-                        lambda path, info, level: compressed.append(info.filename) or
-                        gzipped(path, info, level))
+    spool = archive.spool
+    monkeypatch.setattr(archive, "spool",
+                        lambda path, info, level, target: compressed.append(info.filename) or
+                        spool(path, info, level, target))
     uploads.worker().drain()
     assert compressed == [members[3][0]]  # the identical files were not recompressed
     row = uploads.row(second)

@@ -1,23 +1,28 @@
-"""The pure choice between LIST per directory and HEAD per key."""
+"""The pure choice between LIST per directory, HEAD per key and conditional writes."""
 
-from jobs.uploads.existence import choose_listing
+from jobs.uploads.existence import CONDITIONAL, HEAD, LIST, choose
 from jobs.uploads.storage import directories
 
 
-def test_many_keys_per_directory_mostly_new_lists():
-    assert choose_listing(sampled_keys=40, sampled_hits=2, keys=400, dirs=40)
+def test_mostly_new_is_written_conditionally():
+    assert choose(sampled_keys=40, sampled_hits=2, keys=400, dirs=40) == CONDITIONAL
 
 
-def test_one_key_per_directory_heads():
-    assert not choose_listing(sampled_keys=16, sampled_hits=0, keys=300, dirs=300)
+def test_one_key_per_directory_all_new_is_written_conditionally():
+    assert choose(sampled_keys=16, sampled_hits=0, keys=300, dirs=300) == CONDITIONAL
+
+
+def test_many_keys_per_directory_partly_existing_lists():
+    assert choose(sampled_keys=40, sampled_hits=10, keys=400, dirs=40) == LIST
 
 
 def test_mostly_existing_heads():
-    assert not choose_listing(sampled_keys=40, sampled_hits=39, keys=400, dirs=40)
+    assert choose(sampled_keys=40, sampled_hits=39, keys=400, dirs=40) == HEAD
+    assert choose(sampled_keys=16, sampled_hits=12, keys=300, dirs=300) == HEAD
 
 
 def test_nothing_sampled_lists():
-    assert choose_listing(0, 0, 0, 0)
+    assert choose(0, 0, 0, 0) == LIST
 
 
 def test_directories_in_order():
