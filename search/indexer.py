@@ -12,6 +12,7 @@ alias where it was. Versions beyond the newest ``keep`` are deleted afterwards.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 import re
 import time
@@ -106,18 +107,37 @@ def rebuild(
     return RebuildResult(name, loaded, time.perf_counter() - start, previous, deleted)
 
 
-def _actions(name: str, rows: Iterable[SymbolRow]) -> Iterator[dict[str, Any]]:
+# One encoder for the whole load: json.dumps builds a new encoder per call,
+# and the helpers would encode each document's action line and body that way.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+# Bulk responses carry only each item's status and error (not its index, id,
+# version, shards...): a million items parse in a fraction of the time.
+BULK_FILTER = "items.*.status,items.*.error"
+
+
+def _actions(rows: Iterable[SymbolRow]) -> Iterator[tuple[bytes, bytes]]:
+    """Each row as its bulk action line and document, already JSON (the index
+    is the bulk request's): serializing here, once, with one encoder halves
+    the Python time per document against the helpers' own expansion."""
+    encode = _ENCODER.encode
     for row in rows:
-        yield {"_index": name, "_id": row.doc_id, "_source": row.to_source()}
+        yield (b'{"index":{"_id":' + encode(row.doc_id).encode() + b"}}",
+               encode(row.to_source()).encode())
+
+
+def _as_is(action: tuple[bytes, bytes]) -> tuple[bytes, bytes]:
+    return action
 
 
 def _load(es: Any, name: str, rows: Iterable[SymbolRow], bulk: BulkSettings) -> int:
     """Bulk-load ``rows``; the number of documents Elasticsearch acknowledged."""
     from elasticsearch import helpers
 
+    # the helpers' types do not know pre-serialized (action, document) pairs
     results = helpers.parallel_bulk(
-        es, _actions(name, rows), thread_count=bulk.threads, chunk_size=bulk.chunk_size,
-        queue_size=bulk.queue_size, raise_on_error=False, raise_on_exception=True,
+        es, _actions(rows), thread_count=bulk.threads, chunk_size=bulk.chunk_size,  # type: ignore[arg-type]
+        queue_size=bulk.queue_size, expand_action_callback=_as_is,  # type: ignore[arg-type]
+        raise_on_error=False, raise_on_exception=True, index=name, filter_path=BULK_FILTER,
     )
     loaded = failed = 0
     first_error: Any = None

@@ -72,6 +72,16 @@ def test_a_partial_build_never_takes_the_alias(es_index):
     assert aliased(client, es_index) == [good] and versions(client, es_index) == [good]
 
 
+def test_a_rejected_document_fails_the_build_with_its_error(es_index):
+    client = es()
+    rows = symbol_rows(NAMES[:20])
+    good = rebuild(client, es_index, rows, len(rows), now=at(0)).index
+    bad = rows[:5] + [rows[5]._replace(size="not a number")] + rows[6:]
+    with pytest.raises(RebuildFailed, match=r"1 documents rejected, first: .*document_parsing_exception"):
+        rebuild(client, es_index, bad, len(bad), now=at(1))
+    assert aliased(client, es_index) == [good] and versions(client, es_index) == [good]
+
+
 def test_searches_keep_working_during_a_rebuild(es_index):
     client = es()
     rows = symbol_rows(NAMES, versions=3)
