@@ -9,9 +9,28 @@ must not pay for it.
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 DEFAULT_POOL = 10
+
+
+def parse_timestamp(value: Any) -> dt.datetime:
+    """botocore's timestamp parser, minus dateutil for the ISO-8601 form S3 uses in
+    XML bodies (``2026-11-22T07:23:10.000Z``), which ``datetime.fromisoformat``
+    reads since Python 3.11. botocore's own parser (dateutil) took ~85% of the
+    time of parsing a 1,000-key listing page; anything else (HTTP dates, epoch
+    numbers) still goes to it. Always timezone-aware."""
+    if type(value) is str:
+        try:
+            parsed = dt.datetime.fromisoformat(value)
+        except ValueError:
+            pass
+        else:
+            return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)
+    from botocore.utils import parse_timestamp as botocore_parse
+
+    return botocore_parse(value)
 
 
 def make_s3_client(max_pool_connections: int = DEFAULT_POOL, endpoint_url: str | None = None,
@@ -25,6 +44,7 @@ def make_s3_client(max_pool_connections: int = DEFAULT_POOL, endpoint_url: str |
     ``max_attempts`` tries in all). Path-style addressing works with every S3-compatible server.
     """
     import boto3
+    import botocore.session
     from botocore.config import Config
 
     config = Config(
@@ -34,4 +54,8 @@ def make_s3_client(max_pool_connections: int = DEFAULT_POOL, endpoint_url: str |
         connect_timeout=connect_timeout,
         read_timeout=read_timeout,
     )
-    return boto3.session.Session().client("s3", endpoint_url=endpoint_url or None, config=config)
+    session = botocore.session.get_session()
+    session.get_component("response_parser_factory").set_parser_defaults(
+        timestamp_parser=parse_timestamp)
+    return boto3.session.Session(botocore_session=session).client(
+        "s3", endpoint_url=endpoint_url or None, config=config)

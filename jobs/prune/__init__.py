@@ -21,7 +21,8 @@ import logging
 import os
 import socket
 import sys
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from crontabber.base import BaseCronApp
@@ -58,6 +59,46 @@ class PruneReport:
     cap: int
 
 
+#: Seconds between two writes of a rule's progress to its run record.
+PROGRESS_SECONDS = 1.0
+
+
+@dataclass
+class ProgressRecorder:
+    """Adds a rule's deletions to its run record: the first batch at once, then
+    at most every ``interval`` seconds, and on :meth:`flush` (the rule's end). A commit per 1,000-key batch
+    cost the main thread, which also feeds the deleting threads, ~25 ms a batch
+    (a third of the run); a killed run's record misses at most ``interval``
+    seconds of deletions (the objects are gone either way)."""
+
+    store: PruneStore
+    run_id: int
+    rule: str
+    interval: float = PROGRESS_SECONDS
+    clock: Callable[[], float] = time.monotonic
+    keys: int = 0
+    size: int = 0
+    errors: int = 0
+    sample: list[str] = field(default_factory=list)
+    last: float = float("-inf")
+
+    def add(self, keys: int, size: int, errors: list[str]) -> None:
+        self.keys += keys
+        self.size += size
+        self.errors += len(errors)
+        self.sample = (self.sample + errors)[:5]
+        if self.clock() - self.last >= self.interval:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.keys or self.size or self.errors:
+            self.store.add_progress(self.run_id, self.rule, self.keys, self.size, self.errors,
+                                    self.sample)
+        self.keys = self.size = self.errors = 0
+        self.sample = []
+        self.last = self.clock()
+
+
 def run_prune(
     client: Any, store: PruneStore, rules: list[Rule], protection: Protection, now: dt.datetime,
     cap: int, dry_run: bool, threads: int, progress: Callable[[int], None] | None = None,
@@ -78,15 +119,19 @@ def run_prune(
         if budget.exhausted:
             break
         store.add_rule(run_id, rule.name)
+        recorder = ProgressRecorder(store, run_id, rule.name)
 
         def on_batch(result: RuleResult, keys: int, size: int, errors: list[str],
-                     rule: Rule = rule) -> None:
-            store.add_progress(run_id, rule.name, keys, size, errors)
+                     recorder: ProgressRecorder = recorder) -> None:
+            recorder.add(keys, size, errors)
             if progress:
                 progress(keys + len(errors))
 
-        results.append(prune_rule(client, rule, now, protection, checks.get(rule.kind), budget,
-                                  dry_run, threads, on_batch))
+        try:
+            results.append(prune_rule(client, rule, now, protection, checks.get(rule.kind),
+                                      budget, dry_run, threads, on_batch))
+        finally:
+            recorder.flush()  # what was deleted is recorded even if the rule failed
     store.finish_run(run_id, budget.exhausted)
     if budget.exhausted:
         logger.warning("prune: stopped at the cap of %d keys; the rest waits for the next run", cap)

@@ -28,10 +28,12 @@ class PruneStore:
     def add_rule(self, run_id: int, rule: str) -> None:
         self._run("add_rule", {"run_id": run_id, "rule": rule})
 
-    def add_progress(self, run_id: int, rule: str, keys: int, size: int, errors: list[str]) -> None:
+    def add_progress(self, run_id: int, rule: str, keys: int, size: int, errors: int,
+                     error_sample: list[str]) -> None:
+        """Add to a rule's totals; ``error_sample`` (if any) replaces the stored one."""
         self._run("add_progress", {"run_id": run_id, "rule": rule, "keys": keys, "bytes": size,
-                                   "errors": len(errors),
-                                   "error_sample": "\n".join(errors[:5]) or None})
+                                   "errors": errors,
+                                   "error_sample": "\n".join(error_sample[:5]) or None})
 
     def finish_run(self, run_id: int, capped: bool) -> None:
         self._run("finish_run", {"run_id": run_id, "capped": capped})

@@ -189,3 +189,29 @@ def test_a_key_the_server_cannot_delete_is_reported_and_retried_next_run(prune):
         subprocess.run(["chattr", "-i", str(stuck)], check=True)
     prune.run()
     assert keys_in(prune.symbols) == set()
+
+
+def test_progress_is_recorded_at_once_then_at_most_every_interval(prune):
+    from jobs.prune import ProgressRecorder
+
+    store = PruneStore(prune.db)
+    run_id = store.start_run(False, 10, "test")
+    store.add_rule(run_id, "r")
+    now = [100.0]
+    recorder = ProgressRecorder(store, run_id, "r", interval=1.0, clock=lambda: now[0])
+
+    def recorded():
+        return prune.sql("SELECT keys_deleted, bytes_freed, errors, error_sample"
+                         " FROM prune_rule_result WHERE run_id = %s", (run_id,))[0]
+
+    recorder.add(1000, 10, [])
+    assert recorded() == (1000, 10, 0, None)  # the first batch at once
+    now[0] += 0.5
+    recorder.add(1000, 10, ["k: AccessDenied"])
+    assert recorded() == (1000, 10, 0, None)  # held back
+    now[0] += 0.6
+    recorder.add(500, 5, [])
+    assert recorded() == (2500, 25, 1, "k: AccessDenied")
+    recorder.add(7, 1, [])
+    recorder.flush()  # the rule's end
+    assert recorded() == (2507, 26, 1, "k: AccessDenied")
