@@ -14,12 +14,12 @@
    per term, the name field boosted 2x over the code-file field, plus a
    ``term`` on the joined name (separators removed); when the query looks
    like one, an exact, case-insensitive debug-id/code-id match.
-4. Only when that finds nothing (where the seed retried with ``match``), one
-   more round trip of the fallbacks: the query without separators within AUTO
-   fuzziness of the joined-name field (a typo on a separator: ``xul3pdb`` ->
-   ``xulpdb``), then, below it, a fuzzy ``match`` of every part of the
-   original (for what the suggester cannot propose) and the seed's ``match``
-   of any word.
+4. Only when that finds nothing (where the seed retried with ``match``), two
+   more round trips: suggestions for the query without separators on the
+   joined-name field (a typo on a separator: ``xul3pdb`` -> ``xulpdb``), then
+   the search terms again with those, plus, below them, a fuzzy ``match`` of
+   every part of the original (for what the suggester cannot propose) and the
+   seed's ``match`` of any word.
 """
 
 from __future__ import annotations
@@ -41,9 +41,7 @@ MIN_SCORE = 0.6
 MAX_TERMS = 8  # search terms in the OR query, the original included
 PER_PART = 3  # alternatives kept per query part
 NAME_BOOST = 2.0  # name fields over the code-file field (the seed's title/text)
-# The fallbacks, for when no search term matches: the joined query fuzzily,
-# then every part fuzzily, then any word.
-JOINED_BOOST = 2.0
+# The fallbacks rank below any search term: every part fuzzily, then any word.
 FUZZY_BOOST = 0.2
 MATCH_BOOST = 0.05
 ID_BOOST = 100.0
@@ -180,50 +178,19 @@ def build_query(text: str, terms: list[tuple[float, str]]) -> dict[str, Any]:
     return {"bool": {"should": should}}
 
 
-def build_fallback(parts: list[str], terms: list[tuple[float, str]]) -> dict[str, Any]:
-    """The fallbacks, for when no search term matched, in one request: the
-    query without separators within AUTO fuzziness of the joined names (a typo
-    on a separator: ``xul3pdb`` -> ``xulpdb``; AUTO allows the edits the
-    suggester's 0.6 score would), every part of the original within AUTO
-    fuzziness (Lucene's spell checker behind the term suggester needs the
-    first letter right for a second edit; a fuzzy query does not), then the
-    seed's ``match`` of any word. Not in the first search request: on a large
-    index, fuzzy expansion and a disjunction over words like ``pdb`` or ``so``
-    cost more than all the rest of the search."""
+def build_fallback(terms: list[tuple[float, str]]) -> dict[str, Any]:
+    """The fallbacks, for when the search terms found nothing: every part of
+    the original within AUTO fuzziness (Lucene's spell checker behind the term
+    suggester needs the first letter right for a second edit; a fuzzy query
+    does not), then the seed's ``match`` of any word. Not in the first search
+    request: on a large index, fuzzy expansion and a disjunction over words
+    like ``pdb`` or ``so`` cost more than all the rest of the search."""
     words = " ".join(dict.fromkeys(word for _, term in terms for word in term.split()))
     return {"bool": {"should": [
-        {"fuzzy": {JOINED_FIELD: {"value": "".join(parts), "fuzziness": "AUTO", "prefix_length": 0,
-                                  "max_expansions": PER_PART, "boost": JOINED_BOOST,
-                                  "_name": "joined"}}},
         {"match": {NAME_FIELD: {"query": terms[0][1], "fuzziness": "AUTO", "operator": "and",
                                 "boost": FUZZY_BOOST, "_name": "fuzzy"}}},
         {"match": {NAME_FIELD: {"query": words, "boost": MATCH_BOOST, "_name": "match"}}},
     ]}}
-
-
-def edit_distance(a: str, b: str) -> int:
-    """Levenshtein distance with adjacent swaps as one edit (as Lucene counts)."""
-    previous2: list[int] = []
-    previous = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        current = [i] + [0] * len(b)
-        for j, cb in enumerate(b, 1):
-            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb))
-            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
-                current[j] = min(current[j], previous2[j - 2] + 1)
-        previous2, previous = previous, current
-    return previous[-1]
-
-
-def joined_correction(joined: str, names: tuple[str, ...]) -> tuple[float, str]:
-    """The joined name (of a hit's debug file or file name) closest to the
-    joined query, with the suggester's kind of score (1 - edits / length)."""
-    from .names import joined_name
-
-    candidates = [joined_name(name) for name in names if name]
-    best = min(candidates, key=lambda candidate: edit_distance(joined, candidate))
-    edits = edit_distance(joined, best)
-    return round(1 - edits / max(1, min(len(joined), len(best))), 4), best
 
 
 def matched_term(names: list[str], text: str, terms: list[tuple[float, str]]) -> str:
@@ -234,8 +201,6 @@ def matched_term(names: list[str], text: str, terms: list[tuple[float, str]]) ->
         return terms[ranks[0]][1]
     if "debug_id" in names or "code_id" in names:
         return text
-    if "joined" in names:
-        return "joined"  # replaced by the hit's joined name (Searcher._result)
     if "fuzzy" in names:
         return f"fuzzy: {terms[0][1]}"
     return f"any of: {terms[0][1]}"
@@ -262,13 +227,14 @@ class Searcher:
         if not parts:
             return SearchResult(text, [], 0, [])
         try:
-            terms = search_terms(parts, {} if looks_like_id(text) else self._alternatives(parts))
+            alts = {} if looks_like_id(text) else self._alternatives(parts)
+            terms = search_terms(parts, alts)
             response = self._search(build_query(text, terms), size)
             if not response["hits"].get("hits") and not looks_like_id(text):
-                response = self._second_chance(text, parts, terms, size)
+                terms, response = self._second_chance(text, parts, alts, size)
         except Exception as exc:  # noqa: BLE001 - only transport errors are translated
             raise _translated(exc, self.index) from None
-        return self._result(text, "".join(parts), terms, response)
+        return self._result(text, terms, response)
 
     def _alternatives(self, parts: list[str]) -> dict[str, list[tuple[float, str]]]:
         """The corrections of ``parts`` (one round trip). Not asked for a query
@@ -278,11 +244,17 @@ class Searcher:
         return alternatives(self._suggest({"name": {"text": " ".join(parts), "term": {
             "field": NAME_FIELD, **SUGGEST}}}))
 
-    def _second_chance(self, text: str, parts: list[str], terms: list[tuple[float, str]],
-                       size: int) -> Any:
-        """When no search term matched: the fallbacks, in one more round trip
-        (the terms are not sent again: they matched nothing)."""
-        return self._search(build_fallback(parts, terms), size)
+    def _second_chance(self, text: str, parts: list[str], alts: dict[str, list[tuple[float, str]]],
+                       size: int) -> tuple[list[tuple[float, str]], Any]:
+        """When the terms found nothing: corrections of the whole query without
+        separators, searched with the fallbacks, in two more round trips."""
+        joined = "".join(parts)
+        found = alternatives(self._suggest({"joined": {"text": joined, "term": {
+            "field": JOINED_FIELD, **SUGGEST}}})).get(joined, [])
+        terms = search_terms(parts, alts, found)
+        query = build_query(text, terms)
+        query["bool"]["should"] += build_fallback(terms)["bool"]["should"]
+        return terms, self._search(query, size)
 
     def _search(self, query: dict[str, Any], size: int) -> Any:
         # totals are exact up to TOTAL_LIMIT: counting every document holding
@@ -296,22 +268,16 @@ class Searcher:
                                    filter_path="suggest")["suggest"])
 
     @staticmethod
-    def _result(text: str, joined: str, terms: list[tuple[float, str]], response: Any) -> SearchResult:
+    def _result(text: str, terms: list[tuple[float, str]], response: Any) -> SearchResult:
         hits = []
-        corrections: dict[str, float] = {}
         for hit in response["hits"].get("hits", []):
             source = hit["_source"]
-            matched = matched_term(hit.get("matched_queries", []), text, terms)
-            if matched == "joined":
-                score, matched = joined_correction(joined, (source["debug_file"], source["filename"]))
-                corrections[matched] = score
             hits.append(Hit(
                 debug_file=source["debug_file"], debug_id=source["debug_id"],
                 filename=source["filename"], code_file=source.get("code_file"),
-                code_id=source.get("code_id"), score=float(hit["_score"]), matched=matched,
+                code_id=source.get("code_id"), score=float(hit["_score"]),
+                matched=matched_term(hit.get("matched_queries", []), text, terms),
             ))
-        # the fuzzy joined fallback's corrections, as the suggester's used to be
-        terms = terms + sorted(((s, t) for t, s in corrections.items()), key=lambda item: -item[0])
         return SearchResult(text, terms, int(response["hits"]["total"]["value"]), hits)
 
 

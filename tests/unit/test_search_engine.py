@@ -60,29 +60,10 @@ def test_matched_term_is_the_best_ranked_term():
     assert matched_term(["fuzzy", "match"], "xlu.pdb", terms) == "fuzzy: xlu pdb"
 
 
-def test_the_fallback_ranks_the_joined_query_above_fuzzy_parts_above_any_word():
+def test_the_fallback_ranks_fuzzy_parts_above_any_word():
     from search.engine import build_fallback
 
-    should = build_fallback(["combaseoscdec", "pdb"],
-                            [(1.1, "combaseoscdec pdb"), (0.7, "combase pdb")])["bool"]["should"]
-    joined = should[0]["fuzzy"]["name_joined"]
-    fuzzy, anyword = (c["match"]["name_parts"] for c in should[1:])
-    assert (joined["value"], joined["fuzziness"], joined["prefix_length"]) == ("combaseoscdecpdb", "AUTO", 0)
+    should = build_fallback([(1.1, "combaseoscdec pdb"), (0.7, "combase pdb")])["bool"]["should"]
+    fuzzy, anyword = (c["match"]["name_parts"] for c in should)
     assert (fuzzy["query"], fuzzy["operator"], fuzzy["fuzziness"]) == ("combaseoscdec pdb", "and", "AUTO")
-    assert anyword["query"] == "combaseoscdec pdb combase"
-    assert joined["boost"] > fuzzy["boost"] > anyword["boost"]
-
-
-def test_edit_distance_counts_a_swap_as_one_edit():
-    from search.engine import edit_distance
-
-    assert [edit_distance(a, b) for a, b in [("xulpdb", "xulpdb"), ("xul3pdb", "xulpdb"),
-                                             ("xlupdb", "xulpdb"), ("", "ab"), ("abc", "")]] == [0, 1, 1, 2, 3]
-
-
-def test_a_joined_correction_is_the_closer_joined_name_with_a_suggester_like_score():
-    from search.engine import joined_correction, matched_term
-
-    assert joined_correction("xul3pdb", ("xul.pdb", "xul.sym")) == (0.8333, "xulpdb")
-    assert joined_correction("libxulsosym", ("libxul.so", "libxul.so.sym")) == (1.0, "libxulsosym")
-    assert matched_term(["joined", "match"], "xul3pdb", [(1.1, "xul3pdb")]) == "joined"
+    assert anyword["query"] == "combaseoscdec pdb combase" and anyword["boost"] < fuzzy["boost"]
