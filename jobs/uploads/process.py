@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from . import archive, storage
-from .errors import Rejected
+from .errors import Rejected, StorageFailed, UploadError
 from .existence import find_existing
 from .records import Counts, Digest, Existing, Settings, Upload, Written
 from .validation import Plan, validate
@@ -40,6 +40,7 @@ from .validation import Plan, validate
 logger = logging.getLogger(__name__)
 
 RULE_NOT_ZIP = "not a zip archive (or its central directory is corrupt or truncated)"
+TAIL = 1024 * 1024  # bytes of the archive's end fetched for its central directory
 
 
 class Recorder(Protocol):
@@ -147,17 +148,21 @@ def process(upload: Upload, settings: Settings, client: Any, recorder: Recorder,
     """
     with tempfile.TemporaryDirectory(prefix="upload-") as tmp:
         path = Path(tmp) / "archive.zip"
-        with open(path, "wb") as target:
-            storage.download(client, settings.inbox_bucket, upload.inbox_key, target)
+        with ThreadPoolExecutor(1, thread_name_prefix="download") as side:
+            downloading = side.submit(_download, client, settings, upload, path)
+            early = _prefetch(client, settings, upload, Path(tmp), recorder)
+            downloading.result()
         recorder.heartbeat()
         plan = read_plan(path, settings)
+        keys = [settings.object_key(info.filename) for info in plan.members]
+        answers = early if early is not None and early.keys == keys else None
         counts = Counts(plan.total, len(plan.ignored))
         (Path(tmp) / "spool").mkdir()
         job = Job(path, Path(tmp) / "spool", upload.id, settings, client)
         try:
             with ThreadPoolExecutor(settings.concurrency, thread_name_prefix="upload") as pool:
                 try:
-                    publish(pool, job, plan, recorder, progress or _quiet)
+                    publish(pool, job, plan, recorder, progress or _quiet, answers)
                 except BaseException:
                     pool.shutdown(wait=True, cancel_futures=True)
                     raise
@@ -184,15 +189,60 @@ def read_plan(path: Path, settings: Settings) -> Plan:
     return validate(infos, settings.limits)
 
 
-def publish(pool: Executor, job: Job, plan: Plan, recorder: Recorder, progress: Progress) -> None:
-    """Verify (and spool) every member, then write those that are missing or changed."""
-    settings = job.settings
-    keys = [settings.object_key(info.filename) for info in plan.members]
+@dataclass(frozen=True)
+class Answers:
+    """The archive's keys, those this upload already recorded, and the existence checks."""
+
+    keys: list[str]
+    done: set[str]
+    existing: dict[str, Existing | None]
+
+
+def _download(client: Any, settings: Settings, upload: Upload, path: Path) -> None:
+    with open(path, "wb") as target:
+        storage.download(client, settings.inbox_bucket, upload.inbox_key, target)
+
+
+def _answers(client: Any, settings: Settings, keys: list[str], recorder: Recorder,
+             threads: int) -> Answers:
     done = recorder.written_keys()
-    with ThreadPoolExecutor(settings.concurrency, thread_name_prefix="exists") as checks:
-        existing = find_existing(checks, job.client, settings.symbols_bucket,
+    with ThreadPoolExecutor(threads, thread_name_prefix="exists") as checks:
+        existing = find_existing(checks, client, settings.symbols_bucket,
                                  [key for key in keys if key not in done],
                                  settings.existence_check)
+    return Answers(keys, done, existing)
+
+
+def _prefetch(client: Any, settings: Settings, upload: Upload, tmp: Path,
+              recorder: Recorder) -> Answers | None:
+    """The existence checks, made while the archive downloads: from its central directory
+    read with a ranged GET of the archive's tail into a sparse file. Best effort: None
+    when the directory is not in the tail or is not valid (the downloaded archive decides:
+    it is validated again, and the answers are used only if its keys are the same).
+    """
+    sparse = tmp / "directory.zip"
+    try:
+        storage.fetch_tail(client, settings.inbox_bucket, upload.inbox_key, sparse, TAIL)
+        plan = read_plan(sparse, settings)
+    except (UploadError, OSError):
+        return None
+    finally:
+        sparse.unlink(missing_ok=True)
+    keys = [settings.object_key(info.filename) for info in plan.members]
+    try:  # the download holds one of the client's connections
+        return _answers(client, settings, keys, recorder, max(1, settings.concurrency - 1))
+    except StorageFailed:
+        return None
+
+
+def publish(pool: Executor, job: Job, plan: Plan, recorder: Recorder, progress: Progress,
+            answers: Answers | None = None) -> None:
+    """Verify (and spool) every member, then write those that are missing or changed."""
+    settings = job.settings
+    if answers is None:
+        keys = [settings.object_key(info.filename) for info in plan.members]
+        answers = _answers(job.client, settings, keys, recorder, settings.concurrency)
+    keys, done, existing = answers.keys, answers.done, answers.existing
     members = _verified(pool, job, plan, keys, done, existing, recorder, progress)
     recorder.heartbeat()
     writes: list[Future[Written | None]] = []

@@ -56,6 +56,25 @@ def download(client: Any, bucket: str, key: str, target: BinaryIO, tries: int = 
             logger.warning("GetObject s3://%s/%s: %s; starting again", bucket, key, _reason(exc))
 
 
+def fetch_tail(client: Any, bucket: str, key: str, target: Path, length: int) -> None:
+    """The last ``length`` bytes of an object, written at their place in a sparse file
+    of the object's size (zipfile can then read an archive's central directory from it).
+
+    Raises:
+        StorageFailed: S3 failed after retries.
+    """
+    try:
+        response = client.get_object(Bucket=bucket, Key=key, Range=f"bytes=-{length}")
+        total = int(response["ContentRange"].rsplit("/", 1)[1])
+        data = response["Body"].read()
+    except Exception as exc:
+        raise StorageFailed("GetObject", bucket, key, _reason(exc)) from None
+    with open(target, "wb") as out:
+        out.truncate(total)
+        out.seek(total - len(data))
+        out.write(data)
+
+
 def store_archive(client: Any, bucket: str, key: str, path: Path) -> None:
     """Put an archive into the inbox (``enqueue``)."""
     try:

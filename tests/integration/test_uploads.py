@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import zipfile
 
+import pytest
+
 from jobs.uploads.records import Status
 from tests.fixtures.uploads_archives import symbol_members, sym_text, write_zip
 from tests.fixtures.uploads_queue import md5, uploads  # noqa: F401 - the fixture
@@ -86,3 +88,27 @@ def test_existence_check_modes_agree(uploads, tmp_path):
         uploads.worker().drain()
         row = uploads.row(upload_id)
         assert (mode, row["files_uploaded"], row["files_skipped"]) == (mode, 2, 5)
+
+
+@pytest.mark.parametrize("tail", [64, 1024 * 1024])
+def test_existence_is_checked_from_the_tail_while_downloading_or_after_it(uploads, tmp_path,
+                                                                         monkeypatch, tail):
+    """The central directory in the fetched tail: checked during the download; not in it
+    (a 64-byte tail): checked after the download, from the archive itself."""
+    from jobs.uploads import process, storage
+
+    monkeypatch.setattr(process, "TAIL", tail)
+    tails: list[int] = []
+    fetch_tail = storage.fetch_tail
+    monkeypatch.setattr(storage, "fetch_tail", lambda *args: tails.append(args[-1]) or
+                        fetch_tail(*args))
+    early: list[object] = []
+    prefetch = process._prefetch
+    monkeypatch.setattr(process, "_prefetch", lambda *args: early.append(prefetch(*args)) or
+                        early[-1])
+    members = symbol_members(3, 5000, seed=4)
+    upload_id = uploads.enqueue(write_zip(tmp_path / "a.zip", members))
+    assert [o.status for o in uploads.worker().drain()] == [Status.DONE]
+    assert tails == [tail] and uploads.row(upload_id)["files_uploaded"] == 3
+    assert (early[0] is None) == (tail == 64)
+    assert [uploads.symbol(f"v1/{name}") for name, _ in members] == [c for _, c in members]
