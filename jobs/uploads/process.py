@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from . import archive, storage
-from .errors import Rejected, StorageFailed, UploadError
+from .errors import Rejected, UploadError
 from .existence import find_existing
 from .records import Counts, Digest, Existing, Settings, Upload, Written
 from .validation import Plan, validate
@@ -69,6 +69,7 @@ class Job:
     upload_id: int
     settings: Settings
     client: Any
+    gate: Gate | None = None  # the archive is still downloading
     # multipart uploads started and not completed: {upload id: key} (aborted if we fail)
     staged: dict[str, str] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -148,26 +149,32 @@ def process(upload: Upload, settings: Settings, client: Any, recorder: Recorder,
     """
     with tempfile.TemporaryDirectory(prefix="upload-") as tmp:
         path = Path(tmp) / "archive.zip"
+        early = _directory(client, settings, upload, Path(tmp))
+        gate = Gate(early.ends) if early is not None else None
         with ThreadPoolExecutor(1, thread_name_prefix="download") as side:
-            downloading = side.submit(_download, client, settings, upload, path)
-            early = _prefetch(client, settings, upload, Path(tmp), recorder)
+            downloading = side.submit(_download, client, settings, upload, path, early, gate)
+            if early is None:
+                downloading.result()
+                plan, answers = read_plan(path, settings), None
+            else:  # the existence checks and the verify pass overlap the download
+                plan = early.plan
+                answers = _answers(client, settings, early.plan, recorder,
+                                   max(1, settings.concurrency - 1))
+            recorder.heartbeat()
+            counts = Counts(plan.total, len(plan.ignored))
+            (Path(tmp) / "spool").mkdir()
+            job = Job(path, Path(tmp) / "spool", upload.id, settings, client, gate)
+            try:
+                with ThreadPoolExecutor(settings.concurrency, thread_name_prefix="upload") as pool:
+                    try:
+                        publish(pool, job, plan, recorder, progress or _quiet, answers)
+                    except BaseException:
+                        pool.shutdown(wait=True, cancel_futures=True)
+                        downloading.result()  # a failed download explains the rest
+                        raise
+            finally:
+                job.abort_staged()
             downloading.result()
-        recorder.heartbeat()
-        plan = read_plan(path, settings)
-        keys = [settings.object_key(info.filename) for info in plan.members]
-        answers = early if early is not None and early.keys == keys else None
-        counts = Counts(plan.total, len(plan.ignored))
-        (Path(tmp) / "spool").mkdir()
-        job = Job(path, Path(tmp) / "spool", upload.id, settings, client)
-        try:
-            with ThreadPoolExecutor(settings.concurrency, thread_name_prefix="upload") as pool:
-                try:
-                    publish(pool, job, plan, recorder, progress or _quiet, answers)
-                except BaseException:
-                    pool.shutdown(wait=True, cancel_futures=True)
-                    raise
-        finally:
-            job.abort_staged()
     return counts
 
 
@@ -198,13 +205,57 @@ class Answers:
     existing: dict[str, Existing | None]
 
 
-def _download(client: Any, settings: Settings, upload: Upload, path: Path) -> None:
-    with open(path, "wb") as target:
-        storage.download(client, settings.inbox_bucket, upload.inbox_key, target)
+@dataclass(frozen=True)
+class Directory:
+    """The archive's validated plan read from its tail before the download, the version
+    (ETag) it belongs to, and where each member's data ends in the archive."""
+
+    plan: Plan
+    etag: str
+    ends: dict[str, int]
 
 
-def _answers(client: Any, settings: Settings, keys: list[str], recorder: Recorder,
+class Gate:
+    """How much of the archive is on disk: a member is verified as soon as it is all there."""
+
+    def __init__(self, ends: dict[str, int]) -> None:
+        self.ends = ends
+        self._ready = threading.Condition()
+        self._have = 0
+        self._over = False
+
+    def written(self, size: int) -> None:
+        with self._ready:
+            self._have = size
+            self._ready.notify_all()
+
+    def close(self) -> None:
+        """The download ended (done or failed: then the main thread reports its error)."""
+        with self._ready:
+            self._over = True
+            self._ready.notify_all()
+
+    def wait(self, info: zipfile.ZipInfo) -> None:
+        end = self.ends[info.filename]
+        with self._ready:
+            self._ready.wait_for(lambda: self._have >= end or self._over)
+
+
+def _download(client: Any, settings: Settings, upload: Upload, path: Path,
+              early: Directory | None, gate: Gate | None) -> None:
+    try:
+        with open(path, "wb") as target:
+            storage.download(client, settings.inbox_bucket, upload.inbox_key, target,
+                             etag=early.etag if early else None,
+                             written=gate.written if gate else None)
+    finally:
+        if gate is not None:
+            gate.close()
+
+
+def _answers(client: Any, settings: Settings, plan: Plan, recorder: Recorder,
              threads: int) -> Answers:
+    keys = [settings.object_key(info.filename) for info in plan.members]
     done = recorder.written_keys()
     with ThreadPoolExecutor(threads, thread_name_prefix="exists") as checks:
         existing = find_existing(checks, client, settings.symbols_bucket,
@@ -213,26 +264,25 @@ def _answers(client: Any, settings: Settings, keys: list[str], recorder: Recorde
     return Answers(keys, done, existing)
 
 
-def _prefetch(client: Any, settings: Settings, upload: Upload, tmp: Path,
-              recorder: Recorder) -> Answers | None:
-    """The existence checks, made while the archive downloads: from its central directory
-    read with a ranged GET of the archive's tail into a sparse file. Best effort: None
-    when the directory is not in the tail or is not valid (the downloaded archive decides:
-    it is validated again, and the answers are used only if its keys are the same).
+def _directory(client: Any, settings: Settings, upload: Upload, tmp: Path) -> Directory | None:
+    """The archive's central directory from a ranged GET of its tail into a sparse file,
+    so that the existence checks and the verify pass need not wait for the download (which
+    then asks for the same ETag). Best effort: None when the directory is not in the tail,
+    is not valid, or S3 failed (the download then comes first and decides).
     """
     sparse = tmp / "directory.zip"
     try:
-        storage.fetch_tail(client, settings.inbox_bucket, upload.inbox_key, sparse, TAIL)
+        etag = storage.fetch_tail(client, settings.inbox_bucket, upload.inbox_key, sparse, TAIL)
         plan = read_plan(sparse, settings)
-    except (UploadError, OSError):
+        with zipfile.ZipFile(sparse) as zipped:
+            starts = sorted({info.header_offset for info in zipped.infolist()})
+        size = sparse.stat().st_size
+    except (UploadError, OSError, zipfile.BadZipFile):
         return None
     finally:
         sparse.unlink(missing_ok=True)
-    keys = [settings.object_key(info.filename) for info in plan.members]
-    try:  # the download holds one of the client's connections
-        return _answers(client, settings, keys, recorder, max(1, settings.concurrency - 1))
-    except StorageFailed:
-        return None
+    after = dict(zip(starts, starts[1:] + [size]))
+    return Directory(plan, etag, {info.filename: after[info.header_offset] for info in plan.members})
 
 
 def publish(pool: Executor, job: Job, plan: Plan, recorder: Recorder, progress: Progress,
@@ -240,8 +290,7 @@ def publish(pool: Executor, job: Job, plan: Plan, recorder: Recorder, progress: 
     """Verify (and spool) every member, then write those that are missing or changed."""
     settings = job.settings
     if answers is None:
-        keys = [settings.object_key(info.filename) for info in plan.members]
-        answers = _answers(job.client, settings, keys, recorder, settings.concurrency)
+        answers = _answers(job.client, settings, plan, recorder, settings.concurrency)
     keys, done, existing = answers.keys, answers.done, answers.existing
     members = _verified(pool, job, plan, keys, done, existing, recorder, progress)
     recorder.heartbeat()
@@ -281,6 +330,8 @@ def _verified(pool: Executor, job: Job, plan: Plan, keys: list[str], done: set[s
     does not end on one long member."""
     def verify(index: int) -> Member:
         info, key = plan.members[index], keys[index]
+        if job.gate is not None:
+            job.gate.wait(info)
         with job.compute:
             if key in done or existing.get(key) is not None:
                 return Member(index, info, key, archive.digest(job.path, info), None)

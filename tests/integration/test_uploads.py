@@ -91,10 +91,10 @@ def test_existence_check_modes_agree(uploads, tmp_path):
 
 
 @pytest.mark.parametrize("tail", [64, 1024 * 1024])
-def test_existence_is_checked_from_the_tail_while_downloading_or_after_it(uploads, tmp_path,
+def test_the_directory_is_read_from_the_tail_while_downloading_or_after_it(uploads, tmp_path,
                                                                          monkeypatch, tail):
-    """The central directory in the fetched tail: checked during the download; not in it
-    (a 64-byte tail): checked after the download, from the archive itself."""
+    """The central directory in the fetched tail: checked (and members verified) during the
+    download; not in it (a 64-byte tail): all after the download, from the archive itself."""
     from jobs.uploads import process, storage
 
     monkeypatch.setattr(process, "TAIL", tail)
@@ -103,8 +103,8 @@ def test_existence_is_checked_from_the_tail_while_downloading_or_after_it(upload
     monkeypatch.setattr(storage, "fetch_tail", lambda *args: tails.append(args[-1]) or
                         fetch_tail(*args))
     early: list[object] = []
-    prefetch = process._prefetch
-    monkeypatch.setattr(process, "_prefetch", lambda *args: early.append(prefetch(*args)) or
+    directory = process._directory
+    monkeypatch.setattr(process, "_directory", lambda *args: early.append(directory(*args)) or
                         early[-1])
     members = symbol_members(3, 5000, seed=4)
     upload_id = uploads.enqueue(write_zip(tmp_path / "a.zip", members))
@@ -112,3 +112,19 @@ def test_existence_is_checked_from_the_tail_while_downloading_or_after_it(upload
     assert tails == [tail] and uploads.row(upload_id)["files_uploaded"] == 3
     assert (early[0] is None) == (tail == 64)
     assert [uploads.symbol(f"v1/{name}") for name, _ in members] == [c for _, c in members]
+
+
+def test_an_archive_replaced_after_its_directory_was_read_is_a_retryable_failure(uploads,
+                                                                                 tmp_path,
+                                                                                 monkeypatch):
+    """The download asks for the ETag the tail had: another version fails it (412), and
+    the verify pass, already waiting on the download, reports that, not a corrupt member."""
+    from jobs.uploads import storage
+
+    fetch_tail = storage.fetch_tail
+    monkeypatch.setattr(storage, "fetch_tail", lambda *args: fetch_tail(*args) and '"other"')
+    upload_id = uploads.enqueue(write_zip(tmp_path / "a.zip", symbol_members(3, 5000)))
+    assert [o.status for o in uploads.worker().drain()] == [Status.PENDING]
+    row = uploads.row(upload_id)
+    assert "GetObject" in row["error"] and "PreconditionFailed" in row["error"]
+    assert uploads.keys() == [] and uploads.files() == []
