@@ -52,6 +52,28 @@ GROUP BY hash, day
 ORDER BY hash, day
 ON CONFLICT (hash, day) DO UPDATE SET count = d.count + EXCLUDED.count;
 
+-- name: merge_symbols_unique
+-- merge_symbols for staged rows known to hold each hash once (one aggregate, one
+-- day per symbol: the common case), without the GROUP BY (a fifth of the merge).
+INSERT INTO missing_symbol AS m (hash, debug_file, debug_id, code_file, code_id, count,
+                                 first_seen, last_seen)
+SELECT hash, debug_file, debug_id, code_file, code_id, count,
+       to_timestamp(first_seen), to_timestamp(last_seen)
+FROM missing_symbol_staging
+ORDER BY hash
+ON CONFLICT (hash) DO UPDATE SET
+    count = m.count + EXCLUDED.count,
+    first_seen = LEAST(m.first_seen, EXCLUDED.first_seen),
+    last_seen = GREATEST(m.last_seen, EXCLUDED.last_seen);
+
+-- name: merge_days_unique
+-- merge_days for staged rows known to hold each (hash, day) once (one aggregate).
+INSERT INTO missing_symbol_day AS d (hash, day, count)
+SELECT hash, date '1970-01-01' + day, count
+FROM missing_symbol_staging
+ORDER BY hash, day
+ON CONFLICT (hash, day) DO UPDATE SET count = d.count + EXCLUDED.count;
+
 -- name: record_batches
 -- execute_values template: (key, events, status, reason).
 INSERT INTO missing_symbol_batch (key, events, status, reason) VALUES %s;

@@ -82,7 +82,7 @@ class Aggregate:
         import msgpack
 
         fold = _Folder(self.counts, self.validated)
-        with _collector_paused():
+        with collector_paused():
             self._settle(fold, msgpack)
         self.pending.clear()
         self.pending_entries = 0
@@ -139,6 +139,10 @@ class Aggregate:
                 entry[1] = value[1]
             if value[2] > entry[2]:
                 entry[2] = value[2]
+
+    def one_day_per_symbol(self) -> bool:
+        """Whether no settled symbol has counts on two days."""
+        return len({key[:4] for key in self.counts}) == len(self.counts)
 
     @property
     def lookups(self) -> int:
@@ -209,7 +213,7 @@ def aggregate_batch(chunks: Iterable[bytes], default_seen_at: float,
             (without ``into``: in this batch; with it, possibly in an earlier
             one, which ``BadBatch.batch`` names).
     """
-    with _collector_paused():
+    with collector_paused():
         result = into if into is not None else Aggregate()
         result.events += _read(chunks, default_seen_at, chunk_size, result, batch)
         if into is None:
@@ -218,9 +222,11 @@ def aggregate_batch(chunks: Iterable[bytes], default_seen_at: float,
 
 
 @contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Nothing built here is cyclic: the garbage collector would only rescan the
-    growing dicts, again and again (it tripled the cost of settling)."""
+def collector_paused() -> Iterator[None]:
+    """The garbage collector off for the block (and every thread), back on after
+    if it was on. Nothing built while aggregating is cyclic: the collector would
+    only rescan the growing dicts, again and again (it tripled the cost of
+    settling)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -297,7 +303,8 @@ def _read(chunks: Iterable[bytes], default_seen_at: float, chunk_size: int,
 
 def staging_csv(aggregate: Aggregate) -> str:
     """The counts as CSV rows for the store's staging table: hash, the four fields,
-    day (since the epoch), count, first and last seen (epoch seconds)."""
+    day (since the epoch), count, first and last seen (epoch seconds); one row
+    per (symbol, day)."""
     import csv
     import hashlib
     import io

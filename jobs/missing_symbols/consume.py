@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterator
 
 from crontabber.errors import CrontabberError
 
-from .aggregate import Aggregate, BadBatch, staging_csv
+from .aggregate import Aggregate, BadBatch, collector_paused, staging_csv
 from .inbox import (BatchObject, DecodeResult, DecodeTask, decode_batches, list_batches,
                     quarantined)
 from .store import BatchOutcome, MissingSymbolStore
@@ -152,6 +152,14 @@ def decode_group(bucket: str, keys: list[str], workers: int, decode: Decoder
                  ) -> tuple[Aggregate, list[BatchOutcome]]:
     """``keys``' events counted and settled, and each batch's outcome. A batch
     found bad when settling is quarantined and the others are read again."""
+    # The collector paused: unpickling a worker's 100,000 pending events took
+    # 0.4 s with it running (it rescans the growing containers), 0.035 s without.
+    with collector_paused():
+        return _decode_group(bucket, keys, workers, decode)
+
+
+def _decode_group(bucket: str, keys: list[str], workers: int, decode: Decoder
+                  ) -> tuple[Aggregate, list[BatchOutcome]]:
     bad: list[BatchOutcome] = []
     while True:
         skip = {outcome.key for outcome in bad}
@@ -178,7 +186,7 @@ def consume_group(store: MissingSymbolStore, bucket: str, keys: list[str], worke
             return
         total, outcomes = decode_group(bucket, claimed, workers, decode)
         tx.stage(staging_csv(total))
-        tx.merge()
+        tx.merge(one_day_per_symbol=total.one_day_per_symbol())
         tx.record(outcomes)
         pause_point("before_commit")
     pause_point("after_commit")

@@ -38,6 +38,7 @@ class BatchTransaction:
     def __init__(self, cursor: Any) -> None:
         self._cur = cursor
         self._staged = False
+        self._copies = 0
 
     def claim(self, keys: list[str]) -> list[str]:
         """The keys of ``keys`` this transaction now owns: advisory-locked here and
@@ -60,14 +61,22 @@ class BatchTransaction:
             self._staged = True
         if csv_rows:
             self._cur.copy_expert(Q["copy_staging"], io.StringIO(csv_rows))
+            self._copies += 1
 
-    def merge(self) -> tuple[int, int]:
-        """Upsert the staged counts; return (symbol rows, day rows) written."""
+    def merge(self, one_day_per_symbol: bool = False) -> tuple[int, int]:
+        """Upsert the staged counts; return (symbol rows, day rows) written.
+
+        Rows staged by one :meth:`stage` hold each (hash, day) once, so the
+        day rows need no grouping; with ``one_day_per_symbol`` (the caller
+        knows each symbol has one day), neither do the symbol rows.
+        """
         if not self._staged:
             return 0, 0
-        self._cur.execute(Q["merge_symbols"])
+        unique = self._copies <= 1
+        self._cur.execute(Q["merge_symbols_unique" if unique and one_day_per_symbol
+                            else "merge_symbols"])
         symbols = self._cur.rowcount
-        self._cur.execute(Q["merge_days"])
+        self._cur.execute(Q["merge_days_unique" if unique else "merge_days"])
         return symbols, self._cur.rowcount
 
     def record(self, outcomes: list[BatchOutcome]) -> None:

@@ -211,3 +211,31 @@ def test_forked_workers_never_share_the_parents_s3_connections(crontab, s3_bucke
     finally:
         conn.close()
     assert table_totals(crontab) == brute_force(written)
+
+
+def test_the_merge_without_grouping_writes_what_the_grouped_merge_writes(crontab):
+    """One aggregate, one day per symbol: the ungrouped statements (the fast path)
+    against the grouped ones, on the same staged rows, twice (inserts, then updates)."""
+    from jobs.missing_symbols.aggregate import aggregate_batch, staging_csv
+    from jobs.missing_symbols.writer import encode_events
+
+    rng = random.Random(7)
+    events = [dict(e, count=rng.randint(1, 3)) for e in rng.choices(symbols(rng, 40), k=500)]
+    aggregate = aggregate_batch([encode_events(events)], 1_795_000_000.0)
+    assert aggregate.one_day_per_symbol()
+    conn = connect(crontab.database)
+    store = MissingSymbolStore(conn)
+    tables = []
+    for one_day in (True, False):
+        with conn, conn.cursor() as cur:
+            cur.execute("TRUNCATE missing_symbol, missing_symbol_day")
+        for _ in range(2):
+            with store.batches() as tx:
+                tx.stage(staging_csv(aggregate))
+                assert tx.merge(one_day_per_symbol=one_day) == (40, 40)
+        tables.append((crontab.sql("SELECT * FROM missing_symbol ORDER BY hash"),
+                       crontab.sql("SELECT * FROM missing_symbol_day ORDER BY hash, day")))
+    conn.close()
+    assert tables[0] == tables[1]
+    assert sum(row["count"] for row in tables[0][0]) == 2 * sum(e["count"] for e in events)
+

@@ -212,3 +212,10 @@ def test_events_that_never_repeat_are_counted_with_bounded_pending_memory(monkey
     total.settle()
     [(key, entry)] = total.counts.items()
     assert entry == [1000, T0, T0 + 999]
+
+
+def test_one_day_per_symbol_is_false_when_a_symbol_spans_two_days():
+    event = {"debug_file": "a.pdb", "debug_id": ID}
+    assert aggregate_batch([encode_events([event, event])], T0).one_day_per_symbol()
+    two = aggregate_batch([encode_events([event, dict(event, seen_at=T0 - 86400)])], T0)
+    assert not two.one_day_per_symbol()
