@@ -1,17 +1,21 @@
-"""Process one claimed upload: download, validate, verify and spool, then publish.
+"""Process one claimed upload: read the directory, download, verify and spool, then publish.
 
-Nothing is written to the symbols bucket until the whole archive has passed: the
+Nothing is published to the symbols bucket until the whole archive has passed: the
 central directory (:mod:`jobs.uploads.validation`), then one pass over every member
-(CRC, size, MD5). That pass already produces what will be written: a member whose key
-is new (or not checked: see :mod:`jobs.uploads.existence`) is inflated once, feeding
-MD5 and the isal compressor together, and its output is spooled to a file beside the
-archive (memory stays at a chunk per thread; disk about the archive's size). A member
-whose key exists is only digested (an identical file is never compressed); if it
-changed, it is compressed in a second pass when it is written. Once every member has
-passed, the spooled objects are PUT (multipart above ``multipart_threshold``, reading
-one part at a time) in a thread pool sharing one boto3 client. Each object written gets
-its ``file_upload`` row through the :class:`Recorder` (in batches), which also renews
-the claim.
+(CRC, size, MD5). The directory is read first from a ranged GET of the archive's tail,
+so the existence checks and the verify pass run while the archive downloads (each member
+waits until its bytes are on disk). The pass already produces what will be written: a
+member whose key is new (or not checked: see :mod:`jobs.uploads.existence`) is inflated
+once, feeding MD5 and the isal compressor together, and its output is spooled to a file
+beside the archive (memory stays at a chunk per thread; disk about the archive's size).
+A member whose key exists is only digested (an identical file is never compressed); if
+it changed, it is compressed in a second pass when it is written. Objects larger than
+``multipart_threshold`` start their multipart upload as soon as they are spooled (parts
+are invisible until completed, and every started upload is aborted if anything fails).
+Once every member has passed, the spooled objects are PUT and the multipart uploads
+completed, in a thread pool sharing one boto3 client. Each object written gets its
+``file_upload`` row through the :class:`Recorder` (in batches), which also renews the
+claim.
 
 Idempotent: objects are deterministic (gzip without name or time), rows are unique per
 (upload, key), and an object found with this upload's id in its metadata but no row
