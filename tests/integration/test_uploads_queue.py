@@ -46,7 +46,9 @@ def test_two_workers_racing_on_one_queue_process_each_upload_once(uploads, tmp_p
 
 
 def test_a_worker_killed_mid_upload_then_rerun_equals_a_clean_run(uploads, tmp_path):
-    members = symbol_members(40, 150_000, seed=7)
+    # enough members that publishing takes several heartbeats (rows are flushed every
+    # 50 ms): the kill lands well before the last one
+    members = symbol_members(120, 100_000, seed=7)
     archive = write_zip(tmp_path / "big.zip", members)
     upload_id = uploads.enqueue(archive)
     env = {**os.environ, "PYTHONPATH": str(REPO),
@@ -64,7 +66,7 @@ def test_a_worker_killed_mid_upload_then_rerun_equals_a_clean_run(uploads, tmp_p
     child.send_signal(signal.SIGKILL)
     child.wait()
     written = len(uploads.files(upload_id))
-    assert 5 <= written < 40 and uploads.row(upload_id)["status"] == "processing"
+    assert 5 <= written < 120 and uploads.row(upload_id)["status"] == "processing"
     assert uploads.worker().drain() == []  # the lease still holds
     uploads.sql("UPDATE upload SET claimed_at = claimed_at - interval '1 hour'")
     assert [o.status for o in uploads.worker().drain()] == [Status.DONE]
@@ -80,7 +82,7 @@ def test_a_worker_killed_mid_upload_then_rerun_equals_a_clean_run(uploads, tmp_p
         return [(f["key"].split("/", 1)[1], f["size"], f["original_size"], f["original_md5"],
                  f["compressed"], f["update"]) for f in uploads.files(upload)]
 
-    assert rows(upload_id) == rows(clean_id) and len(rows(upload_id)) == 40
+    assert rows(upload_id) == rows(clean_id) and len(rows(upload_id)) == 120
     for name, content in members:
         assert uploads.symbol(f"v1/{name}") == content
 
