@@ -145,8 +145,11 @@ def run(rounds: int) -> list[Comparison]:
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     size = sum(len(b) for b in blobs) / EVENTS
     notes = [
-        f"PostgreSQL fsync={fsync} (the test cluster's SYMBOLS_PG_FAST): the baseline's "
-        f"per-event commit is cheaper than in a deployment; issue #5 measured ~4,000/s",
+        (f"PostgreSQL fsync={fsync}, as deployed (`make bench` starts or reloads the cluster without "
+         f"the tests' SYMBOLS_PG_FAST); issue #5 measured the baseline at ~4,000/s"
+         if fsync == "on" else
+         f"PostgreSQL fsync={fsync} (the test cluster's SYMBOLS_PG_FAST): the baseline's "
+         f"per-event commit is cheaper than in a deployment; run `make bench` for fsync=on"),
         f"1-minute load average {load_before:.1f} before and {os.getloadavg()[0]:.1f} after the "
         f"rounds on this {workers}-core machine (shared with other benchmarks and test runs)",
         f"{EVENTS:,} events ({size:.0f} bytes each in msgpack) over {SYMBOLS:,} symbols in "

@@ -27,7 +27,7 @@ CREATE TEMP TABLE missing_symbol_staging (
 -- name: copy_staging
 COPY missing_symbol_staging (hash, debug_file, debug_id, code_file, code_id, day, count,
                              first_seen, last_seen)
-FROM STDIN WITH (FORMAT csv, FORCE_NOT_NULL (code_file, code_id));
+FROM STDIN WITH (FORMAT text);
 
 -- name: merge_symbols
 -- One set-based upsert; rows in hash order so concurrent runners lock rows in the

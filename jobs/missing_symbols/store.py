@@ -54,13 +54,14 @@ class BatchTransaction:
         done = {row[0] for row in self._cur.fetchall()}
         return [key for key in locked if key not in done]
 
-    def stage(self, csv_rows: str) -> None:
-        """COPY rows (``aggregate.staging_csv`` format) into this transaction's staging table."""
+    def stage(self, rows: str) -> None:
+        """COPY rows (``aggregate.staging_rows``: COPY's text format) into this
+        transaction's staging table."""
         if not self._staged:
             self._cur.execute(Q["create_staging"])
             self._staged = True
-        if csv_rows:
-            self._cur.copy_expert(Q["copy_staging"], io.StringIO(csv_rows))
+        if rows:
+            self._cur.copy_expert(Q["copy_staging"], io.StringIO(rows))
             self._copies += 1
 
     def merge(self, one_day_per_symbol: bool = False) -> tuple[int, int]:

@@ -216,7 +216,7 @@ def test_forked_workers_never_share_the_parents_s3_connections(crontab, s3_bucke
 def test_the_merge_without_grouping_writes_what_the_grouped_merge_writes(crontab):
     """One aggregate, one day per symbol: the ungrouped statements (the fast path)
     against the grouped ones, on the same staged rows, twice (inserts, then updates)."""
-    from jobs.missing_symbols.aggregate import aggregate_batch, staging_csv
+    from jobs.missing_symbols.aggregate import aggregate_batch, staging_rows
     from jobs.missing_symbols.writer import encode_events
 
     rng = random.Random(7)
@@ -231,7 +231,7 @@ def test_the_merge_without_grouping_writes_what_the_grouped_merge_writes(crontab
             cur.execute("TRUNCATE missing_symbol, missing_symbol_day")
         for _ in range(2):
             with store.batches() as tx:
-                tx.stage(staging_csv(aggregate))
+                tx.stage(staging_rows(aggregate))
                 assert tx.merge(one_day_per_symbol=one_day) == (40, 40)
         tables.append((crontab.sql("SELECT * FROM missing_symbol ORDER BY hash"),
                        crontab.sql("SELECT * FROM missing_symbol_day ORDER BY hash, day")))
@@ -239,3 +239,19 @@ def test_the_merge_without_grouping_writes_what_the_grouped_merge_writes(crontab
     assert tables[0] == tables[1]
     assert sum(row["count"] for row in tables[0][0]) == 2 * sum(e["count"] for e in events)
 
+
+
+def test_fields_with_backslashes_commas_and_quotes_are_stored_exactly(crontab, s3_bucket):
+    from jobs.missing_symbols.model import symbol_hash
+
+    odd = {"debug_file": 'C:\\build\\x,"y".pdb', "debug_id": "0123456789ABCDEF0123456789ABCDEF1",
+           "code_file": "\\\\server\\share\\n.dll", "code_id": "ABC\\"}
+    write_batch(s3_client(), s3_bucket, [odd, odd])
+    conn = connect(crontab.database)
+    consume(MissingSymbolStore(conn), s3_client(), ConsumeSettings(s3_bucket, workers=1))
+    conn.close()
+    [row] = crontab.sql("SELECT * FROM missing_symbol")
+    assert (row["debug_file"], row["code_file"], row["code_id"], row["count"]) == \
+        (odd["debug_file"], odd["code_file"], odd["code_id"], 2)
+    assert row["hash"] == symbol_hash(odd["debug_file"], odd["debug_id"], odd["code_file"],
+                                      odd["code_id"])

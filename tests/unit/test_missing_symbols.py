@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 import collections
-import csv
 import datetime as dt
 import io
 import random
 
 import pytest
 
-from jobs.missing_symbols.aggregate import Aggregate, BadBatch, aggregate_batch, staging_csv
+from jobs.missing_symbols.aggregate import Aggregate, BadBatch, aggregate_batch, staging_rows
 from jobs.missing_symbols.apps import report_day
 from jobs.missing_symbols.consume import split
 from jobs.missing_symbols.model import EventError, parse_seen_at, symbol_hash, validate_symbol
@@ -96,11 +95,12 @@ def test_validation_and_seen_at_parsing():
     assert len(symbol_hash("a", "b", "c", "d")) == 32
 
 
-def test_staging_csv_rows_carry_the_hash_and_epoch_times():
-    aggregate = aggregate_batch([encode_events([{"debug_file": "a,\"b\".pdb", "debug_id": ID}])], T0)
-    [row] = list(csv.reader(io.StringIO(staging_csv(aggregate))))
-    assert row == [symbol_hash('a,"b".pdb', ID, "", ""), 'a,"b".pdb', ID, "", "",
-                   str(int(T0 // 86400)), "1", repr(T0), repr(T0)]
+def test_staging_rows_carry_the_hash_and_epoch_times_with_backslashes_escaped():
+    name = 'a\\,"b".pdb'  # a backslash, a comma and quotes
+    aggregate = aggregate_batch([encode_events([{"debug_file": name, "debug_id": ID}])], T0)
+    assert staging_rows(aggregate) == "\t".join([
+        symbol_hash(name, ID, "", ""), 'a\\\\,"b".pdb', ID, "", "", str(int(T0 // 86400)), "1",
+        repr(T0), repr(T0)]) + "\n"
 
 
 def test_report_csv_and_report_day():
