@@ -302,7 +302,13 @@ def _read(chunks: Iterable[bytes], default_seen_at: float, chunk_size: int,
 
 
 def staging_rows(aggregate: Aggregate) -> str:
-    """The counts as rows for the store's staging table, in COPY's text format:
+    """All of :func:`staging_chunks` as one string."""
+    return "".join(staging_chunks(aggregate))
+
+
+def staging_chunks(aggregate: Aggregate, lines: int = 2000) -> Iterator[str]:
+    """The counts as rows for the store's staging table, in COPY's text format,
+    ``lines`` rows a chunk (so COPY can load a chunk while the next is made):
     hash, the four fields, day (since the epoch), count, first and last seen
     (epoch seconds), tab-separated; one row per (symbol, day).
 
@@ -313,8 +319,8 @@ def staging_rows(aggregate: Aggregate) -> str:
     import hashlib
 
     md5 = hashlib.md5
-    lines: list[str] = []
-    append = lines.append
+    chunk: list[str] = []
+    append = chunk.append
     with collector_paused():
         for (debug_file, debug_id, code_file, code_id, day), (count, first, last) in \
                 aggregate.counts.items():
@@ -325,4 +331,8 @@ def staging_rows(aggregate: Aggregate) -> str:
             if "\\" in symbol:
                 line = line.replace("\\", "\\\\")
             append(line)
-    return "".join(lines)
+            if len(chunk) >= lines:
+                yield "".join(chunk)
+                chunk.clear()
+    if chunk:
+        yield "".join(chunk)

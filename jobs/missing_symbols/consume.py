@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterator
 
 from crontabber.errors import CrontabberError
 
-from .aggregate import Aggregate, BadBatch, collector_paused, staging_rows
+from .aggregate import Aggregate, BadBatch, collector_paused, staging_chunks
 from .inbox import (BatchObject, DecodeResult, DecodeTask, decode_batches, list_batches,
                     quarantined)
 from .store import BatchOutcome, MissingSymbolStore
@@ -185,7 +185,7 @@ def consume_group(store: MissingSymbolStore, bucket: str, keys: list[str], worke
         if not claimed:
             return
         total, outcomes = decode_group(bucket, claimed, workers, decode)
-        tx.stage(staging_rows(total))
+        tx.stage(staging_chunks(total))
         tx.merge(one_day_per_symbol=total.one_day_per_symbol())
         tx.record(outcomes)
         pause_point("before_commit")

@@ -12,7 +12,7 @@ import contextlib
 import datetime as dt
 import io
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from crontabber import queries
 
@@ -30,6 +30,16 @@ class BatchOutcome:
     @property
     def status(self) -> str:
         return "ok" if self.reason is None else "quarantined"
+
+
+class _Chunks:
+    """A file-like reader over string chunks, for ``copy_expert``."""
+
+    def __init__(self, chunks: Iterator[str]) -> None:
+        self._chunks = chunks
+
+    def read(self, size: int = -1) -> str:
+        return next(self._chunks, "")
 
 
 class BatchTransaction:
@@ -54,14 +64,16 @@ class BatchTransaction:
         done = {row[0] for row in self._cur.fetchall()}
         return [key for key in locked if key not in done]
 
-    def stage(self, rows: str) -> None:
-        """COPY rows (``aggregate.staging_rows``: COPY's text format) into this
-        transaction's staging table."""
+    def stage(self, rows: str | Iterable[str]) -> None:
+        """COPY rows (``aggregate.staging_rows`` or ``staging_chunks``: COPY's text
+        format) into this transaction's staging table. Chunks are sent as they are
+        made, so the server loads one while the next is built."""
         if not self._staged:
             self._cur.execute(Q["create_staging"])
             self._staged = True
         if rows:
-            self._cur.copy_expert(Q["copy_staging"], io.StringIO(rows))
+            source = io.StringIO(rows) if isinstance(rows, str) else _Chunks(iter(rows))
+            self._cur.copy_expert(Q["copy_staging"], source)
             self._copies += 1
 
     def merge(self, one_day_per_symbol: bool = False) -> tuple[int, int]:

@@ -8,7 +8,8 @@ import random
 
 import pytest
 
-from jobs.missing_symbols.aggregate import Aggregate, BadBatch, aggregate_batch, staging_rows
+from jobs.missing_symbols.aggregate import (Aggregate, BadBatch, aggregate_batch, staging_chunks,
+                                            staging_rows)
 from jobs.missing_symbols.apps import report_day
 from jobs.missing_symbols.consume import split
 from jobs.missing_symbols.model import EventError, parse_seen_at, symbol_hash, validate_symbol
@@ -219,3 +220,13 @@ def test_one_day_per_symbol_is_false_when_a_symbol_spans_two_days():
     assert aggregate_batch([encode_events([event, event])], T0).one_day_per_symbol()
     two = aggregate_batch([encode_events([event, dict(event, seen_at=T0 - 86400)])], T0)
     assert not two.one_day_per_symbol()
+
+
+def test_staging_chunks_hold_every_row_once():
+    rng = random.Random(3)
+    aggregate = aggregate_batch([encode_events(random_events(rng, symbols(rng, 50), 400))], T0)
+    chunks = list(staging_chunks(aggregate, lines=7))
+    assert [chunk.count("\n") for chunk in chunks[:-1]] == [7] * (len(chunks) - 1)
+    assert 1 <= chunks[-1].count("\n") <= 7
+    assert "".join(chunks) == staging_rows(aggregate)
+    assert len(staging_rows(aggregate).splitlines()) == len(aggregate.counts)
