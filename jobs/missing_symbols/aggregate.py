@@ -69,6 +69,7 @@ class Aggregate:
     #: default day -> encoded event -> Pending
     pending: dict[int, dict[bytes, Pending]] = field(default_factory=dict)
     pending_entries: int = 0
+    #: the symbols of ``counts``, each checked once
     validated: set[tuple[str, str, str, str]] = field(default_factory=set)
 
     def settle(self) -> None:
@@ -106,6 +107,7 @@ class Aggregate:
         must not be used afterwards)."""
         self.events += other.events
         self._merge_counts(other.counts)
+        self.validated |= other.validated
         for day, theirs in other.pending.items():
             mine = self.pending.get(day)
             if not mine:
@@ -141,8 +143,11 @@ class Aggregate:
                 entry[2] = value[2]
 
     def one_day_per_symbol(self) -> bool:
-        """Whether no settled symbol has counts on two days."""
-        return len({key[:4] for key in self.counts}) == len(self.counts)
+        """Whether no settled symbol has counts on two days. ``validated`` holds
+        exactly the symbols of ``counts`` (a symbol is added when an event of it
+        is first counted, and merged with the counts), so this is a comparison
+        of sizes, not a pass over 100,000 keys (0.14 s)."""
+        return len(self.validated) == len(self.counts)
 
     @property
     def lookups(self) -> int:

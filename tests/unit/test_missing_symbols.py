@@ -217,9 +217,18 @@ def test_events_that_never_repeat_are_counted_with_bounded_pending_memory(monkey
 
 def test_one_day_per_symbol_is_false_when_a_symbol_spans_two_days():
     event = {"debug_file": "a.pdb", "debug_id": ID}
-    assert aggregate_batch([encode_events([event, event])], T0).one_day_per_symbol()
+    one = aggregate_batch([encode_events([event, event, dict(event, code_id=None)])], T0)
+    assert one.one_day_per_symbol()
     two = aggregate_batch([encode_events([event, dict(event, seen_at=T0 - 86400)])], T0)
     assert not two.one_day_per_symbol()
+    merged = aggregate_batch([encode_events([event])], T0)
+    merged.merge(aggregate_batch([encode_events([event])], T0 - 86400))  # settled elsewhere
+    assert not merged.one_day_per_symbol()
+    other = aggregate_batch([encode_events([dict(event, debug_file="b.pdb")])], T0 - 86400)
+    merged = aggregate_batch([encode_events([event])], T0)
+    merged.merge(other)
+    assert merged.one_day_per_symbol()
+    assert all(len(a.validated) == len({key[:4] for key in a.counts}) for a in (one, two, merged))
 
 
 def test_staging_chunks_hold_every_row_once():
