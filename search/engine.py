@@ -252,6 +252,13 @@ class Searcher:
         found = alternatives(self._suggest({"joined": {"text": joined, "term": {
             "field": JOINED_FIELD, **SUGGEST}}})).get(joined, [])
         terms = search_terms(parts, alts, found)
+        if found:
+            # Most of these queries are found by a joined correction; the fuzzy
+            # fallback costs 10-20 ms of Elasticsearch time, so it waits until
+            # the corrections alone have found nothing.
+            response = self._search(build_query(text, terms), size)
+            if response["hits"].get("hits"):
+                return terms, response
         query = build_query(text, terms)
         query["bool"]["should"] += build_fallback(terms)["bool"]["should"]
         return terms, self._search(query, size)
