@@ -172,9 +172,10 @@ def process(upload: Upload, settings: Settings, client: Any, recorder: Recorder,
                 with ThreadPoolExecutor(settings.concurrency, thread_name_prefix="upload") as pool:
                     try:
                         publish(pool, job, plan, recorder, progress or _quiet, answers)
-                    except BaseException:
+                    except BaseException as exc:
                         pool.shutdown(wait=True, cancel_futures=True)
-                        downloading.result()  # a failed download explains the rest
+                        if isinstance(exc, Exception):  # never hide SIGTERM or Ctrl-C
+                            downloading.result()  # a failed download explains the rest
                         raise
             finally:
                 job.abort_staged()

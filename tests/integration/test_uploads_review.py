@@ -1,0 +1,121 @@
+"""Review checks: conditional writes (If-None-Match) against the real S3 server."""
+
+from __future__ import annotations
+
+from jobs.uploads import storage
+from jobs.uploads.records import Status
+from tests.fixtures.uploads_archives import symbol_members, write_zip
+from tests.fixtures.uploads_queue import uploads  # noqa: F401 - the fixture
+
+
+def test_conditional_writes_skip_identical_and_overwrite_changed_with_update(uploads, tmp_path):
+    later = symbol_members(6, 3000, seed=7, prefix="zz")
+    first = uploads.enqueue(write_zip(tmp_path / "1.zip", later))
+    assert [o.status for o in uploads.worker().drain()] == [Status.DONE]
+    changed = later[:3] + [(name, content + b"PUBLIC 1 0 new\n") for name, content in later[3:]]
+    new = symbol_members(20, 2000, seed=8, prefix="aa")
+    puts: list[tuple[str, bool]] = []
+    put = storage.put
+    def spy(client, bucket, written, body, upload_id, only_if_new=False):
+        puts.append((written.key, only_if_new))
+        return put(client, bucket, written, body, upload_id, only_if_new)
+    import pytest
+    mp = pytest.MonkeyPatch()
+    mp.setattr(storage, "put", spy)
+    try:
+        second = uploads.enqueue(write_zip(tmp_path / "2.zip", new + changed))
+        assert [o.status for o in uploads.worker().drain()] == [Status.DONE]
+    finally:
+        mp.undo()
+    assert any(cond for key, cond in puts if "/zz" in key)  # the later keys went conditionally
+    row = uploads.row(second)
+    assert (row["files_uploaded"], row["files_skipped"]) == (23, 3)
+    rows = {f["key"]: f for f in uploads.files(second)}
+    for name, _ in later[:3]:
+        assert f"v1/{name}" not in rows
+        meta = uploads.get(f"v1/{name}")[1]["Metadata"]
+        assert meta["upload_id"] == str(first)
+    for name, content in changed[3:]:
+        assert rows[f"v1/{name}"]["update"] is True
+        assert uploads.symbol(f"v1/{name}") == content
+    for name, _ in new:
+        assert rows[f"v1/{name}"]["update"] is False
+
+
+class _Broken:
+    def __init__(self, body, after):
+        self.body, self.reads, self.after = body, 0, after
+
+    def read(self, n=-1):
+        self.reads += 1
+        if self.reads > self.after:
+            raise ConnectionError("connection reset (injected)")
+        return self.body.read(n)
+
+
+def _break_download(uploads, monkeypatch, after):
+    client = uploads.client
+    get = client.get_object
+    def get_object(**kwargs):
+        response = get(**kwargs)
+        if "Range" not in kwargs:
+            response["Body"] = _Broken(response["Body"], after)
+        return response
+    monkeypatch.setattr(client, "get_object", get_object)
+
+
+def test_a_download_failing_midway_while_members_wait_reports_it(uploads, tmp_path, monkeypatch):
+    import tempfile
+    monkeypatch.setattr(storage, "DOWNLOAD_CHUNK", 4096)
+    spool = tmp_path / "tmp"
+    spool.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(spool))
+    upload_id = uploads.enqueue(write_zip(tmp_path / "a.zip", symbol_members(30, 3000)))
+    _break_download(uploads, monkeypatch, 3)
+    assert [o.status for o in uploads.worker().drain()] == [Status.PENDING]
+    row = uploads.row(upload_id)
+    assert "GetObject" in row["error"], row["error"]
+    assert uploads.keys() == [] and uploads.files() == []
+    assert list(spool.iterdir()) == []
+
+
+def test_ctrl_c_during_the_verify_pass_aborts_staged_uploads(uploads, tmp_path, monkeypatch):
+    import dataclasses
+    import pytest
+    from jobs.uploads.store import ClaimRecorder
+    from tests.integration.test_uploads_multipart import PART, _large, _pending_multipart
+    uploads.settings = dataclasses.replace(uploads.settings, multipart_threshold=PART,
+                                           part_size=PART)
+    members = symbol_members(3, 2000) + _large()
+    upload_id = uploads.enqueue(write_zip(tmp_path / "a.zip", members))
+    started: list[str] = []
+    start = storage.start_multipart
+    def spy(*args, **kwargs):
+        result = start(*args, **kwargs)
+        started.append(result[0])
+        return result
+    monkeypatch.setattr(storage, "start_multipart", spy)
+    def tick(self):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(ClaimRecorder, "tick", tick)
+    with pytest.raises(KeyboardInterrupt):
+        uploads.worker().drain()
+    assert started
+    assert uploads.keys() == [] and uploads.files() == []
+    assert _pending_multipart(uploads) == []
+    assert uploads.row(upload_id)["status"] == "pending"
+
+
+def test_ctrl_c_is_not_swallowed_by_a_failing_download(uploads, tmp_path, monkeypatch):
+    import pytest
+    from jobs.uploads.store import ClaimRecorder
+    monkeypatch.setattr(storage, "DOWNLOAD_CHUNK", 4096)
+    upload_id = uploads.enqueue(write_zip(tmp_path / "a.zip", symbol_members(30, 3000)))
+    _break_download(uploads, monkeypatch, 3)
+    def tick(self):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(ClaimRecorder, "tick", tick)
+    with pytest.raises(KeyboardInterrupt):
+        uploads.worker().drain()
+    assert uploads.keys() == [] and uploads.files() == []
+    assert uploads.row(upload_id)["status"] == "pending"
