@@ -91,14 +91,23 @@ class Job:
 
     def stage(self, written: Written, body: Path) -> Staged:
         """Upload a large object's parts (nothing visible until :meth:`complete`)."""
+        ids: list[str] = []
+
         def started(upload: str) -> None:
             with self.lock:
                 self.staged[upload] = written.key
+                ids.append(upload)
 
-        with open(body, "rb") as data:
-            upload, parts = storage.start_multipart(
-                self.client, self.settings.symbols_bucket, written, data, self.upload_id,
-                self.settings.part_size, started)
+        try:
+            with open(body, "rb") as data:
+                upload, parts = storage.start_multipart(
+                    self.client, self.settings.symbols_bucket, written, data, self.upload_id,
+                    self.settings.part_size, started)
+        except BaseException:
+            with self.lock:  # start_multipart aborted it already: not twice
+                for upload in ids:
+                    self.staged.pop(upload, None)
+            raise
         return Staged(written, upload, parts)
 
     def complete(self, staged: Staged) -> Written:
