@@ -204,8 +204,12 @@ def consume(store: MissingSymbolStore, s3_client: Any, settings: ConsumeSettings
     if not pending:
         return report
     size = max(1, settings.batches_per_transaction)
+    # The collector stays paused until a group's aggregate is gone: re-enabled
+    # while it lived, the first collection scanned its ~300,000 young containers
+    # (0.1 s a group) only to find no garbage.
     with decoder(min(settings.workers, len(pending))) as decode:
         for start in range(0, len(pending), size):
-            consume_group(store, settings.bucket, pending[start:start + size],
-                          settings.workers, decode, report)
+            with collector_paused():
+                consume_group(store, settings.bucket, pending[start:start + size],
+                              settings.workers, decode, report)
     return report
