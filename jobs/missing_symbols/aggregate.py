@@ -59,6 +59,15 @@ class BadBatch(CrontabberError):
         super().__init__(f"{kind}: {where}{detail}")
 
 
+class BadBatches(CrontabberError):
+    """Several batches found bad at once: ``faults``, the first fault of each."""
+
+    def __init__(self, faults: list[BadBatch]) -> None:
+        self.faults = faults
+        super().__init__(f"{len(faults)} bad batches: " + "; ".join(
+            f"{fault.batch}: {fault}" for fault in faults[:3]))
+
+
 @dataclass
 class Aggregate:
     """Counts per (symbol, day), the number of events added, and the events not
@@ -72,35 +81,49 @@ class Aggregate:
     #: the symbols of ``counts``, each checked once
     validated: set[tuple[str, str, str, str]] = field(default_factory=set)
 
-    def settle(self) -> None:
+    def settle(self, every_fault: bool = False) -> None:
         """Decode, validate and count every pending event, in order of first
         occurrence within each default day.
 
         Raises:
             BadBatch: an event is malformed or invalid; ``batch`` and ``event``
                 name its first occurrence. The aggregate must then be discarded.
+            BadBatches: with ``every_fault``, instead of the first BadBatch, after
+                settling everything: the first fault of every batch found bad
+                (so a caller reads its batches again once, not once per bad batch).
         """
         import msgpack
 
+        faults: dict[Hashable, BadBatch] | None = {} if every_fault else None
         fold = _Folder(self.counts, self.validated)
         with collector_paused():
-            self._settle(fold, msgpack)
+            self._settle(fold, msgpack, faults)
         self.pending.clear()
         self.pending_entries = 0
+        if faults:
+            raise BadBatches(sorted(faults.values(), key=lambda fault: str(fault.batch)))
 
-    def _settle(self, fold: "_Folder", msgpack: Any) -> None:
+    def _settle(self, fold: "_Folder", msgpack: Any,
+                faults: dict[Hashable, BadBatch] | None) -> None:
         for day, held in self.pending.items():
             for data, (occurrences, first, last, batch, index) in held.items():
                 try:
-                    item = msgpack.unpackb(data, raw=False)
-                except (ValueError, msgpack.ExtraData, msgpack.FormatError,
-                        msgpack.StackError) as exc:
-                    raise BadBatch("malformed msgpack", f"{type(exc).__name__}: {exc}", index,
-                                   batch) from None
-                try:
-                    fold(item, occurrences, first, last, day)
-                except EventError as exc:
-                    raise BadBatch(exc.kind, exc.detail, index, batch) from None
+                    try:
+                        item = msgpack.unpackb(data, raw=False)
+                    except (ValueError, msgpack.ExtraData, msgpack.FormatError,
+                            msgpack.StackError) as exc:
+                        raise BadBatch("malformed msgpack", f"{type(exc).__name__}: {exc}",
+                                       index, batch) from None
+                    try:
+                        fold(item, occurrences, first, last, day)  # validates before counting
+                    except EventError as exc:
+                        raise BadBatch(exc.kind, exc.detail, index, batch) from None
+                except BadBatch as fault:
+                    if faults is None:
+                        raise
+                    earlier = faults.get(batch)
+                    if earlier is None or fault.event < earlier.event:
+                        faults[batch] = fault
 
     def merge(self, other: "Aggregate") -> None:
         """Add ``other``'s counts and pending events to this aggregate (``other``

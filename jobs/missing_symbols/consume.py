@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterator
 
 from crontabber.errors import CrontabberError
 
-from .aggregate import Aggregate, BadBatch, collector_paused, staging_chunks
+from .aggregate import Aggregate, BadBatches, collector_paused, staging_chunks
 from .inbox import (BatchObject, DecodeResult, DecodeTask, decode_batches, list_batches,
                     quarantined)
 from .store import BatchOutcome, MissingSymbolStore
@@ -150,8 +150,8 @@ def split(keys: list[str], parts: int) -> list[list[str]]:
 
 def decode_group(bucket: str, keys: list[str], workers: int, decode: Decoder
                  ) -> tuple[Aggregate, list[BatchOutcome]]:
-    """``keys``' events counted and settled, and each batch's outcome. A batch
-    found bad when settling is quarantined and the others are read again."""
+    """``keys``' events counted and settled, and each batch's outcome. Batches
+    found bad when settling are quarantined and the others read again (once)."""
     # The collector paused: unpickling a worker's 100,000 pending events took
     # 0.4 s with it running (it rescans the growing containers), 0.035 s without.
     with collector_paused():
@@ -169,9 +169,9 @@ def _decode_group(bucket: str, keys: list[str], workers: int, decode: Decoder
             total.merge(result.aggregate)
             outcomes += result.outcomes
         try:
-            total.settle()
-        except BadBatch as exc:
-            bad.append(quarantined(exc))
+            total.settle(every_fault=True)
+        except BadBatches as exc:  # every bad batch at once: one more read, not one per batch
+            bad += [quarantined(fault) for fault in exc.faults]
             continue
         return total, outcomes
 

@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from jobs.missing_symbols.aggregate import (Aggregate, BadBatch, aggregate_batch, staging_chunks,
-                                            staging_rows)
+from jobs.missing_symbols.aggregate import (Aggregate, BadBatch, BadBatches, aggregate_batch,
+                                            staging_chunks, staging_rows)
 from jobs.missing_symbols.apps import report_day
 from jobs.missing_symbols.consume import split
 from jobs.missing_symbols.model import EventError, parse_seen_at, symbol_hash, validate_symbol
@@ -239,3 +239,18 @@ def test_staging_chunks_hold_every_row_once():
     assert 1 <= chunks[-1].count("\n") <= 7
     assert "".join(chunks) == staging_rows(aggregate)
     assert len(staging_rows(aggregate).splitlines()) == len(aggregate.counts)
+
+
+def test_settling_every_fault_names_each_bad_batch_once_at_its_first_fault():
+    good = {"debug_file": "a.pdb", "debug_id": ID}
+    no_id = {"debug_file": "b.pdb"}
+    bad_count = dict(good, count=0)
+    total = Aggregate()
+    aggregate_batch([encode_events([good, no_id, good, bad_count])], T0, into=total, batch="one")
+    aggregate_batch([encode_events([good, good])], T0, into=total, batch="fine")
+    aggregate_batch([encode_events([good, good, good, bad_count])], T0 - 86400, into=total,
+                    batch="two")
+    with pytest.raises(BadBatches) as caught:
+        total.settle(every_fault=True)
+    assert [(f.batch, f.event, f.kind) for f in caught.value.faults] == [
+        ("one", 2, "missing key"), ("two", 4, "wrong type")]
