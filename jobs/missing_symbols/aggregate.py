@@ -7,10 +7,12 @@ first counted by their encoded bytes, and each distinct encoded event is
 decoded, validated and folded into the counts once, when the aggregate is
 settled (at the end of a batch or a group of batches, or when the pending
 events reach a bound). Counting bytes is about three times cheaper than
-decoding every event; events that never repeat (e.g. each with its own
-``seen_at``) cost about a fifth more than decoding each. Memory is bounded by
-the distinct keys aggregated plus ``PENDING_ENTRIES`` pending events, never by
-the number of events: ``msgpack.Unpacker`` is fed chunk by chunk.
+decoding every event (on repetitive traffic; a quarter cheaper when a fifth of
+the events are distinct, measured in one process); events that never repeat (e.g. each with its own
+``seen_at``) cost about 35% more than decoding each (0.88 vs 0.65 s for
+200,000 events in one process). Memory is bounded by the distinct keys
+aggregated plus ``PENDING_ENTRIES`` pending events, never by the number of
+events: ``msgpack.Unpacker`` is fed chunk by chunk.
 
 A batch is all or nothing: its first invalid event (or malformed byte) makes
 :func:`aggregate_batch` or :meth:`Aggregate.settle` raise :class:`BadBatch`
