@@ -235,20 +235,44 @@ def aggregate_batch(chunks: Iterable[bytes], default_seen_at: float,
     missing ``seen_at``. Chunks must be at most ``chunk_size`` bytes. Without
     ``into``, a new aggregate is returned settled. With ``into``, the events
     are added to that aggregate as pending (the caller settles it, e.g. after
-    several batches), labelled ``batch``; it must be discarded if this raises.
+    several batches), labelled ``batch``.
 
     Raises:
         BadBatch: malformed msgpack, a truncated stream, an oversized event, or
-            an event with a missing key, a wrong type or an invalid debug id
-            (without ``into``: in this batch; with it, possibly in an earlier
-            one, which ``BadBatch.batch`` names).
+            (without ``into``) an event with a missing key, a wrong type or an
+            invalid debug id: the batch's first fault. With ``into``, only faults
+            of the stream itself, and ``into`` then holds part of the batch's
+            events (its caller must read again without the batch; an invalid
+            event earlier in the batch is found when it settles).
+        BadBatches: with ``into``, the pending bound forced a settle that found
+            faults (in any batch added so far; each batch's first).
     """
     with collector_paused():
         result = into if into is not None else Aggregate()
-        result.events += _read(chunks, default_seen_at, chunk_size, result, batch)
+        try:
+            result.events += _read(chunks, default_seen_at, chunk_size, result, batch)
+        except BadBatch as fault:
+            if into is not None:
+                raise
+            _raise_earlier(result, fault)  # alone: an invalid event before it comes first
+            raise
+        except BadBatches as found:
+            if into is not None:
+                raise
+            raise found.faults[0] from None
         if into is None:
             result.settle()
         return result
+
+
+def _raise_earlier(aggregate: Aggregate, fault: BadBatch) -> None:
+    """Raise the aggregate's first settling fault if it comes before ``fault``."""
+    try:
+        aggregate.settle(every_fault=True)
+    except BadBatches as found:
+        earlier = [other for other in found.faults if other.event < fault.event]
+        if earlier:
+            raise earlier[0] from None
 
 
 @contextlib.contextmanager
@@ -284,7 +308,6 @@ def _read(chunks: Iterable[bytes], default_seen_at: float, chunk_size: int,
     tell, skip = unpacker.tell, unpacker.skip
 
     def fail(kind: str, detail: str, event: int) -> BadBatch:
-        result.settle()
         return BadBatch(kind, detail, event, batch)
 
     try:
@@ -320,7 +343,7 @@ def _read(chunks: Iterable[bytes], default_seen_at: float, chunk_size: int,
                 held[data] = [1, when, when, batch, index]
                 result.pending_entries += 1
                 if result.pending_entries >= PENDING_ENTRIES:
-                    result.settle()
+                    result.settle(every_fault=True)
                     held = result.pending.setdefault(day, {})
                     get = held.get
     except (ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as exc:

@@ -160,20 +160,34 @@ def decode_group(bucket: str, keys: list[str], workers: int, decode: Decoder
 
 def _decode_group(bucket: str, keys: list[str], workers: int, decode: Decoder
                   ) -> tuple[Aggregate, list[BatchOutcome]]:
-    bad: list[BatchOutcome] = []
+    bad: dict[str, BatchOutcome] = {}
     while True:
-        skip = {outcome.key for outcome in bad}
-        todo = [key for key in keys if key not in skip]
-        total, outcomes = Aggregate(), list(bad)
+        todo = [key for key in keys if key not in bad]
+        total, outcomes = Aggregate(), []
         for result in decode([DecodeTask(bucket, part) for part in split(todo, workers)]):
             total.merge(result.aggregate)
             outcomes += result.outcomes
+        found: dict[str, BatchOutcome] = {}
+        for outcome in outcomes:
+            if outcome.reason is not None:
+                _keep_first(found, outcome)
         try:
             total.settle(every_fault=True)
-        except BadBatches as exc:  # every bad batch at once: one more read, not one per batch
-            bad += [quarantined(fault) for fault in exc.faults]
-            continue
-        return total, outcomes
+        except BadBatches as exc:
+            for fault in exc.faults:
+                _keep_first(found, quarantined(fault))
+        if not found:
+            return total, outcomes + list(bad.values())
+        for outcome in found.values():  # every bad batch at once: one more read, not one each
+            logger.warning("missing-symbols: quarantined %s: %s", outcome.key, outcome.reason)
+        bad.update(found)
+
+
+def _keep_first(found: dict[str, BatchOutcome], outcome: BatchOutcome) -> None:
+    """Keep a batch's earliest fault (an invalid event before a malformed byte wins)."""
+    known = found.get(outcome.key)
+    if known is None or outcome.events < known.events:
+        found[outcome.key] = outcome
 
 
 def consume_group(store: MissingSymbolStore, bucket: str, keys: list[str], workers: int,

@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from .aggregate import Aggregate, BadBatch, aggregate_batch
+from .aggregate import Aggregate, BadBatch, BadBatches, aggregate_batch
 from .store import BatchOutcome
 
 logger = logging.getLogger(__name__)
@@ -84,59 +84,45 @@ def decode_batches(task: DecodeTask, s3_client: Any = None) -> DecodeResult:
     """Stream ``task``'s batches and count their events by their bytes (run in a
     worker process); the result's aggregate is not settled.
 
-    Counts go straight into one aggregate for the whole task. A bad batch found
-    after good ones has already added part of its events, so the task starts
-    over without it (bad batches are rare; the common path pays nothing).
+    Counts go straight into one aggregate for the whole task. A batch whose
+    stream is bad gets a quarantined outcome and the task reads on: the job
+    then reads the group again once without every bad batch found (a bad batch
+    has already added part of its events; bad batches are rare, the common path
+    pays nothing).
 
     Raises:
         botocore.exceptions.ClientError, BotoCoreError: S3 failed for another reason
             than a vanished object; the caller's transaction then rolls back.
     """
     s3 = s3_client or _s3()
-    bad: list[BatchOutcome] = []
-    gone: list[str] = []
-    while True:
-        skip = {outcome.key for outcome in bad} | set(gone)
-        total, outcomes, failed = _decode_into(s3, task, skip, gone)
-        if failed is None:
-            break
-        bad.append(failed)
-    return DecodeResult(total, outcomes + bad, gone)
-
-
-def _decode_into(s3: Any, task: DecodeTask, skip: set[str], gone: list[str]
-                 ) -> tuple[Aggregate, list[BatchOutcome], BatchOutcome | None]:
-    """Count the batches not in ``skip`` by their bytes; stop at the first bad one
-    found and return it (it may be an earlier batch than the one being read, when
-    pending events had to be settled)."""
     total = Aggregate()
     outcomes: list[BatchOutcome] = []
-    try:
-        for key in task.keys:
-            if key in skip:
-                continue
-            try:
-                response = s3.get_object(Bucket=task.bucket, Key=key)
-            except Exception as exc:
-                if not _is_missing(exc):
-                    raise
-                gone.append(key)
-                continue
-            before = total.events
-            try:
-                aggregate_batch(response["Body"].iter_chunks(task.chunk_size),
-                                response["LastModified"].timestamp(), task.chunk_size,
-                                into=total, batch=key)
-            finally:
-                response["Body"].close()
-            outcomes.append(BatchOutcome(key, total.events - before))
-    except BadBatch as exc:
-        return total, outcomes, quarantined(exc)
-    return total, outcomes, None
+    gone: list[str] = []
+    for key in task.keys:
+        try:
+            response = s3.get_object(Bucket=task.bucket, Key=key)
+        except Exception as exc:
+            if not _is_missing(exc):
+                raise
+            gone.append(key)
+            continue
+        before = total.events
+        try:
+            aggregate_batch(response["Body"].iter_chunks(task.chunk_size),
+                            response["LastModified"].timestamp(), task.chunk_size,
+                            into=total, batch=key)
+        except BadBatch as fault:
+            outcomes.append(quarantined(fault))
+            continue
+        except BadBatches as found:  # settled early (the pending bound): any batch so far
+            outcomes += [quarantined(fault) for fault in found.faults]
+            continue
+        finally:
+            response["Body"].close()
+        outcomes.append(BatchOutcome(key, total.events - before))
+    return DecodeResult(total, outcomes, gone)
 
 
-def quarantined(exc: BadBatch) -> BatchOutcome:
-    """The outcome of the batch ``exc`` names (its ``batch`` label is the key)."""
-    key = str(exc.batch)
-    logger.warning("missing-symbols: quarantined %s: %s", key, exc)
-    return BatchOutcome(key, max(exc.event - 1, 0), str(exc))
+def quarantined(fault: BadBatch) -> BatchOutcome:
+    """The outcome of the batch ``fault`` names (its ``batch`` label is the key)."""
+    return BatchOutcome(str(fault.batch), max(fault.event - 1, 0), str(fault))

@@ -255,3 +255,38 @@ def test_fields_with_backslashes_commas_and_quotes_are_stored_exactly(crontab, s
         (odd["debug_file"], odd["code_file"], odd["code_id"], 2)
     assert row["hash"] == symbol_hash(odd["debug_file"], odd["debug_id"], odd["code_file"],
                                       odd["code_id"])
+
+
+def test_a_group_with_many_bad_batches_is_read_once_more_not_once_per_bad_batch(crontab,
+                                                                                 s3_bucket):
+    """Good and bad batches interleaved (bad streams and bad events): one pass finds
+    every bad batch, one more pass counts the good ones (GetObject calls counted on
+    the real client the job reads with)."""
+    from jobs.missing_symbols import inbox
+    from jobs.missing_symbols.writer import encode_events
+
+    s3 = s3_client()
+    good = {"debug_file": "good.pdb", "debug_id": "B" * 33}
+    bad_bodies = [encode_events([good])[:-3],                                   # truncated
+                  encode_events([good, {"debug_file": "x.pdb", "debug_id": "no"}]),  # invalid id
+                  encode_events([good, good]) + b"\xc1",                        # malformed
+                  encode_events([good, {"debug_file": 7, "debug_id": "B" * 33}, good]) + b"\xc1"]
+    written = []
+    for index, body in enumerate(bad_bodies):
+        written += write_random(s3_bucket, (50,), seed=index)
+        s3.put_object(Bucket=s3_bucket, Key=f"missing/bad-{index}.msgpack", Body=body)
+    gets = []
+    client = inbox._s3()
+    client.meta.events.register("after-call.s3.GetObject", lambda **_: gets.append(1))
+    conn = connect(crontab.database)
+    report = consume(MissingSymbolStore(conn), s3, ConsumeSettings(s3_bucket, workers=1))
+    conn.close()
+    assert (report.batches, report.quarantined) == (8, 4)
+    assert len(gets) == 8 + 4  # every batch once, then the four good ones again
+    assert table_totals(crontab) == brute_force(written)
+    reasons = {r["key"]: r["reason"] for r in crontab.sql(
+        "SELECT key, reason FROM missing_symbol_batch WHERE status = 'quarantined'")}
+    assert reasons["missing/bad-0.msgpack"].startswith("malformed msgpack: event 1: truncated")
+    assert reasons["missing/bad-1.msgpack"].startswith("invalid debug id: event 2")
+    assert reasons["missing/bad-2.msgpack"].startswith("malformed msgpack: event 3")
+    assert reasons["missing/bad-3.msgpack"].startswith("wrong type: event 2")  # before the byte
