@@ -14,12 +14,14 @@
    per term, the name field boosted 2x over the code-file field, plus a
    ``term`` on the joined name (separators removed); when the query looks
    like one, an exact, case-insensitive debug-id/code-id match.
-4. Only when that finds nothing (where the seed retried with ``match``), two
-   more round trips: suggestions for the query without separators on the
-   joined-name field (a typo on a separator: ``xul3pdb`` -> ``xulpdb``), then
-   the search terms again with those, plus, below them, a fuzzy ``match`` of
-   every part of the original (for what the suggester cannot propose) and the
-   seed's ``match`` of any word.
+4. Only when that finds nothing (where the seed retried with ``match``):
+   suggestions for the query without separators on the joined-name field (a
+   typo on a separator: ``xul3pdb`` -> ``xulpdb``); the search terms again with
+   those; and only if that finds nothing too (or there were none), the terms
+   plus, below them, a fuzzy ``match`` of every part of the original (for what
+   the suggester cannot propose) and the seed's ``match`` of any word.
+   Suggestion requests ask for ``match_none``: suggestions do not depend on
+   the query, and the implicit ``match_all`` cost more than the suggester.
 """
 
 from __future__ import annotations
@@ -247,19 +249,20 @@ class Searcher:
     def _second_chance(self, text: str, parts: list[str], alts: dict[str, list[tuple[float, str]]],
                        size: int) -> tuple[list[tuple[float, str]], Any]:
         """When the terms found nothing: corrections of the whole query without
-        separators, searched with the fallbacks, in two more round trips."""
+        separators, searched alone, then (if still nothing) with the fallbacks;
+        two or three more round trips."""
         joined = "".join(parts)
         found = alternatives(self._suggest({"joined": {"text": joined, "term": {
             "field": JOINED_FIELD, **SUGGEST}}})).get(joined, [])
         terms = search_terms(parts, alts, found)
+        query = build_query(text, terms)
         if found:
             # Most of these queries are found by a joined correction; the fuzzy
             # fallback costs 10-20 ms of Elasticsearch time, so it waits until
             # the corrections alone have found nothing.
-            response = self._search(build_query(text, terms), size)
+            response = self._search(query, size)
             if response["hits"].get("hits"):
                 return terms, response
-        query = build_query(text, terms)
         query["bool"]["should"] += build_fallback(terms)["bool"]["should"]
         return terms, self._search(query, size)
 

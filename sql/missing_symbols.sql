@@ -44,17 +44,9 @@ ON CONFLICT (hash) DO UPDATE SET
     first_seen = LEAST(m.first_seen, EXCLUDED.first_seen),
     last_seen = GREATEST(m.last_seen, EXCLUDED.last_seen);
 
--- name: merge_days
-INSERT INTO missing_symbol_day AS d (hash, day, count)
-SELECT hash, date '1970-01-01' + day, sum(count)
-FROM missing_symbol_staging
-GROUP BY hash, day
-ORDER BY hash, day
-ON CONFLICT (hash, day) DO UPDATE SET count = d.count + EXCLUDED.count;
-
 -- name: merge_symbols_unique
--- merge_symbols for staged rows known to hold each hash once (one aggregate, one
--- day per symbol: the common case), without the GROUP BY (a fifth of the merge).
+-- merge_symbols when each symbol has one day (the common case): staged rows then
+-- hold each hash once and need no GROUP BY (a fifth of the merge).
 INSERT INTO missing_symbol AS m (hash, debug_file, debug_id, code_file, code_id, count,
                                  first_seen, last_seen)
 SELECT hash, debug_file, debug_id, code_file, code_id, count,
@@ -66,8 +58,8 @@ ON CONFLICT (hash) DO UPDATE SET
     first_seen = LEAST(m.first_seen, EXCLUDED.first_seen),
     last_seen = GREATEST(m.last_seen, EXCLUDED.last_seen);
 
--- name: merge_days_unique
--- merge_days for staged rows known to hold each (hash, day) once (one aggregate).
+-- name: merge_days
+-- Staged rows come from one aggregate: each (hash, day) once, no grouping needed.
 INSERT INTO missing_symbol_day AS d (hash, day, count)
 SELECT hash, date '1970-01-01' + day, count
 FROM missing_symbol_staging

@@ -307,17 +307,14 @@ def _read(chunks: Iterable[bytes], default_seen_at: float, chunk_size: int,
     index = fed = end = 0
     tell, skip = unpacker.tell, unpacker.skip
 
-    def fail(kind: str, detail: str, event: int) -> BadBatch:
-        return BadBatch(kind, detail, event, batch)
-
     try:
         for chunk in chunks:
             fed += len(chunk)
             try:
                 unpacker.feed(chunk)
             except msgpack.BufferFull:
-                raise fail("oversized event", f"an event is larger than {MAX_EVENT_BYTES} bytes",
-                           index + 1) from None
+                raise BadBatch("oversized event", f"an event is larger than {MAX_EVENT_BYTES} bytes",
+                               index + 1, batch) from None
             window = window[end - window_start:] + chunk
             window_start = end
             while True:
@@ -328,8 +325,8 @@ def _read(chunks: Iterable[bytes], default_seen_at: float, chunk_size: int,
                 index += 1
                 start, end = end, tell()
                 if end - start > MAX_EVENT_BYTES:
-                    raise fail("oversized event", f"{end - start} bytes (at most "
-                               f"{MAX_EVENT_BYTES})", index)
+                    raise BadBatch("oversized event", f"{end - start} bytes (at most "
+                                   f"{MAX_EVENT_BYTES})", index, batch)
                 data = window[start - window_start:end - window_start]
                 entry = get(data)
                 if entry is not None:
@@ -347,16 +344,12 @@ def _read(chunks: Iterable[bytes], default_seen_at: float, chunk_size: int,
                     held = result.pending.setdefault(day, {})
                     get = held.get
     except (ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as exc:
-        raise fail("malformed msgpack", f"{type(exc).__name__}: {exc}", index + 1) from None
+        raise BadBatch("malformed msgpack", f"{type(exc).__name__}: {exc}", index + 1,
+                       batch) from None
     if end != fed:  # ``end``: where the last whole event ended
-        raise fail("malformed msgpack", f"truncated: {fed - end} bytes left over "
-                   f"after {index} events", index + 1)
+        raise BadBatch("malformed msgpack", f"truncated: {fed - end} bytes left over "
+                       f"after {index} events", index + 1, batch)
     return index
-
-
-def staging_rows(aggregate: Aggregate) -> str:
-    """All of :func:`staging_chunks` as one string."""
-    return "".join(staging_chunks(aggregate))
 
 
 def staging_chunks(aggregate: Aggregate, lines: int = 2000) -> Iterator[str]:
@@ -374,18 +367,17 @@ def staging_chunks(aggregate: Aggregate, lines: int = 2000) -> Iterator[str]:
     md5 = hashlib.md5
     chunk: list[str] = []
     append = chunk.append
-    with collector_paused():
-        for (debug_file, debug_id, code_file, code_id, day), (count, first, last) in \
-                aggregate.counts.items():
-            symbol = f"{debug_file}\0{debug_id}\0{code_file}\0{code_id}"
-            # symbol_hash, inlined: this runs once per (symbol, day)
-            line = (f"{md5(symbol.encode()).hexdigest()}\t{debug_file}\t{debug_id}\t"
-                    f"{code_file}\t{code_id}\t{day}\t{count}\t{first!r}\t{last!r}\n")
-            if "\\" in symbol:
-                line = line.replace("\\", "\\\\")
-            append(line)
-            if len(chunk) >= lines:
-                yield "".join(chunk)
-                chunk.clear()
+    for (debug_file, debug_id, code_file, code_id, day), (count, first, last) in \
+            aggregate.counts.items():
+        symbol = f"{debug_file}\0{debug_id}\0{code_file}\0{code_id}"
+        # symbol_hash, inlined: this runs once per (symbol, day)
+        line = (f"{md5(symbol.encode()).hexdigest()}\t{debug_file}\t{debug_id}\t"
+                f"{code_file}\t{code_id}\t{day}\t{count}\t{first!r}\t{last!r}\n")
+        if "\\" in symbol:
+            line = line.replace("\\", "\\\\")
+        append(line)
+        if len(chunk) >= lines:
+            yield "".join(chunk)
+            chunk.clear()
     if chunk:
         yield "".join(chunk)

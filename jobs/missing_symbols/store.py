@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import io
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
@@ -47,8 +46,6 @@ class BatchTransaction:
 
     def __init__(self, cursor: Any) -> None:
         self._cur = cursor
-        self._staged = False
-        self._copies = 0
 
     def claim(self, keys: list[str]) -> list[str]:
         """The keys of ``keys`` this transaction now owns: advisory-locked here and
@@ -64,32 +61,19 @@ class BatchTransaction:
         done = {row[0] for row in self._cur.fetchall()}
         return [key for key in locked if key not in done]
 
-    def stage(self, rows: str | Iterable[str]) -> None:
-        """COPY rows (``aggregate.staging_rows`` or ``staging_chunks``: COPY's text
-        format) into this transaction's staging table. Chunks are sent as they are
-        made, so the server loads one while the next is built."""
-        if not self._staged:
-            self._cur.execute(Q["create_staging"])
-            self._staged = True
-        if rows:
-            source = io.StringIO(rows) if isinstance(rows, str) else _Chunks(iter(rows))
-            self._cur.copy_expert(Q["copy_staging"], source)
-            self._copies += 1
-
-    def merge(self, one_day_per_symbol: bool = False) -> tuple[int, int]:
-        """Upsert the staged counts; return (symbol rows, day rows) written.
-
-        Rows staged by one :meth:`stage` hold each (hash, day) once, so the
-        day rows need no grouping; with ``one_day_per_symbol`` (the caller
-        knows each symbol has one day), neither do the symbol rows.
+    def merge(self, rows: Iterable[str], one_day_per_symbol: bool) -> tuple[int, int]:
+        """COPY one aggregate's rows (``aggregate.staging_chunks``: COPY's text
+        format, sent as they are made, so the server loads a chunk while the next
+        is built) into a staging table and upsert them; return (symbol rows, day
+        rows) written. One aggregate holds each (hash, day) once, so the day rows
+        need no grouping; with ``one_day_per_symbol``, neither do the symbol rows.
+        Call it once per transaction (the staging table is created here).
         """
-        if not self._staged:
-            return 0, 0
-        unique = self._copies <= 1
-        self._cur.execute(Q["merge_symbols_unique" if unique and one_day_per_symbol
-                            else "merge_symbols"])
+        self._cur.execute(Q["create_staging"])
+        self._cur.copy_expert(Q["copy_staging"], _Chunks(iter(rows)))
+        self._cur.execute(Q["merge_symbols_unique" if one_day_per_symbol else "merge_symbols"])
         symbols = self._cur.rowcount
-        self._cur.execute(Q["merge_days_unique" if unique else "merge_days"])
+        self._cur.execute(Q["merge_days"])
         return symbols, self._cur.rowcount
 
     def record(self, outcomes: list[BatchOutcome]) -> None:

@@ -216,7 +216,7 @@ def test_forked_workers_never_share_the_parents_s3_connections(crontab, s3_bucke
 def test_the_merge_without_grouping_writes_what_the_grouped_merge_writes(crontab):
     """One aggregate, one day per symbol: the ungrouped statements (the fast path)
     against the grouped ones, on the same staged rows, twice (inserts, then updates)."""
-    from jobs.missing_symbols.aggregate import aggregate_batch, staging_rows
+    from jobs.missing_symbols.aggregate import aggregate_batch, staging_chunks
     from jobs.missing_symbols.writer import encode_events
 
     rng = random.Random(7)
@@ -231,8 +231,7 @@ def test_the_merge_without_grouping_writes_what_the_grouped_merge_writes(crontab
             cur.execute("TRUNCATE missing_symbol, missing_symbol_day")
         for _ in range(2):
             with store.batches() as tx:
-                tx.stage(staging_rows(aggregate))
-                assert tx.merge(one_day_per_symbol=one_day) == (40, 40)
+                assert tx.merge(staging_chunks(aggregate), one_day) == (40, 40)
         tables.append((crontab.sql("SELECT * FROM missing_symbol ORDER BY hash"),
                        crontab.sql("SELECT * FROM missing_symbol_day ORDER BY hash, day")))
     conn.close()

@@ -9,7 +9,7 @@ import random
 import pytest
 
 from jobs.missing_symbols.aggregate import (Aggregate, BadBatch, BadBatches, aggregate_batch,
-                                            staging_chunks, staging_rows)
+                                            staging_chunks)
 from jobs.missing_symbols.apps import report_day
 from jobs.missing_symbols.consume import split
 from jobs.missing_symbols.model import EventError, parse_seen_at, symbol_hash, validate_symbol
@@ -99,7 +99,7 @@ def test_validation_and_seen_at_parsing():
 def test_staging_rows_carry_the_hash_and_epoch_times_with_backslashes_escaped():
     name = 'a\\,"b".pdb'  # a backslash, a comma and quotes
     aggregate = aggregate_batch([encode_events([{"debug_file": name, "debug_id": ID}])], T0)
-    assert staging_rows(aggregate) == "\t".join([
+    assert "".join(staging_chunks(aggregate)) == "\t".join([
         symbol_hash(name, ID, "", ""), 'a\\\\,"b".pdb', ID, "", "", str(int(T0 // 86400)), "1",
         repr(T0), repr(T0)]) + "\n"
 
@@ -237,8 +237,8 @@ def test_staging_chunks_hold_every_row_once():
     chunks = list(staging_chunks(aggregate, lines=7))
     assert [chunk.count("\n") for chunk in chunks[:-1]] == [7] * (len(chunks) - 1)
     assert 1 <= chunks[-1].count("\n") <= 7
-    assert "".join(chunks) == staging_rows(aggregate)
-    assert len(staging_rows(aggregate).splitlines()) == len(aggregate.counts)
+    assert "".join(chunks) == "".join(staging_chunks(aggregate))
+    assert len("".join(chunks).splitlines()) == len(aggregate.counts)
 
 
 def test_settling_every_fault_names_each_bad_batch_once_at_its_first_fault():
