@@ -145,7 +145,3 @@ def parse_seen_at(value: Any) -> float:
 def day_of(seconds: float) -> int:
     """Days since the epoch (UTC) of an epoch time."""
     return int(seconds // SECONDS_PER_DAY)
-
-
-def date_of_day(day: int) -> dt.date:
-    return dt.date(1970, 1, 1) + dt.timedelta(days=day)
