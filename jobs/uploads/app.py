@@ -90,13 +90,12 @@ class ProcessUploadsCronApp(BaseCronApp):
     database_connection_factory: Any  # set by @using_postgres()
 
     def run(self) -> None:
-        from jobs.s3 import make_s3_client
-
+        from .storage import make_client
         from .store import UploadStore
         from .worker import Worker
 
         settings = settings_from(self.config)
-        client = make_s3_client(max_pool_connections=settings.concurrency)
+        client = make_client(settings.concurrency)
         with self.database_connection_factory() as connection:
             worker = Worker(UploadStore(connection), settings, client, policy_from(self.config))
             outcomes = worker.drain()

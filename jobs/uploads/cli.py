@@ -93,14 +93,13 @@ def cmd_enqueue(args: Any, config: DotDict, out: TextIO) -> int:
 
 
 def cmd_reprocess(args: Any, config: DotDict, out: TextIO) -> int:
-    from jobs.s3 import make_s3_client
-
+    from .storage import make_client
     from .store import UploadStore
     from .worker import Worker
 
     settings = settings_from(config)
     connection = _connect(config)
-    worker = Worker(UploadStore(connection), settings, make_s3_client(settings.concurrency),
+    worker = Worker(UploadStore(connection), settings, make_client(settings.concurrency),
                     policy_from(config))
     try:
         with _progress(out) as advance:
@@ -135,15 +134,14 @@ def cmd_demo(args: Any, config: DotDict, out: TextIO) -> int:
 
 
 def cmd_drain(args: Any, config: DotDict, out: TextIO) -> int:
-    from jobs.s3 import make_s3_client
-
+    from .storage import make_client
     from .store import UploadStore
     from .worker import Worker
 
     settings = settings_from(config)
     connection = _connect(config)
     try:
-        outcomes = Worker(UploadStore(connection), settings, make_s3_client(settings.concurrency),
+        outcomes = Worker(UploadStore(connection), settings, make_client(settings.concurrency),
                           policy_from(config)).drain()
     finally:
         connection.close()

@@ -22,7 +22,8 @@ conditional writes, which AWS S3 and s3proxy 4 have).
 
 from __future__ import annotations
 
-from concurrent.futures import Executor
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from . import storage
@@ -30,6 +31,8 @@ from .records import Existing
 
 SAMPLE_DIRECTORIES = 16
 LIST, HEAD, CONDITIONAL = "list", "head", "conditional"
+
+Answers = dict[str, "Existing | None"]
 
 
 def choose(sampled_keys: int, sampled_hits: int, keys: int, dirs: int) -> str:
@@ -46,43 +49,83 @@ def _directory(key: str) -> str:
     return key.rsplit("/", 1)[0] + "/"
 
 
-def find_existing(pool: Executor, client: Any, bucket: str, keys: list[str],
-                  mode: str = "auto") -> dict[str, Existing | None]:
-    """``{key: Existing or None}`` for every key checked. In ``auto`` mode keys may be
-    left out: they were not checked and are to be written conditionally.
+class Lookup:
+    """The existence checks of an archive's keys, answered while the caller works.
 
-    Raises:
-        StorageFailed: when S3 fails after retries.
+    Started at once on ``threads`` threads (plus one that plans the rest after the sample);
+    :meth:`get` blocks only until the asked key's own directory is answered, so the first
+    members can be verified while the others are still being checked. ``keys`` come in the
+    order the caller will ask for them: the sampled directories are the first ones, answered
+    first. Use as a context manager (the threads stop at exit, pending checks cancelled).
     """
-    dirs = storage.directories(keys)
-    if mode == HEAD:
-        return _heads(pool, client, bucket, keys)
-    sample = dirs if mode == LIST else dirs[:SAMPLE_DIRECTORIES]
-    listed = _list(pool, client, bucket, sample)
-    sample_set = set(sample)
-    sampled = [key for key in keys if _directory(key) in sample_set]
-    rest = [key for key in keys if _directory(key) not in sample_set]
-    checked = list(sampled)
-    candidates = [key for key in sampled if key in listed]
-    if rest:
-        way = choose(len(sampled), len(candidates), len(keys), len(dirs))
-        if way == LIST:
-            listed_rest = _list(pool, client, bucket, storage.directories(rest))
-            candidates += [key for key in rest if key in listed_rest]
-            checked += rest
-        elif way == HEAD:
-            candidates += rest
-            checked += rest
-    found = _heads(pool, client, bucket, candidates)
-    return {key: found.get(key) for key in checked}
 
+    def __init__(self, client: Any, bucket: str, keys: list[str], mode: str = "auto",
+                 threads: int = 8) -> None:
+        self._client, self._bucket = client, bucket
+        self._checks = ThreadPoolExecutor(max(1, threads), thread_name_prefix="exists")
+        self._planner = ThreadPoolExecutor(1, thread_name_prefix="exists-plan")
+        self._stopped = threading.Event()
+        by_dir: dict[str, list[str]] = {}
+        for key in keys:
+            by_dir.setdefault(_directory(key), []).append(key)
+        dirs = list(by_dir)
+        sample = dirs if mode in (LIST, HEAD) else dirs[:SAMPLE_DIRECTORIES]
+        self._sampled: dict[str, Future[Answers]] = {
+            directory: self._checks.submit(self._check, by_dir[directory], mode == HEAD)
+            for directory in sample}
+        rest = {directory: by_dir[directory] for directory in dirs[len(sample):]}
+        self._rest: Future[Answers] = self._planner.submit(self._plan, rest, len(keys), len(dirs))
 
-def _list(pool: Executor, client: Any, bucket: str, dirs: list[str]) -> set[str]:
-    keys: set[str] = set()
-    for listed in pool.map(lambda prefix: storage.list_directory(client, bucket, prefix), dirs):
-        keys |= listed
-    return keys
+    def __enter__(self) -> Lookup:
+        return self
 
+    def __exit__(self, *_: object) -> None:
+        self.close()
 
-def _heads(pool: Executor, client: Any, bucket: str, keys: list[str]) -> dict[str, Existing | None]:
-    return dict(zip(keys, pool.map(lambda key: storage.head(client, bucket, key), keys)))
+    def close(self) -> None:
+        self._stopped.set()
+        self._checks.shutdown(wait=True, cancel_futures=True)
+        self._planner.shutdown(wait=True, cancel_futures=True)
+
+    def get(self, key: str) -> tuple[bool, Existing | None]:
+        """Whether ``key`` was checked (else it is to be written conditionally), and what
+        exists there. Blocks until known.
+
+        Raises:
+            StorageFailed: S3 failed after retries while checking.
+        """
+        sampled = self._sampled.get(_directory(key))
+        answers = (sampled or self._rest).result()
+        return key in answers, answers.get(key)
+
+    def result(self) -> Answers:
+        """``{key: Existing or None}`` for every key checked (blocks until all are)."""
+        answers: Answers = {}
+        for future in self._sampled.values():
+            answers.update(future.result())
+        answers.update(self._rest.result())
+        return answers
+
+    def _check(self, keys: list[str], head_only: bool) -> Answers:
+        """One directory's keys: HEADs, or a LIST and a HEAD for each key it holds."""
+        if self._stopped.is_set():
+            return {}
+        listed = None if head_only else storage.list_directory(self._client, self._bucket,
+                                                               _directory(keys[0]))
+        return {key: storage.head(self._client, self._bucket, key)
+                if listed is None or key in listed else None for key in keys}
+
+    def _plan(self, rest: dict[str, list[str]], keys: int, dirs: int) -> Answers:
+        """After the sample: the rest's way (fewest requests), and its answers."""
+        if not rest:
+            return {}
+        sampled = [future.result() for future in self._sampled.values()]
+        way = choose(sum(map(len, sampled)),
+                     sum(found is not None for answers in sampled for found in answers.values()),
+                     keys, dirs)
+        if way == CONDITIONAL:
+            return {}
+        answers: Answers = {}
+        for part in self._checks.map(lambda group: self._check(group, way == HEAD), rest.values()):
+            answers.update(part)
+        return answers

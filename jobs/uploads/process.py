@@ -37,7 +37,7 @@ from typing import Any, Callable, Protocol
 
 from . import archive, storage
 from .errors import Rejected, UploadError
-from .existence import find_existing
+from .existence import Lookup
 from .records import Counts, Digest, Existing, Settings, Upload, Written
 from .validation import Plan, validate
 
@@ -168,17 +168,15 @@ def process(upload: Upload, settings: Settings, client: Any, recorder: Recorder,
             downloading = side.submit(_download, client, settings, upload, path, early, gate)
             if early is None:
                 downloading.result()
-                plan, answers = read_plan(path, settings), None
+                plan = read_plan(path, settings)
             else:  # the existence checks and the verify pass overlap the download
                 plan = early.plan
-                answers = _answers(client, settings, early.plan, recorder,
-                                   max(1, settings.concurrency - 1))
-            recorder.heartbeat()
             counts = Counts(plan.total, len(plan.ignored))
             (Path(tmp) / "spool").mkdir()
             job = Job(path, Path(tmp) / "spool", upload.id, settings, client, gate)
             try:
-                with ThreadPoolExecutor(settings.concurrency, thread_name_prefix="upload") as pool:
+                with _answers(client, settings, plan, recorder) as answers, \
+                        ThreadPoolExecutor(settings.concurrency, thread_name_prefix="upload") as pool:
                     try:
                         publish(pool, job, plan, recorder, progress or _quiet, answers)
                     except BaseException as exc:
@@ -212,11 +210,19 @@ def read_plan(path: Path, settings: Settings) -> Plan:
 
 @dataclass(frozen=True)
 class Answers:
-    """The archive's keys, those this upload already recorded, and the existence checks."""
+    """The archive's keys (in archive order), their verify order (largest member first),
+    those this upload already recorded, and the existence checks of the others (running)."""
 
     keys: list[str]
+    order: list[int]
     done: set[str]
-    existing: dict[str, Existing | None]
+    lookup: Lookup
+
+    def __enter__(self) -> Answers:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.lookup.close()
 
 
 @dataclass(frozen=True)
@@ -267,15 +273,17 @@ def _download(client: Any, settings: Settings, upload: Upload, path: Path,
             gate.close()
 
 
-def _answers(client: Any, settings: Settings, plan: Plan, recorder: Recorder,
-             threads: int) -> Answers:
+def _answers(client: Any, settings: Settings, plan: Plan, recorder: Recorder) -> Answers:
+    """Start the existence checks, in the order the verify pass will need them (it waits
+    per key, so it starts on the first members while the rest are checked)."""
     keys = [settings.object_key(info.filename) for info in plan.members]
+    order = sorted(range(len(keys)), key=lambda i: -plan.members[i].file_size)
     done = recorder.written_keys()
-    with ThreadPoolExecutor(threads, thread_name_prefix="exists") as checks:
-        existing = find_existing(checks, client, settings.symbols_bucket,
-                                 [key for key in keys if key not in done],
-                                 settings.existence_check)
-    return Answers(keys, done, existing)
+    recorder.heartbeat()
+    lookup = Lookup(client, settings.symbols_bucket,
+                    [keys[i] for i in order if keys[i] not in done], settings.existence_check,
+                    max(1, settings.concurrency - 1))
+    return Answers(keys, order, done, lookup)
 
 
 def _directory(client: Any, settings: Settings, upload: Upload, tmp: Path) -> Directory | None:
@@ -300,13 +308,10 @@ def _directory(client: Any, settings: Settings, upload: Upload, tmp: Path) -> Di
 
 
 def publish(pool: Executor, job: Job, plan: Plan, recorder: Recorder, progress: Progress,
-            answers: Answers | None = None) -> None:
+            answers: Answers) -> None:
     """Verify (and spool) every member, then write those that are missing or changed."""
-    settings = job.settings
-    if answers is None:
-        answers = _answers(job.client, settings, plan, recorder, settings.concurrency)
-    keys, done, existing = answers.keys, answers.done, answers.existing
-    members = _verified(pool, job, plan, keys, done, existing, recorder, progress)
+    members = _verified(pool, job, plan, answers, recorder, progress)
+    done, existing = answers.done, answers.lookup.result()
     recorder.heartbeat()
     writes: list[Future[Written | None]] = []
     for member in members:
@@ -336,26 +341,28 @@ def publish(pool: Executor, job: Job, plan: Plan, recorder: Recorder, progress: 
     recorder.flush()
 
 
-def _verified(pool: Executor, job: Job, plan: Plan, keys: list[str], done: set[str],
-              existing: dict[str, Existing | None], recorder: Recorder,
+def _verified(pool: Executor, job: Job, plan: Plan, answers: Answers, recorder: Recorder,
               progress: Progress) -> list[Member]:
     """Every member verified, in archive order; the first rejected one (in archive order)
     wins. Members to write are spooled on the way; the largest start first, so the pass
     does not end on one long member."""
+    keys = answers.keys
+
     def verify(index: int) -> Member:
         info, key = plan.members[index], keys[index]
         if job.gate is not None:
             job.gate.wait(info)
+        checked, found = (True, None) if key in answers.done else answers.lookup.get(key)
         with job.compute:
-            if key in done or existing.get(key) is not None:
+            if key in answers.done or found is not None:
                 return Member(index, info, key, archive.digest(job.path, info), None)
             digest, body = job.spooled(index, info)
         member = Member(index, info, key, digest, body)
         if body.stat().st_size > job.settings.multipart_threshold:
-            return _stage(job, member, conditional=key not in existing)
+            return _stage(job, member, conditional=not checked)
         return member
 
-    order = sorted(range(len(keys)), key=lambda i: -plan.members[i].file_size)
+    order = answers.order
     futures = dict(zip(order, (pool.submit(verify, index) for index in order)))
     members = []
     for index in range(len(keys)):

@@ -34,6 +34,17 @@ def _is_not_found(exc: Exception) -> bool:
     return code in ("404", "NoSuchKey", "NotFound")
 
 
+def make_client(concurrency: int) -> Any:
+    """The upload job's one shared client: a connection per thread, and the hot-path
+    settings of :func:`jobs.s3.make_s3_client` (no client-side parameter validation, no
+    ``100 Continue`` wait: bodies are at most ``multipart_threshold`` bytes, in memory).
+    Together with unsigned payloads they cut the CPU per small PUT of both this process and
+    the local S3 server; see docs/jobs/uploads.md."""
+    from jobs.s3 import make_s3_client
+
+    return make_s3_client(concurrency, validate_parameters=False, expect_continue=False)
+
+
 def download(client: Any, bucket: str, key: str, target: BinaryIO, tries: int = 3,
              etag: str | None = None, written: Callable[[int], None] | None = None) -> None:
     """Stream an inbox archive into ``target`` (a temporary file), 8 MiB at a time.

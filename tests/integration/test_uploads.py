@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import zipfile
 
+import botocore.exceptions
 import pytest
 
 from jobs.uploads.records import Status
@@ -34,6 +35,33 @@ def test_a_good_archive_is_published_with_tecken_headers_and_metadata(uploads, t
     files = uploads.files(upload_id)
     assert row["bytes_uploaded"] == sum(f["size"] for f in files)
     assert {f["key"]: (f["compressed"], f["update"]) for f in files}[f"v1/{name}"] == (True, False)
+
+
+def test_puts_carry_a_crc32_checksum_unsigned_and_without_waiting_for_100_continue(uploads,
+                                                                                  tmp_path):
+    """The job's client: no SHA-256 of the body (not even on this http endpoint), a CRC-32
+    the server checks instead, and the body sent with the headers. A body whose bytes do not
+    match its checksum is refused, so the checksum is really checked."""
+    sent: list[dict[str, str]] = []
+    uploads.client.meta.events.register(
+        "before-send.s3.PutObject",
+        lambda request, **_: sent.append({name.lower(): value.decode() if isinstance(value, bytes)
+                                          else value for name, value in request.headers.items()}))
+    members = symbol_members(2, 3000)
+    uploads.enqueue(write_zip(tmp_path / "a.zip", members))
+    assert [o.status for o in uploads.worker().drain()] == [Status.DONE]
+    assert len(sent) == 3  # the archive into the inbox, then the two symbol files
+    for headers in sent:
+        assert headers["x-amz-content-sha256"] == "UNSIGNED-PAYLOAD"
+        assert len(headers["x-amz-checksum-crc32"]) == 8  # 4 bytes, base64
+        assert "expect" not in headers
+    assert uploads.symbol(f"v1/{members[0][0]}") == members[0][1]
+    # (a top-level key: s3proxy leaves a refused key's directories behind)
+    with pytest.raises(botocore.exceptions.ClientError, match="BadDigest"):
+        uploads.client.put_object(Bucket=uploads.bucket, Key="x.sym", Body=b"abc",
+                                  ChecksumCRC32="AAAAAA==")
+    with pytest.raises(botocore.exceptions.ClientError, match="404"):
+        uploads.client.head_object(Bucket=uploads.bucket, Key="x.sym")
 
 
 def test_an_archive_with_stored_members_and_directory_entries(uploads, tmp_path):

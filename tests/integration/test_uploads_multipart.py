@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from jobs.uploads import storage
+from jobs.uploads import existence, storage
 from jobs.uploads.records import Status
 from tests.fixtures.uploads_archives import (symbol_members, sym_text, write_zip,
                                              zip_with_bad_crc)
@@ -22,7 +22,7 @@ PART = 5 * 1024 * 1024
 def _large() -> list[tuple[str, bytes]]:
     """A .sym of ~5.7 MB gzipped (2 parts) and a binary of 11 MB stored as is (3 parts)."""
     return [("big.pdb/0123456789ABCDEF0/big.sym", sym_text("big.pdb", "0123456789ABCDEF0",
-                                                          15_000_000, 5)),
+                                                          17_000_000, 5)),
             ("big.pdb/0123456789ABCDEF0/big.dll", random.Random(1).randbytes(11_000_000))]
 
 
@@ -39,16 +39,19 @@ def _pending_multipart(uploads) -> list:  # noqa: F811
 
 def test_large_members_round_trip_with_tecken_headers_and_metadata(multipart, tmp_path,
                                                                   monkeypatch):
-    # 20 small members first: their directories are the sample, so the other keys are
-    # not checked (written conditionally); a large one is HEADed before its multipart upload
-    members = symbol_members(20, 2000) + _large()
+    # a sample of one directory, the largest member's (checked: new); the binary's own
+    # directory is not checked, so it is written conditionally: HEADed before its multipart
+    # upload (which takes no condition)
+    monkeypatch.setattr(existence, "SAMPLE_DIRECTORIES", 1)
+    sym, dll = _large()
+    members = symbol_members(20, 2000) + [sym, ("dll.pdb/0123456789ABCDEF0/big.dll", dll[1])]
     upload_id = multipart.enqueue(write_zip(tmp_path / "large.zip", members))
     heads: list[str] = []
     head = storage.head
     monkeypatch.setattr(storage, "head", lambda client, bucket, key: heads.append(key) or
                         head(client, bucket, key))
     assert [o.status for o in multipart.worker().drain()] == [Status.DONE]
-    assert sorted(heads) == sorted(f"v1/{name}" for name, _ in members[-2:])
+    assert heads == ["v1/dll.pdb/0123456789ABCDEF0/big.dll"]
     row = multipart.row(upload_id)
     assert (row["files_uploaded"], row["files_skipped"]) == (22, 0)
     files = {f["key"]: f for f in multipart.files(upload_id)}
