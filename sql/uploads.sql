@@ -63,11 +63,11 @@ RETURNING id;
 -- Keys this upload already wrote (in an earlier, interrupted attempt).
 SELECT key FROM file_upload WHERE upload_id = %(id)s;
 
--- name: record_file
+-- name: record_files
+-- Rows of files written, all in one statement (psycopg2's execute_values fills VALUES).
 -- Idempotent: a retried attempt that writes the same key again keeps the first row.
 INSERT INTO file_upload (upload_id, key, size, original_size, original_md5, compressed, "update")
-VALUES (%(upload_id)s, %(key)s, %(size)s, %(original_size)s, %(original_md5)s, %(compressed)s,
-        %(update)s)
+VALUES %s
 ON CONFLICT ON CONSTRAINT file_upload_upload_key_unique DO NOTHING;
 
 -- name: finish_done

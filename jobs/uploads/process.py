@@ -279,7 +279,7 @@ def _answers(client: Any, settings: Settings, plan: Plan, recorder: Recorder) ->
     keys = [settings.object_key(info.filename) for info in plan.members]
     order = sorted(range(len(keys)), key=lambda i: -plan.members[i].file_size)
     done = recorder.written_keys()
-    recorder.heartbeat()
+    recorder.tick()  # the lease, if due (the download may have been long)
     lookup = Lookup(client, settings.symbols_bucket,
                     [keys[i] for i in order if keys[i] not in done], settings.existence_check,
                     max(1, settings.concurrency - 1))

@@ -10,6 +10,8 @@ from __future__ import annotations
 import time
 from typing import Any, Mapping
 
+from psycopg2.extras import execute_values
+
 from crontabber import queries
 
 from .errors import ClaimLost
@@ -105,7 +107,7 @@ class ClaimRecorder:
         self._worker = worker
         self._every = heartbeat_seconds
         self._batch_size = batch_size
-        self._pending: list[dict[str, Any]] = []
+        self._pending: list[tuple[Any, ...]] = []
         self._last = time.monotonic()
 
     def written_keys(self) -> set[str]:
@@ -114,10 +116,8 @@ class ClaimRecorder:
             return {row[0] for row in cur.fetchall()}
 
     def record(self, written: Written) -> None:
-        self._pending.append({
-            "upload_id": self._id, "key": written.key, "size": written.size,
-            "original_size": written.original_size, "original_md5": written.original_md5,
-            "compressed": written.compressed, "update": written.update})
+        self._pending.append((self._id, written.key, written.size, written.original_size,
+                              written.original_md5, written.compressed, written.update))
         if len(self._pending) >= self._batch_size or \
                 time.monotonic() - self._last >= self._every:
             self.flush()
@@ -128,8 +128,9 @@ class ClaimRecorder:
             cur.execute(Q["heartbeat"], {"id": self._id, "worker": self._worker})
             if cur.fetchone() is None:
                 raise ClaimLost(self._id, self._worker)
-            if self._pending:
-                cur.executemany(Q["record_file"], self._pending)
+            if self._pending:  # one statement: a round trip per row cost ~0.3 s per 200 rows
+                # while the upload threads held the GIL
+                execute_values(cur, Q["record_files"], self._pending, page_size=1000)
         self._pending = []
         self._last = time.monotonic()
 
