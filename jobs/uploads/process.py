@@ -278,8 +278,7 @@ def _answers(client: Any, settings: Settings, plan: Plan, recorder: Recorder) ->
     per key, so it starts on the first members while the rest are checked)."""
     keys = [settings.object_key(info.filename) for info in plan.members]
     order = sorted(range(len(keys)), key=lambda i: -plan.members[i].file_size)
-    done = recorder.written_keys()
-    recorder.tick()  # the lease, if due (the download may have been long)
+    done = recorder.written_keys()  # (the verify pass renews the lease when due)
     lookup = Lookup(client, settings.symbols_bucket,
                     [keys[i] for i in order if keys[i] not in done], settings.existence_check,
                     max(1, settings.concurrency - 1))
