@@ -248,6 +248,7 @@ def compute_limit(path: Path) -> float:
 def s3_limit(bench: Bench, path: Path) -> tuple[float, int]:
     """MB/s of archive: PUTs of the already-compressed objects, best of several concurrencies."""
     from jobs.uploads import archive as members
+    from jobs.uploads.storage import make_client
 
     with zipfile.ZipFile(path) as zipped:
         bodies = [(f"v1/{info.filename}", members.gzipped(path, info, 1))
@@ -255,7 +256,7 @@ def s3_limit(bench: Bench, path: Path) -> tuple[float, int]:
     best = (0.0, 0)
     for concurrency in (4, 8, 16):
         bucket = bench.fresh_bucket()
-        client = _client(concurrency)
+        client = make_client(concurrency)  # the job's client settings
         start = time.perf_counter()
         with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
             list(pool.map(lambda kb: client.put_object(Bucket=bucket, Key=kb[0], Body=kb[1],

@@ -18,6 +18,11 @@ the rest: mostly-new archives are written conditionally (no per-key request at a
 mostly-existing ones are HEADed (so identical files are never compressed).
 ``list`` and ``head`` force one way (``conditional`` is never forced: it needs S3's
 conditional writes, which AWS S3 and s3proxy 4 have).
+
+The checks run while the archive is verified (:class:`Lookup`): the sample is the
+directories of the members verified first (the largest), and a member waits only for its
+own directory's answer (or, outside the sample, for the way chosen for the rest). Waiting
+for every answer first held the verify pass back 0.1-0.3 s per upload.
 """
 
 from __future__ import annotations
