@@ -24,7 +24,9 @@ Idempotent: objects are deterministic (gzip without name or time), rows are uniq
 
 from __future__ import annotations
 
+import collections
 import dataclasses
+import heapq
 import logging
 import os
 import tempfile
@@ -36,7 +38,7 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from . import archive, storage
-from .errors import Rejected, UploadError
+from .errors import Rejected, StorageFailed, UploadError
 from .existence import Lookup
 from .records import Counts, Digest, Existing, Settings, Upload, Written
 from .validation import Plan, validate
@@ -166,32 +168,52 @@ def process(upload: Upload, settings: Settings, client: Any, recorder: Recorder,
         gate = Gate(early.ends) if early is not None else None
         with ThreadPoolExecutor(1, thread_name_prefix="download") as side:
             downloading = side.submit(_download, client, settings, upload, path, early, gate)
-            if early is None:
-                downloading.result()
-                plan = read_plan(path, settings)
-            else:  # the existence checks and the verify pass overlap the download
-                plan = early.plan
-            counts = Counts(plan.total, len(plan.ignored))
-            (Path(tmp) / "spool").mkdir()
-            job = Job(path, Path(tmp) / "spool", upload.id, settings, client, gate)
             try:
-                with _answers(client, settings, plan, recorder) as answers, \
-                        ThreadPoolExecutor(settings.concurrency, thread_name_prefix="upload") as pool:
-                    try:
-                        publish(pool, job, plan, recorder, progress or _quiet, answers)
-                    except BaseException as exc:
-                        pool.shutdown(wait=True, cancel_futures=True)
-                        if isinstance(exc, Exception):  # never hide SIGTERM or Ctrl-C
-                            downloading.result()  # a failed download explains the rest
-                        raise
+                if early is None:
+                    downloading.result()
+                    plan = read_plan(path, settings)
+                else:  # the existence checks and the verify pass overlap the download
+                    plan = early.plan
+                counts = Counts(plan.total, len(plan.ignored))
+                (Path(tmp) / "spool").mkdir()
+                job = Job(path, Path(tmp) / "spool", upload.id, settings, client, gate)
+                try:
+                    with _answers(client, settings, plan, recorder) as answers, \
+                            ThreadPoolExecutor(settings.concurrency,
+                                               thread_name_prefix="upload") as pool:
+                        try:
+                            publish(pool, job, plan, recorder, progress or _quiet, answers)
+                        except BaseException as exc:
+                            if gate is not None:
+                                gate.stop()  # members still waiting for their bytes give up
+                            pool.shutdown(wait=True, cancel_futures=True)
+                            # a download that ended early explains the rest (a member read
+                            # while it still runs was all on disk: its error stands); never
+                            # hide SIGTERM or Ctrl-C
+                            if isinstance(exc, Exception) and (gate is None or gate.over):
+                                downloading.result()
+                            raise
+                finally:
+                    job.abort_staged()
             finally:
-                job.abort_staged()
-            downloading.result()
+                if gate is not None:
+                    gate.stop()  # published or failed: do not wait for the rest of the archive
+            _after_publishing(downloading, upload)
     return counts
 
 
 def _quiet(_: int) -> None:
     return None
+
+
+def _after_publishing(downloading: Future[None], upload: Upload) -> None:
+    """Every member was verified and published: a download that failed after its last
+    member's bytes (in the central directory, already read from the tail) changes nothing."""
+    try:
+        downloading.result()
+    except StorageFailed as exc:
+        logger.warning("upload %d: published; the archive's download then failed: %s",
+                       upload.id, exc)
 
 
 def read_plan(path: Path, settings: Settings) -> Plan:
@@ -243,11 +265,20 @@ class Gate:
         self._ready = threading.Condition()
         self._have = 0
         self._over = False
+        self._stopped = False
 
-    def written(self, size: int) -> None:
+    @property
+    def have(self) -> int | None:
+        """Bytes on disk; None once the download is over (nothing more will come)."""
+        with self._ready:
+            return None if self._over else self._have
+
+    def written(self, size: int) -> bool:
+        """``size`` bytes are on disk; returns whether the download is to go on."""
         with self._ready:
             self._have = size
             self._ready.notify_all()
+            return not self._stopped
 
     def close(self) -> None:
         """The download ended (done or failed: then the main thread reports its error)."""
@@ -255,10 +286,23 @@ class Gate:
             self._over = True
             self._ready.notify_all()
 
+    @property
+    def over(self) -> bool:
+        with self._ready:
+            return self._over
+
+    def stop(self) -> None:
+        """The rest of the archive is not needed (the upload is published or has failed):
+        the download ends after its current chunk, and members still waiting give up."""
+        with self._ready:
+            self._stopped = True
+            self._ready.notify_all()
+
     def wait(self, info: zipfile.ZipInfo) -> None:
+        """Until the member's bytes are on disk, the download ended, or it was stopped."""
         end = self.ends[info.filename]
         with self._ready:
-            self._ready.wait_for(lambda: self._have >= end or self._over)
+            self._ready.wait_for(lambda: self._have >= end or self._over or self._stopped)
 
 
 def _download(client: Any, settings: Settings, upload: Upload, path: Path,
@@ -297,12 +341,17 @@ def _directory(client: Any, settings: Settings, upload: Upload, tmp: Path) -> Di
         plan = read_plan(sparse, settings)
         with zipfile.ZipFile(sparse) as zipped:
             starts = sorted({info.header_offset for info in zipped.infolist()})
+            # the last member's data ends where the central directory starts (already read:
+            # its verify need not wait for the download's last bytes)
+            directory = getattr(zipped, "start_dir", None)
         size = sparse.stat().st_size
     except (UploadError, OSError, zipfile.BadZipFile):
         return None
     finally:
         sparse.unlink(missing_ok=True)
-    after = dict(zip(starts, starts[1:] + [size]))
+    last = directory if isinstance(directory, int) and starts and starts[-1] < directory <= size \
+        else size
+    after = dict(zip(starts, starts[1:] + [last]))
     return Directory(plan, etag, {info.filename: after[info.header_offset] for info in plan.members})
 
 
@@ -343,8 +392,8 @@ def publish(pool: Executor, job: Job, plan: Plan, recorder: Recorder, progress: 
 def _verified(pool: Executor, job: Job, plan: Plan, answers: Answers, recorder: Recorder,
               progress: Progress) -> list[Member]:
     """Every member verified, in archive order; the first rejected one (in archive order)
-    wins. Members to write are spooled on the way; the largest start first, so the pass
-    does not end on one long member."""
+    wins. Members to write are spooled on the way, in the order of :class:`_Queue`, on
+    ``concurrency`` threads of ``pool``."""
     keys = answers.keys
 
     def verify(index: int) -> Member:
@@ -361,14 +410,79 @@ def _verified(pool: Executor, job: Job, plan: Plan, answers: Answers, recorder: 
             return _stage(job, member, conditional=not checked)
         return member
 
-    order = answers.order
-    futures = dict(zip(order, (pool.submit(verify, index) for index in order)))
+    futures: list[Future[Member]] = [Future() for _ in keys]
+    queue = _Queue(plan, answers.order, job.gate)
+
+    def work() -> None:
+        while (index := queue.take()) is not None:
+            if not futures[index].set_running_or_notify_cancel():
+                continue
+            try:
+                futures[index].set_result(verify(index))
+            except BaseException as exc:
+                futures[index].set_exception(exc)
+                if not isinstance(exc, Exception):  # this thread stops: so does the pass
+                    for left in queue.close():
+                        if futures[left].set_running_or_notify_cancel():
+                            futures[left].set_exception(exc)
+                    return
+
+    for _ in range(job.settings.concurrency):
+        pool.submit(work)
     members = []
-    for index in range(len(keys)):
-        members.append(futures[index].result())
-        recorder.tick()
-        progress(1)
+    try:
+        for future in futures:
+            members.append(future.result())
+            recorder.tick()
+            progress(1)
+    except BaseException:
+        queue.close()  # the threads take no more members
+        raise
     return members
+
+
+class _Queue:
+    """Which member a free verify thread takes next: the largest one whose bytes are all on
+    disk, else the one whose bytes arrive next. A thread then never waits for a member far
+    ahead in the download while others are ready (nor does a member rejected early wait for
+    the download's end to be found); once the download is over, simply the largest first,
+    so the pass does not end on one long member."""
+
+    def __init__(self, plan: Plan, largest_first: list[int], gate: Gate | None) -> None:
+        self._plan, self._gate = plan, gate
+        self._lock = threading.Lock()
+        self._ready: list[tuple[int, int]] = []  # a heap of (-size, index)
+        if gate is None:
+            self._arriving: collections.deque[int] = collections.deque(largest_first)
+        else:
+            self._arriving = collections.deque(sorted(
+                largest_first, key=lambda index: gate.ends[plan.members[index].filename]))
+        self._closed = False
+
+    def take(self) -> int | None:
+        """The next member's index, or None: none left, or :meth:`close` was called."""
+        with self._lock:
+            if self._closed:
+                return None
+            have = self._gate.have if self._gate is not None else None
+            while self._arriving and (have is None or self._end(self._arriving[0]) <= have):
+                index = self._arriving.popleft()
+                heapq.heappush(self._ready, (-self._plan.members[index].file_size, index))
+            if self._ready:
+                return heapq.heappop(self._ready)[1]
+            return self._arriving.popleft() if self._arriving else None
+
+    def close(self) -> list[int]:
+        """Take no more; returns the members never taken."""
+        with self._lock:
+            self._closed = True
+            left = [index for _, index in self._ready] + list(self._arriving)
+            self._ready, self._arriving = [], collections.deque()
+            return left
+
+    def _end(self, index: int) -> int:
+        assert self._gate is not None
+        return self._gate.ends[self._plan.members[index].filename]
 
 
 def _unchanged(found: Existing | None, member: Member, job: Job) -> tuple[bool, Written | None]:

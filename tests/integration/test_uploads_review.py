@@ -137,3 +137,42 @@ def test_a_failing_part_is_aborted_once(uploads, tmp_path, caplog):
     assert [o.status for o in uploads.worker().drain()] == [Status.PENDING]
     assert _pending_multipart(uploads) == []
     assert "could not abort" not in caplog.text
+
+
+def test_a_member_rejected_early_stops_the_download(uploads, tmp_path, monkeypatch):
+    """The first member is corrupt: the upload fails on it without reading the rest of the
+    archive (the download is slowed to 2 ms a chunk so that it would still be running)."""
+    import time
+    from tests.fixtures.uploads_archives import zip_with_bad_crc
+    monkeypatch.setattr(storage, "DOWNLOAD_CHUNK", 16 * 1024)
+    path = zip_with_bad_crc(tmp_path / "bad.zip", symbol_members(60, 20_000), 0)
+    upload_id = uploads.enqueue(path)
+    sizes: list[int] = []
+    download = storage.download
+    def slow(client, bucket, key, target, tries=3, etag=None, written=None):
+        def seen(size):
+            sizes.append(size)
+            time.sleep(0.002)
+            return written(size)
+        return download(client, bucket, key, target, tries, etag, seen if written else None)
+    monkeypatch.setattr(storage, "download", slow)
+    assert [o.status for o in uploads.worker().drain()] == [Status.FAILED]
+    assert "CRC" in uploads.row(upload_id)["error"]
+    assert 0 < max(sizes) < path.stat().st_size / 2
+    assert uploads.keys() == []
+
+
+def test_a_download_failing_after_the_last_member_does_not_undo_a_published_upload(
+        uploads, tmp_path, monkeypatch):
+    """Every member's bytes arrived, then the connection broke in the central directory
+    (already read from the tail): the upload is done, not sent back to pending."""
+    import zipfile
+    monkeypatch.setattr(storage, "DOWNLOAD_CHUNK", 4096)
+    path = write_zip(tmp_path / "a.zip", symbol_members(30, 3000))
+    with zipfile.ZipFile(path) as zipped:
+        directory = zipped.start_dir
+    upload_id = uploads.enqueue(path)
+    _break_download(uploads, monkeypatch, -(-directory // 4096))
+    assert [o.status for o in uploads.worker().drain()] == [Status.DONE]
+    row = uploads.row(upload_id)
+    assert (row["status"], row["attempts"], row["files_uploaded"]) == ("done", 1, 30)
