@@ -24,7 +24,7 @@ from jobs.prune.store import PruneStore
 from jobs.s3 import make_s3_client
 
 from .harness import Comparison, Sample, interleave
-from .services import fresh_database
+from .services import cpu_seconds, fresh_database, s3proxy_pid
 
 ROUNDS = 3
 OURS_KEYS = 100_000
@@ -45,20 +45,6 @@ def _fill(client: object, count: int) -> str:
     return bucket
 
 
-def _cpu_seconds(pid: int | str) -> float:
-    """User + system CPU seconds of a process so far (from /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _s3proxy_pid() -> int | None:
-    pidfile = DATA.parent / "run" / "s3proxy.pid"
-    try:
-        return int(pidfile.read_text().strip())
-    except (OSError, ValueError):
-        return None
-
-
 def run(rounds: int) -> list[Comparison]:
     client = make_s3_client(max_pool_connections=8)
     conn = connect(fresh_database("bench_prune"))
@@ -66,19 +52,19 @@ def run(rounds: int) -> list[Comparison]:
     store = PruneStore(conn)
     future = dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1)
 
-    server = _s3proxy_pid()
+    server = s3proxy_pid()
     cpu: list[tuple[float, float]] = []  # per round: (our CPU, s3proxy CPU) in µs a key
 
     def ours() -> float:
         bucket = _fill(client, OURS_KEYS)
         rule = Rule("bench", Kind.AGE, bucket, "old/", 0.5)
-        own, theirs = _cpu_seconds("self"), _cpu_seconds(server) if server else 0.0
+        own, theirs = cpu_seconds("self"), cpu_seconds(server) if server else 0.0
         start = time.perf_counter()
         report = run_prune(client, store, [rule], Protection("none", "v1/"), future,
                            cap=10**9, dry_run=False, threads=4)
         elapsed = time.perf_counter() - start
-        cpu.append(((_cpu_seconds("self") - own) * 1e6 / OURS_KEYS,
-                    (_cpu_seconds(server) - theirs) * 1e6 / OURS_KEYS if server else 0.0))
+        cpu.append(((cpu_seconds("self") - own) * 1e6 / OURS_KEYS,
+                    (cpu_seconds(server) - theirs) * 1e6 / OURS_KEYS if server else 0.0))
         assert report.results[0].keys == OURS_KEYS, report
         client.delete_bucket(Bucket=bucket)
         return OURS_KEYS / elapsed

@@ -4,6 +4,7 @@ that ``make`` exports out of ``.services/env``; defaults match scripts/services.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Mapping
 
 from crontabber.store import DatabaseSettings, connect
@@ -29,3 +30,21 @@ def fresh_database(dbname: str) -> DatabaseSettings:
         cur.execute(f"CREATE DATABASE {dbname}")
     conn.close()
     return database(dbname)
+
+
+STATE = Path(os.environ.get("SYMBOLS_STATE_DIR",
+                            Path(__file__).resolve().parent.parent / ".services"))
+
+
+def cpu_seconds(pid: int | str) -> float:
+    """User + system CPU seconds of a process so far (from /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def s3proxy_pid() -> int | None:
+    """The local s3proxy's pid (scripts/services.sh writes it), or None."""
+    try:
+        return int((STATE / "s3" / "run" / "s3proxy.pid").read_text().strip())
+    except (OSError, ValueError):
+        return None
