@@ -30,6 +30,7 @@ from __future__ import annotations
 import concurrent.futures
 import functools
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -301,14 +302,16 @@ def scale_out(bench: Bench, processes: int, staged: list[tuple[str, Path]]) -> t
     return total / span, total / elapsed
 
 
-def warm_server(bench: Bench, key: str, path: Path, most: int = 60) -> str:
+def warm_server(bench: Bench, key: str, path: Path, window: int = 5, most: int = 80) -> str:
     """Drain the archive, unmeasured, until s3proxy's CPU per drain stops falling; return a
     note saying how it went.
 
     Its JIT keeps making it faster for many thousands of requests: from a fresh start its
     CPU per drain of the 50 MB archive fell from 2.6 to 1.4 s over 50 drains (and to ~1.0 s
     after an hour of benchmarks), which moved the ratio by a third depending on what had run
-    before. Stops when three drains in a row are no better than 95% of the best before them.
+    before. One drain's cost varies by +-20%, so windows are compared: stops when the median
+    of the last ``window`` drains is no better than 95% of the median of the ``window``
+    before, or after ``most`` drains.
     """
     server = s3proxy_pid()
     if server is None:
@@ -320,11 +323,13 @@ def warm_server(bench: Bench, key: str, path: Path, most: int = 60) -> str:
         before = cpu_seconds(server)
         drain()
         costs.append(cpu_seconds(server) - before)
-        if len(costs) >= 6 and min(costs[-3:]) > 0.95 * min(costs[:-3]):
+        if len(costs) >= 2 * window and statistics.median(costs[-window:]) > \
+                0.95 * statistics.median(costs[-2 * window:-window]):
             break
+    first, last = (statistics.median(part) for part in (costs[:window], costs[-window:]))
     return (f"server warm-up: {len(costs)} unmeasured drains of the 50 MB archive in "
-            f"{time.perf_counter() - start:.0f} s; s3proxy CPU per drain {costs[0]:.2f} s at "
-            f"first, {min(costs):.2f} s at best, {costs[-1]:.2f} s last")
+            f"{time.perf_counter() - start:.0f} s; s3proxy CPU per drain (median of "
+            f"{window}) {first:.2f} s at first, {last:.2f} s at the end")
 
 
 def run(rounds: int) -> list[Comparison]:
