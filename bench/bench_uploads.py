@@ -242,7 +242,7 @@ def _recompress(args: tuple[str, str]) -> int:
     from jobs.uploads import archive as members
 
     path, name = args
-    return len(members.gzipped(Path(path), _members(path)[name], 1))
+    return len(members.gzipped(Path(path), _members(path)[name], 1, reuse=False))
 
 
 def compute_limit(path: Path) -> float:

@@ -22,7 +22,7 @@ PART = 5 * 1024 * 1024
 def _large() -> list[tuple[str, bytes]]:
     """A .sym of ~5.7 MB gzipped (2 parts) and a binary of 11 MB stored as is (3 parts)."""
     return [("big.pdb/0123456789ABCDEF0/big.sym", sym_text("big.pdb", "0123456789ABCDEF0",
-                                                          17_000_000, 5)),
+                                                          19_000_000, 5)),
             ("big.pdb/0123456789ABCDEF0/big.dll", random.Random(1).randbytes(11_000_000))]
 
 
