@@ -29,7 +29,8 @@ def _options() -> Namespace:
     add("symbols_bucket", default="symbols", doc="bucket symbol files are written to")
     add("symbols_prefix", default="v1", doc="key prefix: <prefix>/<debug_file>/<ID>/<file>")
     add("compress_extensions", default="sym", doc="comma-separated extensions stored gzipped")
-    add("gzip_level", default=1, doc="isal deflate level (0-3) for gzipped files")
+    add("gzip_level", default=1,
+        doc="isal deflate level (0-3) for stored members (deflated ones keep their stream)")
     add("concurrency", default=8, doc="threads (and S3 connections) per upload")
     add("multipart_threshold", default=8 * 1024**2,
         doc="objects larger than this (bytes, as stored) are written by multipart upload")
