@@ -27,7 +27,6 @@ for every answer first held the verify pass back 0.1-0.3 s per upload.
 
 from __future__ import annotations
 
-import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -69,7 +68,6 @@ class Lookup:
         self._client, self._bucket = client, bucket
         self._checks = ThreadPoolExecutor(max(1, threads), thread_name_prefix="exists")
         self._planner = ThreadPoolExecutor(1, thread_name_prefix="exists-plan")
-        self._stopped = threading.Event()
         by_dir: dict[str, list[str]] = {}
         for key in keys:
             by_dir.setdefault(_directory(key), []).append(key)
@@ -88,7 +86,7 @@ class Lookup:
         self.close()
 
     def close(self) -> None:
-        self._stopped.set()
+        """Cancel the checks not started; wait for those running (one request each)."""
         self._checks.shutdown(wait=True, cancel_futures=True)
         self._planner.shutdown(wait=True, cancel_futures=True)
 
@@ -113,8 +111,6 @@ class Lookup:
 
     def _check(self, keys: list[str], head_only: bool) -> Answers:
         """One directory's keys: HEADs, or a LIST and a HEAD for each key it holds."""
-        if self._stopped.is_set():
-            return {}
         listed = None if head_only else storage.list_directory(self._client, self._bucket,
                                                                _directory(keys[0]))
         return {key: storage.head(self._client, self._bucket, key)

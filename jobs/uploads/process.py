@@ -232,11 +232,10 @@ def read_plan(path: Path, settings: Settings) -> Plan:
 
 @dataclass(frozen=True)
 class Answers:
-    """The archive's keys (in archive order), their verify order (largest member first),
-    those this upload already recorded, and the existence checks of the others (running)."""
+    """The archive's keys (in archive order), those this upload already recorded, and the
+    existence checks of the others (running)."""
 
     keys: list[str]
-    order: list[int]
     done: set[str]
     lookup: Lookup
 
@@ -318,15 +317,16 @@ def _download(client: Any, settings: Settings, upload: Upload, path: Path,
 
 
 def _answers(client: Any, settings: Settings, plan: Plan, recorder: Recorder) -> Answers:
-    """Start the existence checks, in the order the verify pass will need them (it waits
-    per key, so it starts on the first members while the rest are checked)."""
+    """Start the existence checks, largest member first, as the verify pass will mostly
+    need them (it waits per key, so it starts on the first members while the rest are
+    checked)."""
     keys = [settings.object_key(info.filename) for info in plan.members]
-    order = sorted(range(len(keys)), key=lambda i: -plan.members[i].file_size)
+    largest_first = sorted(range(len(keys)), key=lambda i: -plan.members[i].file_size)
     done = recorder.written_keys()  # (the verify pass renews the lease when due)
     lookup = Lookup(client, settings.symbols_bucket,
-                    [keys[i] for i in order if keys[i] not in done], settings.existence_check,
-                    max(1, settings.concurrency - 1))
-    return Answers(keys, order, done, lookup)
+                    [keys[i] for i in largest_first if keys[i] not in done],
+                    settings.existence_check, max(1, settings.concurrency - 1))
+    return Answers(keys, done, lookup)
 
 
 def _directory(client: Any, settings: Settings, upload: Upload, tmp: Path) -> Directory | None:
@@ -400,9 +400,10 @@ def _verified(pool: Executor, job: Job, plan: Plan, answers: Answers, recorder: 
         info, key = plan.members[index], keys[index]
         if job.gate is not None:
             job.gate.wait(info)
-        checked, found = (True, None) if key in answers.done else answers.lookup.get(key)
+        done = key in answers.done
+        checked, found = (True, None) if done else answers.lookup.get(key)
         with job.compute:
-            if key in answers.done or found is not None:
+            if done or found is not None:
                 return Member(index, info, key, archive.digest(job.path, info), None)
             digest, body = job.spooled(index, info)
         member = Member(index, info, key, digest, body)
@@ -411,7 +412,7 @@ def _verified(pool: Executor, job: Job, plan: Plan, answers: Answers, recorder: 
         return member
 
     futures: list[Future[Member]] = [Future() for _ in keys]
-    queue = _Queue(plan, answers.order, job.gate)
+    queue = _Queue(plan, job.gate)
 
     def work() -> None:
         while (index := queue.take()) is not None:
@@ -448,15 +449,13 @@ class _Queue:
     the download's end to be found); once the download is over, simply the largest first,
     so the pass does not end on one long member."""
 
-    def __init__(self, plan: Plan, largest_first: list[int], gate: Gate | None) -> None:
+    def __init__(self, plan: Plan, gate: Gate | None) -> None:
         self._plan, self._gate = plan, gate
         self._lock = threading.Lock()
         self._ready: list[tuple[int, int]] = []  # a heap of (-size, index)
-        if gate is None:
-            self._arriving: collections.deque[int] = collections.deque(largest_first)
-        else:
-            self._arriving = collections.deque(sorted(
-                largest_first, key=lambda index: gate.ends[plan.members[index].filename]))
+        indexes = range(len(plan.members))  # without a download, all are ready at once
+        self._arriving = collections.deque(indexes if gate is None else sorted(
+            indexes, key=lambda index: gate.ends[plan.members[index].filename]))
         self._closed = False
 
     def take(self) -> int | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterable
+from typing import Any, BinaryIO, Callable
 
 from .errors import StorageFailed
 from .records import Existing, Written
@@ -236,8 +236,3 @@ def abort(client: Any, bucket: str, key: str, upload: str) -> None:
     except Exception as exc:
         logger.error("could not abort multipart upload %s of s3://%s/%s: %s", upload, bucket,
                      key, _reason(exc))
-
-
-def directories(keys: Iterable[str]) -> list[str]:
-    """The distinct ``<prefix>/<debug_file>/<DEBUG_ID>/`` directories of ``keys``, in order."""
-    return list(dict.fromkeys(key.rsplit("/", 1)[0] + "/" for key in keys))

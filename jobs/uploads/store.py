@@ -128,8 +128,8 @@ class ClaimRecorder:
             cur.execute(Q["heartbeat"], {"id": self._id, "worker": self._worker})
             if cur.fetchone() is None:
                 raise ClaimLost(self._id, self._worker)
-            if self._pending:  # one statement: a round trip per row cost ~0.3 s per 200 rows
-                # while the upload threads held the GIL
+            if self._pending:  # one statement: a round trip per row, each waiting for the
+                # GIL behind the upload threads, cost 0.3-0.4 s per 289-file upload
                 execute_values(cur, Q["record_files"], self._pending, page_size=1000)
         self._pending = []
         self._last = time.monotonic()

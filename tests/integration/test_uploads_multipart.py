@@ -86,7 +86,8 @@ def test_a_rejected_archive_aborts_the_staged_multipart_uploads(multipart, tmp_p
     assert _pending_multipart(multipart) == []
 
 
-def test_a_failing_part_aborts_the_upload_and_publishes_nothing(multipart, tmp_path):
+def test_a_failing_part_aborts_the_upload_once_and_publishes_nothing(multipart, tmp_path,
+                                                                     caplog):
     members = symbol_members(3, 2000) + _large()
     upload_id = multipart.enqueue(write_zip(tmp_path / "a.zip", members))
 
@@ -101,6 +102,7 @@ def test_a_failing_part_aborts_the_upload_and_publishes_nothing(multipart, tmp_p
     assert "UploadPart" in row["error"] and "injected" in row["error"]
     assert multipart.keys() == [] and multipart.files() == []
     assert _pending_multipart(multipart) == []
+    assert "could not abort" not in caplog.text  # aborted once (a second abort logs this)
     multipart.client.meta.events.unregister("before-parameter-build.s3.UploadPart",
                                             refuse_second_part)
     assert multipart.worker().reprocess(upload_id).status is Status.DONE

@@ -121,24 +121,6 @@ def test_ctrl_c_is_not_swallowed_by_a_failing_download(uploads, tmp_path, monkey
     assert uploads.row(upload_id)["status"] == "pending"
 
 
-def test_a_failing_part_is_aborted_once(uploads, tmp_path, caplog):
-    import dataclasses
-    from tests.integration.test_uploads_multipart import PART, _large, _pending_multipart
-    uploads.settings = dataclasses.replace(uploads.settings, multipart_threshold=PART,
-                                           part_size=PART)
-    uploads.enqueue(write_zip(tmp_path / "a.zip", symbol_members(3, 2000) + _large()))
-
-    def refuse_second_part(params, **_):
-        if params.get("PartNumber") == 2:
-            raise ConnectionError("injected")
-
-    uploads.client.meta.events.register("before-parameter-build.s3.UploadPart",
-                                        refuse_second_part)
-    assert [o.status for o in uploads.worker().drain()] == [Status.PENDING]
-    assert _pending_multipart(uploads) == []
-    assert "could not abort" not in caplog.text
-
-
 def test_a_member_rejected_early_stops_the_download(uploads, tmp_path, monkeypatch):
     """The first member is corrupt: the upload fails on it without reading the rest of the
     archive (the download is slowed to 2 ms a chunk so that it would still be running)."""

@@ -1,7 +1,6 @@
 """The pure choice between LIST per directory, HEAD per key and conditional writes."""
 
 from jobs.uploads.existence import CONDITIONAL, HEAD, LIST, choose
-from jobs.uploads.storage import directories
 
 
 def test_mostly_new_is_written_conditionally():
@@ -24,6 +23,3 @@ def test_mostly_existing_heads():
 def test_nothing_sampled_lists():
     assert choose(0, 0, 0, 0) == LIST
 
-
-def test_directories_in_order():
-    assert directories(["v1/a/B/x", "v1/a/B/y", "v1/c/D/z"]) == ["v1/a/B/", "v1/c/D/"]

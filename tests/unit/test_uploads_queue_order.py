@@ -17,14 +17,10 @@ def _plan(sizes: list[int]) -> Plan:
     return Plan(members)
 
 
-def _largest_first(plan: Plan) -> list[int]:
-    return sorted(range(len(plan.members)), key=lambda i: -plan.members[i].file_size)
-
-
 def test_while_downloading_the_largest_ready_member_goes_first_else_the_next_to_arrive():
     plan = _plan([10, 50, 20, 40, 30])  # in archive order, each ending 100 bytes further
     gate = Gate({info.filename: 100 * (i + 1) for i, info in enumerate(plan.members)})
-    queue = _Queue(plan, _largest_first(plan), gate)
+    queue = _Queue(plan, gate)
     assert queue.take() == 0  # nothing on disk: the next to arrive (not the far, large m1)
     gate.written(300)  # m1 and m2 are on disk
     assert [queue.take(), queue.take()] == [1, 2]
@@ -35,7 +31,7 @@ def test_while_downloading_the_largest_ready_member_goes_first_else_the_next_to_
 
 def test_without_a_download_the_largest_first_and_close_returns_what_was_not_taken():
     plan = _plan([10, 50, 20, 40])
-    queue = _Queue(plan, _largest_first(plan), None)
+    queue = _Queue(plan, None)
     assert [queue.take(), queue.take()] == [1, 3]
     assert sorted(queue.close()) == [0, 2]
     assert queue.take() is None
