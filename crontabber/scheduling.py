@@ -179,11 +179,12 @@ def is_due(state: JobState | None, schedule: Schedule, now: dt.datetime) -> bool
 
 
 def next_run_after(
-    started: dt.datetime, schedule: Schedule, succeeded: bool, error_retry_time: int
+    started: dt.datetime, schedule: Schedule, succeeded: bool, error_retry_time: float
 ) -> dt.datetime:
     """The ``next_run`` written when an attempt that began at ``started`` ends.
 
-    After a failure: ``started + error_retry_time`` seconds. After a success:
+    After a failure: ``started + error_retry_time`` seconds (the runner passes
+    :func:`crontabber.leases.retry_delay`, which may grow with each failure). After a success:
     ``started + frequency``, with the hour and minute replaced by the time of
     day if there is one (keeping that calendar date, as crontabber does).
     """
