@@ -215,7 +215,9 @@ def list_jobs(settings: Settings, jobs: list[Job], store: StateStore, args: Any,
     from . import report
 
     states, now = store.states(), store.now()
-    for line in report.align(report.list_rows(jobs, states, now)):
+    runner = _runner(settings, jobs, store)
+    rows = report.list_rows(jobs, states, now, lambda state: runner.marker(state, now))
+    for line in report.align(rows):
         print(line, file=out)
     return ExitCode.OK
 
@@ -223,7 +225,9 @@ def list_jobs(settings: Settings, jobs: list[Job], store: StateStore, args: Any,
 def nagios(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
     from . import report
 
-    result = report.nagios(jobs, store.states(), store.now(), settings.max_ongoing_age_hours)
+    states, now = store.states(), store.now()
+    runner = _runner(settings, jobs, store)
+    result = report.nagios(jobs, states, now, lambda state: runner.marker(state, now))
     print("\n".join(result.lines), file=out)
     return result.code
 

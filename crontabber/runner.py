@@ -127,7 +127,7 @@ class Runner:
         results = []
         for job in run_order(self.jobs):
             result = self.run_job(job, force=False)
-            if result.error is not None:
+            if result.error is not None and result.status is not Status.FENCED:  # logged already
                 logger.warning("%s", result.error, extra={"job": job.app_name})
             results.append(result)
         return results

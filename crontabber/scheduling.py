@@ -277,14 +277,3 @@ def dependency_order(graph: Mapping[str, Sequence[str]]) -> list[str]:
         order.extend(layer)
         sorter.done(*layer)
     return order
-
-
-def ongoing_is_stale(
-    ongoing: dt.datetime, now: dt.datetime, max_age_hours: float
-) -> bool:
-    """Whether an ``ongoing`` marker is old enough to be ignored.
-
-    The whole age counts, days included (crontabber used ``timedelta.seconds``
-    and so let a 25-hour-old marker block again).
-    """
-    return now - ongoing >= dt.timedelta(hours=max_age_hours)
