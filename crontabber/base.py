@@ -15,6 +15,12 @@ Class attributes the runner reads:
 - ``required_config``: a :class:`~crontabber.options.Namespace` of options,
   read from the ini section ``[crontabber] [[class-<ClassName>]]``;
 - ``app_description``, ``app_version``: shown by ``--list-jobs``.
+
+Each run happens in a child process of the runner, which keeps the run's
+lease meanwhile; a job with much work to do checks :meth:`BaseCronApp.holds_lease`
+between units of work and stops taking new ones when it returns False. The
+options ``timeout``, ``error_retry_time``, ``error_backoff`` and
+``error_retry_max`` of ``[[class-<ClassName>]]`` are the runner's, per job.
 """
 
 from __future__ import annotations
@@ -43,6 +49,20 @@ class BaseCronApp(RequiredConfig):
         self.job_information = job_information
         # The database time at which the runner claimed this attempt; set by the runner.
         self.started_at: dt.datetime | None = None
+        # This run's id (its fencing token) and lease; set by the runner.
+        self.run_id: int | None = None
+        self.lease: Any = None
+
+    def holds_lease(self) -> bool:
+        """Whether this run still holds its job.
+
+        False once the runner could not renew the lease for ``lease_seconds -
+        heartbeat_seconds`` (the database is away, the runner was stopped) or
+        found another run holding the job: a job with a queue to drain should
+        stop taking new work, since another runner may start the job soon.
+        Always True for an instance run outside the runner.
+        """
+        return self.lease is None or bool(self.lease.holds())
 
     def run(self, *args: Any, **kwargs: Any) -> None:
         raise NotImplementedError(f"{type(self).__name__} must implement run()")

@@ -81,8 +81,26 @@ def job_options(cls: type) -> Namespace:
     base = Namespace()
     base.add_option("frequency", "", "how often the job runs (from the jobs list)")
     base.add_option("time", "", "UTC time of day HH:MM (from the jobs list)")
+    base.add_option("timeout", "", "seconds the job may run (0: no limit; "
+                    "empty: crontabber.default_timeout)", from_string_converter=_seconds)
+    base.add_option("error_retry_time", 300, "seconds after a failure before a retry",
+                    reference_value_from="crontabber")
+    base.add_option("error_backoff", 1.0, "retry wait multiplier per further failure in a row",
+                    reference_value_from="crontabber")
+    base.add_option("error_retry_max", 86400, "the longest retry wait, in seconds",
+                    reference_value_from="crontabber")
     required = getattr(cls, "required_config", None)
     return base.merged(required) if isinstance(required, Namespace) else base
+
+
+def _seconds(text: str) -> float | str:
+    """A timeout: a non-negative number of seconds, or empty for the default."""
+    if not str(text).strip():
+        return ""
+    value = float(text)
+    if value < 0:
+        raise ValueError("must not be negative")
+    return value
 
 
 def _schedule_for(entry: JobEntry, cls: type, sources: Sources) -> Schedule:

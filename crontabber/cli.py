@@ -2,7 +2,7 @@
 
     python -m crontabber --admin.conf=crontabber.ini            run due jobs
     python -m crontabber --list-jobs | --nagios | --job NAME [--force]
-                         --reset-job NAME | --audit-ghosts | --configtest
+                         --reset-job NAME | --release NAME | --audit-ghosts | --configtest
                          --sentrytest | --version | --help
     python -m crontabber --crontabber.error_retry_time=60 ...   override any option
 """
@@ -26,6 +26,8 @@ from .errors import (
     JobLocked,
     JobNotFound,
     JobOngoing,
+    LeaseLost,
+    MarkerIsLive,
     SentryNotConfigured,
     Terminated,
 )
@@ -46,7 +48,8 @@ class ExitCode(enum.IntEnum):
     OK = 0
     ERROR = 1  # bad configuration or arguments, unknown job, database unavailable
     LOCKED = 2  # a job's row was locked by another runner (SELECT ... FOR UPDATE NOWAIT)
-    ONGOING = 3  # a job was marked ongoing by another runner
+    ONGOING = 3  # a job is held by a live run elsewhere (also: reset/release refused)
+    FENCED = 4  # a run lost its lease to another run: its outcome was not recorded
     INTERRUPTED = 130  # SIGINT / Ctrl-C (the job was recorded as failed, lock released)
     TERMINATED = 143  # SIGTERM (the same)
 
@@ -55,8 +58,10 @@ def exit_code_for(exc: BaseException) -> int:
     """The one place exceptions become exit codes."""
     if isinstance(exc, JobLocked):
         return ExitCode.LOCKED
-    if isinstance(exc, JobOngoing):
+    if isinstance(exc, (JobOngoing, MarkerIsLive)):
         return ExitCode.ONGOING
+    if isinstance(exc, LeaseLost):
+        return ExitCode.FENCED
     if isinstance(exc, Terminated):
         return ExitCode.TERMINATED
     if isinstance(exc, KeyboardInterrupt):
@@ -69,8 +74,8 @@ class _Parser(argparse.ArgumentParser):
         raise ConfigurationError("the command line", message)
 
 
-MODES = ("list_jobs", "nagios", "version", "reset_job", "audit_ghosts", "configtest",
-         "sentrytest", "job")
+MODES = ("list_jobs", "nagios", "version", "reset_job", "release", "audit_ghosts",
+         "configtest", "sentrytest", "job")
 
 
 def build_parser(epilog: str = "") -> argparse.ArgumentParser:
@@ -89,7 +94,11 @@ def build_parser(epilog: str = "") -> argparse.ArgumentParser:
                        help="nagios check: one status line, details; exit 0/1/2")
     modes.add_argument("-v", "--version", action="store_true", help="print the version")
     modes.add_argument("-r", "--reset-job", metavar="NAME", default="",
-                       help="forget a job's state (it runs as if new); a ghost's too")
+                       help="forget a job's state (it runs as if new); a ghost's too; "
+                       "refused while the job runs")
+    modes.add_argument("--release", metavar="NAME", default="",
+                       help="clear a dead or expired 'ongoing' marker, keeping the job's "
+                       "history; refused while its lease is live")
     modes.add_argument("--audit-ghosts", action="store_true",
                        help="list state rows of jobs that are no longer configured")
     modes.add_argument("--configtest", action="store_true",
@@ -145,7 +154,8 @@ def help_epilog(argv: list[str]) -> str:
     except CrontabberError as exc:
         lines.append(f"(job options not shown: {exc})")
     lines.append("exit codes: 0 ok (even if jobs failed), 1 error, 2 a job was row-locked, "
-                 "3 a job was ongoing elsewhere, 130/143 interrupted; --nagios: 0/1/2")
+                 "3 a job was running elsewhere (or reset/release refused), 4 a run was fenced "
+                 "off (it lost its lease), 130/143 interrupted; --nagios: 0/1/2")
     return "\n".join(lines)
 
 
@@ -205,7 +215,9 @@ def list_jobs(settings: Settings, jobs: list[Job], store: StateStore, args: Any,
     from . import report
 
     states, now = store.states(), store.now()
-    for line in report.align(report.list_rows(jobs, states, now)):
+    runner = _runner(settings, jobs, store)
+    rows = report.list_rows(jobs, states, now, lambda state: runner.marker(state, now))
+    for line in report.align(rows):
         print(line, file=out)
     return ExitCode.OK
 
@@ -213,23 +225,49 @@ def list_jobs(settings: Settings, jobs: list[Job], store: StateStore, args: Any,
 def nagios(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
     from . import report
 
-    result = report.nagios(jobs, store.states(), store.now(), settings.max_ongoing_age_hours)
+    states, now = store.states(), store.now()
+    runner = _runner(settings, jobs, store)
+    result = report.nagios(jobs, states, now, lambda state: runner.marker(state, now))
     print("\n".join(result.lines), file=out)
     return result.code
 
 
 def reset_job(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
-    job = find_job(jobs, args.reset_job)
-    name = job.app_name if job else args.reset_job
-    if job is None and name not in store.states():
-        raise JobNotFound(args.reset_job, [j.app_name for j in jobs])
-    if store.reset(name):
+    name = _state_name(jobs, store, args.reset_job)
+    if _runner(settings, jobs, store).reset(name) is not None:
         logger.info("App reset: %s", name)
-        print(f"{name}: state reset{'' if job else ' (it was a ghost: not configured)'}", file=out)
+        ghost = "" if find_job(jobs, name) else " (it was a ghost: not configured)"
+        print(f"{name}: state reset{ghost}", file=out)
     else:
         logger.warning("App already reset: %s", name)
         print(f"{name}: had no state (already reset)", file=out)
     return ExitCode.OK
+
+
+def release(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
+    name = _state_name(jobs, store, args.release)
+    released = _runner(settings, jobs, store).release(name)
+    if released:
+        logger.warning("%s: released the marker of %s", name, released)
+        print(f"{name}: released the marker of {released}; last run, last success and "
+              "backfill progress are kept", file=out)
+    else:
+        print(f"{name}: not running: nothing to release", file=out)
+    return ExitCode.OK
+
+
+def _state_name(jobs: list[Job], store: StateStore, name: str) -> str:
+    """The app name an operator command means: a configured job's, or a ghost's.
+
+    Raises:
+        JobNotFound: neither.
+    """
+    job = find_job(jobs, name)
+    if job is not None:
+        return job.app_name
+    if name not in store.states():
+        raise JobNotFound(name, [j.app_name for j in jobs])
+    return name
 
 
 def audit_ghosts(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
@@ -286,6 +324,7 @@ MODE_HANDLERS: dict[str, Callable[..., int]] = {
     "list_jobs": list_jobs,
     "nagios": nagios,
     "reset_job": reset_job,
+    "release": release,
     "audit_ghosts": audit_ghosts,
     "job": run_one,
     "run": run_all,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from everett import InvalidValueError, NO_VALUE
 from everett.ext.inifile import ConfigIniEnv
@@ -29,6 +29,9 @@ from .errors import ConfigurationError
 from .options import Namespace, Option
 from .scheduling import JobEntry, parse_job_entry, split_jobs_list
 from .store import DatabaseSettings
+
+if TYPE_CHECKING:
+    from .supervisor import RunLimits
 
 DEFAULT_CONF_PATHS = ("config/crontabber.ini", "crontabber.ini")
 MASK = "*" * 8
@@ -40,9 +43,23 @@ def runner_options() -> Namespace:
     cron = root.namespace("crontabber")
     cron.add_option("jobs", "", "the job list: module.Class|FREQ[|HH:MM], one per line")
     cron.add_option("error_retry_time", 300, "seconds after a failed attempt before a retry")
+    cron.add_option("error_backoff", 1.0,
+                    "multiply the retry wait by this after each further failure in a row "
+                    "(1: constant, as crontabber)")
+    cron.add_option("error_retry_max", 86400,
+                    "the longest wait before a retry, in seconds (with error_backoff > 1)")
     cron.add_option(
-        "max_ongoing_age_hours", 12.0, "an ongoing marker older than this is ignored"
+        "max_ongoing_age_hours", 12.0,
+        "a marker without heartbeat (a crontabber 0.18 runner's) older than this is ignored",
     )
+    cron.add_option("heartbeat_seconds", 30.0, "how often a running job's lease is renewed")
+    cron.add_option("lease_seconds", 120.0,
+                    "a running job whose lease was not renewed for this long is taken over")
+    cron.add_option("default_timeout", 0.0,
+                    "seconds a job may run before it is stopped (0: no limit); "
+                    "per job: [[class-X]] timeout")
+    cron.add_option("kill_grace_seconds", 30.0,
+                    "after SIGTERM (timeout, lost lease), seconds before SIGKILL")
     for name, default, doc in (
         ("host", "localhost", "state database host"),
         ("port", 5432, "state database port"),
@@ -136,11 +153,27 @@ class Settings:
     entries: tuple[JobEntry, ...]
     error_retry_time: int
     max_ongoing_age_hours: float
+    heartbeat_seconds: float
+    lease_seconds: float
+    default_timeout: float
+    kill_grace_seconds: float
     database: DatabaseSettings
     sentry_dsn: str = field(repr=False)
     log_level: str
     log_format: str
     sources: Sources = field(repr=False, compare=False)
+
+    def limits_for(self, job_config: Mapping[str, Any]) -> "RunLimits":
+        """The time limits of one run of a job, given its resolved options."""
+        from .supervisor import RunLimits
+
+        timeout = job_config.get("timeout")
+        return RunLimits(
+            heartbeat_seconds=self.heartbeat_seconds,
+            lease_seconds=self.lease_seconds,
+            timeout=self.default_timeout if timeout is None or timeout == "" else float(timeout),
+            kill_grace_seconds=self.kill_grace_seconds,
+        )
 
 
 def load_settings(
@@ -162,10 +195,23 @@ def load_settings(
         user=values["crontabber.user"],
         password=values["crontabber.password"],
     )
+    heartbeat, lease = values["crontabber.heartbeat_seconds"], values["crontabber.lease_seconds"]
+    if heartbeat <= 0 or lease < 2 * heartbeat:
+        raise ConfigurationError(
+            "crontabber.lease_seconds",
+            f"must be at least twice heartbeat_seconds (> 0): {lease:g} vs {heartbeat:g}",
+        )
+    for name in ("default_timeout", "kill_grace_seconds"):
+        if values[f"crontabber.{name}"] < 0:
+            raise ConfigurationError(f"crontabber.{name}", "must not be negative")
     return Settings(
         entries=entries,
         error_retry_time=values["crontabber.error_retry_time"],
         max_ongoing_age_hours=values["crontabber.max_ongoing_age_hours"],
+        heartbeat_seconds=heartbeat,
+        lease_seconds=lease,
+        default_timeout=values["crontabber.default_timeout"],
+        kill_grace_seconds=values["crontabber.kill_grace_seconds"],
         database=database,
         sentry_dsn=values["sentry.dsn"],
         log_level=str(values["logging.level"]).upper(),

@@ -56,17 +56,71 @@ class JobLocked(JobLockError):
 
 
 class JobOngoing(JobLockError):
-    """The job's ``ongoing`` marker is set and younger than the max age: exit 3."""
+    """The job's ``ongoing`` marker is live (held by a run that is alive, as far
+    as anyone can tell): exit 3. ``heartbeat`` is the holder's last renewal
+    (None for a crontabber 0.18 holder)."""
 
-    def __init__(self, app_name: str, since: dt.datetime, by: str | None) -> None:
+    def __init__(
+        self,
+        app_name: str,
+        since: dt.datetime,
+        by: str | None,
+        heartbeat_age: float | None = None,
+    ) -> None:
         self.app_name = app_name
         self.since = since
         self.by = by
+        self.heartbeat_age = heartbeat_age
         holder = by or "an unknown runner (a crontabber without ongoing_by)"
+        beat = "" if heartbeat_age is None else f" (last heartbeat {heartbeat_age:.0f} s ago)"
         super().__init__(
             f"{app_name}: already running since {since:%Y-%m-%d %H:%M:%S} UTC "
-            f"on {holder}"
+            f"on {holder}{beat}"
         )
+
+
+class MarkerIsLive(JobLockError):
+    """An operator action (``--reset-job``, ``--release``) would break a live
+    lease: refused, exit 3."""
+
+    def __init__(self, app_name: str, action: str, holder: str) -> None:
+        self.app_name = app_name
+        self.action = action
+        super().__init__(
+            f"{app_name}: refusing to {action}: it is running on {holder}; "
+            f"wait for it, or stop that process (its lease then expires)"
+        )
+
+
+class LeaseLost(CrontabberError):
+    """A run lost its hold on the job: another run took it over (its lease
+    had expired) or an operator released it. Its state writes were refused
+    (fencing): it is recorded as fenced off, and the runner exits 4."""
+
+    def __init__(self, app_name: str, run_id: int, why: str) -> None:
+        self.app_name = app_name
+        self.run_id = run_id
+        self.why = why
+        super().__init__(f"{app_name}: run {run_id} was fenced off: {why}")
+
+
+class JobTimeout(CrontabberError):
+    """A job ran past its ``timeout``: it was stopped (SIGTERM, then SIGKILL)."""
+
+    def __init__(self, app_name: str, seconds: float) -> None:
+        self.app_name = app_name
+        self.seconds = seconds
+        super().__init__(f"timeout: {app_name} ran longer than its timeout of {seconds:g} s")
+
+
+class JobProcessDied(CrontabberError):
+    """The job's child process ended without reporting how the job ended
+    (a segfault, an OOM kill, ``os._exit``)."""
+
+    def __init__(self, app_name: str, how: str) -> None:
+        self.app_name = app_name
+        self.how = how
+        super().__init__(f"{app_name}: the job's process died: {how}")
 
 
 class DatabaseUnavailable(CrontabberError):

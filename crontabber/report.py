@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from .catalog import Job
-from .scheduling import ongoing_is_stale
+from .leases import Marker, describe_marker
 from .state import JobState
+
+MarkerOf = Callable[[JobState], Marker]
 
 NAGIOS_OK, NAGIOS_WARNING, NAGIOS_CRITICAL = 0, 1, 2
 
@@ -67,7 +69,9 @@ def error_summary(state: JobState, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
-def list_rows(jobs: Sequence[Job], states: Mapping[str, JobState], now: dt.datetime) -> list[list[str]]:
+def list_rows(
+    jobs: Sequence[Job], states: Mapping[str, JobState], now: dt.datetime, marker: MarkerOf
+) -> list[list[str]]:
     """One row per configured job, in config order, with a header row first."""
     rows = [["NAME", "CLASS", "SCHEDULE", "LAST RUN", "LAST SUCCESS", "NEXT RUN",
              "ERRORS", "LAST ERROR", "ONGOING"]]
@@ -80,6 +84,11 @@ def list_rows(jobs: Sequence[Job], states: Mapping[str, JobState], now: dt.datet
         ongoing = "-"
         if state.ongoing is not None:
             ongoing = f"since {_when(state.ongoing, now)} by {state.ongoing_by or 'unknown'}"
+            if state.heartbeat is not None:
+                ongoing += f", heartbeat {timesince(state.heartbeat, now)} ago"
+            status = marker(state)
+            if status is not Marker.LIVE:
+                ongoing += f" ({status.value}: the next run takes it over)"
         rows.append([
             job.app_name,
             job.class_path,
@@ -107,14 +116,16 @@ class NagiosResult:
 
 
 def nagios(
-    jobs: Sequence[Job], states: Mapping[str, JobState], now: dt.datetime, max_ongoing_age_hours: float
+    jobs: Sequence[Job], states: Mapping[str, JobState], now: dt.datetime, marker: MarkerOf
 ) -> NagiosResult:
     """crontabber's nagios check.
 
     A failing job is CRITICAL, except a backfill job's first failure, which is
-    a WARNING. Ours also warns about an ``ongoing`` marker older than the max
-    age (a runner that died holding it). One status line, then one detail
-    line per entry (warnings included even when the status is CRITICAL).
+    a WARNING. Ours also warns about an ``ongoing`` marker that is no longer
+    live (its lease expired, its process is gone, or a crontabber 0.18 marker
+    is older than the max age): a runner died holding it and no tick has
+    taken the job over yet. One status line, then one detail line per entry
+    (warnings included even when the status is CRITICAL).
     """
     critical: list[str] = []
     warning: list[str] = []
@@ -127,9 +138,10 @@ def nagios(
             value = (str(state.last_error.get("value", "")).strip().splitlines() or [""])[0]
             entry = f"{job.app_name} ({job.cls.__name__}) | {state.last_error.get('type', '')} | {value}"
             (warning if state.error_count == 1 and job.is_backfill else critical).append(entry)
-        if state.ongoing is not None and ongoing_is_stale(state.ongoing, now, max_ongoing_age_hours):
-            warning.append(f"{job.app_name} ({job.cls.__name__}) | ongoing since "
-                           f"{_when(state.ongoing, now)} by {state.ongoing_by or 'unknown'}")
+        status = marker(state)
+        if status.takeable:
+            warning.append(f"{job.app_name} ({job.cls.__name__}) | ongoing marker not live: "
+                           f"{describe_marker(state, status, now)}")
     if critical:
         return NagiosResult(NAGIOS_CRITICAL, ["CRITICAL - " + "; ".join(critical), *critical, *warning])
     if warning:

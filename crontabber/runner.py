@@ -2,12 +2,14 @@
 bookkeeping. All state goes through :class:`~crontabber.store.StateStore`;
 "now" is always the database's clock.
 
-The lock is taken in one transaction (see ``StateStore.claim``): the row is
-locked with ``FOR UPDATE NOWAIT`` (contention: :class:`JobLocked`, exit 2),
-its ``ongoing`` marker checked (held and not stale: :class:`JobOngoing`,
-exit 3) and set. The marker is cleared in a ``finally``, whatever ends the
-attempt: an exception, KeyboardInterrupt or SIGTERM (raised as
-:class:`Terminated` by the CLI).
+The claim is one transaction (see ``StateStore.claim``): the row is locked
+with ``FOR UPDATE NOWAIT`` (contention: :class:`JobLocked`, exit 2), its
+``ongoing`` marker judged by :func:`crontabber.leases.marker_status` (live:
+:class:`JobOngoing`, exit 3; expired, dead or stale: taken over, and logged),
+then set with a new run id and a first heartbeat. The job runs in a child
+process (:mod:`crontabber.supervisor`) while this process renews the lease.
+Every state write of the run is conditional on its run id: a run that lost
+its lease is fenced off (:class:`LeaseLost`, exit 4) and changes nothing.
 """
 
 from __future__ import annotations
@@ -18,18 +20,20 @@ import logging
 import os
 import socket
 import time
-import traceback
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from .catalog import Job, job_config, run_order
 from .config import Settings
-from .errors import JobLockError, JobLocked, JobOngoing, Terminated
-from .scheduling import dependency_block, is_due, next_run_after, ongoing_is_stale
-from .state import JobState, Outcome
+from .errors import DatabaseUnavailable, JobLockError, JobOngoing, LeaseLost, MarkerIsLive
+from .leases import LeaseRules, Marker, describe_marker, holder_name, marker_status, retry_delay
+from .scheduling import dependency_block, is_due, next_run_after
+from .state import Claim, JobState, Outcome
 from .store import StateStore
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 class Status(enum.Enum):
@@ -38,6 +42,7 @@ class Status(enum.Enum):
     SKIPPED = "skipped"
     LOCKED = "locked"
     ONGOING = "ongoing"
+    FENCED = "fenced"
 
 
 @dataclass(frozen=True)
@@ -47,21 +52,33 @@ class JobResult:
     app_name: str
     status: Status
     detail: str = ""
-    error: JobLockError | None = None
+    error: JobLockError | LeaseLost | None = None
+
+
+def this_host() -> str:
+    """This host's name, as written in ``ongoing_by``."""
+    return socket.gethostname()
 
 
 def default_holder() -> str:
     """Who holds an ongoing marker: ``host:pid``."""
-    return f"{socket.gethostname()}:{os.getpid()}"
+    return holder_name(this_host(), os.getpid())
 
 
-def error_record(exc: BaseException) -> dict[str, str]:
-    """crontabber's ``last_error``: the type's repr, ``str(exc)`` and the frames."""
-    return {
-        "type": repr(type(exc)),
-        "value": str(exc),
-        "traceback": "".join(traceback.format_tb(exc.__traceback__)),
-    }
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` of this host exists and is not a zombie (a
+    runner killed but not yet reaped by its parent is as dead as one reaped)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
 
 
 NOT_DUE = "not due yet"
@@ -82,13 +99,15 @@ class Runner:
         jobs: list[Job],
         store: StateStore,
         report: Reporter = _no_report,
-        holder: str | None = None,
+        host: str | None = None,
     ) -> None:
         self.settings = settings
         self.jobs = jobs
         self.store = store
         self.report = report
-        self.holder = holder or default_holder()
+        self.host = host or this_host()
+        self.pid = os.getpid()
+        self.rules = LeaseRules(settings.lease_seconds, settings.max_ongoing_age_hours, self.host)
         self._snapshot: tuple[dict[str, JobState], dt.datetime] | None = None
 
     def _states_and_now(self) -> tuple[dict[str, JobState], dt.datetime]:
@@ -108,7 +127,7 @@ class Runner:
         results = []
         for job in run_order(self.jobs):
             result = self.run_job(job, force=False)
-            if result.error is not None:
+            if result.error is not None and result.status is not Status.FENCED:  # logged already
                 logger.warning("%s", result.error, extra={"job": job.app_name})
             results.append(result)
         return results
@@ -132,102 +151,168 @@ class Runner:
                 return JobResult(job.app_name, Status.SKIPPED, reason)
         self._snapshot = None  # from here on the job's (or others') state may change
         claimed = self.store.claim(
-            job.app_name, job.depends_on, self.holder, self._decider(job, force)
+            job.app_name, job.depends_on, (self.host, self.pid), self._decider(job, force)
         )
         if claimed is None:
             return JobResult(job.app_name, Status.SKIPPED, "another runner just ran it")
-        before, started = claimed
-        logger.info("running %s", job.app_name, extra={"job": job.app_name})
-        return self._execute(job, before, started)
+        before, claim = claimed
+        logger.info("running %s (run %s)", job.app_name, claim.run_id, extra={"job": job.app_name})
+        return self._execute(job, before, claim)
 
     def _why_not(self, job: Job, states: dict[str, JobState], now: dt.datetime) -> str | None:
         if not is_due(states.get(job.app_name), job.schedule, now):
             return NOT_DUE
         return dependency_block(job.depends_on, states, now)
 
-    def _decider(self, job: Job, force: bool) -> Callable[[JobState, dt.datetime], bool]:
-        max_age = self.settings.max_ongoing_age_hours
+    def marker(self, state: JobState | None, now: dt.datetime) -> Marker:
+        """What the job's ongoing marker means from this host."""
+        return marker_status(state, now, self.rules, pid_alive)
 
+    def _decider(self, job: Job, force: bool) -> Callable[[JobState, dt.datetime], bool]:
         def decide(state: JobState, now: dt.datetime) -> bool:
-            if state.ongoing is not None:
-                if not ongoing_is_stale(state.ongoing, now, max_age):
-                    raise JobOngoing(job.app_name, state.ongoing, state.ongoing_by)
-                logger.warning(
-                    "%s has been ongoing since %s (by %s), longer than %s hours: running anyway",
-                    job.app_name, state.ongoing, state.ongoing_by, max_age,
-                    extra={"job": job.app_name},
-                )
+            status = self.marker(state, now)
+            if status is Marker.LIVE:
+                assert state.ongoing is not None
+                age = (now - state.heartbeat).total_seconds() if state.heartbeat else None
+                raise JobOngoing(job.app_name, state.ongoing, state.ongoing_by, age)
+            if status.takeable:
+                logger.warning("%s: taking over from %s", job.app_name,
+                               describe_marker(state, status, now), extra={"job": job.app_name})
             # Another runner may have finished it between our check and the lock.
             return force or state.next_run is None or state.next_run < now
 
         return decide
 
-    def _execute(self, job: Job, before: JobState, started: dt.datetime) -> JobResult:
+    def reset(self, app_name: str) -> JobState | None:
+        """Delete the job's state row (its history in the log stays); the row
+        as it was, or None when there was none.
+
+        Raises:
+            MarkerIsLive: the job is running and its lease is live.
+            JobLocked: another transaction holds the row right now.
+        """
+        return self.store.locked_change(app_name, "reset", self._refuse_live(app_name, "reset it"))
+
+    def release(self, app_name: str) -> str | None:
+        """Clear a dead, expired or stale ``ongoing`` marker, keeping last run,
+        last success and the backfill anchor; what was released, or None when
+        there was no marker.
+
+        Raises:
+            MarkerIsLive: the marker's lease is live.
+            JobLocked: another transaction holds the row right now.
+        """
+        released: list[str] = []
+        refuse = self._refuse_live(app_name, "release it")
+
+        def decide(state: JobState, now: dt.datetime) -> bool:
+            refuse(state, now)
+            if state.ongoing is None:
+                return False
+            released.append(describe_marker(state, self.marker(state, now), now))
+            return True
+
+        self.store.locked_change(app_name, "release", decide)
+        return released[0] if released else None
+
+    def _refuse_live(self, app_name: str, action: str) -> Callable[[JobState, dt.datetime], bool]:
+        def decide(state: JobState, now: dt.datetime) -> bool:
+            status = self.marker(state, now)
+            if status is Marker.LIVE:
+                raise MarkerIsLive(app_name, action, describe_marker(state, status, now))
+            return True
+
+        return decide
+
+    def _execute(self, job: Job, before: JobState, claim: Claim) -> JobResult:
+        from .supervisor import Ending, Failure, Supervisor
+
+        config = job_config(job, self.settings.sources)
+        info = before.job_information() if before.last_run is not None else None
+
+        def make_app(lease: Any) -> Any:
+            instance: Any = job.cls(config, info)
+            instance.started_at = claim.started
+            instance.run_id = claim.run_id
+            instance.lease = lease
+            return instance
+
+        supervisor = Supervisor(
+            claim,
+            self.settings.limits_for(config),
+            make_app,
+            record_unit=lambda when, took: self.store.record_success(claim, when, took),
+            heartbeat=lambda: self.store.heartbeat(claim),
+            report=lambda exc: self.report(exc, job),
+            inherited_fds=self.store.fds(),
+        )
         try:
-            failure = self._run_units(job, before, started)
-        except BaseException as exc:
-            # KeyboardInterrupt/Terminated outside the job's code, or the store
-            # failing: still release the marker (if the database lets us).
-            self._finish(job, started, exc)
+            ending = supervisor.run()
+        except BaseException as exc:  # a fork that failed, or a bug: still release the job
+            ending = Ending(failure=Failure.of(exc))
+            self._finish(job, before, claim, ending, config)
             raise
-        self._finish(job, started, failure)
+        return self._finish(job, before, claim, ending, config)
+
+    def _finish(
+        self, job: Job, before: JobState, claim: Claim, ending: Any, config: Any
+    ) -> JobResult:
+        """Write the end of the run (conditional on its run id), then say how it went."""
+        failure = ending.failure
+        delay = retry_delay(before.error_count + 1, float(config["error_retry_time"]),
+                            float(config["error_backoff"]), float(config["error_retry_max"]))
+        outcome = Outcome(
+            started=claim.started,
+            succeeded=failure is None,
+            error=failure.error if failure is not None else {},
+            next_run=next_run_after(claim.started, job.schedule, failure is None, delay),
+        )
+        seconds = failure.seconds if failure is not None else 0.0
+        held = self._keep_trying(job, claim, lambda: self.store.finish(
+            claim, outcome, job.depends_on,
+            failure=(dt.timedelta(seconds=seconds), failure.error, failure.exc_repr)
+            if failure is not None else None,
+        ))
+        if not held:
+            why = ending.fenced or "another run took the job over, or an operator released it"
+            lost = LeaseLost(job.app_name, claim.run_id, why)
+            logger.error("%s; its outcome was not recorded", lost, extra={"job": job.app_name})
+            return JobResult(job.app_name, Status.FENCED, str(lost), lost)
+        if ending.interrupt is not None:
+            raise ending.interrupt
         if failure is None:
             return JobResult(job.app_name, Status.RAN)
-        if isinstance(failure, (KeyboardInterrupt, Terminated)):
-            raise failure
-        return JobResult(job.app_name, Status.FAILED, f"{type(failure).__name__}: {failure}")
+        return JobResult(job.app_name, Status.FAILED, failure.summary)
 
-    def _run_units(self, job: Job, before: JobState, started: dt.datetime) -> BaseException | None:
-        """Run the job's ``main()``; save each unit; return the job's exception, if any.
+    def _keep_trying(self, job: Job, claim: Claim, write: Callable[[], T]) -> T:
+        """Run a state write, retrying with backoff while the database is away,
+        for at most ``lease_seconds`` (after that the lease has expired anyway
+        and the next runner takes the job over).
 
-        Errors of the store itself propagate: they are not the job's failure.
+        Raises:
+            DatabaseUnavailable: still unavailable at the end, with a message
+                saying that the marker will expire with its lease.
         """
-        info = before.job_information() if before.last_run is not None else None
-        unit_start = time.monotonic()
-        try:
-            instance: Any = job.cls(job_config(job, self.settings.sources), info)
-            instance.started_at = started
-            units = instance.main()
-        except BaseException as exc:  # noqa: BLE001 - any error of the job's is recorded
-            return self._record_failure(job, exc, unit_start)
+        deadline = time.monotonic() + self.settings.lease_seconds
+        pause = 0.5
         while True:
             try:
-                when = next(units)
-            except StopIteration:
-                return None
-            except BaseException as exc:  # noqa: BLE001
-                return self._record_failure(job, exc, unit_start)
-            self.store.record_success(job.app_name, when, _since(unit_start))
-            logger.info("%s succeeded for %s", job.app_name, when, extra={"job": job.app_name})
-            unit_start = time.monotonic()
-
-    def _record_failure(self, job: Job, exc: BaseException, unit_start: float) -> BaseException:
-        logger.error(
-            "%s failed: %s: %s", job.app_name, type(exc).__name__, exc,
-            exc_info=exc, extra={"job": job.app_name},
-        )
-        self.store.log_failure(job.app_name, _since(unit_start), error_record(exc), repr(exc))
-        self.report(exc, job)
-        return exc
-
-    def _finish(self, job: Job, started: dt.datetime, failure: BaseException | None) -> None:
-        succeeded = failure is None
-        outcome = Outcome(
-            started=started,
-            succeeded=succeeded,
-            error=error_record(failure) if failure is not None else {},
-            next_run=next_run_after(
-                started, job.schedule, succeeded, self.settings.error_retry_time
-            ),
-        )
-        self.store.finish(job.app_name, outcome, job.depends_on, self.holder)
+                return write()
+            except DatabaseUnavailable as exc:
+                if time.monotonic() + pause > deadline:
+                    raise DatabaseUnavailable(
+                        exc.target, f"{exc.reason}; the end of {job.app_name}'s run "
+                        f"{claim.run_id} was not recorded: its marker expires with its lease",
+                    ) from None
+                if pause == 0.5:
+                    logger.warning("%s: %s; retrying for up to %g s to record the end of run %s",
+                                   job.app_name, exc, self.settings.lease_seconds, claim.run_id,
+                                   extra={"job": job.app_name})
+                time.sleep(pause)
+                pause = min(pause * 2, 10.0)
 
 
-def _since(start: float) -> dt.timedelta:
-    return dt.timedelta(seconds=time.monotonic() - start)
-
-
-def first_lock_error(results: list[JobResult]) -> JobLockError | None:
-    """The first lock met in this invocation (it decides the exit code)."""
+def first_lock_error(results: list[JobResult]) -> JobLockError | LeaseLost | None:
+    """The first lock met or run fenced off in this invocation (it decides the exit code)."""
     return next((r.error for r in results if r.error is not None), None)
 

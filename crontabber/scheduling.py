@@ -179,11 +179,12 @@ def is_due(state: JobState | None, schedule: Schedule, now: dt.datetime) -> bool
 
 
 def next_run_after(
-    started: dt.datetime, schedule: Schedule, succeeded: bool, error_retry_time: int
+    started: dt.datetime, schedule: Schedule, succeeded: bool, error_retry_time: float
 ) -> dt.datetime:
     """The ``next_run`` written when an attempt that began at ``started`` ends.
 
-    After a failure: ``started + error_retry_time`` seconds. After a success:
+    After a failure: ``started + error_retry_time`` seconds (the runner passes
+    :func:`crontabber.leases.retry_delay`, which may grow with each failure). After a success:
     ``started + frequency``, with the hour and minute replaced by the time of
     day if there is one (keeping that calendar date, as crontabber does).
     """
@@ -276,14 +277,3 @@ def dependency_order(graph: Mapping[str, Sequence[str]]) -> list[str]:
         order.extend(layer)
         sorter.done(*layer)
     return order
-
-
-def ongoing_is_stale(
-    ongoing: dt.datetime, now: dt.datetime, max_age_hours: float
-) -> bool:
-    """Whether an ``ongoing`` marker is old enough to be ignored.
-
-    The whole age counts, days included (crontabber used ``timedelta.seconds``
-    and so let a 25-hour-old marker block again).
-    """
-    return now - ongoing >= dt.timedelta(hours=max_age_hours)

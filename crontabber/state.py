@@ -9,7 +9,9 @@ from typing import Any, Mapping
 
 @dataclass(frozen=True)
 class JobState:
-    """One row of table ``crontabber`` (crontabber's columns plus ``ongoing_by``)."""
+    """One row of table ``crontabber``: crontabber's columns plus ours,
+    ``ongoing_by`` (``host:pid``), ``run_id`` (the holding run's fencing token)
+    and ``heartbeat`` (its last lease renewal)."""
 
     app_name: str
     next_run: dt.datetime | None = None
@@ -21,6 +23,8 @@ class JobState:
     error_count: int = 0
     depends_on: tuple[str, ...] = ()
     last_error: Mapping[str, Any] = field(default_factory=dict)
+    run_id: int | None = None
+    heartbeat: dt.datetime | None = None
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "JobState":
@@ -36,6 +40,8 @@ class JobState:
             error_count=row["error_count"] or 0,
             depends_on=tuple(row["depends_on"] or ()),
             last_error=row["last_error"] or {},
+            run_id=row.get("run_id"),
+            heartbeat=row.get("heartbeat"),
         )
 
     def job_information(self) -> dict[str, Any]:
@@ -60,3 +66,19 @@ class Outcome:
     succeeded: bool
     error: Mapping[str, Any]
     next_run: dt.datetime
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A run's hold on its job, as the claim wrote it: the fencing token
+    (``run_id``), who holds it, and the database time it began."""
+
+    app_name: str
+    run_id: int
+    host: str
+    pid: int
+    started: dt.datetime
+
+    @property
+    def holder(self) -> str:
+        return f"{self.host}:{self.pid}"

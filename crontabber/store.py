@@ -20,8 +20,8 @@ import psycopg2
 import psycopg2.errors
 
 from . import queries
-from .errors import DatabaseUnavailable, JobLocked
-from .state import JobState, Outcome
+from .errors import DatabaseUnavailable, JobLocked, LeaseLost
+from .state import Claim, JobState, Outcome
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ def translated(method: Callable[..., R]) -> Callable[..., R]:
                 if isinstance(exc, psycopg2.errors.LockNotAvailable):
                     raise
                 if attempt == 2 or not self.reconnect():
-                    raise DatabaseUnavailable("the state database", _first_line(exc)) from None
+                    raise DatabaseUnavailable(self.target, _first_line(exc)) from None
                 logger.warning("lost the state database connection (%s); reconnected",
                                _first_line(exc))
         raise AssertionError("unreachable")
@@ -121,6 +121,11 @@ class StateStore:
     def close(self) -> None:
         self._conn.close()
 
+    @property
+    def target(self) -> str:
+        """Where the state database is (``user@host:port/dbname``), for messages."""
+        return self._db.target if self._db is not None else "the state database"
+
     def reconnect(self) -> bool:
         """Replace a broken connection; False if there is no way to or it fails."""
         if self._db is None:
@@ -131,6 +136,13 @@ class StateStore:
         except (DatabaseUnavailable, psycopg2.Error):
             return False
         return True
+
+    def fds(self) -> tuple[int, ...]:
+        """File descriptors of the connection (a forked job closes its copies)."""
+        try:
+            return (self._conn.fileno(),)
+        except (psycopg2.Error, AttributeError):
+            return ()
 
     def _cursor(self) -> Any:
         return self._conn.cursor()
@@ -166,20 +178,22 @@ class StateStore:
         self,
         app_name: str,
         depends_on: tuple[str, ...],
-        holder: str,
+        holder: tuple[str, int],
         decide: Callable[[JobState, dt.datetime], bool],
-    ) -> tuple[JobState, dt.datetime] | None:
-        """Lock the job's row, let ``decide`` check it, and mark it ongoing.
+    ) -> tuple[JobState, Claim] | None:
+        """Lock the job's row, let ``decide`` check it, and mark it ongoing
+        with a new run id (the run's fencing token) and a first heartbeat.
 
         ``decide(state, now)`` runs with the row locked; it returns False to
         leave the job alone (it is no longer due) or raises
-        :class:`JobOngoing`. Returns the state as it was and the database time
-        of the claim, or None when ``decide`` declined.
+        :class:`JobOngoing`. Returns the state as it was and the claim, or
+        None when ``decide`` declined.
 
         Raises:
             JobLocked: another transaction holds the row lock (NOWAIT).
             JobOngoing: from ``decide``.
         """
+        host, pid = holder
         params = {"app_name": app_name, "depends_on": list(depends_on)}
         try:
             with self._conn, self._cursor() as cur:
@@ -189,61 +203,116 @@ class StateStore:
                 state, now = JobState.from_row(row), row["now"]
                 if not decide(state, now):
                     return None
-                cur.execute(Q["mark_ongoing"], {**params, "now": now, "holder": holder})
-                return state, now
+                cur.execute(Q["mark_ongoing"], {**params, "now": now, "holder": f"{host}:{pid}"})
+                run_id = cur.fetchone()[0]
+                return state, Claim(app_name, run_id, host, pid, now)
         except psycopg2.errors.LockNotAvailable:
             raise JobLocked(app_name) from None
 
     @translated
-    def record_success(self, app_name: str, success: dt.datetime, duration: dt.timedelta) -> None:
-        """Save one successful unit: ``last_success`` and a log row, together."""
-        with self._conn, self._cursor() as cur:
-            cur.execute(Q["record_success"], {"app_name": app_name, "success": success})
-            cur.execute(
-                Q["log_success"],
-                {"app_name": app_name, "success": success, "duration": duration},
-            )
+    def heartbeat(self, claim: Claim) -> dt.datetime | None:
+        """Renew the run's lease; the new heartbeat, or None when the run no
+        longer holds the job (it was taken over or released: fenced off)."""
+        row = self._one("heartbeat", {"app_name": claim.app_name, "run_id": claim.run_id})
+        return row["heartbeat"] if row else None
 
     @translated
-    def log_failure(
-        self, app_name: str, duration: dt.timedelta, error: Mapping[str, str], exc_repr: str
-    ) -> None:
-        """Write the log row of a failed attempt (``exc_value`` is the repr, as crontabber)."""
+    def record_success(self, claim: Claim, success: dt.datetime, duration: dt.timedelta) -> bool:
+        """Save one successful unit: ``last_success`` and a log row, together.
+
+        Returns False, writing nothing, when the run no longer holds the job.
+        """
         with self._conn, self._cursor() as cur:
+            cur.execute(Q["record_success"],
+                        {"app_name": claim.app_name, "success": success, "run_id": claim.run_id})
+            if cur.fetchone() is None:
+                return False
+            cur.execute(Q["log_success"],
+                        {**_identity(claim), "success": success, "duration": duration})
+            return True
+
+    @translated
+    def finish(
+        self,
+        claim: Claim,
+        outcome: Outcome,
+        depends_on: tuple[str, ...],
+        failure: tuple[dt.timedelta, Mapping[str, str], str] | None = None,
+    ) -> bool:
+        """Write the end of an attempt, release the marker and log a failure
+        (``(duration, last_error record, exception repr)``), in one transaction.
+
+        Returns False when the run no longer holds the job (another run took
+        it over, or an operator released it): the state is left alone and the
+        log row says the run was fenced off.
+        """
+        with self._conn, self._cursor() as cur:
+            cur.execute(
+                Q["finish"],
+                {
+                    "app_name": claim.app_name,
+                    "run_id": claim.run_id,
+                    "started": outcome.started,
+                    "next_run": outcome.next_run,
+                    "succeeded": outcome.succeeded,
+                    "last_error": json.dumps(dict(outcome.error)),
+                    "depends_on": list(depends_on),
+                },
+            )
+            held = cur.fetchone() is not None
+            if not held:
+                # A retry after a commit whose reply was lost finds its own write done.
+                cur.execute(Q["get_state"], {"app_name": claim.app_name})
+                row = cur.fetchone()
+                now = _as_dict(cur, row) if row else {}
+                if (now.get("run_id") == claim.run_id and now.get("ongoing") is None
+                        and now.get("last_run") == outcome.started):
+                    return True
+            if held and failure is None:
+                return True
+            duration, error, exc_repr = failure or (dt.timedelta(0), {}, "")
+            if not held:
+                ended = f"the job {'failed: ' + exc_repr if failure else 'succeeded'}"
+                error = {"type": repr(LeaseLost), "traceback": str(error.get("traceback", ""))}
+                exc_repr = f"LeaseLost('run {claim.run_id} was fenced off; {ended}')"
             cur.execute(
                 Q["log_failure"],
                 {
-                    "app_name": app_name,
+                    **_identity(claim),
                     "duration": duration,
                     "exc_type": error["type"],
                     "exc_value": exc_repr,
                     "exc_traceback": error["traceback"],
                 },
             )
+            return held
 
     @translated
-    def finish(
-        self, app_name: str, outcome: Outcome, depends_on: tuple[str, ...], holder: str
-    ) -> None:
-        """Write the end of an attempt and release the ongoing marker if still ours."""
-        with self._conn, self._cursor() as cur:
-            cur.execute(
-                Q["finish"],
-                {
-                    "app_name": app_name,
-                    "started": outcome.started,
-                    "next_run": outcome.next_run,
-                    "succeeded": outcome.succeeded,
-                    "last_error": json.dumps(dict(outcome.error)),
-                    "depends_on": list(depends_on),
-                    "holder": holder,
-                },
-            )
+    def locked_change(
+        self, app_name: str, change: str, decide: Callable[[JobState, dt.datetime], bool]
+    ) -> JobState | None:
+        """Lock the job's row and apply ``change`` (``"release"`` or ``"reset"``)
+        if ``decide(state, now)`` allows it; the state as it was, or None when
+        there is no row. ``decide`` may raise to refuse (the row is left alone).
 
-    @translated
-    def reset(self, app_name: str) -> bool:
-        """Delete the job's state row; True if there was one. The log is kept."""
-        return self._one("delete_state", {"app_name": app_name}) is not None
+        Raises:
+            JobLocked: another transaction holds the row lock (NOWAIT).
+        """
+        query = {"release": Q["release"], "reset": Q["delete_state"]}[change]
+        params = {"app_name": app_name}
+        try:
+            with self._conn, self._cursor() as cur:
+                cur.execute(Q["lock_state"], params)
+                row = cur.fetchone()
+                if row is None:
+                    return None
+                found = _as_dict(cur, row)
+                state = JobState.from_row(found)
+                if decide(state, found["now"]):
+                    cur.execute(query, params)
+                return state
+        except psycopg2.errors.LockNotAvailable:
+            raise JobLocked(app_name) from None
 
     def rollback_quietly(self) -> None:
         """Abandon any open transaction after an interrupt; never raises."""
@@ -252,6 +321,12 @@ class StateStore:
         except psycopg2.Error:
             pass
 
+
+
+def _identity(claim: Claim) -> dict[str, Any]:
+    """The columns naming who wrote a log row."""
+    return {"app_name": claim.app_name, "run_id": claim.run_id, "host": claim.host,
+            "pid": claim.pid}
 
 
 def open_store(db: DatabaseSettings) -> StateStore:

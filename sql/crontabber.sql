@@ -7,12 +7,12 @@ SELECT clock_timestamp() AS now;
 
 -- name: all_states
 SELECT app_name, next_run, first_run, last_run, last_success, ongoing, ongoing_by,
-       error_count, depends_on, last_error
+       error_count, depends_on, last_error, run_id, heartbeat
 FROM crontabber;
 
 -- name: get_state
 SELECT app_name, next_run, first_run, last_run, last_success, ongoing, ongoing_by,
-       error_count, depends_on, last_error
+       error_count, depends_on, last_error, run_id, heartbeat
 FROM crontabber
 WHERE app_name = %(app_name)s;
 
@@ -25,32 +25,48 @@ ON CONFLICT (app_name) DO NOTHING;
 
 -- name: lock_state
 SELECT app_name, next_run, first_run, last_run, last_success, ongoing, ongoing_by,
-       error_count, depends_on, last_error, clock_timestamp() AS now
+       error_count, depends_on, last_error, run_id, heartbeat, clock_timestamp() AS now
 FROM crontabber
 WHERE app_name = %(app_name)s
 FOR UPDATE NOWAIT;
 
 -- name: mark_ongoing
+-- The claim: a new run id from the sequence (the run's fencing token) and the
+-- first heartbeat, set with the marker under the row lock.
 UPDATE crontabber
-SET ongoing = %(now)s, ongoing_by = %(holder)s, depends_on = %(depends_on)s
-WHERE app_name = %(app_name)s;
+SET ongoing = %(now)s, ongoing_by = %(holder)s, depends_on = %(depends_on)s,
+    run_id = nextval('crontabber_run_id_seq'), heartbeat = %(now)s
+WHERE app_name = %(app_name)s
+RETURNING run_id;
+
+-- name: heartbeat
+-- Renew the lease; no row returned means another run holds the job now.
+UPDATE crontabber SET heartbeat = clock_timestamp()
+WHERE app_name = %(app_name)s AND run_id = %(run_id)s AND ongoing IS NOT NULL
+RETURNING heartbeat;
 
 -- name: record_success
 -- Progress after each successful unit (each backfill interval), so a kill
--- mid-backfill never redoes finished intervals.
-UPDATE crontabber SET last_success = %(success)s WHERE app_name = %(app_name)s;
+-- mid-backfill never redoes finished intervals. Fenced: only the run holding
+-- the marker writes.
+UPDATE crontabber SET last_success = %(success)s
+WHERE app_name = %(app_name)s AND run_id = %(run_id)s AND ongoing IS NOT NULL
+RETURNING app_name;
 
 -- name: log_success
-INSERT INTO crontabber_log (app_name, duration, success)
-VALUES (%(app_name)s, %(duration)s, %(success)s);
+INSERT INTO crontabber_log (app_name, duration, success, run_id, host, pid)
+VALUES (%(app_name)s, %(duration)s, %(success)s, %(run_id)s, %(host)s, %(pid)s);
 
 -- name: log_failure
-INSERT INTO crontabber_log (app_name, duration, exc_type, exc_value, exc_traceback)
-VALUES (%(app_name)s, %(duration)s, %(exc_type)s, %(exc_value)s, %(exc_traceback)s);
+INSERT INTO crontabber_log (app_name, duration, exc_type, exc_value, exc_traceback,
+                            run_id, host, pid)
+VALUES (%(app_name)s, %(duration)s, %(exc_type)s, %(exc_value)s, %(exc_traceback)s,
+        %(run_id)s, %(host)s, %(pid)s);
 
 -- name: finish
--- The end of an attempt. The ongoing marker is cleared only if it is still
--- ours: another runner may have taken over a marker it judged stale.
+-- The end of an attempt, written only by the run that holds the marker: a run
+-- that lost its lease (another runner took the job over) changes nothing.
+-- run_id stays as the last run's; the heartbeat goes with the marker.
 UPDATE crontabber
 SET first_run = COALESCE(first_run, %(started)s),
     last_run = %(started)s,
@@ -58,8 +74,17 @@ SET first_run = COALESCE(first_run, %(started)s),
     error_count = CASE WHEN %(succeeded)s THEN 0 ELSE COALESCE(error_count, 0) + 1 END,
     last_error = %(last_error)s,
     depends_on = %(depends_on)s,
-    ongoing = CASE WHEN ongoing_by IS NOT DISTINCT FROM %(holder)s THEN NULL ELSE ongoing END,
-    ongoing_by = CASE WHEN ongoing_by IS NOT DISTINCT FROM %(holder)s THEN NULL ELSE ongoing_by END
+    ongoing = NULL,
+    ongoing_by = NULL,
+    heartbeat = NULL
+WHERE app_name = %(app_name)s AND run_id = %(run_id)s AND ongoing IS NOT NULL
+RETURNING app_name;
+
+-- name: release
+-- An operator clears a dead or expired marker; last run, last success and the
+-- backfill anchor stay. run_id goes too, so the dead run is fenced off.
+UPDATE crontabber
+SET ongoing = NULL, ongoing_by = NULL, heartbeat = NULL, run_id = NULL
 WHERE app_name = %(app_name)s;
 
 -- name: delete_state

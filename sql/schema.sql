@@ -23,6 +23,13 @@ ALTER TABLE crontabber ADD COLUMN IF NOT EXISTS ongoing timestamptz;
 -- Ours: who holds the ongoing marker ("host:pid"), for operators.
 ALTER TABLE crontabber ADD COLUMN IF NOT EXISTS ongoing_by text;
 CREATE UNIQUE INDEX IF NOT EXISTS crontabber_unique_app_name_idx ON crontabber (app_name);
+-- Ours (migration 0005): heartbeat leases and fencing. run_id is the fencing
+-- token of the run holding the marker (every state write of a run is
+-- conditional on it); heartbeat is its holder's last renewal (database clock),
+-- NULL for a marker set by a runner without heartbeats (crontabber 0.18).
+CREATE SEQUENCE IF NOT EXISTS crontabber_run_id_seq;
+ALTER TABLE crontabber ADD COLUMN IF NOT EXISTS run_id bigint;
+ALTER TABLE crontabber ADD COLUMN IF NOT EXISTS heartbeat timestamptz;
 
 -- crontabber 0.18's run log: one row per successful unit or failed attempt.
 CREATE TABLE IF NOT EXISTS crontabber_log (
@@ -35,6 +42,10 @@ CREATE TABLE IF NOT EXISTS crontabber_log (
     exc_value     text,
     exc_traceback text
 );
+-- Ours (migration 0005): which run, host and process wrote the row.
+ALTER TABLE crontabber_log ADD COLUMN IF NOT EXISTS run_id bigint;
+ALTER TABLE crontabber_log ADD COLUMN IF NOT EXISTS host text;
+ALTER TABLE crontabber_log ADD COLUMN IF NOT EXISTS pid integer;
 
 -- Missing-symbol counts (issue #5; migration 0003).
 -- One row per distinct missing symbol; hash = md5 of the four identifying fields

@@ -99,7 +99,7 @@ class ProcessUploadsCronApp(BaseCronApp):
         client = make_client(settings.concurrency)
         with self.database_connection_factory() as connection:
             worker = Worker(UploadStore(connection), settings, client, policy_from(self.config))
-            outcomes = worker.drain()
+            outcomes = worker.drain(keep_going=self.holds_lease)
         from .records import Status
 
         failed = [o for o in outcomes if o.status is not Status.DONE]

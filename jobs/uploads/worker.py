@@ -6,7 +6,7 @@ import logging
 import os
 import socket
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from .errors import ClaimLost, UploadError, UploadNotFound
 from .process import Progress, process
@@ -51,8 +51,10 @@ class Worker:
         self.policy = policy
         self.name = name or worker_name()
 
-    def drain(self) -> list[Outcome]:
-        """Process claimable uploads until none is left (or ``max_uploads_per_run``).
+    def drain(self, keep_going: Callable[[], bool] = lambda: True) -> list[Outcome]:
+        """Process claimable uploads until none is left (or ``max_uploads_per_run``),
+        claiming another only while ``keep_going()`` (the cron job's
+        ``holds_lease``: a run that lost its lease claims nothing more).
 
         An upload tried in this run is not claimed again in it (its retry waits for a
         later run). Raises whatever unexpected error an upload met, after recording it.
@@ -63,6 +65,10 @@ class Worker:
         outcomes: list[Outcome] = []
         tried: list[int] = []
         while not self.policy.max_uploads_per_run or len(tried) < self.policy.max_uploads_per_run:
+            if not keep_going():
+                logger.warning("the job no longer holds its lease: no more uploads claimed "
+                               "(%d processed)", len(tried))
+                break
             upload = self.store.claim_next(self.name, self.policy.max_attempts,
                                            self.policy.lease_seconds,
                                            self.policy.retry_delay_seconds, tried)

@@ -28,15 +28,21 @@ class Cli:
             "RESOURCE_POSTGRESQL_PASSWORD": db.password,
         }
 
-    def argv(self, *args: str) -> list[str]:
-        return [sys.executable, "-m", "crontabber", f"--admin.conf={self.crontab.ini}", *args]
+    def argv(self, *args: str, host: str | None = None) -> list[str]:
+        """The command line; with ``host``, run under that host name (a UTS
+        namespace of its own), as a runner on another machine would."""
+        argv = [sys.executable, "-m", "crontabber", f"--admin.conf={self.crontab.ini}", *args]
+        if host is None:
+            return argv
+        return ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', host, *argv]
 
-    def run(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-        return subprocess.run(self.argv(*args), env=self.env, cwd=REPO, capture_output=True,
-                              text=True, timeout=timeout)
+    def run(self, *args: str, timeout: float = 60, host: str | None = None
+            ) -> subprocess.CompletedProcess:
+        return subprocess.run(self.argv(*args, host=host), env=self.env, cwd=REPO,
+                              capture_output=True, text=True, timeout=timeout)
 
-    def spawn(self, *args: str, **kwargs: Any) -> subprocess.Popen:
-        return subprocess.Popen(self.argv(*args), env=self.env, cwd=REPO, text=True,
+    def spawn(self, *args: str, host: str | None = None, **kwargs: Any) -> subprocess.Popen:
+        return subprocess.Popen(self.argv(*args, host=host), env=self.env, cwd=REPO, text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)
 
 

@@ -340,3 +340,39 @@ def test_a_job_that_outlives_its_database_connection_still_releases_its_lock(cro
     killer.join()
     state = crontab.state("slow-job")
     assert state.ongoing is None and state.error_count == 0 and state.last_success is not None
+
+
+def test_per_job_retry_time_with_exponential_backoff_and_a_cap(crontab):
+    crontab.configure(["TroubleJob|1d", "ExitJob|1d"], error_retry_time=100, extra=(
+        "    [[class-TroubleJob]]\n        error_retry_time=10\n        error_backoff=2\n"
+        "        error_retry_max=25\n"))
+    waits = []
+    for _ in range(4):
+        crontab.run("--job", "trouble", "--force")
+        state = crontab.state("trouble")
+        waits.append((state.next_run - state.last_run).total_seconds())
+    assert waits == [10, 20, 25, 25]
+    crontab.run("--job", "exit-job")  # the other job keeps the global, constant retry time
+    exit_job = crontab.state("exit-job")
+    assert (exit_job.next_run - exit_job.last_run).total_seconds() == 100
+    # a success resets the count: the next failure waits the base time again
+    crontab.sql("UPDATE crontabber SET error_count = 0 WHERE app_name = 'trouble'")
+    crontab.run("--job", "trouble", "--force")
+    state = crontab.state("trouble")
+    assert (state.next_run - state.last_run).total_seconds() == 10
+
+
+def test_each_run_gets_a_new_run_id_recorded_with_its_log_rows(crontab):
+    import socket
+
+    crontab.configure(["BasicJob|1d"])
+    crontab.run("--job", "basic-job")
+    crontab.run("--job", "basic-job", "--force")
+    rows = crontab.log("basic-job")
+    assert len(rows) == 2 and rows[0]["run_id"] < rows[1]["run_id"]
+    assert crontab.state("basic-job").run_id == rows[1]["run_id"]
+    assert {row["host"] for row in rows} == {socket.gethostname()}
+    calls = crontab.sql("SELECT run_id, pid FROM test_job_calls ORDER BY id")
+    assert [c["run_id"] for c in calls] == [r["run_id"] for r in rows]
+    # each run happened in a child process of the runner (which wrote the log rows)
+    assert all(c["pid"] != r["pid"] for c, r in zip(calls, rows))

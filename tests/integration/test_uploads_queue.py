@@ -170,3 +170,16 @@ def test_uploads_are_drained_oldest_first_and_limited_per_run(uploads, tmp_path)
            for n in range(3)]
     assert [o.upload_id for o in uploads.worker(max_uploads_per_run=2).drain()] == ids[:2]
     assert [o.upload_id for o in uploads.worker().drain()] == ids[2:]
+
+
+def test_a_worker_whose_job_lost_its_lease_claims_no_more_uploads(uploads, tmp_path):
+    """process-uploads passes the job's holds_lease(): once it turns False (the
+    runner could not renew its lease), the uploads left stay pending for the run
+    that takes over."""
+    ids = [uploads.enqueue(write_zip(tmp_path / f"{n}.zip", symbol_members(1, 100, seed=n)))
+           for n in range(3)]
+    answers = iter([True, False])
+    outcomes = uploads.worker().drain(keep_going=lambda: next(answers))
+    assert [o.upload_id for o in outcomes] == ids[:1]
+    pending = uploads.sql("SELECT id FROM upload WHERE status = 'pending' ORDER BY id")
+    assert [row["id"] for row in pending] == ids[1:]

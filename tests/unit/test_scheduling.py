@@ -13,7 +13,6 @@ from crontabber.scheduling import (
     is_due,
     next_run_after,
     normalize_depends_on,
-    ongoing_is_stale,
     parse_frequency,
     parse_job_entry,
     parse_schedule,
@@ -206,15 +205,6 @@ def test_dependency_order_external_parents_and_empty_list():
 def test_dependency_cycle_is_a_configuration_error(graph):
     with pytest.raises(ConfigurationError, match="dependency cycle"):
         dependency_order(graph)
-
-
-def test_stale_ongoing_counts_whole_days():
-    now = at("2026-01-03 12:00")
-    assert not ongoing_is_stale(now - dt.timedelta(hours=11, minutes=59), now, 12.0)
-    assert ongoing_is_stale(now - dt.timedelta(hours=12), now, 12.0)
-    # crontabber's .seconds bug made a 25-hour-old marker look 1 hour old
-    assert ongoing_is_stale(now - dt.timedelta(hours=25), now, 12.0)
-    assert ongoing_is_stale(now - dt.timedelta(days=3), now, 12.0)
 
 
 def test_schedule_str_and_interval():

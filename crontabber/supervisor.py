@@ -1,0 +1,495 @@
+"""Run one claimed job in a child process and keep its lease (issue #12).
+
+The runner forks a child per due job (never on an idle tick). The **child**
+(:func:`_child_main`) builds the job, iterates ``main()`` and sends each
+successful unit, then how it ended, to the parent over a pipe; it never
+touches the state database. The **parent** (:class:`Supervisor`), single
+threaded, waits on that pipe and on the child's pidfd, and meanwhile:
+
+- renews the lease every ``heartbeat_seconds`` on the runner's own
+  connection; a renewal that finds another run on the row means the job was
+  taken over: the run is fenced off and the child stopped;
+- writes each unit's progress, conditional on the run id (fencing);
+- stops the child (SIGTERM to its process group, SIGKILL after
+  ``kill_grace_seconds``) past the job's ``timeout``, when the lease is about
+  to be lost (no renewal for ``lease_seconds - heartbeat_seconds``: the job
+  then has one heartbeat period to stop before anyone may take over), and on
+  SIGINT/SIGTERM of the runner;
+- turns a child that dies without a word (segfault, OOM kill, ``os._exit``)
+  into a failure with its exit status.
+
+The child is in its own process group (a terminal's Ctrl-C reaches only the
+runner, which forwards one signal; a timeout kills the job's own subprocesses
+too) and dies with the runner (``PR_SET_PDEATHSIG``): a runner killed with
+``kill -9`` never leaves its job running unsupervised. If the runner is
+stopped (SIGSTOP) instead, the child's watchdog sees the renewals stop and
+stops the job itself at the same point.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import datetime as dt
+import logging
+import mmap
+import os
+import select
+import signal
+import struct
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable, NoReturn
+
+from .errors import (
+    DatabaseUnavailable,
+    JobProcessDied,
+    JobTimeout,
+    LeaseLost,
+    Terminated,
+)
+from .state import Claim
+
+logger = logging.getLogger(__name__)
+
+_PR_SET_PDEATHSIG = 1
+
+
+@dataclass(frozen=True)
+class RunLimits:
+    """Time limits of one run: lease renewal, lease length, timeout (0: none),
+    and the grace between SIGTERM and SIGKILL."""
+
+    heartbeat_seconds: float
+    lease_seconds: float
+    timeout: float
+    kill_grace_seconds: float
+
+    @property
+    def hold_seconds(self) -> float:
+        """How long after its last renewal a run still counts its lease as held."""
+        return self.lease_seconds - self.heartbeat_seconds
+
+
+class LeaseClock:
+    """The lease as both processes see it, in an anonymous shared mapping
+    (inherited by the forked child): the monotonic time at which the last
+    successful renewal was sent, and whether the lease is known to be lost."""
+
+    _FORMAT = "dd"
+
+    def __init__(self, hold_seconds: float) -> None:
+        self.hold_seconds = hold_seconds
+        self._map = mmap.mmap(-1, struct.calcsize(self._FORMAT))
+        self.renewed(time.monotonic())
+
+    def _read(self) -> tuple[float, float]:
+        return struct.unpack_from(self._FORMAT, self._map)
+
+    def renewed(self, sent_at: float) -> None:
+        struct.pack_into(self._FORMAT, self._map, 0, sent_at, self._read()[1])
+
+    def lose(self) -> None:
+        struct.pack_into(self._FORMAT, self._map, 0, self._read()[0], 1.0)
+
+    def holds(self) -> bool:
+        """Whether the run may still act as the job's only holder."""
+        sent_at, lost = self._read()
+        return not lost and time.monotonic() - sent_at < self.hold_seconds
+
+
+@dataclass
+class Failure:
+    """How a run failed: crontabber's ``last_error`` record, the exception's
+    repr for the log row, and a one-line summary."""
+
+    error: dict[str, str]
+    exc_repr: str
+    summary: str
+    kind: str = "error"  # "error", "interrupt" (KeyboardInterrupt) or "terminate"
+    seconds: float = 0.0  # since the last unit: the log row's duration
+
+    @classmethod
+    def of(cls, exc: BaseException, traceback_text: str | None = None) -> "Failure":
+        kind = "error"
+        if isinstance(exc, KeyboardInterrupt):
+            kind = "interrupt"
+        elif isinstance(exc, Terminated):
+            kind = "terminate"
+        frames = traceback_text
+        if frames is None:
+            frames = "".join(traceback.format_tb(exc.__traceback__))
+        return cls(
+            error={"type": repr(type(exc)), "value": str(exc), "traceback": frames},
+            exc_repr=repr(exc),
+            summary=f"{type(exc).__name__}: {exc}",
+            kind=kind,
+        )
+
+
+@dataclass
+class Ending:
+    """How a supervised run ended.
+
+    ``failure`` is None for a success. ``fenced`` says why the run lost the
+    job, when it did. ``interrupt`` is the SIGINT/SIGTERM that stopped the
+    runner (re-raised once the bookkeeping is done).
+    """
+
+    failure: Failure | None = None
+    fenced: str | None = None
+    interrupt: BaseException | None = None
+    units: int = 0
+    beats: int = 0
+
+
+class Supervisor:
+    """Runs one claimed job in a child process; see the module docstring.
+
+    ``make_app`` builds the job instance in the child; ``record_unit(when,
+    duration)`` writes one unit's progress and returns False when the run no
+    longer holds the job; ``heartbeat()`` renews the lease (None: fenced off);
+    ``report`` sends a job's exception to Sentry (called in the child).
+    """
+
+    def __init__(
+        self,
+        claim: Claim,
+        limits: RunLimits,
+        make_app: Callable[[LeaseClock], Any],
+        record_unit: Callable[[dt.datetime, dt.timedelta], bool],
+        heartbeat: Callable[[], dt.datetime | None],
+        report: Callable[[BaseException], object],
+        inherited_fds: tuple[int, ...] = (),
+    ) -> None:
+        self.claim = claim
+        self.limits = limits
+        self.make_app = make_app
+        self.record_unit = record_unit
+        self.heartbeat = heartbeat
+        self.report = report
+        self.inherited_fds = inherited_fds
+        self.clock = LeaseClock(limits.hold_seconds)
+        self.ending = Ending()
+        self._stop_reason: BaseException | None = None
+        self._kill_at: float | None = None
+        self._child_failure: Failure | None = None
+        self._db_down_since: float | None = None
+        self._pending_units: list[tuple[dt.datetime, dt.timedelta]] = []
+        self._last_unit_at = time.monotonic()
+
+    # ---------------------------------------------------------------- parent
+
+    def run(self) -> Ending:
+        """Fork the child, supervise it until it has exited, return the ending."""
+        from multiprocessing.connection import Pipe
+
+        reader, writer = Pipe(duplex=False)
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child, measured through its effects
+            reader.close()
+            _child_main(self, writer)
+        writer.close()
+        self.pid = pid
+        try:
+            self._supervise(reader)
+        finally:
+            reader.close()
+        return self._conclude()
+
+    def _supervise(self, reader: Any) -> None:
+        pidfd = _pidfd(self.pid)
+        started = time.monotonic()
+        next_beat = started + self.limits.heartbeat_seconds
+        status: int | None = None
+        try:
+            while status is None:
+                try:
+                    now = time.monotonic()
+                    wait = max(0.0, min(next_beat, self._next_deadline(started)) - now)
+                    ready = _wait([reader.fileno()] + ([pidfd] if pidfd is not None else []),
+                                  wait if pidfd is not None else min(wait, 0.2))
+                    if reader.fileno() in ready:
+                        self._drain(reader)
+                    if pidfd is None or pidfd in ready:
+                        status = _reap(self.pid)
+                        if status is not None:
+                            self._drain(reader)  # what it sent before exiting
+                            break
+                    now = time.monotonic()
+                    if now >= next_beat:
+                        self._beat()
+                        next_beat = now + self.limits.heartbeat_seconds
+                    self._enforce(started, now)
+                except (KeyboardInterrupt, Terminated) as exc:
+                    self._interrupted(exc)
+        finally:
+            if pidfd is not None:
+                os.close(pidfd)
+        self.status = status
+        if self._stop_reason is not None:
+            _kill_group(self.pid, signal.SIGKILL)  # what the job left behind
+
+    def _next_deadline(self, started: float) -> float:
+        deadlines = [self._kill_at or float("inf")]
+        if self.limits.timeout and self._stop_reason is None:
+            deadlines.append(started + self.limits.timeout)
+        return min(deadlines)
+
+    def _drain(self, reader: Any) -> None:
+        while reader.poll():
+            try:
+                message = reader.recv()
+            except (EOFError, OSError):
+                return
+            self._on_message(message)
+
+    def _on_message(self, message: tuple) -> None:
+        kind = message[0]
+        if kind == "unit":
+            self._record(message[1], dt.timedelta(seconds=message[2]))
+        elif kind == "failed":
+            self._child_failure = message[1]
+
+    def _record(self, when: dt.datetime, duration: dt.timedelta) -> None:
+        self._last_unit_at = time.monotonic()
+        self._pending_units.append((when, duration))
+        self._flush_units()
+
+    def _flush_units(self) -> None:
+        """Write the units not yet written; kept for later while the database is away."""
+        while self._pending_units:
+            when, duration = self._pending_units[0]
+            try:
+                held = self.record_unit(when, duration)
+            except DatabaseUnavailable as exc:
+                self._database_down(exc)
+                return
+            self._pending_units.pop(0)
+            if not held:
+                self._fenced("another run took the job over")
+                self._pending_units.clear()
+                return
+            self.ending.units += 1
+            logger.info("%s succeeded for %s", self.claim.app_name, when,
+                        extra={"job": self.claim.app_name})
+
+    def _beat(self) -> None:
+        sent_at = time.monotonic()
+        try:
+            renewed = self.heartbeat()
+        except DatabaseUnavailable as exc:
+            self._database_down(exc)
+            return
+        if self._db_down_since is not None:
+            logger.warning("%s: the state database is back; lease renewed",
+                           self.claim.app_name, extra={"job": self.claim.app_name})
+            self._db_down_since = None
+        if renewed is None:
+            self._fenced("another run took the job over")
+            return
+        self.ending.beats += 1
+        self.clock.renewed(sent_at)
+        self._flush_units()
+
+    def _database_down(self, exc: DatabaseUnavailable) -> None:
+        if self._db_down_since is None:
+            self._db_down_since = time.monotonic()
+            logger.warning("%s: %s; the job goes on while its lease lasts (%g s more)",
+                           self.claim.app_name, exc, self.limits.hold_seconds,
+                           extra={"job": self.claim.app_name})
+
+    def _fenced(self, why: str) -> None:
+        if self.ending.fenced is None:
+            self.ending.fenced = why
+            self.clock.lose()
+            logger.error("%s: run %s lost the job: %s; stopping it", self.claim.app_name,
+                         self.claim.run_id, why, extra={"job": self.claim.app_name})
+            self._stop(LeaseLost(self.claim.app_name, self.claim.run_id, why))
+
+    def _enforce(self, started: float, now: float) -> None:
+        if self._stop_reason is None:
+            if self.limits.timeout and now - started >= self.limits.timeout:
+                logger.error("%s: past its timeout of %g s; stopping it", self.claim.app_name,
+                             self.limits.timeout, extra={"job": self.claim.app_name})
+                self._stop(JobTimeout(self.claim.app_name, self.limits.timeout))
+            elif not self.clock.holds():
+                self.clock.lose()
+                self._stop(LeaseLost(
+                    self.claim.app_name, self.claim.run_id,
+                    f"its lease could not be renewed for {self.limits.hold_seconds:g} s",
+                ))
+        if self._kill_at is not None and now >= self._kill_at:
+            logger.error("%s: still running %g s after SIGTERM; SIGKILL", self.claim.app_name,
+                         self.limits.kill_grace_seconds, extra={"job": self.claim.app_name})
+            _kill_group(self.pid, signal.SIGKILL)
+            self._kill_at = float("inf")
+
+    def _stop(self, reason: BaseException, signum: int = signal.SIGTERM) -> None:
+        """Ask the child to stop (once); SIGKILL follows after the grace period."""
+        if self._stop_reason is None:
+            self._stop_reason = reason
+            _kill_group(self.pid, signum)
+            self._kill_at = time.monotonic() + self.limits.kill_grace_seconds
+
+    def _interrupted(self, exc: BaseException) -> None:
+        if self.ending.interrupt is not None:  # a second Ctrl-C: no more grace
+            _kill_group(self.pid, signal.SIGKILL)
+            return
+        self.ending.interrupt = exc
+        signum = signal.SIGINT if isinstance(exc, KeyboardInterrupt) else signal.SIGTERM
+        self._stop(exc, signum)
+
+    def _conclude(self) -> Ending:
+        ending = self.ending
+        self._flush_units()
+        child = self._child_failure
+        reason = self._stop_reason
+        if isinstance(reason, (JobTimeout, LeaseLost)):
+            # The runner's reason wins; the child's traceback says where the job was.
+            frames = child.error["traceback"] if child else ""
+            ending.failure = Failure.of(reason, frames)
+            ending.failure.seconds = time.monotonic() - self._last_unit_at
+            if isinstance(reason, JobTimeout):
+                self.report(reason)
+        elif child is not None:
+            ending.failure = child
+        elif self.status != 0 or reason is not None:
+            how = describe_status(self.status if self.status is not None else -1)
+            died = JobProcessDied(self.claim.app_name, how)
+            ending.failure = Failure.of(reason if reason is not None else died, "")
+            ending.failure.seconds = time.monotonic() - self._last_unit_at
+            if reason is None:
+                self.report(died)
+        if ending.failure is not None and ending.failure.kind == "interrupt" and not ending.interrupt:
+            ending.interrupt = KeyboardInterrupt()  # the job itself raised it: stop the run
+        return ending
+
+
+def describe_status(status: int) -> str:
+    """A wait status in words: ``exit status 3`` or ``killed by signal 11 (SIGSEGV)``."""
+    if status < 0:
+        return "unknown exit status"
+    if os.WIFSIGNALED(status):
+        signum = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(signum).name
+        except ValueError:
+            name = "?"
+        return f"killed by signal {signum} ({name})"
+    return f"exit status {os.WEXITSTATUS(status)} without reporting how the job ended"
+
+
+def _pidfd(pid: int) -> int | None:
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):  # not Linux >= 5.3: poll waitpid instead
+        return None
+
+
+def _wait(fds: list[int], timeout: float) -> set[int]:
+    try:
+        ready, _, _ = select.select(fds, [], [], timeout)
+    except InterruptedError:
+        return set()
+    return set(ready)
+
+
+def _reap(pid: int) -> int | None:
+    """The child's wait status once it has exited, else None."""
+    try:
+        done, status = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return -1
+    return status if done == pid else None
+
+
+def _kill_group(pid: int, signum: int) -> None:
+    """Signal the child's process group (the job and what it started)."""
+    try:
+        os.killpg(pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+# ------------------------------------------------------------------ child
+
+
+class _StopOnce:
+    """The child's SIGTERM handler: raise :class:`Terminated` once; later
+    SIGTERMs are ignored so the job's failure can still be reported (the
+    parent's SIGKILL ends it if it hangs)."""
+
+    def __init__(self) -> None:
+        self.raised = False
+
+    def __call__(self, signum: int, frame: object) -> None:
+        if not self.raised:
+            self.raised = True
+            raise Terminated(signum)
+
+
+def _child_main(supervisor: Supervisor, writer: Any) -> NoReturn:  # pragma: no cover
+    """The forked child: run the job, report units and the ending, exit.
+
+    Never returns: ``os._exit`` skips the parent's atexit handlers and never
+    closes the parent's database connection (whose socket it shares).
+    """
+    code = 0
+    try:
+        _become_child(supervisor)
+        _run_job(supervisor, writer)
+    except BaseException:  # noqa: BLE001 - nothing may escape into the parent's code
+        code = 70
+        try:
+            traceback.print_exc()
+        except BaseException:  # noqa: BLE001
+            pass
+    finally:
+        os._exit(code)
+
+
+def _become_child(supervisor: Supervisor) -> None:
+    parent = os.getppid()
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass  # not Linux: the lease watchdog still stops the job
+    if os.getppid() != parent:  # the runner died before prctl
+        os._exit(71)
+    os.setpgid(0, 0)
+    signal.signal(signal.SIGTERM, _StopOnce())
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for fd in supervisor.inherited_fds:  # the runner's state connection: not ours
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    threading.Thread(target=_watchdog, args=(supervisor.clock,), daemon=True,
+                     name="lease-watchdog").start()
+
+
+def _watchdog(clock: LeaseClock) -> None:  # pragma: no cover
+    """Stop the job when the runner stops renewing the lease (it is SIGSTOPped
+    or cut off): SIGTERM to itself, raised as Terminated in the job's thread."""
+    while clock.holds():
+        time.sleep(0.2)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _run_job(supervisor: Supervisor, writer: Any) -> None:  # pragma: no cover
+    unit_start = time.monotonic()
+    try:
+        app = supervisor.make_app(supervisor.clock)
+        for when in app.main():
+            writer.send(("unit", when, time.monotonic() - unit_start))
+            unit_start = time.monotonic()
+    except BaseException as exc:  # noqa: BLE001 - any error of the job's is recorded
+        failure = Failure.of(exc)
+        failure.seconds = time.monotonic() - unit_start
+        if failure.kind != "terminate":
+            logger.error("%s failed: %s", supervisor.claim.app_name, failure.summary,
+                         exc_info=exc, extra={"job": supervisor.claim.app_name})
+            supervisor.report(exc)
+        writer.send(("failed", failure))

@@ -1,0 +1,164 @@
+"""Several hosts sharing one PostgreSQL, with random kills (issue #12).
+
+Four hosts, each a network namespace (``ip netns``, reaching PostgreSQL over
+a veth pair through a TCP forwarder) with a host name of its own (``unshare
+--uts``), each starting the runner 50 times in a row, killing about one tick
+in four with SIGKILL at a random moment. Two jobs that hold an advisory lock
+while they run (a second copy running at the same time records
+``overlapped``) are made due again as soon as each run is recorded. Then:
+
+- no double run: no two copies of a job ever ran at once, and no due run was
+  recorded as done twice;
+- no missed run: every time a job was made due, a run of it was recorded as
+  done (after a settling phase in which the hosts keep ticking);
+- every run killed mid-job was taken over within lease + heartbeat (+ the
+  time until the next tick of some host).
+"""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.cli.conftest import REPO
+from tests.fixtures.tcp_proxy import TcpProxy
+
+HOSTS = 4
+TICKS = 50
+KILL_PROBABILITY = 0.25
+LEASE, BEAT = 3.0, 0.5
+JOBS = ("exclusive-a", "exclusive-b")
+
+
+def _ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True, text=True)
+
+
+@pytest.fixture
+def namespaces():
+    """``HOSTS`` network namespaces; yields (namespace, address of the host side)."""
+    tag = os.getpid() % 10000
+    made = []
+    try:
+        for n in range(1, HOSTS + 1):
+            ns, outer, inner = f"ctb{tag}h{n}", f"ctb{tag}o{n}", f"ctb{tag}i{n}"
+            _ip("netns", "add", ns)
+            made.append(ns)
+            _ip("link", "add", outer, "type", "veth", "peer", "name", inner)
+            _ip("link", "set", inner, "netns", ns)
+            host_side, ns_side = f"10.250.{n}.1", f"10.250.{n}.2"
+            _ip("addr", "add", f"{host_side}/30", "dev", outer)
+            _ip("link", "set", outer, "up")
+            _ip("-n", ns, "addr", "add", f"{ns_side}/30", "dev", inner)
+            _ip("-n", ns, "link", "set", inner, "up")
+            _ip("-n", ns, "link", "set", "lo", "up")
+        yield [(ns, f"10.250.{n}.1") for n, ns in enumerate(made, start=1)]
+    finally:
+        for ns in made:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+def _make_due(crontab, expected: dict[str, int], stop: threading.Event) -> None:
+    """Make each job due again as soon as its last run is recorded as done."""
+    while not stop.wait(0.3):
+        for row in crontab.sql(
+            "UPDATE crontabber SET next_run = clock_timestamp() "
+            "WHERE next_run > clock_timestamp() AND ongoing IS NULL RETURNING app_name"
+        ):
+            expected[row["app_name"]] += 1
+
+
+def _settled(crontab) -> bool:
+    rows = crontab.sql("SELECT count(*) AS n FROM crontabber "
+                       "WHERE next_run > clock_timestamp() AND ongoing IS NULL")
+    return rows[0]["n"] == len(JOBS)
+
+
+def test_four_hosts_fifty_ticks_each_with_random_kills(cli, namespaces, tmp_path, capsys):
+    crontab = cli.crontab
+    crontab.configure([f"ExclusiveA|1d", f"ExclusiveB|1d"], extra=(
+        "    [[class-ExclusiveA]]\n        sleep=1.2\n    [[class-ExclusiveB]]\n        sleep=1.2\n"))
+    db = crontab.database
+    proxies = [TcpProxy((db.host, int(db.port)), bind=address) for _, address in namespaces]
+    expected = {job: 1 for job in JOBS}  # the first run of each
+    stop = threading.Event()
+    driver = threading.Thread(target=_make_due, args=(crontab, expected, stop), daemon=True)
+    events = tmp_path / "events.jsonl"
+    hosts = []
+    try:
+        driver.start()
+        for n, ((ns, address), proxy) in enumerate(zip(namespaces, proxies), start=1):
+            env = {**cli.env, "RESOURCE_POSTGRESQL_HOST": address,
+                   "RESOURCE_POSTGRESQL_PORT": str(proxy.port)}
+            loop = [sys.executable, str(REPO / "tests/fixtures/host_loop.py"),
+                    "--ticks", str(TICKS), "--kill-probability", str(KILL_PROBABILITY),
+                    "--events", str(events), "--seed", str(n), "--",
+                    "-m", "crontabber", f"--admin.conf={crontab.ini}",
+                    f"--crontabber.heartbeat_seconds={BEAT}", f"--crontabber.lease_seconds={LEASE}"]
+            hosts.append(subprocess.Popen(
+                ["ip", "netns", "exec", ns, "unshare", "--uts", "sh", "-c",
+                 'hostname "$0" && exec "$@"', f"host-{n}", *loop],
+                env=env, cwd=REPO))
+        for host in hosts:
+            assert host.wait(timeout=600) == 0
+        stop.set()
+        driver.join()
+        # Settle: ticks (no kills) until every job's last due run is recorded.
+        deadline = time.monotonic() + 60
+        while not _settled(crontab):
+            assert time.monotonic() < deadline, crontab.sql("SELECT * FROM crontabber")
+            ns, address = namespaces[0]
+            subprocess.run(["ip", "netns", "exec", ns, *cli.argv(
+                f"--crontabber.heartbeat_seconds={BEAT}", f"--crontabber.lease_seconds={LEASE}")],
+                env={**cli.env, "RESOURCE_POSTGRESQL_HOST": address,
+                     "RESOURCE_POSTGRESQL_PORT": str(proxies[0].port)},
+                cwd=REPO, capture_output=True, timeout=60)
+            time.sleep(0.2)
+    finally:
+        stop.set()
+        for host in hosts:
+            if host.poll() is None:
+                host.kill()
+        for proxy in proxies:
+            proxy.close()
+
+    ticks = [json.loads(line) for line in events.read_text().splitlines()]
+    kills = [t for t in ticks if t["killed_at"] is not None]
+    unexpected = [t for t in ticks if t["code"] not in (0, 2, 3, -9)]
+    calls = crontab.sql("SELECT * FROM test_job_calls ORDER BY at")
+    done = {job: len(crontab.sql("SELECT 1 FROM crontabber_log WHERE app_name = %s "
+                                 "AND success IS NOT NULL", (job,))) for job in JOBS}
+    overlapped = [c for c in calls if c["overlapped"]]
+    killed_mid_job = [c for c in calls if c["finished_at"] is None]
+    delays = []
+    for call in killed_mid_job:
+        start = call["at"].timestamp()
+        kill = min((t["killed_at"] for t in kills
+                    if t["host"] == call["host"] and t["killed_at"] >= start), default=None)
+        following = [c["at"].timestamp() for c in calls
+                     if c["app_name"] == call["app_name"] and c["at"].timestamp() > start]
+        assert kill is not None and following, call
+        delays.append(min(following) - kill)
+    report = {
+        "hosts": HOSTS, "ticks": len(ticks), "kills": len(kills),
+        "kills_mid_job": len(killed_mid_job), "made_due": dict(expected), "recorded_done": done,
+        "executions": len(calls), "overlapped": len(overlapped),
+        "takeover_s": {"median": round(statistics.median(delays), 2) if delays else None,
+                       "max": round(max(delays), 2) if delays else None},
+        "exit_codes": {str(c): sum(t["code"] == c for t in ticks)
+                       for c in sorted({t["code"] for t in ticks})},
+    }
+    with capsys.disabled():
+        print("\nmulti-host figures:", json.dumps(report))
+    assert len(ticks) == HOSTS * TICKS and not unexpected, unexpected[:3]
+    assert len(kills) >= 20 and len(killed_mid_job) >= 3
+    assert overlapped == []  # no double run: never two copies at once
+    assert done == expected  # every due run recorded done once: none missed, none twice
+    assert max(delays) <= LEASE + BEAT + 2.5  # every dead holder taken over within the lease
