@@ -20,8 +20,8 @@ class Rejected(UploadError):
         self.rule = rule
         self.member = member
         self.detail = detail
-        where = f"member {member!r}" if member is not None else "archive"
-        super().__init__(f"rejected: {where}: {rule}" + (f" ({detail})" if detail else ""))
+        where = f"member {member!r}: " if member is not None else ""  # else the whole archive
+        super().__init__(f"rejected: {where}{rule}" + (f" ({detail})" if detail else ""))
 
 
 class StorageFailed(UploadError):

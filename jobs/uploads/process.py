@@ -38,14 +38,14 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from . import archive, storage
-from .errors import Rejected, StorageFailed, UploadError
+from .errors import StorageFailed, UploadError
 from .existence import Lookup
 from .records import Counts, Digest, Existing, Settings, Upload, Written
-from .validation import Plan, validate
+from .validation import Plan
+from .validation import read_plan as read_archive_plan
 
 logger = logging.getLogger(__name__)
 
-RULE_NOT_ZIP = "not a zip archive (or its central directory is corrupt or truncated)"
 TAIL = 1024 * 1024  # bytes of the archive's end fetched for its central directory
 
 
@@ -220,14 +220,9 @@ def read_plan(path: Path, settings: Settings) -> Plan:
     """The validated plan of the archive at ``path``.
 
     Raises:
-        Rejected: not a zip, or a rule broken by a member.
+        Rejected: see :func:`jobs.uploads.validation.read_plan`.
     """
-    try:
-        with zipfile.ZipFile(path) as zipped:
-            infos = zipped.infolist()
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
-        raise Rejected(RULE_NOT_ZIP, None, str(exc)) from None
-    return validate(infos, settings.limits)
+    return read_archive_plan(path, settings.limits)
 
 
 @dataclass(frozen=True)

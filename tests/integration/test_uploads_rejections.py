@@ -12,10 +12,15 @@ import pytest
 from jobs.uploads import validation
 from jobs.uploads.records import Limits, Status
 from tests.fixtures.uploads_archives import symbol_members, write_zip, zip_with_bad_crc
-from tests.fixtures.uploads_cases import CASES, FIRST, GOOD
+from tests.fixtures.uploads_cases import ACCEPTED, CASES, FIRST, GOOD
 from tests.fixtures.uploads_queue import uploads  # noqa: F401 - the fixture
 
-END_TO_END = [case for case in CASES if case[0] in ("traversal", "symlink", "bomb", "not-a-zip", "bad-crc", "duplicate")]
+END_TO_END = [case for case in CASES if case[0] in (
+    "traversal", "symlink", "bomb", "not-a-zip", "bad-crc", "duplicate",
+    # issue #16: the zip specification's fields (each archive has a good member first)
+    "empty", "directories-only", "encrypted", "local-encrypted", "strong-encryption",
+    "local-method", "local-size", "descriptor-crc", "local-zip64-size", "multi-disk",
+    "entry-count", "overlap", "version-6.4")]
 
 
 @pytest.mark.parametrize("make, member, rule", [c[1:] for c in END_TO_END], ids=[c[0] for c in END_TO_END])
@@ -64,3 +69,23 @@ def test_a_corrupt_deflate_stream_is_rejected(uploads, tmp_path):
     row = uploads.row(upload_id)
     assert row["status"] == "failed" and repr(FIRST) in row["error"], row["error"]
     assert uploads.keys() == []
+
+
+@pytest.mark.parametrize("make, members", [c[1:] for c in ACCEPTED], ids=[c[0] for c in ACCEPTED])
+def test_what_the_specification_allows_is_published_right(uploads, tmp_path, make, members):
+    upload_id = uploads.enqueue(make(tmp_path / "ok.zip"))
+    assert uploads.worker().drain()[0].status == Status.DONE
+    assert uploads.keys() == [f"v1/{name}" for name in members]
+    assert {key: uploads.symbol(f"v1/{key}") for key in members} == members
+    assert uploads.row(upload_id)["files_uploaded"] == len(members)
+
+
+def test_an_archive_of_ignorable_names_only_is_done_with_nothing_published(uploads, tmp_path):
+    """As Tecken: such an upload completes, its names listed as ignored, no file written."""
+    path = write_zip(tmp_path / "a.zip", [("firefox-symbols.txt", b"x"), (".DS_Store", b"y")])
+    upload_id = uploads.enqueue(path)
+    assert uploads.worker().drain()[0].status == Status.DONE
+    row = uploads.row(upload_id)
+    assert (row["status"], row["files_total"], row["files_ignored"], row["files_uploaded"],
+            row["error"]) == ("done", 2, 2, 0, None)
+    assert uploads.keys() == [] and uploads.files() == []

@@ -11,10 +11,10 @@ from jobs.uploads import archive
 from jobs.uploads.errors import Rejected
 from jobs.uploads.process import read_plan
 from jobs.uploads.records import Limits, Settings
-from jobs.uploads.validation import (KEY_PATTERN, RULE_DUPLICATE, RULE_PATTERN, is_ignorable,
-                                     validate)
+from jobs.uploads.validation import (KEY_PATTERN, RULE_DUPLICATE, RULE_EMPTY, RULE_ENCRYPTED,
+                                     RULE_PATTERN, is_ignorable, validate)
 from tests.fixtures.uploads_archives import sym_text, symbol_members, write_zip
-from tests.fixtures.uploads_cases import CASES, GOOD
+from tests.fixtures.uploads_cases import ACCEPTED, CASES, GOOD
 
 
 def _verify(path, settings=Settings()):
@@ -126,3 +126,28 @@ def test_the_job_options_default_to_the_limits_defaults():
     from jobs.uploads.records import Limits
 
     assert DEFAULT_LIMITS == {f.name: f.default for f in dataclasses.fields(Limits)}
+
+
+@pytest.mark.parametrize("make, members", [c[1:] for c in ACCEPTED], ids=[c[0] for c in ACCEPTED])
+def test_what_the_specification_allows_is_read_right(tmp_path, make, members):
+    path = make(tmp_path / "ok.zip")
+    plan, digests = _verify(path)
+    assert [info.filename for info in plan.members] == list(members)
+    import hashlib
+    assert [(d.size, d.md5) for d in digests] == \
+        [(len(c), hashlib.md5(c).hexdigest()) for c in members.values()]
+    for info in plan.members:  # the reused deflate stream makes the same bytes too
+        import gzip
+        assert gzip.decompress(archive.gzipped(path, info, 1)) == members[info.filename]
+
+
+def test_an_archive_of_ignorable_names_only_is_valid_with_nothing_to_publish(tmp_path):
+    path = write_zip(tmp_path / "a.zip", [("a-symbols.txt", b"x"), ("a.pdb/.DS_Store", b"y")])
+    plan = read_plan(path, Settings())
+    assert plan.members == [] and plan.ignored == ["a-symbols.txt", "a.pdb/.DS_Store"]
+
+
+def test_an_archive_level_rejection_names_no_member():
+    assert str(Rejected(RULE_EMPTY)) == "rejected: archive has no files"
+    assert str(Rejected(RULE_ENCRYPTED, "a.pdb/AB/a.sym")) == \
+        "rejected: member 'a.pdb/AB/a.sym': encrypted (flag bit 0)"
