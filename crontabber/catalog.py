@@ -148,8 +148,10 @@ def load_jobs(settings: Settings) -> list[Job]:
 def names_known(sources: Sources, jobs: list[Job]) -> KnownNames:
     """The option names the runner and ``jobs`` declare (see :mod:`.known`)."""
     jobs_text = sources.raw(("crontabber",), "jobs")
+    ini_text = sources.ini.get(("crontabber",), "jobs")
     return known_names(runner_options(), ((job.namespace, job_options(job.cls)) for job in jobs),
-                       "" if jobs_text is NO_VALUE else str(jobs_text))
+                       "" if jobs_text is NO_VALUE else str(jobs_text),
+                       "" if ini_text is NO_VALUE else str(ini_text))
 
 
 def check_names_used(sources: Sources, jobs: list[Job]) -> list[str]:

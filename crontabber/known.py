@@ -16,6 +16,8 @@ must be one of:
   in the ``jobs`` list (``# jobs.prune.PruneS3CronApp|1d``): taking a job out by
   commenting its line keeps its options for later. Deleting the line and
   keeping the section is an error: the section then looks like a misspelling.
+  The same holds for every job of the INI file's list when the command line or
+  the environment replaces that list.
 
 The environment is not checked strictly: it holds every program's variables,
 and its upper-case spelling cannot be mapped back to one option name.
@@ -110,23 +112,28 @@ def declared_names(namespace: Namespace, prefix: tuple[str, ...] = ()) -> set[st
     return names
 
 
-def commented_classes(jobs_text: str) -> set[str]:
+def commented_classes(jobs_text: str, live_too: bool = False) -> set[str]:
     """Class names of the commented-out entries of a ``jobs`` list
-    (``# jobs.prune.PruneS3CronApp|1d``), split as :func:`split_jobs_list` does."""
+    (``# jobs.prune.PruneS3CronApp|1d``), split as :func:`split_jobs_list` does;
+    with ``live_too``, of every entry."""
     pieces = (piece.strip() for piece in re.split(r"[\n,;]", jobs_text or ""))
     return {piece.lstrip("#").split("|")[0].strip().rpartition(".")[2]
-            for piece in pieces if piece.startswith("#") and "|" in piece}
+            for piece in pieces if (live_too or piece.startswith("#")) and "|" in piece}
 
 
 def known_names(
-    runner: Namespace, jobs: Iterable[tuple[tuple[str, ...], Namespace]], jobs_text: str
+    runner: Namespace, jobs: Iterable[tuple[tuple[str, ...], Namespace]], jobs_text: str,
+    ini_jobs_text: str = "",
 ) -> KnownNames:
     """The names a configuration may use.
 
     Args:
         runner: the runner's options.
         jobs: each configured job's namespace path and options.
-        jobs_text: the ``jobs`` list as written (its comments included).
+        jobs_text: the effective ``jobs`` list as written (its comments included).
+        ini_jobs_text: the INI file's own ``jobs`` list: when the command line or
+            the environment replaces it (a host running a subset), the sections
+            of every job it lists stay allowed.
     """
     names = declared_names(runner)
     legacy = set(LEGACY)
@@ -138,7 +145,8 @@ def known_names(
             legacy |= {database + name for name in LEGACY_DATABASE}
     folded = _fold(names)
     configured = {_section(name) for name in folded if name.startswith("crontabber.class-")}
-    open_sections = _fold(f"crontabber.class-{cls}" for cls in commented_classes(jobs_text))
+    classes = commented_classes(jobs_text) | commented_classes(ini_jobs_text, live_too=True)
+    open_sections = _fold(f"crontabber.class-{cls}" for cls in classes)
     return KnownNames(folded, _fold(legacy),
                       {k: v for k, v in open_sections.items() if k not in configured})
 

@@ -80,3 +80,13 @@ def test_load_jobs_refuses_an_unknown_ini_option(tmp_path):
     path.write_text(f"[crontabber]\n    jobs={JOBS}.FooJob|1d\n    [[class-FooJob]]\n        greting=x\n")
     with pytest.raises(ConfigurationError, match="greting"):
         load_jobs(load_settings(str(path), {}, {}))
+
+
+def test_a_replaced_jobs_list_keeps_the_sections_of_the_ini_list(tmp_path):
+    from crontabber.catalog import load_jobs
+
+    path = tmp_path / "crontabber.ini"
+    path.write_text(f"[crontabber]\n    jobs={JOBS}.FooJob|1d, {JOBS}.BarJob|1d\n"
+                    "    [[class-FooJob]]\n        greeting=x\n")
+    (job,) = load_jobs(load_settings(str(path), {"crontabber.jobs": f"{JOBS}.BarJob|1d"}, {}))
+    assert job.app_name == "bar"
