@@ -172,10 +172,9 @@ def check_names_used(sources: Sources, jobs: list[Job]) -> list[str]:
 def configuration_notes(sources: Sources, jobs: list[Job]) -> list[str]:
     """What ``--configtest`` mentions without failing: crontabber 0.18 options
     that have no effect here, environment variables that match no option."""
-    known = names_known(sources, jobs)
     notes = [f"{name}: a crontabber 0.18 option, ignored here"
              for name in check_names_used(sources, jobs)]
-    return notes + environment_notes(known, sources.environ)
+    return notes + environment_notes(names_known(sources, jobs), sources.environ)
 
 
 def run_order(jobs: list[Job]) -> list[Job]:
