@@ -3,7 +3,8 @@ and options, and check the whole list before anything runs.
 
 Every problem is a :class:`ConfigurationError` naming the offending entry:
 an unknown module or class, a class without ``app_name``, a duplicate
-``app_name`` or namespace, a bad frequency, time or option value, a cycle.
+``app_name`` or namespace, a bad frequency, time or option value, a cycle,
+an option or ``[[class-X]]`` section that nothing declares (:mod:`.known`).
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from dataclasses import dataclass
 
 from everett import NO_VALUE
 
-from .config import Settings, Sources
+from .config import Settings, Sources, runner_options
 from .errors import ConfigurationError
+from .known import KnownNames, check_names, check_sections, environment_notes, known_names
 from .options import DotDict, Namespace
 from .scheduling import (
     JobEntry,
@@ -107,12 +109,16 @@ def _schedule_for(entry: JobEntry, cls: type, sources: Sources) -> Schedule:
     path = ("crontabber", f"class-{cls.__name__}")
     frequency = sources.raw(path, "frequency")
     time = sources.raw(path, "time")
+    overridden = [name for name, value in (("frequency", frequency), ("time", time))
+                  if value not in (NO_VALUE, "")]
     frequency = entry.frequency if frequency in (NO_VALUE, "") else frequency
     time = entry.time if time in (NO_VALUE, "") else time
     try:
         return parse_schedule(frequency, time)
     except ValueError as exc:
-        raise ConfigurationError(f"jobs entry {entry.text!r}", str(exc)) from None
+        # Name what the operator set: the per-job override if there is one.
+        where = [f"{'.'.join(path)}.{name}" for name in overridden] or [f"jobs entry {entry.text!r}"]
+        raise ConfigurationError(" and ".join(where), str(exc)) from None
 
 
 def _load_one(entry: JobEntry, sources: Sources) -> Job:
@@ -153,7 +159,40 @@ def load_jobs(settings: Settings) -> list[Job]:
         by_name[job.app_name] = by_namespace[job.namespace] = job
         jobs.append(job)
     dependency_order({job.app_name: job.depends_on for job in jobs})
+    check_names_used(settings.sources, jobs)
     return jobs
+
+
+def names_known(sources: Sources, jobs: list[Job]) -> KnownNames:
+    """The option names the runner and ``jobs`` declare (see :mod:`.known`)."""
+    jobs_text = sources.raw(("crontabber",), "jobs")
+    ini_text = sources.ini.get(("crontabber",), "jobs")
+    return known_names(runner_options(), ((job.namespace, job_options(job.cls)) for job in jobs),
+                       "" if jobs_text is NO_VALUE else str(jobs_text),
+                       "" if ini_text is NO_VALUE else str(ini_text))
+
+
+def check_names_used(sources: Sources, jobs: list[Job]) -> list[str]:
+    """Refuse names in the INI file or on the command line that no option has.
+
+    Returns:
+        the crontabber 0.18 names used that have no effect here.
+
+    Raises:
+        ConfigurationError: naming the first unknown name and the closest known one.
+    """
+    known = names_known(sources, jobs)
+    check_sections(known, sources.ini.sections, sources.conf_path)
+    legacy = check_names(known, (value.dotted for value in sources.ini.values), sources.conf_path)
+    return legacy + check_names(known, sources.cli, None)
+
+
+def configuration_notes(sources: Sources, jobs: list[Job]) -> list[str]:
+    """What ``--configtest`` mentions without failing: crontabber 0.18 options
+    that have no effect here, environment variables that match no option."""
+    notes = [f"{name}: a crontabber 0.18 option, ignored here"
+             for name in check_names_used(sources, jobs)]
+    return notes + environment_notes(names_known(sources, jobs), sources.environ)
 
 
 def run_order(jobs: list[Job]) -> list[Job]:

@@ -18,8 +18,8 @@ import sys
 from typing import TYPE_CHECKING, Any, Callable, NoReturn, TextIO
 
 from . import __version__
-from .catalog import Job, find_job, job_options, load_jobs
-from .config import Settings, check_cli_names, iter_option_lines, load_settings, runner_options
+from .catalog import Job, configuration_notes, find_job, job_options, load_jobs
+from .config import Settings, iter_option_lines, load_settings, runner_options
 from .errors import (
     ConfigurationError,
     CrontabberError,
@@ -132,13 +132,6 @@ def split_overrides(rest: list[str]) -> dict[str, str]:
     return overrides
 
 
-def known_option_names(jobs: list[Job]) -> set[str]:
-    names = {name for name, _, _ in iter_option_lines(runner_options(), (), None)}
-    for job in jobs:
-        names |= {name for name, _, _ in iter_option_lines(job_options(job.cls), job.namespace, None)}
-    return names
-
-
 def help_epilog(argv: list[str]) -> str:
     """Every option with its default; job options too when the config loads."""
     lines = ["options (--NAME=VALUE; environment: NAME upper-cased, '.' and '-' as '_'):"]
@@ -186,13 +179,14 @@ def main(argv: list[str], stdout: TextIO = sys.stdout, stderr: TextIO = sys.stde
 
 
 def dispatch(mode: str, args: argparse.Namespace, rest: list[str], stdout: TextIO) -> int:
-    cli = split_overrides(rest)
-    settings = load_settings(args.conf, cli)
+    if args.force and not args.job:
+        raise ConfigurationError("--force", "only means something with --job NAME")
+    settings = load_settings(args.conf, split_overrides(rest))
     setup_logging(settings)
-    jobs = load_jobs(settings)
-    if cli:  # a cron tick has no overrides: skip walking every option
-        check_cli_names(cli, known_option_names(jobs))
+    jobs = load_jobs(settings)  # also refuses unknown option names (crontabber.known)
     if mode == "configtest":
+        for note in configuration_notes(settings.sources, jobs):
+            print(f"note: {note}", file=stdout)
         print(f"configtest OK: {len(jobs)} jobs", file=stdout)
         return ExitCode.OK
     if mode == "sentrytest":
@@ -274,11 +268,13 @@ def audit_ghosts(settings: Settings, jobs: list[Job], store: StateStore, args: A
     from . import report
 
     found = report.ghosts(jobs, store.states())
-    if found:
-        print("Found the following in the state database but not available as a configured job:",
-              file=out)
-        for name in found:
-            print(f"\t{name}", file=out)
+    if not found:
+        print("No ghosts: every job in the state database is configured.", file=out)
+        return ExitCode.OK
+    print("Found the following in the state database but not available as a configured job:",
+          file=out)
+    for name in found:
+        print(f"\t{name}", file=out)
     return ExitCode.OK
 
 

@@ -12,6 +12,10 @@ file, then defaults. An option ``crontabber.class-Foo.bucket`` is
 
 Secrets (options whose name says password, secret, dsn...) are meant to come
 from the environment; they are masked wherever options are shown.
+
+The INI file must exist (see :func:`resolve_conf_path`) and parse
+(:mod:`crontabber.inifile`); the names it and the command line use are checked
+once the jobs are known (:mod:`crontabber.known`).
 """
 
 from __future__ import annotations
@@ -22,10 +26,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from everett import InvalidValueError, NO_VALUE
-from everett.ext.inifile import ConfigIniEnv
 from everett.manager import ConfigDictEnv, ConfigManager, generate_uppercase_key
 
 from .errors import ConfigurationError
+from .inifile import IniFile, IniSource
 from .options import Namespace, Option
 from .scheduling import JobEntry, parse_job_entry, split_jobs_list
 from .store import DatabaseSettings
@@ -103,10 +107,12 @@ class Sources:
         self, conf_path: str | None, cli: Mapping[str, str], environ: Mapping[str, str]
     ) -> None:
         self.conf_path = resolve_conf_path(conf_path)
+        self.ini = IniFile(self.conf_path)
         self.cli = dict(cli)
+        self.environ = environ
         cli_env = ConfigDictEnv({dotted.replace(".", "_"): v for dotted, v in cli.items()})
-        ini_env = ConfigIniEnv([self.conf_path] if self.conf_path else [])
-        self._manager = ConfigManager([cli_env, EnvironSource(environ), ini_env], with_override=False)
+        self._manager = ConfigManager([cli_env, EnvironSource(environ), IniSource(self.ini)],
+                                      with_override=False)
 
     def raw(self, path: tuple[str, ...], name: str) -> Any:
         """The raw string set for ``path.name`` anywhere, or ``NO_VALUE``."""
@@ -130,11 +136,15 @@ class Sources:
             raise ConfigurationError(".".join([*path, option.name]), f"bad value {raw!r}: {exc}") from None
 
 
-def resolve_conf_path(conf_path: str | None) -> str | None:
+def resolve_conf_path(conf_path: str | None) -> str:
     """The INI file to read: the given one (which must exist) or a default.
 
+    A missing file is an error, not an empty configuration: run from the wrong
+    directory, crontabber would otherwise report ``no jobs`` and exit 0.
+
     Raises:
-        ConfigurationError: when the named file does not exist.
+        ConfigurationError: when the named file does not exist, or none is
+            named and no default file exists.
     """
     if conf_path:
         if not Path(conf_path).is_file():
@@ -143,7 +153,9 @@ def resolve_conf_path(conf_path: str | None) -> str | None:
     for candidate in DEFAULT_CONF_PATHS:
         if Path(candidate).is_file():
             return str(Path(candidate).resolve())
-    return None
+    raise ConfigurationError(
+        "--admin.conf", f"no configuration file: none given and no {' or '.join(DEFAULT_CONF_PATHS)}"
+        f" in {Path.cwd()}")
 
 
 @dataclass(frozen=True)
@@ -231,14 +243,3 @@ def iter_option_lines(
         value = sources.value(path, option) if sources else option.default
         shown = MASK if option.secret and value else repr(value)
         yield ".".join([*path, option.name]), shown, option.doc
-
-
-def check_cli_names(cli: Mapping[str, str], known: set[str]) -> None:
-    """Refuse ``--ns.option`` names that no option has (crontabber's NotAnOptionError).
-
-    Raises:
-        ConfigurationError: naming the unknown option.
-    """
-    for dotted in cli:
-        if dotted not in known:
-            raise ConfigurationError(f"--{dotted}", "no such option (see --help)")

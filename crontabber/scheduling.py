@@ -21,6 +21,9 @@ from .state import JobState
 
 UNIT_SECONDS = {"m": 60, "h": 3600, "d": 86400}
 DAY = 86400
+# A job that runs less than once a year is not a cron job; the cap also keeps
+# next-run arithmetic far from datetime's year 9999.
+MAX_FREQUENCY_SECONDS = 366 * DAY
 
 _FREQUENCY = re.compile(r"^\s*(\d+)\s*([mhd])\s*$")
 _TIME = re.compile(r"^\s*(\d{1,2}):(\d{1,2})\s*$")
@@ -70,8 +73,9 @@ class JobEntry:
 def parse_frequency(text: str) -> int:
     """Return the seconds of a frequency such as ``5m``, ``2h`` or ``1d``.
 
-    Stricter than crontabber (which read ``1d2h`` as one day and crashed with
-    an ``IndexError`` on ``5``): the whole text must be digits and a unit.
+    Stricter than crontabber (which read ``1d2h`` as one day, crashed with
+    an ``IndexError`` on ``5`` and accepted ``0m``): the whole text must be
+    digits and a unit, from 1 minute to 366 days.
 
     Raises:
         ValueError: with a message that says what is accepted.
@@ -81,7 +85,12 @@ def parse_frequency(text: str) -> int:
         raise ValueError(
             f"bad frequency {text!r}: expected a number and a unit m, h or d (e.g. 5m, 1d)"
         )
-    return int(match.group(1)) * UNIT_SECONDS[match.group(2)]
+    seconds = int(match.group(1)) * UNIT_SECONDS[match.group(2)]
+    if seconds == 0:
+        raise ValueError(f"bad frequency {text!r}: it must be at least 1m")
+    if seconds > MAX_FREQUENCY_SECONDS:
+        raise ValueError(f"bad frequency {text!r}: it must be at most 366d")
+    return seconds
 
 
 def parse_time(text: str) -> TimeOfDay:

@@ -15,7 +15,7 @@ import pytest
 from jobs.missing_symbols.consume import PAUSE_ENV, PAUSE_FILE_ENV
 from tests.cli.conftest import REPO
 from tests.conftest import s3_client
-from tests.fixtures.missing_symbols_data import AGGREGATE, brute_force, ini, table_totals
+from tests.fixtures.missing_symbols_data import AGGREGATE, brute_force, entries, ini, table_totals
 from tests.integration.test_missing_symbols import write_random
 
 
@@ -35,7 +35,7 @@ def other_sessions(crontab):
 def test_a_runner_killed_around_the_commit_leaves_exact_totals_after_a_rerun(
         cli, s3_bucket, tmp_path, point, recorded):
     written = write_random(s3_bucket, (300, 10, 200, 50, 400))
-    cli.crontab.configure([f"{AGGREGATE}|5m"], extra=ini(s3_bucket, workers=2, per_transaction=2))
+    cli.crontab.configure(entries(f"{AGGREGATE}|5m"), extra=ini(s3_bucket, workers=2, per_transaction=2))
     marker = tmp_path / "paused"
     env = {**cli.env, PAUSE_ENV: point, PAUSE_FILE_ENV: str(marker)}
     proc = subprocess.Popen(cli.argv("--job=missing-symbols"), env=env, cwd=REPO,
@@ -64,7 +64,7 @@ def test_runners_started_together_count_every_batch_once(cli, s3_bucket):
     """Four hosts' cron ticks at once: the job's row lock lets one consume (the others
     exit 2 or 3, or run after it and find nothing new); totals are exact."""
     written = write_random(s3_bucket, [120] * 12)
-    cli.crontab.configure([f"{AGGREGATE}|5m"], extra=ini(s3_bucket, workers=2, per_transaction=3))
+    cli.crontab.configure(entries(f"{AGGREGATE}|5m"), extra=ini(s3_bucket, workers=2, per_transaction=3))
     procs = [cli.spawn("--job=missing-symbols", "--force") for _ in range(4)]
     errors = [proc.communicate(timeout=60)[1] for proc in procs]
     codes = sorted(proc.returncode for proc in procs)
@@ -90,7 +90,7 @@ def test_write_command_writes_a_batch_from_json_lines_that_the_job_counts(cli, s
     assert done.returncode == 0, done.stderr
     key = done.stdout.strip()
     assert key.startswith("missing/") and key.endswith(".msgpack")
-    cli.crontab.configure([f"{AGGREGATE}|5m"], extra=ini(s3_bucket, workers=2))
+    cli.crontab.configure(entries(f"{AGGREGATE}|5m"), extra=ini(s3_bucket, workers=2))
     assert cli.run().returncode == 0
     assert table_totals(cli.crontab)[0] == {("a.pdb", "A" * 33, "", ""): 2,
                                              ("b.pdb", "B" * 33, "b.dll", "C0DE"): 1}

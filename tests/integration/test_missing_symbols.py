@@ -13,8 +13,8 @@ from jobs.missing_symbols import write_batch
 from jobs.missing_symbols.consume import ConsumeSettings, consume
 from jobs.missing_symbols.store import MissingSymbolStore
 from tests.conftest import s3_client
-from tests.fixtures.missing_symbols_data import (AGGREGATE, REPORT, RETENTION, brute_force, ini,
-                                                  object_time, random_events, symbols,
+from tests.fixtures.missing_symbols_data import (AGGREGATE, REPORT, RETENTION, brute_force, entries,
+                                                  ini, object_time, random_events, symbols,
                                                   table_totals)
 
 
@@ -32,7 +32,7 @@ def write_random(s3_bucket, sizes, seed=5, n_symbols=300):
 
 def test_totals_equal_a_brute_force_count_on_random_data(crontab, s3_bucket):
     written = write_random(s3_bucket, (0, 1, 500, 2000, 777))
-    crontab.configure([f"{AGGREGATE}|5m"], extra=ini(s3_bucket, per_transaction=2))
+    crontab.configure(entries(f"{AGGREGATE}|5m"), extra=ini(s3_bucket, per_transaction=2))
     assert crontab.run() == (0, "")
     assert crontab.state("missing-symbols").error_count == 0
     assert table_totals(crontab) == brute_force(written)
@@ -43,7 +43,7 @@ def test_totals_equal_a_brute_force_count_on_random_data(crontab, s3_bucket):
 
 def test_consumed_batches_are_skipped_and_new_ones_added(crontab, s3_bucket):
     written = write_random(s3_bucket, (300, 400))
-    crontab.configure([f"{AGGREGATE}|5m"], extra=ini(s3_bucket, workers=1))
+    crontab.configure(entries(f"{AGGREGATE}|5m"), extra=ini(s3_bucket, workers=1))
     assert crontab.run("--job=missing-symbols", "--force")[0] == 0
     assert crontab.run("--job=missing-symbols", "--force")[0] == 0  # nothing new: no change
     assert table_totals(crontab) == brute_force(written)
@@ -124,7 +124,7 @@ def test_each_kind_of_bad_batch_is_quarantined_and_good_batches_still_count(cron
         keys[name] = f"missing/bad/{name.replace(' ', '-')}.msgpack"
         s3.put_object(Bucket=s3_bucket, Key=keys[name], Body=content)
     written += write_random(s3_bucket, (100,), seed=9)
-    crontab.configure([f"{AGGREGATE}|5m"], extra=ini(s3_bucket, workers=2))
+    crontab.configure(entries(f"{AGGREGATE}|5m"), extra=ini(s3_bucket, workers=2))
     assert crontab.run() == (0, "")
     assert crontab.state("missing-symbols").error_count == 0
     assert table_totals(crontab) == brute_force(written)  # nothing of a bad batch counted
@@ -155,7 +155,7 @@ def test_reports_are_backfilled_one_per_missed_day(crontab, s3_bucket):
                     "code_id": "CAFE", "seen_at": noon, "count": 2 * n + 1},
                    {"debug_file": f"only{n}.pdb", "debug_id": "C" * 33, "seen_at": noon}]
     write_batch(s3, s3_bucket, events)
-    crontab.configure([f"{AGGREGATE}|5m", f"{REPORT}|1d"], extra=ini(s3_bucket))
+    crontab.configure(entries(f"{AGGREGATE}|5m", f"{REPORT}|1d"), extra=ini(s3_bucket))
     assert crontab.run() == (0, "")
     assert read_report(s3_bucket, days[0]) == [
         ["debug_file", "debug_id", "code_file", "code_id", "count"],
@@ -182,7 +182,7 @@ def test_retention_deletes_old_symbols_and_days_in_batches(crontab, s3_bucket):
     mixed = [{"debug_file": "mixed.pdb", "debug_id": "B" * 33, "seen_at": now - 40 * 86400},
              {"debug_file": "mixed.pdb", "debug_id": "B" * 33, "seen_at": now - 86400}]
     write_batch(s3, s3_bucket, old + mixed)
-    crontab.configure([f"{AGGREGATE}|5m", f"{RETENTION}|1d"], extra=ini(s3_bucket, keep_days=30))
+    crontab.configure(entries(f"{AGGREGATE}|5m", f"{RETENTION}|1d"), extra=ini(s3_bucket, keep_days=30))
     assert crontab.run() == (0, "")
     assert crontab.state("missing-symbols-retention").error_count == 0
     assert crontab.sql("SELECT debug_file, count FROM missing_symbol") == [

@@ -171,7 +171,7 @@ def test_reset_job(crontab):
 def test_audit_ghosts_and_reset_of_a_ghost(crontab):
     crontab.configure(["FooJob|1d", "BarJob|1d"])
     crontab.run()
-    assert crontab.run("--audit-ghosts") == (0, "")
+    assert crontab.run("--audit-ghosts") == (0, "No ghosts: every job in the state database is configured.\n")
     crontab.configure(["FooJob|1d"])
     code, out = crontab.run("--audit-ghosts")
     assert code == 0 and "\tbar\n" in out

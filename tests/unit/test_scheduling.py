@@ -29,13 +29,15 @@ def at(text):
 
 
 @pytest.mark.parametrize("text,seconds", [
-    ("5m", 300), ("1h", 3600), ("1d", 86400), ("7d", 7 * 86400), ("0m", 0), (" 3d ", 3 * 86400),
+    ("5m", 300), ("1h", 3600), ("1d", 86400), ("7d", 7 * 86400), (" 3d ", 3 * 86400),
+    ("1m", 60), ("366d", 366 * 86400), ("8784h", 366 * 86400),
 ])
 def test_parse_frequency(text, seconds):
     assert parse_frequency(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["5", "10", "1D", "3e", "1d2h", "m", "", "1w", "-1d", "1 d x"])
+@pytest.mark.parametrize("text", ["5", "10", "1D", "3e", "1d2h", "m", "", "1w", "-1d", "1 d x",
+                                  "0m", "0d", "00h", "367d", "8785h", "99999999999d"])
 def test_parse_frequency_rejects(text):
     with pytest.raises(ValueError, match="bad frequency"):
         parse_frequency(text)

@@ -1,0 +1,135 @@
+"""Strict configuration through the real entry point: each INI mistake an
+operator makes is one line on stderr and exit 1 before anything runs, and
+``--configtest`` catches it too."""
+import subprocess
+import sys
+
+import pytest
+
+from tests.cli.conftest import REPO
+
+RUNLOG = "jobs.runlog.PruneRunLogCronApp"
+PRUNE = "jobs.prune.PruneS3CronApp"
+
+# name: (jobs list, text after it, what the one line must say)
+MISTAKES = {
+    # line 7 of the file the crontab fixture writes
+    "syntax error": ([f"{RUNLOG}|1d"], "    [[class-PruneRunLogCronApp]]\n        keep_days 90\n",
+                     ["crontabber.ini line 7:", "keep_days 90"]),
+    "misspelled option": ([f"{RUNLOG}|1d"], "    [[class-PruneRunLogCronApp]]\n        keep_dayz=90\n",
+                          ["no such option crontabber.class-PruneRunLogCronApp.keep_dayz",
+                           "did you mean crontabber.class-PruneRunLogCronApp.keep_days?"]),
+    "misspelled section": ([f"{PRUNE}|1d"], "    [[class-PruneS3CronAp]]\n        upload_days=7\n",
+                           ["no configured job has the section [[class-PruneS3CronAp]]",
+                            "did you mean [[class-PruneS3CronApp]]?"]),
+    "frequency 0m": ([f"{RUNLOG}|0m"], "", ["bad frequency '0m': it must be at least 1m"]),
+    "frequency override 0m": ([f"{RUNLOG}|1d"],
+                              "    [[class-PruneRunLogCronApp]]\n        frequency=0m\n",
+                              ["bad frequency '0m'"]),
+}
+
+
+def assert_one_line(done, *texts):
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("crontabber: configuration error in "), lines
+    for text in texts:
+        assert text in lines[0]
+
+
+@pytest.mark.parametrize("mistake", MISTAKES)
+def test_an_ini_mistake_stops_the_tick_and_configtest(cli, mistake):
+    jobs, extra, texts = MISTAKES[mistake]
+    cli.crontab.configure(jobs, extra=extra)
+    # Were the job to run anyway, it must not touch the shared S3.
+    cli.env["AWS_ENDPOINT_URL_S3"] = "http://127.0.0.1:1"
+    assert_one_line(cli.run(), *texts)
+    assert cli.crontab.sql("SELECT app_name FROM crontabber") == []
+    assert_one_line(cli.run("--configtest"), *texts)
+
+
+def test_force_without_job_is_refused(cli):
+    cli.crontab.configure(["BasicJob|1d"])
+    assert_one_line(cli.run("--force"), "--force: only means something with --job NAME")
+    assert cli.crontab.calls() == [] and cli.crontab.state("basic-job") is None
+    assert_one_line(cli.run("--configtest", "--force"), "--force")
+    assert cli.run("--job", "basic-job", "--force").returncode == 0
+
+
+def test_no_configuration_file_is_an_error_not_an_empty_run(cli, tmp_path):
+    empty = tmp_path / "elsewhere"
+    empty.mkdir()
+    argv = [sys.executable, "-m", "crontabber"]
+    for extra in ([], ["--configtest"]):
+        done = subprocess.run([*argv, *extra], env=cli.env, cwd=empty, capture_output=True,
+                              text=True, timeout=60)
+        assert_one_line(done, "no configuration file", str(empty))
+    done = subprocess.run([*argv, "--nagios"], env=cli.env, cwd=empty, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2 and done.stdout.startswith("CRITICAL - ")
+    assert "no configuration file" in done.stdout
+
+
+def test_the_repository_ini_passes_configtest_without_notes(cli):
+    cli.crontab.ini.write_text((REPO / "crontabber.ini").read_text())
+    done = cli.run("--configtest")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["configtest OK: 7 jobs"]
+
+
+CRONTABBER_0_18_INI = """\
+application=crontabber.app.CronTabber
+[crontabber]
+    job_state_db_class=crontabber.app.JobStateDatabase
+    jobs='''
+    tests.fixtures.sample_jobs.FooJob|1d
+    # tests.fixtures.sample_jobs.BarJob|1d
+    '''
+    [[class-FooJob]]
+        greeting=hi
+        [[[database]]]
+            database_class=crontabber.connection_factory.ConnectionFactory
+    [[class-BarJob]]
+        whatever=kept for later
+[resource.postgresql]
+    transaction_executor_class=crontabber.transaction_executor.TransactionExecutor
+[secrets]
+    [[sentry]]
+        dsn=
+[logging]
+    stderr_error_logging_level=10
+"""
+
+
+def test_a_crontabber_0_18_ini_loads_and_configtest_lists_what_is_ignored(cli):
+    cli.crontab.ini.write_text(CRONTABBER_0_18_INI)
+    cli.env["CRONTABBER_ERROR_RETRY_TME"] = "5"
+    done = cli.run("--configtest")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "note: application: a crontabber 0.18 option, ignored here",
+        "note: crontabber.job_state_db_class: a crontabber 0.18 option, ignored here",
+        "note: crontabber.class-FooJob.database.database_class: a crontabber 0.18 option, ignored here",
+        "note: resource.postgresql.transaction_executor_class: a crontabber 0.18 option, ignored here",
+        "note: logging.stderr_error_logging_level: a crontabber 0.18 option, ignored here",
+        "note: environment variable CRONTABBER_ERROR_RETRY_TME matches no option"
+        " (did you mean CRONTABBER_ERROR_RETRY_TIME?)",
+        "configtest OK: 1 jobs",
+    ]
+    # Uncommenting BarJob makes its section checked: `whatever` is no option of it.
+    cli.crontab.ini.write_text(CRONTABBER_0_18_INI.replace("# tests", "tests"))
+    assert_one_line(cli.run("--configtest"), "no such option crontabber.class-BarJob.whatever")
+
+
+def test_a_misspelled_command_line_option_suggests_the_name(cli):
+    cli.crontab.configure(["FooJob|1d"])
+    done = cli.run("--crontabber.class-FooJob.greting=hi", "--configtest")
+    assert_one_line(done, "--crontabber.class-FooJob.greting: no such option; "
+                    "did you mean --crontabber.class-FooJob.greeting?")
+
+
+def test_audit_ghosts_says_when_there_are_none(cli):
+    cli.crontab.configure(["BasicJob|1d"])
+    done = cli.run("--audit-ghosts")
+    assert done.returncode == 0
+    assert done.stdout.splitlines() == ["No ghosts: every job in the state database is configured."]
