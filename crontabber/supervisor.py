@@ -12,8 +12,9 @@ threaded, waits on that pipe and on the child's pidfd, and meanwhile:
 - writes each unit's progress, conditional on the run id (fencing);
 - stops the child (SIGTERM to its process group, SIGKILL after
   ``kill_grace_seconds``) past the job's ``timeout``, when the lease is about
-  to be lost (no renewal for ``lease_seconds - heartbeat_seconds``: the job
-  then has one heartbeat period to stop before anyone may take over), and on
+  to be lost (``holds_lease()`` turns False after ``lease_seconds -
+  heartbeat_seconds`` without a renewal; half a heartbeat later the job is
+  stopped, still half a heartbeat before anyone may take over), and on
   SIGINT/SIGTERM of the runner;
 - turns a child that dies without a word (segfault, OOM kill, ``os._exit``)
   into a failure with its exit status.
@@ -68,8 +69,15 @@ class RunLimits:
 
     @property
     def hold_seconds(self) -> float:
-        """How long after its last renewal a run still counts its lease as held."""
+        """How long after its last renewal a run still counts its lease as held
+        (``holds_lease()`` turns False then)."""
         return self.lease_seconds - self.heartbeat_seconds
+
+    @property
+    def stop_grace_seconds(self) -> float:
+        """How long after ``hold_seconds`` a job that polls ``holds_lease()`` has
+        to stop by itself before it is stopped; still before the lease expires."""
+        return self.heartbeat_seconds / 2
 
 
 class LeaseClock:
@@ -93,10 +101,11 @@ class LeaseClock:
     def lose(self) -> None:
         struct.pack_into(self._FORMAT, self._map, 0, self._read()[0], 1.0)
 
-    def holds(self) -> bool:
-        """Whether the run may still act as the job's only holder."""
+    def holds(self, grace: float = 0.0) -> bool:
+        """Whether the run may still act as the job's only holder (``grace``
+        seconds more: how long the job is given to stop by itself)."""
         sent_at, lost = self._read()
-        return not lost and time.monotonic() - sent_at < self.hold_seconds
+        return not lost and time.monotonic() - sent_at < self.hold_seconds + grace
 
 
 @dataclass
@@ -314,7 +323,7 @@ class Supervisor:
                 logger.error("%s: past its timeout of %g s; stopping it", self.claim.app_name,
                              self.limits.timeout, extra={"job": self.claim.app_name})
                 self._stop(JobTimeout(self.claim.app_name, self.limits.timeout))
-            elif not self.clock.holds():
+            elif not self.clock.holds(self.limits.stop_grace_seconds):
                 self.clock.lose()
                 self._stop(LeaseLost(
                     self.claim.app_name, self.claim.run_id,
@@ -466,15 +475,17 @@ def _become_child(supervisor: Supervisor) -> None:
             os.close(fd)
         except OSError:
             pass
-    threading.Thread(target=_watchdog, args=(supervisor.clock,), daemon=True,
-                     name="lease-watchdog").start()
+    threading.Thread(target=_watchdog,
+                     args=(supervisor.clock, supervisor.limits.stop_grace_seconds),
+                     daemon=True, name="lease-watchdog").start()
 
 
-def _watchdog(clock: LeaseClock) -> None:  # pragma: no cover
+def _watchdog(clock: LeaseClock, grace: float) -> None:  # pragma: no cover
     """Stop the job when the runner stops renewing the lease (it is SIGSTOPped
-    or cut off): SIGTERM to itself, raised as Terminated in the job's thread."""
-    while clock.holds():
-        time.sleep(0.2)
+    or cut off): SIGTERM to itself, raised as Terminated in the job's thread,
+    ``grace`` seconds after ``holds_lease()`` turned False."""
+    while clock.holds(grace):
+        time.sleep(min(0.2, grace / 2))
     os.kill(os.getpid(), signal.SIGTERM)
 
 
