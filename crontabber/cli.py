@@ -108,6 +108,8 @@ def build_parser(epilog: str = "") -> argparse.ArgumentParser:
                        help="run one job (app_name or module.Class) if due")
     modes.add_argument("-f", "--force", action="store_true",
                        help="with --job: run even if not due or a parent has not run")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON document instead of text (see crontabber/jsonout.py)")
     return parser
 
 
