@@ -25,6 +25,9 @@ class JobState:
     last_error: Mapping[str, Any] = field(default_factory=dict)
     run_id: int | None = None
     heartbeat: dt.datetime | None = None
+    paused_until: dt.datetime | None = None
+    paused_reason: str | None = None
+    paused_by: str | None = None
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "JobState":
@@ -42,6 +45,9 @@ class JobState:
             last_error=row["last_error"] or {},
             run_id=row.get("run_id"),
             heartbeat=row.get("heartbeat"),
+            paused_until=row.get("paused_until"),
+            paused_reason=row.get("paused_reason"),
+            paused_by=row.get("paused_by"),
         )
 
     def job_information(self) -> dict[str, Any]:

@@ -7,12 +7,14 @@ SELECT clock_timestamp() AS now;
 
 -- name: all_states
 SELECT app_name, next_run, first_run, last_run, last_success, ongoing, ongoing_by,
-       error_count, depends_on, last_error, run_id, heartbeat
+       error_count, depends_on, last_error, run_id, heartbeat,
+       paused_until, paused_reason, paused_by
 FROM crontabber;
 
 -- name: get_state
 SELECT app_name, next_run, first_run, last_run, last_success, ongoing, ongoing_by,
-       error_count, depends_on, last_error, run_id, heartbeat
+       error_count, depends_on, last_error, run_id, heartbeat,
+       paused_until, paused_reason, paused_by
 FROM crontabber
 WHERE app_name = %(app_name)s;
 
@@ -25,7 +27,8 @@ ON CONFLICT (app_name) DO NOTHING;
 
 -- name: lock_state
 SELECT app_name, next_run, first_run, last_run, last_success, ongoing, ongoing_by,
-       error_count, depends_on, last_error, run_id, heartbeat, clock_timestamp() AS now
+       error_count, depends_on, last_error, run_id, heartbeat,
+       paused_until, paused_reason, paused_by, clock_timestamp() AS now
 FROM crontabber
 WHERE app_name = %(app_name)s
 FOR UPDATE NOWAIT;

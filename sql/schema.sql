@@ -30,6 +30,10 @@ CREATE UNIQUE INDEX IF NOT EXISTS crontabber_unique_app_name_idx ON crontabber (
 CREATE SEQUENCE IF NOT EXISTS crontabber_run_id_seq;
 ALTER TABLE crontabber ADD COLUMN IF NOT EXISTS run_id bigint;
 ALTER TABLE crontabber ADD COLUMN IF NOT EXISTS heartbeat timestamptz;
+-- Ours (migration 0006): a paused job is not run by cron ticks until paused_until.
+ALTER TABLE crontabber ADD COLUMN IF NOT EXISTS paused_until timestamptz;
+ALTER TABLE crontabber ADD COLUMN IF NOT EXISTS paused_reason text;
+ALTER TABLE crontabber ADD COLUMN IF NOT EXISTS paused_by text;
 
 -- crontabber 0.18's run log: one row per successful unit or failed attempt.
 CREATE TABLE IF NOT EXISTS crontabber_log (
@@ -46,6 +50,29 @@ CREATE TABLE IF NOT EXISTS crontabber_log (
 ALTER TABLE crontabber_log ADD COLUMN IF NOT EXISTS run_id bigint;
 ALTER TABLE crontabber_log ADD COLUMN IF NOT EXISTS host text;
 ALTER TABLE crontabber_log ADD COLUMN IF NOT EXISTS pid integer;
+
+-- Ours (migration 0006): every operator action (force, rerun, reset, release, pause,
+-- resume, mark-success): who (user@host), when, what, why.
+CREATE TABLE IF NOT EXISTS crontabber_audit (
+    id        bigserial PRIMARY KEY,
+    at        timestamptz NOT NULL DEFAULT clock_timestamp(),
+    actor     text NOT NULL,
+    action    text NOT NULL,
+    app_name  text NOT NULL,
+    reason    text,
+    detail    json NOT NULL DEFAULT '{}'
+);
+CREATE INDEX IF NOT EXISTS crontabber_audit_at_idx ON crontabber_audit (at);
+
+-- Ours (migration 0006): one row per host that ticked: its last tick, version and
+-- clock skew against the database clock (--nagios, the dashboard).
+CREATE TABLE IF NOT EXISTS crontabber_host (
+    host          text PRIMARY KEY,
+    version       text NOT NULL,
+    last_tick     timestamptz NOT NULL,
+    skew_seconds  double precision NOT NULL,
+    pid           integer
+);
 
 -- Missing-symbol counts (issue #5; migration 0003).
 -- One row per distinct missing symbol; hash = md5 of the four identifying fields
