@@ -52,6 +52,8 @@ class BaseCronApp(RequiredConfig):
         # This run's id (its fencing token) and lease; set by the runner.
         self.run_id: int | None = None
         self.lease: Any = None
+        # --rerun: the dates a backfill job is called with instead of the missed ones.
+        self.rerun_dates: list[dt.datetime] | None = None
 
     def holds_lease(self) -> bool:
         """Whether this run still holds its job.
@@ -91,6 +93,9 @@ class BaseCronApp(RequiredConfig):
             return
         schedule = parse_schedule(self.config["frequency"], self.config.get("time"))
         last_success = (self.job_information or {}).get("last_success")
-        for when in backfill_dates(last_success, schedule, now):
+        dates = self.rerun_dates
+        if dates is None:
+            dates = backfill_dates(last_success, schedule, now)
+        for when in dates:
             function(when)
             yield when

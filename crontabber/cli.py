@@ -17,7 +17,7 @@ import signal
 import sys
 from typing import TYPE_CHECKING, Any, Callable, NoReturn, TextIO
 
-from . import __version__
+from . import __version__, cli_operate
 from .catalog import Job, configuration_notes, find_job, job_options, load_jobs
 from .config import Settings, iter_option_lines, load_settings, runner_options
 from .errors import (
@@ -50,6 +50,8 @@ class ExitCode(enum.IntEnum):
     LOCKED = 2  # a job's row was locked by another runner (SELECT ... FOR UPDATE NOWAIT)
     ONGOING = 3  # a job is held by a live run elsewhere (also: reset/release refused)
     FENCED = 4  # a run lost its lease to another run: its outcome was not recorded
+    JOB_FAILED = 5  # --job / --rerun: the job ran and failed (recorded; a tick still exits 0)
+    PAUSED = 6  # --job: the job is paused (--force runs it anyway)
     INTERRUPTED = 130  # SIGINT / Ctrl-C (the job was recorded as failed, lock released)
     TERMINATED = 143  # SIGTERM (the same)
 
@@ -74,8 +76,9 @@ class _Parser(argparse.ArgumentParser):
         raise ConfigurationError("the command line", message)
 
 
-MODES = ("list_jobs", "nagios", "version", "reset_job", "release", "audit_ghosts",
-         "configtest", "sentrytest", "job")
+MODES = ("list_jobs", "nagios", "version", "reset_job", "release", "explain", "pause",
+         "resume", "rerun", "mark_success", "audit", "audit_ghosts", "configtest", "sentrytest",
+         "job")
 
 
 def build_parser(epilog: str = "") -> argparse.ArgumentParser:
@@ -99,6 +102,22 @@ def build_parser(epilog: str = "") -> argparse.ArgumentParser:
     modes.add_argument("--release", metavar="NAME", default="",
                        help="clear a dead or expired 'ongoing' marker, keeping the job's "
                        "history; refused while its lease is live")
+    modes.add_argument("--explain", metavar="NAME", default="",
+                       help="why the job would or would not run now: paused, running (lease), "
+                       "due, parents, error backoff, backfill intervals pending")
+    modes.add_argument("--pause", metavar="NAME", default="",
+                       help="cron ticks skip the job until --until (default 24 h) or --resume; "
+                       "needs --reason")
+    modes.add_argument("--resume", metavar="NAME", default="", help="end a job's pause")
+    modes.add_argument("--rerun", metavar="NAME", default="",
+                       help="run a backfill job for the days --date [--to] (the dates it is "
+                       "called with, UTC), oldest first; last success and next run unchanged")
+    modes.add_argument("--mark-success", metavar="NAME", default="",
+                       help="record the job as just succeeded (errors cleared, pending backfill "
+                       "skipped), as Socorro's cronmarksuccess")
+    modes.add_argument("--audit", action="store_true",
+                       help="list operator actions (force, rerun, reset, release, pause, resume, "
+                       "mark-success): who, when, what, why")
     modes.add_argument("--audit-ghosts", action="store_true",
                        help="list state rows of jobs that are no longer configured")
     modes.add_argument("--configtest", action="store_true",
@@ -108,6 +127,17 @@ def build_parser(epilog: str = "") -> argparse.ArgumentParser:
                        help="run one job (app_name or module.Class) if due")
     modes.add_argument("-f", "--force", action="store_true",
                        help="with --job: run even if not due or a parent has not run")
+    details = parser.add_argument_group("details of the modes")
+    details.add_argument("--reason", metavar="TEXT", default="",
+                         help="why (required by --pause; recorded with any operator action)")
+    details.add_argument("--until", metavar="WHEN", default="",
+                         help="with --pause: 30m, 2h, 3d, or a UTC date/time (2026-11-24T06:00)")
+    details.add_argument("--date", metavar="YYYY-MM-DD", default="", help="with --rerun: the first day")
+    details.add_argument("--to", metavar="YYYY-MM-DD", default="", help="with --rerun: the last day")
+    details.add_argument("--limit", metavar="N", type=int, default=20,
+                         help="with --audit (and --history): how many rows, newest first")
+    details.add_argument("--audit-job", metavar="NAME", default="",
+                         help="with --audit: one job's actions only")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON document instead of text (see crontabber/jsonout.py)")
     return parser
@@ -148,9 +178,10 @@ def help_epilog(argv: list[str]) -> str:
                       in iter_option_lines(job_options(job.cls), job.namespace, None)]
     except CrontabberError as exc:
         lines.append(f"(job options not shown: {exc})")
-    lines.append("exit codes: 0 ok (even if jobs failed), 1 error, 2 a job was row-locked, "
-                 "3 a job was running elsewhere (or reset/release refused), 4 a run was fenced "
-                 "off (it lost its lease), 130/143 interrupted; --nagios: 0/1/2")
+    lines.append("exit codes: 0 ok (a tick also when jobs failed), 1 error, 2 a job was "
+                 "row-locked, 3 a job was running elsewhere (or reset/release refused), 4 a run "
+                 "was fenced off (it lost its lease), 5 --job/--rerun: the job failed, 6 --job: "
+                 "the job is paused, 130/143 interrupted; --nagios: 0/1/2")
     return "\n".join(lines)
 
 
@@ -228,44 +259,6 @@ def nagios(settings: Settings, jobs: list[Job], store: StateStore, args: Any, ou
     return result.code
 
 
-def reset_job(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
-    name = _state_name(jobs, store, args.reset_job)
-    if _runner(settings, jobs, store).reset(name) is not None:
-        logger.info("App reset: %s", name)
-        ghost = "" if find_job(jobs, name) else " (it was a ghost: not configured)"
-        print(f"{name}: state reset{ghost}", file=out)
-    else:
-        logger.warning("App already reset: %s", name)
-        print(f"{name}: had no state (already reset)", file=out)
-    return ExitCode.OK
-
-
-def release(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
-    name = _state_name(jobs, store, args.release)
-    released = _runner(settings, jobs, store).release(name)
-    if released:
-        logger.warning("%s: released the marker of %s", name, released)
-        print(f"{name}: released the marker of {released}; last run, last success and "
-              "backfill progress are kept", file=out)
-    else:
-        print(f"{name}: not running: nothing to release", file=out)
-    return ExitCode.OK
-
-
-def _state_name(jobs: list[Job], store: StateStore, name: str) -> str:
-    """The app name an operator command means: a configured job's, or a ghost's.
-
-    Raises:
-        JobNotFound: neither.
-    """
-    job = find_job(jobs, name)
-    if job is not None:
-        return job.app_name
-    if name not in store.states():
-        raise JobNotFound(name, [j.app_name for j in jobs])
-    return name
-
-
 def audit_ghosts(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
     from . import report
 
@@ -281,19 +274,39 @@ def audit_ghosts(settings: Settings, jobs: list[Job], store: StateStore, args: A
 
 
 def run_one(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
-    job = find_job(jobs, args.job)
-    if job is None:
-        raise JobNotFound(args.job, [j.app_name for j in jobs])
+    from .cli_operate import audit_entry, configured
+
+    job = configured(jobs, args.job)
+    if args.force:
+        if job.is_backfill and not _backfill_pending(job, store):
+            print(f"{job.app_name}: nothing to backfill (every interval up to now is done); "
+                  f"--rerun {job.app_name} --date YYYY-MM-DD redoes a past day", file=out)
+            return ExitCode.OK
+        store.audit(audit_entry("force", job.app_name, args))
     with terminate_on_sigterm():
         result = _runner(settings, jobs, store).run_job(job, force=args.force)
     if result.error is not None:
         raise result.error
+    if result.status is Status.PAUSED:
+        print(f"{job.app_name}: not run: {result.detail}; --force runs it anyway", file=out)
+        return ExitCode.PAUSED
     if result.status is Status.SKIPPED:
-        print(f"{job.app_name}: skipped ({result.detail}); --force runs it anyway", file=out)
+        hint = f"; --rerun {job.app_name} --date YYYY-MM-DD redoes a past day" \
+            if job.is_backfill and result.detail == "not due yet" else ""
+        print(f"{job.app_name}: skipped ({result.detail}); --force runs it anyway{hint}", file=out)
     elif result.status is Status.FAILED:
-        # Exit 0 as in crontabber: the failure is recorded (see --list-jobs, --nagios).
+        # Recorded (see --list-jobs, --nagios); a script asking for this job learns it too.
         print(f"{job.app_name}: failed: {result.detail}", file=out)
+        return ExitCode.JOB_FAILED
     return ExitCode.OK
+
+
+def _backfill_pending(job: Job, store: StateStore) -> bool:
+    from .scheduling import backfill_dates
+
+    state = store.state(job.app_name)
+    last_success = state.last_success if state is not None else None
+    return bool(backfill_dates(last_success, job.schedule, store.now()))
 
 
 def run_all(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
@@ -321,8 +334,14 @@ def _sentry(dsn: str) -> "Reporter":
 MODE_HANDLERS: dict[str, Callable[..., int]] = {
     "list_jobs": list_jobs,
     "nagios": nagios,
-    "reset_job": reset_job,
-    "release": release,
+    "reset_job": cli_operate.reset_job,
+    "release": cli_operate.release,
+    "explain": cli_operate.explain,
+    "pause": cli_operate.pause,
+    "resume": cli_operate.resume,
+    "rerun": cli_operate.rerun,
+    "mark_success": cli_operate.mark_success,
+    "audit": cli_operate.audit,
     "audit_ghosts": audit_ghosts,
     "job": run_one,
     "run": run_all,

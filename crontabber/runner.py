@@ -14,6 +14,7 @@ its lease is fenced off (:class:`LeaseLost`, exit 4) and changes nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import enum
 import logging
@@ -27,8 +28,8 @@ from .catalog import Job, job_config, run_order
 from .config import Settings
 from .errors import DatabaseUnavailable, JobLockError, JobOngoing, LeaseLost, MarkerIsLive
 from .leases import LeaseRules, Marker, describe_marker, holder_name, marker_status, retry_delay
-from .scheduling import dependency_block, is_due, next_run_after
-from .state import Claim, JobState, Outcome
+from .scheduling import dependency_block, is_due, next_run_after, pause_active
+from .state import AuditEntry, Claim, JobState, Outcome
 from .store import StateStore
 
 logger = logging.getLogger(__name__)
@@ -43,6 +44,7 @@ class Status(enum.Enum):
     LOCKED = "locked"
     ONGOING = "ongoing"
     FENCED = "fenced"
+    PAUSED = "paused"
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,13 @@ class Runner:
 
     def _attempt(self, job: Job, force: bool) -> JobResult:
         states, now = self._states_and_now()
+        state = states.get(job.app_name)
+        if not force and pause_active(state, now):
+            assert state is not None and state.paused_until is not None
+            paused = (f"paused until {state.paused_until:%Y-%m-%d %H:%M} UTC by "
+                      f"{state.paused_by or 'unknown'}: {state.paused_reason or 'no reason given'}")
+            logger.info("skipping %s: %s", job.app_name, paused, extra={"job": job.app_name})
+            return JobResult(job.app_name, Status.PAUSED, paused)
         if not force:
             reason = self._why_not(job, states, now)
             if reason:
@@ -183,7 +192,7 @@ class Runner:
 
         return decide
 
-    def reset(self, app_name: str) -> JobState | None:
+    def reset(self, app_name: str, audit: AuditEntry | None = None) -> JobState | None:
         """Delete the job's state row (its history in the log stays); the row
         as it was, or None when there was none.
 
@@ -191,9 +200,10 @@ class Runner:
             MarkerIsLive: the job is running and its lease is live.
             JobLocked: another transaction holds the row right now.
         """
-        return self.store.locked_change(app_name, "reset", self._refuse_live(app_name, "reset it"))
+        return self.store.locked_change(app_name, "reset", self.refuse_live(app_name, "reset it"),
+                                        audit)
 
-    def release(self, app_name: str) -> str | None:
+    def release(self, app_name: str, audit: AuditEntry | None = None) -> str | None:
         """Clear a dead, expired or stale ``ongoing`` marker, keeping last run,
         last success and the backfill anchor; what was released, or None when
         there was no marker.
@@ -203,7 +213,7 @@ class Runner:
             JobLocked: another transaction holds the row right now.
         """
         released: list[str] = []
-        refuse = self._refuse_live(app_name, "release it")
+        refuse = self.refuse_live(app_name, "release it")
 
         def decide(state: JobState, now: dt.datetime) -> bool:
             refuse(state, now)
@@ -212,10 +222,13 @@ class Runner:
             released.append(describe_marker(state, self.marker(state, now), now))
             return True
 
-        self.store.locked_change(app_name, "release", decide)
+        self.store.locked_change(app_name, "release", decide, audit)
         return released[0] if released else None
 
-    def _refuse_live(self, app_name: str, action: str) -> Callable[[JobState, dt.datetime], bool]:
+    def refuse_live(self, app_name: str, action: str) -> Callable[[JobState, dt.datetime], bool]:
+        """A decide function for an operator's change under the row lock: raises
+        :class:`MarkerIsLive` when the job's lease is live, else allows it."""
+
         def decide(state: JobState, now: dt.datetime) -> bool:
             status = self.marker(state, now)
             if status is Marker.LIVE:
@@ -224,7 +237,30 @@ class Runner:
 
         return decide
 
-    def _execute(self, job: Job, before: JobState, claim: Claim) -> JobResult:
+    def rerun(self, job: Job, dates: list[dt.datetime]) -> JobResult:
+        """Run a backfill job for exactly ``dates`` (oldest first), whatever is due.
+
+        ``last_success`` never moves backwards and ``next_run`` is left as it
+        was: the regular schedule goes on as if the rerun had not happened.
+        The lock and the lease are a normal run's.
+        """
+        try:
+            self._snapshot = None
+            claimed = self.store.claim(job.app_name, job.depends_on, (self.host, self.pid),
+                                       self._decider(job, force=True))
+        except JobLockError as exc:
+            status = Status.ONGOING if isinstance(exc, JobOngoing) else Status.LOCKED
+            return JobResult(job.app_name, status, str(exc), exc)
+        assert claimed is not None  # a forced decider never declines
+        before, claim = claimed
+        logger.info("rerunning %s for %s (run %s)", job.app_name,
+                    ", ".join(f"{d:%Y-%m-%d %H:%M}" for d in dates), claim.run_id,
+                    extra={"job": job.app_name})
+        return self._execute(job, before, claim, dates)
+
+    def _execute(
+        self, job: Job, before: JobState, claim: Claim, dates: list[dt.datetime] | None = None
+    ) -> JobResult:
         from .supervisor import Ending, Failure, Supervisor
 
         config = job_config(job, self.settings.sources)
@@ -235,6 +271,7 @@ class Runner:
             instance.started_at = claim.started
             instance.run_id = claim.run_id
             instance.lease = lease
+            instance.rerun_dates = dates
             return instance
 
         supervisor = Supervisor(
@@ -250,14 +287,17 @@ class Runner:
             ending = supervisor.run()
         except BaseException as exc:  # a fork that failed, or a bug: still release the job
             ending = Ending(failure=Failure.of(exc))
-            self._finish(job, before, claim, ending, config)
+            self._finish(job, before, claim, ending, config, keep_next_run=dates is not None)
             raise
-        return self._finish(job, before, claim, ending, config)
+        return self._finish(job, before, claim, ending, config, keep_next_run=dates is not None)
 
     def _finish(
-        self, job: Job, before: JobState, claim: Claim, ending: Any, config: Any
+        self, job: Job, before: JobState, claim: Claim, ending: Any, config: Any,
+        keep_next_run: bool = False,
     ) -> JobResult:
-        """Write the end of the run (conditional on its run id), then say how it went."""
+        """Write the end of the run (conditional on its run id), then say how it went.
+
+        ``keep_next_run`` (a rerun) leaves ``next_run`` as it was."""
         failure = ending.failure
         delay = retry_delay(before.error_count + 1, float(config["error_retry_time"]),
                             float(config["error_backoff"]), float(config["error_retry_max"]))
@@ -267,6 +307,8 @@ class Runner:
             error=failure.error if failure is not None else {},
             next_run=next_run_after(claim.started, job.schedule, failure is None, delay),
         )
+        if keep_next_run:
+            outcome = dataclasses.replace(outcome, next_run=before.next_run)
         seconds = failure.seconds if failure is not None else 0.0
         held = self._keep_trying(job, claim, lambda: self.store.finish(
             claim, outcome, job.depends_on,

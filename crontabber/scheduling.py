@@ -286,3 +286,83 @@ def dependency_order(graph: Mapping[str, Sequence[str]]) -> list[str]:
         order.extend(layer)
         sorter.done(*layer)
     return order
+
+
+def pause_active(state: JobState | None, now: dt.datetime) -> bool:
+    """Whether the job is paused at ``now`` (a pause ends by itself at ``paused_until``)."""
+    return state is not None and state.paused_until is not None and state.paused_until > now
+
+
+_RELATIVE = re.compile(r"^\s*(\d+)\s*([mhd])\s*$")
+
+
+def parse_until(text: str, now: dt.datetime) -> dt.datetime:
+    """When a pause ends: ``30m``, ``2h``, ``3d`` from ``now``, or a UTC date
+    (``2026-11-24``, midnight) or time (``2026-11-24T06:00``, ``2026-11-24 06:00``).
+
+    Raises:
+        ValueError: anything else, or a time not after ``now``.
+    """
+    relative = _RELATIVE.match(text)
+    if relative:
+        when = now + dt.timedelta(seconds=int(relative.group(1)) * UNIT_SECONDS[relative.group(2)])
+    else:
+        try:
+            when = dt.datetime.fromisoformat(text.strip().replace(" ", "T"))
+        except ValueError:
+            raise ValueError(f"{text!r} is neither 30m/2h/3d nor a UTC date or time "
+                             "(2026-11-24, 2026-11-24T06:00)") from None
+        when = when.replace(tzinfo=dt.timezone.utc) if when.tzinfo is None else when
+    if when <= now:
+        raise ValueError(f"{when:%Y-%m-%d %H:%M} UTC is not in the future")
+    return when
+
+
+def parse_day(text: str) -> dt.date:
+    """A ``YYYY-MM-DD`` day.
+
+    Raises:
+        ValueError: naming the expected form.
+    """
+    try:
+        return dt.date.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(f"{text!r} is not a day (YYYY-MM-DD)") from None
+
+
+def rerun_dates(
+    schedule: Schedule,
+    last_success: dt.datetime | None,
+    first: dt.date,
+    last: dt.date,
+    now: dt.datetime,
+) -> list[dt.datetime]:
+    """The dates a backfill job is called with to redo the days ``first`` to
+    ``last``, oldest first: the intervals starting on those UTC days, anchored
+    as the job's own backfill anchors them (its time of day, else the time of
+    day of its last success, else midnight), and only those before ``now``.
+
+    Raises:
+        ValueError: ``last`` before ``first``.
+    """
+    if last < first:
+        raise ValueError(f"--to {last} is before --date {first}")
+    if schedule.time is not None:
+        anchor = dt.time(schedule.time.hour, schedule.time.minute, tzinfo=dt.timezone.utc)
+    elif last_success is not None:
+        anchor = last_success.astimezone(dt.timezone.utc).timetz()
+    else:
+        anchor = dt.time(0, 0, tzinfo=dt.timezone.utc)
+    start = dt.datetime.combine(first, anchor)
+    # Intervals shorter than a day: the whole of each day, from the anchor's offset.
+    offset = dt.timedelta(hours=anchor.hour, minutes=anchor.minute, seconds=anchor.second,
+                          microseconds=anchor.microsecond) % schedule.interval
+    if schedule.interval < dt.timedelta(days=1):
+        start = dt.datetime.combine(first, dt.time(0, 0, tzinfo=dt.timezone.utc)) + offset
+    end = dt.datetime.combine(last + dt.timedelta(days=1), dt.time(0, 0, tzinfo=dt.timezone.utc))
+    dates = []
+    when = start
+    while when < end and when < now:
+        dates.append(when)
+        when += schedule.interval
+    return dates

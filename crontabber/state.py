@@ -71,7 +71,7 @@ class Outcome:
     started: dt.datetime
     succeeded: bool
     error: Mapping[str, Any]
-    next_run: dt.datetime
+    next_run: dt.datetime | None
 
 
 @dataclass(frozen=True)
@@ -88,3 +88,22 @@ class Claim:
     @property
     def holder(self) -> str:
         return f"{self.host}:{self.pid}"
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One operator action (table ``crontabber_audit``): who (``user@host``),
+    what (``action`` on ``app_name``), why (``reason``), with details."""
+
+    actor: str
+    action: str
+    app_name: str
+    reason: str | None = None
+    detail: Mapping[str, Any] = field(default_factory=dict)
+    at: dt.datetime | None = None
+    id: int | None = None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> "AuditEntry":
+        return cls(actor=row["actor"], action=row["action"], app_name=row["app_name"],
+                   reason=row["reason"], detail=row["detail"] or {}, at=row["at"], id=row["id"])

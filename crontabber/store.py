@@ -21,7 +21,7 @@ import psycopg2.errors
 
 from . import queries
 from .errors import DatabaseUnavailable, JobLocked, LeaseLost
-from .state import Claim, JobState, Outcome
+from .state import AuditEntry, Claim, JobState, Outcome
 
 logger = logging.getLogger(__name__)
 
@@ -289,30 +289,69 @@ class StateStore:
 
     @translated
     def locked_change(
-        self, app_name: str, change: str, decide: Callable[[JobState, dt.datetime], bool]
+        self,
+        app_name: str,
+        change: str,
+        decide: Callable[[JobState, dt.datetime], bool],
+        audit: AuditEntry | None = None,
+        params: Mapping[str, Any] | None = None,
     ) -> JobState | None:
-        """Lock the job's row and apply ``change`` (``"release"`` or ``"reset"``)
-        if ``decide(state, now)`` allows it; the state as it was, or None when
-        there is no row. ``decide`` may raise to refuse (the row is left alone).
+        """Lock the job's row and apply ``change`` (``"release"``, ``"reset"`` or
+        ``"mark_success"``, with ``params``) if ``decide(state, now)`` allows it,
+        recording ``audit`` in the same transaction; the state as it was, or
+        None when there is no row. ``decide`` may raise to refuse (nothing is
+        written).
 
         Raises:
             JobLocked: another transaction holds the row lock (NOWAIT).
         """
-        query = {"release": Q["release"], "reset": Q["delete_state"]}[change]
-        params = {"app_name": app_name}
+        query = {"release": Q["release"], "reset": Q["delete_state"],
+                 "mark_success": Q["mark_success"]}[change]
         try:
             with self._conn, self._cursor() as cur:
-                cur.execute(Q["lock_state"], params)
+                cur.execute(Q["lock_state"], {"app_name": app_name})
                 row = cur.fetchone()
                 if row is None:
                     return None
                 found = _as_dict(cur, row)
                 state = JobState.from_row(found)
                 if decide(state, found["now"]):
-                    cur.execute(query, params)
+                    cur.execute(query, {"app_name": app_name, "now": found["now"], **(params or {})})
+                    if audit is not None:
+                        _audit(cur, audit)
                 return state
         except psycopg2.errors.LockNotAvailable:
             raise JobLocked(app_name) from None
+
+    @translated
+    def pause(
+        self, app_name: str, depends_on: tuple[str, ...], until: dt.datetime, audit: AuditEntry
+    ) -> None:
+        """Pause the job until ``until`` (a new pause replaces an older one)."""
+        with self._conn, self._cursor() as cur:
+            cur.execute(Q["pause"], {"app_name": app_name, "depends_on": list(depends_on),
+                                     "until": until, "reason": audit.reason, "by": audit.actor})
+            _audit(cur, audit)
+
+    @translated
+    def resume(self, app_name: str, audit: AuditEntry) -> None:
+        """End the job's pause, if any."""
+        with self._conn, self._cursor() as cur:
+            cur.execute(Q["resume"], {"app_name": app_name})
+            _audit(cur, audit)
+
+    @translated
+    def audit(self, entry: AuditEntry) -> None:
+        """Record one operator action."""
+        with self._conn, self._cursor() as cur:
+            _audit(cur, entry)
+
+    @translated
+    def audit_entries(self, app_name: str | None, limit: int) -> list[AuditEntry]:
+        """Operator actions, newest first (one job's, or everyone's)."""
+        with self._conn, self._cursor() as cur:
+            cur.execute(Q["audit_list"], {"app_name": app_name, "limit": limit})
+            return [AuditEntry.from_row(_as_dict(cur, row)) for row in cur.fetchall()]
 
     def rollback_quietly(self) -> None:
         """Abandon any open transaction after an interrupt; never raises."""
@@ -321,6 +360,12 @@ class StateStore:
         except psycopg2.Error:
             pass
 
+
+
+def _audit(cur: Any, entry: AuditEntry) -> None:
+    cur.execute(Q["audit"], {"actor": entry.actor, "action": entry.action,
+                             "app_name": entry.app_name, "reason": entry.reason,
+                             "detail": json.dumps(dict(entry.detail), default=str)})
 
 
 def _identity(claim: Claim) -> dict[str, Any]:

@@ -52,7 +52,8 @@ RETURNING heartbeat;
 -- Progress after each successful unit (each backfill interval), so a kill
 -- mid-backfill never redoes finished intervals. Fenced: only the run holding
 -- the marker writes.
-UPDATE crontabber SET last_success = %(success)s
+-- GREATEST: a --rerun of past days never moves last_success backwards.
+UPDATE crontabber SET last_success = GREATEST(last_success, %(success)s)
 WHERE app_name = %(app_name)s AND run_id = %(run_id)s AND ongoing IS NOT NULL
 RETURNING app_name;
 
@@ -92,3 +93,36 @@ WHERE app_name = %(app_name)s;
 
 -- name: delete_state
 DELETE FROM crontabber WHERE app_name = %(app_name)s RETURNING app_name;
+
+-- name: pause
+-- Insert the row if the job never ran, so a new job can be paused before its first tick.
+INSERT INTO crontabber (app_name, error_count, depends_on, last_error,
+                        paused_until, paused_reason, paused_by)
+VALUES (%(app_name)s, 0, %(depends_on)s, '{}', %(until)s, %(reason)s, %(by)s)
+ON CONFLICT (app_name) DO UPDATE
+SET paused_until = EXCLUDED.paused_until, paused_reason = EXCLUDED.paused_reason,
+    paused_by = EXCLUDED.paused_by
+RETURNING app_name;
+
+-- name: resume
+UPDATE crontabber SET paused_until = NULL, paused_reason = NULL, paused_by = NULL
+WHERE app_name = %(app_name)s;
+
+-- name: mark_success
+-- Socorro's cronmarksuccess: as if the job had just succeeded (pending backfill
+-- intervals up to now are skipped); its next run is one interval away.
+UPDATE crontabber
+SET last_success = %(now)s, error_count = 0, last_error = '{}', next_run = %(next_run)s,
+    first_run = COALESCE(first_run, %(now)s)
+WHERE app_name = %(app_name)s;
+
+-- name: audit
+INSERT INTO crontabber_audit (actor, action, app_name, reason, detail)
+VALUES (%(actor)s, %(action)s, %(app_name)s, %(reason)s, %(detail)s);
+
+-- name: audit_list
+SELECT id, at, actor, action, app_name, reason, detail
+FROM crontabber_audit
+WHERE %(app_name)s::text IS NULL OR app_name = %(app_name)s
+ORDER BY id DESC
+LIMIT %(limit)s;

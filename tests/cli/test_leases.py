@@ -129,7 +129,7 @@ def test_a_job_past_its_timeout_is_stopped_recorded_and_released(cli):
     slow_job(cli, 30, extra="        timeout=1\n")
     started = time.monotonic()
     done = cli.run("--job", "slow-job")
-    assert done.returncode == 0 and time.monotonic() - started < 10, done.stderr
+    assert done.returncode == 5 and time.monotonic() - started < 10, done.stderr  # job failed
     assert "slow-job: failed: JobTimeout: timeout: slow-job ran longer than its timeout of 1 s" \
         in done.stdout
     state = crontab.state("slow-job")
@@ -146,7 +146,7 @@ def test_a_job_that_ignores_sigterm_is_killed_after_the_grace_period(cli):
     started = time.monotonic()
     done = cli.run("--crontabber.kill_grace_seconds=1", "--job", "stubborn")
     took = time.monotonic() - started
-    assert done.returncode == 0 and 1.4 < took < 10, (took, done.stderr)
+    assert done.returncode == 5 and 1.4 < took < 10, (took, done.stderr)
     assert "still running 1 s after SIGTERM; SIGKILL" in done.stderr
     (call,) = crontab.sql("SELECT pid FROM test_job_calls")
     assert gone(call["pid"], within=1)
@@ -157,7 +157,7 @@ def test_a_job_that_ignores_sigterm_is_killed_after_the_grace_period(cli):
 def test_the_default_timeout_applies_to_every_job(cli):
     slow_job(cli, 30)
     done = cli.run("--crontabber.default_timeout=0.5", "--job", "slow-job")
-    assert done.returncode == 0 and "timeout of 0.5 s" in done.stdout
+    assert done.returncode == 5 and "timeout of 0.5 s" in done.stdout
 
 
 def test_a_job_process_that_dies_is_a_failure_and_the_tick_goes_on(cli):

@@ -1,0 +1,229 @@
+"""The operator commands of the command line: ``--explain``, ``--pause``,
+``--resume``, ``--rerun``, ``--mark-success``, ``--reset-job``, ``--release``
+and ``--audit``. Each parses what :mod:`crontabber.cli` gave it, calls the
+runner or the store, prints, and returns an exit code. Every action that
+changes state is recorded in ``crontabber_audit`` with who, when, what, why.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import getpass
+import os
+import socket
+from typing import TYPE_CHECKING, Any, TextIO
+
+from . import jsonout
+from .catalog import Job, find_job
+from .errors import ConfigurationError, JobNotFound
+from .scheduling import next_run_after, parse_day, parse_until, rerun_dates
+from .state import AuditEntry, JobState
+
+if TYPE_CHECKING:
+    from .config import Settings
+    from .runner import Runner
+    from .store import StateStore
+
+DEFAULT_PAUSE = dt.timedelta(hours=24)
+
+
+def actor() -> str:
+    """Who is acting: ``user@host`` (the user behind sudo when there is one)."""
+    user = os.environ.get("SUDO_USER") or getpass.getuser()
+    return f"{user}@{socket.gethostname()}"
+
+
+def audit_entry(action: str, app_name: str, args: Any, **detail: Any) -> AuditEntry:
+    return AuditEntry(actor(), action, app_name, getattr(args, "reason", None) or None, detail)
+
+
+def configured(jobs: list[Job], name: str) -> Job:
+    """The configured job ``name`` means.
+
+    Raises:
+        JobNotFound: none does.
+    """
+    job = find_job(jobs, name)
+    if job is None:
+        raise JobNotFound(name, [j.app_name for j in jobs])
+    return job
+
+
+def state_name(jobs: list[Job], store: "StateStore", name: str) -> str:
+    """The app name an operator command means: a configured job's, or a ghost's.
+
+    Raises:
+        JobNotFound: neither.
+    """
+    job = find_job(jobs, name)
+    if job is not None:
+        return job.app_name
+    if name not in store.states():
+        raise JobNotFound(name, [j.app_name for j in jobs])
+    return name
+
+
+def _runner(settings: "Settings", jobs: list[Job], store: "StateStore") -> "Runner":
+    from .cli import _runner as make
+
+    return make(settings, jobs, store)
+
+
+def explain(settings: "Settings", jobs: list[Job], store: "StateStore", args: Any,
+            out: TextIO) -> int:
+    from .explain import explain as decide
+
+    job = configured(jobs, args.explain)
+    runner = _runner(settings, jobs, store)
+    states, now = store.states(), store.now()
+    result = decide(job, states, now, runner.marker(states.get(job.app_name), now), runner.rules)
+    if args.json:
+        jsonout.emit(result.facts, out)
+    else:
+        print(f"{job.app_name}: {result.verdict}", file=out)
+        for line in result.lines:
+            print(f"  {line}", file=out)
+    return 0
+
+
+def pause(settings: "Settings", jobs: list[Job], store: "StateStore", args: Any,
+          out: TextIO) -> int:
+    job = configured(jobs, args.pause)
+    if not (args.reason or "").strip():
+        raise ConfigurationError("--pause", "needs --reason TEXT (it is shown to whoever looks)")
+    now = store.now()
+    try:
+        until = parse_until(args.until, now) if args.until else now + DEFAULT_PAUSE
+    except ValueError as exc:
+        raise ConfigurationError("--until", str(exc)) from None
+    store.pause(job.app_name, job.depends_on, until,
+                audit_entry("pause", job.app_name, args, until=until))
+    print(f"{job.app_name}: paused until {until:%Y-%m-%d %H:%M} UTC"
+          f"{' (24 h: --until to choose)' if not args.until else ''}; cron ticks skip it, "
+          f"--job runs it only with --force; --resume {job.app_name} ends the pause", file=out)
+    return 0
+
+
+def resume(settings: "Settings", jobs: list[Job], store: "StateStore", args: Any,
+           out: TextIO) -> int:
+    job = configured(jobs, args.resume)
+    state = store.state(job.app_name)
+    if state is None or state.paused_until is None or state.paused_until <= store.now():
+        print(f"{job.app_name}: not paused", file=out)
+        return 0
+    store.resume(job.app_name, audit_entry("resume", job.app_name, args))
+    print(f"{job.app_name}: resumed (was paused until {state.paused_until:%Y-%m-%d %H:%M} UTC "
+          f"by {state.paused_by}: {state.paused_reason})", file=out)
+    return 0
+
+
+def rerun(settings: "Settings", jobs: list[Job], store: "StateStore", args: Any,
+          out: TextIO) -> int:
+    from .cli import ExitCode, terminate_on_sigterm
+    from .runner import Status
+
+    job = configured(jobs, args.rerun)
+    if not job.is_backfill:
+        raise ConfigurationError(
+            "--rerun", f"{job.app_name} is not a backfill job (it has no days to redo); "
+            f"--job {job.app_name} --force runs it once now")
+    if not args.date:
+        raise ConfigurationError("--rerun", "needs --date YYYY-MM-DD [--to YYYY-MM-DD]")
+    try:
+        first = parse_day(args.date)
+        last = parse_day(args.to) if args.to else first
+        state = store.state(job.app_name)
+        dates = rerun_dates(job.schedule, state.last_success if state else None, first, last,
+                            store.now())
+    except ValueError as exc:
+        raise ConfigurationError("--date/--to", str(exc)) from None
+    if not dates:
+        raise ConfigurationError("--date/--to", f"no interval of {job.app_name} starts between "
+                                 f"{first} and {last} before now")
+    store.audit(audit_entry("rerun", job.app_name, args, dates=[d.isoformat() for d in dates]))
+    with terminate_on_sigterm():
+        result = _runner(settings, jobs, store).rerun(job, dates)
+    if result.error is not None:
+        raise result.error
+    listed = ", ".join(f"{d:%Y-%m-%d %H:%M}" for d in dates)
+    if result.status is Status.FAILED:
+        print(f"{job.app_name}: rerun of {listed} failed: {result.detail} (the days before the "
+              "failure were done; see --history)", file=out)
+        return ExitCode.JOB_FAILED
+    print(f"{job.app_name}: reran {listed} UTC; last success and next run unchanged", file=out)
+    return ExitCode.OK
+
+
+def mark_success(settings: "Settings", jobs: list[Job], store: "StateStore", args: Any,
+                 out: TextIO) -> int:
+    job = configured(jobs, args.mark_success)
+    runner = _runner(settings, jobs, store)
+    refuse = runner.refuse_live(job.app_name, "mark it successful")
+    before: list[JobState] = []
+
+    def decide(state: JobState, now: dt.datetime) -> bool:
+        refuse(state, now)
+        before.append(state)
+        return True
+
+    now = store.now()
+    next_run = next_run_after(now, job.schedule, True, 0)
+    state = store.locked_change(
+        job.app_name, "mark_success", decide,
+        audit_entry("mark-success", job.app_name, args, next_run=next_run),
+        {"next_run": next_run},
+    )
+    if state is None:
+        print(f"{job.app_name}: never ran: nothing to mark (a first run is due now)", file=out)
+        return 0
+    old = state.last_success
+    print(f"{job.app_name}: marked successful (last success "
+          f"{f'{old:%Y-%m-%d %H:%M} UTC' if old else 'never'} -> now; errors cleared; next run "
+          f"{next_run:%Y-%m-%d %H:%M} UTC)", file=out)
+    return 0
+
+
+def reset_job(settings: "Settings", jobs: list[Job], store: "StateStore", args: Any,
+              out: TextIO) -> int:
+    name = state_name(jobs, store, args.reset_job)
+    audit = audit_entry("reset", name, args)
+    if _runner(settings, jobs, store).reset(name, audit) is not None:
+        ghost = "" if find_job(jobs, name) else " (it was a ghost: not configured)"
+        print(f"{name}: state reset{ghost}", file=out)
+    else:
+        print(f"{name}: had no state (already reset)", file=out)
+    return 0
+
+
+def release(settings: "Settings", jobs: list[Job], store: "StateStore", args: Any,
+            out: TextIO) -> int:
+    name = state_name(jobs, store, args.release)
+    released = _runner(settings, jobs, store).release(name, audit_entry("release", name, args))
+    if released:
+        print(f"{name}: released the marker of {released}; last run, last success and "
+              "backfill progress are kept", file=out)
+    else:
+        print(f"{name}: not running: nothing to release", file=out)
+    return 0
+
+
+def audit(settings: "Settings", jobs: list[Job], store: "StateStore", args: Any,
+          out: TextIO) -> int:
+    name = None
+    if args.audit_job:
+        name = state_name(jobs, store, args.audit_job)
+    entries = store.audit_entries(name, args.limit)
+    if args.json:
+        jsonout.emit([{"id": e.id, "at": e.at, "actor": e.actor, "action": e.action,
+                       "job": e.app_name, "reason": e.reason, "detail": dict(e.detail)}
+                      for e in entries], out)
+        return 0
+    if not entries:
+        print("no operator actions recorded" + (f" for {name}" if name else ""), file=out)
+    for e in entries:
+        detail = ", ".join(f"{k}={v}" for k, v in dict(e.detail).items())
+        assert e.at is not None
+        print(f"{e.at:%Y-%m-%d %H:%M:%S} UTC  {e.actor}  {e.action} {e.app_name}"
+              f"{f'  why: {e.reason}' if e.reason else ''}{f'  ({detail})' if detail else ''}",
+              file=out)
+    return 0
