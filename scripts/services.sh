@@ -51,8 +51,9 @@ if [[ -d $STATE_DIR/pg || -d $STATE_DIR/es ]]; then
 else
   # Named by a hash of the canonical state dir, so that two checkouts (a copy
   # of a clone included) never share one; the name part is for people.
-  SERVICE_DIR=$SERVICES_ROOT/$(basename -- "$REPO" | tr -c 'A-Za-z0-9._-' _ | cut -c1-24)-$(
-    printf '%s' "$STATE_DIR" | sha256sum | cut -c1-12)
+  SERVICE_DIR=${REPO##*/}
+  SERVICE_DIR=${SERVICE_DIR//[^A-Za-z0-9._-]/_}
+  SERVICE_DIR=$SERVICES_ROOT/${SERVICE_DIR:0:24}-$(printf '%s' "$STATE_DIR" | sha256sum | cut -c1-12)
 fi
 
 PG_PORT=${SYMBOLS_PG_PORT:-54329}

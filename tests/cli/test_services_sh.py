@@ -105,6 +105,7 @@ def test_a_checkout_in_a_mode_700_directory_runs_postgresql_and_cleans_only_its_
     assert started.returncode == 0, started.stderr
     assert select_one(checkout.pg_port) == 1
     (data,) = checkout.service_dirs()
+    assert data.name.startswith("clone-")
     assert (data / "pg" / "data" / "postmaster.pid").is_file()
     assert stat.S_IMODE(private.stat().st_mode) == 0o700  # nobody's permissions were changed
     assert str(data) in (checkout.state_dir / "env").read_text()
