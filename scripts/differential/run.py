@@ -5,13 +5,13 @@
 Each scenario (an ini, jobs from ``jobs_py2and3.py``, steps) runs on both
 implementations, each with a fresh database (time zone UTC). Steps are CLI
 invocations, or SQL run on both databases that winds the state's clock back.
-Steps run interleaved (original, then ours); after each invocation both
+Each invocation step starts on both implementations at once; then both
 databases are observed (see ``observe``) and compared: times as ages and gaps,
-with tolerances, since absolute times differ. A scenario is PASS (no
-difference), DIFF (only differences it declares, citing the spec section of
-the bug we fixed) or FAIL (anything else, or a declared difference that did
-not happen); the exit status is 1 if any scenario FAILs (and on a set-up error, with one
-line on stderr). README.md beside this file has the details. The original is
+with tolerances (grown by the invocations' durations), since absolute times
+differ. A scenario is PASS (no difference), DIFF (only differences it
+declares, citing the spec section of the bug we fixed) or FAIL (anything else,
+or a declared difference that did not happen); the exit status is 1 if any
+scenario FAILs, and on a set-up error (one line on stderr). README.md beside this file has the details. The original is
 installed once (pip --target, the pins of ``requirements-py27.txt``) into
 ``.services/cache/py2crontabber`` and run by pyenv's Python 2.7.18. The
 PostgreSQL is the one ``RESOURCE_POSTGRESQL_*`` names (``.services/env``), by
