@@ -35,7 +35,7 @@
 # reachable by their OS users, which a clone under a mode-700 home is not; they
 # live in $SERVICE_DIR, /var/lib/symbols-services/<repo name>-<hash of
 # $STATE_DIR>, one per state dir (named in $STATE_DIR/env; its `checkout` file
-# names the state dir it belongs to).
+# names the state dir it belongs to; see ensure_service_dir).
 set -euo pipefail
 umask 022
 
@@ -729,17 +729,38 @@ cmd_start() {
   log services "ready in $(since "$t0"); env file: $STATE_DIR/env; pg and es data: $SERVICE_DIR"
 }
 
-# Create $SERVICE_DIR with its `checkout` file, or check that it is ours.
+# $SERVICE_DIR/checkout holds the state dir it belongs to, then a random id
+# that $STATE_DIR/service-id repeats.  A state dir without that id (a clone
+# deleted without `make clean`, cloned again at the same path) must not inherit
+# the old clone's databases: their services are stopped and their data removed,
+# as if they had gone with the old clone's .services.
 ensure_service_dir() {
+  local mine tmp
   [[ $SERVICE_DIR = "$STATE_DIR" ]] && return 0
-  install -d -m 755 "$SERVICES_ROOT" "$SERVICE_DIR"
-  [[ -s $SERVICE_DIR/checkout ]] || printf '%s\n' "$STATE_DIR" >"$SERVICE_DIR/checkout"
-  check_service_dir_owner
+  mine=$(cat "$STATE_DIR/service-id" 2>/dev/null) || true
+  if [[ -e $SERVICE_DIR ]]; then
+    check_service_dir_owner
+    if [[ -z $mine || $(sed -n 2p "$SERVICE_DIR/checkout") != "$mine" ]]; then
+      log services "$SERVICE_DIR is an earlier checkout's at this path: stopping its services, removing it"
+      es_stop
+      pg_stop
+      rm -rf -- "$SERVICE_DIR"
+    fi
+  fi
+  [[ -e $SERVICE_DIR ]] && return 0
+  [[ -n $mine ]] || mine=$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
+  printf '%s\n' "$mine" >"$STATE_DIR/service-id"
+  # Complete (checkout file included) before it appears under its name.
+  install -d -m 755 "$SERVICES_ROOT"
+  tmp=$(mktemp -d "$SERVICES_ROOT/.new.XXXXXX")
+  chmod 755 "$tmp"
+  printf '%s\n%s\n' "$STATE_DIR" "$mine" >"$tmp/checkout"
+  mv -T -- "$tmp" "$SERVICE_DIR"
 }
 
 check_service_dir_owner() {
   local owner
-  owner=$(cat "$SERVICE_DIR/checkout" 2>/dev/null) || true
+  owner=$(head -n1 "$SERVICE_DIR/checkout" 2>/dev/null) || true
   [[ $owner = "$STATE_DIR" ]] ||
     die "$SERVICE_DIR belongs to ${owner:-no checkout} (its checkout file), not to $STATE_DIR"
 }
@@ -755,7 +776,7 @@ cmd_clean() {
     rmdir -- "$SERVICES_ROOT" 2>/dev/null || true # other checkouts' may remain
     log services "removed $SERVICE_DIR"
   fi
-  rm -rf -- "$STATE_DIR"/{env,env.tmp,cache,pg,es,s3,lock}
+  rm -rf -- "$STATE_DIR"/{env,env.tmp,service-id,cache,pg,es,s3,lock}
   if rmdir -- "$STATE_DIR" 2>/dev/null; then
     log services "removed $STATE_DIR"
   else

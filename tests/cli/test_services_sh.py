@@ -66,11 +66,20 @@ class Checkout:
 
     def service_dirs(self) -> list[Path]:
         """The directories under SERVICES_ROOT whose ``checkout`` file names this state dir."""
-        return [d for d in service_dirs() if (d / "checkout").read_text().strip() == str(self.state_dir)]
+        return [d for d in service_dirs()
+                if (d / "checkout").read_text().splitlines()[0] == str(self.state_dir)]
 
 
 def service_dirs() -> set[Path]:
     return {d for d in SERVICES_ROOT.glob("*") if (d / "checkout").is_file()}
+
+
+def alive(pid: str) -> bool:
+    """True if process ``pid`` exists and is not a zombie (PID 1 may not reap)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def select_one(port: int) -> int:
@@ -95,10 +104,14 @@ def private(tmp_path: Path) -> Iterator[Path]:
                        env={k: v for k, v in os.environ.items() if not k.startswith("SYMBOLS_")})
 
 
+def new_checkout(root: Path) -> Checkout:
+    (root / "scripts").mkdir(parents=True)
+    shutil.copy2(REPO / "scripts" / "services.sh", root / "scripts")
+    return Checkout(root, free_port())
+
+
 def test_a_checkout_in_a_mode_700_directory_runs_postgresql_and_cleans_only_its_own(private):
-    checkout = Checkout(private / "clone", free_port())
-    (checkout.root / "scripts").mkdir(parents=True)
-    shutil.copy2(REPO / "scripts" / "services.sh", checkout.root / "scripts")
+    checkout = new_checkout(private / "clone")
     before = service_dirs()
 
     started = checkout.services("start", "pg")
@@ -128,3 +141,31 @@ def test_a_checkout_in_a_mode_700_directory_runs_postgresql_and_cleans_only_its_
     assert not data.exists() and not checkout.state_dir.exists()
     assert before <= service_dirs()  # no other checkout's data was touched
     assert answers(int(ENV.get("RESOURCE_POSTGRESQL_PORT", "54329")))  # the shared services run on
+
+
+def test_a_clone_deleted_without_clean_leaves_nothing_to_the_next_clone_at_its_path(private):
+    checkout = new_checkout(private / "clone")
+    started = checkout.services("start", "pg")
+    assert started.returncode == 0, started.stderr
+    (data,) = checkout.service_dirs()
+    old_pid = (data / "pg" / "data" / "postmaster.pid").read_text().split()[0]
+    conn = psycopg2.connect(host="127.0.0.1", port=checkout.pg_port, dbname="crontabber",
+                            user="crontabber", password="crontabber")
+    conn.autocommit = True
+    with conn.cursor() as cur:
+        cur.execute("CREATE DATABASE left_by_the_old_clone")
+    conn.close()
+
+    shutil.rmtree(checkout.root)  # rm -rf clone, its server still running
+    checkout = new_checkout(checkout.root)  # git clone again at the same path
+    started = checkout.services("start", "pg")
+    assert started.returncode == 0, started.stderr
+    assert "earlier checkout" in started.stderr
+    assert not alive(old_pid)
+    assert checkout.service_dirs() == [data]
+    conn = psycopg2.connect(host="127.0.0.1", port=checkout.pg_port, dbname="crontabber",
+                            user="crontabber", password="crontabber")
+    with conn.cursor() as cur:
+        cur.execute("SELECT datname FROM pg_database WHERE datname = 'left_by_the_old_clone'")
+        assert cur.fetchall() == []  # a fresh cluster
+    conn.close()
