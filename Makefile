@@ -45,5 +45,8 @@ stop:
 status:
 	bash scripts/services.sh status
 
-clean: stop
-	rm -rf .venv .services
+# Stops the services, removes their data (in .services and outside the clone:
+# see scripts/services.sh) and the venv.
+clean:
+	bash scripts/services.sh clean
+	rm -rf .venv

@@ -7,6 +7,7 @@
 #   s3  s3proxy 4.1.0 with its filesystem backend (Maven Central)
 #
 # usage: scripts/services.sh start|stop|restart|status|env [--fast] [pg|es|s3 ...]
+#        scripts/services.sh clean
 #        (no names = all three)
 #
 #   start    install/download what is missing, start what is not running, wait
@@ -14,6 +15,8 @@
 #   stop     stop what this script started (strictly by PID file).
 #   status   one line per service; exits non-zero if any requested service is down.
 #   env      print the `export` lines (also written by start to $STATE_DIR/env).
+#   clean    stop all three, then remove this checkout's $SERVICE_DIR and
+#            $STATE_DIR (data, logs, caches, env).
 #   --fast   (or SYMBOLS_PG_FAST=1) PostgreSQL with fsync=off,
 #            synchronous_commit=off, full_page_writes=off: FOR TESTS ONLY.
 #
@@ -25,6 +28,14 @@
 #
 # Must run as root: initdb and Elasticsearch refuse to run as root, so they are
 # run as the `postgres` and `symbols-es` OS users through runuser.
+#
+# Where things live: $STATE_DIR (<repo>/.services) holds what root uses: the
+# env file, the lock, s3proxy's data and the caches.  PostgreSQL's and
+# Elasticsearch's directories (and the Elasticsearch distribution) must be
+# reachable by their OS users, which a clone under a mode-700 home is not; they
+# live in $SERVICE_DIR, /var/lib/symbols-services/<repo name>-<hash of
+# $STATE_DIR>, one per state dir (named in $STATE_DIR/env; its `checkout` file
+# names the state dir it belongs to; see ensure_service_dir).
 set -euo pipefail
 umask 022
 
@@ -32,6 +43,18 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 # Absolute and canonical: the paths below end up in the daemons' command lines,
 # which is how their pid files are validated.
 STATE_DIR=$(realpath -m -- "${SYMBOLS_STATE_DIR:-$REPO/.services}")
+SERVICES_ROOT=/var/lib/symbols-services
+# A state dir set up before $SERVICE_DIR existed holds pg/ and es/ itself: its
+# services (perhaps running) stay where they are until `clean`.
+if [[ -d $STATE_DIR/pg || -d $STATE_DIR/es ]]; then
+  SERVICE_DIR=$STATE_DIR
+else
+  # Named by a hash of the canonical state dir, so that two checkouts (a copy
+  # of a clone included) never share one; the name part is for people.
+  SERVICE_DIR=${REPO##*/}
+  SERVICE_DIR=${SERVICE_DIR//[^A-Za-z0-9._-]/_}
+  SERVICE_DIR=$SERVICES_ROOT/${SERVICE_DIR:0:24}-$(printf '%s' "$STATE_DIR" | sha256sum | cut -c1-12)
+fi
 
 PG_PORT=${SYMBOLS_PG_PORT:-54329}
 ES_PORT=${SYMBOLS_ES_PORT:-9201}
@@ -213,7 +236,7 @@ mvn_get() {
 
 # ------------------------------------------------------------- PostgreSQL ---
 
-PG_DIR=$STATE_DIR/pg
+PG_DIR=$SERVICE_DIR/pg
 PG_DATA=$PG_DIR/data
 PG_SOCK=$PG_DIR/run
 PG_LOG=$PG_DIR/logs/postgresql.log
@@ -231,9 +254,9 @@ pg_init() {
   [[ -s $PG_DATA/PG_VERSION ]] && return 0
   local t0
   t0=$(now_ms)
-  # The postgres user must be able to reach the state dir.
-  as_user postgres test -x "$STATE_DIR" ||
-    die pg "user postgres cannot enter $STATE_DIR (check the parent directories' permissions)"
+  # The postgres user must be able to reach its directories.
+  as_user postgres test -x "$PG_DIR" ||
+    die pg "user postgres cannot enter $PG_DIR (check the parent directories' permissions)"
   # A unix socket path is limited to 107 bytes.
   ((${#PG_SOCK} < 90)) || die pg "socket dir path too long: $PG_SOCK (use a shorter SYMBOLS_STATE_DIR)"
   rm -rf "$PG_DATA" # a half-finished initdb
@@ -368,8 +391,8 @@ pg_status() {
 # ---------------------------------------------------------- Elasticsearch ---
 
 ES_ZIP=$M2_REPO/org/elasticsearch/distribution/integ-test-zip/elasticsearch/$ES_VERSION/elasticsearch-$ES_VERSION.zip
-ES_HOME=$STATE_DIR/cache/elasticsearch-$ES_VERSION
-ES_DIR=$STATE_DIR/es
+ES_HOME=$SERVICE_DIR/cache/elasticsearch-$ES_VERSION
+ES_DIR=$SERVICE_DIR/es
 ES_CONF=$ES_DIR/config
 ES_PIDFILE=$ES_DIR/run/elasticsearch.pid
 ES_STARTUP_LOG=$ES_DIR/logs/startup.log
@@ -403,8 +426,8 @@ es_fetch() {
   t0=$(now_ms)
   # Unpack into a temporary dir and rename, so an interrupted unzip never
   # leaves a half-populated ES_HOME behind.
-  install -d -m 755 "$STATE_DIR/cache"
-  tmp=$(mktemp -d "$STATE_DIR/cache/.unpack-es.XXXXXX")
+  install -d -m 755 "$SERVICE_DIR/cache"
+  tmp=$(mktemp -d "$SERVICE_DIR/cache/.unpack-es.XXXXXX")
   unzip -q "$ES_ZIP" -d "$tmp"
   [[ -x $tmp/elasticsearch-$ES_VERSION/bin/elasticsearch ]] || die es "unexpected layout in $ES_ZIP"
   chmod 755 "$tmp"
@@ -475,9 +498,9 @@ es_launch() {
   ensure_java17
   es_ensure_user
   ! port_busy "$ES_PORT" || die es "port $ES_PORT is taken by another process (set SYMBOLS_ES_PORT)"
-  as_user "$ES_OS_USER" test -x "$STATE_DIR" ||
-    die es "user $ES_OS_USER cannot enter $STATE_DIR (check the parent directories' permissions)"
   es_write_config
+  as_user "$ES_OS_USER" test -r "$ES_HOME/bin/elasticsearch" -a -x "$ES_DIR" ||
+    die es "user $ES_OS_USER cannot reach $ES_DIR (check the parent directories' permissions)"
   # With single-node discovery a low value only warns; in a container the
   # sysctl may be read-only, which is fine.
   if (($(cat /proc/sys/vm/max_map_count 2>/dev/null || echo 0) < 262144)); then
@@ -652,6 +675,7 @@ write_env_file() {
   # Holds passwords: readable by the owner only.
   (umask 077 && cat >"$f.tmp") <<EOF
 # Written by scripts/services.sh: local development services.
+# PostgreSQL's and Elasticsearch's data: $SERVICE_DIR
 export RESOURCE_POSTGRESQL_HOST=127.0.0.1
 export RESOURCE_POSTGRESQL_PORT=$PG_PORT
 export RESOURCE_POSTGRESQL_USER=$DB_USER
@@ -670,7 +694,7 @@ EOF
 # ------------------------------------------------------------------ main ---
 
 usage() {
-  echo "usage: $0 start|stop|restart|status|env [--fast] [pg|es|s3 ...]" >&2
+  echo "usage: $0 start|stop|restart|status|env [--fast] [pg|es|s3 ...] | clean" >&2
   exit 2
 }
 
@@ -702,7 +726,62 @@ cmd_start() {
   if has s3; then s3_wait; fi
   if has es; then es_wait; fi
   write_env_file
-  log services "ready in $(since "$t0"); env file: $STATE_DIR/env"
+  log services "ready in $(since "$t0"); env file: $STATE_DIR/env; pg and es data: $SERVICE_DIR"
+}
+
+# $SERVICE_DIR/checkout holds the state dir it belongs to, then a random id
+# that $STATE_DIR/service-id repeats.  A state dir without that id (a clone
+# deleted without `make clean`, cloned again at the same path) must not inherit
+# the old clone's databases: their services are stopped and their data removed,
+# as if they had gone with the old clone's .services.
+ensure_service_dir() {
+  local mine tmp
+  [[ $SERVICE_DIR = "$STATE_DIR" ]] && return 0
+  mine=$(cat "$STATE_DIR/service-id" 2>/dev/null) || true
+  if [[ -e $SERVICE_DIR ]]; then
+    check_service_dir_owner
+    if [[ -z $mine || $(sed -n 2p "$SERVICE_DIR/checkout") != "$mine" ]]; then
+      log services "$SERVICE_DIR is an earlier checkout's at this path: stopping its services, removing it"
+      es_stop
+      pg_stop
+      rm -rf -- "$SERVICE_DIR"
+    fi
+  fi
+  [[ -e $SERVICE_DIR ]] && return 0
+  [[ -n $mine ]] || mine=$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
+  printf '%s\n' "$mine" >"$STATE_DIR/service-id"
+  # Complete (checkout file included) before it appears under its name.
+  install -d -m 755 "$SERVICES_ROOT"
+  tmp=$(mktemp -d "$SERVICES_ROOT/.new.XXXXXX")
+  chmod 755 "$tmp"
+  printf '%s\n%s\n' "$STATE_DIR" "$mine" >"$tmp/checkout"
+  mv -T -- "$tmp" "$SERVICE_DIR"
+}
+
+check_service_dir_owner() {
+  local owner
+  owner=$(head -n1 "$SERVICE_DIR/checkout" 2>/dev/null) || true
+  [[ $owner = "$STATE_DIR" ]] ||
+    die "$SERVICE_DIR belongs to ${owner:-no checkout} (its checkout file), not to $STATE_DIR"
+}
+
+# Stop everything, then remove this checkout's data: $SERVICE_DIR whole (after
+# checking it is ours), and in $STATE_DIR only what this script and the
+# project's tools put there, so that a mistaken SYMBOLS_STATE_DIR loses nothing else.
+cmd_clean() {
+  cmd_stop
+  if [[ $SERVICE_DIR != "$STATE_DIR" && -e $SERVICE_DIR ]]; then
+    check_service_dir_owner
+    rm -rf -- "$SERVICE_DIR"
+    rmdir -- "$SERVICES_ROOT" 2>/dev/null || true # other checkouts' may remain
+    log services "removed $SERVICE_DIR"
+  fi
+  rm -rf -- "$STATE_DIR"/{env,env.tmp,service-id,cache,pg,es,s3,lock}
+  if rmdir -- "$STATE_DIR" 2>/dev/null; then
+    log services "removed $STATE_DIR"
+  else
+    log services "kept $STATE_DIR: it holds files this script did not make"
+  fi
 }
 
 cmd_stop() {
@@ -734,15 +813,17 @@ main() {
   ((${#SERVICES[@]})) || SERVICES=("${ALL_SERVICES[@]}")
 
   case $cmd in
-    start | stop | restart)
+    start | stop | restart | clean)
       ((EUID == 0)) || die "must run as root (it runs PostgreSQL and Elasticsearch as their own users)"
+      [[ $cmd != clean ]] || (($# == 0)) || usage
       ensure_tools
       install -d -m 755 "$STATE_DIR"
       take_lock
       case $cmd in
-        start) cmd_start ;;
+        start) ensure_service_dir && cmd_start ;;
         stop) cmd_stop ;;
-        restart) cmd_stop && cmd_start ;;
+        restart) ensure_service_dir && cmd_stop && cmd_start ;;
+        clean) cmd_clean ;;
       esac
       ;;
     status) cmd_status ;;

@@ -5,14 +5,18 @@
 Each scenario (an ini, jobs from ``jobs_py2and3.py``, steps) runs on both
 implementations, each with a fresh database (time zone UTC). Steps are CLI
 invocations, or SQL run on both databases that winds the state's clock back.
-Steps run interleaved (original, then ours); after each invocation both
+Each invocation step starts on both implementations at once; then both
 databases are observed (see ``observe``) and compared: times as ages and gaps,
-with tolerances, since absolute times differ. A scenario is PASS (no
-difference), DIFF (only differences it declares, citing the spec section of
-the bug we fixed) or FAIL (anything else, or a declared difference that did
-not happen); the exit status is 1 if any scenario FAILs. README.md beside
-this file has the details. The original is installed once (pip --target)
-into ``.services/cache/py2crontabber`` and run by pyenv's Python 2.7.18.
+with tolerances (grown by the invocations' durations), since absolute times
+differ. A scenario is PASS (no difference), DIFF (only differences it
+declares, citing the spec section of the bug we fixed) or FAIL (anything else,
+or a declared difference that did not happen); the exit status is 1 if any
+scenario FAILs, and on a set-up error (one line on stderr). README.md beside this file has the details. The original is
+installed once (pip --target, the pins of ``requirements-py27.txt``) into
+``.services/cache/py2crontabber`` and run by pyenv's Python 2.7.18. The
+PostgreSQL is the one ``RESOURCE_POSTGRESQL_*`` names (``.services/env``), by
+default 127.0.0.1:54329. ``tests/cli/test_differential.py`` runs this in
+``make test``.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,12 +41,16 @@ import psycopg2.extras
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 CACHE = ROOT / ".services" / "cache" / "py2crontabber"
-REQUIREMENTS = ("crontabber==0.18.1", "configman==1.3.0", "psycopg2-binary<2.9",
-                "mock<4", "nose", "raven<7")
-PG = {"host": "127.0.0.1", "port": 54329, "user": "crontabber", "password": "crontabber"}
+REQUIREMENTS = HERE / "requirements-py27.txt"
+PYTHON27 = "2.7.18"
+PG = {"host": os.environ.get("RESOURCE_POSTGRESQL_HOST", "127.0.0.1"),
+      "port": int(os.environ.get("RESOURCE_POSTGRESQL_PORT", "54329")),
+      "user": os.environ.get("RESOURCE_POSTGRESQL_USER", "crontabber"),
+      "password": os.environ.get("RESOURCE_POSTGRESQL_PASSWORD", "crontabber")}
 JOBS_MODULE = "jobs_py2and3"
-AGE_TOL = 5.0    # seconds: ages of the same value in the two databases
-DELTA_TOL = 1.0  # seconds: gaps between two columns of one row
+# Tolerances, in seconds, on top of the scenario's skew (see Outcome.skew):
+AGE_TOL = 5.0    # ages of the same value in the two databases
+DELTA_TOL = 1.0  # gaps between two columns of one row
 TIMESTAMPS = ("next_run", "first_run", "last_run", "last_success", "ongoing")
 ABSENT = "(absent)"
 
@@ -204,33 +214,62 @@ class Impl:
     pythonpath: tuple[Path, ...]
 
     def env(self) -> dict[str, str]:
-        """The environment minus anything either implementation reads as configuration."""
-        skip = ("CRONTABBER", "RESOURCE", "SENTRY", "SECRETS", "LOGGING", "PYTHON", "PYENV")
-        env = {k: v for k, v in os.environ.items() if not k.upper().startswith(skip)}
+        """The environment for this implementation: clean_environ() + its path."""
+        env = clean_environ()
         env["PYTHONPATH"] = os.pathsep.join(str(p) for p in self.pythonpath)
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         return env
 
 
+def clean_environ() -> dict[str, str]:
+    """The environment minus anything either implementation (or a Python) reads as configuration."""
+    skip = ("CRONTABBER", "RESOURCE", "SENTRY", "SECRETS", "LOGGING", "PYTHON", "PYENV")
+    return {k: v for k, v in os.environ.items() if not k.upper().startswith(skip)}
+
+
 def python27() -> str:
-    prefix = subprocess.run(["pyenv", "prefix", "2.7.18"], check=True,
-                            capture_output=True, text=True).stdout.strip()
+    """pyenv's Python 2.7.18 (part of the machine, as Python 3.11 is).
+
+    Raises SystemExit with one line if it cannot be found."""
+    root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
+    python = root / "versions" / PYTHON27 / "bin" / "python"
+    if python.is_file():
+        return str(python)
+    try:  # a pyenv installed elsewhere
+        prefix = subprocess.run(["pyenv", "prefix", PYTHON27], check=True,
+                                capture_output=True, text=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError) as exc:
+        raise SystemExit(f"differential: no Python {PYTHON27}: not at {python}, "
+                         f"and `pyenv prefix {PYTHON27}` failed ({exc})") from None
     return str(Path(prefix) / "bin" / "python")
 
 
 def ensure_original(python: str) -> None:
-    """Install crontabber 0.18.1 and its Python 2 dependencies into CACHE, once."""
+    """Install crontabber 0.18.1 and its Python 2 dependencies into CACHE, once.
+
+    Installs into a temporary sibling directory and renames it, so that an
+    interrupted install is never taken for a finished one. Raises SystemExit
+    with one line (and pip's last lines) if pip fails."""
+    wanted = REQUIREMENTS.read_text()
     stamp = CACHE / ".requirements"
-    wanted = "\n".join(REQUIREMENTS)
-    if stamp.is_file() and stamp.read_text() == wanted and (CACHE / "crontabber" / "app.py").is_file():
+    if stamp.is_file() and stamp.read_text() == wanted:
         return
-    print(f"installing the original into {CACHE.relative_to(ROOT)} ...", flush=True)
-    CACHE.mkdir(parents=True, exist_ok=True)
-    subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                    "--no-python-version-warning",
-                    "--upgrade", "--target", str(CACHE), *REQUIREMENTS],
-                   check=True, env={**os.environ, "PYENV_VERSION": "2.7.18"})
-    stamp.write_text(wanted)
+    print(f"installing the original into {CACHE} ...", file=sys.stderr, flush=True)
+    CACHE.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".py2crontabber-", dir=CACHE.parent))
+    # Python 2.7's pip (19.2) knows no --no-python-version-warning: its
+    # deprecation notice is captured with the rest and shown only on failure.
+    done = subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                           "--no-deps", "--target", str(tmp), "-r", str(REQUIREMENTS)],
+                          capture_output=True, text=True, env=clean_environ())
+    if done.returncode != 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-10:])
+        raise SystemExit(f"{tail}\ndifferential: pip could not install {REQUIREMENTS.name} "
+                         f"with {python} (exit {done.returncode})")
+    (tmp / ".requirements").write_text(wanted)
+    shutil.rmtree(CACHE, ignore_errors=True)
+    tmp.rename(CACHE)
 
 
 def implementations(py27: str) -> list[Impl]:
@@ -293,7 +332,9 @@ def observe(conn: Any) -> dict[str, Any]:
     with conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
         cur.execute("SELECT clock_timestamp() AS now")
         now = cur.fetchone()["now"]
-        cur.execute("SELECT * FROM crontabber ORDER BY app_name")
+        # crontabber 0.18's columns only: ours may add its own (ongoing_by, ...).
+        cur.execute("SELECT app_name, next_run, first_run, last_run, last_success, ongoing,"
+                    " error_count, depends_on, last_error FROM crontabber ORDER BY app_name")
         for row in cur.fetchall():
             key = f"row:{row['app_name']}:"
             error = row["last_error"] or {}
@@ -330,16 +371,21 @@ def entity(key: str) -> str:
     return key.split(".", 1)[0] if key.startswith("log:") else ":".join(key.split(":")[:2])
 
 
-def differences(a: dict[str, Any], b: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+def differences(a: dict[str, Any], b: dict[str, Any], skew: float = 0.0) -> list[tuple[str, Any, Any]]:
     """Keys whose values differ (numbers within tolerance are equal); a row
-    present on one side only is one difference."""
+    present on one side only is one difference.
+
+    ``skew`` bounds how far apart in time the two implementations wrote the
+    same timestamp: an age may be off by that much, a gap between two
+    timestamps (written in two steps) by twice that."""
     found, ents_a, ents_b = [], {entity(k) for k in a}, {entity(k) for k in b}
     for ent in sorted(ents_a ^ ents_b):
         found.append((ent, "present" if ent in ents_a else ABSENT, "present" if ent in ents_b else ABSENT))
     for key in sorted(k for k in a.keys() & b.keys()):
         x, y = a[key], b[key]
         if isinstance(x, float) and isinstance(y, float):
-            if abs(x - y) <= (AGE_TOL if ".age." in key or ":age." in key else DELTA_TOL):
+            is_age = ".age." in key or ":age." in key
+            if abs(x - y) <= (AGE_TOL + skew if is_age else DELTA_TOL + 2 * skew):
                 continue
         elif x == y:
             continue
@@ -351,6 +397,11 @@ def differences(a: dict[str, Any], b: dict[str, Any]) -> list[tuple[str, Any, An
 class Outcome:
     name: str
     compared: int = 0
+    # The longest invocation so far. Both implementations' invocations of a
+    # step start together, so each writes a timestamp within that many seconds
+    # of the other (a loaded machine stretches it; the differences that matter,
+    # a schedule or a retry time, are a minute or more).
+    skew: float = 0.0
     expected: list[str] = field(default_factory=list)
     unexpected: list[str] = field(default_factory=list)
     refs: list[str] = field(default_factory=list)
@@ -360,21 +411,29 @@ class Outcome:
         return "FAIL" if self.unexpected else "DIFF" if self.expected else "PASS"
 
 
-def invoke(impl: Impl, ini: Path, args: tuple[str, ...], workdir: Path) -> tuple[int, str]:
-    """Run one CLI invocation; stderr goes to ``workdir/<impl>.log``."""
+def invoke(impl: Impl, ini: Path, args: tuple[str, ...], workdir: Path) -> tuple[int, str, float]:
+    """Run one CLI invocation; return its exit code, stdout and duration in
+    seconds. Its output goes to ``workdir/<impl>.log`` too."""
+    started = time.monotonic()
     done = subprocess.run([*impl.command, f"--admin.conf={ini}", *args], cwd=workdir,
                           env=impl.env(), capture_output=True, text=True, timeout=300)
+    duration = time.monotonic() - started
     with (workdir / f"{impl.name}.log").open("a") as log:
-        log.write(f"\n===== {' '.join(args) or '(run all)'} -> exit {done.returncode}\n"
-                  f"{done.stdout}{done.stderr}")
-    return done.returncode, done.stdout
+        log.write(f"\n===== {' '.join(args) or '(run all)'} -> exit {done.returncode}"
+                  f" ({duration:.2f} s)\n{done.stdout}{done.stderr}")
+    return done.returncode, done.stdout, duration
 
 
-def observe_step(impls: list[Impl], conns: dict[str, Any], step: Step, workdir: Path) -> list[dict]:
-    """Run a step's invocation on each implementation, then observe each database."""
+def observe_step(impls: list[Impl], conns: dict[str, Any], step: Step, workdir: Path,
+                 outcome: Outcome) -> list[dict]:
+    """Run a step's invocation on every implementation at once (each has its
+    own database), then observe each database; record the step's skew."""
     seen = []
-    for impl in impls:
-        code, out = invoke(impl, workdir / f"{impl.name}.ini", step.args, workdir)
+    with ThreadPoolExecutor(len(impls)) as pool:
+        results = list(pool.map(
+            lambda impl: invoke(impl, workdir / f"{impl.name}.ini", step.args, workdir), impls))
+    for code, out, duration in results:
+        outcome.skew = max(outcome.skew, duration)
         obs: dict[str, Any] = {"exit": code}
         if "--nagios" in step.args:  # its status line (ours adds detail lines)
             obs["stdout"] = exc_name(out.splitlines()[0] if out else "")
@@ -403,7 +462,9 @@ def judge(outcome: Outcome, step: Step, allowed: Expected | None, diffs: list) -
 def run_scenario(sc: Scenario, impls: list[Impl], workdir: Path, keep: bool) -> Outcome:
     """Run every step on both implementations, comparing after each invocation."""
     outcome = Outcome(sc.name)
-    dbs = {impl.name: f"crontabber_diff_{sc.name.replace('-', '_')}_{impl.name}" for impl in impls}
+    # The pid: two runs at once (two test sessions on one server) do not collide.
+    dbs = {impl.name: f"crontabber_diff_{sc.name.replace('-', '_')}_{impl.name}_{os.getpid()}"
+           for impl in impls}
     conns = {}
     for impl in impls:
         recreate_database(dbs[impl.name])
@@ -416,9 +477,9 @@ def run_scenario(sc: Scenario, impls: list[Impl], workdir: Path, keep: bool) -> 
                     with conn.cursor() as cur:
                         cur.execute(step.sql)
                 continue
-            seen = observe_step(impls, conns, step, workdir)
+            seen = observe_step(impls, conns, step, workdir, outcome)
             outcome.compared += len(seen[0].keys() | seen[1].keys())
-            judge(outcome, step, sc.expected.get(step.label), differences(*seen))
+            judge(outcome, step, sc.expected.get(step.label), differences(*seen, outcome.skew))
     finally:
         for conn in conns.values():
             conn.close()
