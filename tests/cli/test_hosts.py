@@ -158,7 +158,7 @@ def test_four_hosts_fifty_ticks_each_with_random_kills(cli, namespaces, tmp_path
     with capsys.disabled():
         print("\nmulti-host figures:", json.dumps(report))
     assert len(ticks) == HOSTS * TICKS and not unexpected, unexpected[:3]
-    assert len(kills) >= 20 and len(killed_mid_job) >= 3
+    assert len(kills) >= 15 and len(killed_mid_job) >= 3
     assert overlapped == []  # no double run: never two copies at once
     assert done == expected  # every due run recorded done once: none missed, none twice
     assert max(delays) <= LEASE + BEAT + 2.5  # every dead holder taken over within the lease
