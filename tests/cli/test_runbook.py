@@ -1,0 +1,82 @@
+"""Every command of docs/operations.md (the 3 a.m. runbook), run in the
+order the document gives, against a real PostgreSQL holding the state the
+runbook describes, with the repository's crontabber.ini. A command is a line
+``$ python -m crontabber ...`` in a code block; ``# exit N`` after it is the
+exit code expected (0 otherwise)."""
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+
+from tests.cli.conftest import REPO
+from tests.conftest import ENV
+
+RUNBOOK = REPO / "docs" / "operations.md"
+COMMAND = re.compile(r"^\$ (python -m crontabber[^#]*?)\s*(?:#\s*(?:exit (\d+))?.*)?$")
+
+
+def commands() -> list[tuple[str, int]]:
+    found, in_block = [], False
+    for line in RUNBOOK.read_text().splitlines():
+        if line.startswith("```"):
+            in_block = not in_block
+            continue
+        match = COMMAND.match(line) if in_block else None
+        if match:
+            found.append((match.group(1), int(match.group(2) or 0)))
+    return found
+
+
+def seed(crontab) -> None:
+    """The runbook's situation: every job ran a while ago and is not due, except
+    prune-s3, failing twice in a row; process-uploads left by a runner that died;
+    rebuild-search-index running on another host right now."""
+    from crontabber.catalog import load_jobs
+    from crontabber.config import load_settings
+
+    for job in load_jobs(load_settings(str(crontab.ini), {}, {})):
+        crontab.sql("INSERT INTO crontabber (app_name, next_run, first_run, last_run, last_success,"
+                    " error_count, depends_on, last_error) VALUES (%s, now() + interval '1 hour',"
+                    " now() - interval '3 days', now() - interval '1 hour', now() - interval '1 hour',"
+                    " 0, %s, '{}')", (job.app_name, list(job.depends_on)))
+    error = {"type": "<class 'botocore.exceptions.EndpointConnectionError'>",
+             "value": 'Could not connect to the endpoint URL: "http://s3.internal:9000/symbols"',
+             "traceback": '  File "jobs/prune/runs.py", line 80, in run\n    ...\n'}
+    crontab.sql("UPDATE crontabber SET error_count = 2, last_error = %s, last_success = now() -"
+                " interval '2 days', next_run = now() + interval '5 minutes'"
+                " WHERE app_name = 'prune-s3'", (json.dumps(error),))
+    crontab.sql("INSERT INTO crontabber_log (app_name, duration, exc_type, exc_value, exc_traceback,"
+                " run_id, host, pid) VALUES ('prune-s3', interval '2 seconds', %s, %s, %s, 41,"
+                " 'cron-1', 2211)", (error["type"], f"EndpointConnectionError({error['value']!r})",
+                                     error["traceback"]))
+    crontab.sql("UPDATE crontabber SET ongoing = now() - interval '10 minutes', heartbeat = now() -"
+                " interval '10 minutes', ongoing_by = 'cron-2:31337', run_id = 42, next_run = now() -"
+                " interval '10 minutes' WHERE app_name = 'process-uploads'")
+    crontab.sql("UPDATE crontabber SET ongoing = now() - interval '5 minutes', heartbeat = now(),"
+                " ongoing_by = 'cron-3:4242', run_id = 43 WHERE app_name = 'rebuild-search-index'")
+
+
+def test_every_runbook_command_runs_as_documented(cli, s3_bucket, tmp_path):
+    steps = commands()
+    assert len(steps) >= 15
+    shutil.copy(REPO / "crontabber.ini", tmp_path / "crontabber.ini")
+    cli.crontab.ini = tmp_path / "crontabber.ini"
+    seed(cli.crontab)
+    env = {**ENV, **cli.env}
+    for name in ("CLASS_PRUNES3CRONAPP_INBOX_BUCKET", "CLASS_PRUNES3CRONAPP_SYMBOLS_BUCKET",
+                 "CLASS_MISSINGSYMBOLSREPORTCRONAPP_SYMBOLS_BUCKET"):
+        env[f"CRONTABBER_{name}"] = s3_bucket  # the test's own bucket, not the shared ones
+    for command, expected in steps:
+        argv = [sys.executable, *shlex.split(command)[1:]]
+        done = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == expected, (command, done.stdout, done.stderr)
+        assert "Traceback" not in done.stdout + done.stderr, (command, done.stderr)
+    audit = cli.crontab.sql("SELECT action, app_name FROM crontabber_audit ORDER BY id")
+    assert [(a["action"], a["app_name"]) for a in audit] == [
+        ("force", "prune-s3"), ("release", "process-uploads"), ("rerun", "missing-symbols-report"),
+        ("pause", "prune-s3"), ("resume", "prune-s3")]
