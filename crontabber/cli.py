@@ -379,7 +379,13 @@ def setup_logging(settings: Settings) -> None:
     logging.basicConfig(stream=sys.stderr, level=settings.log_level, format=settings.log_format)
     # everett logs every raw value it reads at DEBUG, secrets included.
     logging.getLogger("everett").setLevel(logging.WARNING)
-    # Client libraries log every request at INFO: keep them for --logging.level=DEBUG.
+    # Client libraries log every request at INFO, and each retry at WARNING with a
+    # traceback: keep both for --logging.level=DEBUG; otherwise warnings only, without
+    # tracebacks (the runner reports each failure once, in one line).
     if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
-        for name in ("elastic_transport", "botocore", "boto3", "urllib3", "s3transfer"):
+        from .failures import CLIENT_LOGGERS, NoClientTracebacks
+
+        for name in CLIENT_LOGGERS:
             logging.getLogger(name).setLevel(logging.WARNING)
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(NoClientTracebacks())

@@ -50,6 +50,7 @@ from .errors import (
     LeaseLost,
     Terminated,
 )
+from .failures import describe
 from .state import Claim
 
 logger = logging.getLogger(__name__)
@@ -132,7 +133,7 @@ class Failure:
         return cls(
             error={"type": repr(type(exc)), "value": str(exc), "traceback": frames},
             exc_repr=repr(exc),
-            summary=f"{type(exc).__name__}: {exc}",
+            summary=describe(exc),
             kind=kind,
         )
 
@@ -500,7 +501,10 @@ def _run_job(supervisor: Supervisor, writer: Any) -> None:  # pragma: no cover
         failure = Failure.of(exc)
         failure.seconds = time.monotonic() - unit_start
         if failure.kind != "terminate":
+            # One line; the traceback is in crontabber_log, Sentry and the DEBUG log.
             logger.error("%s failed: %s", supervisor.claim.app_name, failure.summary,
-                         exc_info=exc, extra={"job": supervisor.claim.app_name})
+                         extra={"job": supervisor.claim.app_name})
+            logger.debug("%s failed", supervisor.claim.app_name, exc_info=exc,
+                         extra={"job": supervisor.claim.app_name})
             supervisor.report(exc)
         writer.send(("failed", failure))

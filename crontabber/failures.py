@@ -1,0 +1,103 @@
+"""One line per failure, naming the service and its address when the failure
+is a service's (issue #13: "Elasticsearch at http://127.0.0.1:9201: connection
+refused", not 248 lines of retries and tracebacks).
+
+The exception chain (causes, contexts, and elastic_transport's ``errors``) is
+searched by the exception classes' module and name, so nothing here imports
+the client libraries (an idle tick must not pay for them).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+from urllib.parse import urlsplit
+
+# Loggers of the client libraries: their retry warnings lose their tracebacks
+# unless the log level is DEBUG.
+CLIENT_LOGGERS = ("elastic_transport", "elasticsearch", "botocore", "boto3", "urllib3",
+                  "s3transfer")
+
+
+def chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and every exception behind it (causes, contexts, elastic_transport's
+    ``errors``, botocore's ``kwargs["error"]``), outermost first, each once."""
+    found: list[BaseException] = []
+    todo = [exc]
+    while todo:
+        current = todo.pop(0)
+        if current is None or any(current is seen for seen in found):
+            continue
+        found.append(current)
+        todo += [current.__cause__, current.__context__]  # type: ignore[list-item]
+        todo += [e for e in getattr(current, "errors", ()) or () if isinstance(e, BaseException)]
+        wrapped = (getattr(current, "kwargs", None) or {}).get("error")  # botocore's
+        if isinstance(wrapped, BaseException):
+            todo.append(wrapped)
+    return found
+
+
+def _kind(exc: BaseException) -> tuple[str, str]:
+    return type(exc).__module__.split(".")[0], type(exc).__name__
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _reason(exceptions: list[BaseException]) -> str:
+    for exc in reversed(exceptions):  # the innermost cause says it best
+        if isinstance(exc, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(exc, TimeoutError) or "Timeout" in type(exc).__name__:
+            return "timed out"
+        if isinstance(exc, OSError) and exc.strerror:
+            return exc.strerror.lower()
+    text = " ".join(str(exc) for exc in exceptions)
+    for needle, reason in (("Connection refused", "connection refused"),
+                           ("timed out", "timed out"), ("Name or service not known",
+                                                        "unknown host")):
+        if needle in text:
+            return reason
+    return _first_line(exceptions[-1])
+
+
+def _base(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}" if parts.scheme else url
+
+
+def describe(exc: BaseException) -> str:
+    """A failure in one line: ``Service at address: reason`` for the services'
+    connection failures, ``Type: first line of the message`` otherwise."""
+    exceptions = chain(exc)
+    for current in exceptions:
+        library, name = _kind(current)
+        if library in ("elastic_transport", "elasticsearch") and (
+                "Connection" in name or name == "TransportError"):
+            conn: Any = next((getattr(e, "conn") for e in exceptions
+                              if getattr(e, "conn", None) is not None), None)
+            where = f" at http://{conn.host}:{conn.port}" if conn is not None else ""
+            return f"Elasticsearch{where}: {_reason(exceptions)}"
+        if library == "botocore":
+            kwargs: dict = getattr(current, "kwargs", {}) or {}
+            if "endpoint_url" in kwargs:
+                return f"S3 at {_base(str(kwargs['endpoint_url']))}: {_reason(exceptions)}"
+            if name == "ClientError":
+                return f"S3: {_first_line(current)}"
+        if library == "psycopg2" and name == "OperationalError":
+            return f"PostgreSQL: {_first_line(current)}"
+    return f"{type(exc).__name__}: {_first_line(exc)}"
+
+
+class NoClientTracebacks(logging.Filter):
+    """Drop the tracebacks of the client libraries' log records (their retry
+    warnings): the failure is reported once, in one line, by the runner."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name.split(".")[0] in CLIENT_LOGGERS:
+            record.exc_info = None
+            record.exc_text = None
+            record.stack_info = None
+        return True
