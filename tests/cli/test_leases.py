@@ -170,6 +170,12 @@ def test_a_job_process_that_dies_is_a_failure_and_the_tick_goes_on(cli):
     assert state.last_error["type"] == "<class 'crontabber.errors.JobProcessDied'>"
     assert state.last_error["value"] == "abort-job: the job's process died: killed by signal 6 (SIGABRT)"
     assert len(crontab.calls("basic-job")) == 1
+    crontab.configure(["VanishJob|1d"])
+    done = cli.run("--job", "vanish-job")
+    assert done.returncode == 5 and "Traceback" not in done.stderr
+    assert done.stdout == ("vanish-job: failed: JobProcessDied: vanish-job: the job's process died: "
+                           "exit status 3 without reporting how the job ended\n")
+    assert crontab.state("vanish-job").ongoing is None
 
 
 def test_reset_and_release_refuse_a_live_lease_and_release_keeps_history(cli):
