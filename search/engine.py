@@ -31,9 +31,10 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from crontabber.errors import CrontabberError
-
+from .errors import BadQuery, SearchError, SearchUnavailable
 from .names import looks_like_id, name_parts
+
+__all__ = ["BadQuery", "Hit", "SearchError", "SearchResult", "SearchUnavailable", "Searcher", "search"]
 
 NAME_FIELD = "name_parts"
 OTHER_FIELD = "code_parts"
@@ -56,26 +57,6 @@ SEARCH_FILTER = "hits.total.value,hits.hits._score,hits.hits._source,hits.hits.m
 SUGGEST = {"suggest_mode": "always", "prefix_length": 0, "min_word_length": 3,
            "max_edits": 2, "size": 5}
 
-
-class SearchError(CrontabberError):
-    """Base of the search's errors."""
-
-
-class BadQuery(SearchError):
-    """The query or the size is not acceptable (an HTTP 400)."""
-
-    def __init__(self, problem: str) -> None:
-        self.problem = problem
-        super().__init__(problem)
-
-
-class SearchUnavailable(SearchError):
-    """Elasticsearch is unreachable or the index is missing (an HTTP 503)."""
-
-    def __init__(self, target: str, reason: str) -> None:
-        self.target = target
-        self.reason = reason
-        super().__init__(f"search unavailable ({target}): {reason}")
 
 
 @dataclass(frozen=True)

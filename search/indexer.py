@@ -19,20 +19,10 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
-from crontabber.errors import CrontabberError
-
 from .documents import SymbolRow, index_body
+from .errors import RebuildFailed
 
 logger = logging.getLogger(__name__)
-
-
-class RebuildFailed(CrontabberError):
-    """A new index could not be built; it was deleted and the alias did not move."""
-
-    def __init__(self, index: str, reason: str) -> None:
-        self.index = index
-        self.reason = reason
-        super().__init__(f"search index {index} not built ({reason}); the alias did not move")
 
 
 @dataclass(frozen=True)
