@@ -48,6 +48,7 @@ NAME_BOOST = 2.0  # name fields over the code-file field (the seed's title/text)
 FUZZY_BOOST = 0.2
 MATCH_BOOST = 0.05
 ID_BOOST = 100.0
+ID_PREFIX_BOOST = 50.0
 TOTAL_LIMIT = 10000  # "total" is exact up to this, then this (at least)
 MAX_QUERY_LENGTH = 200
 MAX_SIZE = 100
@@ -158,6 +159,12 @@ def build_query(text: str, terms: list[tuple[float, str]]) -> dict[str, Any]:
     if looks_like_id(text):
         for field in ("debug_id", "code_id"):
             should.append({"term": {field: {"value": text, "boost": ID_BOOST, "_name": field}}})
+            # a partial id (the start of one, as copied from a crash report); the
+            # keyword's normalizer lower-cases the prefix too. Constant score,
+            # below an exact match: 8 hex digits are rarely shared, so the
+            # expansion is a handful of terms.
+            should.append({"prefix": {field: {"value": text, "boost": ID_PREFIX_BOOST,
+                                              "_name": f"{field}_prefix"}}})
     return {"bool": {"should": should}}
 
 
@@ -184,6 +191,8 @@ def matched_term(names: list[str], text: str, terms: list[tuple[float, str]]) ->
         return terms[ranks[0]][1]
     if "debug_id" in names or "code_id" in names:
         return text
+    if "debug_id_prefix" in names or "code_id_prefix" in names:
+        return f"{text}*"
     if "fuzzy" in names:
         return f"fuzzy: {terms[0][1]}"
     return f"any of: {terms[0][1]}"
