@@ -30,6 +30,7 @@ from crontabber.options import Namespace
 
 if TYPE_CHECKING:
     from search.documents import SymbolRow
+    from search.indexer import LiveIndex
 
 logger = logging.getLogger(__name__)
 
@@ -247,16 +248,27 @@ class IndexNewUploadsCronApp(BaseCronApp):
             return
         with self.database_connection_factory() as connection:
             store = SymbolFileStore(connection)
-            mark = store.watermark(config.alias)
-            start = mark.indexed_to if mark and mark.index_name == target.name else \
-                target.built_from(config.alias)
-            since = start - dt.timedelta(seconds=int(config.overlap_seconds)) if start else None
+            since, why = starting_point(store.watermark(config.alias), target, config.alias,
+                                        dt.timedelta(seconds=int(config.overlap_seconds)))
             with store.new_files(since) as window:
                 written = update(es, config.alias, window.rows, int(config.chunk_size))
             store.save_watermark(config.alias, Watermark(target.name, window.as_of))
         logger.info(
-            "index-new-uploads: %d symbol files of uploads finished after %s written to %s (%s)",
-            written, since.isoformat() if since else "the beginning", target.name,
-            "watermark" if mark and mark.index_name == target.name else "the index's source time",
+            "index-new-uploads: %d symbol files of uploads finished after %s (%s) written to %s",
+            written, since.isoformat() if since else "the beginning", why, target.name,
             extra={"app_name": self.app_name},
         )
+
+
+def starting_point(mark: Watermark | None, target: "LiveIndex", alias: str,
+                   overlap: dt.timedelta) -> tuple[dt.datetime | None, str]:
+    """Where a run of ``index-new-uploads`` starts reading finished uploads
+    (``None``: from the beginning), and why: the watermark when it describes
+    the index the alias points to now, else that index's source snapshot time
+    (a rebuild moved the alias); ``overlap`` earlier, for late commits."""
+    start: dt.datetime | None
+    if mark is not None and mark.index_name == target.name:
+        start, why = mark.indexed_to, "the watermark"
+    else:
+        start, why = target.built_from(alias), f"the source time of {target.name}"
+    return (start - overlap if start else None), why
