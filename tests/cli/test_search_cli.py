@@ -76,7 +76,7 @@ def test_the_server_serves_until_terminated(corpus_index):  # noqa: F811
 def test_the_server_logs_one_line_per_request_with_elasticsearch_down():
     """Three searches with Elasticsearch unreachable (a closed port): per request
     the 503's warning and the access line, not the client's request lines and
-    retry tracebacks (514 lines before)."""
+    retry tracebacks (356-514 lines before)."""
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "search.server", "--port", str(port)],
                             env={**env("symbols"), "ES_URL": "http://127.0.0.1:9"}, cwd=REPO,

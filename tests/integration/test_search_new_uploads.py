@@ -78,7 +78,8 @@ def test_a_finished_upload_is_searchable_after_one_run_without_a_rebuild(
     name, debug = "mozavutil.pdb", "6B42A54E77C94BF0A1B2C3D4E5F60718A"
     uploads.enqueue(write_zip(tmp_path / "a.zip", [
         (f"{name}/{debug}/mozavutil.sym", sym_text(name, debug, 2000))]))
-    assert [o.status.value for o in uploads.worker().drain()] == ["done"]
+    uploads.worker().drain()
+    assert [row["status"] for row in uploads.sql("SELECT status FROM upload")] == ["done"]
     assert found(es_index, "mozavutil") == []
     index_new_uploads(search)
     assert found(es_index, "mozavutil") == [name]
