@@ -47,6 +47,7 @@ Response = tuple[int, dict[str, Any]]
 INTERNAL_ERROR = json.dumps({"error": "internal error"}).encode()
 MAX_REQUEST_LINE = 65536  # wsgiref's limit, in bytes
 LOGGED_PATH = 200  # characters of a path in the access log
+DISCARD_LIMIT = 1 << 20  # bytes read and dropped after a 414
 
 
 def result_json(result: SearchResult) -> dict[str, Any]:
@@ -194,6 +195,7 @@ class JsonRequestHandler(WSGIRequestHandler):
         if len(self.raw_requestline) > MAX_REQUEST_LINE:
             self.requestline = self.request_version = self.command = ""
             self.send_error(414, f"the request line is longer than {MAX_REQUEST_LINE} bytes")
+            self._discard_request()
             return
         if not self.parse_request():  # it has sent its error
             return
@@ -201,6 +203,27 @@ class JsonRequestHandler(WSGIRequestHandler):
                                     self.get_stderr(), self.get_environ(), multithread=False)
         handler.request_handler = self  # type: ignore[attr-defined]  # wsgiref's backpointer
         handler.run(self.server.get_app())  # type: ignore[attr-defined]  # a WSGIServer
+
+    def _discard_request(self) -> None:
+        """Read what is left of an oversized request (to the end of its headers,
+        at most 1 MiB, for at most 2 s) before the connection closes: closing a
+        socket with unread bytes sends a reset, and a client still sending
+        then loses the response it was sent (seen in the tests: the 414 lost)."""
+        deadline = time.monotonic() + 2
+        tail, left = b"", DISCARD_LIMIT
+        try:
+            self.connection.settimeout(0.5)
+            while left > 0 and time.monotonic() < deadline:
+                chunk = self.rfile.read1(min(65536, left))
+                if not chunk:
+                    return
+                left -= len(chunk)
+                seen = tail + chunk
+                if b"\r\n\r\n" in seen or b"\n\n" in seen:
+                    return
+                tail = seen[-3:]
+        except OSError:  # a timeout or a reset: nothing more to save
+            return
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         """Answer ``code`` with ``{"error": message}`` (the reason phrase when none)."""
