@@ -82,8 +82,9 @@ def rebuild_once(es: Any, settings: Any, stats: dict[str, list[float]]) -> float
     conn = connect(settings)
     start = time.perf_counter()
     try:
-        with SymbolFileStore(conn).snapshot() as (count, rows):
-            result = rebuild(es, ALIAS, rows, count, keep=2)
+        with SymbolFileStore(conn).snapshot() as source:
+            result = rebuild(es, ALIAS, source.rows, source.count, keep=2,
+                             source_as_of=source.as_of)
     finally:
         conn.close()
     seconds = time.perf_counter() - start
@@ -114,8 +115,8 @@ def per_document(es: Any, settings: Any) -> float:
     es.indices.create(index=name, **body)
     conn = connect(settings)
     try:
-        with SymbolFileStore(conn).snapshot() as (_, rows):
-            sample = list(itertools.islice(rows, SAMPLE))
+        with SymbolFileStore(conn).snapshot() as source:
+            sample = list(itertools.islice(source.rows, SAMPLE))
         start = time.perf_counter()
         for row in sample:
             es.index(index=name, id=row.doc_id, document=row.to_source())

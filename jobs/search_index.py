@@ -1,8 +1,15 @@
-"""Rebuild the symbol search index from PostgreSQL (issue #6).
+"""The symbol search index's two jobs (issues #6 and #16).
 
-Every run builds a new versioned Elasticsearch index from the upload and
-missing-symbol tables and moves the search alias to it; see
-``search.indexer`` for the build and ``docs/search.md`` for the design.
+- ``rebuild-search-index`` (hourly): builds a new versioned Elasticsearch index
+  from the upload and missing-symbol tables and moves the search alias to it.
+  It is the source of truth.
+- ``index-new-uploads`` (every 5 minutes): adds the symbol files of uploads
+  finished since its watermark to the index the alias points to, so a new
+  upload is searchable within minutes instead of after the next rebuild.
+
+See ``search.indexer`` for the Elasticsearch side and ``docs/search.md`` for
+the design. Both jobs let the ``search`` package's errors
+(``search.errors.SearchError``) propagate: the runner records any exception.
 Elasticsearch and the ``search`` package are imported inside ``run()``: an
 idle cron tick must not pay for them.
 """
@@ -10,8 +17,10 @@ idle cron tick must not pay for them.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import logging
-from typing import TYPE_CHECKING, Any, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterator, NamedTuple
 
 from crontabber import queries
 from crontabber.base import BaseCronApp
@@ -21,6 +30,7 @@ from crontabber.options import Namespace
 
 if TYPE_CHECKING:
     from search.documents import SymbolRow
+    from search.indexer import LiveIndex
 
 logger = logging.getLogger(__name__)
 
@@ -34,17 +44,46 @@ class SearchSourceError(CrontabberError):
         super().__init__(f"search index source query {query!r} failed: {reason}")
 
 
+@dataclass(frozen=True)
+class Snapshot:
+    """The source of a rebuild: ``count`` rows, streamed by ``rows``, as of
+    ``as_of`` (the database time no later than the snapshot)."""
+
+    count: int
+    rows: Iterator["SymbolRow"]
+    as_of: dt.datetime
+
+
+@dataclass(frozen=True)
+class Window:
+    """The source of an incremental update: the symbol files of uploads
+    finished after ``since``, read in a snapshot no earlier than ``as_of``."""
+
+    since: dt.datetime | None
+    rows: Iterator["SymbolRow"]
+    as_of: dt.datetime
+
+
+class Watermark(NamedTuple):
+    """``index_name`` holds every upload finished up to ``indexed_to`` (less
+    the incremental job's overlap)."""
+
+    index_name: str
+    indexed_to: dt.datetime
+
+
 class SymbolFileStore:
-    """Reads the symbol files to index (``sql/search_index.sql``), streaming
-    them through a server-side cursor so memory stays bounded."""
+    """Every query of the search-index jobs (``sql/search_index.sql``): the
+    symbol files to index, streamed through a server-side cursor so memory
+    stays bounded, and the incremental job's watermark."""
 
     def __init__(self, connection: Any, itersize: int = 10000) -> None:
         self.connection = connection
         self.itersize = itersize
 
     @contextlib.contextmanager
-    def snapshot(self) -> Iterator[tuple[int, Iterator["SymbolRow"]]]:
-        """``(count, rows)`` from one read-only snapshot; the transaction ends
+    def snapshot(self) -> Iterator[Snapshot]:
+        """Every symbol file, from one read-only snapshot; the transaction ends
         (rolled back: it only read) when the block exits.
 
         Raises:
@@ -55,20 +94,60 @@ class SymbolFileStore:
         try:
             with self._translated("count_symbol_files"), conn.cursor() as cur:
                 cur.execute(sql["snapshot"])
+                cur.execute(sql["source_as_of"])
+                as_of = cur.fetchone()[0]
                 cur.execute(sql["count_symbol_files"])
                 count = int(cur.fetchone()[0])
-            cursor = conn.cursor(name="search_index_symbol_files")
-            cursor.itersize = self.itersize
-            with self._translated("symbol_files"):
-                cursor.execute(sql["symbol_files"])
-            yield count, self._rows(cursor)
+            yield Snapshot(count, self._stream("symbol_files", {}), as_of)
         finally:
             conn.rollback()
 
-    def _rows(self, cursor: Any) -> Iterator["SymbolRow"]:
+    @contextlib.contextmanager
+    def new_files(self, since: dt.datetime | None) -> Iterator[Window]:
+        """The symbol files of uploads finished after ``since`` (all finished
+        uploads for ``None``), from one read-only snapshot, as documents the
+        rebuild would write; the transaction ends when the block exits.
+
+        Raises:
+            SearchSourceError: a query failed (also while ``rows`` is iterated).
+        """
+        sql = queries.load("search_index.sql")
+        conn = self.connection
+        try:
+            with self._translated("new_symbol_files"), conn.cursor() as cur:
+                cur.execute(sql["window"])
+                cur.execute(sql["source_as_of"])
+                as_of = cur.fetchone()[0]
+            rows = self._stream("new_symbol_files", {"since": since or dt.datetime.min.replace(
+                tzinfo=dt.timezone.utc)})
+            yield Window(since, rows, as_of)
+        finally:
+            conn.rollback()
+
+    def watermark(self, alias: str) -> Watermark | None:
+        """The incremental job's progress on ``alias``; ``None`` before its first run."""
+        with self._translated("read_watermark"), self.connection, self.connection.cursor() as cur:
+            cur.execute(queries.load("search_index.sql")["read_watermark"], {"alias": alias})
+            row = cur.fetchone()
+        return Watermark(*row) if row else None
+
+    def save_watermark(self, alias: str, mark: Watermark) -> None:
+        """Record ``mark`` for ``alias`` (committed)."""
+        with self._translated("save_watermark"), self.connection, self.connection.cursor() as cur:
+            cur.execute(queries.load("search_index.sql")["save_watermark"], {
+                "alias": alias, "index_name": mark.index_name, "indexed_to": mark.indexed_to})
+
+    def _stream(self, query: str, params: dict[str, Any]) -> Iterator["SymbolRow"]:
+        cursor = self.connection.cursor(name=f"search_index_{query}")
+        cursor.itersize = self.itersize
+        with self._translated(query):
+            cursor.execute(queries.load("search_index.sql")[query], params or None)
+        return self._rows(cursor, query)
+
+    def _rows(self, cursor: Any, query: str) -> Iterator["SymbolRow"]:
         from search.documents import SymbolRow
 
-        with self._translated("symbol_files"):
+        with self._translated(query):
             for row in cursor:
                 yield SymbolRow.from_row(row)
 
@@ -112,11 +191,84 @@ class RebuildSearchIndexCronApp(BaseCronApp):
         es = make_es_client(config.es_url or None, request_timeout=120)
         bulk = BulkSettings(chunk_size=int(config.chunk_size), threads=int(config.threads))
         with self.database_connection_factory() as connection:
-            with SymbolFileStore(connection, int(config.itersize)).snapshot() as (count, rows):
-                result = rebuild(es, config.alias, rows, count, keep=int(config.keep), bulk=bulk)
+            with SymbolFileStore(connection, int(config.itersize)).snapshot() as source:
+                result = rebuild(es, config.alias, source.rows, source.count, keep=int(config.keep),
+                                 bulk=bulk, source_as_of=source.as_of)
         logger.info(
             "rebuild-search-index: %s holds %d documents (%.1f s); alias %s moved from %s; deleted %s",
             result.index, result.documents, result.seconds, config.alias,
             ", ".join(result.previous) or "nothing", ", ".join(result.deleted) or "nothing",
             extra={"app_name": self.app_name},
         )
+
+
+@using_postgres()
+class IndexNewUploadsCronApp(BaseCronApp):
+    """Add the symbol files of uploads finished since the last run to the
+    index behind ``alias``; the hourly rebuild stays the source of truth.
+
+    The watermark (``search_index_watermark``) names the index it describes
+    and moves only after Elasticsearch has taken every document:
+
+    - Elasticsearch down, or documents rejected: the job fails, the watermark
+      stays, the next run reads from the same point (nothing is missed).
+    - The alias moved to a new index (a rebuild) since the last run: the
+      watermark describes the old index, so the run starts from the time of the
+      new index's source snapshot (its ``_meta.source_as_of``) instead, and
+      adds what finished while it was built.
+    - Each run re-reads ``overlap_seconds`` before its starting point: an
+      upload's ``completed_at`` is set before its transaction commits, so one
+      committing just after a run's snapshot has a time before that run's.
+      Writing a document again is harmless (same id, same content).
+    - No alias yet: nothing to add to (the first rebuild indexes everything).
+    """
+
+    app_name = "index-new-uploads"
+    app_description = "add the symbol files of newly finished uploads to the live search index"
+    app_version = "1.0"
+    required_config = Namespace()
+    required_config.add_option("es_url", default="", doc="Elasticsearch URL (default: $ES_URL)")
+    required_config.add_option("alias", default="symbols", doc="the alias searches read")
+    required_config.add_option("overlap_seconds", default=600,
+                               doc="re-read this much before the watermark (commit delays)")
+    required_config.add_option("chunk_size", default=500, doc="documents per bulk request")
+
+    database_connection_factory: Any  # set by @using_postgres()
+
+    def run(self) -> None:
+        from search.client import make_es_client
+        from search.indexer import live_index, update
+
+        config = self.config
+        es = make_es_client(config.es_url or None, request_timeout=60)
+        target = live_index(es, config.alias)
+        if target is None:
+            logger.info("index-new-uploads: no alias %s yet; the rebuild will index everything",
+                        config.alias, extra={"app_name": self.app_name})
+            return
+        with self.database_connection_factory() as connection:
+            store = SymbolFileStore(connection)
+            since, why = starting_point(store.watermark(config.alias), target, config.alias,
+                                        dt.timedelta(seconds=int(config.overlap_seconds)))
+            with store.new_files(since) as window:
+                written = update(es, config.alias, window.rows, int(config.chunk_size))
+            store.save_watermark(config.alias, Watermark(target.name, window.as_of))
+        logger.info(
+            "index-new-uploads: %d symbol files of uploads finished after %s (%s) written to %s",
+            written, since.isoformat() if since else "the beginning", why, target.name,
+            extra={"app_name": self.app_name},
+        )
+
+
+def starting_point(mark: Watermark | None, target: "LiveIndex", alias: str,
+                   overlap: dt.timedelta) -> tuple[dt.datetime | None, str]:
+    """Where a run of ``index-new-uploads`` starts reading finished uploads
+    (``None``: from the beginning), and why: the watermark when it describes
+    the index the alias points to now, else that index's source snapshot time
+    (a rebuild moved the alias); ``overlap`` earlier, for late commits."""
+    start: dt.datetime | None
+    if mark is not None and mark.index_name == target.name:
+        start, why = mark.indexed_to, "the watermark"
+    else:
+        start, why = target.built_from(alias), f"the source time of {target.name}"
+    return (start - overlap if start else None), why

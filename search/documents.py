@@ -48,8 +48,9 @@ class SymbolDoc(Document):
         source = MetaField(excludes=DERIVED_FIELDS)
 
 
-def index_body(shards: int = 1, replicas: int = 0) -> dict[str, Any]:
-    """Settings and mappings of a new, versioned index, for a bulk load."""
+def index_body(shards: int = 1, replicas: int = 0, meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Settings and mappings of a new, versioned index, for a bulk load;
+    ``meta`` becomes the mapping's ``_meta`` (what the index was built from)."""
     from elasticsearch.dsl import Index
 
     index = Index("unused")
@@ -59,7 +60,8 @@ def index_body(shards: int = 1, replicas: int = 0) -> dict[str, Any]:
     index.settings(number_of_shards=shards, number_of_replicas=replicas, refresh_interval="-1",
                    translog={"durability": "async"})
     body = index.to_dict()
-    return {"settings": body["settings"], "mappings": body["mappings"]}
+    mappings = dict(body["mappings"], **({"_meta": meta} if meta else {}))
+    return {"settings": body["settings"], "mappings": mappings}
 
 
 class SymbolRow(NamedTuple):

@@ -31,9 +31,10 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from crontabber.errors import CrontabberError
-
+from .errors import BadQuery, SearchError, SearchUnavailable
 from .names import looks_like_id, name_parts
+
+__all__ = ["BadQuery", "Hit", "SearchError", "SearchResult", "SearchUnavailable", "Searcher", "search"]
 
 NAME_FIELD = "name_parts"
 OTHER_FIELD = "code_parts"
@@ -47,6 +48,7 @@ NAME_BOOST = 2.0  # name fields over the code-file field (the seed's title/text)
 FUZZY_BOOST = 0.2
 MATCH_BOOST = 0.05
 ID_BOOST = 100.0
+ID_PREFIX_BOOST = 50.0
 TOTAL_LIMIT = 10000  # "total" is exact up to this, then this (at least)
 MAX_QUERY_LENGTH = 200
 MAX_SIZE = 100
@@ -56,26 +58,6 @@ SEARCH_FILTER = "hits.total.value,hits.hits._score,hits.hits._source,hits.hits.m
 SUGGEST = {"suggest_mode": "always", "prefix_length": 0, "min_word_length": 3,
            "max_edits": 2, "size": 5}
 
-
-class SearchError(CrontabberError):
-    """Base of the search's errors."""
-
-
-class BadQuery(SearchError):
-    """The query or the size is not acceptable (an HTTP 400)."""
-
-    def __init__(self, problem: str) -> None:
-        self.problem = problem
-        super().__init__(problem)
-
-
-class SearchUnavailable(SearchError):
-    """Elasticsearch is unreachable or the index is missing (an HTTP 503)."""
-
-    def __init__(self, target: str, reason: str) -> None:
-        self.target = target
-        self.reason = reason
-        super().__init__(f"search unavailable ({target}): {reason}")
 
 
 @dataclass(frozen=True)
@@ -177,6 +159,12 @@ def build_query(text: str, terms: list[tuple[float, str]]) -> dict[str, Any]:
     if looks_like_id(text):
         for field in ("debug_id", "code_id"):
             should.append({"term": {field: {"value": text, "boost": ID_BOOST, "_name": field}}})
+            # a partial id (the start of one, as copied from a crash report); the
+            # keyword's normalizer lower-cases the prefix too. Constant score,
+            # below an exact match: 8 hex digits are rarely shared, so the
+            # expansion is a handful of terms.
+            should.append({"prefix": {field: {"value": text, "boost": ID_PREFIX_BOOST,
+                                              "_name": f"{field}_prefix"}}})
     return {"bool": {"should": should}}
 
 
@@ -203,6 +191,8 @@ def matched_term(names: list[str], text: str, terms: list[tuple[float, str]]) ->
         return terms[ranks[0]][1]
     if "debug_id" in names or "code_id" in names:
         return text
+    if "debug_id_prefix" in names or "code_id_prefix" in names:
+        return f"{text}*"
     if "fuzzy" in names:
         return f"fuzzy: {terms[0][1]}"
     return f"any of: {terms[0][1]}"

@@ -7,6 +7,12 @@ source count, restores the refresh interval and refreshes, and only then moves
 the alias in one ``update_aliases`` call (searches see the old index or the
 new one, never neither). Any failure deletes the new index and leaves the
 alias where it was. Versions beyond the newest ``keep`` are deleted afterwards.
+The index records, in its mapping's ``_meta``, the time of the source snapshot
+it was built from (``source_as_of``).
+
+Between rebuilds, :func:`update` adds or replaces documents in the index the
+alias points to (the incremental job of new uploads); :func:`live_index` says
+which index that is and what it was built from.
 """
 
 from __future__ import annotations
@@ -19,20 +25,10 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
-from crontabber.errors import CrontabberError
-
 from .documents import SymbolRow, index_body
+from .errors import RebuildFailed, SearchUnavailable, UpdateFailed
 
 logger = logging.getLogger(__name__)
-
-
-class RebuildFailed(CrontabberError):
-    """A new index could not be built; it was deleted and the alias did not move."""
-
-    def __init__(self, index: str, reason: str) -> None:
-        self.index = index
-        self.reason = reason
-        super().__init__(f"search index {index} not built ({reason}); the alias did not move")
 
 
 @dataclass(frozen=True)
@@ -85,8 +81,11 @@ def rebuild(
     keep: int = 2,
     bulk: BulkSettings = BulkSettings(),
     now: dt.datetime | None = None,
+    source_as_of: dt.datetime | None = None,
 ) -> RebuildResult:
-    """Build a new version of ``alias`` from ``rows`` (``expected`` of them).
+    """Build a new version of ``alias`` from ``rows`` (``expected`` of them);
+    ``source_as_of`` is the time of the source's snapshot (kept in ``_meta``
+    for :func:`live_index`).
 
     Raises:
         RebuildFailed: the load or the count check failed; the new index is gone.
@@ -94,7 +93,8 @@ def rebuild(
     """
     start = time.perf_counter()
     name = version_name(alias, now or dt.datetime.now(dt.timezone.utc))
-    es.indices.create(index=name, **index_body())
+    meta = {"source_as_of": source_as_of.isoformat()} if source_as_of else None
+    es.indices.create(index=name, **index_body(meta=meta))
     try:
         loaded = _load(es, name, rows, bulk)
         _finish(es, name, expected, loaded)
@@ -181,3 +181,89 @@ def prune(es: Any, alias: str, keep: int) -> list[str]:
     if doomed:
         es.indices.delete(index=",".join(doomed), ignore_unavailable=True)
     return doomed
+
+
+@dataclass(frozen=True)
+class LiveIndex:
+    """The index an alias points to, and the time of the source snapshot it
+    was built from (``None`` for an index built without one)."""
+
+    name: str
+    source_as_of: dt.datetime | None
+
+    def built_from(self, alias: str) -> dt.datetime | None:
+        """``source_as_of``, or for an index without it, an hour before the
+        time in its name (a build's snapshot is taken seconds before its index
+        is named); ``None`` when neither is known."""
+        if self.source_as_of is not None:
+            return self.source_as_of
+        match = re.fullmatch(re.escape(alias) + r"-(\d{20})", self.name)
+        if not match:
+            return None
+        named = dt.datetime.strptime(match.group(1), "%Y%m%d%H%M%S%f").replace(tzinfo=dt.timezone.utc)
+        return named - dt.timedelta(hours=1)
+
+
+def live_index(es: Any, alias: str) -> LiveIndex | None:
+    """The index ``alias`` points to now; ``None`` when there is no alias yet.
+
+    Raises:
+        SearchUnavailable: Elasticsearch is unreachable or answers with an error.
+    """
+    from elasticsearch import ApiError, NotFoundError, TransportError
+
+    try:
+        found = es.indices.get_mapping(index=alias, filter_path="*.mappings._meta")
+    except NotFoundError:
+        return None
+    except (TransportError, ApiError) as exc:
+        raise _unavailable(alias, exc) from None
+    if not found:  # the filter removes indices without _meta, not the alias's absence
+        names = aliased(es, alias)
+        return LiveIndex(names[-1], None) if names else None
+    name = sorted(found)[-1]  # one: a rebuild moves the alias in one call
+    stamp = found[name].get("mappings", {}).get("_meta", {}).get("source_as_of")
+    return LiveIndex(name, dt.datetime.fromisoformat(stamp) if stamp else None)
+
+
+def update(es: Any, alias: str, rows: Iterable[SymbolRow], chunk_size: int = 500) -> int:
+    """Index ``rows`` into the index behind ``alias`` (a document per row,
+    replaced when its id exists, as a rebuild would write it), then refresh
+    it so they are searchable when this returns; the number written.
+
+    Writes go through the alias with ``require_alias``: an index a rebuild
+    has just pruned is never re-created by a write, and a write after an
+    alias swap lands in the new index.
+
+    Raises:
+        UpdateFailed: Elasticsearch rejected documents (the others were written).
+        SearchUnavailable: Elasticsearch is unreachable.
+    """
+    from elasticsearch import ApiError, TransportError, helpers
+
+    written = failed = 0
+    first: Any = None
+    try:
+        for ok, info in helpers.streaming_bulk(
+                es, _actions(rows),  # type: ignore[arg-type]  # pre-serialized pairs
+                chunk_size=chunk_size, index=alias, require_alias=True,
+                expand_action_callback=_as_is,  # type: ignore[arg-type]
+                raise_on_error=False, filter_path=BULK_FILTER, max_retries=0):
+            if ok:
+                written += 1
+            else:
+                failed += 1
+                first = first or info
+        es.indices.refresh(index=alias)
+    except (TransportError, ApiError) as exc:
+        raise _unavailable(alias, exc) from None
+    if failed:
+        raise UpdateFailed(alias, failed, str(first))
+    return written
+
+
+def _unavailable(alias: str, exc: Exception) -> SearchUnavailable:
+    status = getattr(getattr(exc, "meta", None), "status", None)
+    if status is None:
+        return SearchUnavailable(alias, f"Elasticsearch unreachable: {type(exc).__name__}")
+    return SearchUnavailable(alias, f"Elasticsearch error {status}: {type(exc).__name__}")

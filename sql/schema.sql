@@ -168,3 +168,14 @@ CREATE TABLE IF NOT EXISTS prune_rule_result (
     PRIMARY KEY (run_id, rule)
 );
 CREATE INDEX IF NOT EXISTS upload_inbox_key_idx ON upload (inbox_key);
+
+-- The incremental search-index job's progress (issue #16; same DDL as migrations/0005).
+-- Every upload finished up to indexed_to (minus the job's overlap) is in index_name.
+CREATE TABLE IF NOT EXISTS search_index_watermark (
+    alias       text PRIMARY KEY,
+    index_name  text NOT NULL,
+    indexed_to  timestamptz NOT NULL,
+    updated_at  timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX IF NOT EXISTS upload_completed_at_idx ON upload (completed_at)
+    WHERE completed_at IS NOT NULL;

@@ -5,7 +5,9 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -69,3 +71,39 @@ def test_the_server_serves_until_terminated(corpus_index):  # noqa: F811
     finally:
         proc.terminate()
         proc.communicate(timeout=20)
+
+
+def test_the_server_logs_one_line_per_request_with_elasticsearch_down():
+    """Three searches with Elasticsearch unreachable (a closed port): per request
+    the 503's warning and the access line, not the client's request lines and
+    retry tracebacks (356-514 lines before)."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "search.server", "--port", str(port)],
+                            env={**env("symbols"), "ES_URL": "http://127.0.0.1:9"}, cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
+    reader.start()
+    try:
+        statuses = []
+        while len(statuses) < 3:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/search?q=xul", timeout=30)
+            except urllib.error.HTTPError as exc:
+                statuses.append(exc.code)
+            except OSError:
+                time.sleep(0.1)  # not listening yet
+        assert statuses == [503, 503, 503]
+        # the access line is written after the response is sent
+        deadline = time.monotonic() + 10
+        while sum("search.access" in line for line in lines) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)  # anything else it would write about these requests
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+        reader.join(timeout=10)
+    assert "serving on" in lines[0] and len(lines) == 7, "".join(lines)
+    assert sum(" INFO search.access: GET /search 503 " in line for line in lines) == 3
+    assert sum(" WARNING search.server: search unavailable (symbols): Elasticsearch unreachable"
+               in line for line in lines) == 3

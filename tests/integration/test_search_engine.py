@@ -1,5 +1,7 @@
 """Typo queries against the real Elasticsearch, over the whole corpus."""
 
+import uuid
+
 import pytest
 
 from search.engine import BadQuery, Searcher, SearchUnavailable
@@ -61,7 +63,56 @@ def test_ids_match_exactly_and_case_insensitively(searcher):
         hits = searcher.search(query, 3).hits
         assert [h.debug_file for h in hits] == ["nss3.pdb"]
         assert hits[0].matched == query
-    assert searcher.search(debug_id("nss3.pdb")[:-1], 3).hits == []
+    assert searcher.search(debug_id("nss3.pdb")[:-1] + "F", 3).hits == []
+
+
+def test_a_debug_id_prefix_of_8_or_more_hex_digits_finds_the_matching_ids(searcher):
+    full = debug_id("nss3.pdb")
+    for prefix in (full[:8], full[:8].lower(), full[:20], full[:-1], code_id("nss3.pdb")[:8]):
+        hits = searcher.search(prefix, 3).hits
+        assert [h.debug_file for h in hits] == ["nss3.pdb"], prefix
+        assert hits[0].matched == prefix + "*"
+    assert searcher.search(full[:7], 3).hits == []  # 7 digits: not an id, and no name
+
+
+def test_an_exact_id_ranks_above_a_prefix_match(es_index):
+    """``6B42A54E`` is b.pdb's whole code id and the start of a.pdb's debug id."""
+    from search.documents import SymbolRow
+    from search.indexer import rebuild
+
+    rows = [SymbolRow("a.pdb", "6B42A54E1" + "0" * 24, "a.sym", "a.dll", None, 1, None, None),
+            SymbolRow("b.pdb", "F" * 33, "b.sym", "b.dll", "6b42a54e", 1, None, None)]
+    rebuild(es(), es_index, rows, 2)
+    hits = Searcher(es(), es_index).search("6B42A54E", 5).hits
+    assert [(h.debug_file, h.matched) for h in hits] == [
+        ("b.pdb", "6B42A54E"), ("a.pdb", "6B42A54E*")]
+    assert hits[0].score > hits[1].score
+
+
+NON_ASCII = ["xül.pdb", "libxül.so", "ñandú.pdb", "日本語.dll", "xul.pdb", "libxul.so",
+             "nandu.pdb", "x-l.pdb"]
+
+
+@pytest.fixture(scope="module")
+def non_ascii():
+    from search.indexer import rebuild
+    from tests.fixtures.search_data import symbol_rows
+
+    alias = f"test-{uuid.uuid4().hex[:12]}"
+    rows = symbol_rows(NON_ASCII)
+    rebuild(es(), alias, rows, len(rows))
+    yield Searcher(es(), alias)
+    es().indices.delete(index=f"{alias}*", ignore_unavailable=True, allow_no_indices=True)
+
+
+@pytest.mark.parametrize("query, target", [
+    ("xül", "xül.pdb"), ("XÜL.PDB", "xül.pdb"), ("xu\u0308l", "xül.pdb"),  # decomposed ü
+    ("libxül.so", "libxül.so"), ("ñandú", "ñandú.pdb"), ("ñandu.pdb", "ñandú.pdb"),  # a typo
+    ("日本語", "日本語.dll"), ("xul", "xul.pdb"), ("nandu", "nandu.pdb"),
+])
+def test_names_with_non_ascii_letters_are_found_as_words(non_ascii, query, target):
+    result = non_ascii.search(query, 3)
+    assert result.hits and result.hits[0].debug_file == target, (query, result)
 
 
 def test_a_query_without_any_word_finds_nothing(searcher):
@@ -77,3 +128,10 @@ def test_errors_bad_input_and_elasticsearch_down(searcher):
     down = Searcher(make_es_client("http://127.0.0.1:9", request_timeout=2), "symbols")
     with pytest.raises(SearchUnavailable, match="unreachable"):
         down.search("xul", 5)
+
+
+def test_a_non_ascii_letter_is_not_a_separator(non_ascii):
+    """``xül`` was searched as ``x l``: the words of ``x-l.pdb``."""
+    result = non_ascii.search("xül", 10)
+    assert result.terms[0] == (1.1, "xül")
+    assert "x-l.pdb" not in [hit.debug_file for hit in result.hits]

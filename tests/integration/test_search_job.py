@@ -79,8 +79,8 @@ def test_the_source_queries_run_on_the_project_schema(database):
     """The contract columns exist in sql/schema.sql's tables (issues #4 and #5)."""
     conn = connect(database)
     try:
-        with SymbolFileStore(conn).snapshot() as (count, rows):
-            assert (count, list(rows)) == (0, [])
+        with SymbolFileStore(conn).snapshot() as source:
+            assert (source.count, list(source.rows)) == (0, [])
         with conn.cursor() as cur:
             cur.execute("EXPLAIN " + queries.load("search_index.sql")["symbol_files"])
     finally:

@@ -1,6 +1,9 @@
 """The HTTP endpoint, served by wsgiref on a free port, against the real Elasticsearch."""
 
 import json
+import logging
+import re
+import socket
 import threading
 import urllib.error
 import urllib.parse
@@ -59,6 +62,75 @@ def test_search_answers_the_documented_shape(url):
 ])
 def test_bad_input_is_a_400_with_a_json_error(url, params, error):
     assert get(url, "/search", **params) == (400, "application/json", {"error": error})
+
+
+@pytest.mark.parametrize("query, error", [
+    ("q=xul&q=nss3", "parameter 'q' is given 2 times; give it once"),
+    ("q=xul&size=1&size=2", "parameter 'size' is given 2 times; give it once"),
+    ("q=&q=xul", "parameter 'q' is given 2 times; give it once"),
+    ("q=xul&size=", "size must be a whole number"),
+])
+def test_a_repeated_or_blank_parameter_is_a_400(url, query, error):
+    assert raw(url, f"GET /search?{query} HTTP/1.0\r\n\r\n".encode()) == (
+        400, "application/json", {"error": error})
+
+
+def raw(url, request):
+    """Send ``request`` bytes as they are; (status, content type, JSON body)."""
+    with socket.create_connection(("127.0.0.1", int(url.rsplit(":", 1)[1])), timeout=30) as sock:
+        sock.sendall(request)
+        sock.shutdown(socket.SHUT_WR)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = dict(line.split(": ", 1) for line in lines[1:])
+    return int(lines[0].split()[1]), headers.get("Content-Type"), json.loads(body)
+
+
+class Broken:
+    """A searcher with a bug: the endpoint's last line of defence answers."""
+
+    def search(self, query, size):
+        raise RuntimeError("a bug")
+
+
+def test_every_error_is_json_never_html(url):
+    long_url = "/search?q=" + "x" * 100_000
+    cases = [
+        (b"GET /nope HTTP/1.0\r\n\r\n", 404, "no such endpoint: /nope"),
+        (b"POST /search?q=xul HTTP/1.0\r\nContent-Length: 0\r\n\r\n", 405,
+         "only GET is supported"),
+        (f"GET {long_url} HTTP/1.0\r\n\r\n".encode(), 414,
+         "the request line is longer than 65536 bytes"),
+        (b"GET /search?q=xul HTTP/1.0 junk\r\n\r\n", 400, "Bad request version ('junk')"),
+        (b"GET\r\n\r\n", 400, "Bad request syntax ('GET')"),
+        (b"GET /search?q=xul HTTP/9.9\r\n\r\n", 505, "Invalid HTTP version (9.9)"),
+    ]
+    for request, status, error in cases:
+        assert raw(url, request) == (status, "application/json", {"error": error})
+    server = serve(Broken())
+    try:
+        assert get(f"http://127.0.0.1:{server.server_address[1]}", "/search", q="xul") == (
+            500, "application/json", {"error": "internal error"})
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_one_access_log_line_per_request(url, caplog):
+    caplog.set_level(logging.INFO, logger="search.access")
+    get(url, "/search", q="xul", size=1)
+    get(url, "/search", q="xul", size=0)
+    get(url, "/nope")
+    raw(url, f"GET /search?q={'x' * 100_000} HTTP/1.0\r\n\r\n".encode())
+    lines = [r.getMessage() for r in caplog.records if r.name == "search.access"]
+    assert len(lines) == 4, lines
+    expected = [r"GET /search 200 ", r"GET /search 400 ", r"GET /nope 404 ", r"GET /search 414 "]
+    for line, start in zip(lines, expected):
+        assert re.fullmatch(re.escape(start) + r"\d+\.\d ms", line), line
+    assert all(r.levelno == logging.INFO for r in caplog.records if r.name == "search.access")
 
 
 def test_heartbeats_and_unknown_paths(url):

@@ -67,3 +67,4 @@ def test_the_fallback_ranks_fuzzy_parts_above_any_word():
     fuzzy, anyword = (c["match"]["name_parts"] for c in should)
     assert (fuzzy["query"], fuzzy["operator"], fuzzy["fuzziness"]) == ("combaseoscdec pdb", "and", "AUTO")
     assert anyword["query"] == "combaseoscdec pdb combase" and anyword["boost"] < fuzzy["boost"]
+

@@ -26,3 +26,25 @@ def test_symbol_filename_replaces_pdb_only():
     assert symbol_filename("xul.pdb") == "xul.sym"
     assert symbol_filename("XUL.PDB") == "XUL.sym"
     assert symbol_filename("libxul.so") == "libxul.so.sym"
+
+
+def test_non_ascii_letters_are_letters_not_separators():
+    assert name_parts("xül.pdb") == ["xül", "pdb"]
+    assert name_parts("XÜL.PDB") == ["xül", "pdb"]
+    assert name_parts("xu\u0308l.pdb") == ["xül", "pdb"]  # decomposed: the same as composed
+    assert name_parts("ñandú_2.dll") == ["ñandú", "2", "dll"]  # "_" still separates
+    assert name_parts("日本語.dll") == ["日本語", "dll"]
+    assert name_parts("İzmir.so") == ["i\u0307zmir", "so"]  # the combining dot stays in the word
+    assert name_parts("a\u00a0b–c.so") == ["a", "b", "c", "so"]  # a no-break space, an en dash
+    assert joined_name("libxül.so") == "libxülso"
+
+
+def test_ascii_names_split_as_before():
+    """The ASCII path is the old regex exactly (the quality benchmark's names are ASCII)."""
+    import re
+
+    from tests.fixtures.search_corpus import corpus
+
+    old = re.compile(r"[^0-9a-z]+")
+    for name in corpus() + ["a_b", "A--B..c", "x\ty", "~!@#$%^&*()"]:
+        assert name_parts(name) == [part for part in old.split(name.lower()) if part], name
