@@ -169,7 +169,7 @@ CREATE TABLE IF NOT EXISTS prune_rule_result (
 );
 CREATE INDEX IF NOT EXISTS upload_inbox_key_idx ON upload (inbox_key);
 
--- The incremental search-index job's progress (issue #16; same DDL as migrations/0005).
+-- The incremental search-index job's progress (issue #16; same DDL as migrations/0007).
 -- Every upload finished up to indexed_to (minus the job's overlap) is in index_name.
 CREATE TABLE IF NOT EXISTS search_index_watermark (
     alias       text PRIMARY KEY,

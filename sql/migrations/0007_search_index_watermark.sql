@@ -1,4 +1,4 @@
--- 0005: the incremental search-index job (jobs/search_index.py, IndexNewUploadsCronApp).
+-- 0007: the incremental search-index job (jobs/search_index.py, IndexNewUploadsCronApp).
 -- Its progress per alias: every upload finished up to indexed_to (minus the job's
 -- overlap) is in index_name. A row naming another index than the alias's is stale.
 CREATE TABLE IF NOT EXISTS search_index_watermark (
