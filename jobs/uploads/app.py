@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from crontabber.base import BaseCronApp
 from crontabber.mixins import using_postgres
 from crontabber.options import DotDict, Namespace
+from jobs import defaults
 
 if TYPE_CHECKING:  # imported in functions: a cron tick where this job is not due skips them
     from .records import Settings
@@ -24,10 +25,10 @@ logger = logging.getLogger(__name__)
 def _options() -> Namespace:
     ns = Namespace()
     add = ns.add_option
-    add("inbox_bucket", default="symbols-inbox", doc="bucket holding uploaded archives")
-    add("inbox_prefix", default="inbox/", doc="key prefix of archives stored by `enqueue`")
-    add("symbols_bucket", default="symbols", doc="bucket symbol files are written to")
-    add("symbols_prefix", default="v1", doc="key prefix: <prefix>/<debug_file>/<ID>/<file>")
+    add("inbox_bucket", default=defaults.INBOX_BUCKET, doc="bucket holding uploaded archives")
+    add("inbox_prefix", default=defaults.UPLOADS_PREFIX, doc="key prefix of archives stored by `enqueue`")
+    add("symbols_bucket", default=defaults.SYMBOLS_BUCKET, doc="bucket symbol files are written to")
+    add("symbols_prefix", default=defaults.SYMBOLS_PREFIX, doc="key prefix: <prefix>/<debug_file>/<ID>/<file>")
     add("compress_extensions", default="sym", doc="comma-separated extensions stored gzipped")
     add("gzip_level", default=1,
         doc="isal deflate level (0-3) for stored members (deflated ones keep their stream)")
