@@ -46,17 +46,9 @@ def parser() -> argparse.ArgumentParser:
     return root
 
 
-def ensure_bucket(s3_client: Any, bucket: str) -> None:
-    """Create ``bucket`` unless it exists (for the demo on a fresh S3 server)."""
-    try:
-        s3_client.head_bucket(Bucket=bucket)
-    except Exception:  # botocore's ClientError 404: create it
-        s3_client.create_bucket(Bucket=bucket)
-
-
 def main(argv: list[str], stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:
     args = parser().parse_args(argv)
-    from jobs.s3 import make_s3_client
+    from jobs.s3 import ensure_bucket, make_s3_client
 
     s3 = make_s3_client()
     if args.command == "demo":

@@ -7,6 +7,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from .options import DEFAULTS, parse_extensions
+
 
 class Status(str, enum.Enum):
     """``upload.status``."""
@@ -41,29 +43,46 @@ class Upload:
 
 @dataclass(frozen=True)
 class Limits:
-    """What an archive may hold; safe defaults (options of the job)."""
+    """What an archive may hold (options of the job; defaults in :mod:`.options`)."""
 
-    max_members: int = 20_000
-    max_total_size: int = 8 * 1024**3
-    max_member_size: int = 4 * 1024**3
-    max_ratio: float = 200.0
-    ratio_min_size: int = 1024**2
+    max_members: int = DEFAULTS["max_members"]
+    max_total_size: int = DEFAULTS["max_total_size"]
+    max_member_size: int = DEFAULTS["max_member_size"]
+    max_ratio: float = DEFAULTS["max_ratio"]
+    ratio_min_size: int = DEFAULTS["ratio_min_size"]
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> Limits:
+        """The limits held by the job's options."""
+        return cls(int(config["max_members"]), int(config["max_total_size"]),
+                   int(config["max_member_size"]), float(config["max_ratio"]),
+                   int(config["ratio_min_size"]))
 
 
 @dataclass(frozen=True)
 class Settings:
-    """Everything processing one upload needs to know (from the job's options)."""
+    """Everything processing one upload needs to know (the job's options; their meaning
+    and defaults in :mod:`.options`)."""
 
-    inbox_bucket: str = "symbols-inbox"
-    symbols_bucket: str = "symbols"
-    symbols_prefix: str = "v1"
-    compress_extensions: tuple[str, ...] = ("sym",)
-    gzip_level: int = 1
-    concurrency: int = 8
-    existence_check: str = "auto"  # auto | list | head
+    inbox_bucket: str = DEFAULTS["inbox_bucket"]
+    symbols_bucket: str = DEFAULTS["symbols_bucket"]
+    symbols_prefix: str = DEFAULTS["symbols_prefix"]
+    compress_extensions: tuple[str, ...] = parse_extensions(DEFAULTS["compress_extensions"])
+    gzip_level: int = DEFAULTS["gzip_level"]
+    concurrency: int = DEFAULTS["concurrency"]
+    existence_check: str = DEFAULTS["existence_check"]  # auto | list | head
     limits: Limits = field(default_factory=Limits)
-    multipart_threshold: int = 8 * 1024**2  # objects larger than this: multipart upload
-    part_size: int = 8 * 1024**2  # S3's minimum is 5 MiB (except the last part)
+    multipart_threshold: int = DEFAULTS["multipart_threshold"]
+    part_size: int = DEFAULTS["part_size"]
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> Settings:
+        """The processing settings held by the job's options."""
+        return cls(config["inbox_bucket"], config["symbols_bucket"], config["symbols_prefix"],
+                   parse_extensions(config["compress_extensions"]), int(config["gzip_level"]),
+                   int(config["concurrency"]), config["existence_check"],
+                   Limits.from_config(config), int(config["multipart_threshold"]),
+                   int(config["part_size"]))
 
     def object_key(self, member: str) -> str:
         return f"{self.symbols_prefix.strip('/')}/{member}" if self.symbols_prefix.strip("/") \

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
-import os
-import socket
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
+
+from crontabber.database import default_holder
 
 from .errors import ClaimLost, UploadError, UploadNotFound
 from .process import Progress, process
+from .options import DEFAULTS
 from .records import Settings, Status, Upload
 from .store import UploadStore
 
@@ -18,13 +19,20 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Policy:
-    """Queue behaviour (options of the job)."""
+    """Queue behaviour (the job's options; their meaning and defaults in :mod:`.options`)."""
 
-    max_attempts: int = 3
-    lease_seconds: float = 600.0
-    retry_delay_seconds: float = 300.0
-    heartbeat_seconds: float = 30.0
-    max_uploads_per_run: int = 0  # 0: until the queue is empty
+    max_attempts: int = DEFAULTS["max_attempts"]
+    lease_seconds: float = DEFAULTS["lease_seconds"]
+    retry_delay_seconds: float = DEFAULTS["retry_delay_seconds"]
+    heartbeat_seconds: float = DEFAULTS["heartbeat_seconds"]
+    max_uploads_per_run: int = DEFAULTS["max_uploads_per_run"]  # 0: until the queue is empty
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> Policy:
+        """The queue behaviour held by the job's options."""
+        return cls(int(config["max_attempts"]), float(config["lease_seconds"]),
+                   float(config["retry_delay_seconds"]), float(config["heartbeat_seconds"]),
+                   int(config["max_uploads_per_run"]))
 
 
 @dataclass(frozen=True)
@@ -36,10 +44,6 @@ class Outcome:
     error: str | None = None
 
 
-def worker_name() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
 class Worker:
     """Processes uploads with one S3 client and one database connection."""
 
@@ -49,7 +53,16 @@ class Worker:
         self.settings = settings
         self.client = client
         self.policy = policy
-        self.name = name or worker_name()
+        self.name = name or default_holder()
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any], connection: Any) -> Worker:
+        """The job's worker: its options, its one S3 client, the queue on ``connection``."""
+        from .storage import make_client
+
+        settings = Settings.from_config(config)
+        return cls(UploadStore(connection), settings, make_client(settings.concurrency),
+                   Policy.from_config(config))
 
     def drain(self) -> list[Outcome]:
         """Process claimable uploads until none is left (or ``max_uploads_per_run``).

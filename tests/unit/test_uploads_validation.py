@@ -117,12 +117,3 @@ def test_an_unsafe_directory_entry_is_rejected_too():
     with pytest.raises(Rejected) as caught:
         validate([zipfile.ZipInfo("../up/"), zipfile.ZipInfo("a.pdb/AB/a.sym")], Limits())
     assert caught.value.member == "../up/"
-
-
-def test_the_job_options_default_to_the_limits_defaults():
-    import dataclasses
-
-    from jobs.uploads.app import DEFAULT_LIMITS
-    from jobs.uploads.records import Limits
-
-    assert DEFAULT_LIMITS == {f.name: f.default for f in dataclasses.fields(Limits)}
