@@ -38,12 +38,12 @@ class ProcessUploadsCronApp(BaseCronApp):
     database_connection_factory: Any  # set by @using_postgres()
 
     def run(self) -> None:
-        from .records import Status
+        from .records import UploadStatus
         from .worker import Worker
 
         with self.database_connection_factory() as connection:
             outcomes = Worker.from_config(self.config, connection).drain()
-        failed = [o for o in outcomes if o.status is not Status.DONE]
+        failed = [o for o in outcomes if o.status is not UploadStatus.DONE]
         logger.info("process-uploads: %d uploads, %d done, %d not done", len(outcomes),
                     len(outcomes) - len(failed), len(failed),
                     extra={"app_name": self.app_name})

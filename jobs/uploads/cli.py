@@ -18,7 +18,7 @@ from crontabber.errors import CrontabberError
 from crontabber.options import DotDict
 
 from .app import ProcessUploadsCronApp
-from .records import Status
+from .records import UploadStatus
 
 EXIT_OK, EXIT_ERROR, EXIT_FAILED = 0, 1, 2
 
@@ -98,7 +98,7 @@ def cmd_reprocess(args: Any, config: DotDict, out: TextIO) -> int:
           (f" ({outcome.error})" if outcome.error else
            f" ({row.get('files_uploaded')} uploaded, {row.get('files_skipped')} skipped, "
            f"{row.get('files_ignored')} ignored)"), file=out)
-    return EXIT_OK if outcome.status is Status.DONE else EXIT_FAILED
+    return EXIT_OK if outcome.status is UploadStatus.DONE else EXIT_FAILED
 
 
 def cmd_demo(args: Any, config: DotDict, out: TextIO) -> int:

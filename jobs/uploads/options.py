@@ -1,7 +1,7 @@
 """The upload job's options, each declared once: name, default, meaning.
 
 ``ProcessUploadsCronApp`` (:mod:`.app`) declares them to the runner from this table, and
-the typed records the code uses (:class:`.records.Settings`, :class:`.records.Limits`,
+the typed records the code uses (:class:`.records.UploadSettings`, :class:`.records.Limits`,
 :class:`.worker.Policy`) take their defaults from :data:`DEFAULTS`, so a default is
 written in one place. Plain data: the runner imports every job module on each tick, and
 this costs it nothing (the records, with their dataclasses, are imported only when the

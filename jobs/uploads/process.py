@@ -40,7 +40,7 @@ from typing import Any, Callable, Protocol
 from . import archive, storage
 from .errors import Rejected, StorageFailed, UploadError
 from .existence import Lookup
-from .records import Counts, Digest, Existing, Settings, Upload, Written
+from .records import Counts, Digest, Existing, Upload, UploadSettings, Written
 from .validation import Plan, validate
 
 logger = logging.getLogger(__name__)
@@ -73,7 +73,7 @@ class Job:
     path: Path  # the archive
     spool: Path  # a directory for the objects to write
     upload_id: int
-    settings: Settings
+    settings: UploadSettings
     client: Any
     gate: Gate | None = None  # the archive is still downloading
     # multipart uploads started and not completed: {upload id: key} (aborted if we fail)
@@ -153,7 +153,7 @@ class Member:
     row: Written | None = None
 
 
-def process(upload: Upload, settings: Settings, client: Any, recorder: Recorder,
+def process(upload: Upload, settings: UploadSettings, client: Any, recorder: Recorder,
             progress: Progress | None = None) -> Counts:
     """Publish one upload's archive; return its counts.
 
@@ -216,7 +216,7 @@ def _after_publishing(downloading: Future[None], upload: Upload) -> None:
                        upload.id, exc)
 
 
-def read_plan(path: Path, settings: Settings) -> Plan:
+def read_plan(path: Path, settings: UploadSettings) -> Plan:
     """The validated plan of the archive at ``path``.
 
     Raises:
@@ -304,7 +304,7 @@ class Gate:
             self._ready.wait_for(lambda: self._have >= end or self._over or self._stopped)
 
 
-def _download(client: Any, settings: Settings, upload: Upload, path: Path,
+def _download(client: Any, settings: UploadSettings, upload: Upload, path: Path,
               early: Directory | None, gate: Gate | None) -> None:
     try:
         with open(path, "wb") as target:
@@ -316,7 +316,7 @@ def _download(client: Any, settings: Settings, upload: Upload, path: Path,
             gate.close()
 
 
-def _answers(client: Any, settings: Settings, plan: Plan, recorder: Recorder) -> Answers:
+def _answers(client: Any, settings: UploadSettings, plan: Plan, recorder: Recorder) -> Answers:
     """Start the existence checks, largest member first, as the verify pass will mostly
     need them (it waits per key, so it starts on the first members while the rest are
     checked)."""
@@ -329,7 +329,7 @@ def _answers(client: Any, settings: Settings, plan: Plan, recorder: Recorder) ->
     return Answers(keys, done, lookup)
 
 
-def _directory(client: Any, settings: Settings, upload: Upload, tmp: Path) -> Directory | None:
+def _directory(client: Any, settings: UploadSettings, upload: Upload, tmp: Path) -> Directory | None:
     """The archive's central directory from a ranged GET of its tail into a sparse file,
     so that the existence checks and the verify pass need not wait for the download (which
     then asks for the same ETag). Best effort: None when the directory is not in the tail,

@@ -10,7 +10,7 @@ from typing import Any, Mapping
 from .options import DEFAULTS, parse_extensions
 
 
-class Status(str, enum.Enum):
+class UploadStatus(str, enum.Enum):
     """``upload.status``."""
 
     PENDING = "pending"
@@ -28,7 +28,7 @@ class Upload:
     filename: str
     size: int
     uploaded_by: str | None
-    status: Status
+    status: UploadStatus
     attempts: int
     claimed_by: str | None
     error: str | None
@@ -37,7 +37,7 @@ class Upload:
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "Upload":
         return cls(row["id"], row["inbox_key"], row["filename"], row["size"], row["uploaded_by"],
-                   Status(row["status"]), row["attempts"], row["claimed_by"], row["error"],
+                   UploadStatus(row["status"]), row["attempts"], row["claimed_by"], row["error"],
                    row.get("created_at"))
 
 
@@ -60,7 +60,7 @@ class Limits:
 
 
 @dataclass(frozen=True)
-class Settings:
+class UploadSettings:
     """Everything processing one upload needs to know (the job's options; their meaning
     and defaults in :mod:`.options`)."""
 
@@ -76,7 +76,7 @@ class Settings:
     part_size: int = DEFAULTS["part_size"]
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any]) -> Settings:
+    def from_config(cls, config: Mapping[str, Any]) -> UploadSettings:
         """The processing settings held by the job's options."""
         return cls(config["inbox_bucket"], config["symbols_bucket"], config["symbols_prefix"],
                    parse_extensions(config["compress_extensions"]), int(config["gzip_level"]),

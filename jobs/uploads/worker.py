@@ -11,7 +11,7 @@ from crontabber.database import default_holder
 from .errors import ClaimLost, UploadError, UploadNotFound
 from .process import Progress, process
 from .options import DEFAULTS
-from .records import Settings, Status, Upload
+from .records import Upload, UploadSettings, UploadStatus
 from .store import UploadStore
 
 logger = logging.getLogger(__name__)
@@ -36,18 +36,18 @@ class Policy:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class UploadOutcome:
     """What happened to one upload in this run."""
 
     upload_id: int
-    status: Status
+    status: UploadStatus
     error: str | None = None
 
 
 class Worker:
     """Processes uploads with one S3 client and one database connection."""
 
-    def __init__(self, store: UploadStore, settings: Settings, client: Any, policy: Policy,
+    def __init__(self, store: UploadStore, settings: UploadSettings, client: Any, policy: Policy,
                  name: str | None = None) -> None:
         self.store = store
         self.settings = settings
@@ -60,11 +60,11 @@ class Worker:
         """The job's worker: its options, its one S3 client, the queue on ``connection``."""
         from .storage import make_client
 
-        settings = Settings.from_config(config)
+        settings = UploadSettings.from_config(config)
         return cls(UploadStore(connection), settings, make_client(settings.concurrency),
                    Policy.from_config(config))
 
-    def drain(self) -> list[Outcome]:
+    def drain(self) -> list[UploadOutcome]:
         """Process claimable uploads until none is left (or ``max_uploads_per_run``).
 
         An upload tried in this run is not claimed again in it (its retry waits for a
@@ -73,7 +73,7 @@ class Worker:
         for upload_id in self.store.abandon_expired(self.policy.max_attempts,
                                                     self.policy.lease_seconds):
             logger.warning("upload %d: abandoned, its worker died on the last attempt", upload_id)
-        outcomes: list[Outcome] = []
+        outcomes: list[UploadOutcome] = []
         tried: list[int] = []
         while not self.policy.max_uploads_per_run or len(tried) < self.policy.max_uploads_per_run:
             upload = self.store.claim_next(self.name, self.policy.max_attempts,
@@ -85,7 +85,7 @@ class Worker:
             outcomes.append(self.handle(upload))
         return outcomes
 
-    def reprocess(self, upload_id: int, progress: Progress | None = None) -> Outcome:
+    def reprocess(self, upload_id: int, progress: Progress | None = None) -> UploadOutcome:
         """Claim one upload whatever its status (unless a live worker holds it) and process it.
 
         Raises:
@@ -96,7 +96,7 @@ class Worker:
             raise UploadNotFound(upload_id)
         return self.handle(upload, progress)
 
-    def handle(self, upload: Upload, progress: Progress | None = None) -> Outcome:
+    def handle(self, upload: Upload, progress: Progress | None = None) -> UploadOutcome:
         """Process one claimed upload and record how it ended."""
         extra = {"app_name": "process-uploads", "upload_id": upload.id}
         recorder = self.store.recorder(upload.id, self.name, self.policy.heartbeat_seconds)
@@ -105,12 +105,12 @@ class Worker:
             self.store.finish_done(upload.id, self.name, counts)
         except ClaimLost as exc:
             logger.warning("%s", exc, extra=extra)
-            return Outcome(upload.id, Status.PROCESSING, str(exc))
+            return UploadOutcome(upload.id, UploadStatus.PROCESSING, str(exc))
         except UploadError as exc:
             status = self._failed(upload, str(exc), exc.permanent)
             logger.warning("upload %d (attempt %d): %s -> %s", upload.id, upload.attempts, exc,
                            status.value, extra=extra)
-            return Outcome(upload.id, status, str(exc))
+            return UploadOutcome(upload.id, status, str(exc))
         except BaseException as exc:  # a bug, the database, SIGTERM: record, then re-raise
             try:
                 self._failed(upload, f"{type(exc).__name__}: {exc}", permanent=False)
@@ -119,11 +119,11 @@ class Worker:
                              unrecorded, extra=extra)
             raise
         logger.info("upload %d done: %d files", upload.id, counts.total, extra=extra)
-        return Outcome(upload.id, Status.DONE)
+        return UploadOutcome(upload.id, UploadStatus.DONE)
 
-    def _failed(self, upload: Upload, error: str, permanent: bool) -> Status:
+    def _failed(self, upload: Upload, error: str, permanent: bool) -> UploadStatus:
         try:
             return self.store.finish_error(upload.id, self.name, error, permanent,
                                            self.policy.max_attempts, None)
         except ClaimLost:
-            return Status.PROCESSING
+            return UploadStatus.PROCESSING

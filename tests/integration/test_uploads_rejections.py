@@ -10,7 +10,7 @@ import zipfile
 import pytest
 
 from jobs.uploads import validation
-from jobs.uploads.records import Limits, Status
+from jobs.uploads.records import Limits, UploadStatus
 from tests.fixtures.uploads_archives import symbol_members, write_zip, zip_with_bad_crc
 from tests.fixtures.uploads_cases import CASES, FIRST, GOOD
 from tests.fixtures.uploads_queue import uploads  # noqa: F401 - the fixture
@@ -23,7 +23,7 @@ def test_a_rejected_archive_fails_at_once_and_writes_nothing(uploads, tmp_path, 
     upload_id = uploads.enqueue(make(tmp_path / "bad.zip"))
     outcome = uploads.worker().drain()[0]
     row = uploads.row(upload_id)
-    assert (outcome.status, row["status"], row["attempts"]) == (Status.FAILED, "failed", 1)
+    assert (outcome.status, row["status"], row["attempts"]) == (UploadStatus.FAILED, "failed", 1)
     assert rule in row["error"]
     if member is not None:
         assert repr(member) in row["error"]

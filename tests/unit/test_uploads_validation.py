@@ -10,14 +10,14 @@ import pytest
 from jobs.uploads import archive
 from jobs.uploads.errors import Rejected
 from jobs.uploads.process import read_plan
-from jobs.uploads.records import Limits, Settings
+from jobs.uploads.records import Limits, UploadSettings
 from jobs.uploads.validation import (KEY_PATTERN, RULE_DUPLICATE, RULE_PATTERN, is_ignorable,
                                      validate)
 from tests.fixtures.uploads_archives import sym_text, symbol_members, write_zip
 from tests.fixtures.uploads_cases import CASES, GOOD
 
 
-def _verify(path, settings=Settings()):
+def _verify(path, settings=UploadSettings()):
     plan = read_plan(path, settings)
     return plan, [archive.digest(path, info) for info in plan.members]
 
@@ -47,7 +47,7 @@ def test_an_identical_duplicate_is_published_once(tmp_path):
         warnings.simplefilter("ignore")
         zipped.writestr("a.pdb/AB/a.sym", b"same")
         zipped.writestr("a.pdb/AB/a.sym", b"same")
-    assert len(read_plan(path, Settings()).members) == 1
+    assert len(read_plan(path, UploadSettings()).members) == 1
 
 
 def test_rules_apply_in_archive_order_first_offender_named():
@@ -101,10 +101,10 @@ def test_a_large_member_streams_in_chunks_with_bounded_chunk_size(tmp_path):
 
 
 def test_settings_keys_and_compression():
-    settings = Settings(symbols_prefix="try/v1/", compress_extensions=("sym",))
+    settings = UploadSettings(symbols_prefix="try/v1/", compress_extensions=("sym",))
     assert settings.object_key("a.pdb/AB/a.sym") == "try/v1/a.pdb/AB/a.sym"
     assert settings.compresses("a.pdb/AB/a.SYM") and not settings.compresses("a.pdb/AB/a.exe")
-    assert Settings(symbols_prefix="").object_key("a/B/c") == "a/B/c"
+    assert UploadSettings(symbols_prefix="").object_key("a/B/c") == "a/B/c"
 
 
 def test_symbol_members_are_realistic():
