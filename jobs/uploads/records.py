@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, Protocol
 
 from .options import DEFAULTS, parse_extensions
 
@@ -126,9 +126,37 @@ class Written:
     update: bool
 
 
+@dataclass(frozen=True)
+class Staged:
+    """A large object's multipart upload with all its parts, not completed (invisible)."""
+
+    written: Written
+    upload: str  # the multipart upload's id
+    parts: list[dict]
+
+
 @dataclass
 class Counts:
     """What an upload's archive held."""
 
     total: int = 0
     ignored: int = 0
+
+
+class Recorder(Protocol):
+    """The database side of processing one upload (implemented by the store's
+    ``ClaimRecorder``): rows of the objects written, in batches, and the claim's lease."""
+
+    def written_keys(self) -> set[str]: ...
+
+    def record(self, written: Written) -> None: ...
+
+    def heartbeat(self) -> None: ...
+
+    def tick(self) -> None: ...
+
+    def flush(self) -> None: ...
+
+
+#: Told the number of members just verified, then of objects just published (a bar).
+Progress = Callable[[int], None]

@@ -9,9 +9,9 @@ from typing import Any, Mapping
 from crontabber.database import default_holder
 
 from .errors import ClaimLost, UploadError, UploadNotFound
-from .process import Progress, process
 from .options import DEFAULTS
-from .records import Upload, UploadSettings, UploadStatus
+from .process import process
+from .records import Progress, Upload, UploadSettings, UploadStatus
 from .store import UploadStore
 
 logger = logging.getLogger(__name__)

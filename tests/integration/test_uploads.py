@@ -123,17 +123,17 @@ def test_the_directory_is_read_from_the_tail_while_downloading_or_after_it(uploa
                                                                          monkeypatch, tail):
     """The central directory in the fetched tail: checked (and members verified) during the
     download; not in it (a 64-byte tail): all after the download, from the archive itself."""
-    from jobs.uploads import process, storage
+    from jobs.uploads import arrival, storage
 
-    monkeypatch.setattr(process, "TAIL", tail)
+    monkeypatch.setattr(arrival, "TAIL", tail)
     tails: list[int] = []
     fetch_tail = storage.fetch_tail
     monkeypatch.setattr(storage, "fetch_tail", lambda *args: tails.append(args[-1]) or
                         fetch_tail(*args))
     early: list[object] = []
-    directory = process._directory
-    monkeypatch.setattr(process, "_directory", lambda *args: early.append(directory(*args)) or
-                        early[-1])
+    directory = arrival.read_directory
+    monkeypatch.setattr(arrival, "read_directory",
+                        lambda *args: early.append(directory(*args)) or early[-1])
     members = symbol_members(3, 5000, seed=4)
     upload_id = uploads.enqueue(write_zip(tmp_path / "a.zip", members))
     assert [o.status for o in uploads.worker().drain()] == [UploadStatus.DONE]
