@@ -18,7 +18,7 @@ from pathlib import Path
 
 from crontabber.schema import ensure_schema
 from crontabber.store import connect
-from jobs.prune import run_prune
+from jobs.prune.runs import PruneOptions, run_prune
 from jobs.prune.rules import Kind, Protection, Rule
 from jobs.prune.store import PruneStore
 from jobs.s3 import make_s3_client
@@ -60,8 +60,9 @@ def run(rounds: int) -> list[Comparison]:
         rule = Rule("bench", Kind.AGE, bucket, "old/", 0.5)
         own, theirs = cpu_seconds("self"), cpu_seconds(server) if server else 0.0
         start = time.perf_counter()
-        report = run_prune(client, store, [rule], Protection("none", "v1/"), future,
-                           cap=10**9, dry_run=False, threads=4)
+        options = PruneOptions([rule], Protection("none", "v1/"), cap=10**9, dry_run=False,
+                               threads=4)
+        report = run_prune(client, store, options, future)
         elapsed = time.perf_counter() - start
         cpu.append(((cpu_seconds("self") - own) * 1e6 / OURS_KEYS,
                     (cpu_seconds(server) - theirs) * 1e6 / OURS_KEYS if server else 0.0))

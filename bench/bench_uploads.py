@@ -212,19 +212,14 @@ def baseline_main(inbox: str, key: str, bucket: str) -> None:
 
 def ours_main(inbox: str, bucket: str) -> None:
     """Drain the queue like ``python -m jobs.uploads drain``; print start and end times."""
-    from crontabber.connection_factory import settings_from as db_settings
-    from crontabber.store import connect
-    from jobs.uploads.app import policy_from, settings_from
-    from jobs.uploads.cli import job_config
-    from jobs.uploads.storage import make_client
-    from jobs.uploads.store import UploadStore
+    from crontabber.database import open_database
+    from crontabber.jobconfig import load_job_config
+    from jobs.uploads import ProcessUploadsCronApp
     from jobs.uploads.worker import Worker
 
-    config = job_config(None, {f"{JOB[2:]}inbox_bucket": inbox, f"{JOB[2:]}symbols_bucket": bucket})
-    settings = settings_from(config)
-    connection = connect(db_settings(config["database"]))
-    worker = Worker(UploadStore(connection), settings, make_client(settings.concurrency),
-                    policy_from(config))
+    config = load_job_config(ProcessUploadsCronApp, None, {
+        f"{JOB[2:]}inbox_bucket": inbox, f"{JOB[2:]}symbols_bucket": bucket})
+    worker = Worker.from_config(config, open_database(config, "bench"))
     started = time.time()
     worker.drain()
     print(f"{started:.6f} {time.time():.6f}")

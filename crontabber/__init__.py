@@ -3,7 +3,8 @@
 Public surface for jobs: :mod:`crontabber.base` (``BaseCronApp``),
 :mod:`crontabber.mixins` (decorators), :mod:`crontabber.options`
 (``Namespace``), :mod:`crontabber.errors` (``CrontabberError``),
-:mod:`crontabber.queries` (named SQL) and :mod:`crontabber.connection_factory`.
+:mod:`crontabber.queries` (named SQL), :mod:`crontabber.connection_factory`,
+:mod:`crontabber.jobconfig` and :mod:`crontabber.database` (a job command's connection).
 """
 
 __version__ = "1.0.0a1"

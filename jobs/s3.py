@@ -75,6 +75,15 @@ def make_s3_client(max_pool_connections: int = DEFAULT_POOL, endpoint_url: str |
     return client
 
 
+def ensure_bucket(client: Any, bucket: str) -> None:
+    """Create ``bucket`` unless it exists (the demos, on a fresh S3 server; deployments
+    create their buckets themselves)."""
+    try:
+        client.head_bucket(Bucket=bucket)
+    except Exception:  # botocore's ClientError 404: create it
+        client.create_bucket(Bucket=bucket)
+
+
 def _send_at_once(model: Any, params: dict[str, Any], **_: Any) -> None:
     """Drop the ``Expect: 100-continue`` botocore adds to a PutObject's request."""
     if model.name == "PutObject":

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 from typing import TextIO
 
 from .engine import BadQuery, SearchResult, SearchUnavailable
@@ -30,7 +29,7 @@ def main(argv: list[str], stdout: TextIO, stderr: TextIO) -> int:
     parser = argparse.ArgumentParser(prog="python -m search", description="search symbol files")
     parser.add_argument("query")
     parser.add_argument("--size", type=int, default=10, help="hits to show (1-100, default 10)")
-    parser.add_argument("--alias", default=os.environ.get("SEARCH_ALIAS", "symbols"))
+    parser.add_argument("--alias", default=None, help="default: $SEARCH_ALIAS, else symbols")
     parser.add_argument("--es-url", default=None, help="default: $ES_URL")
     args = parser.parse_args(argv)
     from .client import make_es_client

@@ -34,10 +34,14 @@ from .model import (MAX_EVENT_COUNT, EventError, check_count, day_of, parse_seen
 
 #: (debug_file, debug_id, code_file, code_id, day since epoch)
 Key = tuple[str, str, str, str, int]
-#: [count, first seen (epoch s), last seen (epoch s)]
+#: A settled count: ``[COUNT, FIRST, LAST]`` (lookups, first and last seen, epoch s).
 Entry = list[Any]
-#: [occurrences, first and last default time (epoch s), batch, index of the first]
+#: An encoded event not settled yet: ``[COUNT, FIRST, LAST, BATCH, INDEX]`` (occurrences,
+#: first and last default time, the batch and event index of its first occurrence).
 Pending = list[Any]
+# The slots of Entry and Pending. Lists, not objects: an attribute store costs more than
+# an index on the per-event path, and the lists pickle smaller between processes.
+COUNT, FIRST, LAST, BATCH, INDEX = range(5)
 
 #: Largest encoded event accepted; a bigger one makes the batch "oversized event".
 MAX_EVENT_BYTES = 64 * 1024
@@ -100,7 +104,8 @@ class Aggregate:
         fold = _Folder(self.counts, self.validated)
         with collector_paused():
             self._settle(fold, msgpack, faults)
-        self.pending.clear()
+        for held in self.pending.values():
+            held.clear()  # in place: a batch being read goes on adding to its day's dict
         self.pending_entries = 0
         if faults:
             raise BadBatches(sorted(faults.values(), key=lambda fault: str(fault.batch)))
@@ -108,7 +113,7 @@ class Aggregate:
     def _settle(self, fold: "_Folder", msgpack: Any,
                 faults: dict[Hashable, BadBatch] | None) -> None:
         for day, held in self.pending.items():
-            for data, (occurrences, first, last, batch, index) in held.items():
+            for data, (occurrences, first, last, batch, index) in held.items():  # Pending
                 try:
                     try:
                         item = msgpack.unpackb(data, raw=False)
@@ -138,34 +143,15 @@ class Aggregate:
             if not mine:
                 self.pending[day] = theirs
                 continue
-            get = mine.get
-            for data, entry in theirs.items():
-                held = get(data)
-                if held is None:
-                    mine[data] = entry
-                    continue
-                held[0] += entry[0]  # the first occurrence kept: either names the fault
-                if entry[1] < held[1]:
-                    held[1] = entry[1]
-                if entry[2] > held[2]:
-                    held[2] = entry[2]
+            # the first occurrence kept (BATCH, INDEX): either names the fault
+            _merge_entries(mine, theirs)
         self.pending_entries = sum(len(held) for held in self.pending.values())
 
     def _merge_counts(self, counts: dict[Key, Entry]) -> None:
         if not self.counts:
             self.counts = counts
             return
-        get = self.counts.get
-        for key, value in counts.items():
-            entry = get(key)
-            if entry is None:
-                self.counts[key] = value
-                continue
-            entry[0] += value[0]
-            if value[1] < entry[1]:
-                entry[1] = value[1]
-            if value[2] > entry[2]:
-                entry[2] = value[2]
+        _merge_entries(self.counts, counts)
 
     def one_day_per_symbol(self) -> bool:
         """Whether no settled symbol has counts on two days. ``validated`` holds
@@ -177,7 +163,28 @@ class Aggregate:
     @property
     def lookups(self) -> int:
         """The total of the settled events' ``count``s."""
-        return sum(entry[0] for entry in self.counts.values())
+        return sum(entry[COUNT] for entry in self.counts.values())
+
+
+def add_to(entry: Entry | Pending, count: int, first: float, last: float) -> None:
+    """Add ``count`` lookups seen from ``first`` to ``last`` to ``entry``: the one way
+    counts are merged (events into counts, aggregates into aggregates)."""
+    entry[COUNT] += count
+    if first < entry[FIRST]:
+        entry[FIRST] = first
+    if last > entry[LAST]:
+        entry[LAST] = last
+
+
+def _merge_entries(mine: dict[Any, Any], theirs: dict[Any, Any]) -> None:
+    """Merge ``theirs`` into ``mine`` (entries of both by key; ``theirs`` is used up)."""
+    get = mine.get
+    for key, value in theirs.items():
+        entry = get(key)
+        if entry is None:
+            mine[key] = value
+        else:
+            add_to(entry, value[COUNT], value[FIRST], value[LAST])
 
 
 class _Folder:
@@ -218,12 +225,8 @@ class _Folder:
         entry = self.counts.get(key)
         if entry is None:
             self.counts[key] = [count * occurrences, first, last]
-            return
-        entry[0] += count * occurrences
-        if first < entry[1]:
-            entry[1] = first
-        if last > entry[2]:
-            entry[2] = last
+        else:
+            add_to(entry, count * occurrences, first, last)
 
 
 def aggregate_batch(chunks: Iterable[bytes], default_seen_at: float,
@@ -294,62 +297,109 @@ def _read(chunks: Iterable[bytes], default_seen_at: float, chunk_size: int,
           result: Aggregate, batch: Hashable | None) -> int:
     """Count a batch's events by their bytes into ``result.pending``; return how many.
 
-    Before an error about the stream itself is raised, the events read so far
-    are settled, so an invalid event before the fault is the one reported.
+    Before an error about the stream itself is raised, the events read before it are
+    counted, so that settling them finds an invalid event before the fault.
     """
-    import msgpack
-
-    unpacker = msgpack.Unpacker(raw=False, max_buffer_size=chunk_size + MAX_EVENT_BYTES)
     when, day = default_seen_at, day_of(default_seen_at)
+    # settle() empties this dict in place, so it stays the day's through the batch
     held = result.pending.setdefault(day, {})
     get = held.get
-    window, window_start = b"", 0  # the stream's bytes from window_start on
-    index = fed = end = 0
-    tell, skip = unpacker.tell, unpacker.skip
-
-    try:
-        for chunk in chunks:
-            fed += len(chunk)
-            try:
-                unpacker.feed(chunk)
-            except msgpack.BufferFull:
-                raise BadBatch("oversized event", f"an event is larger than {MAX_EVENT_BYTES} bytes",
-                               index + 1, batch) from None
-            window = window[end - window_start:] + chunk
-            window_start = end
-            while True:
-                try:
-                    skip()
-                except msgpack.OutOfData:
-                    break
-                index += 1
-                start, end = end, tell()
-                if end - start > MAX_EVENT_BYTES:
-                    raise BadBatch("oversized event", f"{end - start} bytes (at most "
-                                   f"{MAX_EVENT_BYTES})", index, batch)
-                data = window[start - window_start:end - window_start]
-                entry = get(data)
-                if entry is not None:
-                    entry[0] += 1
-                    if when != entry[2]:  # first seen in another batch
-                        if when < entry[1]:
-                            entry[1] = when
-                        elif when > entry[2]:
-                            entry[2] = when
-                    continue
+    index = 0
+    for events in _encoded_events(chunks, chunk_size, batch):
+        for data in events:
+            index += 1
+            entry = get(data)
+            if entry is None:
                 held[data] = [1, when, when, batch, index]
                 result.pending_entries += 1
                 if result.pending_entries >= PENDING_ENTRIES:
                     result.settle(every_fault=True)
-                    held = result.pending.setdefault(day, {})
-                    get = held.get
-    except (ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as exc:
-        raise BadBatch("malformed msgpack", f"{type(exc).__name__}: {exc}", index + 1,
-                       batch) from None
-    if end != fed:  # ``end``: where the last whole event ended
-        raise BadBatch("malformed msgpack", f"truncated: {fed - end} bytes left over "
-                       f"after {index} events", index + 1, batch)
+            elif when == entry[LAST]:  # the usual repeat: in the batch that first held it
+                entry[COUNT] += 1
+            else:
+                add_to(entry, 1, when, when)
     return index
+
+
+def _encoded_events(chunks: Iterable[bytes], chunk_size: int,
+                    batch: Hashable | None) -> Iterator[list[bytes]]:
+    """A batch's stream cut into its encoded events, none decoded: a list per chunk fed
+    (the whole events that chunk ends; a list, not an event at a time, because a
+    generator step per event cost 30% of counting repetitive batches).
+
+    Raises (after yielding the events before it):
+        BadBatch: malformed msgpack, a truncated stream or an oversized event.
+    """
+    import msgpack
+
+    unpacker = msgpack.Unpacker(raw=False, max_buffer_size=chunk_size + MAX_EVENT_BYTES)
+    window = _Window(unpacker)
+    count = 0  # events yielded
+    for chunk in chunks:
+        try:
+            unpacker.feed(chunk)
+        except msgpack.BufferFull:
+            raise BadBatch("oversized event", f"an event is larger than {MAX_EVENT_BYTES} "
+                           "bytes", count + 1, batch) from None
+        events, fault = window.cut(chunk)
+        count += len(events)
+        yield events
+        if fault is not None:
+            kind, detail = fault
+            raise BadBatch(kind, detail, count + 1, batch)
+    if window.left:
+        raise BadBatch("malformed msgpack", f"truncated: {window.left} bytes left over after "
+                       f"{count} events", count + 1, batch)
+
+
+class _Window:
+    """The stream's bytes not yet cut into events, from the end of the last whole event to
+    the end of what was fed, and the cutting: msgpack's ``Unpacker.skip`` finds where each
+    whole event ends (``tell``, a position in the whole stream), which this turns into a
+    slice of the bytes kept."""
+
+    __slots__ = ("_unpacker", "_data", "_start", "_end", "_fed")
+
+    def __init__(self, unpacker: Any) -> None:
+        self._unpacker = unpacker  # fed the same chunks, before :meth:`cut`
+        self._data = b""  # the stream's bytes from _start to _fed
+        self._start = 0  # stream position of _data[0]
+        self._end = 0  # stream position where the last whole event ended
+        self._fed = 0
+
+    def cut(self, chunk: bytes) -> tuple[list[bytes], tuple[str, str] | None]:
+        """Add ``chunk`` (dropping the bytes of events already cut); return the whole
+        events it ends, and the fault (kind, detail) met after them, if any."""
+        import msgpack
+
+        data = self._data = self._data[self._end - self._start:] + chunk
+        base = self._start = self._end
+        self._fed += len(chunk)
+        events: list[bytes] = []
+        append, tell, skip = events.append, self._unpacker.tell, self._unpacker.skip
+        start = base
+        fault = None
+        try:
+            while True:
+                skip()
+                end = tell()
+                if end - start > MAX_EVENT_BYTES:
+                    fault = ("oversized event", f"{end - start} bytes (at most "
+                             f"{MAX_EVENT_BYTES})")
+                    break
+                append(data[start - base:end - base])
+                start = end
+        except msgpack.OutOfData:
+            pass
+        except (ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as exc:
+            fault = ("malformed msgpack", f"{type(exc).__name__}: {exc}")
+        self._end = start
+        return events, fault
+
+    @property
+    def left(self) -> int:
+        """Bytes fed after the last whole event (not 0 at the end: a truncated stream)."""
+        return self._fed - self._end
 
 
 def staging_chunks(aggregate: Aggregate, lines: int = 2000) -> Iterator[str]:

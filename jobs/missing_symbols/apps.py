@@ -10,11 +10,10 @@ from typing import Any
 from crontabber.base import BaseCronApp
 from crontabber.mixins import as_backfill_cron_app, using_postgres
 from crontabber.options import Namespace
+from jobs import defaults
 
 # The work (consume, reports, store) is imported in run(): a cron tick where
 # these jobs are not due must not pay for it.
-INBOX_PREFIX = "missing/"  # jobs.missing_symbols.writer.DEFAULT_PREFIX
-REPORT_PREFIX = "reports/missing-symbols/"  # jobs.missing_symbols.reports.DEFAULT_PREFIX
 
 logger = logging.getLogger(__name__)
 
@@ -44,8 +43,10 @@ class MissingSymbolsCronApp(_StoreApp):
     app_name = "missing-symbols"
     app_description = "aggregate missing-symbol batches (msgpack in S3) into Postgres"
     required_config = Namespace()
-    required_config.add_option("inbox_bucket", default="symbols-inbox", doc="bucket the batches are in")
-    required_config.add_option("prefix", default=INBOX_PREFIX, doc="key prefix of the batches")
+    required_config.add_option("inbox_bucket", default=defaults.INBOX_BUCKET,
+                               doc="bucket the batches are in")
+    required_config.add_option("prefix", default=defaults.MISSING_PREFIX,
+                               doc="key prefix of the batches")
     required_config.add_option("workers", default=0,
                                doc="decoding processes (0: one per core; 1: no pool)")
     required_config.add_option("batches_per_transaction", default=100,
@@ -77,8 +78,10 @@ class MissingSymbolsReportCronApp(_StoreApp):
     app_description = "daily CSV of missing symbols to the symbols bucket"
     depends_on = ["missing-symbols"]
     required_config = Namespace()
-    required_config.add_option("symbols_bucket", default="symbols", doc="bucket of the reports")
-    required_config.add_option("report_prefix", default=REPORT_PREFIX, doc="key prefix of reports")
+    required_config.add_option("symbols_bucket", default=defaults.SYMBOLS_BUCKET,
+                               doc="bucket of the reports")
+    required_config.add_option("report_prefix", default=defaults.REPORTS_PREFIX,
+                               doc="key prefix of reports")
 
     def run(self, date: dt.datetime) -> None:
         from jobs.s3 import make_s3_client

@@ -16,7 +16,9 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from .writer import DEFAULT_PREFIX, read_jsonl, write_batch
+from jobs.defaults import INBOX_BUCKET, MISSING_PREFIX
+
+from .writer import read_jsonl, write_batch
 
 DEMO_BATCHES: list[list[dict[str, Any]]] = [
     [{"debug_file": "xul.pdb", "debug_id": "44E4EC8C2F41492B9369D6B9A059577C2",
@@ -35,26 +37,18 @@ def parser() -> argparse.ArgumentParser:
     commands = root.add_subparsers(dest="command", required=True)
     write = commands.add_parser("write", help="write one batch from a JSON-lines file")
     write.add_argument("file", type=Path)
-    write.add_argument("--bucket", default="symbols-inbox")
-    write.add_argument("--prefix", default=DEFAULT_PREFIX)
+    write.add_argument("--bucket", default=INBOX_BUCKET)
+    write.add_argument("--prefix", default=MISSING_PREFIX)
     write.add_argument("--key", default=None, help="object key (default: a new unique key)")
     demo = commands.add_parser("demo", help="write two small demo batches")
-    demo.add_argument("--bucket", default="symbols-inbox")
-    demo.add_argument("--prefix", default=DEFAULT_PREFIX)
+    demo.add_argument("--bucket", default=INBOX_BUCKET)
+    demo.add_argument("--prefix", default=MISSING_PREFIX)
     return root
-
-
-def ensure_bucket(s3_client: Any, bucket: str) -> None:
-    """Create ``bucket`` unless it exists (for the demo on a fresh S3 server)."""
-    try:
-        s3_client.head_bucket(Bucket=bucket)
-    except Exception:  # botocore's ClientError 404: create it
-        s3_client.create_bucket(Bucket=bucket)
 
 
 def main(argv: list[str], stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:
     args = parser().parse_args(argv)
-    from jobs.s3 import make_s3_client
+    from jobs.s3 import ensure_bucket, make_s3_client
 
     s3 = make_s3_client()
     if args.command == "demo":

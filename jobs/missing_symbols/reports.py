@@ -13,13 +13,14 @@ import datetime as dt
 import io
 from typing import Any, Iterable
 
+from jobs.defaults import REPORTS_PREFIX
+
 from .store import MissingSymbolStore
 
 HEADER = ("debug_file", "debug_id", "code_file", "code_id", "count")
-DEFAULT_PREFIX = "reports/missing-symbols/"
 
 
-def report_key(day: dt.date, prefix: str = DEFAULT_PREFIX) -> str:
+def report_key(day: dt.date, prefix: str = REPORTS_PREFIX) -> str:
     return f"{prefix}{day:%Y-%m-%d}.csv"
 
 
@@ -35,7 +36,7 @@ def write_csv(rows: Iterable[tuple[Any, ...]], out: Any) -> int:
 
 
 def publish_report(store: MissingSymbolStore, s3_client: Any, bucket: str, day: dt.date,
-                   prefix: str = DEFAULT_PREFIX) -> tuple[str, int]:
+                   prefix: str = REPORTS_PREFIX) -> tuple[str, int]:
     """Build ``day``'s report and upload it (overwriting an earlier one); return
     (key, rows). The CSV is spooled to a temporary file past 16 MiB.
 

@@ -20,10 +20,10 @@ import uuid
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
-DEFAULT_PREFIX = "missing/"
+from jobs.defaults import MISSING_PREFIX
 
 
-def batch_key(prefix: str = DEFAULT_PREFIX, now: dt.datetime | None = None) -> str:
+def batch_key(prefix: str = MISSING_PREFIX, now: dt.datetime | None = None) -> str:
     """A new, unique batch key: ``<prefix>YYYY/MM/DD/HHMMSS-<uuid>.msgpack`` (UTC), so
     keys list roughly in time order."""
     now = now or dt.datetime.now(dt.timezone.utc)
@@ -43,7 +43,7 @@ def encode_events(events: Iterable[Mapping[str, Any]]) -> bytes:
 
 
 def write_batch(s3_client: Any, bucket: str, events: Iterable[Mapping[str, Any]],
-                prefix: str = DEFAULT_PREFIX, key: str | None = None) -> str:
+                prefix: str = MISSING_PREFIX, key: str | None = None) -> str:
     """Write one batch of missing-symbol events to S3; return its key.
 
     Parameters:

@@ -7,16 +7,16 @@ Options come from crontabber.ini (``--admin.conf``), the environment and
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from typing import TextIO
 
-from crontabber.connection_factory import settings_from
+from crontabber.database import database_now, open_database
 from crontabber.errors import CrontabberError
 from crontabber.jobconfig import load_job_config
-from crontabber.store import StateStore, connect
 
-from . import PruneS3CronApp, format_report, rules_from, run_prune, _progress_bar
-from .rules import Protection
+from . import PruneS3CronApp
+from .runs import PruneOptions, format_report, run_prune, terminal_listeners
 from .store import PruneStore
 
 
@@ -32,18 +32,20 @@ def main(argv: list[str], out: TextIO = sys.stdout) -> int:
     args = parser.parse_args(argv)
     try:
         config = load_job_config(PruneS3CronApp, args.conf)
-        connection = connect(settings_from(config.database))
+        connection = open_database(config, "jobs.prune")
         store = PruneStore(connection)
         if args.command == "history":
             print_history(store, args.limit, out)
             return 0
         from jobs.s3 import make_s3_client
 
-        now = StateStore(connection).now()  # the database's clock, as the cron job uses
-        report = run_prune(make_s3_client(max_pool_connections=config.threads + 1), store,
-                           rules_from(config), Protection(config.symbols_bucket, config.symbols_prefix),
-                           now, args.cap if args.cap is not None else config.cap,
-                           args.dry_run or config.dry_run, config.threads, _progress_bar())
+        options = PruneOptions.from_config(config)
+        options = dataclasses.replace(
+            options, cap=options.cap if args.cap is None else args.cap,
+            dry_run=args.dry_run or options.dry_run)
+        # the database's clock, as the cron job uses
+        report = run_prune(make_s3_client(max_pool_connections=options.threads + 1), store,
+                           options, database_now(connection), terminal_listeners())
     except CrontabberError as exc:
         print(f"prune: {exc}", file=sys.stderr)
         return 1

@@ -28,15 +28,31 @@ BATCH = 1000  # delete_objects' maximum
 Check = Callable[[Rule, list[str], dt.datetime], set[str]]
 
 
+@dataclass(frozen=True)
+class Batch:
+    """What deleting one batch of keys did (in a dry run: the keys it would delete)."""
+
+    keys: int  # deleted
+    size: int  # bytes freed
+    errors: list[str]  # one line per key that could not be deleted
+
+
 @dataclass
 class RuleResult:
-    """What one rule did (or, in a dry run, would do)."""
+    """What one rule did (or, in a dry run, would do): the one place a run's counts are
+    summed (:meth:`add`)."""
 
     rule: str
     keys: int = 0
     bytes: int = 0
     errors: int = 0
-    error_sample: list[str] = field(default_factory=list)
+    error_sample: list[str] = field(default_factory=list)  # the rule's first 5 errors
+
+    def add(self, batch: Batch) -> None:
+        self.keys += batch.keys
+        self.bytes += batch.size
+        self.errors += len(batch.errors)
+        self.error_sample = (self.error_sample + batch.errors)[:5]
 
 
 @dataclass
@@ -54,6 +70,18 @@ class Budget:
         granted = min(wanted, self.cap - self.used)
         self.used += granted
         return granted
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What every rule of one run shares: the run's "now" (the database's clock), the
+    protected symbol files, the cap, whether nothing is deleted, and the threads."""
+
+    now: dt.datetime
+    protection: Protection
+    budget: Budget
+    dry_run: bool
+    threads: int
 
 
 def shards(client: Any, bucket: str, prefix: str) -> tuple[list[dict], list[str]]:
@@ -139,8 +167,8 @@ def selected_batches(
             return
 
 
-def _delete(client: Any, bucket: str, batch: list[tuple[str, int]]) -> tuple[int, int, list[str]]:
-    """Delete one batch; return (keys deleted, bytes freed, one line per key that failed).
+def _delete(client: Any, bucket: str, batch: list[tuple[str, int]]) -> Batch:
+    """Delete one batch of ``(key, size)``; what it did.
 
     A batch the server refuses as a whole (s3proxy answers InternalError for
     all 1,000 keys when one of them cannot be removed) is retried key by key,
@@ -160,10 +188,10 @@ def _delete(client: Any, bucket: str, batch: list[tuple[str, int]]) -> tuple[int
               for e in response.get("Errors", [])]
     failed = {e.get("Key") for e in response.get("Errors", [])}
     done = [key for key in sizes if key not in failed]
-    return len(done), sum(sizes[key] for key in done), errors
+    return Batch(len(done), sum(sizes[key] for key in done), errors)
 
 
-def _delete_one_by_one(client: Any, bucket: str, sizes: dict[str, int]) -> tuple[int, int, list[str]]:
+def _delete_one_by_one(client: Any, bucket: str, sizes: dict[str, int]) -> Batch:
     from botocore.exceptions import ClientError
 
     deleted, freed, errors = 0, 0, []
@@ -176,38 +204,30 @@ def _delete_one_by_one(client: Any, bucket: str, sizes: dict[str, int]) -> tuple
             continue
         deleted += 1
         freed += size
-    return deleted, freed, errors
+    return Batch(deleted, freed, errors)
 
 
-def prune_rule(
-    client: Any, rule: Rule, now: dt.datetime, protection: Protection, check: Check | None,
-    budget: Budget, dry_run: bool, threads: int,
-    on_batch: Callable[[RuleResult, int, int, list[str]], None],
-) -> RuleResult:
-    """Apply one rule; ``on_batch(result, keys, bytes, errors)`` after every batch."""
-    result = RuleResult(rule.name)
+def deleted_batches(client: Any, rule: Rule, check: Check | None, scope: Scope) -> Iterator[Batch]:
+    """Apply one rule: each batch once deleted (dry: once selected), as the deletions end.
 
-    def account(keys: int, size: int, errors: list[str]) -> None:
-        result.keys += keys
-        result.bytes += size
-        result.errors += len(errors)
-        result.error_sample = (result.error_sample + errors)[:5]
-        on_batch(result, keys, size, errors)
-
-    batches = selected_batches(client, rule, now, protection, check, budget, threads)
-    if dry_run:
+    Listing and selecting run in the caller's thread (``check`` may use its database
+    connection); up to ``threads * 2`` batches are deleted at once on ``threads`` threads
+    sharing ``client``, while listing goes on.
+    """
+    batches = selected_batches(client, rule, scope.now, scope.protection, check, scope.budget,
+                               scope.threads)
+    if scope.dry_run:
         for batch in batches:
-            account(len(batch), sum(size for _, size in batch), [])
-        return result
-    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
-        pending: set[concurrent.futures.Future] = set()
+            yield Batch(len(batch), sum(size for _, size in batch), [])
+        return
+    with concurrent.futures.ThreadPoolExecutor(scope.threads) as pool:
+        pending: set[concurrent.futures.Future[Batch]] = set()
         for batch in batches:  # listing goes on while earlier batches are deleted
             pending.add(pool.submit(_delete, client, rule.bucket, batch))
-            if len(pending) >= threads * 2:  # bound memory: wait for some to finish
+            if len(pending) >= scope.threads * 2:  # bound memory: wait for some to finish
                 done, pending = concurrent.futures.wait(
                     pending, return_when=concurrent.futures.FIRST_COMPLETED)
                 for future in done:
-                    account(*future.result())
+                    yield future.result()
         for future in concurrent.futures.as_completed(pending):
-            account(*future.result())
-    return result
+            yield future.result()

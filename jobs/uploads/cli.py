@@ -17,13 +17,13 @@ from typing import Any, Callable, TextIO
 from crontabber.errors import CrontabberError
 from crontabber.options import DotDict
 
-from .app import ProcessUploadsCronApp, policy_from, settings_from
-from .records import Status
+from .app import ProcessUploadsCronApp
+from .records import UploadStatus
 
 EXIT_OK, EXIT_ERROR, EXIT_FAILED = 0, 1, 2
 
 
-def parse(argv: list[str]) -> tuple[argparse.Namespace, dict[str, str]]:
+def parse_args(argv: list[str]) -> tuple[argparse.Namespace, dict[str, str]]:
     parser = argparse.ArgumentParser(prog="python -m jobs.uploads")
     parser.add_argument("--admin.conf", dest="conf", default=None, help="crontabber.ini to read")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -44,30 +44,22 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, dict[str, str]]:
     return args, overrides
 
 
-def job_config(conf: str | None, overrides: dict[str, str]) -> DotDict:
-    """The job's options as the runner would resolve them."""
-    from crontabber.jobconfig import load_job_config
-
-    return load_job_config(ProcessUploadsCronApp, conf, overrides)
-
-
 def _connect(config: DotDict) -> Any:
-    from crontabber.connection_factory import settings_from as db_settings
-    from crontabber.schema import ensure_schema
-    from crontabber.store import connect
+    from crontabber.database import open_database
 
-    connection = connect(db_settings(config["database"]), "jobs.uploads")
-    ensure_schema(connection)
-    return connection
+    return open_database(config, "jobs.uploads")
 
 
 def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout,
          stderr: TextIO = sys.stderr) -> int:
-    args, overrides = parse(sys.argv[1:] if argv is None else argv)
+    args, overrides = parse_args(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.WARNING, stream=stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        config = job_config(args.conf, overrides)
+        from crontabber.jobconfig import load_job_config
+
+        # the job's options as the runner would resolve them
+        config = load_job_config(ProcessUploadsCronApp, args.conf, overrides)
         command: Callable[[Any, DotDict, TextIO], int] = COMMANDS[args.command]
         return command(args, config, stdout)
     except CrontabberError as exc:
@@ -76,14 +68,13 @@ def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout,
 
 
 def cmd_enqueue(args: Any, config: DotDict, out: TextIO) -> int:
-    from jobs.s3 import make_s3_client
-
     from .commands import enqueue_archive
+    from .storage import make_client
     from .store import UploadStore
 
     connection = _connect(config)
     try:
-        upload_id = enqueue_archive(UploadStore(connection), make_s3_client(),
+        upload_id = enqueue_archive(UploadStore(connection), make_client(config["concurrency"]),
                                     config["inbox_bucket"], config["inbox_prefix"], args.archive,
                                     args.uploaded_by)
     finally:
@@ -93,14 +84,10 @@ def cmd_enqueue(args: Any, config: DotDict, out: TextIO) -> int:
 
 
 def cmd_reprocess(args: Any, config: DotDict, out: TextIO) -> int:
-    from .storage import make_client
-    from .store import UploadStore
     from .worker import Worker
 
-    settings = settings_from(config)
     connection = _connect(config)
-    worker = Worker(UploadStore(connection), settings, make_client(settings.concurrency),
-                    policy_from(config))
+    worker = Worker.from_config(config, connection)
     try:
         with _progress(out) as advance:
             outcome = worker.reprocess(args.id, advance)
@@ -111,19 +98,18 @@ def cmd_reprocess(args: Any, config: DotDict, out: TextIO) -> int:
           (f" ({outcome.error})" if outcome.error else
            f" ({row.get('files_uploaded')} uploaded, {row.get('files_skipped')} skipped, "
            f"{row.get('files_ignored')} ignored)"), file=out)
-    return EXIT_OK if outcome.status is Status.DONE else EXIT_FAILED
+    return EXIT_OK if outcome.status is UploadStatus.DONE else EXIT_FAILED
 
 
 def cmd_demo(args: Any, config: DotDict, out: TextIO) -> int:
-    from jobs.s3 import make_s3_client
-
     from .commands import demo
+    from .storage import make_client
     from .store import UploadStore
 
     connection = _connect(config)
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            results = demo(UploadStore(connection), make_s3_client(),
+            results = demo(UploadStore(connection), make_client(config["concurrency"]),
                            (config["inbox_bucket"], config["symbols_bucket"]),
                            config["inbox_prefix"], Path(tmp))
     finally:
@@ -134,15 +120,11 @@ def cmd_demo(args: Any, config: DotDict, out: TextIO) -> int:
 
 
 def cmd_drain(args: Any, config: DotDict, out: TextIO) -> int:
-    from .storage import make_client
-    from .store import UploadStore
     from .worker import Worker
 
-    settings = settings_from(config)
     connection = _connect(config)
     try:
-        outcomes = Worker(UploadStore(connection), settings, make_client(settings.concurrency),
-                          policy_from(config)).drain()
+        outcomes = Worker.from_config(config, connection).drain()
     finally:
         connection.close()
     for outcome in outcomes:

@@ -7,6 +7,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from jobs.s3 import ensure_bucket
+
 from . import storage
 from .demo import demo_archives
 from .store import UploadStore
@@ -28,14 +30,6 @@ def enqueue_archive(store: UploadStore, client: Any, bucket: str, prefix: str, p
     key = inbox_key(prefix, path.name)
     storage.store_archive(client, bucket, key, path)
     return store.enqueue(key, path.name, path.stat().st_size, uploaded_by)
-
-
-def ensure_bucket(client: Any, bucket: str) -> None:
-    """Create ``bucket`` if missing (the demo only; deployments create buckets themselves)."""
-    try:
-        client.head_bucket(Bucket=bucket)
-    except Exception:  # botocore ClientError 404: create it
-        client.create_bucket(Bucket=bucket)
 
 
 def demo(store: UploadStore, client: Any, buckets: tuple[str, str], prefix: str,

@@ -19,24 +19,33 @@ mostly-existing ones are HEADed (so identical files are never compressed).
 ``list`` and ``head`` force one way (``conditional`` is never forced: it needs S3's
 conditional writes, which AWS S3 and s3proxy 4 have).
 
-The checks run while the archive is verified (:class:`Lookup`): the sample is the
-directories of the members verified first (the largest), and a member waits only for its
-own directory's answer (or, outside the sample, for the way chosen for the rest). Waiting
-for every answer first held the verify pass back 0.1-0.3 s per upload.
+The checks run while the archive is verified (:class:`Lookup`, on its own ``exists``
+threads): the sample is the directories of the members verified first (the largest), and a
+member waits only for its own directory's answer (or, outside the sample, for the way
+chosen for the rest). Waiting for every answer first held the verify pass back 0.1-0.3 s
+per upload.
+
+This module is the one place that decides existence: what the checks found
+(:class:`ArchiveKeys`), what to do with a key given the object there (:func:`decide`),
+and the HEAD of a key that was not checked (:func:`recheck`: before a multipart upload,
+which takes no condition, and after a conditional PUT was refused).
 """
 
 from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from . import storage
-from .records import Existing
+from .records import Digest, Existing, Recorder, UploadSettings, Written
+from .validation import Plan
 
 SAMPLE_DIRECTORIES = 16
 LIST, HEAD, CONDITIONAL = "list", "head", "conditional"
 
-Answers = dict[str, "Existing | None"]
+#: ``{key: the object there, or None}`` for the keys checked.
+Found = dict[str, "Existing | None"]
 
 
 def choose(sampled_keys: int, sampled_hits: int, keys: int, dirs: int) -> str:
@@ -73,11 +82,11 @@ class Lookup:
             by_dir.setdefault(_directory(key), []).append(key)
         dirs = list(by_dir)
         sample = dirs if mode in (LIST, HEAD) else dirs[:SAMPLE_DIRECTORIES]
-        self._sampled: dict[str, Future[Answers]] = {
+        self._sampled: dict[str, Future[Found]] = {
             directory: self._checks.submit(self._check, by_dir[directory], mode == HEAD)
             for directory in sample}
         rest = {directory: by_dir[directory] for directory in dirs[len(sample):]}
-        self._rest: Future[Answers] = self._planner.submit(self._plan, rest, len(keys), len(dirs))
+        self._rest: Future[Found] = self._planner.submit(self._plan, rest, len(keys), len(dirs))
 
     def __enter__(self) -> Lookup:
         return self
@@ -101,22 +110,22 @@ class Lookup:
         answers = (sampled or self._rest).result()
         return key in answers, answers.get(key)
 
-    def result(self) -> Answers:
+    def result(self) -> Found:
         """``{key: Existing or None}`` for every key checked (blocks until all are)."""
-        answers: Answers = {}
+        answers: Found = {}
         for future in self._sampled.values():
             answers.update(future.result())
         answers.update(self._rest.result())
         return answers
 
-    def _check(self, keys: list[str], head_only: bool) -> Answers:
+    def _check(self, keys: list[str], head_only: bool) -> Found:
         """One directory's keys: HEADs, or a LIST and a HEAD for each key it holds."""
         listed = None if head_only else storage.list_directory(self._client, self._bucket,
                                                                _directory(keys[0]))
         return {key: storage.head(self._client, self._bucket, key)
                 if listed is None or key in listed else None for key in keys}
 
-    def _plan(self, rest: dict[str, list[str]], keys: int, dirs: int) -> Answers:
+    def _plan(self, rest: dict[str, list[str]], keys: int, dirs: int) -> Found:
         """After the sample: the rest's way (fewest requests), and its answers."""
         if not rest:
             return {}
@@ -126,7 +135,74 @@ class Lookup:
                      keys, dirs)
         if way == CONDITIONAL:
             return {}
-        answers: Answers = {}
+        answers: Found = {}
         for part in self._checks.map(lambda group: self._check(group, way == HEAD), rest.values()):
             answers.update(part)
         return answers
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What to do with a member's key, given what is there: ``write`` it (``update``: over
+    another object), or not, recording ``row`` if there is one (this upload wrote the
+    object and was stopped before its row)."""
+
+    write: bool
+    update: bool = False
+    row: Written | None = None
+
+
+def decide(found: Existing | None, key: str, digest: Digest, upload_id: int,
+           compressed: bool) -> Verdict:
+    """Pure: a key is written unless the object there holds the same bytes (Tecken's
+    ``original_size`` and ``original_md5_hash``); such an object written by this upload
+    gets its row back from its metadata."""
+    if found is None:
+        return Verdict(write=True)
+    if not found.same(digest):
+        return Verdict(write=True, update=True)
+    if found.upload_id == upload_id:
+        return Verdict(write=False, row=Written(key, found.size, digest.size, digest.md5,
+                                                compressed, found.replaced))
+    return Verdict(write=False)
+
+
+def recheck(client: Any, bucket: str, key: str, digest: Digest, upload_id: int,
+            compressed: bool) -> Verdict:
+    """HEAD a key that was not checked, and :func:`decide`.
+
+    Raises:
+        StorageFailed: S3 failed after retries.
+    """
+    return decide(storage.head(client, bucket, key), key, digest, upload_id, compressed)
+
+
+@dataclass(frozen=True)
+class ArchiveKeys:
+    """The archive's object keys (in archive order), those this upload already recorded
+    (a reclaimed attempt), and the existence checks of the others (running). Use as a
+    context manager: the checks stop at exit."""
+
+    keys: list[str]
+    done: set[str]
+    lookup: Lookup
+
+    @classmethod
+    def start(cls, client: Any, settings: UploadSettings, plan: Plan,
+              recorder: Recorder) -> ArchiveKeys:
+        """Start the existence checks, largest member first, as the verify pass will mostly
+        need them (it waits per key, so it starts on the first members while the rest are
+        checked)."""
+        keys = [settings.object_key(info.filename) for info in plan.members]
+        largest_first = sorted(range(len(keys)), key=lambda i: -plan.members[i].file_size)
+        done = recorder.written_keys()  # (the verify pass renews the lease when due)
+        lookup = Lookup(client, settings.symbols_bucket,
+                        [keys[i] for i in largest_first if keys[i] not in done],
+                        settings.existence_check, max(1, settings.concurrency - 1))
+        return cls(keys, done, lookup)
+
+    def __enter__(self) -> ArchiveKeys:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.lookup.close()

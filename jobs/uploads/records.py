@@ -5,10 +5,12 @@ from __future__ import annotations
 import datetime as dt
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, Protocol
+
+from .options import DEFAULTS, parse_extensions
 
 
-class Status(str, enum.Enum):
+class UploadStatus(str, enum.Enum):
     """``upload.status``."""
 
     PENDING = "pending"
@@ -26,7 +28,7 @@ class Upload:
     filename: str
     size: int
     uploaded_by: str | None
-    status: Status
+    status: UploadStatus
     attempts: int
     claimed_by: str | None
     error: str | None
@@ -35,35 +37,52 @@ class Upload:
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "Upload":
         return cls(row["id"], row["inbox_key"], row["filename"], row["size"], row["uploaded_by"],
-                   Status(row["status"]), row["attempts"], row["claimed_by"], row["error"],
+                   UploadStatus(row["status"]), row["attempts"], row["claimed_by"], row["error"],
                    row.get("created_at"))
 
 
 @dataclass(frozen=True)
 class Limits:
-    """What an archive may hold; safe defaults (options of the job)."""
+    """What an archive may hold (options of the job; defaults in :mod:`.options`)."""
 
-    max_members: int = 20_000
-    max_total_size: int = 8 * 1024**3
-    max_member_size: int = 4 * 1024**3
-    max_ratio: float = 200.0
-    ratio_min_size: int = 1024**2
+    max_members: int = DEFAULTS["max_members"]
+    max_total_size: int = DEFAULTS["max_total_size"]
+    max_member_size: int = DEFAULTS["max_member_size"]
+    max_ratio: float = DEFAULTS["max_ratio"]
+    ratio_min_size: int = DEFAULTS["ratio_min_size"]
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> Limits:
+        """The limits held by the job's options."""
+        return cls(int(config["max_members"]), int(config["max_total_size"]),
+                   int(config["max_member_size"]), float(config["max_ratio"]),
+                   int(config["ratio_min_size"]))
 
 
 @dataclass(frozen=True)
-class Settings:
-    """Everything processing one upload needs to know (from the job's options)."""
+class UploadSettings:
+    """Everything processing one upload needs to know (the job's options; their meaning
+    and defaults in :mod:`.options`)."""
 
-    inbox_bucket: str = "symbols-inbox"
-    symbols_bucket: str = "symbols"
-    symbols_prefix: str = "v1"
-    compress_extensions: tuple[str, ...] = ("sym",)
-    gzip_level: int = 1
-    concurrency: int = 8
-    existence_check: str = "auto"  # auto | list | head
+    inbox_bucket: str = DEFAULTS["inbox_bucket"]
+    symbols_bucket: str = DEFAULTS["symbols_bucket"]
+    symbols_prefix: str = DEFAULTS["symbols_prefix"]
+    compress_extensions: tuple[str, ...] = parse_extensions(DEFAULTS["compress_extensions"])
+    gzip_level: int = DEFAULTS["gzip_level"]
+    concurrency: int = DEFAULTS["concurrency"]
+    existence_check: str = DEFAULTS["existence_check"]  # auto | list | head
     limits: Limits = field(default_factory=Limits)
-    multipart_threshold: int = 8 * 1024**2  # objects larger than this: multipart upload
-    part_size: int = 8 * 1024**2  # S3's minimum is 5 MiB (except the last part)
+    multipart_threshold: int = DEFAULTS["multipart_threshold"]
+    part_size: int = DEFAULTS["part_size"]
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> UploadSettings:
+        """The processing settings held by the job's options."""
+        return cls(config["inbox_bucket"], config["symbols_bucket"], config["symbols_prefix"],
+                   parse_extensions(config["compress_extensions"]), int(config["gzip_level"]),
+                   int(config["concurrency"]), config["existence_check"],
+                   Limits.from_config(config), int(config["multipart_threshold"]),
+                   int(config["part_size"]))
 
     def object_key(self, member: str) -> str:
         return f"{self.symbols_prefix.strip('/')}/{member}" if self.symbols_prefix.strip("/") \
@@ -107,9 +126,37 @@ class Written:
     update: bool
 
 
+@dataclass(frozen=True)
+class Staged:
+    """A large object's multipart upload with all its parts, not completed (invisible)."""
+
+    written: Written
+    upload: str  # the multipart upload's id
+    parts: list[dict]
+
+
 @dataclass
 class Counts:
     """What an upload's archive held."""
 
     total: int = 0
     ignored: int = 0
+
+
+class Recorder(Protocol):
+    """The database side of processing one upload (implemented by the store's
+    ``ClaimRecorder``): rows of the objects written, in batches, and the claim's lease."""
+
+    def written_keys(self) -> set[str]: ...
+
+    def record(self, written: Written) -> None: ...
+
+    def heartbeat(self) -> None: ...
+
+    def tick(self) -> None: ...
+
+    def flush(self) -> None: ...
+
+
+#: Told the number of members just verified, then of objects just published (a bar).
+Progress = Callable[[int], None]

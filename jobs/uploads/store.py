@@ -15,7 +15,7 @@ from psycopg2.extras import execute_values
 from crontabber import queries
 
 from .errors import ClaimLost
-from .records import Counts, Status, Upload, Written
+from .records import Counts, Upload, UploadStatus, Written
 
 Q = queries.load("uploads.sql")
 
@@ -76,7 +76,7 @@ class UploadStore:
             raise ClaimLost(upload_id, worker)
 
     def finish_error(self, upload_id: int, worker: str, error: str, permanent: bool,
-                     max_attempts: int, counts: Counts | None) -> Status:
+                     max_attempts: int, counts: Counts | None) -> UploadStatus:
         row = self._one("finish_error", {
             "id": upload_id, "worker": worker, "error": error, "permanent": permanent,
             "max_attempts": max_attempts,
@@ -84,7 +84,7 @@ class UploadStore:
             "files_ignored": counts.ignored if counts else None})
         if row is None:
             raise ClaimLost(upload_id, worker)
-        return Status(row["status"])
+        return UploadStatus(row["status"])
 
     def recorder(self, upload_id: int, worker: str, heartbeat_seconds: float) -> "ClaimRecorder":
         return ClaimRecorder(self, upload_id, worker, heartbeat_seconds)

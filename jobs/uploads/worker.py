@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import logging
-import os
-import socket
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
+
+from crontabber.database import default_holder
 
 from .errors import ClaimLost, UploadError, UploadNotFound
-from .process import Progress, process
-from .records import Settings, Status, Upload
+from .options import DEFAULTS
+from .process import process
+from .records import Progress, Upload, UploadSettings, UploadStatus
 from .store import UploadStore
 
 logger = logging.getLogger(__name__)
@@ -18,40 +19,52 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Policy:
-    """Queue behaviour (options of the job)."""
+    """Queue behaviour (the job's options; their meaning and defaults in :mod:`.options`)."""
 
-    max_attempts: int = 3
-    lease_seconds: float = 600.0
-    retry_delay_seconds: float = 300.0
-    heartbeat_seconds: float = 30.0
-    max_uploads_per_run: int = 0  # 0: until the queue is empty
+    max_attempts: int = DEFAULTS["max_attempts"]
+    lease_seconds: float = DEFAULTS["lease_seconds"]
+    retry_delay_seconds: float = DEFAULTS["retry_delay_seconds"]
+    heartbeat_seconds: float = DEFAULTS["heartbeat_seconds"]
+    max_uploads_per_run: int = DEFAULTS["max_uploads_per_run"]  # 0: until the queue is empty
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> Policy:
+        """The queue behaviour held by the job's options."""
+        return cls(int(config["max_attempts"]), float(config["lease_seconds"]),
+                   float(config["retry_delay_seconds"]), float(config["heartbeat_seconds"]),
+                   int(config["max_uploads_per_run"]))
 
 
 @dataclass(frozen=True)
-class Outcome:
+class UploadOutcome:
     """What happened to one upload in this run."""
 
     upload_id: int
-    status: Status
+    status: UploadStatus
     error: str | None = None
-
-
-def worker_name() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 class Worker:
     """Processes uploads with one S3 client and one database connection."""
 
-    def __init__(self, store: UploadStore, settings: Settings, client: Any, policy: Policy,
+    def __init__(self, store: UploadStore, settings: UploadSettings, client: Any, policy: Policy,
                  name: str | None = None) -> None:
         self.store = store
         self.settings = settings
         self.client = client
         self.policy = policy
-        self.name = name or worker_name()
+        self.name = name or default_holder()
 
-    def drain(self, keep_going: Callable[[], bool] = lambda: True) -> list[Outcome]:
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any], connection: Any) -> Worker:
+        """The job's worker: its options, its one S3 client, the queue on ``connection``."""
+        from .storage import make_client
+
+        settings = UploadSettings.from_config(config)
+        return cls(UploadStore(connection), settings, make_client(settings.concurrency),
+                   Policy.from_config(config))
+
+    def drain(self, keep_going: Callable[[], bool] = lambda: True) -> list[UploadOutcome]:
         """Process claimable uploads until none is left (or ``max_uploads_per_run``),
         claiming another only while ``keep_going()`` (the cron job's
         ``holds_lease``: a run that lost its lease claims nothing more).
@@ -62,7 +75,7 @@ class Worker:
         for upload_id in self.store.abandon_expired(self.policy.max_attempts,
                                                     self.policy.lease_seconds):
             logger.warning("upload %d: abandoned, its worker died on the last attempt", upload_id)
-        outcomes: list[Outcome] = []
+        outcomes: list[UploadOutcome] = []
         tried: list[int] = []
         while not self.policy.max_uploads_per_run or len(tried) < self.policy.max_uploads_per_run:
             if not keep_going():
@@ -78,7 +91,7 @@ class Worker:
             outcomes.append(self.handle(upload))
         return outcomes
 
-    def reprocess(self, upload_id: int, progress: Progress | None = None) -> Outcome:
+    def reprocess(self, upload_id: int, progress: Progress | None = None) -> UploadOutcome:
         """Claim one upload whatever its status (unless a live worker holds it) and process it.
 
         Raises:
@@ -89,7 +102,7 @@ class Worker:
             raise UploadNotFound(upload_id)
         return self.handle(upload, progress)
 
-    def handle(self, upload: Upload, progress: Progress | None = None) -> Outcome:
+    def handle(self, upload: Upload, progress: Progress | None = None) -> UploadOutcome:
         """Process one claimed upload and record how it ended."""
         extra = {"app_name": "process-uploads", "upload_id": upload.id}
         recorder = self.store.recorder(upload.id, self.name, self.policy.heartbeat_seconds)
@@ -98,12 +111,12 @@ class Worker:
             self.store.finish_done(upload.id, self.name, counts)
         except ClaimLost as exc:
             logger.warning("%s", exc, extra=extra)
-            return Outcome(upload.id, Status.PROCESSING, str(exc))
+            return UploadOutcome(upload.id, UploadStatus.PROCESSING, str(exc))
         except UploadError as exc:
             status = self._failed(upload, str(exc), exc.permanent)
             logger.warning("upload %d (attempt %d): %s -> %s", upload.id, upload.attempts, exc,
                            status.value, extra=extra)
-            return Outcome(upload.id, status, str(exc))
+            return UploadOutcome(upload.id, status, str(exc))
         except BaseException as exc:  # a bug, the database, SIGTERM: record, then re-raise
             try:
                 self._failed(upload, f"{type(exc).__name__}: {exc}", permanent=False)
@@ -112,11 +125,11 @@ class Worker:
                              unrecorded, extra=extra)
             raise
         logger.info("upload %d done: %d files", upload.id, counts.total, extra=extra)
-        return Outcome(upload.id, Status.DONE)
+        return UploadOutcome(upload.id, UploadStatus.DONE)
 
-    def _failed(self, upload: Upload, error: str, permanent: bool) -> Status:
+    def _failed(self, upload: Upload, error: str, permanent: bool) -> UploadStatus:
         try:
             return self.store.finish_error(upload.id, self.name, error, permanent,
                                            self.policy.max_attempts, None)
         except ClaimLost:
-            return Status.PROCESSING
+            return UploadStatus.PROCESSING

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from crontabber.store import connect
-from jobs.prune import run_prune
+from jobs.prune.runs import PruneOptions, run_prune
 from jobs.prune.rules import Kind, Protection, Rule
 from jobs.prune.store import PruneStore
 from jobs.s3 import make_s3_client
@@ -65,8 +65,8 @@ def prune(database, s3_bucket, symbols_bucket):
             with conn.cursor() as cur:
                 cur.execute("SELECT clock_timestamp()")
                 now = cur.fetchone()[0] + now_offset
-            return run_prune(client or make_s3_client(), store, self.rules(extra), self.protection,
-                             now, cap, dry_run, threads=4)
+            options = PruneOptions(self.rules(extra), self.protection, cap, dry_run, threads=4)
+            return run_prune(client or make_s3_client(), store, options, now)
 
         def sql(self, query, params=None):
             with conn.cursor() as cur:
@@ -192,26 +192,33 @@ def test_a_key_the_server_cannot_delete_is_reported_and_retried_next_run(prune):
 
 
 def test_progress_is_recorded_at_once_then_at_most_every_interval(prune):
-    from jobs.prune import ProgressRecorder
+    from jobs.prune.engine import Batch, RuleResult
+    from jobs.prune.runs import RunRecorder
 
     store = PruneStore(prune.db)
     run_id = store.start_run(False, 10, "test")
-    store.add_rule(run_id, "r")
     now = [100.0]
-    recorder = ProgressRecorder(store, run_id, "r", interval=1.0, clock=lambda: now[0])
+    recorder = RunRecorder(store, run_id, interval=1.0, clock=lambda: now[0])
+    recorder.rule_started(Rule("r", Kind.AGE, "b", "p/", 1))
+    result = RuleResult("r")
+
+    def deleted(keys, size, errors):  # as run_prune does: the result counts, then the hook
+        batch = Batch(keys, size, errors)
+        result.add(batch)
+        recorder.batch_done(result, batch)
 
     def recorded():
         return prune.sql("SELECT keys_deleted, bytes_freed, errors, error_sample"
                          " FROM prune_rule_result WHERE run_id = %s", (run_id,))[0]
 
-    recorder.add(1000, 10, [])
+    deleted(1000, 10, [])
     assert recorded() == (1000, 10, 0, None)  # the first batch at once
     now[0] += 0.5
-    recorder.add(1000, 10, ["k: AccessDenied"])
+    deleted(1000, 10, ["k: AccessDenied"])
     assert recorded() == (1000, 10, 0, None)  # held back
     now[0] += 0.6
-    recorder.add(500, 5, [])
+    deleted(500, 5, [])
     assert recorded() == (2500, 25, 1, "k: AccessDenied")
-    recorder.add(7, 1, [])
-    recorder.flush()  # the rule's end
+    deleted(7, 1, [])
+    recorder.rule_ended(result)  # the rule's end
     assert recorded() == (2507, 26, 1, "k: AccessDenied")

@@ -7,7 +7,7 @@ import zipfile
 import botocore.exceptions
 import pytest
 
-from jobs.uploads.records import Status
+from jobs.uploads.records import UploadStatus
 from tests.fixtures.uploads_archives import symbol_members, sym_text, write_zip
 from tests.fixtures.uploads_queue import md5, uploads  # noqa: F401 - the fixture
 
@@ -18,7 +18,7 @@ def test_a_good_archive_is_published_with_tecken_headers_and_metadata(uploads, t
                                            ("xul.pdb/.DS_Store", b"junk")]
     upload_id = uploads.enqueue(write_zip(tmp_path / "a.zip", members))
     outcomes = uploads.worker().drain()
-    assert [(o.upload_id, o.status) for o in outcomes] == [(upload_id, Status.DONE)]
+    assert [(o.upload_id, o.status) for o in outcomes] == [(upload_id, UploadStatus.DONE)]
     row = uploads.row(upload_id)
     assert (row["status"], row["attempts"], row["files_total"], row["files_uploaded"],
             row["files_skipped"], row["files_ignored"]) == ("done", 1, 6, 4, 0, 2)
@@ -49,7 +49,7 @@ def test_puts_carry_a_crc32_checksum_unsigned_and_without_waiting_for_100_contin
                                           else value for name, value in request.headers.items()}))
     members = symbol_members(2, 3000)
     uploads.enqueue(write_zip(tmp_path / "a.zip", members))
-    assert [o.status for o in uploads.worker().drain()] == [Status.DONE]
+    assert [o.status for o in uploads.worker().drain()] == [UploadStatus.DONE]
     assert len(sent) == 3  # the archive into the inbox, then the two symbol files
     for headers in sent:
         assert headers["x-amz-content-sha256"] == "UNSIGNED-PAYLOAD"
@@ -72,7 +72,7 @@ def test_an_archive_with_stored_members_and_directory_entries(uploads, tmp_path)
         archive.writestr("a.pdb/AB12/", b"")
         archive.writestr("a.pdb/AB12/a.sym", content)
     upload_id = uploads.enqueue(path)
-    assert uploads.worker().drain()[0].status is Status.DONE
+    assert uploads.worker().drain()[0].status is UploadStatus.DONE
     assert uploads.row(upload_id)["files_total"] == 1
     assert uploads.symbol("v1/a.pdb/AB12/a.sym") == content
 
@@ -123,20 +123,20 @@ def test_the_directory_is_read_from_the_tail_while_downloading_or_after_it(uploa
                                                                          monkeypatch, tail):
     """The central directory in the fetched tail: checked (and members verified) during the
     download; not in it (a 64-byte tail): all after the download, from the archive itself."""
-    from jobs.uploads import process, storage
+    from jobs.uploads import arrival, storage
 
-    monkeypatch.setattr(process, "TAIL", tail)
+    monkeypatch.setattr(arrival, "TAIL", tail)
     tails: list[int] = []
     fetch_tail = storage.fetch_tail
     monkeypatch.setattr(storage, "fetch_tail", lambda *args: tails.append(args[-1]) or
                         fetch_tail(*args))
     early: list[object] = []
-    directory = process._directory
-    monkeypatch.setattr(process, "_directory", lambda *args: early.append(directory(*args)) or
-                        early[-1])
+    directory = arrival.read_directory
+    monkeypatch.setattr(arrival, "read_directory",
+                        lambda *args: early.append(directory(*args)) or early[-1])
     members = symbol_members(3, 5000, seed=4)
     upload_id = uploads.enqueue(write_zip(tmp_path / "a.zip", members))
-    assert [o.status for o in uploads.worker().drain()] == [Status.DONE]
+    assert [o.status for o in uploads.worker().drain()] == [UploadStatus.DONE]
     assert tails == [tail] and uploads.row(upload_id)["files_uploaded"] == 3
     assert (early[0] is None) == (tail == 64)
     assert [uploads.symbol(f"v1/{name}") for name, _ in members] == [c for _, c in members]
@@ -152,7 +152,7 @@ def test_an_archive_replaced_after_its_directory_was_read_is_a_retryable_failure
     fetch_tail = storage.fetch_tail
     monkeypatch.setattr(storage, "fetch_tail", lambda *args: fetch_tail(*args) and '"other"')
     upload_id = uploads.enqueue(write_zip(tmp_path / "a.zip", symbol_members(3, 5000)))
-    assert [o.status for o in uploads.worker().drain()] == [Status.PENDING]
+    assert [o.status for o in uploads.worker().drain()] == [UploadStatus.PENDING]
     row = uploads.row(upload_id)
     assert "GetObject" in row["error"] and "PreconditionFailed" in row["error"]
     assert uploads.keys() == [] and uploads.files() == []

@@ -10,7 +10,7 @@ import random
 import pytest
 
 from jobs.uploads import existence, storage
-from jobs.uploads.records import Status
+from jobs.uploads.records import UploadStatus
 from tests.fixtures.uploads_archives import (symbol_members, sym_text, write_zip,
                                              zip_with_bad_crc)
 from tests.fixtures.uploads_queue import md5, uploads  # noqa: F401 - the fixture
@@ -50,7 +50,7 @@ def test_large_members_round_trip_with_tecken_headers_and_metadata(multipart, tm
     head = storage.head
     monkeypatch.setattr(storage, "head", lambda client, bucket, key: heads.append(key) or
                         head(client, bucket, key))
-    assert [o.status for o in multipart.worker().drain()] == [Status.DONE]
+    assert [o.status for o in multipart.worker().drain()] == [UploadStatus.DONE]
     assert heads == ["v1/dll.pdb/0123456789ABCDEF0/big.dll"]
     row = multipart.row(upload_id)
     assert (row["files_uploaded"], row["files_skipped"]) == (22, 0)
@@ -79,7 +79,7 @@ def test_a_rejected_archive_aborts_the_staged_multipart_uploads(multipart, tmp_p
     abort = storage.abort
     monkeypatch.setattr(storage, "abort", lambda client, bucket, key, upload:
                         aborted.append(key) or abort(client, bucket, key, upload))
-    assert [o.status for o in multipart.worker().drain()] == [Status.FAILED]
+    assert [o.status for o in multipart.worker().drain()] == [UploadStatus.FAILED]
     assert aborted  # parts had been uploaded while the archive was being verified
     assert "CRC" in multipart.row(upload_id)["error"]
     assert multipart.keys() == [] and multipart.files() == []
@@ -97,7 +97,7 @@ def test_a_failing_part_aborts_the_upload_once_and_publishes_nothing(multipart, 
 
     multipart.client.meta.events.register("before-parameter-build.s3.UploadPart",
                                           refuse_second_part)
-    assert [o.status for o in multipart.worker().drain()] == [Status.PENDING]
+    assert [o.status for o in multipart.worker().drain()] == [UploadStatus.PENDING]
     row = multipart.row(upload_id)
     assert "UploadPart" in row["error"] and "injected" in row["error"]
     assert multipart.keys() == [] and multipart.files() == []
@@ -105,6 +105,6 @@ def test_a_failing_part_aborts_the_upload_once_and_publishes_nothing(multipart, 
     assert "could not abort" not in caplog.text  # aborted once (a second abort logs this)
     multipart.client.meta.events.unregister("before-parameter-build.s3.UploadPart",
                                             refuse_second_part)
-    assert multipart.worker().reprocess(upload_id).status is Status.DONE
+    assert multipart.worker().reprocess(upload_id).status is UploadStatus.DONE
     assert multipart.symbol(f"v1/{members[-1][0]}") == members[-1][1]
     assert _pending_multipart(multipart) == []

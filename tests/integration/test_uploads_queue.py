@@ -16,7 +16,7 @@ import pytest
 from botocore.config import Config
 
 from jobs.uploads.errors import ClaimLost
-from jobs.uploads.records import Settings, Status
+from jobs.uploads.records import UploadSettings, UploadStatus
 from tests.fixtures.uploads_archives import symbol_members, write_zip
 from tests.fixtures.uploads_queue import uploads  # noqa: F401 - the fixture
 
@@ -69,9 +69,9 @@ def test_a_worker_killed_mid_upload_then_rerun_equals_a_clean_run(uploads, tmp_p
     assert 5 <= written < 120 and uploads.row(upload_id)["status"] == "processing"
     assert uploads.worker().drain() == []  # the lease still holds
     uploads.sql("UPDATE upload SET claimed_at = claimed_at - interval '1 hour'")
-    assert [o.status for o in uploads.worker().drain()] == [Status.DONE]
+    assert [o.status for o in uploads.worker().drain()] == [UploadStatus.DONE]
     # the clean run: the same archive under another prefix
-    uploads.settings = Settings(**{**uploads.settings.__dict__, "symbols_prefix": "clean"})
+    uploads.settings = UploadSettings(**{**uploads.settings.__dict__, "symbols_prefix": "clean"})
     clean_id = uploads.enqueue(archive)
     uploads.worker().drain()
     killed, clean = uploads.row(upload_id), uploads.row(clean_id)
@@ -116,11 +116,11 @@ def test_a_worker_whose_claim_was_taken_over_records_nothing(uploads, tmp_path):
     slow = uploads.worker("slow:1")
     assert slow.store.claim_next("slow:1", 3, 600, 0, []) is not None
     uploads.sql("UPDATE upload SET claimed_at = claimed_at - interval '1 hour'")
-    assert [o.status for o in uploads.worker("fast:2").drain()] == [Status.DONE]
+    assert [o.status for o in uploads.worker("fast:2").drain()] == [UploadStatus.DONE]
     with pytest.raises(ClaimLost):
         slow.store.recorder(upload_id, "slow:1", 0).heartbeat()
     outcome = slow.handle(slow.store.get(upload_id))  # type: ignore[arg-type]
-    assert outcome.status is Status.PROCESSING and "claim lost" in (outcome.error or "")
+    assert outcome.status is UploadStatus.PROCESSING and "claim lost" in (outcome.error or "")
     assert uploads.row(upload_id)["claimed_by"] == "fast:2"
 
 
@@ -134,19 +134,19 @@ def test_a_bucket_that_refuses_writes_fails_the_upload_after_retries(uploads, tm
     try:
         first = uploads.worker(max_attempts=2).drain()
         row = uploads.row(upload_id)
-        assert [o.status for o in first] == [Status.PENDING]  # attempt 1 of 2: retried later
+        assert [o.status for o in first] == [UploadStatus.PENDING]  # attempt 1 of 2: retried later
         assert row["attempts"] == 1 and "PutObject" in row["error"]
         assert "InternalError" in row["error"] and uploads.bucket in row["error"]
         second = uploads.worker(max_attempts=2).drain()
         row = uploads.row(upload_id)
-        assert [o.status for o in second] == [Status.FAILED] and row["attempts"] == 2
+        assert [o.status for o in second] == [UploadStatus.FAILED] and row["attempts"] == 2
         assert row["status"] == "failed" and "PutObject" in row["error"]
         assert uploads.worker(max_attempts=2).drain() == []
     finally:
         subprocess.run(["chattr", "-i", str(directory)], check=True)
     assert uploads.files() == [] and uploads.keys() == []
     outcome = uploads.worker(max_attempts=2).reprocess(upload_id)  # the operator's way back
-    assert outcome.status is Status.DONE and len(uploads.keys()) == 2
+    assert outcome.status is UploadStatus.DONE and len(uploads.keys()) == 2
 
 
 def test_a_missing_inbox_archive_is_a_clear_failure(uploads, tmp_path):

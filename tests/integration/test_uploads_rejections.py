@@ -10,7 +10,7 @@ import zipfile
 import pytest
 
 from jobs.uploads import validation
-from jobs.uploads.records import Limits, Status
+from jobs.uploads.records import Limits, UploadStatus
 from tests.fixtures.uploads_archives import symbol_members, write_zip, zip_with_bad_crc
 from tests.fixtures.uploads_cases import ACCEPTED, CASES, FIRST, GOOD
 from tests.fixtures.uploads_queue import uploads  # noqa: F401 - the fixture
@@ -28,7 +28,7 @@ def test_a_rejected_archive_fails_at_once_and_writes_nothing(uploads, tmp_path, 
     upload_id = uploads.enqueue(make(tmp_path / "bad.zip"))
     outcome = uploads.worker().drain()[0]
     row = uploads.row(upload_id)
-    assert (outcome.status, row["status"], row["attempts"]) == (Status.FAILED, "failed", 1)
+    assert (outcome.status, row["status"], row["attempts"]) == (UploadStatus.FAILED, "failed", 1)
     assert rule in row["error"]
     if member is not None:
         assert repr(member) in row["error"]
@@ -74,7 +74,7 @@ def test_a_corrupt_deflate_stream_is_rejected(uploads, tmp_path):
 @pytest.mark.parametrize("make, members", [c[1:] for c in ACCEPTED], ids=[c[0] for c in ACCEPTED])
 def test_what_the_specification_allows_is_published_right(uploads, tmp_path, make, members):
     upload_id = uploads.enqueue(make(tmp_path / "ok.zip"))
-    assert uploads.worker().drain()[0].status == Status.DONE
+    assert uploads.worker().drain()[0].status == UploadStatus.DONE
     assert uploads.keys() == [f"v1/{name}" for name in members]
     assert {key: uploads.symbol(f"v1/{key}") for key in members} == members
     assert uploads.row(upload_id)["files_uploaded"] == len(members)
@@ -84,7 +84,7 @@ def test_an_archive_of_ignorable_names_only_is_done_with_nothing_published(uploa
     """As Tecken: such an upload completes, its names listed as ignored, no file written."""
     path = write_zip(tmp_path / "a.zip", [("firefox-symbols.txt", b"x"), (".DS_Store", b"y")])
     upload_id = uploads.enqueue(path)
-    assert uploads.worker().drain()[0].status == Status.DONE
+    assert uploads.worker().drain()[0].status == UploadStatus.DONE
     row = uploads.row(upload_id)
     assert (row["status"], row["files_total"], row["files_ignored"], row["files_uploaded"],
             row["error"]) == ("done", 2, 2, 0, None)

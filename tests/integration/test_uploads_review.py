@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from jobs.uploads import storage
-from jobs.uploads.records import Status
+from jobs.uploads.records import UploadStatus
 from tests.fixtures.uploads_archives import symbol_members, write_zip
 from tests.fixtures.uploads_queue import uploads  # noqa: F401 - the fixture
 
@@ -11,7 +11,7 @@ from tests.fixtures.uploads_queue import uploads  # noqa: F401 - the fixture
 def test_conditional_writes_skip_identical_and_overwrite_changed_with_update(uploads, tmp_path):
     later = symbol_members(6, 3000, seed=7, prefix="zz")
     first = uploads.enqueue(write_zip(tmp_path / "1.zip", later))
-    assert [o.status for o in uploads.worker().drain()] == [Status.DONE]
+    assert [o.status for o in uploads.worker().drain()] == [UploadStatus.DONE]
     changed = later[:3] + [(name, content + b"PUBLIC 1 0 new\n") for name, content in later[3:]]
     new = symbol_members(20, 2000, seed=8, prefix="aa")
     puts: list[tuple[str, bool]] = []
@@ -24,7 +24,7 @@ def test_conditional_writes_skip_identical_and_overwrite_changed_with_update(upl
     mp.setattr(storage, "put", spy)
     try:
         second = uploads.enqueue(write_zip(tmp_path / "2.zip", new + changed))
-        assert [o.status for o in uploads.worker().drain()] == [Status.DONE]
+        assert [o.status for o in uploads.worker().drain()] == [UploadStatus.DONE]
     finally:
         mp.undo()
     assert any(cond for key, cond in puts if "/zz" in key)  # the later keys went conditionally
@@ -72,7 +72,7 @@ def test_a_download_failing_midway_while_members_wait_reports_it(uploads, tmp_pa
     monkeypatch.setattr(tempfile, "tempdir", str(spool))
     upload_id = uploads.enqueue(write_zip(tmp_path / "a.zip", symbol_members(30, 3000)))
     _break_download(uploads, monkeypatch, 3)
-    assert [o.status for o in uploads.worker().drain()] == [Status.PENDING]
+    assert [o.status for o in uploads.worker().drain()] == [UploadStatus.PENDING]
     row = uploads.row(upload_id)
     assert "GetObject" in row["error"], row["error"]
     assert uploads.keys() == [] and uploads.files() == []
@@ -138,7 +138,7 @@ def test_a_member_rejected_early_stops_the_download(uploads, tmp_path, monkeypat
             return written(size)
         return download(client, bucket, key, target, tries, etag, seen if written else None)
     monkeypatch.setattr(storage, "download", slow)
-    assert [o.status for o in uploads.worker().drain()] == [Status.FAILED]
+    assert [o.status for o in uploads.worker().drain()] == [UploadStatus.FAILED]
     assert "CRC" in uploads.row(upload_id)["error"]
     assert 0 < max(sizes) < path.stat().st_size / 2
     assert uploads.keys() == []
@@ -155,6 +155,6 @@ def test_a_download_failing_after_the_last_member_does_not_undo_a_published_uplo
         directory = zipped.start_dir
     upload_id = uploads.enqueue(path)
     _break_download(uploads, monkeypatch, -(-directory // 4096))
-    assert [o.status for o in uploads.worker().drain()] == [Status.DONE]
+    assert [o.status for o in uploads.worker().drain()] == [UploadStatus.DONE]
     row = uploads.row(upload_id)
     assert (row["status"], row["attempts"], row["files_uploaded"]) == ("done", 1, 30)

@@ -136,13 +136,6 @@ def test_memory_grows_with_distinct_keys_not_with_events():
     assert peak(2000) < 1.3 * peak(100)  # 100,000 vs 5,000 events over the same 50 keys
 
 
-def test_default_prefixes_agree_with_the_writer_and_reports():
-    from jobs.missing_symbols import apps, reports, writer
-
-    assert apps.INBOX_PREFIX == writer.DEFAULT_PREFIX
-    assert apps.REPORT_PREFIX == reports.DEFAULT_PREFIX
-
-
 def first_last(aggregate: Aggregate):
     return {key: (first, last) for key, (_, first, last) in aggregate.counts.items()}
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import zipfile
 
-from jobs.uploads.process import Gate, _Queue
+from jobs.uploads.arrival import Gate
+from jobs.uploads.verify import VerifyQueue
 from jobs.uploads.validation import Plan
 
 
@@ -20,7 +21,7 @@ def _plan(sizes: list[int]) -> Plan:
 def test_while_downloading_the_largest_ready_member_goes_first_else_the_next_to_arrive():
     plan = _plan([10, 50, 20, 40, 30])  # in archive order, each ending 100 bytes further
     gate = Gate({info.filename: 100 * (i + 1) for i, info in enumerate(plan.members)})
-    queue = _Queue(plan, gate)
+    queue = VerifyQueue(plan, gate)
     assert queue.take() == 0  # nothing on disk: the next to arrive (not the far, large m1)
     gate.written(300)  # m1 and m2 are on disk
     assert [queue.take(), queue.take()] == [1, 2]
@@ -31,7 +32,7 @@ def test_while_downloading_the_largest_ready_member_goes_first_else_the_next_to_
 
 def test_without_a_download_the_largest_first_and_close_returns_what_was_not_taken():
     plan = _plan([10, 50, 20, 40])
-    queue = _Queue(plan, None)
+    queue = VerifyQueue(plan, None)
     assert [queue.take(), queue.take()] == [1, 3]
     assert sorted(queue.close()) == [0, 2]
     assert queue.take() is None

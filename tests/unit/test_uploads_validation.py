@@ -10,14 +10,14 @@ import pytest
 from jobs.uploads import archive
 from jobs.uploads.errors import Rejected
 from jobs.uploads.process import read_plan
-from jobs.uploads.records import Limits, Settings
+from jobs.uploads.records import Limits, UploadSettings
 from jobs.uploads.validation import (KEY_PATTERN, RULE_DUPLICATE, RULE_EMPTY, RULE_ENCRYPTED,
                                      RULE_PATTERN, is_ignorable, validate)
 from tests.fixtures.uploads_archives import sym_text, symbol_members, write_zip
 from tests.fixtures.uploads_cases import ACCEPTED, CASES, GOOD
 
 
-def _verify(path, settings=Settings()):
+def _verify(path, settings=UploadSettings()):
     plan = read_plan(path, settings)
     return plan, [archive.digest(path, info) for info in plan.members]
 
@@ -47,7 +47,7 @@ def test_an_identical_duplicate_is_published_once(tmp_path):
         warnings.simplefilter("ignore")
         zipped.writestr("a.pdb/AB/a.sym", b"same")
         zipped.writestr("a.pdb/AB/a.sym", b"same")
-    assert len(read_plan(path, Settings()).members) == 1
+    assert len(read_plan(path, UploadSettings()).members) == 1
 
 
 def test_rules_apply_in_archive_order_first_offender_named():
@@ -101,10 +101,10 @@ def test_a_large_member_streams_in_chunks_with_bounded_chunk_size(tmp_path):
 
 
 def test_settings_keys_and_compression():
-    settings = Settings(symbols_prefix="try/v1/", compress_extensions=("sym",))
+    settings = UploadSettings(symbols_prefix="try/v1/", compress_extensions=("sym",))
     assert settings.object_key("a.pdb/AB/a.sym") == "try/v1/a.pdb/AB/a.sym"
     assert settings.compresses("a.pdb/AB/a.SYM") and not settings.compresses("a.pdb/AB/a.exe")
-    assert Settings(symbols_prefix="").object_key("a/B/c") == "a/B/c"
+    assert UploadSettings(symbols_prefix="").object_key("a/B/c") == "a/B/c"
 
 
 def test_symbol_members_are_realistic():
@@ -117,15 +117,6 @@ def test_an_unsafe_directory_entry_is_rejected_too():
     with pytest.raises(Rejected) as caught:
         validate([zipfile.ZipInfo("../up/"), zipfile.ZipInfo("a.pdb/AB/a.sym")], Limits())
     assert caught.value.member == "../up/"
-
-
-def test_the_job_options_default_to_the_limits_defaults():
-    import dataclasses
-
-    from jobs.uploads.app import DEFAULT_LIMITS
-    from jobs.uploads.records import Limits
-
-    assert DEFAULT_LIMITS == {f.name: f.default for f in dataclasses.fields(Limits)}
 
 
 @pytest.mark.parametrize("make, members", [c[1:] for c in ACCEPTED], ids=[c[0] for c in ACCEPTED])
@@ -143,7 +134,7 @@ def test_what_the_specification_allows_is_read_right(tmp_path, make, members):
 
 def test_an_archive_of_ignorable_names_only_is_valid_with_nothing_to_publish(tmp_path):
     path = write_zip(tmp_path / "a.zip", [("a-symbols.txt", b"x"), ("a.pdb/.DS_Store", b"y")])
-    plan = read_plan(path, Settings())
+    plan = read_plan(path, UploadSettings())
     assert plan.members == [] and plan.ignored == ["a-symbols.txt", "a.pdb/.DS_Store"]
 
 

@@ -1,0 +1,204 @@
+"""One prune run: its rules applied in order within a cap, recorded as it goes, reported.
+
+:func:`run_prune` is the whole logic of a run; the cron job (``PruneS3CronApp``) and
+``python -m jobs.prune run`` only build its :class:`PruneOptions` and a client. What a run
+did is counted in one place, :meth:`RuleResult.add` (:mod:`.engine`), once per batch;
+everything that follows a run (its record in ``prune_run``/``prune_rule_result``, a
+progress bar) is a :class:`Listener` told about each rule and batch through named hooks,
+as dramatiq's middleware is.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from crontabber.options import DotDict
+
+from .engine import Batch, Budget, Check, RuleResult, Scope, deleted_batches
+from .rules import Kind, Protection, Rule, parse_extra_rules
+from .store import PruneStore
+
+logger = logging.getLogger(__name__)
+
+#: Seconds between two writes of a rule's progress to its run record.
+PROGRESS_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class PruneOptions:
+    """What a run applies: its rules (in order), the protected symbol files, the cap on
+    deletions, whether it only reports, and the threads deleting."""
+
+    rules: list[Rule]
+    protection: Protection
+    cap: int
+    dry_run: bool
+    threads: int
+
+    @classmethod
+    def from_config(cls, config: DotDict) -> PruneOptions:
+        """The options of a ``PruneS3CronApp`` config: the enabled rules, built-in first.
+
+        Raises:
+            ConfigurationError: a bad ``extra_rules`` line.
+        """
+        rules = [
+            Rule("uploads", Kind.UPLOADS, config.inbox_bucket, config.uploads_prefix,
+                 config.upload_days),
+            Rule("batches", Kind.BATCHES, config.inbox_bucket, config.missing_prefix,
+                 config.batch_days),
+            Rule("reports", Kind.AGE, config.symbols_bucket, config.reports_prefix,
+                 config.report_days),
+            *parse_extra_rules(config.extra_rules),
+        ]
+        return cls([rule for rule in rules if rule.max_age_days > 0],
+                   Protection(config.symbols_bucket, config.symbols_prefix),
+                   int(config.cap), bool(config.dry_run), int(config.threads))
+
+
+@dataclass(frozen=True)
+class PruneReport:
+    """What a run did (or, dry, would do), per rule; ``capped``: it stopped at ``cap``."""
+
+    run_id: int
+    dry_run: bool
+    results: list[RuleResult]
+    capped: bool
+    cap: int
+
+
+class Listener:
+    """Hooks a run calls as it goes; each does nothing unless overridden. Called on the
+    run's own thread, in order: ``rule_started``, ``batch_done`` after each batch deleted
+    (or, dry, selected), ``rule_ended`` (also when the rule failed: the result holds
+    what was done before)."""
+
+    def rule_started(self, rule: Rule) -> None:
+        """The run starts applying ``rule``."""
+
+    def batch_done(self, result: RuleResult, batch: Batch) -> None:
+        """``batch`` was deleted; ``result`` already counts it."""
+
+    def rule_ended(self, result: RuleResult) -> None:
+        """The rule is over (done, capped or failed)."""
+
+
+@dataclass
+class RunRecorder(Listener):
+    """Writes a rule's progress to its run record: the first batch at once, then at most
+    every ``interval`` seconds, and at the rule's end. A commit per 1,000-key batch cost
+    the main thread, which also feeds the deleting threads, ~25 ms a batch (a third of the
+    run); a killed run's record misses at most ``interval`` seconds of deletions (the
+    objects are gone either way). Each write adds what the result counted since the last
+    one; the errors sampled are those of that stretch (up to 5)."""
+
+    store: PruneStore
+    run_id: int
+    interval: float = PROGRESS_SECONDS
+    clock: Callable[[], float] = time.monotonic
+    _written: tuple[int, int, int] = (0, 0, 0)  # keys, bytes, errors of the rule written
+    _sample: list[str] = field(default_factory=list)
+    _last: float = float("-inf")
+
+    def rule_started(self, rule: Rule) -> None:
+        self.store.add_rule(self.run_id, rule.name)
+        self._written, self._sample, self._last = (0, 0, 0), [], float("-inf")
+
+    def batch_done(self, result: RuleResult, batch: Batch) -> None:
+        self._sample = (self._sample + batch.errors)[:5]
+        if self.clock() - self._last >= self.interval:
+            self._write(result)
+
+    def rule_ended(self, result: RuleResult) -> None:
+        self._write(result)
+
+    def _write(self, result: RuleResult) -> None:
+        """Add what ``result`` counted since the last write to the rule's record."""
+        keys, size, errors = self._written
+        if (result.keys, result.bytes, result.errors) != self._written:
+            self.store.add_progress(self.run_id, result.rule, result.keys - keys,
+                                    result.bytes - size, result.errors - errors, self._sample)
+        self._written = (result.keys, result.bytes, result.errors)
+        self._sample = []
+        self._last = self.clock()
+
+
+class ProgressBar(Listener):
+    """A tqdm counter of the keys handled (deleted or failed), on stderr."""
+
+    def __init__(self) -> None:
+        from tqdm import tqdm
+
+        self._bar = tqdm(unit="key", desc="prune", file=sys.stderr)
+
+    def batch_done(self, result: RuleResult, batch: Batch) -> None:
+        self._bar.update(batch.keys + len(batch.errors))
+
+
+def terminal_listeners() -> list[Listener]:
+    """A progress bar when stderr is a terminal; none otherwise (quiet logs)."""
+    return [ProgressBar()] if sys.stderr.isatty() else []
+
+
+def run_prune(client: Any, store: PruneStore, options: PruneOptions, now: dt.datetime,
+              listeners: Sequence[Listener] = ()) -> PruneReport:
+    """Apply the rules in order, recording the run; stop selecting at ``options.cap`` keys.
+
+    ``now`` is the database's clock (every host agrees on ages). The run is recorded by a
+    :class:`RunRecorder`, told first, then ``listeners``.
+
+    Raises:
+        whatever a rule met (S3 after botocore's retries, the database); what was deleted
+        before is recorded.
+    """
+    from crontabber.database import default_holder
+
+    run_id = store.start_run(options.dry_run, options.cap, default_holder())
+    told = [RunRecorder(store, run_id), *listeners]
+    budget = Budget(options.cap)
+    scope = Scope(now, options.protection, budget, options.dry_run, options.threads)
+    results = []
+    for rule in options.rules:
+        if budget.exhausted:
+            break
+        result = RuleResult(rule.name)
+        for listener in told:
+            listener.rule_started(rule)
+        try:
+            for batch in deleted_batches(client, rule, _check(store, rule), scope):
+                result.add(batch)
+                for listener in told:
+                    listener.batch_done(result, batch)
+        finally:
+            for listener in told:
+                listener.rule_ended(result)  # what was deleted is recorded even if it failed
+        results.append(result)
+    store.finish_run(run_id, budget.exhausted)
+    if budget.exhausted:
+        logger.warning("prune: stopped at the cap of %d keys; the rest waits for the next run",
+                       options.cap)
+    return PruneReport(run_id, options.dry_run, results, budget.exhausted, options.cap)
+
+
+def _check(store: PruneStore, rule: Rule) -> Check | None:
+    """The database's say on a page of keys, for the rules that need it."""
+    if rule.kind is Kind.UPLOADS:
+        return lambda rule, keys, now: store.finished_uploads(keys, rule.cutoff(now))
+    if rule.kind is Kind.BATCHES:
+        return lambda rule, keys, now: store.consumed_batches(keys, rule.cutoff(now))
+    return None
+
+
+def format_report(report: PruneReport) -> list[str]:
+    """One line per rule (and one if the run was capped), for logs and the command."""
+    verb = "would delete" if report.dry_run else "deleted"
+    lines = [f"{r.rule}: {verb} {r.keys} keys, {r.bytes} bytes, {r.errors} errors"
+             + (f" (e.g. {r.error_sample[0]})" if r.error_sample else "") for r in report.results]
+    if report.capped:
+        lines.append(f"stopped at the cap of {report.cap} keys: the rest waits for the next run")
+    return lines
