@@ -134,8 +134,8 @@ def history(settings: Settings, jobs: list[Job], store: StateStore, args: Any, o
         return 0
     print("\n".join(tables.history_table(runs, now, is_backfill, _width(out))), file=out)
     if is_backfill:
-        print(f"({app_name} is a backfill job: a run logs one row per interval; "
-              "rows with the same RUN are one run)", file=out)
+        print("(a backfill job: one row per interval; rows with the same RUN are one run)",
+              file=out)
     if more:
         print(f"(older runs not shown: --limit {limit * 2})", file=out)
     return 0

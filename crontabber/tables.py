@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Sequence
 
-from .leases import Marker
+from .leases import Marker, parse_holder
 from .views import FailureView, JobStatus, JobView, Outcome, RunView
 
 DEFAULT_WIDTH = 100
@@ -101,6 +101,16 @@ def ongoing_text(view: JobView, now: dt.datetime) -> str:
     return text
 
 
+def short_host(holder: str | None, pid: bool = False) -> str:
+    """``symbols-cron-2.prod.example.net:31337`` -> ``symbols-cron-2`` (with
+    ``pid``: ``symbols-cron-2:31337``); the text columns have no room for domains."""
+    if not holder:
+        return "unknown runner"
+    host, number = parse_holder(holder)
+    short = host.split(".", 1)[0] or holder
+    return f"{short}:{number}" if pid and number is not None else short
+
+
 def pause_text(view: JobView, now: dt.datetime) -> str:
     """``until 2026-11-22 18:00 (in 4h) by alice@ops-1: deploy``, or ``-``."""
     if view.paused is None:
@@ -116,16 +126,17 @@ def detail(view: JobView, now: dt.datetime) -> str:
     the error, the parent waited for."""
     if view.ongoing is not None and view.status in (JobStatus.RUNNING, JobStatus.ORPHANED):
         ongoing = view.ongoing
-        beat = (f"heartbeat {relative(ongoing.heartbeat, now)}" if ongoing.heartbeat is not None
+        beat = (f"beat {relative(ongoing.heartbeat, now)}" if ongoing.heartbeat is not None
                 else "no heartbeat")
-        verdict = "" if ongoing.verdict is Marker.LIVE else f"{ongoing.verdict.value}: "
-        return (f"{verdict}{ongoing.by or 'unknown runner'} for "
-                f"{short_span((now - ongoing.since).total_seconds())}, {beat}")
+        host = short_host(ongoing.by)
+        if ongoing.verdict is not Marker.LIVE:
+            return f"{ongoing.verdict.value}: {beat}, {host}"
+        return f"{short_span((now - ongoing.since).total_seconds())} on {host}, {beat}"
     if view.paused is not None and view.status is JobStatus.PAUSED:
-        return (f"ends {relative(view.paused.until, now)}, {view.paused.by or '?'}: "
-                f"{one_line(view.paused.reason or '')}")
+        return (f"ends {relative(view.paused.until, now)}: {one_line(view.paused.reason or '')}"
+                f" (by {view.paused.by or '?'})")
     if view.status is JobStatus.FAILING and view.last_error is not None:
-        return one_line(view.last_error.summary)
+        return f"{view.error_count}x {one_line(view.last_error.summary)}"
     if view.status is JobStatus.WAITING:
         return str(view.waiting_for)
     if view.status is JobStatus.OVERDUE and view.late is not None:
@@ -138,12 +149,14 @@ def detail(view: JobView, now: dt.datetime) -> str:
 def list_table(views: Sequence[JobView], now: dt.datetime, width: int | None = DEFAULT_WIDTH) -> list[str]:
     """The default ``--list-jobs`` table: short relative times, what matters
     about each job in DETAIL (its holder, its pause, its error), cut to fit
-    ``width`` columns. The last run and the class are in :func:`wide_table`."""
-    rows = [["NAME", "SCHEDULE", "STATUS", "LAST OK", "NEXT RUN", "ERR", "DETAIL"]]
+    ``width`` columns: a holder's host name without its domain, a failing
+    job's error count before its error (``3x``). The last run, the class,
+    pids and run ids are in :func:`wide_table`."""
+    rows = [["NAME", "SCHEDULE", "STATUS", "LAST OK", "NEXT RUN", "DETAIL"]]
     for view in views:
-        rows.append([view.name, view.schedule, view.status.value,
+        rows.append([view.name, view.schedule.replace(" @ ", "@"), view.status.value,
                      relative(view.last_success, now, "never"), relative(view.next_run, now),
-                     str(view.error_count), detail(view, now)])
+                     detail(view, now)])
     return fit(rows, width)
 
 
@@ -168,7 +181,8 @@ def history_table(
 ) -> list[str]:
     """One line per log row, newest first; a run's rows are together and share
     its RUN id. A backfill job's rows show the INTERVAL each one covered. The
-    run holding the job comes first, as ``running``, with its heartbeat."""
+    run holding the job comes first, as ``running``, with its heartbeat.
+    Host names lose their domain (``--json`` has them whole)."""
     header = ["STARTED (UTC)", "TOOK", "BY", "RUN", "OUTCOME", "ERROR"]
     if is_backfill:
         header.insert(5, "INTERVAL")
@@ -177,16 +191,18 @@ def history_table(
         run_id = str(run.run_id) if run.run_id is not None else "-"
         if run.ongoing is not None:
             rows.append(_row(is_backfill, stamp(run.started), took(run.duration(now)) + "+",
-                             run.by or "-", run_id, Outcome.RUNNING.text, "-",
+                             short_host(run.by, pid=True) if run.by else "-", run_id, Outcome.RUNNING.text, "-",
                              _beat(run, now)))
         for entry in run.entries:
             outcome = Outcome.OK if not entry.failed else run.outcome
             if run.outcome is Outcome.RUNNING and entry.failed:
                 outcome = Outcome.FAILED
-            error = run.error.summary if entry.failed and run.error is not None else ""
+            error = ""
+            if entry.failed and run.error is not None:  # "fenced off" says LeaseLost already
+                error = run.error.value if outcome is Outcome.FENCED_OFF else run.error.summary
             interval = _interval(entry.success) if not entry.failed else "-"
             rows.append(_row(is_backfill, stamp(entry.started), took(entry.duration),
-                             entry.holder or "-", run_id, outcome.text, interval, one_line(error)))
+                             short_host(entry.holder, pid=True) if entry.holder else "-", run_id, outcome.text, interval, one_line(error)))
     return fit(rows, width)
 
 
