@@ -4,18 +4,9 @@ every refusal."""
 import datetime as dt
 import json
 
-DAY = dt.timedelta(days=1)
+from tests.fixtures.inspect_states import LONG_ERROR, realistic_fleet
 
-# The jobs of crontabber.ini: realistic names, never run here (their state is written by SQL).
-REAL = ["jobs.runlog.PruneRunLogCronApp|1d|03:00",
-        "jobs.missing_symbols.MissingSymbolsCronApp|5m",
-        "jobs.missing_symbols.MissingSymbolsReportCronApp|1d|00:30",
-        "jobs.missing_symbols.MissingSymbolsRetentionCronApp|1d|04:00",
-        "jobs.uploads.ProcessUploadsCronApp|5m",
-        "jobs.search_index.RebuildSearchIndexCronApp|1h",
-        "jobs.prune.PruneS3CronApp|1d|05:00"]
-LONG_ERROR = ("relation \"missing_symbol_day\" does not exist LINE 1: INSERT INTO "
-              "missing_symbol_day (hash, day, count) SELECT hash, day, sum(n) FROM staging")
+DAY = dt.timedelta(days=1)
 
 
 def iso(value):
@@ -27,33 +18,6 @@ def jobs_json(crontab, *args):
     assert code == 0, out
     document = json.loads(out)
     return {job["name"]: job for job in document["jobs"]}, document
-
-
-def realistic_fleet(crontab):
-    """Every real job with a state: ok, failing (long error), running (long
-    host name), orphaned, paused (long reason), overdue."""
-    crontab.configure(REAL)
-    for name in ("prune-run-log", "missing-symbols", "missing-symbols-report",
-                 "missing-symbols-retention", "process-uploads", "rebuild-search-index", "prune-s3"):
-        crontab.sql("INSERT INTO crontabber (app_name, next_run, first_run, last_run, last_success,"
-                    " error_count, depends_on, last_error) VALUES (%s, clock_timestamp() + interval '4 hours',"
-                    " clock_timestamp() - interval '3 days', clock_timestamp() - interval '20 minutes',"
-                    " clock_timestamp() - interval '20 minutes', 0, '{}', '{}')", (name,))
-    crontab.sql("UPDATE crontabber SET error_count = 3, last_success = clock_timestamp() - interval '2 days',"
-                " last_error = %s WHERE app_name = 'missing-symbols-retention'",
-                (json.dumps({"type": "<class 'psycopg2.errors.UndefinedTable'>", "value": LONG_ERROR,
-                             "traceback": '  File "x.py", line 1, in run\n    cur.execute(q)\n'}),))
-    crontab.sql("UPDATE crontabber SET ongoing = clock_timestamp() - interval '7 minutes', run_id = 812,"
-                " ongoing_by = 'symbols-cron-2.prod.example.net:31337',"
-                " heartbeat = clock_timestamp() - interval '4 seconds' WHERE app_name = 'process-uploads'")
-    crontab.sql("UPDATE crontabber SET ongoing = clock_timestamp() - interval '2 hours', run_id = 790,"
-                " ongoing_by = 'symbols-cron-1.prod.example.net:4242',"
-                " heartbeat = clock_timestamp() - interval '1 hour' WHERE app_name = 'rebuild-search-index'")
-    crontab.sql("UPDATE crontabber SET paused_until = clock_timestamp() + interval '5 hours',"
-                " paused_reason = 'S3 bucket migration INC-4711: do not delete anything until it is over',"
-                " paused_by = 'alice@ops-laptop-7' WHERE app_name = 'prune-s3'")
-    crontab.sql("UPDATE crontabber SET next_run = clock_timestamp() - interval '3 hours'"
-                " WHERE app_name = 'missing-symbols'")
 
 
 def test_list_jobs_fits_100_columns_with_realistic_names(crontab):
