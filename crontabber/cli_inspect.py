@@ -8,13 +8,19 @@ where used (an idle cron tick needs neither).
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import os
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, Callable, TextIO
 
 from .catalog import Job, find_job
 from .config import Settings
 from .errors import ConfigurationError, JobNotFound, RunNotFound
+from .leases import Marker
+from .state import JobState
 from .store import StateStore
+
+if TYPE_CHECKING:
+    from .views import FailureView
 
 DEFAULT_LIMIT = 20
 # How late a due job may be before --list-jobs calls it overdue: --nagios's
@@ -40,7 +46,10 @@ def refuse_stray_flags(mode: str, args: argparse.Namespace) -> None:
         raise ConfigurationError("--run", "only means something with --show-error NAME")
 
 
-def _marker(settings: Settings, jobs: list[Job], store: StateStore) -> Any:
+def _marker(
+    settings: Settings, jobs: list[Job], store: StateStore
+) -> Callable[[JobState | None, dt.datetime], Marker]:
+    """The runner's classification of ``ongoing`` markers, from this host."""
     from .runner import Runner
 
     return Runner(settings, jobs, store).marker
@@ -108,7 +117,7 @@ def _known_name(jobs: list[Job], store: StateStore, name: str) -> tuple[str, Job
     job = find_job(jobs, name)
     if job is not None:
         return job.app_name, job
-    if store.state(name) is None and not store.log_runs(name, 0):
+    if store.state(name) is None and not store.log_runs(name, 0):  # 0: one run, if any
         raise JobNotFound(name, [j.app_name for j in jobs])
     return name, None
 
@@ -168,7 +177,9 @@ def show_error(settings: Settings, jobs: list[Job], store: StateStore, args: Any
     return 0
 
 
-def _run_failure(store: StateStore, app_name: str, run_id: int, state: Any) -> tuple[Any, str]:
+def _run_failure(
+    store: StateStore, app_name: str, run_id: int, state: JobState | None
+) -> tuple[FailureView | None, str]:
     """The failure of run ``run_id`` (or None) and the line saying why there is none."""
     from .views import FailureView
 
