@@ -1,7 +1,8 @@
 """The command line: parse, call, print. Exit codes are named once here.
 
     python -m crontabber --admin.conf=crontabber.ini            run due jobs
-    python -m crontabber --list-jobs | --nagios | --job NAME [--force]
+    python -m crontabber --list-jobs [NAME ...] [--wide] | --nagios | --job NAME [--force]
+                         --history NAME [--limit N] | --show-error NAME [--run ID]
                          --reset-job NAME | --release NAME | --audit-ghosts | --configtest
                          --sentrytest | --version | --help
     python -m crontabber --crontabber.error_retry_time=60 ...   override any option
@@ -33,6 +34,7 @@ from .errors import (
 )
 from .runner import Runner, Status, first_lock_error
 from .store import StateStore, open_store
+from . import cli_inspect
 
 if TYPE_CHECKING:
     from .runner import Reporter
@@ -76,9 +78,9 @@ class _Parser(argparse.ArgumentParser):
         raise ConfigurationError("the command line", message)
 
 
-MODES = ("list_jobs", "nagios", "version", "reset_job", "release", "explain", "pause",
-         "resume", "rerun", "mark_success", "audit", "audit_ghosts", "configtest", "sentrytest",
-         "job")
+MODES = ("list_jobs", "nagios", "history", "show_error", "version", "reset_job", "release",
+         "explain", "pause", "resume", "rerun", "mark_success", "audit", "audit_ghosts",
+         "configtest", "sentrytest", "job")
 
 
 def build_parser(epilog: str = "") -> argparse.ArgumentParser:
@@ -92,9 +94,16 @@ def build_parser(epilog: str = "") -> argparse.ArgumentParser:
     parser.add_argument("--admin.conf", dest="conf", metavar="FILE",
                         help="the INI file (default: ./config/crontabber.ini or ./crontabber.ini)")
     modes = parser.add_argument_group("modes (the first in this order wins, as in crontabber)")
-    modes.add_argument("-l", "--list-jobs", action="store_true", help="show every job's state")
+    modes.add_argument("-l", "--list-jobs", nargs="*", metavar="NAME", default=None,
+                       help="show every job's state (or only the jobs named), 100 columns wide; "
+                       "--wide: every column, nothing cut")
     modes.add_argument("-n", "--nagios", action="store_true",
                        help="nagios check: one status line, details; exit 0/1/2")
+    modes.add_argument("--history", metavar="NAME", default="",
+                       help="the job's last runs, newest first (--limit N runs, default 20)")
+    modes.add_argument("--show-error", metavar="NAME", default="",
+                       help="the full error and traceback of the job's last failed run "
+                       "(--run ID: of that run)")
     modes.add_argument("-v", "--version", action="store_true", help="print the version")
     modes.add_argument("-r", "--reset-job", metavar="NAME", default="",
                        help="forget a job's state (it runs as if new); a ghost's too; "
@@ -134,10 +143,14 @@ def build_parser(epilog: str = "") -> argparse.ArgumentParser:
                          help="with --pause: 30m, 2h, 3d, or a UTC date/time (2026-11-24T06:00)")
     details.add_argument("--date", metavar="YYYY-MM-DD", default="", help="with --rerun: the first day")
     details.add_argument("--to", metavar="YYYY-MM-DD", default="", help="with --rerun: the last day")
-    details.add_argument("--limit", metavar="N", type=int, default=20,
-                         help="with --audit (and --history): how many rows, newest first")
     details.add_argument("--audit-job", metavar="NAME", default="",
                          help="with --audit: one job's actions only")
+    details.add_argument("--wide", action="store_true", help="with --list-jobs: every column")
+    details.add_argument("--limit", type=int, metavar="N", default=None,
+                         help="with --history: how many runs; with --audit: how many actions "
+                         "(default 20)")
+    details.add_argument("--run", type=int, metavar="ID", default=None,
+                         help="with --show-error: the run whose error to show")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON document instead of text (see crontabber/jsonout.py)")
     return parser
@@ -195,7 +208,7 @@ def main(argv: list[str], stdout: TextIO = sys.stdout, stderr: TextIO = sys.stde
     except ConfigurationError as exc:
         print(f"crontabber: {exc}", file=stderr)
         return ExitCode.ERROR
-    mode = next((m for m in MODES if getattr(args, m)), "run")
+    mode = next((m for m in MODES if getattr(args, m) not in (None, False, "")), "run")
     if mode == "version":  # no configuration or database needed
         print(__version__, file=stdout)
         return ExitCode.OK
@@ -214,6 +227,7 @@ def main(argv: list[str], stdout: TextIO = sys.stdout, stderr: TextIO = sys.stde
 def dispatch(mode: str, args: argparse.Namespace, rest: list[str], stdout: TextIO) -> int:
     if args.force and not args.job:
         raise ConfigurationError("--force", "only means something with --job NAME")
+    cli_inspect.refuse_stray_flags(mode, args)
     settings = load_settings(args.conf, split_overrides(rest))
     setup_logging(settings)
     jobs = load_jobs(settings)  # also refuses unknown option names (crontabber.known)
@@ -236,17 +250,6 @@ def dispatch(mode: str, args: argparse.Namespace, rest: list[str], stdout: TextI
         return handler(settings, jobs, store, args, stdout)
     finally:
         store.close()
-
-
-def list_jobs(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
-    from . import report
-
-    states, now = store.states(), store.now()
-    runner = _runner(settings, jobs, store)
-    rows = report.list_rows(jobs, states, now, lambda state: runner.marker(state, now))
-    for line in report.align(rows):
-        print(line, file=out)
-    return ExitCode.OK
 
 
 def nagios(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
@@ -332,7 +335,9 @@ def _sentry(dsn: str) -> "Reporter":
 
 
 MODE_HANDLERS: dict[str, Callable[..., int]] = {
-    "list_jobs": list_jobs,
+    "list_jobs": cli_inspect.list_jobs,
+    "history": cli_inspect.history,
+    "show_error": cli_inspect.show_error,
     "nagios": nagios,
     "reset_job": cli_operate.reset_job,
     "release": cli_operate.release,

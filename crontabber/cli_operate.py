@@ -212,7 +212,9 @@ def audit(settings: "Settings", jobs: list[Job], store: "StateStore", args: Any,
     name = None
     if args.audit_job:
         name = state_name(jobs, store, args.audit_job)
-    entries = store.audit_entries(name, args.limit)
+    if args.limit is not None and args.limit < 1:
+        raise ConfigurationError("--limit", "must be at least 1")
+    entries = store.audit_entries(name, args.limit or 20)
     if args.json:
         jsonout.emit([{"id": e.id, "at": e.at, "actor": e.actor, "action": e.action,
                        "job": e.app_name, "reason": e.reason, "detail": dict(e.detail)}

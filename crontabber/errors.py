@@ -39,6 +39,17 @@ class JobNotFound(CrontabberError):
         super().__init__(f"no configured job is called {name!r}; configured: {listing}")
 
 
+class RunNotFound(CrontabberError):
+    """``--show-error NAME --run ID`` named a run the job's log does not hold
+    (a wrong id, or its rows were pruned by ``prune-run-log``)."""
+
+    def __init__(self, app_name: str, run_id: int) -> None:
+        self.app_name = app_name
+        self.run_id = run_id
+        super().__init__(f"{app_name}: no run {run_id} in the run log (crontabber_log); "
+                         f"--history {app_name} lists its runs")
+
+
 class JobLockError(CrontabberError):
     """Base of the two ways a job can be held by another runner."""
 

@@ -21,7 +21,7 @@ import psycopg2.errors
 
 from . import queries
 from .errors import DatabaseUnavailable, JobLocked, LeaseLost
-from .state import AuditEntry, Claim, JobState, Outcome
+from .state import AuditEntry, Claim, JobState, LogEntry, Outcome
 
 logger = logging.getLogger(__name__)
 
@@ -172,6 +172,29 @@ class StateStore:
     def state(self, app_name: str) -> JobState | None:
         row = self._one("get_state", {"app_name": app_name})
         return JobState.from_row(row) if row else None
+
+    @translated
+    def log_runs(self, app_name: str, runs: int) -> list[LogEntry]:
+        """The log rows of the job's newest ``runs`` runs and of one run more
+        (so callers can say whether older runs exist): newest run first,
+        newest row first within a run. A row without run id is a run by itself."""
+        return self._entries("log_runs", {"app_name": app_name, "runs": runs})
+
+    @translated
+    def run_log(self, app_name: str, run_id: int) -> list[LogEntry]:
+        """Every log row of run ``run_id`` of the job, oldest first ([] if none)."""
+        return self._entries("run_log", {"app_name": app_name, "run_id": run_id})
+
+    @translated
+    def last_failure(self, app_name: str) -> LogEntry | None:
+        """The job's newest failed or fenced-off attempt in the log, or None."""
+        row = self._one("last_failure", {"app_name": app_name})
+        return LogEntry.from_row(row) if row else None
+
+    def _entries(self, name: str, params: Mapping[str, Any]) -> list[LogEntry]:
+        with self._conn, self._cursor() as cur:
+            cur.execute(Q[name], params)
+            return [LogEntry.from_row(_as_dict(cur, row)) for row in cur.fetchall()]
 
     @translated
     def claim(

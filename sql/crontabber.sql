@@ -67,6 +67,43 @@ INSERT INTO crontabber_log (app_name, duration, exc_type, exc_value, exc_traceba
 VALUES (%(app_name)s, %(duration)s, %(exc_type)s, %(exc_value)s, %(exc_traceback)s,
         %(run_id)s, %(host)s, %(pid)s);
 
+-- name: log_runs
+-- --history: the log rows of the job's newest %(runs)s runs, newest run first
+-- and, within a run, newest row first. A run is its run id; a row without one
+-- (written before migration 0005, or by crontabber 0.18) is a run by itself.
+-- %(runs)s + 1 runs are read so the caller can tell whether older ones exist.
+WITH runs AS (
+    SELECT COALESCE(run_id, -id) AS run_key, max(id) AS newest
+    FROM crontabber_log
+    WHERE app_name = %(app_name)s
+    GROUP BY 1
+    ORDER BY newest DESC
+    LIMIT %(runs)s + 1
+)
+SELECT log.id, log.app_name, log.log_time, log.duration, log.success, log.exc_type,
+       log.exc_value, log.exc_traceback, log.run_id, log.host, log.pid
+FROM crontabber_log AS log
+JOIN runs ON COALESCE(log.run_id, -log.id) = runs.run_key
+WHERE log.app_name = %(app_name)s
+ORDER BY runs.newest DESC, log.id DESC;
+
+-- name: run_log
+-- --show-error --run ID: every row of one run, oldest first.
+SELECT id, app_name, log_time, duration, success, exc_type, exc_value, exc_traceback,
+       run_id, host, pid
+FROM crontabber_log
+WHERE app_name = %(app_name)s AND run_id = %(run_id)s
+ORDER BY id;
+
+-- name: last_failure
+-- --show-error: the job's newest failed (or fenced-off) attempt.
+SELECT id, app_name, log_time, duration, success, exc_type, exc_value, exc_traceback,
+       run_id, host, pid
+FROM crontabber_log
+WHERE app_name = %(app_name)s AND exc_type IS NOT NULL
+ORDER BY id DESC
+LIMIT 1;
+
 -- name: finish
 -- The end of an attempt, written only by the run that holds the marker: a run
 -- that lost its lease (another runner took the job over) changes nothing.

@@ -274,24 +274,31 @@ def test_list_jobs_table(crontab):
     crontab.run()
     code, out = crontab.run("--list-jobs")
     lines = out.splitlines()
-    assert lines[0].split()[:3] == ["NAME", "CLASS", "SCHEDULE"]
+    assert lines[0].split()[:3] == ["NAME", "SCHEDULE", "STATUS"]
     trouble = next(line for line in lines if line.startswith("trouble"))
-    assert "NameError: Trouble!!" in trouble and " 1 " in trouble
+    assert trouble.split()[2] == "failing" and trouble.endswith("1x NameError: Trouble!!")
     basic = next(line for line in lines if line.startswith("basic-job"))
-    assert "7d @ 03:00" in basic and "03:00:00 (in 6 days" in basic
-    assert next(line for line in lines if line.startswith("sad")).split()[3] == "never"
-    # columns line up: every row's SCHEDULE column starts at the same offset
-    offset = lines[0].index("SCHEDULE")
+    assert basic.split()[1:3] == ["7d@03:00", "ok"] and " in 6d " in basic
+    assert next(line for line in lines if line.startswith("sad")).split()[2:4] == ["waiting", "never"]
+    # columns line up: every row's STATUS column starts at the same offset
+    offset = lines[0].index("STATUS")
     assert all(line[offset - 2:offset] == "  " for line in lines)
+    wide = crontab.run("--list-jobs", "--wide")[1]
+    basic = next(line for line in wide.splitlines() if line.startswith("basic-job"))
+    assert basic.split()[1:5] == ["tests.fixtures.sample_jobs.BasicJob", "7d", "@", "03:00"]
+    assert "03:00:00 (in 6d)" in basic
 
 
 def test_list_jobs_shows_who_holds_the_job(crontab):
     crontab.configure(["BasicJob|1d"])
     crontab.run()
     crontab.sql("UPDATE crontabber SET ongoing = clock_timestamp() - interval '61 seconds',"
-                " ongoing_by = 'web-3:4242'")
+                " ongoing_by = 'web-3:4242', heartbeat = NULL")
     out = crontab.run("--list-jobs")[1]
-    assert "(1 minute, 1 second ago) by web-3:4242" in out
+    assert out.splitlines()[1].split()[2] == "running"
+    assert out.splitlines()[1].endswith("  1m on web-3, no heartbeat")
+    out = crontab.run("--list-jobs", "--wide")[1]
+    assert "web-3:4242 (run 1) since 1m ago, no heartbeat (crontabber 0.18?)" in out
 
 
 def test_database_down_gives_a_clear_error(crontab, monkeypatch):

@@ -1,0 +1,195 @@
+"""The read-only commands of the command line: ``--list-jobs [NAME ...]``
+(``--wide``), ``--history NAME [--limit N]`` and ``--show-error NAME [--run
+ID]``, each as text or ``--json``. Parse, call, print: the data is built by
+:mod:`crontabber.views`, the text by :mod:`crontabber.tables`, both imported
+where used (an idle cron tick needs neither).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+from typing import TYPE_CHECKING, Any, Callable, TextIO
+
+from .catalog import Job, find_job
+from .config import Settings
+from .errors import ConfigurationError, JobNotFound, RunNotFound
+from .leases import Marker
+from .state import JobState
+from .store import StateStore
+
+if TYPE_CHECKING:
+    from .views import FailureView
+
+DEFAULT_LIMIT = 20
+# How late a due job may be before --list-jobs calls it overdue: --nagios's
+# warning threshold (crontabber.overdue_warning_seconds, in settings.monitor
+# where that exists), else its default: a tick every few minutes makes any
+# job a little late.
+DEFAULT_OVERDUE_SECONDS = 1800.0
+
+
+def refuse_stray_flags(mode: str, args: argparse.Namespace) -> None:
+    """Refuse a flag of these commands given without its command.
+
+    Raises:
+        ConfigurationError: naming the flag and the command it belongs to.
+    """
+    if args.wide and mode != "list_jobs":
+        raise ConfigurationError("--wide", "only means something with --list-jobs")
+    if args.wide and args.json:
+        raise ConfigurationError("--wide", "is for the text table; --json has every field")
+    if args.limit is not None and mode not in ("history", "audit"):
+        raise ConfigurationError("--limit", "only means something with --history NAME or --audit")
+    if args.run is not None and mode != "show_error":
+        raise ConfigurationError("--run", "only means something with --show-error NAME")
+
+
+def _marker(
+    settings: Settings, jobs: list[Job], store: StateStore
+) -> Callable[[JobState | None, dt.datetime], Marker]:
+    """The runner's classification of ``ongoing`` markers, from this host."""
+    from .runner import Runner
+
+    return Runner(settings, jobs, store).marker
+
+
+def _overdue_seconds(settings: Settings) -> float:
+    monitor = getattr(settings, "monitor", None)
+    return float(getattr(monitor, "overdue_warning_seconds", DEFAULT_OVERDUE_SECONDS))
+
+
+def _width(out: TextIO) -> int:
+    """100 columns, or the terminal's width when printing to a wider one."""
+    from .tables import DEFAULT_WIDTH
+
+    try:
+        if out.isatty():
+            return max(DEFAULT_WIDTH, os.get_terminal_size(out.fileno()).columns)
+    except (OSError, ValueError, AttributeError):
+        pass
+    return DEFAULT_WIDTH
+
+
+def selected_jobs(jobs: list[Job], names: list[str]) -> list[Job]:
+    """The jobs ``names`` mean (app names or class paths), in config order;
+    every job when ``names`` is empty.
+
+    Raises:
+        JobNotFound: a name that no configured job has.
+    """
+    if not names:
+        return jobs
+    chosen = set()
+    for name in names:
+        job = find_job(jobs, name)
+        if job is None:
+            raise JobNotFound(name, [j.app_name for j in jobs])
+        chosen.add(job.app_name)
+    return [job for job in jobs if job.app_name in chosen]
+
+
+def list_jobs(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
+    """``--list-jobs [NAME ...]``: the table (``--wide``: every column) or ``--json``."""
+    from . import jsonout, tables, views
+
+    chosen = selected_jobs(jobs, list(args.list_jobs))
+    states, now = store.states(), store.now()
+    marker = _marker(settings, jobs, store)
+    found = views.job_views(chosen, states, now, lambda state: marker(state, now),
+                            _overdue_seconds(settings))
+    if args.json:
+        jsonout.emit(views.jobs_document(found, now), out)
+        return 0
+    lines = tables.wide_table(found, now) if args.wide else tables.list_table(found, now, _width(out))
+    print("\n".join(lines), file=out)
+    return 0
+
+
+def _known_name(jobs: list[Job], store: StateStore, name: str) -> tuple[str, Job | None]:
+    """The app name a command means: a configured job's, or a ghost's (a job
+    taken out of the configuration whose state row or log rows remain).
+
+    Raises:
+        JobNotFound: neither.
+    """
+    job = find_job(jobs, name)
+    if job is not None:
+        return job.app_name, job
+    if store.state(name) is None and not store.log_runs(name, 0):  # 0: one run, if any
+        raise JobNotFound(name, [j.app_name for j in jobs])
+    return name, None
+
+
+def history(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
+    """``--history NAME [--limit N]``: the job's newest runs, one line per log row."""
+    from . import jsonout, tables, views
+
+    limit = DEFAULT_LIMIT if args.limit is None else args.limit
+    if limit < 1:
+        raise ConfigurationError("--limit", f"must be a number of runs, 1 or more, not {limit}")
+    app_name, job = _known_name(jobs, store, args.history)
+    is_backfill = job.is_backfill if job is not None else False
+    entries, state, now = store.log_runs(app_name, limit), store.state(app_name), store.now()
+    marker = _marker(settings, jobs, store)
+    runs = views.group_runs(entries, state, lambda s: marker(s, now))
+    more, runs = len(runs) > limit, runs[:limit]
+    if args.json:
+        jsonout.emit(views.history_document(app_name, runs, now, more, is_backfill), out)
+        return 0
+    if not runs:
+        print(f"{app_name}: no runs in the run log (crontabber_log)", file=out)
+        return 0
+    print("\n".join(tables.history_table(runs, now, is_backfill, _width(out))), file=out)
+    if is_backfill:
+        print("(a backfill job: one row per interval; rows with the same RUN are one run)",
+              file=out)
+    if more:
+        print(f"(older runs not shown: --limit {limit * 2})", file=out)
+    return 0
+
+
+def show_error(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
+    """``--show-error NAME [--run ID]``: the full error of the job's last
+    failed run (or of run ID), or one line saying there is none.
+
+    Raises:
+        RunNotFound: ``--run`` names a run the log does not have.
+    """
+    from . import jsonout, tables, views
+
+    app_name, _ = _known_name(jobs, store, args.show_error)
+    state, now = store.state(app_name), store.now()
+    if args.run is None:
+        failure = views.last_failure(store.last_failure(app_name), state)
+        message = f"{app_name}: no failed run in the run log"
+    else:
+        failure, message = _run_failure(store, app_name, args.run, state)
+    if failure is not None:
+        message = tables.failure_headline(failure, now)
+    if args.json:
+        jsonout.emit(views.failure_document(app_name, failure, message), out)
+    elif failure is not None:
+        print("\n".join(tables.failure_report(failure, now)), file=out)
+    else:
+        print(message, file=out)
+    return 0
+
+
+def _run_failure(
+    store: StateStore, app_name: str, run_id: int, state: JobState | None
+) -> tuple[FailureView | None, str]:
+    """The failure of run ``run_id`` (or None) and the line saying why there is none."""
+    from .views import FailureView
+
+    entries = store.run_log(app_name, run_id)
+    failed = [entry for entry in entries if entry.failed]
+    if failed:
+        return FailureView.of_entry(failed[-1]), ""
+    if state is not None and state.run_id == run_id and state.ongoing is not None:
+        return None, f"{app_name}: run {run_id} is running: no error (yet)"
+    if not entries:
+        raise RunNotFound(app_name, run_id)
+    units = f"{len(entries)} intervals" if len(entries) > 1 else "1 row"
+    return None, f"{app_name}: run {run_id} succeeded ({units} in the log): no error"

@@ -1,0 +1,258 @@
+"""The inspection commands as text: the ``--list-jobs`` table (100 columns by
+default, everything with ``--wide``), the ``--history`` table and the
+``--show-error`` report. Pure functions of the views in
+:mod:`crontabber.views` and ``now``; the CLI prints the lines. Times are UTC.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Sequence
+
+from .leases import Marker, parse_holder
+from .views import FailureView, JobStatus, JobView, Outcome, RunView
+
+DEFAULT_WIDTH = 100
+_SEP = "  "
+_MORE = "..."
+
+
+def short_span(seconds: float) -> str:
+    """A span in one short unit, rounded down: ``45s``, ``3m``, ``4h``, ``2d``
+    (hours up to 47, so ``in 30h`` is not ``in 1d``)."""
+    whole = max(0, int(seconds))
+    for limit, size, unit in ((60, 1, "s"), (3600, 60, "m"), (48 * 3600, 3600, "h")):
+        if whole < limit:
+            return f"{whole // size}{unit}"
+    return f"{whole // 86400}d"
+
+
+def relative(when: dt.datetime | None, now: dt.datetime, empty: str = "-") -> str:
+    """``3m ago``, ``in 4h``, ``now`` (within a second), or ``empty``."""
+    if when is None:
+        return empty
+    seconds = (when - now).total_seconds()
+    if abs(seconds) < 1:
+        return "now"
+    return f"in {short_span(seconds)}" if seconds > 0 else f"{short_span(-seconds)} ago"
+
+
+def stamp(when: dt.datetime) -> str:
+    """``2026-11-22 05:17:19`` in UTC."""
+    return when.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def absolute(when: dt.datetime | None, now: dt.datetime, empty: str = "-") -> str:
+    """``2026-11-22 05:17:19 (3m ago)``, or ``empty``."""
+    if when is None:
+        return empty
+    return f"{stamp(when)} ({relative(when, now)})"
+
+
+def took(span: dt.timedelta | None) -> str:
+    """A duration: ``0.42s``, ``12.3s``, ``3m12s``, ``1h02m``, ``-`` when unknown."""
+    if span is None:
+        return "-"
+    seconds = span.total_seconds()
+    if seconds < 10:
+        return f"{seconds:.2f}s"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    whole = int(seconds)
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def fit(rows: list[list[str]], width: int | None) -> list[str]:
+    """Rows as lines whose columns line up (two spaces between columns). With
+    ``width``, the last column is cut (``...``) so each line fits, unless the
+    other columns alone are wider (then lines are as long as they must be)."""
+    count = len(rows[0])
+    widths = [max(len(row[i]) for row in rows) for i in range(count - 1)]
+    room = None if width is None else max(len(rows[0][-1]), width - sum(widths) - len(_SEP) * (count - 1))
+    lines = []
+    for row in rows:
+        last = row[-1]
+        if room is not None and len(last) > room:
+            last = last[: max(0, room - len(_MORE))] + _MORE
+        lines.append(_SEP.join([*(cell.ljust(w) for cell, w in zip(row, widths)), last]).rstrip())
+    return lines
+
+
+# ---------------------------------------------------------------------------- --list-jobs
+
+def ongoing_text(view: JobView, now: dt.datetime) -> str:
+    """Who holds the job: ``web-3:4242 (run 42) since 5m ago, heartbeat 3s ago``,
+    with ``; expired: the next tick takes it over`` when its holder is gone."""
+    ongoing = view.ongoing
+    if ongoing is None:
+        return "-"
+    run = f" (run {ongoing.run_id})" if ongoing.run_id is not None else ""
+    beat = (f"heartbeat {relative(ongoing.heartbeat, now)}" if ongoing.heartbeat is not None
+            else "no heartbeat (crontabber 0.18?)")
+    text = f"{ongoing.by or 'an unknown runner'}{run} since {relative(ongoing.since, now)}, {beat}"
+    if ongoing.verdict is not Marker.LIVE:
+        text += f"; {ongoing.verdict.value}: the next tick takes it over"
+    return text
+
+
+def short_host(holder: str | None, pid: bool = False) -> str:
+    """``symbols-cron-2.prod.example.net:31337`` -> ``symbols-cron-2`` (with
+    ``pid``: ``symbols-cron-2:31337``); the text columns have no room for domains."""
+    if not holder:
+        return "unknown runner"
+    host, number = parse_holder(holder)
+    short = host.split(".", 1)[0] or holder
+    return f"{short}:{number}" if pid and number is not None else short
+
+
+def pause_text(view: JobView, now: dt.datetime) -> str:
+    """``until 2026-11-22 18:00 (in 4h) by alice@ops-1: deploy``, or ``-``."""
+    if view.paused is None:
+        return "-"
+    until = view.paused.until.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
+    return (f"until {until} ({relative(view.paused.until, now)}) by {view.paused.by or '?'}: "
+            f"{one_line(view.paused.reason or '')}")
+
+
+def detail(view: JobView, now: dt.datetime) -> str:
+    """The DETAIL column: what the status is about, on one line, short
+    (``--wide`` has the long forms): the holder and its heartbeat, the pause,
+    the error, the parent waited for."""
+    if view.ongoing is not None and view.status in (JobStatus.RUNNING, JobStatus.ORPHANED):
+        ongoing = view.ongoing
+        beat = (f"beat {relative(ongoing.heartbeat, now)}" if ongoing.heartbeat is not None
+                else "no heartbeat")
+        host = short_host(ongoing.by)
+        if ongoing.verdict is not Marker.LIVE:
+            return f"{ongoing.verdict.value}: {beat}, {host}"
+        return f"{short_span((now - ongoing.since).total_seconds())} on {host}, {beat}"
+    if view.paused is not None and view.status is JobStatus.PAUSED:
+        return (f"ends {relative(view.paused.until, now)}: {one_line(view.paused.reason or '')}"
+                f" (by {view.paused.by or '?'})")
+    if view.status is JobStatus.FAILING and view.last_error is not None:
+        return f"{view.error_count}x {one_line(view.last_error.summary)}"
+    if view.status is JobStatus.WAITING:
+        return str(view.waiting_for)
+    if view.status is JobStatus.OVERDUE and view.late is not None:
+        return f"was due {short_span(view.late.total_seconds())} ago; no tick has run it"
+    if view.status is JobStatus.NEW:
+        return "never ran; not due yet"
+    return "-"
+
+
+def list_table(views: Sequence[JobView], now: dt.datetime, width: int | None = DEFAULT_WIDTH) -> list[str]:
+    """The default ``--list-jobs`` table: short relative times, what matters
+    about each job in DETAIL (its holder, its pause, its error), cut to fit
+    ``width`` columns: a holder's host name without its domain, a failing
+    job's error count before its error (``3x``). The last run, the class,
+    pids and run ids are in :func:`wide_table`."""
+    rows = [["NAME", "SCHEDULE", "STATUS", "LAST OK", "NEXT RUN", "DETAIL"]]
+    for view in views:
+        rows.append([view.name, view.schedule.replace(" @ ", "@"), view.status.value,
+                     relative(view.last_success, now, "never"), relative(view.next_run, now),
+                     detail(view, now)])
+    return fit(rows, width)
+
+
+def wide_table(views: Sequence[JobView], now: dt.datetime) -> list[str]:
+    """``--list-jobs --wide``: the class, absolute times, the holder, the pause
+    and the whole last error (its value on one line), nothing cut."""
+    rows = [["NAME", "CLASS", "SCHEDULE", "STATUS", "LAST RUN", "LAST SUCCESS", "NEXT RUN",
+             "ERRORS", "ONGOING", "PAUSED", "LAST ERROR"]]
+    for view in views:
+        error = one_line(f"{view.last_error.short_type}: {view.last_error.value}") if view.last_error else "-"
+        rows.append([view.name, view.class_path, view.schedule, view.status.value,
+                     absolute(view.last_run, now, "never"), absolute(view.last_success, now, "never"),
+                     absolute(view.next_run, now), str(view.error_count), ongoing_text(view, now),
+                     pause_text(view, now), error])
+    return fit(rows, None)
+
+
+# ---------------------------------------------------------------------------- --history
+
+def history_table(
+    runs: Sequence[RunView], now: dt.datetime, is_backfill: bool, width: int = DEFAULT_WIDTH
+) -> list[str]:
+    """One line per log row, newest first; a run's rows are together and share
+    its RUN id. A backfill job's rows show the INTERVAL each one covered. The
+    run holding the job comes first, as ``running``, with its heartbeat.
+    Host names lose their domain (``--json`` has them whole)."""
+    header = ["STARTED (UTC)", "TOOK", "BY", "RUN", "OUTCOME", "ERROR"]
+    if is_backfill:
+        header.insert(5, "INTERVAL")
+    rows = [header]
+    for run in runs:
+        run_id = str(run.run_id) if run.run_id is not None else "-"
+        if run.ongoing is not None:
+            rows.append(_row(is_backfill, stamp(run.started), took(run.duration(now)) + "+",
+                             short_host(run.by, pid=True) if run.by else "-", run_id, Outcome.RUNNING.text, "-",
+                             _beat(run, now)))
+        for entry in run.entries:
+            outcome = Outcome.OK if not entry.failed else run.outcome
+            if run.outcome is Outcome.RUNNING and entry.failed:
+                outcome = Outcome.FAILED
+            error = ""
+            if entry.failed and run.error is not None:  # "fenced off" says LeaseLost already
+                error = run.error.value if outcome is Outcome.FENCED_OFF else run.error.summary
+            interval = _interval(entry.success) if not entry.failed else "-"
+            rows.append(_row(is_backfill, stamp(entry.started), took(entry.duration),
+                             short_host(entry.holder, pid=True) if entry.holder else "-", run_id, outcome.text, interval, one_line(error)))
+    return fit(rows, width)
+
+
+def _row(is_backfill: bool, started: str, span: str, by: str, run: str, outcome: str,
+         interval: str, error: str) -> list[str]:
+    row = [started, span, by, run, outcome, error]
+    if is_backfill:
+        row.insert(5, interval)
+    return row
+
+
+def _interval(success: dt.datetime | None) -> str:
+    if success is None:
+        return "-"
+    utc = success.astimezone(dt.timezone.utc)
+    return utc.strftime("%Y-%m-%d") if (utc.hour, utc.minute, utc.second) == (0, 0, 0) \
+        else utc.strftime("%Y-%m-%d %H:%M")
+
+
+def _beat(run: RunView, now: dt.datetime) -> str:
+    assert run.ongoing is not None
+    beat = relative(run.ongoing.heartbeat, now, "none")
+    verdict = run.ongoing.verdict
+    return f"heartbeat {beat}" + ("" if verdict is Marker.LIVE else f"; {verdict.value}")
+
+
+# ---------------------------------------------------------------------------- --show-error
+
+def failure_headline(failure: FailureView, now: dt.datetime) -> str:
+    """``trouble: run 42 failed 2026-11-22 05:17:19 UTC (3m ago) on web-3:4242 after 0.42s``."""
+    run = f"run {failure.run_id}" if failure.run_id is not None else "a run"
+    verb = "was fenced off" if failure.outcome is Outcome.FENCED_OFF else "failed"
+    when = f" {stamp(failure.at)} UTC ({relative(failure.at, now)})" if failure.at else ""
+    where = f" on {failure.by}" if failure.by else ""
+    span = f" after {took(failure.duration)}" if failure.duration is not None else ""
+    source = " (from the job's state row: the log has no row of it)" if failure.source == "state" else ""
+    return f"{failure.app_name}: {run} {verb}{when}{where}{span}{source}"
+
+
+def failure_report(failure: FailureView, now: dt.datetime) -> list[str]:
+    """The headline, ``Type: value``, then the traceback as Python prints it."""
+    error = failure.error
+    value = error.value.rstrip("\n")
+    lines = [failure_headline(failure, now), f"{error.type}: {value}", ""]
+    frames = error.traceback.rstrip("\n")
+    if frames:
+        if not frames.startswith("Traceback"):
+            lines.append("Traceback (most recent call last):")
+        lines += frames.splitlines()
+        lines.append(f"{error.type}: {value}")
+    else:
+        lines.append("(no traceback recorded)")
+    return lines

@@ -1,0 +1,493 @@
+"""What the inspection commands show, as data: each job's status, its runs,
+its last failure. Pure functions of jobs, state rows, log rows and ``now``
+(the database clock); :mod:`crontabber.tables` renders them as text,
+``--json`` prints their ``as_json()`` (the dashboard serves the same).
+
+A job's **status** is one word, the first that applies:
+
+========  =================================================================
+running   its ``ongoing`` marker is live (a run holds the job)
+orphaned  it has a marker whose holder is gone (lease expired, process dead,
+          or a crontabber 0.18 marker past ``max_ongoing_age_hours``): the
+          next tick on any host takes it over
+paused    an operator paused it and the pause has not ended
+failing   its last attempt failed (``error_count`` > 0)
+waiting   it is due but a parent blocks it (never ran, failed, or is late)
+overdue   it was due more than ``overdue_seconds`` ago and no tick ran it
+due       it is due: the next tick runs it
+new       it never ran and is not due yet (a time of day not yet reached)
+ok        none of these: its last run succeeded and its next run is ahead
+========  =================================================================
+"""
+
+from __future__ import annotations
+
+import ast
+import datetime as dt
+import enum
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+from .catalog import Job
+from .leases import Marker
+from .scheduling import dependency_block, is_due
+from .state import JobState, LogEntry
+
+MarkerOf = Callable[[JobState], Marker]
+
+
+class JobStatus(enum.Enum):
+    """A job's status in one word (see the module docstring)."""
+
+    RUNNING = "running"
+    ORPHANED = "orphaned"
+    PAUSED = "paused"
+    FAILING = "failing"
+    WAITING = "waiting"
+    OVERDUE = "overdue"
+    DUE = "due"
+    NEW = "new"
+    OK = "ok"
+
+
+class Outcome(enum.Enum):
+    """How a run (or one of its log rows) ended."""
+
+    OK = "ok"
+    FAILED = "failed"
+    FENCED_OFF = "fenced_off"  # it lost its lease; its outcome was not recorded in the state
+    RUNNING = "running"  # the run holding the job now (its rows so far are its finished units)
+
+    @property
+    def text(self) -> str:
+        return self.value.replace("_", " ")
+
+
+# ---------------------------------------------------------------------------- errors
+
+_CLASS_REPR = re.compile(r"^<(?:class|type) '([^']*)'>$")
+
+
+def type_name(raw: str | None) -> str:
+    """The exception class from crontabber's ``repr(type(exc))`` spelling:
+    ``<class 'psycopg2.errors.UndefinedTable'>`` -> ``psycopg2.errors.UndefinedTable``,
+    Python 2's ``<type 'exceptions.ValueError'>`` -> ``ValueError``."""
+    text = (raw or "").strip()
+    match = _CLASS_REPR.match(text)
+    name = match.group(1) if match else text
+    return name.removeprefix("exceptions.").removeprefix("builtins.")
+
+
+def value_from_repr(text: str, short_type: str) -> str:
+    """The message inside an exception's ``repr`` as the log stores it
+    (``NameError('Trouble!!')`` -> ``Trouble!!``); the repr itself when it
+    is not one string argument."""
+    prefix = f"{short_type}("
+    if not (text.startswith(prefix) and text.endswith(")")):
+        return text
+    inner = text[len(prefix):-1]
+    try:
+        value = ast.literal_eval(inner) if inner else ""
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return text
+    return value if isinstance(value, str) else inner
+
+
+@dataclass(frozen=True)
+class ErrorInfo:
+    """An error as recorded: its class (dotted), its message and the frames
+    of its traceback (crontabber stores ``format_tb``: frames only)."""
+
+    type: str
+    value: str
+    traceback: str
+
+    @property
+    def short_type(self) -> str:
+        return self.type.rsplit(".", 1)[-1]
+
+    @property
+    def summary(self) -> str:
+        """``Type: first line of the value``, on one line."""
+        first = (self.value.strip().splitlines() or [""])[0]
+        return f"{self.short_type}: {first}" if first else self.short_type
+
+    @classmethod
+    def of_state(cls, last_error: Mapping[str, Any]) -> "ErrorInfo | None":
+        """From a state row's ``last_error`` (None when it is empty)."""
+        if not last_error:
+            return None
+        return cls(type_name(str(last_error.get("type", ""))), str(last_error.get("value", "")),
+                   str(last_error.get("traceback", "")))
+
+    @classmethod
+    def of_entry(cls, entry: LogEntry) -> "ErrorInfo | None":
+        """From a log row (None for a success row)."""
+        if entry.exc_type is None:
+            return None
+        kind = type_name(entry.exc_type)
+        value = value_from_repr(entry.exc_value or "", kind.rsplit(".", 1)[-1])
+        return cls(kind, value, entry.exc_traceback or "")
+
+    def as_json(self) -> dict[str, Any]:
+        return {"type": self.type, "value": self.value, "traceback": self.traceback}
+
+
+def entry_outcome(entry: LogEntry) -> Outcome:
+    """ok (a unit done), failed, or fenced off (a ``LeaseLost`` row)."""
+    if entry.exc_type is None:
+        return Outcome.OK
+    if type_name(entry.exc_type).rsplit(".", 1)[-1] == "LeaseLost":
+        return Outcome.FENCED_OFF
+    return Outcome.FAILED
+
+
+# ---------------------------------------------------------------------------- jobs
+
+def pause_in_effect(state: JobState | None, now: dt.datetime) -> bool:
+    """Whether the job is paused at ``now``: a pause ends by itself at ``paused_until``."""
+    return state is not None and state.paused_until is not None and state.paused_until > now
+
+
+def lateness(state: JobState | None, now: dt.datetime) -> dt.timedelta | None:
+    """How long ago the job was due (None when it has no next run or is not
+    due); after a pause, counted from the pause's end."""
+    if state is None or state.next_run is None or state.next_run >= now:
+        return None
+    due = state.next_run
+    if state.paused_until is not None and due < state.paused_until <= now:
+        due = state.paused_until
+    return now - due
+
+
+@dataclass(frozen=True)
+class OngoingView:
+    """Who holds the job now: since when, which runner (``host:pid``), which
+    run, its last heartbeat, and the verdict (live, expired, dead, stale)."""
+
+    since: dt.datetime
+    by: str | None
+    run_id: int | None
+    heartbeat: dt.datetime | None
+    verdict: Marker
+
+    def as_json(self) -> dict[str, Any]:
+        return {"since": self.since, "by": self.by, "run_id": self.run_id,
+                "heartbeat": self.heartbeat, "verdict": self.verdict}
+
+
+@dataclass(frozen=True)
+class PauseView:
+    """A pause in effect: until when, why, by whom (``user@host``)."""
+
+    until: dt.datetime
+    reason: str | None
+    by: str | None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"until": self.until, "reason": self.reason, "by": self.by}
+
+
+@dataclass(frozen=True)
+class JobView:
+    """Everything ``--list-jobs`` shows about one configured job.
+
+    ``waiting_for`` is why a parent blocks it (only when it is due);
+    ``late`` is how long ago it was due (only when it is due).
+    """
+
+    name: str
+    class_path: str
+    schedule: str
+    status: JobStatus
+    last_run: dt.datetime | None
+    last_success: dt.datetime | None
+    next_run: dt.datetime | None
+    error_count: int
+    last_error: ErrorInfo | None
+    ongoing: OngoingView | None
+    paused: PauseView | None
+    depends_on: tuple[str, ...]
+    is_backfill: bool
+    waiting_for: str | None = None
+    late: dt.timedelta | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        """The ``--list-jobs --json`` object of the job (times ISO 8601 UTC via jsonout)."""
+        return {
+            "name": self.name,
+            "class": self.class_path,
+            "schedule": self.schedule,
+            "status": self.status,
+            "last_run": self.last_run,
+            "last_success": self.last_success,
+            "next_run": self.next_run,
+            "error_count": self.error_count,
+            "last_error": self.last_error.as_json() if self.last_error else None,
+            "ongoing": self.ongoing.as_json() if self.ongoing else None,
+            "paused": self.paused.as_json() if self.paused else None,
+            "waiting_for": self.waiting_for,
+            "late_seconds": self.late,
+            "depends_on": list(self.depends_on),
+            "is_backfill": self.is_backfill,
+        }
+
+
+def job_view(
+    job: Job,
+    states: Mapping[str, JobState],
+    now: dt.datetime,
+    marker: MarkerOf,
+    overdue_seconds: float,
+) -> JobView:
+    """The view of one configured job at ``now``.
+
+    ``marker`` classifies an ``ongoing`` marker (the runner's rules, from this
+    host); ``overdue_seconds`` is how late a due job may be before it is
+    ``overdue`` rather than ``due`` (a tick every few minutes makes any job a
+    little late).
+    """
+    state = states.get(job.app_name)
+    ongoing = _ongoing(state, marker)
+    paused = None
+    if state is not None and state.paused_until is not None and pause_in_effect(state, now):
+        paused = PauseView(state.paused_until, state.paused_reason, state.paused_by)
+    due = is_due(state, job.schedule, now)
+    waiting_for = dependency_block(job.depends_on, states, now) if due else None
+    late = lateness(state, now) if due else None
+    status = _status(state, ongoing, paused, due, waiting_for, late, overdue_seconds)
+    return JobView(
+        name=job.app_name,
+        class_path=job.class_path,
+        schedule=str(job.schedule),
+        status=status,
+        last_run=state.last_run if state else None,
+        last_success=state.last_success if state else None,
+        next_run=state.next_run if state else None,
+        error_count=state.error_count if state else 0,
+        last_error=ErrorInfo.of_state(state.last_error) if state else None,
+        ongoing=ongoing,
+        paused=paused,
+        depends_on=job.depends_on,
+        is_backfill=job.is_backfill,
+        waiting_for=waiting_for,
+        late=late,
+    )
+
+
+def _ongoing(state: JobState | None, marker: MarkerOf) -> OngoingView | None:
+    if state is None or state.ongoing is None:
+        return None
+    return OngoingView(state.ongoing, state.ongoing_by, state.run_id, state.heartbeat,
+                       marker(state))
+
+
+def _status(
+    state: JobState | None,
+    ongoing: OngoingView | None,
+    paused: PauseView | None,
+    due: bool,
+    waiting_for: str | None,
+    late: dt.timedelta | None,
+    overdue_seconds: float,
+) -> JobStatus:
+    if ongoing is not None:
+        return JobStatus.RUNNING if ongoing.verdict is Marker.LIVE else JobStatus.ORPHANED
+    if paused is not None:
+        return JobStatus.PAUSED
+    if state is not None and state.error_count:
+        return JobStatus.FAILING
+    if due and waiting_for:
+        return JobStatus.WAITING
+    if late is not None and late.total_seconds() > overdue_seconds:
+        return JobStatus.OVERDUE
+    if due:
+        return JobStatus.DUE
+    if state is None or state.last_run is None:
+        return JobStatus.NEW
+    return JobStatus.OK
+
+
+def job_views(
+    jobs: Sequence[Job],
+    states: Mapping[str, JobState],
+    now: dt.datetime,
+    marker: MarkerOf,
+    overdue_seconds: float,
+) -> list[JobView]:
+    """:func:`job_view` of each job, in the order given (config order)."""
+    return [job_view(job, states, now, marker, overdue_seconds) for job in jobs]
+
+
+def jobs_document(views: Sequence[JobView], now: dt.datetime) -> dict[str, Any]:
+    """``--list-jobs --json``: ``{"now": ..., "jobs": [...]}`` (``now`` is the
+    database clock the statuses were judged at)."""
+    return {"now": now, "jobs": [view.as_json() for view in views]}
+
+
+# ---------------------------------------------------------------------------- runs
+
+@dataclass(frozen=True)
+class RunView:
+    """One run of a job, from its log rows (``entries``, newest first).
+
+    A backfill run logs one success row per interval, then a failure row if
+    an interval failed; other runs log one row. The run in progress (the one
+    holding the job's marker) has ``outcome`` running and ``ongoing`` set,
+    with its finished intervals as entries.
+    """
+
+    run_id: int | None
+    host: str | None
+    pid: int | None
+    started: dt.datetime
+    ended: dt.datetime | None
+    outcome: Outcome
+    error: ErrorInfo | None
+    entries: tuple[LogEntry, ...]
+    ongoing: OngoingView | None = None
+
+    @property
+    def by(self) -> str | None:
+        """``host:pid``, or None when the log does not say (rows before 0005)."""
+        if self.host is None:
+            return None
+        return f"{self.host}:{self.pid}" if self.pid is not None else self.host
+
+    def duration(self, now: dt.datetime) -> dt.timedelta:
+        """How long it ran (so far, for the run in progress)."""
+        return (self.ended or now) - self.started
+
+    def as_json(self, now: dt.datetime) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "by": self.by,
+            "host": self.host,
+            "pid": self.pid,
+            "started": self.started,
+            "ended": self.ended,
+            "duration": self.duration(now),
+            "outcome": self.outcome,
+            "error": self.error.as_json() if self.error else None,
+            "heartbeat": self.ongoing.heartbeat if self.ongoing else None,
+            "verdict": self.ongoing.verdict if self.ongoing else None,
+            "entries": [_entry_json(entry) for entry in self.entries],
+        }
+
+
+def _entry_json(entry: LogEntry) -> dict[str, Any]:
+    error = ErrorInfo.of_entry(entry)
+    return {"id": entry.id, "logged": entry.log_time, "started": entry.started,
+            "duration": entry.duration or dt.timedelta(0), "success": entry.success,
+            "outcome": entry_outcome(entry), "error": error.summary if error else None}
+
+
+def group_runs(
+    entries: Sequence[LogEntry], state: JobState | None, marker: MarkerOf
+) -> list[RunView]:
+    """The runs that ``entries`` (newest first, as ``StateStore.log_runs``
+    returns them) make up, newest first; the run holding the job's marker
+    (``state``) comes first, as running, even before it has logged a row."""
+    groups: dict[int, list[LogEntry]] = {}
+    for entry in entries:
+        groups.setdefault(entry.run_id if entry.run_id is not None else -entry.id, []).append(entry)
+    holding = _ongoing(state, marker)
+    runs = [_run(rows, holding) for rows in groups.values()]
+    if holding is not None and not any(run.ongoing for run in runs):
+        host, _, pid = (holding.by or "").rpartition(":")
+        runs.insert(0, RunView(holding.run_id, host or holding.by, int(pid) if pid.isdigit() else None,
+                               holding.since, None, Outcome.RUNNING, None, (), holding))
+    return runs
+
+
+def _run(rows: list[LogEntry], holding: OngoingView | None) -> RunView:
+    first, last = rows[-1], rows[0]
+    outcomes = {entry_outcome(row) for row in rows}
+    failure = next((row for row in rows if row.failed), None)
+    ongoing = None
+    if holding is not None and last.run_id is not None and last.run_id == holding.run_id:
+        ongoing = holding
+    outcome = (Outcome.RUNNING if ongoing else Outcome.FENCED_OFF if Outcome.FENCED_OFF in outcomes
+               else Outcome.FAILED if Outcome.FAILED in outcomes else Outcome.OK)
+    started = min(row.started for row in rows)
+    if ongoing is not None:
+        started = min(started, ongoing.since)
+    return RunView(last.run_id, last.host, last.pid, started,
+                   None if ongoing else last.log_time, outcome,
+                   ErrorInfo.of_entry(failure) if failure else None, tuple(rows), ongoing)
+
+
+def history_document(
+    app_name: str, runs: Sequence[RunView], now: dt.datetime, more: bool, is_backfill: bool
+) -> dict[str, Any]:
+    """``--history --json``: ``{"job", "now", "is_backfill", "more", "runs": [...]}``;
+    ``more`` says whether older runs exist beyond the limit."""
+    return {"job": app_name, "now": now, "is_backfill": is_backfill, "more": more,
+            "runs": [run.as_json(now) for run in runs]}
+
+
+# ---------------------------------------------------------------------------- failures
+
+@dataclass(frozen=True)
+class FailureView:
+    """A failed attempt: the error and where and when it happened.
+
+    ``source`` is ``log`` (a ``crontabber_log`` row) or ``state`` (the job's
+    ``last_error``, when the log no longer has the row: pruned, or written by
+    a runner that did not log it).
+    """
+
+    app_name: str
+    error: ErrorInfo
+    at: dt.datetime | None
+    duration: dt.timedelta | None
+    run_id: int | None
+    host: str | None
+    pid: int | None
+    outcome: Outcome
+    source: str
+
+    @property
+    def by(self) -> str | None:
+        if self.host is None:
+            return None
+        return f"{self.host}:{self.pid}" if self.pid is not None else self.host
+
+    @classmethod
+    def of_entry(cls, entry: LogEntry) -> "FailureView":
+        error = ErrorInfo.of_entry(entry)
+        assert error is not None, "a failure row has exc_type"
+        return cls(entry.app_name, error, entry.log_time, entry.duration, entry.run_id,
+                   entry.host, entry.pid, entry_outcome(entry), "log")
+
+    @classmethod
+    def of_state(cls, state: JobState) -> "FailureView | None":
+        error = ErrorInfo.of_state(state.last_error) if state.error_count else None
+        if error is None:
+            return None
+        return cls(state.app_name, error, state.last_run, None, state.run_id, None, None,
+                   Outcome.FAILED, "state")
+
+    def as_json(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "outcome": self.outcome, "at": self.at,
+                "duration": self.duration, "by": self.by, "host": self.host, "pid": self.pid,
+                "source": self.source, "error": self.error.as_json()}
+
+
+def last_failure(
+    logged: LogEntry | None, state: JobState | None
+) -> FailureView | None:
+    """The failure ``--show-error`` shows: the newest failure row of the log,
+    or, when the log has none but the state row still records a failure
+    (its log row pruned), the state's ``last_error``."""
+    if logged is not None:
+        return FailureView.of_entry(logged)
+    return FailureView.of_state(state) if state is not None else None
+
+
+def failure_document(app_name: str, failure: FailureView | None, message: str) -> dict[str, Any]:
+    """``--show-error --json``: ``{"job", "failure": {...} | null, "message"}``;
+    ``message`` is the one-line text summary (what the text output starts with)."""
+    return {"job": app_name, "failure": failure.as_json() if failure else None,
+            "message": message}
