@@ -50,6 +50,9 @@ CREATE TABLE IF NOT EXISTS crontabber_log (
 ALTER TABLE crontabber_log ADD COLUMN IF NOT EXISTS run_id bigint;
 ALTER TABLE crontabber_log ADD COLUMN IF NOT EXISTS host text;
 ALTER TABLE crontabber_log ADD COLUMN IF NOT EXISTS pid integer;
+-- Ours (migration 0009): a job's rows newest first, one run's rows (--history, --show-error).
+CREATE INDEX IF NOT EXISTS crontabber_log_app_name_id_idx ON crontabber_log (app_name, id);
+CREATE INDEX IF NOT EXISTS crontabber_log_app_name_run_id_idx ON crontabber_log (app_name, run_id);
 
 -- Ours (migration 0006): every operator action (force, rerun, reset, release, pause,
 -- resume, mark-success): who (user@host), when, what, why.
