@@ -1,6 +1,6 @@
 """The command line: parse, call, print. Exit codes are named once here.
 
-    python -m crontabber --admin.conf=crontabber.ini            run due jobs
+    python -m crontabber --admin.conf=crontabber.ini [--metrics-file PATH]   run due jobs
     python -m crontabber --list-jobs | --nagios | --job NAME [--force]
                          --reset-job NAME | --release NAME | --audit-ghosts | --configtest
                          --sentrytest | --version | --help
@@ -17,7 +17,7 @@ import signal
 import sys
 from typing import TYPE_CHECKING, Any, Callable, NoReturn, TextIO
 
-from . import __version__
+from . import __version__, cli_monitor
 from .catalog import Job, configuration_notes, find_job, job_options, load_jobs
 from .config import Settings, iter_option_lines, load_settings, runner_options
 from .errors import (
@@ -91,7 +91,8 @@ def build_parser(epilog: str = "") -> argparse.ArgumentParser:
     modes = parser.add_argument_group("modes (the first in this order wins, as in crontabber)")
     modes.add_argument("-l", "--list-jobs", action="store_true", help="show every job's state")
     modes.add_argument("-n", "--nagios", action="store_true",
-                       help="nagios check: one status line, details; exit 0/1/2")
+                       help="nagios check: failing, overdue, paused jobs, hosts silent, skewed "
+                       "or on different versions; status line, details, perfdata; exit 0/1/2")
     modes.add_argument("-v", "--version", action="store_true", help="print the version")
     modes.add_argument("-r", "--reset-job", metavar="NAME", default="",
                        help="forget a job's state (it runs as if new); a ghost's too; "
@@ -110,6 +111,9 @@ def build_parser(epilog: str = "") -> argparse.ArgumentParser:
                        help="with --job: run even if not due or a parent has not run")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON document instead of text (see crontabber/jsonout.py)")
+    parser.add_argument("--metrics-file", metavar="PATH", default="",
+                        help="with a tick (no mode): write the state as a Prometheus text file "
+                        "there, atomically (or set crontabber.metrics_file)")
     return parser
 
 
@@ -172,10 +176,7 @@ def main(argv: list[str], stdout: TextIO = sys.stdout, stderr: TextIO = sys.stde
         return dispatch(mode, args, rest, stdout)
     except (CrontabberError, KeyboardInterrupt, Terminated) as exc:
         if mode == "nagios":
-            from .report import NAGIOS_CRITICAL
-
-            print(f"CRITICAL - {exc}", file=stdout)
-            return NAGIOS_CRITICAL
+            return cli_monitor.nagios_failure(exc, args, stdout)
         print(f"crontabber: {exc or type(exc).__name__}", file=stderr)
         return exit_code_for(exc)
 
@@ -183,6 +184,8 @@ def main(argv: list[str], stdout: TextIO = sys.stdout, stderr: TextIO = sys.stde
 def dispatch(mode: str, args: argparse.Namespace, rest: list[str], stdout: TextIO) -> int:
     if args.force and not args.job:
         raise ConfigurationError("--force", "only means something with --job NAME")
+    if args.metrics_file and mode != "run":
+        raise ConfigurationError("--metrics-file", "is written by a tick (no mode option)")
     settings = load_settings(args.conf, split_overrides(rest))
     setup_logging(settings)
     jobs = load_jobs(settings)  # also refuses unknown option names (crontabber.known)
@@ -216,16 +219,6 @@ def list_jobs(settings: Settings, jobs: list[Job], store: StateStore, args: Any,
     for line in report.align(rows):
         print(line, file=out)
     return ExitCode.OK
-
-
-def nagios(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
-    from . import report
-
-    states, now = store.states(), store.now()
-    runner = _runner(settings, jobs, store)
-    result = report.nagios(jobs, states, now, lambda state: runner.marker(state, now))
-    print("\n".join(result.lines), file=out)
-    return result.code
 
 
 def reset_job(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
@@ -297,10 +290,13 @@ def run_one(settings: Settings, jobs: list[Job], store: StateStore, args: Any, o
 
 
 def run_all(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
+    runner = Runner(settings, jobs, store, report=_sentry(settings.sentry_dsn),
+                    tick=cli_monitor.fleet_tick())  # a tick records itself: --nagios watches
     with terminate_on_sigterm():
-        results = _runner(settings, jobs, store).run_all()
+        results = runner.run_all()
     counts = {status: sum(r.status is status for r in results) for status in Status}
     logger.info("done: %s", ", ".join(f"{n} {s.value}" for s, n in counts.items() if n) or "no jobs")
+    cli_monitor.write_metrics(settings, jobs, store, args)
     lock = first_lock_error(results)
     return exit_code_for(lock) if lock else ExitCode.OK
 
@@ -320,7 +316,7 @@ def _sentry(dsn: str) -> "Reporter":
 
 MODE_HANDLERS: dict[str, Callable[..., int]] = {
     "list_jobs": list_jobs,
-    "nagios": nagios,
+    "nagios": cli_monitor.nagios,
     "reset_job": reset_job,
     "release": release,
     "audit_ghosts": audit_ghosts,
