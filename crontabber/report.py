@@ -343,14 +343,20 @@ def _perfdata(
     }
 
 
+def _plain(value: float) -> str:
+    """Fixed point, at most 3 decimals: the plugin format has no exponent
+    (``f"{1e6:g}"`` is ``1e+06``)."""
+    text = f"{value:.3f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
+
+
 def perfdata_text(perfdata: Mapping[str, float | None], limits: "MonitorSettings") -> str:
     """``label=value[UOM];warn;crit;min`` items, as the Nagios plugin guidelines say."""
     seconds = {"max_skew_s": f"{limits.max_skew_seconds:g};",
                "seconds_since_last_tick": f";{limits.silence_critical_minutes * 60:g}"}
     items = []
     for label, value in perfdata.items():
-        # Fixed point: the plugin format has no exponent (f"{1e6:g}" is "1e+06").
-        shown = "U" if value is None else f"{value:.3f}".rstrip("0").rstrip(".")
+        shown = "U" if value is None else _plain(value)
         if label in seconds:
             items.append(f"{label}={shown}{'s' if value is not None else ''};{seconds[label]};0")
         else:
