@@ -92,8 +92,8 @@ def run(rounds: int) -> list[Comparison]:
     notes = [
         "the tick imports every configured job's module (7 jobs; their heavy imports wait "
         "for run()), reads crontabber.ini through everett, connects (SCRAM login), checks the "
-        "schema version (one query) and reads the state table and the clock once (two "
-        "queries). everett is pinned to 3.3.0: 3.5.0 is the same code but imports "
+        "schema version (one query), then reads the clock and the state table and records "
+        "the host's tick in crontabber_host (two statements, one transaction). everett is pinned to 3.3.0: 3.5.0 is the same code but imports "
         "importlib.metadata to find its version, which cost ~18 ms a tick. Peak RSS is "
         "GNU time's %M of each child.",
     ]

@@ -1,6 +1,6 @@
 """The command line: parse, call, print. Exit codes are named once here.
 
-    python -m crontabber --admin.conf=crontabber.ini            run due jobs
+    python -m crontabber --admin.conf=crontabber.ini [--metrics-file PATH]   run due jobs
     python -m crontabber --list-jobs [NAME ...] [--wide] | --nagios | --job NAME [--force]
                          --history NAME [--limit N] | --show-error NAME [--run ID]
                          --reset-job NAME | --release NAME | --audit-ghosts | --configtest
@@ -18,7 +18,7 @@ import signal
 import sys
 from typing import TYPE_CHECKING, Any, Callable, NoReturn, TextIO
 
-from . import __version__, cli_operate
+from . import __version__, cli_inspect, cli_monitor, cli_operate
 from .catalog import Job, configuration_notes, find_job, job_options, load_jobs
 from .config import Settings, iter_option_lines, load_settings, runner_options
 from .errors import (
@@ -34,7 +34,6 @@ from .errors import (
 )
 from .runner import Runner, Status, first_lock_error
 from .store import StateStore, open_store
-from . import cli_inspect
 
 if TYPE_CHECKING:
     from .runner import Reporter
@@ -98,7 +97,8 @@ def build_parser(epilog: str = "") -> argparse.ArgumentParser:
                        help="show every job's state (or only the jobs named), 100 columns wide; "
                        "--wide: every column, nothing cut")
     modes.add_argument("-n", "--nagios", action="store_true",
-                       help="nagios check: one status line, details; exit 0/1/2")
+                       help="nagios check: failing, overdue, paused jobs, hosts silent, skewed "
+                       "or on different versions; status line, details, perfdata; exit 0/1/2")
     modes.add_argument("--history", metavar="NAME", default="",
                        help="the job's last runs, newest first (--limit N runs, default 20)")
     modes.add_argument("--show-error", metavar="NAME", default="",
@@ -153,6 +153,9 @@ def build_parser(epilog: str = "") -> argparse.ArgumentParser:
                          help="with --show-error: the run whose error to show")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON document instead of text (see crontabber/jsonout.py)")
+    parser.add_argument("--metrics-file", metavar="PATH", default="",
+                        help="with a tick (no mode): write the state as a Prometheus text file "
+                        "there, atomically (or set crontabber.metrics_file)")
     return parser
 
 
@@ -216,10 +219,7 @@ def main(argv: list[str], stdout: TextIO = sys.stdout, stderr: TextIO = sys.stde
         return dispatch(mode, args, rest, stdout)
     except (CrontabberError, KeyboardInterrupt, Terminated) as exc:
         if mode == "nagios":
-            from .report import NAGIOS_CRITICAL
-
-            print(f"CRITICAL - {exc}", file=stdout)
-            return NAGIOS_CRITICAL
+            return cli_monitor.nagios_failure(exc, args, stdout)
         print(f"crontabber: {exc or type(exc).__name__}", file=stderr)
         return exit_code_for(exc)
 
@@ -228,6 +228,8 @@ def dispatch(mode: str, args: argparse.Namespace, rest: list[str], stdout: TextI
     if args.force and not args.job:
         raise ConfigurationError("--force", "only means something with --job NAME")
     cli_inspect.refuse_stray_flags(mode, args)
+    if args.metrics_file and mode != "run":
+        raise ConfigurationError("--metrics-file", "is written by a tick (no mode option)")
     settings = load_settings(args.conf, split_overrides(rest))
     setup_logging(settings)
     jobs = load_jobs(settings)  # also refuses unknown option names (crontabber.known)
@@ -250,16 +252,6 @@ def dispatch(mode: str, args: argparse.Namespace, rest: list[str], stdout: TextI
         return handler(settings, jobs, store, args, stdout)
     finally:
         store.close()
-
-
-def nagios(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
-    from . import report
-
-    states, now = store.states(), store.now()
-    runner = _runner(settings, jobs, store)
-    result = report.nagios(jobs, states, now, lambda state: runner.marker(state, now))
-    print("\n".join(result.lines), file=out)
-    return result.code
 
 
 def audit_ghosts(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
@@ -313,10 +305,13 @@ def _backfill_pending(job: Job, store: StateStore) -> bool:
 
 
 def run_all(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
+    runner = Runner(settings, jobs, store, report=_sentry(settings.sentry_dsn),
+                    tick=cli_monitor.fleet_tick())  # a tick records itself: --nagios watches
     with terminate_on_sigterm():
-        results = _runner(settings, jobs, store).run_all()
+        results = runner.run_all()
     counts = {status: sum(r.status is status for r in results) for status in Status}
     logger.info("done: %s", ", ".join(f"{n} {s.value}" for s, n in counts.items() if n) or "no jobs")
+    cli_monitor.write_metrics(settings, jobs, store, args)
     lock = first_lock_error(results)
     return exit_code_for(lock) if lock else ExitCode.OK
 
@@ -338,7 +333,7 @@ MODE_HANDLERS: dict[str, Callable[..., int]] = {
     "list_jobs": cli_inspect.list_jobs,
     "history": cli_inspect.history,
     "show_error": cli_inspect.show_error,
-    "nagios": nagios,
+    "nagios": cli_monitor.nagios,
     "reset_job": cli_operate.reset_job,
     "release": cli_operate.release,
     "explain": cli_operate.explain,

@@ -64,6 +64,16 @@ def runner_options() -> Namespace:
                     "per job: [[class-X]] timeout")
     cron.add_option("kill_grace_seconds", 30.0,
                     "after SIGTERM (timeout, lost lease), seconds before SIGKILL")
+    cron.add_option("overdue_warning_seconds", 1800.0,
+                    "--nagios: a job whose next run is this late is a WARNING")
+    cron.add_option("overdue_critical_seconds", 7200.0,
+                    "--nagios: a job whose next run is this late is CRITICAL")
+    cron.add_option("silence_critical_minutes", 15.0,
+                    "--nagios: no tick from any host for this long is CRITICAL")
+    cron.add_option("max_skew_seconds", 30.0,
+                    "--nagios: a host whose clock is this far from the database's is a WARNING")
+    cron.add_option("metrics_file", "",
+                    "write a Prometheus text file here after each tick (--metrics-file)")
     for name, default, doc in (
         ("host", "localhost", "state database host"),
         ("port", 5432, "state database port"),
@@ -159,6 +169,18 @@ def resolve_conf_path(conf_path: str | None) -> str:
 
 
 @dataclass(frozen=True)
+class MonitorSettings:
+    """The thresholds of ``--nagios`` and where ``--metrics-file`` writes (see
+    :func:`runner_options` for their meaning and README's ``--nagios``)."""
+
+    overdue_warning_seconds: float = 1800.0
+    overdue_critical_seconds: float = 7200.0
+    silence_critical_minutes: float = 15.0
+    max_skew_seconds: float = 30.0
+    metrics_file: str = ""
+
+
+@dataclass(frozen=True)
 class Settings:
     """The runner's resolved settings."""
 
@@ -174,6 +196,7 @@ class Settings:
     log_level: str
     log_format: str
     sources: Sources = field(repr=False, compare=False)
+    monitor: MonitorSettings = field(default_factory=MonitorSettings)
 
     def limits_for(self, job_config: Mapping[str, Any]) -> "RunLimits":
         """The time limits of one run of a job, given its resolved options."""
@@ -216,6 +239,7 @@ def load_settings(
     for name in ("default_timeout", "kill_grace_seconds"):
         if values[f"crontabber.{name}"] < 0:
             raise ConfigurationError(f"crontabber.{name}", "must not be negative")
+    monitor = _monitor_settings(values)
     return Settings(
         entries=entries,
         error_retry_time=values["crontabber.error_retry_time"],
@@ -229,7 +253,32 @@ def load_settings(
         log_level=str(values["logging.level"]).upper(),
         log_format=values["logging.format"],
         sources=sources,
+        monitor=monitor,
     )
+
+
+def _monitor_settings(values: Mapping[str, Any]) -> MonitorSettings:
+    """The monitoring options, checked.
+
+    Raises:
+        ConfigurationError: a threshold that is not positive, or a critical
+            overdue threshold below the warning one.
+    """
+    monitor = MonitorSettings(**{
+        name: values[f"crontabber.{name}"] for name in (
+            "overdue_warning_seconds", "overdue_critical_seconds", "silence_critical_minutes",
+            "max_skew_seconds", "metrics_file")
+    })
+    for name in ("overdue_warning_seconds", "overdue_critical_seconds",
+                 "silence_critical_minutes", "max_skew_seconds"):
+        if getattr(monitor, name) <= 0:
+            raise ConfigurationError(f"crontabber.{name}", "must be positive")
+    if monitor.overdue_critical_seconds < monitor.overdue_warning_seconds:
+        raise ConfigurationError(
+            "crontabber.overdue_critical_seconds",
+            f"must not be below overdue_warning_seconds: {monitor.overdue_critical_seconds:g} "
+            f"vs {monitor.overdue_warning_seconds:g}")
+    return monitor
 
 
 def iter_option_lines(

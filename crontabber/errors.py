@@ -150,6 +150,15 @@ class SentryNotConfigured(CrontabberError):
         super().__init__("sentry.dsn is not configured")
 
 
+class MetricsFileNotWritten(CrontabberError):
+    """``--metrics-file`` could not be written (the tick itself ran and was recorded)."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"cannot write the metrics file {path}: {reason}")
+
+
 class Terminated(BaseException):
     """Raised in the main thread when SIGTERM arrives.
 

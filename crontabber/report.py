@@ -1,16 +1,20 @@
 """What operators read: the ``--list-jobs`` table, the ``--nagios`` check and
-the ghost audit. Pure functions of jobs, states and "now"; the CLI prints.
+the ghost audit. Pure functions of jobs, states, hosts and "now"; the CLI prints.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from .catalog import Job
 from .leases import Marker, describe_marker
-from .state import JobState
+from .scheduling import dependency_block, pause_active
+from .state import HostState, JobState
+
+if TYPE_CHECKING:
+    from .config import MonitorSettings
 
 MarkerOf = Callable[[JobState], Marker]
 
@@ -49,6 +53,10 @@ def _plural(count: int, name: str) -> str:
     return f"{count} {name}" if count == 1 else f"{count} {name}s"
 
 
+def _stamp(value: dt.datetime) -> str:
+    return value.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
 def _when(value: dt.datetime | None, now: dt.datetime, empty: str = "-") -> str:
     if value is None:
         return empty
@@ -58,95 +66,246 @@ def _when(value: dt.datetime | None, now: dt.datetime, empty: str = "-") -> str:
     return f"{stamp} ({timesince(value, now)} ago)"
 
 
-def error_summary(state: JobState, width: int = 60) -> str:
-    """``Type: value`` of the last error on one line, cut to ``width``."""
-    if not state.last_error:
-        return "-"
-    kind = str(state.last_error.get("type", ""))
-    # "<class 'ValueError'>" or Python 2's "<type 'exceptions.ValueError'>" -> ValueError
-    name = kind.split("'")[1].rsplit(".", 1)[-1] if "'" in kind else kind
-    text = f"{name}: {state.last_error.get('value', '')}".replace("\n", " ")
-    return text if len(text) <= width else text[: width - 3] + "..."
+NAGIOS_STATUS = {NAGIOS_OK: "OK", NAGIOS_WARNING: "WARNING", NAGIOS_CRITICAL: "CRITICAL"}
 
 
-def list_rows(
-    jobs: Sequence[Job], states: Mapping[str, JobState], now: dt.datetime, marker: MarkerOf
-) -> list[list[str]]:
-    """One row per configured job, in config order, with a header row first."""
-    rows = [["NAME", "CLASS", "SCHEDULE", "LAST RUN", "LAST SUCCESS", "NEXT RUN",
-             "ERRORS", "LAST ERROR", "ONGOING"]]
-    for job in jobs:
-        state = states.get(job.app_name)
-        if state is None:
-            rows.append([job.app_name, job.class_path, str(job.schedule), "never", "-",
-                         "due now" if not job.depends_on else "when parents ran", "0", "-", "-"])
-            continue
-        ongoing = "-"
-        if state.ongoing is not None:
-            ongoing = f"since {_when(state.ongoing, now)} by {state.ongoing_by or 'unknown'}"
-            if state.heartbeat is not None:
-                ongoing += f", heartbeat {timesince(state.heartbeat, now)} ago"
-            status = marker(state)
-            if status is not Marker.LIVE:
-                ongoing += f" ({status.value}: the next run takes it over)"
-        rows.append([
-            job.app_name,
-            job.class_path,
-            str(job.schedule),
-            _when(state.last_run, now, "never"),
-            _when(state.last_success, now, "never"),
-            _when(state.next_run, now),
-            str(state.error_count),
-            error_summary(state),
-            ongoing,
-        ])
-    return rows
+@dataclass(frozen=True)
+class NagiosEntry:
+    """One finding of ``--nagios``.
 
+    ``level`` is ``NAGIOS_*`` (OK for what is only listed: a paused job, a job
+    waiting for its parents); ``kind`` one of ``failing``, ``marker``,
+    ``overdue``, ``waiting``, ``paused``, ``ghost``, ``silence``, ``skew``,
+    ``versions``; ``subject`` the job or host; ``text`` one line without
+    ``|`` (Nagios reads what follows a ``|`` as performance data).
+    ``status_text``, when set, is what the status line shows instead: the
+    ``name (Class) | type | value`` of a failing job, crontabber's own.
+    """
 
-def align(rows: list[list[str]]) -> list[str]:
-    """Rows as lines whose columns line up (two spaces between columns)."""
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    level: int
+    kind: str
+    subject: str
+    text: str
+    status_text: str = ""
+
+    def __post_init__(self) -> None:
+        # An error message may hold a "|": it would cut the long output short.
+        object.__setattr__(self, "text", self.text.replace("|", "/"))
 
 
 @dataclass(frozen=True)
 class NagiosResult:
+    """The check's exit code, its lines (status line, one line per entry,
+    then ``| perfdata``), its entries worst first, and its perfdata."""
+
     code: int
     lines: list[str]
+    entries: tuple[NagiosEntry, ...] = ()
+    perfdata: Mapping[str, float | None] = field(default_factory=dict)
+
+    @property
+    def status(self) -> str:
+        return NAGIOS_STATUS[self.code]
+
+    def as_json(self) -> dict[str, Any]:
+        """The ``--nagios --json`` document (the dashboard reads the same)."""
+        return {
+            "status": self.status,
+            "code": self.code,
+            "summary": self.lines[0],
+            "entries": [{"level": NAGIOS_STATUS[e.level], "kind": e.kind, "subject": e.subject,
+                         "text": e.text} for e in self.entries],
+            "perfdata": dict(self.perfdata),
+        }
 
 
 def nagios(
-    jobs: Sequence[Job], states: Mapping[str, JobState], now: dt.datetime, marker: MarkerOf
+    jobs: Sequence[Job],
+    states: Mapping[str, JobState],
+    hosts: Sequence[HostState],
+    now: dt.datetime,
+    marker: MarkerOf,
+    limits: "MonitorSettings",
 ) -> NagiosResult:
-    """crontabber's nagios check.
+    """crontabber's nagios check, plus lateness and the fleet.
 
-    A failing job is CRITICAL, except a backfill job's first failure, which is
-    a WARNING. Ours also warns about an ``ongoing`` marker that is no longer
-    live (its lease expired, its process is gone, or a crontabber 0.18 marker
-    is older than the max age): a runner died holding it and no tick has
-    taken the job over yet. One status line, then one detail line per entry
-    (warnings included even when the status is CRITICAL).
+    As crontabber: a failing job is CRITICAL, except a backfill job's first
+    failure, a WARNING; the status line lists the entries of its level, in
+    crontabber's words. Ours also reports:
+
+    - an ``ongoing`` marker that is no longer live (WARNING: a runner died
+      holding it and no tick has taken the job over yet);
+    - a job whose next run is late by more than ``overdue_warning_seconds``
+      (WARNING) or ``overdue_critical_seconds`` (CRITICAL), unless it is
+      running, paused, or waiting for a parent that failed, is late itself or
+      never ran (then it is listed as ``waiting``: the parent is the news);
+      lateness after a pause counts from the pause's end;
+    - a paused job: listed, OK (an operator's decision, with a reason and an
+      end); its failure does not raise the status while the pause lasts;
+    - a ghost (a state row no configured job has: a job taken out of the
+      jobs list instead of paused): WARNING;
+    - no tick recorded by any host for ``silence_critical_minutes``: CRITICAL;
+    - among hosts that ticked within that window, a clock skew over
+      ``max_skew_seconds`` or more than one version: WARNING.
     """
-    critical: list[str] = []
-    warning: list[str] = []
+    found = [*_job_entries(jobs, states, now, marker, limits), *_ghost_entries(jobs, states),
+             *_fleet_entries(hosts, now, limits)]
+    entries = tuple(sorted(found, key=lambda e: -e.level))  # stable: config order within a level
+    code = entries[0].level if entries else NAGIOS_OK
+    if code == NAGIOS_OK:
+        paused = [e.subject for e in entries if e.kind == "paused"]
+        status = "OK - All systems nominal" + (f"; paused: {', '.join(paused)}" if paused else "")
+    else:
+        status = f"{NAGIOS_STATUS[code]} - " + "; ".join(
+            e.status_text or e.text for e in entries if e.level == code)
+    perfdata = _perfdata(jobs, states, entries, hosts, now, marker, limits)
+    lines = [status, *(e.text for e in entries), "| " + perfdata_text(perfdata, limits)]
+    return NagiosResult(code, lines, entries, perfdata)
+
+
+def _job_entries(
+    jobs: Sequence[Job], states: Mapping[str, JobState], now: dt.datetime, marker: MarkerOf,
+    limits: "MonitorSettings",
+) -> Iterator[NagiosEntry]:
     for job in jobs:
         state = states.get(job.app_name)
         if state is None:
             continue
-        if state.error_count:
-            # One status line: a multi-line message contributes its first line.
-            value = (str(state.last_error.get("value", "")).strip().splitlines() or [""])[0]
-            entry = f"{job.app_name} ({job.cls.__name__}) | {state.last_error.get('type', '')} | {value}"
-            (warning if state.error_count == 1 and job.is_backfill else critical).append(entry)
+        name = f"{job.app_name} ({job.cls.__name__})"
         status = marker(state)
         if status.takeable:
-            warning.append(f"{job.app_name} ({job.cls.__name__}) | ongoing marker not live: "
-                           f"{describe_marker(state, status, now)}")
-    if critical:
-        return NagiosResult(NAGIOS_CRITICAL, ["CRITICAL - " + "; ".join(critical), *critical, *warning])
-    if warning:
-        return NagiosResult(NAGIOS_WARNING, ["WARNING - " + "; ".join(warning), *warning])
-    return NagiosResult(NAGIOS_OK, ["OK - All systems nominal"])
+            yield NagiosEntry(NAGIOS_WARNING, "marker", job.app_name,
+                              f"{name}: ongoing marker not live: {describe_marker(state, status, now)}")
+        if pause_active(state, now):
+            yield _paused_entry(job.app_name, name, state, now)
+            continue
+        if state.error_count:
+            kind, value = _error_parts(state)
+            level = NAGIOS_WARNING if state.error_count == 1 and job.is_backfill else NAGIOS_CRITICAL
+            yield NagiosEntry(level, "failing", job.app_name, f"{name}: {kind}: {value}",
+                              status_text=f"{name} | {kind} | {value}")
+        late = lateness(state, now)
+        if late is None or late <= limits.overdue_warning_seconds:
+            continue
+        assert state.next_run is not None
+        due = f"its next run was due {_when(state.next_run, now)}"
+        block = dependency_block(job.depends_on, states, now)
+        if block:
+            yield NagiosEntry(NAGIOS_OK, "waiting", job.app_name,
+                              f"{name}: waiting for its parents: {block}; {due}")
+            continue
+        level = NAGIOS_CRITICAL if late > limits.overdue_critical_seconds else NAGIOS_WARNING
+        yield NagiosEntry(level, "overdue", job.app_name,
+                          f"{name}: overdue: {due}; no tick has run it")
+
+
+def _error_parts(state: JobState) -> tuple[str, str]:
+    """The last error's type and the first line of its value."""
+    value = (str(state.last_error.get("value", "")).strip().splitlines() or [""])[0]
+    return str(state.last_error.get("type", "")), value
+
+
+def _paused_entry(app_name: str, name: str, state: JobState, now: dt.datetime) -> NagiosEntry:
+    assert state.paused_until is not None
+    text = (f"{name}: paused until {_when(state.paused_until, now)} by "
+            f"{state.paused_by or 'unknown'}: {state.paused_reason or 'no reason given'}")
+    if state.error_count:
+        kind, value = _error_parts(state)
+        text += f"; failing: {kind}: {value}"
+    return NagiosEntry(NAGIOS_OK, "paused", app_name, text)
+
+
+def lateness(state: JobState, now: dt.datetime) -> float | None:
+    """Seconds since the job's next run was due, counted from the end of a past
+    pause if that is later; None when it is not late, running (its
+    ``next_run`` is written when the run ends) or has no ``next_run``."""
+    if state.ongoing is not None or state.next_run is None or pause_active(state, now):
+        return None
+    since = max(state.next_run, state.paused_until or state.next_run)
+    seconds = (now - since).total_seconds()
+    return seconds if seconds > 0 else None
+
+
+def _ghost_entries(jobs: Sequence[Job], states: Mapping[str, JobState]) -> Iterator[NagiosEntry]:
+    for name in ghosts(jobs, states):
+        yield NagiosEntry(NAGIOS_WARNING, "ghost", name,
+                          f"{name}: has a state row but no configured job (taken out of the jobs "
+                          f"list? --pause pauses a job; --reset-job {name} forgets it)")
+
+
+def recent_hosts(hosts: Sequence[HostState], now: dt.datetime, limits: "MonitorSettings"
+                 ) -> list[HostState]:
+    """The hosts that ticked within ``silence_critical_minutes`` (the fleet that counts)."""
+    window = dt.timedelta(minutes=limits.silence_critical_minutes)
+    return [host for host in hosts if now - host.last_tick <= window]
+
+
+def _fleet_entries(hosts: Sequence[HostState], now: dt.datetime, limits: "MonitorSettings"
+                   ) -> Iterator[NagiosEntry]:
+    if not hosts:
+        yield NagiosEntry(NAGIOS_CRITICAL, "silence", "",
+                          "no host has ever recorded a tick: is cron running crontabber?")
+        return
+    last = max(hosts, key=lambda host: host.last_tick)
+    recent = recent_hosts(hosts, now, limits)
+    if not recent:
+        yield NagiosEntry(NAGIOS_CRITICAL, "silence", last.host,
+                          f"no tick from any host for {timesince(last.last_tick, now)} (the last: "
+                          f"{last.host} at {_stamp(last.last_tick)} UTC): is cron running "
+                          "crontabber?")
+    for host in recent:
+        if abs(host.skew_seconds) > limits.max_skew_seconds:
+            yield NagiosEntry(NAGIOS_WARNING, "skew", host.host,
+                              f"host {host.host}: its clock is {host.skew_seconds:+.1f} s off the "
+                              f"database's (max_skew_seconds {limits.max_skew_seconds:g})")
+    versions: dict[str, list[str]] = {}
+    for host in recent:
+        versions.setdefault(host.version, []).append(host.host)
+    if len(versions) > 1:
+        listed = "; ".join(f"{version} on {', '.join(names)}"
+                           for version, names in sorted(versions.items()))
+        yield NagiosEntry(NAGIOS_WARNING, "versions", "", f"hosts run different versions: {listed}")
+
+
+def _perfdata(
+    jobs: Sequence[Job], states: Mapping[str, JobState], entries: Sequence[NagiosEntry],
+    hosts: Sequence[HostState], now: dt.datetime, marker: MarkerOf, limits: "MonitorSettings",
+) -> dict[str, float | None]:
+    """The numbers behind the check (None: unknown, ``U`` in the plugin format)."""
+    recent = recent_hosts(hosts, now, limits)
+    running = sum(1 for job in jobs if (state := states.get(job.app_name)) is not None
+                  and marker(state) is Marker.LIVE)
+    last = max((host.last_tick for host in hosts), default=None)
+    return {
+        "jobs_failing": sum(e.kind == "failing" for e in entries),
+        "jobs_overdue": sum(e.kind == "overdue" for e in entries),
+        "jobs_running": running,
+        "jobs_paused": sum(e.kind == "paused" for e in entries),
+        "hosts": len(recent),
+        "max_skew_s": max((abs(h.skew_seconds) for h in recent), default=None),
+        "seconds_since_last_tick": (now - last).total_seconds() if last is not None else None,
+    }
+
+
+def _plain(value: float) -> str:
+    """Fixed point, at most 3 decimals: the plugin format has no exponent
+    (``f"{1e6:g}"`` is ``1e+06``)."""
+    text = f"{value:.3f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
+
+
+def perfdata_text(perfdata: Mapping[str, float | None], limits: "MonitorSettings") -> str:
+    """``label=value[UOM];warn;crit;min`` items, as the Nagios plugin guidelines say."""
+    seconds = {"max_skew_s": f"{limits.max_skew_seconds:g};",
+               "seconds_since_last_tick": f";{limits.silence_critical_minutes * 60:g}"}
+    items = []
+    for label, value in perfdata.items():
+        shown = "U" if value is None else _plain(value)
+        if label in seconds:
+            items.append(f"{label}={shown}{'s' if value is not None else ''};{seconds[label]};0")
+        else:
+            items.append(f"{label}={shown};;;0")
+    return " ".join(items)
 
 
 def ghosts(jobs: Sequence[Job], states: Mapping[str, JobState]) -> list[str]:

@@ -29,7 +29,7 @@ from .config import Settings
 from .errors import DatabaseUnavailable, JobLockError, JobOngoing, LeaseLost, MarkerIsLive
 from .leases import LeaseRules, Marker, describe_marker, holder_name, marker_status, retry_delay
 from .scheduling import dependency_block, is_due, next_run_after, pause_active
-from .state import AuditEntry, Claim, JobState, Outcome
+from .state import AuditEntry, Claim, JobState, Outcome, Tick
 from .store import StateStore
 
 logger = logging.getLogger(__name__)
@@ -102,7 +102,10 @@ class Runner:
         store: StateStore,
         report: Reporter = _no_report,
         host: str | None = None,
+        tick: Tick | None = None,
     ) -> None:
+        """``tick``: record this invocation in ``crontabber_host`` with its
+        first read of the state (a cron tick does; operator commands do not)."""
         self.settings = settings
         self.jobs = jobs
         self.store = store
@@ -111,11 +114,15 @@ class Runner:
         self.pid = os.getpid()
         self.rules = LeaseRules(settings.lease_seconds, settings.max_ongoing_age_hours, self.host)
         self._snapshot: tuple[dict[str, JobState], dt.datetime] | None = None
+        self._tick = tick
 
     def _states_and_now(self) -> tuple[dict[str, JobState], dt.datetime]:
         """The state rows and the database time, read once and reused until a job is
         attempted: an idle tick costs two queries, not two per job. A stale
         snapshot is harmless: the claim re-checks under the row lock."""
+        if self._snapshot is None and self._tick is not None:
+            self._snapshot = self.store.tick(self._tick)  # the same two queries, plus the record
+            self._tick = None
         if self._snapshot is None:
             self._snapshot = (self.store.states(), self.store.now())
         return self._snapshot
@@ -127,6 +134,7 @@ class Runner:
         (crontabber stopped the whole tick at the first lock).
         """
         results = []
+        self._states_and_now()  # the tick is recorded even with no job configured
         for job in run_order(self.jobs):
             result = self.run_job(job, force=False)
             if result.error is not None and result.status is not Status.FENCED:  # logged already

@@ -163,3 +163,43 @@ class LogEntry:
         if self.host is None:
             return None
         return f"{self.host}:{self.pid}" if self.pid is not None else self.host
+
+
+@dataclass(frozen=True)
+class HostState:
+    """One row of table ``crontabber_host``: a host's last tick (database
+    clock), the version it ran, its pid, and its clock's skew against the
+    database's (host minus database, seconds, measured around one query)."""
+
+    host: str
+    version: str
+    last_tick: dt.datetime
+    skew_seconds: float
+    pid: int | None = None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> "HostState":
+        """Build from a database row (a mapping of column name to value)."""
+        return cls(host=row["host"], version=row["version"], last_tick=row["last_tick"],
+                   skew_seconds=float(row["skew_seconds"]), pid=row.get("pid"))
+
+
+@dataclass(frozen=True)
+class Tick:
+    """What a tick records about itself in ``crontabber_host``."""
+
+    host: str
+    version: str
+    pid: int
+
+
+@dataclass(frozen=True)
+class Overview:
+    """Everything monitoring reads, from one transaction: the database clock,
+    every state row (ghosts included), every host that ever ticked, and (when
+    asked for) each job's last run duration from ``crontabber_log``."""
+
+    now: dt.datetime
+    states: Mapping[str, JobState]
+    hosts: tuple[HostState, ...]
+    durations: Mapping[str, dt.timedelta] = field(default_factory=dict)

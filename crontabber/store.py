@@ -13,15 +13,16 @@ import datetime as dt
 import functools
 import json
 import logging
+import time
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, TypeVar
+from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 import psycopg2
 import psycopg2.errors
 
 from . import queries
 from .errors import DatabaseUnavailable, JobLocked, LeaseLost
-from .state import AuditEntry, Claim, JobState, LogEntry, Outcome
+from .state import AuditEntry, Claim, HostState, JobState, LogEntry, Outcome, Overview, Tick
 
 logger = logging.getLogger(__name__)
 
@@ -167,6 +168,45 @@ class StateStore:
             cur.execute(Q["all_states"])
             rows = (_as_dict(cur, row) for row in cur.fetchall())
             return {row["app_name"]: JobState.from_row(row) for row in rows}
+
+    @translated
+    def tick(self, tick: Tick) -> tuple[dict[str, JobState], dt.datetime]:
+        """Record a run-mode tick in ``crontabber_host`` (host, version, pid,
+        last tick on the database clock, skew) and read every state row and
+        the database clock: one transaction of two statements, as cheap as
+        :meth:`states` and :meth:`now` were without the record.
+
+        The skew is the host's clock minus the database's, taking the host's
+        clock at the middle of the clock query (error: half its round trip).
+        """
+        with self._conn, self._cursor() as cur:
+            before = time.time()
+            cur.execute(Q["tick_clock"])
+            now = cur.fetchone()[0]
+            after = time.time()
+            skew = (before + after) / 2 - now.timestamp()
+            cur.execute(Q["tick_states"], {"host": tick.host, "version": tick.version,
+                                           "pid": tick.pid, "now": now, "skew": skew})
+            rows = (_as_dict(cur, row) for row in cur.fetchall())
+            return {row["app_name"]: JobState.from_row(row) for row in rows}, now
+
+    @translated
+    def overview(self, app_names: Sequence[str] = ()) -> Overview:
+        """What ``--nagios`` and ``--metrics-file`` read, in one transaction; the
+        last run durations only for ``app_names``."""
+        with self._conn, self._cursor() as cur:
+            cur.execute(Q["clock"])
+            now = cur.fetchone()[0]
+            cur.execute(Q["all_states"])
+            states = {row["app_name"]: JobState.from_row(row)
+                      for row in (_as_dict(cur, r) for r in cur.fetchall())}
+            cur.execute(Q["hosts"])
+            hosts = tuple(HostState.from_row(_as_dict(cur, r)) for r in cur.fetchall())
+            durations: dict[str, dt.timedelta] = {}
+            if app_names:
+                cur.execute(Q["last_durations"], {"app_names": list(app_names)})
+                durations = {name: took for name, took in cur.fetchall() if took is not None}
+        return Overview(now, states, hosts, durations)
 
     @translated
     def state(self, app_name: str) -> JobState | None:

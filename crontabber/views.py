@@ -31,7 +31,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from .catalog import Job
 from .leases import Marker
-from .scheduling import dependency_block, is_due
+from .scheduling import dependency_block, is_due, pause_active
 from .state import JobState, LogEntry
 
 MarkerOf = Callable[[JobState], Marker]
@@ -145,11 +145,6 @@ def entry_outcome(entry: LogEntry) -> Outcome:
 
 # ---------------------------------------------------------------------------- jobs
 
-def pause_in_effect(state: JobState | None, now: dt.datetime) -> bool:
-    """Whether the job is paused at ``now``: a pause ends by itself at ``paused_until``."""
-    return state is not None and state.paused_until is not None and state.paused_until > now
-
-
 def lateness(state: JobState | None, now: dt.datetime) -> dt.timedelta | None:
     """How long ago the job was due (None when it has no next run or is not
     due); after a pause, counted from the pause's end."""
@@ -251,7 +246,7 @@ def job_view(
     state = states.get(job.app_name)
     ongoing = _ongoing(state, marker)
     paused = None
-    if state is not None and state.paused_until is not None and pause_in_effect(state, now):
+    if state is not None and state.paused_until is not None and pause_active(state, now):
         paused = PauseView(state.paused_until, state.paused_reason, state.paused_by)
     due = is_due(state, job.schedule, now)
     waiting_for = dependency_block(job.depends_on, states, now) if due else None

@@ -5,6 +5,47 @@
 -- The database's clock: every host agrees on it, whatever its own clock says.
 SELECT clock_timestamp() AS now;
 
+-- name: tick_clock
+-- A run-mode tick's first statement, timed by the host to measure its clock's
+-- skew. The tick's host record may be lost in a crash without harm: no fsync wait.
+SET LOCAL synchronous_commit = off;
+SELECT clock_timestamp() AS now;
+
+-- name: tick_states
+-- The tick's host record and the state rows in one statement (an idle tick
+-- stays at two statements); the insert runs whether or not it is read.
+WITH tick AS (
+    INSERT INTO crontabber_host (host, version, last_tick, skew_seconds, pid)
+    VALUES (%(host)s, %(version)s, %(now)s, %(skew)s, %(pid)s)
+    ON CONFLICT (host) DO UPDATE
+    SET version = EXCLUDED.version, last_tick = EXCLUDED.last_tick,
+        skew_seconds = EXCLUDED.skew_seconds, pid = EXCLUDED.pid
+)
+SELECT app_name, next_run, first_run, last_run, last_success, ongoing, ongoing_by,
+       error_count, depends_on, last_error, run_id, heartbeat,
+       paused_until, paused_reason, paused_by
+FROM crontabber;
+
+-- name: hosts
+SELECT host, version, last_tick, skew_seconds, pid FROM crontabber_host ORDER BY host;
+
+-- name: last_durations
+-- Each job's last run: the summed durations of the log rows of its latest run id
+-- (a backfill run logs one row per interval); a row without run id (crontabber
+-- 0.18's) alone.
+WITH latest AS (
+    SELECT DISTINCT ON (app_name) app_name, run_id, duration
+    FROM crontabber_log
+    WHERE app_name = ANY(%(app_names)s)
+    ORDER BY app_name, id DESC
+)
+SELECT latest.app_name,
+       CASE WHEN latest.run_id IS NULL THEN latest.duration
+            ELSE (SELECT sum(log.duration) FROM crontabber_log AS log
+                  WHERE log.app_name = latest.app_name AND log.run_id = latest.run_id)
+       END AS duration
+FROM latest;
+
 -- name: all_states
 SELECT app_name, next_run, first_run, last_run, last_success, ongoing, ongoing_by,
        error_count, depends_on, last_error, run_id, heartbeat,

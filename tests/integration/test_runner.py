@@ -182,7 +182,8 @@ def test_audit_ghosts_and_reset_of_a_ghost(crontab):
 def test_nagios(crontab):
     crontab.configure(["BasicJob|1d"])
     crontab.run()
-    assert crontab.run("--nagios") == (0, "OK - All systems nominal\n")
+    code, out = crontab.run("--nagios")
+    assert code == 0 and out.splitlines()[:-1] == ["OK - All systems nominal"]
     crontab.configure(["BasicJob|1d", "FailingBackfillJob|1d"])
     crontab.run()  # first run: today's date
     crontab.wind(DAY, "failing-backfill")
@@ -320,9 +321,10 @@ def test_nagios_status_is_one_line_even_for_multi_line_errors(crontab):
     crontab.sql("DROP TABLE test_job_calls")
     crontab.run()
     code, out = crontab.run("--nagios")
-    status, *details = out.splitlines()
+    status, *details, perfdata = out.splitlines()
     assert code == 2 and status.startswith("CRITICAL - pg-job (PostgresSampleJob) | ")
     assert status.endswith('relation "test_job_calls" does not exist') and len(details) == 1
+    assert perfdata.startswith("| jobs_failing=1;")
 
 
 def test_a_job_that_outlives_its_database_connection_still_releases_its_lock(crontab):
