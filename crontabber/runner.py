@@ -290,6 +290,7 @@ class Runner:
             heartbeat=lambda: self.store.heartbeat(claim),
             report=lambda exc: self.report(exc, job),
             inherited_fds=self.store.fds(),
+            defer_units=not job.is_backfill,
         )
         try:
             ending = supervisor.run()
@@ -322,6 +323,7 @@ class Runner:
             claim, outcome, job.depends_on,
             failure=(dt.timedelta(seconds=seconds), failure.error, failure.exc_repr)
             if failure is not None else None,
+            units=ending.deferred,
         ))
         if not held:
             why = ending.fenced or "another run took the job over, or an operator released it"

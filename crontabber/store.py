@@ -301,15 +301,24 @@ class StateStore:
         outcome: Outcome,
         depends_on: tuple[str, ...],
         failure: tuple[dt.timedelta, Mapping[str, str], str] | None = None,
+        units: Sequence[tuple[dt.datetime, dt.timedelta]] = (),
     ) -> bool:
         """Write the end of an attempt, release the marker and log a failure
-        (``(duration, last_error record, exception repr)``), in one transaction.
+        (``(duration, last_error record, exception repr)``), in one transaction,
+        with the successful ``units`` not written yet (an ordinary job's one
+        unit: its success and its next run are then one commit).
 
         Returns False when the run no longer holds the job (another run took
         it over, or an operator released it): the state is left alone and the
         log row says the run was fenced off.
         """
         with self._conn, self._cursor() as cur:
+            for when, took in units:  # before finish, which clears the marker they check
+                cur.execute(Q["record_success"], {"app_name": claim.app_name,
+                                                  "success": when, "run_id": claim.run_id})
+                if cur.fetchone() is not None:
+                    cur.execute(Q["log_success"],
+                                {**_identity(claim), "success": when, "duration": took})
             cur.execute(
                 Q["finish"],
                 {

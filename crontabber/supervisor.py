@@ -152,6 +152,8 @@ class Ending:
     interrupt: BaseException | None = None
     units: int = 0
     beats: int = 0
+    # An ordinary job's unit, written with the end of the run (one transaction).
+    deferred: list[tuple[dt.datetime, dt.timedelta]] = field(default_factory=list)
 
 
 class Supervisor:
@@ -172,6 +174,7 @@ class Supervisor:
         heartbeat: Callable[[], dt.datetime | None],
         report: Callable[[BaseException], object],
         inherited_fds: tuple[int, ...] = (),
+        defer_units: bool = False,
     ) -> None:
         self.claim = claim
         self.limits = limits
@@ -180,6 +183,10 @@ class Supervisor:
         self.heartbeat = heartbeat
         self.report = report
         self.inherited_fds = inherited_fds
+        # An ordinary job's one unit is written with the end of the run, in one
+        # transaction: a runner killed between the two would otherwise leave a
+        # recorded success with next_run still due, and the job would run again.
+        self.defer_units = defer_units
         self.clock = LeaseClock(limits.hold_seconds)
         self.ending = Ending()
         self._stop_reason: BaseException | None = None
@@ -264,6 +271,9 @@ class Supervisor:
 
     def _record(self, when: dt.datetime, duration: dt.timedelta) -> None:
         self._last_unit_at = time.monotonic()
+        if self.defer_units:
+            self.ending.deferred.append((when, duration))
+            return
         self._pending_units.append((when, duration))
         self._flush_units()
 
