@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+import zipfile
 from pathlib import Path
 from typing import Any
 
 from jobs.s3 import ensure_bucket
 
 from . import storage
+from .errors import ArchiveUnusable
 from .demo import demo_archives
 from .store import UploadStore
 
@@ -25,8 +27,16 @@ def enqueue_archive(store: UploadStore, client: Any, bucket: str, prefix: str, p
     """Store ``path`` in the inbox bucket, then queue it (as the web tier does); the new id.
 
     Raises:
+        ArchiveUnusable: ``path`` is missing, not a file or not a zip (checked before S3 is
+            touched, so the operator is not told S3 failed for a typo).
         StorageFailed: the archive could not be stored (nothing is queued).
     """
+    if not path.exists():
+        raise ArchiveUnusable(str(path), "no such file")
+    if not path.is_file():
+        raise ArchiveUnusable(str(path), "not a regular file")
+    if not zipfile.is_zipfile(path):
+        raise ArchiveUnusable(str(path), "not a zip archive")
     key = inbox_key(prefix, path.name)
     storage.store_archive(client, bucket, key, path)
     return store.enqueue(key, path.name, path.stat().st_size, uploaded_by)

@@ -100,3 +100,20 @@ def test_reprocess_on_a_terminal_shows_a_progress_bar(uploads, tmp_path):
     assert done.returncode == 0, done.stderr
     bar = done.stderr.replace("\r", "\n").splitlines()
     assert any(line.startswith("verify+publish: 6file") for line in bar), done.stderr
+
+
+def test_enqueue_of_a_missing_file_says_so_and_exits_1(run, uploads, tmp_path):
+    missing = tmp_path / "nonexistent.zip"
+    done = run("jobs.uploads", "enqueue", str(missing))
+    assert done.returncode == 1
+    assert done.stderr == f"jobs.uploads: {missing}: no such file\n"
+    assert "S3" not in done.stderr and done.stdout == ""
+
+
+def test_enqueue_of_a_file_that_is_not_a_zip_says_so_and_exits_1(run, uploads, tmp_path):
+    text = tmp_path / "notes.zip"
+    text.write_text("hello")
+    done = run("jobs.uploads", "enqueue", str(text))
+    assert done.returncode == 1
+    assert done.stderr == f"jobs.uploads: {text}: not a zip archive\n"
+    assert uploads.keys() == []
