@@ -18,7 +18,7 @@ from crontabber.errors import CrontabberError
 from crontabber.options import DotDict
 
 from .app import ProcessUploadsCronApp
-from .records import UploadStatus
+from .records import Progress, QuietProgress, UploadStatus
 
 EXIT_OK, EXIT_ERROR, EXIT_FAILED = 0, 1, 2
 
@@ -68,10 +68,11 @@ def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout,
 
 
 def cmd_enqueue(args: Any, config: DotDict, out: TextIO) -> int:
-    from .commands import enqueue_archive
+    from .commands import check_local_archive, enqueue_archive
     from .storage import make_client
     from .store import UploadStore
 
+    check_local_archive(args.archive)
     connection = _connect(config)
     try:
         upload_id = enqueue_archive(UploadStore(connection), make_client(config["concurrency"]),
@@ -89,8 +90,8 @@ def cmd_reprocess(args: Any, config: DotDict, out: TextIO) -> int:
     connection = _connect(config)
     worker = Worker.from_config(config, connection)
     try:
-        with _progress(out) as advance:
-            outcome = worker.reprocess(args.id, advance)
+        with _progress(out) as progress:
+            outcome = worker.reprocess(args.id, progress)
         row = worker.store.row(args.id) or {}
     finally:
         connection.close()
@@ -133,20 +134,40 @@ def cmd_drain(args: Any, config: DotDict, out: TextIO) -> int:
     return EXIT_OK
 
 
+class TqdmProgress:
+    """A :class:`~jobs.uploads.records.Progress` drawn by tqdm on ``stream``: one unit per
+    member (published or already there), with the total, so tqdm shows the ETA."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._bar: Any = None
+
+    def start(self, total: int) -> None:
+        from tqdm import tqdm
+
+        self._bar = tqdm(total=total, unit="file", desc="verify+publish", file=self._stream)
+
+    def advance(self, count: int) -> None:
+        if self._bar is not None:
+            self._bar.update(count)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
 class _progress:
-    """A tqdm bar on a terminal; nothing otherwise (quiet logs)."""
+    """A bar on stderr when stdout is a terminal; nothing otherwise (quiet logs)."""
 
     def __init__(self, out: TextIO) -> None:
         self._out = out
-        self._bar: Any = None
+        self._bar: TqdmProgress | None = None
 
-    def __enter__(self) -> Callable[[int], None]:
+    def __enter__(self) -> Progress:
         if not self._out.isatty():
-            return lambda _: None
-        from tqdm import tqdm
-
-        self._bar = tqdm(unit="file", desc="verify+publish", file=sys.stderr)
-        return self._bar.update
+            return QuietProgress()
+        self._bar = TqdmProgress(sys.stderr)
+        return self._bar
 
     def __exit__(self, *exc: object) -> None:
         if self._bar is not None:

@@ -22,14 +22,13 @@ def inbox_key(prefix: str, filename: str) -> str:
     return f"{prefix}{today}/{uuid.uuid4().hex}/{filename}"
 
 
-def enqueue_archive(store: UploadStore, client: Any, bucket: str, prefix: str, path: Path,
-                    uploaded_by: str | None) -> int:
-    """Store ``path`` in the inbox bucket, then queue it (as the web tier does); the new id.
+def check_local_archive(path: Path) -> None:
+    """Refuse, before S3 is touched, a local file the operator cannot mean to queue (a typo
+    must not read as an S3 failure). Only the operator's ``enqueue`` checks: the queue itself
+    takes any bytes, as the web tier does, and the worker rejects a bad archive.
 
     Raises:
-        ArchiveUnusable: ``path`` is missing, not a file or not a zip (checked before S3 is
-            touched, so the operator is not told S3 failed for a typo).
-        StorageFailed: the archive could not be stored (nothing is queued).
+        ArchiveUnusable: ``path`` is missing, not a regular file or not a zip archive.
     """
     if not path.exists():
         raise ArchiveUnusable(str(path), "no such file")
@@ -37,6 +36,15 @@ def enqueue_archive(store: UploadStore, client: Any, bucket: str, prefix: str, p
         raise ArchiveUnusable(str(path), "not a regular file")
     if not zipfile.is_zipfile(path):
         raise ArchiveUnusable(str(path), "not a zip archive")
+
+
+def enqueue_archive(store: UploadStore, client: Any, bucket: str, prefix: str, path: Path,
+                    uploaded_by: str | None) -> int:
+    """Store ``path`` in the inbox bucket, then queue it (as the web tier does); the new id.
+
+    Raises:
+        StorageFailed: the archive could not be stored (nothing is queued).
+    """
     key = inbox_key(prefix, path.name)
     storage.store_archive(client, bucket, key, path)
     return store.enqueue(key, path.name, path.stat().st_size, uploaded_by)

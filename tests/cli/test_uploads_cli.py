@@ -98,8 +98,10 @@ def test_reprocess_on_a_terminal_shows_a_progress_bar(uploads, tmp_path):
         os.close(follower)
         os.close(leader)
     assert done.returncode == 0, done.stderr
-    bar = done.stderr.replace("\r", "\n").splitlines()
-    assert any(line.startswith("verify+publish: 6file") for line in bar), done.stderr
+    bar = [line for line in done.stderr.replace("\r", "\n").splitlines() if line.strip()]
+    # each of the 3 members counted once, against a total, with tqdm's elapsed<ETA
+    assert bar[-1].startswith("verify+publish: 100%|") and "| 3/3 [" in bar[-1], done.stderr
+    assert "<" in bar[-1].split("[", 1)[1], bar[-1]
 
 
 def test_enqueue_of_a_missing_file_says_so_and_exits_1(run, uploads, tmp_path):
