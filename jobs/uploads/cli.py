@@ -20,11 +20,14 @@ from crontabber.options import DotDict
 from .app import ProcessUploadsCronApp
 from .records import Progress, QuietProgress, UploadStatus
 
-EXIT_OK, EXIT_ERROR, EXIT_FAILED = 0, 1, 2
+# the runner's table (crontabber.cli.ExitCode), so one table serves every command
+EXIT_OK, EXIT_ERROR, EXIT_FAILED = 0, 1, 5
+EXIT_CODES = ("exit codes (the runner's): 0 ok; 1 bad argument, configuration, database or "
+              "not found; 5 the work ran and failed (the upload was rejected or failed)")
 
 
 def parse_args(argv: list[str]) -> tuple[argparse.Namespace, dict[str, str]]:
-    parser = argparse.ArgumentParser(prog="python -m jobs.uploads")
+    parser = argparse.ArgumentParser(prog="python -m jobs.uploads", epilog=EXIT_CODES)
     parser.add_argument("--admin.conf", dest="conf", default=None, help="crontabber.ini to read")
     commands = parser.add_subparsers(dest="command", required=True)
     enqueue = commands.add_parser("enqueue", help="store an archive in the inbox and queue it")
@@ -63,7 +66,7 @@ def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout,
         command: Callable[[Any, DotDict, TextIO], int] = COMMANDS[args.command]
         return command(args, config, stdout)
     except CrontabberError as exc:
-        print(f"jobs.uploads: {exc}", file=stderr)
+        print(f"python -m jobs.uploads: {exc}", file=stderr)
         return EXIT_ERROR
 
 

@@ -57,17 +57,19 @@ def test_reprocess_off_a_terminal_prints_one_line_and_no_progress_bar(run, uploa
     assert uploads.row(upload_id)["attempts"] == 2
 
 
-def test_reprocess_of_a_rejected_upload_exits_2_with_the_reason(run, uploads, tmp_path):
+def test_reprocess_of_a_rejected_upload_exits_5_with_the_reason(run, uploads, tmp_path):
     bad = tmp_path / "bad.zip"
     bad.write_bytes(b"not a zip")
     upload_id = uploads.enqueue(bad)
     done = run("jobs.uploads", "reprocess", str(upload_id))
-    assert done.returncode == 2 and "not a zip archive" in done.stdout
+    assert done.returncode == 5 and "not a zip archive" in done.stdout  # the runner's "failed"
 
 
 def test_reprocess_of_an_unknown_id_exits_1(run):
     done = run("jobs.uploads", "reprocess", "999999")
-    assert done.returncode == 1 and "upload 999999 does not exist" in done.stderr
+    assert done.returncode == 1
+    assert done.stderr.startswith("python -m jobs.uploads: upload 999999 does not exist")
+    assert done.stderr.count("\n") == 1
 
 
 def test_demo_twice_queues_once(run, uploads):
@@ -108,7 +110,7 @@ def test_enqueue_of_a_missing_file_says_so_and_exits_1(run, uploads, tmp_path):
     missing = tmp_path / "nonexistent.zip"
     done = run("jobs.uploads", "enqueue", str(missing))
     assert done.returncode == 1
-    assert done.stderr == f"jobs.uploads: {missing}: no such file\n"
+    assert done.stderr == f"python -m jobs.uploads: {missing}: no such file\n"
     assert "S3" not in done.stderr and done.stdout == ""
 
 
@@ -117,5 +119,10 @@ def test_enqueue_of_a_file_that_is_not_a_zip_says_so_and_exits_1(run, uploads, t
     text.write_text("hello")
     done = run("jobs.uploads", "enqueue", str(text))
     assert done.returncode == 1
-    assert done.stderr == f"jobs.uploads: {text}: not a zip archive\n"
+    assert done.stderr == f"python -m jobs.uploads: {text}: not a zip archive\n"
     assert uploads.keys() == []
+
+
+def test_help_shows_the_runners_exit_codes(run):
+    done = run("jobs.uploads", "--help")
+    assert done.returncode == 0 and "5 the work ran and failed" in " ".join(done.stdout.split())
