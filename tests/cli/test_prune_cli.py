@@ -67,6 +67,24 @@ def test_cap_from_the_command_line_says_so(cli, buckets):
     assert len(keys_in(symbols)) == 3
 
 
+def test_the_runners_overrides_are_accepted(cli, buckets):
+    inbox, symbols = buckets
+    configure(cli, inbox, symbols)
+    put_many(symbols, [f"reports/missing-symbols/{i}.csv" for i in range(5)])
+    time.sleep(1.2)
+    done = prune_cmd(cli, "run", "--crontabber.class-PruneS3CronApp.cap=2")
+    assert done.returncode == 0, done.stderr
+    assert "stopped at the cap of 2 keys" in done.stdout
+    assert len(keys_in(symbols)) == 3
+
+
+def test_a_bad_argument_is_one_line_and_exit_1(cli, buckets):
+    configure(cli, *buckets)
+    done = prune_cmd(cli, "history", "stray")
+    assert done.returncode == 1
+    assert done.stderr.startswith("python -m jobs.prune: ") and done.stderr.count("\n") == 1
+
+
 def test_killed_midway_then_rerun_deletes_the_rest_and_nothing_else(cli, buckets):
     inbox, symbols = buckets
     configure(cli, inbox, symbols, threads=1)
