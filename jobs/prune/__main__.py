@@ -7,6 +7,7 @@ Options come from crontabber.ini (``--admin.conf``), the environment and
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import dataclasses
 import sys
 from typing import TextIO
@@ -60,12 +61,17 @@ def main(argv: list[str], out: TextIO = sys.stdout) -> int:
     return 0
 
 
+def utc(moment: dt.datetime) -> str:
+    """``2026-11-23 12:00:00 UTC``: the one time format of the command (and the runner's)."""
+    return f"{moment.astimezone(dt.timezone.utc):%Y-%m-%d %H:%M:%S} UTC"
+
+
 def print_history(store: PruneStore, limit: int, out: TextIO) -> None:
     for row in store.history(limit):
         state = "dry run" if row["dry_run"] else "run"
-        ended = row["finished_at"] or "unfinished (killed?)"
+        ended = utc(row["finished_at"]) if row["finished_at"] else "unfinished (killed?)"
         capped = ", capped" if row["capped"] else ""
-        print(f"#{row['id']} {state} {row['started_at']:%Y-%m-%d %H:%M:%S} -> {ended}{capped}: "
+        print(f"#{row['id']} {state} {utc(row['started_at'])} -> {ended}{capped}: "
               f"{row['rule'] or '-'}: {row['keys_deleted'] or 0} keys, {row['bytes_freed'] or 0} bytes, "
               f"{row['errors'] or 0} errors", file=out)
 

@@ -1,6 +1,7 @@
 """jobs.prune from the command line: the operator command, the runner's --job, a kill."""
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -55,6 +56,9 @@ def test_dry_run_then_run_then_history(cli, buckets):
     lines = history.stdout.splitlines()
     assert any(line.startswith("#2 run") and "reports: 3 keys, 30 bytes, 0 errors" in line for line in lines)
     assert any(line.startswith("#1 dry run") and "reports: 3 keys" in line for line in lines)
+    # one UTC format for the start and the end (the end was Python's default str before)
+    stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC"
+    assert all(re.match(rf"#\d+ (dry )?run {stamp} -> {stamp}: ", line) for line in lines), lines
 
 
 def test_cap_from_the_command_line_says_so(cli, buckets):
