@@ -18,13 +18,16 @@ from crontabber.errors import CrontabberError
 from crontabber.options import DotDict
 
 from .app import ProcessUploadsCronApp
-from .records import UploadStatus
+from .records import Progress, QuietProgress, UploadStatus
 
-EXIT_OK, EXIT_ERROR, EXIT_FAILED = 0, 1, 2
+# the runner's table (crontabber.cli.ExitCode), so one table serves every command
+EXIT_OK, EXIT_ERROR, EXIT_FAILED = 0, 1, 5
+EXIT_CODES = ("exit codes (the runner's): 0 ok; 1 bad argument, configuration, database or "
+              "not found; 5 the work ran and failed (the upload was rejected or failed)")
 
 
 def parse_args(argv: list[str]) -> tuple[argparse.Namespace, dict[str, str]]:
-    parser = argparse.ArgumentParser(prog="python -m jobs.uploads")
+    parser = argparse.ArgumentParser(prog="python -m jobs.uploads", epilog=EXIT_CODES)
     parser.add_argument("--admin.conf", dest="conf", default=None, help="crontabber.ini to read")
     commands = parser.add_subparsers(dest="command", required=True)
     enqueue = commands.add_parser("enqueue", help="store an archive in the inbox and queue it")
@@ -63,15 +66,16 @@ def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout,
         command: Callable[[Any, DotDict, TextIO], int] = COMMANDS[args.command]
         return command(args, config, stdout)
     except CrontabberError as exc:
-        print(f"jobs.uploads: {exc}", file=stderr)
+        print(f"python -m jobs.uploads: {exc}", file=stderr)
         return EXIT_ERROR
 
 
 def cmd_enqueue(args: Any, config: DotDict, out: TextIO) -> int:
-    from .commands import enqueue_archive
+    from .commands import check_local_archive, enqueue_archive
     from .storage import make_client
     from .store import UploadStore
 
+    check_local_archive(args.archive)
     connection = _connect(config)
     try:
         upload_id = enqueue_archive(UploadStore(connection), make_client(config["concurrency"]),
@@ -89,8 +93,8 @@ def cmd_reprocess(args: Any, config: DotDict, out: TextIO) -> int:
     connection = _connect(config)
     worker = Worker.from_config(config, connection)
     try:
-        with _progress(out) as advance:
-            outcome = worker.reprocess(args.id, advance)
+        with _progress(out) as progress:
+            outcome = worker.reprocess(args.id, progress)
         row = worker.store.row(args.id) or {}
     finally:
         connection.close()
@@ -133,20 +137,40 @@ def cmd_drain(args: Any, config: DotDict, out: TextIO) -> int:
     return EXIT_OK
 
 
+class TqdmProgress:
+    """A :class:`~jobs.uploads.records.Progress` drawn by tqdm on ``stream``: one unit per
+    member (published or already there), with the total, so tqdm shows the ETA."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._bar: Any = None
+
+    def start(self, total: int) -> None:
+        from tqdm import tqdm
+
+        self._bar = tqdm(total=total, unit="file", desc="verify+publish", file=self._stream)
+
+    def advance(self, count: int) -> None:
+        if self._bar is not None:
+            self._bar.update(count)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
 class _progress:
-    """A tqdm bar on a terminal; nothing otherwise (quiet logs)."""
+    """A bar on stderr when stdout is a terminal; nothing otherwise (quiet logs)."""
 
     def __init__(self, out: TextIO) -> None:
         self._out = out
-        self._bar: Any = None
+        self._bar: TqdmProgress | None = None
 
-    def __enter__(self) -> Callable[[int], None]:
+    def __enter__(self) -> Progress:
         if not self._out.isatty():
-            return lambda _: None
-        from tqdm import tqdm
-
-        self._bar = tqdm(unit="file", desc="verify+publish", file=sys.stderr)
-        return self._bar.update
+            return QuietProgress()
+        self._bar = TqdmProgress(sys.stderr)
+        return self._bar
 
     def __exit__(self, *exc: object) -> None:
         if self._bar is not None:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+import zipfile
 from pathlib import Path
 from typing import Any
 
 from jobs.s3 import ensure_bucket
 
 from . import storage
+from .errors import ArchiveUnusable
 from .demo import demo_archives
 from .store import UploadStore
 
@@ -18,6 +20,22 @@ def inbox_key(prefix: str, filename: str) -> str:
     """``<prefix><YYYY-MM-DD>/<random>/<filename>``: unique, dated for the prune job."""
     today = dt.datetime.now(dt.timezone.utc).date().isoformat()
     return f"{prefix}{today}/{uuid.uuid4().hex}/{filename}"
+
+
+def check_local_archive(path: Path) -> None:
+    """Refuse, before S3 is touched, a local file the operator cannot mean to queue (a typo
+    must not read as an S3 failure). Only the operator's ``enqueue`` checks: the queue itself
+    takes any bytes, as the web tier does, and the worker rejects a bad archive.
+
+    Raises:
+        ArchiveUnusable: ``path`` is missing, not a regular file or not a zip archive.
+    """
+    if not path.exists():
+        raise ArchiveUnusable(str(path), "no such file")
+    if not path.is_file():
+        raise ArchiveUnusable(str(path), "not a regular file")
+    if not zipfile.is_zipfile(path):
+        raise ArchiveUnusable(str(path), "not a zip archive")
 
 
 def enqueue_archive(store: UploadStore, client: Any, bucket: str, prefix: str, path: Path,

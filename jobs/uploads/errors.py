@@ -50,3 +50,14 @@ class UploadNotFound(UploadError):
     def __init__(self, upload_id: int) -> None:
         self.upload_id = upload_id
         super().__init__(f"upload {upload_id} does not exist or another worker is processing it")
+
+
+class ArchiveUnusable(UploadError):
+    """``enqueue PATH`` named a local file that is missing or not a zip archive (nothing queued)."""
+
+    permanent = True
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"{path}: {reason}")

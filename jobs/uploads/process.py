@@ -37,7 +37,7 @@ from .arrival import RULE_NOT_ZIP, Gate, read_plan
 from .errors import StorageFailed
 from .existence import ArchiveKeys
 from .publish import Publisher, publish
-from .records import Counts, Progress, Recorder, Upload, UploadSettings
+from .records import Counts, Progress, QuietProgress, Recorder, Upload, UploadSettings
 from .validation import Plan
 from .verify import Spool, VerifyPass
 
@@ -70,7 +70,7 @@ def process(upload: Upload, settings: UploadSettings, client: Any, recorder: Rec
                     plan = directory.plan
                 (Path(tmp) / "spool").mkdir()
                 spool = Spool(path, Path(tmp) / "spool", settings, gate)
-                _verify_and_publish(client, upload, plan, spool, recorder, progress or _quiet,
+                _verify_and_publish(client, upload, plan, spool, recorder, progress or QuietProgress(),
                                     downloading)
             finally:
                 if gate is not None:
@@ -90,8 +90,9 @@ def _verify_and_publish(client: Any, upload: Upload, plan: Plan, spool: Spool,
         with ArchiveKeys.start(client, settings, plan, recorder) as keys, \
                 ThreadPoolExecutor(settings.concurrency, thread_name_prefix="upload") as pool:
             try:
+                progress.start(len(plan.members))
                 members = VerifyPass(spool, plan, keys, publisher.stage_early).run(
-                    pool, recorder, progress)
+                    pool, recorder)
                 publish(pool, publisher, members, keys, recorder, progress)
             except BaseException as exc:
                 if gate is not None:
@@ -104,10 +105,6 @@ def _verify_and_publish(client: Any, upload: Upload, plan: Plan, spool: Spool,
                 raise
     finally:
         publisher.abort_staged()
-
-
-def _quiet(_: int) -> None:
-    return None
 
 
 def _after_publishing(downloading: Future[None], upload: Upload) -> None:

@@ -158,5 +158,22 @@ class Recorder(Protocol):
     def flush(self) -> None: ...
 
 
-#: Told the number of members just verified, then of objects just published (a bar).
-Progress = Callable[[int], None]
+class Progress(Protocol):
+    """Watches one upload being published (a progress bar): told the total once, then each
+    member as it is done (published, or found already there), so each is counted once."""
+
+    def start(self, total: int) -> None:
+        """``total`` members are to be done (called once, before any :meth:`advance`)."""
+
+    def advance(self, count: int) -> None:
+        """``count`` more members are done."""
+
+
+class QuietProgress:
+    """A :class:`Progress` that shows nothing (the cron job, ``drain``)."""
+
+    def start(self, total: int) -> None:
+        return None
+
+    def advance(self, count: int) -> None:
+        return None

@@ -25,7 +25,7 @@ from typing import Callable
 from . import archive
 from .arrival import Gate
 from .existence import ArchiveKeys
-from .records import Digest, Progress, Recorder, Staged, UploadSettings, Written
+from .records import Digest, Recorder, Staged, UploadSettings, Written
 from .validation import Plan
 
 
@@ -82,7 +82,7 @@ class VerifyPass:
     def __init__(self, spool: Spool, plan: Plan, keys: ArchiveKeys, stage: Stage) -> None:
         self._spool, self._plan, self._keys, self._stage = spool, plan, keys, stage
 
-    def run(self, pool: Executor, recorder: Recorder, progress: Progress) -> list[Member]:
+    def run(self, pool: Executor, recorder: Recorder) -> list[Member]:
         """Every member verified, in archive order; the first rejected one (in archive
         order) wins. Members to write are spooled on the way, in the order of
         :class:`VerifyQueue`, on ``concurrency`` threads of ``pool``; the caller's thread
@@ -96,7 +96,6 @@ class VerifyPass:
             for future in futures:
                 members.append(future.result())
                 recorder.tick()
-                progress(1)
         except BaseException:
             queue.close()  # the threads take no more members
             raise

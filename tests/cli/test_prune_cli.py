@@ -1,6 +1,7 @@
 """jobs.prune from the command line: the operator command, the runner's --job, a kill."""
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -55,6 +56,9 @@ def test_dry_run_then_run_then_history(cli, buckets):
     lines = history.stdout.splitlines()
     assert any(line.startswith("#2 run") and "reports: 3 keys, 30 bytes, 0 errors" in line for line in lines)
     assert any(line.startswith("#1 dry run") and "reports: 3 keys" in line for line in lines)
+    # one UTC format for the start and the end (the end was Python's default str before)
+    stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC"
+    assert all(re.match(rf"#\d+ (dry )?run {stamp} -> {stamp}: ", line) for line in lines), lines
 
 
 def test_cap_from_the_command_line_says_so(cli, buckets):
@@ -65,6 +69,24 @@ def test_cap_from_the_command_line_says_so(cli, buckets):
     done = prune_cmd(cli, "run", "--cap", "2")
     assert "stopped at the cap of 2 keys" in done.stdout
     assert len(keys_in(symbols)) == 3
+
+
+def test_the_runners_overrides_are_accepted(cli, buckets):
+    inbox, symbols = buckets
+    configure(cli, inbox, symbols)
+    put_many(symbols, [f"reports/missing-symbols/{i}.csv" for i in range(5)])
+    time.sleep(1.2)
+    done = prune_cmd(cli, "run", "--crontabber.class-PruneS3CronApp.cap=2")
+    assert done.returncode == 0, done.stderr
+    assert "stopped at the cap of 2 keys" in done.stdout
+    assert len(keys_in(symbols)) == 3
+
+
+def test_a_bad_argument_is_one_line_and_exit_1(cli, buckets):
+    configure(cli, *buckets)
+    done = prune_cmd(cli, "history", "stray")
+    assert done.returncode == 1
+    assert done.stderr.startswith("python -m jobs.prune: ") and done.stderr.count("\n") == 1
 
 
 def test_killed_midway_then_rerun_deletes_the_rest_and_nothing_else(cli, buckets):

@@ -57,17 +57,19 @@ def test_reprocess_off_a_terminal_prints_one_line_and_no_progress_bar(run, uploa
     assert uploads.row(upload_id)["attempts"] == 2
 
 
-def test_reprocess_of_a_rejected_upload_exits_2_with_the_reason(run, uploads, tmp_path):
+def test_reprocess_of_a_rejected_upload_exits_5_with_the_reason(run, uploads, tmp_path):
     bad = tmp_path / "bad.zip"
     bad.write_bytes(b"not a zip")
     upload_id = uploads.enqueue(bad)
     done = run("jobs.uploads", "reprocess", str(upload_id))
-    assert done.returncode == 2 and "not a zip archive" in done.stdout
+    assert done.returncode == 5 and "not a zip archive" in done.stdout  # the runner's "failed"
 
 
 def test_reprocess_of_an_unknown_id_exits_1(run):
     done = run("jobs.uploads", "reprocess", "999999")
-    assert done.returncode == 1 and "upload 999999 does not exist" in done.stderr
+    assert done.returncode == 1
+    assert done.stderr.startswith("python -m jobs.uploads: upload 999999 does not exist")
+    assert done.stderr.count("\n") == 1
 
 
 def test_demo_twice_queues_once(run, uploads):
@@ -98,5 +100,29 @@ def test_reprocess_on_a_terminal_shows_a_progress_bar(uploads, tmp_path):
         os.close(follower)
         os.close(leader)
     assert done.returncode == 0, done.stderr
-    bar = done.stderr.replace("\r", "\n").splitlines()
-    assert any(line.startswith("verify+publish: 6file") for line in bar), done.stderr
+    bar = [line for line in done.stderr.replace("\r", "\n").splitlines() if line.strip()]
+    # each of the 3 members counted once, against a total, with tqdm's elapsed<ETA
+    assert bar[-1].startswith("verify+publish: 100%|") and "| 3/3 [" in bar[-1], done.stderr
+    assert "<" in bar[-1].split("[", 1)[1], bar[-1]
+
+
+def test_enqueue_of_a_missing_file_says_so_and_exits_1(run, uploads, tmp_path):
+    missing = tmp_path / "nonexistent.zip"
+    done = run("jobs.uploads", "enqueue", str(missing))
+    assert done.returncode == 1
+    assert done.stderr == f"python -m jobs.uploads: {missing}: no such file\n"
+    assert "S3" not in done.stderr and done.stdout == ""
+
+
+def test_enqueue_of_a_file_that_is_not_a_zip_says_so_and_exits_1(run, uploads, tmp_path):
+    text = tmp_path / "notes.zip"
+    text.write_text("hello")
+    done = run("jobs.uploads", "enqueue", str(text))
+    assert done.returncode == 1
+    assert done.stderr == f"python -m jobs.uploads: {text}: not a zip archive\n"
+    assert uploads.keys() == []
+
+
+def test_help_shows_the_runners_exit_codes(run):
+    done = run("jobs.uploads", "--help")
+    assert done.returncode == 0 and "5 the work ran and failed" in " ".join(done.stdout.split())
