@@ -52,7 +52,7 @@ def serve_seed(port: int) -> None:
     """Serve the seed's algorithm behind our WSGI app (run in a subprocess)."""
     from bench.bench_search_quality import SeedSearcher
     from search.client import make_es_client
-    from search.engine import Hit, SearchResult, validate
+    from search.engine import Hit, SearchResult, check_query
     from search.server import SearchApp, make
 
     class SeedAdapter:
@@ -62,7 +62,7 @@ def serve_seed(port: int) -> None:
             self.seed = SeedSearcher(self.es, ALIAS)
 
         def search(self, query: str, size: int = 10) -> SearchResult:
-            text = validate(query, size)
+            text = check_query(query, size)
             hits = [Hit(h["_source"]["debug_file"], h["_source"]["debug_id"],
                         h["_source"]["filename"], h["_source"].get("code_file"),
                         h["_source"].get("code_id"), h["_score"], "")

@@ -1,6 +1,6 @@
 """The CLI of monitoring: ``--nagios`` (text or ``--json``), the fleet record
 of a tick and ``--metrics-file``. Parse, call, print: the checks are
-:func:`crontabber.report.nagios`, the file's text :func:`crontabber.metrics.render`.
+:func:`crontabber.report.nagios_check`, the file's text :func:`crontabber.metrics.render`.
 
 report and metrics are imported where used: an idle cron tick without a
 metrics file needs neither.
@@ -30,7 +30,7 @@ def nagios(settings: Settings, jobs: list[Job], store: StateStore, args: Any, ou
 
     overview = store.overview()
     runner = Runner(settings, jobs, store)
-    result = report.nagios(jobs, overview.states, overview.hosts, overview.now,
+    result = report.nagios_check(jobs, overview.states, overview.hosts, overview.now,
                            lambda state: runner.marker(state, overview.now), settings.monitor)
     if args.json:
         jsonout.emit(result.as_json(), out)

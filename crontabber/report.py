@@ -119,7 +119,7 @@ class NagiosResult:
         }
 
 
-def nagios(
+def nagios_check(
     jobs: Sequence[Job],
     states: Mapping[str, JobState],
     hosts: Sequence[HostState],

@@ -84,7 +84,7 @@ class SearchResult:
     hits: list[Hit]
 
 
-def validate(query: str, size: int) -> str:
+def check_query(query: str, size: int) -> str:
     """The stripped query.
 
     Raises:
@@ -211,10 +211,10 @@ class Searcher:
         """Search for ``query``; at most ``size`` hits.
 
         Raises:
-            BadQuery: see :func:`validate`.
+            BadQuery: see :func:`check_query`.
             SearchUnavailable: Elasticsearch unreachable, or the index missing.
         """
-        text = validate(query, size)
+        text = check_query(query, size)
         parts = name_parts(text)
         if not parts:
             return SearchResult(text, [], 0, [])

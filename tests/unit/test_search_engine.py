@@ -1,15 +1,15 @@
 import pytest
 
 from search.engine import (MAX_TERMS, ORIGINAL_SCORE, BadQuery, alternatives, build_query,
-                           matched_term, search_terms, validate)
+                           matched_term, search_terms, check_query)
 
 
-def test_validate_rejects_empty_long_and_bad_sizes():
-    assert validate("  xul.pdb ", 10) == "xul.pdb"
+def test_check_query_rejects_empty_long_and_bad_sizes():
+    assert check_query("  xul.pdb ", 10) == "xul.pdb"
     for query, size in (("", 10), ("   ", 10), ("x" * 201, 10), ("xul", 0), ("xul", 101)):
         with pytest.raises(BadQuery):
-            validate(query, size)
-    assert validate("x" * 200, 100)
+            check_query(query, size)
+    assert check_query("x" * 200, 100)
 
 
 def _entry(text, *options):
