@@ -8,7 +8,7 @@ PY := .venv/bin/python
 # Export the services' addresses and credentials to the command that follows.
 WITH_ENV := set -a && . .services/env && set +a &&
 
-.PHONY: run test bench setup venv services stop status clean
+.PHONY: run test bench faults setup venv services stop status clean
 
 run: setup
 	@echo "== seeding a small demo: upload archives, missing-symbol batches"
@@ -25,6 +25,10 @@ test: venv
 
 bench: setup
 	$(WITH_ENV) $(PY) -m bench
+
+# The fault suite (~30 minutes; not part of `make test`): writes docs/reliability.md.
+faults: setup
+	$(WITH_ENV) $(PY) -m faults
 
 setup: venv services
 
