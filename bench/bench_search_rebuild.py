@@ -83,7 +83,7 @@ def rebuild_once(es: Any, settings: Any, stats: dict[str, list[float]]) -> float
     start = time.perf_counter()
     try:
         with SymbolFileStore(conn).snapshot() as source:
-            result = rebuild(es, ALIAS, source.rows, source.count, keep=2,
+            result = rebuild(es, ALIAS, source.rows, source.row_count, keep=2,
                              source_as_of=source.as_of)
     finally:
         conn.close()

@@ -17,7 +17,8 @@ from . import jsonout
 from .catalog import Job, find_job
 from .errors import ConfigurationError, JobNotFound
 from .scheduling import next_run_after, parse_day, parse_until, rerun_dates
-from .state import AuditEntry, JobState
+from .records import AuditEntry
+from .state import JobState
 
 if TYPE_CHECKING:
     from .config import Settings

@@ -22,11 +22,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from everett import InvalidValueError, NO_VALUE
-from everett.manager import ConfigDictEnv, ConfigManager, generate_uppercase_key
+from everett.manager import ConfigDictEnv, generate_uppercase_key
 
 from .errors import ConfigurationError
 from .inifile import IniFile, IniSource
@@ -121,13 +120,21 @@ class Sources:
         self.cli = dict(cli)
         self.environ = environ
         cli_env = ConfigDictEnv({dotted.replace(".", "_"): v for dotted, v in cli.items()})
-        self._manager = ConfigManager([cli_env, EnvironSource(environ), IniSource(self.ini)],
-                                      with_override=False)
+        self._sources = (cli_env, EnvironSource(environ), IniSource(self.ini))
 
     def raw(self, path: tuple[str, ...], name: str) -> Any:
-        """The raw string set for ``path.name`` anywhere, or ``NO_VALUE``."""
-        return self._manager(name, namespace=list(path), raise_error=False, raw_value=True,
-                             default_if_empty=False)
+        """The raw string set for ``path.name`` anywhere, or ``NO_VALUE``.
+
+        The first source that has it wins, as in everett's ``ConfigManager``
+        (with ``raw_value=True``, ``default_if_empty=False``), asked directly:
+        a tick resolves ~250 values and the manager's call cost 16 ms of them.
+        """
+        namespace = list(path)
+        for source in self._sources:
+            value = source.get(name, namespace=namespace)
+            if value is not NO_VALUE:
+                return value
+        return NO_VALUE
 
     def value(self, path: tuple[str, ...], option: Option) -> Any:
         """The parsed value of an option, following ``reference_value_from``.
@@ -157,15 +164,15 @@ def resolve_conf_path(conf_path: str | None) -> str:
             named and no default file exists.
     """
     if conf_path:
-        if not Path(conf_path).is_file():
+        if not os.path.isfile(conf_path):
             raise ConfigurationError("--admin.conf", f"no such file: {conf_path}")
-        return str(Path(conf_path).resolve())
+        return os.path.realpath(conf_path)
     for candidate in DEFAULT_CONF_PATHS:
-        if Path(candidate).is_file():
-            return str(Path(candidate).resolve())
+        if os.path.isfile(candidate):
+            return os.path.realpath(candidate)
     raise ConfigurationError(
         "--admin.conf", f"no configuration file: none given and no {' or '.join(DEFAULT_CONF_PATHS)}"
-        f" in {Path.cwd()}")
+        f" in {os.getcwd()}")
 
 
 @dataclass(frozen=True)

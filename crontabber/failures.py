@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 from typing import Any
-from urllib.parse import urlsplit
 
 # Loggers of the client libraries: their retry warnings lose their tracebacks
 # unless the log level is DEBUG.
@@ -64,6 +63,8 @@ def _reason(exceptions: list[BaseException]) -> str:
 
 
 def _base(url: str) -> str:
+    from urllib.parse import urlsplit  # only on a failure: not on every tick
+
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}" if parts.scheme else url
 

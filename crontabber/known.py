@@ -27,7 +27,6 @@ nothing, for ``--configtest`` to show.
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass
 from typing import Iterable, Mapping
@@ -98,6 +97,8 @@ class KnownNames:
 
     def closest(self, dotted: str, pool: Mapping[str, str]) -> str | None:
         """The name of ``pool`` nearest to ``dotted`` (difflib), as declared."""
+        import difflib  # only on a mistake: not on every tick
+
         found = difflib.get_close_matches(dotted.lower(), sorted(pool), n=1, cutoff=0.6)
         return pool[found[0]] if found else None
 

@@ -1,7 +1,7 @@
 """``--metrics-file``: the runner's state in the Prometheus text format, for
 node_exporter's textfile collector (``--collector.textfile.directory``).
 
-:func:`render` is pure (an :class:`~crontabber.state.Overview` in, text out);
+:func:`render` is pure (an :class:`~crontabber.records.Overview` in, text out);
 :func:`write_atomically` replaces the file in one rename, so the collector
 never reads half a file. Times are Unix seconds (database clock), durations
 seconds. A job that never ran has no time series for its missing times; a
@@ -19,7 +19,8 @@ from typing import Iterator, Sequence
 from .catalog import Job
 from .errors import MetricsFileNotWritten
 from .scheduling import pause_active
-from .state import JobState, Overview
+from .records import Overview
+from .state import JobState
 
 # name, type, help; the label set is the job's name (crontabber_job_*) or the host's.
 JOB_METRICS = (

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 from .catalog import Job
 from .leases import Marker, describe_marker
 from .scheduling import dependency_block, pause_active
-from .state import HostState, JobState
+from .records import HostState
+from .state import JobState
 
 if TYPE_CHECKING:
     from .config import MonitorSettings

@@ -22,15 +22,18 @@ import os
 import socket
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from .catalog import Job, job_config, run_order
 from .config import Settings
 from .errors import DatabaseUnavailable, JobLockError, JobOngoing, LeaseLost, MarkerIsLive
 from .leases import LeaseRules, Marker, describe_marker, holder_name, marker_status, retry_delay
 from .scheduling import dependency_block, is_due, next_run_after, pause_active
-from .state import AuditEntry, Claim, JobState, Outcome, Tick
+from .state import Claim, JobState, Outcome, Tick
 from .store import StateStore
+
+if TYPE_CHECKING:
+    from .records import AuditEntry
 
 logger = logging.getLogger(__name__)
 

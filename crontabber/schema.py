@@ -9,10 +9,9 @@ makes runners that start at the same moment do this once.
 from __future__ import annotations
 
 import logging
+import os
 import re
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple, Union
 
 from . import queries
 
@@ -21,32 +20,37 @@ logger = logging.getLogger(__name__)
 _MIGRATION = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 
 
-@dataclass(frozen=True)
-class Migration:
+# A directory: a str or a pathlib.Path (tests pass tmp_path); os.path, not
+# pathlib, because every cron tick runs ensure_schema (see queries.SQL_DIR).
+SqlDir = Union[str, "os.PathLike[str]"]
+
+
+class Migration(NamedTuple):
     number: int
     name: str
-    path: Path
+    path: str
 
 
-def migrations(sql_dir: Path = queries.SQL_DIR) -> list[Migration]:
+def migrations(sql_dir: SqlDir = queries.SQL_DIR) -> list[Migration]:
     """The migration files in number order.
 
     Raises:
         ValueError: on a badly named file or a duplicated number.
     """
     found: dict[int, Migration] = {}
-    for path in sorted((sql_dir / "migrations").glob("*.sql")):
-        match = _MIGRATION.match(path.name)
+    directory = os.path.join(sql_dir, "migrations")
+    for filename in sorted(f for f in os.listdir(directory) if f.endswith(".sql")):
+        match = _MIGRATION.match(filename)
         if not match:
-            raise ValueError(f"migration file {path.name!r} is not named NNNN_name.sql")
+            raise ValueError(f"migration file {filename!r} is not named NNNN_name.sql")
         number = int(match.group(1))
         if number in found:
-            raise ValueError(f"two migrations numbered {number}: {found[number].name}, {path.name}")
-        found[number] = Migration(number, path.stem, path)
+            raise ValueError(f"two migrations numbered {number}: {found[number].name}, {filename}")
+        found[number] = Migration(number, filename[:-len(".sql")], os.path.join(directory, filename))
     return [found[number] for number in sorted(found)]
 
 
-def ensure_schema(connection: Any, sql_dir: Path = queries.SQL_DIR) -> list[str]:
+def ensure_schema(connection: Any, sql_dir: SqlDir = queries.SQL_DIR) -> list[str]:
     """Bring the database to the current schema; return what was applied.
 
     Cheap when nothing is to do (every cron tick calls it): one query, no lock.
@@ -64,13 +68,13 @@ def ensure_schema(connection: Any, sql_dir: Path = queries.SQL_DIR) -> list[str]
         cur.execute(q["applied"])
         done = {row[0] for row in cur.fetchall()}
         if fresh:
-            cur.execute((sql_dir / "schema.sql").read_text())
+            cur.execute(_read(os.path.join(sql_dir, "schema.sql")))
             applied.append("schema.sql")
         for migration in migrations(sql_dir):
             if migration.number in done:
                 continue
             if not fresh:
-                cur.execute(migration.path.read_text())
+                cur.execute(_read(migration.path))
                 applied.append(migration.name)
             cur.execute(q["record"], {"number": migration.number, "name": migration.name})
     if applied:
@@ -94,8 +98,13 @@ def _recorded(connection: Any, query: str) -> set[int]:
         raise
 
 
-def apply_migrations_only(connection: Any, sql_dir: Path = queries.SQL_DIR) -> None:
+def apply_migrations_only(connection: Any, sql_dir: SqlDir = queries.SQL_DIR) -> None:
     """Build the schema from the migrations alone (for the schema-vs-migrations test)."""
     with connection, connection.cursor() as cur:
         for migration in migrations(sql_dir):
-            cur.execute(migration.path.read_text())
+            cur.execute(_read(migration.path))
+
+
+def _read(path: str) -> str:
+    with open(path, encoding="utf-8") as file:
+        return file.read()

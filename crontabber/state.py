@@ -1,4 +1,8 @@
-"""Typed records of the runner's state rows."""
+"""Typed records of the runner's state rows: what every cron tick reads and writes.
+
+The rows that only operator commands read (history, audit, fleet, overview)
+are in :mod:`crontabber.records`, so an idle tick does not build their classes
+(each frozen dataclass costs ~1 ms of import time)."""
 
 from __future__ import annotations
 
@@ -91,115 +95,9 @@ class Claim:
 
 
 @dataclass(frozen=True)
-class AuditEntry:
-    """One operator action (table ``crontabber_audit``): who (``user@host``),
-    what (``action`` on ``app_name``), why (``reason``), with details."""
-
-    actor: str
-    action: str
-    app_name: str
-    reason: str | None = None
-    detail: Mapping[str, Any] = field(default_factory=dict)
-    at: dt.datetime | None = None
-    id: int | None = None
-
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> "AuditEntry":
-        return cls(actor=row["actor"], action=row["action"], app_name=row["app_name"],
-                   reason=row["reason"], detail=row["detail"] or {}, at=row["at"], id=row["id"])
-
-
-@dataclass(frozen=True)
-class LogEntry:
-    """One row of table ``crontabber_log``: a successful unit (``success`` set:
-    the attempt's start, or a backfill interval's date) or a failed attempt
-    (``exc_type`` set; a run fenced off logs ``LeaseLost``). ``duration`` is
-    the time since the run's previous unit (or its start). ``log_time`` is the
-    database clock when the row was written, so a row covers
-    ``log_time - duration`` to ``log_time``. ``run_id``, ``host`` and ``pid``
-    are None on rows written before migration 0005 (or by crontabber 0.18)."""
-
-    id: int
-    app_name: str
-    log_time: dt.datetime
-    duration: dt.timedelta | None = None
-    success: dt.datetime | None = None
-    exc_type: str | None = None
-    exc_value: str | None = None
-    exc_traceback: str | None = None
-    run_id: int | None = None
-    host: str | None = None
-    pid: int | None = None
-
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> "LogEntry":
-        """Build from a database row (a mapping of column name to value)."""
-        return cls(
-            id=row["id"],
-            app_name=row["app_name"],
-            log_time=row["log_time"],
-            duration=row.get("duration"),
-            success=row.get("success"),
-            exc_type=row.get("exc_type"),
-            exc_value=row.get("exc_value"),
-            exc_traceback=row.get("exc_traceback"),
-            run_id=row.get("run_id"),
-            host=row.get("host"),
-            pid=row.get("pid"),
-        )
-
-    @property
-    def failed(self) -> bool:
-        return self.exc_type is not None
-
-    @property
-    def started(self) -> dt.datetime:
-        """When the unit (or the failed attempt's last stretch) began."""
-        return self.log_time - (self.duration or dt.timedelta(0))
-
-    @property
-    def holder(self) -> str | None:
-        """``host:pid``, or None when the row does not say."""
-        if self.host is None:
-            return None
-        return f"{self.host}:{self.pid}" if self.pid is not None else self.host
-
-
-@dataclass(frozen=True)
-class HostState:
-    """One row of table ``crontabber_host``: a host's last tick (database
-    clock), the version it ran, its pid, and its clock's skew against the
-    database's (host minus database, seconds, measured around one query)."""
-
-    host: str
-    version: str
-    last_tick: dt.datetime
-    skew_seconds: float
-    pid: int | None = None
-
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> "HostState":
-        """Build from a database row (a mapping of column name to value)."""
-        return cls(host=row["host"], version=row["version"], last_tick=row["last_tick"],
-                   skew_seconds=float(row["skew_seconds"]), pid=row.get("pid"))
-
-
-@dataclass(frozen=True)
 class Tick:
     """What a tick records about itself in ``crontabber_host``."""
 
     host: str
     version: str
     pid: int
-
-
-@dataclass(frozen=True)
-class Overview:
-    """Everything monitoring reads, from one transaction: the database clock,
-    every state row (ghosts included), every host that ever ticked, and (when
-    asked for) each job's last run duration from ``crontabber_log``."""
-
-    now: dt.datetime
-    states: Mapping[str, JobState]
-    hosts: tuple[HostState, ...]
-    durations: Mapping[str, dt.timedelta] = field(default_factory=dict)

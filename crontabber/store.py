@@ -15,14 +15,19 @@ import json
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, TypeVar
 
 import psycopg2
 import psycopg2.errors
 
 from . import queries
 from .errors import DatabaseUnavailable, JobLocked, LeaseLost
-from .state import AuditEntry, Claim, HostState, JobState, LogEntry, Outcome, Overview, Tick
+from .state import Claim, JobState, Outcome, Tick
+
+if TYPE_CHECKING:
+    # Built only by the operator commands' queries, imported there: an idle
+    # tick does not load crontabber.records (see crontabber.state).
+    from .records import AuditEntry, LogEntry, Overview
 
 logger = logging.getLogger(__name__)
 
@@ -194,6 +199,8 @@ class StateStore:
     def overview(self, app_names: Sequence[str] = ()) -> Overview:
         """What ``--nagios`` and ``--metrics-file`` read, in one transaction; the
         last run durations only for ``app_names``."""
+        from .records import HostState, Overview
+
         with self._conn, self._cursor() as cur:
             cur.execute(Q["clock"])
             now = cur.fetchone()[0]
@@ -228,10 +235,14 @@ class StateStore:
     @translated
     def last_failure(self, app_name: str) -> LogEntry | None:
         """The job's newest failed or fenced-off attempt in the log, or None."""
+        from .records import LogEntry
+
         row = self._one("last_failure", {"app_name": app_name})
         return LogEntry.from_row(row) if row else None
 
     def _entries(self, name: str, params: Mapping[str, Any]) -> list[LogEntry]:
+        from .records import LogEntry
+
         with self._conn, self._cursor() as cur:
             cur.execute(Q[name], params)
             return [LogEntry.from_row(_as_dict(cur, row)) for row in cur.fetchall()]
@@ -421,6 +432,8 @@ class StateStore:
     @translated
     def audit_entries(self, app_name: str | None, limit: int) -> list[AuditEntry]:
         """Operator actions, newest first (one job's, or everyone's)."""
+        from .records import AuditEntry
+
         with self._conn, self._cursor() as cur:
             cur.execute(Q["audit_list"], {"app_name": app_name, "limit": limit})
             return [AuditEntry.from_row(_as_dict(cur, row)) for row in cur.fetchall()]

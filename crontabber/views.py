@@ -32,7 +32,8 @@ from typing import Any, Callable, Mapping, Sequence
 from .catalog import Job
 from .leases import Marker
 from .scheduling import dependency_block, is_due, pause_active
-from .state import JobState, LogEntry
+from .records import LogEntry
+from .state import JobState
 
 MarkerOf = Callable[[JobState], Marker]
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator, NamedTuple
 
 from crontabber import queries
@@ -44,18 +43,16 @@ class SearchSourceError(CrontabberError):
         super().__init__(f"search index source query {query!r} failed: {reason}")
 
 
-@dataclass(frozen=True)
-class Snapshot:
-    """The source of a rebuild: ``count`` rows, streamed by ``rows``, as of
+class Snapshot(NamedTuple):
+    """The source of a rebuild: ``row_count`` rows, streamed by ``rows``, as of
     ``as_of`` (the database time no later than the snapshot)."""
 
-    count: int
+    row_count: int
     rows: Iterator["SymbolRow"]
     as_of: dt.datetime
 
 
-@dataclass(frozen=True)
-class Window:
+class Window(NamedTuple):
     """The source of an incremental update: the symbol files of uploads
     finished after ``since``, read in a snapshot no earlier than ``as_of``."""
 
@@ -192,7 +189,7 @@ class RebuildSearchIndexCronApp(BaseCronApp):
         bulk = BulkSettings(chunk_size=int(config.chunk_size), threads=int(config.threads))
         with self.database_connection_factory() as connection:
             with SymbolFileStore(connection, int(config.itersize)).snapshot() as source:
-                result = rebuild(es, config.alias, source.rows, source.count, keep=int(config.keep),
+                result = rebuild(es, config.alias, source.rows, source.row_count, keep=int(config.keep),
                                  bulk=bulk, source_as_of=source.as_of)
         logger.info(
             "rebuild-search-index: %s holds %d documents (%.1f s); alias %s moved from %s; deleted %s",

@@ -80,7 +80,7 @@ def test_the_source_queries_run_on_the_project_schema(database):
     conn = connect(database)
     try:
         with SymbolFileStore(conn).snapshot() as source:
-            assert (source.count, list(source.rows)) == (0, [])
+            assert (source.row_count, list(source.rows)) == (0, [])
         with conn.cursor() as cur:
             cur.execute("EXPLAIN " + queries.load("search_index.sql")["symbol_files"])
     finally:

@@ -131,7 +131,7 @@ def test_an_alias_swap_between_runs_loses_nothing(search, es_index):
             assert found(es_index, "racing") == ["racing.pdb"]
             rows = list(source.rows)
             assert "racing.pdb" not in [row.debug_file for row in rows]
-            rebuild(es(), es_index, rows, source.count, source_as_of=source.as_of)
+            rebuild(es(), es_index, rows, source.row_count, source_as_of=source.as_of)
     finally:
         conn.close()
     assert aliased(es(), es_index) != old and found(es_index, "racing") == []
