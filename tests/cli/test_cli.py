@@ -179,3 +179,25 @@ def test_processes_a_job_forks_get_the_default_sigterm(cli, tmp_path):
         "    sys.exit(os.waitstatus_to_exitcode(status))\n")
     done = subprocess.run([sys.executable, str(probe)], env=cli.env, cwd=REPO, timeout=30)
     assert done.returncode == 0
+
+
+# What an idle tick must not import: each is a few ms of every cron run on every
+# host (bench tick's goal), loaded only by the commands that need them.
+NOT_ON_THE_TICK = ("crontabber.records", "crontabber.cli_operate", "crontabber.report",
+                   "crontabber.metrics", "crontabber.sentry", "pathlib", "shutil", "difflib",
+                   "urllib.parse")
+
+
+def test_an_idle_tick_imports_none_of_the_operator_modules(cli):
+    cli.crontab.configure(["BasicJob|1d"])
+    assert cli.run().returncode == 0  # runs BasicJob: the next tick has nothing due
+    probe = ("import runpy, sys\n"
+             f"sys.argv = ['crontabber', '--admin.conf={cli.crontab.ini}']\n"
+             "try:\n    runpy.run_module('crontabber', run_name='__main__')\n"
+             "except SystemExit as exit:\n    assert not exit.code, exit.code\n"
+             f"print(' '.join(m for m in {NOT_ON_THE_TICK!r} if m in sys.modules))\n")
+    done = subprocess.run([sys.executable, "-c", probe], env=cli.env, cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "1 skipped" in done.stderr
+    assert done.stdout.split() == []
