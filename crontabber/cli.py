@@ -119,7 +119,18 @@ def build_parser(epilog: str = "") -> argparse.ArgumentParser:
     )
     parser.add_argument("--admin.conf", dest="conf", metavar="FILE",
                         help="the INI file (default: ./config/crontabber.ini or ./crontabber.ini)")
-    modes = parser.add_argument_group("modes (the first in this order wins, as in crontabber)")
+    _add_modes(parser.add_argument_group("modes (the first in this order wins, as in crontabber)"))
+    _add_details(parser.add_argument_group("details of the modes"))
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON document instead of text (see crontabber/jsonout.py)")
+    parser.add_argument("--metrics-file", metavar="PATH", default="",
+                        help="with a tick (no mode): write the state as a Prometheus text file "
+                        "there, atomically (or set crontabber.metrics_file)")
+    return parser
+
+
+def _add_modes(modes: "argparse._ArgumentGroup") -> None:
+    """The modes, in :data:`MODES` order (and ``--force``, which goes with ``--job``)."""
     modes.add_argument("-l", "--list-jobs", nargs="*", metavar="NAME", default=None,
                        help="show every job's state (or only the jobs named), 100 columns wide; "
                        "--wide: every column, nothing cut")
@@ -163,7 +174,10 @@ def build_parser(epilog: str = "") -> argparse.ArgumentParser:
                        help="run one job (app_name or module.Class) if due")
     modes.add_argument("-f", "--force", action="store_true",
                        help="with --job: run even if not due or a parent has not run")
-    details = parser.add_argument_group("details of the modes")
+
+
+def _add_details(details: "argparse._ArgumentGroup") -> None:
+    """The options that refine a mode."""
     details.add_argument("--reason", metavar="TEXT", default="",
                          help="why (required by --pause; recorded with any operator action)")
     details.add_argument("--until", metavar="WHEN", default="",
@@ -178,12 +192,6 @@ def build_parser(epilog: str = "") -> argparse.ArgumentParser:
                          "(default 20)")
     details.add_argument("--run", type=int, metavar="ID", default=None,
                          help="with --show-error: the run whose error to show")
-    parser.add_argument("--json", action="store_true",
-                        help="print one JSON document instead of text (see crontabber/jsonout.py)")
-    parser.add_argument("--metrics-file", metavar="PATH", default="",
-                        help="with a tick (no mode): write the state as a Prometheus text file "
-                        "there, atomically (or set crontabber.metrics_file)")
-    return parser
 
 
 def split_overrides(rest: list[str]) -> dict[str, str]:

@@ -1,6 +1,6 @@
 """The CLI of monitoring: ``--nagios`` (text or ``--json``), the fleet record
 of a tick and ``--metrics-file``. Parse, call, print: the checks are
-:func:`crontabber.report.nagios_check`, the file's text :func:`crontabber.metrics.render`.
+:func:`crontabber.report.nagios_check`, the file's text :func:`crontabber.metrics.render_textfile`.
 
 report and metrics are imported where used: an idle cron tick without a
 metrics file needs neither.
@@ -74,6 +74,6 @@ def write_metrics(settings: Settings, jobs: list[Job], store: StateStore, args: 
     path = metrics_path(settings, args)
     if not path:
         return
-    from .metrics import render, write_atomically
+    from .metrics import render_textfile, write_atomically
 
-    write_atomically(path, render(jobs, store.overview([job.app_name for job in jobs])))
+    write_atomically(path, render_textfile(jobs, store.overview([job.app_name for job in jobs])))

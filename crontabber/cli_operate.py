@@ -72,12 +72,12 @@ def _runner(settings: "Settings", jobs: list[Job], store: "StateStore") -> "Runn
 
 def explain(settings: "Settings", jobs: list[Job], store: "StateStore", args: Any,
             out: TextIO) -> int:
-    from .explain import explain as decide
+    from .explain import explain_job
 
     job = configured(jobs, args.explain)
     runner = _runner(settings, jobs, store)
     states, now = store.states(), store.now()
-    result = decide(job, states, now, runner.marker(states.get(job.app_name), now), runner.rules)
+    result = explain_job(job, states, now, runner.marker(states.get(job.app_name), now), runner.rules)
     if args.json:
         jsonout.emit(result.facts, out)
     else:

@@ -63,16 +63,7 @@ def runner_options() -> Namespace:
                     "per job: [[class-X]] timeout")
     cron.add_option("kill_grace_seconds", 30.0,
                     "after SIGTERM (timeout, lost lease), seconds before SIGKILL")
-    cron.add_option("overdue_warning_seconds", 1800.0,
-                    "--nagios: a job whose next run is this late is a WARNING")
-    cron.add_option("overdue_critical_seconds", 7200.0,
-                    "--nagios: a job whose next run is this late is CRITICAL")
-    cron.add_option("silence_critical_minutes", 15.0,
-                    "--nagios: no tick from any host for this long is CRITICAL")
-    cron.add_option("max_skew_seconds", 30.0,
-                    "--nagios: a host whose clock is this far from the database's is a WARNING")
-    cron.add_option("metrics_file", "",
-                    "write a Prometheus text file here after each tick (--metrics-file)")
+    _monitor_options(cron)
     for name, default, doc in (
         ("host", "localhost", "state database host"),
         ("port", 5432, "state database port"),
@@ -92,6 +83,20 @@ def runner_options() -> Namespace:
         "format", "%(asctime)s %(levelname)s %(name)s - %(message)s", "log line format"
     )
     return root
+
+
+def _monitor_options(cron: Namespace) -> None:
+    """The options of ``--nagios`` and ``--metrics-file`` (see :class:`MonitorSettings`)."""
+    cron.add_option("overdue_warning_seconds", 1800.0,
+                    "--nagios: a job whose next run is this late is a WARNING")
+    cron.add_option("overdue_critical_seconds", 7200.0,
+                    "--nagios: a job whose next run is this late is CRITICAL")
+    cron.add_option("silence_critical_minutes", 15.0,
+                    "--nagios: no tick from any host for this long is CRITICAL")
+    cron.add_option("max_skew_seconds", 30.0,
+                    "--nagios: a host whose clock is this far from the database's is a WARNING")
+    cron.add_option("metrics_file", "",
+                    "write a Prometheus text file here after each tick (--metrics-file)")
 
 
 class EnvironSource:
@@ -180,11 +185,18 @@ class MonitorSettings:
     """The thresholds of ``--nagios`` and where ``--metrics-file`` writes (see
     :func:`runner_options` for their meaning and README's ``--nagios``)."""
 
-    overdue_warning_seconds: float = 1800.0
-    overdue_critical_seconds: float = 7200.0
-    silence_critical_minutes: float = 15.0
-    max_skew_seconds: float = 30.0
-    metrics_file: str = ""
+    overdue_warning_seconds: float
+    overdue_critical_seconds: float
+    silence_critical_minutes: float
+    max_skew_seconds: float
+    metrics_file: str
+
+    @classmethod
+    def defaults(cls) -> "MonitorSettings":
+        """The settings when nothing is configured (the defaults are declared
+        once, in :func:`runner_options`)."""
+        return _monitor_settings({".".join([*path, option.name]): option.default
+                                  for path, option in runner_options().walk()})
 
 
 @dataclass(frozen=True)
@@ -203,7 +215,7 @@ class Settings:
     log_level: str
     log_format: str
     sources: Sources = field(repr=False, compare=False)
-    monitor: MonitorSettings = field(default_factory=MonitorSettings)
+    monitor: MonitorSettings
 
     def limits_for(self, job_config: Mapping[str, Any]) -> "RunLimits":
         """The time limits of one run of a job, given its resolved options."""

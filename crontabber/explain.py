@@ -46,101 +46,133 @@ def _at(when: dt.datetime, now: dt.datetime) -> str:
     return f"{when.astimezone(dt.timezone.utc):%Y-%m-%d %H:%M:%S} UTC ({_ago(when, now)})"
 
 
-def explain(
+class _Notes:
+    """What the checks found: lines for people, facts for ``--json``, and the
+    reasons a tick would skip the job."""
+
+    def __init__(self, job: Job, now: dt.datetime) -> None:
+        self.now = now
+        self.lines: list[str] = []
+        self.facts: dict[str, Any] = {"name": job.app_name, "schedule": str(job.schedule),
+                                      "is_backfill": job.is_backfill, "now": now}
+        self.blocking: list[str] = []
+
+    def at(self, when: dt.datetime) -> str:
+        return _at(when, self.now)
+
+
+def explain_job(
     job: Job,
     states: Mapping[str, JobState],
     now: dt.datetime,
     marker: Marker,
     rules: LeaseRules,
 ) -> Explanation:
-    """What a cron tick at ``now`` would do with ``job``, and why."""
+    """What a cron tick at ``now`` would do with ``job``, and why (the runner's
+    checks, in its order: paused, held by a live run, due, parents)."""
     state = states.get(job.app_name)
-    lines = [f"schedule: every {job.schedule}" + (" (backfill: one run per interval)"
-                                                  if job.is_backfill else "")]
-    facts: dict[str, Any] = {"name": job.app_name, "schedule": str(job.schedule),
-                             "is_backfill": job.is_backfill, "now": now}
-    verdicts: list[tuple[bool, str]] = []
-
-    paused = pause_active(state, now)
-    facts["paused"] = None
-    if state is not None and state.paused_until is not None:
-        pause = {"until": state.paused_until, "by": state.paused_by, "reason": state.paused_reason,
-                 "active": paused}
-        facts["paused"] = pause
-        if paused:
-            lines.append(f"paused until {_at(state.paused_until, now)} by {state.paused_by}: "
-                         f"{state.paused_reason}; --resume {job.app_name} ends it")
-            verdicts.append((False, "paused"))
-        else:
-            lines.append(f"a pause ended {_at(state.paused_until, now)}")
-
-    facts["ongoing"] = None
-    if state is not None and state.ongoing is not None:
-        expires = lease_expiry(state, rules)
-        facts["ongoing"] = {"since": state.ongoing, "by": state.ongoing_by, "run_id": state.run_id,
-                            "heartbeat": state.heartbeat, "verdict": marker.value,
-                            "lease_expires": expires}
-        text = describe_marker(state, marker, now)
-        if marker is Marker.LIVE:
-            lines.append(f"running: {text}; its lease lasts until {_at(expires, now)}"
-                         if expires else f"running: {text}")
-            verdicts.append((False, f"running on {state.ongoing_by}"))
-        else:
-            lines.append(f"marker left by a dead run: {text}; a tick takes the job over")
-
-    facts["last_run"] = state.last_run if state else None
-    facts["last_success"] = state.last_success if state else None
-    facts["next_run"] = state.next_run if state else None
-    facts["error_count"] = state.error_count if state else 0
-    if state is None or state.last_run is None:
-        lines.append("never ran")
-    else:
-        success = _at(state.last_success, now) if state.last_success else "never"
-        lines.append(f"last run {_at(state.last_run, now)}; last success {success}")
-    if state is not None and state.error_count:
-        error = state.last_error
-        value = (str(error.get("value", "")).strip().splitlines() or [""])[0]
-        kind = str(error.get("type", "")).split("'")[1] if "'" in str(error.get("type", "")) \
-            else str(error.get("type", ""))
-        retry = _at(state.next_run, now) if state.next_run else "now"
-        lines.append(f"failed {state.error_count} time(s) in a row (last: {kind}: {value}); "
-                     f"error backoff: retry at {retry}")
-
-    due = is_due(state, job.schedule, now)
-    facts["due"] = due
-    if due:
-        lines.append("due now" if state is None or state.next_run is None
-                     else f"due since {_at(state.next_run, now)}")
-    else:
-        when = state.next_run if state is not None else None
-        lines.append(f"not due until {_at(when, now)}" if when else
-                     f"not due until {job.schedule.time} UTC today")
-        verdicts.append((False, "not due yet"))
-
-    blocked = dependency_block(job.depends_on, states, now)
-    facts["depends_on"] = [{"name": parent, "blocking": dependency_block((parent,), states, now)}
-                           for parent in job.depends_on]
-    for parent in facts["depends_on"]:
-        lines.append(f"parent {parent['name']}: " + (parent["blocking"] or "ok"))
-    if blocked:
-        verdicts.append((False, f"waiting: {blocked}"))
-
+    notes = _Notes(job, now)
+    notes.lines.append(f"schedule: every {job.schedule}" + (
+        " (backfill: one run per interval)" if job.is_backfill else ""))
+    _pause(notes, job, state)
+    _lease(notes, state, marker, rules)
+    _last_runs(notes, state)
+    _due(notes, job, state)
+    _parents(notes, job, states)
     if job.is_backfill:
-        pending = backfill_dates(state.last_success if state else None, job.schedule, now)
-        facts["backfill_pending"] = pending
-        if pending:
-            lines.append(f"backfill: {len(pending)} interval(s) pending, "
-                         f"{pending[0]:%Y-%m-%d %H:%M} to {pending[-1]:%Y-%m-%d %H:%M} UTC")
-        else:
-            lines.append("backfill: nothing pending (--rerun NAME --date YYYY-MM-DD redoes a day)")
-
-    blocking = [reason for ok, reason in verdicts if not ok]
-    if blocking:
-        verdict = "a tick now would skip it: " + "; ".join(blocking)
-    elif facts["ongoing"] is not None:
+        _backfill(notes, job, state)
+    if notes.blocking:
+        verdict = "a tick now would skip it: " + "; ".join(notes.blocking)
+    elif notes.facts["ongoing"] is not None:
         verdict = "a tick now would take it over and run it"
     else:
         verdict = "a tick now would run it"
-    facts["would_run"] = not blocking
-    facts["verdict"] = verdict
-    return Explanation(job.app_name, not blocking, verdict, lines, facts)
+    notes.facts["would_run"] = not notes.blocking
+    notes.facts["verdict"] = verdict
+    return Explanation(job.app_name, not notes.blocking, verdict, notes.lines, notes.facts)
+
+
+def _pause(notes: _Notes, job: Job, state: JobState | None) -> None:
+    notes.facts["paused"] = None
+    if state is None or state.paused_until is None:
+        return
+    active = pause_active(state, notes.now)
+    notes.facts["paused"] = {"until": state.paused_until, "by": state.paused_by,
+                             "reason": state.paused_reason, "active": active}
+    if active:
+        notes.lines.append(f"paused until {notes.at(state.paused_until)} by {state.paused_by}: "
+                           f"{state.paused_reason}; --resume {job.app_name} ends it")
+        notes.blocking.append("paused")
+    else:
+        notes.lines.append(f"a pause ended {notes.at(state.paused_until)}")
+
+
+def _lease(notes: _Notes, state: JobState | None, marker: Marker, rules: LeaseRules) -> None:
+    notes.facts["ongoing"] = None
+    if state is None or state.ongoing is None:
+        return
+    expires = lease_expiry(state, rules)
+    notes.facts["ongoing"] = {"since": state.ongoing, "by": state.ongoing_by,
+                              "run_id": state.run_id, "heartbeat": state.heartbeat,
+                              "verdict": marker.value, "lease_expires": expires}
+    text = describe_marker(state, marker, notes.now)
+    if marker is Marker.LIVE:
+        notes.lines.append(f"running: {text}; its lease lasts until {notes.at(expires)}"
+                           if expires else f"running: {text}")
+        notes.blocking.append(f"running on {state.ongoing_by}")
+    else:
+        notes.lines.append(f"marker left by a dead run: {text}; a tick takes the job over")
+
+
+def _last_runs(notes: _Notes, state: JobState | None) -> None:
+    notes.facts["last_run"] = state.last_run if state else None
+    notes.facts["last_success"] = state.last_success if state else None
+    notes.facts["next_run"] = state.next_run if state else None
+    notes.facts["error_count"] = state.error_count if state else 0
+    if state is None or state.last_run is None:
+        notes.lines.append("never ran")
+        return
+    success = notes.at(state.last_success) if state.last_success else "never"
+    notes.lines.append(f"last run {notes.at(state.last_run)}; last success {success}")
+    if state.error_count:
+        error = state.last_error
+        value = (str(error.get("value", "")).strip().splitlines() or [""])[0]
+        kind = str(error.get("type", ""))
+        kind = kind.split("'")[1] if "'" in kind else kind  # "<class 'x.Y'>" -> x.Y
+        retry = notes.at(state.next_run) if state.next_run else "now"
+        notes.lines.append(f"failed {state.error_count} time(s) in a row (last: {kind}: {value}); "
+                           f"error backoff: retry at {retry}")
+
+
+def _due(notes: _Notes, job: Job, state: JobState | None) -> None:
+    due = is_due(state, job.schedule, notes.now)
+    notes.facts["due"] = due
+    if due:
+        notes.lines.append("due now" if state is None or state.next_run is None
+                           else f"due since {notes.at(state.next_run)}")
+        return
+    when = state.next_run if state is not None else None
+    notes.lines.append(f"not due until {notes.at(when)}" if when else
+                       f"not due until {job.schedule.time} UTC today")
+    notes.blocking.append("not due yet")
+
+
+def _parents(notes: _Notes, job: Job, states: Mapping[str, JobState]) -> None:
+    parents = [{"name": parent, "blocking": dependency_block((parent,), states, notes.now)}
+               for parent in job.depends_on]
+    notes.facts["depends_on"] = parents
+    for parent in parents:
+        notes.lines.append(f"parent {parent['name']}: " + (parent["blocking"] or "ok"))
+    blocked = dependency_block(job.depends_on, states, notes.now)
+    if blocked:
+        notes.blocking.append(f"waiting: {blocked}")
+
+
+def _backfill(notes: _Notes, job: Job, state: JobState | None) -> None:
+    pending = backfill_dates(state.last_success if state else None, job.schedule, notes.now)
+    notes.facts["backfill_pending"] = pending
+    if pending:
+        notes.lines.append(f"backfill: {len(pending)} interval(s) pending, "
+                           f"{pending[0]:%Y-%m-%d %H:%M} to {pending[-1]:%Y-%m-%d %H:%M} UTC")
+    else:
+        notes.lines.append("backfill: nothing pending (--rerun NAME --date YYYY-MM-DD redoes a day)")

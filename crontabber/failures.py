@@ -40,12 +40,13 @@ def _kind(exc: BaseException) -> tuple[str, str]:
     return type(exc).__module__.split(".")[0], type(exc).__name__
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
+    """The first line of what the exception says (its type name when it says nothing)."""
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def _reason(exceptions: list[BaseException]) -> str:
+def _cause(exceptions: list[BaseException]) -> str:
     for exc in reversed(exceptions):  # the innermost cause says it best
         if isinstance(exc, ConnectionRefusedError):
             return "connection refused"
@@ -59,7 +60,7 @@ def _reason(exceptions: list[BaseException]) -> str:
                                                         "unknown host")):
         if needle in text:
             return reason
-    return _first_line(exceptions[-1])
+    return first_line(exceptions[-1])
 
 
 def _base(url: str) -> str:
@@ -80,16 +81,16 @@ def describe(exc: BaseException) -> str:
             conn: Any = next((getattr(e, "conn") for e in exceptions
                               if getattr(e, "conn", None) is not None), None)
             where = f" at http://{conn.host}:{conn.port}" if conn is not None else ""
-            return f"Elasticsearch{where}: {_reason(exceptions)}"
+            return f"Elasticsearch{where}: {_cause(exceptions)}"
         if library == "botocore":
             kwargs: dict = getattr(current, "kwargs", {}) or {}
             if "endpoint_url" in kwargs:
-                return f"S3 at {_base(str(kwargs['endpoint_url']))}: {_reason(exceptions)}"
+                return f"S3 at {_base(str(kwargs['endpoint_url']))}: {_cause(exceptions)}"
             if name == "ClientError":
-                return f"S3: {_first_line(current)}"
+                return f"S3: {first_line(current)}"
         if library == "psycopg2" and name == "OperationalError":
-            return f"PostgreSQL: {_first_line(current)}"
-    return f"{type(exc).__name__}: {_first_line(exc)}"
+            return f"PostgreSQL: {first_line(current)}"
+    return f"{type(exc).__name__}: {first_line(exc)}"
 
 
 class NoClientTracebacks(logging.Filter):

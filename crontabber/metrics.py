@@ -43,7 +43,7 @@ HOST_METRICS = (
 )
 
 
-def render(jobs: Sequence[Job], overview: Overview) -> str:
+def render_textfile(jobs: Sequence[Job], overview: Overview) -> str:
     """The metrics file's text: HELP and TYPE lines, then one sample per job or host."""
     lines = []
     for name, kind, text in (*JOB_METRICS, *HOST_METRICS):

@@ -29,7 +29,7 @@ from .config import Settings
 from .errors import DatabaseUnavailable, JobLockError, JobOngoing, LeaseLost, MarkerIsLive
 from .leases import LeaseRules, Marker, describe_marker, holder_name, marker_status, retry_delay
 from .scheduling import dependency_block, is_due, next_run_after, pause_active
-from .state import Claim, JobState, Outcome, Tick
+from .state import Claim, JobState, FinishRecord, Tick
 from .store import StateStore
 
 if TYPE_CHECKING:
@@ -313,7 +313,7 @@ class Runner:
         failure = ending.failure
         delay = retry_delay(before.error_count + 1, float(config["error_retry_time"]),
                             float(config["error_backoff"]), float(config["error_retry_max"]))
-        outcome = Outcome(
+        outcome = FinishRecord(
             started=claim.started,
             succeeded=failure is None,
             error=failure.error if failure is not None else {},

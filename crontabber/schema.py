@@ -68,13 +68,13 @@ def ensure_schema(connection: Any, sql_dir: SqlDir = queries.SQL_DIR) -> list[st
         cur.execute(q["applied"])
         done = {row[0] for row in cur.fetchall()}
         if fresh:
-            cur.execute(_read(os.path.join(sql_dir, "schema.sql")))
+            cur.execute(_sql_text(os.path.join(sql_dir, "schema.sql")))
             applied.append("schema.sql")
         for migration in migrations(sql_dir):
             if migration.number in done:
                 continue
             if not fresh:
-                cur.execute(_read(migration.path))
+                cur.execute(_sql_text(migration.path))
                 applied.append(migration.name)
             cur.execute(q["record"], {"number": migration.number, "name": migration.name})
     if applied:
@@ -102,9 +102,9 @@ def apply_migrations_only(connection: Any, sql_dir: SqlDir = queries.SQL_DIR) ->
     """Build the schema from the migrations alone (for the schema-vs-migrations test)."""
     with connection, connection.cursor() as cur:
         for migration in migrations(sql_dir):
-            cur.execute(_read(migration.path))
+            cur.execute(_sql_text(migration.path))
 
 
-def _read(path: str) -> str:
+def _sql_text(path: str) -> str:
     with open(path, encoding="utf-8") as file:
         return file.read()

@@ -69,7 +69,7 @@ class JobState:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class FinishRecord:
     """How one attempt at a job ended, as written back to its state row."""
 
     started: dt.datetime

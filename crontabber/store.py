@@ -22,7 +22,8 @@ import psycopg2.errors
 
 from . import queries
 from .errors import DatabaseUnavailable, JobLocked, LeaseLost
-from .state import Claim, JobState, Outcome, Tick
+from .failures import first_line
+from .state import Claim, JobState, FinishRecord, Tick
 
 if TYPE_CHECKING:
     # Built only by the operator commands' queries, imported there: an idle
@@ -73,17 +74,12 @@ def connect(db: DatabaseSettings, application_name: str = "crontabber") -> Any:
             options="-c timezone=UTC",
         )
     except psycopg2.OperationalError as exc:
-        raise DatabaseUnavailable(db.target, _first_line(exc)) from None
+        raise DatabaseUnavailable(db.target, first_line(exc)) from None
 
 
 def _as_dict(cursor: Any, row: tuple) -> dict[str, Any]:
     """A row as ``{column: value}`` (psycopg2.extras costs a tick ~2 ms to import)."""
     return {column.name: value for column, value in zip(cursor.description, row)}
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def translated(method: Callable[..., R]) -> Callable[..., R]:
@@ -104,9 +100,9 @@ def translated(method: Callable[..., R]) -> Callable[..., R]:
                 if isinstance(exc, psycopg2.errors.LockNotAvailable):
                     raise
                 if attempt == 2 or not self.reconnect():
-                    raise DatabaseUnavailable(self.target, _first_line(exc)) from None
+                    raise DatabaseUnavailable(self.target, first_line(exc)) from None
                 logger.warning("lost the state database connection (%s); reconnected",
-                               _first_line(exc))
+                               first_line(exc))
         raise AssertionError("unreachable")
 
     return wrapper
@@ -309,7 +305,7 @@ class StateStore:
     def finish(
         self,
         claim: Claim,
-        outcome: Outcome,
+        outcome: FinishRecord,
         depends_on: tuple[str, ...],
         failure: tuple[dt.timedelta, Mapping[str, str], str] | None = None,
         units: Sequence[tuple[dt.datetime, dt.timedelta]] = (),
@@ -324,50 +320,22 @@ class StateStore:
         log row says the run was fenced off.
         """
         with self._conn, self._cursor() as cur:
-            for when, took in units:  # before finish, which clears the marker they check
-                cur.execute(Q["record_success"], {"app_name": claim.app_name,
-                                                  "success": when, "run_id": claim.run_id})
-                if cur.fetchone() is not None:
-                    cur.execute(Q["log_success"],
-                                {**_identity(claim), "success": when, "duration": took})
-            cur.execute(
-                Q["finish"],
-                {
-                    "app_name": claim.app_name,
-                    "run_id": claim.run_id,
-                    "started": outcome.started,
-                    "next_run": outcome.next_run,
-                    "succeeded": outcome.succeeded,
-                    "last_error": json.dumps(dict(outcome.error)),
-                    "depends_on": list(depends_on),
-                },
-            )
+            _record_units(cur, claim, units)  # before finish, which clears the marker they check
+            cur.execute(Q["finish"], {
+                "app_name": claim.app_name,
+                "run_id": claim.run_id,
+                "started": outcome.started,
+                "next_run": outcome.next_run,
+                "succeeded": outcome.succeeded,
+                "last_error": json.dumps(dict(outcome.error)),
+                "depends_on": list(depends_on),
+            })
             held = cur.fetchone() is not None
-            if not held:
-                # A retry after a commit whose reply was lost finds its own write done.
-                cur.execute(Q["get_state"], {"app_name": claim.app_name})
-                row = cur.fetchone()
-                now = _as_dict(cur, row) if row else {}
-                if (now.get("run_id") == claim.run_id and now.get("ongoing") is None
-                        and now.get("last_run") == outcome.started):
-                    return True
+            if not held and _finished_already(cur, claim, outcome):
+                return True  # a retry after a commit whose reply was lost
             if held and failure is None:
                 return True
-            duration, error, exc_repr = failure or (dt.timedelta(0), {}, "")
-            if not held:
-                ended = f"the job {'failed: ' + exc_repr if failure else 'succeeded'}"
-                error = {"type": repr(LeaseLost), "traceback": str(error.get("traceback", ""))}
-                exc_repr = f"LeaseLost('run {claim.run_id} was fenced off; {ended}')"
-            cur.execute(
-                Q["log_failure"],
-                {
-                    **_identity(claim),
-                    "duration": duration,
-                    "exc_type": error["type"],
-                    "exc_value": exc_repr,
-                    "exc_traceback": error["traceback"],
-                },
-            )
+            _log_failure(cur, claim, failure, fenced=not held)
             return held
 
     @translated
@@ -447,6 +415,39 @@ class StateStore:
 
 
 
+def _record_units(cur: Any, claim: Claim, units: Sequence[tuple[dt.datetime, dt.timedelta]]) -> None:
+    """Record each successful unit (its time, its duration) of a run still holding the job."""
+    for when, took in units:
+        cur.execute(Q["record_success"], {"app_name": claim.app_name,
+                                          "success": when, "run_id": claim.run_id})
+        if cur.fetchone() is not None:
+            cur.execute(Q["log_success"], {**_identity(claim), "success": when, "duration": took})
+
+
+def _finished_already(cur: Any, claim: Claim, outcome: FinishRecord) -> bool:
+    """Whether the state row shows this run's own finish (its run id, no marker,
+    its start as last run): a retried finish whose first commit went through."""
+    cur.execute(Q["get_state"], {"app_name": claim.app_name})
+    row = cur.fetchone()
+    now = _as_dict(cur, row) if row else {}
+    return (now.get("run_id") == claim.run_id and now.get("ongoing") is None
+            and now.get("last_run") == outcome.started)
+
+
+def _log_failure(cur: Any, claim: Claim, failure: tuple[dt.timedelta, Mapping[str, str], str] | None,
+                 *, fenced: bool) -> None:
+    """Log a failed attempt; a run fenced off logs ``LeaseLost``, saying how
+    the job itself ended (failed with its error, or succeeded)."""
+    duration, error, exc_repr = failure or (dt.timedelta(0), {}, "")
+    if fenced:
+        ended = f"the job {'failed: ' + exc_repr if failure else 'succeeded'}"
+        error = {"type": repr(LeaseLost), "traceback": str(error.get("traceback", ""))}
+        exc_repr = f"LeaseLost('run {claim.run_id} was fenced off; {ended}')"
+    cur.execute(Q["log_failure"], {**_identity(claim), "duration": duration,
+                                   "exc_type": error["type"], "exc_value": exc_repr,
+                                   "exc_traceback": error["traceback"]})
+
+
 def _audit(cur: Any, entry: AuditEntry) -> None:
     cur.execute(Q["audit"], {"actor": entry.actor, "action": entry.action,
                              "app_name": entry.app_name, "reason": entry.reason,
@@ -473,5 +474,5 @@ def open_store(db: DatabaseSettings) -> StateStore:
         ensure_schema(conn)
     except psycopg2.Error as exc:
         conn.close()
-        raise DatabaseUnavailable(db.target, f"applying the schema failed: {_first_line(exc)}") from None
+        raise DatabaseUnavailable(db.target, f"applying the schema failed: {first_line(exc)}") from None
     return StateStore(conn, db)

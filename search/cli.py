@@ -10,7 +10,7 @@ from .engine import BadQuery, SearchResult, SearchUnavailable
 COLUMNS = ("score", "debug_file", "debug_id", "filename", "code_file", "code_id", "matched")
 
 
-def render(result: SearchResult, out: TextIO) -> None:
+def print_results(result: SearchResult, out: TextIO) -> None:
     """Write ``result`` as the search terms, then an aligned table of hits."""
     terms = ", ".join(f"{term} ({score:g})" for score, term in result.terms)
     print(f"query: {result.query}   terms: {terms or '-'}", file=out)
@@ -37,7 +37,7 @@ def main(argv: list[str], stdout: TextIO, stderr: TextIO) -> int:
 
     searcher = Searcher(make_es_client(args.es_url, request_timeout=10), args.alias)
     try:
-        render(searcher.search(args.query, args.size), stdout)
+        print_results(searcher.search(args.query, args.size), stdout)
     except BadQuery as exc:
         print(f"search: {exc}", file=stderr)
         return 2

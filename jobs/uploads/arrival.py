@@ -21,21 +21,11 @@ from typing import Any
 from . import storage
 from .errors import UploadError
 from .records import Upload, UploadSettings
-from .validation import RULE_NOT_ZIP, Plan
-from .validation import read_plan as read_archive_plan
+from .validation import RULE_NOT_ZIP, Plan, read_plan
 
-__all__ = ["RULE_NOT_ZIP", "TAIL", "read_plan", "read_directory"]
+__all__ = ["RULE_NOT_ZIP", "TAIL", "read_directory"]
 
 TAIL = 1024 * 1024  # bytes of the archive's end fetched for its central directory
-
-
-def read_plan(path: Path, settings: UploadSettings) -> Plan:
-    """The validated plan of the archive at ``path``.
-
-    Raises:
-        Rejected: see :func:`jobs.uploads.validation.read_plan`.
-    """
-    return read_archive_plan(path, settings.limits)
 
 
 @dataclass(frozen=True)
@@ -58,7 +48,7 @@ def read_directory(client: Any, settings: UploadSettings, upload: Upload,
     sparse = tmp / "directory.zip"
     try:
         etag = storage.fetch_tail(client, settings.inbox_bucket, upload.inbox_key, sparse, TAIL)
-        plan = read_plan(sparse, settings)
+        plan = read_plan(sparse, settings.limits)
         with zipfile.ZipFile(sparse) as zipped:
             starts = sorted({info.header_offset for info in zipped.infolist()})
             # the last member's data ends where the central directory starts (already read:

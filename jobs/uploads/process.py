@@ -33,15 +33,15 @@ from pathlib import Path
 from typing import Any
 
 from . import arrival
-from .arrival import RULE_NOT_ZIP, Gate, read_plan
+from .arrival import RULE_NOT_ZIP, Gate
 from .errors import StorageFailed
 from .existence import ArchiveKeys
 from .publish import Publisher, publish
 from .records import Counts, Progress, QuietProgress, Recorder, Upload, UploadSettings
-from .validation import Plan
+from .validation import Plan, read_plan
 from .verify import Spool, VerifyPass
 
-__all__ = ["RULE_NOT_ZIP", "process", "read_plan"]
+__all__ = ["RULE_NOT_ZIP", "process"]
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ def process(upload: Upload, settings: UploadSettings, client: Any, recorder: Rec
             try:
                 if directory is None:
                     downloading.result()
-                    plan = read_plan(path, settings)
+                    plan = read_plan(path, settings.limits)
                 else:  # the existence checks and the verify pass overlap the download
                     plan = directory.plan
                 (Path(tmp) / "spool").mkdir()

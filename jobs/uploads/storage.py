@@ -20,7 +20,7 @@ logger = logging.getLogger(__name__)
 DOWNLOAD_CHUNK = 8 * 1024 * 1024
 
 
-def _reason(exc: Exception) -> str:
+def _s3_error_text(exc: Exception) -> str:
     response = getattr(exc, "response", None)
     if isinstance(response, dict) and "Error" in response:
         error = response["Error"]
@@ -78,8 +78,8 @@ def download(client: Any, bucket: str, key: str, target: BinaryIO, tries: int = 
             return
         except Exception as exc:  # botocore.exceptions.*: translated here, never escapes
             if attempt == tries or getattr(exc, "response", None) is not None:
-                raise StorageFailed("GetObject", bucket, key, _reason(exc)) from None
-            logger.warning("GetObject s3://%s/%s: %s; starting again", bucket, key, _reason(exc))
+                raise StorageFailed("GetObject", bucket, key, _s3_error_text(exc)) from None
+            logger.warning("GetObject s3://%s/%s: %s; starting again", bucket, key, _s3_error_text(exc))
 
 
 def fetch_tail(client: Any, bucket: str, key: str, target: Path, length: int) -> str:
@@ -95,7 +95,7 @@ def fetch_tail(client: Any, bucket: str, key: str, target: Path, length: int) ->
         total = int(response["ContentRange"].rsplit("/", 1)[1])
         data = response["Body"].read()
     except Exception as exc:
-        raise StorageFailed("GetObject", bucket, key, _reason(exc)) from None
+        raise StorageFailed("GetObject", bucket, key, _s3_error_text(exc)) from None
     with open(target, "wb") as out:
         out.truncate(total)
         out.seek(total - len(data))
@@ -108,7 +108,7 @@ def store_archive(client: Any, bucket: str, key: str, path: Path) -> None:
     try:
         client.upload_file(str(path), bucket, key)
     except Exception as exc:
-        raise StorageFailed("PutObject", bucket, key, _reason(exc)) from None
+        raise StorageFailed("PutObject", bucket, key, _s3_error_text(exc)) from None
 
 
 def list_directory(client: Any, bucket: str, prefix: str) -> set[str]:
@@ -118,7 +118,7 @@ def list_directory(client: Any, bucket: str, prefix: str) -> set[str]:
         for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
             keys.update(item["Key"] for item in page.get("Contents", []))
     except Exception as exc:
-        raise StorageFailed("ListObjectsV2", bucket, prefix, _reason(exc)) from None
+        raise StorageFailed("ListObjectsV2", bucket, prefix, _s3_error_text(exc)) from None
     return keys
 
 
@@ -129,7 +129,7 @@ def head(client: Any, bucket: str, key: str) -> Existing | None:
     except Exception as exc:
         if _is_not_found(exc):
             return None
-        raise StorageFailed("HeadObject", bucket, key, _reason(exc)) from None
+        raise StorageFailed("HeadObject", bucket, key, _s3_error_text(exc)) from None
     meta = response.get("Metadata", {})
     original_size = meta.get("original_size")
     upload_id = meta.get("upload_id")
@@ -172,7 +172,7 @@ def put(client: Any, bucket: str, written: Written, body: bytes, upload_id: int,
     except Exception as exc:
         if only_if_new and _is_precondition_failed(exc):
             return False
-        raise StorageFailed("PutObject", bucket, written.key, _reason(exc)) from None
+        raise StorageFailed("PutObject", bucket, written.key, _s3_error_text(exc)) from None
     return True
 
 
@@ -198,7 +198,7 @@ def start_multipart(client: Any, bucket: str, written: Written, body: BinaryIO, 
         upload = client.create_multipart_upload(Bucket=bucket, Key=written.key,
                                                 **_headers(written, upload_id))["UploadId"]
     except Exception as exc:
-        raise StorageFailed("CreateMultipartUpload", bucket, written.key, _reason(exc)) from None
+        raise StorageFailed("CreateMultipartUpload", bucket, written.key, _s3_error_text(exc)) from None
     started(upload)
     parts = []
     try:
@@ -210,7 +210,7 @@ def start_multipart(client: Any, bucket: str, written: Written, body: BinaryIO, 
         abort(client, bucket, written.key, upload)
         if not isinstance(exc, Exception):
             raise  # SIGTERM, Ctrl-C: aborted, then stop
-        raise StorageFailed("UploadPart", bucket, written.key, _reason(exc)) from None
+        raise StorageFailed("UploadPart", bucket, written.key, _s3_error_text(exc)) from None
     return upload, parts
 
 
@@ -225,7 +225,7 @@ def complete_multipart(client: Any, bucket: str, key: str, upload: str, parts: l
                                          MultipartUpload={"Parts": parts})
     except Exception as exc:
         abort(client, bucket, key, upload)
-        raise StorageFailed("CompleteMultipartUpload", bucket, key, _reason(exc)) from None
+        raise StorageFailed("CompleteMultipartUpload", bucket, key, _s3_error_text(exc)) from None
 
 
 def abort(client: Any, bucket: str, key: str, upload: str) -> None:
@@ -235,4 +235,4 @@ def abort(client: Any, bucket: str, key: str, upload: str) -> None:
         client.abort_multipart_upload(Bucket=bucket, Key=key, UploadId=upload)
     except Exception as exc:
         logger.error("could not abort multipart upload %s of s3://%s/%s: %s", upload, bucket,
-                     key, _reason(exc))
+                     key, _s3_error_text(exc))

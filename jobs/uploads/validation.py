@@ -230,7 +230,7 @@ def read_plan(path: Path, limits: Limits) -> Plan:
         raise Rejected(RULE_FEATURE, None, str(exc)) from None
     except (zipfile.BadZipFile, OSError, ValueError, EOFError, struct.error) as exc:
         raise Rejected(RULE_NOT_ZIP, None, str(exc)) from None
-    check_count(end, len(infos))
+    check_entry_count(end, len(infos))
     return validate(infos, limits, directory if isinstance(directory, int) else None)
 
 
@@ -284,7 +284,7 @@ def check_end(record: EndRecord | None) -> None:
                        "entries here")
 
 
-def check_count(record: EndRecord | None, found: int) -> None:
+def check_entry_count(record: EndRecord | None, found: int) -> None:
     """zipfile reads the central directory by its size and ignores the end record's count;
     a reader trusting the count would see other members."""
     if record is not None and record.entries != found:

@@ -9,7 +9,7 @@ import pytest
 
 from jobs.uploads import archive
 from jobs.uploads.errors import Rejected
-from jobs.uploads.process import read_plan
+from jobs.uploads.validation import read_plan
 from jobs.uploads.records import Limits, UploadSettings
 from jobs.uploads.validation import (KEY_PATTERN, RULE_DUPLICATE, RULE_EMPTY, RULE_ENCRYPTED,
                                      RULE_PATTERN, is_ignorable, validate)
@@ -18,7 +18,7 @@ from tests.fixtures.uploads_cases import ACCEPTED, CASES, GOOD
 
 
 def _verify(path, settings=UploadSettings()):
-    plan = read_plan(path, settings)
+    plan = read_plan(path, settings.limits)
     return plan, [archive.digest(path, info) for info in plan.members]
 
 
@@ -47,7 +47,7 @@ def test_an_identical_duplicate_is_published_once(tmp_path):
         warnings.simplefilter("ignore")
         zipped.writestr("a.pdb/AB/a.sym", b"same")
         zipped.writestr("a.pdb/AB/a.sym", b"same")
-    assert len(read_plan(path, UploadSettings()).members) == 1
+    assert len(read_plan(path, UploadSettings().limits).members) == 1
 
 
 def test_rules_apply_in_archive_order_first_offender_named():
@@ -134,7 +134,7 @@ def test_what_the_specification_allows_is_read_right(tmp_path, make, members):
 
 def test_an_archive_of_ignorable_names_only_is_valid_with_nothing_to_publish(tmp_path):
     path = write_zip(tmp_path / "a.zip", [("a-symbols.txt", b"x"), ("a.pdb/.DS_Store", b"y")])
-    plan = read_plan(path, UploadSettings())
+    plan = read_plan(path, UploadSettings().limits)
     assert plan.members == [] and plan.ignored == ["a-symbols.txt", "a.pdb/.DS_Store"]
 
 
