@@ -8,12 +8,14 @@ Public surface for jobs: :mod:`crontabber.base` (``BaseCronApp``),
 :mod:`crontabber.jsonout` (``--json``: ISO 8601 UTC times, seconds),
 and the shape every operator command shares (:mod:`crontabber.command`, exported here):
 one table of exit codes, ``--admin.conf`` and the ``--crontabber.class-X.opt=value``
-overrides, one-line errors.
+overrides, one-line errors; ``describe_failure``: an error in one line naming the service
+and its address.
 """
 
 from .command import EXIT_CODES, ExitCode, command_parser, exit_codes_text, run_command
+from .failures import describe as describe_failure
 
 __version__ = "1.0.0a1"
 
-__all__ = ["EXIT_CODES", "ExitCode", "command_parser", "exit_codes_text", "run_command",
-           "__version__"]
+__all__ = ["EXIT_CODES", "ExitCode", "command_parser", "describe_failure", "exit_codes_text",
+           "run_command", "__version__"]
