@@ -136,8 +136,8 @@ Body = Callable[[argparse.Namespace, dict[str, str]], int]
 
 def run_command(parser: argparse.ArgumentParser, body: Body, argv: Sequence[str] | None = None,
                 stderr: TextIO | None = None) -> int:
-    """Parse ``argv`` with ``parser`` (the rest must be overrides), call ``body(args,
-    overrides)`` and return its exit code; log WARNING and up on stderr (every level with
+    """Parse ``argv`` with ``parser`` (the rest must be overrides; ``--admin.conf`` may also
+    follow the subcommand: it lands in ``args.conf``), call ``body(args, overrides)`` and return its exit code; log WARNING and up on stderr (every level with
     ``--logging.level=DEBUG``).
 
     Every error is one line on stderr, ``prog: message``: the runner's errors with their
@@ -150,6 +150,8 @@ def run_command(parser: argparse.ArgumentParser, body: Body, argv: Sequence[str]
     try:
         args, rest = parser.parse_known_args(argv)
         overrides = split_overrides(rest)
+        if "admin.conf" in overrides:  # given after the subcommand, whose parser lacks it
+            args.conf = overrides.pop("admin.conf")
         level = overrides.get("logging.level", "WARNING").upper()
         if not isinstance(logging.getLevelName(level), int):
             raise ConfigurationError("--logging.level", f"{level!r} is not a log level")
