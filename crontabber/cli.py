@@ -1,4 +1,4 @@
-"""The command line: parse, call, print. Exit codes are named once here.
+"""The command line: parse, call, print. Exit codes: :mod:`crontabber.command` (one table).
 
     python -m crontabber --admin.conf=crontabber.ini [--metrics-file PATH]   run due jobs
     python -m crontabber --list-jobs [NAME ...] [--wide] | --nagios | --job NAME [--force]
@@ -11,25 +11,21 @@
 from __future__ import annotations
 
 import argparse
-import enum
 import importlib
 import logging
 import os
 import signal
 import sys
-from typing import TYPE_CHECKING, Any, Callable, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, Callable, TextIO
 
 from . import __version__, cli_inspect, cli_monitor
+from .command import CommandParser, ExitCode, Formatter, exit_code_for, exit_codes_text, split_overrides
 from .catalog import Job, configuration_notes, find_job, job_options, load_jobs
 from .config import Settings, iter_option_lines, load_settings, runner_options
 from .errors import (
     ConfigurationError,
     CrontabberError,
-    JobLocked,
     JobNotFound,
-    JobOngoing,
-    LeaseLost,
-    MarkerIsLive,
     SentryNotConfigured,
     Terminated,
 )
@@ -44,78 +40,18 @@ if TYPE_CHECKING:
 logger = logging.getLogger("crontabber")
 
 
-class ExitCode(enum.IntEnum):
-    """Exit codes of run modes (``--nagios`` uses nagios's 0/1/2 instead)."""
-
-    OK = 0
-    ERROR = 1  # bad configuration or arguments, unknown job, database unavailable
-    LOCKED = 2  # a job's row was locked by another runner (SELECT ... FOR UPDATE NOWAIT)
-    ONGOING = 3  # a job is held by a live run elsewhere (also: reset/release refused)
-    FENCED = 4  # a run lost its lease to another run: its outcome was not recorded
-    JOB_FAILED = 5  # --job / --rerun: the job ran and failed (recorded; a tick still exits 0)
-    PAUSED = 6  # --job: the job is paused (--force runs it anyway)
-    INTERRUPTED = 130  # SIGINT / Ctrl-C (the job was recorded as failed, lock released)
-    TERMINATED = 143  # SIGTERM (the same)
-
-
-def exit_code_for(exc: BaseException) -> int:
-    """The one place exceptions become exit codes."""
-    if isinstance(exc, JobLocked):
-        return ExitCode.LOCKED
-    if isinstance(exc, (JobOngoing, MarkerIsLive)):
-        return ExitCode.ONGOING
-    if isinstance(exc, LeaseLost):
-        return ExitCode.FENCED
-    if isinstance(exc, Terminated):
-        return ExitCode.TERMINATED
-    if isinstance(exc, KeyboardInterrupt):
-        return ExitCode.INTERRUPTED
-    return ExitCode.ERROR
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise ConfigurationError("the command line", message)
-
-
-def _terminal_columns() -> int:
-    """The terminal's width as ``shutil.get_terminal_size`` finds it (``COLUMNS``,
-    then standard output's terminal, then 80), without importing shutil."""
-    try:
-        columns = int(os.environ.get("COLUMNS", "0"))
-    except ValueError:
-        columns = 0
-    if columns <= 0:
-        try:
-            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
-        except (AttributeError, ValueError, OSError):
-            columns = 80
-    return columns or 80
-
-
-class _Formatter(argparse.RawDescriptionHelpFormatter):
-    """argparse's formatter, sized by :func:`_terminal_columns`.
-
-    argparse builds a formatter for every ``add_argument``, and the default one
-    imports shutil (with lzma and bz2) to size itself: ~4 ms of every cron tick.
-    """
-
-    def __init__(self, prog: str) -> None:
-        super().__init__(prog, width=_terminal_columns() - 2)
-
-
 MODES = ("list_jobs", "nagios", "history", "show_error", "version", "reset_job", "release",
          "explain", "pause", "resume", "rerun", "mark_success", "audit", "audit_ghosts",
          "configtest", "sentrytest", "job")
 
 
 def build_parser(epilog: str = "") -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = CommandParser(
         prog="python -m crontabber",
         description="Run due jobs once (system cron starts this every few minutes on "
         "every host; PostgreSQL row locks make each due job run once).",
         epilog=epilog,
-        formatter_class=_Formatter,
+        formatter_class=Formatter,
     )
     parser.add_argument("--admin.conf", dest="conf", metavar="FILE",
                         help="the INI file (default: ./config/crontabber.ini or ./crontabber.ini)")
@@ -194,27 +130,6 @@ def _add_details(details: "argparse._ArgumentGroup") -> None:
                          help="with --show-error: the run whose error to show")
 
 
-def split_overrides(rest: list[str]) -> dict[str, str]:
-    """``--namespace.option=value`` (or ``--namespace.option value``) pairs.
-
-    Raises:
-        ConfigurationError: on anything else.
-    """
-    overrides: dict[str, str] = {}
-    items = iter(rest)
-    for item in items:
-        if not item.startswith("--") or "." not in item.split("=", 1)[0]:
-            raise ConfigurationError("the command line", f"unrecognized argument {item!r}")
-        name, eq, value = item[2:].partition("=")
-        if not eq:
-            following = next(items, None)
-            if following is None:
-                raise ConfigurationError(f"--{name}", "needs a value")
-            value = following
-        overrides[name] = value
-    return overrides
-
-
 def help_epilog(argv: list[str]) -> str:
     """Every option with its default; job options too when the config loads."""
     lines = ["options (--NAME=VALUE; environment: NAME upper-cased, '.' and '-' as '_'):"]
@@ -229,10 +144,7 @@ def help_epilog(argv: list[str]) -> str:
                       in iter_option_lines(job_options(job.cls), job.namespace, None)]
     except CrontabberError as exc:
         lines.append(f"(job options not shown: {exc})")
-    lines.append("exit codes: 0 ok (a tick also when jobs failed), 1 error, 2 a job was "
-                 "row-locked, 3 a job was running elsewhere (or reset/release refused), 4 a run "
-                 "was fenced off (it lost its lease), 5 --job/--rerun: the job failed, 6 --job: "
-                 "the job is paused, 130/143 interrupted; --nagios: 0/1/2")
+    lines.append(exit_codes_text())
     return "\n".join(lines)
 
 

@@ -3,7 +3,7 @@
 Every error the runner raises on purpose derives from :class:`CrontabberError`.
 Each subclass carries its data as attributes and builds its own message, so the
 CLI can print ``str(exc)`` and map the class to an exit code in one place
-(:func:`crontabber.cli.exit_code_for`). Jobs define their own errors beside
+(:func:`crontabber.command.exit_code_for`). Jobs define their own errors beside
 them, under the same base.
 """
 

@@ -86,7 +86,8 @@ def describe(exc: BaseException) -> str:
             kwargs: dict = getattr(current, "kwargs", {}) or {}
             if "endpoint_url" in kwargs:
                 return f"S3 at {_base(str(kwargs['endpoint_url']))}: {_cause(exceptions)}"
-            if name == "ClientError":
+            # botocore's modeled errors (NoSuchBucket, ...) subclass ClientError
+            if any(cls.__name__ == "ClientError" for cls in type(current).__mro__):
                 return f"S3: {first_line(current)}"
         if library == "psycopg2" and name == "OperationalError":
             return f"PostgreSQL: {first_line(current)}"

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from .catalog import Job, job_config
+from .catalog import Job, job_config, names_known
 from .config import load_settings
+from .known import check_names
 from .options import DotDict
 from .scheduling import JobEntry, parse_schedule
 
@@ -20,8 +21,12 @@ def load_job_config(
     """The config a job of class ``cls`` would get (schedule from the jobs list
     if it is configured there, else ``1d``).
 
+    ``overrides`` (a job command's ``--crontabber.class-X.opt=value``) are checked as
+    strictly as the runner's command line: a name neither the runner nor this job
+    declares is an error naming the closest known one.
+
     Raises:
-        ConfigurationError: bad file or values.
+        ConfigurationError: bad file, names or values.
     """
     settings = load_settings(conf_path, overrides or {})
     path = f"{cls.__module__}.{cls.__name__}"
@@ -29,4 +34,5 @@ def load_job_config(
                  JobEntry(path, "1d", None, f"{path}|1d"))
     job = Job(getattr(cls, "app_name", cls.__name__), cls, entry,
               parse_schedule(entry.frequency, entry.time), ())
+    check_names(names_known(settings.sources, [job]), settings.sources.cli, None)
     return job_config(job, settings.sources)

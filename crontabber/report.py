@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from .catalog import Job
 from .leases import Marker, describe_marker
-from .scheduling import dependency_block, pause_active
 from .records import HostState
+from .scheduling import dependency_block, lateness, pause_active
 from .state import JobState
 
 if TYPE_CHECKING:
@@ -186,7 +186,7 @@ def _job_entries(
             yield NagiosEntry(level, "failing", job.app_name, f"{name}: {kind}: {value}",
                               status_text=f"{name} | {kind} | {value}")
         late = lateness(state, now)
-        if late is None or late <= limits.overdue_warning_seconds:
+        if late is None or late.total_seconds() <= limits.overdue_warning_seconds:
             continue
         assert state.next_run is not None
         due = f"its next run was due {_when(state.next_run, now)}"
@@ -195,7 +195,8 @@ def _job_entries(
             yield NagiosEntry(NAGIOS_OK, "waiting", job.app_name,
                               f"{name}: waiting for its parents: {block}; {due}")
             continue
-        level = NAGIOS_CRITICAL if late > limits.overdue_critical_seconds else NAGIOS_WARNING
+        level = NAGIOS_CRITICAL if late.total_seconds() > limits.overdue_critical_seconds \
+            else NAGIOS_WARNING
         yield NagiosEntry(level, "overdue", job.app_name,
                           f"{name}: overdue: {due}; no tick has run it")
 
@@ -214,17 +215,6 @@ def _paused_entry(app_name: str, name: str, state: JobState, now: dt.datetime) -
         kind, value = _error_parts(state)
         text += f"; failing: {kind}: {value}"
     return NagiosEntry(NAGIOS_OK, "paused", app_name, text)
-
-
-def lateness(state: JobState, now: dt.datetime) -> float | None:
-    """Seconds since the job's next run was due, counted from the end of a past
-    pause if that is later; None when it is not late, running (its
-    ``next_run`` is written when the run ends) or has no ``next_run``."""
-    if state.ongoing is not None or state.next_run is None or pause_active(state, now):
-        return None
-    since = max(state.next_run, state.paused_until or state.next_run)
-    seconds = (now - since).total_seconds()
-    return seconds if seconds > 0 else None
 
 
 def _ghost_entries(jobs: Sequence[Job], states: Mapping[str, JobState]) -> Iterator[NagiosEntry]:

@@ -293,6 +293,25 @@ def pause_active(state: JobState | None, now: dt.datetime) -> bool:
     return state is not None and state.paused_until is not None and state.paused_until > now
 
 
+def lateness(state: JobState | None, now: dt.datetime) -> dt.timedelta | None:
+    """How long ago the job's next run was due: the one rule of ``--nagios``,
+    ``--list-jobs`` and the dashboard.
+
+    Counted from the end of a pause that ended after the run was due (``--resume`` ends a
+    pause now), so a job just resumed, or whose pause just ran out, is not late at once:
+    the next tick runs it. None when the job is not late: no state or next run yet, not
+    due yet, running (its ``next_run`` is written when the run ends), or paused.
+    """
+    if state is None or state.next_run is None or state.ongoing is not None \
+            or pause_active(state, now):
+        return None
+    since = state.next_run
+    if state.paused_until is not None and state.paused_until > since:  # <= now: not paused
+        since = state.paused_until
+    late = now - since
+    return late if late > dt.timedelta(0) else None
+
+
 _RELATIVE = re.compile(r"^\s*(\d+)\s*([mhd])\s*$")
 
 

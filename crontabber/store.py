@@ -386,7 +386,8 @@ class StateStore:
 
     @translated
     def resume(self, app_name: str, audit: AuditEntry) -> None:
-        """End the job's pause, if any."""
+        """End the job's pause, if any, now: ``paused_until`` becomes the database's clock
+        (lateness counts from it: :func:`crontabber.scheduling.lateness`)."""
         with self._conn, self._cursor() as cur:
             cur.execute(Q["resume"], {"app_name": app_name})
             _audit(cur, audit)

@@ -31,8 +31,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from .catalog import Job
 from .leases import Marker
-from .scheduling import dependency_block, is_due, pause_active
 from .records import LogEntry
+from .scheduling import dependency_block, is_due, lateness, pause_active
 from .state import JobState
 
 MarkerOf = Callable[[JobState], Marker]
@@ -145,17 +145,6 @@ def entry_outcome(entry: LogEntry) -> Outcome:
 
 
 # ---------------------------------------------------------------------------- jobs
-
-def lateness(state: JobState | None, now: dt.datetime) -> dt.timedelta | None:
-    """How long ago the job was due (None when it has no next run or is not
-    due); after a pause, counted from the pause's end."""
-    if state is None or state.next_run is None or state.next_run >= now:
-        return None
-    due = state.next_run
-    if state.paused_until is not None and due < state.paused_until <= now:
-        due = state.paused_until
-    return now - due
-
 
 @dataclass(frozen=True)
 class OngoingView:

@@ -183,8 +183,11 @@ SET paused_until = EXCLUDED.paused_until, paused_reason = EXCLUDED.paused_reason
 RETURNING app_name;
 
 -- name: resume
-UPDATE crontabber SET paused_until = NULL, paused_reason = NULL, paused_by = NULL
-WHERE app_name = %(app_name)s;
+-- The pause ends now rather than vanishing: lateness (--nagios, --list-jobs) counts from its
+-- end, so a job that was due during the pause is not overdue the moment it is resumed;
+-- who paused it and why stay for --explain ("a pause ended ...").
+UPDATE crontabber SET paused_until = clock_timestamp()
+WHERE app_name = %(app_name)s AND paused_until > clock_timestamp();
 
 -- name: mark_success
 -- Socorro's cronmarksuccess: as if the job had just succeeded (pending backfill

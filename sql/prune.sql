@@ -19,6 +19,10 @@ WHERE run_id = %(run_id)s AND rule = %(rule)s;
 -- name: finish_run
 UPDATE prune_run SET finished_at = clock_timestamp(), capped = %(capped)s WHERE id = %(run_id)s;
 
+-- name: fail_run
+-- The run met an error: it ended then, with that error (one line).
+UPDATE prune_run SET finished_at = clock_timestamp(), error = %(error)s WHERE id = %(run_id)s;
+
 -- name: finished_uploads
 -- Of the listed inbox keys, those of uploads that are done or failed and finished
 -- before the cutoff. Keys of pending or processing uploads never come back.
@@ -37,7 +41,7 @@ SELECT key FROM missing_symbol_batch
 WHERE key = ANY(%(keys)s) AND status = 'ok' AND processed_at < %(cutoff)s;
 
 -- name: history
-SELECT r.id, r.started_at, r.finished_at, r.dry_run, r.cap, r.capped, r.holder,
+SELECT r.id, r.started_at, r.finished_at, r.dry_run, r.cap, r.capped, r.holder, r.error,
        x.rule, x.keys_deleted, x.bytes_freed, x.errors, x.error_sample
 FROM prune_run r LEFT JOIN prune_rule_result x ON x.run_id = r.id
 WHERE r.id IN (SELECT id FROM prune_run ORDER BY id DESC LIMIT %(limit)s)

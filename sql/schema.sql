@@ -159,7 +159,8 @@ CREATE TABLE IF NOT EXISTS prune_run (
     dry_run      boolean NOT NULL,
     cap          integer NOT NULL,
     capped       boolean NOT NULL DEFAULT false,
-    holder       text NOT NULL
+    holder       text NOT NULL,
+    error        text  -- a run that failed: its error in one line (migration 0010)
 );
 CREATE TABLE IF NOT EXISTS prune_rule_result (
     run_id        bigint NOT NULL REFERENCES prune_run (id) ON DELETE CASCADE,

@@ -98,3 +98,37 @@ SELECT id FROM upload
 WHERE filename = %(filename)s AND uploaded_by IS NOT DISTINCT FROM %(uploaded_by)s
   AND status <> 'failed'
 ORDER BY id LIMIT 1;
+
+-- name: recent
+-- `list`: the newest uploads first (the primary key's order is the queue's arrival order),
+-- of one status or all; `now` is the database's clock, for their ages.
+SELECT id, status, inbox_key, filename, size, uploaded_by, attempts, claimed_by, claimed_at,
+       error, files_total, files_uploaded, files_skipped, files_ignored, bytes_uploaded,
+       created_at, completed_at, clock_timestamp() AS now
+FROM upload
+WHERE %(status)s::text IS NULL OR status = %(status)s
+ORDER BY id DESC
+LIMIT %(limit)s;
+
+-- name: one
+-- `show ID`: the upload, the files written so far and the database's clock.
+SELECT u.*, (SELECT count(*) FROM file_upload f WHERE f.upload_id = u.id) AS files_written,
+       clock_timestamp() AS now
+FROM upload u WHERE u.id = %(id)s;
+
+-- name: files
+-- `show ID`: the objects the upload wrote, in key order, at most `limit`.
+SELECT key, size, original_size, compressed, "update", created_at
+FROM file_upload WHERE upload_id = %(id)s
+ORDER BY key
+LIMIT %(limit)s;
+
+-- name: claimable
+-- `drain`'s progress bar: how many uploads claim_next would hand out now (its conditions).
+SELECT count(*) AS n FROM upload
+WHERE attempts < %(max_attempts)s
+  AND ((status = 'pending'
+        AND (claimed_at IS NULL
+             OR claimed_at < clock_timestamp() - make_interval(secs => %(retry_delay)s)))
+       OR (status = 'processing'
+           AND claimed_at < clock_timestamp() - make_interval(secs => %(lease)s)));

@@ -5,8 +5,12 @@
 - ``demo [--bucket B]``: create the bucket if needed and write two small demo
   batches (for ``make run``'s demo data); print their keys.
 
-Exit codes: 0 done, 1 bad input (unreadable file, bad JSON), 2 bad arguments.
-S3 settings come from the environment (``jobs.s3``).
+The bucket and prefix default to the ``missing-symbols`` job's ``inbox_bucket`` and
+``prefix``, read as the runner reads them (``--admin.conf``, the environment,
+``--crontabber.class-MissingSymbolsCronApp.inbox_bucket=...``); S3's address and credentials
+come from the environment (``jobs.s3``). Exit codes and one-line errors:
+:mod:`crontabber.command` (the one table of every command): 1 for a bad argument or an
+unreadable or bad file (nothing written), 5 when S3 fails.
 """
 
 from __future__ import annotations
@@ -16,9 +20,11 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from jobs.defaults import INBOX_BUCKET, MISSING_PREFIX
+from crontabber import ExitCode, command_parser, run_command
 
 from .writer import read_jsonl, write_batch
+
+PROG = "python -m jobs.missing_symbols"
 
 DEMO_BATCHES: list[list[dict[str, Any]]] = [
     [{"debug_file": "xul.pdb", "debug_id": "44E4EC8C2F41492B9369D6B9A059577C2",
@@ -33,33 +39,51 @@ DEMO_BATCHES: list[list[dict[str, Any]]] = [
 
 
 def parser() -> argparse.ArgumentParser:
-    root = argparse.ArgumentParser(prog="python -m jobs.missing_symbols")
+    root = command_parser(PROG, "Write missing-symbol batches to the inbox.")
     commands = root.add_subparsers(dest="command", required=True)
     write = commands.add_parser("write", help="write one batch from a JSON-lines file")
     write.add_argument("file", type=Path)
-    write.add_argument("--bucket", default=INBOX_BUCKET)
-    write.add_argument("--prefix", default=MISSING_PREFIX)
+    write.add_argument("--bucket", default=None, help="default: the job's inbox_bucket")
+    write.add_argument("--prefix", default=None, help="default: the job's prefix")
     write.add_argument("--key", default=None, help="object key (default: a new unique key)")
     demo = commands.add_parser("demo", help="write two small demo batches")
-    demo.add_argument("--bucket", default=INBOX_BUCKET)
-    demo.add_argument("--prefix", default=MISSING_PREFIX)
+    demo.add_argument("--bucket", default=None, help="default: the job's inbox_bucket")
+    demo.add_argument("--prefix", default=None, help="default: the job's prefix")
     return root
 
 
-def main(argv: list[str], stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:
-    args = parser().parse_args(argv)
+def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout,
+         stderr: TextIO = sys.stderr) -> int:
+    def body(args: argparse.Namespace, overrides: dict[str, str]) -> int:
+        from crontabber.jobconfig import load_job_config
+
+        from .apps import MissingSymbolsCronApp
+
+        config = load_job_config(MissingSymbolsCronApp, args.conf, overrides)
+        bucket = args.bucket or config["inbox_bucket"]
+        prefix = args.prefix if args.prefix is not None else config["prefix"]
+        if args.command == "demo":
+            return _demo(bucket, prefix, stdout)
+        return _write(args.file, bucket, prefix, args.key, stdout)
+
+    return run_command(parser(), body, argv, stderr)
+
+
+def _demo(bucket: str, prefix: str, out: TextIO) -> int:
     from jobs.s3 import ensure_bucket, make_s3_client
 
     s3 = make_s3_client()
-    if args.command == "demo":
-        ensure_bucket(s3, args.bucket)
-        for events in DEMO_BATCHES:
-            print(write_batch(s3, args.bucket, events, args.prefix), file=stdout)
-        return 0
-    try:
-        events = list(read_jsonl(args.file))
-    except (OSError, ValueError) as exc:
-        print(f"missing_symbols write: {exc}", file=stderr)
-        return 1
-    print(write_batch(s3, args.bucket, events, args.prefix, args.key), file=stdout)
-    return 0
+    ensure_bucket(s3, bucket)
+    for events in DEMO_BATCHES:
+        print(write_batch(s3, bucket, events, prefix), file=out)
+    return ExitCode.OK
+
+
+def _write(path: Path, bucket: str, prefix: str, key: str | None, out: TextIO) -> int:
+    """Read the whole file first: a bad line writes nothing (EventsFileError, exit 1)."""
+    events: list[dict[str, Any]] = list(read_jsonl(path))
+    from jobs.s3 import make_s3_client
+
+    print(write_batch(make_s3_client(), bucket, events, prefix, key), file=out)
+    return ExitCode.OK
+

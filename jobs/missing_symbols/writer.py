@@ -20,6 +20,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
+from crontabber.errors import CrontabberError
 from jobs.defaults import MISSING_PREFIX
 
 
@@ -64,17 +65,34 @@ def write_batch(s3_client: Any, bucket: str, events: Iterable[Mapping[str, Any]]
     return key
 
 
+class EventsFileError(CrontabberError):
+    """``write FILE``: the file cannot be read, or a line is not JSON (nothing is written).
+    ``where`` is the file, or ``file:line``."""
+
+    def __init__(self, where: str, problem: str) -> None:
+        self.where = where
+        self.problem = problem
+        super().__init__(f"{where}: {problem}")
+
+
 def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
     """The events of a JSON-lines file (one object per line; blank lines skipped).
 
     Raises:
-        ValueError: a line is not valid JSON (the message names the line).
+        EventsFileError: the file cannot be read, or a line is not valid JSON (the
+            message names the line).
     """
-    with path.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                yield json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{number}: not JSON: {exc.msg}") from None
+    try:
+        with path.open(encoding="utf-8") as lines:
+            for number, line in enumerate(lines, 1):
+                if not line.strip():
+                    continue
+                try:
+                    yield json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise EventsFileError(f"{path}:{number}", f"not JSON: {exc.msg}") from None
+    except FileNotFoundError:
+        raise EventsFileError(str(path), "no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise EventsFileError(str(path), reason.lower()) from None

@@ -162,9 +162,24 @@ def run_prune(client: Any, store: PruneStore, options: PruneOptions, now: dt.dat
     told = [RunRecorder(store, run_id), *listeners]
     budget = Budget(options.cap)
     scope = Scope(now, options.protection, budget, options.dry_run, options.threads)
+    try:
+        results = _apply_rules(client, store, options.rules, scope, told)
+    except BaseException as exc:  # recorded, so `history` shows why, then re-raised
+        _record_failure(store, run_id, exc)
+        raise
+    store.finish_run(run_id, budget.exhausted)
+    if budget.exhausted:
+        logger.warning("prune: stopped at the cap of %d keys; the rest waits for the next run",
+                       options.cap)
+    return PruneReport(run_id, options.dry_run, results, budget.exhausted, options.cap)
+
+
+def _apply_rules(client: Any, store: PruneStore, rules: list[Rule], scope: Scope,
+                 told: Sequence[Listener]) -> list[RuleResult]:
+    """Each rule in order until the budget is spent; what each did."""
     results = []
-    for rule in options.rules:
-        if budget.exhausted:
+    for rule in rules:
+        if scope.budget.exhausted:
             break
         result = RuleResult(rule.name)
         for listener in told:
@@ -178,11 +193,18 @@ def run_prune(client: Any, store: PruneStore, options: PruneOptions, now: dt.dat
             for listener in told:
                 listener.rule_ended(result)  # what was deleted is recorded even if it failed
         results.append(result)
-    store.finish_run(run_id, budget.exhausted)
-    if budget.exhausted:
-        logger.warning("prune: stopped at the cap of %d keys; the rest waits for the next run",
-                       options.cap)
-    return PruneReport(run_id, options.dry_run, results, budget.exhausted, options.cap)
+    return results
+
+
+def _record_failure(store: PruneStore, run_id: int, exc: BaseException) -> None:
+    """Write the run's error in one line naming the service (the database may be what
+    failed: then the run stays unfinished, as a killed one)."""
+    from crontabber import describe_failure
+
+    try:
+        store.fail_run(run_id, describe_failure(exc))
+    except Exception as unrecorded:
+        logger.error("prune: run %d: could not record its failure: %s", run_id, unrecorded)
 
 
 def _check(store: PruneStore, rule: Rule) -> Check | None:

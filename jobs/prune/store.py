@@ -38,6 +38,10 @@ class PruneStore:
     def finish_run(self, run_id: int, capped: bool) -> None:
         self._run("finish_run", {"run_id": run_id, "capped": capped})
 
+    def fail_run(self, run_id: int, error: str) -> None:
+        """The run ended with ``error`` (one line)."""
+        self._run("fail_run", {"run_id": run_id, "error": error})
+
     def finished_uploads(self, keys: list[str], cutoff: dt.datetime) -> set[str]:
         return {row[0] for row in self._run("finished_uploads", {"keys": keys, "cutoff": cutoff})}
 
@@ -46,5 +50,5 @@ class PruneStore:
 
     def history(self, limit: int) -> list[dict[str, Any]]:
         names = ("id", "started_at", "finished_at", "dry_run", "cap", "capped", "holder",
-                 "rule", "keys_deleted", "bytes_freed", "errors", "error_sample")
+                 "error", "rule", "keys_deleted", "bytes_freed", "errors", "error_sample")
         return [dict(zip(names, row)) for row in self._run("history", {"limit": limit})]

@@ -1,50 +1,55 @@
-"""``python -m jobs.uploads [--admin.conf=INI] enqueue|reprocess|demo|drain``: parse, call, print.
+"""``python -m jobs.uploads [--admin.conf=INI] enqueue|reprocess|demo|drain|list|show``: parse,
+call, print.
 
 Options (buckets, limits, database) are the job's, read as the runner reads them:
 command line (``--crontabber.class-ProcessUploadsCronApp.symbols_bucket=...``),
-environment, then the INI file.
+environment, then the INI file. Exit codes and one-line errors: :mod:`crontabber.command`
+(the one table of every command).
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from crontabber.errors import CrontabberError
+from crontabber import ExitCode, command_parser, jsonout, run_command
+from crontabber.errors import ConfigurationError
 from crontabber.options import DotDict
 
 from .app import ProcessUploadsCronApp
 from .records import Progress, QuietProgress, UploadStatus
 
-# the runner's table (crontabber.cli.ExitCode), so one table serves every command
-EXIT_OK, EXIT_ERROR, EXIT_FAILED = 0, 1, 5
-EXIT_CODES = ("exit codes (the runner's): 0 ok; 1 bad argument, configuration, database or "
-              "not found; 5 the work ran and failed (the upload was rejected or failed)")
+PROG = "python -m jobs.uploads"
 
 
-def parse_args(argv: list[str]) -> tuple[argparse.Namespace, dict[str, str]]:
-    parser = argparse.ArgumentParser(prog="python -m jobs.uploads", epilog=EXIT_CODES)
-    parser.add_argument("--admin.conf", dest="conf", default=None, help="crontabber.ini to read")
+def build_parser() -> argparse.ArgumentParser:
+    parser = command_parser(PROG, "The upload queue's operator commands.")
     commands = parser.add_subparsers(dest="command", required=True)
     enqueue = commands.add_parser("enqueue", help="store an archive in the inbox and queue it")
     enqueue.add_argument("archive", type=Path)
     enqueue.add_argument("--uploaded-by", default=None)
-    reprocess = commands.add_parser("reprocess", help="process one upload now")
+    reprocess = commands.add_parser("reprocess", help="process one upload now (exit 5 if it "
+                                    "is rejected or fails)")
     reprocess.add_argument("id", type=int)
     commands.add_parser("demo", help="queue a few small demo archives (idempotent)")
     commands.add_parser("drain", help="process queued uploads until none is left (one worker)")
-    args, rest = parser.parse_known_args(argv)
-    overrides = {}
-    for item in rest:
-        if not item.startswith("--") or "=" not in item:
-            parser.error(f"unrecognized argument: {item}")
-        name, _, value = item[2:].partition("=")
-        overrides[name] = value
-    return args, overrides
+    listing = commands.add_parser("list", help="the latest uploads, newest first: id, status, "
+                                  "age, files, size, key, error")
+    listing.add_argument("--status", choices=[s.value for s in UploadStatus], default=None,
+                         help="only uploads of this status")
+    listing.add_argument("--limit", type=int, default=20, metavar="N",
+                         help="at most N uploads (default 20)")
+    listing.add_argument("--json", action="store_true", help="one JSON document")
+    show = commands.add_parser("show", help="one upload: key, timings, file counts, error, the "
+                               "objects it wrote (exit 1 if there is no such upload)")
+    show.add_argument("id", type=int)
+    show.add_argument("--files", type=int, default=20, metavar="N",
+                      help="list at most N objects written (default 20; 0: none)")
+    show.add_argument("--json", action="store_true", help="one JSON document")
+    return parser
 
 
 def _connect(config: DotDict) -> Any:
@@ -55,19 +60,14 @@ def _connect(config: DotDict) -> Any:
 
 def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout,
          stderr: TextIO = sys.stderr) -> int:
-    args, overrides = parse_args(sys.argv[1:] if argv is None else argv)
-    logging.basicConfig(level=logging.WARNING, stream=stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    try:
+    def body(args: argparse.Namespace, overrides: dict[str, str]) -> int:
         from crontabber.jobconfig import load_job_config
 
         # the job's options as the runner would resolve them
         config = load_job_config(ProcessUploadsCronApp, args.conf, overrides)
-        command: Callable[[Any, DotDict, TextIO], int] = COMMANDS[args.command]
-        return command(args, config, stdout)
-    except CrontabberError as exc:
-        print(f"python -m jobs.uploads: {exc}", file=stderr)
-        return EXIT_ERROR
+        return COMMANDS[args.command](args, config, stdout)
+
+    return run_command(build_parser(), body, argv, stderr)
 
 
 def cmd_enqueue(args: Any, config: DotDict, out: TextIO) -> int:
@@ -84,7 +84,7 @@ def cmd_enqueue(args: Any, config: DotDict, out: TextIO) -> int:
     finally:
         connection.close()
     print(upload_id, file=out)
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def cmd_reprocess(args: Any, config: DotDict, out: TextIO) -> int:
@@ -102,7 +102,7 @@ def cmd_reprocess(args: Any, config: DotDict, out: TextIO) -> int:
           (f" ({outcome.error})" if outcome.error else
            f" ({row.get('files_uploaded')} uploaded, {row.get('files_skipped')} skipped, "
            f"{row.get('files_ignored')} ignored)"), file=out)
-    return EXIT_OK if outcome.status is UploadStatus.DONE else EXIT_FAILED
+    return ExitCode.OK if outcome.status is UploadStatus.DONE else ExitCode.JOB_FAILED
 
 
 def cmd_demo(args: Any, config: DotDict, out: TextIO) -> int:
@@ -120,7 +120,7 @@ def cmd_demo(args: Any, config: DotDict, out: TextIO) -> int:
         connection.close()
     for filename, upload_id, new in results:
         print(f"{upload_id}\t{filename}\t{'queued' if new else 'already queued'}", file=out)
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def cmd_drain(args: Any, config: DotDict, out: TextIO) -> int:
@@ -128,31 +128,38 @@ def cmd_drain(args: Any, config: DotDict, out: TextIO) -> int:
 
     connection = _connect(config)
     try:
-        outcomes = Worker.from_config(config, connection).drain()
+        with _progress(out, "drain", "upload") as progress:
+            outcomes = Worker.from_config(config, connection).drain(progress=progress)
     finally:
         connection.close()
     for outcome in outcomes:
         print(f"{outcome.upload_id}\t{outcome.status.value}" +
               (f"\t{outcome.error}" if outcome.error else ""), file=out)
-    return EXIT_OK
+    return ExitCode.OK
 
 
 class TqdmProgress:
-    """A :class:`~jobs.uploads.records.Progress` drawn by tqdm on ``stream``: one unit per
-    member (published or already there), with the total, so tqdm shows the ETA."""
+    """A :class:`~jobs.uploads.records.Progress` drawn by tqdm on ``stream``: each unit once
+    (a member published or already there; an upload drained), against the total, so tqdm
+    shows the ETA. Units beyond the total (uploads queued while ``drain`` runs) raise it."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, desc: str, unit: str) -> None:
         self._stream = stream
+        self._desc = desc
+        self._unit = unit
         self._bar: Any = None
 
     def start(self, total: int) -> None:
         from tqdm import tqdm
 
-        self._bar = tqdm(total=total, unit="file", desc="verify+publish", file=self._stream)
+        self._bar = tqdm(total=total, unit=self._unit, desc=self._desc, file=self._stream)
 
     def advance(self, count: int) -> None:
-        if self._bar is not None:
-            self._bar.update(count)
+        if self._bar is None:
+            return
+        if self._bar.total is not None and self._bar.n + count > self._bar.total:
+            self._bar.total = self._bar.n + count
+        self._bar.update(count)
 
     def close(self) -> None:
         if self._bar is not None:
@@ -162,14 +169,16 @@ class TqdmProgress:
 class _progress:
     """A bar on stderr when stdout is a terminal; nothing otherwise (quiet logs)."""
 
-    def __init__(self, out: TextIO) -> None:
+    def __init__(self, out: TextIO, desc: str = "verify+publish", unit: str = "file") -> None:
         self._out = out
+        self._desc = desc
+        self._unit = unit
         self._bar: TqdmProgress | None = None
 
     def __enter__(self) -> Progress:
         if not self._out.isatty():
             return QuietProgress()
-        self._bar = TqdmProgress(sys.stderr)
+        self._bar = TqdmProgress(sys.stderr, self._desc, self._unit)
         return self._bar
 
     def __exit__(self, *exc: object) -> None:
@@ -177,5 +186,52 @@ class _progress:
             self._bar.close()
 
 
+def cmd_list(args: Any, config: DotDict, out: TextIO) -> int:
+    from .listing import list_lines, upload_json
+    from .store import UploadStore
+
+    if args.limit < 1:
+        raise ConfigurationError("--limit", f"must be at least 1, not {args.limit}")
+    connection = _connect(config)
+    try:
+        rows = UploadStore(connection).recent(
+            UploadStatus(args.status) if args.status else None, args.limit)
+    finally:
+        connection.close()
+    if args.json:
+        jsonout.emit([upload_json(row) for row in rows], out)
+    elif not rows:
+        print("no uploads" + (f" with status {args.status}" if args.status else ""), file=out)
+    else:
+        for line in list_lines(rows):
+            print(line, file=out)
+    return ExitCode.OK
+
+
+def cmd_show(args: Any, config: DotDict, out: TextIO) -> int:
+    from .errors import NoSuchUpload
+    from .listing import show_json, show_lines
+    from .store import UploadStore
+
+    if args.files < 0:
+        raise ConfigurationError("--files", f"must be 0 or more, not {args.files}")
+    connection = _connect(config)
+    try:
+        store = UploadStore(connection)
+        row = store.one(args.id)
+        if row is None:
+            raise NoSuchUpload(args.id)
+        files = store.files(args.id, args.files) if args.files else []
+    finally:
+        connection.close()
+    if args.json:
+        jsonout.emit(show_json(row, files), out)
+    else:
+        for line in show_lines(row, files):
+            print(line, file=out)
+    return ExitCode.OK
+
+
 COMMANDS: dict[str, Callable[[Any, DotDict, TextIO], int]] = {
-    "enqueue": cmd_enqueue, "reprocess": cmd_reprocess, "demo": cmd_demo, "drain": cmd_drain}
+    "enqueue": cmd_enqueue, "reprocess": cmd_reprocess, "demo": cmd_demo, "drain": cmd_drain,
+    "list": cmd_list, "show": cmd_show}

@@ -52,6 +52,15 @@ class UploadNotFound(UploadError):
         super().__init__(f"upload {upload_id} does not exist or another worker is processing it")
 
 
+class NoSuchUpload(UploadError):
+    """``show ID`` named an upload the table does not hold."""
+
+    def __init__(self, upload_id: int) -> None:
+        self.upload_id = upload_id
+        super().__init__(f"upload {upload_id} does not exist (python -m jobs.uploads list shows "
+                         f"the latest)")
+
+
 class ArchiveUnusable(UploadError):
     """``enqueue PATH`` named a local file that is missing or not a zip archive (nothing queued)."""
 

@@ -159,14 +159,15 @@ class Recorder(Protocol):
 
 
 class Progress(Protocol):
-    """Watches one upload being published (a progress bar): told the total once, then each
-    member as it is done (published, or found already there), so each is counted once."""
+    """Watches work being done (a progress bar): told the total once, then each unit as it
+    is done, so each is counted once. Units: the members of one upload being published
+    (published, or found already there), or ``drain``'s uploads."""
 
     def start(self, total: int) -> None:
-        """``total`` members are to be done (called once, before any :meth:`advance`)."""
+        """``total`` units are to be done (called once, before any :meth:`advance`)."""
 
     def advance(self, count: int) -> None:
-        """``count`` more members are done."""
+        """``count`` more units are done."""
 
 
 class QuietProgress:

@@ -51,6 +51,26 @@ class UploadStore:
     def row(self, upload_id: int) -> dict[str, Any] | None:
         return self._one("get", {"id": upload_id})
 
+    def recent(self, status: UploadStatus | None, limit: int) -> list[dict[str, Any]]:
+        """``list``: up to ``limit`` uploads (of ``status``, or all), newest first; each row
+        also holds ``now``, the database's clock."""
+        return self._all("recent", {"status": status.value if status else None, "limit": limit})
+
+    def one(self, upload_id: int) -> dict[str, Any] | None:
+        """``show ID``: the upload's row with ``files_written`` (its ``file_upload`` rows) and
+        ``now``, the database's clock; None when there is no such upload."""
+        return self._one("one", {"id": upload_id})
+
+    def files(self, upload_id: int, limit: int) -> list[dict[str, Any]]:
+        """``show ID``: up to ``limit`` of the objects the upload wrote, in key order."""
+        return self._all("files", {"id": upload_id, "limit": limit})
+
+    def _all(self, name: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+        with self._conn, self._conn.cursor() as cur:
+            cur.execute(Q[name], params)
+            names = [column.name for column in cur.description]
+            return [dict(zip(names, row)) for row in cur.fetchall()]
+
     def claim_next(self, worker: str, max_attempts: int, lease: float, retry_delay: float,
                    exclude: list[int]) -> Upload | None:
         """The oldest claimable upload, now ``processing`` by ``worker`` (attempts + 1)."""
@@ -58,6 +78,12 @@ class UploadStore:
                                        "lease": lease, "retry_delay": retry_delay,
                                        "exclude": exclude})
         return Upload.from_row(row) if row else None
+
+    def claimable(self, max_attempts: int, lease: float, retry_delay: float) -> int:
+        """How many uploads :meth:`claim_next` would hand out now (a progress bar's total)."""
+        row = self._one("claimable", {"max_attempts": max_attempts, "lease": lease,
+                                      "retry_delay": retry_delay})
+        return int(row["n"]) if row else 0
 
     def claim_id(self, upload_id: int, worker: str, lease: float) -> Upload | None:
         row = self._one("claim_id", {"id": upload_id, "worker": worker, "lease": lease})

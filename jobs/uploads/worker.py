@@ -64,10 +64,15 @@ class Worker:
         return cls(UploadStore(connection), settings, make_client(settings.concurrency),
                    Policy.from_config(config))
 
-    def drain(self, keep_going: Callable[[], bool] = lambda: True) -> list[UploadOutcome]:
+    def drain(self, keep_going: Callable[[], bool] = lambda: True,
+              progress: Progress | None = None) -> list[UploadOutcome]:
         """Process claimable uploads until none is left (or ``max_uploads_per_run``),
         claiming another only while ``keep_going()`` (the cron job's
         ``holds_lease``: a run that lost its lease claims nothing more).
+
+        ``progress`` (``python -m jobs.uploads drain`` on a terminal) is told the number of
+        uploads claimable at the start (at most ``max_uploads_per_run``), then each upload
+        once, when it has been handled.
 
         An upload tried in this run is not claimed again in it (its retry waits for a
         later run). Raises whatever unexpected error an upload met, after recording it.
@@ -77,6 +82,11 @@ class Worker:
             logger.warning("upload %d: abandoned, its worker died on the last attempt", upload_id)
         outcomes: list[UploadOutcome] = []
         tried: list[int] = []
+        if progress is not None:
+            total = self.store.claimable(self.policy.max_attempts, self.policy.lease_seconds,
+                                         self.policy.retry_delay_seconds)
+            limit = self.policy.max_uploads_per_run
+            progress.start(min(total, limit) if limit else total)
         while not self.policy.max_uploads_per_run or len(tried) < self.policy.max_uploads_per_run:
             if not keep_going():
                 logger.warning("the job no longer holds its lease: no more uploads claimed "
@@ -89,6 +99,8 @@ class Worker:
                 break
             tried.append(upload.id)
             outcomes.append(self.handle(upload))
+            if progress is not None:
+                progress.advance(1)
         return outcomes
 
     def reprocess(self, upload_id: int, progress: Progress | None = None) -> UploadOutcome:

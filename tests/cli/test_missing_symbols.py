@@ -118,3 +118,52 @@ def test_demo_creates_the_bucket_and_writes_two_batches():
         for obj in s3.list_objects_v2(Bucket=bucket).get("Contents", []):
             s3.delete_object(Bucket=bucket, Key=obj["Key"])
         s3.delete_bucket(Bucket=bucket)
+
+
+def test_write_takes_the_jobs_bucket_from_the_ini_and_the_runners_overrides(s3_bucket, tmp_path):
+    source = tmp_path / "events.jsonl"
+    source.write_text(json.dumps({"debug_file": "a.pdb", "debug_id": "A" * 33}) + "\n")
+    ini = tmp_path / "crontabber.ini"
+    ini.write_text("[crontabber]\n    jobs='''\n    jobs.missing_symbols.MissingSymbolsCronApp|5m\n"
+                   "    '''\n    [[class-MissingSymbolsCronApp]]\n"
+                   f"        inbox_bucket={s3_bucket}\n        prefix=from-ini/\n")
+    done = command(f"--admin.conf={ini}", "write", str(source))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("from-ini/")
+    done = command("write", str(source), f"--admin.conf={ini}",
+                   "--crontabber.class-MissingSymbolsCronApp.prefix=overridden/")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("overridden/")
+    listed = s3_client().list_objects_v2(Bucket=s3_bucket)["Contents"]
+    assert sorted(o["Key"].split("/")[0] for o in listed) == ["from-ini", "overridden"]
+
+
+def test_mistakes_are_one_line_with_the_shared_exit_codes(s3_bucket, tmp_path):
+    missing = tmp_path / "nope.jsonl"
+    cases = [(("write", str(missing), "--bucket", s3_bucket), 1, f"{missing}: no such file"),
+             (("write",), 1, "the following arguments are required: file"),
+             (("write", str(missing), "stray"), 1, "unrecognized argument 'stray'"),
+             (("demo", "--logging.level=LOUD"), 1, "'LOUD' is not a log level"),
+             (("demo", "--crontabber.class-MissingSymbolsCronApp.prefx=p/"), 1,
+              "no such option; did you mean --crontabber.class-MissingSymbolsCronApp.prefix?")]
+    for args, code, message in cases:
+        done = command(*args)
+        assert done.returncode == code, (args, done)
+        assert done.stderr.startswith("python -m jobs.missing_symbols: "), (args, done.stderr)
+        assert message in done.stderr and done.stderr.count("\n") == 1, (args, done.stderr)
+
+
+def test_s3_down_is_one_line_naming_it_and_exit_5(tmp_path):
+    source = tmp_path / "events.jsonl"
+    source.write_text(json.dumps({"debug_file": "a.pdb", "debug_id": "A" * 33}) + "\n")
+    done = command("write", str(source), env={"AWS_ENDPOINT_URL_S3": "http://127.0.0.1:9"})
+    assert done.returncode == 5, done
+    assert done.stderr == ("python -m jobs.missing_symbols: S3 at http://127.0.0.1:9: "
+                           "connection refused\n")
+
+
+def test_help_shows_the_one_exit_code_table():
+    done = command("--help")
+    text = " ".join(done.stdout.split())
+    assert done.returncode == 0 and "exit codes (one table for every command): 0 ok" in text
+    assert "5 the work ran and failed" in text and "--crontabber.class-CLASS.OPTION=VALUE" in text

@@ -50,3 +50,23 @@ def test_a_tick_writes_the_metrics_file(cli, tmp_path):
     assert done.stderr.endswith(
         f"crontabber: cannot write the metrics file {tmp_path}/nowhere/x.prom: "
         "No such file or directory\n")
+
+
+def test_a_job_just_resumed_is_not_overdue_until_no_tick_runs_it(cli):
+    crontab = cli.crontab
+    crontab.configure(["BasicJob|5m"])
+    assert cli.run().returncode == 0  # a tick: the fleet is alive, the job ran
+    assert cli.run("--pause", "basic-job", "--reason", "INC-7").returncode == 0
+    # paused all day: its next run has been due for 5 hours
+    crontab.sql("UPDATE crontabber SET next_run = clock_timestamp() - interval '5 hours'")
+    done = cli.run("--resume", "basic-job")
+    assert done.returncode == 0 and done.stdout.startswith("basic-job: resumed")
+    done = cli.run("--nagios")
+    assert (done.returncode, done.stdout.splitlines()[0]) == (0, "OK - All systems nominal")
+    [job] = json.loads(cli.run("--list-jobs", "--json").stdout)["jobs"]
+    assert job["status"] == "due" and job["late_seconds"] < 60, job
+    # 45 minutes after the resume and still no tick ran it: overdue again
+    crontab.sql("UPDATE crontabber SET paused_until = paused_until - interval '45 minutes'")
+    crontab.sql("UPDATE crontabber_host SET last_tick = clock_timestamp()")
+    doc = json.loads(cli.run("--nagios", "--json").stdout)
+    assert [(e["kind"], e["subject"]) for e in doc["entries"]] == [("overdue", "basic-job")]

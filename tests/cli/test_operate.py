@@ -86,7 +86,11 @@ def test_pause_resume_and_a_pause_that_ends_by_itself(cli):
     cli.run("--pause", "basic-job", "--reason", "again")
     done = cli.run("--resume", "basic-job", "--reason", "fixed")
     assert done.returncode == 0 and done.stdout.startswith("basic-job: resumed (was paused until")
-    assert crontab.state("basic-job").paused_until is None
+    # the pause ends now (lateness counts from it), its author and reason stay for --explain
+    state = crontab.state("basic-job")
+    assert abs((state.paused_until - crontab.now()).total_seconds()) < 5
+    assert state.paused_reason == "again"
+    assert "a pause ended " in cli.run("--explain", "basic-job").stdout
 
 
 def test_a_new_job_can_be_paused_before_its_first_run(cli):

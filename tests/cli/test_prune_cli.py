@@ -141,3 +141,20 @@ def test_progress_bar_on_a_terminal_only(cli, buckets):
     time.sleep(1.2)
     piped = cli.run("--job", "prune-s3", "--force")
     assert piped.returncode == 0 and "key/s" not in piped.stderr and "it/s" not in piped.stderr
+
+
+def test_a_failed_run_exits_5_in_one_line_and_history_shows_its_error(cli, buckets):
+    inbox, _ = buckets
+    missing = f"test-gone-{uuid.uuid4().hex[:12]}"
+    configure(cli, inbox, missing, upload_days=0, batch_days=0)
+    done = prune_cmd(cli, "run")
+    assert done.returncode == 5, done
+    assert done.stderr.startswith("python -m jobs.prune: S3: ") and "NoSuchBucket" in done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert cli.run("--job", "prune-s3").returncode == 5  # the cron job's run fails the same way
+    lines = prune_cmd(cli, "history").stdout.splitlines()
+    stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC"
+    assert len(lines) == 2 and "unfinished" not in "".join(lines), lines
+    for line in lines:
+        assert re.match(rf"#\d+ run {stamp} -> failed {stamp} \(S3: .*NoSuchBucket.*\): "
+                        r"reports: 0 keys", line), line

@@ -1,7 +1,7 @@
 """Every command of docs/operations.md (the 3 a.m. runbook), run in the
 order the document gives, against a real PostgreSQL holding the state the
 runbook describes, with the repository's crontabber.ini. A command is a line
-``$ python -m crontabber ...`` in a code block; ``# exit N`` after it is the
+``$ python -m crontabber ...`` (or ``python -m jobs.X ...``) in a code block; ``# exit N`` after it is the
 exit code expected (0 otherwise)."""
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from tests.cli.conftest import REPO
 from tests.conftest import ENV
 
 RUNBOOK = REPO / "docs" / "operations.md"
-COMMAND = re.compile(r"^\$ (python -m crontabber[^#]*?)\s*(?:#\s*(?:exit (\d+))?.*)?$")
+COMMAND = re.compile(
+    r"^\$ (python -m (?:crontabber|jobs\.\w+)[^#]*?)\s*(?:#\s*(?:exit (\d+))?.*)?$")
 
 
 def commands() -> list[tuple[str, int]]:
@@ -58,6 +59,24 @@ def seed(crontab) -> None:
                 " interval '10 minutes' WHERE app_name = 'process-uploads'")
     crontab.sql("UPDATE crontabber SET ongoing = now() - interval '5 minutes', heartbeat = now(),"
                 " ongoing_by = 'cron-3:4242', run_id = 43 WHERE app_name = 'rebuild-search-index'")
+    # an upload rejected an hour ago, one done, one waiting; a prune run that failed
+    crontab.sql("INSERT INTO upload (id, inbox_key, filename, size, uploaded_by, status, attempts,"
+                " error, files_total, created_at, claimed_at, claimed_by, completed_at) VALUES"
+                " (7001, 'inbox/2026/11/23/ab12/firefox-symbols.zip', 'firefox-symbols.zip', 81234,"
+                " 'ci@example.com', 'failed', 1, 'rejected: member ''../evil.sym'': a path outside"
+                " the archive', NULL, now() - interval '1 hour', now() - interval '59 minutes',"
+                " 'cron-1:2211', now() - interval '59 minutes'),"
+                " (7002, 'inbox/2026/11/23/cd34/thunderbird.zip', 'thunderbird.zip', 4096, NULL,"
+                " 'done', 1, NULL, 12, now() - interval '30 minutes', now() - interval '29 minutes',"
+                " 'cron-2:31337', now() - interval '28 minutes'),"
+                " (7003, 'inbox/2026/11/23/ef56/fenix.zip', 'fenix.zip', 2048, NULL, 'pending', 0,"
+                " NULL, NULL, now() - interval '2 minutes', NULL, NULL, NULL)")
+    crontab.sql("UPDATE upload SET files_uploaded = 10, files_skipped = 2, files_ignored = 0"
+                " WHERE id = 7002")
+    crontab.sql("INSERT INTO prune_run (dry_run, cap, holder, started_at, finished_at, error)"
+                " VALUES (false, 100000, 'cron-1:2211', now() - interval '1 day',"
+                " now() - interval '1 day' + interval '3 seconds', %s)",
+                ('S3 at http://s3.internal:9000: connection refused',))
 
 
 def test_every_runbook_command_runs_as_documented(cli, s3_bucket, tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -126,3 +127,114 @@ def test_enqueue_of_a_file_that_is_not_a_zip_says_so_and_exits_1(run, uploads, t
 def test_help_shows_the_runners_exit_codes(run):
     done = run("jobs.uploads", "--help")
     assert done.returncode == 0 and "5 the work ran and failed" in " ".join(done.stdout.split())
+
+
+def test_list_shows_the_newest_first_with_status_files_size_key_and_one_line_error(run, uploads,
+                                                                                   tmp_path):
+    good = uploads.enqueue(write_zip(tmp_path / "a.zip", symbol_members(2, 2000)))
+    bad_zip = tmp_path / "bad.zip"
+    bad_zip.write_bytes(b"not a zip")
+    bad = uploads.enqueue(bad_zip)
+    waiting = uploads.enqueue(write_zip(tmp_path / "c.zip", symbol_members(1, 100)))
+    assert run("jobs.uploads", "reprocess", str(good)).returncode == 0
+    assert run("jobs.uploads", "reprocess", str(bad)).returncode == 5
+    uploads.sql("UPDATE upload SET error = 'line one\nline two' WHERE id = %s", (waiting,))
+    done = run("jobs.uploads", "list")
+    assert done.returncode == 0, done.stderr
+    header, *rows = done.stdout.splitlines()
+    assert header.split() == ["ID", "STATUS", "AGE", "FILES", "SIZE", "KEY", "ERROR"]
+    assert [row.split()[:2] for row in rows] == [[str(waiting), "pending"], [str(bad), "failed"],
+                                                 [str(good), "done"]]
+    assert rows[2].split()[3] == "2" and rows[2].endswith(" -")  # 2 files, no error
+    assert "not a zip archive" in rows[1] and rows[0].endswith("line one line two")
+    assert uploads.row(good)["inbox_key"] in rows[2]
+    failed = run("jobs.uploads", "list", "--status", "failed", "--limit", "5")
+    assert [row.split()[0] for row in failed.stdout.splitlines()[1:]] == [str(bad)]
+    assert len(run("jobs.uploads", "list", "--limit", "1").stdout.splitlines()) == 2
+
+
+def test_list_json_and_an_empty_list(run, uploads, tmp_path):
+    import json
+
+    assert run("jobs.uploads", "list").stdout == "no uploads\n"
+    upload_id = uploads.enqueue(write_zip(tmp_path / "a.zip", symbol_members(2, 2000)))
+    run("jobs.uploads", "reprocess", str(upload_id))
+    done = run("jobs.uploads", "list", "--json")
+    [item] = json.loads(done.stdout)
+    assert (item["id"], item["status"], item["files"]["total"], item["error"]) == \
+        (upload_id, "done", 2, None)
+    assert item["created_at"].endswith("Z") and item["duration_seconds"] >= 0
+    assert run("jobs.uploads", "list", "--status", "done", "--json").stdout.count('"id"') == 1
+
+
+def test_list_refuses_a_bad_status_or_limit_in_one_line(run):
+    for args in (["--status", "stuck"], ["--limit", "0"]):
+        done = run("jobs.uploads", "list", *args)
+        assert done.returncode == 1, done
+        assert done.stderr.startswith("python -m jobs.uploads: ") and done.stderr.count("\n") == 1
+
+
+def test_show_gives_the_files_error_and_timings(run, uploads, tmp_path):
+    import json
+
+    upload_id = uploads.enqueue(write_zip(tmp_path / "a.zip", symbol_members(3, 2000)))
+    assert run("jobs.uploads", "reprocess", str(upload_id)).returncode == 0
+    done = run("jobs.uploads", "show", str(upload_id), "--files", "2")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == f"upload {upload_id}: done (attempt 1)"
+    text = "\n".join(lines)
+    stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC"
+    assert re.search(rf"^  queued     {stamp} \(\d+s ago\)$", text, re.M), text
+    assert re.search(rf"^  completed  {stamp} \(\d+s after it was queued\)$", text, re.M), text
+    assert "  files      3 in the archive, 3 uploaded, 0 already there, 0 ignored; " \
+           "3 written so far" in lines
+    assert "  error      -" in lines
+    assert "(the first 2 of 3, in key order; --files N for more)" in text
+    keys = sorted(f["key"] for f in uploads.files(upload_id))
+    assert [line.split()[0] for line in lines if line.startswith("    ")] == keys[:2]
+    as_json = json.loads(run("jobs.uploads", "show", str(upload_id), "--json").stdout)
+    assert as_json["files_written"] == 3 and [f["key"] for f in as_json["written"]] == keys
+    assert as_json["completed_at"].endswith("Z")
+
+
+def test_show_of_a_failed_upload_gives_its_error(run, uploads, tmp_path):
+    bad = tmp_path / "bad.zip"
+    bad.write_bytes(b"not a zip")
+    upload_id = uploads.enqueue(bad)
+    run("jobs.uploads", "reprocess", str(upload_id))
+    lines = run("jobs.uploads", "show", str(upload_id)).stdout.splitlines()
+    assert lines[0] == f"upload {upload_id}: failed (attempt 1)"
+    assert any(line.startswith("  error      rejected: ") and "not a zip archive" in line
+               for line in lines), lines
+
+
+def test_show_of_an_unknown_id_is_one_line_and_exit_1(run):
+    done = run("jobs.uploads", "show", "999999")
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == ("python -m jobs.uploads: upload 999999 does not exist "
+                           "(python -m jobs.uploads list shows the latest)\n")
+
+
+def test_drain_on_a_terminal_counts_each_upload_once_with_a_total(uploads, tmp_path):
+    import pty
+
+    for name in ("a", "b", "c"):
+        uploads.enqueue(write_zip(tmp_path / f"{name}.zip", symbol_members(2, 500)))
+    env = {**os.environ, "PYTHONPATH": str(REPO),
+           "RESOURCE_POSTGRESQL_DBNAME": uploads.database.dbname}
+    options = [f"--crontabber.class-ProcessUploadsCronApp.{name}={uploads.bucket}"
+               for name in ("inbox_bucket", "symbols_bucket")]
+    leader, follower = pty.openpty()
+    try:
+        done = subprocess.run([sys.executable, "-m", "jobs.uploads", "drain", *options], env=env,
+                              cwd=REPO, stdout=follower, stderr=subprocess.PIPE, text=True,
+                              timeout=60)
+    finally:
+        os.close(follower)
+        os.close(leader)
+    assert done.returncode == 0, done.stderr
+    bar = [line for line in done.stderr.replace("\r", "\n").splitlines() if line.strip()]
+    assert bar[-1].startswith("drain: 100%|") and "| 3/3 [" in bar[-1], done.stderr
+    assert "<" in bar[-1].split("[", 1)[1], bar[-1]  # elapsed<ETA
+    assert all("/3 [" in line for line in bar), bar  # the total from the start

@@ -1,8 +1,10 @@
-"""The pure parts of --nagios: perfdata text and lateness."""
+"""The pure parts of --nagios: perfdata text and lateness (scheduling.lateness, shared with
+--list-jobs)."""
 import datetime as dt
 
 from crontabber.config import MonitorSettings
-from crontabber.report import lateness, perfdata_text
+from crontabber.report import perfdata_text
+from crontabber.scheduling import lateness
 from crontabber.state import JobState
 
 NOW = dt.datetime(2026, 11, 23, 12, 0, tzinfo=dt.timezone.utc)
@@ -18,8 +20,12 @@ def test_perfdata_numbers_have_no_exponent_and_unknown_is_u():
 
 def test_lateness_counts_from_the_end_of_a_pause_and_not_while_running():
     late = JobState("a", next_run=NOW - 5 * H)
-    assert lateness(late, NOW) == 5 * 3600
-    assert lateness(JobState("a", next_run=NOW - 5 * H, paused_until=NOW - H), NOW) == 3600
+    assert lateness(late, NOW) == 5 * H
+    assert lateness(JobState("a", next_run=NOW - 5 * H, paused_until=NOW - H), NOW) == H
+    # a pause that ended before the run was due changes nothing
+    assert lateness(JobState("a", next_run=NOW - 5 * H, paused_until=NOW - 6 * H), NOW) == 5 * H
+    # --resume sets paused_until to now: not late at once
+    assert lateness(JobState("a", next_run=NOW - 5 * H, paused_until=NOW), NOW) is None
     assert lateness(JobState("a", next_run=NOW - 5 * H, paused_until=NOW + H), NOW) is None
     assert lateness(JobState("a", next_run=NOW - 5 * H, ongoing=NOW - H), NOW) is None
     assert lateness(JobState("a", next_run=NOW + H), NOW) is None

@@ -1,0 +1,213 @@
+"""The shape every command shares: the runner's and the jobs' operator commands.
+
+One table of exit codes (:class:`ExitCode`, :data:`EXIT_CODES`), the one mapping of
+exceptions to them (:func:`exit_code_for`), the ``--namespace.option=value`` overrides
+(:func:`split_overrides`), and for the jobs' commands (``python -m jobs.uploads``,
+``jobs.prune``, ``jobs.missing_symbols``) a parser with ``--admin.conf`` and the table in its
+``--help`` (:func:`command_parser`) and a main that turns every error into one line on stderr
+and its exit code (:func:`run_command`). Jobs import it through :mod:`crontabber`'s public
+surface.
+
+Kept light (argparse and the error tree): the runner imports it on every cron tick.
+"""
+
+from __future__ import annotations
+
+import argparse
+import enum
+import logging
+import os
+import sys
+from typing import Callable, NoReturn, Sequence, TextIO
+
+from .errors import (
+    ConfigurationError,
+    CrontabberError,
+    JobLocked,
+    JobOngoing,
+    LeaseLost,
+    MarkerIsLive,
+    Terminated,
+)
+
+logger = logging.getLogger(__name__)
+
+
+class ExitCode(enum.IntEnum):
+    """Exit codes of every command (``--nagios`` uses nagios's 0/1/2 instead)."""
+
+    OK = 0
+    ERROR = 1  # bad configuration or arguments, unknown job or id, database unavailable
+    LOCKED = 2  # held by another process right now (a job's row: SELECT ... FOR UPDATE NOWAIT)
+    ONGOING = 3  # a job is held by a live run elsewhere (also: reset/release refused)
+    FENCED = 4  # a run lost its lease to another run: its outcome was not recorded
+    JOB_FAILED = 5  # the work ran and failed (--job, --rerun, a job command's work)
+    PAUSED = 6  # --job: the job is paused (--force runs it anyway)
+    INTERRUPTED = 130  # SIGINT / Ctrl-C (the job was recorded as failed, lock released)
+    TERMINATED = 143  # SIGTERM (the same)
+
+
+#: What each code means, for ``--help``; README.md and docs/operations.md repeat it.
+EXIT_CODES: tuple[tuple[int, str], ...] = (
+    (ExitCode.OK, "ok (a cron tick also when jobs failed: they are recorded)"),
+    (ExitCode.ERROR, "bad argument or configuration, unknown job or id, database unavailable"),
+    (ExitCode.LOCKED, "locked by another process that very moment"),
+    (ExitCode.ONGOING, "the job is running elsewhere (or a reset/release was refused for that)"),
+    (ExitCode.FENCED, "a run was fenced off (it lost its lease)"),
+    (ExitCode.JOB_FAILED, "the work ran and failed (--job, --rerun, a job command's work)"),
+    (ExitCode.PAUSED, "--job: the job is paused"),
+    (ExitCode.INTERRUPTED, "Ctrl-C"),
+    (ExitCode.TERMINATED, "SIGTERM"),
+)
+
+
+def exit_codes_text() -> str:
+    """The table in one paragraph, as every ``--help`` ends."""
+    return ("exit codes (one table for every command): "
+            + "; ".join(f"{int(code)} {meaning}" for code, meaning in EXIT_CODES)
+            + "; --nagios: 0/1/2 (nagios's)")
+
+
+def exit_code_for(exc: BaseException) -> int:
+    """The one place exceptions become exit codes."""
+    if isinstance(exc, JobLocked):
+        return ExitCode.LOCKED
+    if isinstance(exc, (JobOngoing, MarkerIsLive)):
+        return ExitCode.ONGOING
+    if isinstance(exc, LeaseLost):
+        return ExitCode.FENCED
+    if isinstance(exc, Terminated):
+        return ExitCode.TERMINATED
+    if isinstance(exc, KeyboardInterrupt):
+        return ExitCode.INTERRUPTED
+    return ExitCode.ERROR
+
+
+def split_overrides(rest: Sequence[str]) -> dict[str, str]:
+    """``--namespace.option=value`` (or ``--namespace.option value``) pairs.
+
+    Raises:
+        ConfigurationError: on anything else.
+    """
+    overrides: dict[str, str] = {}
+    items = iter(rest)
+    for item in items:
+        if not item.startswith("--") or "." not in item.split("=", 1)[0]:
+            raise ConfigurationError("the command line", f"unrecognized argument {item!r}")
+        name, eq, value = item[2:].partition("=")
+        if not eq:
+            following = next(items, None)
+            if following is None:
+                raise ConfigurationError(f"--{name}", "needs a value")
+            value = following
+        overrides[name] = value
+    return overrides
+
+
+class CommandParser(argparse.ArgumentParser):
+    """An argparse parser whose mistakes are :class:`ConfigurationError` (one line,
+    exit 1) rather than argparse's usage and exit 2 (2 means "locked" here). Its
+    subcommands' parsers are of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        raise ConfigurationError("the command line", message)
+
+
+def _terminal_columns() -> int:
+    """The terminal's width as ``shutil.get_terminal_size`` finds it (``COLUMNS``,
+    then standard output's terminal, then 80), without importing shutil."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 80
+    return columns or 80
+
+
+class Formatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's formatter (descriptions and epilogs kept as written), sized by
+    :func:`_terminal_columns`.
+
+    argparse builds a formatter for every ``add_argument``, and the default one
+    imports shutil (with lzma and bz2) to size itself: ~4 ms of every cron tick.
+    """
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, width=_terminal_columns() - 2)
+
+
+def command_parser(prog: str, description: str) -> CommandParser:
+    """The parser of a job's operator command: ``--admin.conf=FILE``, the overrides
+    (``--crontabber.class-X.opt=value``, any position, left to :func:`run_command`)
+    and the exit-code table in ``--help``. Add the subcommands to it."""
+    parser = CommandParser(
+        prog=prog, description=description,
+        epilog="options: --crontabber.class-CLASS.OPTION=VALUE (and any runner option) override "
+               "crontabber.ini, as for python -m crontabber; --logging.level=DEBUG shows "
+               "tracebacks.\n" + exit_codes_text())
+    parser.add_argument("--admin.conf", dest="conf", metavar="FILE", default=None,
+                        help="the INI file (default: ./config/crontabber.ini or ./crontabber.ini)")
+    return parser
+
+
+def one_line(exc: BaseException) -> str:
+    """An error's message on one line (its type's name when it has none)."""
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+Body = Callable[[argparse.Namespace, dict[str, str]], int]
+
+
+def run_command(parser: argparse.ArgumentParser, body: Body, argv: Sequence[str] | None = None,
+                stderr: TextIO | None = None) -> int:
+    """Parse ``argv`` with ``parser`` (the rest must be overrides; ``--admin.conf`` may also
+    follow the subcommand: it lands in ``args.conf``), call ``body(args, overrides)`` and return its exit code; log WARNING and up on stderr (every level with
+    ``--logging.level=DEBUG``).
+
+    Every error is one line on stderr, ``prog: message``: the runner's errors with their
+    code (:func:`exit_code_for`); anything else (a service failing mid-work, which
+    :func:`crontabber.failures.describe` names with its address) exits
+    :attr:`ExitCode.JOB_FAILED`, its traceback logged at DEBUG only.
+    """
+    err = sys.stderr if stderr is None else stderr
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        args, rest = parser.parse_known_args(argv)
+        overrides = split_overrides(rest)
+        if "admin.conf" in overrides:  # given after the subcommand, whose parser lacks it
+            args.conf = overrides.pop("admin.conf")
+        level = overrides.get("logging.level", "WARNING").upper()
+        if not isinstance(logging.getLevelName(level), int):
+            raise ConfigurationError("--logging.level", f"{level!r} is not a log level")
+        _setup_logging(err, level)
+        return body(args, overrides)
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0)
+    except (CrontabberError, KeyboardInterrupt, Terminated) as exc:
+        logger.debug("%s failed", parser.prog, exc_info=True)
+        print(f"{parser.prog}: {one_line(exc)}", file=err)
+        return exit_code_for(exc)
+    except Exception as exc:
+        from .failures import describe
+
+        logger.debug("%s failed", parser.prog, exc_info=True)
+        print(f"{parser.prog}: {describe(exc)}", file=err)
+        return ExitCode.JOB_FAILED
+
+
+def _setup_logging(stream: TextIO, level: str) -> None:
+    """Like the runner's: the client libraries' retry warnings without tracebacks unless
+    DEBUG (the command reports the failure once, in one line)."""
+    logging.basicConfig(level=level, stream=stream,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
+        from .failures import CLIENT_LOGGERS, NoClientTracebacks
+
+        for name in CLIENT_LOGGERS:
+            logging.getLogger(name).setLevel(logging.WARNING)
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(NoClientTracebacks())
