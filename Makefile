@@ -37,7 +37,7 @@ venv: .venv/.installed
 .venv/.installed: requirements.txt
 	$(PYTHON) -m venv .venv
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
-	$(PY) -m compileall -q crontabber jobs search > /dev/null
+	$(PY) -m compileall -q crontabber jobs search dashboard > /dev/null
 	touch $@
 
 services:
