@@ -84,11 +84,14 @@ def sparkline(runs: Sequence[RunView], now: dt.datetime) -> str:
     shown = list(reversed(runs[:SPARK_WIDTH // SPARK_BAR]))
     if not shown:
         return '<span class="none">no runs</span>'
-    longest = max(run.duration(now).total_seconds() for run in shown) or 1.0
+    # Scaled to the longest finished run: a run in progress for an hour would
+    # flatten every other bar (its bar is cut at the top instead).
+    finished = [run.duration(now).total_seconds() for run in shown if run.ended is not None]
+    longest = max(finished or [run.duration(now).total_seconds() for run in shown]) or 1.0
     bars = []
     for index, run in enumerate(shown):
         seconds = run.duration(now).total_seconds()
-        height = max(2.0, (SPARK_HEIGHT - 6) * seconds / longest)
+        height = max(2.0, (SPARK_HEIGHT - 6) * min(1.0, seconds / longest))
         x, y = index * SPARK_BAR, SPARK_HEIGHT - height
         label = f"{stamp(run.started)} UTC: {took(run.duration(now))} {run.outcome.text}"
         bars.append(f'<rect class="bar {run.outcome.value}" x="{x}" y="{y:.1f}" '
@@ -124,15 +127,21 @@ def status_html(view: JobView, now: dt.datetime) -> str:
     return f'{word}<div class="about">{about}</div>' if about else word
 
 
+def traceback_html(error: Any) -> str:
+    """An error as Python prints it: the frames (crontabber stores frames
+    only), then ``Type: value``."""
+    frames = error.traceback.rstrip() or "  (no traceback recorded)"
+    return (f'<pre class="traceback">Traceback (most recent call last):\n{esc(frames)}\n'
+            f'{esc(error.type)}: {esc(error.value)}</pre>')
+
+
 def error_html(view: JobView) -> str:
     """The last error in one line; its traceback one click away."""
     error = view.last_error
     if error is None or not view.error_count:
         return '<span class="none">-</span>'
-    trace = error.traceback.rstrip() or "(no traceback recorded)"
     return (f'<details class="error" id="err-{esc(view.name)}"><summary>{esc(error.summary)}'
-            f'</summary><pre class="traceback">{esc(error.type)}: {esc(error.value)}\n\n'
-            f'{esc(trace)}</pre></details>')
+            f'</summary>{traceback_html(error)}</details>')
 
 
 def job_row(view: JobView, runs: Sequence[RunView], now: dt.datetime) -> str:
@@ -168,8 +177,7 @@ def history_rows(runs: Sequence[RunView], now: dt.datetime) -> list[list[str]]:
         error = ""
         if run.error is not None:
             error = (f'<details class="error"><summary>{esc(run.error.summary)}</summary>'
-                     f'<pre class="traceback">{esc(run.error.type)}: {esc(run.error.value)}\n\n'
-                     f'{esc(run.error.traceback.rstrip())}</pre></details>')
+                     f'{traceback_html(run.error)}</details>')
         elif run.ongoing is not None:
             error = f"heartbeat {when_html(run.ongoing.heartbeat, now, 'none')}"
         span = took(run.duration(now)) + ("+" if run.outcome is Outcome.RUNNING else "")
@@ -228,7 +236,7 @@ def missing_card(panel: Mapping[str, Any], now: dt.datetime) -> str:
 
 def search_card(panel: Mapping[str, Any], now: dt.datetime) -> str:
     rebuild, mark = panel["last_rebuild"], panel["watermark"]
-    body = (f'<p>alias <code>{esc(panel["alias"])}</code> → '
+    body = (f'<p>alias <code>{esc(panel["alias"] or "-")}</code> → '
             f'<code data-k="search.index">{esc(panel["index"] or "-")}</code></p>'
             f'<p>documents {number(panel["documents"], "search.documents")}</p>')
     if rebuild is not None:

@@ -32,7 +32,6 @@ FAILED_WINDOW = dt.timedelta(hours=24)
 LIST_LIMIT = 10  # rows in a panel's list (failed uploads, quarantined batches, top symbols)
 REBUILD_APP = "rebuild-search-index"
 MISSING_APP = "missing-symbols"
-DEFAULT_ALIAS = "symbols"
 
 
 def _config(source: "Source", app_name: str) -> dict[str, Any]:
@@ -126,7 +125,11 @@ def last_rebuild(source: "Source", session: "Session") -> dict[str, Any] | None:
 
 def search_index_panel(source: "Source", session: "Session") -> dict[str, Any]:
     config = _config(source, REBUILD_APP)
-    alias = str(config.get("alias") or DEFAULT_ALIAS)
+    if not config:
+        return {"alias": None, "index": None, "documents": None, "source_as_of": None,
+                "error": f"{REBUILD_APP} is not configured", "last_rebuild": None,
+                "watermark": None}
+    alias = str(config["alias"])
     watermark = session.pipeline.watermark(alias)
     return {"alias": alias, **live_index_facts(source, alias, str(config.get("es_url") or "")),
             "last_rebuild": last_rebuild(source, session),
