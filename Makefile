@@ -20,6 +20,7 @@ run: setup
 
 test: venv
 	SYMBOLS_PG_FAST=1 bash scripts/services.sh start
+	bash scripts/services.sh browser
 	$(PY) -m mypy
 	$(WITH_ENV) $(PY) -m pytest tests
 
