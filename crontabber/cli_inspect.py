@@ -2,7 +2,9 @@
 (``--wide``), ``--history NAME [--limit N]`` and ``--show-error NAME [--run
 ID]``, each as text or ``--json``. Parse, call, print: the data is built by
 :mod:`crontabber.views`, the text by :mod:`crontabber.tables`, both imported
-where used (an idle cron tick needs neither).
+where used (an idle cron tick needs neither). :func:`job_views_now` and
+:func:`job_runs` gather the data of ``--list-jobs`` and ``--history``; the
+dashboard calls them too, so its JSON is the same.
 """
 
 from __future__ import annotations
