@@ -20,6 +20,7 @@ run: setup
 
 test: venv
 	SYMBOLS_PG_FAST=1 bash scripts/services.sh start
+	bash scripts/services.sh browser
 	$(PY) -m mypy
 	$(WITH_ENV) $(PY) -m pytest tests
 
@@ -37,7 +38,7 @@ venv: .venv/.installed
 .venv/.installed: requirements.txt
 	$(PYTHON) -m venv .venv
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
-	$(PY) -m compileall -q crontabber jobs search > /dev/null
+	$(PY) -m compileall -q crontabber jobs search dashboard > /dev/null
 	touch $@
 
 services:

@@ -2,7 +2,9 @@
 (``--wide``), ``--history NAME [--limit N]`` and ``--show-error NAME [--run
 ID]``, each as text or ``--json``. Parse, call, print: the data is built by
 :mod:`crontabber.views`, the text by :mod:`crontabber.tables`, both imported
-where used (an idle cron tick needs neither).
+where used (an idle cron tick needs neither). :func:`job_views_now` and
+:func:`job_runs` gather the data of ``--list-jobs`` and ``--history``; the
+dashboard calls them too, so its JSON is the same.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, TextIO
 
 from .catalog import Job, find_job
@@ -20,7 +23,7 @@ from .state import JobState
 from .store import StateStore
 
 if TYPE_CHECKING:
-    from .views import FailureView
+    from .views import FailureView, JobView, RunView
 
 DEFAULT_LIMIT = 20
 # How late a due job may be before --list-jobs calls it overdue: --nagios's
@@ -90,15 +93,31 @@ def selected_jobs(jobs: list[Job], names: list[str]) -> list[Job]:
     return [job for job in jobs if job.app_name in chosen]
 
 
-def list_jobs(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
-    """``--list-jobs [NAME ...]``: the table (``--wide``: every column) or ``--json``."""
-    from . import jsonout, tables, views
+def job_views_now(
+    settings: Settings, jobs: list[Job], store: StateStore, names: list[str] | tuple[str, ...] = ()
+) -> tuple[list["JobView"], dt.datetime]:
+    """The views of the jobs ``names`` mean (every job when empty), in config
+    order, and the database clock they were judged at: what ``--list-jobs``
+    shows and the dashboard serves.
 
-    chosen = selected_jobs(jobs, list(args.list_jobs))
+    Raises:
+        JobNotFound: a name that no configured job has.
+    """
+    from . import views
+
+    chosen = selected_jobs(jobs, list(names))
     states, now = store.states(), store.now()
     marker = _marker(settings, jobs, store)
     found = views.job_views(chosen, states, now, lambda state: marker(state, now),
                             _overdue_seconds(settings))
+    return found, now
+
+
+def list_jobs(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
+    """``--list-jobs [NAME ...]``: the table (``--wide``: every column) or ``--json``."""
+    from . import jsonout, tables, views
+
+    found, now = job_views_now(settings, jobs, store, list(args.list_jobs))
     if args.json:
         jsonout.emit(views.jobs_document(found, now), out)
         return 0
@@ -122,30 +141,62 @@ def _known_name(jobs: list[Job], store: StateStore, name: str) -> tuple[str, Job
     return name, None
 
 
-def history(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
-    """``--history NAME [--limit N]``: the job's newest runs, one line per log row."""
-    from . import jsonout, tables, views
+@dataclass(frozen=True)
+class JobRuns:
+    """A job's newest runs as ``--history`` shows them: ``more`` says whether
+    older runs exist beyond the limit; ``now`` is the database clock."""
 
-    limit = DEFAULT_LIMIT if args.limit is None else args.limit
+    app_name: str
+    is_backfill: bool
+    runs: list["RunView"]
+    more: bool
+    now: dt.datetime
+
+    def as_json(self) -> dict[str, Any]:
+        """The ``--history --json`` document."""
+        from .views import history_document
+
+        return history_document(self.app_name, self.runs, self.now, self.more, self.is_backfill)
+
+
+def job_runs(settings: Settings, jobs: list[Job], store: StateStore, name: str, limit: int) -> JobRuns:
+    """The newest ``limit`` runs of the job ``name`` means (a configured job
+    or a ghost), newest first: what ``--history`` shows and the dashboard serves.
+
+    Raises:
+        ConfigurationError: ``limit`` below 1.
+        JobNotFound: neither a configured job nor a ghost has that name.
+    """
+    from . import views
+
     if limit < 1:
         raise ConfigurationError("--limit", f"must be a number of runs, 1 or more, not {limit}")
-    app_name, job = _known_name(jobs, store, args.history)
+    app_name, job = _known_name(jobs, store, name)
     is_backfill = job.is_backfill if job is not None else False
     entries, state, now = store.log_runs(app_name, limit), store.state(app_name), store.now()
     marker = _marker(settings, jobs, store)
     runs = views.group_runs(entries, state, lambda s: marker(s, now))
-    more, runs = len(runs) > limit, runs[:limit]
+    return JobRuns(app_name, is_backfill, runs[:limit], len(runs) > limit, now)
+
+
+def history(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
+    """``--history NAME [--limit N]``: the job's newest runs, one line per log row."""
+    from . import jsonout, tables
+
+    limit = DEFAULT_LIMIT if args.limit is None else args.limit
+    found = job_runs(settings, jobs, store, args.history, limit)
+    app_name, runs, now = found.app_name, found.runs, found.now
     if args.json:
-        jsonout.emit(views.history_document(app_name, runs, now, more, is_backfill), out)
+        jsonout.emit(found.as_json(), out)
         return 0
     if not runs:
         print(f"{app_name}: no runs in the run log (crontabber_log)", file=out)
         return 0
-    print("\n".join(tables.history_table(runs, now, is_backfill, _width(out))), file=out)
-    if is_backfill:
+    print("\n".join(tables.history_table(runs, now, found.is_backfill, _width(out))), file=out)
+    if found.is_backfill:
         print("(a backfill job: one row per interval; rows with the same RUN are one run)",
               file=out)
-    if more:
+    if found.more:
         print(f"(older runs not shown: --limit {limit * 2})", file=out)
     return 0
 

@@ -8,6 +8,7 @@
 #
 # usage: scripts/services.sh start|stop|restart|status|env [--fast] [pg|es|s3 ...]
 #        scripts/services.sh clean
+#        scripts/services.sh browser
 #        (no names = all three)
 #
 #   start    install/download what is missing, start what is not running, wait
@@ -17,6 +18,8 @@
 #   env      print the `export` lines (also written by start to $STATE_DIR/env).
 #   clean    stop all three, then remove this checkout's $SERVICE_DIR and
 #            $STATE_DIR (data, logs, caches, env).
+#   browser  install Debian's chromium and chromium-driver when missing (the
+#            dashboard's browser tests; `make test` runs it).  Idempotent.
 #   --fast   (or SYMBOLS_PG_FAST=1) PostgreSQL with fsync=off,
 #            synchronous_commit=off, full_page_writes=off: FOR TESTS ONLY.
 #
@@ -192,6 +195,17 @@ ensure_tools() {
   command -v flock >/dev/null || missing+=(util-linux)
   command -v runuser >/dev/null || missing+=(util-linux)
   if ((${#missing[@]})); then apt_install "${missing[@]}"; fi
+}
+
+# The dashboard's browser tests drive Debian's headless chromium through
+# Debian's chromium-driver: one source package, so their versions always match.
+ensure_browser() {
+  local -a missing=()
+  [[ -x /usr/bin/chromium ]] || missing+=(chromium)
+  [[ -x /usr/bin/chromedriver ]] || missing+=(chromium-driver)
+  if ((${#missing[@]})); then apt_install "${missing[@]}"; fi
+  [[ -x /usr/bin/chromium && -x /usr/bin/chromedriver ]] ||
+    die setup "chromium or chromedriver missing after apt-get install"
 }
 
 JAVA17_HOME=
@@ -694,7 +708,7 @@ EOF
 # ------------------------------------------------------------------ main ---
 
 usage() {
-  echo "usage: $0 start|stop|restart|status|env [--fast] [pg|es|s3 ...] | clean" >&2
+  echo "usage: $0 start|stop|restart|status|env [--fast] [pg|es|s3 ...] | clean | browser" >&2
   exit 2
 }
 
@@ -827,6 +841,11 @@ main() {
       esac
       ;;
     status) cmd_status ;;
+    browser)
+      (($# == 0)) || usage
+      ((EUID == 0)) || die "must run as root (it installs Debian packages)"
+      ensure_browser
+      ;;
     env)
       install -d -m 755 "$STATE_DIR"
       write_env_file

@@ -1,0 +1,234 @@
+"""The dashboard's WSGI application (``dashboard.app:application`` for
+gunicorn; ``python -m dashboard`` serves the same object).
+
+Read-only: it answers GET and HEAD only, and reads the database in a
+``READ ONLY`` session; operator actions stay on the audited command line.
+
+============================  ===============================================
+``/``                         the page: jobs, pipeline panels, fleet
+``/jobs/NAME``                a job's run history page
+``/api/jobs``                 ``--list-jobs --json``
+``/api/jobs/NAME/history``    ``--history NAME --json`` (``?limit=N``, default 20)
+``/api/pipeline``             the pipeline panels (:mod:`dashboard.pipeline`)
+``/api/fleet``                ``--nagios --json`` and every host's last tick
+``/__heartbeat__``            200 when the configuration loads and the database answers, else 503
+``/__lbheartbeat__``          200 while the process serves requests
+============================  ===============================================
+
+A page path with ``?panels`` answers ``{"now", "panels": {id: html}}``: the
+page's script fetches it to replace each panel in place (one renderer, on the
+server, for the first view and for every refresh).
+
+Errors are JSON ``{"error": ...}``: an unknown job 404, a bad ``limit`` 400, the
+database unreachable 503, a failed query or a bug 500 (logged, no traceback
+shown). A page whose data cannot be read is a short HTML page with the error.
+
+Configuration, when the application is built by gunicorn: ``DASHBOARD_CONF``
+(the ``crontabber.ini`` to read; default: the runner's ``./config/crontabber.ini``
+then ``./crontabber.ini``), the environment as for the runner
+(``RESOURCE_POSTGRESQL_PASSWORD``...), and ``DASHBOARD_REFRESH_SECONDS``
+(default 10).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from importlib import resources
+from typing import Any, Callable, Iterable
+from urllib.parse import parse_qs, unquote
+
+from crontabber import jsonout
+from crontabber.errors import CrontabberError, DatabaseUnavailable, JobNotFound
+
+from . import page
+from .source import HISTORY_LIMIT, SPARK_RUNS, Source
+
+logger = logging.getLogger("dashboard.app")
+
+REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
+           500: "Internal Server Error", 503: "Service Unavailable"}
+DEFAULT_REFRESH = 10.0
+STATIC = {"dashboard.css": "text/css; charset=utf-8",
+          "dashboard.js": "text/javascript; charset=utf-8"}
+
+
+class HttpError(Exception):
+    """A request answered with ``status`` and ``{"error": message}``."""
+
+    def __init__(self, status: int, message: str) -> None:
+        self.status = status
+        self.message = message
+        super().__init__(message)
+
+
+Response = tuple[int, str, bytes]  # status, content type, body
+
+
+def json_response(status: int, document: Any) -> Response:
+    return status, "application/json", (jsonout.dumps(document) + "\n").encode()
+
+
+def html_response(status: int, text: str) -> Response:
+    return status, "text/html; charset=utf-8", text.encode()
+
+
+class DashboardApp:
+    """The WSGI application. ``source`` is loaded on first use when not given
+    (from ``DASHBOARD_CONF`` and the environment), so importing this module
+    (gunicorn) reads nothing and connects nowhere."""
+
+    def __init__(self, source: Source | None = None, refresh_seconds: float | None = None) -> None:
+        self._source = source
+        self._lock = threading.Lock()
+        self.refresh_seconds = refresh_seconds if refresh_seconds is not None else float(
+            os.environ.get("DASHBOARD_REFRESH_SECONDS", DEFAULT_REFRESH))
+
+    @property
+    def source(self) -> Source:
+        """The settings and jobs (loaded once).
+
+        Raises:
+            ConfigurationError: the configuration does not load.
+        """
+        with self._lock:
+            if self._source is None:
+                self._source = Source.load(os.environ.get("DASHBOARD_CONF") or None, {})
+            return self._source
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        try:
+            status, content_type, body = self.route(environ)
+        except HttpError as exc:
+            status, content_type, body = json_response(exc.status, {"error": exc.message})
+        except DatabaseUnavailable as exc:
+            logger.warning("%s", exc)
+            status, content_type, body = json_response(503, {"error": str(exc)})
+        except CrontabberError as exc:  # a bad configuration, a failed panel query
+            logger.error("%s on %s", exc, environ.get("PATH_INFO"))
+            status, content_type, body = json_response(500, {"error": str(exc)})
+        except Exception:  # noqa: BLE001 - the last line of defence: log, never show
+            logger.exception("dashboard failed on %s", environ.get("PATH_INFO"))
+            status, content_type, body = json_response(500, {"error": "internal error"})
+        start_response(f"{status} {REASONS[status]}", [
+            ("Content-Type", content_type), ("Content-Length", str(len(body))),
+            ("Cache-Control", "no-store")])
+        return [] if environ.get("REQUEST_METHOD") == "HEAD" else [body]
+
+    def route(self, environ: dict[str, Any]) -> Response:
+        """The response to one request.
+
+        Raises:
+            HttpError: 404 (no such page or job), 405 (not GET), 400 (a bad parameter).
+            DatabaseUnavailable: the database does not answer.
+        """
+        if environ.get("REQUEST_METHOD", "GET") not in ("GET", "HEAD"):
+            raise HttpError(405, "the dashboard is read-only: only GET is supported")
+        path = environ.get("PATH_INFO", "") or "/"
+        params = parse_qs(environ.get("QUERY_STRING", ""), keep_blank_values=True)
+        if path == "/__lbheartbeat__":
+            return json_response(200, {"status": "ok"})
+        if path == "/__heartbeat__":
+            return self.heartbeat()
+        if path.startswith("/static/"):
+            return self.static(path.removeprefix("/static/"))
+        if path == "/":
+            return self.overview_page("panels" in params)
+        if path == "/api/jobs":
+            with self.source.session() as session:
+                return json_response(200, self.source.jobs_document(session))
+        if path == "/api/pipeline":
+            with self.source.session() as session:
+                return json_response(200, self.source.pipeline_document(session))
+        if path == "/api/fleet":
+            with self.source.session() as session:
+                return json_response(200, self.source.fleet_document(session))
+        parts = path.strip("/").split("/")
+        if len(parts) == 4 and parts[:2] == ["api", "jobs"] and parts[3] == "history":
+            return self.history_json(unquote(parts[2]), params)
+        if len(parts) == 2 and parts[0] == "jobs":
+            return self.history_page(unquote(parts[1]), "panels" in params)
+        raise HttpError(404, f"no such page: {path[:200]}")
+
+    def heartbeat(self) -> Response:
+        try:
+            with self.source.session() as session:
+                now = session.pipeline.now()
+        except CrontabberError as exc:
+            return json_response(503, {"status": "error", "error": str(exc)})
+        return json_response(200, {"status": "ok", "database": "ok", "now": now,
+                                   "jobs": len(self.source.jobs)})
+
+    def static(self, name: str) -> Response:
+        if name not in STATIC:
+            raise HttpError(404, f"no such file: {name[:100]}")
+        body = resources.files("dashboard").joinpath("static", name).read_bytes()
+        return 200, STATIC[name], body
+
+    def history_json(self, name: str, params: dict[str, list[str]]) -> Response:
+        limit = _limit(params)
+        with self.source.session() as session:
+            try:
+                found = self.source.runs(session, name, limit)
+            except JobNotFound as exc:
+                raise HttpError(404, str(exc)) from None
+            return json_response(200, found.as_json())
+
+    def overview_panels(self) -> tuple[Any, dict[str, str]]:
+        source = self.source
+        with source.session() as session:
+            views, now = source.jobs_views(session)
+            runs = {view.name: source.runs(session, view.name, SPARK_RUNS).runs for view in views}
+            pipeline = source.pipeline_document(session)
+            fleet = source.fleet_document(session)
+        return now, {"jobs": page.jobs_panel(views, runs, now),
+                     "pipeline": page.pipeline_panel(pipeline),
+                     "fleet": page.fleet_panel(fleet)}
+
+    def overview_page(self, panels_only: bool) -> Response:
+        try:
+            now, panels = self.overview_panels()
+        except DatabaseUnavailable as exc:
+            if panels_only:
+                raise
+            return html_response(503, _error_page(str(exc)))
+        if panels_only:
+            return json_response(200, {"now": now, "panels": panels})
+        return html_response(200, page.page("crontabber", now, panels, self.refresh_seconds))
+
+    def history_page(self, name: str, panels_only: bool) -> Response:
+        with self.source.session() as session:
+            try:
+                found = self.source.runs(session, name, HISTORY_LIMIT)
+            except JobNotFound as exc:
+                if panels_only:
+                    raise HttpError(404, str(exc)) from None
+                return html_response(404, _error_page(str(exc)))
+        panels = {"history": page.history_panel(found.app_name, found.runs, found.more, found.now)}
+        if panels_only:
+            return json_response(200, {"now": found.now, "panels": panels})
+        return html_response(200, page.page(f"crontabber: {found.app_name}", found.now, panels,
+                                            self.refresh_seconds, back=True))
+
+
+def _limit(params: dict[str, list[str]]) -> int:
+    """``?limit=N`` (default 20).
+
+    Raises:
+        HttpError: 400, not one whole number of at least 1.
+    """
+    values = params.get("limit", [str(HISTORY_LIMIT)])
+    if len(values) != 1 or not values[0].isdigit() or int(values[0]) < 1:
+        raise HttpError(400, "limit must be given once, as a whole number of runs, 1 or more")
+    return int(values[0])
+
+
+def _error_page(message: str) -> str:
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>crontabber: '
+            f'error</title></head><body><h1>crontabber dashboard</h1><p class="warn">'
+            f'{page.esc(message)}</p><p><a href="/">back</a></p></body></html>\n')
+
+
+application = DashboardApp()
+

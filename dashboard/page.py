@@ -1,0 +1,325 @@
+"""The dashboard as HTML, rendered on the server from the same data the JSON
+endpoints serve: the jobs table, a job's history page, the pipeline panels and
+the fleet. Pure functions of views, documents and ``now`` (the database
+clock); every text is escaped here.
+
+Times are shown in UTC with a relative time beside them
+(``<span class="rel" data-t="ISO">``) that the page's script keeps current
+between refreshes. Elements carrying a number or a state for people and
+tests have a ``data-k`` name (``data-k="uploads.queue_depth"``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+from typing import Any, Iterable, Mapping, Sequence
+from urllib.parse import quote
+
+from crontabber.leases import Marker
+from crontabber.tables import detail, relative, short_host, stamp, took
+from crontabber.views import JobStatus, JobView, Outcome, RunView
+
+SPARK_WIDTH, SPARK_HEIGHT, SPARK_BAR = 124, 26, 6
+
+# What each status means to someone glancing at the page.
+STATUS_TITLES = {
+    JobStatus.RUNNING: "a run holds the job and its lease is live",
+    JobStatus.ORPHANED: "its runner is gone; the next tick takes it over",
+    JobStatus.PAUSED: "paused by an operator",
+    JobStatus.FAILING: "its last attempt failed",
+    JobStatus.WAITING: "due, but a parent blocks it",
+    JobStatus.OVERDUE: "due for too long and no tick ran it",
+    JobStatus.DUE: "the next tick runs it",
+    JobStatus.NEW: "never ran, not due yet",
+    JobStatus.OK: "its last run succeeded",
+}
+
+
+def esc(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def iso(when: dt.datetime) -> str:
+    return when.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def when_html(when: dt.datetime | None, now: dt.datetime, empty: str = "-") -> str:
+    """``2026-11-23 12:00:00`` and ``(3m ago)`` that the script keeps current."""
+    if when is None:
+        return f'<span class="none">{esc(empty)}</span>'
+    return (f'<time datetime="{iso(when)}">{stamp(when)}</time> '
+            f'<span class="rel" data-t="{iso(when)}">{esc(relative(when, now))}</span>')
+
+
+def number(value: int | float | None, key: str, empty: str = "-") -> str:
+    shown = empty if value is None else f"{value:,}"
+    return f'<b class="num" data-k="{esc(key)}">{esc(shown)}</b>'
+
+
+def size(count: int) -> str:
+    """Bytes in the largest binary unit that keeps a number of at least 1."""
+    value, unit = float(count), "B"
+    for name in ("KiB", "MiB", "GiB", "TiB"):
+        if value < 1024:
+            break
+        value, unit = value / 1024, name
+    return f"{count:,} B" if unit == "B" else f"{value:.1f} {unit}"
+
+
+def table(head: Sequence[str], rows: Iterable[Sequence[str]], cls: str = "") -> str:
+    """A table of already-escaped cells."""
+    body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>" for row in rows)
+    if not body:
+        return '<p class="none">none</p>'
+    head_html = "".join(f"<th>{esc(name)}</th>" for name in head)
+    return f'<table class="{cls}"><thead><tr>{head_html}</tr></thead><tbody>{body}</tbody></table>'
+
+
+# ---------------------------------------------------------------------------- jobs
+
+def sparkline(runs: Sequence[RunView], now: dt.datetime) -> str:
+    """Recent run durations as bars, oldest left; failures red and marked
+    with a dot above, the running run blue (its duration so far)."""
+    shown = list(reversed(runs[:SPARK_WIDTH // SPARK_BAR]))
+    if not shown:
+        return '<span class="none">no runs</span>'
+    # Scaled to the longest finished run: a run in progress for an hour would
+    # flatten every other bar (its bar is cut at the top instead).
+    finished = [run.duration(now).total_seconds() for run in shown if run.ended is not None]
+    longest = max(finished or [run.duration(now).total_seconds() for run in shown]) or 1.0
+    bars = []
+    for index, run in enumerate(shown):
+        seconds = run.duration(now).total_seconds()
+        height = max(2.0, (SPARK_HEIGHT - 6) * min(1.0, seconds / longest))
+        x, y = index * SPARK_BAR, SPARK_HEIGHT - height
+        label = f"{stamp(run.started)} UTC: {took(run.duration(now))} {run.outcome.text}"
+        bars.append(f'<rect class="bar {run.outcome.value}" x="{x}" y="{y:.1f}" '
+                    f'width="{SPARK_BAR - 1}" height="{height:.1f}"><title>{esc(label)}</title></rect>')
+        if run.outcome in (Outcome.FAILED, Outcome.FENCED_OFF):
+            bars.append(f'<circle class="mark" cx="{x + (SPARK_BAR - 1) / 2}" cy="2.5" r="2"/>')
+    failed = sum(run.outcome in (Outcome.FAILED, Outcome.FENCED_OFF) for run in shown)
+    return (f'<svg class="spark" width="{SPARK_WIDTH}" height="{SPARK_HEIGHT}" role="img" '
+            f'data-runs="{len(shown)}" data-failed="{failed}" '
+            f'aria-label="{len(shown)} recent runs, {failed} failed">{"".join(bars)}</svg>')
+
+
+def status_html(view: JobView, now: dt.datetime) -> str:
+    """The status word and what it is about, with live relative times."""
+    word = (f'<span class="badge {view.status.value}" data-k="status" '
+            f'title="{esc(STATUS_TITLES[view.status])}">{view.status.value}</span>')
+    ongoing, paused = view.ongoing, view.paused
+    if ongoing is not None and view.status in (JobStatus.RUNNING, JobStatus.ORPHANED):
+        verdict = "" if ongoing.verdict is Marker.LIVE else f"{ongoing.verdict.value}: "
+        run = f" (run {ongoing.run_id})" if ongoing.run_id is not None else ""
+        about = (f"{esc(verdict)}since {when_html(ongoing.since, now)} by "
+                 f"<span class=\"holder\">{esc(ongoing.by or 'an unknown runner')}</span>{esc(run)}, "
+                 f"last heartbeat {when_html(ongoing.heartbeat, now, 'none')}")
+    elif paused is not None and view.status is JobStatus.PAUSED:
+        about = (f"until {when_html(paused.until, now)} by {esc(paused.by or '?')}: "
+                 f"<span class=\"reason\">{esc(paused.reason or 'no reason given')}</span>")
+    elif view.status is JobStatus.FAILING:
+        times = "once" if view.error_count == 1 else f"{view.error_count} times in a row"
+        about = f"failed {times}, last {when_html(view.last_run, now)}"
+    else:
+        text = detail(view, now)
+        about = "" if text == "-" else esc(text)
+    return f'{word}<div class="about">{about}</div>' if about else word
+
+
+def traceback_html(error: Any) -> str:
+    """An error as Python prints it: the frames (crontabber stores frames
+    only), then ``Type: value``."""
+    frames = error.traceback.rstrip() or "  (no traceback recorded)"
+    return (f'<pre class="traceback">Traceback (most recent call last):\n{esc(frames)}\n'
+            f'{esc(error.type)}: {esc(error.value)}</pre>')
+
+
+def error_html(view: JobView) -> str:
+    """The last error in one line; its traceback one click away."""
+    error = view.last_error
+    if error is None or not view.error_count:
+        return '<span class="none">-</span>'
+    return (f'<details class="error" id="err-{esc(view.name)}"><summary>{esc(error.summary)}'
+            f'</summary>{traceback_html(error)}</details>')
+
+
+def job_row(view: JobView, runs: Sequence[RunView], now: dt.datetime) -> str:
+    name = (f'<a class="job" href="jobs/{quote(view.name)}">{esc(view.name)}</a>'
+            f'<div class="sched">{esc(view.schedule)}</div>')
+    errors = f'<span class="{"errs" if view.error_count else "zero"}">{view.error_count}</span>'
+    cells = [name, status_html(view, now), when_html(view.last_success, now, "never"),
+             when_html(view.next_run, now), errors, sparkline(runs, now), error_html(view)]
+    return (f'<tr class="st-{view.status.value}" data-job="{esc(view.name)}" '
+            f'data-status="{view.status.value}">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+
+
+def jobs_panel(views: Sequence[JobView], runs: Mapping[str, Sequence[RunView]],
+               now: dt.datetime) -> str:
+    """The table of every configured job, in config order."""
+    head = "".join(f"<th>{name}</th>" for name in (
+        "job", "status", "last success", "next run", "errors", "recent runs", "last error"))
+    rows = "".join(job_row(view, runs.get(view.name, ()), now) for view in views)
+    counts: dict[str, int] = {}
+    for view in views:
+        counts[view.status.value] = counts.get(view.status.value, 0) + 1
+    summary = " · ".join(f'<span class="badge {name}">{count} {name}</span>'
+                         for name, count in counts.items())
+    return (f'<h2>Jobs <small>{len(views)} configured: {summary}</small></h2>'
+            f'<table class="jobs"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>')
+
+
+# ---------------------------------------------------------------------------- history
+
+def history_rows(runs: Sequence[RunView], now: dt.datetime) -> list[list[str]]:
+    rows = []
+    for run in runs:
+        error = ""
+        if run.error is not None:
+            error = (f'<details class="error"><summary>{esc(run.error.summary)}</summary>'
+                     f'{traceback_html(run.error)}</details>')
+        elif run.ongoing is not None:
+            error = f"heartbeat {when_html(run.ongoing.heartbeat, now, 'none')}"
+        span = took(run.duration(now)) + ("+" if run.outcome is Outcome.RUNNING else "")
+        rows.append([when_html(run.started, now), esc(span),
+                     esc(short_host(run.by, pid=True) if run.by else "-"),
+                     esc(run.run_id if run.run_id is not None else "-"),
+                     f'<span class="badge {run.outcome.value}">{esc(run.outcome.text)}</span>',
+                     error])
+    return rows
+
+
+def history_panel(app_name: str, runs: Sequence[RunView], more: bool, now: dt.datetime) -> str:
+    older = '<p class="none">older runs not shown</p>' if more else ""
+    return (f'<h2>Runs of {esc(app_name)} <small>newest first</small></h2>'
+            f'<div class="sparkbig">{sparkline(runs, now)}</div>'
+            + table(["started (UTC)", "took", "host", "run", "outcome", "error"],
+                    history_rows(runs, now), "runs") + older)
+
+
+# ---------------------------------------------------------------------------- pipeline
+
+def _card(title: str, body: str, error: str | None = None) -> str:
+    warn = f'<p class="warn">{esc(error)}</p>' if error else ""
+    return f'<section class="card"><h3>{esc(title)}</h3>{warn}{body}</section>'
+
+
+def uploads_card(panel: Mapping[str, Any], now: dt.datetime) -> str:
+    age = panel["oldest_pending_age_seconds"]
+    body = (f'<p>queue depth {number(panel["queue_depth"], "uploads.queue_depth")} '
+            f'({number(panel["pending"], "uploads.pending")} pending, '
+            f'{number(panel["processing"], "uploads.processing")} processing)</p>'
+            f'<p>oldest pending: {when_html(panel["oldest_pending"], now, "none")}'
+            + (f' <span data-k="uploads.oldest_age" data-v="{age:.0f}"></span>' if age is not None else "")
+            + f'</p><p>failed in the last {panel["failed_window_hours"]:g} h: '
+            f'{number(panel["failed_total"], "uploads.failed_total")}</p>')
+    rows = [[esc(f["id"]), esc(f["filename"]), when_html(f["failed_at"], now),
+             f'<span class="reason">{esc(f["error"] or "-")}</span>'] for f in panel["failed"]]
+    return _card("Uploads", body + table(["id", "file", "failed", "reason"], rows, "small"))
+
+
+def missing_card(panel: Mapping[str, Any], now: dt.datetime) -> str:
+    body = (f'<p>batches waiting {number(panel["batches_waiting"], "missing.waiting")}'
+            f' (oldest: {when_html(panel["oldest_waiting"], now, "none")})</p>'
+            f'<p>quarantined {number(panel["quarantined_total"], "missing.quarantined")}</p>')
+    quarantined = [[esc(q["key"]), esc(q["events"]), when_html(q["quarantined_at"], now),
+                    f'<span class="reason">{esc(q["reason"] or "-")}</span>']
+                   for q in panel["quarantined"]]
+    top = [[esc(m["debug_file"]), f'<code>{esc(m["debug_id"])}</code>', esc(m["code_file"] or "-"),
+            number(m["count"], f'missing.top.{m["debug_file"]}')] for m in panel["most_missed"]]
+    return _card("Missing symbols",
+                 body + table(["batch", "events", "quarantined", "reason"], quarantined, "small")
+                 + f'<h4>most missed today ({panel["day"]})</h4>'
+                 + table(["debug file", "debug id", "code file", "lookups"], top, "small"),
+                 panel["waiting_error"])
+
+
+def search_card(panel: Mapping[str, Any], now: dt.datetime) -> str:
+    rebuild, mark = panel["last_rebuild"], panel["watermark"]
+    body = (f'<p>alias <code>{esc(panel["alias"] or "-")}</code> → '
+            f'<code data-k="search.index">{esc(panel["index"] or "-")}</code></p>'
+            f'<p>documents {number(panel["documents"], "search.documents")}</p>')
+    if rebuild is not None:
+        body += (f'<p>last rebuild: ended {when_html(rebuild["ended"], now)}, took '
+                 f'<b data-k="search.rebuild_took">{esc(took(rebuild["duration"]))}</b> '
+                 f'(run {esc(rebuild["run_id"])} on {esc(short_host(rebuild["by"]))})</p>')
+    else:
+        body += '<p class="none">no successful rebuild in the run log</p>'
+    if mark is not None:
+        body += (f'<p>new uploads indexed up to {when_html(mark["indexed_to"], now)} '
+                 f'into <code>{esc(mark["index_name"])}</code></p>')
+    return _card("Search index", body, panel["error"])
+
+
+def prune_card(panel: Mapping[str, Any], now: dt.datetime) -> str:
+    run = panel["last_run"]
+    if run is None:
+        return _card("Last prune", '<p class="none">no prune run yet</p>')
+    state = "dry run, " if run["dry_run"] else ""
+    state += "capped, " if run["capped"] else ""
+    body = (f'<p>run {esc(run["id"])} ({esc(state)}{esc(run["holder"])}) started '
+            f'{when_html(run["started_at"], now)}, '
+            + (f'finished {when_html(run["finished_at"], now)}' if run["finished_at"] else
+               '<span class="warn">did not finish</span>') + '</p>'
+            + f'<p>{number(run["keys_deleted"], "prune.keys")} keys, '
+            f'<span title="{run["bytes_freed"]:,} bytes">{esc(size(run["bytes_freed"]))}</span> '
+            f'<span class="hidden" data-k="prune.bytes">{run["bytes_freed"]}</span>'
+            f'{", " + str(run["errors"]) + " errors" if run["errors"] else ""}</p>')
+    rows = [[esc(r["rule"]), number(r["keys_deleted"], f'prune.rule.{r["rule"]}.keys'),
+             f'<span title="{r["bytes_freed"]:,} bytes">{esc(size(r["bytes_freed"]))}</span>',
+             esc(r["errors"])] for r in run["rules"]]
+    return _card("Last prune", body + table(["rule", "keys", "bytes", "errors"], rows, "small"))
+
+
+def pipeline_panel(document: Mapping[str, Any]) -> str:
+    now = document["now"]
+    return ('<h2>Pipeline</h2><div class="cards">'
+            + uploads_card(document["uploads"], now) + missing_card(document["missing_symbols"], now)
+            + search_card(document["search_index"], now) + prune_card(document["prune"], now)
+            + "</div>")
+
+
+# ---------------------------------------------------------------------------- fleet
+
+def fleet_panel(document: Mapping[str, Any]) -> str:
+    now, check = document["now"], document["check"]
+    limit = document["max_skew_seconds"]
+    rows = []
+    for host in document["hosts"]:
+        skew = host["skew_seconds"]
+        cls = "errs" if host["recent"] and abs(skew) > limit else ""
+        rows.append([esc(host["host"]), esc(host["version"]), when_html(host["last_tick"], now),
+                     f'<span class="{cls}">{skew:+.1f} s</span>',
+                     "yes" if host["recent"] else '<span class="none">silent</span>'])
+    return (f'<h2>Fleet <span class="badge nagios-{esc(check["status"].lower())}" '
+            f'data-k="check.status">{esc(check["status"])}</span></h2>'
+            f'<p class="summary">{esc(check["summary"])}</p>'
+            + table(["host", "version", "last tick", "clock skew", "in the fleet"], rows, "small"))
+
+
+# ---------------------------------------------------------------------------- pages
+
+def page(title: str, now: dt.datetime, panels: Mapping[str, str], refresh_seconds: float,
+         back: bool = False) -> str:
+    """A whole page: ``panels`` (id -> HTML) in order; the script refreshes
+    each panel from ``panels.json`` of the same page every ``refresh_seconds``."""
+    sections = "".join(f'<section id="{esc(key)}" class="panel">{body}</section>'
+                       for key, body in panels.items())
+    nav = '<a href="../">← all jobs</a> · ' if back else ""
+    root = "../" if back else ""
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{esc(title)}</title>
+<link rel="stylesheet" href="{root}static/dashboard.css">
+<script src="{root}static/dashboard.js" defer></script>
+</head><body data-now="{iso(now)}" data-refresh="{refresh_seconds:g}">
+<header><h1>{esc(title)}</h1><span class="clock">{nav}database clock
+<time id="now" datetime="{iso(now)}">{stamp(now)}</time> UTC ·
+<span id="updated">updated <span class="rel" data-t="{iso(now)}">now</span></span>
+<span id="stale" class="warn" hidden></span></span></header>
+<main>{sections}</main>
+<footer>read-only: operator actions stay on the audited command line
+(<code>python -m crontabber --pause / --resume / --rerun / --mark-success</code>)</footer>
+</body></html>
+"""

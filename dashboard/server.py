@@ -1,0 +1,124 @@
+"""``python -m dashboard``: serve the dashboard with the standard library's
+wsgiref, one thread per request, one access-log line per request (logger
+``dashboard.access``: method, path, status, duration).
+
+    python -m dashboard [--host 127.0.0.1] [--port 8100] [--admin.conf=FILE]
+                        [--refresh SECONDS] [--crontabber.OPTION=VALUE ...]
+
+Settings come from ``crontabber.ini``, the environment and the command line,
+exactly as the runner reads them (:func:`crontabber.config.load_settings`);
+a bad configuration or an unreachable database is one line on stderr and
+exit 1, before anything is served. Under gunicorn
+(``gunicorn dashboard.app:application``) see :mod:`dashboard.app`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import socketserver
+import sys
+import time
+from typing import Any, NoReturn, TextIO
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+from crontabber.cli import split_overrides
+from crontabber.errors import ConfigurationError, CrontabberError
+
+from .app import DEFAULT_REFRESH, DashboardApp
+from .source import Source
+
+logger = logging.getLogger("dashboard.server")
+access_logger = logging.getLogger("dashboard.access")
+
+EXIT_OK, EXIT_ERROR = 0, 1
+
+
+class ThreadingWSGIServer(socketserver.ThreadingMixIn, WSGIServer):
+    """wsgiref's server, one thread per request (a slow panel does not hold up the rest)."""
+
+    daemon_threads = True
+
+
+class AccessLogHandler(WSGIRequestHandler):
+    """wsgiref's request handler, logging one line per request to ``dashboard.access``."""
+
+    def handle(self) -> None:
+        self._started = time.perf_counter()
+        super().handle()
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        took = (time.perf_counter() - getattr(self, "_started", time.perf_counter())) * 1000
+        access_logger.info("%s %s %s %.1f ms", self.command or "-",
+                           (getattr(self, "path", "") or "-")[:200], code, took)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
+        logger.debug("%s " + format, self.address_string(), *args)
+
+
+def make(host: str, port: int, app: Any) -> WSGIServer:
+    """A threaded wsgiref server for ``app`` (port 0 picks a free port)."""
+    return make_server(host, port, app, server_class=ThreadingWSGIServer,
+                       handler_class=AccessLogHandler)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise ConfigurationError("the command line", message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m dashboard",
+                     description="Serve the read-only operator dashboard (jobs, run history, "
+                     "pipeline health, fleet) over HTTP.",
+                     epilog="Any runner option can be given as --NAMESPACE.OPTION=VALUE, as for "
+                     "python -m crontabber; under gunicorn: gunicorn dashboard.app:application "
+                     "with DASHBOARD_CONF=FILE.")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8100, help="port (default 8100; 0: any free port)")
+    parser.add_argument("--admin.conf", dest="conf", metavar="FILE",
+                        help="the INI file (default: ./config/crontabber.ini or ./crontabber.ini)")
+    parser.add_argument("--refresh", type=float, default=DEFAULT_REFRESH, metavar="SECONDS",
+                        help=f"how often the page refreshes its panels (default {DEFAULT_REFRESH:g})")
+    return parser
+
+
+def load(argv: list[str]) -> tuple[argparse.Namespace, DashboardApp]:
+    """The arguments and the application, its configuration loaded and the
+    database reached once.
+
+    Raises:
+        ConfigurationError: a bad argument or configuration.
+        DatabaseUnavailable: the database does not answer.
+    """
+    args, rest = build_parser().parse_known_args(argv)
+    if args.refresh <= 0:
+        raise ConfigurationError("--refresh", f"must be a positive number of seconds, not {args.refresh:g}")
+    source = Source.load(args.conf, split_overrides(rest))
+    with source.session() as session:
+        session.pipeline.now()
+    return args, DashboardApp(source, args.refresh)
+
+
+def main(argv: list[str], stderr: TextIO = sys.stderr) -> int:
+    """Serve until interrupted; 1 with one line on stderr when it cannot start."""
+    logging.basicConfig(stream=stderr, level=logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("everett").setLevel(logging.WARNING)  # it logs raw values, secrets too
+    logging.getLogger("elastic_transport").setLevel(logging.ERROR)  # a line per request
+    try:
+        args, app = load(argv)
+        server = make(args.host, args.port, app)
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0)
+    except (CrontabberError, OSError) as exc:
+        print(f"python -m dashboard: {exc}", file=stderr)
+        return EXIT_ERROR
+    logger.info("serving on http://%s:%d/", *server.server_address[:2])
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return EXIT_OK

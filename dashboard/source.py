@@ -1,0 +1,143 @@
+"""Where the dashboard's data comes from: the runner's settings and jobs, read
+once, and per request one read-only database session.
+
+Every document has the shape of the command line's ``--json`` where the
+command line has one, built by the same functions:
+
+- ``jobs``: ``--list-jobs --json`` (:func:`crontabber.cli_inspect.job_views_now`);
+- ``history``: ``--history NAME --json`` (:func:`crontabber.cli_inspect.job_runs`);
+- ``fleet``: ``--nagios --json`` (:func:`crontabber.report.nagios_check`) plus
+  every host of ``crontabber_host`` (what ``--metrics-file`` exports);
+- ``pipeline``: the panels (no command shows them): see :mod:`dashboard.pipeline`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime as dt
+import threading
+from typing import Any, Iterator, Mapping
+
+from crontabber import cli_inspect, report
+from crontabber.catalog import Job, load_jobs
+from crontabber.config import Settings, load_settings
+from crontabber.runner import Runner
+from crontabber.store import StateStore, connect
+
+from .store import PipelineStore
+
+HISTORY_LIMIT = 20  # runs in a job's history page, as --history's default
+SPARK_RUNS = 20  # runs in a job's duration chart
+
+
+@dataclasses.dataclass
+class Session:
+    """One request's view of the database: the runner's store and the
+    pipeline store over one read-only connection."""
+
+    connection: Any
+    state: StateStore
+    pipeline: PipelineStore
+
+
+class Source:
+    """The runner's settings and configured jobs (loaded once, checked like a
+    tick's: a bad configuration raises ``ConfigurationError``), and the
+    clients of Elasticsearch and S3, built on first use and shared by threads
+    (both clients are thread-safe)."""
+
+    def __init__(self, settings: Settings, jobs: list[Job]) -> None:
+        self.settings = settings
+        self.jobs = jobs
+        self._lock = threading.Lock()
+        self._clients: dict[str, Any] = {}
+
+    @classmethod
+    def load(cls, conf_path: str | None, overrides: Mapping[str, str],
+             environ: Mapping[str, str] | None = None) -> "Source":
+        """Read ``crontabber.ini`` (``conf_path``, else the runner's default
+        places), the environment and ``overrides`` as the runner does.
+
+        Raises:
+            ConfigurationError: a missing file, a bad value, an unknown name.
+        """
+        settings = load_settings(conf_path, overrides, environ)
+        return cls(settings, load_jobs(settings))
+
+    def client(self, kind: str, build: Any) -> Any:
+        """The shared client ``kind``, built by ``build()`` the first time."""
+        with self._lock:
+            if kind not in self._clients:
+                self._clients[kind] = build()
+            return self._clients[kind]
+
+    def job(self, app_name: str) -> Job | None:
+        return next((job for job in self.jobs if job.app_name == app_name), None)
+
+    @contextlib.contextmanager
+    def session(self) -> Iterator[Session]:
+        """A read-only connection for one request (closed afterwards): the
+        dashboard cannot change anything even by mistake.
+
+        Raises:
+            DatabaseUnavailable: the database cannot be reached.
+        """
+        db = self.settings.database
+        conn = connect(db, application_name="dashboard")
+        try:
+            conn.set_session(readonly=True)
+            yield Session(conn, StateStore(conn, db), PipelineStore(conn, db.target))
+        finally:
+            conn.close()
+
+    # ------------------------------------------------------------------ documents
+
+    def jobs_views(self, session: Session) -> tuple[list[Any], dt.datetime]:
+        """Every configured job's view and the database clock (``--list-jobs``)."""
+        return cli_inspect.job_views_now(self.settings, self.jobs, session.state)
+
+    def jobs_document(self, session: Session) -> dict[str, Any]:
+        """``--list-jobs --json``."""
+        from crontabber.views import jobs_document
+
+        found, now = self.jobs_views(session)
+        return jobs_document(found, now)
+
+    def runs(self, session: Session, name: str, limit: int = HISTORY_LIMIT) -> cli_inspect.JobRuns:
+        """A job's newest runs (``--history``).
+
+        Raises:
+            JobNotFound: no configured job and no ghost has that name.
+        """
+        return cli_inspect.job_runs(self.settings, self.jobs, session.state, name, limit)
+
+    def history_document(self, session: Session, name: str) -> dict[str, Any]:
+        """``--history NAME --json``."""
+        return self.runs(session, name).as_json()
+
+    def fleet_document(self, session: Session) -> dict[str, Any]:
+        """``{"now", "check": <--nagios --json>, "hosts": [...]}``: every host
+        that ever ticked, newest tick first, ``recent`` when it ticked within
+        ``silence_critical_minutes`` (the fleet the check counts)."""
+        overview = session.state.overview()
+        runner = Runner(self.settings, self.jobs, session.state)
+        limits = self.settings.monitor
+        check = report.nagios_check(self.jobs, overview.states, overview.hosts, overview.now,
+                                    lambda state: runner.marker(state, overview.now), limits)
+        recent = {host.host for host in report.recent_hosts(overview.hosts, overview.now, limits)}
+        hosts = sorted(overview.hosts, key=lambda host: host.last_tick, reverse=True)
+        return {
+            "now": overview.now,
+            "check": check.as_json(),
+            "max_skew_seconds": limits.max_skew_seconds,
+            "hosts": [{"host": h.host, "version": h.version, "pid": h.pid,
+                       "last_tick": h.last_tick, "skew_seconds": h.skew_seconds,
+                       "recent": h.host in recent} for h in hosts],
+        }
+
+    def pipeline_document(self, session: Session) -> dict[str, Any]:
+        """The pipeline panels (:mod:`dashboard.pipeline`)."""
+        from .pipeline import pipeline_document
+
+        return pipeline_document(self, session)
