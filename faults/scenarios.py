@@ -242,14 +242,18 @@ class MissingSymbols(Scenario):
     def check(self) -> Check:
         result = Check()
         totals, days, events = self.expected()
-        got = collections.Counter({tuple(row[:4]): row[4] for row in
-                                   harness.query(self.db, "missing_totals", like=self.like)})
-        got_days = collections.Counter({(tuple(row[:4]), row[4]): row[5] for row in
-                                        harness.query(self.db, "missing_day_totals", like=self.like)})
-        for want, have in ((totals, got), (days, got_days)):
-            result.lost += sum((want - have).values())  # type: ignore[operator]
-            result.duplicated += sum((have - want).values())  # type: ignore[operator]
-        result.lost //= 1
+        got: collections.Counter[Any] = collections.Counter(
+            {tuple(row[:4]): row[4] for row in
+             harness.query(self.db, "missing_totals", like=self.like)})
+        got_days: collections.Counter[Any] = collections.Counter(
+            {(tuple(row[:4]), row[4]): row[5] for row in
+             harness.query(self.db, "missing_day_totals", like=self.like)})
+        # lookups lost or counted twice, by symbol; the per-day table must agree too
+        want: collections.Counter[Any] = collections.Counter(totals)
+        result.lost += sum((want - got).values())
+        result.duplicated += sum((got - want).values())
+        if collections.Counter(days) != got_days:
+            result.problems.append("missing_symbol_day differs from the batches' days")
         batches = {row[0]: row for row in harness.query(self.db, "batch_rows", like=self.batches + "%")}
         for key in self.keys:
             row = batches.get(key)
