@@ -87,11 +87,15 @@ def rebuild(
     ``source_as_of`` is the time of the source's snapshot (kept in ``_meta``
     for :func:`live_index`).
 
+    First deletes the versions a killed build left (:func:`abandoned`): a build killed
+    with SIGKILL never runs its clean-up.
+
     Raises:
         RebuildFailed: the load or the count check failed; the new index is gone.
         Any error of the row source or of Elasticsearch, after the same clean-up.
     """
     start = time.perf_counter()
+    abandoned(es, alias, delete=True)
     name = version_name(alias, now or dt.datetime.now(dt.timezone.utc))
     meta = {"source_as_of": source_as_of.isoformat()} if source_as_of else None
     es.indices.create(index=name, **index_body(meta=meta))
@@ -171,6 +175,22 @@ def _move_alias(es: Any, alias: str, name: str) -> list[str]:
     actions.append({"add": {"index": name, "alias": alias}})
     es.indices.update_aliases(actions=actions)
     return previous
+
+
+def abandoned(es: Any, alias: str, delete: bool = False) -> list[str]:
+    """The versions newer than the one behind ``alias`` (all of them when there is no alias
+    yet), deleted if ``delete``. A build moves the alias to its index as its last step, and
+    builds of one alias run one at a time (the runner's job lock), so between builds such a
+    version can only be one whose build was killed before it could delete it (kill -9, a lost
+    host): part-loaded, it must neither stay nor be counted among the kept versions."""
+    current = aliased(es, alias)
+    newest = max(current) if current else ""
+    doomed = [name for name in versions(es, alias) if name > newest and name not in current]
+    if doomed and delete:
+        logger.warning("search index %s: deleting %s, left by a build that did not finish",
+                       alias, ", ".join(doomed))
+        es.indices.delete(index=",".join(doomed), ignore_unavailable=True)
+    return doomed
 
 
 def prune(es: Any, alias: str, keep: int) -> list[str]:

@@ -72,6 +72,23 @@ def test_a_partial_build_never_takes_the_alias(es_index):
     assert aliased(client, es_index) == [good] and versions(client, es_index) == [good]
 
 
+def test_a_build_killed_midway_is_deleted_by_the_next_one(es_index):
+    # kill -9 of the runner mid-load (issue #15's fault suite) skips the build's clean-up: the
+    # new version stays, part-loaded, never aliased. Before the fix prune counted it among the
+    # newest `keep` versions, so it stayed (and later passed for the previous complete one).
+    from search.indexer import index_body, version_name
+
+    client = es()
+    rows = symbol_rows(NAMES)
+    good = rebuild(client, es_index, rows, len(rows), now=at(0)).index
+    killed = version_name(es_index, at(1))
+    client.indices.create(index=killed, **index_body())
+    client.index(index=killed, id="x", document={"debug_file": "x.pdb"}, refresh=True)
+    newer = rebuild(client, es_index, rows, len(rows), now=at(2), keep=2).index
+    assert aliased(client, es_index) == [newer]
+    assert versions(client, es_index) == [good, newer]
+
+
 def test_a_rejected_document_fails_the_build_with_its_error(es_index):
     client = es()
     rows = symbol_rows(NAMES[:20])
