@@ -226,7 +226,7 @@ def run_one(settings: Settings, jobs: list[Job], store: StateStore, args: Any, o
             return ExitCode.OK
         store.audit(audit_entry("force", job.app_name, args))
     with terminate_on_sigterm():
-        result = _runner(settings, jobs, store).run_job(job, force=args.force)
+        result = runner_for(settings, jobs, store).run_job(job, force=args.force)
     if result.error is not None:
         raise result.error
     if result.status is Status.PAUSED:
@@ -263,7 +263,8 @@ def run_all(settings: Settings, jobs: list[Job], store: StateStore, args: Any, o
     return exit_code_for(lock) if lock else ExitCode.OK
 
 
-def _runner(settings: Settings, jobs: list[Job], store: StateStore) -> Runner:
+def runner_for(settings: Settings, jobs: list[Job], store: StateStore) -> Runner:
+    """The runner of the operator commands (Sentry reporting when a DSN is set)."""
     return Runner(settings, jobs, store, report=_sentry(settings.sentry_dsn))
 
 

@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from . import jsonout
 from .catalog import Job, find_job
+from .cli import runner_for
 from .errors import ConfigurationError, JobNotFound
-from .scheduling import next_run_after, parse_day, parse_until, rerun_dates
 from .records import AuditEntry
+from .scheduling import next_run_after, parse_day, parse_until, rerun_dates
 from .state import JobState
 
 if TYPE_CHECKING:
     from .config import Settings
-    from .runner import Runner
     from .store import StateStore
 
 DEFAULT_PAUSE = dt.timedelta(hours=24)
@@ -64,18 +64,12 @@ def state_name(jobs: list[Job], store: "StateStore", name: str) -> str:
     return name
 
 
-def _runner(settings: "Settings", jobs: list[Job], store: "StateStore") -> "Runner":
-    from .cli import _runner as make
-
-    return make(settings, jobs, store)
-
-
 def explain(settings: "Settings", jobs: list[Job], store: "StateStore", args: Any,
             out: TextIO) -> int:
     from .explain import explain_job
 
     job = configured(jobs, args.explain)
-    runner = _runner(settings, jobs, store)
+    runner = runner_for(settings, jobs, store)
     states, now = store.states(), store.now()
     result = explain_job(job, states, now, runner.marker(states.get(job.app_name), now), runner.rules)
     if args.json:
@@ -143,7 +137,7 @@ def rerun(settings: "Settings", jobs: list[Job], store: "StateStore", args: Any,
                                  f"{first} and {last} before now")
     store.audit(audit_entry("rerun", job.app_name, args, dates=[d.isoformat() for d in dates]))
     with terminate_on_sigterm():
-        result = _runner(settings, jobs, store).rerun(job, dates)
+        result = runner_for(settings, jobs, store).rerun(job, dates)
     if result.error is not None:
         raise result.error
     listed = ", ".join(f"{d:%Y-%m-%d %H:%M}" for d in dates)
@@ -158,7 +152,7 @@ def rerun(settings: "Settings", jobs: list[Job], store: "StateStore", args: Any,
 def mark_success(settings: "Settings", jobs: list[Job], store: "StateStore", args: Any,
                  out: TextIO) -> int:
     job = configured(jobs, args.mark_success)
-    runner = _runner(settings, jobs, store)
+    runner = runner_for(settings, jobs, store)
     refuse = runner.refuse_live(job.app_name, "mark it successful")
     before: list[JobState] = []
 
@@ -188,7 +182,7 @@ def reset_job(settings: "Settings", jobs: list[Job], store: "StateStore", args: 
               out: TextIO) -> int:
     name = state_name(jobs, store, args.reset_job)
     audit = audit_entry("reset", name, args)
-    if _runner(settings, jobs, store).reset(name, audit) is not None:
+    if runner_for(settings, jobs, store).reset(name, audit) is not None:
         ghost = "" if find_job(jobs, name) else " (it was a ghost: not configured)"
         print(f"{name}: state reset{ghost}", file=out)
     else:
@@ -199,7 +193,7 @@ def reset_job(settings: "Settings", jobs: list[Job], store: "StateStore", args: 
 def release(settings: "Settings", jobs: list[Job], store: "StateStore", args: Any,
             out: TextIO) -> int:
     name = state_name(jobs, store, args.release)
-    released = _runner(settings, jobs, store).release(name, audit_entry("release", name, args))
+    released = runner_for(settings, jobs, store).release(name, audit_entry("release", name, args))
     if released:
         print(f"{name}: released the marker of {released}; last run, last success and "
               "backfill progress are kept", file=out)

@@ -29,6 +29,7 @@ from .errors import (
     MarkerIsLive,
     Terminated,
 )
+from .text import one_line
 
 logger = logging.getLogger(__name__)
 
@@ -154,9 +155,9 @@ def command_parser(prog: str, description: str) -> CommandParser:
     return parser
 
 
-def one_line(exc: BaseException) -> str:
+def error_line(exc: BaseException) -> str:
     """An error's message on one line (its type's name when it has none)."""
-    return " ".join(str(exc).split()) or type(exc).__name__
+    return one_line(str(exc)) or type(exc).__name__
 
 
 Body = Callable[[argparse.Namespace, dict[str, str]], int]
@@ -189,7 +190,7 @@ def run_command(parser: argparse.ArgumentParser, body: Body, argv: Sequence[str]
         return int(exc.code or 0)
     except (CrontabberError, KeyboardInterrupt, Terminated) as exc:
         logger.debug("%s failed", parser.prog, exc_info=True)
-        print(f"{parser.prog}: {one_line(exc)}", file=err)
+        print(f"{parser.prog}: {error_line(exc)}", file=err)
         return exit_code_for(exc)
     except Exception as exc:
         from .failures import describe

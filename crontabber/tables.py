@@ -10,6 +10,7 @@ import datetime as dt
 from typing import Sequence
 
 from .leases import Marker, parse_holder
+from .text import one_line
 from .views import FailureView, JobStatus, JobView, Outcome, RunView
 
 DEFAULT_WIDTH = 100
@@ -62,10 +63,6 @@ def took(span: dt.timedelta | None) -> str:
     if whole < 3600:
         return f"{whole // 60}m{whole % 60:02d}s"
     return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
-
-
-def one_line(text: str) -> str:
-    return " ".join(text.split())
 
 
 def fit(rows: list[list[str]], width: int | None) -> list[str]:

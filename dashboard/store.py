@@ -16,6 +16,7 @@ import psycopg2
 
 from crontabber import queries
 from crontabber.errors import CrontabberError, DatabaseUnavailable
+from crontabber.failures import first_line
 
 Q = queries.load("dashboard.sql")
 
@@ -158,10 +159,6 @@ class Listing:
     total: int
 
 
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-
-
 class PipelineStore:
     """Runs ``sql/dashboard.sql`` over one connection, one short transaction
     per call (``with self._conn``)."""
@@ -175,9 +172,9 @@ class PipelineStore:
         try:
             yield
         except (psycopg2.OperationalError, psycopg2.InterfaceError) as exc:
-            raise DatabaseUnavailable(self._target, _first_line(exc)) from None
+            raise DatabaseUnavailable(self._target, first_line(exc)) from None
         except psycopg2.Error as exc:
-            raise PanelQueryFailed(query, _first_line(exc)) from None
+            raise PanelQueryFailed(query, first_line(exc)) from None
 
     def _rows(self, name: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         with self._translated(name), self._conn, self._conn.cursor() as cur:

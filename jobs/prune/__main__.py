@@ -8,12 +8,11 @@ and one-line errors: :mod:`crontabber.command` (the one table of every command).
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import dataclasses
 import sys
 from typing import TextIO
 
-from crontabber import ExitCode, command_parser, run_command
+from crontabber import ExitCode, command_parser, run_command, utc_text
 from crontabber.database import database_now, open_database
 from crontabber.jobconfig import load_job_config
 
@@ -65,24 +64,19 @@ def main(argv: list[str], out: TextIO = sys.stdout) -> int:
     return run_command(build_parser(), body, argv)
 
 
-def utc(moment: dt.datetime) -> str:
-    """``2026-11-23 12:00:00 UTC``: the one time format of the command (and the runner's)."""
-    return f"{moment.astimezone(dt.timezone.utc):%Y-%m-%d %H:%M:%S} UTC"
-
-
 def print_history(store: PruneStore, limit: int, out: TextIO) -> None:
     """One line per rule of each run, newest run first: when it started and ended (or
     failed, with its error in one line; or never ended: killed), what the rule deleted."""
     for row in store.history(limit):
         state = "dry run" if row["dry_run"] else "run"
         if row["error"]:
-            ended = f"failed {utc(row['finished_at'])} ({' '.join(row['error'].split())})"
+            ended = f"failed {utc_text(row['finished_at'])} ({' '.join(row['error'].split())})"
         elif row["finished_at"]:
-            ended = utc(row["finished_at"])
+            ended = utc_text(row["finished_at"])
         else:
             ended = "unfinished (killed?)"
         capped = ", capped" if row["capped"] else ""
-        print(f"#{row['id']} {state} {utc(row['started_at'])} -> {ended}{capped}: "
+        print(f"#{row['id']} {state} {utc_text(row['started_at'])} -> {ended}{capped}: "
               f"{row['rule'] or '-'}: {row['keys_deleted'] or 0} keys, {row['bytes_freed'] or 0} bytes, "
               f"{row['errors'] or 0} errors", file=out)
 

@@ -9,19 +9,13 @@ are short (``45s``, ``12m``, ``3h``, ``2d``) and counted on the database's clock
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any, Mapping
+
+from crontabber import one_line, utc_text
 
 Row = Mapping[str, Any]
 
 LIST_HEADER = ("ID", "STATUS", "AGE", "FILES", "SIZE", "KEY", "ERROR")
-
-
-def utc(moment: dt.datetime | None) -> str:
-    """``2026-11-23 12:00:00 UTC`` (``-`` for none)."""
-    if moment is None:
-        return "-"
-    return f"{moment.astimezone(dt.timezone.utc):%Y-%m-%d %H:%M:%S} UTC"
 
 
 def span(seconds: float) -> str:
@@ -43,11 +37,6 @@ def size(count: int | None) -> str:
             return f"{int(value)}{unit}" if unit == "B" else f"{value:.1f}{unit}"
         value /= 1000
     raise AssertionError("unreachable")
-
-
-def one_line(text: str | None) -> str:
-    """An error on one line (a traceback-like message keeps its words, not its breaks)."""
-    return " ".join((text or "").split())
 
 
 def _files(row: Row) -> str:
@@ -102,14 +91,14 @@ def show_lines(row: Row, files: list[dict[str, Any]]) -> list[str]:
         f"upload {row['id']}: {row['status']} (attempt {row['attempts']})",
         f"  key        {row['inbox_key']} ({row['filename']}, {size(row['size'])}, "
         f"by {row['uploaded_by'] or 'unknown'})",
-        f"  queued     {utc(row['created_at'])} ({span((now - row['created_at']).total_seconds())}"
+        f"  queued     {utc_text(row['created_at'])} ({span((now - row['created_at']).total_seconds())}"
         " ago)",
     ]
     if row["claimed_at"] is not None:
-        lines.append(f"  claimed    {utc(row['claimed_at'])} by {row['claimed_by']} "
+        lines.append(f"  claimed    {utc_text(row['claimed_at'])} by {row['claimed_by']} "
                      "(the last claim or heartbeat)")
     if row["completed_at"] is not None:
-        lines.append(f"  completed  {utc(row['completed_at'])} "
+        lines.append(f"  completed  {utc_text(row['completed_at'])} "
                      f"({span(_duration(row) or 0)} after it was queued)")
     lines.append(f"  files      {_file_counts(row)}")
     lines.append(f"  error      {one_line(row['error']) or '-'}")
