@@ -28,7 +28,9 @@ bench: setup
 	$(WITH_ENV) $(PY) -m bench
 
 # The fault suite (~30 minutes; not part of `make test`): writes docs/reliability.md.
+# Its tools (Toxiproxy, hey, mitmproxy) go to .services/tools (scripts/fault-tools.sh).
 faults: setup
+	bash scripts/fault-tools.sh > /dev/null
 	$(WITH_ENV) $(PY) -m faults
 
 setup: venv services

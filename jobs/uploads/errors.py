@@ -25,14 +25,32 @@ class Rejected(UploadError):
 
 
 class StorageFailed(UploadError):
-    """An S3 call failed after botocore's retries; a later attempt may succeed."""
+    """An S3 call failed after botocore's retries; a later attempt may succeed.
+    ``unavailable``: the service itself failed (unreachable, timed out, a 5xx answer such
+    as 503 SlowDown), not this object or request."""
 
-    def __init__(self, operation: str, bucket: str, key: str, reason: str) -> None:
+    def __init__(self, operation: str, bucket: str, key: str, reason: str,
+                 unavailable: bool = False) -> None:
         self.operation = operation
         self.bucket = bucket
         self.key = key
         self.reason = reason
+        self.unavailable = unavailable
         super().__init__(f"S3 {operation} s3://{bucket}/{key} failed: {reason}")
+
+
+class S3Unavailable(UploadError):
+    """The run stops: S3 itself failed an upload after retries (the upload went back to
+    ``pending``, or ``failed`` on its last attempt), so every other upload would fail the
+    same way. Fails the job run with one line naming S3's address; the uploads left in
+    the queue are untouched (no attempt used) and a later run takes them."""
+
+    def __init__(self, endpoint: str, upload_id: int, error: str) -> None:
+        self.endpoint = endpoint
+        self.upload_id = upload_id
+        self.error = error
+        super().__init__(f"S3 at {endpoint} unavailable, the run stops (upload {upload_id}: "
+                         f"{error})")
 
 
 class ClaimLost(UploadError):

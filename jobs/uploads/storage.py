@@ -28,6 +28,29 @@ def _s3_error_text(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+# botocore's errors that mean the server could not be reached or did not answer in time
+# (by class name: botocore is imported only when a client is made)
+_UNREACHABLE = ("EndpointConnectionError", "ConnectionClosedError", "ReadTimeoutError",
+                "ConnectTimeoutError", "ConnectionError", "ProxyConnectionError")
+
+
+def _unavailable(exc: Exception) -> bool:
+    """Whether ``exc`` (after botocore's retries) means the S3 service itself is unavailable
+    (unreachable, timing out, or answering 5xx such as 503 SlowDown), rather than a problem
+    with one object or request: then the other uploads of the run would fail the same way."""
+    if type(exc).__name__ in _UNREACHABLE:
+        return True
+    response = getattr(exc, "response", None)
+    if isinstance(response, dict):
+        status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        return isinstance(status, int) and status >= 500
+    return False
+
+
+def _failed(operation: str, bucket: str, key: str, exc: Exception) -> StorageFailed:
+    return StorageFailed(operation, bucket, key, _s3_error_text(exc), unavailable=_unavailable(exc))
+
+
 def _is_not_found(exc: Exception) -> bool:
     response = getattr(exc, "response", None)
     code = response.get("Error", {}).get("Code") if isinstance(response, dict) else None
@@ -78,7 +101,7 @@ def download(client: Any, bucket: str, key: str, target: BinaryIO, tries: int = 
             return
         except Exception as exc:  # botocore.exceptions.*: translated here, never escapes
             if attempt == tries or getattr(exc, "response", None) is not None:
-                raise StorageFailed("GetObject", bucket, key, _s3_error_text(exc)) from None
+                raise _failed("GetObject", bucket, key, exc) from None
             logger.warning("GetObject s3://%s/%s: %s; starting again", bucket, key, _s3_error_text(exc))
 
 
@@ -95,7 +118,7 @@ def fetch_tail(client: Any, bucket: str, key: str, target: Path, length: int) ->
         total = int(response["ContentRange"].rsplit("/", 1)[1])
         data = response["Body"].read()
     except Exception as exc:
-        raise StorageFailed("GetObject", bucket, key, _s3_error_text(exc)) from None
+        raise _failed("GetObject", bucket, key, exc) from None
     with open(target, "wb") as out:
         out.truncate(total)
         out.seek(total - len(data))
@@ -108,7 +131,7 @@ def store_archive(client: Any, bucket: str, key: str, path: Path) -> None:
     try:
         client.upload_file(str(path), bucket, key)
     except Exception as exc:
-        raise StorageFailed("PutObject", bucket, key, _s3_error_text(exc)) from None
+        raise _failed("PutObject", bucket, key, exc) from None
 
 
 def list_directory(client: Any, bucket: str, prefix: str) -> set[str]:
@@ -118,7 +141,7 @@ def list_directory(client: Any, bucket: str, prefix: str) -> set[str]:
         for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
             keys.update(item["Key"] for item in page.get("Contents", []))
     except Exception as exc:
-        raise StorageFailed("ListObjectsV2", bucket, prefix, _s3_error_text(exc)) from None
+        raise _failed("ListObjectsV2", bucket, prefix, exc) from None
     return keys
 
 
@@ -129,7 +152,7 @@ def head(client: Any, bucket: str, key: str) -> Existing | None:
     except Exception as exc:
         if _is_not_found(exc):
             return None
-        raise StorageFailed("HeadObject", bucket, key, _s3_error_text(exc)) from None
+        raise _failed("HeadObject", bucket, key, exc) from None
     meta = response.get("Metadata", {})
     original_size = meta.get("original_size")
     upload_id = meta.get("upload_id")
@@ -172,7 +195,7 @@ def put(client: Any, bucket: str, written: Written, body: bytes, upload_id: int,
     except Exception as exc:
         if only_if_new and _is_precondition_failed(exc):
             return False
-        raise StorageFailed("PutObject", bucket, written.key, _s3_error_text(exc)) from None
+        raise _failed("PutObject", bucket, written.key, exc) from None
     return True
 
 
@@ -198,7 +221,7 @@ def start_multipart(client: Any, bucket: str, written: Written, body: BinaryIO, 
         upload = client.create_multipart_upload(Bucket=bucket, Key=written.key,
                                                 **_headers(written, upload_id))["UploadId"]
     except Exception as exc:
-        raise StorageFailed("CreateMultipartUpload", bucket, written.key, _s3_error_text(exc)) from None
+        raise _failed("CreateMultipartUpload", bucket, written.key, exc) from None
     started(upload)
     parts = []
     try:
@@ -210,7 +233,7 @@ def start_multipart(client: Any, bucket: str, written: Written, body: BinaryIO, 
         abort(client, bucket, written.key, upload)
         if not isinstance(exc, Exception):
             raise  # SIGTERM, Ctrl-C: aborted, then stop
-        raise StorageFailed("UploadPart", bucket, written.key, _s3_error_text(exc)) from None
+        raise _failed("UploadPart", bucket, written.key, exc) from None
     return upload, parts
 
 
@@ -225,7 +248,7 @@ def complete_multipart(client: Any, bucket: str, key: str, upload: str, parts: l
                                          MultipartUpload={"Parts": parts})
     except Exception as exc:
         abort(client, bucket, key, upload)
-        raise StorageFailed("CompleteMultipartUpload", bucket, key, _s3_error_text(exc)) from None
+        raise _failed("CompleteMultipartUpload", bucket, key, exc) from None
 
 
 def abort(client: Any, bucket: str, key: str, upload: str) -> None:

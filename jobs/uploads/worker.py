@@ -8,7 +8,7 @@ from typing import Any, Callable, Mapping
 
 from crontabber.database import default_holder
 
-from .errors import ClaimLost, UploadError, UploadNotFound
+from .errors import ClaimLost, S3Unavailable, UploadError, UploadNotFound
 from .options import DEFAULTS
 from .process import process
 from .records import Progress, Upload, UploadSettings, UploadStatus
@@ -42,6 +42,7 @@ class UploadOutcome:
     upload_id: int
     status: UploadStatus
     error: str | None = None
+    unavailable: bool = False  # S3 itself failed it (see StorageFailed.unavailable)
 
 
 class Worker:
@@ -76,6 +77,12 @@ class Worker:
 
         An upload tried in this run is not claimed again in it (its retry waits for a
         later run). Raises whatever unexpected error an upload met, after recording it.
+
+        Raises:
+            S3Unavailable: an upload failed because S3 itself did (unreachable, timing
+                out, 5xx after retries): recorded on its row, then the drain stops, so an
+                outage costs one upload's attempt and fails the run, instead of every
+                queued upload's retries in turn (~75 s each) and a run recorded as a success.
         """
         for upload_id in self.store.abandon_expired(self.policy.max_attempts,
                                                     self.policy.lease_seconds):
@@ -98,9 +105,13 @@ class Worker:
             if upload is None:
                 break
             tried.append(upload.id)
-            outcomes.append(self.handle(upload))
+            outcome = self.handle(upload)
+            outcomes.append(outcome)
             if progress is not None:
                 progress.advance(1)
+            if outcome.unavailable:
+                raise S3Unavailable(_endpoint(self.client), outcome.upload_id,
+                                    outcome.error or "")
         return outcomes
 
     def reprocess(self, upload_id: int, progress: Progress | None = None) -> UploadOutcome:
@@ -128,7 +139,8 @@ class Worker:
             status = self._failed(upload, str(exc), exc.permanent)
             logger.warning("upload %d (attempt %d): %s -> %s", upload.id, upload.attempts, exc,
                            status.value, extra=extra)
-            return UploadOutcome(upload.id, status, str(exc))
+            return UploadOutcome(upload.id, status, str(exc),
+                                 unavailable=getattr(exc, "unavailable", False))
         except BaseException as exc:  # a bug, the database, SIGTERM: record, then re-raise
             try:
                 self._failed(upload, f"{type(exc).__name__}: {exc}", permanent=False)
@@ -145,3 +157,8 @@ class Worker:
                                            self.policy.max_attempts, None)
         except ClaimLost:
             return UploadStatus.PROCESSING
+
+
+def _endpoint(client: Any) -> str:
+    """The S3 client's endpoint (``http://127.0.0.1:9444``), for the one line of an outage."""
+    return str(getattr(getattr(client, "meta", None), "endpoint_url", None) or "?")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -15,7 +16,9 @@ import boto3
 import pytest
 from botocore.config import Config
 
-from jobs.uploads.errors import ClaimLost
+from jobs.uploads.errors import ClaimLost, S3Unavailable
+from jobs.s3 import make_s3_client
+from jobs.uploads.storage import make_client
 from jobs.uploads.records import UploadSettings, UploadStatus
 from tests.fixtures.uploads_archives import symbol_members, write_zip
 from tests.fixtures.uploads_queue import uploads  # noqa: F401 - the fixture
@@ -132,14 +135,17 @@ def test_a_bucket_that_refuses_writes_fails_the_upload_after_retries(uploads, tm
         retries={"mode": "standard", "max_attempts": 2}, s3={"addressing_style": "path"}))
     subprocess.run(["chattr", "+i", str(directory)], check=True)
     try:
-        first = uploads.worker(max_attempts=2).drain()
+        # a 500 is S3 failing, not the archive: the run stops and fails (S3Unavailable)
+        with pytest.raises(S3Unavailable, match=f"upload {upload_id}: S3 PutObject"):
+            uploads.worker(max_attempts=2).drain()
         row = uploads.row(upload_id)
-        assert [o.status for o in first] == [UploadStatus.PENDING]  # attempt 1 of 2: retried later
+        assert row["status"] == "pending"  # attempt 1 of 2: retried later
         assert row["attempts"] == 1 and "PutObject" in row["error"]
         assert "InternalError" in row["error"] and uploads.bucket in row["error"]
-        second = uploads.worker(max_attempts=2).drain()
+        with pytest.raises(S3Unavailable):
+            uploads.worker(max_attempts=2).drain()
         row = uploads.row(upload_id)
-        assert [o.status for o in second] == [UploadStatus.FAILED] and row["attempts"] == 2
+        assert row["attempts"] == 2
         assert row["status"] == "failed" and "PutObject" in row["error"]
         assert uploads.worker(max_attempts=2).drain() == []
     finally:
@@ -147,6 +153,30 @@ def test_a_bucket_that_refuses_writes_fails_the_upload_after_retries(uploads, tm
     assert uploads.files() == [] and uploads.keys() == []
     outcome = uploads.worker(max_attempts=2).reprocess(upload_id)  # the operator's way back
     assert outcome.status is UploadStatus.DONE and len(uploads.keys()) == 2
+
+
+def test_s3_unreachable_stops_the_drain_after_one_upload_and_fails_the_run(uploads, tmp_path):
+    """Bug (found by faults/s3.py): with S3 down, the drain tried every queued upload in
+    turn (~75 s of retries each), used an attempt of each, and returned normally, so the
+    job run was recorded as a success. Now the first upload S3 fails stops the run with
+    one line naming S3's address; the others are left as they were."""
+    ids = [uploads.enqueue(write_zip(tmp_path / f"{n}.zip", symbol_members(1, 100, seed=n)))
+           for n in range(3)]
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    uploads.client = make_s3_client(4, endpoint_url=closed, max_attempts=1, connect_timeout=1)
+    with pytest.raises(S3Unavailable) as raised:
+        uploads.worker().drain()
+    line = str(raised.value)
+    assert line.startswith(f"S3 at {closed} unavailable") and "\n" not in line
+    rows = [uploads.row(i) for i in ids]
+    assert [(r["status"], r["attempts"]) for r in rows] == [("pending", 1), ("pending", 0),
+                                                          ("pending", 0)]
+    assert "GetObject" in rows[0]["error"]
+    uploads.client = make_client(8)  # S3 is back: the next run converges
+    assert [o.status for o in uploads.worker().drain()] == [UploadStatus.DONE] * 3
+    assert uploads.files() and len(uploads.files()) == len(uploads.keys()) == 3
 
 
 def test_a_missing_inbox_archive_is_a_clear_failure(uploads, tmp_path):
