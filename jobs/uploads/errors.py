@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import errno
+from typing import TypeGuard
+
 from crontabber.errors import CrontabberError
 
 
@@ -51,6 +54,24 @@ class S3Unavailable(UploadError):
         self.error = error
         super().__init__(f"S3 at {endpoint} unavailable, the run stops (upload {upload_id}: "
                          f"{error})")
+
+
+class DiskFull(UploadError):
+    """The run stops: the local file system of the archive and its spool (``TMPDIR``)
+    is full. The upload was recorded as failed for this attempt (back to ``pending``),
+    nothing of it published; every other upload would fail the same way, so the run
+    fails with this one line and a later run, with space again, takes them."""
+
+    def __init__(self, upload_id: int, error: OSError) -> None:
+        self.upload_id = upload_id
+        where = f" ({error.filename})" if error.filename else ""
+        super().__init__(f"no space left on the upload spool's disk{where}, the run stops "
+                         f"(upload {upload_id} goes back to the queue)")
+
+
+def is_disk_full(exc: BaseException) -> TypeGuard[OSError]:
+    """Whether ``exc`` is the local disk (or quota) being full."""
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
 
 
 class ClaimLost(UploadError):

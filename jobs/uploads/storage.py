@@ -12,7 +12,7 @@ import logging
 from pathlib import Path
 from typing import Any, BinaryIO, Callable
 
-from .errors import StorageFailed
+from .errors import StorageFailed, is_disk_full
 from .records import Existing, Written
 
 logger = logging.getLogger(__name__)
@@ -100,6 +100,8 @@ def download(client: Any, bucket: str, key: str, target: BinaryIO, tries: int = 
                         return  # the caller needs no more
             return
         except Exception as exc:  # botocore.exceptions.*: translated here, never escapes
+            if is_disk_full(exc):
+                raise  # the local disk, not S3: the worker stops the run (DiskFull)
             if attempt == tries or getattr(exc, "response", None) is not None:
                 raise _failed("GetObject", bucket, key, exc) from None
             logger.warning("GetObject s3://%s/%s: %s; starting again", bucket, key, _s3_error_text(exc))

@@ -8,7 +8,7 @@ from typing import Any, Callable, Mapping
 
 from crontabber.database import default_holder
 
-from .errors import ClaimLost, S3Unavailable, UploadError, UploadNotFound
+from .errors import ClaimLost, DiskFull, S3Unavailable, UploadError, UploadNotFound, is_disk_full
 from .options import DEFAULTS
 from .process import process
 from .records import Progress, Upload, UploadSettings, UploadStatus
@@ -79,6 +79,8 @@ class Worker:
         later run). Raises whatever unexpected error an upload met, after recording it.
 
         Raises:
+            DiskFull: the spool's disk is full (the upload was recorded as failed for
+                this attempt; the drain stops, as for S3Unavailable).
             S3Unavailable: an upload failed because S3 itself did (unreachable, timing
                 out, 5xx after retries): recorded on its row, then the drain stops, so an
                 outage costs one upload's attempt and fails the run, instead of every
@@ -147,6 +149,8 @@ class Worker:
             except Exception as unrecorded:  # the database itself may be what failed
                 logger.error("upload %d: could not record the failure: %s", upload.id,
                              unrecorded, extra=extra)
+            if is_disk_full(exc):
+                raise DiskFull(upload.id, exc) from None
             raise
         logger.info("upload %d done: %d files", upload.id, counts.total, extra=extra)
         return UploadOutcome(upload.id, UploadStatus.DONE)

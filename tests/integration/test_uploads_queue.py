@@ -8,7 +8,9 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
+import zipfile
 import time
 from pathlib import Path
 
@@ -16,7 +18,7 @@ import boto3
 import pytest
 from botocore.config import Config
 
-from jobs.uploads.errors import ClaimLost, S3Unavailable
+from jobs.uploads.errors import ClaimLost, DiskFull, S3Unavailable
 from jobs.s3 import make_s3_client
 from jobs.uploads.storage import make_client
 from jobs.uploads.records import UploadSettings, UploadStatus
@@ -177,6 +179,43 @@ def test_s3_unreachable_stops_the_drain_after_one_upload_and_fails_the_run(uploa
     uploads.client = make_client(8)  # S3 is back: the next run converges
     assert [o.status for o in uploads.worker().drain()] == [UploadStatus.DONE] * 3
     assert uploads.files() and len(uploads.files()) == len(uploads.keys()) == 3
+
+
+@pytest.fixture
+def small_tmpdir(tmp_path, monkeypatch):
+    """A 1 MiB tmpfs as the job's temporary directory (tempfile's), unmounted after."""
+    small = tmp_path / "small"
+    small.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(small)], check=True)
+    monkeypatch.setattr(tempfile, "tempdir", str(small))
+    yield small
+    monkeypatch.undo()
+    subprocess.run(["umount", str(small)], check=True)
+
+
+@pytest.mark.parametrize("shape", ["archive", "spool"])
+def test_a_full_spool_disk_stops_the_run_in_one_line_and_publishes_nothing(
+        uploads, tmp_path, small_tmpdir, shape):
+    """Bug (found by faults/disk.py): an archive whose download filled the disk was
+    reported as an S3 GetObject failure, retried, and the run went on (a spool that filled
+    it failed the run with an OSError instead). Now both are the local disk: the upload goes
+    back to the queue with the reason, nothing published, the run stops in one line."""
+    if shape == "archive":  # random bytes, stored: the archive itself is over 1 MiB
+        members = [("big.pdb/" + "0" * 33 + "/big.sym", os.urandom(1536 * 1024))]
+        archive = write_zip(tmp_path / "a.zip", members, compression=zipfile.ZIP_STORED)
+    else:  # the archive fits (deflated text), its members do not
+        archive = write_zip(tmp_path / "a.zip", symbol_members(3, 600 * 1024))
+    upload_id = uploads.enqueue(archive)
+    with pytest.raises(DiskFull) as raised:
+        uploads.worker().drain()
+    line = str(raised.value)
+    assert line.startswith("no space left on the upload spool's disk") and "\n" not in line
+    assert "S3" not in line
+    row = uploads.row(upload_id)
+    assert (row["status"], row["attempts"]) == ("pending", 1)
+    assert "No space left on device" in row["error"] and "S3" not in row["error"]
+    assert uploads.keys() == [] and uploads.files() == []
+    assert list(small_tmpdir.iterdir()) == []  # the spool was cleaned up
 
 
 def test_a_missing_inbox_archive_is_a_clear_failure(uploads, tmp_path):
