@@ -214,8 +214,9 @@ def test_a_batch_is_written_before_it_is_sent_and_counted_with_the_next_one(prun
         return prune.sql("SELECT id, bucket, keys, sizes FROM prune_intent WHERE run_id = %s"
                          " ORDER BY id", (run_id,))
 
-    first = recorder.intend([("p/a", 4), ("p/b", 6)])
-    assert intents() == [(first, "b", ["p/a", "p/b"], [4, 6])]  # before delete_objects
+    odd = 'p/a "quoted", {braced}\\back\nline'  # any character survives the array literal
+    first = recorder.intend([(odd, 4), ("p/b", 6)])
+    assert intents() == [(first, "b", [odd, "p/b"], [4, 6])]  # before delete_objects
     second = recorder.intend([("p/c", 5)])
     deleted(Batch(2, 10, [], first))
     assert recorded() == (0, 0, 0, None)  # held back: rides with the next intent
