@@ -368,7 +368,8 @@ class Prune(Scenario):
     """Objects under faults-prune/junk/ (8 folders, 100 bytes each) and a rule deleting what
     is older than ~1 s; each round's runs are capped (the pool is reused, refilled when low).
     What the round's runs recorded in prune_run/prune_rule_result must equal what the checker
-    sees gone from the bucket: keys and bytes."""
+    sees gone from the bucket: keys and bytes (a killed run's batches in flight are counted by
+    the round's next run, which reconciles its intents first: docs/jobs/prune.md)."""
 
     app = "prune-s3"
     SIZE = 100

@@ -172,6 +172,18 @@ CREATE TABLE IF NOT EXISTS prune_rule_result (
     PRIMARY KEY (run_id, rule)
 );
 CREATE INDEX IF NOT EXISTS upload_inbox_key_idx ON upload (inbox_key);
+-- A delete_objects batch about to be sent (migration 0011): deleted with the transaction that
+-- counts it; one left by a dead run is reconciled against S3 by the next run (docs/jobs/prune.md).
+CREATE TABLE IF NOT EXISTS prune_intent (
+    id      bigserial PRIMARY KEY,
+    run_id  bigint NOT NULL,
+    rule    text NOT NULL,
+    bucket  text NOT NULL,
+    keys    text[] NOT NULL,
+    sizes   bigint[] NOT NULL,
+    FOREIGN KEY (run_id, rule) REFERENCES prune_rule_result (run_id, rule) ON DELETE CASCADE
+);
+CREATE INDEX IF NOT EXISTS prune_intent_run_idx ON prune_intent (run_id);
 
 -- The incremental search-index job's progress (issue #16; same DDL as migrations/0007).
 -- Every upload finished up to indexed_to (minus the job's overlap) is in index_name.

@@ -15,7 +15,7 @@ import logging
 import queue
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Generator, Iterator
 
 from .rules import Protection, Rule, older
 
@@ -26,6 +26,9 @@ BATCH = 1000  # delete_objects' maximum
 # Given the keys of one listed page (already past the age), return those the
 # database agrees may go (or None: no database check for this rule).
 Check = Callable[[Rule, list[str], dt.datetime], set[str]]
+# Told each batch of (key, size) before it is sent to delete_objects (on the caller's
+# thread); returns the id of what it wrote, carried back by the batch's Batch.intent.
+Intend = Callable[[list[tuple[str, int]]], "int | None"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,7 @@ class Batch:
     keys: int  # deleted
     size: int  # bytes freed
     errors: list[str]  # one line per key that could not be deleted
+    intent: int | None = None  # what Intend returned for the batch (none in a dry run)
 
 
 @dataclass
@@ -167,7 +171,7 @@ def selected_batches(
             return
 
 
-def _delete(client: Any, bucket: str, batch: list[tuple[str, int]]) -> Batch:
+def _delete(client: Any, bucket: str, batch: list[tuple[str, int]], intent: int | None) -> Batch:
     """Delete one batch of ``(key, size)``; what it did.
 
     A batch the server refuses as a whole (s3proxy answers InternalError for
@@ -183,15 +187,15 @@ def _delete(client: Any, bucket: str, batch: list[tuple[str, int]]) -> Batch:
     except ClientError as exc:
         logger.warning("delete_objects of %d keys in %s failed (%s); deleting them one by one",
                        len(sizes), bucket, exc)
-        return _delete_one_by_one(client, bucket, sizes)
+        return _delete_one_by_one(client, bucket, sizes, intent)
     errors = [f"{e.get('Key')}: {e.get('Code')} {e.get('Message', '')}".strip()
               for e in response.get("Errors", [])]
     failed = {e.get("Key") for e in response.get("Errors", [])}
     done = [key for key in sizes if key not in failed]
-    return Batch(len(done), sum(sizes[key] for key in done), errors)
+    return Batch(len(done), sum(sizes[key] for key in done), errors, intent)
 
 
-def _delete_one_by_one(client: Any, bucket: str, sizes: dict[str, int]) -> Batch:
+def _delete_one_by_one(client: Any, bucket: str, sizes: dict[str, int], intent: int | None) -> Batch:
     from botocore.exceptions import ClientError
 
     deleted, freed, errors = 0, 0, []
@@ -204,15 +208,18 @@ def _delete_one_by_one(client: Any, bucket: str, sizes: dict[str, int]) -> Batch
             continue
         deleted += 1
         freed += size
-    return Batch(deleted, freed, errors)
+    return Batch(deleted, freed, errors, intent)
 
 
-def deleted_batches(client: Any, rule: Rule, check: Check | None, scope: Scope) -> Iterator[Batch]:
+def deleted_batches(client: Any, rule: Rule, check: Check | None, scope: Scope,
+                    intend: Intend) -> Generator[Batch, None, None]:
     """Apply one rule: each batch once deleted (dry: once selected), as the deletions end.
 
-    Listing and selecting run in the caller's thread (``check`` may use its database
-    connection); up to ``threads * 2`` batches are deleted at once on ``threads`` threads
-    sharing ``client``, while listing goes on.
+    Listing and selecting run in the caller's thread (``check`` and ``intend`` may use its
+    database connection); ``intend`` is told each batch before it is sent (not in a dry run),
+    so a record of it exists before any of its keys can be gone. Up to ``threads * 2``
+    batches are deleted at once on ``threads`` threads sharing ``client``, while listing
+    goes on.
     """
     batches = selected_batches(client, rule, scope.now, scope.protection, check, scope.budget,
                                scope.threads)
@@ -223,7 +230,7 @@ def deleted_batches(client: Any, rule: Rule, check: Check | None, scope: Scope) 
     with concurrent.futures.ThreadPoolExecutor(scope.threads) as pool:
         pending: set[concurrent.futures.Future[Batch]] = set()
         for batch in batches:  # listing goes on while earlier batches are deleted
-            pending.add(pool.submit(_delete, client, rule.bucket, batch))
+            pending.add(pool.submit(_delete, client, rule.bucket, batch, intend(batch)))
             if len(pending) >= scope.threads * 2:  # bound memory: wait for some to finish
                 done, pending = concurrent.futures.wait(
                     pending, return_when=concurrent.futures.FIRST_COMPLETED)

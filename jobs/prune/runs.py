@@ -10,6 +10,8 @@ as dramatiq's middleware is.
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
 import datetime as dt
 import logging
 import sys
@@ -21,11 +23,11 @@ from crontabber.options import DotDict
 
 from .engine import Batch, Budget, Check, RuleResult, Scope, deleted_batches
 from .rules import Kind, Protection, Rule, parse_extra_rules
-from .store import PruneStore
+from .store import Intent, PruneStore, Settled
 
 logger = logging.getLogger(__name__)
 
-#: Seconds between two writes of a rule's progress to its run record.
+#: Seconds after which what was deleted is written even if no next batch's intent carries it.
 PROGRESS_SECONDS = 1.0
 
 
@@ -90,42 +92,92 @@ class Listener:
 
 @dataclass
 class RunRecorder(Listener):
-    """Writes a rule's progress to its run record: the first batch at once, then at most
-    every ``interval`` seconds, and at the rule's end. A commit per 1,000-key batch cost
-    the main thread, which also feeds the deleting threads, ~25 ms a batch (a third of the
-    run); a killed run's record misses at most ``interval`` seconds of deletions (the
-    objects are gone either way). Each write adds what the result counted since the last
-    one; the errors sampled are those of that stretch (up to 5)."""
+    """Writes a rule's record so that it always equals what was deleted, a killed run's too.
+
+    Before each batch is sent to ``delete_objects`` (:meth:`intend`), its keys and sizes are
+    written (``prune_intent``); a batch S3 answered is counted and its intent deleted in one
+    transaction. To keep one commit per batch, those counts ride with the next batch's intent
+    (or are written on their own after ``interval`` seconds without one, and at the rule's
+    end). A run killed in between leaves intents, which the next run reconciles against S3
+    (:func:`reconcile`). The errors sampled are those of each write's stretch (up to 5)."""
 
     store: PruneStore
     run_id: int
     interval: float = PROGRESS_SECONDS
     clock: Callable[[], float] = time.monotonic
-    _written: tuple[int, int, int] = (0, 0, 0)  # keys, bytes, errors of the rule written
-    _sample: list[str] = field(default_factory=list)
+    _rule: Rule | None = None
+    _settled: Settled = field(default_factory=Settled)
     _last: float = float("-inf")
 
     def rule_started(self, rule: Rule) -> None:
         self.store.add_rule(self.run_id, rule.name)
-        self._written, self._sample, self._last = (0, 0, 0), [], float("-inf")
+        self._rule, self._settled, self._last = rule, Settled(), float("-inf")
+
+    def intend(self, batch: list[tuple[str, int]]) -> int | None:
+        """Record ``batch`` (and what was settled since the last write) before it is sent."""
+        assert self._rule is not None, "intend() outside a rule"
+        return self._write(Intent(self._rule.bucket, batch))
 
     def batch_done(self, result: RuleResult, batch: Batch) -> None:
-        self._sample = (self._sample + batch.errors)[:5]
+        settled = self._settled
+        if batch.intent is not None:
+            settled.intents.append(batch.intent)
+        settled.keys += batch.keys
+        settled.bytes += batch.size
+        settled.errors += len(batch.errors)
+        settled.error_sample = (settled.error_sample + batch.errors)[:5]
         if self.clock() - self._last >= self.interval:
-            self._write(result)
+            self._write(None)
 
     def rule_ended(self, result: RuleResult) -> None:
-        self._write(result)
+        self._write(None)
 
-    def _write(self, result: RuleResult) -> None:
-        """Add what ``result`` counted since the last write to the rule's record."""
-        keys, size, errors = self._written
-        if (result.keys, result.bytes, result.errors) != self._written:
-            self.store.add_progress(self.run_id, result.rule, result.keys - keys,
-                                    result.bytes - size, result.errors - errors, self._sample)
-        self._written = (result.keys, result.bytes, result.errors)
-        self._sample = []
-        self._last = self.clock()
+    def _write(self, intent: Intent | None) -> int | None:
+        assert self._rule is not None
+        intent_id = self.store.record(self.run_id, self._rule.name, self._settled, intent)
+        self._settled, self._last = Settled(), self.clock()
+        return intent_id
+
+
+def reconcile(client: Any, store: PruneStore, run_id: int, threads: int) -> None:
+    """Settle what dead runs left: each intent of a run that is over (its session's lock is
+    free) is checked key by key (``head_object``); the keys gone were deleted by that run and
+    are added to its rule's record, the others were not and are dropped with the intent. The
+    dead run stays as it was otherwise (unfinished, or failed). A run still going is left
+    alone.
+
+    Raises:
+        whatever S3 answers other than 404 (the intent stays for the next run).
+    """
+    for dead in store.unsettled_runs(run_id):
+        if not store.claim_dead_run(dead):
+            continue  # still running somewhere: its batches may be in flight
+        try:
+            for intent_id, rule, bucket, keys, sizes in store.intents(dead):
+                gone = _gone(client, bucket, keys, threads)
+                count, size = sum(gone), sum(s for s, g in zip(sizes, gone) if g)
+                store.reconcile_intent(intent_id, count, size)
+                logger.warning("prune: run %d died with a batch of %d keys in flight (%s): "
+                               "%d were deleted, now recorded", dead, len(keys), rule, count)
+        finally:
+            store.release_run(dead)
+
+
+def _gone(client: Any, bucket: str, keys: list[str], threads: int) -> list[bool]:
+    """For each key, whether S3 no longer has it."""
+    from botocore.exceptions import ClientError
+
+    def gone(key: str) -> bool:
+        try:
+            client.head_object(Bucket=bucket, Key=key)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey"):
+                return True
+            raise
+        return False
+
+    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+        return list(pool.map(gone, keys))
 
 
 class ProgressBar(Listener):
@@ -159,15 +211,18 @@ def run_prune(client: Any, store: PruneStore, options: PruneOptions, now: dt.dat
     from crontabber.database import default_holder
 
     run_id = store.start_run(options.dry_run, options.cap, default_holder())
-    told = [RunRecorder(store, run_id), *listeners]
+    recorder = RunRecorder(store, run_id)
     budget = Budget(options.cap)
     scope = Scope(now, options.protection, budget, options.dry_run, options.threads)
     try:
-        results = _apply_rules(client, store, options.rules, scope, told)
+        reconcile(client, store, run_id, options.threads)  # before this run deletes anything
+        results = _apply_rules(client, store, options.rules, scope, recorder, [recorder, *listeners])
     except BaseException as exc:  # recorded, so `history` shows why, then re-raised
         _record_failure(store, run_id, exc)
+        _release(store, run_id)
         raise
     store.finish_run(run_id, budget.exhausted)
+    _release(store, run_id)
     if budget.exhausted:
         logger.warning("prune: stopped at the cap of %d keys; the rest waits for the next run",
                        options.cap)
@@ -175,7 +230,7 @@ def run_prune(client: Any, store: PruneStore, options: PruneOptions, now: dt.dat
 
 
 def _apply_rules(client: Any, store: PruneStore, rules: list[Rule], scope: Scope,
-                 told: Sequence[Listener]) -> list[RuleResult]:
+                 recorder: RunRecorder, told: Sequence[Listener]) -> list[RuleResult]:
     """Each rule in order until the budget is spent; what each did."""
     results = []
     for rule in rules:
@@ -185,10 +240,13 @@ def _apply_rules(client: Any, store: PruneStore, rules: list[Rule], scope: Scope
         for listener in told:
             listener.rule_started(rule)
         try:
-            for batch in deleted_batches(client, rule, _check(store, rule), scope):
-                result.add(batch)
-                for listener in told:
-                    listener.batch_done(result, batch)
+            # closing: on an error, the batches in flight end before the run's lock is dropped
+            with contextlib.closing(deleted_batches(client, rule, _check(store, rule), scope,
+                                                    recorder.intend)) as batches:
+                for batch in batches:
+                    result.add(batch)
+                    for listener in told:
+                        listener.batch_done(result, batch)
         finally:
             for listener in told:
                 listener.rule_ended(result)  # what was deleted is recorded even if it failed
@@ -205,6 +263,14 @@ def _record_failure(store: PruneStore, run_id: int, exc: BaseException) -> None:
         store.fail_run(run_id, describe_failure(exc))
     except Exception as unrecorded:
         logger.error("prune: run %d: could not record its failure: %s", run_id, unrecorded)
+
+
+def _release(store: PruneStore, run_id: int) -> None:
+    """Drop the run's lock (its deletions are over); if the database is gone, so is the lock."""
+    try:
+        store.release_run(run_id)
+    except Exception as exc:
+        logger.error("prune: run %d: could not release its lock: %s", run_id, exc)
 
 
 def _check(store: PruneStore, rule: Rule) -> Check | None:

@@ -191,7 +191,7 @@ def test_a_key_the_server_cannot_delete_is_reported_and_retried_next_run(prune):
     assert keys_in(prune.symbols) == set()
 
 
-def test_progress_is_recorded_at_once_then_at_most_every_interval(prune):
+def test_a_batch_is_written_before_it_is_sent_and_counted_with_the_next_one(prune):
     from jobs.prune.engine import Batch, RuleResult
     from jobs.prune.runs import RunRecorder
 
@@ -202,8 +202,7 @@ def test_progress_is_recorded_at_once_then_at_most_every_interval(prune):
     recorder.rule_started(Rule("r", Kind.AGE, "b", "p/", 1))
     result = RuleResult("r")
 
-    def deleted(keys, size, errors):  # as run_prune does: the result counts, then the hook
-        batch = Batch(keys, size, errors)
+    def deleted(batch):  # as run_prune does: the result counts, then the hook
         result.add(batch)
         recorder.batch_done(result, batch)
 
@@ -211,14 +210,54 @@ def test_progress_is_recorded_at_once_then_at_most_every_interval(prune):
         return prune.sql("SELECT keys_deleted, bytes_freed, errors, error_sample"
                          " FROM prune_rule_result WHERE run_id = %s", (run_id,))[0]
 
-    deleted(1000, 10, [])
-    assert recorded() == (1000, 10, 0, None)  # the first batch at once
-    now[0] += 0.5
-    deleted(1000, 10, ["k: AccessDenied"])
-    assert recorded() == (1000, 10, 0, None)  # held back
-    now[0] += 0.6
-    deleted(500, 5, [])
-    assert recorded() == (2500, 25, 1, "k: AccessDenied")
-    deleted(7, 1, [])
+    def intents():
+        return prune.sql("SELECT id, bucket, keys, sizes FROM prune_intent WHERE run_id = %s"
+                         " ORDER BY id", (run_id,))
+
+    odd = 'p/a "quoted", {braced}\\back\nline'  # any character survives the array literal
+    first = recorder.intend([(odd, 4), ("p/b", 6)])
+    assert intents() == [(first, "b", [odd, "p/b"], [4, 6])]  # before delete_objects
+    second = recorder.intend([("p/c", 5)])
+    deleted(Batch(2, 10, [], first))
+    assert recorded() == (0, 0, 0, None)  # held back: rides with the next intent
+    third = recorder.intend([("p/d", 1)])
+    assert recorded() == (2, 10, 0, None)
+    assert [row[0] for row in intents()] == [second, third]
+    now[0] += 1.1  # no intent for a while: written on its own
+    deleted(Batch(0, 0, ["p/c: AccessDenied"], second))
+    assert recorded() == (2, 10, 1, "p/c: AccessDenied")
+    assert [row[0] for row in intents()] == [third]
+    deleted(Batch(1, 1, [], third))
     recorder.rule_ended(result)  # the rule's end
-    assert recorded() == (2507, 26, 1, "k: AccessDenied")
+    assert recorded() == (3, 11, 1, "p/c: AccessDenied")
+    assert intents() == []
+
+
+def test_a_dead_runs_batches_are_reconciled_with_s3_and_a_live_runs_left_alone(prune, database):
+    from jobs.prune.store import Intent, Settled
+
+    put_many(prune.symbols, ["keep/gone", "keep/there", "keep/live"])
+
+    def run_with_intent(batch):
+        conn = connect(database)
+        conn.autocommit = True
+        store = PruneStore(conn)
+        run_id = store.start_run(False, 10, "other")
+        store.add_rule(run_id, "reports")
+        store.record(run_id, "reports", Settled(), Intent(prune.symbols, batch))
+        return conn, run_id
+
+    dead_conn, dead = run_with_intent([("keep/gone", 7), ("keep/there", 10)])
+    s3_client().delete_object(Bucket=prune.symbols, Key="keep/gone")  # its delete_objects went through
+    dead_conn.close()  # then it died: its session and lock are gone
+    live_conn, live = run_with_intent([("keep/live", 10)])  # still running
+    try:
+        prune.run()
+        assert prune.sql("SELECT run_id, keys_deleted, bytes_freed FROM prune_rule_result"
+                         " WHERE run_id IN (%s, %s) ORDER BY run_id", (dead, live)) == [
+            (dead, 1, 7), (live, 0, 0)]
+        assert prune.sql("SELECT run_id, keys FROM prune_intent") == [(live, ["keep/live"])]
+        assert prune.sql("SELECT finished_at FROM prune_run WHERE id = %s", (dead,)) == [(None,)]
+        assert keys_in(prune.symbols) == {"keep/there", "keep/live"}
+    finally:
+        live_conn.close()
