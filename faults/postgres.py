@@ -2,8 +2,9 @@
 
 Each throw seeds work for `process-uploads` or `missing-symbols` (in turn), starts a real
 runner on it, waits for its job's process and for the job to have begun the round's work
-(`Scenario.started`), and a random time later (up to half an unkilled run's job lifetime),
-if the job's process is still running and its work not settled, either restarts PostgreSQL (`pg_ctl restart -m fast`) or stops it, runs a fresh tick
+(`Scenario.started`), and a random time later (a tenth to a half of an unkilled run's job
+lifetime), if the job's process is still running and its work not settled, either restarts
+PostgreSQL (`pg_ctl restart -m fast`) or stops it, runs a fresh tick
 while it is down (it must fail with one line, exit 1, no traceback), keeps it down until the
 faulted runner has ended (it retries the end of its run for up to the lease: docs/leases.md)
 and starts it again. Then the job is rerun until its work is settled, and the same brute-force
@@ -118,8 +119,8 @@ def throw(scenarios: list[Scenario], windows: list[float], kind: str, count: int
 def _at_work(proc: subprocess.Popen[str], scenario: Scenario, window: float,
              rng: random.Random) -> bool:
     """Wait for the runner's job process and for the job to have begun the round's work, then
-    a random time (up to half the job's lifetime ``window``); whether the job is still at work
-    (its process running, its work not settled): the moment to throw a fault."""
+    a random time (a tenth to a half of the job's lifetime ``window``); whether the job is
+    still at work (its process running, its work not settled): the moment to throw a fault."""
     deadline = time.monotonic() + 60
     while not harness.children(proc.pid):
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -129,5 +130,7 @@ def _at_work(proc: subprocess.Popen[str], scenario: Scenario, window: float,
         if not harness.children(proc.pid) or time.monotonic() > deadline:
             return False
         time.sleep(0.01)
-    time.sleep(rng.uniform(0, 0.5 * window))
+    # not at once: a job whose start shows nothing in the database (missing-symbols reads its
+    # batches first) has then been at work for a tenth of its lifetime at least
+    time.sleep(rng.uniform(0.1, 0.5) * window)
     return bool(harness.children(proc.pid)) and not scenario.settled()

@@ -81,12 +81,12 @@ def _sym(seed: str, lines: int) -> bytes:
 
 
 class Uploads(Scenario):
-    """Two archives per round (6 deflated .sym members, a stored binary member, an ignorable
-    file: small, so that a round is cheap while each run still publishes a dozen objects
-    over its 4 workers); every member's key is new. A done upload must have each member's object, the .sym
-    ones gzipped (Content-Encoding: gzip) and inflating to the member's bytes, the others
-    byte-equal, and one file_upload row each; a failed one must name a reason and have written
-    no object and no row."""
+    """Two archives per round (6 deflated .sym members, a stored binary member, an ignorable file:
+    small, so that a round is cheap while each run still publishes a dozen objects over its
+    4 workers); every member's key is new. A done upload must have each member's object,
+    the .sym ones gzipped (Content-Encoding: gzip) and inflating to the member's bytes, the
+    others byte-equal, and one file_upload row each; a failed one must name a reason and
+    have written no object and no row."""
 
     app = "process-uploads"
     SYMS = 6
@@ -195,12 +195,13 @@ DAYS = 20
 
 
 class MissingSymbols(Scenario):
-    """Four batches of 300 lookups per round (two transactions per worker's share) over a small set of symbols (so counts add up
-    across batches and transactions), seen on 20 days of November 2026. The totals per symbol
-    and per symbol and day must equal a brute-force count of the batches' msgpack bytes, and
-    every batch must have one `ok` row with its event count. Each batch is read back from
-S3 and decoded once, when first checked (its bytes never change; the database's totals are
-compared with all batches' sums every round)."""
+    """Four batches of 300 lookups per round (two transactions of two batches) over a small
+    set of symbols (so counts add up across batches and transactions), seen on 20 days of
+    November 2026. The totals per symbol and per symbol and day must equal a brute-force
+    count of the batches' msgpack bytes, and every batch must have one `ok` row with its
+    event count. Each batch is read back from S3 and decoded once, when first checked (its
+    bytes never change; the database's totals are compared with all batches' sums every
+    round)."""
 
     app = "missing-symbols"
     BATCHES, EVENTS = 4, 300
@@ -297,8 +298,9 @@ compared with all batches' sums every round)."""
 
 class MissingSymbolsReport(Scenario):
     """Reports of 3 of the seeded days (each round's a random run of 3 consecutive ones of the
-    20), written by one ``--rerun`` per round (removed before each round): after the reruns each day's CSV must be there and equal to one the checker writes
-    itself from missing_symbol_day (header, rows by count descending, ties by the fields)."""
+    20), written by one ``--rerun`` per round (removed before each round): after the reruns
+    each day's CSV must be there and equal to one the checker writes itself from
+    missing_symbol_day (header, rows by count descending, ties by the fields)."""
 
     app = "missing-symbols-report"
     DAYS = 3
