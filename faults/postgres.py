@@ -43,7 +43,7 @@ def run(scale: float) -> list[FaultResult]:
 def throw(scenarios: list[Scenario], windows: list[float], kind: str, count: int,
           rng: random.Random) -> FaultResult:
     start = time.monotonic()
-    thrown = missed = alive_after = 0
+    thrown = missed = alive_after = failed_on_it = 0
     converged = lost = duplicated = tracebacks = 0
     lines: list[int] = []
     refusals: list[str] = []
@@ -85,6 +85,8 @@ def throw(scenarios: list[Scenario], windows: list[float], kind: str, count: int
         for each in scenarios:  # the outage closed the checkers' connections too
             each.db = harness.connect()
         tracebacks += harness.tracebacks([stderr])
+        # the supervisor's line for a job that ended on a database error: the fault hit the job
+        failed_on_it += f"{scenario.app} failed: PostgreSQL" in stderr
         lines.append(len(stderr.strip().splitlines()))
         if stderr.strip() and f"{kind} stderr" not in figures_seen:
             figures_seen.add(f"{kind} stderr")
@@ -103,6 +105,7 @@ def throw(scenarios: list[Scenario], windows: list[float], kind: str, count: int
     figures = {
         "faults that would have come after the job's run (rethrown)": str(missed),
         "job process still running when pg_ctl returned": f"{alive_after} of {thrown}",
+        "job runs that failed on the outage": f"{failed_on_it} of {thrown}",
         "faulted runner's stderr lines": (f"median {statistics.median(lines):g}, max {max(lines)}"
                                           if lines else "-"),
         "tracebacks": str(tracebacks),
