@@ -41,6 +41,9 @@ def kill_rounds(scenario: Scenario, count: int, rng: random.Random) -> FaultResu
     thrown = converged = lost = duplicated = missed = orphaned = tracebacks = 0
     reruns: list[int] = []
     modes: collections.Counter[str] = collections.Counter()
+    setup = time.monotonic() - start
+    rounds: list[float] = []  # seconds per landed kill (its missed rounds included)
+    began = time.monotonic()
     while thrown < count and missed < 3 * count:
         scenario.seed()
         mode = harness.KILL_MODES[thrown % len(harness.KILL_MODES)]
@@ -67,6 +70,8 @@ def kill_rounds(scenario: Scenario, count: int, rng: random.Random) -> FaultResu
                 _kill(pid)
         lost += check.lost
         duplicated += check.duplicated
+        rounds.append(time.monotonic() - began)
+        began = time.monotonic()
         if ok and not problems and not check.lost and not check.duplicated:
             converged += 1
         elif len(notes) < 5:
@@ -81,6 +86,9 @@ def kill_rounds(scenario: Scenario, count: int, rng: random.Random) -> FaultResu
         "orphaned job processes": str(orphaned),
         "rerun tracebacks": str(tracebacks),
         "seconds": f"{time.monotonic() - start:.0f}",
+        "seconds per kill": (f"median {statistics.median(rounds):.1f}, mean "
+                             f"{statistics.mean(rounds):.1f} (+ {setup:.0f} s to seed and time "
+                             "an unkilled run)" if rounds else "-"),
     }
     return FaultResult(f"kill -9 during {scenario.app}", thrown, converged, lost, duplicated,
                        figures, notes)
