@@ -76,8 +76,16 @@ SELECT key FROM missing_symbol_batch
 WHERE key = ANY(%(keys)s) AND status = 'ok' AND processed_at < %(cutoff)s;
 
 -- name: history
+-- running: the run's session still holds its advisory lock (see start_run): an unfinished
+-- run without it is dead (killed). A two-key advisory lock shows in pg_locks as
+-- (classid, objid) = (key1, key2) with objsubid 2.
 SELECT r.id, r.started_at, r.finished_at, r.dry_run, r.cap, r.capped, r.holder, r.error,
-       x.rule, x.keys_deleted, x.bytes_freed, x.errors, x.error_sample
+       x.rule, x.keys_deleted, x.bytes_freed, x.errors, x.error_sample,
+       r.finished_at IS NULL AND EXISTS (
+           SELECT 1 FROM pg_locks l
+           WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
+             AND l.classid = hashtext('prune_run')::oid AND l.objid = r.id::int::oid
+       ) AS running
 FROM prune_run r LEFT JOIN prune_rule_result x ON x.run_id = r.id
 WHERE r.id IN (SELECT id FROM prune_run ORDER BY id DESC LIMIT %(limit)s)
 ORDER BY r.id DESC, x.rule;

@@ -66,13 +66,16 @@ def main(argv: list[str], out: TextIO = sys.stdout) -> int:
 
 def print_history(store: PruneStore, limit: int, out: TextIO) -> None:
     """One line per rule of each run, newest run first: when it started and ended (or
-    failed, with its error in one line; or never ended: killed), what the rule deleted."""
+    failed, with its error in one line; or is still running: its session holds the run's
+    lock; or never ended: killed), what the rule deleted."""
     for row in store.history(limit):
         state = "dry run" if row["dry_run"] else "run"
         if row["error"]:
             ended = f"failed {utc_text(row['finished_at'])} ({' '.join(row['error'].split())})"
         elif row["finished_at"]:
             ended = utc_text(row["finished_at"])
+        elif row["running"]:
+            ended = f"running (on {row['holder']})"
         else:
             ended = "unfinished (killed?)"
         capped = ", capped" if row["capped"] else ""

@@ -113,7 +113,7 @@ class PruneStore:
 
     def history(self, limit: int) -> list[dict[str, Any]]:
         names = ("id", "started_at", "finished_at", "dry_run", "cap", "capped", "holder",
-                 "error", "rule", "keys_deleted", "bytes_freed", "errors", "error_sample")
+                 "error", "rule", "keys_deleted", "bytes_freed", "errors", "error_sample", "running")
         return [dict(zip(names, row)) for row in self._run("history", {"limit": limit})]
 
 

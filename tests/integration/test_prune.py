@@ -261,3 +261,22 @@ def test_a_dead_runs_batches_are_reconciled_with_s3_and_a_live_runs_left_alone(p
         assert keys_in(prune.symbols) == {"keep/there", "keep/live"}
     finally:
         live_conn.close()
+
+
+def test_history_tells_a_running_run_from_a_killed_one(database):
+    """An unfinished run whose session still holds its lock is running, not killed (history
+    said "unfinished (killed?)" for both)."""
+    live = connect(database)
+    live.autocommit = True
+    run_id = PruneStore(live).start_run(False, 10, "host-a:1")
+    reader = connect(database)
+    reader.autocommit = True
+    try:
+        assert [row["running"] for row in PruneStore(reader).history(5)] == [True]
+        live.close()  # the process died: its session, and the lock, are gone
+        assert [(row["id"], row["running"]) for row in PruneStore(reader).history(5)] == [
+            (run_id, False)]
+    finally:
+        reader.close()
+        if not live.closed:
+            live.close()
