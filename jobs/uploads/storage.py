@@ -34,7 +34,7 @@ _UNREACHABLE = ("EndpointConnectionError", "ConnectionClosedError", "ReadTimeout
                 "ConnectTimeoutError", "ConnectionError", "ProxyConnectionError")
 
 
-def _unavailable(exc: Exception) -> bool:
+def _is_s3_unavailable(exc: Exception) -> bool:
     """Whether ``exc`` (after botocore's retries) means the S3 service itself is unavailable
     (unreachable, timing out, or answering 5xx such as 503 SlowDown), rather than a problem
     with one object or request: then the other uploads of the run would fail the same way."""
@@ -48,7 +48,7 @@ def _unavailable(exc: Exception) -> bool:
 
 
 def _failed(operation: str, bucket: str, key: str, exc: Exception) -> StorageFailed:
-    return StorageFailed(operation, bucket, key, _s3_error_text(exc), unavailable=_unavailable(exc))
+    return StorageFailed(operation, bucket, key, _s3_error_text(exc), unavailable=_is_s3_unavailable(exc))
 
 
 def _is_not_found(exc: Exception) -> bool:
