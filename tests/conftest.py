@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import itertools
 import os
+import time
 import uuid
 from pathlib import Path
 from typing import Any, Iterator
 
 import psycopg2
+import psycopg2.errors
 import pytest
 
 from bench.services import database as service_database
@@ -57,7 +59,17 @@ def _admin_execute(sql: str) -> None:
     conn.autocommit = True
     try:
         with conn.cursor() as cur:
-            cur.execute(sql)
+            for attempt in range(20):
+                try:
+                    cur.execute(sql)
+                    return
+                except psycopg2.errors.InsufficientPrivilege:
+                    # DROP DATABASE ... WITH (FORCE) may not terminate a superuser's
+                    # process in the database (an autovacuum worker, seen under load):
+                    # it ends within moments, so try again rather than fail a teardown.
+                    if attempt == 19 or not sql.startswith("DROP DATABASE"):
+                        raise
+                    time.sleep(0.25)
     finally:
         conn.close()
 
