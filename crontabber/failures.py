@@ -72,7 +72,11 @@ def _base(url: str) -> str:
 
 def describe(exc: BaseException) -> str:
     """A failure in one line: ``Service at address: reason`` for the services'
-    connection failures, ``Type: first line of the message`` otherwise."""
+    connection failures, ``Type: first line of the message`` otherwise.
+
+    Elasticsearch's address comes from urllib3's connection when the failure has one
+    (refused, timed out), else from an ``address`` attribute on an exception of the
+    chain (``search.client.naming_address``: a reset carries no connection)."""
     exceptions = chain(exc)
     for current in exceptions:
         library, name = _kind(current)
@@ -80,7 +84,10 @@ def describe(exc: BaseException) -> str:
                 "Connection" in name or name == "TransportError"):
             conn: Any = next((getattr(e, "conn") for e in exceptions
                               if getattr(e, "conn", None) is not None), None)
-            where = f" at http://{conn.host}:{conn.port}" if conn is not None else ""
+            address = next((str(getattr(e, "address")) for e in exceptions
+                            if getattr(e, "address", None) is not None), None)
+            where = (f" at http://{conn.host}:{conn.port}" if conn is not None
+                     else f" at {_base(address)}" if address else "")
             return f"Elasticsearch{where}: {_cause(exceptions)}"
         if library == "botocore":
             kwargs: dict = getattr(current, "kwargs", {}) or {}

@@ -181,13 +181,14 @@ class RebuildSearchIndexCronApp(BaseCronApp):
     database_connection_factory: Any  # set by @using_postgres()
 
     def run(self) -> None:
-        from search.client import make_es_client
+        from search.client import es_url, make_es_client, naming_address
         from search.indexer import BulkSettings, rebuild
 
         config = self.config
-        es = make_es_client(config.es_url or None, request_timeout=120)
+        url = es_url(config.es_url or None)
+        es = make_es_client(url, request_timeout=120)
         bulk = BulkSettings(chunk_size=int(config.chunk_size), threads=int(config.threads))
-        with self.database_connection_factory() as connection:
+        with naming_address(url), self.database_connection_factory() as connection:
             with SymbolFileStore(connection, int(config.itersize)).snapshot() as source:
                 result = rebuild(es, config.alias, source.rows, source.row_count, keep=int(config.keep),
                                  bulk=bulk, source_as_of=source.as_of)
@@ -233,17 +234,19 @@ class IndexNewUploadsCronApp(BaseCronApp):
     database_connection_factory: Any  # set by @using_postgres()
 
     def run(self) -> None:
-        from search.client import make_es_client
+        from search.client import es_url, make_es_client, naming_address
         from search.indexer import live_index, update
 
         config = self.config
-        es = make_es_client(config.es_url or None, request_timeout=60)
-        target = live_index(es, config.alias)
+        url = es_url(config.es_url or None)
+        es = make_es_client(url, request_timeout=60)
+        with naming_address(url):
+            target = live_index(es, config.alias)
         if target is None:
             logger.info("index-new-uploads: no alias %s yet; the rebuild will index everything",
                         config.alias, extra={"app_name": self.app_name})
             return
-        with self.database_connection_factory() as connection:
+        with naming_address(url), self.database_connection_factory() as connection:
             store = SymbolFileStore(connection)
             since, why = starting_point(store.watermark(config.alias), target, config.alias,
                                         dt.timedelta(seconds=int(config.overlap_seconds)))

@@ -3,19 +3,41 @@ endpoint both use it). Imported lazily by jobs so an idle tick does not pay for 
 
 from __future__ import annotations
 
+import contextlib
 import os
-from typing import Any
+from typing import Any, Iterator
 
 DEFAULT_URL = "http://127.0.0.1:9201"
 
 
+def es_url(url: str | None = None) -> str:
+    """The Elasticsearch URL a client is built for: ``url``, else ``ES_URL``, else the
+    local default."""
+    return url or os.environ.get("ES_URL", DEFAULT_URL)
+
+
 def make_es_client(url: str | None = None, request_timeout: float = 30) -> Any:
-    """An Elasticsearch 8 client for ``url`` (default: ``ES_URL`` from the environment).
+    """An Elasticsearch 8 client for ``url`` (default: :func:`es_url`'s).
 
     Health is checked with ``cluster.health()``, not ``ping()``: the local
     integ-test distribution answers ``GET /`` with 405.
     """
     from elasticsearch import Elasticsearch
 
-    return Elasticsearch(url or os.environ.get("ES_URL", DEFAULT_URL),
-                         request_timeout=request_timeout, retry_on_timeout=True, max_retries=3)
+    return Elasticsearch(es_url(url), request_timeout=request_timeout, retry_on_timeout=True,
+                         max_retries=3)
+
+
+@contextlib.contextmanager
+def naming_address(url: str) -> Iterator[None]:
+    """An exception leaving the block gets an ``address`` attribute, ``url``, unless it
+    has one: a reset or an aborted connection (urllib3's ProtocolError) carries no node,
+    so without it the runner's one-line failure could only say ``Elasticsearch:
+    connection reset by peer`` (found by the fault suite, issue #15)."""
+    try:
+        yield
+    except Exception as exc:
+        if getattr(exc, "address", None) is None:
+            with contextlib.suppress(AttributeError):  # a class with __slots__
+                exc.address = url  # type: ignore[attr-defined]
+        raise

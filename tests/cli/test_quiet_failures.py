@@ -1,7 +1,10 @@
 """A job that fails because a service is down says so in one line naming the
 service and its address; the traceback goes to crontabber_log (and Sentry, and
 the DEBUG log), not to the terminal (issue #13)."""
+import contextlib
 import socket
+import struct
+import threading
 
 
 def closed_port():
@@ -27,6 +30,49 @@ def test_elasticsearch_down_is_one_line_naming_it(cli):
     state = cli.crontab.state("rebuild-search-index")
     assert "Traceback" not in state.last_error["traceback"]  # the frames, as crontabber keeps them
     assert "File " in state.last_error["traceback"]
+
+
+def test_elasticsearch_resetting_connections_is_one_line_naming_it(cli):
+    """A reset carries no address in the client's exceptions (found by the fault suite
+    when Elasticsearch was stopped mid-rebuild): the line still names it."""
+    with resetting_server() as port:
+        cli.crontab.configure(["jobs.search_index.RebuildSearchIndexCronApp|1h"], extra=(
+            f"    [[class-RebuildSearchIndexCronApp]]\n        es_url=http://127.0.0.1:{port}\n"))
+        done = cli.run("--job", "rebuild-search-index")
+    assert done.returncode == 5, done.stderr
+    expected = f"Elasticsearch at http://127.0.0.1:{port}: connection reset by peer"
+    assert done.stdout == f"rebuild-search-index: failed: {expected}\n", done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@contextlib.contextmanager
+def resetting_server():
+    """A real TCP server on 127.0.0.1 that answers every connection with a reset (RST:
+    SO_LINGER 0, then close), until the block ends."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    server.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except socket.timeout:
+                continue
+            conn.recv(1024)
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield server.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join()
+        server.close()
 
 
 def test_s3_down_is_one_line_naming_it(cli):

@@ -41,6 +41,23 @@ def test_elasticsearch_unreachable_found_behind_a_jobs_own_error():
         assert chain(outer)[:2] == [outer, cause]
 
 
+def test_a_reset_carries_no_connection_so_the_address_comes_from_the_code_that_knew_it():
+    from urllib3.exceptions import ProtocolError
+
+    from search.client import naming_address
+
+    reset = ConnectionResetError(104, "Connection reset by peer")
+    cause = EsConnectionError("Connection error caused by: ProtocolError(...)",
+                              errors=(ProtocolError("Connection aborted.", reset),))
+    cause.__context__ = reset
+    assert describe(cause) == "Elasticsearch: connection reset by peer"
+    try:
+        with naming_address("http://es.internal:9200/"):
+            raise RuntimeError("rebuild failed") from cause
+    except RuntimeError as outer:
+        assert describe(outer) == "Elasticsearch at http://es.internal:9200: connection reset by peer"
+
+
 def test_postgresql_is_named():
     assert describe(psycopg2.OperationalError("connection to server failed\nhint")) == \
         "PostgreSQL: connection to server failed"
