@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import msgpack
+from elasticsearch import NotFoundError
 
 from faults import harness
 from faults.harness import ALIAS, INBOX, PRUNE_BUCKET, SYMBOLS
@@ -371,7 +372,15 @@ class Rebuild(Scenario):
         names = sorted(found)
         if names:
             self.es.indices.refresh(index=",".join(names), ignore_unavailable=True)
-        return {name: int(self.es.count(index=name)["count"]) for name in names}
+        counts = {}
+        for name in names:
+            try:
+                counts[name] = int(self.es.count(index=name)["count"])
+            except NotFoundError:
+                # deleted between the listing and the count: a delete the killed job had
+                # sent still completes in Elasticsearch (a version it was pruning)
+                continue
+        return counts
 
     def aliased(self) -> list[str]:
         if not self.es.indices.exists_alias(name=ALIAS):
