@@ -80,16 +80,13 @@ def rebuild_main(es_url: str) -> int:
     from bench.services import database
     from crontabber.failures import describe
     from crontabber.store import connect
-    from jobs.search_index import SymbolFileStore
-    from search.client import make_es_client
-    from search.indexer import BulkSettings, rebuild
+    from jobs.search_index import rebuild_from
+    from search.indexer import BulkSettings
 
     conn = connect(database(DBNAME))
     try:
-        es = make_es_client(es_url, request_timeout=120)
-        with SymbolFileStore(conn).snapshot() as snap:
-            result = rebuild(es, ALIAS, snap.rows, snap.row_count, keep=2,
-                             bulk=BulkSettings(chunk_size=5000, threads=2), source_as_of=snap.as_of)
+        result = rebuild_from(conn, es_url, ALIAS, keep=2,
+                              bulk=BulkSettings(chunk_size=5000, threads=2))
     except Exception as exc:  # the runner's own one-line summary of a failure
         print(describe(exc), file=sys.stderr)
         return 1

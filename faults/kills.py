@@ -37,7 +37,8 @@ def kill_rounds(scenario: Scenario, count: int, rng: random.Random) -> FaultResu
     # unkilled runs: the job's lifetime (the kills' window) and the state rounds start from.
     # The shortest of three: in the 11-23 run the index's first build alone set the window
     # (2.89 s) and 150 of 198 kills came after the job had ended: later builds are shorter.
-    lifetimes, notes = [], []
+    lifetimes: list[float] = []
+    notes: list[str] = []
     for _ in range(LIFETIME_RUNS):
         scenario.seed()
         lifetimes.append(harness.job_lifetime(scenario.command()))

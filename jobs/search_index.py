@@ -29,7 +29,7 @@ from crontabber.options import Namespace
 
 if TYPE_CHECKING:
     from search.documents import SymbolRow
-    from search.indexer import LiveIndex
+    from search.indexer import BulkSettings, LiveIndex, RebuildResult
 
 logger = logging.getLogger(__name__)
 
@@ -181,23 +181,36 @@ class RebuildSearchIndexCronApp(BaseCronApp):
     database_connection_factory: Any  # set by @using_postgres()
 
     def run(self) -> None:
-        from search.client import es_url, make_es_client, naming_address
-        from search.indexer import BulkSettings, rebuild
+        from search.indexer import BulkSettings
 
         config = self.config
-        url = es_url(config.es_url or None)
-        es = make_es_client(url, request_timeout=120)
         bulk = BulkSettings(chunk_size=int(config.chunk_size), threads=int(config.threads))
-        with naming_address(url), self.database_connection_factory() as connection:
-            with SymbolFileStore(connection, int(config.itersize)).snapshot() as source:
-                result = rebuild(es, config.alias, source.rows, source.row_count, keep=int(config.keep),
-                                 bulk=bulk, source_as_of=source.as_of)
+        with self.database_connection_factory() as connection:
+            result = rebuild_from(connection, config.es_url or None, config.alias,
+                                  keep=int(config.keep), bulk=bulk, itersize=int(config.itersize))
         logger.info(
             "rebuild-search-index: %s holds %d documents (%.1f s); alias %s moved from %s; deleted %s",
             result.index, result.documents, result.seconds, config.alias,
             ", ".join(result.previous) or "nothing", ", ".join(result.deleted) or "nothing",
             extra={"app_name": self.app_name},
         )
+
+
+def rebuild_from(connection: Any, url: str | None, alias: str, *, keep: int,
+                 bulk: "BulkSettings", itersize: int = 10000) -> "RebuildResult":
+    """The rebuild job's work: every symbol file of ``connection``'s database (one
+    snapshot) into a new version of ``alias`` in the Elasticsearch at ``url`` (default:
+    ``ES_URL``), then the alias swap (``search.indexer.rebuild``). An exception leaving
+    it names ``url`` (``search.client.naming_address``). The fault suite calls it too,
+    so what it checks is the job's own path."""
+    from search.client import es_url, make_es_client, naming_address
+    from search.indexer import rebuild
+
+    url = es_url(url)
+    es = make_es_client(url, request_timeout=120)
+    with naming_address(url), SymbolFileStore(connection, itersize).snapshot() as source:
+        return rebuild(es, alias, source.rows, source.row_count, keep=keep, bulk=bulk,
+                       source_as_of=source.as_of)
 
 
 @using_postgres()
