@@ -1,6 +1,6 @@
 """Elasticsearch down before and during a rebuild, and the search endpoint meanwhile.
 
-The rebuild (the job's code path: ``SymbolFileStore.snapshot`` -> ``search.indexer.rebuild``,
+The rebuild (the job's own work, ``jobs.search_index.rebuild_from``,
 in a subprocess of its own, ``python -m faults.elasticsearch rebuild``) and the search
 endpoint (gunicorn, as README tells production) reach Elasticsearch through Toxiproxy;
 disabling the proxy cuts Elasticsearch off (connections refused, open ones closed), at
