@@ -48,27 +48,29 @@ ANALYZE;
 """
 
 
-def source_database(names: list[str]) -> Any:
-    """Settings of the cached 1M-row source database (built on first use)."""
+def source_database(names: list[str], dbname: str = DBNAME, versions: int = VERSIONS) -> Any:
+    """Settings of a source database of ``versions`` rows per name (the cached 1M-row one
+    by default; the fault suite's smaller one), built on first use and rebuilt when its
+    row count differs."""
     from crontabber.store import connect
 
     admin = connect(database("postgres"))
     admin.autocommit = True
     with admin.cursor() as cur:
-        cur.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DBNAME,))
+        cur.execute("SELECT 1 FROM pg_database WHERE datname = %s", (dbname,))
         if not cur.fetchone():
-            cur.execute(f"CREATE DATABASE {DBNAME}")
-            cur.execute(f"ALTER DATABASE {DBNAME} SET search_path = search_fixture, public")
+            cur.execute(f"CREATE DATABASE {dbname}")
+            cur.execute(f"ALTER DATABASE {dbname} SET search_path = search_fixture, public")
     admin.close()
-    settings = database(DBNAME)
+    settings = database(dbname)
     conn = connect(settings)
     conn.autocommit = True
     with conn.cursor() as cur:
         cur.execute((REPO / "tests/fixtures/search_tables.sql").read_text())
         cur.execute("SELECT count(*) FROM search_fixture.file_upload")
-        if cur.fetchone()[0] != len(names) * VERSIONS + len(names) * VERSIONS // 1000:
+        if cur.fetchone()[0] != len(names) * versions + len(names) * versions // 1000:
             cur.execute("TRUNCATE search_fixture.file_upload, search_fixture.missing_symbol")
-            cur.execute(POPULATE, {"names": names, "versions": VERSIONS})
+            cur.execute(POPULATE, {"names": names, "versions": versions})
     conn.close()
     return settings
 

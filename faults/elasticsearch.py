@@ -36,29 +36,10 @@ THROWS = 5  # per kind at scale 1.0
 
 def source() -> int:
     """Build the source database (once; reused while it holds the same rows): its row count."""
-    from bench.bench_search_rebuild import POPULATE
-    from bench.services import database
-    from crontabber.store import connect
+    from bench.bench_search_rebuild import source_database
     from tests.fixtures.search_corpus import corpus
 
-    names = corpus()
-    admin = connect(database("postgres"))
-    admin.autocommit = True
-    with admin.cursor() as cur:
-        cur.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DBNAME,))
-        if not cur.fetchone():
-            cur.execute(f"CREATE DATABASE {DBNAME}")
-            cur.execute(f"ALTER DATABASE {DBNAME} SET search_path = search_fixture, public")
-    admin.close()
-    conn = connect(database(DBNAME))
-    conn.autocommit = True
-    with conn.cursor() as cur:
-        cur.execute((net.REPO / "tests/fixtures/search_tables.sql").read_text())
-        cur.execute("SELECT count(*) FROM search_fixture.file_upload")
-        if cur.fetchone()[0] != len(names) * VERSIONS + len(names) * VERSIONS // 1000:
-            cur.execute("TRUNCATE search_fixture.file_upload, search_fixture.missing_symbol")
-            cur.execute(POPULATE, {"names": names, "versions": VERSIONS})
-    conn.close()
+    source_database(corpus(), DBNAME, VERSIONS)
     return rebuild_count()
 
 

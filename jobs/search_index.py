@@ -248,18 +248,21 @@ class IndexNewUploadsCronApp(BaseCronApp):
 
     def run(self) -> None:
         from search.client import es_url, make_es_client, naming_address
+
+        url = es_url(self.config.es_url or None)
+        with naming_address(url):
+            self._add_new(make_es_client(url, request_timeout=60))
+
+    def _add_new(self, es: Any) -> None:
         from search.indexer import live_index, update
 
         config = self.config
-        url = es_url(config.es_url or None)
-        es = make_es_client(url, request_timeout=60)
-        with naming_address(url):
-            target = live_index(es, config.alias)
+        target = live_index(es, config.alias)
         if target is None:
             logger.info("index-new-uploads: no alias %s yet; the rebuild will index everything",
                         config.alias, extra={"app_name": self.app_name})
             return
-        with naming_address(url), self.database_connection_factory() as connection:
+        with self.database_connection_factory() as connection:
             store = SymbolFileStore(connection)
             since, why = starting_point(store.watermark(config.alias), target, config.alias,
                                         dt.timedelta(seconds=int(config.overlap_seconds)))
