@@ -73,7 +73,7 @@ class Gunicorn:
 
     def __init__(self, alias: str) -> None:
         self.port = net.free_port()
-        self.log = open(net.STATE / "faults" / "search-gunicorn.log", "wb")
+        self.log = open(net.STATE / "faults" / f"search-gunicorn-{self.port}.log", "wb")
         self.proc = subprocess.Popen(
             [net.PYTHON, "-m", "gunicorn", "-w", str(WORKERS), "-b", f"127.0.0.1:{self.port}",
              "search.server:application"], cwd=net.REPO, stdout=self.log,

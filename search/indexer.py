@@ -3,8 +3,8 @@ side of the rebuild; the rows come from ``jobs.search_index``'s store).
 
 A build creates ``<alias>-<UTC timestamp>`` with the explicit mapping and
 ``refresh_interval`` -1, bulk-loads it, checks the document count against the
-source count, restores the refresh interval and refreshes, and only then moves
-the alias in one ``update_aliases`` call (searches see the old index or the
+source count, restores the refresh interval and refreshes, merges it into one
+segment, and only then moves the alias in one ``update_aliases`` call (searches see the old index or the
 new one, never neither). Any failure deletes the new index and leaves the
 alias where it was. Versions beyond the newest ``keep`` are deleted afterwards.
 The index records, in its mapping's ``_meta``, the time of the source snapshot
@@ -82,10 +82,12 @@ def rebuild(
     bulk: BulkSettings = BulkSettings(),
     now: dt.datetime | None = None,
     source_as_of: dt.datetime | None = None,
+    merge: bool = True,
 ) -> RebuildResult:
     """Build a new version of ``alias`` from ``rows`` (``expected`` of them);
     ``source_as_of`` is the time of the source's snapshot (kept in ``_meta``
-    for :func:`live_index`).
+    for :func:`live_index`). ``merge=False`` leaves the index in the segments
+    the load wrote (for the benchmark that measures what merging gains).
 
     First deletes the versions a killed build left (:func:`abandoned`): a build killed
     with SIGKILL never runs its clean-up.
@@ -102,6 +104,8 @@ def rebuild(
     try:
         loaded = _load(es, name, rows, bulk)
         _finish(es, name, expected, loaded)
+        if merge:
+            _merge(es, name)
         previous = _move_alias(es, alias, name)
     except BaseException:
         logger.warning("search index %s failed; deleting it", name)
@@ -166,6 +170,25 @@ def _finish(es: Any, name: str, expected: int, loaded: int) -> None:
     counted = es.count(index=name)["count"]
     if counted != expected:
         raise RebuildFailed(name, f"index holds {counted} documents, the source has {expected}")
+
+
+MERGE_TIMEOUT = 3600  # seconds; ~10 s per million documents on 2 cores
+
+
+def _merge(es: Any, name: str) -> None:
+    """Merge the new index into one segment before searches see it.
+
+    A bulk load leaves ~10 segments per million documents, and every search pays
+    for each: each phrase and term query looks its words up per segment, and the
+    fetch opens each hit's segment. What merging gains under load is measured by
+    ``python -m bench search_merge`` (``docs/search.md``, issue #15). The merged
+    segment (~160 MB per million documents) stays far below the merge policy's
+    5 GB ceiling, so the small segments the incremental job adds later are still
+    merged into it as usual.
+    """
+    es.options(request_timeout=MERGE_TIMEOUT).indices.forcemerge(
+        index=name, max_num_segments=1, wait_for_completion=True)
+    es.indices.refresh(index=name)
 
 
 def _move_alias(es: Any, alias: str, name: str) -> list[str]:
