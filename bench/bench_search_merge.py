@@ -10,7 +10,9 @@ documents; the notes give both segment counts as measured at the start.
 Each alias is served the way the fault suite serves the endpoint (gunicorn, 4 sync
 workers: ``faults.search_load.Gunicorn``) and loaded with hey at 4 connections
 over the fault suite's 12 queries, 2 s each per round (``faults.search_load.level``);
-the two servers take turns, the order alternating per round. A round's values:
+the two servers take turns, the order alternating per round, after two warm-up
+rounds of each (Elasticsearch's JVM keeps compiling its search path for minutes
+after it starts: ``docs/faults.md``, search_load). A round's values:
 the p99 and p50 of its requests' latencies as hey measured them, and
 Elasticsearch's CPU time per request (its nodes stats, read around the round).
 """
@@ -23,6 +25,7 @@ from typing import Any
 from .harness import Comparison, Sample, interleave
 
 ROUNDS = 5
+WARMUP = 2
 CONNECTIONS = 4
 SECONDS_PER_QUERY = 2.0
 MERGED = "bench-search-merged"
@@ -95,12 +98,13 @@ def run(rounds: int) -> list[Comparison]:
     load = os.getloadavg()[0]
     try:
         ours, baseline = interleave(lambda: round_(servers[MERGED], MERGED),
-                                    lambda: round_(servers[UNMERGED], UNMERGED), rounds)
+                                    lambda: round_(servers[UNMERGED], UNMERGED), rounds,
+                                    warmup=WARMUP)
     finally:
         for server in servers.values():
             server.close()
     measured = {alias: {name: values[-rounds:] for name, values in found.items()}
-                for alias, found in figures.items()}  # the warm-up round dropped
+                for alias, found in figures.items()}  # the warm-up rounds dropped
     notes = [f"{documents} documents; ours {counts[MERGED]} segment(s), baseline "
              f"{counts[UNMERGED]} segments; gunicorn -w 4, hey -c {CONNECTIONS}, "
              f"{len(texts)} queries x {SECONDS_PER_QUERY:.0f} s per round; load average "
