@@ -8,7 +8,9 @@ here if missing) from their own process, on the same machine as Elasticsearch.
 Each round, 4 client threads send the same 240 queries (120 one-edit typos,
 60 two-edit typos, 30 exact names, 30 debug ids of the corpus, shuffled) to
 one server, then to the other (the order alternates); a round's value is the
-p99 (and p50) of its 240 request latencies, measured at the client.
+p99 (and p50) of its 240 request latencies, measured at the client. Before
+them, the two take turns for 150 s unmeasured: right after Elasticsearch
+starts its search path is several times slower until its JVM has compiled it.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from .harness import Comparison, Sample, interleave
 
 ROUNDS = 5
 CLIENTS = 4
+WARM_UP_SECONDS = 150
 REPO = Path(__file__).resolve().parent.parent
 ALIAS = "bench-search-1m"
 
@@ -152,6 +155,13 @@ def run(rounds: int) -> list[Comparison]:
     p50: dict[str, list[float]] = {"ours": [], "seed": []}
     load = os.getloadavg()[0]
     try:
+        # Elasticsearch's JVM compiles its search path for minutes after it starts
+        # (docs/faults.md, search_load): both servers take turns until WARM_UP_SECONDS
+        # have passed, then the measured rounds (after interleave's own warm-up round).
+        deadline = time.monotonic() + WARM_UP_SECONDS
+        while time.monotonic() < deadline:
+            round_(ours_port, texts, p50["ours"])
+            round_(seed_port, texts, p50["seed"])
         ours, seed = interleave(lambda: round_(ours_port, texts, p50["ours"]),
                                 lambda: round_(seed_port, texts, p50["seed"]), rounds)
     finally:
