@@ -54,13 +54,6 @@ def build(es: Any, alias: str, merge: bool) -> int:
         conn.close()
 
 
-def segments(es: Any, alias: str) -> int:
-    """The searchable segments of the (one-shard) index behind ``alias``."""
-    found = es.indices.segments(index=alias)["indices"]
-    return sum(1 for index in found.values() for copies in index["shards"].values()
-               for copy in copies for segment in copy["segments"].values() if segment["search"])
-
-
 def es_cpu_ms(es: Any) -> float:
     """Elasticsearch's process CPU time so far, all nodes (ms)."""
     nodes = es.nodes.stats(metric="process")["nodes"]
@@ -72,13 +65,13 @@ def run(rounds: int) -> list[Comparison]:
     from faults import net
     from faults.search_load import Gunicorn, level, summary
     from search.client import make_es_client
+    from search.indexer import segment_count
 
     es = make_es_client(request_timeout=300)
     documents = build(es, MERGED, merge=True)
     build(es, UNMERGED, merge=False)
-    counts = {alias: segments(es, alias) for alias in (MERGED, UNMERGED)}
+    counts = {alias: segment_count(es, alias) for alias in (MERGED, UNMERGED)}
     tools = net.tools()
-    (net.STATE / "faults").mkdir(parents=True, exist_ok=True)
     texts = queries()[:12]
     seconds = SECONDS_PER_QUERY * len(texts)
     figures: dict[str, dict[str, list[float]]] = {MERGED: {}, UNMERGED: {}}

@@ -85,6 +85,7 @@ class Gunicorn:
 
     def __init__(self, alias: str) -> None:
         self.port = net.free_port()
+        (net.STATE / "faults").mkdir(parents=True, exist_ok=True)
         self.log = open(net.STATE / "faults" / f"search-gunicorn-{self.port}.log", "wb")
         self.proc = subprocess.Popen(
             [net.PYTHON, "-m", "gunicorn", "-w", str(WORKERS), "-b", f"127.0.0.1:{self.port}",
@@ -167,13 +168,14 @@ def warm_up(tools: Path, port: int, texts: list[str], scale: float) -> str:
     throughputs: list[float] = []
     seen: list[str] = []
     while True:
-        p50, p99, _, count = summary(level(tools, port, texts, 4, window))
+        _, p99, _, count = summary(level(tools, port, texts, 4, window))
         throughputs.append(count / window)
         seen.append(f"p99 {p99:.1f} ms at {count / window:.0f} requests/s")
-        if plateaued(throughputs) or window * len(throughputs) >= limit:
+        steady = plateaued(throughputs)
+        if steady or window * len(throughputs) >= limit:
             break
-    steady = "throughput steady" if plateaued(throughputs) else "time limit reached"
-    return (f"{window * len(throughputs):.0f} s at 4 connections ({steady}); first "
+    ended = "throughput steady" if steady else "time limit reached"
+    return (f"{window * len(throughputs):.0f} s at 4 connections ({ended}); first "
             f"{window:.0f} s {seen[0]}, last {seen[-1]}")
 
 
@@ -287,7 +289,6 @@ def fuzz(port: int, scale: float) -> FaultResult:
 
 def run(scale: float) -> list[FaultResult]:
     tools = net.tools()
-    (net.STATE / "faults").mkdir(parents=True, exist_ok=True)
     alias, documents = index(scale)
     server = Gunicorn(alias)
     try:

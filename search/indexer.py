@@ -172,6 +172,13 @@ def _finish(es: Any, name: str, expected: int, loaded: int) -> None:
         raise RebuildFailed(name, f"index holds {counted} documents, the source has {expected}")
 
 
+def segment_count(es: Any, index: str) -> int:
+    """The searchable segments of ``index`` (an index or alias), all shard copies."""
+    found = es.indices.segments(index=index)["indices"]
+    return sum(1 for shards in found.values() for copies in shards["shards"].values()
+               for copy in copies for segment in copy["segments"].values() if segment["search"])
+
+
 MERGE_TIMEOUT = 3600  # seconds; ~10 s per million documents on 2 cores
 
 
