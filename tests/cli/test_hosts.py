@@ -32,7 +32,7 @@ from tests.fixtures.tcp_proxy import TcpProxy
 
 HOSTS = 4
 TICKS = 50
-KILL_PROBABILITY = 0.25
+KILL_PROBABILITY = 0.4
 LEASE, BEAT = 3.0, 0.5
 JOBS = ("exclusive-a", "exclusive-b")
 
@@ -158,11 +158,10 @@ def test_four_hosts_fifty_ticks_each_with_random_kills(cli, namespaces, tmp_path
     with capsys.disabled():
         print("\nmulti-host figures:", json.dumps(report))
     assert len(ticks) == HOSTS * TICKS and not unexpected, unexpected[:3]
-    # The test's power: enough kills landed, enough of them in the middle of a job. About 50
-    # kills are scheduled (seeded); one lands only if the tick is still running at its
-    # moment, so how many land depends on the machine's speed: 13-32 (11-17 mid-job) in
-    # 7 clean-clone runs up to 11-23, when 13 failed the former ">= 15".
-    assert len(kills) >= 10 and len(killed_mid_job) >= 5
+    # The test's power: enough kills landed, enough of them in the middle of a job. About 80
+    # kills are scheduled (seeded), each inside a tick's lifetime on this machine
+    # (tests/fixtures/host_loop.py), so most land whatever the machine's speed.
+    assert len(kills) >= 15 and len(killed_mid_job) >= 5
     assert overlapped == []  # no double run: never two copies at once
     assert done == expected  # every due run recorded done once: none missed, none twice
     assert max(delays) <= LEASE + BEAT + 2.5  # every dead holder taken over within the lease
