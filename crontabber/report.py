@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 from .catalog import Job
 from .leases import Marker, describe_marker
 from .records import HostState
-from .scheduling import dependency_block, lateness, pause_active
+from .scheduling import dependency_block, first_due_at, lateness, pause_active
 from .state import JobState
 
 if TYPE_CHECKING:
@@ -149,7 +149,8 @@ def nagios_check(
     - among hosts that ticked within that window, a clock skew over
       ``max_skew_seconds`` or more than one version: WARNING.
     """
-    found = [*_job_entries(jobs, states, now, marker, limits), *_ghost_entries(jobs, states),
+    found = [*_job_entries(jobs, states, now, marker, limits),
+             *_never_ran_entries(jobs, states, hosts, now, limits), *_ghost_entries(jobs, states),
              *_fleet_entries(hosts, now, limits)]
     entries = tuple(sorted(found, key=lambda e: -e.level))  # stable: config order within a level
     code = entries[0].level if entries else NAGIOS_OK
@@ -188,8 +189,8 @@ def _job_entries(
         late = lateness(state, now)
         if late is None or late.total_seconds() <= limits.overdue_warning_seconds:
             continue
-        assert state.next_run is not None
-        due = f"its next run was due {_when(state.next_run, now)}"
+        due_at = state.next_run or state.paused_until  # no next_run: paused before a first run
+        due = f"its next run was due {_when(due_at, now)}"
         block = dependency_block(job.depends_on, states, now)
         if block:
             yield NagiosEntry(NAGIOS_OK, "waiting", job.app_name,
@@ -199,6 +200,31 @@ def _job_entries(
             else NAGIOS_WARNING
         yield NagiosEntry(level, "overdue", job.app_name,
                           f"{name}: overdue: {due}; no tick has run it")
+
+
+def _never_ran_entries(
+    jobs: Sequence[Job], states: Mapping[str, JobState], hosts: Sequence[HostState],
+    now: dt.datetime, limits: "MonitorSettings",
+) -> Iterator[NagiosEntry]:
+    """Jobs with no state row whose time of day passed today, and a host ticked more than
+    ``overdue_warning_seconds`` after it: that tick should have run them (a host without
+    the job in its jobs list, or a class that does not load). A job without a time of day
+    has no moment to count from and is not listed (``--list-jobs`` shows it ``due``)."""
+    newest_tick = max((h.last_tick for h in hosts), default=None)
+    for job in jobs:
+        due_at = first_due_at(job.schedule, now)
+        if job.app_name in states or due_at is None or newest_tick is None:
+            continue
+        if (newest_tick - due_at).total_seconds() <= limits.overdue_warning_seconds:
+            continue
+        if dependency_block(job.depends_on, states, now):
+            continue
+        late = (now - due_at).total_seconds()
+        level = NAGIOS_CRITICAL if late > limits.overdue_critical_seconds else NAGIOS_WARNING
+        yield NagiosEntry(level, "overdue", job.app_name,
+                          f"{job.app_name} ({job.cls.__name__}): never ran: due since "
+                          f"{_when(due_at, now)}; the last tick ({_when(newest_tick, now)}) "
+                          "did not run it")
 
 
 def _error_parts(state: JobState) -> tuple[str, str]:

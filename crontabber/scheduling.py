@@ -169,22 +169,47 @@ def parse_job_entry(text: str) -> JobEntry:
     return entry
 
 
+def never_ran(state: JobState | None) -> bool:
+    """Whether no run of the job has ended: no state row, or a row with no ``next_run``
+    that no run holds (a job paused before its first tick, or whose first run died and
+    was released). Such a job is due by the first-run rule of :func:`is_due`.
+    """
+    return state is None or (state.next_run is None and state.ongoing is None)
+
+
+def first_run_due(schedule: Schedule, now: dt.datetime) -> bool:
+    """The first-run rule: due at once, or with a time of day once UTC ``now`` reached it."""
+    if schedule.time is None:
+        return True
+    utc = now.astimezone(dt.timezone.utc)
+    return (utc.hour, utc.minute) >= (schedule.time.hour, schedule.time.minute)
+
+
 def is_due(state: JobState | None, schedule: Schedule, now: dt.datetime) -> bool:
     """Whether a job is due at ``now`` (crontabber's ``time_to_run``).
 
-    - never run: due, or with a time of day, due once UTC ``now`` has reached it;
-    - a first run in progress elsewhere (``next_run`` NULL): due only if
-      ``ongoing`` is set, so the runner goes on to report the lock;
+    - never ran (:func:`never_ran`): by :func:`first_run_due`. crontabber 0.18 has no row
+      without ``next_run`` and without a marker; ours come from ``--pause`` before a first
+      tick and ``--release`` of a dead first run, and such a job must not stay never due;
+    - a first run in progress elsewhere (``next_run`` NULL, ``ongoing`` set): due, so the
+      runner goes on to report the lock;
     - otherwise due when ``next_run < now``.
     """
-    if state is None:
-        if schedule.time is None:
-            return True
-        utc = now.astimezone(dt.timezone.utc)
-        return (utc.hour, utc.minute) >= (schedule.time.hour, schedule.time.minute)
+    if never_ran(state):
+        return first_run_due(schedule, now)
+    assert state is not None
     if state.next_run is None:
-        return state.ongoing is not None
+        return True
     return state.next_run < now
+
+
+def first_due_at(schedule: Schedule, now: dt.datetime) -> dt.datetime | None:
+    """When a job that never ran became due today by its time of day (UTC), if ``now`` has
+    reached it; None without a time of day (then it is due from whenever it was added)."""
+    if schedule.time is None or not first_run_due(schedule, now):
+        return None
+    return now.astimezone(dt.timezone.utc).replace(
+        hour=schedule.time.hour, minute=schedule.time.minute, second=0, microsecond=0)
 
 
 def next_run_after(
@@ -299,13 +324,15 @@ def lateness(state: JobState | None, now: dt.datetime) -> dt.timedelta | None:
 
     Counted from the end of a pause that ended after the run was due (``--resume`` ends a
     pause now), so a job just resumed, or whose pause just ran out, is not late at once:
-    the next tick runs it. None when the job is not late: no state or next run yet, not
-    due yet, running (its ``next_run`` is written when the run ends), or paused.
+    the next tick runs it. A job paused before its first tick (no ``next_run``) is late
+    from its pause's end. None when the job is not late: no state or nothing to count from,
+    not due yet, running (its ``next_run`` is written when the run ends), or paused.
     """
-    if state is None or state.next_run is None or state.ongoing is not None \
-            or pause_active(state, now):
+    if state is None or state.ongoing is not None or pause_active(state, now):
         return None
-    since = state.next_run
+    since = state.next_run or state.paused_until
+    if since is None:
+        return None
     if state.paused_until is not None and state.paused_until > since:  # <= now: not paused
         since = state.paused_until
     late = now - since

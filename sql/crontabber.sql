@@ -164,9 +164,12 @@ RETURNING app_name;
 
 -- name: release
 -- An operator clears a dead or expired marker; last run, last success and the
--- backfill anchor stay. run_id goes too, so the dead run is fenced off.
+-- backfill anchor stay. run_id goes too, so the dead run is fenced off. A first run
+-- that died has no next_run: the release makes it due now, so the next tick runs it
+-- and lateness (--nagios, the list) counts from the release.
 UPDATE crontabber
-SET ongoing = NULL, ongoing_by = NULL, heartbeat = NULL, run_id = NULL
+SET ongoing = NULL, ongoing_by = NULL, heartbeat = NULL, run_id = NULL,
+    next_run = COALESCE(next_run, clock_timestamp())
 WHERE app_name = %(app_name)s;
 
 -- name: delete_state

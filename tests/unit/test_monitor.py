@@ -30,3 +30,5 @@ def test_lateness_counts_from_the_end_of_a_pause_and_not_while_running():
     assert lateness(JobState("a", next_run=NOW - 5 * H, ongoing=NOW - H), NOW) is None
     assert lateness(JobState("a", next_run=NOW + H), NOW) is None
     assert lateness(JobState("a"), NOW) is None
+    # paused before its first tick: late from the pause's end, not never
+    assert lateness(JobState("a", paused_until=NOW - H), NOW) == H

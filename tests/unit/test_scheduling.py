@@ -10,7 +10,9 @@ from crontabber.scheduling import (
     backfill_dates,
     dependency_block,
     dependency_order,
+    first_due_at,
     is_due,
+    never_ran,
     next_run_after,
     normalize_depends_on,
     parse_frequency,
@@ -118,10 +120,25 @@ def test_due_when_next_run_has_passed_strictly():
     assert is_due(state, DAILY, at("2026-01-01 10:00:01"))
 
 
-def test_first_run_in_progress_is_due_only_if_ongoing():
+def test_first_run_in_progress_is_due_so_the_runner_reports_the_lock():
     now = at("2026-01-01 10:00")
-    assert not is_due(JobState("x"), DAILY, now)
     assert is_due(JobState("x", ongoing=now), DAILY, now)
+
+
+def test_a_row_without_next_run_or_marker_is_due_by_the_first_run_rule():
+    """A job paused before its first tick, or whose first run died and was released
+    (issue #23: such a job stayed never due, with --nagios silent)."""
+    assert is_due(JobState("x"), DAILY, at("2026-01-01 10:00"))
+    assert not is_due(JobState("x"), DAILY_10, at("2026-01-01 09:59"))
+    assert is_due(JobState("x"), DAILY_10, at("2026-01-01 10:00"))
+    assert never_ran(None) and never_ran(JobState("x"))
+    assert not never_ran(JobState("x", ongoing=at("2026-01-01 10:00")))
+
+
+def test_first_due_at_is_todays_time_of_day_once_reached():
+    assert first_due_at(DAILY_10, at("2026-01-01 09:59")) is None
+    assert first_due_at(DAILY_10, at("2026-01-01 10:30")) == at("2026-01-01 10:00")
+    assert first_due_at(DAILY, at("2026-01-01 10:30")) is None
 
 
 def test_next_run_after_success_and_failure():
