@@ -12,11 +12,12 @@ overrides, one-line errors (:mod:`crontabber.text`: ``one_line``, ``utc_text``);
 and its address.
 """
 
-from .command import EXIT_CODES, ExitCode, command_parser, exit_codes_text, run_command
+from .command import (EXIT_CODES, ExitCode, command_parser, exit_codes_text, exit_quietly,
+                      run_command)
 from .failures import describe as describe_failure
 from .text import one_line, utc_text
 
 __version__ = "1.0.0a1"
 
-__all__ = ["EXIT_CODES", "ExitCode", "command_parser", "describe_failure", "exit_codes_text",
+__all__ = ["EXIT_CODES", "ExitCode", "command_parser", "describe_failure", "exit_codes_text", "exit_quietly",
            "one_line", "run_command", "utc_text", "__version__"]

@@ -3,5 +3,6 @@
 import sys
 
 from .cli import main
+from .command import exit_quietly
 
-sys.exit(main(sys.argv[1:]))
+exit_quietly(lambda: main(sys.argv[1:]))

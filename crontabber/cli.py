@@ -45,6 +45,46 @@ MODES = ("list_jobs", "nagios", "history", "show_error", "version", "reset_job",
          "configtest", "sentrytest", "job")
 
 
+#: The actions that change a job (``--reason`` is recorded with each).
+ACTIONS = ("reset_job", "release", "pause", "resume", "rerun", "mark_success", "job")
+
+#: Each option that refines a mode, and the modes it refines. Given without one of them it
+#: is refused with one line: crontabber would have ignored it and run a whole cron tick (a
+#: stray ``--until 2h`` ran every due job).
+DETAILS: dict[str, tuple[tuple[str, ...], str]] = {
+    "wide": (("list_jobs",), "--list-jobs"),
+    "limit": (("history", "audit"), "--history NAME or --audit"),
+    "run": (("show_error",), "--show-error NAME"),
+    "until": (("pause",), "--pause NAME"),
+    "date": (("rerun",), "--rerun NAME"),
+    "to": (("rerun",), "--rerun NAME"),
+    "audit_job": (("audit",), "--audit"),
+    "force": (("job", "rerun"), "--job NAME or --rerun NAME"),
+    "replace": (("pause",), "--pause NAME"),
+    "reason": (ACTIONS, "an action (--pause, --resume, --rerun, --mark-success, --release, "
+               "--reset-job, --job)"),
+    "metrics_file": (("run",), "a tick (no mode option)"),
+}
+
+
+def refuse_stray_options(mode: str, args: argparse.Namespace) -> None:
+    """Refuse two modes at once, and an option given without a mode it refines.
+
+    Raises:
+        ConfigurationError: naming the option and the mode(s) it belongs to.
+    """
+    modes = [m for m in MODES if getattr(args, m) not in (None, False, "")]
+    if len(modes) > 1:
+        named = " and ".join("--" + m.replace("_", "-") for m in modes)
+        raise ConfigurationError(named, "one mode at a time")
+    for name, (owners, where) in DETAILS.items():
+        if getattr(args, name) not in (None, False, "") and mode not in owners:
+            raise ConfigurationError("--" + name.replace("_", "-"),
+                                     f"only means something with {where}")
+    if args.wide and args.json:
+        raise ConfigurationError("--wide", "is for the text table; --json has every field")
+
+
 def build_parser(epilog: str = "") -> argparse.ArgumentParser:
     parser = CommandParser(
         prog="python -m crontabber",
@@ -116,6 +156,9 @@ def _add_details(details: "argparse._ArgumentGroup") -> None:
     """The options that refine a mode."""
     details.add_argument("--reason", metavar="TEXT", default="",
                          help="why (required by --pause; recorded with any operator action)")
+    details.add_argument("--replace", action="store_true",
+                         help="with --pause: replace a pause still in force (refused otherwise, "
+                         "naming it: exit 6)")
     details.add_argument("--until", metavar="WHEN", default="",
                          help="with --pause: 30m, 2h, 3d, or a UTC date/time (2026-11-24T06:00)")
     details.add_argument("--date", metavar="YYYY-MM-DD", default="", help="with --rerun: the first day")
@@ -172,11 +215,7 @@ def main(argv: list[str], stdout: TextIO = sys.stdout, stderr: TextIO = sys.stde
 
 
 def dispatch(mode: str, args: argparse.Namespace, rest: list[str], stdout: TextIO) -> int:
-    if args.force and not args.job:
-        raise ConfigurationError("--force", "only means something with --job NAME")
-    cli_inspect.refuse_stray_flags(mode, args)
-    if args.metrics_file and mode != "run":
-        raise ConfigurationError("--metrics-file", "is written by a tick (no mode option)")
+    refuse_stray_options(mode, args)
     settings = load_settings(args.conf, split_overrides(rest))
     setup_logging(settings)
     jobs = load_jobs(settings)  # also refuses unknown option names (crontabber.known)
@@ -223,7 +262,7 @@ def run_one(settings: Settings, jobs: list[Job], store: StateStore, args: Any, o
         if job.is_backfill and not _backfill_pending(job, store):
             print(f"{job.app_name}: nothing to backfill (every interval up to now is done); "
                   f"--rerun {job.app_name} --date YYYY-MM-DD redoes a past day", file=out)
-            return ExitCode.OK
+            return ExitCode.NOT_RUN
         store.audit(audit_entry("force", job.app_name, args))
     with terminate_on_sigterm():
         result = runner_for(settings, jobs, store).run_job(job, force=args.force)
@@ -236,7 +275,8 @@ def run_one(settings: Settings, jobs: list[Job], store: StateStore, args: Any, o
         hint = f"; --rerun {job.app_name} --date YYYY-MM-DD redoes a past day" \
             if job.is_backfill and result.detail == "not due yet" else ""
         print(f"{job.app_name}: skipped ({result.detail}); --force runs it anyway{hint}", file=out)
-    elif result.status is Status.FAILED:
+        return ExitCode.NOT_RUN  # a script asking for this job learns that nothing ran
+    if result.status is Status.FAILED:
         # Recorded (see --list-jobs, --nagios); a script asking for this job learns it too.
         print(f"{job.app_name}: failed: {result.detail}", file=out)
         return ExitCode.JOB_FAILED

@@ -9,7 +9,6 @@ dashboard calls them too, so its JSON is the same.
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import os
 from dataclasses import dataclass
@@ -31,22 +30,6 @@ DEFAULT_LIMIT = 20
 # where that exists), else its default: a tick every few minutes makes any
 # job a little late.
 DEFAULT_OVERDUE_SECONDS = 1800.0
-
-
-def refuse_stray_flags(mode: str, args: argparse.Namespace) -> None:
-    """Refuse a flag of these commands given without its command.
-
-    Raises:
-        ConfigurationError: naming the flag and the command it belongs to.
-    """
-    if args.wide and mode != "list_jobs":
-        raise ConfigurationError("--wide", "only means something with --list-jobs")
-    if args.wide and args.json:
-        raise ConfigurationError("--wide", "is for the text table; --json has every field")
-    if args.limit is not None and mode not in ("history", "audit"):
-        raise ConfigurationError("--limit", "only means something with --history NAME or --audit")
-    if args.run is not None and mode != "show_error":
-        raise ConfigurationError("--run", "only means something with --show-error NAME")
 
 
 def _marker(

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any, TextIO
 from . import jsonout
 from .catalog import Job, find_job
 from .cli import runner_for
-from .errors import ConfigurationError, JobNotFound
+from .errors import ConfigurationError, JobNotFound, JobPaused
 from .records import AuditEntry
-from .scheduling import next_run_after, parse_day, parse_until, rerun_dates
+from .scheduling import next_run_after, parse_day, pause_active, parse_until, rerun_dates
 from .state import JobState
 
 if TYPE_CHECKING:
@@ -91,12 +91,26 @@ def pause(settings: "Settings", jobs: list[Job], store: "StateStore", args: Any,
         until = parse_until(args.until, now) if args.until else now + DEFAULT_PAUSE
     except ValueError as exc:
         raise ConfigurationError("--until", str(exc)) from None
-    store.pause(job.app_name, job.depends_on, until,
-                audit_entry("pause", job.app_name, args, until=until))
+    if not store.pause(job.app_name, job.depends_on, until,
+                       audit_entry("pause", job.app_name, args, until=until), args.replace):
+        _refuse_paused(store, job.app_name, "pause it again",
+                       f"--pause {job.app_name} --replace replaces that pause")
     print(f"{job.app_name}: paused until {until:%Y-%m-%d %H:%M} UTC"
           f"{' (24 h: --until to choose)' if not args.until else ''}; cron ticks skip it, "
           f"--job runs it only with --force; --resume {job.app_name} ends the pause", file=out)
     return 0
+
+
+def _refuse_paused(store: "StateStore", app_name: str, action: str, override: str) -> None:
+    """Raise :class:`JobPaused` naming the job's pause, if one is in force.
+
+    Raises:
+        JobPaused: the job is paused.
+    """
+    state = store.state(app_name)
+    if state is not None and pause_active(state, store.now()):
+        raise JobPaused(app_name, action, state.paused_until, state.paused_by,
+                        state.paused_reason, override)
 
 
 def resume(settings: "Settings", jobs: list[Job], store: "StateStore", args: Any,
@@ -135,7 +149,11 @@ def rerun(settings: "Settings", jobs: list[Job], store: "StateStore", args: Any,
     if not dates:
         raise ConfigurationError("--date/--to", f"no interval of {job.app_name} starts between "
                                  f"{first} and {last} before now")
-    store.audit(audit_entry("rerun", job.app_name, args, dates=[d.isoformat() for d in dates]))
+    if not args.force:
+        _refuse_paused(store, job.app_name, "rerun it",
+                       "--force reruns it anyway (the pause stays)")
+    store.audit(audit_entry("rerun", job.app_name, args, dates=[d.isoformat() for d in dates],
+                            **({"force": True} if args.force else {})))
     with terminate_on_sigterm():
         result = runner_for(settings, jobs, store).rerun(job, dates)
     if result.error is not None:

@@ -25,6 +25,7 @@ from .errors import (
     CrontabberError,
     JobLocked,
     JobOngoing,
+    JobPaused,
     LeaseLost,
     MarkerIsLive,
     Terminated,
@@ -43,7 +44,9 @@ class ExitCode(enum.IntEnum):
     ONGOING = 3  # a job is held by a live run elsewhere (also: reset/release refused)
     FENCED = 4  # a run lost its lease to another run: its outcome was not recorded
     JOB_FAILED = 5  # the work ran and failed (--job, --rerun, a job command's work)
-    PAUSED = 6  # --job: the job is paused (--force runs it anyway)
+    PAUSED = 6  # the job is paused: --job, --rerun (--force runs it anyway), a second --pause
+    NOT_RUN = 7  # --job: nothing ran (not due, a parent blocks it, nothing to backfill)
+    PIPE_CLOSED = 141  # the reader of stdout went away (`--audit | head -1`), as cat's SIGPIPE
     INTERRUPTED = 130  # SIGINT / Ctrl-C (the job was recorded as failed, lock released)
     TERMINATED = 143  # SIGTERM (the same)
 
@@ -56,7 +59,9 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
     (ExitCode.ONGOING, "the job is running elsewhere (or a reset/release was refused for that)"),
     (ExitCode.FENCED, "a run was fenced off (it lost its lease)"),
     (ExitCode.JOB_FAILED, "the work ran and failed (--job, --rerun, a job command's work)"),
-    (ExitCode.PAUSED, "--job: the job is paused"),
+    (ExitCode.PAUSED, "the job is paused (--job, --rerun: --force runs it; --pause: --replace)"),
+    (ExitCode.NOT_RUN, "--job: nothing ran (not due, a parent blocks it, nothing to backfill)"),
+    (ExitCode.PIPE_CLOSED, "the reader of the output went away (| head): ended quietly"),
     (ExitCode.INTERRUPTED, "Ctrl-C"),
     (ExitCode.TERMINATED, "SIGTERM"),
 )
@@ -77,11 +82,26 @@ def exit_code_for(exc: BaseException) -> int:
         return ExitCode.ONGOING
     if isinstance(exc, LeaseLost):
         return ExitCode.FENCED
+    if isinstance(exc, JobPaused):
+        return ExitCode.PAUSED
     if isinstance(exc, Terminated):
         return ExitCode.TERMINATED
     if isinstance(exc, KeyboardInterrupt):
         return ExitCode.INTERRUPTED
     return ExitCode.ERROR
+
+
+def exit_quietly(main: Callable[[], int]) -> NoReturn:
+    """``sys.exit(main())`` for a ``__main__``, ending quietly when the reader of stdout has
+    gone (``--audit | head -1``): no traceback, no "Exception ignored" at exit, exit 141.
+    Python's own advice: point stdout at /dev/null so the final flush cannot fail again."""
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = ExitCode.PIPE_CLOSED
+    sys.exit(code)
 
 
 def split_overrides(rest: Sequence[str]) -> dict[str, str]:
@@ -192,6 +212,8 @@ def run_command(parser: argparse.ArgumentParser, body: Body, argv: Sequence[str]
         logger.debug("%s failed", parser.prog, exc_info=True)
         print(f"{parser.prog}: {error_line(exc)}", file=err)
         return exit_code_for(exc)
+    except BrokenPipeError:
+        raise  # the reader of stdout went away: exit_quietly ends the process
     except Exception as exc:
         from .failures import describe
 

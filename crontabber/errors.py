@@ -103,6 +103,21 @@ class MarkerIsLive(JobLockError):
         )
 
 
+class JobPaused(CrontabberError):
+    """An action refused because of an operator's pause (exit 6): another ``--pause``
+    without ``--replace``, or ``--rerun`` without ``--force``. Names the pause."""
+
+    def __init__(self, app_name: str, action: str, until: object, by: object, reason: object,
+                 override: str) -> None:
+        self.app_name = app_name
+        self.action = action
+        until_text = f"{until:%Y-%m-%d %H:%M} UTC" if hasattr(until, "strftime") else str(until)
+        super().__init__(
+            f"{app_name}: refusing to {action}: paused until {until_text} by {by}: {reason}; "
+            f"{override}"
+        )
+
+
 class LeaseLost(CrontabberError):
     """A run lost its hold on the job: another run took it over (its lease
     had expired) or an operator released it. Its state writes were refused

@@ -64,10 +64,29 @@ def _cause(exceptions: list[BaseException]) -> str:
 
 
 def _base(url: str) -> str:
+    """``scheme://host:port`` of ``url``: no path or query, and no user or password,
+    which a URL such as ``http://elastic:PASSWORD@es:9200`` carries (the line goes to
+    stdout, the log and Sentry). ``search.client.public_url`` is the same rule for
+    ``search/``, which does not import the runner (a test checks they agree)."""
     from urllib.parse import urlsplit  # only on a failure: not on every tick
 
     parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}" if parts.scheme else url
+    if not parts.scheme:
+        return url
+    host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:  # a port that is not a number: leave it out
+        port = ""
+    return f"{parts.scheme}://{host}{port}"
+
+
+def _bucket(error: Any) -> str:
+    """`` (bucket NAME)`` when S3's error names a bucket (``NoSuchBucket`` does)."""
+    response = getattr(error, "response", None) or {}
+    name = (response.get("Error") or {}).get("BucketName")
+    return f" (bucket {name})" if name else ""
 
 
 def describe(exc: BaseException) -> str:
@@ -95,7 +114,7 @@ def describe(exc: BaseException) -> str:
                 return f"S3 at {_base(str(kwargs['endpoint_url']))}: {_cause(exceptions)}"
             # botocore's modeled errors (NoSuchBucket, ...) subclass ClientError
             if any(cls.__name__ == "ClientError" for cls in type(current).__mro__):
-                return f"S3: {first_line(current)}"
+                return f"S3{_bucket(current)}: {first_line(current)}"
         if library == "psycopg2" and name == "OperationalError":
             return f"PostgreSQL: {first_line(current)}"
     return f"{type(exc).__name__}: {first_line(exc)}"

@@ -376,13 +376,19 @@ class StateStore:
 
     @translated
     def pause(
-        self, app_name: str, depends_on: tuple[str, ...], until: dt.datetime, audit: AuditEntry
-    ) -> None:
-        """Pause the job until ``until`` (a new pause replaces an older one)."""
+        self, app_name: str, depends_on: tuple[str, ...], until: dt.datetime, audit: AuditEntry,
+        replace: bool = False,
+    ) -> bool:
+        """Pause the job until ``until``; True if paused. A pause still in force stays
+        (False, nothing audited) unless ``replace``."""
         with self._conn, self._cursor() as cur:
             cur.execute(Q["pause"], {"app_name": app_name, "depends_on": list(depends_on),
-                                     "until": until, "reason": audit.reason, "by": audit.actor})
+                                     "until": until, "reason": audit.reason, "by": audit.actor,
+                                     "replace": replace})
+            if cur.fetchone() is None:
+                return False
             _audit(cur, audit)
+            return True
 
     @translated
     def resume(self, app_name: str, audit: AuditEntry) -> None:

@@ -72,7 +72,24 @@ def make_s3_client(max_pool_connections: int = DEFAULT_POOL, endpoint_url: str |
     if not expect_continue:
         # botocore adds the header on "before-call.s3" (every operation): after it, there
         client.meta.events.register_last("before-call.s3", _send_at_once)
+    client.meta.events.register("before-parameter-build.s3", _remember_bucket)
+    client.meta.events.register("after-call.s3", _name_the_bucket)
     return client
+
+
+def _remember_bucket(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+    """Keep the call's bucket in its context, for ``_name_the_bucket``."""
+    if isinstance(params.get("Bucket"), str):
+        context["symbols_bucket"] = params["Bucket"]
+
+
+def _name_the_bucket(parsed: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+    """Put the bucket in an S3 error that does not name it (S3-compatible servers leave
+    ``BucketName`` out of ``NoSuchBucket``; AWS names it only there), so the one-line failure
+    (``crontabber.failures.describe``) can say which bucket: a job uses two."""
+    error = parsed.get("Error") if isinstance(parsed, dict) else None
+    if isinstance(error, dict) and error.get("Code") and "symbols_bucket" in context:
+        error.setdefault("BucketName", context["symbols_bucket"])
 
 
 def ensure_bucket(client: Any, bucket: str) -> None:

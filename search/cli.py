@@ -3,9 +3,25 @@
 from __future__ import annotations
 
 import argparse
-from typing import TextIO
+import sys
+from typing import NoReturn, TextIO
 
 from .engine import BadQuery, SearchResult, SearchUnavailable
+
+# The runner's exit codes (crontabber.command.ExitCode: one table for every command), which
+# search does not import; tests/unit/test_search_errors.py checks they agree.
+EXIT_OK = 0  # found or not
+EXIT_ERROR = 1  # a bad argument or query
+EXIT_FAILED = 5  # the work ran and failed: Elasticsearch unavailable, the index missing
+EXIT_PIPE_CLOSED = 141  # the reader of the output went away (| head)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        """argparse exits 2, which the runner's table keeps for "locked": exit 1."""
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_ERROR, f"{self.prog}: error: {message}\n")
+
 
 COLUMNS = ("score", "debug_file", "debug_id", "filename", "code_file", "code_id", "matched")
 
@@ -25,14 +41,15 @@ def print_results(result: SearchResult, out: TextIO) -> None:
 
 
 def main(argv: list[str], stdout: TextIO, stderr: TextIO) -> int:
-    """Exit codes: 0 found or not, 1 Elasticsearch unavailable, 2 bad arguments."""
-    parser = argparse.ArgumentParser(prog="python -m search", description="search symbol files")
+    """Exit codes (the runner's table): 0 found or not, 1 a bad argument or query, 5
+    Elasticsearch unavailable or the index missing (the line names its address)."""
+    parser = _Parser(prog="python -m search", description="search symbol files")
     parser.add_argument("query")
     parser.add_argument("--size", type=int, default=10, help="hits to show (1-100, default 10)")
     parser.add_argument("--alias", default=None, help="default: $SEARCH_ALIAS, else symbols")
     parser.add_argument("--es-url", default=None, help="default: $ES_URL")
     args = parser.parse_args(argv)
-    from .client import make_es_client
+    from .client import es_url, make_es_client, public_url
     from .engine import Searcher
 
     searcher = Searcher(make_es_client(args.es_url, request_timeout=10), args.alias)
@@ -40,8 +57,8 @@ def main(argv: list[str], stdout: TextIO, stderr: TextIO) -> int:
         print_results(searcher.search(args.query, args.size), stdout)
     except BadQuery as exc:
         print(f"search: {exc}", file=stderr)
-        return 2
+        return EXIT_ERROR
     except SearchUnavailable as exc:
-        print(f"search: {exc}", file=stderr)
-        return 1
-    return 0
+        print(f"search: {exc} (Elasticsearch at {public_url(es_url(args.es_url))})", file=stderr)
+        return EXIT_FAILED
+    return EXIT_OK

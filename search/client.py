@@ -16,6 +16,24 @@ def es_url(url: str | None = None) -> str:
     return url or os.environ.get("ES_URL", DEFAULT_URL)
 
 
+def public_url(url: str) -> str:
+    """``scheme://host:port`` of ``url``, without the user and password a URL may carry:
+    the address to print or log. The runner's ``crontabber.failures`` applies the same
+    rule (``search/`` does not import the runner; a test checks they agree)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if not parts.scheme:
+        return url
+    host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        port = ""
+    return f"{parts.scheme}://{host}{port}"
+
+
 def make_es_client(url: str | None = None, request_timeout: float = 30) -> Any:
     """An Elasticsearch 8 client for ``url`` (default: :func:`es_url`'s).
 

@@ -1,6 +1,6 @@
 """``python -m jobs.missing_symbols``: see cli.py."""
-import sys
+from crontabber import exit_quietly
 
 from .cli import main
 
-sys.exit(main())
+exit_quietly(main)

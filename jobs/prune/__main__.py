@@ -12,7 +12,7 @@ import dataclasses
 import sys
 from typing import TextIO
 
-from crontabber import ExitCode, command_parser, run_command, utc_text
+from crontabber import ExitCode, command_parser, exit_quietly, run_command, utc_text
 from crontabber.database import database_now, open_database
 from crontabber.jobconfig import load_job_config
 
@@ -85,4 +85,4 @@ def print_history(store: PruneStore, limit: int, out: TextIO) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    exit_quietly(lambda: main(sys.argv[1:]))

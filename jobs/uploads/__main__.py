@@ -1,7 +1,7 @@
 """``python -m jobs.uploads``: see :mod:`jobs.uploads.cli`."""
 
-import sys
+from crontabber import exit_quietly
 
 from .cli import main
 
-sys.exit(main())
+exit_quietly(main)

@@ -156,9 +156,9 @@ def test_job_on_a_backfill_job_with_nothing_due_says_so(cli):
     _backfilled(cli)
     calls = len(crontab.calls("foo-backfill"))
     done = cli.run("--job", "foo-backfill")
-    assert done.returncode == 0 and "--rerun foo-backfill --date YYYY-MM-DD" in done.stdout
+    assert done.returncode == 7 and "--rerun foo-backfill --date YYYY-MM-DD" in done.stdout
     done = cli.run("--job", "foo-backfill", "--force")
-    assert done.returncode == 0
+    assert done.returncode == 7  # nothing ran (issue #23)
     assert done.stdout.startswith("foo-backfill: nothing to backfill")
     assert "--rerun foo-backfill --date YYYY-MM-DD" in done.stdout
     assert len(crontab.calls("foo-backfill")) == calls

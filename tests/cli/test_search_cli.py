@@ -39,11 +39,15 @@ def test_the_cli_prints_a_table(corpus_index):  # noqa: F811
 
 
 def test_the_cli_exit_codes(corpus_index):  # noqa: F811
+    """The runner's table (issue #23): a bad query is 1 (2 means "locked"), Elasticsearch
+    unavailable is 5, and the line names its address without the password."""
     done = search(corpus_index[0], "")
-    assert (done.returncode, done.stderr) == (2, "search: the query is empty\n")
-    done = search(corpus_index[0], "xul", "--es-url", "http://127.0.0.1:9")
-    assert done.returncode == 1 and "Elasticsearch unreachable" in done.stderr
-    assert "Traceback" not in done.stderr
+    assert (done.returncode, done.stderr) == (1, "search: the query is empty\n")
+    assert search(corpus_index[0]).returncode == 1  # argparse's own error: 2 otherwise
+    done = search(corpus_index[0], "xul", "--es-url", "http://elastic:s3cret@127.0.0.1:9")
+    assert done.returncode == 5 and "Elasticsearch unreachable" in done.stderr
+    assert "(Elasticsearch at http://127.0.0.1:9)" in done.stderr
+    assert "s3cret" not in done.stderr and "Traceback" not in done.stderr
 
 
 def free_port():

@@ -23,3 +23,26 @@ def test_the_http_service_does_not_import_the_cron_runner():
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
                           timeout=60)
     assert (done.returncode, done.stdout.strip()) == (0, "[]"), done.stderr
+
+
+def test_the_search_cli_uses_the_runners_exit_codes():
+    from crontabber.command import ExitCode
+    from search import cli
+
+    assert (cli.EXIT_OK, cli.EXIT_ERROR, cli.EXIT_FAILED, cli.EXIT_PIPE_CLOSED) == (
+        ExitCode.OK, ExitCode.ERROR, ExitCode.JOB_FAILED, ExitCode.PIPE_CLOSED)
+
+
+def test_an_address_printed_drops_user_password_path_and_query():
+    from crontabber.failures import _base
+    from search.client import public_url
+
+    cases = {
+        "http://elastic:s3cret@es.example:9200/x?api_key=k": "http://es.example:9200",
+        "https://user@[::1]:9201": "https://[::1]:9201",
+        "http://127.0.0.1:9201": "http://127.0.0.1:9201",
+        "https://s3.example": "https://s3.example",
+        "not a url": "not a url",
+    }
+    for url, expected in cases.items():
+        assert public_url(url) == expected == _base(url), url

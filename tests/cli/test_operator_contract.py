@@ -1,0 +1,101 @@
+"""One operator contract (issue #23, section 3), through the real entry point against the
+real PostgreSQL: an option without its mode is refused (it used to run a whole tick), a
+second pause does not silently replace another operator's, a pause stops --rerun unless
+--force, --job exits non-zero when nothing ran, and a closed pipe ends quietly."""
+import datetime as dt
+import subprocess
+
+import pytest
+
+from tests.cli.test_operate import _backfilled, one_line
+
+STRAY = {
+    "--until 2h": "--until: only means something with --pause NAME",
+    "--reason x": "--reason: only means something with an action",
+    "--date 2026-11-01": "--date: only means something with --rerun NAME",
+    "--to 2026-11-02": "--to: only means something with --rerun NAME",
+    "--audit-job basic-job": "--audit-job: only means something with --audit",
+    "--replace": "--replace: only means something with --pause NAME",
+    "--list-jobs --reason x": "--reason: only means something with an action",
+    "--list-jobs --nagios": "--list-jobs and --nagios: one mode at a time",
+    "--pause basic-job --reset-job basic-job --reason x":
+        "--reset-job and --pause: one mode at a time",
+}
+
+
+@pytest.mark.parametrize("args", list(STRAY))
+def test_an_option_without_its_mode_is_one_line_and_runs_nothing(cli, args):
+    crontab = cli.crontab
+    crontab.configure(["BasicJob|1d"])
+    done = cli.run(*args.split())
+    assert done.returncode == 1 and STRAY[args] in one_line(done), done.stderr
+    assert crontab.calls("basic-job") == [] and crontab.state("basic-job") is None
+    assert done.stdout == ""
+
+
+def test_a_second_pause_is_refused_naming_the_first_unless_replace(cli):
+    crontab = cli.crontab
+    crontab.configure(["BasicJob|1d"])
+    assert cli.run("--pause", "basic-job", "--until", "2h", "--reason", "INC-1: S3").returncode == 0
+    first = crontab.state("basic-job")
+    done = cli.run("--pause", "basic-job", "--until", "30m", "--reason", "shorter")
+    assert done.returncode == 6, done.stderr
+    line = one_line(done)
+    assert line.startswith("crontabber: basic-job: refusing to pause it again: paused until ")
+    assert f"by {first.paused_by}: INC-1: S3; --pause basic-job --replace" in line
+    after = crontab.state("basic-job")
+    assert (after.paused_until, after.paused_reason) == (first.paused_until, first.paused_reason)
+    assert [a["action"] for a in crontab.sql("SELECT action FROM crontabber_audit")] == ["pause"]
+    done = cli.run("--pause", "basic-job", "--until", "30m", "--reason", "shorter", "--replace")
+    assert done.returncode == 0, done.stderr
+    replaced = crontab.state("basic-job")
+    assert replaced.paused_reason == "shorter" and replaced.paused_until < first.paused_until
+    # a pause that has run out is no pause: a new one needs no --replace
+    crontab.sql("UPDATE crontabber SET paused_until = clock_timestamp() - interval '1 minute'")
+    assert cli.run("--pause", "basic-job", "--reason", "again").returncode == 0
+
+
+def test_a_pause_stops_rerun_unless_force(cli):
+    crontab = cli.crontab
+    days = _backfilled(cli)
+    calls = len(crontab.calls("foo-backfill"))
+    assert cli.run("--pause", "foo-backfill", "--reason", "INC-2").returncode == 0
+    day = f"{days[1]:%Y-%m-%d}"
+    done = cli.run("--rerun", "foo-backfill", "--date", day, "--reason", "redo")
+    assert done.returncode == 6 and "refusing to rerun it: paused until" in one_line(done)
+    assert "INC-2; --force reruns it anyway" in done.stderr
+    assert len(crontab.calls("foo-backfill")) == calls
+    done = cli.run("--rerun", "foo-backfill", "--date", day, "--reason", "redo", "--force")
+    assert done.returncode == 0, done.stderr
+    assert len(crontab.calls("foo-backfill")) == calls + 1
+    assert crontab.state("foo-backfill").paused_reason == "INC-2"  # the pause stays
+
+
+def test_job_exits_7_when_nothing_ran(cli):
+    crontab = cli.crontab
+    crontab.configure(["BasicJob|1d"])
+    assert cli.run("--job", "basic-job").returncode == 0
+    done = cli.run("--job", "basic-job")
+    assert done.returncode == 7 and "basic-job: skipped (not due yet)" in done.stdout
+    assert len(crontab.calls("basic-job")) == 1
+    assert cli.run("--job", "basic-job", "--force").returncode == 0
+
+
+def test_a_closed_pipe_ends_quietly(cli):
+    crontab = cli.crontab
+    crontab.configure(["BasicJob|1d"])
+    for i in range(400):  # more than a pipe's buffer of audit lines
+        crontab.sql("INSERT INTO crontabber_audit (actor, action, app_name, reason, detail)"
+                    " VALUES ('me', 'pause', 'basic-job', %s, '{}')", (f"reason {i} " * 8,))
+    shell = " ".join(cli.argv("--audit", "--limit", "400")) + " | head -1"
+    done = subprocess.run(["bash", "-o", "pipefail", "-c", shell], env=cli.env, cwd=cli_cwd(),
+                          capture_output=True, text=True, timeout=60)
+    assert done.stdout.count("\n") == 1
+    assert done.stderr == "", done.stderr
+    assert done.returncode in (0, 141)  # head may exit before or after the runner writes
+
+
+def cli_cwd():
+    from tests.cli.conftest import REPO
+
+    return REPO
