@@ -26,10 +26,20 @@ from typing import BinaryIO
 from .errors import Rejected
 from .records import Limits
 
-# Tecken's key rules: <debug_file>/<hex DEBUG_ID>/<file>; the outer parts avoid control
-# characters, bytes 0x80-0xFF, the S3 "characters to avoid" and '/'.
-_OUTER = r"[^\x00-\x1f\x7f-\xff\\^`<>{}\[\]#%\"'|/]+"
-KEY_PATTERN = re.compile(rf"^{_OUTER}/[0-9A-Fa-f]+/{_OUTER}$")
+# The one allowed set for a symbol key's outer parts (<debug_file>/<hex DEBUG_ID>/<file>):
+# Tecken's rule (no control characters, nothing outside ASCII, none of S3's "characters to
+# avoid" \^`<>{}[]#%"'|, no '/') narrowed to a positive list: ASCII letters and digits and
+# the punctuation debug file names use, without the URL query characters ?&=; (a key is a
+# download URL's path); an inner space is allowed (macOS framework names), never a leading or
+# trailing one (S3 and most tools would show two keys as one). Everything else is refused:
+# bidi controls, zero-width and fullwidth characters, lookalike slashes (U+2215, U+2044),
+# line separators (U+2028, U+2029), any control character.
+KEY_PUNCTUATION = "!$()*+,-.:@_~ "
+_CHAR = rf"[A-Za-z0-9{re.escape(KEY_PUNCTUATION)}]"
+_EDGE = rf"[A-Za-z0-9{re.escape(KEY_PUNCTUATION.strip())}]"
+_OUTER = rf"{_EDGE}(?:{_CHAR}*{_EDGE})?"
+KEY_PATTERN = re.compile(rf"{_OUTER}/[0-9A-Fa-f]+/{_OUTER}")  # (use fullmatch)
+_KEY_CHAR = re.compile(_CHAR)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _SUPPORTED_METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
 
@@ -37,6 +47,8 @@ RULE_CONTROL = "control character in name"
 RULE_BACKSLASH = "backslash in name"
 RULE_ABSOLUTE = "absolute path"
 RULE_TRAVERSAL = "path traversal ('..')"
+RULE_KEY_CHARACTER = "character not allowed in a symbol key"
+RULE_KEY_SPACE = "leading or trailing space in a symbol key part"
 RULE_PATTERN = "name is not <debug_file>/<hex DEBUG_ID>/<file> nor an ignorable name"
 RULE_SYMLINK = "symbolic link"
 RULE_SPECIAL = "special file (not a regular file)"
@@ -94,8 +106,22 @@ def is_ignorable(name: str) -> bool:
 def check_name(name: str) -> None:
     """Raise :class:`Rejected` when ``name`` is unsafe or not a symbol key."""
     check_safe(name)
-    if "." in name.split("/") or (not is_ignorable(name) and not KEY_PATTERN.match(name)):
+    if is_ignorable(name):
+        return
+    check_key_characters(name)
+    if "." in name.split("/") or not KEY_PATTERN.fullmatch(name):
         raise Rejected(RULE_PATTERN, name)
+
+
+def check_key_characters(name: str) -> None:
+    """Raise :class:`Rejected` naming the first character of ``name`` outside the allowed
+    set (ASCII letters, digits, ``KEY_PUNCTUATION`` and '/'), or a part that starts or ends
+    with a space."""
+    for at, char in enumerate(name):
+        if char != "/" and not _KEY_CHAR.fullmatch(char):
+            raise Rejected(RULE_KEY_CHARACTER, name, f"U+{ord(char):04X} at {at}")
+    if any(part != part.strip(" ") for part in name.split("/")):
+        raise Rejected(RULE_KEY_SPACE, name)
 
 
 def check_safe(name: str) -> None:

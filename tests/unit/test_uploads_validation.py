@@ -71,9 +71,11 @@ def test_duplicate_with_different_size_is_found_from_the_central_directory():
     ("libxul.so/0123abcd/libxul.so.sym", True),
     ("xul.pdb/ABCDEFG/xul.sym", False), ("xul.pdb/AB/xul.sym/", False), ("xul.sym", False),
     ("x#y.pdb/AB/x.sym", False), ("x.pdb/AB/x|y.sym", False),
+    ("Google Chrome Framework/AB/Google Chrome Framework.sym", True),
+    ("libstdc++.so.6/AB/libstdc++.so.6.sym", True), ("x.pdb/AB/x.sym\n", False),
 ])
 def test_tecken_key_pattern(name, ok):
-    assert bool(KEY_PATTERN.match(name)) is ok
+    assert bool(KEY_PATTERN.fullmatch(name)) is ok
 
 
 def test_a_dot_component_is_not_a_symbol_key():
