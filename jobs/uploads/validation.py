@@ -69,6 +69,8 @@ RULE_MEMBER_SIZE = "member too large"
 RULE_TOTAL_SIZE = "total uncompressed size over the limit"
 RULE_RATIO = "suspicious compression ratio (zip bomb?)"
 RULE_DIRECTORY_SIZE = "central directory too large"
+# what the end records alone decide (read_plan checks them before parsing the directory)
+END_RECORD_RULES = (RULE_MULTI_DISK, RULE_TOO_MANY, RULE_DIRECTORY_SIZE)
 # bytes of central directory allowed per member of max_members (an entry is 46 bytes plus
 # its name and extra field; symbol keys are well under 1 KiB): 20 MB with the defaults
 DIRECTORY_BYTES_PER_MEMBER = 1024
