@@ -115,6 +115,14 @@ def check_name(name: str) -> None:
         raise Rejected(RULE_PATTERN, name)
 
 
+def key_safe(text: str) -> str:
+    """``text`` with each character outside the symbol key set (see ``KEY_PUNCTUATION``)
+    replaced by ``_`` and no leading or trailing space: a key part that is always
+    allowed (``_`` for an empty one)."""
+    return "".join(char if _KEY_CHAR.fullmatch(char) else "_" for char in text).strip(" ") \
+        or "_"
+
+
 def check_key_characters(name: str) -> None:
     """Raise :class:`Rejected` naming the first character of ``name`` outside the allowed
     set (ASCII letters, digits, ``KEY_PUNCTUATION`` and '/'), or a part that starts or ends

@@ -169,3 +169,12 @@ def test_a_member_inflating_past_its_declared_size_is_refused_while_streaming(tm
     with pytest.raises(Rejected) as caught:
         archive.digest(path, plan.members[0])
     assert "more data than declared" in str(caught.value)
+
+
+@pytest.mark.parametrize("raw, safe", [
+    ("symbols.zip", "symbols.zip"), ("a\u202egnp.zip ", "a_gnp.zip"), ("ｆ∕x?&=;.zip", "__x____.zip"),
+    ("", "_"), ("Google Chrome.zip", "Google Chrome.zip"),
+])
+def test_key_safe_keeps_only_the_key_set(raw, safe):
+    from jobs.uploads.validation import key_safe
+    assert key_safe(raw) == safe
