@@ -10,7 +10,7 @@ import datetime as dt
 from typing import Sequence
 
 from .leases import Marker, parse_holder
-from .text import one_line
+from .text import one_line, printable
 from .views import FailureView, JobStatus, JobView, Outcome, RunView
 
 DEFAULT_WIDTH = 100
@@ -240,7 +240,8 @@ def failure_headline(failure: FailureView, now: dt.datetime) -> str:
 
 
 def failure_report(failure: FailureView, now: dt.datetime) -> list[str]:
-    """The headline, ``Type: value``, then the traceback as Python prints it."""
+    """The headline, ``Type: value``, then the traceback as Python prints it (control
+    characters escaped, :func:`~crontabber.text.printable`)."""
     error = failure.error
     value = error.value.rstrip("\n")
     lines = [failure_headline(failure, now), f"{error.type}: {value}", ""]
@@ -252,4 +253,6 @@ def failure_report(failure: FailureView, now: dt.datetime) -> list[str]:
         lines.append(f"{error.type}: {value}")
     else:
         lines.append("(no traceback recorded)")
-    return lines
+    # a message may carry an uploader's names: escape what a terminal would act on, line by
+    # line ("\n" only: splitlines would also break at U+2028 and the like instead of showing it)
+    return [printable(line) for line in "\n".join(lines).split("\n")]

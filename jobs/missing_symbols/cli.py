@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from crontabber import ExitCode, command_parser, run_command
+from crontabber import ExitCode, command_parser, printable, run_command
 
 from .writer import read_jsonl, write_batch
 
@@ -75,7 +75,7 @@ def _demo(bucket: str, prefix: str, out: TextIO) -> int:
     s3 = make_s3_client()
     ensure_bucket(s3, bucket)
     for events in DEMO_BATCHES:
-        print(write_batch(s3, bucket, events, prefix), file=out)
+        print(printable(write_batch(s3, bucket, events, prefix)), file=out)
     return ExitCode.OK
 
 
@@ -84,6 +84,6 @@ def _write(path: Path, bucket: str, prefix: str, key: str | None, out: TextIO) -
     events: list[dict[str, Any]] = list(read_jsonl(path))
     from jobs.s3 import make_s3_client
 
-    print(write_batch(make_s3_client(), bucket, events, prefix, key), file=out)
+    print(printable(write_batch(make_s3_client(), bucket, events, prefix, key)), file=out)
     return ExitCode.OK
 

@@ -12,7 +12,8 @@ import dataclasses
 import sys
 from typing import TextIO
 
-from crontabber import ExitCode, command_parser, exit_quietly, run_command, utc_text
+from crontabber import (ExitCode, command_parser, exit_quietly, one_line, printable, run_command,
+                        utc_text)
 from crontabber.database import database_now, open_database
 from crontabber.jobconfig import load_job_config
 
@@ -71,16 +72,16 @@ def print_history(store: PruneStore, limit: int, out: TextIO) -> None:
     for row in store.history(limit):
         state = "dry run" if row["dry_run"] else "run"
         if row["error"]:
-            ended = f"failed {utc_text(row['finished_at'])} ({' '.join(row['error'].split())})"
+            ended = f"failed {utc_text(row['finished_at'])} ({one_line(row['error'])})"
         elif row["finished_at"]:
             ended = utc_text(row["finished_at"])
         elif row["running"]:
-            ended = f"running (on {row['holder']})"
+            ended = f"running (on {printable(row['holder'])})"
         else:
             ended = "unfinished (killed?)"
         capped = ", capped" if row["capped"] else ""
         print(f"#{row['id']} {state} {utc_text(row['started_at'])} -> {ended}{capped}: "
-              f"{row['rule'] or '-'}: {row['keys_deleted'] or 0} keys, {row['bytes_freed'] or 0} bytes, "
+              f"{printable(row['rule']) or '-'}: {row['keys_deleted'] or 0} keys, {row['bytes_freed'] or 0} bytes, "
               f"{row['errors'] or 0} errors", file=out)
 
 

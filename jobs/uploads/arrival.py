@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from . import storage
-from .errors import UploadError
+from .errors import Rejected, UploadError
 from .records import Upload, UploadSettings
-from .validation import RULE_NOT_ZIP, Plan, read_plan
+from .validation import END_RECORD_RULES, RULE_NOT_ZIP, Plan, read_plan
 
 __all__ = ["RULE_NOT_ZIP", "TAIL", "read_directory"]
 
@@ -44,6 +44,10 @@ def read_directory(client: Any, settings: UploadSettings, upload: Upload,
     so that the existence checks and the verify pass need not wait for the download (which
     then asks for the same ETag). Best effort: None when the directory is not in the tail,
     is not valid, or S3 failed (the download then comes first and decides).
+
+    Raises:
+        Rejected: the end records alone refuse the archive (a split archive, more entries
+            than ``max_members`` or a central directory over its bound).
     """
     sparse = tmp / "directory.zip"
     try:
@@ -55,6 +59,10 @@ def read_directory(client: Any, settings: UploadSettings, upload: Upload,
             # its verify need not wait for the download's last bytes)
             directory = getattr(zipped, "start_dir", None)
         size = sparse.stat().st_size
+    except Rejected as exc:
+        if exc.rule in END_RECORD_RULES:  # the end records are always in the tail: final,
+            raise  # and the (possibly huge) archive need not be downloaded to say so
+        return None
     except (UploadError, OSError, zipfile.BadZipFile):
         return None
     finally:

@@ -14,12 +14,16 @@ from . import storage
 from .errors import ArchiveUnusable
 from .demo import demo_archives
 from .store import UploadStore
+from .validation import key_safe
 
 
 def inbox_key(prefix: str, filename: str) -> str:
-    """``<prefix><YYYY-MM-DD>/<random>/<filename>``: unique, dated for the prune job."""
+    """``<prefix><YYYY-MM-DD>/<random>/<filename>``: unique, dated for the prune job. The
+    uploader's file name is only a hint here: each character outside the symbol key set
+    (:func:`~jobs.uploads.validation.key_safe`) becomes ``_`` (the upload's ``filename``
+    keeps it as given)."""
     today = dt.datetime.now(dt.timezone.utc).date().isoformat()
-    return f"{prefix}{today}/{uuid.uuid4().hex}/{filename}"
+    return f"{prefix}{today}/{uuid.uuid4().hex}/{key_safe(filename)}"
 
 
 def check_local_archive(path: Path) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from crontabber import one_line, utc_text
+from crontabber import one_line, printable, utc_text
 
 Row = Mapping[str, Any]
 
@@ -48,7 +48,7 @@ def list_lines(rows: list[dict[str, Any]]) -> list[str]:
     padded to their widest cell; the error, last, is never cut."""
     cells = [LIST_HEADER] + [
         (str(row["id"]), row["status"], span((row["now"] - row["created_at"]).total_seconds()),
-         _files(row), size(row["size"]), row["inbox_key"], one_line(row["error"]) or "-")
+         _files(row), size(row["size"]), printable(row["inbox_key"]), one_line(row["error"]) or "-")
         for row in rows]
     widths = [max(len(line[i]) for line in cells) for i in range(len(LIST_HEADER) - 1)]
     return ["  ".join([*(cell.ljust(width) for cell, width in zip(line, widths)), line[-1]])
@@ -89,13 +89,13 @@ def show_lines(row: Row, files: list[dict[str, Any]]) -> list[str]:
     now = row["now"]
     lines = [
         f"upload {row['id']}: {row['status']} (attempt {row['attempts']})",
-        f"  key        {row['inbox_key']} ({row['filename']}, {size(row['size'])}, "
-        f"by {row['uploaded_by'] or 'unknown'})",
+        f"  key        {printable(row['inbox_key'])} ({printable(row['filename'])}, "
+        f"{size(row['size'])}, by {printable(row['uploaded_by']) or 'unknown'})",
         f"  queued     {utc_text(row['created_at'])} ({span((now - row['created_at']).total_seconds())}"
         " ago)",
     ]
     if row["claimed_at"] is not None:
-        lines.append(f"  claimed    {utc_text(row['claimed_at'])} by {row['claimed_by']} "
+        lines.append(f"  claimed    {utc_text(row['claimed_at'])} by {printable(row['claimed_by'])} "
                      "(the last claim or heartbeat)")
     if row["completed_at"] is not None:
         lines.append(f"  completed  {utc_text(row['completed_at'])} "
@@ -106,7 +106,7 @@ def show_lines(row: Row, files: list[dict[str, Any]]) -> list[str]:
         more = row["files_written"] - len(files)
         lines.append("  written" + (f" (the first {len(files)} of {row['files_written']}, "
                                     "in key order; --files N for more)" if more > 0 else ""))
-        lines += [f"    {f['key']}  {size(f['size'])}{'  gzip' if f['compressed'] else ''}"
+        lines += [f"    {printable(f['key'])}  {size(f['size'])}{'  gzip' if f['compressed'] else ''}"
                   f"{'  replaced' if f['update'] else ''}" for f in files]
     return lines
 

@@ -44,7 +44,7 @@ OPTIONS: tuple[tuple[str, Any, str], ...] = (
     ("max_total_size", 8 * GiB, "uncompressed bytes per archive"),
     ("max_member_size", 4 * GiB, "uncompressed bytes per file"),
     ("max_ratio", 200.0, "largest uncompressed:compressed ratio"),
-    ("ratio_min_size", 1 * MiB, "max_ratio applies from this size"),
+    ("ratio_min_size", 1 * MiB, "unused (max_ratio applies to every member)"),
 )
 
 #: Each option's default, by name.

@@ -26,10 +26,20 @@ from typing import BinaryIO
 from .errors import Rejected
 from .records import Limits
 
-# Tecken's key rules: <debug_file>/<hex DEBUG_ID>/<file>; the outer parts avoid control
-# characters, bytes 0x80-0xFF, the S3 "characters to avoid" and '/'.
-_OUTER = r"[^\x00-\x1f\x7f-\xff\\^`<>{}\[\]#%\"'|/]+"
-KEY_PATTERN = re.compile(rf"^{_OUTER}/[0-9A-Fa-f]+/{_OUTER}$")
+# The one allowed set for a symbol key's outer parts (<debug_file>/<hex DEBUG_ID>/<file>):
+# Tecken's rule (no control characters, nothing outside ASCII, none of S3's "characters to
+# avoid" \^`<>{}[]#%"'|, no '/') narrowed to a positive list: ASCII letters and digits and
+# the punctuation debug file names use, without the URL query characters ?&=; (a key is a
+# download URL's path); an inner space is allowed (macOS framework names), never a leading or
+# trailing one (S3 and most tools would show two keys as one). Everything else is refused:
+# bidi controls, zero-width and fullwidth characters, lookalike slashes (U+2215, U+2044),
+# line separators (U+2028, U+2029), any control character.
+KEY_PUNCTUATION = "!$()*+,-.:@_~ "
+_CHAR = rf"[A-Za-z0-9{re.escape(KEY_PUNCTUATION)}]"
+_EDGE = rf"[A-Za-z0-9{re.escape(KEY_PUNCTUATION.strip())}]"
+_OUTER = rf"{_EDGE}(?:{_CHAR}*{_EDGE})?"
+KEY_PATTERN = re.compile(rf"{_OUTER}/[0-9A-Fa-f]+/{_OUTER}")  # (use fullmatch)
+_KEY_CHAR = re.compile(_CHAR)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _SUPPORTED_METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
 
@@ -37,6 +47,8 @@ RULE_CONTROL = "control character in name"
 RULE_BACKSLASH = "backslash in name"
 RULE_ABSOLUTE = "absolute path"
 RULE_TRAVERSAL = "path traversal ('..')"
+RULE_KEY_CHARACTER = "character not allowed in a symbol key"
+RULE_KEY_SPACE = "leading or trailing space in a symbol key part"
 RULE_PATTERN = "name is not <debug_file>/<hex DEBUG_ID>/<file> nor an ignorable name"
 RULE_SYMLINK = "symbolic link"
 RULE_SPECIAL = "special file (not a regular file)"
@@ -56,6 +68,12 @@ RULE_TOO_MANY = "too many members"
 RULE_MEMBER_SIZE = "member too large"
 RULE_TOTAL_SIZE = "total uncompressed size over the limit"
 RULE_RATIO = "suspicious compression ratio (zip bomb?)"
+RULE_DIRECTORY_SIZE = "central directory too large"
+# what the end records alone decide (read_plan checks them before parsing the directory)
+END_RECORD_RULES = (RULE_MULTI_DISK, RULE_TOO_MANY, RULE_DIRECTORY_SIZE)
+# bytes of central directory allowed per member of max_members (an entry is 46 bytes plus
+# its name and extra field; symbol keys are well under 1 KiB): 20 MB with the defaults
+DIRECTORY_BYTES_PER_MEMBER = 1024
 
 
 # general-purpose flag bits (APPNOTE 4.4.4) that make a member unreadable as plain data
@@ -90,8 +108,30 @@ def is_ignorable(name: str) -> bool:
 def check_name(name: str) -> None:
     """Raise :class:`Rejected` when ``name`` is unsafe or not a symbol key."""
     check_safe(name)
-    if "." in name.split("/") or (not is_ignorable(name) and not KEY_PATTERN.match(name)):
+    if is_ignorable(name):
+        return
+    check_key_characters(name)
+    if "." in name.split("/") or not KEY_PATTERN.fullmatch(name):
         raise Rejected(RULE_PATTERN, name)
+
+
+def key_safe(text: str) -> str:
+    """``text`` with each character outside the symbol key set (see ``KEY_PUNCTUATION``)
+    replaced by ``_`` and no leading or trailing space: a key part that is always
+    allowed (``_`` for an empty one)."""
+    return "".join(char if _KEY_CHAR.fullmatch(char) else "_" for char in text).strip(" ") \
+        or "_"
+
+
+def check_key_characters(name: str) -> None:
+    """Raise :class:`Rejected` naming the first character of ``name`` outside the allowed
+    set (ASCII letters, digits, ``KEY_PUNCTUATION`` and '/'), or a part that starts or ends
+    with a space."""
+    for at, char in enumerate(name):
+        if char != "/" and not _KEY_CHAR.fullmatch(char):
+            raise Rejected(RULE_KEY_CHARACTER, name, f"U+{ord(char):04X} at {at}")
+    if any(part != part.strip(" ") for part in name.split("/")):
+        raise Rejected(RULE_KEY_SPACE, name)
 
 
 def check_safe(name: str) -> None:
@@ -138,15 +178,18 @@ def check_kind(info: zipfile.ZipInfo) -> None:
 
 
 def check_size(info: zipfile.ZipInfo, total: int, limits: Limits) -> None:
-    """Per-member size, running total and compression ratio."""
+    """Per-member size, running total and compression ratio (every member, any size).
+    The sizes are the central directory's; :mod:`.archive` refuses a member whose data
+    inflates to more than its declared size while streaming, so they bound what is written."""
     if info.file_size > limits.max_member_size:
         raise Rejected(RULE_MEMBER_SIZE, info.filename,
                        f"{info.file_size} bytes > {limits.max_member_size}")
     if total > limits.max_total_size:
         raise Rejected(RULE_TOTAL_SIZE, info.filename,
                        f"{total} bytes > {limits.max_total_size}")
-    if info.file_size >= limits.ratio_min_size and \
-            info.file_size > limits.max_ratio * max(info.compress_size, 1):
+    # whatever the member's size or kind: many small members within a size floor were how
+    # a 78 kB archive wrote 64 MiB (issue #24, item 4)
+    if info.file_size > limits.max_ratio * max(info.compress_size, 1):
         ratio = info.file_size / max(info.compress_size, 1)
         raise Rejected(RULE_RATIO, info.filename, f"{ratio:.0f}:1 > {limits.max_ratio:.0f}:1")
 
@@ -222,6 +265,7 @@ def read_plan(path: Path, limits: Limits) -> Plan:
     except OSError as exc:
         raise Rejected(RULE_NOT_ZIP, None, str(exc)) from None
     check_end(end)
+    check_directory_bounds(end, limits)  # before zipfile parses (and holds) the directory
     try:
         with zipfile.ZipFile(path) as zipped:
             infos = zipped.infolist()
@@ -231,7 +275,36 @@ def read_plan(path: Path, limits: Limits) -> Plan:
     except (zipfile.BadZipFile, OSError, ValueError, EOFError, struct.error) as exc:
         raise Rejected(RULE_NOT_ZIP, None, str(exc)) from None
     check_entry_count(end, len(infos))
-    return validate(infos, limits, directory if isinstance(directory, int) else None)
+    plan = validate(infos, limits, directory if isinstance(directory, int) else None)
+    check_archive_ratio(infos, path.stat().st_size, limits)
+    return plan
+
+
+def check_archive_ratio(infos: list[zipfile.ZipInfo], archive_size: int, limits: Limits) -> None:
+    """The whole archive's uncompressed:archive-size ratio must be within ``max_ratio`` too
+    (no member named: the archive as a whole is refused)."""
+    total = sum(info.file_size for info in infos)
+    if total > limits.max_ratio * max(archive_size, 1):
+        raise Rejected(RULE_RATIO, None, f"whole archive: {total / max(archive_size, 1):.0f}:1 "
+                       f"> {limits.max_ratio:.0f}:1 ({total} bytes from {archive_size})")
+
+
+def check_directory_bounds(record: EndRecord | None, limits: Limits) -> None:
+    """Refuse from the end record alone, before the central directory is parsed, an
+    archive declaring more entries than ``max_members`` (directory entries count here) or
+    a central directory over ``max_members * DIRECTORY_BYTES_PER_MEMBER`` bytes: parsing a
+    huge directory costs about 6 bytes of memory per byte of it. The count is checked
+    against the parsed directory afterwards (:func:`check_entry_count`); zipfile reads the
+    directory by its declared size, so this size bounds what it parses."""
+    if record is None:
+        return
+    if record.entries > limits.max_members:
+        raise Rejected(RULE_TOO_MANY, None, f"{record.entries} entries declared in the end "
+                       f"record > {limits.max_members}")
+    bound = limits.max_members * DIRECTORY_BYTES_PER_MEMBER
+    if record.directory_size > bound:
+        raise Rejected(RULE_DIRECTORY_SIZE, None,
+                       f"{record.directory_size} bytes declared in the end record > {bound}")
 
 
 @dataclass(frozen=True)
@@ -243,6 +316,7 @@ class EndRecord:
     entries_here: int  # entries on this disk
     entries: int  # entries in all
     disks: int = 1  # total number of disks (the ZIP64 locator's; 1 without one)
+    directory_size: int = 0  # bytes of central directory
 
 
 def _end_record(handle: BinaryIO) -> EndRecord | None:
@@ -258,15 +332,16 @@ def _end_record(handle: BinaryIO) -> EndRecord | None:
         at = tail.rfind(b"PK\x05\x06")
         if at < 0 or at + _END.size > len(tail):
             return None
-    _, disk, directory_disk, here, total = _END.unpack_from(tail, at)[:5]
-    record = EndRecord(disk, directory_disk, here, total)
+    _, disk, directory_disk, here, total, size = _END.unpack_from(tail, at)[:6]
+    record = EndRecord(disk, directory_disk, here, total, 1, size)
     locator = at - _LOCATOR64.size
     if locator >= 0 and tail[locator:locator + 4] == b"PK\x06\x07":
         disks = _LOCATOR64.unpack_from(tail, locator)[3]
         at64 = locator - _END64.size
         if at64 >= 0 and tail[at64:at64 + 4] == b"PK\x06\x06":
-            _, _, _, _, disk, directory_disk, here, total = _END64.unpack_from(tail, at64)[:8]
-        record = EndRecord(disk, directory_disk, here, total, disks)
+            _, _, _, _, disk, directory_disk, here, total, size = \
+                _END64.unpack_from(tail, at64)[:9]
+        record = EndRecord(disk, directory_disk, here, total, disks, size)
     return record
 
 

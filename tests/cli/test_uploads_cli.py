@@ -238,3 +238,21 @@ def test_drain_on_a_terminal_counts_each_upload_once_with_a_total(uploads, tmp_p
     assert bar[-1].startswith("drain: 100%|") and "| 3/3 [" in bar[-1], done.stderr
     assert "<" in bar[-1].split("[", 1)[1], bar[-1]  # elapsed<ETA
     assert all("/3 [" in line for line in bar), bar  # the total from the start
+
+
+def test_list_and_show_escape_control_characters_from_the_uploader(run, uploads, tmp_path):
+    """A file name and a member name holding ESC and BEL reach the terminal escaped; the
+    inbox key gets a safe name."""
+    hostile = tmp_path / "a\x1b[2J\x07\u202e.zip"
+    write_zip(hostile, [("a\x1b]0;pwned\x07.pdb/AB/a.sym", b"MODULE x\n")])
+    done = run("jobs.uploads", "enqueue", str(hostile))
+    assert done.returncode == 0, done.stderr
+    upload_id = int(done.stdout.strip())
+    row = uploads.row(upload_id)
+    assert row["filename"] == hostile.name and row["inbox_key"].endswith("/a__2J__.zip")
+    run("jobs.uploads", "reprocess", str(upload_id))
+    shown = {args: run("jobs.uploads", *args).stdout for args in (("list",), ("show", str(upload_id)))}
+    for out in shown.values():
+        assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out, out
+        assert "a\\x1b]0;pwned\\x07.pdb" in out, out  # the rejection's member name
+    assert "(a\\x1b[2J\\x07\\u202e.zip, " in shown[("show", str(upload_id))]

@@ -277,6 +277,20 @@ def test_show_error_prints_the_whole_traceback_of_the_last_failure(crontab):
     assert code == 0 and out.startswith(f"trouble: run {first} failed ")
 
 
+def test_show_error_and_history_escape_control_characters_in_the_error(crontab):
+    crontab.configure(["TroubleJob|1d"])
+    crontab.run()
+    hostile = "member 'a\x1b]0;pwned\x07\u202e.sym'\nsecond line"
+    crontab.sql("UPDATE crontabber_log SET exc_value = %s, exc_traceback = %s",
+                (hostile, f"  File 'x'\nNameError: {hostile}\n"))
+    crontab.sql("UPDATE crontabber SET last_error = jsonb_set(last_error::jsonb, '{value}',"
+                " to_jsonb(%s::text))::json WHERE last_error IS NOT NULL", (hostile,))
+    for args in (("--show-error", "trouble"), ("--history", "trouble"), ("--list-jobs",)):
+        code, out = crontab.run(*args)
+        assert code == 0 and "\x1b" not in out and "\x07" not in out and "\u202e" not in out, out
+    assert "a\\x1b]0;pwned\\x07\\u202e.sym" in crontab.run("--show-error", "trouble")[1]
+
+
 def test_show_error_says_so_in_one_line_when_there_is_none(crontab):
     crontab.configure(["BasicJob|1d", "FooBackfillJob|1d"])
     crontab.run()

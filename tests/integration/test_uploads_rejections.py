@@ -12,7 +12,8 @@ import pytest
 from jobs.uploads import validation
 from jobs.uploads.records import Limits, UploadStatus
 from tests.fixtures.uploads_archives import symbol_members, write_zip, zip_with_bad_crc
-from tests.fixtures.uploads_cases import ACCEPTED, CASES, FIRST, GOOD
+from tests.fixtures.uploads_cases import (ACCEPTED, CASES, FIRST, GOOD, _declared_count,
+                                         _directory_size)
 from tests.fixtures.uploads_queue import uploads  # noqa: F401 - the fixture
 
 END_TO_END = [case for case in CASES if case[0] in (
@@ -20,7 +21,10 @@ END_TO_END = [case for case in CASES if case[0] in (
     # issue #16: the zip specification's fields (each archive has a good member first)
     "empty", "directories-only", "encrypted", "local-encrypted", "strong-encryption",
     "local-method", "local-size", "descriptor-crc", "local-zip64-size", "multi-disk",
-    "entry-count", "overlap", "version-6.4")]
+    "entry-count", "overlap", "version-6.4",
+    # issue #24: zip-bomb limits, the end records before the directory, the key set
+    "small-bomb", "declared-count", "declared-count64", "directory-size", "key-bidi",
+    "key-question", "key-trailing-space", "key-division-slash")]
 
 
 @pytest.mark.parametrize("make, member, rule", [c[1:] for c in END_TO_END], ids=[c[0] for c in END_TO_END])
@@ -89,3 +93,16 @@ def test_an_archive_of_ignorable_names_only_is_done_with_nothing_published(uploa
     assert (row["status"], row["files_total"], row["files_ignored"], row["files_uploaded"],
             row["error"]) == ("done", 2, 2, 0, None)
     assert uploads.keys() == [] and uploads.files() == []
+
+
+@pytest.mark.parametrize("make, rule", [(_declared_count, validation.RULE_TOO_MANY),
+                                        (_directory_size, validation.RULE_DIRECTORY_SIZE)])
+def test_end_records_refuse_from_the_tail_without_downloading(uploads, tmp_path, make, rule):
+    """The ranged GET of the tail is enough: the archive itself is not downloaded."""
+    from jobs.uploads import arrival, storage
+    from jobs.uploads.errors import Rejected
+    upload_id = uploads.enqueue(make(tmp_path / "bad.zip"))
+    upload = uploads.store().get(upload_id)
+    with pytest.raises(Rejected) as caught:
+        arrival.read_directory(uploads.client, uploads.settings, upload, tmp_path)
+    assert caught.value.rule == rule and caught.value.member is None

@@ -71,9 +71,11 @@ def test_duplicate_with_different_size_is_found_from_the_central_directory():
     ("libxul.so/0123abcd/libxul.so.sym", True),
     ("xul.pdb/ABCDEFG/xul.sym", False), ("xul.pdb/AB/xul.sym/", False), ("xul.sym", False),
     ("x#y.pdb/AB/x.sym", False), ("x.pdb/AB/x|y.sym", False),
+    ("Google Chrome Framework/AB/Google Chrome Framework.sym", True),
+    ("libstdc++.so.6/AB/libstdc++.so.6.sym", True), ("x.pdb/AB/x.sym\n", False),
 ])
 def test_tecken_key_pattern(name, ok):
-    assert bool(KEY_PATTERN.match(name)) is ok
+    assert bool(KEY_PATTERN.fullmatch(name)) is ok
 
 
 def test_a_dot_component_is_not_a_symbol_key():
@@ -142,3 +144,37 @@ def test_an_archive_level_rejection_names_no_member():
     assert str(Rejected(RULE_EMPTY)) == "rejected: archive has no files"
     assert str(Rejected(RULE_ENCRYPTED, "a.pdb/AB/a.sym")) == \
         "rejected: member 'a.pdb/AB/a.sym': encrypted (flag bit 0)"
+
+
+def test_the_whole_archive_ratio_is_checked_from_the_archive_size():
+    from jobs.uploads.validation import RULE_RATIO, check_archive_ratio
+    info = zipfile.ZipInfo("a.pdb/AB/a.sym")
+    info.file_size, info.compress_size = 10_000, 10
+    check_archive_ratio([info], 100, Limits(max_ratio=100))
+    with pytest.raises(Rejected) as caught:
+        check_archive_ratio([info, info], 100, Limits(max_ratio=100))
+    assert caught.value.rule == RULE_RATIO and caught.value.member is None
+    assert "whole archive: 200:1" in str(caught.value)
+
+
+def test_a_member_inflating_past_its_declared_size_is_refused_while_streaming(tmp_path):
+    from tests.fixtures.raw_zip import Entry, deflate, raw_zip
+    import zlib
+    content = b"\0" * 100_000
+    data = deflate(content)
+    lie = {"usize": 1000, "crc": zlib.crc32(content[:1000])}
+    path = raw_zip(tmp_path / "lie.zip", [Entry("a.pdb/AB/a.sym", content, data=data,
+                                                local=lie, central=lie)])
+    plan = read_plan(path, Limits())
+    with pytest.raises(Rejected) as caught:
+        archive.digest(path, plan.members[0])
+    assert "more data than declared" in str(caught.value)
+
+
+@pytest.mark.parametrize("raw, safe", [
+    ("symbols.zip", "symbols.zip"), ("a\u202egnp.zip ", "a_gnp.zip"), ("ｆ∕x?&=;.zip", "__x____.zip"),
+    ("", "_"), ("Google Chrome.zip", "Google Chrome.zip"),
+])
+def test_key_safe_keeps_only_the_key_set(raw, safe):
+    from jobs.uploads.validation import key_safe
+    assert key_safe(raw) == safe
