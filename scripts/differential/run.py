@@ -100,6 +100,12 @@ class Scenario:
     expected: dict[str, Expected] = field(default_factory=dict)
 
 
+#: --job that ran nothing (not due, blocked, nothing to backfill)
+NOT_RUN = Expected(
+    "§5.2, §6.7", "the original exits 0 when --job ran nothing; ours exits 7 "
+    "(ExitCode.NOT_RUN) so a script can tell that nothing ran", ("exit",))
+
+
 def scenarios() -> list[Scenario]:
     utc = dt.datetime.now(dt.timezone.utc)
     yesterday = (utc - dt.timedelta(days=1)).strftime("%Y-%m-%d")
@@ -122,7 +128,7 @@ def scenarios() -> list[Scenario]:
             run("3 days later: foo only"),
             wind("4 days"),
             run("--job bar while foo is overdue: skipped", "--job=bar"),
-        )),
+        ), expected={"--job bar while foo is overdue: skipped": NOT_RUN}),
         Scenario("failing-and-blocked", ("TroubleJob|1d", "SadJob|1d", "BasicJob|1d"), (
             run("trouble fails, sad blocked (no row)"),
             run("--nagios: CRITICAL", "--nagios"),
@@ -131,14 +137,14 @@ def scenarios() -> list[Scenario]:
             run("past error_retry_time: trouble retried, fails again"),
             run("--job sad: still blocked", "--job=sad"),
             run("--job sad --force: runs", "--job=sad", "--force"),
-        ), error_retry_time=100),
+        ), error_retry_time=100, expected={"--job sad: still blocked": NOT_RUN}),
         Scenario("backfill", ("FooBackfillJob|1d",), (
             run("first run: 1 call"),
             wind("3 days"),
             run("3 days later: 3 calls"),
             run("immediate rerun: nothing due"),
             run("--job --force, no interval due: no call", "--job=foo-backfill", "--force"),
-        )),
+        ), expected={"--job --force, no interval due: no call": NOT_RUN}),
         Scenario("backfill-failing-midway", ("FailingBackfillJob|1d",), (
             run("first run: 1 call"),
             wind("3 days"),

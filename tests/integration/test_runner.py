@@ -23,7 +23,7 @@ def test_run_one_job_then_again_only_when_forced(crontab):
     assert state.next_run == state.last_run + 7 * DAY
     assert close_to(state.last_run, crontab.now())
     code, out = crontab.run("--job", "basic-job")
-    assert code == 0 and "skipped (not due yet)" in out
+    assert code == 7 and "skipped (not due yet)" in out  # ExitCode.NOT_RUN: nothing ran
     assert len(crontab.calls("basic-job")) == 1
     assert crontab.run("--job", "basic-job", "--force")[0] == 0
     assert len(crontab.calls("basic-job")) == 2
