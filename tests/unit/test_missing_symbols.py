@@ -247,3 +247,13 @@ def test_settling_every_fault_names_each_bad_batch_once_at_its_first_fault():
         total.settle(every_fault=True)
     assert [(f.batch, f.event, f.kind) for f in caught.value.faults] == [
         ("one", 2, "missing key"), ("two", 4, "wrong type")]
+
+
+def test_csv_cells_a_spreadsheet_evaluates_get_a_quote():
+    import io
+
+    from jobs.missing_symbols.reports import write_csv
+
+    out = io.StringIO()
+    write_csv([("=1+1", "+x", "-y", "@z", "\tt", "\rr", "a=b", 7)], out)
+    assert out.getvalue().split("\n")[1:] == ["'=1+1,'+x,'-y,'@z,'\tt,'\rr,a=b,7", ""]
