@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import heapq
 import os
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,8 +94,13 @@ def check_query(query: str, size: int) -> str:
     text = query.strip()
     if not text:
         raise BadQuery("the query is empty")
-    if len(query) > MAX_QUERY_LENGTH:
-        raise BadQuery(f"the query is longer than {MAX_QUERY_LENGTH} characters")
+    # The limit counts what Elasticsearch is sent: the name's words are NFC-normalised
+    # (names.name_parts), and one character may become three (U+FB2C: 170 of them made a
+    # 510-character word whose fuzzy automaton Elasticsearch refused, a 500 and 15 KB of log).
+    if len(query) > MAX_QUERY_LENGTH or (
+            not query.isascii() and len(unicodedata.normalize("NFC", query)) > MAX_QUERY_LENGTH):
+        raise BadQuery(f"the query is longer than {MAX_QUERY_LENGTH} characters "
+                       "(after Unicode normalisation)")
     if not 1 <= size <= MAX_SIZE:
         raise BadQuery(f"size must be between 1 and {MAX_SIZE}")
     return text
@@ -294,11 +300,24 @@ def _translated(exc: Exception, index: str) -> Exception:
 
     if isinstance(exc, NotFoundError):
         return SearchUnavailable(index, "the index does not exist (not built yet?)")
+    if isinstance(exc, ApiError) and _refused_as_too_complex(exc):
+        return BadQuery("a word of the query is too complex to search with typos (shorten it)")
     if isinstance(exc, TransportError):
         return SearchUnavailable(index, f"Elasticsearch unreachable: {type(exc).__name__}")
     if isinstance(exc, ApiError) and exc.meta.status >= 500:
         return SearchUnavailable(index, f"Elasticsearch error {exc.meta.status}")
     return exc
+
+
+#: Elasticsearch's errors for a query it cannot take (not for Elasticsearch being unwell).
+TOO_COMPLEX = ("too_complex_to_determinize_exception", "fuzzy_terms_exception")
+
+
+def _refused_as_too_complex(exc: Any) -> bool:
+    """Whether Elasticsearch refused the query itself: a word whose fuzzy automaton is too
+    big. Elasticsearch answers 500 for it, which is no outage: the client asked too much."""
+    text = str(getattr(exc, "body", "") or "")
+    return any(kind in text for kind in TOO_COMPLEX)
 
 
 _default: Searcher | None = None

@@ -44,6 +44,9 @@ def test_the_cli_exit_codes(corpus_index):  # noqa: F811
     done = search(corpus_index[0], "")
     assert (done.returncode, done.stderr) == (1, "search: the query is empty\n")
     assert search(corpus_index[0]).returncode == 1  # argparse's own error: 2 otherwise
+    done = search(corpus_index[0], "\ufb2c" * 170)  # 510 characters once normalised
+    assert (done.returncode, done.stderr) == (1, "search: the query is longer than 200 "
+                                              "characters (after Unicode normalisation)\n")
     done = search(corpus_index[0], "xul", "--es-url", "http://elastic:s3cret@127.0.0.1:9")
     assert done.returncode == 5 and "Elasticsearch unreachable" in done.stderr
     assert "(Elasticsearch at http://127.0.0.1:9)" in done.stderr

@@ -135,3 +135,18 @@ def test_a_non_ascii_letter_is_not_a_separator(non_ascii):
     result = non_ascii.search("xül", 10)
     assert result.terms[0] == (1.1, "xül")
     assert "x-l.pdb" not in [hit.debug_file for hit in result.hits]
+
+
+def test_a_word_elasticsearch_finds_too_complex_is_a_bad_query_not_an_outage(searcher):
+    """Past the length check (called here without it), Elasticsearch refuses a 510-character
+    word's fuzzy automaton with a 500; that is the client's query, so BadQuery (400), not
+    SearchUnavailable (503) (issue #24 item 9)."""
+    from search.engine import _translated, name_parts
+
+    text = "\ufb2c" * 170
+    parts = name_parts(text)
+    with pytest.raises(Exception) as refused:  # the fuzzy fallback of a search finding nothing
+        searcher._second_chance(text, parts, searcher._alternatives(parts), 5)
+    translated = _translated(refused.value, searcher.index)
+    assert isinstance(translated, BadQuery), refused.value
+    assert str(translated) == "a word of the query is too complex to search with typos (shorten it)"

@@ -55,13 +55,23 @@ def test_search_answers_the_documented_shape(url):
 
 @pytest.mark.parametrize("params, error", [
     ({}, "the query is empty"), ({"q": "  "}, "the query is empty"),
-    ({"q": "x" * 201}, "the query is longer than 200 characters"),
+    ({"q": "x" * 201}, "the query is longer than 200 characters (after Unicode normalisation)"),
+    # 170 characters, 510 once NFC-normalised: Elasticsearch answered 500 ("Term too complex")
+    ({"q": "\ufb2c" * 170}, "the query is longer than 200 characters (after Unicode normalisation)"),
     ({"q": "xul", "size": "ten"}, "size must be a whole number"),
     ({"q": "xul", "size": "0"}, "size must be between 1 and 100"),
     ({"q": "xul", "size": "101"}, "size must be between 1 and 100"),
 ])
 def test_bad_input_is_a_400_with_a_json_error(url, params, error):
     assert get(url, "/search", **params) == (400, "application/json", {"error": error})
+
+
+def test_long_words_within_the_limit_are_searched(url):
+    """Within the limit after normalisation, words whose fuzzy automaton is largest still
+    search (issue #24 item 9: the limit alone keeps Elasticsearch from refusing them)."""
+    for query in ("\ufb2c" * 66, "\U00020000" * 200, "\u0928\u094d\u200d" * 66, "a\u0301" * 100):
+        status, kind, body = get(url, "/search", q=query)
+        assert (status, kind) == (200, "application/json"), (query[:3], status, body)
 
 
 @pytest.mark.parametrize("query, error", [
