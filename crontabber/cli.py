@@ -16,7 +16,7 @@ import logging
 import os
 import signal
 import sys
-from typing import TYPE_CHECKING, Any, Callable, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Mapping, TextIO
 
 from . import __version__, cli_inspect, cli_monitor
 from .command import CommandParser, ExitCode, Formatter, exit_code_for, exit_codes_text, split_overrides
@@ -216,8 +216,9 @@ def main(argv: list[str], stdout: TextIO = sys.stdout, stderr: TextIO = sys.stde
 
 def dispatch(mode: str, args: argparse.Namespace, rest: list[str], stdout: TextIO) -> int:
     refuse_stray_options(mode, args)
-    settings = load_settings(args.conf, split_overrides(rest))
-    setup_logging(settings)
+    overrides = split_overrides(rest)
+    settings = load_settings(args.conf, overrides)
+    setup_logging(settings, overrides)
     jobs = load_jobs(settings)  # also refuses unknown option names (crontabber.known)
     if mode == "configtest":
         for note in configuration_notes(settings.sources, jobs):
@@ -371,9 +372,17 @@ def _default_sigterm() -> None:
 os.register_at_fork(after_in_child=_default_sigterm)
 
 
-def setup_logging(settings: Settings) -> None:
-    """Log to stderr at the configured level (stdout is for command output)."""
+def setup_logging(settings: Settings, overrides: Mapping[str, str] | None = None) -> None:
+    """Log to stderr at the configured level (stdout is for command output), every line
+    redacted (:mod:`crontabber.redaction`): the secrets of the environment, the command line
+    and the settings never reach a log, at DEBUG either."""
+    from .redaction import redact_handlers, secret_values
+
     logging.basicConfig(stream=sys.stderr, level=settings.log_level, format=settings.log_format)
+    secrets = secret_values(os.environ, overrides or {})
+    secrets.update(secret_values({"dsn": settings.sentry_dsn, "password": settings.database.password},
+                                 {"user": settings.database.user, "dbname": settings.database.dbname}))
+    redact_handlers(secrets, settings.log_format)
     # everett logs every raw value it reads at DEBUG, secrets included.
     logging.getLogger("everett").setLevel(logging.WARNING)
     # Client libraries log every request at INFO, and each retry at WARNING with a

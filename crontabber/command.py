@@ -18,7 +18,7 @@ import enum
 import logging
 import os
 import sys
-from typing import Callable, NoReturn, Sequence, TextIO
+from typing import Callable, Mapping, NoReturn, Sequence, TextIO
 
 from .errors import (
     ConfigurationError,
@@ -204,7 +204,7 @@ def run_command(parser: argparse.ArgumentParser, body: Body, argv: Sequence[str]
         level = overrides.get("logging.level", "WARNING").upper()
         if not isinstance(logging.getLevelName(level), int):
             raise ConfigurationError("--logging.level", f"{level!r} is not a log level")
-        _setup_logging(err, level)
+        _setup_logging(err, level, overrides)
         return body(args, overrides)
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
@@ -222,11 +222,18 @@ def run_command(parser: argparse.ArgumentParser, body: Body, argv: Sequence[str]
         return ExitCode.JOB_FAILED
 
 
-def _setup_logging(stream: TextIO, level: str) -> None:
-    """Like the runner's: the client libraries' retry warnings without tracebacks unless
-    DEBUG (the command reports the failure once, in one line)."""
-    logging.basicConfig(level=level, stream=stream,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+def _setup_logging(stream: TextIO, level: str, overrides: Mapping[str, str]) -> None:
+    """Like the runner's: every line redacted (the secrets of the environment and the
+    command line, :mod:`crontabber.redaction`), everett's raw values never logged, the
+    client libraries' retry warnings without tracebacks unless DEBUG (the command reports
+    the failure once, in one line)."""
+    from .redaction import redact_handlers, secret_values
+
+    log_format = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+    logging.basicConfig(level=level, stream=stream, format=log_format)
+    redact_handlers(secret_values(os.environ, overrides), log_format)
+    # everett logs the environment it searches at DEBUG, secrets included (73 lines)
+    logging.getLogger("everett").setLevel(logging.WARNING)
     if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
         from .failures import CLIENT_LOGGERS, NoClientTracebacks
 

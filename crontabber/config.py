@@ -309,5 +309,10 @@ def iter_option_lines(
     """
     for path, option in namespace.walk(prefix):
         value = sources.value(path, option) if sources else option.default
-        shown = MASK if option.secret and value else repr(value)
+        if option.secret and value:
+            shown = MASK
+        else:  # a URL's password, a signed URL's parameters (crontabber.redaction)
+            from .redaction import redact
+
+            shown = redact(repr(value))
         yield ".".join([*path, option.name]), shown, option.doc

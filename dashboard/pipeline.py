@@ -21,6 +21,7 @@ import datetime as dt
 from typing import TYPE_CHECKING, Any
 
 from crontabber.errors import JobNotFound
+from crontabber.redaction import redact
 from crontabber.views import Outcome
 
 from .store import PipelineStore
@@ -104,7 +105,7 @@ def live_index_facts(source: "Source", alias: str, es_url: str) -> dict[str, Any
         documents = int(es.count(index=live.name)["count"]) if live is not None else None
     except (SearchUnavailable, ApiError, TransportError) as exc:
         return {"index": None, "documents": None, "source_as_of": None,
-                "error": f"Elasticsearch: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"}
+                "error": redact(f"Elasticsearch: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")}
     return {"index": live.name if live else None, "documents": documents,
             "source_as_of": live.source_as_of if live else None,
             "error": None if live else f"alias {alias} does not exist yet"}

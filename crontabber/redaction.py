@@ -1,0 +1,93 @@
+"""Secrets out of log output: the values of secret settings, passwords in URLs, signed-URL
+parameters.
+
+Where secrets come from: the environment and the command line (``--crontabber.password=``,
+``CRONTABBER_PASSWORD``, ``AWS_SECRET_ACCESS_KEY``, an ``ES_URL`` with ``user:password@``, a
+Sentry DSN). :func:`secret_values` collects them by name (the words of
+:data:`crontabber.options.SECRET_WORDS`, and the password of any URL-valued setting), and
+:class:`RedactingFormatter` replaces them, and anything shaped like a secret, in every
+formatted log line, traceback included, whatever library logged it. A value shorter than
+four characters, or equal to a setting that is not secret (a password equal to the user name),
+is not replaced by value (it would mask ordinary words); its shape still is.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Iterable, Mapping
+
+from .options import SECRET_WORDS
+
+MASK = "***"
+
+# ``scheme://user:password@host``: the password (userinfo without a password is kept)
+_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@'\"]*:)[^@\s/'\"]+@")
+_URL_PASSWORD_VALUE = re.compile(r"://[^/\s:@]*:([^@\s/]+)@")
+_PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
+# ``password=...``, ``X-Amz-Signature=...`` in query strings, DSNs and libpq strings, and
+# ``'password': ...`` in a printed dict (not ``password:`` in prose: it would mask a word)
+_SECRET_PARAMETER = re.compile(
+    r"(?P<head>\b(?:password|passwd|pwd|secret|token|access_token|api_key|apikey|signature|"
+    r"sig|x-amz-signature|x-amz-credential|x-amz-security-token|sentry_key)(?:\s*=\s*|['\"]\s*:\s*))"
+    r"(?P<value>'[^']*'|\"[^\"]*\"|[^&\s,'\"}]+)", re.IGNORECASE)
+# names of environment variables / options that hold a secret
+_SECRET_NAME = re.compile("|".join(SECRET_WORDS) + r"|secret_key|_key$|^key$", re.IGNORECASE)
+_SHORTEST = 4
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a setting or environment variable called ``name`` holds a secret."""
+    return bool(_SECRET_NAME.search(name))
+
+
+def secret_values(*sources: Mapping[str, str]) -> set[str]:
+    """The secrets in ``sources`` (the environment, the command line's overrides): values
+    of secret-named settings, and the password of every URL among the values."""
+    found: set[str] = set()
+    public: set[str] = set()
+    for source in sources:
+        for name, value in source.items():
+            if not isinstance(value, str) or not value:
+                continue
+            (found if is_secret_name(name) else public).add(value)
+            for password in _URL_PASSWORD_VALUE.findall(value):
+                found.update((password, _percent_decoded(password)))
+
+    # A password equal to a public value (the local services' user, database and password
+    # are all "crontabber") is printed under that name anyway; masking it by value would mask
+    # every logger name. Its shapes (``password=...``, ``user:...@``) are still masked.
+    return {value for value in found - public if len(value) >= _SHORTEST}
+
+
+def _percent_decoded(text: str) -> str:
+    # not urllib.parse.unquote: an idle tick does not import urllib.parse (its own test)
+    return _PERCENT.sub(lambda m: chr(int(m.group(1), 16)), text)
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` with each of ``secrets`` and anything shaped like a secret masked."""
+    for value in sorted(secrets, key=len, reverse=True):  # a longer one may contain another
+        if value in text:
+            text = text.replace(value, MASK)
+    text = _URL_PASSWORD.sub(lambda m: m.group("head") + MASK + "@", text)
+    return _SECRET_PARAMETER.sub(lambda m: m.group("head") + MASK, text)
+
+
+class RedactingFormatter(logging.Formatter):
+    """A formatter whose every line (message, arguments, traceback) goes through
+    :func:`redact`."""
+
+    def __init__(self, fmt: str | None = None, secrets: Iterable[str] = ()) -> None:
+        super().__init__(fmt)
+        self.secrets = frozenset(secrets)
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record), self.secrets)
+
+
+def redact_handlers(secrets: Iterable[str], fmt: str) -> None:
+    """Make every handler of the root logger format through :class:`RedactingFormatter`."""
+    formatter = RedactingFormatter(fmt, secrets)
+    for handler in logging.getLogger().handlers:
+        handler.setFormatter(formatter)
