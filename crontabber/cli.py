@@ -230,7 +230,7 @@ def dispatch(mode: str, args: argparse.Namespace, rest: list[str], stdout: TextI
             raise SentryNotConfigured()
         from .sentry import SentryReporter
 
-        event_id = SentryReporter(settings.sentry_dsn).send_test_message()
+        event_id = SentryReporter(settings.sentry_dsn, secret_values_of(settings)).send_test_message()
         print(f"Sentry test message sent: {event_id}", file=stdout)
         return ExitCode.OK
     store = open_store(settings.database)
@@ -293,7 +293,7 @@ def _backfill_pending(job: Job, store: StateStore) -> bool:
 
 
 def run_all(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
-    runner = Runner(settings, jobs, store, report=_sentry(settings.sentry_dsn),
+    runner = Runner(settings, jobs, store, report=_sentry(settings),
                     tick=cli_monitor.fleet_tick())  # a tick records itself: --nagios watches
     with terminate_on_sigterm():
         results = runner.run_all()
@@ -306,16 +306,16 @@ def run_all(settings: Settings, jobs: list[Job], store: StateStore, args: Any, o
 
 def runner_for(settings: Settings, jobs: list[Job], store: StateStore) -> Runner:
     """The runner of the operator commands (Sentry reporting when a DSN is set)."""
-    return Runner(settings, jobs, store, report=_sentry(settings.sentry_dsn))
+    return Runner(settings, jobs, store, report=_sentry(settings))
 
 
-def _sentry(dsn: str) -> "Reporter":
+def _sentry(settings: Settings) -> "Reporter":
     """The Sentry reporter, imported only when a DSN is set."""
-    if not dsn:
+    if not settings.sentry_dsn:
         return lambda exc, job: None
     from .sentry import SentryReporter
 
-    return SentryReporter(dsn)
+    return SentryReporter(settings.sentry_dsn, secret_values_of(settings))
 
 
 # Each mode's handler as "module:function", imported when its mode runs: a plain
@@ -372,17 +372,25 @@ def _default_sigterm() -> None:
 os.register_at_fork(after_in_child=_default_sigterm)
 
 
+def secret_values_of(settings: Settings, overrides: Mapping[str, str] | None = None) -> set[str]:
+    """The secrets to mask in logs and Sentry events: the environment's and the command
+    line's (by name, and URL passwords), the database password and the Sentry DSN."""
+    from .redaction import secret_values
+
+    secrets = secret_values(os.environ, overrides or {})
+    secrets.update(secret_values({"dsn": settings.sentry_dsn, "password": settings.database.password},
+                                 {"user": settings.database.user, "dbname": settings.database.dbname}))
+    return secrets
+
+
 def setup_logging(settings: Settings, overrides: Mapping[str, str] | None = None) -> None:
     """Log to stderr at the configured level (stdout is for command output), every line
     redacted (:mod:`crontabber.redaction`): the secrets of the environment, the command line
     and the settings never reach a log, at DEBUG either."""
-    from .redaction import redact_handlers, secret_values
+    from .redaction import redact_handlers
 
     logging.basicConfig(stream=sys.stderr, level=settings.log_level, format=settings.log_format)
-    secrets = secret_values(os.environ, overrides or {})
-    secrets.update(secret_values({"dsn": settings.sentry_dsn, "password": settings.database.password},
-                                 {"user": settings.database.user, "dbname": settings.database.dbname}))
-    redact_handlers(secrets, settings.log_format)
+    redact_handlers(secret_values_of(settings, overrides), settings.log_format)
     # everett logs every raw value it reads at DEBUG, secrets included.
     logging.getLogger("everett").setLevel(logging.WARNING)
     # Client libraries log every request at INFO, and each retry at WARNING with a

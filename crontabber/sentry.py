@@ -3,14 +3,28 @@
 ``sentry_sdk`` is imported only when there is something to send, so a tick
 with nothing due does not pay for it. Reporting never breaks the run: a
 failure to send is logged at debug level, as crontabber did.
+
+Events keep the frames' local variables (what makes a Sentry event worth reading) but no
+secret: sentry-sdk's own ``EventScrubber`` masks variables and keys named like a secret
+(its denylist plus the project's setting names, recursively), and every string left in the
+event goes through :func:`crontabber.redaction.redact` with the secrets of the environment
+and the settings, so an Elasticsearch URL with its password in a variable called ``url``, or
+a crontabber-style job's config object (sent as its ``repr``) holding the database
+password, is masked too.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Iterable
 
 from . import __version__
+from .redaction import redact
+
+#: Names of variables and keys masked whatever their value (added to sentry-sdk's list):
+#: the project's secret settings under the names jobs and configs give them.
+DENYLIST = ["dsn", "sentry_dsn", "database_password", "secret_access_key",
+            "aws_secret_access_key", "access_key", "secret_key", "es_password"]
 
 logger = logging.getLogger(__name__)
 
@@ -18,16 +32,23 @@ logger = logging.getLogger(__name__)
 class SentryReporter:
     """Callable ``(exception, job)`` that sends the exception with the job as a tag."""
 
-    def __init__(self, dsn: str) -> None:
+    def __init__(self, dsn: str, secrets: Iterable[str] = ()) -> None:
         self.dsn = dsn
+        self.secrets = frozenset(secrets)
         self._sdk: Any = None
 
     def _client(self) -> Any:
         if self._sdk is None:
             import sentry_sdk
 
+            from sentry_sdk.scrubber import DEFAULT_DENYLIST, EventScrubber
+
             sentry_sdk.init(dsn=self.dsn, release=f"crontabber@{__version__}",
-                            default_integrations=False)
+                            default_integrations=False, send_default_pii=False,
+                            event_scrubber=EventScrubber(
+                                denylist=DEFAULT_DENYLIST + DENYLIST, recursive=True),
+                            before_send=lambda event, hint: self.redacted(event),
+                            before_breadcrumb=lambda crumb, hint: self.redacted(crumb))
             self._sdk = sentry_sdk
         return self._sdk
 
@@ -46,6 +67,16 @@ class SentryReporter:
             return None
         logger.info("Error captured in Sentry. Reference: %s", event_id)
         return event_id
+
+    def redacted(self, value: Any) -> Any:
+        """``value`` (an event, a part of one) with every string redacted."""
+        if isinstance(value, str):
+            return redact(value, self.secrets)
+        if isinstance(value, dict):
+            return {key: self.redacted(item) for key, item in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self.redacted(item) for item in value]
+        return value
 
     def send_test_message(self) -> str | None:
         """``--sentrytest``: send one message and return its event id."""

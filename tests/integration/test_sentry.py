@@ -71,3 +71,21 @@ def test_sentrytest(crontab, sentry_server):
     code, out = crontab.run("--sentrytest", f"--sentry.dsn={dsn}")
     assert code == 0 and "Sentry test message sent" in out
     assert any("Sentry test sent from crontabber" in body for _, body in bodies)
+
+
+def test_no_secret_reaches_sentry_from_a_jobs_local_variables(crontab, sentry_server):
+    """Locals are sent (they make an event worth reading) but no secret in them (issue #24
+    item 3): the config object's repr, a dict key, a URL's password, all masked."""
+    dsn, bodies = sentry_server
+    db_secret, es_secret = "Db-Secret-9137", "Es-Secret-5521"
+    crontab.configure(["SecretsInLocalsJob|1d"])
+    done = subprocess.run(
+        [sys.executable, "-m", "crontabber", f"--admin.conf={crontab.ini}", f"--sentry.dsn={dsn}"],
+        env={**os.environ, "PYTHONPATH": str(REPO), "JOB_DATABASE_PASSWORD": db_secret,
+             "JOB_ES_PASSWORD": es_secret}, cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    events = [body for path, body in bodies if path.startswith("/api/42/")]
+    assert len(events) == 1 and "cannot reach db" in events[0]
+    assert '"vars"' in events[0] and "database_hostname" in events[0]  # locals are sent
+    assert db_secret not in events[0] and es_secret not in events[0]
+    assert "http://elastic:***@127.0.0.1:9200/" in events[0]
