@@ -37,8 +37,9 @@ _SHORTEST = 4
 
 
 def is_secret_name(name: str) -> bool:
-    """Whether a setting or environment variable called ``name`` holds a secret."""
-    return bool(_SECRET_NAME.search(name))
+    """Whether a setting or environment variable called ``name`` holds a secret (an
+    ``..._ID`` does not: ``AWS_ACCESS_KEY_ID`` names the key, it is no secret)."""
+    return bool(_SECRET_NAME.search(name)) and not name.lower().endswith("_id")
 
 
 def secret_values(*sources: Mapping[str, str]) -> set[str]:

@@ -51,6 +51,11 @@ class MissingSymbolsCronApp(_StoreApp):
                                doc="decoding processes (0: one per core; 1: no pool)")
     required_config.add_option("batches_per_transaction", default=100,
                                doc="batches consumed per transaction")
+    required_config.add_option("max_batch_bytes", default=64 << 20,
+                               doc="a larger batch is quarantined unread")
+    required_config.add_option("worker_memory_mb", default=2048,
+                               doc="memory a decoding worker may use (MiB, 0: no limit); "
+                                   "a batch needing more is quarantined")
 
     def run(self) -> None:
         from jobs.s3 import make_s3_client
@@ -60,7 +65,9 @@ class MissingSymbolsCronApp(_StoreApp):
         settings = ConsumeSettings(
             bucket=self.config.inbox_bucket, prefix=self.config.prefix,
             workers=self.config.workers or os.cpu_count() or 1,
-            batches_per_transaction=self.config.batches_per_transaction)
+            batches_per_transaction=self.config.batches_per_transaction,
+            max_batch_bytes=self.config.max_batch_bytes,
+            worker_memory_mb=self.config.worker_memory_mb)
         report = self.with_store(consume, make_s3_client(), settings)
         logger.info("%s: %d batches (%d quarantined), %d events, %d lookups; %d skipped "
                     "(held by another runner)", self.app_name, report.batches,

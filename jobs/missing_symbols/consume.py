@@ -23,7 +23,7 @@ import logging
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 from crontabber.errors import CrontabberError
 
@@ -40,8 +40,12 @@ logger = logging.getLogger(__name__)
 PAUSE_ENV = "MISSING_SYMBOLS_PAUSE_AT"
 PAUSE_FILE_ENV = "MISSING_SYMBOLS_PAUSE_FILE"
 
-#: Decodes tasks, yielding each result as soon as it is ready (in any order).
-Decoder = Callable[[list[DecodeTask]], Iterator[DecodeResult]]
+#: Test hook: a worker that starts reading a key containing this text kills itself with
+#: SIGKILL, as the kernel's OOM killer would (a real death of a real worker process).
+DIE_ENV = "MISSING_SYMBOLS_DIE_ON"
+
+DEFAULT_MAX_BATCH_BYTES = 64 << 20
+DEFAULT_WORKER_MEMORY_MB = 2048
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,11 @@ class ConsumeSettings:
     prefix: str = "missing/"
     workers: int = 2
     batches_per_transaction: int = 100
+    #: A batch larger than this is quarantined unread (its size is the listing's).
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
+    #: How much a decoding worker may grow (address space, MiB; 0: no limit). A batch that
+    #: needs more is quarantined; the host is never driven out of memory by one batch.
+    worker_memory_mb: int = DEFAULT_WORKER_MEMORY_MB
 
 
 @dataclass
@@ -85,41 +94,131 @@ def pause_point(name: str) -> None:
     time.sleep(600)
 
 
+class WorkerDied(CrontabberError):
+    """A decoding worker process died (killed: out of memory, a signal) before answering."""
+
+
+class Decoder:
+    """Decodes tasks in this process (``workers`` <= 1) or in a pool of forked worker
+    processes, each limited to ``worker_memory_mb`` of growth.
+
+    A worker that dies is noticed at once (``concurrent.futures`` watches each worker's
+    process; ``multiprocessing.Pool`` replaced it silently and the run waited for the
+    task's result for 30 minutes): :meth:`__call__` raises :class:`WorkerDied` and the next
+    call starts a new pool. :meth:`alone` decodes one task in a process of its own, to
+    tell which batch kills its worker.
+    """
+
+    def __init__(self, workers: int, worker_memory_mb: int = 0) -> None:
+        self.workers = workers
+        self.worker_memory_mb = worker_memory_mb
+        self._pool: Any = None
+
+    def __call__(self, tasks: list[DecodeTask]) -> Iterator[DecodeResult]:
+        """Each task's result as soon as it is ready (in any order).
+
+        Raises:
+            WorkerDied: a worker died; the other results of this call are lost.
+            DecodeFailed: a worker failed to read or decode (S3, network).
+        """
+        if self.workers <= 1:
+            yield from (decode_batches(task) for task in tasks)
+            return
+        import concurrent.futures
+
+        if self._pool is None:
+            self._pool = self._new_pool(self.workers)
+        futures = [self._pool.submit(_decode_in_worker, task) for task in tasks]
+        try:
+            for future in concurrent.futures.as_completed(futures, timeout=WORKER_TIMEOUT):
+                yield _answer(future.result())
+        except concurrent.futures.process.BrokenProcessPool as exc:
+            self.close()
+            raise WorkerDied(f"a decoding worker died: {exc}") from None
+        finally:
+            for future in futures:  # the others' results are no longer wanted
+                future.cancel()
+
+    def alone(self, task: DecodeTask) -> DecodeResult:
+        """``task`` decoded in a new worker process of its own (in this process when there
+        is no pool).
+
+        Raises:
+            WorkerDied: that process died.
+        """
+        if self.workers <= 1:
+            return decode_batches(task)
+        import concurrent.futures
+
+        with self._new_pool(1) as pool:
+            try:
+                return _answer(pool.submit(_decode_in_worker, task).result(WORKER_TIMEOUT))
+            except concurrent.futures.process.BrokenProcessPool:
+                raise WorkerDied(f"the worker decoding {task.keys} died") from None
+
+    def _new_pool(self, workers: int) -> Any:
+        import concurrent.futures
+        import multiprocessing
+
+        return concurrent.futures.ProcessPoolExecutor(
+            workers, mp_context=multiprocessing.get_context("fork"),
+            initializer=_worker_setup, initargs=(self.worker_memory_mb,))
+
+    def close(self) -> None:
+        """End the pool's processes (idle workers exit on their own: no SIGTERM)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+
 @contextlib.contextmanager
-def decoder(workers: int) -> Iterator[Decoder]:
-    """A function decoding tasks: in this process (``workers`` <= 1) or a pool of
-    forked worker processes, closed when the block ends."""
-    if workers <= 1:
-        yield lambda tasks: (decode_batches(task) for task in tasks)
-        return
-    import multiprocessing
-
-    def decode(tasks: list[DecodeTask]) -> Iterator[DecodeResult]:
-        outcomes = pool.imap_unordered(_decode_in_worker, tasks, chunksize=1)
-        for _ in tasks:
-            outcome = outcomes.next(WORKER_TIMEOUT)
-            if isinstance(outcome, str):
-                raise DecodeFailed(outcome)
-            yield outcome
-
-    pool = multiprocessing.get_context("fork").Pool(workers, initializer=_worker_signals)
+def decoder(workers: int, worker_memory_mb: int = 0) -> Iterator[Decoder]:
+    """A :class:`Decoder`, its processes ended when the block ends."""
+    decode = Decoder(workers, worker_memory_mb)
     try:
         yield decode
-    except BaseException:
-        pool.terminate()
-        pool.join()
-        raise
-    pool.close()  # idle workers exit on their own: no SIGTERM, no traceback
-    pool.join()
+    finally:
+        decode.close()
 
 
-def _worker_signals() -> None:
-    """In a worker: SIGTERM kills quietly (the runner's handler, inherited by fork, would
-    raise in the worker); Ctrl-C is the parent's to handle."""
+#: A worker's answer when its batches needed more than ``worker_memory_mb``.
+OUT_OF_MEMORY = "out of memory"
+
+
+def _answer(outcome: DecodeResult | str) -> DecodeResult:
+    """A worker's result, or its failure raised: running out of memory is handled like
+    dying (which of its batches needs so much is found by reading each alone)."""
+    if outcome == OUT_OF_MEMORY:
+        raise WorkerDied(OUT_OF_MEMORY)
+    if isinstance(outcome, str):
+        raise DecodeFailed(outcome)
+    return outcome
+
+
+def _worker_setup(worker_memory_mb: int) -> None:
+    """In a worker: it dies with the job; SIGTERM kills quietly (the runner's handler,
+    inherited by fork, would raise in the worker); Ctrl-C is the parent's to handle; the
+    address space may grow by
+    ``worker_memory_mb`` MiB past what the fork inherited (then MemoryError, or death)."""
+    import ctypes
+    import resource
     import signal
 
+    # die with the job (killed with -9, its workers would live on, holding copies of its
+    # database socket: PostgreSQL would keep its session, and its locks, open)
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # not Linux
+    if os.getppid() == 1:  # the job died before prctl: orphaned already
+        os._exit(71)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if worker_memory_mb > 0:
+        with open("/proc/self/statm") as statm:
+            inherited = int(statm.read().split()[0]) * resource.getpagesize()
+        limit = inherited + (worker_memory_mb << 20)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, resource.getrlimit(resource.RLIMIT_AS)[1]))
 
 
 #: Seconds a decoding task may take before the run fails (a stuck S3 read).
@@ -139,6 +238,8 @@ def _decode_in_worker(task: DecodeTask) -> DecodeResult | str:
     survives pickling back to the parent (botocore's do not)."""
     try:
         return decode_batches(task)
+    except MemoryError:  # past worker_memory_mb; what it held is freed on the way out
+        return OUT_OF_MEMORY
     except Exception as exc:  # noqa: BLE001 - re-raised in the parent as DecodeFailed
         return f"{type(exc).__name__}: {exc}"
 
@@ -148,17 +249,35 @@ def split(keys: list[str], parts: int) -> list[list[str]]:
     return [keys[index::parts] for index in range(min(parts, len(keys)))]
 
 
-def decode_group(bucket: str, keys: list[str], workers: int, decode: Decoder
+def decode_group(bucket: str, keys: list[str], workers: int, decode: Decoder,
+                 bad: dict[str, BatchOutcome] | None = None
                  ) -> tuple[Aggregate, list[BatchOutcome]]:
     """``keys``' events counted and settled, and each batch's outcome. Batches
-    found bad when settling are quarantined and the others read again (once)."""
-    bad: dict[str, BatchOutcome] = {}
+    found bad when settling are quarantined and the others read again (once).
+    ``bad``: batches already quarantined (oversized), not read.
+
+    When a worker dies, each batch of the group is read again alone, in a process of its
+    own: one whose process dies too is quarantined, the others are counted.
+
+    Raises:
+        DecodeFailed: a worker died, and no batch alone kills its process.
+    """
+    bad = dict(bad or {})
     while True:
         todo = [key for key in keys if key not in bad]
         total, outcomes = Aggregate(), []
-        for result in decode([DecodeTask(bucket, part) for part in split(todo, workers)]):
-            total.merge(result.aggregate)
-            outcomes += result.outcomes
+        try:
+            for result in decode([DecodeTask(bucket, part) for part in split(todo, workers)]):
+                total.merge(result.aggregate)
+                outcomes += result.outcomes
+        except WorkerDied as died:
+            killers = _killers(bucket, todo, decode)
+            if not killers:
+                raise DecodeFailed(f"{died}; no batch alone kills its worker") from None
+            for outcome in killers:
+                logger.warning("missing-symbols: quarantined %s: %s", outcome.key, outcome.reason)
+                bad[outcome.key] = outcome
+            continue
         found: dict[str, BatchOutcome] = {}
         for outcome in outcomes:
             if outcome.reason is not None:
@@ -175,6 +294,22 @@ def decode_group(bucket: str, keys: list[str], workers: int, decode: Decoder
         bad.update(found)
 
 
+def _killers(bucket: str, keys: list[str], decode: Decoder) -> list[BatchOutcome]:
+    """The batches of ``keys`` whose worker dies when it reads them alone, quarantined."""
+    found = []
+    for key in keys:
+        try:
+            decode.alone(DecodeTask(bucket, [key]))
+        except WorkerDied as died:
+            if str(died) == OUT_OF_MEMORY:
+                reason = (f"out of memory: decoding it alone needed more than worker_memory_mb "
+                          f"({decode.worker_memory_mb} MiB)")
+            else:
+                reason = "worker died: the process decoding it alone was killed (out of memory?)"
+            found.append(BatchOutcome(key, 0, reason))
+    return found
+
+
 def _keep_first(found: dict[str, BatchOutcome], outcome: BatchOutcome) -> None:
     """Keep a batch's earliest fault (an invalid event before a malformed byte wins)."""
     known = found.get(outcome.key)
@@ -183,14 +318,19 @@ def _keep_first(found: dict[str, BatchOutcome], outcome: BatchOutcome) -> None:
 
 
 def consume_group(store: MissingSymbolStore, bucket: str, keys: list[str], workers: int,
-                  decode: Decoder, report: ConsumeReport) -> None:
-    """Consume ``keys`` in one transaction (steps 1-5 of the module docstring)."""
+                  decode: Decoder, report: ConsumeReport,
+                  oversized: dict[str, BatchOutcome] | None = None) -> None:
+    """Consume ``keys`` in one transaction (steps 1-5 of the module docstring);
+    ``oversized`` ones are recorded as quarantined, unread."""
     with store.batches() as tx:
         claimed = tx.claim(keys)
         report.skipped += len(keys) - len(claimed)
         if not claimed:
             return
-        total, outcomes = decode_group(bucket, claimed, workers, decode)
+        unread = {key: outcome for key, outcome in (oversized or {}).items() if key in claimed}
+        for outcome in unread.values():
+            logger.warning("missing-symbols: quarantined %s: %s", outcome.key, outcome.reason)
+        total, outcomes = decode_group(bucket, claimed, workers, decode, unread)
         tx.merge(staging_chunks(total), total.one_day_per_symbol())
         tx.record(outcomes)
         pause_point("before_commit")
@@ -204,18 +344,21 @@ def consume_group(store: MissingSymbolStore, bucket: str, keys: list[str], worke
 def consume(store: MissingSymbolStore, s3_client: Any, settings: ConsumeSettings) -> ConsumeReport:
     """Consume every pending batch under ``settings.prefix``; return what was done."""
     report = ConsumeReport()
-    pending = [obj.key for obj in pending_batches(store, s3_client, settings.bucket,
-                                                  settings.prefix)]
+    listed = pending_batches(store, s3_client, settings.bucket, settings.prefix)
+    pending = [obj.key for obj in listed]
     if not pending:
         return report
+    oversized = {obj.key: BatchOutcome(obj.key, 0, f"oversized batch: {obj.size} bytes, over "
+                                       f"max_batch_bytes ({settings.max_batch_bytes}); not read")
+                 for obj in listed if obj.size > settings.max_batch_bytes}
     size = max(1, settings.batches_per_transaction)
     # The collector paused for each group, until its aggregate is gone: running,
     # it rescanned the growing containers (unpickling a worker's 100,000 pending
     # events took 0.4 s instead of 0.035 s), and re-enabled while the aggregate
     # lived, its first collection scanned ~300,000 of them (0.1 s) for no garbage.
-    with decoder(min(settings.workers, len(pending))) as decode:
+    with decoder(min(settings.workers, len(pending)), settings.worker_memory_mb) as decode:
         for start in range(0, len(pending), size):
             with collector_paused():
                 consume_group(store, settings.bucket, pending[start:start + size],
-                              settings.workers, decode, report)
+                              settings.workers, decode, report, oversized)
     return report

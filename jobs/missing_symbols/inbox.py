@@ -107,6 +107,7 @@ def decode_batches(task: DecodeTask, s3_client: Any = None) -> DecodeResult:
             gone.append(key)
             continue
         before = total.events
+        _die_here_for_tests(key)
         try:
             aggregate_batch(response["Body"].iter_chunks(task.chunk_size),
                             response["LastModified"].timestamp(), task.chunk_size,
@@ -121,6 +122,15 @@ def decode_batches(task: DecodeTask, s3_client: Any = None) -> DecodeResult:
             response["Body"].close()
         outcomes.append(BatchOutcome(key, total.events - before))
     return DecodeResult(total, outcomes, gone)
+
+
+def _die_here_for_tests(key: str) -> None:
+    """``MISSING_SYMBOLS_DIE_ON`` (tests only): SIGKILL this worker on a matching key."""
+    marker = os.environ.get("MISSING_SYMBOLS_DIE_ON")
+    if marker and marker in key:
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def quarantined(fault: BadBatch) -> BatchOutcome:

@@ -20,6 +20,7 @@ def test_secret_values_by_name_and_in_urls():
     assert redact("connecting with pg-Secret-1 and aws/Secret+2", secret_values(env)) == (
         "connecting with *** and ***")
     assert is_secret_name("crontabber.class-X.api_token") and not is_secret_name("bucket")
+    assert not is_secret_name("AWS_ACCESS_KEY_ID")  # its value (e.g. "symbols") is everywhere
 
 
 def test_a_password_equal_to_a_public_setting_is_not_masked_by_value():
