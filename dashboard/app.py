@@ -28,10 +28,24 @@ Configuration, when the application is built by gunicorn: ``DASHBOARD_CONF``
 then ``./crontabber.ini``), the environment as for the runner
 (``RESOURCE_POSTGRESQL_PASSWORD``...), and ``DASHBOARD_REFRESH_SECONDS``
 (default 10).
+
+Browsers are untrusted (``docs/security.md``). Every response carries a Content-Security-Policy
+without inline script or style, ``frame-ancestors 'none'``, ``nosniff`` and
+``Referrer-Policy: no-referrer``. A request whose ``Host`` is not allowed is refused with 421
+(DNS rebinding: a page on ``evil.example`` resolving to 127.0.0.1 cannot read ``/api/*``):
+``DASHBOARD_ALLOWED_HOSTS`` (comma-separated names, ``*`` for any; default ``localhost``,
+``127.0.0.1``, ``[::1]`` and the address served on). Optional authentication, for everything
+but ``/__lbheartbeat__``: ``DASHBOARD_TOKEN`` (from the environment only, never the INI, never
+logged) as ``Authorization: Bearer TOKEN`` or as the password of HTTP Basic (any user name: a
+browser asks for it), and/or ``DASHBOARD_TRUSTED_USER_HEADER`` (e.g. ``X-Forwarded-User``: a
+reverse proxy that authenticates sets it; then listen on 127.0.0.1 only). ``?limit`` is at most
+:data:`MAX_LIMIT`.
 """
 
 from __future__ import annotations
 
+import base64
+import hmac
 import logging
 import os
 import threading
@@ -47,20 +61,91 @@ from .source import HISTORY_LIMIT, SPARK_RUNS, Source
 
 logger = logging.getLogger("dashboard.app")
 
-REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
-           500: "Internal Server Error", 503: "Service Unavailable"}
+REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found",
+           405: "Method Not Allowed", 421: "Misdirected Request", 500: "Internal Server Error",
+           503: "Service Unavailable"}
+MAX_LIMIT = 1000  # ?limit: runs of a history page (a huge one answered 500)
+DEFAULT_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+#: On every response: no inline script or style anywhere (the page's are static files).
+SECURITY_HEADERS = [
+    ("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; "
+     "img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; "
+     "form-action 'none'"),
+    ("X-Content-Type-Options", "nosniff"),
+    ("Referrer-Policy", "no-referrer"),
+    ("X-Frame-Options", "DENY"),
+    ("Cross-Origin-Resource-Policy", "same-origin"),
+]
 DEFAULT_REFRESH = 10.0
 STATIC = {"dashboard.css": "text/css; charset=utf-8",
           "dashboard.js": "text/javascript; charset=utf-8"}
 
 
 class HttpError(Exception):
-    """A request answered with ``status`` and ``{"error": message}``."""
+    """A request answered with ``status`` and ``{"error": message}`` (and ``headers``)."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, headers: list[tuple[str, str]] | None = None) -> None:
         self.status = status
         self.message = message
+        self.headers = headers or []
         super().__init__(message)
+
+
+def host_name(host: str) -> str:
+    """``Host``'s name without its port (``[::1]:8100`` -> ``[::1]``), lower case."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[:host.find("]") + 1] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+class Guard:
+    """Who may ask: the ``Host`` allow-list and the optional authentication (see the module
+    docstring). Built from the environment unless given."""
+
+    def __init__(self, allowed_hosts: Iterable[str] | None = None, token: str | None = None,
+                 user_header: str | None = None) -> None:
+        if allowed_hosts is None:
+            listed = os.environ.get("DASHBOARD_ALLOWED_HOSTS", "")
+            allowed_hosts = [h for h in listed.split(",") if h.strip()] or DEFAULT_HOSTS
+        self.allowed_hosts = {host_name(h) for h in allowed_hosts}
+        self.token = token if token is not None else os.environ.get("DASHBOARD_TOKEN", "")
+        header = user_header if user_header is not None else os.environ.get(
+            "DASHBOARD_TRUSTED_USER_HEADER", "")
+        self.user_key = "HTTP_" + header.upper().replace("-", "_") if header else ""
+
+    def allow_host(self, host: str) -> None:
+        """Add the address the server listens on (``python -m dashboard --host``)."""
+        self.allowed_hosts.add(host_name(f"[{host}]" if ":" in host else host))
+
+    def check(self, environ: dict[str, Any]) -> None:
+        """Raises HttpError: 421 for a ``Host`` not allowed, 401 without the credentials."""
+        if "*" not in self.allowed_hosts:
+            host = host_name(environ.get("HTTP_HOST") or environ.get("SERVER_NAME", ""))
+            if host not in self.allowed_hosts:
+                raise HttpError(421, f"host {host[:100]!r} is not allowed (DASHBOARD_ALLOWED_HOSTS)")
+        if not self.token and not self.user_key:
+            return
+        if self.user_key and environ.get(self.user_key, "").strip():
+            return
+        if self.token and hmac.compare_digest(_credential(environ.get("HTTP_AUTHORIZATION", "")),
+                                              self.token.encode()):
+            return
+        raise HttpError(401, "authentication required", [
+            ("WWW-Authenticate", 'Basic realm="crontabber dashboard", charset="UTF-8"')])
+
+
+def _credential(authorization: str) -> bytes:
+    """The token of ``Bearer TOKEN``, or the password of ``Basic base64(user:TOKEN)``."""
+    scheme, _, value = authorization.strip().partition(" ")
+    if scheme.lower() == "bearer":
+        return value.strip().encode()
+    if scheme.lower() == "basic":
+        try:
+            return base64.b64decode(value.strip(), validate=True).partition(b":")[2]
+        except ValueError:
+            return b""
+    return b""
 
 
 Response = tuple[int, str, bytes]  # status, content type, body
@@ -79,9 +164,11 @@ class DashboardApp:
     (from ``DASHBOARD_CONF`` and the environment), so importing this module
     (gunicorn) reads nothing and connects nowhere."""
 
-    def __init__(self, source: Source | None = None, refresh_seconds: float | None = None) -> None:
+    def __init__(self, source: Source | None = None, refresh_seconds: float | None = None,
+                 guard: Guard | None = None) -> None:
         self._source = source
         self._lock = threading.Lock()
+        self.guard = guard or Guard()
         self.refresh_seconds = refresh_seconds if refresh_seconds is not None else float(
             os.environ.get("DASHBOARD_REFRESH_SECONDS", DEFAULT_REFRESH))
 
@@ -98,10 +185,14 @@ class DashboardApp:
             return self._source
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        extra: list[tuple[str, str]] = []
         try:
+            if environ.get("PATH_INFO") != "/__lbheartbeat__":  # the load balancer's probe
+                self.guard.check(environ)
             status, content_type, body = self.route(environ)
         except HttpError as exc:
             status, content_type, body = json_response(exc.status, {"error": exc.message})
+            extra = exc.headers
         except DatabaseUnavailable as exc:
             logger.warning("%s", exc)
             status, content_type, body = json_response(503, {"error": str(exc)})
@@ -113,7 +204,7 @@ class DashboardApp:
             status, content_type, body = json_response(500, {"error": "internal error"})
         start_response(f"{status} {REASONS[status]}", [
             ("Content-Type", content_type), ("Content-Length", str(len(body))),
-            ("Cache-Control", "no-store")])
+            ("Cache-Control", "no-store"), *SECURITY_HEADERS, *extra])
         return [] if environ.get("REQUEST_METHOD") == "HEAD" else [body]
 
     def route(self, environ: dict[str, Any]) -> Response:
@@ -216,11 +307,12 @@ def _limit(params: dict[str, list[str]]) -> int:
     """``?limit=N`` (default 20).
 
     Raises:
-        HttpError: 400, not one whole number of at least 1.
+        HttpError: 400, not one whole number from 1 to :data:`MAX_LIMIT`.
     """
     values = params.get("limit", [str(HISTORY_LIMIT)])
-    if len(values) != 1 or not values[0].isdigit() or int(values[0]) < 1:
-        raise HttpError(400, "limit must be given once, as a whole number of runs, 1 or more")
+    if (len(values) != 1 or not values[0].isascii() or not values[0].isdigit()
+            or not 1 <= int(values[0]) <= MAX_LIMIT):
+        raise HttpError(400, f"limit must be given once, as a whole number of runs from 1 to {MAX_LIMIT}")
     return int(values[0])
 
 

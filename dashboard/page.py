@@ -219,7 +219,8 @@ def uploads_card(panel: Mapping[str, Any], now: dt.datetime) -> str:
 
 
 def missing_card(panel: Mapping[str, Any], now: dt.datetime) -> str:
-    body = (f'<p>batches waiting {number(panel["batches_waiting"], "missing.waiting")}'
+    more = "+" if panel.get("waiting_capped") else ""  # the listing stopped at its bound
+    body = (f'<p>batches waiting {number(panel["batches_waiting"], "missing.waiting")}{more}'
             f' (oldest: {when_html(panel["oldest_waiting"], now, "none")})</p>'
             f'<p>quarantined {number(panel["quarantined_total"], "missing.quarantined")}</p>')
     quarantined = [[esc(q["key"]), esc(q["events"]), when_html(q["quarantined_at"], now),

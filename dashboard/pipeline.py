@@ -54,28 +54,47 @@ def uploads_panel(store: PipelineStore, now: dt.datetime) -> dict[str, Any]:
 
 
 def waiting_batches(source: "Source", session: "Session") -> dict[str, Any]:
-    """How many batches wait in the inbox, the oldest's time, or the S3 error."""
+    """How many batches wait in the inbox, the oldest's time, or the S3 error.
+
+    The inbox is listed at most once per ``DASHBOARD_S3_CACHE_SECONDS`` (default 30) for
+    every request together, and at most ``DASHBOARD_S3_MAX_LISTED`` objects (default
+    10,000: ``waiting_capped`` is then true and the count is a lower bound): a browser, or
+    anyone reaching the dashboard, cannot make it list a large bucket once per request."""
+    import os
+
+    seconds = float(os.environ.get("DASHBOARD_S3_CACHE_SECONDS", "30"))
+    return dict(source.cached("waiting_batches", seconds,
+                              lambda: _list_waiting(source, session)))
+
+
+def _list_waiting(source: "Source", session: "Session") -> dict[str, Any]:
+    import os
+
     config = _config(source, MISSING_APP)
     if not config:
-        return {"batches_waiting": None, "oldest_waiting": None,
+        return {"batches_waiting": None, "oldest_waiting": None, "waiting_capped": False,
                 "waiting_error": f"{MISSING_APP} is not configured"}
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from jobs.missing_symbols.consume import pending_batches
+    from jobs.missing_symbols.consume import pending_batches_listed
     from jobs.missing_symbols.store import MissingSymbolStore
     from jobs.s3 import make_s3_client
 
     s3 = source.client("s3", lambda: make_s3_client(connect_timeout=3, read_timeout=10,
                                                     max_attempts=1))
+    cap = int(os.environ.get("DASHBOARD_S3_MAX_LISTED", "10000"))
     try:
-        waiting = pending_batches(MissingSymbolStore(session.connection), s3,
-                                  str(config["inbox_bucket"]), str(config["prefix"]))
+        waiting, capped = pending_batches_listed(MissingSymbolStore(session.connection), s3,
+                                                 str(config["inbox_bucket"]),
+                                                 str(config["prefix"]), cap)
     except (BotoCoreError, ClientError) as exc:
-        return {"batches_waiting": None, "oldest_waiting": None,
-                "waiting_error": f"S3: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"}
+        return {"batches_waiting": None, "oldest_waiting": None, "waiting_capped": False,
+                "waiting_error": redact(
+                    f"S3: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")}
     oldest = (dt.datetime.fromtimestamp(waiting[0].modified, dt.timezone.utc)
               if waiting else None)
-    return {"batches_waiting": len(waiting), "oldest_waiting": oldest, "waiting_error": None}
+    return {"batches_waiting": len(waiting), "oldest_waiting": oldest,
+            "waiting_capped": capped, "waiting_error": None}
 
 
 def missing_symbols_panel(source: "Source", session: "Session", now: dt.datetime

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import socketserver
 import sys
 import time
@@ -41,7 +42,12 @@ class ThreadingWSGIServer(socketserver.ThreadingMixIn, WSGIServer):
 
 
 class AccessLogHandler(WSGIRequestHandler):
-    """wsgiref's request handler, logging one line per request to ``dashboard.access``."""
+    """wsgiref's request handler, logging one line per request to ``dashboard.access``.
+
+    A connection that sends nothing for ``timeout`` seconds is closed (``DASHBOARD_IDLE_TIMEOUT``,
+    default 30): an idle or trickling client cannot hold a thread forever."""
+
+    timeout = float(os.environ.get("DASHBOARD_IDLE_TIMEOUT", "30"))
 
     def handle(self) -> None:
         self._started = time.perf_counter()
@@ -97,7 +103,9 @@ def load(argv: list[str]) -> tuple[argparse.Namespace, DashboardApp]:
     source = Source.load(args.conf, split_overrides(rest))
     with source.session() as session:
         session.pipeline.now()
-    return args, DashboardApp(source, args.refresh)
+    app = DashboardApp(source, args.refresh)
+    app.guard.allow_host(args.host)  # the address it serves on is a name it answers to
+    return args, app
 
 
 def main(argv: list[str], stderr: TextIO = sys.stderr) -> int:

@@ -52,6 +52,8 @@ class Source:
         self.jobs = jobs
         self._lock = threading.Lock()
         self._clients: dict[str, Any] = {}
+        self._cache_lock = threading.Lock()
+        self._cache: dict[str, tuple[float, Any]] = {}
 
     @classmethod
     def load(cls, conf_path: str | None, overrides: Mapping[str, str],
@@ -71,6 +73,19 @@ class Source:
             if kind not in self._clients:
                 self._clients[kind] = build()
             return self._clients[kind]
+
+    def cached(self, kind: str, seconds: float, build: Any) -> Any:
+        """``build()``'s value, computed again only when the last one is older than
+        ``seconds`` (a value per ``kind``; concurrent requests wait for one computation)."""
+        import time
+
+        with self._cache_lock:
+            found = self._cache.get(kind)
+            if found is not None and time.monotonic() - found[0] < seconds:
+                return found[1]
+            value = build()
+            self._cache[kind] = (time.monotonic(), value)
+            return value
 
     def job(self, app_name: str) -> Job | None:
         return next((job for job in self.jobs if job.app_name == app_name), None)

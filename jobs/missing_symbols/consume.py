@@ -77,12 +77,23 @@ class ConsumeReport:
 def pending_batches(store: MissingSymbolStore, s3_client: Any, bucket: str,
                     prefix: str) -> list[BatchObject]:
     """Listed batches without a ``missing_symbol_batch`` row, oldest first."""
+    return pending_batches_listed(store, s3_client, bucket, prefix)[0]
+
+
+def pending_batches_listed(store: MissingSymbolStore, s3_client: Any, bucket: str, prefix: str,
+                           max_listed: int | None = None) -> tuple[list[BatchObject], bool]:
+    """:func:`pending_batches`, the listing stopped after ``max_listed`` objects (the
+    dashboard's bound); and whether it was stopped there (then more may wait)."""
     pending: list[BatchObject] = []
-    for page in list_batches(s3_client, bucket, prefix):
+    listed, capped = 0, False
+    for page in list_batches(s3_client, bucket, prefix, max_listed):
         done = store.processed([obj.key for obj in page])
         pending += [obj for obj in page if obj.key not in done]
+        listed += len(page)
+    # (one more object may exist past exactly max_listed: "at least" is what is shown)
+    capped = max_listed is not None and listed >= max_listed
     pending.sort(key=lambda obj: (obj.modified, obj.key))
-    return pending
+    return pending, capped
 
 
 def pause_point(name: str) -> None:
