@@ -44,7 +44,7 @@ class SentryReporter:
             from sentry_sdk.scrubber import DEFAULT_DENYLIST, EventScrubber
 
             sentry_sdk.init(dsn=self.dsn, release=f"crontabber@{__version__}",
-                            default_integrations=False, send_default_pii=False,
+                            default_integrations=False,
                             event_scrubber=EventScrubber(
                                 denylist=DEFAULT_DENYLIST + DENYLIST, recursive=True),
                             before_send=lambda event, hint: self.redacted(event),
