@@ -130,6 +130,12 @@ class LeaseLost(CrontabberError):
         super().__init__(f"{app_name}: run {run_id} was fenced off: {why}")
 
 
+class RunAbandoned(CrontabberError):
+    """A run whose holder died (``kill -9``, a lost host) without recording its end. Never
+    raised: its name is the ``exc_type`` of the log row that records the run, written by
+    whoever takes the job over, releases it or resets it (``store.log_abandoned``)."""
+
+
 class JobTimeout(CrontabberError):
     """A job ran past its ``timeout``: it was stopped (SIGTERM, then SIGKILL)."""
 

@@ -273,6 +273,8 @@ class StateStore:
                 state, now = JobState.from_row(row), row["now"]
                 if not decide(state, now):
                     return None
+                if state.ongoing is not None:  # decide allowed a takeover: its holder is gone
+                    _log_abandoned(cur, state, f"taken over by {host}:{pid}")
                 cur.execute(Q["mark_ongoing"], {**params, "now": now, "holder": f"{host}:{pid}"})
                 run_id = cur.fetchone()[0]
                 return state, Claim(app_name, run_id, host, pid, now)
@@ -367,6 +369,9 @@ class StateStore:
                 found = _as_dict(cur, row)
                 state = JobState.from_row(found)
                 if decide(state, found["now"]):
+                    if change in ("release", "reset") and state.ongoing is not None:
+                        by = audit.actor if audit is not None else "an operator"
+                        _log_abandoned(cur, state, f"{'released' if change == 'release' else 'reset'} by {by}")
                     cur.execute(query, {"app_name": app_name, "now": found["now"], **(params or {})})
                     if audit is not None:
                         _audit(cur, audit)
@@ -453,6 +458,19 @@ def _log_failure(cur: Any, claim: Claim, failure: tuple[dt.timedelta, Mapping[st
     cur.execute(Q["log_failure"], {**_identity(claim), "duration": duration,
                                    "exc_type": error["type"], "exc_value": exc_repr,
                                    "exc_traceback": error["traceback"]})
+
+
+def _log_abandoned(cur: Any, state: JobState, found_by: str) -> None:
+    """Record ``state``'s run as abandoned (its holder died), saying who found it."""
+    from .errors import RunAbandoned
+    from .text import utc_text
+
+    beat = f"last heartbeat {utc_text(state.heartbeat)}" if state.heartbeat else "no heartbeat"
+    holder = state.ongoing_by or "an unknown holder (crontabber 0.18?)"
+    value = (f"RunAbandoned('run {state.run_id} on {holder}, started {utc_text(state.ongoing)}, "
+             f"stopped renewing its lease without recording its end ({beat}); {found_by}')")
+    cur.execute(Q["log_abandoned"], {"app_name": state.app_name, "exc_type": repr(RunAbandoned),
+                                     "exc_value": value})
 
 
 def _audit(cur: Any, entry: AuditEntry) -> None:

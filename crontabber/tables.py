@@ -196,7 +196,8 @@ def history_table(
                 outcome = Outcome.FAILED
             error = ""
             if entry.failed and run.error is not None:  # "fenced off" says LeaseLost already
-                error = run.error.value if outcome is Outcome.FENCED_OFF else run.error.summary
+                error = (run.error.value if outcome in (Outcome.FENCED_OFF, Outcome.ABANDONED)
+                         else run.error.summary)
             interval = _interval(entry.success) if not entry.failed else "-"
             rows.append(_row(is_backfill, stamp(entry.started), took(entry.duration),
                              short_host(entry.holder, pid=True) if entry.holder else "-", run_id, outcome.text, interval, one_line(error)))
@@ -231,7 +232,8 @@ def _beat(run: RunView, now: dt.datetime) -> str:
 def failure_headline(failure: FailureView, now: dt.datetime) -> str:
     """``trouble: run 42 failed 2026-11-22 05:17:19 UTC (3m ago) on web-3:4242 after 0.42s``."""
     run = f"run {failure.run_id}" if failure.run_id is not None else "a run"
-    verb = "was fenced off" if failure.outcome is Outcome.FENCED_OFF else "failed"
+    verb = {Outcome.FENCED_OFF: "was fenced off", Outcome.ABANDONED: "was abandoned"}.get(
+        failure.outcome, "failed")
     when = f" {stamp(failure.at)} UTC ({relative(failure.at, now)})" if failure.at else ""
     where = f" on {failure.by}" if failure.by else ""
     span = f" after {took(failure.duration)}" if failure.duration is not None else ""

@@ -58,6 +58,7 @@ class Outcome(enum.Enum):
     OK = "ok"
     FAILED = "failed"
     FENCED_OFF = "fenced_off"  # it lost its lease; its outcome was not recorded in the state
+    ABANDONED = "abandoned"  # its holder died; recorded by whoever took over, released, reset
     RUNNING = "running"  # the run holding the job now (its rows so far are its finished units)
 
     @property
@@ -136,11 +137,15 @@ class ErrorInfo:
 
 
 def entry_outcome(entry: LogEntry) -> Outcome:
-    """ok (a unit done), failed, or fenced off (a ``LeaseLost`` row)."""
+    """ok (a unit done), failed, fenced off (a ``LeaseLost`` row) or abandoned (a
+    ``RunAbandoned`` row)."""
     if entry.exc_type is None:
         return Outcome.OK
-    if type_name(entry.exc_type).rsplit(".", 1)[-1] == "LeaseLost":
+    kind = type_name(entry.exc_type).rsplit(".", 1)[-1]
+    if kind == "LeaseLost":
         return Outcome.FENCED_OFF
+    if kind == "RunAbandoned":
+        return Outcome.ABANDONED
     return Outcome.FAILED
 
 
@@ -393,7 +398,10 @@ def _run(rows: list[LogEntry], holding: OngoingView | None) -> RunView:
     ongoing = None
     if holding is not None and last.run_id is not None and last.run_id == holding.run_id:
         ongoing = holding
+    # fenced off before abandoned: a run taken over while frozen that came back and was
+    # refused has both rows, and "fenced off" says more
     outcome = (Outcome.RUNNING if ongoing else Outcome.FENCED_OFF if Outcome.FENCED_OFF in outcomes
+               else Outcome.ABANDONED if Outcome.ABANDONED in outcomes
                else Outcome.FAILED if Outcome.FAILED in outcomes else Outcome.OK)
     started = min(row.started for row in rows)
     if ongoing is not None:

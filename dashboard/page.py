@@ -96,9 +96,10 @@ def sparkline(runs: Sequence[RunView], now: dt.datetime) -> str:
         label = f"{stamp(run.started)} UTC: {took(run.duration(now))} {run.outcome.text}"
         bars.append(f'<rect class="bar {run.outcome.value}" x="{x}" y="{y:.1f}" '
                     f'width="{SPARK_BAR - 1}" height="{height:.1f}"><title>{esc(label)}</title></rect>')
-        if run.outcome in (Outcome.FAILED, Outcome.FENCED_OFF):
+        if run.outcome in (Outcome.FAILED, Outcome.FENCED_OFF, Outcome.ABANDONED):
             bars.append(f'<circle class="mark" cx="{x + (SPARK_BAR - 1) / 2}" cy="2.5" r="2"/>')
-    failed = sum(run.outcome in (Outcome.FAILED, Outcome.FENCED_OFF) for run in shown)
+    failed = sum(run.outcome in (Outcome.FAILED, Outcome.FENCED_OFF, Outcome.ABANDONED)
+                 for run in shown)
     return (f'<svg class="spark" width="{SPARK_WIDTH}" height="{SPARK_HEIGHT}" role="img" '
             f'data-runs="{len(shown)}" data-failed="{failed}" '
             f'aria-label="{len(shown)} recent runs, {failed} failed">{"".join(bars)}</svg>')

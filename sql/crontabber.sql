@@ -108,6 +108,22 @@ INSERT INTO crontabber_log (app_name, duration, exc_type, exc_value, exc_traceba
 VALUES (%(app_name)s, %(duration)s, %(exc_type)s, %(exc_value)s, %(exc_traceback)s,
         %(run_id)s, %(host)s, %(pid)s);
 
+-- name: log_abandoned
+-- The record of a run whose holder died without recording its end (kill -9, a lost host),
+-- written under the row lock by whoever takes the job over, releases it or resets it, before
+-- the marker goes: a failed attempt in crontabber's log (exc_type RunAbandoned) with the dead
+-- run's id, host and pid, its duration up to its last heartbeat, and who found it. Once per run.
+INSERT INTO crontabber_log (app_name, log_time, duration, exc_type, exc_value, exc_traceback,
+                            run_id, host, pid)
+SELECT app_name, clock_timestamp(), COALESCE(heartbeat, ongoing) - ongoing, %(exc_type)s,
+       %(exc_value)s, '', run_id, substring(ongoing_by from '^(.*):[0-9]+$'),
+       substring(ongoing_by from ':([0-9]+)$')::integer
+FROM crontabber
+WHERE app_name = %(app_name)s AND ongoing IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM crontabber_log AS log
+                  WHERE log.app_name = %(app_name)s AND log.run_id = crontabber.run_id
+                    AND log.exc_type = %(exc_type)s);
+
 -- name: log_runs
 -- --history: the log rows of the job's newest %(runs)s runs, newest run first
 -- and, within a run, newest row first. A run is its run id; a row without one

@@ -186,7 +186,10 @@ def scenarios() -> list[Scenario]:
             run("marker 1 s old: exit 3, no run"),
             sql(marker.format("13 hours")),
             run("marker 13 h old: stale, runs"),
-        )),
+        ), expected={"marker 13 h old: stale, runs": Expected(
+            "§5.1", "the run that takes over a stale marker records the dead run in the log "
+            "(a RunAbandoned row: issue #23); the original leaves no trace of it",
+            ("log:basic-job:",))}),
         Scenario("ongoing-marker-25h", ("BasicJob|7d",), (
             run("first run"),
             sql(marker.format("25 hours")),

@@ -2,6 +2,7 @@
 the real entry point against the real PostgreSQL. Other hosts are runners in
 UTS namespaces of their own (``unshare --uts``), so their host name differs."""
 import datetime as dt
+import json
 import os
 import signal
 import time
@@ -100,9 +101,14 @@ def test_a_run_stopped_past_its_lease_is_fenced_off_and_changes_nothing(cli):
     assert late.returncode == 4, err
     assert f"slow-job: run {first['run_id']} was fenced off" in err and "Traceback" not in err
     assert crontab.state("slow-job") == newer  # the late run overwrote nothing
-    fenced = crontab.sql("SELECT * FROM crontabber_log WHERE run_id = %s", (first["run_id"],))
-    assert [row["exc_type"] for row in fenced] == ["<class 'crontabber.errors.LeaseLost'>"]
-    assert fenced[0]["host"] == "host-a" and fenced[0]["pid"] == late.pid
+    fenced = crontab.sql("SELECT * FROM crontabber_log WHERE run_id = %s ORDER BY id",
+                         (first["run_id"],))
+    # host-b recorded it as abandoned when it took over; then it came back and was refused
+    assert [row["exc_type"] for row in fenced] == ["<class 'crontabber.errors.RunAbandoned'>",
+                                                   "<class 'crontabber.errors.LeaseLost'>"]
+    assert all(row["host"] == "host-a" and row["pid"] == late.pid for row in fenced)
+    history = json.loads(cli.run("--history", "slow-job", "--json").stdout)
+    assert [r["outcome"] for r in history["runs"] if r["run_id"] == first["run_id"]] == ["fenced_off"]
 
 
 def test_a_job_asks_whether_it_still_holds_its_lease(cli):

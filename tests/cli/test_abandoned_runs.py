@@ -1,0 +1,68 @@
+"""A run killed with -9 is a record (issue #23, section 1): whoever takes the job over,
+releases it or resets it writes the dead run into the log, with its run id, host:pid and last
+heartbeat, so --history, --show-error, /api/jobs/NAME/history and the dashboard page show it.
+Before, the only trace was one WARNING on the stderr of the host that took over."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from tests.cli.test_cli import wait_for
+from tests.cli.test_leases import slow_job
+from tests.fixtures.dashboard_data import Dashboard
+
+
+def killed_run(cli):
+    """A slow job's runner killed with -9 mid-run: (its run id, its pid)."""
+    slow_job(cli, 30)
+    holder = cli.spawn()
+    wait_for(lambda: cli.crontab.calls("slow-job"))
+    run_id = cli.crontab.state("slow-job").run_id
+    holder.kill()
+    holder.communicate(timeout=20)
+    slow_job(cli, 0)
+    return run_id, holder.pid
+
+
+def abandoned_runs(cli):
+    done = cli.run("--history", "slow-job", "--json")
+    assert done.returncode == 0, done.stderr
+    return [run for run in json.loads(done.stdout)["runs"] if run["outcome"] == "abandoned"]
+
+
+@pytest.mark.parametrize("found_by, action", [
+    ("taken over by", ()), ("released by", ("--release", "slow-job")),
+    ("reset by", ("--reset-job", "slow-job"))])
+def test_a_killed_run_is_in_the_history_whoever_finds_it(cli, found_by, action):
+    run_id, pid = killed_run(cli)
+    done = cli.run(*action)  # a tick takes it over at once: its process is gone
+    assert done.returncode == 0, done.stderr
+    (run,) = abandoned_runs(cli)
+    assert run["run_id"] == run_id and run["pid"] == pid and run["host"]
+    error = run["error"]["value"]
+    assert f"run {run_id} on {run['host']}:{pid}" in error and "last heartbeat 20" in error
+    assert found_by in error
+    again = cli.run(*action)  # nothing is recorded twice
+    assert again.returncode == 0 and len(abandoned_runs(cli)) == 1
+
+
+def test_a_killed_run_shows_in_show_error_the_api_and_the_dashboard(cli):
+    run_id, pid = killed_run(cli)
+    assert cli.run().returncode == 0  # the takeover; the new run succeeds
+    shown = cli.run("--show-error", "slow-job")
+    assert shown.returncode == 0, shown.stderr
+    assert re.search(rf"slow-job: run {run_id} was abandoned .* on \S+:{pid} after ", shown.stdout), shown.stdout
+    assert "last heartbeat" in shown.stdout and "taken over by" in shown.stdout
+    dashboard = Dashboard(cli.crontab)
+    dashboard.start()
+    try:
+        status, _, history = dashboard.get("/api/jobs/slow-job/history")
+        assert status == 200
+        (run,) = [r for r in history["runs"] if r["run_id"] == run_id]
+        assert run["outcome"] == "abandoned" and run["pid"] == pid
+        status, _, page = dashboard.get("/jobs/slow-job")
+        assert status == 200 and "abandoned" in page and f":{pid}" in page
+    finally:
+        dashboard.stop()
