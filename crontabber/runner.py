@@ -14,7 +14,6 @@ its lease is fenced off (:class:`LeaseLost`, exit 4) and changes nothing.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import enum
 import logging
@@ -29,7 +28,7 @@ from .config import Settings
 from .errors import DatabaseUnavailable, JobLockError, JobOngoing, LeaseLost, MarkerIsLive
 from .leases import LeaseRules, Marker, describe_marker, holder_name, marker_status, retry_delay
 from .scheduling import dependency_block, is_due, next_run_after, pause_active
-from .state import Claim, JobState, FinishRecord, Tick
+from .state import Claim, FinishRecord, JobState, RunKind, Tick
 from .store import StateStore
 
 if TYPE_CHECKING:
@@ -177,7 +176,7 @@ class Runner:
             return JobResult(job.app_name, Status.SKIPPED, "another runner just ran it")
         before, claim = claimed
         logger.info("running %s (run %s)", job.app_name, claim.run_id, extra={"job": job.app_name})
-        return self._execute(job, before, claim)
+        return self._execute(job, before, claim, kind=RunKind.FORCED if force else RunKind.SCHEDULED)
 
     def _why_not(self, job: Job, states: dict[str, JobState], now: dt.datetime) -> str | None:
         if not is_due(states.get(job.app_name), job.schedule, now):
@@ -267,10 +266,11 @@ class Runner:
         logger.info("rerunning %s for %s (run %s)", job.app_name,
                     ", ".join(f"{d:%Y-%m-%d %H:%M}" for d in dates), claim.run_id,
                     extra={"job": job.app_name})
-        return self._execute(job, before, claim, dates)
+        return self._execute(job, before, claim, dates, kind=RunKind.RERUN)
 
     def _execute(
-        self, job: Job, before: JobState, claim: Claim, dates: list[dt.datetime] | None = None
+        self, job: Job, before: JobState, claim: Claim, dates: list[dt.datetime] | None = None,
+        kind: RunKind = RunKind.SCHEDULED,
     ) -> JobResult:
         from .supervisor import Ending, Failure, Supervisor
 
@@ -299,17 +299,16 @@ class Runner:
             ending = supervisor.run()
         except BaseException as exc:  # a fork that failed, or a bug: still release the job
             ending = Ending(failure=Failure.of(exc))
-            self._finish(job, before, claim, ending, config, keep_next_run=dates is not None)
+            self._finish(job, before, claim, ending, config, kind)
             raise
-        return self._finish(job, before, claim, ending, config, keep_next_run=dates is not None)
+        return self._finish(job, before, claim, ending, config, kind)
 
     def _finish(
         self, job: Job, before: JobState, claim: Claim, ending: Any, config: Any,
-        keep_next_run: bool = False,
+        kind: RunKind = RunKind.SCHEDULED,
     ) -> JobResult:
-        """Write the end of the run (conditional on its run id), then say how it went.
-
-        ``keep_next_run`` (a rerun) leaves ``next_run`` as it was."""
+        """Write the end of the run (conditional on its run id), then say how it went; what
+        the end writes to the state row follows :class:`RunKind`'s rule."""
         failure = ending.failure
         delay = retry_delay(before.error_count + 1, float(config["error_retry_time"]),
                             float(config["error_backoff"]), float(config["error_retry_max"]))
@@ -318,9 +317,8 @@ class Runner:
             succeeded=failure is None,
             error=failure.error if failure is not None else {},
             next_run=next_run_after(claim.started, job.schedule, failure is None, delay),
+            kind=kind,
         )
-        if keep_next_run:
-            outcome = dataclasses.replace(outcome, next_run=before.next_run)
         seconds = failure.seconds if failure is not None else 0.0
         held = self._keep_trying(job, claim, lambda: self.store.finish(
             claim, outcome, job.depends_on,

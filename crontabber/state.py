@@ -7,6 +7,7 @@ are in :mod:`crontabber.records`, so an idle tick does not build their classes
 from __future__ import annotations
 
 import datetime as dt
+import enum
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -69,13 +70,42 @@ class JobState:
 
 
 @dataclass(frozen=True)
+class RunKind(enum.Enum):
+    """Why a run ran, which decides what its end writes to the job's state row.
+
+    The rule, in one place (the ``finish`` query applies it):
+
+    - ``SCHEDULED`` (a tick, ``--job`` of a due job) and ``FORCED`` (``--job --force``): the
+      run is the job's current health. A success clears ``error_count`` and ``last_error`` and
+      sets ``next_run`` by the schedule; a failure counts one more error, keeps it as
+      ``last_error`` and sets ``next_run`` by the retry backoff.
+    - ``RERUN`` (``--rerun`` of past intervals): out of band. It never changes
+      ``error_count``, ``last_error`` or ``next_run``: a successful rerun of an old day does not
+      clear today's failure (and its CRITICAL), a failed one does not make the job CRITICAL or
+      delay its schedule. Its outcome is in the log (``--history``) and its exit code (5 when
+      it failed); ``last_success`` only moves forward.
+    """
+
+    SCHEDULED = "scheduled"
+    FORCED = "forced"
+    RERUN = "rerun"
+
+    @property
+    def keeps_health(self) -> bool:
+        """Whether the run leaves ``error_count``, ``last_error`` and ``next_run`` alone."""
+        return self is RunKind.RERUN
+
+
+@dataclass(frozen=True)
 class FinishRecord:
-    """How one attempt at a job ended, as written back to its state row."""
+    """How one attempt at a job ended, as written back to its state row (under the rule of
+    its :class:`RunKind`)."""
 
     started: dt.datetime
     succeeded: bool
     error: Mapping[str, Any]
     next_run: dt.datetime | None
+    kind: RunKind = RunKind.SCHEDULED
 
 
 @dataclass(frozen=True)

@@ -329,6 +329,7 @@ class StateStore:
                 "started": outcome.started,
                 "next_run": outcome.next_run,
                 "succeeded": outcome.succeeded,
+                "keeps_health": outcome.kind.keeps_health,
                 "last_error": json.dumps(dict(outcome.error)),
                 "depends_on": list(depends_on),
             })

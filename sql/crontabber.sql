@@ -165,12 +165,14 @@ LIMIT 1;
 -- The end of an attempt, written only by the run that holds the marker: a run
 -- that lost its lease (another runner took the job over) changes nothing.
 -- run_id stays as the last run's; the heartbeat goes with the marker.
+-- %(keeps_health)s (a --rerun: crontabber.state.RunKind) leaves the job's health alone.
 UPDATE crontabber
 SET first_run = COALESCE(first_run, %(started)s),
     last_run = %(started)s,
-    next_run = %(next_run)s,
-    error_count = CASE WHEN %(succeeded)s THEN 0 ELSE COALESCE(error_count, 0) + 1 END,
-    last_error = %(last_error)s,
+    next_run = CASE WHEN %(keeps_health)s THEN next_run ELSE %(next_run)s END,
+    error_count = CASE WHEN %(keeps_health)s THEN error_count
+                       WHEN %(succeeded)s THEN 0 ELSE COALESCE(error_count, 0) + 1 END,
+    last_error = CASE WHEN %(keeps_health)s THEN last_error ELSE %(last_error)s END,
     depends_on = %(depends_on)s,
     ongoing = NULL,
     ongoing_by = NULL,

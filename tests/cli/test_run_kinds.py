@@ -1,0 +1,66 @@
+"""What a run's end writes to the job's health, by kind of run (issue #23 section 1; the rule
+is crontabber.state.RunKind's): a tick or --job, forced or not, is the job's health; a
+--rerun of past intervals never changes error_count, last_error or next_run."""
+from __future__ import annotations
+
+import datetime as dt
+
+DAY = dt.timedelta(days=1)
+
+
+def failing_today(cli):
+    """failing-backfill, which fails on today's interval: a tick leaves it failing. Returns
+    (the failing day, an earlier day that succeeds)."""
+    crontab = cli.crontab
+    crontab.configure(["FailingBackfillJob|1d"])
+    assert cli.run("--job", "failing-backfill").returncode == 0  # first run: ok
+    days = [c["day"].astimezone(dt.timezone.utc) for c in crontab.calls("failing-backfill")]
+    crontab.wind(3 * DAY + dt.timedelta(minutes=1), "failing-backfill")
+    failing = days[0]  # winding moved the first run 3 days back: the tick's last interval
+    crontab.configure(["FailingBackfillJob|1d"], extra=(
+        f"    [[class-FailingBackfillJob]]\n        fail_on={failing:%Y-%m-%d}\n"))
+    assert cli.run().returncode == 0  # the tick runs 3 intervals, the last one fails
+    state = crontab.state("failing-backfill")
+    assert state.error_count == 1 and "bla bla" in state.last_error["value"]
+    return failing, days[0] - DAY
+
+
+def test_a_successful_rerun_of_a_past_day_keeps_todays_failure(cli):
+    """It reset error_count and last_error (the finish query): rerunning an old day made a
+    failing job look healthy and silenced its CRITICAL."""
+    _, earlier = failing_today(cli)
+    before = cli.crontab.state("failing-backfill")
+    assert cli.run("--nagios").returncode != 0
+    done = cli.run("--rerun", "failing-backfill", "--date", f"{earlier:%Y-%m-%d}")
+    assert done.returncode == 0, done.stdout + done.stderr
+    after = cli.crontab.state("failing-backfill")
+    assert (after.error_count, after.last_error, after.next_run) == (
+        before.error_count, before.last_error, before.next_run)
+    assert cli.run("--nagios").returncode != 0  # still failing: still said
+
+
+def test_a_failed_rerun_leaves_a_healthy_job_healthy(cli):
+    failing, earlier = failing_today(cli)
+    cli.crontab.configure(["FailingBackfillJob|1d"])  # fixed: nothing fails any more
+    assert cli.run("--job", "failing-backfill", "--force").returncode == 0  # forced: health
+    healthy = cli.crontab.state("failing-backfill")
+    assert healthy.error_count == 0 and healthy.last_error == {}
+    cli.crontab.configure(["FailingBackfillJob|1d"], extra=(
+        f"    [[class-FailingBackfillJob]]\n        fail_on={earlier:%Y-%m-%d}\n"))
+    done = cli.run("--rerun", "failing-backfill", "--date", f"{earlier:%Y-%m-%d}")
+    assert done.returncode == 5 and "failed: NameError: bla bla" in done.stdout
+    after = cli.crontab.state("failing-backfill")
+    assert (after.error_count, after.last_error, after.next_run) == (0, {}, healthy.next_run)
+    history = cli.run("--history", "failing-backfill", "--limit", "1")
+    assert "failed" in history.stdout  # the rerun's failure is in the log
+
+
+def test_a_forced_run_is_the_jobs_health_both_ways(cli):
+    cli.crontab.configure(["TroubleJob|1d"])
+    assert cli.run("--job", "trouble").returncode == 5
+    assert cli.run("--job", "trouble", "--force").returncode == 5
+    assert cli.crontab.state("trouble").error_count == 2  # a forced failure counts
+    cli.crontab.configure(["BasicJob|1d"])
+    assert cli.run("--job", "basic-job").returncode == 0
+    assert cli.run("--job", "basic-job", "--force").returncode == 0
+    assert cli.crontab.state("basic-job").error_count == 0
