@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 from .runner import default_holder
 
-__all__ = ["open_database", "database_now", "default_holder"]
+__all__ = ["open_database", "database_now", "default_holder", "operator_command"]
 
 
 def open_database(config: Mapping[str, Any], application_name: str) -> Any:
@@ -42,6 +42,34 @@ def open_database(config: Mapping[str, Any], application_name: str) -> Any:
         connection.close()
         raise
     return connection
+
+
+def operator_command(connection: Any, app_name: str, command: str, *, force: bool = False,
+                     reason: str | None = None) -> None:
+    """Before a job's own command changes data (``python -m jobs.prune run``): refuse it
+    while an operator's pause of the job is in force, unless ``force``, and record it in the
+    audit trail either way (``--audit``), as the runner's actions are.
+
+    Raises:
+        JobPaused: the job is paused and ``force`` is not given (exit 6); the refusal is
+            recorded too.
+    """
+    from .cli_operate import actor
+    from .errors import JobPaused
+    from .records import AuditEntry
+    from .scheduling import pause_active
+    from .store import StateStore
+
+    store = StateStore(connection)
+    state = store.state(app_name)
+    paused = state is not None and pause_active(state, store.now())
+    detail = {"command": command, "force": force,
+              "outcome": "refused (exit 6)" if paused and not force else "done"}
+    store.audit(AuditEntry(actor(), "command", app_name, reason, detail))
+    if paused and not force:
+        assert state is not None
+        raise JobPaused(app_name, command, state.paused_until, state.paused_by,
+                        state.paused_reason, "--force runs it anyway")
 
 
 def database_now(connection: Any) -> dt.datetime:

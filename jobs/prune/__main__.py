@@ -14,7 +14,7 @@ from typing import TextIO
 
 from crontabber import (ExitCode, command_parser, exit_quietly, one_line, printable, run_command,
                         utc_text)
-from crontabber.database import database_now, open_database
+from crontabber.database import database_now, open_database, operator_command
 from crontabber.jobconfig import load_job_config
 
 from . import PruneS3CronApp
@@ -32,6 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--dry-run", action="store_true",
                      help="print what would be deleted, delete nothing")
     run.add_argument("--cap", type=int, default=None, help="at most this many deletions")
+    run.add_argument("--force", action="store_true",
+                     help="run even while prune-s3 is paused (recorded in --audit)")
+    run.add_argument("--reason", default=None, help="why (recorded in the audit trail)")
     history = commands.add_parser("history", help="what the last runs deleted, per rule, and "
                                   "why a run failed")
     history.add_argument("--limit", type=int, default=10, help="number of runs")
@@ -53,6 +56,9 @@ def main(argv: list[str], out: TextIO = sys.stdout) -> int:
             options = dataclasses.replace(
                 options, cap=options.cap if args.cap is None else args.cap,
                 dry_run=args.dry_run or options.dry_run)
+            if not options.dry_run:  # deletes: a pause of the cron job stops this too
+                operator_command(connection, PruneS3CronApp.app_name, f"{PROG} run",
+                                 force=args.force, reason=args.reason)
             # the database's clock, as the cron job uses
             report = run_prune(make_s3_client(max_pool_connections=options.threads + 1), store,
                                options, database_now(connection), terminal_listeners())

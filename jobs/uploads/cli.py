@@ -35,7 +35,11 @@ def build_parser() -> argparse.ArgumentParser:
                                     "is rejected or fails)")
     reprocess.add_argument("id", type=int)
     commands.add_parser("demo", help="queue a few small demo archives (idempotent)")
-    commands.add_parser("drain", help="process queued uploads until none is left (one worker)")
+    drain = commands.add_parser("drain", help="process queued uploads until none is left (one worker)")
+    for command in (reprocess, drain):  # they publish: a pause of process-uploads stops them
+        command.add_argument("--force", action="store_true",
+                             help="run even while process-uploads is paused (recorded in --audit)")
+        command.add_argument("--reason", default=None, help="why (recorded in the audit trail)")
     listing = commands.add_parser("list", help="the latest uploads, newest first: id, status, "
                                   "age, files, size, key, error")
     listing.add_argument("--status", choices=[s.value for s in UploadStatus], default=None,
@@ -91,8 +95,9 @@ def cmd_reprocess(args: Any, config: DotDict, out: TextIO) -> int:
     from .worker import Worker
 
     connection = _connect(config)
-    worker = Worker.from_config(config, connection)
     try:
+        _refuse_while_paused(connection, f"{PROG} reprocess {args.id}", args)
+        worker = Worker.from_config(config, connection)
         with _progress(out) as progress:
             outcome = worker.reprocess(args.id, progress)
         row = worker.store.row(args.id) or {}
@@ -103,6 +108,14 @@ def cmd_reprocess(args: Any, config: DotDict, out: TextIO) -> int:
            f" ({row.get('files_uploaded')} uploaded, {row.get('files_skipped')} skipped, "
            f"{row.get('files_ignored')} ignored)"), file=out)
     return ExitCode.OK if outcome.status is UploadStatus.DONE else ExitCode.JOB_FAILED
+
+
+def _refuse_while_paused(connection: Any, command: str, args: Any) -> None:
+    """Raises JobPaused: process-uploads is paused and ``--force`` is not given (audited)."""
+    from crontabber.database import operator_command
+
+    operator_command(connection, ProcessUploadsCronApp.app_name, command, force=args.force,
+                     reason=args.reason)
 
 
 def cmd_demo(args: Any, config: DotDict, out: TextIO) -> int:
@@ -128,6 +141,7 @@ def cmd_drain(args: Any, config: DotDict, out: TextIO) -> int:
 
     connection = _connect(config)
     try:
+        _refuse_while_paused(connection, f"{PROG} drain", args)
         with _progress(out, "drain", "upload") as progress:
             outcomes = Worker.from_config(config, connection).drain(progress=progress)
     finally:
