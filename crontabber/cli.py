@@ -58,6 +58,8 @@ DETAILS: dict[str, tuple[tuple[str, ...], str]] = {
     "until": (("pause",), "--pause NAME"),
     "date": (("rerun",), "--rerun NAME"),
     "to": (("rerun",), "--rerun NAME"),
+    "dry_run": (("rerun",), "--rerun NAME"),
+    "yes": (("rerun",), "--rerun NAME"),
     "audit_job": (("audit",), "--audit"),
     "force": (("job", "rerun"), "--job NAME or --rerun NAME"),
     "replace": (("pause",), "--pause NAME"),
@@ -163,6 +165,10 @@ def _add_details(details: "argparse._ArgumentGroup") -> None:
                          help="with --pause: 30m, 2h, 3d, or a UTC date/time (2026-11-24T06:00)")
     details.add_argument("--date", metavar="YYYY-MM-DD", default="", help="with --rerun: the first day")
     details.add_argument("--to", metavar="YYYY-MM-DD", default="", help="with --rerun: the last day")
+    details.add_argument("--dry-run", action="store_true",
+                         help="with --rerun: list the intervals it would run, run nothing")
+    details.add_argument("--yes", action="store_true",
+                         help="with --rerun: run more intervals than rerun_confirm_over (31)")
     details.add_argument("--audit-job", metavar="NAME", default="",
                          help="with --audit: one job's actions only")
     details.add_argument("--wide", action="store_true", help="with --list-jobs: every column")

@@ -149,6 +149,17 @@ def rerun(settings: "Settings", jobs: list[Job], store: "StateStore", args: Any,
     if not dates:
         raise ConfigurationError("--date/--to", f"no interval of {job.app_name} starts between "
                                  f"{first} and {last} before now")
+    if args.dry_run:
+        print(f"{job.app_name}: --rerun would run {len(dates)} interval(s), oldest first "
+              "(nothing ran):", file=out)
+        for date in dates:
+            print(f"  {date:%Y-%m-%d %H:%M} UTC", file=out)
+        return ExitCode.OK
+    if len(dates) > settings.rerun_confirm_over and not args.yes:
+        raise ConfigurationError(
+            "--rerun", f"{len(dates)} intervals of {job.app_name} ({dates[0]:%Y-%m-%d} to "
+            f"{dates[-1]:%Y-%m-%d}) is more than rerun_confirm_over ({settings.rerun_confirm_over})"
+            "; check the dates (--dry-run lists them) and add --yes")
     if not args.force:
         _refuse_paused(store, job.app_name, "rerun it",
                        "--force reruns it anyway (the pause stays)")

@@ -63,6 +63,9 @@ def runner_options() -> Namespace:
                     "per job: [[class-X]] timeout")
     cron.add_option("kill_grace_seconds", 30.0,
                     "after SIGTERM (timeout, lost lease), seconds before SIGKILL")
+    cron.add_option("rerun_confirm_over", 31,
+                    "--rerun of more intervals than this needs --yes (a typo of a year "
+                    "reran 692 days)")
     _monitor_options(cron)
     for name, default, doc in (
         ("host", "localhost", "state database host"),
@@ -211,6 +214,7 @@ class Settings:
     default_timeout: float
     kill_grace_seconds: float
     database: DatabaseSettings
+    rerun_confirm_over: int
     sentry_dsn: str = field(repr=False)
     log_level: str
     log_format: str
@@ -268,6 +272,7 @@ def load_settings(
         default_timeout=values["crontabber.default_timeout"],
         kill_grace_seconds=values["crontabber.kill_grace_seconds"],
         database=database,
+        rerun_confirm_over=values["crontabber.rerun_confirm_over"],
         sentry_dsn=values["sentry.dsn"],
         log_level=str(values["logging.level"]).upper(),
         log_format=values["logging.format"],

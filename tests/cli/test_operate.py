@@ -220,3 +220,29 @@ def test_every_operator_action_is_audited(cli):
     out = cli.run("--audit", "--audit-job", "foo-backfill").stdout.splitlines()
     assert len(out) == 1 and f"{ME}  rerun foo-backfill" in out[0]
     assert len(cli.run("--audit", "--limit", "2").stdout.splitlines()) == 2
+
+
+def test_a_rerun_range_is_listed_by_dry_run_and_a_long_one_needs_yes(cli):
+    """A typo of 2025 for 2026 reran 692 days and wrote 692 reports (issue #23 section 3):
+    --dry-run lists the intervals and runs nothing; more than rerun_confirm_over (31 by
+    default) is refused without --yes, naming the count and the range."""
+    crontab = cli.crontab
+    days = _backfilled(cli, days=40)
+    calls = len(crontab.calls("foo-backfill"))
+    first, last = days[0].astimezone(dt.timezone.utc), days[-1].astimezone(dt.timezone.utc)
+    dry = cli.run("--rerun", "foo-backfill", "--date", f"{first:%Y-%m-%d}", "--to",
+                  f"{last:%Y-%m-%d}", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    lines = dry.stdout.splitlines()
+    assert lines[0] == "foo-backfill: --rerun would run 40 interval(s), oldest first (nothing ran):"
+    assert len(lines) == 41 and lines[1] == f"  {first:%Y-%m-%d %H:%M} UTC"
+    refused = cli.run("--rerun", "foo-backfill", "--date", f"{first:%Y-%m-%d}", "--to",
+                      f"{last:%Y-%m-%d}")
+    assert refused.returncode == 1
+    assert (f"40 intervals of foo-backfill ({first:%Y-%m-%d} to {last:%Y-%m-%d}) is more than "
+            "rerun_confirm_over (31); check the dates (--dry-run lists them) and add --yes") in refused.stderr
+    assert len(crontab.calls("foo-backfill")) == calls  # neither ran anything
+    done = cli.run("--rerun", "foo-backfill", "--date", f"{first:%Y-%m-%d}", "--to",
+                   f"{last:%Y-%m-%d}", "--yes")
+    assert done.returncode == 0 and len(crontab.calls("foo-backfill")) == calls + 40
+    assert cli.run("--list-jobs", "--yes").returncode == 1  # --yes belongs to --rerun
