@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, TextIO
 from . import __version__, cli_inspect, cli_monitor
 from .command import CommandParser, ExitCode, Formatter, exit_code_for, exit_codes_text, split_overrides
 from .catalog import Job, configuration_notes, find_job, job_options, load_jobs
-from .config import Settings, iter_option_lines, load_settings, runner_options
+from .config import Settings, effective_lines, iter_option_lines, load_settings, runner_options
 from .errors import (
     ConfigurationError,
     CrontabberError,
@@ -227,6 +227,15 @@ def dispatch(mode: str, args: argparse.Namespace, rest: list[str], stdout: TextI
     setup_logging(settings, overrides)
     jobs = load_jobs(settings)  # also refuses unknown option names (crontabber.known)
     if mode == "configtest":
+        print(f"database: {settings.database.target} (password "
+              f"{'set' if settings.database.password else 'not set'})", file=stdout)
+        print("settings (value, where from; a job's options when set):", file=stdout)
+        for name, value, origin in effective_lines(runner_options(), (), settings.sources):
+            print(f"  {name} = {value}  [{origin}]", file=stdout)
+        for job in jobs:
+            for name, value, origin in effective_lines(job_options(job.cls), job.namespace,
+                                                       settings.sources, defaults=False):
+                print(f"  {name} = {value}  [{origin}]", file=stdout)
         for note in configuration_notes(settings.sources, jobs):
             print(f"note: {note}", file=stdout)
         print(f"configtest OK: {len(jobs)} jobs", file=stdout)

@@ -72,13 +72,31 @@ def explain(settings: "Settings", jobs: list[Job], store: "StateStore", args: An
     runner = runner_for(settings, jobs, store)
     states, now = store.states(), store.now()
     result = explain_job(job, states, now, runner.marker(states.get(job.app_name), now), runner.rules)
+    blocks = blocked_dependents(job, jobs, states, now)
     if args.json:
-        jsonout.emit(result.facts, out)
+        jsonout.emit({**result.facts, "blocks": blocks, "database": settings.database.target}, out)
     else:
         print(f"{job.app_name}: {result.verdict}", file=out)
         for line in result.lines:
             print(f"  {line}", file=out)
+        for name, why in blocks.items():
+            print(f"  blocks {name}: it would be skipped ({why})", file=out)
+        print(f"  database: {settings.database.target}", file=out)
     return 0
+
+
+def blocked_dependents(job: Job, jobs: list[Job], states: Any, now: dt.datetime) -> dict[str, str]:
+    """The jobs depending on ``job`` that its state keeps from running now, and why
+    (dependencies seen from the parent's side)."""
+    from .scheduling import dependency_block
+
+    blocked = {}
+    for child in jobs:
+        if job.app_name in child.depends_on:
+            why = dependency_block([job.app_name], states, now)
+            if why is not None:
+                blocked[child.app_name] = why
+    return blocked
 
 
 def pause(settings: "Settings", jobs: list[Job], store: "StateStore", args: Any,

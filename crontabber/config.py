@@ -109,12 +109,17 @@ class EnvironSource:
         self._environ = environ
 
     def get(self, key: str, namespace: list[str] | None = None) -> Any:
+        name = self.variable(key, namespace)
+        return self._environ[name] if name is not None else NO_VALUE
+
+    def variable(self, key: str, namespace: list[str] | None = None) -> str | None:
+        """The name of the environment variable that sets ``key``, or None."""
         upper = generate_uppercase_key(key, namespace)
         dotted = ".".join([*(namespace or []), key])
         for name in (upper.replace("-", "_"), upper, dotted):
             if name in self._environ:
-                return self._environ[name]
-        return NO_VALUE
+                return name
+        return None
 
 
 class Sources:
@@ -143,6 +148,26 @@ class Sources:
             if value is not NO_VALUE:
                 return value
         return NO_VALUE
+
+    def origin(self, path: tuple[str, ...], option: Option) -> str:
+        """Where ``path.option``'s effective value comes from: ``command line``,
+        ``environment VARIABLE``, ``INI file PATH`` or ``default`` (following
+        ``reference_value_from`` as :meth:`value` does)."""
+        paths = [path]
+        if option.reference_value_from:
+            paths.append(tuple(option.reference_value_from.split(".")))
+        cli, environ, ini = self._sources
+        for where in paths:
+            namespace = list(where)
+            dotted = ".".join([*where, option.name])
+            if cli.get(option.name, namespace=namespace) is not NO_VALUE:
+                return f"command line (--{dotted})"
+            variable = environ.variable(option.name, namespace)
+            if variable is not None:
+                return f"environment {variable}"
+            if ini.get(option.name, namespace=namespace) is not NO_VALUE:
+                return f"INI file {self.conf_path}"
+        return "default"
 
     def value(self, path: tuple[str, ...], option: Option) -> Any:
         """The parsed value of an option, following ``reference_value_from``.
@@ -303,6 +328,22 @@ def _monitor_settings(values: Mapping[str, Any]) -> MonitorSettings:
             f"must not be below overdue_warning_seconds: {monitor.overdue_critical_seconds:g} "
             f"vs {monitor.overdue_warning_seconds:g}")
     return monitor
+
+
+def effective_lines(
+    namespace: Namespace, prefix: tuple[str, ...], sources: Sources, defaults: bool = True
+) -> Iterator[tuple[str, str, str]]:
+    """``(dotted name, effective value, where it came from)`` for every option (secrets
+    masked, URLs' passwords redacted); without ``defaults``, only the options set somewhere."""
+    from .redaction import redact
+
+    for path, option in namespace.walk(prefix):
+        origin = sources.origin(path, option)
+        if origin == "default" and not defaults:
+            continue
+        value = sources.value(path, option)
+        shown = MASK if option.secret and value else redact(repr(value))
+        yield ".".join([*path, option.name]), shown, origin
 
 
 def iter_option_lines(

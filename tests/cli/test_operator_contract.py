@@ -3,6 +3,7 @@ real PostgreSQL: an option without its mode is refused (it used to run a whole t
 second pause does not silently replace another operator's, a pause stops --rerun unless
 --force, --job exits non-zero when nothing ran, and a closed pipe ends quietly."""
 import datetime as dt
+import json
 import subprocess
 
 import pytest
@@ -99,3 +100,34 @@ def cli_cwd():
     from tests.cli.conftest import REPO
 
     return REPO
+
+
+def test_configtest_shows_each_setting_where_it_came_from_and_the_database(cli):
+    """The environment silently overrode the INI's database and a scratch job landed in the
+    main database (issue #23 section 3): --configtest names the database and each source."""
+    cli.crontab.configure(["BasicJob|1d"], extra="    lease_seconds=99\n")
+    done = cli.run("--configtest", "--crontabber.kill_grace_seconds=7")
+    assert done.returncode == 0, done.stderr
+    db = cli.crontab.database
+    lines = done.stdout.splitlines()
+    assert lines[0] == f"database: {db.user}@{db.host}:{db.port}/{db.dbname} (password set)"
+    assert f"  crontabber.lease_seconds = 99.0  [INI file {cli.crontab.ini}]" in lines
+    assert "  crontabber.kill_grace_seconds = 7.0  [command line (--crontabber.kill_grace_seconds)]" in lines
+    assert f"  crontabber.dbname = '{db.dbname}'  [environment RESOURCE_POSTGRESQL_DBNAME]" in lines
+    assert "  crontabber.password = ********  [environment RESOURCE_POSTGRESQL_PASSWORD]" in lines
+    assert "  crontabber.error_backoff = 1.0  [default]" in lines
+    assert not any("password" in line and "********" not in line and "(password set)" not in line
+                   for line in lines)  # (the test database's password is its user's name)
+    assert lines[-1] == "configtest OK: 1 jobs"
+
+
+def test_explain_of_a_failing_job_names_the_jobs_it_blocks(cli):
+    cli.crontab.configure(["TroubleJob|1d", "SadJob|1d", "BasicJob|1d"])
+    assert cli.run().returncode == 0  # trouble fails; sad is skipped
+    done = cli.run("--explain", "trouble")
+    assert "  blocks sad: it would be skipped ('trouble' errored last time it ran)" in done.stdout
+    db = cli.crontab.database
+    assert f"  database: {db.user}@{db.host}:{db.port}/{db.dbname}" in done.stdout
+    facts = json.loads(cli.run("--explain", "trouble", "--json").stdout)
+    assert facts["blocks"] == {"sad": "'trouble' errored last time it ran"}
+    assert cli.run("--explain", "basic-job").stdout.count("blocks") == 0
