@@ -25,6 +25,7 @@ from .config import Settings, effective_lines, iter_option_lines, load_settings,
 from .errors import (
     ConfigurationError,
     CrontabberError,
+    DatabaseUnavailable,
     JobNotFound,
     SentryNotConfigured,
     Terminated,
@@ -251,9 +252,32 @@ def dispatch(mode: str, args: argparse.Namespace, rest: list[str], stdout: TextI
     store = open_store(settings.database)
     try:
         handler = handler_for(mode)
-        return handler(settings, jobs, store, args, stdout)
+        try:
+            return handler(settings, jobs, store, args, stdout)
+        except (CrontabberError, KeyboardInterrupt, Terminated) as exc:
+            if mode in ACTIONS:
+                _audit_refusal(store, mode, args, exc)
+            raise
     finally:
         store.close()
+
+
+def _audit_refusal(store: StateStore, mode: str, args: Any, exc: BaseException) -> None:
+    """Record an operator action that was refused or failed, with its exit code (the done
+    ones are recorded by the action itself): the audit trail says what happened, not what
+    was asked. Never raises: the refusal is what the operator must see."""
+    from .cli_operate import audit_entry
+
+    name = str(getattr(args, mode, "") or "")
+    if not name or isinstance(exc, (DatabaseUnavailable, JobNotFound)):
+        return
+    action = {"reset_job": "reset", "mark_success": "mark-success",
+              "job": "force" if args.force else "job"}.get(mode, mode)
+    try:
+        store.audit(audit_entry(action, name, args, outcome=f"refused (exit {exit_code_for(exc)})",
+                                error=str(exc)[:300]))
+    except CrontabberError:
+        logger.debug("could not record the refusal of %s %s", action, name, exc_info=True)
 
 
 def audit_ghosts(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
@@ -279,11 +303,13 @@ def run_one(settings: Settings, jobs: list[Job], store: StateStore, args: Any, o
             print(f"{job.app_name}: nothing to backfill (every interval up to now is done); "
                   f"--rerun {job.app_name} --date YYYY-MM-DD redoes a past day", file=out)
             return ExitCode.NOT_RUN
-        store.audit(audit_entry("force", job.app_name, args))
     with terminate_on_sigterm():
         result = runner_for(settings, jobs, store).run_job(job, force=args.force)
     if result.error is not None:
-        raise result.error
+        raise result.error  # locked, running elsewhere, fenced: audited as refused by dispatch
+    if args.force:  # recorded once it ran, with how it went (a refused one said "done")
+        store.audit(audit_entry("force", job.app_name, args, outcome={
+            Status.FAILED: "done: the job failed (exit 5)"}.get(result.status, "done")))
     if result.status is Status.PAUSED:
         print(f"{job.app_name}: not run: {result.detail}; --force runs it anyway", file=out)
         return ExitCode.PAUSED

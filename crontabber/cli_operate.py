@@ -34,7 +34,15 @@ def actor() -> str:
     return f"{user}@{socket.gethostname()}"
 
 
+#: The options that override a refusal, recorded with each action that was given one.
+OVERRIDES = ("force", "replace", "yes")
+
+
 def audit_entry(action: str, app_name: str, args: Any, **detail: Any) -> AuditEntry:
+    """An audit entry for ``action``: who, the reason, the overrides given, the outcome
+    (``done`` unless ``detail`` says otherwise) and ``detail``."""
+    overrides = [f"--{name}" for name in OVERRIDES if getattr(args, name, False)]
+    detail = {"outcome": "done", **({"overrides": overrides} if overrides else {}), **detail}
     return AuditEntry(actor(), action, app_name, getattr(args, "reason", None) or None, detail)
 
 

@@ -46,7 +46,9 @@ def test_a_second_pause_is_refused_naming_the_first_unless_replace(cli):
     assert f"by {first.paused_by}: INC-1: S3; --pause basic-job --replace" in line
     after = crontab.state("basic-job")
     assert (after.paused_until, after.paused_reason) == (first.paused_until, first.paused_reason)
-    assert [a["action"] for a in crontab.sql("SELECT action FROM crontabber_audit")] == ["pause"]
+    audited = crontab.sql("SELECT action, detail FROM crontabber_audit ORDER BY id")
+    assert [(a["action"], a["detail"]["outcome"]) for a in audited] == [
+        ("pause", "done"), ("pause", "refused (exit 6)")]  # the refusal is recorded as one
     done = cli.run("--pause", "basic-job", "--until", "30m", "--reason", "shorter", "--replace")
     assert done.returncode == 0, done.stderr
     replaced = crontab.state("basic-job")
@@ -131,3 +133,29 @@ def test_explain_of_a_failing_job_names_the_jobs_it_blocks(cli):
     facts = json.loads(cli.run("--explain", "trouble", "--json").stdout)
     assert facts["blocks"] == {"sad": "'trouble' errored last time it ran"}
     assert cli.run("--explain", "basic-job").stdout.count("blocks") == 0
+
+
+def test_the_audit_records_each_actions_outcome_reason_and_overrides(cli):
+    """A refused --job --force was recorded as if done (issue #23 section 3)."""
+    from tests.cli.test_cli import wait_for
+    from tests.cli.test_leases import slow_job
+
+    slow_job(cli, 30)
+    holder = cli.spawn()  # holds slow-job with a live lease
+    try:
+        wait_for(lambda: cli.crontab.calls("slow-job"))
+        refused = cli.run("--job", "slow-job", "--force", "--reason", "try again")
+        assert refused.returncode == 3, refused.stderr
+        assert cli.run("--pause", "slow-job", "--reason", "first").returncode == 0
+        assert cli.run("--pause", "slow-job", "--reason", "second").returncode == 6
+        assert cli.run("--pause", "slow-job", "--reason", "third", "--replace").returncode == 0
+    finally:
+        holder.kill()
+        holder.communicate(timeout=20)
+    entries = json.loads(cli.run("--audit", "--json").stdout)
+    seen = [(e["action"], e["reason"], e["detail"]["outcome"], e["detail"].get("overrides"))
+            for e in reversed(entries)]
+    assert seen == [("force", "try again", "refused (exit 3)", ["--force"]),
+                    ("pause", "first", "done", None),
+                    ("pause", "second", "refused (exit 6)", None),
+                    ("pause", "third", "done", ["--replace"])]

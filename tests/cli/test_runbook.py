@@ -98,5 +98,6 @@ def test_every_runbook_command_runs_as_documented(cli, s3_bucket, tmp_path):
         assert "Traceback" not in shown, (command, done.stderr)  # --show-error prints one
     audit = cli.crontab.sql("SELECT action, app_name FROM crontabber_audit ORDER BY id")
     assert [(a["action"], a["app_name"]) for a in audit] == [
-        ("force", "prune-s3"), ("release", "process-uploads"), ("rerun", "missing-symbols-report"),
-        ("pause", "prune-s3"), ("resume", "prune-s3")]
+        ("force", "prune-s3"), ("release", "process-uploads"),
+        ("reset", "rebuild-search-index"), ("release", "rebuild-search-index"),  # refused, exit 3
+        ("rerun", "missing-symbols-report"), ("pause", "prune-s3"), ("resume", "prune-s3")]

@@ -149,7 +149,9 @@ def backfill_history(crontab):
     crontab.configure(["FooBackfillJob|1d", "FailingBackfillJob|1d"])
     crontab.run()
     crontab.wind(3 * DAY + dt.timedelta(seconds=1))
-    fail_on = (crontab.now() - dt.timedelta(hours=12)).strftime("%Y-%m-%d")
+    # the last of the three intervals (today's, UTC): "now - 12 h" was yesterday before noon,
+    # and the test failed every morning (UTC)
+    fail_on = crontab.now().astimezone(dt.timezone.utc).strftime("%Y-%m-%d")
     crontab.run(f"--crontabber.class-FailingBackfillJob.fail_on={fail_on}")
 
 
