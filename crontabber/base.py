@@ -21,6 +21,11 @@ lease meanwhile; a job with much work to do checks :meth:`BaseCronApp.holds_leas
 between units of work and stops taking new ones when it returns False. The
 options ``timeout``, ``error_retry_time``, ``error_backoff`` and
 ``error_retry_max`` of ``[[class-<ClassName>]]`` are the runner's, per job.
+
+``run`` may return a one-line summary of what it did (``"wrote the report of 2026-11-20:
+1,204 rows to s3://..."``): the runner prints it, logs it and stores it with the unit in
+``crontabber_log`` and with the run in the run ledger (``--history``, ``--logs``). Anything
+but a string is ignored, as crontabber did.
 """
 
 from __future__ import annotations
@@ -54,6 +59,8 @@ class BaseCronApp(RequiredConfig):
         self.lease: Any = None
         # --rerun: the dates a backfill job is called with instead of the missed ones.
         self.rerun_dates: list[dt.datetime] | None = None
+        # What the last call of run() returned, when a string: its summary (one line).
+        self.last_summary: str | None = None
 
     def holds_lease(self) -> bool:
         """Whether this run still holds its job.
@@ -66,12 +73,13 @@ class BaseCronApp(RequiredConfig):
         """
         return self.lease is None or bool(self.lease.holds())
 
-    def run(self, *args: Any, **kwargs: Any) -> None:
+    def run(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(f"{type(self).__name__} must implement run()")
 
-    def _run_proxy(self, *args: Any, **kwargs: Any) -> None:
-        """The call mixins replace to inject arguments (a connection)."""
-        self.run(*args, **kwargs)
+    def _run_proxy(self, *args: Any, **kwargs: Any) -> Any:
+        """The call mixins replace to inject arguments (a connection); returns what
+        ``run`` returned."""
+        return self.run(*args, **kwargs)
 
     def _now(self) -> dt.datetime:
         return self.started_at or dt.datetime.now(dt.timezone.utc)
@@ -88,7 +96,7 @@ class BaseCronApp(RequiredConfig):
         function = function or self._run_proxy
         now = self._now()
         if once:
-            function()
+            self._summarise(function())
             yield now
             return
         schedule = parse_schedule(self.config["frequency"], self.config.get("time"))
@@ -97,5 +105,13 @@ class BaseCronApp(RequiredConfig):
         if dates is None:
             dates = backfill_dates(last_success, schedule, now)
         for when in dates:
-            function(when)
+            self._summarise(function(when))
             yield when
+
+    def _summarise(self, result: Any) -> None:
+        """Keep ``run``'s result as the unit's summary: a string, on one line, at most
+        500 characters; anything else is no summary."""
+        self.last_summary = None
+        if isinstance(result, str) and result.strip():
+            line = " ".join(result.split())
+            self.last_summary = line if len(line) <= 500 else line[:499] + "…"

@@ -2,7 +2,8 @@
 
     python -m crontabber --admin.conf=crontabber.ini [--metrics-file PATH]   run due jobs
     python -m crontabber --list-jobs [NAME ...] [--wide] | --nagios | --job NAME [--force]
-                         --history NAME [--limit N] | --show-error NAME [--run ID]
+                         --history NAME [--limit N | --run ID] | --show-error NAME [--run ID]
+                         --logs NAME [--run ID]
                          --reset-job NAME | --release NAME | --audit-ghosts | --configtest
                          --sentrytest | --version | --help
     python -m crontabber --crontabber.error_retry_time=60 ...   override any option
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger("crontabber")
 
 
-MODES = ("list_jobs", "nagios", "history", "show_error", "version", "reset_job", "release",
+MODES = ("list_jobs", "nagios", "history", "show_error", "logs", "version", "reset_job", "release",
          "explain", "pause", "resume", "rerun", "mark_success", "audit", "audit_ghosts",
          "configtest", "sentrytest", "job")
 
@@ -55,7 +56,7 @@ ACTIONS = ("reset_job", "release", "pause", "resume", "rerun", "mark_success", "
 DETAILS: dict[str, tuple[tuple[str, ...], str]] = {
     "wide": (("list_jobs",), "--list-jobs"),
     "limit": (("history", "audit"), "--history NAME or --audit"),
-    "run": (("show_error",), "--show-error NAME"),
+    "run": (("show_error", "history", "logs"), "--show-error NAME, --history NAME or --logs NAME"),
     "until": (("pause",), "--pause NAME"),
     "date": (("rerun",), "--rerun NAME"),
     "to": (("rerun",), "--rerun NAME"),
@@ -117,10 +118,14 @@ def _add_modes(modes: "argparse._ArgumentGroup") -> None:
                        help="nagios check: failing, overdue, paused jobs, hosts silent, skewed "
                        "or on different versions; status line, details, perfdata; exit 0/1/2")
     modes.add_argument("--history", metavar="NAME", default="",
-                       help="the job's last runs, newest first (--limit N runs, default 20)")
+                       help="the job's last runs, newest first, one line each (--limit N runs, "
+                       "default 20); --run ID: each log row (interval) of that run")
     modes.add_argument("--show-error", metavar="NAME", default="",
                        help="the full error and traceback of the job's last failed run "
-                       "(--run ID: of that run)")
+                       "(--run ID: of that run), with the end of what it logged and printed")
+    modes.add_argument("--logs", metavar="NAME", default="",
+                       help="what the job's newest run (--run ID: that run) logged and printed, "
+                       "as its runner kept it (the last output_tail_bytes, secrets masked)")
     modes.add_argument("-v", "--version", action="store_true", help="print the version")
     modes.add_argument("-r", "--reset-job", metavar="NAME", default="",
                        help="forget a job's state (it runs as if new); a ghost's too; "
@@ -177,7 +182,7 @@ def _add_details(details: "argparse._ArgumentGroup") -> None:
                          help="with --history: how many runs; with --audit: how many actions "
                          "(default 20)")
     details.add_argument("--run", type=int, metavar="ID", default=None,
-                         help="with --show-error: the run whose error to show")
+                         help="with --show-error, --history or --logs: that run")
 
 
 def help_epilog(argv: list[str]) -> str:
@@ -322,7 +327,20 @@ def run_one(settings: Settings, jobs: list[Job], store: StateStore, args: Any, o
         # Recorded (see --list-jobs, --nagios); a script asking for this job learns it too.
         print(f"{job.app_name}: failed: {result.detail}", file=out)
         return ExitCode.JOB_FAILED
+    for line in _unit_lines(job, result):
+        print(line, file=out)
     return ExitCode.OK
+
+
+def _unit_lines(job: Job, result: Any) -> list[str]:
+    """What the run said it did: its summary (an ordinary job), or one line per interval
+    (a backfill job); nothing when the job gave no summary."""
+    if not any(text for _, text in result.summaries):
+        return []
+    if not job.is_backfill:
+        return [f"{job.app_name}: ran (run {result.run_id}): {result.summary}"]
+    return [f"{job.app_name}: ran (run {result.run_id}):"] + [
+        f"  {when:%Y-%m-%d %H:%M} UTC: {text or 'done (no summary)'}" for when, text in result.summaries]
 
 
 def _backfill_pending(job: Job, store: StateStore) -> bool:
@@ -365,6 +383,7 @@ MODE_HANDLERS: dict[str, str] = {
     "list_jobs": "cli_inspect:list_jobs",
     "history": "cli_inspect:history",
     "show_error": "cli_inspect:show_error",
+    "logs": "cli_inspect:logs",
     "nagios": "cli_monitor:nagios",
     "reset_job": "cli_operate:reset_job",
     "release": "cli_operate:release",

@@ -1,6 +1,6 @@
 """The read-only commands of the command line: ``--list-jobs [NAME ...]``
-(``--wide``), ``--history NAME [--limit N]`` and ``--show-error NAME [--run
-ID]``, each as text or ``--json``. Parse, call, print: the data is built by
+(``--wide``), ``--history NAME [--limit N | --run ID]``, ``--show-error NAME
+[--run ID]`` and ``--logs NAME [--run ID]``, each as text or ``--json``. Parse, call, print: the data is built by
 :mod:`crontabber.views`, the text by :mod:`crontabber.tables`, both imported
 where used (an idle cron tick needs neither). :func:`job_views_now` and
 :func:`job_runs` gather the data of ``--list-jobs`` and ``--history``; the
@@ -157,15 +157,53 @@ def job_runs(settings: Settings, jobs: list[Job], store: StateStore, name: str, 
     app_name, job = _known_name(jobs, store, name)
     is_backfill = job.is_backfill if job is not None else False
     entries, state, now = store.log_runs(app_name, limit), store.state(app_name), store.now()
+    run_ids = {entry.run_id for entry in entries if entry.run_id is not None}
+    if state is not None and state.ongoing is not None and state.run_id is not None:
+        run_ids.add(state.run_id)
+    records = store.run_records(app_name, sorted(run_ids))
     marker = _marker(settings, jobs, store)
-    runs = views.group_runs(entries, state, lambda s: marker(s, now))
+    runs = views.group_runs(entries, state, lambda s: marker(s, now), records)
     return JobRuns(app_name, is_backfill, runs[:limit], len(runs) > limit, now)
 
 
+def one_run(settings: Settings, jobs: list[Job], store: StateStore, name: str, run_id: int) -> JobRuns:
+    """Run ``run_id`` of the job ``name``, with every log row.
+
+    Raises:
+        JobNotFound: neither a configured job nor a ghost has that name.
+        RunNotFound: neither the log nor the run ledger has that run.
+    """
+    from . import views
+
+    app_name, job = _known_name(jobs, store, name)
+    entries = list(reversed(store.run_log(app_name, run_id)))
+    records = store.run_records(app_name, [run_id])
+    state, now = store.state(app_name), store.now()
+    holding = state if state is not None and state.run_id == run_id else None
+    if not entries and not records and (holding is None or holding.ongoing is None):
+        raise RunNotFound(app_name, run_id)
+    marker = _marker(settings, jobs, store)
+    runs = views.group_runs(entries, holding, lambda s: marker(s, now), records)
+    if not runs and run_id in records:  # in the ledger only: claimed, then nothing logged
+        runs = [views.record_run(records[run_id])]
+    return JobRuns(app_name, job.is_backfill if job is not None else False, runs, False, now)
+
+
 def history(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
-    """``--history NAME [--limit N]``: the job's newest runs, one line per log row."""
+    """``--history NAME [--limit N]``: the job's newest runs, one line per run;
+    ``--run ID``: one line per log row (interval) of that run."""
     from . import jsonout, tables
 
+    if args.run is not None:
+        if args.limit is not None:
+            raise ConfigurationError("--limit", "lists runs; --run ID shows one")
+        found = one_run(settings, jobs, store, args.history, args.run)
+        if args.json:
+            jsonout.emit(found.as_json(), out)
+        else:
+            print("\n".join(tables.run_rows_table(found.runs, found.now, found.is_backfill,
+                                                  _width(out))), file=out)
+        return 0
     limit = DEFAULT_LIMIT if args.limit is None else args.limit
     found = job_runs(settings, jobs, store, args.history, limit)
     app_name, runs, now = found.app_name, found.runs, found.now
@@ -177,8 +215,7 @@ def history(settings: Settings, jobs: list[Job], store: StateStore, args: Any, o
         return 0
     print("\n".join(tables.history_table(runs, now, found.is_backfill, _width(out))), file=out)
     if found.is_backfill:
-        print("(a backfill job: one row per interval; rows with the same RUN are one run)",
-              file=out)
+        print(f"(a backfill job: --history {app_name} --run RUN lists a run's intervals)", file=out)
     if found.more:
         print(f"(older runs not shown: --limit {limit * 2})", file=out)
     return 0
@@ -202,12 +239,46 @@ def show_error(settings: Settings, jobs: list[Job], store: StateStore, args: Any
         failure, message = _run_failure(store, app_name, args.run, state)
     if failure is not None:
         message = tables.failure_headline(failure, now)
+    record = store.run_output(app_name, failure.run_id) \
+        if failure is not None and failure.run_id is not None else None
     if args.json:
-        jsonout.emit(views.failure_document(app_name, failure, message), out)
+        document = views.failure_document(app_name, failure, message)
+        document["run"] = record.as_json() if record is not None else None
+        jsonout.emit(document, out)
     elif failure is not None:
         print("\n".join(tables.failure_report(failure, now)), file=out)
+        if record is not None:
+            print("\n".join(tables.output_tail(record, SHOWN_OUTPUT_LINES)), file=out)
     else:
         print(message, file=out)
+    return 0
+
+
+# --show-error shows the end of the failed run's output; --logs shows all that was kept.
+SHOWN_OUTPUT_LINES = 40
+
+
+def logs(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
+    """``--logs NAME [--run ID]``: what the job's newest run (or run ID) logged and
+    printed, as the run ledger kept it: a header line, then the text.
+
+    Raises:
+        RunNotFound: the ledger has no such run (or none of the job: it never ran since
+            migration 0012, or its runs were pruned).
+    """
+    from . import jsonout, tables
+
+    app_name, _ = _known_name(jobs, store, args.logs)
+    record = store.run_output(app_name, args.run)
+    if record is None:
+        if args.run is not None:
+            raise RunNotFound(app_name, args.run)
+        print(f"{app_name}: no run in the run ledger (crontabber_run) yet", file=out)
+        return 0
+    if args.json:
+        jsonout.emit(record.as_json() | {"output": record.output}, out)
+        return 0
+    print("\n".join(tables.output_report(record, store.now())), file=out)
     return 0
 
 

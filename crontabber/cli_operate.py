@@ -195,13 +195,26 @@ def rerun(settings: "Settings", jobs: list[Job], store: "StateStore", args: Any,
         result = runner_for(settings, jobs, store).rerun(job, dates)
     if result.error is not None:
         raise result.error
-    listed = ", ".join(f"{d:%Y-%m-%d %H:%M}" for d in dates)
+    listed = _span(dates)
+    done = [f"  {when:%Y-%m-%d %H:%M} UTC: {text or 'done'}" for when, text in result.summaries]
     if result.status is Status.FAILED:
-        print(f"{job.app_name}: rerun of {listed} failed: {result.detail} (the days before the "
-              "failure were done; see --history)", file=out)
+        print(f"{job.app_name}: rerun of {listed} (run {result.run_id}) failed: {result.detail} "
+              f"({len(done)} of {len(dates)} intervals done before the failure; see --history "
+              f"and --logs {job.app_name} --run {result.run_id})", file=out)
+        for line in done:
+            print(line, file=out)
         return ExitCode.JOB_FAILED
-    print(f"{job.app_name}: reran {listed} UTC; last success and next run unchanged", file=out)
+    print(f"{job.app_name}: reran {listed} (run {result.run_id}); last success and next run "
+          "unchanged:", file=out)
+    print("\n".join(done), file=out)
     return ExitCode.OK
+
+
+def _span(dates: list[dt.datetime]) -> str:
+    """``2026-11-21 00:00 UTC``, or ``24 intervals, 2026-11-01 00:00 to 2026-11-24 00:00 UTC``."""
+    if len(dates) == 1:
+        return f"{dates[0]:%Y-%m-%d %H:%M} UTC"
+    return f"{len(dates)} intervals, {dates[0]:%Y-%m-%d %H:%M} to {dates[-1]:%Y-%m-%d %H:%M} UTC"
 
 
 def mark_success(settings: "Settings", jobs: list[Job], store: "StateStore", args: Any,

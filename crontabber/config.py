@@ -66,6 +66,9 @@ def runner_options() -> Namespace:
     cron.add_option("rerun_confirm_over", 31,
                     "--rerun of more intervals than this needs --yes (a typo of a year "
                     "reran 692 days)")
+    cron.add_option("output_tail_bytes", 65536,
+                    "each run keeps the last this many bytes of what its job logged and "
+                    "printed in the run ledger (--logs); 0 keeps nothing")
     _monitor_options(cron)
     for name, default, doc in (
         ("host", "localhost", "state database host"),
@@ -240,6 +243,7 @@ class Settings:
     kill_grace_seconds: float
     database: DatabaseSettings
     rerun_confirm_over: int
+    output_tail_bytes: int
     sentry_dsn: str = field(repr=False)
     log_level: str
     log_format: str
@@ -284,7 +288,7 @@ def load_settings(
             "crontabber.lease_seconds",
             f"must be at least twice heartbeat_seconds (> 0): {lease:g} vs {heartbeat:g}",
         )
-    for name in ("default_timeout", "kill_grace_seconds"):
+    for name in ("default_timeout", "kill_grace_seconds", "output_tail_bytes"):
         if values[f"crontabber.{name}"] < 0:
             raise ConfigurationError(f"crontabber.{name}", "must not be negative")
     monitor = _monitor_settings(values)
@@ -298,6 +302,7 @@ def load_settings(
         kill_grace_seconds=values["crontabber.kill_grace_seconds"],
         database=database,
         rerun_confirm_over=values["crontabber.rerun_confirm_over"],
+        output_tail_bytes=values["crontabber.output_tail_bytes"],
         sentry_dsn=values["sentry.dsn"],
         log_level=str(values["logging.level"]).upper(),
         log_format=values["logging.format"],

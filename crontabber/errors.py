@@ -40,14 +40,14 @@ class JobNotFound(CrontabberError):
 
 
 class RunNotFound(CrontabberError):
-    """``--show-error NAME --run ID`` named a run the job's log does not hold
+    """``--show-error``, ``--history`` or ``--logs NAME --run ID`` named a run the job's log does not hold
     (a wrong id, or its rows were pruned by ``prune-run-log``)."""
 
     def __init__(self, app_name: str, run_id: int) -> None:
         self.app_name = app_name
         self.run_id = run_id
-        super().__init__(f"{app_name}: no run {run_id} in the run log (crontabber_log); "
-                         f"--history {app_name} lists its runs")
+        super().__init__(f"{app_name}: no run {run_id} in the run log (crontabber_log) or the "
+                         f"run ledger (crontabber_run); --history {app_name} lists its runs")
 
 
 class JobLockError(CrontabberError):
@@ -153,6 +153,11 @@ class JobProcessDied(CrontabberError):
         self.app_name = app_name
         self.how = how
         super().__init__(f"{app_name}: the job's process died: {how}")
+
+    @property
+    def by_signal(self) -> bool:
+        """Whether a signal killed it (the run was stopped rather than failed)."""
+        return self.how.startswith("killed by signal")
 
 
 class DatabaseUnavailable(CrontabberError):

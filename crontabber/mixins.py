@@ -92,11 +92,11 @@ def with_resource_connection_as_argument(resource_name: str) -> Callable[[C], C]
     """``run(self, connection, *args)``; the connection is closed afterwards, uncommitted work lost."""
 
     def decorator(cls: C) -> C:
-        def _run_proxy(self: Any, *args: Any, **kwargs: Any) -> None:
+        def _run_proxy(self: Any, *args: Any, **kwargs: Any) -> Any:
             factory = getattr(self, f"{resource_name}_connection_factory")
             with factory() as connection:
                 try:
-                    self.run(connection, *args, **kwargs)
+                    return self.run(connection, *args, **kwargs)
                 finally:
                     factory.close_connection(connection, force=True)
 
@@ -110,9 +110,9 @@ def with_single_transaction(resource_name: str) -> Callable[[C], C]:
     """``run(self, connection, *args)`` inside one committed-or-rolled-back transaction."""
 
     def decorator(cls: C) -> C:
-        def _run_proxy(self: Any, *args: Any, **kwargs: Any) -> None:
+        def _run_proxy(self: Any, *args: Any, **kwargs: Any) -> Any:
             executor = getattr(self, f"{resource_name}_transaction_executor")
-            executor(self.run, *args, **kwargs)
+            return executor(self.run, *args, **kwargs)
 
         cls._run_proxy = _run_proxy  # type: ignore[attr-defined]
         return cls

@@ -1,7 +1,9 @@
 """Named SQL blocks loaded from the ``sql/`` directory.
 
 A file holds blocks that each start with ``-- name: NAME``; the text up to the
-next such line is the query. The runner's store and each job's store module
+next such line is the query, without its whole-line comments: psycopg2 fills
+``%(name)s`` in comments too, and a value with a newline would end the comment
+and become SQL. The runner's store and each job's store module
 read their SQL through :func:`load`, so no Python module builds SQL strings.
 """
 
@@ -29,7 +31,8 @@ def parse(text: str) -> dict[str, str]:
     for name, body in zip(parts[1::2], parts[2::2]):
         if name in queries:
             raise ValueError(f"duplicate query name {name!r}")
-        queries[name] = body.strip()
+        lines = [line for line in body.splitlines() if not line.lstrip().startswith("--")]
+        queries[name] = "\n".join(lines).strip()
     return queries
 
 

@@ -51,6 +51,7 @@ class LogEntry:
     run_id: int | None = None
     host: str | None = None
     pid: int | None = None
+    summary: str | None = None  # the job's one-line summary of the unit (ours, 0012)
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "LogEntry":
@@ -67,6 +68,7 @@ class LogEntry:
             run_id=row.get("run_id"),
             host=row.get("host"),
             pid=row.get("pid"),
+            summary=row.get("summary"),
         )
 
     @property
@@ -115,3 +117,51 @@ class Overview:
     states: Mapping[str, JobState]
     hosts: tuple[HostState, ...]
     durations: Mapping[str, dt.timedelta] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One run in the run ledger (table ``crontabber_run``, migration 0012): written at its
+    claim, its heartbeat moved while it holds the job, its end written by the run or by
+    whoever found it dead. ``output`` is the captured tail of what the job logged and
+    printed (redacted; empty unless asked for), ``output_bytes`` its size, and
+    ``output_dropped`` how many bytes before it were not kept."""
+
+    run_id: int
+    app_name: str
+    kind: str
+    host: str
+    pid: int
+    started: dt.datetime
+    status: str
+    heartbeat: dt.datetime | None = None
+    ended: dt.datetime | None = None
+    intervals: int = 0
+    first_interval: dt.datetime | None = None
+    last_interval: dt.datetime | None = None
+    summary: str | None = None
+    error: str | None = None
+    output_bytes: int = 0
+    output_dropped: int = 0
+    output: str = ""
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> "RunRecord":
+        """Build from a ``run_records`` or ``run_output`` row."""
+        return cls(**{name: row[name] for name in _RUN_COLUMNS if name in row and row[name] is not None})
+
+    @property
+    def by(self) -> str:
+        return f"{self.host}:{self.pid}"
+
+    def as_json(self) -> dict[str, Any]:
+        """The ledger's view of the run (``output`` included only when it was read)."""
+        document = {name: getattr(self, name) for name in _RUN_COLUMNS if name != "output"}
+        if self.output:
+            document["output"] = self.output
+        return document
+
+
+_RUN_COLUMNS = ("run_id", "app_name", "kind", "host", "pid", "started", "heartbeat", "ended",
+                "status", "intervals", "first_interval", "last_interval", "summary", "error",
+                "output_bytes", "output_dropped", "output")

@@ -92,3 +92,13 @@ def redact_handlers(secrets: Iterable[str], fmt: str) -> None:
     formatter = RedactingFormatter(fmt, secrets)
     for handler in logging.getLogger().handlers:
         handler.setFormatter(formatter)
+
+
+def installed_secrets() -> frozenset[str]:
+    """The secrets :func:`redact_handlers` gave the root logger's handlers (empty when
+    logging was not set up through it): what a runner masks in what it stores."""
+    found: set[str] = set()
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler.formatter, RedactingFormatter):
+            found |= handler.formatter.secrets
+    return frozenset(found)

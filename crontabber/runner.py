@@ -28,7 +28,7 @@ from .config import Settings
 from .errors import DatabaseUnavailable, JobLockError, JobOngoing, LeaseLost, MarkerIsLive
 from .leases import LeaseRules, Marker, describe_marker, holder_name, marker_status, retry_delay
 from .scheduling import dependency_block, is_due, next_run_after, pause_active
-from .state import Claim, FinishRecord, JobState, RunKind, Tick
+from .state import Claim, FinishRecord, JobState, RunEnd, RunKind, RunStatus, Tick
 from .store import StateStore
 
 if TYPE_CHECKING:
@@ -57,6 +57,14 @@ class JobResult:
     status: Status
     detail: str = ""
     error: JobLockError | LeaseLost | None = None
+    run_id: int | None = None
+    # The job's one-line summary of each successful unit (interval, summary or None).
+    summaries: tuple[tuple[dt.datetime, str | None], ...] = ()
+
+    @property
+    def summary(self) -> str | None:
+        """The run's summary: its last unit's."""
+        return next((text for _, text in reversed(self.summaries) if text), None)
 
 
 def this_host() -> str:
@@ -169,14 +177,15 @@ class Runner:
                 logger.log(level, "skipping %s: %s", job.app_name, reason, extra={"job": job.app_name})
                 return JobResult(job.app_name, Status.SKIPPED, reason)
         self._snapshot = None  # from here on the job's (or others') state may change
+        kind = RunKind.FORCED if force else RunKind.SCHEDULED
         claimed = self.store.claim(
-            job.app_name, job.depends_on, (self.host, self.pid), self._decider(job, force)
+            job.app_name, job.depends_on, (self.host, self.pid), self._decider(job, force), kind
         )
         if claimed is None:
             return JobResult(job.app_name, Status.SKIPPED, "another runner just ran it")
         before, claim = claimed
         logger.info("running %s (run %s)", job.app_name, claim.run_id, extra={"job": job.app_name})
-        return self._execute(job, before, claim, kind=RunKind.FORCED if force else RunKind.SCHEDULED)
+        return self._execute(job, before, claim, kind=kind)
 
     def _why_not(self, job: Job, states: dict[str, JobState], now: dt.datetime) -> str | None:
         if not is_due(states.get(job.app_name), job.schedule, now):
@@ -257,7 +266,7 @@ class Runner:
         try:
             self._snapshot = None
             claimed = self.store.claim(job.app_name, job.depends_on, (self.host, self.pid),
-                                       self._decider(job, force=True))
+                                       self._decider(job, force=True), RunKind.RERUN)
         except JobLockError as exc:
             status = Status.ONGOING if isinstance(exc, JobOngoing) else Status.LOCKED
             return JobResult(job.app_name, status, str(exc), exc)
@@ -272,6 +281,7 @@ class Runner:
         self, job: Job, before: JobState, claim: Claim, dates: list[dt.datetime] | None = None,
         kind: RunKind = RunKind.SCHEDULED,
     ) -> JobResult:
+        from .capture import OutputTail
         from .supervisor import Ending, Failure, Supervisor
 
         config = job_config(job, self.settings.sources)
@@ -289,11 +299,13 @@ class Runner:
             claim,
             self.settings.limits_for(config),
             make_app,
-            record_unit=lambda when, took: self.store.record_success(claim, when, took),
-            heartbeat=lambda: self.store.heartbeat(claim),
+            record_unit=lambda when, took, summary: self.store.record_success(
+                claim, when, took, summary),
+            heartbeat=lambda output: self.store.heartbeat(claim, output),
             report=lambda exc: self.report(exc, job),
             inherited_fds=self.store.fds(),
             defer_units=not job.is_backfill,
+            tail=OutputTail(self.settings.output_tail_bytes) if self.settings.output_tail_bytes else None,
         )
         try:
             ending = supervisor.run()
@@ -320,22 +332,35 @@ class Runner:
             kind=kind,
         )
         seconds = failure.seconds if failure is not None else 0.0
+        summaries = tuple(ending.summaries)
+        summary = next((text for _, text in reversed(summaries) if text), None)
+        end = RunEnd(
+            status=failure.status if failure is not None else RunStatus.SUCCEEDED,
+            summary=summary,
+            error=failure.summary if failure is not None else None,
+            output=ending.output,
+            dropped=ending.dropped,
+        )
         held = self._keep_trying(job, claim, lambda: self.store.finish(
             claim, outcome, job.depends_on,
             failure=(dt.timedelta(seconds=seconds), failure.error, failure.exc_repr)
             if failure is not None else None,
             units=ending.deferred,
+            end=end,
         ))
         if not held:
             why = ending.fenced or "another run took the job over, or an operator released it"
             lost = LeaseLost(job.app_name, claim.run_id, why)
             logger.error("%s; its outcome was not recorded", lost, extra={"job": job.app_name})
-            return JobResult(job.app_name, Status.FENCED, str(lost), lost)
+            return JobResult(job.app_name, Status.FENCED, str(lost), lost, claim.run_id, summaries)
         if ending.interrupt is not None:
             raise ending.interrupt
         if failure is None:
-            return JobResult(job.app_name, Status.RAN)
-        return JobResult(job.app_name, Status.FAILED, failure.summary)
+            if summary and not job.is_backfill:  # a backfill unit's is logged as it is written
+                logger.info("%s: %s", job.app_name, summary, extra={"job": job.app_name})
+            return JobResult(job.app_name, Status.RAN, run_id=claim.run_id, summaries=summaries)
+        return JobResult(job.app_name, Status.FAILED, failure.summary, run_id=claim.run_id,
+                         summaries=summaries)
 
     def _keep_trying(self, job: Job, claim: Claim, write: Callable[[], T]) -> T:
         """Run a state write, retrying with backoff while the database is away,

@@ -108,6 +108,31 @@ class FinishRecord:
     kind: RunKind = RunKind.SCHEDULED
 
 
+class RunStatus(enum.Enum):
+    """How a run stands in the run ledger (``crontabber_run.status``)."""
+
+    RUNNING = "running"  # claimed; its heartbeat moves while it holds the job
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"  # the job raised (or its process exited without reporting)
+    TIMED_OUT = "timed out"  # the runner stopped it past its timeout
+    STOPPED = "stopped by signal"  # SIGTERM/SIGINT to the runner, or a signal killed the job
+    FENCED_OFF = "fenced off"  # it lost its lease: its end changed nothing in the state
+    ABANDONED = "abandoned"  # its holder died: written by whoever found the job held
+
+
+@dataclass(frozen=True)
+class RunEnd:
+    """What a run's end writes to its ledger row: its status, the job's one-line summary,
+    the error in one line, and the captured output (its tail, redacted) with the number of
+    bytes dropped ahead of it."""
+
+    status: RunStatus
+    summary: str | None = None
+    error: str | None = None
+    output: str = ""
+    dropped: int = 0
+
+
 @dataclass(frozen=True)
 class Claim:
     """A run's hold on its job, as the claim wrote it: the fencing token

@@ -23,18 +23,22 @@ import psycopg2.errors
 from . import queries
 from .errors import DatabaseUnavailable, JobLocked, LeaseLost
 from .failures import first_line
-from .state import Claim, JobState, FinishRecord, Tick
+from .state import Claim, JobState, FinishRecord, RunEnd, RunKind, RunStatus, Tick
 
 if TYPE_CHECKING:
     # Built only by the operator commands' queries, imported there: an idle
     # tick does not load crontabber.records (see crontabber.state).
-    from .records import AuditEntry, LogEntry, Overview
+    from .records import AuditEntry, LogEntry, Overview, RunRecord
 
 logger = logging.getLogger(__name__)
 
 Q = queries.load("crontabber.sql")
 
 R = TypeVar("R")
+
+# A successful unit: its time (the interval of a backfill job), its duration, and the
+# job's one-line summary of what it did (None when the job returned none).
+Unit = tuple[dt.datetime, dt.timedelta, "str | None"]
 
 
 @dataclass(frozen=True)
@@ -250,9 +254,11 @@ class StateStore:
         depends_on: tuple[str, ...],
         holder: tuple[str, int],
         decide: Callable[[JobState, dt.datetime], bool],
+        kind: RunKind = RunKind.SCHEDULED,
     ) -> tuple[JobState, Claim] | None:
         """Lock the job's row, let ``decide`` check it, and mark it ongoing
-        with a new run id (the run's fencing token) and a first heartbeat.
+        with a new run id (the run's fencing token) and a first heartbeat; the
+        run's ledger row (``kind``, status running) is written with the marker.
 
         ``decide(state, now)`` runs with the row locked; it returns False to
         leave the job alone (it is no longer due) or raises
@@ -275,22 +281,28 @@ class StateStore:
                     return None
                 if state.ongoing is not None:  # decide allowed a takeover: its holder is gone
                     _log_abandoned(cur, state, f"taken over by {host}:{pid}")
-                cur.execute(Q["mark_ongoing"], {**params, "now": now, "holder": f"{host}:{pid}"})
+                cur.execute(Q["mark_ongoing"], {**params, "now": now, "holder": f"{host}:{pid}",
+                                                "host": host, "pid": pid, "kind": kind.value})
                 run_id = cur.fetchone()[0]
                 return state, Claim(app_name, run_id, host, pid, now)
         except psycopg2.errors.LockNotAvailable:
             raise JobLocked(app_name) from None
 
     @translated
-    def heartbeat(self, claim: Claim) -> dt.datetime | None:
-        """Renew the run's lease; the new heartbeat, or None when the run no
-        longer holds the job (it was taken over or released: fenced off)."""
-        row = self._one("heartbeat", {"app_name": claim.app_name, "run_id": claim.run_id})
+    def heartbeat(self, claim: Claim, output: tuple[str, int] | None = None) -> dt.datetime | None:
+        """Renew the run's lease, and save the run's captured ``(output, bytes dropped)``
+        when given; the new heartbeat, or None when the run no longer holds the job (it
+        was taken over or released: fenced off)."""
+        text, dropped = output if output is not None else (None, None)
+        row = self._one("heartbeat", {"app_name": claim.app_name, "run_id": claim.run_id,
+                                      "output": text, "dropped": dropped})
         return row["heartbeat"] if row else None
 
     @translated
-    def record_success(self, claim: Claim, success: dt.datetime, duration: dt.timedelta) -> bool:
-        """Save one successful unit: ``last_success`` and a log row, together.
+    def record_success(self, claim: Claim, success: dt.datetime, duration: dt.timedelta,
+                       summary: str | None = None) -> bool:
+        """Save one successful unit: ``last_success``, a log row with the job's
+        ``summary`` of it, and the run's progress in the ledger, together.
 
         Returns False, writing nothing, when the run no longer holds the job.
         """
@@ -299,8 +311,8 @@ class StateStore:
                         {"app_name": claim.app_name, "success": success, "run_id": claim.run_id})
             if cur.fetchone() is None:
                 return False
-            cur.execute(Q["log_success"],
-                        {**_identity(claim), "success": success, "duration": duration})
+            cur.execute(Q["log_success"], {**_identity(claim), "success": success,
+                                           "duration": duration, "summary": summary})
             return True
 
     @translated
@@ -310,12 +322,14 @@ class StateStore:
         outcome: FinishRecord,
         depends_on: tuple[str, ...],
         failure: tuple[dt.timedelta, Mapping[str, str], str] | None = None,
-        units: Sequence[tuple[dt.datetime, dt.timedelta]] = (),
+        units: Sequence[Unit] = (),
+        end: RunEnd | None = None,
     ) -> bool:
         """Write the end of an attempt, release the marker and log a failure
         (``(duration, last_error record, exception repr)``), in one transaction,
         with the successful ``units`` not written yet (an ordinary job's one
-        unit: its success and its next run are then one commit).
+        unit: its success and its next run are then one commit), and the run's
+        ledger row (``end``; fenced off when the run no longer held the job).
 
         Returns False when the run no longer holds the job (another run took
         it over, or an operator released it): the state is left alone and the
@@ -336,10 +350,33 @@ class StateStore:
             held = cur.fetchone() is not None
             if not held and _finished_already(cur, claim, outcome):
                 return True  # a retry after a commit whose reply was lost
+            _end_run(cur, claim, end or RunEnd(RunStatus.SUCCEEDED if failure is None
+                                               else RunStatus.FAILED), held)
             if held and failure is None:
                 return True
             _log_failure(cur, claim, failure, fenced=not held)
             return held
+
+    @translated
+    def run_records(self, app_name: str, run_ids: Sequence[int]) -> dict[int, RunRecord]:
+        """The ledger rows of the job's runs ``run_ids`` (those it has), without output."""
+        from .records import RunRecord
+
+        if not run_ids:
+            return {}
+        with self._conn, self._cursor() as cur:
+            cur.execute(Q["run_records"], {"app_name": app_name, "run_ids": list(run_ids)})
+            records = (RunRecord.from_row(_as_dict(cur, row)) for row in cur.fetchall())
+            return {record.run_id: record for record in records}
+
+    @translated
+    def run_output(self, app_name: str, run_id: int | None = None) -> RunRecord | None:
+        """Run ``run_id`` of the job (its newest run when None) from the ledger, with
+        its captured output; None when the ledger has no such run."""
+        from .records import RunRecord
+
+        row = self._one("run_output", {"app_name": app_name, "run_id": run_id})
+        return RunRecord.from_row(row) if row else None
 
     @translated
     def locked_change(
@@ -428,13 +465,23 @@ class StateStore:
 
 
 
-def _record_units(cur: Any, claim: Claim, units: Sequence[tuple[dt.datetime, dt.timedelta]]) -> None:
-    """Record each successful unit (its time, its duration) of a run still holding the job."""
-    for when, took in units:
+def _record_units(cur: Any, claim: Claim, units: Sequence[Unit]) -> None:
+    """Record each successful unit (its time, its duration, the job's summary of it) of a
+    run still holding the job."""
+    for when, took, summary in units:
         cur.execute(Q["record_success"], {"app_name": claim.app_name,
                                           "success": when, "run_id": claim.run_id})
         if cur.fetchone() is not None:
-            cur.execute(Q["log_success"], {**_identity(claim), "success": when, "duration": took})
+            cur.execute(Q["log_success"], {**_identity(claim), "success": when, "duration": took,
+                                           "summary": summary})
+
+
+def _end_run(cur: Any, claim: Claim, end: RunEnd, held: bool) -> None:
+    """Write the run's end to its ledger row; a run that no longer held the job is fenced off."""
+    status = end.status if held else RunStatus.FENCED_OFF
+    cur.execute(Q["end_run"], {"run_id": claim.run_id, "status": status.value,
+                               "summary": end.summary, "error": end.error,
+                               "output": end.output, "dropped": end.dropped})
 
 
 def _finished_already(cur: Any, claim: Claim, outcome: FinishRecord) -> bool:

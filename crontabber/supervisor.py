@@ -17,7 +17,9 @@ threaded, waits on that pipe and on the child's pidfd, and meanwhile:
   stopped, still half a heartbeat before anyone may take over), and on
   SIGINT/SIGTERM of the runner;
 - turns a child that dies without a word (segfault, OOM kill, ``os._exit``)
-  into a failure with its exit status.
+  into a failure with its exit status;
+- reads the child's stdout and stderr (pipes), passes them on to its own and
+  keeps their tail (:mod:`crontabber.capture`), saved with each heartbeat.
 
 The child is in its own process group (a terminal's Ctrl-C reaches only the
 runner, which forwards one signal; a timeout kills the job's own subprocesses
@@ -37,6 +39,7 @@ import os
 import select
 import signal
 import struct
+import sys
 import threading
 import time
 import traceback
@@ -50,8 +53,9 @@ from .errors import (
     LeaseLost,
     Terminated,
 )
+from .capture import OutputTail, forward
 from .failures import describe
-from .state import Claim
+from .state import Claim, RunStatus
 
 logger = logging.getLogger(__name__)
 
@@ -119,6 +123,7 @@ class Failure:
     summary: str
     kind: str = "error"  # "error", "interrupt" (KeyboardInterrupt) or "terminate"
     seconds: float = 0.0  # since the last unit: the log row's duration
+    status: RunStatus = RunStatus.FAILED  # the run's status in the ledger
 
     @classmethod
     def of(cls, exc: BaseException, traceback_text: str | None = None) -> "Failure":
@@ -130,11 +135,19 @@ class Failure:
         frames = traceback_text
         if frames is None:
             frames = "".join(traceback.format_tb(exc.__traceback__))
+        status = RunStatus.FAILED
+        if isinstance(exc, JobTimeout):
+            status = RunStatus.TIMED_OUT
+        elif isinstance(exc, LeaseLost):
+            status = RunStatus.FENCED_OFF
+        elif kind != "error" or (isinstance(exc, JobProcessDied) and exc.by_signal):
+            status = RunStatus.STOPPED
         return cls(
             error={"type": repr(type(exc)), "value": str(exc), "traceback": frames},
             exc_repr=repr(exc),
             summary=describe(exc),
             kind=kind,
+            status=status,
         )
 
 
@@ -153,16 +166,24 @@ class Ending:
     units: int = 0
     beats: int = 0
     # An ordinary job's unit, written with the end of the run (one transaction).
-    deferred: list[tuple[dt.datetime, dt.timedelta]] = field(default_factory=list)
+    deferred: list[tuple[dt.datetime, dt.timedelta, str | None]] = field(default_factory=list)
+    # The job's one-line summary of each successful unit, in order (None: it gave none).
+    summaries: list[tuple[dt.datetime, str | None]] = field(default_factory=list)
+    # The captured tail of the job's stdout and stderr, and the bytes dropped before it.
+    output: str = ""
+    dropped: int = 0
 
 
 class Supervisor:
     """Runs one claimed job in a child process; see the module docstring.
 
     ``make_app`` builds the job instance in the child; ``record_unit(when,
-    duration)`` writes one unit's progress and returns False when the run no
-    longer holds the job; ``heartbeat()`` renews the lease (None: fenced off);
-    ``report`` sends a job's exception to Sentry (called in the child).
+    duration, summary)`` writes one unit's progress and returns False when the run
+    no longer holds the job; ``heartbeat(output)`` renews the lease, saving the
+    captured output when it grew (None: unchanged), and returns None when fenced
+    off; ``report`` sends a job's exception to Sentry (called in the child);
+    ``tail`` keeps the job's output (None: not captured, the child writes to the
+    runner's stdout and stderr directly).
     """
 
     def __init__(
@@ -170,11 +191,12 @@ class Supervisor:
         claim: Claim,
         limits: RunLimits,
         make_app: Callable[[LeaseClock], Any],
-        record_unit: Callable[[dt.datetime, dt.timedelta], bool],
-        heartbeat: Callable[[], dt.datetime | None],
+        record_unit: Callable[[dt.datetime, dt.timedelta, str | None], bool],
+        heartbeat: Callable[[tuple[str, int] | None], dt.datetime | None],
         report: Callable[[BaseException], object],
         inherited_fds: tuple[int, ...] = (),
         defer_units: bool = False,
+        tail: OutputTail | None = None,
     ) -> None:
         self.claim = claim
         self.limits = limits
@@ -183,6 +205,8 @@ class Supervisor:
         self.heartbeat = heartbeat
         self.report = report
         self.inherited_fds = inherited_fds
+        self.tail = tail
+        self._outputs: dict[int, int] = {}  # our read end of a child's pipe -> our fd it goes to
         # An ordinary job's one unit is written with the end of the run, in one
         # transaction: a runner killed between the two would otherwise leave a
         # recorded success with next_run still due, and the job would run again.
@@ -193,7 +217,7 @@ class Supervisor:
         self._kill_at: float | None = None
         self._child_failure: Failure | None = None
         self._db_down_since: float | None = None
-        self._pending_units: list[tuple[dt.datetime, dt.timedelta]] = []
+        self._pending_units: list[tuple[dt.datetime, dt.timedelta, str | None]] = []
         self._last_unit_at = time.monotonic()
 
     # ---------------------------------------------------------------- parent
@@ -203,17 +227,58 @@ class Supervisor:
         from multiprocessing.connection import Pipe
 
         reader, writer = Pipe(duplex=False)
+        pipes = [os.pipe() for _ in (1, 2)] if self.tail is not None else []
+        for stream in (sys.stdout, sys.stderr):  # not written twice by the child's copies
+            _flush(stream)
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child, measured through its effects
             reader.close()
+            for target, (read_end, write_end) in zip((1, 2), pipes):
+                os.dup2(write_end, target)
+                os.close(read_end)
+                os.close(write_end)
             _child_main(self, writer)
         writer.close()
+        for target, (read_end, write_end) in zip((1, 2), pipes):
+            os.close(write_end)
+            os.set_blocking(read_end, False)
+            self._outputs[read_end] = target
         self.pid = pid
         try:
             self._supervise(reader)
+            self._read_outputs_to_end()
         finally:
             reader.close()
+            for read_end in list(self._outputs):
+                os.close(read_end)
+            self._outputs.clear()
         return self._conclude()
+
+    def _read_output(self, fd: int) -> None:
+        """Pass on and keep what the child wrote to one of its pipes; forget the pipe at EOF."""
+        try:
+            data = os.read(fd, 65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            os.close(fd)
+            del self._outputs[fd]
+            return
+        forward(self._outputs[fd], data)
+        assert self.tail is not None
+        self.tail.add(data)
+
+    def _read_outputs_to_end(self) -> None:
+        """Once the child has exited: what is left in its pipes. A process the job started
+        and left running may keep a pipe open, so this waits for at most a second."""
+        deadline = time.monotonic() + 1.0
+        while self._outputs and time.monotonic() < deadline:
+            for fd in _wait(list(self._outputs), 0.05):
+                self._read_output(fd)
+        if self.tail is not None:
+            self.ending.output, self.ending.dropped = self.tail.kept()
 
     def _supervise(self, reader: Any) -> None:
         pidfd = _pidfd(self.pid)
@@ -225,8 +290,11 @@ class Supervisor:
                 try:
                     now = time.monotonic()
                     wait = max(0.0, min(next_beat, self._next_deadline(started)) - now)
-                    ready = _wait([reader.fileno()] + ([pidfd] if pidfd is not None else []),
+                    ready = _wait([reader.fileno()] + ([pidfd] if pidfd is not None else [])
+                                  + list(self._outputs),
                                   wait if pidfd is not None else min(wait, 0.2))
+                    for fd in [fd for fd in self._outputs if fd in ready]:
+                        self._read_output(fd)
                     if reader.fileno() in ready:
                         self._drain(reader)
                     if pidfd is None or pidfd in ready:
@@ -265,24 +333,25 @@ class Supervisor:
     def _on_message(self, message: tuple) -> None:
         kind = message[0]
         if kind == "unit":
-            self._record(message[1], dt.timedelta(seconds=message[2]))
+            self._record(message[1], dt.timedelta(seconds=message[2]), message[3])
         elif kind == "failed":
             self._child_failure = message[1]
 
-    def _record(self, when: dt.datetime, duration: dt.timedelta) -> None:
+    def _record(self, when: dt.datetime, duration: dt.timedelta, summary: str | None) -> None:
         self._last_unit_at = time.monotonic()
+        self.ending.summaries.append((when, summary))
         if self.defer_units:
-            self.ending.deferred.append((when, duration))
+            self.ending.deferred.append((when, duration, summary))
             return
-        self._pending_units.append((when, duration))
+        self._pending_units.append((when, duration, summary))
         self._flush_units()
 
     def _flush_units(self) -> None:
         """Write the units not yet written; kept for later while the database is away."""
         while self._pending_units:
-            when, duration = self._pending_units[0]
+            when, duration, summary = self._pending_units[0]
             try:
-                held = self.record_unit(when, duration)
+                held = self.record_unit(when, duration, summary)
             except DatabaseUnavailable as exc:
                 self._database_down(exc)
                 return
@@ -292,13 +361,13 @@ class Supervisor:
                 self._pending_units.clear()
                 return
             self.ending.units += 1
-            logger.info("%s succeeded for %s", self.claim.app_name, when,
-                        extra={"job": self.claim.app_name})
+            logger.info("%s succeeded for %s%s", self.claim.app_name, when,
+                        f": {summary}" if summary else "", extra={"job": self.claim.app_name})
 
     def _beat(self) -> None:
         sent_at = time.monotonic()
         try:
-            renewed = self.heartbeat()
+            renewed = self.heartbeat(self.tail.changes() if self.tail is not None else None)
         except DatabaseUnavailable as exc:
             self._database_down(exc)
             return
@@ -467,7 +536,16 @@ def _child_main(supervisor: Supervisor, writer: Any) -> NoReturn:  # pragma: no 
         except BaseException:  # noqa: BLE001
             pass
     finally:
+        for stream in (sys.stdout, sys.stderr):  # os._exit does not flush them
+            _flush(stream)
         os._exit(code)
+
+
+def _flush(stream: Any) -> None:
+    try:
+        stream.flush()
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 def _become_child(supervisor: Supervisor) -> None:
@@ -505,7 +583,8 @@ def _run_job(supervisor: Supervisor, writer: Any) -> None:  # pragma: no cover
     try:
         app = supervisor.make_app(supervisor.clock)
         for when in app.main():
-            writer.send(("unit", when, time.monotonic() - unit_start))
+            writer.send(("unit", when, time.monotonic() - unit_start,
+                         getattr(app, "last_summary", None)))
             unit_start = time.monotonic()
     except BaseException as exc:  # noqa: BLE001 - any error of the job's is recorded
         failure = Failure.of(exc)

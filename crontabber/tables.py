@@ -11,6 +11,7 @@ from typing import Sequence
 
 from .leases import Marker, parse_holder
 from .text import one_line, printable
+from .records import RunRecord
 from .views import FailureView, JobStatus, JobView, Outcome, RunView
 
 DEFAULT_WIDTH = 100
@@ -176,11 +177,49 @@ def wide_table(views: Sequence[JobView], now: dt.datetime) -> list[str]:
 def history_table(
     runs: Sequence[RunView], now: dt.datetime, is_backfill: bool, width: int = DEFAULT_WIDTH
 ) -> list[str]:
-    """One line per log row, newest first; a run's rows are together and share
-    its RUN id. A backfill job's rows show the INTERVAL each one covered. The
-    run holding the job comes first, as ``running``, with its heartbeat.
-    Host names lose their domain (``--json`` has them whole)."""
-    header = ["STARTED (UTC)", "TOOK", "BY", "RUN", "OUTCOME", "ERROR"]
+    """One line per run, newest first: when it started, how long it took, who ran it,
+    its run id, why it ran (scheduled, forced, rerun), how it ended, a backfill run's
+    INTERVALS (``2026-11-01..2026-11-24 (24)``: a rerun of 695 days is one line), and
+    the job's summary or the error. The run holding the job comes first, as
+    ``running``, with its heartbeat. Host names lose their domain (``--json`` has
+    them whole); ``--run ID`` lists one run's rows (:func:`run_rows_table`)."""
+    header = ["STARTED (UTC)", "TOOK", "BY", "RUN", "KIND", "OUTCOME", "DETAIL"]
+    if is_backfill:
+        header.insert(6, "INTERVALS")
+    rows = [header]
+    for run in runs:
+        span = took(run.duration(now)) + ("+" if run.ongoing is not None else "")
+        if run.ongoing is not None:
+            detail = _beat(run, now)
+        elif run.error is not None and run.outcome is not Outcome.OK:
+            detail = (run.error.value if run.outcome in (Outcome.FENCED_OFF, Outcome.ABANDONED)
+                      else run.error.summary)
+        else:
+            detail = run.summary or ""
+        row = [stamp(run.started), span, short_host(run.by, pid=True) if run.by else "-",
+               str(run.run_id) if run.run_id is not None else "-", run.kind or "-",
+               run.outcome.text, one_line(detail)]
+        if is_backfill:
+            row.insert(6, _intervals(run.intervals))
+        rows.append(row)
+    return fit(rows, width)
+
+
+def _intervals(done: list[dt.datetime]) -> str:
+    """``-``, ``2026-11-24``, or ``2026-11-01..2026-11-24 (24)``."""
+    if not done:
+        return "-"
+    if len(done) == 1:
+        return _interval(done[0])
+    return f"{_interval(done[0])}..{_interval(done[-1])} ({len(done)})"
+
+
+def run_rows_table(
+    runs: Sequence[RunView], now: dt.datetime, is_backfill: bool, width: int = DEFAULT_WIDTH
+) -> list[str]:
+    """``--history NAME --run ID``: one line per log row of the runs given, newest
+    first; a backfill job's rows show the INTERVAL each covered and its summary."""
+    header = ["STARTED (UTC)", "TOOK", "BY", "RUN", "OUTCOME", "DETAIL"]
     if is_backfill:
         header.insert(5, "INTERVAL")
     rows = [header]
@@ -194,13 +233,13 @@ def history_table(
             outcome = Outcome.OK if not entry.failed else run.outcome
             if run.outcome is Outcome.RUNNING and entry.failed:
                 outcome = Outcome.FAILED
-            error = ""
+            detail = entry.summary or ""
             if entry.failed and run.error is not None:  # "fenced off" says LeaseLost already
-                error = (run.error.value if outcome in (Outcome.FENCED_OFF, Outcome.ABANDONED)
-                         else run.error.summary)
+                detail = (run.error.value if outcome in (Outcome.FENCED_OFF, Outcome.ABANDONED)
+                          else run.error.summary)
             interval = _interval(entry.success) if not entry.failed else "-"
             rows.append(_row(is_backfill, stamp(entry.started), took(entry.duration),
-                             short_host(entry.holder, pid=True) if entry.holder else "-", run_id, outcome.text, interval, one_line(error)))
+                             short_host(entry.holder, pid=True) if entry.holder else "-", run_id, outcome.text, interval, one_line(detail)))
     return fit(rows, width)
 
 
@@ -258,3 +297,53 @@ def failure_report(failure: FailureView, now: dt.datetime) -> list[str]:
     # a message may carry an uploader's names: escape what a terminal would act on, line by
     # line ("\n" only: splitlines would also break at U+2028 and the like instead of showing it)
     return [printable(line) for line in "\n".join(lines).split("\n")]
+
+
+# ---------------------------------------------------------------------------- --logs
+
+def _run_line(record: RunRecord, now: dt.datetime) -> str:
+    """``chatty run 42 (scheduled) on web-3:4242, started 2026-11-25 18:00:01 UTC (3m ago),
+    ended ... : failed``."""
+    ended = f"ended {absolute(record.ended, now)}" if record.ended else \
+        f"last heartbeat {absolute(record.heartbeat, now)}"
+    return (f"{record.app_name} run {record.run_id} ({record.kind}) on {record.by}, started "
+            f"{absolute(record.started, now)}, {ended}: {record.status}")
+
+
+def _kept(record: RunRecord) -> str:
+    if record.output_dropped:
+        return f"the last {record.output_bytes} bytes ({record.output_dropped} earlier bytes not kept)"
+    return f"all {record.output_bytes} bytes"
+
+
+def output_tail(record: RunRecord, lines: int) -> list[str]:
+    """``--show-error``'s end: the last ``lines`` lines of the run's kept output."""
+    text = record.output.rstrip("\n").split("\n") if record.output else []
+    if not text:
+        return ["", f"(run {record.run_id} printed and logged nothing that was kept)"]
+    shown = text[-lines:]
+    head = (f"--- the last {len(shown)} lines of what run {record.run_id} logged and printed "
+            f"(--logs {record.app_name} --run {record.run_id}: {_kept(record)}) ---")
+    return ["", head] + [printable(line) for line in shown]
+
+
+def output_report(record: RunRecord, now: dt.datetime) -> list[str]:
+    """``--logs``: the run in one line, its summary or error, then its kept output."""
+    lines = [_run_line(record, now)]
+    if record.summary:
+        lines.append(f"summary: {printable(record.summary)}")
+    if record.error:
+        lines.append(f"error: {printable(one_line(record.error))}")
+    if record.intervals:
+        lines.append(f"intervals: {_intervals_of(record)}")
+    if not record.output:
+        lines.append("(nothing logged or printed was kept)")
+        return lines
+    lines.append(f"--- {_kept(record)} of what it logged and printed, secrets masked ---")
+    return lines + [printable(line) for line in record.output.rstrip("\n").split("\n")]
+
+
+def _intervals_of(record: RunRecord) -> str:
+    if record.intervals == 1 or record.first_interval is None or record.last_interval is None:
+        return _interval(record.last_interval or record.first_interval)
+    return f"{_interval(record.first_interval)}..{_interval(record.last_interval)} ({record.intervals})"

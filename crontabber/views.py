@@ -31,7 +31,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from .catalog import Job
 from .leases import Marker
-from .records import LogEntry
+from .records import LogEntry, RunRecord
 from .scheduling import dependency_block, is_due, lateness, pause_active
 from .state import JobState
 
@@ -57,13 +57,26 @@ class Outcome(enum.Enum):
 
     OK = "ok"
     FAILED = "failed"
+    TIMED_OUT = "timed_out"  # stopped by the runner past its timeout (the run ledger says)
+    STOPPED = "stopped_by_signal"  # SIGTERM/SIGINT, or a signal killed the job's process
     FENCED_OFF = "fenced_off"  # it lost its lease; its outcome was not recorded in the state
     ABANDONED = "abandoned"  # its holder died; recorded by whoever took over, released, reset
     RUNNING = "running"  # the run holding the job now (its rows so far are its finished units)
 
+    @classmethod
+    def of_status(cls, status: str) -> "Outcome | None":
+        """The outcome a run ledger status (``crontabber_run.status``) means; None for
+        ``running`` (whether it still runs is the marker's to say)."""
+        return _LEDGER_OUTCOMES.get(status)
+
     @property
     def text(self) -> str:
         return self.value.replace("_", " ")
+
+
+_LEDGER_OUTCOMES = {"succeeded": Outcome.OK, "failed": Outcome.FAILED,
+                    "timed out": Outcome.TIMED_OUT, "stopped by signal": Outcome.STOPPED,
+                    "fenced off": Outcome.FENCED_OFF, "abandoned": Outcome.ABANDONED}
 
 
 # ---------------------------------------------------------------------------- errors
@@ -320,12 +333,14 @@ def jobs_document(views: Sequence[JobView], now: dt.datetime) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class RunView:
-    """One run of a job, from its log rows (``entries``, newest first).
+    """One run of a job, from its log rows (``entries``, newest first) and its
+    row in the run ledger (``record``; None for runs before migration 0012).
 
     A backfill run logs one success row per interval, then a failure row if
     an interval failed; other runs log one row. The run in progress (the one
     holding the job's marker) has ``outcome`` running and ``ongoing`` set,
-    with its finished intervals as entries.
+    with its finished intervals as entries. The ledger's status, when it has
+    one, decides the outcome (it alone knows a timeout from a failure).
     """
 
     run_id: int | None
@@ -337,6 +352,25 @@ class RunView:
     error: ErrorInfo | None
     entries: tuple[LogEntry, ...]
     ongoing: OngoingView | None = None
+    record: RunRecord | None = None
+
+    @property
+    def kind(self) -> str | None:
+        """scheduled, forced or rerun (None before the run ledger)."""
+        return self.record.kind if self.record is not None else None
+
+    @property
+    def summary(self) -> str | None:
+        """The job's one-line summary of the run (its last unit's), if it gave one."""
+        if self.record is not None and self.record.summary:
+            return self.record.summary
+        return next((entry.summary for entry in self.entries if entry.summary), None)
+
+    @property
+    def intervals(self) -> list[dt.datetime]:
+        """The intervals it completed (a backfill run's), oldest first."""
+        return sorted(entry.success for entry in self.entries
+                      if entry.success is not None and not entry.failed)
 
     @property
     def by(self) -> str | None:
@@ -360,8 +394,12 @@ class RunView:
             "duration": self.duration(now),
             "outcome": self.outcome,
             "error": self.error.as_json() if self.error else None,
-            "heartbeat": self.ongoing.heartbeat if self.ongoing else None,
+            "heartbeat": (self.ongoing.heartbeat if self.ongoing
+                          else self.record.heartbeat if self.record else None),
             "verdict": self.ongoing.verdict if self.ongoing else None,
+            "kind": self.kind,
+            "summary": self.summary,
+            "output_bytes": self.record.output_bytes if self.record else None,
             "entries": [_entry_json(entry) for entry in self.entries],
         }
 
@@ -370,28 +408,40 @@ def _entry_json(entry: LogEntry) -> dict[str, Any]:
     error = ErrorInfo.of_entry(entry)
     return {"id": entry.id, "logged": entry.log_time, "started": entry.started,
             "duration": entry.duration or dt.timedelta(0), "success": entry.success,
-            "outcome": entry_outcome(entry), "error": error.summary if error else None}
+            "outcome": entry_outcome(entry), "error": error.summary if error else None,
+            "summary": entry.summary}
 
 
 def group_runs(
-    entries: Sequence[LogEntry], state: JobState | None, marker: MarkerOf
+    entries: Sequence[LogEntry], state: JobState | None, marker: MarkerOf,
+    records: Mapping[int, RunRecord] | None = None,
 ) -> list[RunView]:
     """The runs that ``entries`` (newest first, as ``StateStore.log_runs``
-    returns them) make up, newest first; the run holding the job's marker
-    (``state``) comes first, as running, even before it has logged a row."""
+    returns them) make up, newest first, each with its ledger row from ``records``
+    (by run id); the run holding the job's marker (``state``) comes first, as
+    running, even before it has logged a row."""
+    records = records or {}
     groups: dict[int, list[LogEntry]] = {}
     for entry in entries:
         groups.setdefault(entry.run_id if entry.run_id is not None else -entry.id, []).append(entry)
     holding = _ongoing(state, marker)
-    runs = [_run(rows, holding) for rows in groups.values()]
+    runs = [_run(rows, holding, records.get(key)) for key, rows in groups.items()]
     if holding is not None and not any(run.ongoing for run in runs):
         host, _, pid = (holding.by or "").rpartition(":")
+        record = records.get(holding.run_id) if holding.run_id is not None else None
         runs.insert(0, RunView(holding.run_id, host or holding.by, int(pid) if pid.isdigit() else None,
-                               holding.since, None, Outcome.RUNNING, None, (), holding))
+                               holding.since, None, Outcome.RUNNING, None, (), holding, record))
     return runs
 
 
-def _run(rows: list[LogEntry], holding: OngoingView | None) -> RunView:
+def record_run(record: RunRecord) -> RunView:
+    """A run known to the ledger only (claimed; nothing logged yet, or its rows pruned)."""
+    outcome = Outcome.of_status(record.status) or Outcome.RUNNING
+    return RunView(record.run_id, record.host, record.pid, record.started, record.ended,
+                   outcome, None, (), None, record)
+
+
+def _run(rows: list[LogEntry], holding: OngoingView | None, record: RunRecord | None = None) -> RunView:
     first, last = rows[-1], rows[0]
     outcomes = {entry_outcome(row) for row in rows}
     failure = next((row for row in rows if row.failed), None)
@@ -403,12 +453,17 @@ def _run(rows: list[LogEntry], holding: OngoingView | None) -> RunView:
     outcome = (Outcome.RUNNING if ongoing else Outcome.FENCED_OFF if Outcome.FENCED_OFF in outcomes
                else Outcome.ABANDONED if Outcome.ABANDONED in outcomes
                else Outcome.FAILED if Outcome.FAILED in outcomes else Outcome.OK)
+    ledger = Outcome.of_status(record.status) if record is not None else None
+    if ongoing is None and ledger is not None and outcome is not Outcome.FENCED_OFF:
+        outcome = ledger  # a timeout or a signal is known to the ledger only
     started = min(row.started for row in rows)
+    if record is not None:
+        started = min(started, record.started)
     if ongoing is not None:
         started = min(started, ongoing.since)
     return RunView(last.run_id, last.host, last.pid, started,
                    None if ongoing else last.log_time, outcome,
-                   ErrorInfo.of_entry(failure) if failure else None, tuple(rows), ongoing)
+                   ErrorInfo.of_entry(failure) if failure else None, tuple(rows), ongoing, record)
 
 
 def history_document(

@@ -1,4 +1,5 @@
-"""Trim ``crontabber_log``: crontabber appends a row per run and never deletes any."""
+"""Trim ``crontabber_log`` (crontabber appends a row per run and never deletes any) and the
+run ledger ``crontabber_run``."""
 
 from __future__ import annotations
 
@@ -19,26 +20,33 @@ class PruneRunLogCronApp(BaseCronApp):
     (short transactions keep locks and WAL bursts small on a busy database)."""
 
     app_name = "prune-run-log"
-    app_description = "delete crontabber_log rows older than keep_days"
+    app_description = "delete crontabber_log rows and crontabber_run runs older than keep_days"
     required_config = Namespace()
     required_config.add_option("keep_days", default=90, doc="keep log rows this many days")
     required_config.add_option("batch_size", default=10000, doc="rows deleted per transaction")
 
     database_transaction_executor: Any  # set by @using_postgres()
 
-    def run(self) -> None:
+    def run(self) -> str:
+        """Returns the run's one-line summary."""
+        rows, runs = self._delete_all("delete_batch"), self._delete_all("delete_run_batch")
+        logger.info("prune-run-log: deleted %d log rows and %d ledger runs older than %d days",
+                    rows, runs, self.config.keep_days)
+        return (f"deleted {rows} crontabber_log rows and {runs} crontabber_run runs "
+                f"older than {self.config.keep_days} days")
+
+    def _delete_all(self, query: str) -> int:
         total = 0
         while True:
-            deleted = self.database_transaction_executor(self._delete_batch)
+            deleted = self.database_transaction_executor(self._delete_batch, query)
             total += deleted
             if deleted < self.config.batch_size:
-                break
-        logger.info("prune-run-log: deleted %d rows older than %d days", total, self.config.keep_days)
+                return total
 
-    def _delete_batch(self, connection: Any) -> int:
+    def _delete_batch(self, connection: Any, query: str) -> int:
         with connection.cursor() as cur:
             cur.execute(
-                queries.load("runlog.sql")["delete_batch"],
+                queries.load("runlog.sql")[query],
                 {"keep_days": self.config.keep_days, "batch_size": self.config.batch_size},
             )
             return cur.rowcount

@@ -76,18 +76,35 @@ FOR UPDATE NOWAIT;
 
 -- name: mark_ongoing
 -- The claim: a new run id from the sequence (the run's fencing token) and the
--- first heartbeat, set with the marker under the row lock.
-UPDATE crontabber
-SET ongoing = %(now)s, ongoing_by = %(holder)s, depends_on = %(depends_on)s,
-    run_id = nextval('crontabber_run_id_seq'), heartbeat = %(now)s
-WHERE app_name = %(app_name)s
+-- first heartbeat, set with the marker under the row lock; the run's ledger row
+-- (status running) in the same statement.
+WITH claimed AS (
+    UPDATE crontabber
+    SET ongoing = %(now)s, ongoing_by = %(holder)s, depends_on = %(depends_on)s,
+        run_id = nextval('crontabber_run_id_seq'), heartbeat = %(now)s
+    WHERE app_name = %(app_name)s
+    RETURNING run_id
+)
+INSERT INTO crontabber_run (run_id, app_name, kind, host, pid, started, heartbeat)
+SELECT run_id, %(app_name)s, %(kind)s, %(host)s, %(pid)s, %(now)s, %(now)s FROM claimed
 RETURNING run_id;
 
 -- name: heartbeat
--- Renew the lease; no row returned means another run holds the job now.
-UPDATE crontabber SET heartbeat = clock_timestamp()
-WHERE app_name = %(app_name)s AND run_id = %(run_id)s AND ongoing IS NOT NULL
-RETURNING heartbeat;
+-- Renew the lease; no row returned means another run holds the job now. The ledger
+-- row follows in the same statement, with the output captured so far when it grew
+-- (output NULL: unchanged), so a run killed with its host still has its log.
+WITH renewed AS (
+    UPDATE crontabber SET heartbeat = clock_timestamp()
+    WHERE app_name = %(app_name)s AND run_id = %(run_id)s AND ongoing IS NOT NULL
+    RETURNING run_id, heartbeat
+), ledger AS (
+    UPDATE crontabber_run AS run
+    SET heartbeat = renewed.heartbeat, output = COALESCE(%(output)s, run.output),
+        output_dropped = COALESCE(%(dropped)s, run.output_dropped)
+    FROM renewed
+    WHERE run.run_id = renewed.run_id
+)
+SELECT heartbeat FROM renewed;
 
 -- name: record_success
 -- Progress after each successful unit (each backfill interval), so a kill
@@ -99,8 +116,18 @@ WHERE app_name = %(app_name)s AND run_id = %(run_id)s AND ongoing IS NOT NULL
 RETURNING app_name;
 
 -- name: log_success
-INSERT INTO crontabber_log (app_name, duration, success, run_id, host, pid)
-VALUES (%(app_name)s, %(duration)s, %(success)s, %(run_id)s, %(host)s, %(pid)s);
+-- A unit's log row (with the job's one-line summary of it) and the run's progress in
+-- the ledger: how many intervals, which, the newest summary.
+WITH progress AS (
+    UPDATE crontabber_run
+    SET intervals = intervals + 1,
+        first_interval = LEAST(first_interval, %(success)s),
+        last_interval = GREATEST(last_interval, %(success)s),
+        summary = COALESCE(%(summary)s, summary)
+    WHERE run_id = %(run_id)s
+)
+INSERT INTO crontabber_log (app_name, duration, success, run_id, host, pid, summary)
+VALUES (%(app_name)s, %(duration)s, %(success)s, %(run_id)s, %(host)s, %(pid)s, %(summary)s);
 
 -- name: log_failure
 INSERT INTO crontabber_log (app_name, duration, exc_type, exc_value, exc_traceback,
@@ -113,6 +140,12 @@ VALUES (%(app_name)s, %(duration)s, %(exc_type)s, %(exc_value)s, %(exc_traceback
 -- written under the row lock by whoever takes the job over, releases it or resets it, before
 -- the marker goes: a failed attempt in crontabber's log (exc_type RunAbandoned) with the dead
 -- run's id, host and pid, its duration up to its last heartbeat, and who found it. Once per run.
+WITH ledger AS (
+    UPDATE crontabber_run SET status = 'abandoned', ended = clock_timestamp(), error = %(exc_value)s
+    WHERE run_id = (SELECT run_id FROM crontabber
+                    WHERE app_name = %(app_name)s AND ongoing IS NOT NULL)
+      AND status = 'running'
+)
 INSERT INTO crontabber_log (app_name, log_time, duration, exc_type, exc_value, exc_traceback,
                             run_id, host, pid)
 SELECT app_name, clock_timestamp(), COALESCE(heartbeat, ongoing) - ongoing, %(exc_type)s,
@@ -138,7 +171,7 @@ WITH runs AS (
     LIMIT %(runs)s + 1
 )
 SELECT log.id, log.app_name, log.log_time, log.duration, log.success, log.exc_type,
-       log.exc_value, log.exc_traceback, log.run_id, log.host, log.pid
+       log.exc_value, log.exc_traceback, log.run_id, log.host, log.pid, log.summary
 FROM crontabber_log AS log
 JOIN runs ON COALESCE(log.run_id, -log.id) = runs.run_key
 WHERE log.app_name = %(app_name)s
@@ -147,7 +180,7 @@ ORDER BY runs.newest DESC, log.id DESC;
 -- name: run_log
 -- --show-error --run ID: every row of one run, oldest first.
 SELECT id, app_name, log_time, duration, success, exc_type, exc_value, exc_traceback,
-       run_id, host, pid
+       run_id, host, pid, summary
 FROM crontabber_log
 WHERE app_name = %(app_name)s AND run_id = %(run_id)s
 ORDER BY id;
@@ -155,10 +188,38 @@ ORDER BY id;
 -- name: last_failure
 -- --show-error: the job's newest failed (or fenced-off) attempt.
 SELECT id, app_name, log_time, duration, success, exc_type, exc_value, exc_traceback,
-       run_id, host, pid
+       run_id, host, pid, summary
 FROM crontabber_log
 WHERE app_name = %(app_name)s AND exc_type IS NOT NULL
 ORDER BY id DESC
+LIMIT 1;
+
+-- name: end_run
+-- The run's end in the ledger, written by the run itself whether or not it still held
+-- the job (a run fenced off says so); a run already found abandoned that comes back
+-- (it was frozen) becomes fenced off.
+UPDATE crontabber_run
+SET ended = clock_timestamp(), status = %(status)s, summary = COALESCE(%(summary)s, summary),
+    error = %(error)s, output = %(output)s, output_dropped = %(dropped)s
+WHERE run_id = %(run_id)s AND status IN ('running', 'abandoned');
+
+-- name: run_records
+-- The ledger rows of some runs of a job (--history, the dashboard), without their output.
+SELECT run_id, app_name, kind, host, pid, started, heartbeat, ended, status, intervals,
+       first_interval, last_interval, summary, error, octet_length(output) AS output_bytes,
+       output_dropped
+FROM crontabber_run
+WHERE app_name = %(app_name)s AND run_id = ANY(%(run_ids)s);
+
+-- name: run_output
+-- One run's ledger row with its captured output (--logs, --show-error, the dashboard);
+-- run_id NULL: the job's newest run.
+SELECT run_id, app_name, kind, host, pid, started, heartbeat, ended, status, intervals,
+       first_interval, last_interval, summary, error, octet_length(output) AS output_bytes,
+       output_dropped, output
+FROM crontabber_run
+WHERE app_name = %(app_name)s AND (%(run_id)s::bigint IS NULL OR run_id = %(run_id)s)
+ORDER BY run_id DESC
 LIMIT 1;
 
 -- name: finish

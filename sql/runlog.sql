@@ -8,3 +8,13 @@ WHERE ctid IN (
     WHERE log_time < clock_timestamp() - make_interval(days => %(keep_days)s)
     LIMIT %(batch_size)s
 );
+
+-- name: delete_run_batch
+-- The same for the run ledger (crontabber_run): runs that ended before the cut-off; a run
+-- still marked running is kept whatever its age (whoever finds it dead records its end).
+DELETE FROM crontabber_run
+WHERE run_id IN (
+    SELECT run_id FROM crontabber_run
+    WHERE ended < clock_timestamp() - make_interval(days => %(keep_days)s)
+    LIMIT %(batch_size)s
+);

@@ -118,8 +118,10 @@ def test_rerun_runs_exactly_those_days_and_moves_nothing_backwards(cli):
     third = days[2].astimezone(dt.timezone.utc)
     done = cli.run("--rerun", "foo-backfill", "--date", f"{third:%Y-%m-%d}")
     assert done.returncode == 0, done.stderr
-    assert done.stdout == (f"foo-backfill: reran {third:%Y-%m-%d %H:%M} UTC; last success and "
-                           "next run unchanged\n")
+    run_id = crontab.log("foo-backfill")[-1]["run_id"]
+    assert done.stdout == (f"foo-backfill: reran {third:%Y-%m-%d %H:%M} UTC (run {run_id}); last "
+                           "success and next run unchanged:\n"  # and what each interval did:
+                           f"  {third:%Y-%m-%d %H:%M} UTC: recorded the day of {third:%Y-%m-%d}\n")
     assert [c["day"] for c in crontab.calls("foo-backfill")][-1] == days[2]
     done = cli.run("--rerun", "foo-backfill", "--date", f"{days[0]:%Y-%m-%d}",
                    "--to", f"{days[1]:%Y-%m-%d}")

@@ -1,0 +1,65 @@
+"""The tail of what a job logged and printed, kept with its run (issue #23).
+
+The supervised child's stdout and stderr are pipes the runner reads (its
+:class:`~crontabber.supervisor.Supervisor` waits on them with the child's
+other descriptors): each chunk is passed on to the runner's own stdout or
+stderr, so cron mail and a terminal see what they always saw, and appended to
+an :class:`OutputTail`, which keeps the last ``limit`` bytes. The job's log
+records reach it through the logging handler the child inherited (on stderr,
+at the configured level, already redacted); what a job or its subprocesses
+print is redacted when the tail is read, with the secrets the runner's logging
+masks. The runner saves the tail with each heartbeat when it grew (a run killed
+with its host keeps what it had printed until its last renewal) and at the end.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .redaction import installed_secrets, redact
+
+
+class OutputTail:
+    """The last ``limit`` bytes written to a run's stdout and stderr, in arrival order."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.dropped = 0  # bytes written before the kept tail
+        self._buffer = bytearray()
+        self._changed = False
+
+    def add(self, data: bytes) -> None:
+        self._buffer += data
+        excess = len(self._buffer) - self.limit
+        if excess > 0:
+            del self._buffer[:excess]
+            self.dropped += excess
+        self._changed = True
+
+    def kept(self) -> tuple[str, int]:
+        """``(text, bytes not kept before it)``: the tail as text (invalid UTF-8
+        replaced), starting at a line boundary when bytes were dropped, with secrets masked."""
+        raw, skipped = bytes(self._buffer), 0
+        if self.dropped and b"\n" in raw:
+            skipped = raw.index(b"\n") + 1
+            raw = raw[skipped:]
+        return redact(raw.decode("utf-8", errors="replace"), installed_secrets()), self.dropped + skipped
+
+    def changes(self) -> tuple[str, int] | None:
+        """:meth:`kept` when something was added since the last call, else None."""
+        if not self._changed:
+            return None
+        self._changed = False
+        return self.kept()
+
+
+def forward(fd: int, data: bytes) -> None:
+    """Write ``data`` to the runner's own ``fd`` (1 or 2); a closed or full reader
+    (a pipe nobody reads any more) loses it there, never in the tail."""
+    view = memoryview(data)
+    while view:
+        try:
+            written = os.write(fd, view)
+        except (BrokenPipeError, BlockingIOError, OSError):
+            return
+        view = view[written:]

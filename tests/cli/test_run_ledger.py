@@ -1,0 +1,181 @@
+"""Every run is a record from its claim (issue #23, section 1): the run ledger
+(crontabber_run) holds each run with its kind, host:pid, heartbeat and how it ended
+(succeeded, failed, timed out, stopped by signal, abandoned, fenced off), the job's
+one-line summary, and the tail of what the job logged and printed, secrets masked:
+``--logs``, ``--show-error``, ``--history`` and the dashboard show them, so on-call
+never needs the host that ran it. Real PostgreSQL, the real entry point as a
+subprocess, kill -9 and SIGTERM."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import signal
+
+from tests.cli.test_cli import wait_for
+from tests.fixtures.dashboard_data import Dashboard
+
+SECRET = "hunter2-do-not-print"
+FAST = ("--crontabber.heartbeat_seconds=0.3", "--crontabber.lease_seconds=1.5")
+
+
+def chatty(cli, **options):
+    extra = "".join(f"        {name}={value}\n" for name, value in options.items())
+    cli.crontab.configure(["ChattyJob|1d"], extra=f"    [[class-ChattyJob]]\n{extra}")
+    cli.env["CHATTY_SECRET"] = SECRET
+    cli.env["CHATTY_PASSWORD"] = SECRET  # a secret-named variable: its value is masked
+
+
+def ledger(cli, app_name="chatty"):
+    return cli.crontab.sql("SELECT * FROM crontabber_run WHERE app_name = %s ORDER BY run_id",
+                           (app_name,))
+
+
+def test_a_failed_run_keeps_its_output_for_logs_and_show_error(cli):
+    chatty(cli, fail="True")
+    done = cli.run()
+    assert done.returncode == 0, done.stderr
+    # what the job printed still reaches the runner's own stdout and stderr (cron mail)
+    assert "chatty stdout line 2" in done.stdout and "chatty child stderr" in done.stderr
+    (run,) = ledger(cli)
+    assert run["status"] == "failed" and run["kind"] == "scheduled" and run["ended"] is not None
+    assert run["error"] == "RuntimeError: chatty failed after talking"
+    assert run["host"] and run["pid"] > 0 and run["heartbeat"] is not None
+    logs = cli.run("--logs", "chatty")
+    assert logs.returncode == 0, logs.stderr
+    lines = logs.stdout.splitlines()
+    assert lines[0].startswith(f"chatty run {run['run_id']} (scheduled) on {run['host']}:{run['pid']}")
+    assert lines[0].endswith(": failed") and "error: RuntimeError: chatty failed" in logs.stdout
+    for said in ("chatty: starting run", "chatty stdout line 0", "chatty stdout line 2",
+                 "chatty child stderr", "chatty failed: RuntimeError"):  # the log, stdout, a subprocess
+        assert said in logs.stdout, said
+    assert SECRET not in logs.stdout and "chatty: connecting with ***" in logs.stdout
+    shown = cli.run("--show-error", "chatty")
+    assert shown.returncode == 0 and "RuntimeError: chatty failed after talking" in shown.stdout
+    assert f"--logs chatty --run {run['run_id']}" in shown.stdout
+    assert "chatty stdout line 1" in shown.stdout and SECRET not in shown.stdout
+    document = json.loads(cli.run("--show-error", "chatty", "--json").stdout)
+    assert document["run"]["status"] == "failed" and "chatty child stderr" in document["run"]["output"]
+    assert SECRET not in json.dumps(document)
+    by_id = cli.run("--logs", "chatty", "--run", str(run["run_id"]), "--json")
+    assert json.loads(by_id.stdout)["output"] == cli.crontab.sql(
+        "SELECT output FROM crontabber_run WHERE run_id = %s", (run["run_id"],))[0]["output"]
+    missing = cli.run("--logs", "chatty", "--run", "999999")
+    assert missing.returncode == 1 and "no run 999999" in missing.stderr
+
+
+def test_a_success_stores_and_prints_the_jobs_summary(cli):
+    chatty(cli, lines=2)
+    done = cli.run("--job", "chatty", "--force")
+    assert done.returncode == 0, done.stderr
+    (run,) = ledger(cli)
+    assert run["status"] == "succeeded" and run["kind"] == "forced" and run["summary"] == "said 2 lines"
+    assert f"chatty: ran (run {run['run_id']}): said 2 lines" in done.stdout
+    assert cli.crontab.sql("SELECT summary FROM crontabber_log WHERE app_name = 'chatty'") == [
+        {"summary": "said 2 lines"}]
+    history = cli.run("--history", "chatty")
+    header, line = history.stdout.splitlines()
+    assert header.split() == ["STARTED", "(UTC)", "TOOK", "BY", "RUN", "KIND", "OUTCOME", "DETAIL"]
+    assert line.split()[5:] == ["forced", "ok", "said", "2", "lines"]
+
+
+def test_the_output_kept_is_capped_at_its_tail(cli):
+    chatty(cli, lines=3000)
+    done = cli.run("--crontabber.output_tail_bytes=2000")
+    assert done.returncode == 0, done.stderr
+    (run,) = ledger(cli)
+    assert 0 < len(run["output"].encode()) <= 2000 and run["output_dropped"] > 50000
+    assert "chatty stdout line 2999" in run["output"] and "chatty stdout line 0\n" not in run["output"]
+    assert run["output"].startswith("chatty stdout line ")  # cut at a line's start
+    logs = cli.run("--logs", "chatty")
+    assert f"earlier bytes not kept" in logs.stdout
+    chatty(cli, lines=1)
+    assert cli.run("--job", "chatty", "--force", "--crontabber.output_tail_bytes=0").returncode == 0
+    assert ledger(cli)[-1]["output"] == "" and ledger(cli)[-1]["status"] == "succeeded"
+
+
+def test_a_killed_run_is_running_in_the_ledger_with_its_output_then_abandoned(cli):
+    chatty(cli, sleep=30)
+    holder = cli.spawn(*FAST)
+    wait_for(lambda: (ledger(cli) or [{}])[0].get("output", "").count("chatty: sleeping") == 1,
+             timeout=20)
+    (run,) = ledger(cli)
+    assert run["status"] == "running" and run["ended"] is None and run["pid"] == holder.pid
+    assert SECRET not in run["output"]
+    shown = cli.run("--logs", "chatty")
+    assert ": running" in shown.stdout.splitlines()[0] and "last heartbeat" in shown.stdout
+    holder.kill()
+    holder.communicate(timeout=20)
+    chatty(cli, sleep=0)
+    assert cli.run("--release", "chatty", *FAST).returncode == 0
+    (run,) = ledger(cli)
+    assert run["status"] == "abandoned" and run["ended"] is not None
+    assert f"on {run['host']}:{holder.pid}" in run["error"] and "released by" in run["error"]
+    logs = cli.run("--logs", "chatty")
+    # what it printed up to its last heartbeat is there, though its host never said more
+    assert ": abandoned" in logs.stdout and "chatty: sleeping" in logs.stdout
+    history = json.loads(cli.run("--history", "chatty", "--json").stdout)
+    assert history["runs"][0]["outcome"] == "abandoned" and history["runs"][0]["kind"] == "scheduled"
+
+
+def test_timed_out_and_stopped_by_signal_are_outcomes_of_their_own(cli):
+    chatty(cli, sleep=30, timeout=1)
+    done = cli.run(*FAST, "--crontabber.kill_grace_seconds=2")
+    assert done.returncode == 0, done.stderr
+    assert ledger(cli)[-1]["status"] == "timed out"
+    history = cli.run("--history", "chatty")
+    assert "timed out" in history.stdout.splitlines()[1]
+    chatty(cli, sleep=30)
+    runner = cli.spawn("--job", "chatty", "--force", *FAST)
+    wait_for(lambda: len(ledger(cli)) == 2 and "chatty: sleeping" in ledger(cli)[-1]["output"],
+             timeout=20)
+    runner.send_signal(signal.SIGTERM)
+    runner.communicate(timeout=30)
+    last = ledger(cli)[-1]
+    assert last["status"] == "stopped by signal" and last["kind"] == "forced"
+    assert json.loads(cli.run("--history", "chatty", "--json").stdout)["runs"][0]["outcome"] == \
+        "stopped_by_signal"
+
+
+def test_a_rerun_of_many_intervals_is_one_line_of_history(cli):
+    crontab = cli.crontab
+    crontab.configure(["FooBackfillJob|1d"])
+    assert cli.run().returncode == 0
+    first = crontab.state("foo-backfill").last_success.astimezone(dt.timezone.utc).date()
+    start = first - dt.timedelta(days=40)
+    done = cli.run("--rerun", "foo-backfill", "--date", f"{start}", "--to", f"{first}", "--yes")
+    assert done.returncode == 0, done.stderr
+    (rerun,) = [r for r in ledger(cli, "foo-backfill") if r["kind"] == "rerun"]
+    assert rerun["intervals"] == 41 and rerun["status"] == "succeeded"
+    # its output names each interval and what the job wrote for it
+    said = [line for line in done.stdout.splitlines() if line.startswith("  ")]
+    assert len(said) == 41 and said[0].startswith(f"  {start} ")
+    assert said[0].endswith(f" UTC: recorded the day of {start}")
+    history = cli.run("--history", "foo-backfill", "--limit", "1")
+    lines = history.stdout.splitlines()
+    assert history.returncode == 0 and len(lines) == 4, history.stdout  # header, run, 2 notes
+    assert lines[1].split()[5:7] == ["rerun", "ok"] and f" {start} " in lines[1]
+    assert f"..{first} " in lines[1] and " (41) " in lines[1]
+    document = json.loads(cli.run("--history", "foo-backfill", "--limit", "1", "--json").stdout)
+    assert document["runs"][0]["summary"] == f"recorded the day of {first}"
+    assert document["runs"][0]["kind"] == "rerun" and len(document["runs"][0]["entries"]) == 41
+    rows = cli.run("--history", "foo-backfill", "--run", str(rerun["run_id"]))
+    assert rows.returncode == 0 and len(rows.stdout.splitlines()) == 42
+
+
+def test_the_dashboard_job_page_shows_the_last_runs_output(cli):
+    chatty(cli, fail="True")
+    assert cli.run().returncode == 0
+    (run,) = ledger(cli)
+    dashboard = Dashboard(cli.crontab)
+    dashboard.start()
+    try:
+        status, _, page = dashboard.get("/jobs/chatty")
+        assert status == 200 and "chatty stdout line 2" in page and SECRET not in page
+        assert f"run {run['run_id']}" in page
+        status, _, document = dashboard.get(f"/api/jobs/chatty/runs/{run['run_id']}")
+        assert status == 200 and "chatty child stderr" in document["output"]
+        assert document["status"] == "failed"
+        status, _, _ = dashboard.get("/api/jobs/chatty/runs/999999")
+        assert status == 404
+    finally:
+        dashboard.stop()

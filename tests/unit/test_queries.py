@@ -1,0 +1,26 @@
+"""crontabber.queries: named blocks, whole-line comments dropped (psycopg2 fills
+%(name)s in a comment too, and a value with a newline became SQL: the run ledger's
+heartbeat, whose captured output has newlines, failed with a syntax error)."""
+import pytest
+
+from crontabber import queries
+
+
+def test_blocks_are_split_and_comment_lines_dropped():
+    parsed = queries.parse("-- name: one\n-- uses %(x)s\nSELECT %(x)s;  -- kept\n\n"
+                           "-- name: two\n  -- indented comment\nSELECT 2;\n")
+    assert parsed == {"one": "SELECT %(x)s;  -- kept", "two": "SELECT 2;"}
+
+
+def test_a_duplicate_name_is_refused():
+    with pytest.raises(ValueError, match="duplicate query name 'one'"):
+        queries.parse("-- name: one\nSELECT 1;\n-- name: one\nSELECT 2;\n")
+
+
+def test_no_loaded_query_keeps_a_comment_line():
+    import os
+
+    for filename in sorted(os.listdir(queries.SQL_DIR)):
+        if filename.endswith(".sql") and filename not in ("schema.sql", "schema_migrations.sql"):
+            for name, text in queries.load(filename).items():
+                assert not any(line.lstrip().startswith("--") for line in text.splitlines()), name
