@@ -9,6 +9,7 @@ Read-only: it answers GET and HEAD only, and reads the database in a
 ``/jobs/NAME``                a job's run history page
 ``/api/jobs``                 ``--list-jobs --json``
 ``/api/jobs/NAME/history``    ``--history NAME --json`` (``?limit=N``, default 20)
+``/api/jobs/NAME/runs/ID``    ``--logs NAME --run ID --json``: the run and what it logged and printed
 ``/api/pipeline``             the pipeline panels (:mod:`dashboard.pipeline`)
 ``/api/fleet``                ``--nagios --json`` and every host's last tick
 ``/__heartbeat__``            200 when the configuration loads and the database answers, else 503
@@ -238,6 +239,8 @@ class DashboardApp:
         parts = path.strip("/").split("/")
         if len(parts) == 4 and parts[:2] == ["api", "jobs"] and parts[3] == "history":
             return self.history_json(unquote(parts[2]), params)
+        if len(parts) == 5 and parts[:2] == ["api", "jobs"] and parts[3] == "runs":
+            return self.run_json(unquote(parts[2]), parts[4])
         if len(parts) == 2 and parts[0] == "jobs":
             return self.history_page(unquote(parts[1]), "panels" in params)
         raise HttpError(404, f"no such page: {path[:200]}")
@@ -266,6 +269,18 @@ class DashboardApp:
                 raise HttpError(404, str(exc)) from None
             return json_response(200, found.as_json())
 
+    def run_json(self, name: str, run: str) -> Response:
+        if not (run.isascii() and run.isdigit() and len(run) < 19):
+            raise HttpError(400, "a run id is a whole number")
+        with self.source.session() as session:
+            try:
+                record = self.source.run_output(session, name, int(run))
+            except JobNotFound as exc:
+                raise HttpError(404, str(exc)) from None
+        if record is None:
+            raise HttpError(404, f"{name}: no run {run} in the run ledger")
+        return json_response(200, record.as_json() | {"output": record.output})
+
     def overview_panels(self) -> tuple[Any, dict[str, str]]:
         source = self.source
         with source.session() as session:
@@ -273,7 +288,8 @@ class DashboardApp:
             runs = {view.name: source.runs(session, view.name, SPARK_RUNS).runs for view in views}
             pipeline = source.pipeline_document(session)
             fleet = source.fleet_document(session)
-        return now, {"jobs": page.jobs_panel(views, runs, now),
+        return now, {"health": page.health_panel(fleet["check"], views),
+                     "jobs": page.jobs_panel(views, runs, now),
                      "pipeline": page.pipeline_panel(pipeline),
                      "fleet": page.fleet_panel(fleet)}
 
@@ -292,11 +308,13 @@ class DashboardApp:
         with self.source.session() as session:
             try:
                 found = self.source.runs(session, name, HISTORY_LIMIT)
+                record = self.source.run_output(session, found.app_name)
             except JobNotFound as exc:
                 if panels_only:
                     raise HttpError(404, str(exc)) from None
                 return html_response(404, _error_page(str(exc)))
-        panels = {"history": page.history_panel(found.app_name, found.runs, found.more, found.now)}
+        panels = {"history": page.history_panel(found.app_name, found.runs, found.more, found.now),
+                  "output": page.output_panel(record, found.now)}
         if panels_only:
             return json_response(200, {"now": found.now, "panels": panels})
         return html_response(200, page.page(f"crontabber: {found.app_name}", found.now, panels,

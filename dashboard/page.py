@@ -36,6 +36,11 @@ STATUS_TITLES = {
 }
 
 
+# The outcomes a chart marks and counts as failed.
+UNSUCCESSFUL = (Outcome.FAILED, Outcome.FENCED_OFF, Outcome.ABANDONED, Outcome.TIMED_OUT,
+                Outcome.STOPPED)
+
+
 def esc(value: object) -> str:
     return html.escape(str(value), quote=True)
 
@@ -96,9 +101,9 @@ def sparkline(runs: Sequence[RunView], now: dt.datetime) -> str:
         label = f"{stamp(run.started)} UTC: {took(run.duration(now))} {run.outcome.text}"
         bars.append(f'<rect class="bar {run.outcome.value}" x="{x}" y="{y:.1f}" '
                     f'width="{SPARK_BAR - 1}" height="{height:.1f}"><title>{esc(label)}</title></rect>')
-        if run.outcome in (Outcome.FAILED, Outcome.FENCED_OFF, Outcome.ABANDONED):
+        if run.outcome in UNSUCCESSFUL:
             bars.append(f'<circle class="mark" cx="{x + (SPARK_BAR - 1) / 2}" cy="2.5" r="2"/>')
-    failed = sum(run.outcome in (Outcome.FAILED, Outcome.FENCED_OFF, Outcome.ABANDONED)
+    failed = sum(run.outcome in UNSUCCESSFUL
                  for run in shown)
     return (f'<svg class="spark" width="{SPARK_WIDTH}" height="{SPARK_HEIGHT}" role="img" '
             f'data-runs="{len(shown)}" data-failed="{failed}" '
@@ -181,11 +186,18 @@ def history_rows(runs: Sequence[RunView], now: dt.datetime) -> list[list[str]]:
                      f'{traceback_html(run.error)}</details>')
         elif run.ongoing is not None:
             error = f"heartbeat {when_html(run.ongoing.heartbeat, now, 'none')}"
+        elif run.summary:
+            error = f'<span class="summary">{esc(run.summary)}</span>'
         span = took(run.duration(now)) + ("+" if run.outcome is Outcome.RUNNING else "")
+        intervals = run.intervals
+        covered = "" if len(intervals) < 2 else (
+            f' <small>{len(intervals)} intervals, {intervals[0]:%Y-%m-%d} to '
+            f'{intervals[-1]:%Y-%m-%d}</small>')
         rows.append([when_html(run.started, now), esc(span),
                      esc(short_host(run.by, pid=True) if run.by else "-"),
                      esc(run.run_id if run.run_id is not None else "-"),
-                     f'<span class="badge {run.outcome.value}">{esc(run.outcome.text)}</span>',
+                     esc(run.kind or "-"),
+                     f'<span class="badge {run.outcome.value}">{esc(run.outcome.text)}</span>{covered}',
                      error])
     return rows
 
@@ -194,8 +206,24 @@ def history_panel(app_name: str, runs: Sequence[RunView], more: bool, now: dt.da
     older = '<p class="none">older runs not shown</p>' if more else ""
     return (f'<h2>Runs of {esc(app_name)} <small>newest first</small></h2>'
             f'<div class="sparkbig">{sparkline(runs, now)}</div>'
-            + table(["started (UTC)", "took", "host", "run", "outcome", "error"],
+            + table(["started (UTC)", "took", "host", "run", "kind", "outcome", "summary / error"],
                     history_rows(runs, now), "runs") + older)
+
+
+def output_panel(record: Any, now: dt.datetime) -> str:
+    """The newest run's kept output (``--logs NAME``): what on-call would otherwise read
+    on the host that ran it. Escaped; the runner masked the secrets before storing it."""
+    if record is None:
+        return '<h2>Output</h2><p class="none">no run in the run ledger yet</p>'
+    kept = (f"the last {size(record.output_bytes)} ({size(record.output_dropped)} earlier not kept)"
+            if record.output_dropped else size(record.output_bytes))
+    head = (f'<h2>Output of run {esc(record.run_id)} <small>{esc(record.status)}, '
+            f'{esc(record.kind)}, on {esc(short_host(record.by, pid=True))}, {kept}; '
+            f'<code>--logs {esc(record.app_name)} --run {esc(record.run_id)}</code></small></h2>')
+    if not record.output:
+        return head + '<p class="none">nothing logged or printed was kept</p>'
+    return head + '<pre class="output">' + esc(record.output) + '</pre>'
+
 
 
 # ---------------------------------------------------------------------------- pipeline
@@ -227,7 +255,11 @@ def missing_card(panel: Mapping[str, Any], now: dt.datetime) -> str:
     quarantined = [[esc(q["key"]), esc(q["events"]), when_html(q["quarantined_at"], now),
                     f'<span class="reason">{esc(q["reason"] or "-")}</span>']
                    for q in panel["quarantined"]]
-    top = [[esc(m["debug_file"]), f'<code>{esc(m["debug_id"])}</code>', esc(m["code_file"] or "-"),
+    # a debug id is 33 characters without a break: one line, cut with an ellipsis, whole on
+    # hover (it wrapped over five lines in a quarter-width card at 1366x768)
+    top = [[esc(m["debug_file"]),
+            f'<code class="id" title="{esc(m["debug_id"])}">{esc(m["debug_id"])}</code>',
+            esc(m["code_file"] or "-"),
             number(m["count"], f'missing.top.{m["debug_file"]}')] for m in panel["most_missed"]]
     return _card("Missing symbols",
                  body + table(["batch", "events", "quarantined", "reason"], quarantined, "small")
@@ -279,6 +311,26 @@ def pipeline_panel(document: Mapping[str, Any]) -> str:
             + uploads_card(document["uploads"], now) + missing_card(document["missing_symbols"], now)
             + search_card(document["search_index"], now) + prune_card(document["prune"], now)
             + "</div>")
+
+
+# ---------------------------------------------------------------------------- health
+
+def health_panel(check: Mapping[str, Any], views: Sequence[JobView]) -> str:
+    """The overall health, first on the page (visible without scrolling at 1366x768):
+    ``--nagios``'s status and summary line, and how many jobs are in each status that
+    needs someone (failing, overdue, orphaned, waiting, paused)."""
+    status = str(check["status"])
+    counts = {s: sum(view.status is s for view in views) for s in JobStatus}
+    needing = [f'<span class="st {s.value}" data-k="health.{s.value}">{counts[s]} {s.value}</span>'
+               for s in (JobStatus.FAILING, JobStatus.OVERDUE, JobStatus.ORPHANED,
+                         JobStatus.WAITING, JobStatus.PAUSED) if counts[s]]
+    running = counts[JobStatus.RUNNING]
+    jobs = f'{len(views)} jobs' + (f', {running} running' if running else "")
+    return (f'<div class="health nagios-{esc(status.lower())}">'
+            f'<span class="badge big nagios-{esc(status.lower())}" data-k="health.status">'
+            f'{esc(status)}</span> <span class="line">{esc(check["summary"])}</span> '
+            f'<span class="counts">{" ".join(needing) or "nothing needs attention"}; {jobs}</span>'
+            '</div>')
 
 
 # ---------------------------------------------------------------------------- fleet

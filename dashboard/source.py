@@ -127,6 +127,16 @@ class Source:
         """
         return cli_inspect.job_runs(self.settings, self.jobs, session.state, name, limit)
 
+    def run_output(self, session: Session, name: str, run_id: int | None = None) -> Any:
+        """Run ``run_id`` of the job (its newest when None) from the run ledger, with what
+        it logged and printed (``--logs``); None when the ledger has no such run.
+
+        Raises:
+            JobNotFound: no configured job and no ghost has that name.
+        """
+        app_name, _ = cli_inspect._known_name(self.jobs, session.state, name)
+        return session.state.run_output(app_name, run_id)
+
     def history_document(self, session: Session, name: str) -> dict[str, Any]:
         """``--history NAME --json``."""
         return self.runs(session, name).as_json()

@@ -59,6 +59,13 @@ def test_every_job_with_its_status_paused_and_running_shown(dashboard, browser, 
     assert len(spark.find_elements(By.CSS_SELECTOR, "circle.mark")) == 1
     # the page fits the laptop screen's width
     assert browser.execute_script("return document.documentElement.scrollWidth") <= 1366
+    # the overall health is the first thing on the page, on screen without scrolling
+    health = browser.find_element(By.CSS_SELECTOR, '[data-k="health.status"]')
+    assert health.text == value(browser, "check.status") == "CRITICAL"
+    top = browser.execute_script("return arguments[0].getBoundingClientRect().bottom", health)
+    assert 0 < top <= browser.execute_script("return window.innerHeight") / 4
+    assert value(browser, "health.paused").startswith("1 paused")
+    assert value(browser, "health.orphaned").startswith("1 orphaned")
 
 
 def test_a_failing_job_is_marked_and_its_traceback_opens(dashboard, browser, shot):
@@ -132,6 +139,14 @@ def test_pipeline_panels_show_the_databases_numbers(dashboard, browser, shot, s3
               " USING (hash) WHERE d.day = %s ORDER BY d.count DESC", (today,))
     assert [(t["debug_file"], number(browser, f'missing.top.{t["debug_file"]}')) for t in top] == [
         (t["debug_file"], t["count"]) for t in top]
+    # a 33-character debug id stays on one line (it wrapped over five), whole in its title
+    codes = browser.find_elements(By.CSS_SELECTOR, "#pipeline code.id")
+    assert len(codes) == len(top) == 3
+    for code in codes:
+        height = browser.execute_script("return arguments[0].getBoundingClientRect().height", code)
+        font = float(code.value_of_css_property("font-size").removesuffix("px"))
+        assert 0 < height < font * 2, (code.get_attribute("title"), height, font)  # one line
+        assert len(code.get_attribute("title")) >= 33
     assert value(browser, "search.index") == f"{es_index}-v2"
     assert number(browser, "search.documents") == 3
     assert value(browser, "search.rebuild_took") == "42.5s"
@@ -159,7 +174,7 @@ def test_history_page_lists_the_runs_newest_first(dashboard, browser, shot, s3_b
     shown = [[cell.text for cell in tr.find_elements(By.TAG_NAME, "td")]
              for tr in browser.find_elements(By.CSS_SELECTOR, "table.runs tbody tr")]
     assert [cells[3] for cells in shown] == [str(run["run_id"]) for run in api["runs"]]
-    assert [cells[4] for cells in shown] == ["running", "ok", "ok", "failed", "ok", "ok"]
+    assert [cells[5] for cells in shown] == ["running", "ok", "ok", "failed", "ok", "ok"]
     assert shown[1][2] == "symbols-cron-1:4242" and shown[1][1] == "3.00s"
     failed = browser.find_elements(By.CSS_SELECTOR, "table.runs tbody tr")[3]
     failed.find_element(By.CSS_SELECTOR, "summary").click()
