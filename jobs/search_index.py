@@ -180,7 +180,8 @@ class RebuildSearchIndexCronApp(BaseCronApp):
 
     database_connection_factory: Any  # set by @using_postgres()
 
-    def run(self) -> None:
+    def run(self) -> str:
+        """Returns the run's summary (crontabber.base)."""
         from search.indexer import BulkSettings
 
         config = self.config
@@ -194,6 +195,8 @@ class RebuildSearchIndexCronApp(BaseCronApp):
             ", ".join(result.previous) or "nothing", ", ".join(result.deleted) or "nothing",
             extra={"app_name": self.app_name},
         )
+        return (f"built {result.index} with {result.documents} documents in {result.seconds:.1f} s; "
+                f"alias {config.alias} moved from {', '.join(result.previous) or 'nothing'}")
 
 
 def rebuild_from(connection: Any, url: str | None, alias: str, *, keep: int,
@@ -246,14 +249,15 @@ class IndexNewUploadsCronApp(BaseCronApp):
 
     database_connection_factory: Any  # set by @using_postgres()
 
-    def run(self) -> None:
+    def run(self) -> str:
+        """Returns the run's summary (crontabber.base)."""
         from search.client import es_url, make_es_client, naming_address
 
         url = es_url(self.config.es_url or None)
         with naming_address(url):
-            self._add_new(make_es_client(url, request_timeout=60))
+            return self._add_new(make_es_client(url, request_timeout=60))
 
-    def _add_new(self, es: Any) -> None:
+    def _add_new(self, es: Any) -> str:
         from search.indexer import live_index, update
 
         config = self.config
@@ -261,7 +265,7 @@ class IndexNewUploadsCronApp(BaseCronApp):
         if target is None:
             logger.info("index-new-uploads: no alias %s yet; the rebuild will index everything",
                         config.alias, extra={"app_name": self.app_name})
-            return
+            return f"no alias {config.alias} yet: nothing written (the rebuild indexes everything)"
         with self.database_connection_factory() as connection:
             store = SymbolFileStore(connection)
             since, why = starting_point(store.watermark(config.alias), target, config.alias,
@@ -274,6 +278,8 @@ class IndexNewUploadsCronApp(BaseCronApp):
             written, since.isoformat() if since else "the beginning", why, target.name,
             extra={"app_name": self.app_name},
         )
+        return (f"{written} symbol files of uploads finished after "
+                f"{since.isoformat() if since else 'the beginning'} written to {target.name}")
 
 
 def starting_point(mark: Watermark | None, target: "LiveIndex", alias: str,

@@ -57,7 +57,8 @@ class MissingSymbolsCronApp(_StoreApp):
                                doc="memory a decoding worker may use (MiB, 0: no limit); "
                                    "a batch needing more is quarantined")
 
-    def run(self) -> None:
+    def run(self) -> str:
+        """Returns the run's summary (crontabber.base)."""
         from jobs.s3 import make_s3_client
 
         from .consume import ConsumeSettings, consume
@@ -73,6 +74,8 @@ class MissingSymbolsCronApp(_StoreApp):
                     "(held by another runner)", self.app_name, report.batches,
                     report.quarantined, report.events, report.lookups, report.skipped,
                     extra={"app_name": self.app_name})
+        return (f"counted {report.batches} batches ({report.quarantined} quarantined): "
+                f"{report.events} events, {report.lookups} lookups; {report.skipped} skipped")
 
 
 @using_postgres()
@@ -90,7 +93,8 @@ class MissingSymbolsReportCronApp(_StoreApp):
     required_config.add_option("report_prefix", default=defaults.REPORTS_PREFIX,
                                doc="key prefix of reports")
 
-    def run(self, date: dt.datetime) -> None:
+    def run(self, date: dt.datetime) -> str:
+        """Returns the interval's summary: which day's report it wrote, where, how many rows."""
         from jobs.s3 import make_s3_client
 
         from .reports import publish_report
@@ -100,6 +104,7 @@ class MissingSymbolsReportCronApp(_StoreApp):
                                     self.config.symbols_bucket, day, self.config.report_prefix)
         logger.info("%s: wrote %s (%d rows)", self.app_name, key, rows,
                     extra={"app_name": self.app_name})
+        return f"wrote the report of {day} ({rows} rows) to s3://{self.config.symbols_bucket}/{key}"
 
 
 def report_day(date: dt.datetime) -> dt.date:
@@ -118,8 +123,10 @@ class MissingSymbolsRetentionCronApp(_StoreApp):
     required_config.add_option("keep_days", default=30, doc="keep this many days")
     required_config.add_option("batch_size", default=10000, doc="rows deleted per transaction")
 
-    def run(self) -> None:
+    def run(self) -> str:
         symbols, days = self.with_store(lambda store: store.delete_old(
             self.config.keep_days, self.config.batch_size))
         logger.info("%s: deleted %d symbols and %d day rows older than %d days", self.app_name,
                     symbols, days, self.config.keep_days, extra={"app_name": self.app_name})
+        return (f"deleted {symbols} symbols and {days} day rows older than "
+                f"{self.config.keep_days} days")

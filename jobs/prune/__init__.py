@@ -60,7 +60,8 @@ class PruneS3CronApp(BaseCronApp):
 
     database_connection_factory: Any  # set by @using_postgres()
 
-    def run(self) -> None:
+    def run(self) -> str:
+        """Returns the run's summary (crontabber.base): each rule's line."""
         from jobs.s3 import make_s3_client
 
         from .runs import PruneOptions, format_report, run_prune, terminal_listeners
@@ -76,3 +77,4 @@ class PruneS3CronApp(BaseCronApp):
                 self.database_connection_factory.close_connection(connection, force=True)
         for line in format_report(report):
             logger.info("prune: %s", line)
+        return "; ".join(format_report(report)) or "no rules"

@@ -37,7 +37,8 @@ class ProcessUploadsCronApp(BaseCronApp):
 
     database_connection_factory: Any  # set by @using_postgres()
 
-    def run(self) -> None:
+    def run(self) -> str:
+        """Returns the run's summary (crontabber.base)."""
         from .records import UploadStatus
         from .worker import Worker
 
@@ -48,3 +49,4 @@ class ProcessUploadsCronApp(BaseCronApp):
         logger.info("process-uploads: %d uploads, %d done, %d not done", len(outcomes),
                     len(outcomes) - len(failed), len(failed),
                     extra={"app_name": self.app_name})
+        return f"{len(outcomes)} uploads: {len(outcomes) - len(failed)} done, {len(failed)} not done"

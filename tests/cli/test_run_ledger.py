@@ -179,3 +179,19 @@ def test_the_dashboard_job_page_shows_the_last_runs_output(cli):
         assert status == 404
     finally:
         dashboard.stop()
+
+
+def test_a_rerun_of_the_report_says_which_day_it_wrote_and_where(cli, s3_bucket):
+    """--rerun missing-symbols-report --date D writes the report of D - 1 and said so
+    nowhere; now each interval's line names the day, the rows and the key."""
+    from tests.fixtures.missing_symbols_data import AGGREGATE, REPORT, entries, ini
+
+    cli.crontab.configure(entries(f"{AGGREGATE}|5m", f"{REPORT}|1d"), extra=ini(s3_bucket))
+    assert cli.run().returncode == 0, "the first tick"
+    day = cli.crontab.state("missing-symbols-report").last_success.astimezone(dt.timezone.utc).date()
+    done = cli.run("--rerun", "missing-symbols-report", "--date", f"{day}")
+    assert done.returncode == 0, done.stderr
+    (line,) = [line for line in done.stdout.splitlines() if line.startswith("  ")]
+    assert f"wrote the report of {day - dt.timedelta(days=1)} (0 rows) to s3://{s3_bucket}/" in line
+    run = ledger(cli, "missing-symbols-report")[-1]
+    assert run["kind"] == "rerun" and run["summary"] == line.split(" UTC: ", 1)[1]
