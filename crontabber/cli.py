@@ -50,6 +50,28 @@ MODES = ("list_jobs", "nagios", "history", "show_error", "logs", "version", "res
 #: The actions that change a job (``--reason`` is recorded with each).
 ACTIONS = ("reset_job", "release", "pause", "resume", "rerun", "mark_success", "job")
 
+#: The actions that change or redo a job's data or state and need ``--reason`` unless
+#: ``require_reason`` is False (issue #23: whoever reads the audit trail needs the why).
+DESTRUCTIVE = ("reset_job", "release", "pause", "rerun", "mark_success")
+
+
+def require_reason(mode: str, args: argparse.Namespace, settings: Settings) -> None:
+    """Refuse a destructive action without ``--reason`` (a ``--rerun --dry-run`` changes
+    nothing and needs none).
+
+    Raises:
+        ConfigurationError: naming the action and how to make the reason optional.
+    """
+    if mode not in DESTRUCTIVE or (args.reason or "").strip():
+        return
+    if mode == "rerun" and args.dry_run:
+        return
+    if mode == "pause" or settings.require_reason:
+        option = "--" + mode.replace("_", "-")
+        why = ("it is shown to whoever looks" if mode == "pause" else
+               "it goes to the audit trail; require_reason = False in [crontabber] makes it optional")
+        raise ConfigurationError(option, f"needs --reason TEXT ({why})")
+
 #: Each option that refines a mode, and the modes it refines. Given without one of them it
 #: is refused with one line: crontabber would have ignored it and run a whole cron tick (a
 #: stray ``--until 2h`` ran every due job).
@@ -232,6 +254,7 @@ def dispatch(mode: str, args: argparse.Namespace, rest: list[str], stdout: TextI
     settings = load_settings(args.conf, overrides)
     setup_logging(settings, overrides)
     jobs = load_jobs(settings)  # also refuses unknown option names (crontabber.known)
+    require_reason(mode, args, settings)
     if mode == "configtest":
         print(f"database: {settings.database.target} (password "
               f"{'set' if settings.database.password else 'not set'})", file=stdout)

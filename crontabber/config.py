@@ -66,6 +66,10 @@ def runner_options() -> Namespace:
     cron.add_option("rerun_confirm_over", 31,
                     "--rerun of more intervals than this needs --yes (a typo of a year "
                     "reran 692 days)")
+    cron.add_option("require_reason", True,
+                    "--rerun, --mark-success, --release, --reset-job and --pause refuse to run "
+                    "without --reason (the audit trail's why); False makes it optional (crontabber "
+                    "0.18 had no --reason; --pause always needs one)")
     cron.add_option("output_tail_bytes", 65536,
                     "each run keeps the last this many bytes of what its job logged and "
                     "printed in the run ledger (--logs); 0 keeps nothing")
@@ -244,6 +248,7 @@ class Settings:
     database: DatabaseSettings
     rerun_confirm_over: int
     output_tail_bytes: int
+    require_reason: bool
     sentry_dsn: str = field(repr=False)
     log_level: str
     log_format: str
@@ -303,6 +308,7 @@ def load_settings(
         database=database,
         rerun_confirm_over=values["crontabber.rerun_confirm_over"],
         output_tail_bytes=values["crontabber.output_tail_bytes"],
+        require_reason=values["crontabber.require_reason"],
         sentry_dsn=values["sentry.dsn"],
         log_level=str(values["logging.level"]).upper(),
         log_format=values["logging.format"],

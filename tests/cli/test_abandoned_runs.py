@@ -33,8 +33,8 @@ def abandoned_runs(cli):
 
 
 @pytest.mark.parametrize("found_by, action", [
-    ("taken over by", ()), ("released by", ("--release", "slow-job")),
-    ("reset by", ("--reset-job", "slow-job"))])
+    ("taken over by", ()), ("released by", ("--release", "slow-job", "--reason", "test")),
+    ("reset by", ("--reset-job", "slow-job", "--reason", "test"))])
 def test_a_killed_run_is_in_the_history_whoever_finds_it(cli, found_by, action):
     run_id, pid = killed_run(cli)
     done = cli.run(*action)  # a tick takes it over at once: its process is gone

@@ -196,7 +196,7 @@ def test_reset_and_release_refuse_a_live_lease_and_release_keeps_history(cli):
     try:
         wait_for(lambda: len(crontab.calls("slow-job")) == 2)
         for mode, verb in (("--reset-job", "reset"), ("--release", "release")):
-            done = cli.run(mode, "slow-job")
+            done = cli.run(mode, "slow-job", "--reason", "test")
             assert done.returncode == 3, done.stderr
             (line,) = done.stderr.strip().splitlines()
             assert line.startswith(f"crontabber: slow-job: refusing to {verb} it: it is running on ")
@@ -205,14 +205,14 @@ def test_reset_and_release_refuse_a_live_lease_and_release_keeps_history(cli):
     finally:
         holder.kill()
         holder.communicate(timeout=20)
-    done = cli.run("--release", "slow-job")
+    done = cli.run("--release", "slow-job", "--reason", "test")
     assert done.returncode == 0 and "that process no longer exists" in done.stdout
     after = crontab.state("slow-job")
     assert after.ongoing is None and after.ongoing_by is None and after.run_id is None
     assert (after.last_run, after.last_success, after.next_run, after.first_run) == \
         (before.last_run, before.last_success, before.next_run, before.first_run)
-    assert "nothing to release" in cli.run("--release", "slow-job").stdout
-    assert cli.run("--reset-job", "slow-job").returncode == 0
+    assert "nothing to release" in cli.run("--release", "slow-job", "--reason", "test").stdout
+    assert cli.run("--reset-job", "slow-job", "--reason", "test").returncode == 0
     assert crontab.state("slow-job") is None
 
 

@@ -49,7 +49,7 @@ def test_a_runner_killed_around_the_commit_leaves_exact_totals_after_a_rerun(
     wait_for(lambda: other_sessions(cli.crontab) == 0)  # the server saw the dead client
     rows = cli.crontab.sql("SELECT count(*) AS n FROM missing_symbol_batch")
     assert rows == [{"n": recorded}]
-    assert cli.run("--reset-job=missing-symbols").returncode == 0  # the operator clears it
+    assert cli.run("--reset-job=missing-symbols", "--reason=test").returncode == 0  # the operator clears it
     try:
         done = cli.run("--job=missing-symbols", timeout=30)
     except subprocess.TimeoutExpired as exc:

@@ -116,14 +116,14 @@ def test_rerun_runs_exactly_those_days_and_moves_nothing_backwards(cli):
     days = _backfilled(cli)
     before = crontab.state("foo-backfill")
     third = days[2].astimezone(dt.timezone.utc)
-    done = cli.run("--rerun", "foo-backfill", "--date", f"{third:%Y-%m-%d}")
+    done = cli.run("--rerun", "foo-backfill", "--reason", "test", "--date", f"{third:%Y-%m-%d}")
     assert done.returncode == 0, done.stderr
     run_id = crontab.log("foo-backfill")[-1]["run_id"]
     assert done.stdout == (f"foo-backfill: reran {third:%Y-%m-%d %H:%M} UTC (run {run_id}); last "
                            "success and next run unchanged:\n"  # and what each interval did:
                            f"  {third:%Y-%m-%d %H:%M} UTC: recorded the day of {third:%Y-%m-%d}\n")
     assert [c["day"] for c in crontab.calls("foo-backfill")][-1] == days[2]
-    done = cli.run("--rerun", "foo-backfill", "--date", f"{days[0]:%Y-%m-%d}",
+    done = cli.run("--rerun", "foo-backfill", "--reason", "test", "--date", f"{days[0]:%Y-%m-%d}",
                    "--to", f"{days[1]:%Y-%m-%d}")
     assert done.returncode == 0
     assert [c["day"] for c in crontab.calls("foo-backfill")][-2:] == days[:2]  # oldest first
@@ -136,20 +136,20 @@ def test_rerun_runs_exactly_those_days_and_moves_nothing_backwards(cli):
 def test_rerun_refusals_and_a_failing_rerun(cli):
     crontab = cli.crontab
     days = _backfilled(cli)
-    done = cli.run("--rerun", "basic-job", "--date", "2026-01-01")
+    done = cli.run("--rerun", "basic-job", "--reason", "test", "--date", "2026-01-01")
     assert done.returncode == 1 and "basic-job is not a backfill job" in one_line(done)
-    assert cli.run("--rerun", "foo-backfill").returncode == 1
-    done = cli.run("--rerun", "foo-backfill", "--date", "2026-13-01")
+    assert cli.run("--rerun", "foo-backfill", "--reason", "test").returncode == 1
+    done = cli.run("--rerun", "foo-backfill", "--reason", "test", "--date", "2026-13-01")
     assert done.returncode == 1 and "is not a day (YYYY-MM-DD)" in one_line(done)
-    done = cli.run("--rerun", "foo-backfill", "--date", "2099-01-01")
+    done = cli.run("--rerun", "foo-backfill", "--reason", "test", "--date", "2099-01-01")
     assert done.returncode == 1 and "before now" in one_line(done)
-    done = cli.run("--rerun", "foo-backfill", "--date", f"{days[2]:%Y-%m-%d}",
+    done = cli.run("--rerun", "foo-backfill", "--reason", "test", "--date", f"{days[2]:%Y-%m-%d}",
                    "--to", f"{days[0]:%Y-%m-%d}")
     assert done.returncode == 1 and "is before --date" in one_line(done)
     day = days[1].astimezone(dt.timezone.utc)
     crontab.configure(["FailingBackfillJob|1d"],
                       extra=f"    [[class-FailingBackfillJob]]\n        fail_on={day:%Y-%m-%d}\n")
-    done = cli.run("--rerun", "failing-backfill", "--date", f"{day:%Y-%m-%d}")
+    done = cli.run("--rerun", "failing-backfill", "--reason", "test", "--date", f"{day:%Y-%m-%d}")
     assert done.returncode == 5 and "rerun of" in done.stdout and "failed: NameError: bla bla" in done.stdout
 
 
@@ -176,7 +176,7 @@ def test_job_that_fails_exits_5(cli):
 def test_mark_success_clears_errors_and_refuses_a_live_lease(cli):
     crontab = cli.crontab
     crontab.configure(["TroubleJob|1d", "SlowJob|1d"], extra="    [[class-SlowJob]]\n        sleep=30\n")
-    assert cli.run("--mark-success", "trouble").stdout.startswith("trouble: never ran")
+    assert cli.run("--mark-success", "trouble", "--reason", "test").stdout.startswith("trouble: never ran")
     cli.run("--job", "trouble")
     done = cli.run("--mark-success", "trouble", "--reason", "fixed by hand")
     assert done.returncode == 0 and done.stdout.startswith("trouble: marked successful")
@@ -187,7 +187,7 @@ def test_mark_success_clears_errors_and_refuses_a_live_lease(cli):
     holder = cli.spawn("--job", "slow-job")
     try:
         wait_for(lambda: crontab.calls("slow-job"))
-        done = cli.run("--mark-success", "slow-job")
+        done = cli.run("--mark-success", "slow-job", "--reason", "test")
         assert done.returncode == 3 and "refusing to mark it successful" in one_line(done)
     finally:
         holder.kill()
@@ -202,12 +202,12 @@ def test_every_operator_action_is_audited(cli):
     cli.run("--resume", "basic-job")
     cli.run("--job", "basic-job", "--force", "--reason", "check the fix")
     cli.run("--job", "foo-backfill")
-    cli.run("--rerun", "foo-backfill", "--date", f"{crontab.now() - DAY:%Y-%m-%d}")
-    cli.run("--mark-success", "basic-job")
-    assert cli.run("--release", "basic-job").stdout.endswith("nothing to release\n")  # not audited
+    cli.run("--rerun", "foo-backfill", "--reason", "test", "--date", f"{crontab.now() - DAY:%Y-%m-%d}")
+    cli.run("--mark-success", "basic-job", "--reason", "test")
+    assert cli.run("--release", "basic-job", "--reason", "test").stdout.endswith("nothing to release\n")  # not audited
     crontab.sql("UPDATE crontabber SET ongoing = clock_timestamp(), heartbeat = clock_timestamp(),"
                 " ongoing_by = %s WHERE app_name = 'basic-job'", (f"{socket.gethostname()}:999999",))
-    assert "released the marker" in cli.run("--release", "basic-job").stdout
+    assert "released the marker" in cli.run("--release", "basic-job", "--reason", "test").stdout
     cli.run("--reset-job", "basic-job", "--reason", "start over")
     entries = json.loads(cli.run("--audit", "--json").stdout)
     assert [(e["action"], e["job"]) for e in entries] == [
@@ -232,19 +232,19 @@ def test_a_rerun_range_is_listed_by_dry_run_and_a_long_one_needs_yes(cli):
     days = _backfilled(cli, days=40)
     calls = len(crontab.calls("foo-backfill"))
     first, last = days[0].astimezone(dt.timezone.utc), days[-1].astimezone(dt.timezone.utc)
-    dry = cli.run("--rerun", "foo-backfill", "--date", f"{first:%Y-%m-%d}", "--to",
+    dry = cli.run("--rerun", "foo-backfill", "--reason", "test", "--date", f"{first:%Y-%m-%d}", "--to",
                   f"{last:%Y-%m-%d}", "--dry-run")
     assert dry.returncode == 0, dry.stderr
     lines = dry.stdout.splitlines()
     assert lines[0] == "foo-backfill: --rerun would run 40 interval(s), oldest first (nothing ran):"
     assert len(lines) == 41 and lines[1] == f"  {first:%Y-%m-%d %H:%M} UTC"
-    refused = cli.run("--rerun", "foo-backfill", "--date", f"{first:%Y-%m-%d}", "--to",
+    refused = cli.run("--rerun", "foo-backfill", "--reason", "test", "--date", f"{first:%Y-%m-%d}", "--to",
                       f"{last:%Y-%m-%d}")
     assert refused.returncode == 1
     assert (f"40 intervals of foo-backfill ({first:%Y-%m-%d} to {last:%Y-%m-%d}) is more than "
             "rerun_confirm_over (31); check the dates (--dry-run lists them) and add --yes") in refused.stderr
     assert len(crontab.calls("foo-backfill")) == calls  # neither ran anything
-    done = cli.run("--rerun", "foo-backfill", "--date", f"{first:%Y-%m-%d}", "--to",
+    done = cli.run("--rerun", "foo-backfill", "--reason", "test", "--date", f"{first:%Y-%m-%d}", "--to",
                    f"{last:%Y-%m-%d}", "--yes")
     assert done.returncode == 0 and len(crontab.calls("foo-backfill")) == calls + 40
     assert cli.run("--list-jobs", "--yes").returncode == 1  # --yes belongs to --rerun

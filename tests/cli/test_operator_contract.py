@@ -159,3 +159,33 @@ def test_the_audit_records_each_actions_outcome_reason_and_overrides(cli):
                     ("pause", "first", "done", None),
                     ("pause", "second", "refused (exit 6)", None),
                     ("pause", "third", "done", ["--replace"])]
+
+
+@pytest.mark.parametrize("action", ["--reset-job basic-job", "--release basic-job",
+                                    "--mark-success basic-job", "--pause basic-job",
+                                    "--rerun foo-backfill --date 2026-11-01"])
+def test_a_destructive_action_needs_a_reason_unless_configured(cli, action):
+    """--reason is required by rerun, mark-success, release, reset and pause (issue #23
+    section 3); require_reason = False makes it optional, except for --pause."""
+    crontab = cli.crontab
+    crontab.configure(["BasicJob|1d", "FooBackfillJob|1d"])
+    assert cli.run().returncode == 0
+    before = crontab.sql("SELECT * FROM crontabber ORDER BY app_name")
+    done = cli.run(*action.split())
+    option = action.split()[0]
+    assert done.returncode == 1 and f"{option}: needs --reason TEXT" in one_line(done), done.stderr
+    assert crontab.sql("SELECT * FROM crontabber ORDER BY app_name") == before  # nothing changed
+    optional = cli.run(*action.split(), "--crontabber.require_reason=False")
+    if option == "--pause":
+        assert optional.returncode == 1 and "needs --reason" in one_line(optional)
+    else:
+        assert optional.returncode == 0, optional.stderr
+        audited = json.loads(cli.run("--audit", "--json").stdout)  # a release of nothing is not
+        assert option == "--release" or audited[0]["reason"] is None
+    assert cli.run(*action.split(), "--reason", "INC-7").returncode == 0
+
+
+def test_a_rerun_dry_run_needs_no_reason(cli):
+    days = _backfilled(cli)
+    done = cli.run("--rerun", "foo-backfill", "--date", f"{days[0]:%Y-%m-%d}", "--dry-run")
+    assert done.returncode == 0 and "nothing ran" in done.stdout

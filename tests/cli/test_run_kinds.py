@@ -31,7 +31,7 @@ def test_a_successful_rerun_of_a_past_day_keeps_todays_failure(cli):
     _, earlier = failing_today(cli)
     before = cli.crontab.state("failing-backfill")
     assert cli.run("--nagios").returncode != 0
-    done = cli.run("--rerun", "failing-backfill", "--date", f"{earlier:%Y-%m-%d}")
+    done = cli.run("--rerun", "failing-backfill", "--reason", "test", "--date", f"{earlier:%Y-%m-%d}")
     assert done.returncode == 0, done.stdout + done.stderr
     after = cli.crontab.state("failing-backfill")
     assert (after.error_count, after.last_error, after.next_run) == (
@@ -47,7 +47,7 @@ def test_a_failed_rerun_leaves_a_healthy_job_healthy(cli):
     assert healthy.error_count == 0 and healthy.last_error == {}
     cli.crontab.configure(["FailingBackfillJob|1d"], extra=(
         f"    [[class-FailingBackfillJob]]\n        fail_on={earlier:%Y-%m-%d}\n"))
-    done = cli.run("--rerun", "failing-backfill", "--date", f"{earlier:%Y-%m-%d}")
+    done = cli.run("--rerun", "failing-backfill", "--reason", "test", "--date", f"{earlier:%Y-%m-%d}")
     assert done.returncode == 5 and "failed: NameError: bla bla" in done.stdout
     after = cli.crontab.state("failing-backfill")
     assert (after.error_count, after.last_error, after.next_run) == (0, {}, healthy.next_run)

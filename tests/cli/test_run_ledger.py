@@ -106,7 +106,7 @@ def test_a_killed_run_is_running_in_the_ledger_with_its_output_then_abandoned(cl
     holder.kill()
     holder.communicate(timeout=20)
     chatty(cli, sleep=0)
-    assert cli.run("--release", "chatty", *FAST).returncode == 0
+    assert cli.run("--release", "chatty", "--reason", "test", *FAST).returncode == 0
     (run,) = ledger(cli)
     assert run["status"] == "abandoned" and run["ended"] is not None
     assert f"on {run['host']}:{holder.pid}" in run["error"] and "released by" in run["error"]
@@ -142,7 +142,7 @@ def test_a_rerun_of_many_intervals_is_one_line_of_history(cli):
     assert cli.run().returncode == 0
     first = crontab.state("foo-backfill").last_success.astimezone(dt.timezone.utc).date()
     start = first - dt.timedelta(days=40)
-    done = cli.run("--rerun", "foo-backfill", "--date", f"{start}", "--to", f"{first}", "--yes")
+    done = cli.run("--rerun", "foo-backfill", "--reason", "test", "--date", f"{start}", "--to", f"{first}", "--yes")
     assert done.returncode == 0, done.stderr
     (rerun,) = [r for r in ledger(cli, "foo-backfill") if r["kind"] == "rerun"]
     assert rerun["intervals"] == 41 and rerun["status"] == "succeeded"
@@ -189,7 +189,7 @@ def test_a_rerun_of_the_report_says_which_day_it_wrote_and_where(cli, s3_bucket)
     cli.crontab.configure(entries(f"{AGGREGATE}|5m", f"{REPORT}|1d"), extra=ini(s3_bucket))
     assert cli.run().returncode == 0, "the first tick"
     day = cli.crontab.state("missing-symbols-report").last_success.astimezone(dt.timezone.utc).date()
-    done = cli.run("--rerun", "missing-symbols-report", "--date", f"{day}")
+    done = cli.run("--rerun", "missing-symbols-report", "--reason", "test", "--date", f"{day}")
     assert done.returncode == 0, done.stderr
     (line,) = [line for line in done.stdout.splitlines() if line.startswith("  ")]
     assert f"wrote the report of {day - dt.timedelta(days=1)} (0 rows) to s3://{s3_bucket}/" in line

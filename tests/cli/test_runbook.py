@@ -54,6 +54,14 @@ def seed(crontab) -> None:
                 " run_id, host, pid) VALUES ('prune-s3', interval '2 seconds', %s, %s, %s, 41,"
                 " 'cron-1', 2211)", (error["type"], f"EndpointConnectionError({error['value']!r})",
                                      error["traceback"]))
+    crontab.sql("INSERT INTO crontabber_run (run_id, app_name, kind, host, pid, started, heartbeat,"
+                " ended, status, error, output) VALUES (41, 'prune-s3', 'scheduled', 'cron-1', 2211,"
+                " now() - interval '1 hour', now() - interval '1 hour', now() - interval '1 hour',"
+                " 'failed', %s, %s)",
+                (f"EndpointConnectionError: {error['value']}",
+                 "2026-11-25 02:59:58,101 INFO jobs.prune - prune: rule 'old-uploads' listing\n"
+                 "2026-11-25 02:59:59,920 ERROR crontabber.supervisor - prune-s3 failed: "
+                 "EndpointConnectionError\n"))
     crontab.sql("UPDATE crontabber SET ongoing = now() - interval '10 minutes', heartbeat = now() -"
                 " interval '10 minutes', ongoing_by = 'cron-2:31337', run_id = 42, next_run = now() -"
                 " interval '10 minutes' WHERE app_name = 'process-uploads'")
@@ -95,6 +103,9 @@ def test_every_runbook_command_runs_as_documented(cli, s3_bucket, tmp_path):
                               timeout=120)
         assert done.returncode == expected, (command, done.stdout, done.stderr)
         shown = done.stderr if "--show-error" in command else done.stdout + done.stderr
+        if command.startswith("python -m crontabber --logs prune-s3"):
+            assert "prune-s3 run 41 (scheduled) on cron-1:2211" in done.stdout
+            assert "rule 'old-uploads' listing" in done.stdout
         assert "Traceback" not in shown, (command, done.stderr)  # --show-error prints one
     audit = cli.crontab.sql("SELECT action, app_name FROM crontabber_audit ORDER BY id")
     assert [(a["action"], a["app_name"]) for a in audit] == [

@@ -161,11 +161,11 @@ def test_subprocess_mixin(crontab):
 
 def test_reset_job(crontab):
     crontab.configure(["BasicJob|1d"])
-    code, out = crontab.run("--reset-job", "nope")
+    code, out = crontab.run("--reset-job", "nope", "--reason", "test")
     assert code == 1 and "nope" in out
-    assert crontab.run("--reset-job", "basic-job") == (0, "basic-job: had no state (already reset)\n")
+    assert crontab.run("--reset-job", "basic-job", "--reason", "test") == (0, "basic-job: had no state (already reset)\n")
     crontab.run()
-    assert crontab.run("--reset-job", "basic-job")[0] == 0
+    assert crontab.run("--reset-job", "basic-job", "--reason", "test")[0] == 0
     assert crontab.state("basic-job") is None
     assert len(crontab.log("basic-job")) == 1  # the log is kept
 
@@ -177,7 +177,7 @@ def test_audit_ghosts_and_reset_of_a_ghost(crontab):
     crontab.configure(["FooJob|1d"])
     code, out = crontab.run("--audit-ghosts")
     assert code == 0 and "\tbar\n" in out
-    code, out = crontab.run("--reset-job", "bar")
+    code, out = crontab.run("--reset-job", "bar", "--reason", "test")
     assert code == 0 and "ghost" in out and crontab.state("bar") is None
 
 
