@@ -247,8 +247,9 @@ def show_error(settings: Settings, jobs: list[Job], store: StateStore, args: Any
         jsonout.emit(document, out)
     elif failure is not None:
         print("\n".join(tables.failure_report(failure, now)), file=out)
-        if record is not None:
-            print("\n".join(tables.output_tail(record, SHOWN_OUTPUT_LINES)), file=out)
+        tail = tables.output_tail(record, SHOWN_OUTPUT_LINES) if record is not None else []
+        if tail:
+            print("\n".join(tail), file=out)
     else:
         print(message, file=out)
     return 0

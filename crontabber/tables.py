@@ -211,7 +211,10 @@ def _intervals(done: list[dt.datetime]) -> str:
         return "-"
     if len(done) == 1:
         return _interval(done[0])
-    return f"{_interval(done[0])}..{_interval(done[-1])} ({len(done)})"
+    first, last = (when.astimezone(dt.timezone.utc) for when in (done[0], done[-1]))
+    if first.date() == last.date():  # intervals within one day: their times say which
+        return f"{_interval(first)}..{last:%H:%M} ({len(done)})"
+    return f"{first:%Y-%m-%d}..{last:%Y-%m-%d} ({len(done)})"
 
 
 def run_rows_table(
@@ -317,12 +320,14 @@ def _kept(record: RunRecord) -> str:
 
 
 def output_tail(record: RunRecord, lines: int) -> list[str]:
-    """``--show-error``'s end: the last ``lines`` lines of the run's kept output."""
+    """``--show-error``'s end: the last ``lines`` lines of the run's kept output (nothing
+    when none was kept)."""
     text = record.output.rstrip("\n").split("\n") if record.output else []
     if not text:
-        return ["", f"(run {record.run_id} printed and logged nothing that was kept)"]
+        return []
     shown = text[-lines:]
-    head = (f"--- the last {len(shown)} lines of what run {record.run_id} logged and printed "
+    count = "the last line" if len(shown) == 1 else f"the last {len(shown)} lines"
+    head = (f"--- {count} of what run {record.run_id} logged and printed "
             f"(--logs {record.app_name} --run {record.run_id}: {_kept(record)}) ---")
     return ["", head] + [printable(line) for line in shown]
 

@@ -162,26 +162,41 @@ def test_history_of_a_backfill_job_shows_each_interval_and_its_run(crontab):
     code, out = crontab.run("--history", "foo-backfill")
     lines = out.splitlines()
     assert code == 0 and max(map(len, lines)) <= 100
-    assert lines[0].split() == ["STARTED", "(UTC)", "TOOK", "BY", "RUN", "OUTCOME", "INTERVAL", "ERROR"]
-    rows = lines[1:5]
+    header = ["STARTED", "(UTC)", "TOOK", "BY", "RUN", "KIND", "OUTCOME", "INTERVALS", "DETAIL"]
+    assert lines[0].split() == header
     newest, first = log[-1], log[0]
-    assert [row.split()[4] for row in rows] == [str(newest["run_id"])] * 3 + [str(first["run_id"])]
-    assert all(row.split()[5] == "ok" for row in rows)
-    days = [row.split()[6] for row in rows[:3]]
-    assert days == sorted(days, reverse=True) and days == [
-        entry["success"].strftime("%Y-%m-%d") for entry in reversed(log[1:])]
-    assert f"{newest['host']}:{newest['pid']}" in rows[0]
-    assert lines[5] == "(a backfill job: one row per interval; rows with the same RUN are one run)"
+    # one line per run: the newest covered three intervals, the first one
+    days = [entry["success"].strftime("%Y-%m-%d") for entry in log[1:]]
+    assert lines[1].split()[4:9] == [str(newest["run_id"]), "scheduled", "ok",
+                                     f"{days[0]}..{days[-1]}", "(3)"]
+    assert lines[2].split()[4:8] == [str(first["run_id"]), "scheduled", "ok",
+                                     first["success"].strftime("%Y-%m-%d")]
+    assert f"{newest['host']}:{newest['pid']}" in lines[1]
+    assert lines[3] == "(a backfill job: --history foo-backfill --run RUN lists a run's intervals)"
+    # --run: that run's rows, one per interval, newest first
+    code, out = crontab.run("--history", "foo-backfill", "--run", str(newest["run_id"]))
+    lines = out.splitlines()
+    assert code == 0 and lines[0].split() == ["STARTED", "(UTC)", "TOOK", "BY", "RUN", "OUTCOME",
+                                              "INTERVAL", "DETAIL"]
+    rows = lines[1:]
+    assert [row.split()[4:7] for row in rows] == [[str(newest["run_id"]), "ok", day]
+                                                  for day in reversed(days)]
 
 
 def test_history_of_a_failed_backfill_run(crontab):
     backfill_history(crontab)
     code, out = crontab.run("--history", "failing-backfill")
     lines = out.splitlines()[1:]
-    # newest first: the failure, then the two intervals of the same run, then the first run
-    assert [line.split()[5] for line in lines[:4]] == ["failed", "ok", "ok", "ok"]
-    assert "NameError: bla bla" in lines[0] and lines[0].split()[6] == "-"
-    assert lines[0].split()[4] == lines[1].split()[4] == lines[2].split()[4] != lines[3].split()[4]
+    # newest first: the failed run (two intervals done before its failure), then the first run
+    assert [line.split()[6] for line in lines[:2]] == ["failed", "ok"]
+    assert "NameEr" in lines[0] and lines[0].split()[8] == "(2)"  # cut to 100 columns
+    run_id = lines[0].split()[4]
+    code, out = crontab.run("--history", "failing-backfill", "--run", run_id)
+    rows = out.splitlines()[1:]
+    # that run's rows, newest first: the failure, then its two intervals
+    assert [row.split()[5] for row in rows] == ["failed", "ok", "ok"]
+    assert "NameError: bla bla" in rows[0] and rows[0].split()[6] == "-"
+    assert {row.split()[4] for row in rows} == {run_id}
     code, out = crontab.run("--history", "failing-backfill", "--json")
     document = json.loads(out)
     log = crontab.log("failing-backfill")
@@ -198,7 +213,9 @@ def test_history_of_a_failed_backfill_run(crontab):
     assert abs(failed["duration"] - sum(e["duration"] for e in failed["entries"])) < 1
     assert first["outcome"] == "ok" and len(first["entries"]) == 1
     assert set(failed) == {"run_id", "by", "host", "pid", "started", "ended", "duration", "outcome",
-                           "error", "heartbeat", "verdict", "entries"}
+                           "error", "heartbeat", "verdict", "kind", "summary", "output_bytes",
+                           "entries"}
+    assert failed["kind"] == "scheduled" and first["summary"] is None
 
 
 def test_history_limit_counts_runs_and_old_rows_have_no_run_id(crontab):
@@ -211,7 +228,7 @@ def test_history_limit_counts_runs_and_old_rows_have_no_run_id(crontab):
     code, out = crontab.run("--history", "basic-job")
     lines = out.splitlines()
     assert code == 0 and len(lines) == 5
-    assert lines[-1].split()[2:6] == ["3.00s", "-", "-", "ok"]
+    assert lines[-1].split()[2:7] == ["3.00s", "-", "-", "-", "ok"]
     code, out = crontab.run("--history", "basic-job", "--limit", "2")
     lines = out.splitlines()
     assert code == 0 and len(lines) == 4 and lines[-1] == "(older runs not shown: --limit 4)"
@@ -234,10 +251,10 @@ def test_history_shows_the_run_in_progress_and_a_fenced_off_run(crontab):
                 " ongoing_by = 'cron-7:555', run_id = 42, heartbeat = clock_timestamp() - interval '2 seconds'")
     code, out = crontab.run("--history", "basic-job")
     running, fenced, ok = out.splitlines()[1:]
-    assert running.split()[2:7] == ["1m30s+", "cron-7:555", "42", "running", "heartbeat"]
-    assert fenced.split()[3:7] == ["cron-9:77", "41", "fenced", "off"]
-    assert fenced.endswith("  run 41 was fenced off; the job succeeded")
-    assert ok.split()[5] == "ok"
+    assert running.split()[2:8] == ["1m30s+", "cron-7:555", "42", "-", "running", "heartbeat"]
+    assert fenced.split()[3:8] == ["cron-9:77", "41", "-", "fenced", "off"]
+    assert "  run 41 was fenced off; the j" in fenced  # cut to 100 columns
+    assert ok.split()[6] == "ok"
     document = json.loads(crontab.run("--history", "basic-job", "--json")[1])
     assert [r["outcome"] for r in document["runs"]] == ["running", "fenced_off", "ok"]
     assert document["runs"][0]["verdict"] == "live" and document["runs"][0]["entries"] == []
@@ -303,9 +320,10 @@ def test_show_error_says_so_in_one_line_when_there_is_none(crontab):
         0, f"basic-job: run {run} succeeded (1 row in the log): no error\n")
     code, out = crontab.run("--show-error", "basic-job", "--run", "99999")
     assert code == 1 and out == ("crontabber: basic-job: no run 99999 in the run log "
-                                 "(crontabber_log); --history basic-job lists its runs\n")
+                                 "(crontabber_log) or the run ledger (crontabber_run); "
+                                 "--history basic-job lists its runs\n")
     document = json.loads(crontab.run("--show-error", "basic-job", "--json")[1])
-    assert document == {"job": "basic-job", "failure": None,
+    assert document == {"job": "basic-job", "failure": None, "run": None,
                         "message": "basic-job: no failed run in the run log"}
 
 
@@ -341,7 +359,8 @@ def test_flags_without_their_command_are_refused(crontab):
     for args, flag in ((["--wide"], "--wide"), (["--history", "basic-job", "--wide"], "--wide"),
                        (["--list-jobs", "--limit", "3"], "--limit"),
                        (["--show-error", "basic-job", "--limit", "3"], "--limit"),
-                       (["--history", "basic-job", "--run", "3"], "--run"),
+                       (["--list-jobs", "--run", "3"], "--run"),
+                       (["--history", "basic-job", "--run", "3", "--limit", "2"], "--limit"),
                        (["--list-jobs", "--wide", "--json"], "--wide")):
         code, out = crontab.run(*args)
         assert code == 1 and out.startswith(f"crontabber: configuration error in {flag}: "), args
