@@ -81,6 +81,11 @@ class BaseCronApp(RequiredConfig):
         ``run`` returned."""
         return self.run(*args, **kwargs)
 
+    def plan(self, date: dt.datetime) -> str | None:
+        """What a run of this backfill job for ``date`` would read and write, in one line
+        (``--rerun --dry-run`` prints it per interval); None: the job does not say."""
+        return None
+
     def _now(self) -> dt.datetime:
         return self.started_at or dt.datetime.now(dt.timezone.utc)
 

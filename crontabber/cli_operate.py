@@ -11,7 +11,7 @@ import datetime as dt
 import getpass
 import os
 import socket
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, Callable, TextIO
 
 from . import jsonout
 from .catalog import Job, find_job
@@ -178,8 +178,10 @@ def rerun(settings: "Settings", jobs: list[Job], store: "StateStore", args: Any,
     if args.dry_run:
         print(f"{job.app_name}: --rerun would run {len(dates)} interval(s), oldest first "
               "(nothing ran):", file=out)
+        plan = _planner(settings, job)
         for date in dates:
-            print(f"  {date:%Y-%m-%d %H:%M} UTC", file=out)
+            said = plan(date)
+            print(f"  {date:%Y-%m-%d %H:%M} UTC{': ' + said if said else ''}", file=out)
         return ExitCode.OK
     if len(dates) > settings.rerun_confirm_over and not args.yes:
         raise ConfigurationError(
@@ -208,6 +210,27 @@ def rerun(settings: "Settings", jobs: list[Job], store: "StateStore", args: Any,
           "unchanged:", file=out)
     print("\n".join(done), file=out)
     return ExitCode.OK
+
+
+def _planner(settings: "Settings", job: Job) -> Callable[[dt.datetime], str | None]:
+    """The job's own account of what a run for a date would write (``BaseCronApp.plan``),
+    from an instance built as the runner builds it; a job that cannot say says nothing."""
+    from .catalog import job_config
+
+    try:
+        instance = job.cls(job_config(job, settings.sources), None)
+        plan = instance.plan
+    except Exception:  # noqa: BLE001 - a dry run lists the dates whatever the job can say
+        return lambda date: None
+
+    def planned(date: dt.datetime) -> str | None:
+        try:
+            said = plan(date)
+        except Exception:  # noqa: BLE001
+            return None
+        return said if isinstance(said, str) else None
+
+    return planned
 
 
 def _span(dates: list[dt.datetime]) -> str:

@@ -93,6 +93,10 @@ class MissingSymbolsReportCronApp(_StoreApp):
     required_config.add_option("report_prefix", default=defaults.REPORTS_PREFIX,
                                doc="key prefix of reports")
 
+    def plan(self, date: dt.datetime) -> str:
+        """``--rerun --dry-run``: the report a run for ``date`` writes (the day before), and where."""
+        return _planned(self, date)
+
     def run(self, date: dt.datetime) -> str:
         """Returns the interval's summary: which day's report it wrote, where, how many rows."""
         from jobs.s3 import make_s3_client
@@ -105,6 +109,14 @@ class MissingSymbolsReportCronApp(_StoreApp):
         logger.info("%s: wrote %s (%d rows)", self.app_name, key, rows,
                     extra={"app_name": self.app_name})
         return f"wrote the report of {day} ({rows} rows) to s3://{self.config.symbols_bucket}/{key}"
+
+
+def _planned(app: "MissingSymbolsReportCronApp", date: dt.datetime) -> str:
+    from .reports import report_key
+
+    day = report_day(date)
+    return (f"would write the report of {day} to "
+            f"s3://{app.config.symbols_bucket}/{report_key(day, app.config.report_prefix)}")
 
 
 def report_day(date: dt.datetime) -> dt.date:

@@ -195,3 +195,19 @@ def test_a_rerun_of_the_report_says_which_day_it_wrote_and_where(cli, s3_bucket)
     assert f"wrote the report of {day - dt.timedelta(days=1)} (0 rows) to s3://{s3_bucket}/" in line
     run = ledger(cli, "missing-symbols-report")[-1]
     assert run["kind"] == "rerun" and run["summary"] == line.split(" UTC: ", 1)[1]
+
+
+def test_a_rerun_dry_run_says_what_each_interval_would_write(cli, s3_bucket):
+    from tests.fixtures.missing_symbols_data import AGGREGATE, REPORT, entries, ini
+
+    cli.crontab.configure(entries(f"{AGGREGATE}|5m", f"{REPORT}|1d"), extra=ini(s3_bucket))
+    assert cli.run().returncode == 0
+    day = cli.crontab.state("missing-symbols-report").last_success.astimezone(dt.timezone.utc).date()
+    done = cli.run("--rerun", "missing-symbols-report", "--date", f"{day - dt.timedelta(days=1)}",
+                   "--to", f"{day}", "--dry-run")
+    assert done.returncode == 0, done.stderr
+    said = [line for line in done.stdout.splitlines() if line.startswith("  ")]
+    assert len(said) == 2 and said[1].endswith(
+        f"would write the report of {day - dt.timedelta(days=1)} to "
+        f"s3://{s3_bucket}/reports/missing-symbols/{day - dt.timedelta(days=1)}.csv")
+    assert len(ledger(cli, "missing-symbols-report")) == 1  # nothing ran
