@@ -95,7 +95,9 @@ def run(rounds: int) -> list[Comparison]:
         "schema version (one query), then reads the clock and the state table and records "
         "the host's tick in crontabber_host (two statements, one transaction). everett is pinned to 3.3.0: 3.5.0 is the same code but imports "
         "importlib.metadata to find its version, which cost ~18 ms a tick. Peak RSS is "
-        "GNU time's %M of each child.",
+        "GNU time's %M of each child. The run ledger (2026-11-25) adds no statement to an "
+        "idle tick: only a claim writes it; its redaction and output capture load only when "
+        "a job runs.",
     ]
     return [
         Comparison("idle tick", "wall time", "s", Sample("ours", ours_t), Sample(label, base_t),
