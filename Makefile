@@ -8,7 +8,7 @@ PY := .venv/bin/python
 # Export the services' addresses and credentials to the command that follows.
 WITH_ENV := set -a && . .services/env && set +a &&
 
-.PHONY: run test bench faults setup venv services stop status clean
+.PHONY: run test check lint bench faults setup venv services stop status clean
 
 run: setup
 	@echo "== seeding a small demo: upload archives, missing-symbol batches"
@@ -21,8 +21,17 @@ run: setup
 test: venv
 	SYMBOLS_PG_FAST=1 bash scripts/services.sh start
 	bash scripts/services.sh browser
-	$(PY) -m mypy
+	$(MAKE) --no-print-directory lint
 	$(WITH_ENV) $(PY) -m pytest tests
+
+# Lint and types (ruff and mypy, configured in pyproject.toml and mypy.ini): seconds.
+lint: venv
+	.venv/bin/ruff check crontabber jobs search dashboard tests faults bench scripts
+	$(PY) -m mypy
+
+# The fast lane: lint, types and the unit tests (no services), in well under a minute.
+check: lint
+	$(PY) -m pytest -q -p no:cacheprovider tests/unit
 
 bench: setup
 	$(WITH_ENV) $(PY) -m bench

@@ -67,7 +67,8 @@ def render(records: dict[str, dict]) -> str:
         "and the baseline interleaved in one run; medians over the rounds, spread = min-max. "
         "Ratio > 1 means ours is better (for times and memory: baseline / ours).",
         "",
-        "| benchmark | metric | ours (median) | baseline (median) | ratio | goal | rounds | ours spread | baseline spread |",
+        "| benchmark | metric | ours (median) | baseline (median) | ratio | goal | rounds | ours spread "
+        "| baseline spread |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     notes: list[str] = []

@@ -120,13 +120,14 @@ def _count_items(blob: bytes) -> int:
 
 
 def run(rounds: int) -> list[Comparison]:
-    from crontabber.schema import ensure_schema
+    from crontabber.schema import ensure_schema, with_runner
     from crontabber.store import connect
+    from jobs import SQL_DIR as JOBS_SQL
     from jobs.s3 import make_s3_client
 
     db = fresh_database("bench_missing_symbols")
     conn = connect(db)
-    ensure_schema(conn)
+    ensure_schema(conn, with_runner([JOBS_SQL]))
     s3 = make_s3_client()
     batches = make_events()
     blobs = _write_batches(s3, batches)

@@ -16,10 +16,11 @@ import time
 import uuid
 from pathlib import Path
 
-from crontabber.schema import ensure_schema
+from crontabber.schema import ensure_schema, with_runner
 from crontabber.store import connect
-from jobs.prune.runs import PruneOptions, run_prune
+from jobs import SQL_DIR as JOBS_SQL
 from jobs.prune.rules import Kind, Protection, Rule
+from jobs.prune.runs import PruneOptions, run_prune
 from jobs.prune.store import PruneStore
 from jobs.s3 import make_s3_client
 
@@ -48,7 +49,7 @@ def _fill(client: object, count: int) -> str:
 def run(rounds: int) -> list[Comparison]:
     client = make_s3_client(max_pool_connections=8)
     conn = connect(fresh_database("bench_prune"))
-    ensure_schema(conn)
+    ensure_schema(conn, with_runner([JOBS_SQL]))
     store = PruneStore(conn)
     future = dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1)
 

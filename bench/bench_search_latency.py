@@ -27,7 +27,6 @@ import threading
 import time
 import urllib.parse
 from pathlib import Path
-from typing import Any
 
 from .harness import Comparison, Sample, interleave
 

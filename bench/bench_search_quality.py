@@ -142,8 +142,9 @@ def run(rounds: int) -> list[Comparison]:
     es = make_es_client()
     names = corpus()
     index = build_index(es, names)
-    engines: dict[str, Callable[[str, int], list[str]]] = {"ours": ours(es, index), "seed as written": SeedSearcher(es, index).search,
-               "multi_match fuzziness AUTO": FuzzySearcher(es, index).search}
+    engines: dict[str, Callable[[str, int], list[str]]] = {
+        "ours": ours(es, index), "seed as written": SeedSearcher(es, index).search,
+        "multi_match fuzziness AUTO": FuzzySearcher(es, index).search}
     values: dict[tuple[str, str, str], list[float]] = {}
     sizes: dict[str, list[int]] = {}
     for round_ in range(rounds):

@@ -27,8 +27,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from crontabber.schema import ensure_schema
+from crontabber.schema import ensure_schema, with_runner
 from crontabber.store import DatabaseSettings, connect
+from jobs import SQL_DIR as JOBS_SQL
 
 from .harness import Comparison, Sample, interleave
 from .services import fresh_database
@@ -45,7 +46,7 @@ class Bench:
         self.ini = ini
         self.conn = connect(db)
         self.conn.autocommit = True
-        ensure_schema(self.conn)
+        ensure_schema(self.conn, with_runner([JOBS_SQL]))
         self.sql((REPO / "tests/fixtures/sample_jobs.sql").read_text())
         self.env = {**os.environ, "PYTHONPATH": str(REPO), "RESOURCE_POSTGRESQL_DBNAME": db.dbname}
 

@@ -265,7 +265,8 @@ def s3_limit(bench: Bench, path: Path) -> tuple[float, int]:
         client = make_client(concurrency)  # the job's client settings
         start = time.perf_counter()
         with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
-            list(pool.map(lambda kb: client.put_object(Bucket=bucket, Key=kb[0], Body=kb[1],
+            # used at once, within this iteration
+            list(pool.map(lambda kb: client.put_object(Bucket=bucket, Key=kb[0], Body=kb[1],  # noqa: B023
                                                        ContentEncoding="gzip"), bodies))
         rate = path.stat().st_size / MB / (time.perf_counter() - start)
         best = max(best, (rate, concurrency))
@@ -350,7 +351,8 @@ def run(rounds: int) -> list[Comparison]:
         compute = compute_limit(path)
         s3, concurrency = s3_limit(bench, path)
         slower = min(compute, s3)
-        notes = [shape] + ([warmed] if label == "50 MB" else []) + [f"{label}: compute limit {compute:.1f} MB/s (isal inflate + level-1 "
+        notes = [shape] + ([warmed] if label == "50 MB" else []) + [
+            f"{label}: compute limit {compute:.1f} MB/s (isal inflate + level-1 "
                  f"deflate, {os.cpu_count()} processes, no I/O); S3 limit {s3:.1f} MB/s (PUTs of "
                  f"the compressed objects, best concurrency {concurrency}); the job reaches "
                  f"{Sample('x', ours).median / slower:.0%} of the slower one.",

@@ -8,12 +8,12 @@ Public surface for jobs: :mod:`crontabber.base` (``BaseCronApp``),
 :mod:`crontabber.jsonout` (``--json``: ISO 8601 UTC times, seconds),
 and the shape every operator command shares (:mod:`crontabber.command`, exported here):
 one table of exit codes, ``--admin.conf`` and the ``--crontabber.class-X.opt=value``
-overrides, one-line errors (:mod:`crontabber.text`: ``one_line``, ``printable``, ``utc_text``); ``describe_failure``: an error in one line naming the service
+overrides, one-line errors (:mod:`crontabber.text`: ``one_line``, ``printable``,
+``utc_text``); ``describe_failure``: an error in one line naming the service
 and its address.
 """
 
-from .command import (EXIT_CODES, ExitCode, command_parser, exit_codes_text, exit_quietly,
-                      run_command)
+from .command import EXIT_CODES, ExitCode, command_parser, exit_codes_text, exit_quietly, run_command
 from .failures import describe as describe_failure
 from .text import one_line, printable, utc_text
 

@@ -1,8 +1,15 @@
-"""``python -m crontabber``."""
+"""``python -m crontabber``, and the ``crontabber`` command (pyproject.toml)."""
 
 import sys
 
 from .cli import main
 from .command import exit_quietly
 
-exit_quietly(lambda: main(sys.argv[1:]))
+
+def run() -> None:
+    """The console script: the command line of this process."""
+    exit_quietly(lambda: main(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    run()

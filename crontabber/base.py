@@ -48,6 +48,10 @@ class BaseCronApp(RequiredConfig):
     app_version: str = ""
     depends_on: Any = None
     required_config: Namespace = Namespace()
+    # A schema directory (``schema.sql`` and ``migrations/``) holding the job's own tables,
+    # applied with the runner's when the job is configured (crontabber.schema); None: the
+    # job has no tables of its own (crontabber's apps).
+    schema_dir: str | None = None
 
     def __init__(self, config: DotDict, job_information: dict | None) -> None:
         self.config = config

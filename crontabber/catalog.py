@@ -223,3 +223,13 @@ def find_job(jobs: list[Job], name: str) -> Job | None:
     """The first job, in run order, that ``name`` means."""
     return next((job for job in run_order(jobs) if job.matches(name)), None)
 
+
+def schema_dirs(jobs: list[Job]) -> list[str]:
+    """The schemas the configured jobs bring (their classes' ``schema_dir``), each once, in
+    the order of the jobs list: applied with the runner's (crontabber.schema)."""
+    found: list[str] = []
+    for job in jobs:
+        directory = getattr(job.cls, "schema_dir", None)
+        if directory and directory not in found:
+            found.append(directory)
+    return found

@@ -19,9 +19,9 @@ import signal
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Mapping, TextIO
 
-from . import __version__, cli_inspect, cli_monitor
+from . import __version__, cli_monitor
+from .catalog import Job, configuration_notes, job_options, load_jobs, schema_dirs
 from .command import CommandParser, ExitCode, Formatter, exit_code_for, exit_codes_text, split_overrides
-from .catalog import Job, configuration_notes, find_job, job_options, load_jobs
 from .config import Settings, effective_lines, iter_option_lines, load_settings, runner_options
 from .errors import (
     ConfigurationError,
@@ -277,7 +277,7 @@ def dispatch(mode: str, args: argparse.Namespace, rest: list[str], stdout: TextI
         event_id = SentryReporter(settings.sentry_dsn, secret_values_of(settings)).send_test_message()
         print(f"Sentry test message sent: {event_id}", file=stdout)
         return ExitCode.OK
-    store = open_store(settings.database)
+    store = open_store(settings.database, schema_dirs(jobs))
     try:
         handler = handler_for(mode)
         try:

@@ -18,7 +18,7 @@ from .catalog import Job, find_job
 from .cli import runner_for
 from .errors import ConfigurationError, JobNotFound, JobPaused
 from .records import AuditEntry
-from .scheduling import next_run_after, parse_day, pause_active, parse_until, rerun_dates
+from .scheduling import next_run_after, parse_day, parse_until, pause_active, rerun_dates
 from .state import JobState
 
 if TYPE_CHECKING:

@@ -186,7 +186,8 @@ Body = Callable[[argparse.Namespace, dict[str, str]], int]
 def run_command(parser: argparse.ArgumentParser, body: Body, argv: Sequence[str] | None = None,
                 stderr: TextIO | None = None) -> int:
     """Parse ``argv`` with ``parser`` (the rest must be overrides; ``--admin.conf`` may also
-    follow the subcommand: it lands in ``args.conf``), call ``body(args, overrides)`` and return its exit code; log WARNING and up on stderr (every level with
+    follow the subcommand: it lands in ``args.conf``), call ``body(args, overrides)`` and
+    return its exit code; log WARNING and up on stderr (every level with
     ``--logging.level=DEBUG``).
 
     Every error is one line on stderr, ``prog: message``: the runner's errors with their

@@ -24,7 +24,7 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
-from everett import InvalidValueError, NO_VALUE
+from everett import NO_VALUE, InvalidValueError
 from everett.manager import ConfigDictEnv, generate_uppercase_key
 
 from .errors import ConfigurationError

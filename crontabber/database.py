@@ -13,16 +13,18 @@ store, schema and connection factory, which may change shape.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from .runner import default_holder
 
 __all__ = ["open_database", "database_now", "default_holder", "operator_command"]
 
 
-def open_database(config: Mapping[str, Any], application_name: str) -> Any:
+def open_database(config: Mapping[str, Any], application_name: str,
+                  schema_dirs: Sequence[str] = ()) -> Any:
     """A psycopg2 connection (session time zone UTC) to the database of a job's config,
-    the schema applied. The caller closes it.
+    the runner's schema and ``schema_dirs`` (the job's own, its ``schema_dir``) applied.
+    The caller closes it.
 
     ``config`` is what :func:`crontabber.jobconfig.load_job_config` returns for a job class
     decorated with ``@using_postgres()`` (its ``database`` namespace holds host, port,
@@ -32,12 +34,12 @@ def open_database(config: Mapping[str, Any], application_name: str) -> Any:
         DatabaseUnavailable: the server cannot be reached or refuses the login.
     """
     from .connection_factory import settings_from
-    from .schema import ensure_schema
+    from .schema import ensure_schema, with_runner
     from .store import connect
 
     connection = connect(settings_from(config["database"]), application_name)
     try:
-        ensure_schema(connection)
+        ensure_schema(connection, with_runner(schema_dirs))
     except BaseException:
         connection.close()
         raise

@@ -18,8 +18,8 @@ from typing import Iterator, Sequence
 
 from .catalog import Job
 from .errors import MetricsFileNotWritten
-from .scheduling import pause_active
 from .records import Overview
+from .scheduling import pause_active
 from .state import JobState
 
 # name, type, help; the label set is the job's name (crontabber_job_*) or the host's.

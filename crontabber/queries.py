@@ -1,4 +1,5 @@
-"""Named SQL blocks loaded from the ``sql/`` directory.
+"""Named SQL blocks loaded from a package's ``sql/`` directory (the runner's:
+:data:`SQL_DIR`; the jobs and the dashboard have their own, shipped in their packages).
 
 A file holds blocks that each start with ``-- name: NAME``; the text up to the
 next such line is the query, without its whole-line comments: psycopg2 fills
@@ -15,7 +16,9 @@ import re
 
 # os.path, not pathlib: every cron tick imports this module, and pathlib (with
 # urllib.parse and ipaddress) costs ~5 ms of an idle tick's import time.
-SQL_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "sql")
+# Package data (pyproject.toml), found beside this module as an installed package's files are;
+# not importlib.resources, which costs an idle tick its imports (a zipped install is not supported).
+SQL_DIR = os.path.join(os.path.dirname(os.path.realpath(__file__)), "sql")
 
 _NAME = re.compile(r"^--\s*name:\s*(\S+)\s*$", re.MULTILINE)
 
@@ -37,7 +40,8 @@ def parse(text: str) -> dict[str, str]:
 
 
 @functools.cache
-def load(filename: str) -> dict[str, str]:
-    """The named queries of ``sql/<filename>``, read once per process."""
-    with open(os.path.join(SQL_DIR, filename), encoding="utf-8") as file:
+def load(filename: str, directory: str = SQL_DIR) -> dict[str, str]:
+    """The named queries of ``<directory>/<filename>`` (the runner's ``sql/`` by default),
+    read once per process."""
+    with open(os.path.join(directory, filename), encoding="utf-8") as file:
         return parse(file.read())

@@ -1,9 +1,13 @@
-"""Apply ``sql/schema.sql`` and the numbered migrations in ``sql/migrations/``.
+"""Apply schemas: a schema is a directory with ``schema.sql`` and ``migrations/``.
 
-The convention (``sql/migrations/README.md``): a database without
-``schema_migrations`` gets ``schema.sql`` and every migration is recorded as
-applied; otherwise each unrecorded migration runs, in order. An advisory lock
-makes runners that start at the same moment do this once.
+The runner's is ``crontabber/sql`` (:data:`crontabber.queries.SQL_DIR`); the symbol
+server's jobs bring theirs (``jobs/sql``, named by a job class's ``schema_dir``). The
+convention (``crontabber/sql/migrations/README.md``): migration numbers are one sequence
+over every schema, recorded in ``schema_migrations``. A database without that table gets
+each wanted schema's ``schema.sql`` and every number recorded; otherwise a schema none of
+whose numbers is recorded gets its ``schema.sql``, and each other unrecorded migration
+runs, in number order. An advisory lock makes runners that start at the same moment do
+this once.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from typing import Any, NamedTuple, Union
+from typing import Any, NamedTuple, Sequence, Union
 
 from . import queries
 
@@ -24,6 +28,9 @@ _MIGRATION = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 # pathlib, because every cron tick runs ensure_schema (see queries.SQL_DIR).
 SqlDir = Union[str, "os.PathLike[str]"]
 
+#: The runner's own schema: every runner applies it.
+RUNNER: tuple[SqlDir, ...] = (queries.SQL_DIR,)
+
 
 class Migration(NamedTuple):
     number: int
@@ -31,32 +38,49 @@ class Migration(NamedTuple):
     path: str
 
 
-def migrations(sql_dir: SqlDir = queries.SQL_DIR) -> list[Migration]:
-    """The migration files in number order.
+def migrations(*sql_dirs: SqlDir) -> list[Migration]:
+    """The migration files of the schemas ``sql_dirs`` (the runner's when none is given),
+    in number order.
 
     Raises:
-        ValueError: on a badly named file or a duplicated number.
+        ValueError: on a badly named file or a number used twice (in one schema or two).
     """
     found: dict[int, Migration] = {}
-    directory = os.path.join(sql_dir, "migrations")
-    for filename in sorted(f for f in os.listdir(directory) if f.endswith(".sql")):
-        match = _MIGRATION.match(filename)
-        if not match:
-            raise ValueError(f"migration file {filename!r} is not named NNNN_name.sql")
-        number = int(match.group(1))
-        if number in found:
-            raise ValueError(f"two migrations numbered {number}: {found[number].name}, {filename}")
-        found[number] = Migration(number, filename[:-len(".sql")], os.path.join(directory, filename))
+    for sql_dir in sql_dirs or RUNNER:
+        directory = os.path.join(sql_dir, "migrations")
+        for filename in sorted(f for f in os.listdir(directory) if f.endswith(".sql")):
+            match = _MIGRATION.match(filename)
+            if not match:
+                raise ValueError(f"migration file {filename!r} is not named NNNN_name.sql")
+            number = int(match.group(1))
+            if number in found:
+                raise ValueError(f"two migrations numbered {number}: {found[number].name}, "
+                                 f"{filename}")
+            found[number] = Migration(number, filename[:-len(".sql")],
+                                      os.path.join(directory, filename))
     return [found[number] for number in sorted(found)]
 
 
-def ensure_schema(connection: Any, sql_dir: SqlDir = queries.SQL_DIR) -> list[str]:
-    """Bring the database to the current schema; return what was applied.
+def with_runner(sql_dirs: Sequence[SqlDir]) -> tuple[SqlDir, ...]:
+    """The runner's schema, then each of ``sql_dirs`` once, in order."""
+    wanted: list[SqlDir] = list(RUNNER)
+    for sql_dir in sql_dirs:
+        if os.fspath(sql_dir) not in (os.fspath(d) for d in wanted):
+            wanted.append(sql_dir)
+    return tuple(wanted)
+
+
+def ensure_schema(connection: Any, sql_dirs: Sequence[SqlDir] = RUNNER) -> list[str]:
+    """Bring the database to the current schemas ``sql_dirs`` (the runner's alone by
+    default; give it first); return what was applied (``crontabber/schema.sql``,
+    ``0012_run_ledger``...).
 
     Cheap when nothing is to do (every cron tick calls it): one query, no lock.
     """
     q = queries.load("schema_migrations.sql")
-    wanted = {m.number for m in migrations(sql_dir)}
+    by_dir = {sql_dir: migrations(sql_dir) for sql_dir in sql_dirs}
+    migrations(*sql_dirs)  # a number used by two schemas is refused before anything runs
+    wanted = {m.number for found in by_dir.values() for m in found}
     if _recorded(connection, q["recorded"]) >= wanted:
         return []
     applied: list[str] = []
@@ -67,19 +91,29 @@ def ensure_schema(connection: Any, sql_dir: SqlDir = queries.SQL_DIR) -> list[st
         cur.execute(q["create_table"])
         cur.execute(q["applied"])
         done = {row[0] for row in cur.fetchall()}
-        if fresh:
-            cur.execute(_sql_text(os.path.join(sql_dir, "schema.sql")))
-            applied.append("schema.sql")
-        for migration in migrations(sql_dir):
-            if migration.number in done:
-                continue
-            if not fresh:
-                cur.execute(_sql_text(migration.path))
-                applied.append(migration.name)
+        replay: list[Migration] = []
+        for sql_dir, found in by_dir.items():
+            if fresh or not done & {m.number for m in found}:  # new to this database
+                cur.execute(_sql_text(os.path.join(sql_dir, "schema.sql")))
+                applied.append(f"{_label(sql_dir)}/schema.sql")
+                for migration in found:
+                    cur.execute(q["record"], {"number": migration.number, "name": migration.name})
+            else:
+                replay += [m for m in found if m.number not in done]
+        for migration in sorted(replay):
+            cur.execute(_sql_text(migration.path))
+            applied.append(migration.name)
             cur.execute(q["record"], {"number": migration.number, "name": migration.name})
     if applied:
         logger.info("database schema: applied %s", ", ".join(applied))
     return applied
+
+
+def _label(sql_dir: SqlDir) -> str:
+    """``crontabber`` for ``.../crontabber/sql``: the package a schema belongs to."""
+    path = os.path.normpath(os.fspath(sql_dir))
+    parent, name = os.path.split(path)
+    return os.path.basename(parent) if name == "sql" else name
 
 
 def _recorded(connection: Any, query: str) -> set[int]:
@@ -98,10 +132,11 @@ def _recorded(connection: Any, query: str) -> set[int]:
         raise
 
 
-def apply_migrations_only(connection: Any, sql_dir: SqlDir = queries.SQL_DIR) -> None:
-    """Build the schema from the migrations alone (for the schema-vs-migrations test)."""
+def apply_migrations_only(connection: Any, sql_dirs: Sequence[SqlDir] = RUNNER) -> None:
+    """Build the schemas from their migrations alone, in number order (for the
+    schema-vs-migrations test)."""
     with connection, connection.cursor() as cur:
-        for migration in migrations(sql_dir):
+        for migration in migrations(*sql_dirs):
             cur.execute(_sql_text(migration.path))
 
 

@@ -40,7 +40,6 @@ class SentryReporter:
     def _client(self) -> Any:
         if self._sdk is None:
             import sentry_sdk
-
             from sentry_sdk.scrubber import DEFAULT_DENYLIST, EventScrubber
 
             sentry_sdk.init(dsn=self.dsn, release=f"crontabber@{__version__}",

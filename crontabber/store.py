@@ -23,7 +23,7 @@ import psycopg2.errors
 from . import queries
 from .errors import DatabaseUnavailable, JobLocked, LeaseLost
 from .failures import first_line
-from .state import Claim, JobState, FinishRecord, RunEnd, RunKind, RunStatus, Tick
+from .state import Claim, FinishRecord, JobState, RunEnd, RunKind, RunStatus, Tick
 
 if TYPE_CHECKING:
     # Built only by the operator commands' queries, imported there: an idle
@@ -533,18 +533,19 @@ def _identity(claim: Claim) -> dict[str, Any]:
             "pid": claim.pid}
 
 
-def open_store(db: DatabaseSettings) -> StateStore:
-    """Connect to the state database and bring its schema up to date.
+def open_store(db: DatabaseSettings, schema_dirs: Sequence[str] = ()) -> StateStore:
+    """Connect to the state database and bring its schema up to date: the runner's, and
+    ``schema_dirs`` (the configured jobs' own, :func:`crontabber.catalog.schema_dirs`).
 
     Raises:
         DatabaseUnavailable: the server cannot be reached, refuses the login,
             or the schema cannot be applied.
     """
-    from .schema import ensure_schema
+    from .schema import ensure_schema, with_runner
 
     conn = connect(db)
     try:
-        ensure_schema(conn)
+        ensure_schema(conn, with_runner(schema_dirs))
     except psycopg2.Error as exc:
         conn.close()
         raise DatabaseUnavailable(db.target, f"applying the schema failed: {first_line(exc)}") from None

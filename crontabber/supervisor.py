@@ -46,6 +46,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, NoReturn
 
+from .capture import OutputTail, forward
 from .errors import (
     DatabaseUnavailable,
     JobProcessDied,
@@ -53,7 +54,6 @@ from .errors import (
     LeaseLost,
     Terminated,
 )
-from .capture import OutputTail, forward
 from .failures import describe
 from .state import Claim, RunStatus
 

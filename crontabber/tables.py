@@ -10,8 +10,8 @@ import datetime as dt
 from typing import Sequence
 
 from .leases import Marker, parse_holder
-from .text import one_line, printable
 from .records import RunRecord
+from .text import one_line, printable
 from .views import FailureView, JobStatus, JobView, Outcome, RunView
 
 DEFAULT_WIDTH = 100
@@ -242,7 +242,8 @@ def run_rows_table(
                           else run.error.summary)
             interval = _interval(entry.success) if not entry.failed else "-"
             rows.append(_row(is_backfill, stamp(entry.started), took(entry.duration),
-                             short_host(entry.holder, pid=True) if entry.holder else "-", run_id, outcome.text, interval, one_line(detail)))
+                             short_host(entry.holder, pid=True) if entry.holder else "-", run_id,
+                             outcome.text, interval, one_line(detail)))
     return fit(rows, width)
 
 

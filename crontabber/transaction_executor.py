@@ -6,7 +6,6 @@ from typing import Any, Callable, Mapping, TypeVar
 
 from .connection_factory import ConnectionFactory
 
-
 T = TypeVar("T")
 
 

@@ -442,7 +442,7 @@ def record_run(record: RunRecord) -> RunView:
 
 
 def _run(rows: list[LogEntry], holding: OngoingView | None, record: RunRecord | None = None) -> RunView:
-    first, last = rows[-1], rows[0]
+    last = rows[0]
     outcomes = {entry_outcome(row) for row in rows}
     failure = next((row for row in rows if row.failed), None)
     ongoing = None

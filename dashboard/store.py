@@ -1,4 +1,4 @@
-"""Every query of the dashboard's pipeline panels (``sql/dashboard.sql``): the
+"""Every query of the dashboard's pipeline panels (``dashboard/sql/dashboard.sql``): the
 upload queue, failed uploads, quarantined missing-symbol batches, the most
 missed symbols of a day, the incremental indexer's watermark and the last
 prune run. Records are frozen dataclasses; driver errors are translated here
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import os
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
@@ -18,7 +19,9 @@ from crontabber import queries
 from crontabber.errors import CrontabberError, DatabaseUnavailable
 from crontabber.failures import first_line
 
-Q = queries.load("dashboard.sql")
+# Shipped in the package (pyproject.toml); see crontabber.queries.SQL_DIR.
+SQL_DIR = os.path.join(os.path.dirname(os.path.realpath(__file__)), "sql")
+Q = queries.load("dashboard.sql", SQL_DIR)
 
 
 class PanelQueryFailed(CrontabberError):
@@ -160,7 +163,7 @@ class Listing:
 
 
 class PipelineStore:
-    """Runs ``sql/dashboard.sql`` over one connection, one short transaction
+    """Runs ``dashboard/sql/dashboard.sql`` over one connection, one short transaction
     per call (``with self._conn``)."""
 
     def __init__(self, connection: Any, target: str = "the database") -> None:

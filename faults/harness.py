@@ -24,6 +24,7 @@ from crontabber import queries
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 INBOX, SYMBOLS, PRUNE_BUCKET, ALIAS = "faults-inbox", "faults-symbols", "faults-prune", "faults-symbols"
+SQL_DIR = os.path.join(os.path.dirname(os.path.realpath(__file__)), "sql")
 PG_BIN = pathlib.Path("/usr/lib/postgresql/15/bin")
 
 FAULT_INI = f"""
@@ -278,16 +279,17 @@ def connect() -> Any:
         dbname=os.environ.get("RESOURCE_POSTGRESQL_DBNAME", "crontabber"),
         application_name="faults", connect_timeout=5)
     connection.autocommit = True
-    from crontabber.schema import ensure_schema
+    from crontabber.schema import ensure_schema, with_runner
+    from jobs import SQL_DIR as JOBS_SQL
 
-    ensure_schema(connection)
+    ensure_schema(connection, with_runner([JOBS_SQL]))
     return connection
 
 
 def query(connection: Any, name: str, **params: Any) -> list[tuple]:
-    """Run the named block of ``sql/faults.sql``; its rows (none for a statement)."""
+    """Run the named block of ``faults/sql/faults.sql``; its rows (none for a statement)."""
     with connection.cursor() as cur:
-        cur.execute(queries.load("faults.sql")[name], params)
+        cur.execute(queries.load("faults.sql", SQL_DIR)[name], params)
         return cur.fetchall() if cur.description else []
 
 

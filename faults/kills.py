@@ -57,7 +57,7 @@ def kill_rounds(scenario: Scenario, count: int, rng: random.Random) -> FaultResu
         mode = harness.KILL_MODES[thrown % len(harness.KILL_MODES)]
         seen: list = []
         kill = harness.kill_during(scenario.command(), mode, rng.uniform(0, 0.8 * window),
-                                   between=lambda: seen.append(scenario.during()))
+                                   between=lambda: seen.append(scenario.during()))  # noqa: B023 (called now)
         if not kill.landed:
             missed += 1
             ok, _, _ = harness.converge(scenario.command(), scenario.settled)

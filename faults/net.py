@@ -56,7 +56,7 @@ def wait_port(port: int, seconds: float = 20) -> None:
                 return
         except OSError:
             if time.monotonic() > deadline:
-                raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {seconds} s")
+                raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {seconds} s") from None
             time.sleep(0.1)
 
 
@@ -193,12 +193,13 @@ def fresh_database(dbname: str) -> dict[str, str]:
     """Drop and create ``dbname`` on the services' PostgreSQL, apply the schema; the
     environment that points the runner and the jobs at it."""
     from bench.services import fresh_database as create
-    from crontabber.schema import ensure_schema
+    from crontabber.schema import ensure_schema, with_runner
     from crontabber.store import connect
+    from jobs import SQL_DIR as JOBS_SQL
 
     conn = connect(create(dbname))
     try:
-        ensure_schema(conn)
+        ensure_schema(conn, with_runner([JOBS_SQL]))
     finally:
         conn.close()
     return {"RESOURCE_POSTGRESQL_DBNAME": dbname}

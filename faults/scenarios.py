@@ -243,7 +243,8 @@ class MissingSymbols(Scenario):
         rows = harness.query(self.db, "batch_rows", like=self.batches + "%")
         return {row[0] for row in rows} >= set(self.keys)
 
-    def expected(self) -> tuple[collections.Counter[Symbol], collections.Counter[tuple[Symbol, dt.date]], dict[str, int]]:
+    def expected(self) -> tuple[collections.Counter[Symbol], collections.Counter[tuple[Symbol, dt.date]],
+                                dict[str, int]]:
         """Brute force: every batch read back from S3 and decoded event by event (once per
         batch: see the class's docstring), summed over all batches."""
         totals: collections.Counter[Symbol] = collections.Counter()

@@ -5,3 +5,10 @@ Job modules import only the runner's public surface (``crontabber.base``,
 ``crontabber.queries``) and import heavy libraries (boto3, elasticsearch)
 inside ``run()``, so a tick with nothing due stays cheap.
 """
+
+import os
+
+#: The jobs' SQL and schema (``schema.sql``, ``migrations/``), shipped in the package. A job
+#: whose tables are here says so with ``schema_dir = SQL_DIR``: the runner applies this schema
+#: only when such a job is configured (crontabber.schema).
+SQL_DIR = os.path.join(os.path.dirname(os.path.realpath(__file__)), "sql")

@@ -10,6 +10,7 @@ from crontabber import queries
 from crontabber.base import BaseCronApp
 from crontabber.mixins import using_postgres
 from crontabber.options import Namespace
+from jobs import SQL_DIR
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +47,7 @@ class PruneRunLogCronApp(BaseCronApp):
     def _delete_batch(self, connection: Any, query: str) -> int:
         with connection.cursor() as cur:
             cur.execute(
-                queries.load("runlog.sql")[query],
+                queries.load("runlog.sql", SQL_DIR)[query],
                 {"keep_days": self.config.keep_days, "batch_size": self.config.batch_size},
             )
             return cur.rowcount

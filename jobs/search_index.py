@@ -26,6 +26,7 @@ from crontabber.base import BaseCronApp
 from crontabber.errors import CrontabberError
 from crontabber.mixins import using_postgres
 from crontabber.options import Namespace
+from jobs import SQL_DIR
 
 if TYPE_CHECKING:
     from search.documents import SymbolRow
@@ -70,7 +71,7 @@ class Watermark(NamedTuple):
 
 
 class SymbolFileStore:
-    """Every query of the search-index jobs (``sql/search_index.sql``): the
+    """Every query of the search-index jobs (``jobs/sql/search_index.sql``): the
     symbol files to index, streamed through a server-side cursor so memory
     stays bounded, and the incremental job's watermark."""
 
@@ -86,7 +87,7 @@ class SymbolFileStore:
         Raises:
             SearchSourceError: a query failed (also while ``rows`` is iterated).
         """
-        sql = queries.load("search_index.sql")
+        sql = queries.load("search_index.sql", SQL_DIR)
         conn = self.connection
         try:
             with self._translated("count_symbol_files"), conn.cursor() as cur:
@@ -108,7 +109,7 @@ class SymbolFileStore:
         Raises:
             SearchSourceError: a query failed (also while ``rows`` is iterated).
         """
-        sql = queries.load("search_index.sql")
+        sql = queries.load("search_index.sql", SQL_DIR)
         conn = self.connection
         try:
             with self._translated("new_symbol_files"), conn.cursor() as cur:
@@ -124,21 +125,21 @@ class SymbolFileStore:
     def watermark(self, alias: str) -> Watermark | None:
         """The incremental job's progress on ``alias``; ``None`` before its first run."""
         with self._translated("read_watermark"), self.connection, self.connection.cursor() as cur:
-            cur.execute(queries.load("search_index.sql")["read_watermark"], {"alias": alias})
+            cur.execute(queries.load("search_index.sql", SQL_DIR)["read_watermark"], {"alias": alias})
             row = cur.fetchone()
         return Watermark(*row) if row else None
 
     def save_watermark(self, alias: str, mark: Watermark) -> None:
         """Record ``mark`` for ``alias`` (committed)."""
         with self._translated("save_watermark"), self.connection, self.connection.cursor() as cur:
-            cur.execute(queries.load("search_index.sql")["save_watermark"], {
+            cur.execute(queries.load("search_index.sql", SQL_DIR)["save_watermark"], {
                 "alias": alias, "index_name": mark.index_name, "indexed_to": mark.indexed_to})
 
     def _stream(self, query: str, params: dict[str, Any]) -> Iterator["SymbolRow"]:
         cursor = self.connection.cursor(name=f"search_index_{query}")
         cursor.itersize = self.itersize
         with self._translated(query):
-            cursor.execute(queries.load("search_index.sql")[query], params or None)
+            cursor.execute(queries.load("search_index.sql", SQL_DIR)[query], params or None)
         return self._rows(cursor, query)
 
     def _rows(self, cursor: Any, query: str) -> Iterator["SymbolRow"]:
@@ -166,6 +167,8 @@ class RebuildSearchIndexCronApp(BaseCronApp):
 
     A failed or partial build never takes the alias; its index is deleted.
     """
+
+    schema_dir = SQL_DIR  # its tables: jobs/sql/schema.sql
 
     app_name = "rebuild-search-index"
     app_description = "rebuild the symbol search index in Elasticsearch and swap its alias"
@@ -236,6 +239,8 @@ class IndexNewUploadsCronApp(BaseCronApp):
       Writing a document again is harmless (same id, same content).
     - No alias yet: nothing to add to (the first rebuild indexes everything).
     """
+
+    schema_dir = SQL_DIR  # its tables: jobs/sql/schema.sql
 
     app_name = "index-new-uploads"
     app_description = "add the symbol files of newly finished uploads to the live search index"

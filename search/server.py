@@ -34,7 +34,7 @@ from typing import Any, Callable, Iterable
 from urllib.parse import parse_qs, quote
 from wsgiref.simple_server import ServerHandler, WSGIRequestHandler, WSGIServer, make_server
 
-from .engine import SearchResult, Searcher
+from .engine import Searcher, SearchResult
 from .errors import BadQuery, SearchUnavailable
 
 # Named, not __name__: under ``python -m search.server`` __name__ is __main__.

@@ -27,8 +27,9 @@ import psycopg2.errors
 import pytest
 
 from bench.services import database as service_database
-from crontabber.schema import ensure_schema
+from crontabber.schema import ensure_schema, with_runner
 from crontabber.store import DatabaseSettings, connect
+from jobs import SQL_DIR as JOBS_SQL
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -85,7 +86,7 @@ def template_database() -> Iterator[str]:
     _admin_execute(f"CREATE DATABASE {name}")
     conn = connect(admin_settings(name))
     try:
-        ensure_schema(conn)
+        ensure_schema(conn, with_runner([JOBS_SQL]))
     finally:
         conn.close()
     yield name

@@ -29,8 +29,7 @@ from typing import Any, Hashable, Iterable, Iterator
 
 from crontabber.errors import CrontabberError
 
-from .model import (MAX_EVENT_COUNT, EventError, check_count, day_of, parse_seen_at,
-                    validate_symbol)
+from .model import MAX_EVENT_COUNT, EventError, check_count, day_of, parse_seen_at, validate_symbol
 
 #: (debug_file, debug_id, code_file, code_id, day since epoch)
 Key = tuple[str, str, str, str, int]

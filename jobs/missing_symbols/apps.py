@@ -10,7 +10,7 @@ from typing import Any
 from crontabber.base import BaseCronApp
 from crontabber.mixins import as_backfill_cron_app, using_postgres
 from crontabber.options import Namespace
-from jobs import defaults
+from jobs import SQL_DIR, defaults
 
 # The work (consume, reports, store) is imported in run(): a cron tick where
 # these jobs are not due must not pay for it.
@@ -20,6 +20,8 @@ logger = logging.getLogger(__name__)
 
 class _StoreApp(BaseCronApp):
     """A job that works on the store over the job's own database connection."""
+
+    schema_dir = SQL_DIR  # its tables: jobs/sql/schema.sql
 
     database_connection_factory: Any  # set by @using_postgres()
 

@@ -28,8 +28,7 @@ from typing import Any, Iterator
 from crontabber.errors import CrontabberError
 
 from .aggregate import Aggregate, BadBatches, collector_paused, staging_chunks
-from .inbox import (BatchObject, DecodeResult, DecodeTask, decode_batches, list_batches,
-                    quarantined)
+from .inbox import BatchObject, DecodeResult, DecodeTask, decode_batches, list_batches, quarantined
 from .store import BatchOutcome, MissingSymbolStore
 
 logger = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""The one module that runs SQL on the missing-symbol tables (``sql/missing_symbols.sql``).
+"""The one module that runs SQL on the missing-symbol tables (``jobs/sql/missing_symbols.sql``).
 
 Each public method is one visible transaction, except :class:`BatchTransaction`,
 whose steps share the transaction opened by :meth:`MissingSymbolStore.batches`:
@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
 from crontabber import queries
+from jobs import SQL_DIR
 
-Q = queries.load("missing_symbols.sql")
+Q = queries.load("missing_symbols.sql", SQL_DIR)
 
 
 @dataclass(frozen=True)

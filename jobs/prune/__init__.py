@@ -26,7 +26,7 @@ from typing import Any
 from crontabber.base import BaseCronApp
 from crontabber.mixins import using_postgres
 from crontabber.options import Namespace
-from jobs import defaults
+from jobs import SQL_DIR, defaults
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +34,8 @@ logger = logging.getLogger(__name__)
 @using_postgres()
 class PruneS3CronApp(BaseCronApp):
     """Delete what the retention rules allow from the inbox and symbols buckets."""
+
+    schema_dir = SQL_DIR  # its tables: jobs/sql/schema.sql
 
     app_name = "prune-s3"
     app_description = "delete expired inbox archives, consumed batches and old reports from S3"

@@ -12,10 +12,10 @@ import dataclasses
 import sys
 from typing import TextIO
 
-from crontabber import (ExitCode, command_parser, exit_quietly, one_line, printable, run_command,
-                        utc_text)
+from crontabber import ExitCode, command_parser, exit_quietly, one_line, printable, run_command, utc_text
 from crontabber.database import database_now, open_database, operator_command
 from crontabber.jobconfig import load_job_config
+from jobs import SQL_DIR
 
 from . import PruneS3CronApp
 from .runs import PruneOptions, format_report, run_prune, terminal_listeners
@@ -44,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str], out: TextIO = sys.stdout) -> int:
     def body(args: argparse.Namespace, overrides: dict[str, str]) -> int:
         config = load_job_config(PruneS3CronApp, args.conf, overrides)
-        connection = open_database(config, "jobs.prune")
+        connection = open_database(config, "jobs.prune", [SQL_DIR])
         try:
             store = PruneStore(connection)
             if args.command == "history":
@@ -91,5 +91,10 @@ def print_history(store: PruneStore, limit: int, out: TextIO) -> None:
               f"{row['errors'] or 0} errors", file=out)
 
 
-if __name__ == "__main__":
+def run() -> None:
+    """The console script (``symbols-prune``): the command line of this process."""
     exit_quietly(lambda: main(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    run()

@@ -1,4 +1,4 @@
-"""The prune job's SQL (sql/prune.sql): run records, and the upload and batch
+"""The prune job's SQL (jobs/sql/prune.sql): run records, and the upload and batch
 tables that say which inbox objects are finished with."""
 
 from __future__ import annotations
@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crontabber import queries
+from jobs import SQL_DIR
 
-Q = queries.load("prune.sql")
+Q = queries.load("prune.sql", SQL_DIR)
 
 
 @dataclass(frozen=True)

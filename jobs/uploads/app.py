@@ -8,6 +8,7 @@ from typing import Any
 from crontabber.base import BaseCronApp
 from crontabber.mixins import using_postgres
 from crontabber.options import Namespace
+from jobs import SQL_DIR
 
 from .options import OPTIONS
 
@@ -30,6 +31,8 @@ class ProcessUploadsCronApp(BaseCronApp):
     (``FOR UPDATE SKIP LOCKED``) with a lease. A failed upload does not fail the
     job (it is recorded on its row); an unexpected error does, after being recorded.
     """
+
+    schema_dir = SQL_DIR  # its tables: jobs/sql/schema.sql
 
     app_name = "process-uploads"
     app_description = "publish queued symbol archives to the symbols bucket"

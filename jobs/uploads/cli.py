@@ -18,6 +18,7 @@ from typing import Any, Callable, TextIO
 from crontabber import ExitCode, command_parser, jsonout, run_command
 from crontabber.errors import ConfigurationError
 from crontabber.options import DotDict
+from jobs import SQL_DIR
 
 from .app import ProcessUploadsCronApp
 from .records import Progress, QuietProgress, UploadStatus
@@ -59,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _connect(config: DotDict) -> Any:
     from crontabber.database import open_database
 
-    return open_database(config, "jobs.uploads")
+    return open_database(config, "jobs.uploads", [SQL_DIR])
 
 
 def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout,

@@ -11,8 +11,8 @@ from typing import Any
 from jobs.s3 import ensure_bucket
 
 from . import storage
-from .errors import ArchiveUnusable
 from .demo import demo_archives
+from .errors import ArchiveUnusable
 from .store import UploadStore
 from .validation import key_safe
 

@@ -91,7 +91,7 @@ def download(client: Any, bucket: str, key: str, target: BinaryIO, tries: int = 
         try:
             body = client.get_object(Bucket=bucket, Key=key, **extra)["Body"]
             size = 0
-            for chunk in iter(lambda: body.read(DOWNLOAD_CHUNK), b""):
+            for chunk in iter(lambda: body.read(DOWNLOAD_CHUNK), b""):  # noqa: B023 (this body)
                 target.write(chunk)
                 size += len(chunk)
                 if written is not None:

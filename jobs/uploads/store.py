@@ -1,4 +1,4 @@
-"""Every query on tables ``upload`` and ``file_upload`` (SQL in ``sql/uploads.sql``).
+"""Every query on tables ``upload`` and ``file_upload`` (SQL in ``jobs/sql/uploads.sql``).
 
 Each method is one short transaction (``with self._conn:``): claims commit at once,
 so row locks are held for milliseconds and a claimed upload is protected by its
@@ -13,11 +13,12 @@ from typing import Any, Mapping
 from psycopg2.extras import execute_values
 
 from crontabber import queries
+from jobs import SQL_DIR
 
 from .errors import ClaimLost
 from .records import Counts, Upload, UploadStatus, Written
 
-Q = queries.load("uploads.sql")
+Q = queries.load("uploads.sql", SQL_DIR)
 
 
 class UploadStore:

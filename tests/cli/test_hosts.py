@@ -83,7 +83,7 @@ def _settled(crontab) -> bool:
 
 def test_four_hosts_fifty_ticks_each_with_random_kills(cli, namespaces, tmp_path, capsys):
     crontab = cli.crontab
-    crontab.configure([f"ExclusiveA|1d", f"ExclusiveB|1d"], extra=(
+    crontab.configure(["ExclusiveA|1d", "ExclusiveB|1d"], extra=(
         "    [[class-ExclusiveA]]\n        sleep=1.2\n    [[class-ExclusiveB]]\n        sleep=1.2\n"))
     db = crontab.database
     proxies = [TcpProxy((db.host, int(db.port)), bind=address) for _, address in namespaces]

@@ -51,7 +51,7 @@ def test_explain_a_running_job_names_its_holder_and_lease(cli):
     try:
         wait_for(lambda: crontab.calls("slow-job"))
         out = cli.run("--explain", "slow-job").stdout
-        assert out.startswith(f"slow-job: a tick now would skip it: running on ")
+        assert out.startswith("slow-job: a tick now would skip it: running on ")
         assert f":{holder.pid} (run " in out and "its lease lasts until" in out
     finally:
         holder.kill()
@@ -74,7 +74,7 @@ def test_pause_resume_and_a_pause_that_ends_by_itself(cli):
     assert dt.timedelta(hours=1, minutes=59) < state.paused_until - crontab.now() <= dt.timedelta(hours=2)
     assert cli.run().returncode == 0 and crontab.calls("basic-job") == []  # ticks skip it
     done = cli.run("--job", "basic-job")
-    assert done.returncode == 6 and f"paused until" in done.stdout and ME in done.stdout
+    assert done.returncode == 6 and "paused until" in done.stdout and ME in done.stdout
     assert "S3 is down (INC-42); --force runs it anyway" in done.stdout
     assert cli.run("--explain", "basic-job").stdout.startswith("basic-job: a tick now would skip it: paused")
     assert cli.run("--job", "basic-job", "--force").returncode == 0

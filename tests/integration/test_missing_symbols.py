@@ -13,9 +13,18 @@ from jobs.missing_symbols import write_batch
 from jobs.missing_symbols.consume import ConsumeSettings, consume
 from jobs.missing_symbols.store import MissingSymbolStore
 from tests.conftest import s3_client
-from tests.fixtures.missing_symbols_data import (AGGREGATE, REPORT, RETENTION, brute_force, entries,
-                                                  ini, object_time, random_events, symbols,
-                                                  table_totals)
+from tests.fixtures.missing_symbols_data import (
+    AGGREGATE,
+    REPORT,
+    RETENTION,
+    brute_force,
+    entries,
+    ini,
+    object_time,
+    random_events,
+    symbols,
+    table_totals,
+)
 
 
 def write_random(s3_bucket, sizes, seed=5, n_symbols=300):

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from crontabber.store import connect
-from jobs.prune.runs import PruneOptions, run_prune
 from jobs.prune.rules import Kind, Protection, Rule
+from jobs.prune.runs import PruneOptions, run_prune
 from jobs.prune.store import PruneStore
 from jobs.s3 import make_s3_client
 from tests.conftest import REPO, s3_client

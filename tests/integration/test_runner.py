@@ -163,7 +163,8 @@ def test_reset_job(crontab):
     crontab.configure(["BasicJob|1d"])
     code, out = crontab.run("--reset-job", "nope", "--reason", "test")
     assert code == 1 and "nope" in out
-    assert crontab.run("--reset-job", "basic-job", "--reason", "test") == (0, "basic-job: had no state (already reset)\n")
+    assert crontab.run("--reset-job", "basic-job", "--reason", "test") == (
+        0, "basic-job: had no state (already reset)\n")
     crontab.run()
     assert crontab.run("--reset-job", "basic-job", "--reason", "test")[0] == 0
     assert crontab.state("basic-job") is None

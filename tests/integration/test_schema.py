@@ -1,7 +1,12 @@
-"""sql/schema.sql and sql/migrations/ agree; existing crontabber 0.18 databases keep working."""
+"""The runner's schema (crontabber/sql) and the jobs' (jobs/sql): each schema.sql agrees with
+its migrations; a runner without the jobs creates none of their tables; a site that adds the
+jobs later gets them; existing crontabber 0.18 databases keep working."""
 from crontabber import queries
-from crontabber.schema import apply_migrations_only, ensure_schema, migrations
+from crontabber.schema import RUNNER, apply_migrations_only, ensure_schema, migrations, with_runner
 from crontabber.store import connect
+from jobs import SQL_DIR as JOBS_SQL
+
+BOTH = with_runner([JOBS_SQL])
 
 CATALOG = """
 SELECT 'column' AS kind, table_name || '.' || column_name AS name,
@@ -14,6 +19,10 @@ SELECT 'constraint', conrelid::regclass || '.' || conname, pg_get_constraintdef(
 FROM pg_constraint WHERE connamespace = 'public'::regnamespace
 ORDER BY 1, 2
 """
+TABLES = ("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' "
+          "ORDER BY 1")
+RUNNER_TABLES = ["crontabber", "crontabber_audit", "crontabber_host", "crontabber_log",
+                 "crontabber_run", "schema_migrations"]
 
 
 def catalog(settings):
@@ -26,25 +35,56 @@ def catalog(settings):
         conn.close()
 
 
+def tables(conn):
+    with conn.cursor() as cur:
+        cur.execute(TABLES)
+        return [row[0] for row in cur.fetchall()]
+
+
 def test_schema_equals_migrations(empty_database, database):
     conn = connect(empty_database)
-    apply_migrations_only(conn)
+    apply_migrations_only(conn, BOTH)
     conn.close()
     from_migrations = [row for row in catalog(empty_database) if "schema_migrations" not in row[1]]
     from_schema = [row for row in catalog(database) if "schema_migrations" not in row[1]]
     assert from_schema == from_migrations
     assert any(row[1] == "crontabber.ongoing_by" for row in from_schema)
+    assert any(row[1] == "upload.inbox_key" for row in from_schema)
 
 
 def test_ensure_schema_is_idempotent_and_records_migrations(database):
     conn = connect(database)
     try:
-        assert ensure_schema(conn) == []
+        assert ensure_schema(conn, BOTH) == []
         with conn.cursor() as cur:
             cur.execute("SELECT number FROM schema_migrations ORDER BY number")
-            assert [r[0] for r in cur.fetchall()] == [m.number for m in migrations()]
+            assert [r[0] for r in cur.fetchall()] == [m.number for m in migrations(*BOTH)]
     finally:
         conn.close()
+
+
+def test_a_runner_without_the_jobs_creates_only_crontabbers_tables_and_gets_them_later(
+        empty_database):
+    """Another project's crontabber apps: the runner's tables only. Adding the symbol
+    server's jobs later brings theirs (their schema.sql, their numbers recorded)."""
+    conn = connect(empty_database)
+    try:
+        assert ensure_schema(conn, RUNNER) == ["crontabber/schema.sql"]
+        assert tables(conn) == RUNNER_TABLES
+        assert ensure_schema(conn, RUNNER) == []
+        assert ensure_schema(conn, BOTH) == ["jobs/schema.sql"]
+        assert {"upload", "missing_symbol", "prune_run", "search_index_watermark"} <= set(tables(conn))
+        with conn.cursor() as cur:
+            cur.execute("SELECT number FROM schema_migrations ORDER BY number")
+            assert [r[0] for r in cur.fetchall()] == [m.number for m in migrations(*BOTH)]
+        assert ensure_schema(conn, BOTH) == []
+    finally:
+        conn.close()
+
+
+def test_one_number_sequence_over_both_schemas():
+    runner, jobs = {m.number for m in migrations(*RUNNER)}, {m.number for m in migrations(JOBS_SQL)}
+    assert runner and jobs and not runner & jobs
 
 
 CRONTABBER_018 = """
@@ -64,7 +104,7 @@ def test_a_database_written_by_crontabber_018_before_012_keeps_working(empty_dat
     conn.autocommit = True
     with conn.cursor() as cur:
         cur.execute(CRONTABBER_018)  # no `ongoing` column: crontabber before 0.12
-    assert ensure_schema(conn) == ["schema.sql"]
+    assert ensure_schema(conn) == ["crontabber/schema.sql"]
     with conn.cursor() as cur:
         cur.execute("SELECT app_name, ongoing, ongoing_by, error_count FROM crontabber")
         assert cur.fetchall() == [("foo", None, None, 0)]
@@ -77,14 +117,14 @@ def test_pending_migrations_are_applied_in_order(empty_database, tmp_path):
     (sql / "schema.sql").write_text("CREATE TABLE IF NOT EXISTS t (a int);")
     (sql / "migrations" / "0001_t.sql").write_text("CREATE TABLE IF NOT EXISTS t (a int);")
     conn = connect(empty_database)
-    assert ensure_schema(conn, sql) == ["schema.sql"]
+    assert ensure_schema(conn, [sql]) == [f"{tmp_path.name}/schema.sql"]
     (sql / "migrations" / "0002_b.sql").write_text("ALTER TABLE t ADD COLUMN b int;")
     (sql / "migrations" / "0003_c.sql").write_text("ALTER TABLE t ADD COLUMN c int;")
-    assert ensure_schema(conn, sql) == ["0002_b", "0003_c"]
-    assert ensure_schema(conn, sql) == []
+    assert ensure_schema(conn, [sql]) == ["0002_b", "0003_c"]
+    assert ensure_schema(conn, [sql]) == []
     # a lower number merged after higher ones were applied is still applied
     (sql / "migrations" / "0000_z.sql").write_text("ALTER TABLE t ADD COLUMN z int;")
-    assert ensure_schema(conn, sql) == ["0000_z"]
+    assert ensure_schema(conn, [sql]) == ["0000_z"]
     with conn.cursor() as cur:
         cur.execute("SELECT a, b, c, z FROM t")
     conn.close()
@@ -93,3 +133,4 @@ def test_pending_migrations_are_applied_in_order(empty_database, tmp_path):
 def test_query_files_parse():
     assert "claim" not in queries.load("crontabber.sql")
     assert {"clock", "lock_state", "finish"} <= set(queries.load("crontabber.sql"))
+    assert "delete_batch" in queries.load("runlog.sql", JOBS_SQL)

@@ -4,9 +4,9 @@ import uuid
 
 import pytest
 
-from search.engine import BadQuery, Searcher, SearchUnavailable
 from search.client import make_es_client
-from tests.fixtures.search_corpus import debug_id, code_id
+from search.engine import BadQuery, Searcher, SearchUnavailable
+from tests.fixtures.search_corpus import code_id, debug_id
 from tests.fixtures.search_data import corpus_index, es  # noqa: F401 - the fixture
 
 

@@ -8,7 +8,7 @@ import botocore.exceptions
 import pytest
 
 from jobs.uploads.records import UploadStatus
-from tests.fixtures.uploads_archives import symbol_members, sym_text, write_zip
+from tests.fixtures.uploads_archives import sym_text, symbol_members, write_zip
 from tests.fixtures.uploads_queue import md5, uploads  # noqa: F401 - the fixture
 
 

@@ -12,8 +12,7 @@ import pytest
 from jobs.uploads import existence, storage
 from jobs.uploads.errors import S3Unavailable
 from jobs.uploads.records import UploadStatus
-from tests.fixtures.uploads_archives import (symbol_members, sym_text, write_zip,
-                                             zip_with_bad_crc)
+from tests.fixtures.uploads_archives import sym_text, symbol_members, write_zip, zip_with_bad_crc
 from tests.fixtures.uploads_queue import md5, uploads  # noqa: F401 - the fixture
 
 PART = 5 * 1024 * 1024

@@ -10,18 +10,18 @@ import subprocess
 import sys
 import tempfile
 import threading
-import zipfile
 import time
+import zipfile
 from pathlib import Path
 
 import boto3
 import pytest
 from botocore.config import Config
 
-from jobs.uploads.errors import ClaimLost, DiskFull, S3Unavailable
 from jobs.s3 import make_s3_client
-from jobs.uploads.storage import make_client
+from jobs.uploads.errors import ClaimLost, DiskFull, S3Unavailable
 from jobs.uploads.records import UploadSettings, UploadStatus
+from jobs.uploads.storage import make_client
 from tests.fixtures.uploads_archives import symbol_members, write_zip
 from tests.fixtures.uploads_queue import uploads  # noqa: F401 - the fixture
 

@@ -12,8 +12,7 @@ import pytest
 from jobs.uploads import validation
 from jobs.uploads.records import Limits, UploadStatus
 from tests.fixtures.uploads_archives import symbol_members, write_zip, zip_with_bad_crc
-from tests.fixtures.uploads_cases import (ACCEPTED, CASES, FIRST, GOOD, _declared_count,
-                                         _directory_size)
+from tests.fixtures.uploads_cases import ACCEPTED, CASES, FIRST, GOOD, _declared_count, _directory_size
 from tests.fixtures.uploads_queue import uploads  # noqa: F401 - the fixture
 
 END_TO_END = [case for case in CASES if case[0] in (

@@ -87,7 +87,9 @@ def test_a_download_failing_midway_while_members_wait_reports_it(uploads, tmp_pa
 
 def test_ctrl_c_during_the_verify_pass_aborts_staged_uploads(uploads, tmp_path, monkeypatch):
     import dataclasses
+
     import pytest
+
     from jobs.uploads.store import ClaimRecorder
     from tests.integration.test_uploads_multipart import PART, _large, _pending_multipart
     uploads.settings = dataclasses.replace(uploads.settings, multipart_threshold=PART,
@@ -114,6 +116,7 @@ def test_ctrl_c_during_the_verify_pass_aborts_staged_uploads(uploads, tmp_path, 
 
 def test_ctrl_c_is_not_swallowed_by_a_failing_download(uploads, tmp_path, monkeypatch):
     import pytest
+
     from jobs.uploads.store import ClaimRecorder
     monkeypatch.setattr(storage, "DOWNLOAD_CHUNK", 4096)
     upload_id = uploads.enqueue(write_zip(tmp_path / "a.zip", symbol_members(30, 3000)))
@@ -131,6 +134,7 @@ def test_a_member_rejected_early_stops_the_download(uploads, tmp_path, monkeypat
     """The first member is corrupt: the upload fails on it without reading the rest of the
     archive (the download is slowed to 2 ms a chunk so that it would still be running)."""
     import time
+
     from tests.fixtures.uploads_archives import zip_with_bad_crc
     monkeypatch.setattr(storage, "DOWNLOAD_CHUNK", 16 * 1024)
     path = zip_with_bad_crc(tmp_path / "bad.zip", symbol_members(60, 20_000), 0)

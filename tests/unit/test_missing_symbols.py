@@ -8,8 +8,7 @@ import random
 
 import pytest
 
-from jobs.missing_symbols.aggregate import (Aggregate, BadBatch, BadBatches, aggregate_batch,
-                                            staging_chunks)
+from jobs.missing_symbols.aggregate import Aggregate, BadBatch, BadBatches, aggregate_batch, staging_chunks
 from jobs.missing_symbols.apps import report_day
 from jobs.missing_symbols.consume import split
 from jobs.missing_symbols.model import EventError, parse_seen_at, symbol_hash, validate_symbol

@@ -3,7 +3,7 @@ import datetime as dt
 
 import pytest
 
-from crontabber.scheduling import pause_active, parse_day, parse_schedule, parse_until, rerun_dates
+from crontabber.scheduling import parse_day, parse_schedule, parse_until, pause_active, rerun_dates
 from crontabber.state import JobState
 
 UTC = dt.timezone.utc

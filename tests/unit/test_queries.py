@@ -20,7 +20,12 @@ def test_a_duplicate_name_is_refused():
 def test_no_loaded_query_keeps_a_comment_line():
     import os
 
-    for filename in sorted(os.listdir(queries.SQL_DIR)):
-        if filename.endswith(".sql") and filename not in ("schema.sql", "schema_migrations.sql"):
-            for name, text in queries.load(filename).items():
+    from dashboard.store import SQL_DIR as DASHBOARD_SQL
+    from jobs import SQL_DIR as JOBS_SQL
+
+    for directory in (queries.SQL_DIR, JOBS_SQL, DASHBOARD_SQL):
+        for filename in sorted(os.listdir(directory)):
+            if not filename.endswith(".sql") or filename == "schema.sql":
+                continue
+            for name, text in queries.load(filename, directory).items():
                 assert not any(line.lstrip().startswith("--") for line in text.splitlines()), name

@@ -1,7 +1,15 @@
 import pytest
 
-from search.engine import (MAX_TERMS, ORIGINAL_SCORE, BadQuery, alternatives, build_query,
-                           matched_term, search_terms, check_query)
+from search.engine import (
+    MAX_TERMS,
+    ORIGINAL_SCORE,
+    BadQuery,
+    alternatives,
+    build_query,
+    check_query,
+    matched_term,
+    search_terms,
+)
 
 
 def test_check_query_rejects_empty_long_and_bad_sizes():

@@ -5,8 +5,8 @@ from __future__ import annotations
 import zipfile
 
 from jobs.uploads.arrival import Gate
-from jobs.uploads.verify import VerifyQueue
 from jobs.uploads.validation import Plan
+from jobs.uploads.verify import VerifyQueue
 
 
 def _plan(sizes: list[int]) -> Plan:

@@ -9,10 +9,17 @@ import pytest
 
 from jobs.uploads import archive
 from jobs.uploads.errors import Rejected
-from jobs.uploads.validation import read_plan
 from jobs.uploads.records import Limits, UploadSettings
-from jobs.uploads.validation import (KEY_PATTERN, RULE_DUPLICATE, RULE_EMPTY, RULE_ENCRYPTED,
-                                     RULE_PATTERN, is_ignorable, validate)
+from jobs.uploads.validation import (
+    KEY_PATTERN,
+    RULE_DUPLICATE,
+    RULE_EMPTY,
+    RULE_ENCRYPTED,
+    RULE_PATTERN,
+    is_ignorable,
+    read_plan,
+    validate,
+)
 from tests.fixtures.uploads_archives import sym_text, symbol_members, write_zip
 from tests.fixtures.uploads_cases import ACCEPTED, CASES, GOOD
 
@@ -158,8 +165,9 @@ def test_the_whole_archive_ratio_is_checked_from_the_archive_size():
 
 
 def test_a_member_inflating_past_its_declared_size_is_refused_while_streaming(tmp_path):
-    from tests.fixtures.raw_zip import Entry, deflate, raw_zip
     import zlib
+
+    from tests.fixtures.raw_zip import Entry, deflate, raw_zip
     content = b"\0" * 100_000
     data = deflate(content)
     lie = {"usize": 1000, "crc": zlib.crc32(content[:1000])}

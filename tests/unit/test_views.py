@@ -6,8 +6,8 @@ import pytest
 
 from crontabber.catalog import Job
 from crontabber.leases import Marker
-from crontabber.scheduling import parse_job_entry, parse_schedule
 from crontabber.records import LogEntry
+from crontabber.scheduling import parse_job_entry, parse_schedule
 from crontabber.state import JobState
 from crontabber.tables import fit, relative, short_host, short_span, took
 from crontabber.views import (

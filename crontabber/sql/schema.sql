@@ -1,0 +1,109 @@
+-- The runner's whole current schema (crontabber's tables and ours), applied idempotently on
+-- first use by every runner, whatever its jobs: a site running other crontabber apps gets
+-- these tables and no others. The symbol server's jobs have theirs in jobs/sql/schema.sql.
+--
+-- Every statement must be safe to run again on a database that already has
+-- this schema, and on a database written by crontabber 0.18 (whose tables we
+-- keep as they are and only add columns to). Changes to an existing schema
+-- come as numbered files in migrations/ beside this file (migrations/README.md);
+-- a test checks that a database built from this file equals one built from the migrations.
+
+-- crontabber 0.18's state table, column for column; no primary key, a unique index.
+CREATE TABLE IF NOT EXISTS crontabber (
+    app_name      text NOT NULL,
+    next_run      timestamptz,
+    first_run     timestamptz,
+    last_run      timestamptz,
+    last_success  timestamptz,
+    ongoing       timestamptz,
+    error_count   integer DEFAULT 0,
+    depends_on    text[],
+    last_error    json
+);
+-- crontabber before 0.12 lacked this column.
+ALTER TABLE crontabber ADD COLUMN IF NOT EXISTS ongoing timestamptz;
+-- Ours: who holds the ongoing marker ("host:pid"), for operators.
+ALTER TABLE crontabber ADD COLUMN IF NOT EXISTS ongoing_by text;
+CREATE UNIQUE INDEX IF NOT EXISTS crontabber_unique_app_name_idx ON crontabber (app_name);
+-- Ours (migration 0005): heartbeat leases and fencing. run_id is the fencing
+-- token of the run holding the marker (every state write of a run is
+-- conditional on it); heartbeat is its holder's last renewal (database clock),
+-- NULL for a marker set by a runner without heartbeats (crontabber 0.18).
+CREATE SEQUENCE IF NOT EXISTS crontabber_run_id_seq;
+ALTER TABLE crontabber ADD COLUMN IF NOT EXISTS run_id bigint;
+ALTER TABLE crontabber ADD COLUMN IF NOT EXISTS heartbeat timestamptz;
+-- Ours (migration 0006): a paused job is not run by cron ticks until paused_until.
+ALTER TABLE crontabber ADD COLUMN IF NOT EXISTS paused_until timestamptz;
+ALTER TABLE crontabber ADD COLUMN IF NOT EXISTS paused_reason text;
+ALTER TABLE crontabber ADD COLUMN IF NOT EXISTS paused_by text;
+
+-- crontabber 0.18's run log: one row per successful unit or failed attempt.
+CREATE TABLE IF NOT EXISTS crontabber_log (
+    id            SERIAL NOT NULL,
+    app_name      text NOT NULL,
+    log_time      timestamptz DEFAULT now() NOT NULL,
+    duration      interval,
+    success       timestamptz,
+    exc_type      text,
+    exc_value     text,
+    exc_traceback text
+);
+-- Ours (migration 0005): which run, host and process wrote the row.
+ALTER TABLE crontabber_log ADD COLUMN IF NOT EXISTS run_id bigint;
+ALTER TABLE crontabber_log ADD COLUMN IF NOT EXISTS host text;
+ALTER TABLE crontabber_log ADD COLUMN IF NOT EXISTS pid integer;
+-- Ours (migration 0009): a job's rows newest first, one run's rows (--history, --show-error).
+CREATE INDEX IF NOT EXISTS crontabber_log_app_name_id_idx ON crontabber_log (app_name, id);
+CREATE INDEX IF NOT EXISTS crontabber_log_app_name_run_id_idx ON crontabber_log (app_name, run_id);
+
+-- Ours (migration 0012): the run ledger (issue #23). A run is a row from its claim: written by the claim with
+-- status 'running', its heartbeat moved by each lease renewal, its end written by the run
+-- (succeeded, failed, timed out, stopped by signal, fenced off) or by whoever finds it dead
+-- (abandoned). It holds the job's one-line summary and a capped, redacted tail of what the
+-- job logged and printed, so on-call never needs the host that ran it.
+-- crontabber_log keeps crontabber 0.18's one row per unit; its summary is ours.
+CREATE TABLE IF NOT EXISTS crontabber_run (
+    run_id          bigint PRIMARY KEY,
+    app_name        text NOT NULL,
+    kind            text NOT NULL CHECK (kind IN ('scheduled', 'forced', 'rerun')),
+    host            text NOT NULL,
+    pid             integer NOT NULL,
+    started         timestamptz NOT NULL,
+    heartbeat       timestamptz,
+    ended           timestamptz,
+    status          text NOT NULL DEFAULT 'running'
+                    CHECK (status IN ('running', 'succeeded', 'failed', 'timed out',
+                                      'stopped by signal', 'fenced off', 'abandoned')),
+    intervals       integer NOT NULL DEFAULT 0,
+    first_interval  timestamptz,
+    last_interval   timestamptz,
+    summary         text,
+    error           text,
+    output          text NOT NULL DEFAULT '',
+    output_dropped  bigint NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS crontabber_run_app_name_run_id_idx ON crontabber_run (app_name, run_id);
+ALTER TABLE crontabber_log ADD COLUMN IF NOT EXISTS summary text;
+
+-- Ours (migration 0006): every operator action (force, rerun, reset, release, pause,
+-- resume, mark-success): who (user@host), when, what, why.
+CREATE TABLE IF NOT EXISTS crontabber_audit (
+    id        bigserial PRIMARY KEY,
+    at        timestamptz NOT NULL DEFAULT clock_timestamp(),
+    actor     text NOT NULL,
+    action    text NOT NULL,
+    app_name  text NOT NULL,
+    reason    text,
+    detail    json NOT NULL DEFAULT '{}'
+);
+CREATE INDEX IF NOT EXISTS crontabber_audit_at_idx ON crontabber_audit (at);
+
+-- Ours (migration 0006): one row per host that ticked: its last tick, version and
+-- clock skew against the database clock (--nagios, the dashboard).
+CREATE TABLE IF NOT EXISTS crontabber_host (
+    host          text PRIMARY KEY,
+    version       text NOT NULL,
+    last_tick     timestamptz NOT NULL,
+    skew_seconds  double precision NOT NULL,
+    pid           integer
+);
