@@ -8,7 +8,7 @@ PY := .venv/bin/python
 # Export the services' addresses and credentials to the command that follows.
 WITH_ENV := set -a && . .services/env && set +a &&
 
-.PHONY: run test check lint bench faults setup venv services stop status clean
+.PHONY: run test check lint docs bench faults setup venv services stop status clean
 
 run: setup
 	@echo "== seeding a small demo: upload archives, missing-symbol batches"
@@ -21,13 +21,19 @@ run: setup
 test: venv
 	SYMBOLS_PG_FAST=1 bash scripts/services.sh start
 	bash scripts/services.sh browser
-	$(MAKE) --no-print-directory lint
+	$(MAKE) --no-print-directory lint docs
 	$(WITH_ENV) $(PY) -m pytest tests
 
 # Lint and types (ruff and mypy, configured in pyproject.toml and mypy.ini): seconds.
 lint: venv
 	.venv/bin/ruff check crontabber jobs search dashboard tests faults bench scripts
 	$(PY) -m mypy
+
+# The docs site (mkdocs.yml): a dead link, a page out of the nav or a stale generated reference
+# page fails it.
+docs: venv
+	$(PY) scripts/gen_reference.py --check
+	NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet
 
 # The fast lane: lint, types and the unit tests (no services), in well under a minute.
 check: lint

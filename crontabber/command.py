@@ -51,7 +51,8 @@ class ExitCode(enum.IntEnum):
     TERMINATED = 143  # SIGTERM (the same)
 
 
-#: What each code means, for ``--help``; README.md and docs/operations.md repeat it.
+#: What each code means, for ``--help`` and docs/reference/exit-codes.md (generated from this);
+#: docs/operations.md repeats it.
 EXIT_CODES: tuple[tuple[int, str], ...] = (
     (ExitCode.OK, "ok (a cron tick also when jobs failed: they are recorded)"),
     (ExitCode.ERROR, "bad argument or configuration, unknown job or id, database unavailable"),

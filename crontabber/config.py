@@ -218,7 +218,7 @@ def resolve_conf_path(conf_path: str | None) -> str:
 @dataclass(frozen=True)
 class MonitorSettings:
     """The thresholds of ``--nagios`` and where ``--metrics-file`` writes (see
-    :func:`runner_options` for their meaning and README's ``--nagios``)."""
+    :func:`runner_options` for their meaning and docs/reference/cli.md's ``--nagios``)."""
 
     overdue_warning_seconds: float
     overdue_critical_seconds: float

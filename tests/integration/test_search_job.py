@@ -6,6 +6,7 @@ import pytest
 
 from crontabber import queries
 from crontabber.store import connect
+from jobs import SQL_DIR as JOBS_SQL
 from jobs.search_index import SearchSourceError, SymbolFileStore
 from search.engine import Searcher
 from search.indexer import aliased, versions
@@ -82,7 +83,7 @@ def test_the_source_queries_run_on_the_project_schema(database):
         with SymbolFileStore(conn).snapshot() as source:
             assert (source.row_count, list(source.rows)) == (0, [])
         with conn.cursor() as cur:
-            cur.execute("EXPLAIN " + queries.load("search_index.sql")["symbol_files"])
+            cur.execute("EXPLAIN " + queries.load("search_index.sql", JOBS_SQL)["symbol_files"])
     finally:
         conn.close()
 
