@@ -1,4 +1,4 @@
-"""The tail of what a job logged and printed, kept with its run (issue #23).
+"""The tail of what a job logged and printed, kept with its run (the run ledger).
 
 The supervised child's stdout and stderr are pipes the runner reads (its
 :class:`~crontabber.supervisor.Supervisor` waits on them with the child's

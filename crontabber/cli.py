@@ -51,7 +51,7 @@ MODES = ("list_jobs", "nagios", "history", "show_error", "logs", "version", "res
 ACTIONS = ("reset_job", "release", "pause", "resume", "rerun", "mark_success", "job")
 
 #: The actions that change or redo a job's data or state and need ``--reason`` unless
-#: ``require_reason`` is False (issue #23: whoever reads the audit trail needs the why).
+#: ``require_reason`` is False (whoever reads the audit trail needs the why).
 DESTRUCTIVE = ("reset_job", "release", "pause", "rerun", "mark_success")
 
 

@@ -1,6 +1,6 @@
 """One line per failure, naming the service and its address when the failure
-is a service's (issue #13: "Elasticsearch at http://127.0.0.1:9201: connection
-refused", not 248 lines of retries and tracebacks).
+is a service's ("Elasticsearch at http://127.0.0.1:9201: connection refused", not
+248 lines of retries and tracebacks).
 
 The exception chain (causes, contexts, and elastic_transport's ``errors``) is
 searched by the exception classes' module and name, so nothing here imports

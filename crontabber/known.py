@@ -34,7 +34,7 @@ from typing import Iterable, Mapping
 from .errors import ConfigurationError
 from .options import Namespace
 
-# crontabber 0.18's own options (shared/reference/crontabber-spec.md §2.3) that
+# crontabber 0.18's own options that
 # this runner does not use: class paths of its pluggable parts, its
 # syslog/stderr logging, configman's admin options.
 _LOGGING_0_18 = ("stderr_error_logging_level", "stderr_line_format_string",

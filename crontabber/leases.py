@@ -1,5 +1,5 @@
 """Pure rules of ``ongoing`` markers: who holds a job, and whether that
-holder is still alive (issue #12).
+holder is still alive.
 
 A run holds its job through the marker on the job's state row: ``ongoing``
 (since when), ``ongoing_by`` (``host:pid``), ``run_id`` (its fencing token)

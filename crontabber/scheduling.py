@@ -4,8 +4,8 @@ backfill intervals and dependency order.
 Nothing here touches the database or the clock: every function that needs
 "now" takes it as an argument (the runner passes the database's clock), so
 these rules are tested in milliseconds and hosts with drifting clocks agree.
-The semantics are crontabber 0.18's (see ``shared/reference/crontabber-spec.md``
-§2.4, §4), with its bugs fixed where noted.
+The semantics are crontabber 0.18's, with its bugs fixed where noted
+(``docs/crontabber-0.18.md`` lists them).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""The runner's state store: every query on tables ``crontabber`` and
-``crontabber_log`` runs here.
+"""The runner's state store: every query on the runner's tables runs here
+(``crontabber``, ``crontabber_log``, the run ledger ``crontabber_run``, the audit trail
+``crontabber_audit`` and the hosts ``crontabber_host``).
 
 Driver errors are translated here and never escape: a row lock held by
 another transaction (SQLSTATE 55P03) becomes :class:`JobLocked`, a lost or

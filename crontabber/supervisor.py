@@ -1,4 +1,4 @@
-"""Run one claimed job in a child process and keep its lease (issue #12).
+"""Run one claimed job in a child process and keep its lease.
 
 The runner forks a child per due job (never on an idle tick). The **child**
 (:func:`_child_main`) builds the job, iterates ``main()`` and sends each

@@ -3,7 +3,7 @@
 Several jobs meet at the same place in S3 (``enqueue`` stores archives where the prune job
 deletes finished ones; the missing-symbols job writes reports where prune expires them), so
 each place's default is declared once, here, and every job's option refers to it: two
-copies drifted once (issue 16: prune looked under ``uploads/`` while archives were stored
+copies drifted once (prune looked under ``uploads/`` while archives were stored
 under ``inbox/``). Plain constants: the runner imports every job module on each tick, and
 this costs it nothing.
 """

@@ -1,4 +1,4 @@
-"""The symbol search index's two jobs (issues #6 and #16).
+"""The symbol search index's two jobs.
 
 - ``rebuild-search-index`` (hourly): builds a new versioned Elasticsearch index
   from the upload and missing-symbol tables and moves the search alias to it.

@@ -1,1 +1,1 @@
-"""Typo-tolerant symbol search over Elasticsearch (issue #6)."""
+"""Typo-tolerant symbol search over Elasticsearch."""

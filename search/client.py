@@ -51,7 +51,7 @@ def naming_address(url: str) -> Iterator[None]:
     """An exception leaving the block gets an ``address`` attribute, ``url``, unless it
     has one: a reset or an aborted connection (urllib3's ProtocolError) carries no node,
     so without it the runner's one-line failure could only say ``Elasticsearch:
-    connection reset by peer`` (found by the fault suite, issue #15)."""
+    connection reset by peer`` (found by the fault suite, docs/faults.md)."""
     try:
         yield
     except Exception as exc:

@@ -188,7 +188,7 @@ def _merge(es: Any, name: str) -> None:
     A bulk load leaves ~10 segments per million documents, and every search pays
     for each: each phrase and term query looks its words up per segment, and the
     fetch opens each hit's segment. What merging gains under load is measured by
-    ``python -m bench search_merge`` (``docs/search.md``, issue #15). The merged
+    ``python -m bench search_merge`` (``docs/search.md``). The merged
     segment (~160 MB per million documents) stays far below the merge policy's
     5 GB ceiling, so the small segments the incremental job adds later are still
     merged into it as usual.

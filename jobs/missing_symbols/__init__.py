@@ -1,4 +1,4 @@
-"""Missing-symbol counts (issue #5): msgpack batches in S3 -> Postgres, daily CSV reports.
+"""Missing-symbol counts: msgpack batches in S3 -> Postgres, daily CSV reports.
 
 - :func:`write_batch`: the writer the download tier (and tests, operators) use;
 - :class:`MissingSymbolsCronApp`: consumes batches exactly once;

@@ -1,4 +1,4 @@
-"""The crontabber apps of issue #5: aggregate batches, publish daily reports, retention."""
+"""The missing-symbol crontabber apps: aggregate batches, publish daily reports, retention."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Prune S3 safely (issue #7): ``jobs.prune.PruneS3CronApp``.
+"""Prune S3 safely: ``jobs.prune.PruneS3CronApp``.
 
 Rules (options of the job in crontabber.ini):
 

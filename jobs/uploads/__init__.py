@@ -1,4 +1,4 @@
-"""The symbol-upload queue (issue #4): archives in the inbox bucket -> symbol files in S3.
+"""The symbol-upload queue: archives in the inbox bucket -> symbol files in S3.
 
 One module per concern: ``options`` (the job's options, declared once), ``validation``
 (central-directory rules, pure), ``archive`` (streaming members with isal), ``storage``

@@ -188,7 +188,7 @@ def check_size(info: zipfile.ZipInfo, total: int, limits: Limits) -> None:
         raise Rejected(RULE_TOTAL_SIZE, info.filename,
                        f"{total} bytes > {limits.max_total_size}")
     # whatever the member's size or kind: many small members within a size floor were how
-    # a 78 kB archive wrote 64 MiB (issue #24, item 4)
+    # a 78 kB archive wrote 64 MiB (docs/security.md, "Upload archives")
     if info.file_size > limits.max_ratio * max(info.compress_size, 1):
         ratio = info.file_size / max(info.compress_size, 1)
         raise Rejected(RULE_RATIO, info.filename, f"{ratio:.0f}:1 > {limits.max_ratio:.0f}:1")
