@@ -4,7 +4,7 @@ line's ``--json`` shapes). ``python -m dashboard`` serves it
 (:mod:`dashboard.server`); ``dashboard.app:application`` is the WSGI
 application for gunicorn (:mod:`dashboard.app`).
 
-It imports the runner's public surface (:mod:`crontabber.cli_inspect`,
+It imports the runner's public surface (:mod:`crontabber.inspection`,
 :mod:`crontabber.views`, :mod:`crontabber.report`) and, for the pipeline
 panels, the jobs' own helpers; nothing imports it.
 """

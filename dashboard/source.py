@@ -4,8 +4,8 @@ once, and per request one read-only database session.
 Every document has the shape of the command line's ``--json`` where the
 command line has one, built by the same functions:
 
-- ``jobs``: ``--list-jobs --json`` (:func:`crontabber.cli_inspect.job_views_now`);
-- ``history``: ``--history NAME --json`` (:func:`crontabber.cli_inspect.job_runs`);
+- ``jobs``: ``--list-jobs --json`` (:func:`crontabber.inspection.job_views_now`);
+- ``history``: ``--history NAME --json`` (:func:`crontabber.inspection.job_runs`);
 - ``fleet``: ``--nagios --json`` (:func:`crontabber.report.nagios_check`) plus
   every host of ``crontabber_host`` (what ``--metrics-file`` exports);
 - ``pipeline``: the panels (no command shows them): see :mod:`dashboard.pipeline`.
@@ -19,7 +19,7 @@ import datetime as dt
 import threading
 from typing import Any, Iterator, Mapping
 
-from crontabber import cli_inspect, report
+from crontabber import inspection, report
 from crontabber.catalog import Job, load_jobs
 from crontabber.config import Settings, load_settings
 from crontabber.runner import Runner
@@ -110,7 +110,7 @@ class Source:
 
     def jobs_views(self, session: Session) -> tuple[list[Any], dt.datetime]:
         """Every configured job's view and the database clock (``--list-jobs``)."""
-        return cli_inspect.job_views_now(self.settings, self.jobs, session.state)
+        return inspection.job_views_now(self.settings, self.jobs, session.state)
 
     def jobs_document(self, session: Session) -> dict[str, Any]:
         """``--list-jobs --json``."""
@@ -119,13 +119,13 @@ class Source:
         found, now = self.jobs_views(session)
         return jobs_document(found, now)
 
-    def runs(self, session: Session, name: str, limit: int = HISTORY_LIMIT) -> cli_inspect.JobRuns:
+    def runs(self, session: Session, name: str, limit: int = HISTORY_LIMIT) -> inspection.JobRuns:
         """A job's newest runs (``--history``).
 
         Raises:
             JobNotFound: no configured job and no ghost has that name.
         """
-        return cli_inspect.job_runs(self.settings, self.jobs, session.state, name, limit)
+        return inspection.job_runs(self.settings, self.jobs, session.state, name, limit)
 
     def run_output(self, session: Session, name: str, run_id: int | None = None) -> Any:
         """Run ``run_id`` of the job (its newest when None) from the run ledger, with what
@@ -134,7 +134,7 @@ class Source:
         Raises:
             JobNotFound: no configured job and no ghost has that name.
         """
-        app_name, _ = cli_inspect._known_name(self.jobs, session.state, name)
+        app_name, _ = inspection.known_name(self.jobs, session.state, name)
         return session.state.run_output(app_name, run_id)
 
     def history_document(self, session: Session, name: str) -> dict[str, Any]:

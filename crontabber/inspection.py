@@ -1,0 +1,160 @@
+"""Gather what the inspection commands and the dashboard show, from the state store: each
+job's view judged at the database clock, a job's runs (the log and the run ledger), one run,
+and the job a name means (a configured job or a ghost). The data types are
+:mod:`crontabber.views`'; the text is :mod:`crontabber.tables`'. Not imported by a cron tick.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
+
+from .catalog import Job, find_job
+from .config import Settings
+from .errors import ConfigurationError, JobNotFound, RunNotFound
+from .leases import Marker
+from .state import JobState
+from .store import StateStore
+
+if TYPE_CHECKING:
+    from .views import JobView, RunView
+
+
+# How late a due job may be before --list-jobs calls it overdue: --nagios's
+# warning threshold (crontabber.overdue_warning_seconds, in settings.monitor
+# where that exists), else its default: a tick every few minutes makes any
+# job a little late.
+DEFAULT_OVERDUE_SECONDS = 1800.0
+
+
+def marker_of(
+    settings: Settings, jobs: list[Job], store: StateStore
+) -> Callable[[JobState | None, dt.datetime], Marker]:
+    """The runner's classification of ``ongoing`` markers, from this host."""
+    from .runner import Runner
+
+    return Runner(settings, jobs, store).marker
+
+
+def _overdue_seconds(settings: Settings) -> float:
+    monitor = getattr(settings, "monitor", None)
+    return float(getattr(monitor, "overdue_warning_seconds", DEFAULT_OVERDUE_SECONDS))
+
+
+def selected_jobs(jobs: list[Job], names: list[str]) -> list[Job]:
+    """The jobs ``names`` mean (app names or class paths), in config order;
+    every job when ``names`` is empty.
+
+    Raises:
+        JobNotFound: a name that no configured job has.
+    """
+    if not names:
+        return jobs
+    chosen = set()
+    for name in names:
+        job = find_job(jobs, name)
+        if job is None:
+            raise JobNotFound(name, [j.app_name for j in jobs])
+        chosen.add(job.app_name)
+    return [job for job in jobs if job.app_name in chosen]
+
+
+def job_views_now(
+    settings: Settings, jobs: list[Job], store: StateStore, names: list[str] | tuple[str, ...] = ()
+) -> tuple[list["JobView"], dt.datetime]:
+    """The views of the jobs ``names`` mean (every job when empty), in config
+    order, and the database clock they were judged at: what ``--list-jobs``
+    shows and the dashboard serves.
+
+    Raises:
+        JobNotFound: a name that no configured job has.
+    """
+    from . import views
+
+    chosen = selected_jobs(jobs, list(names))
+    states, now = store.states(), store.now()
+    marker = marker_of(settings, jobs, store)
+    found = views.job_views(chosen, states, now, lambda state: marker(state, now),
+                            _overdue_seconds(settings))
+    return found, now
+
+
+def known_name(jobs: list[Job], store: StateStore, name: str) -> tuple[str, Job | None]:
+    """The app name a command means: a configured job's, or a ghost's (a job
+    taken out of the configuration whose state row or log rows remain).
+
+    Raises:
+        JobNotFound: neither.
+    """
+    job = find_job(jobs, name)
+    if job is not None:
+        return job.app_name, job
+    if store.state(name) is None and not store.log_runs(name, 0):  # 0: one run, if any
+        raise JobNotFound(name, [j.app_name for j in jobs])
+    return name, None
+
+
+@dataclass(frozen=True)
+class JobRuns:
+    """A job's newest runs as ``--history`` shows them: ``more`` says whether
+    older runs exist beyond the limit; ``now`` is the database clock."""
+
+    app_name: str
+    is_backfill: bool
+    runs: list["RunView"]
+    more: bool
+    now: dt.datetime
+
+    def as_json(self) -> dict[str, Any]:
+        """The ``--history --json`` document."""
+        from .views import history_document
+
+        return history_document(self.app_name, self.runs, self.now, self.more, self.is_backfill)
+
+
+def job_runs(settings: Settings, jobs: list[Job], store: StateStore, name: str, limit: int) -> JobRuns:
+    """The newest ``limit`` runs of the job ``name`` means (a configured job
+    or a ghost), newest first: what ``--history`` shows and the dashboard serves.
+
+    Raises:
+        ConfigurationError: ``limit`` below 1.
+        JobNotFound: neither a configured job nor a ghost has that name.
+    """
+    from . import views
+
+    if limit < 1:
+        raise ConfigurationError("--limit", f"must be a number of runs, 1 or more, not {limit}")
+    app_name, job = known_name(jobs, store, name)
+    is_backfill = job.is_backfill if job is not None else False
+    entries, state, now = store.log_runs(app_name, limit), store.state(app_name), store.now()
+    run_ids = {entry.run_id for entry in entries if entry.run_id is not None}
+    if state is not None and state.ongoing is not None and state.run_id is not None:
+        run_ids.add(state.run_id)
+    records = store.run_records(app_name, sorted(run_ids))
+    marker = marker_of(settings, jobs, store)
+    runs = views.group_runs(entries, state, lambda s: marker(s, now), records)
+    return JobRuns(app_name, is_backfill, runs[:limit], len(runs) > limit, now)
+
+
+def one_run(settings: Settings, jobs: list[Job], store: StateStore, name: str, run_id: int) -> JobRuns:
+    """Run ``run_id`` of the job ``name``, with every log row.
+
+    Raises:
+        JobNotFound: neither a configured job nor a ghost has that name.
+        RunNotFound: neither the log nor the run ledger has that run.
+    """
+    from . import views
+
+    app_name, job = known_name(jobs, store, name)
+    entries = list(reversed(store.run_log(app_name, run_id)))
+    records = store.run_records(app_name, [run_id])
+    state, now = store.state(app_name), store.now()
+    holding = state if state is not None and state.run_id == run_id else None
+    if not entries and not records and (holding is None or holding.ongoing is None):
+        raise RunNotFound(app_name, run_id)
+    marker = marker_of(settings, jobs, store)
+    runs = views.group_runs(entries, holding, lambda s: marker(s, now), records)
+    if not runs and run_id in records:  # in the ledger only: claimed, then nothing logged
+        runs = [views.record_run(records[run_id])]
+    return JobRuns(app_name, job.is_backfill if job is not None else False, runs, False, now)
