@@ -15,6 +15,7 @@ with its host keeps what it had printed until its last renewal) and at the end.
 from __future__ import annotations
 
 import os
+import select
 
 from .redaction import installed_secrets, redact
 
@@ -54,12 +55,17 @@ class OutputTail:
 
 
 def forward(fd: int, data: bytes) -> None:
-    """Write ``data`` to the runner's own ``fd`` (1 or 2); a closed or full reader
-    (a pipe nobody reads any more) loses it there, never in the tail."""
+    """Pass ``data`` on to the runner's own ``fd`` (1 or 2) without ever blocking: the runner
+    writes this between lease renewals, and a reader that stopped reading (a full pipe)
+    must not cost the run its lease. Writes go in pieces of at most ``select.PIPE_BUF``
+    bytes, each only while ``fd`` is writable (a pipe then has that much room); what does
+    not fit is dropped there, never from the tail, which keeps it."""
     view = memoryview(data)
     while view:
         try:
-            written = os.write(fd, view)
-        except (BrokenPipeError, BlockingIOError, OSError):
+            if not select.select([], [fd], [], 0)[1]:
+                return
+            written = os.write(fd, view[:select.PIPE_BUF])
+        except OSError:  # a closed reader (EPIPE), a closed fd
             return
         view = view[written:]

@@ -109,9 +109,7 @@ def blocked_dependents(job: Job, jobs: list[Job], states: Any, now: dt.datetime)
 
 def pause(settings: "Settings", jobs: list[Job], store: "StateStore", args: Any,
           out: TextIO) -> int:
-    job = configured(jobs, args.pause)
-    if not (args.reason or "").strip():  # refused before this by cli.require_reason too
-        raise ConfigurationError("--pause", "needs --reason TEXT (it is shown to whoever looks)")
+    job = configured(jobs, args.pause)  # its --reason: checked by cli.require_reason
     now = store.now()
     try:
         until = parse_until(args.until, now) if args.until else now + DEFAULT_PAUSE

@@ -333,10 +333,8 @@ class Runner:
         )
         seconds = failure.seconds if failure is not None else 0.0
         summaries = tuple(ending.summaries)
-        summary = next((text for _, text in reversed(summaries) if text), None)
         end = RunEnd(
             status=failure.status if failure is not None else RunStatus.SUCCEEDED,
-            summary=summary,
             error=failure.summary if failure is not None else None,
             output=ending.output,
             dropped=ending.dropped,
@@ -356,9 +354,10 @@ class Runner:
         if ending.interrupt is not None:
             raise ending.interrupt
         if failure is None:
-            if summary and not job.is_backfill:  # a backfill unit's is logged as it is written
-                logger.info("%s: %s", job.app_name, summary, extra={"job": job.app_name})
-            return JobResult(job.app_name, Status.RAN, run_id=claim.run_id, summaries=summaries)
+            ran = JobResult(job.app_name, Status.RAN, run_id=claim.run_id, summaries=summaries)
+            if ran.summary and not job.is_backfill:  # a backfill unit's is logged as it is written
+                logger.info("%s: %s", job.app_name, ran.summary, extra={"job": job.app_name})
+            return ran
         return JobResult(job.app_name, Status.FAILED, failure.summary, run_id=claim.run_id,
                          summaries=summaries)
 

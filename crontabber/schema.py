@@ -45,19 +45,34 @@ def migrations(*sql_dirs: SqlDir) -> list[Migration]:
     Raises:
         ValueError: on a badly named file or a number used twice (in one schema or two).
     """
+    return _merged([_listed(sql_dir) for sql_dir in sql_dirs or RUNNER])
+
+
+def _listed(sql_dir: SqlDir) -> list[Migration]:
+    """One schema's migration files (any order)."""
+    directory = os.path.join(sql_dir, "migrations")
+    found = []
+    for filename in sorted(f for f in os.listdir(directory) if f.endswith(".sql")):
+        match = _MIGRATION.match(filename)
+        if not match:
+            raise ValueError(f"migration file {filename!r} is not named NNNN_name.sql")
+        found.append(Migration(int(match.group(1)), filename[:-len(".sql")],
+                               os.path.join(directory, filename)))
+    return found
+
+
+def _merged(schemas: Sequence[list[Migration]]) -> list[Migration]:
+    """The migrations of ``schemas`` in number order.
+
+    Raises:
+        ValueError: a number used twice (in one schema or two).
+    """
     found: dict[int, Migration] = {}
-    for sql_dir in sql_dirs or RUNNER:
-        directory = os.path.join(sql_dir, "migrations")
-        for filename in sorted(f for f in os.listdir(directory) if f.endswith(".sql")):
-            match = _MIGRATION.match(filename)
-            if not match:
-                raise ValueError(f"migration file {filename!r} is not named NNNN_name.sql")
-            number = int(match.group(1))
-            if number in found:
-                raise ValueError(f"two migrations numbered {number}: {found[number].name}, "
-                                 f"{filename}")
-            found[number] = Migration(number, filename[:-len(".sql")],
-                                      os.path.join(directory, filename))
+    for migration in (m for listed in schemas for m in listed):
+        if migration.number in found:
+            raise ValueError(f"two migrations numbered {migration.number}: "
+                             f"{found[migration.number].name}, {migration.name}")
+        found[migration.number] = migration
     return [found[number] for number in sorted(found)]
 
 
@@ -78,9 +93,8 @@ def ensure_schema(connection: Any, sql_dirs: Sequence[SqlDir] = RUNNER) -> list[
     Cheap when nothing is to do (every cron tick calls it): one query, no lock.
     """
     q = queries.load("schema_migrations.sql")
-    by_dir = {sql_dir: migrations(sql_dir) for sql_dir in sql_dirs}
-    migrations(*sql_dirs)  # a number used by two schemas is refused before anything runs
-    wanted = {m.number for found in by_dir.values() for m in found}
+    by_dir = {sql_dir: _listed(sql_dir) for sql_dir in sql_dirs}  # one listing each, per tick
+    wanted = {m.number for m in _merged(list(by_dir.values()))}  # refuses a number used twice
     if _recorded(connection, q["recorded"]) >= wanted:
         return []
     applied: list[str] = []

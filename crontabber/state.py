@@ -122,12 +122,11 @@ class RunStatus(enum.Enum):
 
 @dataclass(frozen=True)
 class RunEnd:
-    """What a run's end writes to its ledger row: its status, the job's one-line summary,
-    the error in one line, and the captured output (its tail, redacted) with the number of
-    bytes dropped ahead of it."""
+    """What a run's end writes to its ledger row: its status, the error in one line, and
+    the captured output (its tail, redacted) with the number of bytes dropped ahead of it.
+    (The job's summary is its last unit's, written with the unit.)"""
 
     status: RunStatus
-    summary: str | None = None
     error: str | None = None
     output: str = ""
     dropped: int = 0

@@ -308,13 +308,7 @@ class StateStore:
         Returns False, writing nothing, when the run no longer holds the job.
         """
         with self._conn, self._cursor() as cur:
-            cur.execute(Q["record_success"],
-                        {"app_name": claim.app_name, "success": success, "run_id": claim.run_id})
-            if cur.fetchone() is None:
-                return False
-            cur.execute(Q["log_success"], {**_identity(claim), "success": success,
-                                           "duration": duration, "summary": summary})
-            return True
+            return _record_units(cur, claim, [(success, duration, summary)])
 
     @translated
     def finish(
@@ -366,7 +360,8 @@ class StateStore:
         if not run_ids:
             return {}
         with self._conn, self._cursor() as cur:
-            cur.execute(Q["run_records"], {"app_name": app_name, "run_ids": list(run_ids)})
+            cur.execute(Q["run_records"], {"app_name": app_name, "run_ids": list(run_ids),
+                                           "limit": None, "with_output": False})
             records = (RunRecord.from_row(_as_dict(cur, row)) for row in cur.fetchall())
             return {record.run_id: record for record in records}
 
@@ -376,7 +371,8 @@ class StateStore:
         its captured output; None when the ledger has no such run."""
         from .records import RunRecord
 
-        row = self._one("run_output", {"app_name": app_name, "run_id": run_id})
+        row = self._one("run_records", {"app_name": app_name, "limit": 1, "with_output": True,
+                                         "run_ids": None if run_id is None else [run_id]})
         return RunRecord.from_row(row) if row else None
 
     @translated
@@ -466,23 +462,24 @@ class StateStore:
 
 
 
-def _record_units(cur: Any, claim: Claim, units: Sequence[Unit]) -> None:
+def _record_units(cur: Any, claim: Claim, units: Sequence[Unit]) -> bool:
     """Record each successful unit (its time, its duration, the job's summary of it) of a
-    run still holding the job."""
+    run still holding the job; False (nothing written) once it no longer holds it."""
     for when, took, summary in units:
         cur.execute(Q["record_success"], {"app_name": claim.app_name,
                                           "success": when, "run_id": claim.run_id})
-        if cur.fetchone() is not None:
-            cur.execute(Q["log_success"], {**_identity(claim), "success": when, "duration": took,
-                                           "summary": summary})
+        if cur.fetchone() is None:
+            return False
+        cur.execute(Q["log_success"], {**_identity(claim), "success": when, "duration": took,
+                                       "summary": summary})
+    return True
 
 
 def _end_run(cur: Any, claim: Claim, end: RunEnd, held: bool) -> None:
     """Write the run's end to its ledger row; a run that no longer held the job is fenced off."""
     status = end.status if held else RunStatus.FENCED_OFF
     cur.execute(Q["end_run"], {"run_id": claim.run_id, "status": status.value,
-                               "summary": end.summary, "error": end.error,
-                               "output": end.output, "dropped": end.dropped})
+                               "error": end.error, "output": end.output, "dropped": end.dropped})
 
 
 def _finished_already(cur: Any, claim: Claim, outcome: FinishRecord) -> bool:

@@ -209,12 +209,17 @@ def _intervals(done: list[dt.datetime]) -> str:
     """``-``, ``2026-11-24``, or ``2026-11-01..2026-11-24 (24)``."""
     if not done:
         return "-"
-    if len(done) == 1:
-        return _interval(done[0])
-    first, last = (when.astimezone(dt.timezone.utc) for when in (done[0], done[-1]))
+    return _interval_range(done[0], done[-1], len(done))
+
+
+def _interval_range(first: dt.datetime, last: dt.datetime, count: int) -> str:
+    """``2026-11-24``, ``2026-11-24 10:00..11:00 (2)`` or ``2026-11-01..2026-11-24 (24)``."""
+    if count == 1:
+        return _interval(first)
+    first, last = first.astimezone(dt.timezone.utc), last.astimezone(dt.timezone.utc)
     if first.date() == last.date():  # intervals within one day: their times say which
-        return f"{_interval(first)}..{last:%H:%M} ({len(done)})"
-    return f"{first:%Y-%m-%d}..{last:%Y-%m-%d} ({len(done)})"
+        return f"{_interval(first)}..{last:%H:%M} ({count})"
+    return f"{first:%Y-%m-%d}..{last:%Y-%m-%d} ({count})"
 
 
 def run_rows_table(
@@ -340,16 +345,12 @@ def output_report(record: RunRecord, now: dt.datetime) -> list[str]:
         lines.append(f"summary: {printable(record.summary)}")
     if record.error:
         lines.append(f"error: {printable(one_line(record.error))}")
-    if record.intervals:
-        lines.append(f"intervals: {_intervals_of(record)}")
+    if record.intervals and record.first_interval and record.last_interval:
+        lines.append("intervals: " + _interval_range(record.first_interval, record.last_interval,
+                                                     record.intervals))
     if not record.output:
         lines.append("(nothing logged or printed was kept)")
         return lines
     lines.append(f"--- {_kept(record)} of what it logged and printed, secrets masked ---")
     return lines + [printable(line) for line in record.output.rstrip("\n").split("\n")]
 
-
-def _intervals_of(record: RunRecord) -> str:
-    if record.intervals == 1 or record.first_interval is None or record.last_interval is None:
-        return _interval(record.last_interval or record.first_interval)
-    return f"{_interval(record.first_interval)}..{_interval(record.last_interval)} ({record.intervals})"

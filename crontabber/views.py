@@ -33,7 +33,7 @@ from .catalog import Job
 from .leases import Marker
 from .records import LogEntry, RunRecord
 from .scheduling import dependency_block, is_due, lateness, pause_active
-from .state import JobState
+from .state import JobState, RunStatus
 
 MarkerOf = Callable[[JobState], Marker]
 
@@ -74,9 +74,11 @@ class Outcome(enum.Enum):
         return self.value.replace("_", " ")
 
 
-_LEDGER_OUTCOMES = {"succeeded": Outcome.OK, "failed": Outcome.FAILED,
-                    "timed out": Outcome.TIMED_OUT, "stopped by signal": Outcome.STOPPED,
-                    "fenced off": Outcome.FENCED_OFF, "abandoned": Outcome.ABANDONED}
+_LEDGER_OUTCOMES = {RunStatus.SUCCEEDED.value: Outcome.OK, RunStatus.FAILED.value: Outcome.FAILED,
+                    RunStatus.TIMED_OUT.value: Outcome.TIMED_OUT,
+                    RunStatus.STOPPED.value: Outcome.STOPPED,
+                    RunStatus.FENCED_OFF.value: Outcome.FENCED_OFF,
+                    RunStatus.ABANDONED.value: Outcome.ABANDONED}
 
 
 # ---------------------------------------------------------------------------- errors

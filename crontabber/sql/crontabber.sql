@@ -197,30 +197,24 @@ LIMIT 1;
 -- name: end_run
 -- The run's end in the ledger, written by the run itself whether or not it still held
 -- the job (a run fenced off says so); a run already found abandoned that comes back
--- (it was frozen) becomes fenced off.
+-- (it was frozen) becomes fenced off. The summary is the last unit's, written with it
+-- (log_success).
 UPDATE crontabber_run
-SET ended = clock_timestamp(), status = %(status)s, summary = COALESCE(%(summary)s, summary),
+SET ended = clock_timestamp(), status = %(status)s,
     error = %(error)s, output = %(output)s, output_dropped = %(dropped)s
 WHERE run_id = %(run_id)s AND status IN ('running', 'abandoned');
 
 -- name: run_records
--- The ledger rows of some runs of a job (--history, the dashboard), without their output.
+-- Ledger rows of a job, newest first: the runs run_ids (NULL: any), at most "limit" (NULL: no
+-- limit), with their captured output only when with_output (--history reads many runs
+-- without it; --logs, --show-error and the dashboard one run with it).
 SELECT run_id, app_name, kind, host, pid, started, heartbeat, ended, status, intervals,
        first_interval, last_interval, summary, error, octet_length(output) AS output_bytes,
-       output_dropped
+       output_dropped, CASE WHEN %(with_output)s THEN output ELSE '' END AS output
 FROM crontabber_run
-WHERE app_name = %(app_name)s AND run_id = ANY(%(run_ids)s);
-
--- name: run_output
--- One run's ledger row with its captured output (--logs, --show-error, the dashboard);
--- run_id NULL: the job's newest run.
-SELECT run_id, app_name, kind, host, pid, started, heartbeat, ended, status, intervals,
-       first_interval, last_interval, summary, error, octet_length(output) AS output_bytes,
-       output_dropped, output
-FROM crontabber_run
-WHERE app_name = %(app_name)s AND (%(run_id)s::bigint IS NULL OR run_id = %(run_id)s)
+WHERE app_name = %(app_name)s AND (%(run_ids)s::bigint[] IS NULL OR run_id = ANY(%(run_ids)s))
 ORDER BY run_id DESC
-LIMIT 1;
+LIMIT %(limit)s;
 
 -- name: finish
 -- The end of an attempt, written only by the run that holds the marker: a run

@@ -211,3 +211,20 @@ def test_a_rerun_dry_run_says_what_each_interval_would_write(cli, s3_bucket):
         f"would write the report of {day - dt.timedelta(days=1)} to "
         f"s3://{s3_bucket}/reports/missing-symbols/{day - dt.timedelta(days=1)}.csv")
     assert len(ledger(cli, "missing-symbols-report")) == 1  # nothing ran
+
+
+def test_a_reader_that_stops_reading_costs_neither_the_run_nor_its_lease(cli):
+    """The runner passes the job's output on to its own stdout without blocking: with a
+    stdout pipe nobody reads (full after 64 KiB), the job still ends, succeeded, with its
+    heartbeats and the tail of what it printed (a blocking write stopped the renewals)."""
+    chatty(cli, lines=30000, sleep=2)  # ~700 KB on stdout
+    runner = cli.spawn("--job", "chatty", "--force", *FAST)  # its stdout pipe is not read
+    try:
+        wait_for(lambda: ledger(cli) and ledger(cli)[-1]["status"] != "running", timeout=60)
+    finally:
+        runner.kill()
+        runner.communicate(timeout=20)
+    (run,) = ledger(cli)
+    assert run["status"] == "succeeded", run["error"]
+    assert "chatty stdout line 29999" in run["output"] and run["output_dropped"] > 500000
+    assert run["heartbeat"] > run["started"]  # renewed while the pipe was full
