@@ -137,7 +137,7 @@ def logs(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out:
         print(f"{app_name}: no run in the run ledger (crontabber_run) yet", file=out)
         return 0
     if args.json:
-        jsonout.emit(record.as_json() | {"output": record.output}, out)
+        jsonout.emit(record.as_json(), out)
         return 0
     print("\n".join(tables.output_report(record, store.now())), file=out)
     return 0

@@ -155,11 +155,8 @@ class RunRecord:
         return f"{self.host}:{self.pid}"
 
     def as_json(self) -> dict[str, Any]:
-        """The ledger's view of the run (``output`` included only when it was read)."""
-        document = {name: getattr(self, name) for name in _RUN_COLUMNS if name != "output"}
-        if self.output:
-            document["output"] = self.output
-        return document
+        """``--logs --json``: the ledger's row (``output`` empty unless it was read)."""
+        return {name: getattr(self, name) for name in _RUN_COLUMNS}
 
 
 _RUN_COLUMNS = ("run_id", "app_name", "kind", "host", "pid", "started", "heartbeat", "ended",

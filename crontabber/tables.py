@@ -209,10 +209,10 @@ def _intervals(done: list[dt.datetime]) -> str:
     """``-``, ``2026-11-24``, or ``2026-11-01..2026-11-24 (24)``."""
     if not done:
         return "-"
-    return _interval_range(done[0], done[-1], len(done))
+    return interval_range(done[0], done[-1], len(done))
 
 
-def _interval_range(first: dt.datetime, last: dt.datetime, count: int) -> str:
+def interval_range(first: dt.datetime, last: dt.datetime, count: int) -> str:
     """``2026-11-24``, ``2026-11-24 10:00..11:00 (2)`` or ``2026-11-01..2026-11-24 (24)``."""
     if count == 1:
         return _interval(first)
@@ -346,7 +346,7 @@ def output_report(record: RunRecord, now: dt.datetime) -> list[str]:
     if record.error:
         lines.append(f"error: {printable(one_line(record.error))}")
     if record.intervals and record.first_interval and record.last_interval:
-        lines.append("intervals: " + _interval_range(record.first_interval, record.last_interval,
+        lines.append("intervals: " + interval_range(record.first_interval, record.last_interval,
                                                      record.intervals))
     if not record.output:
         lines.append("(nothing logged or printed was kept)")

@@ -279,7 +279,7 @@ class DashboardApp:
                 raise HttpError(404, str(exc)) from None
         if record is None:
             raise HttpError(404, f"{name}: no run {run} in the run ledger")
-        return json_response(200, record.as_json() | {"output": record.output})
+        return json_response(200, record.as_json())
 
     def overview_panels(self) -> tuple[Any, dict[str, str]]:
         source = self.source
@@ -308,7 +308,7 @@ class DashboardApp:
         with self.source.session() as session:
             try:
                 found = self.source.runs(session, name, HISTORY_LIMIT)
-                record = self.source.run_output(session, found.app_name)
+                record = session.state.run_output(found.app_name)  # the name is resolved
             except JobNotFound as exc:
                 if panels_only:
                     raise HttpError(404, str(exc)) from None

@@ -17,7 +17,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from urllib.parse import quote
 
 from crontabber.leases import Marker
-from crontabber.tables import detail, relative, short_host, stamp, took
+from crontabber.tables import detail, interval_range, relative, short_host, stamp, took
 from crontabber.views import JobStatus, JobView, Outcome, RunView
 
 SPARK_WIDTH, SPARK_HEIGHT, SPARK_BAR = 124, 26, 6
@@ -189,10 +189,8 @@ def history_rows(runs: Sequence[RunView], now: dt.datetime) -> list[list[str]]:
         elif run.summary:
             error = f'<span class="summary">{esc(run.summary)}</span>'
         span = took(run.duration(now)) + ("+" if run.outcome is Outcome.RUNNING else "")
-        intervals = run.intervals
-        covered = "" if len(intervals) < 2 else (
-            f' <small>{len(intervals)} intervals, {intervals[0]:%Y-%m-%d} to '
-            f'{intervals[-1]:%Y-%m-%d}</small>')
+        done = run.intervals
+        covered = f" <small>{interval_range(done[0], done[-1], len(done))}</small>" if len(done) > 1 else ""
         rows.append([when_html(run.started, now), esc(span),
                      esc(short_host(run.by, pid=True) if run.by else "-"),
                      esc(run.run_id if run.run_id is not None else "-"),
