@@ -3,7 +3,6 @@ run ledger ``crontabber_run``."""
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from crontabber import queries
@@ -11,8 +10,6 @@ from crontabber.base import BaseCronApp
 from crontabber.mixins import using_postgres
 from crontabber.options import Namespace
 from jobs import SQL_DIR
-
-logger = logging.getLogger(__name__)
 
 
 @using_postgres()
@@ -31,8 +28,6 @@ class PruneRunLogCronApp(BaseCronApp):
     def run(self) -> str:
         """Returns the run's one-line summary."""
         rows, runs = self._delete_all("delete_batch"), self._delete_all("delete_run_batch")
-        logger.info("prune-run-log: deleted %d log rows and %d ledger runs older than %d days",
-                    rows, runs, self.config.keep_days)
         return (f"deleted {rows} crontabber_log rows and {runs} crontabber_run runs "
                 f"older than {self.config.keep_days} days")
 

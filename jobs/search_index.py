@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import logging
 from typing import TYPE_CHECKING, Any, Iterator, NamedTuple
 
 from crontabber import queries
@@ -32,7 +31,6 @@ if TYPE_CHECKING:
     from search.documents import SymbolRow
     from search.indexer import BulkSettings, LiveIndex, RebuildResult
 
-logger = logging.getLogger(__name__)
 
 
 class SearchSourceError(CrontabberError):
@@ -192,14 +190,9 @@ class RebuildSearchIndexCronApp(BaseCronApp):
         with self.database_connection_factory() as connection:
             result = rebuild_from(connection, config.es_url or None, config.alias,
                                   keep=int(config.keep), bulk=bulk, itersize=int(config.itersize))
-        logger.info(
-            "rebuild-search-index: %s holds %d documents (%.1f s); alias %s moved from %s; deleted %s",
-            result.index, result.documents, result.seconds, config.alias,
-            ", ".join(result.previous) or "nothing", ", ".join(result.deleted) or "nothing",
-            extra={"app_name": self.app_name},
-        )
         return (f"built {result.index} with {result.documents} documents in {result.seconds:.1f} s; "
-                f"alias {config.alias} moved from {', '.join(result.previous) or 'nothing'}")
+                f"alias {config.alias} moved from {', '.join(result.previous) or 'nothing'}; "
+                f"deleted {', '.join(result.deleted) or 'nothing'}")
 
 
 def rebuild_from(connection: Any, url: str | None, alias: str, *, keep: int,
@@ -268,8 +261,6 @@ class IndexNewUploadsCronApp(BaseCronApp):
         config = self.config
         target = live_index(es, config.alias)
         if target is None:
-            logger.info("index-new-uploads: no alias %s yet; the rebuild will index everything",
-                        config.alias, extra={"app_name": self.app_name})
             return f"no alias {config.alias} yet: nothing written (the rebuild indexes everything)"
         with self.database_connection_factory() as connection:
             store = SymbolFileStore(connection)
@@ -278,13 +269,8 @@ class IndexNewUploadsCronApp(BaseCronApp):
             with store.new_files(since) as window:
                 written = update(es, config.alias, window.rows, int(config.chunk_size))
             store.save_watermark(config.alias, Watermark(target.name, window.as_of))
-        logger.info(
-            "index-new-uploads: %d symbol files of uploads finished after %s (%s) written to %s",
-            written, since.isoformat() if since else "the beginning", why, target.name,
-            extra={"app_name": self.app_name},
-        )
         return (f"{written} symbol files of uploads finished after "
-                f"{since.isoformat() if since else 'the beginning'} written to {target.name}")
+                f"{since.isoformat() if since else 'the beginning'} ({why}) written to {target.name}")
 
 
 def starting_point(mark: Watermark | None, target: "LiveIndex", alias: str,

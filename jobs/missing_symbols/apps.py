@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import logging
 import os
 from typing import Any
 
@@ -15,7 +14,6 @@ from jobs import SQL_DIR, defaults
 # The work (consume, reports, store) is imported in run(): a cron tick where
 # these jobs are not due must not pay for it.
 
-logger = logging.getLogger(__name__)
 
 
 class _StoreApp(BaseCronApp):
@@ -72,12 +70,9 @@ class MissingSymbolsCronApp(_StoreApp):
             max_batch_bytes=self.config.max_batch_bytes,
             worker_memory_mb=self.config.worker_memory_mb)
         report = self.with_store(consume, make_s3_client(), settings)
-        logger.info("%s: %d batches (%d quarantined), %d events, %d lookups; %d skipped "
-                    "(held by another runner)", self.app_name, report.batches,
-                    report.quarantined, report.events, report.lookups, report.skipped,
-                    extra={"app_name": self.app_name})
         return (f"counted {report.batches} batches ({report.quarantined} quarantined): "
-                f"{report.events} events, {report.lookups} lookups; {report.skipped} skipped")
+                f"{report.events} events, {report.lookups} lookups; {report.skipped} skipped "
+                "(held by another runner)")
 
 
 @using_postgres()
@@ -108,8 +103,6 @@ class MissingSymbolsReportCronApp(_StoreApp):
         day = report_day(date)
         key, rows = self.with_store(publish_report, make_s3_client(),
                                     self.config.symbols_bucket, day, self.config.report_prefix)
-        logger.info("%s: wrote %s (%d rows)", self.app_name, key, rows,
-                    extra={"app_name": self.app_name})
         return f"wrote the report of {day} ({rows} rows) to s3://{self.config.symbols_bucket}/{key}"
 
 
@@ -140,7 +133,5 @@ class MissingSymbolsRetentionCronApp(_StoreApp):
     def run(self) -> str:
         symbols, days = self.with_store(lambda store: store.delete_old(
             self.config.keep_days, self.config.batch_size))
-        logger.info("%s: deleted %d symbols and %d day rows older than %d days", self.app_name,
-                    symbols, days, self.config.keep_days, extra={"app_name": self.app_name})
         return (f"deleted {symbols} symbols and {days} day rows older than "
                 f"{self.config.keep_days} days")

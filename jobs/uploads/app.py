@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from crontabber.base import BaseCronApp
@@ -11,8 +10,6 @@ from crontabber.options import Namespace
 from jobs import SQL_DIR
 
 from .options import OPTIONS
-
-logger = logging.getLogger(__name__)
 
 
 def _options() -> Namespace:
@@ -49,7 +46,4 @@ class ProcessUploadsCronApp(BaseCronApp):
             outcomes = Worker.from_config(self.config, connection).drain(
                 keep_going=self.holds_lease)
         failed = [o for o in outcomes if o.status is not UploadStatus.DONE]
-        logger.info("process-uploads: %d uploads, %d done, %d not done", len(outcomes),
-                    len(outcomes) - len(failed), len(failed),
-                    extra={"app_name": self.app_name})
         return f"{len(outcomes)} uploads: {len(outcomes) - len(failed)} done, {len(failed)} not done"
