@@ -212,8 +212,8 @@ def baseline_main(inbox: str, key: str, bucket: str) -> None:
 
 def ours_main(inbox: str, bucket: str) -> None:
     """Drain the queue like ``python -m jobs.uploads drain``; print start and end times."""
+    from crontabber.config.job import load_job_config
     from crontabber.database import open_database
-    from crontabber.jobconfig import load_job_config
     from jobs.uploads import ProcessUploadsCronApp
     from jobs.uploads.worker import Worker
 

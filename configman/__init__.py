@@ -7,11 +7,11 @@ one. Apps typically do::
     from configman import Namespace, RequiredConfig
     from configman.converters import class_converter
 
-This package provides those names on top of :mod:`crontabber.options`, so
+This package provides those names on top of :mod:`crontabber.config.options`, so
 such apps run unchanged. It covers declaring options, not configman's
 ConfigurationManager.
 """
 
-from crontabber.options import DotDict, Namespace, RequiredConfig
+from crontabber.config.options import DotDict, Namespace, RequiredConfig
 
 __all__ = ["DotDict", "Namespace", "RequiredConfig"]

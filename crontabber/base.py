@@ -12,7 +12,7 @@ Class attributes the runner reads:
 - ``app_name`` (required): the state row's key and the name used by
   ``depends_on``, ``--job`` and ``--reset-job``;
 - ``depends_on``: an app name or a list of them;
-- ``required_config``: a :class:`~crontabber.options.Namespace` of options,
+- ``required_config``: a :class:`~crontabber.config.options.Namespace` of options,
   read from the ini section ``[crontabber] [[class-<ClassName>]]``;
 - ``app_description``, ``app_version``: shown by ``--list-jobs``.
 
@@ -33,7 +33,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Callable, Iterator
 
-from .options import DotDict, Namespace, RequiredConfig
+from .config.options import DotDict, Namespace, RequiredConfig
 from .scheduling import backfill_dates, parse_schedule
 
 __all__ = ["BaseCronApp", "Namespace"]

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 from everett import NO_VALUE
 
-from .config import Settings, Sources, runner_options
+from .config.names import KnownNames, check_names, check_sections, environment_notes, known_names
+from .config.options import DotDict, Namespace
+from .config.settings import Settings, Sources, runner_options
 from .errors import ConfigurationError
-from .known import KnownNames, check_names, check_sections, environment_notes, known_names
-from .options import DotDict, Namespace
 from .scheduling import (
     JobEntry,
     Schedule,

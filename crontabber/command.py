@@ -30,7 +30,7 @@ from .errors import (
     MarkerIsLive,
     Terminated,
 )
-from .text import one_line
+from .formats import one_line
 
 logger = logging.getLogger(__name__)
 

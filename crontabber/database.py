@@ -26,7 +26,7 @@ def open_database(config: Mapping[str, Any], application_name: str,
     the runner's schema and ``schema_dirs`` (the job's own, its ``schema_dir``) applied.
     The caller closes it.
 
-    ``config`` is what :func:`crontabber.jobconfig.load_job_config` returns for a job class
+    ``config`` is what :func:`crontabber.config.job.load_job_config` returns for a job class
     decorated with ``@using_postgres()`` (its ``database`` namespace holds host, port,
     dbname, user and password). ``application_name`` shows in ``pg_stat_activity``.
 
@@ -56,9 +56,8 @@ def operator_command(connection: Any, app_name: str, command: str, *, force: boo
         JobPaused: the job is paused and ``force`` is not given (exit 6); the refusal is
             recorded too.
     """
-    from .cli_operate import actor
     from .errors import JobPaused
-    from .records import AuditEntry
+    from .records import AuditEntry, actor
     from .scheduling import pause_active
     from .store import StateStore
 

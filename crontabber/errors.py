@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import datetime as dt
 
+from .formats import minute_text, utc_text
+
 
 class CrontabberError(Exception):
     """Base class of every error raised by the runner or its jobs."""
@@ -85,7 +87,7 @@ class JobOngoing(JobLockError):
         holder = by or "an unknown runner (a crontabber without ongoing_by)"
         beat = "" if heartbeat_age is None else f" (last heartbeat {heartbeat_age:.0f} s ago)"
         super().__init__(
-            f"{app_name}: already running since {since:%Y-%m-%d %H:%M:%S} UTC "
+            f"{app_name}: already running since {utc_text(since)} "
             f"on {holder}{beat}"
         )
 
@@ -111,7 +113,7 @@ class JobPaused(CrontabberError):
                  override: str) -> None:
         self.app_name = app_name
         self.action = action
-        until_text = f"{until:%Y-%m-%d %H:%M} UTC" if hasattr(until, "strftime") else str(until)
+        until_text = minute_text(until) if isinstance(until, dt.datetime) else str(until)
         super().__init__(
             f"{app_name}: refusing to {action}: paused until {until_text} by {by}: {reason}; "
             f"{override}"

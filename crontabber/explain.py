@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from .catalog import Job
+from .formats import minute_text, utc_text
 from .leases import LeaseRules, Marker, describe_marker, lease_expiry
 from .scheduling import backfill_dates, dependency_block, is_due, pause_active
 from .state import JobState
@@ -43,7 +44,7 @@ def _ago(then: dt.datetime, now: dt.datetime) -> str:
 
 
 def _at(when: dt.datetime, now: dt.datetime) -> str:
-    return f"{when.astimezone(dt.timezone.utc):%Y-%m-%d %H:%M:%S} UTC ({_ago(when, now)})"
+    return f"{utc_text(when)} ({_ago(when, now)})"
 
 
 class _Notes:
@@ -173,6 +174,6 @@ def _backfill(notes: _Notes, job: Job, state: JobState | None) -> None:
     notes.facts["backfill_pending"] = pending
     if pending:
         notes.lines.append(f"backfill: {len(pending)} interval(s) pending, "
-                           f"{pending[0]:%Y-%m-%d %H:%M} to {pending[-1]:%Y-%m-%d %H:%M} UTC")
+                           f"{minute_text(pending[0])} to {minute_text(pending[-1])}")
     else:
         notes.lines.append("backfill: nothing pending (--rerun NAME --date YYYY-MM-DD redoes a day)")

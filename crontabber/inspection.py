@@ -1,7 +1,7 @@
 """Gather what the inspection commands and the dashboard show, from the state store: each
 job's view judged at the database clock, a job's runs (the log and the run ledger), one run,
 and the job a name means (a configured job or a ghost). The data types are
-:mod:`crontabber.views`'; the text is :mod:`crontabber.tables`'. Not imported by a cron tick.
+:mod:`crontabber.views`'; the text is :mod:`crontabber.render`'. Not imported by a cron tick.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from .catalog import Job, find_job
-from .config import Settings
+from .config.settings import Settings
 from .errors import ConfigurationError, JobNotFound, RunNotFound
 from .leases import Marker
 from .state import JobState

@@ -24,6 +24,7 @@ import enum
 from dataclasses import dataclass
 from typing import Callable
 
+from .formats import utc_text
 from .state import JobState
 
 
@@ -99,7 +100,7 @@ def lease_expiry(state: JobState, rules: LeaseRules) -> dt.datetime | None:
 
 def describe_marker(state: JobState, status: Marker, now: dt.datetime) -> str:
     """One line about a marker for operators: holder, since, last heartbeat, verdict."""
-    since = f"since {state.ongoing:%Y-%m-%d %H:%M:%S} UTC" if state.ongoing else ""
+    since = f"since {utc_text(state.ongoing)}" if state.ongoing else ""
     beat = "no heartbeat (a crontabber 0.18 runner?)"
     if state.heartbeat is not None:
         age = max(0, int((now - state.heartbeat).total_seconds()))

@@ -22,7 +22,7 @@ import importlib
 from typing import Any, Callable, TypeVar
 
 from .base import BaseCronApp
-from .options import Namespace
+from .config.options import Namespace
 
 C = TypeVar("C", bound=type)
 

@@ -5,10 +5,20 @@ overview. Not imported by an idle cron tick (see :mod:`crontabber.state`)."""
 from __future__ import annotations
 
 import datetime as dt
+import getpass
+import os
+import socket
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from .state import JobState
+
+
+def actor() -> str:
+    """Who is acting, as the audit trail names them: ``user@host`` (the user behind sudo
+    when there is one)."""
+    user = os.environ.get("SUDO_USER") or getpass.getuser()
+    return f"{user}@{socket.gethostname()}"
 
 
 @dataclass(frozen=True)

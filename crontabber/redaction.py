@@ -4,7 +4,7 @@ parameters.
 Where secrets come from: the environment and the command line (``--crontabber.password=``,
 ``CRONTABBER_PASSWORD``, ``AWS_SECRET_ACCESS_KEY``, an ``ES_URL`` with ``user:password@``, a
 Sentry DSN). :func:`secret_values` collects them by name (the words of
-:data:`crontabber.options.SECRET_WORDS`, and the password of any URL-valued setting), and
+:data:`crontabber.config.options.SECRET_WORDS`, and the password of any URL-valued setting), and
 :class:`RedactingFormatter` replaces them, and anything shaped like a secret, in every
 formatted log line, traceback included, whatever library logged it. A value shorter than
 four characters, or equal to a setting that is not secret (a password equal to the user name),
@@ -17,7 +17,7 @@ import logging
 import re
 from typing import Iterable, Mapping
 
-from .options import SECRET_WORDS
+from .config.options import SECRET_WORDS
 
 MASK = "***"
 

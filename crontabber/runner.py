@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from .catalog import Job, job_config, run_order
-from .config import Settings
+from .config.settings import Settings
 from .errors import DatabaseUnavailable, JobLockError, JobOngoing, LeaseLost, MarkerIsLive
+from .formats import minute_text
 from .leases import LeaseRules, Marker, describe_marker, holder_name, marker_status, retry_delay
 from .scheduling import dependency_block, is_due, next_run_after, pause_active
 from .state import Claim, FinishRecord, JobState, RunEnd, RunKind, RunStatus, Tick
@@ -165,7 +166,7 @@ class Runner:
         state = states.get(job.app_name)
         if not force and pause_active(state, now):
             assert state is not None and state.paused_until is not None
-            paused = (f"paused until {state.paused_until:%Y-%m-%d %H:%M} UTC by "
+            paused = (f"paused until {minute_text(state.paused_until)} by "
                       f"{state.paused_by or 'unknown'}: {state.paused_reason or 'no reason given'}")
             logger.info("skipping %s: %s", job.app_name, paused, extra={"job": job.app_name})
             return JobResult(job.app_name, Status.PAUSED, paused)
@@ -273,7 +274,7 @@ class Runner:
         assert claimed is not None  # a forced decider never declines
         before, claim = claimed
         logger.info("rerunning %s for %s (run %s)", job.app_name,
-                    ", ".join(f"{d:%Y-%m-%d %H:%M}" for d in dates), claim.run_id,
+                    ", ".join(minute_text(d) for d in dates), claim.run_id,
                     extra={"job": job.app_name})
         return self._execute(job, before, claim, dates, kind=RunKind.RERUN)
 

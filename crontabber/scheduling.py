@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
 from .errors import ConfigurationError
+from .formats import minute_text
 from .state import JobState
 
 UNIT_SECONDS = {"m": 60, "h": 3600, "d": 86400}
@@ -360,7 +361,7 @@ def parse_until(text: str, now: dt.datetime) -> dt.datetime:
                              "(2026-11-24, 2026-11-24T06:00)") from None
         when = when.replace(tzinfo=dt.timezone.utc) if when.tzinfo is None else when
     if when <= now:
-        raise ValueError(f"{when:%Y-%m-%d %H:%M} UTC is not in the future")
+        raise ValueError(f"{minute_text(when)} is not in the future")
     return when
 
 

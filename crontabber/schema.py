@@ -1,6 +1,6 @@
 """Apply schemas: a schema is a directory with ``schema.sql`` and ``migrations/``.
 
-The runner's is ``crontabber/sql`` (:data:`crontabber.queries.SQL_DIR`); the symbol
+The runner's is ``crontabber/sql`` (:data:`crontabber.sqlfiles.SQL_DIR`); the symbol
 server's jobs bring theirs (``jobs/sql``, named by a job class's ``schema_dir``). The
 convention (``crontabber/sql/migrations/README.md``): migration numbers are one sequence
 over every schema, recorded in ``schema_migrations``. A database without that table gets
@@ -17,7 +17,7 @@ import os
 import re
 from typing import Any, NamedTuple, Sequence, Union
 
-from . import queries
+from . import sqlfiles
 
 logger = logging.getLogger(__name__)
 
@@ -25,11 +25,11 @@ _MIGRATION = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 
 
 # A directory: a str or a pathlib.Path (tests pass tmp_path); os.path, not
-# pathlib, because every cron tick runs ensure_schema (see queries.SQL_DIR).
+# pathlib, because every cron tick runs ensure_schema (see sqlfiles.SQL_DIR).
 SqlDir = Union[str, "os.PathLike[str]"]
 
 #: The runner's own schema: every runner applies it.
-RUNNER: tuple[SqlDir, ...] = (queries.SQL_DIR,)
+RUNNER: tuple[SqlDir, ...] = (sqlfiles.SQL_DIR,)
 
 
 class Migration(NamedTuple):
@@ -92,7 +92,7 @@ def ensure_schema(connection: Any, sql_dirs: Sequence[SqlDir] = RUNNER) -> list[
 
     Cheap when nothing is to do (every cron tick calls it): one query, no lock.
     """
-    q = queries.load("schema_migrations.sql")
+    q = sqlfiles.load("schema_migrations.sql")
     by_dir = {sql_dir: _listed(sql_dir) for sql_dir in sql_dirs}  # one listing each, per tick
     wanted = {m.number for m in _merged(list(by_dir.values()))}  # refuses a number used twice
     if _recorded(connection, q["recorded"]) >= wanted:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, TypeVar
 import psycopg2
 import psycopg2.errors
 
-from . import queries
+from . import sqlfiles
 from .errors import DatabaseUnavailable, JobLocked, LeaseLost
 from .failures import first_line
 from .state import Claim, FinishRecord, JobState, RunEnd, RunKind, RunStatus, Tick
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-Q = queries.load("crontabber.sql")
+Q = sqlfiles.load("crontabber.sql")
 
 R = TypeVar("R")
 
@@ -509,7 +509,7 @@ def _log_failure(cur: Any, claim: Claim, failure: tuple[dt.timedelta, Mapping[st
 def _log_abandoned(cur: Any, state: JobState, found_by: str) -> None:
     """Record ``state``'s run as abandoned (its holder died), saying who found it."""
     from .errors import RunAbandoned
-    from .text import utc_text
+    from .formats import utc_text
 
     beat = f"last heartbeat {utc_text(state.heartbeat)}" if state.heartbeat else "no heartbeat"
     holder = state.ongoing_by or "an unknown holder (crontabber 0.18?)"

@@ -1,6 +1,6 @@
 """What the inspection commands show, as data: each job's status, its runs,
 its last failure. Pure functions of jobs, state rows, log rows and ``now``
-(the database clock); :mod:`crontabber.tables` renders them as text,
+(the database clock); :mod:`crontabber.render` renders them as text,
 ``--json`` prints their ``as_json()`` (the dashboard serves the same).
 
 A job's **status** is one word, the first that applies:

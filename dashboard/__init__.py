@@ -5,6 +5,6 @@ line's ``--json`` shapes). ``python -m dashboard`` serves it
 application for gunicorn (:mod:`dashboard.app`).
 
 It imports the runner's public surface (:mod:`crontabber.inspection`,
-:mod:`crontabber.views`, :mod:`crontabber.report`) and, for the pipeline
+:mod:`crontabber.views`, :mod:`crontabber.nagios`) and, for the pipeline
 panels, the jobs' own helpers; nothing imports it.
 """

@@ -16,8 +16,9 @@ import html
 from typing import Any, Iterable, Mapping, Sequence
 from urllib.parse import quote
 
+from crontabber.formats import interval_range, iso_z, relative, stamp, took
 from crontabber.leases import Marker
-from crontabber.tables import detail, interval_range, relative, short_host, stamp, took
+from crontabber.render import detail, short_host
 from crontabber.views import JobStatus, JobView, Outcome, RunView
 
 SPARK_WIDTH, SPARK_HEIGHT, SPARK_BAR = 124, 26, 6
@@ -45,16 +46,12 @@ def esc(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
-def iso(when: dt.datetime) -> str:
-    return when.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def when_html(when: dt.datetime | None, now: dt.datetime, empty: str = "-") -> str:
     """``2026-11-23 12:00:00`` and ``(3m ago)`` that the script keeps current."""
     if when is None:
         return f'<span class="none">{esc(empty)}</span>'
-    return (f'<time datetime="{iso(when)}">{stamp(when)}</time> '
-            f'<span class="rel" data-t="{iso(when)}">{esc(relative(when, now))}</span>')
+    return (f'<time datetime="{iso_z(when)}">{stamp(when)}</time> '
+            f'<span class="rel" data-t="{iso_z(when)}">{esc(relative(when, now))}</span>')
 
 
 def number(value: int | float | None, key: str, empty: str = "-") -> str:
@@ -365,10 +362,10 @@ def page(title: str, now: dt.datetime, panels: Mapping[str, str], refresh_second
 <title>{esc(title)}</title>
 <link rel="stylesheet" href="{root}static/dashboard.css">
 <script src="{root}static/dashboard.js" defer></script>
-</head><body data-now="{iso(now)}" data-refresh="{refresh_seconds:g}">
+</head><body data-now="{iso_z(now)}" data-refresh="{refresh_seconds:g}">
 <header><h1>{esc(title)}</h1><span class="clock">{nav}database clock
-<time id="now" datetime="{iso(now)}">{stamp(now)}</time> UTC ·
-<span id="updated">updated <span class="rel" data-t="{iso(now)}">now</span></span>
+<time id="now" datetime="{iso_z(now)}">{stamp(now)}</time> UTC ·
+<span id="updated">updated <span class="rel" data-t="{iso_z(now)}">now</span></span>
 <span id="stale" class="warn" hidden></span></span></header>
 <main>{sections}</main>
 <footer>read-only: operator actions stay on the audited command line

@@ -23,7 +23,7 @@ import time
 from typing import Any, NoReturn, TextIO
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from crontabber.cli import split_overrides
+from crontabber.command import split_overrides
 from crontabber.errors import ConfigurationError, CrontabberError
 
 from .app import DEFAULT_REFRESH, DashboardApp

@@ -6,7 +6,7 @@ command line has one, built by the same functions:
 
 - ``jobs``: ``--list-jobs --json`` (:func:`crontabber.inspection.job_views_now`);
 - ``history``: ``--history NAME --json`` (:func:`crontabber.inspection.job_runs`);
-- ``fleet``: ``--nagios --json`` (:func:`crontabber.report.nagios_check`) plus
+- ``fleet``: ``--nagios --json`` (:func:`crontabber.nagios.nagios_check`) plus
   every host of ``crontabber_host`` (what ``--metrics-file`` exports);
 - ``pipeline``: the panels (no command shows them): see :mod:`dashboard.pipeline`.
 """
@@ -19,9 +19,9 @@ import datetime as dt
 import threading
 from typing import Any, Iterator, Mapping
 
-from crontabber import inspection, report
+from crontabber import inspection, nagios
 from crontabber.catalog import Job, load_jobs
-from crontabber.config import Settings, load_settings
+from crontabber.config.settings import Settings, load_settings
 from crontabber.runner import Runner
 from crontabber.store import StateStore, connect
 
@@ -148,9 +148,9 @@ class Source:
         overview = session.state.overview()
         runner = Runner(self.settings, self.jobs, session.state)
         limits = self.settings.monitor
-        check = report.nagios_check(self.jobs, overview.states, overview.hosts, overview.now,
+        check = nagios.nagios_check(self.jobs, overview.states, overview.hosts, overview.now,
                                     lambda state: runner.marker(state, overview.now), limits)
-        recent = {host.host for host in report.recent_hosts(overview.hosts, overview.now, limits)}
+        recent = {host.host for host in nagios.recent_hosts(overview.hosts, overview.now, limits)}
         hosts = sorted(overview.hosts, key=lambda host: host.last_tick, reverse=True)
         return {
             "now": overview.now,

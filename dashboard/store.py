@@ -15,13 +15,13 @@ from typing import Any, Iterator, Mapping
 
 import psycopg2
 
-from crontabber import queries
+from crontabber import sqlfiles
 from crontabber.errors import CrontabberError, DatabaseUnavailable
 from crontabber.failures import first_line
 
-# Shipped in the package (pyproject.toml); see crontabber.queries.SQL_DIR.
+# Shipped in the package (pyproject.toml); see crontabber.sqlfiles.SQL_DIR.
 SQL_DIR = os.path.join(os.path.dirname(os.path.realpath(__file__)), "sql")
-Q = queries.load("dashboard.sql", SQL_DIR)
+Q = sqlfiles.load("dashboard.sql", SQL_DIR)
 
 
 class PanelQueryFailed(CrontabberError):

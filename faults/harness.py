@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-from crontabber import queries
+from crontabber import sqlfiles
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 INBOX, SYMBOLS, PRUNE_BUCKET, ALIAS = "faults-inbox", "faults-symbols", "faults-prune", "faults-symbols"
@@ -289,7 +289,7 @@ def connect() -> Any:
 def query(connection: Any, name: str, **params: Any) -> list[tuple]:
     """Run the named block of ``faults/sql/faults.sql``; its rows (none for a statement)."""
     with connection.cursor() as cur:
-        cur.execute(queries.load("faults.sql", SQL_DIR)[name], params)
+        cur.execute(sqlfiles.load("faults.sql", SQL_DIR)[name], params)
         return cur.fetchall() if cur.description else []
 
 

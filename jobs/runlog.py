@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from crontabber import queries
+from crontabber import sqlfiles
 from crontabber.base import BaseCronApp
+from crontabber.config.options import Namespace
 from crontabber.mixins import using_postgres
-from crontabber.options import Namespace
 from jobs import SQL_DIR
 
 
@@ -42,7 +42,7 @@ class PruneRunLogCronApp(BaseCronApp):
     def _delete_batch(self, connection: Any, query: str) -> int:
         with connection.cursor() as cur:
             cur.execute(
-                queries.load("runlog.sql", SQL_DIR)[query],
+                sqlfiles.load("runlog.sql", SQL_DIR)[query],
                 {"keep_days": self.config.keep_days, "batch_size": self.config.batch_size},
             )
             return cur.rowcount

@@ -20,11 +20,12 @@ import contextlib
 import datetime as dt
 from typing import TYPE_CHECKING, Any, Iterator, NamedTuple
 
-from crontabber import queries
+from crontabber import sqlfiles
 from crontabber.base import BaseCronApp
+from crontabber.config.options import Namespace
 from crontabber.errors import CrontabberError
+from crontabber.formats import utc_text
 from crontabber.mixins import using_postgres
-from crontabber.options import Namespace
 from jobs import SQL_DIR
 
 if TYPE_CHECKING:
@@ -85,7 +86,7 @@ class SymbolFileStore:
         Raises:
             SearchSourceError: a query failed (also while ``rows`` is iterated).
         """
-        sql = queries.load("search_index.sql", SQL_DIR)
+        sql = sqlfiles.load("search_index.sql", SQL_DIR)
         conn = self.connection
         try:
             with self._translated("count_symbol_files"), conn.cursor() as cur:
@@ -107,7 +108,7 @@ class SymbolFileStore:
         Raises:
             SearchSourceError: a query failed (also while ``rows`` is iterated).
         """
-        sql = queries.load("search_index.sql", SQL_DIR)
+        sql = sqlfiles.load("search_index.sql", SQL_DIR)
         conn = self.connection
         try:
             with self._translated("new_symbol_files"), conn.cursor() as cur:
@@ -123,21 +124,21 @@ class SymbolFileStore:
     def watermark(self, alias: str) -> Watermark | None:
         """The incremental job's progress on ``alias``; ``None`` before its first run."""
         with self._translated("read_watermark"), self.connection, self.connection.cursor() as cur:
-            cur.execute(queries.load("search_index.sql", SQL_DIR)["read_watermark"], {"alias": alias})
+            cur.execute(sqlfiles.load("search_index.sql", SQL_DIR)["read_watermark"], {"alias": alias})
             row = cur.fetchone()
         return Watermark(*row) if row else None
 
     def save_watermark(self, alias: str, mark: Watermark) -> None:
         """Record ``mark`` for ``alias`` (committed)."""
         with self._translated("save_watermark"), self.connection, self.connection.cursor() as cur:
-            cur.execute(queries.load("search_index.sql", SQL_DIR)["save_watermark"], {
+            cur.execute(sqlfiles.load("search_index.sql", SQL_DIR)["save_watermark"], {
                 "alias": alias, "index_name": mark.index_name, "indexed_to": mark.indexed_to})
 
     def _stream(self, query: str, params: dict[str, Any]) -> Iterator["SymbolRow"]:
         cursor = self.connection.cursor(name=f"search_index_{query}")
         cursor.itersize = self.itersize
         with self._translated(query):
-            cursor.execute(queries.load("search_index.sql", SQL_DIR)[query], params or None)
+            cursor.execute(sqlfiles.load("search_index.sql", SQL_DIR)[query], params or None)
         return self._rows(cursor, query)
 
     def _rows(self, cursor: Any, query: str) -> Iterator["SymbolRow"]:
@@ -270,7 +271,7 @@ class IndexNewUploadsCronApp(BaseCronApp):
                 written = update(es, config.alias, window.rows, int(config.chunk_size))
             store.save_watermark(config.alias, Watermark(target.name, window.as_of))
         return (f"{written} symbol files of uploads finished after "
-                f"{since.isoformat() if since else 'the beginning'} ({why}) written to {target.name}")
+                f"{utc_text(since) if since else 'the beginning'} ({why}) written to {target.name}")
 
 
 def starting_point(mark: Watermark | None, target: "LiveIndex", alias: str,

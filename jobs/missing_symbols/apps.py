@@ -7,8 +7,8 @@ import os
 from typing import Any
 
 from crontabber.base import BaseCronApp
+from crontabber.config.options import Namespace
 from crontabber.mixins import as_backfill_cron_app, using_postgres
-from crontabber.options import Namespace
 from jobs import SQL_DIR, defaults
 
 # The work (consume, reports, store) is imported in run(): a cron tick where

@@ -55,7 +55,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout,
          stderr: TextIO = sys.stderr) -> int:
     def body(args: argparse.Namespace, overrides: dict[str, str]) -> int:
-        from crontabber.jobconfig import load_job_config
+        from crontabber.config.job import load_job_config
 
         from .apps import MissingSymbolsCronApp
 

@@ -13,10 +13,10 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
-from crontabber import queries
+from crontabber import sqlfiles
 from jobs import SQL_DIR
 
-Q = queries.load("missing_symbols.sql", SQL_DIR)
+Q = sqlfiles.load("missing_symbols.sql", SQL_DIR)
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,8 @@ import logging
 from typing import Any
 
 from crontabber.base import BaseCronApp
+from crontabber.config.options import Namespace
 from crontabber.mixins import using_postgres
-from crontabber.options import Namespace
 from jobs import SQL_DIR, defaults
 
 logger = logging.getLogger(__name__)

@@ -13,8 +13,8 @@ import sys
 from typing import TextIO
 
 from crontabber import ExitCode, command_parser, exit_quietly, one_line, printable, run_command, utc_text
+from crontabber.config.job import load_job_config
 from crontabber.database import database_now, open_database, operator_command
-from crontabber.jobconfig import load_job_config
 from jobs import SQL_DIR
 
 from . import PruneS3CronApp

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from crontabber.options import DotDict
+from crontabber.config.options import DotDict
 
 from .engine import Batch, Budget, Check, RuleResult, Scope, deleted_batches
 from .rules import Kind, Protection, Rule, parse_extra_rules

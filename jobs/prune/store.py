@@ -7,10 +7,10 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from crontabber import queries
+from crontabber import sqlfiles
 from jobs import SQL_DIR
 
-Q = queries.load("prune.sql", SQL_DIR)
+Q = sqlfiles.load("prune.sql", SQL_DIR)
 
 
 @dataclass(frozen=True)

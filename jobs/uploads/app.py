@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from crontabber.base import BaseCronApp
+from crontabber.config.options import Namespace
 from crontabber.mixins import using_postgres
-from crontabber.options import Namespace
 from jobs import SQL_DIR
 
 from .options import OPTIONS

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any, Callable, TextIO
 
 from crontabber import ExitCode, command_parser, jsonout, run_command
+from crontabber.config.options import DotDict
 from crontabber.errors import ConfigurationError
-from crontabber.options import DotDict
 from jobs import SQL_DIR
 
 from .app import ProcessUploadsCronApp
@@ -66,7 +66,7 @@ def _connect(config: DotDict) -> Any:
 def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout,
          stderr: TextIO = sys.stderr) -> int:
     def body(args: argparse.Namespace, overrides: dict[str, str]) -> int:
-        from crontabber.jobconfig import load_job_config
+        from crontabber.config.job import load_job_config
 
         # the job's options as the runner would resolve them
         config = load_job_config(ProcessUploadsCronApp, args.conf, overrides)

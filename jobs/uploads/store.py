@@ -12,13 +12,13 @@ from typing import Any, Mapping
 
 from psycopg2.extras import execute_values
 
-from crontabber import queries
+from crontabber import sqlfiles
 from jobs import SQL_DIR
 
 from .errors import ClaimLost
 from .records import Counts, Upload, UploadStatus, Written
 
-Q = queries.load("uploads.sql", SQL_DIR)
+Q = sqlfiles.load("uploads.sql", SQL_DIR)
 
 
 class UploadStore:

@@ -5,7 +5,7 @@ This one source is imported by BOTH implementations:
 * the original crontabber 0.18.1 under Python 2.7 (``crontabber.base`` and
   ``crontabber.mixins`` from PyPI, options declared with configman);
 * ours under Python 3 (the same import paths, options declared with
-  ``crontabber.options.Namespace``, which mirrors configman's
+  ``crontabber.config.options.Namespace``, which mirrors configman's
   ``Namespace.add_option(name, default=None, doc=None, ...)``).
 
 So: no f-strings, no annotations, no print. Jobs do nothing observable except
@@ -17,7 +17,7 @@ from crontabber.base import BaseCronApp
 from crontabber.mixins import as_backfill_cron_app
 
 try:  # ours (Python 3)
-    from crontabber.options import Namespace
+    from crontabber.config.options import Namespace
 except ImportError:  # the original (Python 2.7): configman
     from configman import Namespace
 

@@ -147,7 +147,7 @@ def test_an_idle_tick_imports_no_heavy_library(cli):
     import json
 
     from crontabber.catalog import load_jobs
-    from crontabber.config import load_settings
+    from crontabber.config.settings import load_settings
 
     cli.crontab.ini.write_text((REPO / "crontabber.ini").read_text())
     # Every job has just run (without running them: they would touch the shared S3 and ES).
@@ -170,7 +170,7 @@ def test_processes_a_job_forks_get_the_default_sigterm(cli, tmp_path):
     probe = tmp_path / "probe.py"
     probe.write_text(
         "import os, signal, sys\n"
-        "from crontabber.cli import terminate_on_sigterm\n"
+        "from crontabber.cli.common import terminate_on_sigterm\n"
         "with terminate_on_sigterm():\n"
         "    pid = os.fork()\n"
         "    if pid == 0:\n"
@@ -183,7 +183,7 @@ def test_processes_a_job_forks_get_the_default_sigterm(cli, tmp_path):
 
 # What an idle tick must not import: each is a few ms of every cron run on every
 # host (bench tick's goal), loaded only by the commands that need them.
-NOT_ON_THE_TICK = ("crontabber.records", "crontabber.cli_operate", "crontabber.report",
+NOT_ON_THE_TICK = ("crontabber.records", "crontabber.cli.operate", "crontabber.nagios",
                    "crontabber.metrics", "crontabber.sentry", "pathlib", "shutil", "difflib",
                    "urllib.parse")
 

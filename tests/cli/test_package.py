@@ -68,7 +68,7 @@ def tables(database) -> set[str]:
 
 def test_the_installed_commands_run_from_the_package_not_the_checkout(installed, tmp_path):
     where = run([str(installed / "python"), "-c",
-                 "import crontabber, jobs, crontabber.queries as q; print(crontabber.__file__);"
+                 "import crontabber, jobs, crontabber.sqlfiles as q; print(crontabber.__file__);"
                  " print(q.SQL_DIR); print(jobs.SQL_DIR)"], cwd=tmp_path).stdout.split()
     assert all(str(installed.parent) in path and str(REPO) not in path for path in where), where
     assert os.path.isfile(os.path.join(where[1], "schema.sql"))

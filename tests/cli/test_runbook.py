@@ -37,7 +37,7 @@ def seed(crontab) -> None:
     prune-s3, failing twice in a row; process-uploads left by a runner that died;
     rebuild-search-index running on another host right now."""
     from crontabber.catalog import load_jobs
-    from crontabber.config import load_settings
+    from crontabber.config.settings import load_settings
 
     for job in load_jobs(load_settings(str(crontab.ini), {}, {})):
         crontab.sql("INSERT INTO crontabber (app_name, next_run, first_run, last_run, last_success,"

@@ -1,7 +1,7 @@
 """The runner's schema (crontabber/sql) and the jobs' (jobs/sql): each schema.sql agrees with
 its migrations; a runner without the jobs creates none of their tables; a site that adds the
 jobs later gets them; existing crontabber 0.18 databases keep working."""
-from crontabber import queries
+from crontabber import sqlfiles
 from crontabber.schema import RUNNER, apply_migrations_only, ensure_schema, migrations, with_runner
 from crontabber.store import connect
 from jobs import SQL_DIR as JOBS_SQL
@@ -131,6 +131,6 @@ def test_pending_migrations_are_applied_in_order(empty_database, tmp_path):
 
 
 def test_query_files_parse():
-    assert "claim" not in queries.load("crontabber.sql")
-    assert {"clock", "lock_state", "finish"} <= set(queries.load("crontabber.sql"))
-    assert "delete_batch" in queries.load("runlog.sql", JOBS_SQL)
+    assert "claim" not in sqlfiles.load("crontabber.sql")
+    assert {"clock", "lock_state", "finish"} <= set(sqlfiles.load("crontabber.sql"))
+    assert "delete_batch" in sqlfiles.load("runlog.sql", JOBS_SQL)

@@ -4,7 +4,7 @@ import datetime as dt
 
 import pytest
 
-from crontabber import queries
+from crontabber import sqlfiles
 from crontabber.store import connect
 from jobs import SQL_DIR as JOBS_SQL
 from jobs.search_index import SearchSourceError, SymbolFileStore
@@ -83,7 +83,7 @@ def test_the_source_queries_run_on_the_project_schema(database):
         with SymbolFileStore(conn).snapshot() as source:
             assert (source.row_count, list(source.rows)) == (0, [])
         with conn.cursor() as cur:
-            cur.execute("EXPLAIN " + queries.load("search_index.sql", JOBS_SQL)["symbol_files"])
+            cur.execute("EXPLAIN " + sqlfiles.load("search_index.sql", JOBS_SQL)["symbol_files"])
     finally:
         conn.close()
 

@@ -2,7 +2,7 @@
 import pytest
 
 from crontabber.catalog import job_config, load_jobs, run_order
-from crontabber.config import load_settings
+from crontabber.config.settings import load_settings
 from crontabber.errors import ConfigurationError
 
 JOBS = "tests.fixtures.sample_jobs"

@@ -1,9 +1,9 @@
 """Reading crontabber.ini: paths, dotted sections, one-line syntax errors."""
 import pytest
 
-from crontabber.config import load_settings
+from crontabber.config.inifile import IniFile
+from crontabber.config.settings import load_settings
 from crontabber.errors import ConfigurationError
-from crontabber.inifile import IniFile
 
 
 def write(tmp_path, text):

@@ -2,8 +2,8 @@
 --list-jobs)."""
 import datetime as dt
 
-from crontabber.config import MonitorSettings
-from crontabber.report import perfdata_text
+from crontabber.config.settings import MonitorSettings
+from crontabber.nagios import perfdata_text
 from crontabber.scheduling import lateness
 from crontabber.state import JobState
 

@@ -21,7 +21,7 @@ def test_the_generated_pages_are_current():
 
 def test_every_runner_option_and_exit_code_is_listed():
     from crontabber.command import EXIT_CODES
-    from crontabber.config import runner_options
+    from crontabber.config.settings import runner_options
 
     options = (REPO / "docs/reference/options.md").read_text()
     assert "`crontabber.require_reason`" in options and "`crontabber.output_tail_bytes`" in options

@@ -5,11 +5,12 @@ import datetime as dt
 import pytest
 
 from crontabber.catalog import Job
+from crontabber.formats import relative, short_span, took
 from crontabber.leases import Marker
 from crontabber.records import LogEntry
+from crontabber.render import fit, short_host
 from crontabber.scheduling import parse_job_entry, parse_schedule
 from crontabber.state import JobState
-from crontabber.tables import fit, relative, short_host, short_span, took
 from crontabber.views import (
     ErrorInfo,
     JobStatus,

@@ -1,5 +1,6 @@
-"""What operators read: the ``--list-jobs`` table, the ``--nagios`` check and
-the ghost audit. Pure functions of jobs, states, hosts and "now"; the CLI prints.
+"""The ``--nagios`` check (failing, overdue, paused, never-run and ghost jobs; silent, skewed
+or mixed-version hosts; perfdata) and the ghost audit. Pure functions of jobs, states, hosts and
+``now``; the CLI prints.
 """
 
 from __future__ import annotations
@@ -9,63 +10,18 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from .catalog import Job
+from .formats import stamp, time_and_since, timesince
 from .leases import Marker, describe_marker
 from .records import HostState
 from .scheduling import dependency_block, first_due_at, lateness, pause_active
 from .state import JobState
 
 if TYPE_CHECKING:
-    from .config import MonitorSettings
+    from .config.settings import MonitorSettings
 
 MarkerOf = Callable[[JobState], Marker]
 
 NAGIOS_OK, NAGIOS_WARNING, NAGIOS_CRITICAL = 0, 1, 2
-
-_UNITS = (
-    ("year", 365 * 86400),
-    ("month", 30 * 86400),
-    ("week", 7 * 86400),
-    ("day", 86400),
-    ("hour", 3600),
-    ("minute", 60),
-    ("second", 1),
-)
-
-
-def timesince(then: dt.datetime, now: dt.datetime) -> str:
-    """crontabber's ``timesince``: up to two adjacent units, e.g. ``1 hour, 1 minute``."""
-    seconds = int((now - then).total_seconds())
-    if seconds <= 0:
-        return "0 seconds"
-    for index, (name, size) in enumerate(_UNITS):
-        count = seconds // size
-        if count:
-            parts = [_plural(count, name)]
-            if index + 1 < len(_UNITS):
-                next_name, next_size = _UNITS[index + 1]
-                rest = (seconds - count * size) // next_size
-                if rest:
-                    parts.append(_plural(rest, next_name))
-            return ", ".join(parts)
-    return "0 seconds"
-
-
-def _plural(count: int, name: str) -> str:
-    return f"{count} {name}" if count == 1 else f"{count} {name}s"
-
-
-def _stamp(value: dt.datetime) -> str:
-    return value.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def _when(value: dt.datetime | None, now: dt.datetime, empty: str = "-") -> str:
-    if value is None:
-        return empty
-    stamp = value.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
-    if value > now:
-        return f"{stamp} (in {timesince(now, value)})"
-    return f"{stamp} ({timesince(value, now)} ago)"
-
 
 NAGIOS_STATUS = {NAGIOS_OK: "OK", NAGIOS_WARNING: "WARNING", NAGIOS_CRITICAL: "CRITICAL"}
 
@@ -190,7 +146,7 @@ def _job_entries(
         if late is None or late.total_seconds() <= limits.overdue_warning_seconds:
             continue
         due_at = state.next_run or state.paused_until  # no next_run: paused before a first run
-        due = f"its next run was due {_when(due_at, now)}"
+        due = f"its next run was due {time_and_since(due_at, now)}"
         block = dependency_block(job.depends_on, states, now)
         if block:
             yield NagiosEntry(NAGIOS_OK, "waiting", job.app_name,
@@ -223,7 +179,7 @@ def _never_ran_entries(
         level = NAGIOS_CRITICAL if late > limits.overdue_critical_seconds else NAGIOS_WARNING
         yield NagiosEntry(level, "overdue", job.app_name,
                           f"{job.app_name} ({job.cls.__name__}): never ran: due since "
-                          f"{_when(due_at, now)}; the last tick ({_when(newest_tick, now)}) "
+                          f"{time_and_since(due_at, now)}; the last tick ({time_and_since(newest_tick, now)}) "
                           "did not run it")
 
 
@@ -235,7 +191,7 @@ def _error_parts(state: JobState) -> tuple[str, str]:
 
 def _paused_entry(app_name: str, name: str, state: JobState, now: dt.datetime) -> NagiosEntry:
     assert state.paused_until is not None
-    text = (f"{name}: paused until {_when(state.paused_until, now)} by "
+    text = (f"{name}: paused until {time_and_since(state.paused_until, now)} by "
             f"{state.paused_by or 'unknown'}: {state.paused_reason or 'no reason given'}")
     if state.error_count:
         kind, value = _error_parts(state)
@@ -268,7 +224,7 @@ def _fleet_entries(hosts: Sequence[HostState], now: dt.datetime, limits: "Monito
     if not recent:
         yield NagiosEntry(NAGIOS_CRITICAL, "silence", last.host,
                           f"no tick from any host for {timesince(last.last_tick, now)} (the last: "
-                          f"{last.host} at {_stamp(last.last_tick)} UTC): is cron running "
+                          f"{last.host} at {stamp(last.last_tick)} UTC): is cron running "
                           "crontabber?")
     for host in recent:
         if abs(host.skew_seconds) > limits.max_skew_seconds:

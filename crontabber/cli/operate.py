@@ -1,83 +1,35 @@
-"""The operator commands of the command line: ``--explain``, ``--pause``,
-``--resume``, ``--rerun``, ``--mark-success``, ``--reset-job``, ``--release``
-and ``--audit``. Each parses what :mod:`crontabber.cli` gave it, calls the
-runner or the store, prints, and returns an exit code. Every action that
-changes state is recorded in ``crontabber_audit`` with who, when, what, why.
+"""The operator commands: ``--explain``, ``--pause``, ``--resume``, ``--rerun``,
+``--mark-success``, ``--reset-job``, ``--release``, ``--audit`` and ``--audit-ghosts``. Each
+takes the :class:`~crontabber.cli.common.Context`, calls the runner or the store, prints, and
+returns an exit code. Every action that changes state is recorded in ``crontabber_audit`` with
+who, when, what, why.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import getpass
-import os
-import socket
-from typing import TYPE_CHECKING, Any, Callable, TextIO
+from typing import Any, Callable
 
-from . import jsonout
-from .catalog import Job, find_job
-from .cli import runner_for
-from .errors import ConfigurationError, JobNotFound, JobPaused
-from .records import AuditEntry
-from .scheduling import next_run_after, parse_day, parse_until, pause_active, rerun_dates
-from .state import JobState
-
-if TYPE_CHECKING:
-    from .config import Settings
-    from .store import StateStore
+from .. import jsonout
+from ..catalog import Job, find_job
+from ..command import ExitCode
+from ..config.settings import Settings
+from ..errors import ConfigurationError, JobPaused
+from ..formats import day_text, minute_text, utc_text
+from ..scheduling import next_run_after, parse_day, parse_until, pause_active, rerun_dates
+from ..state import JobState
+from ..store import StateStore
+from .common import Context, terminate_on_sigterm
 
 DEFAULT_PAUSE = dt.timedelta(hours=24)
 
 
-def actor() -> str:
-    """Who is acting: ``user@host`` (the user behind sudo when there is one)."""
-    user = os.environ.get("SUDO_USER") or getpass.getuser()
-    return f"{user}@{socket.gethostname()}"
+def explain(ctx: Context) -> int:
+    from ..explain import explain_job
 
-
-#: The options that override a refusal, recorded with each action that was given one.
-OVERRIDES = ("force", "replace", "yes")
-
-
-def audit_entry(action: str, app_name: str, args: Any, **detail: Any) -> AuditEntry:
-    """An audit entry for ``action``: who, the reason, the overrides given, the outcome
-    (``done`` unless ``detail`` says otherwise) and ``detail``."""
-    overrides = [f"--{name}" for name in OVERRIDES if getattr(args, name, False)]
-    detail = {"outcome": "done", **({"overrides": overrides} if overrides else {}), **detail}
-    return AuditEntry(actor(), action, app_name, getattr(args, "reason", None) or None, detail)
-
-
-def configured(jobs: list[Job], name: str) -> Job:
-    """The configured job ``name`` means.
-
-    Raises:
-        JobNotFound: none does.
-    """
-    job = find_job(jobs, name)
-    if job is None:
-        raise JobNotFound(name, [j.app_name for j in jobs])
-    return job
-
-
-def state_name(jobs: list[Job], store: "StateStore", name: str) -> str:
-    """The app name an operator command means: a configured job's, or a ghost's.
-
-    Raises:
-        JobNotFound: neither.
-    """
-    job = find_job(jobs, name)
-    if job is not None:
-        return job.app_name
-    if name not in store.states():
-        raise JobNotFound(name, [j.app_name for j in jobs])
-    return name
-
-
-def explain(settings: "Settings", jobs: list[Job], store: "StateStore", args: Any,
-            out: TextIO) -> int:
-    from .explain import explain_job
-
-    job = configured(jobs, args.explain)
-    runner = runner_for(settings, jobs, store)
+    settings, jobs, store, args, out = ctx.settings, ctx.jobs, ctx.store, ctx.args, ctx.out
+    job = ctx.job(args.explain)
+    runner = ctx.runner()
     states, now = store.states(), store.now()
     result = explain_job(job, states, now, runner.marker(states.get(job.app_name), now), runner.rules)
     blocks = blocked_dependents(job, jobs, states, now)
@@ -90,13 +42,13 @@ def explain(settings: "Settings", jobs: list[Job], store: "StateStore", args: An
         for name, why in blocks.items():
             print(f"  blocks {name}: it would be skipped ({why})", file=out)
         print(f"  database: {settings.database.target}", file=out)
-    return 0
+    return ExitCode.OK
 
 
 def blocked_dependents(job: Job, jobs: list[Job], states: Any, now: dt.datetime) -> dict[str, str]:
     """The jobs depending on ``job`` that its state keeps from running now, and why
     (dependencies seen from the parent's side)."""
-    from .scheduling import dependency_block
+    from ..scheduling import dependency_block
 
     blocked = {}
     for child in jobs:
@@ -107,25 +59,25 @@ def blocked_dependents(job: Job, jobs: list[Job], states: Any, now: dt.datetime)
     return blocked
 
 
-def pause(settings: "Settings", jobs: list[Job], store: "StateStore", args: Any,
-          out: TextIO) -> int:
-    job = configured(jobs, args.pause)  # its --reason: checked by cli.require_reason
+def pause(ctx: Context) -> int:
+    store, args, out = ctx.store, ctx.args, ctx.out
+    job = ctx.job(args.pause)  # its --reason: checked by dispatch.require_reason
     now = store.now()
     try:
         until = parse_until(args.until, now) if args.until else now + DEFAULT_PAUSE
     except ValueError as exc:
         raise ConfigurationError("--until", str(exc)) from None
     if not store.pause(job.app_name, job.depends_on, until,
-                       audit_entry("pause", job.app_name, args, until=until), args.replace):
+                       ctx.audit_entry("pause", job.app_name, until=until), args.replace):
         _refuse_paused(store, job.app_name, "pause it again",
                        f"--pause {job.app_name} --replace replaces that pause")
-    print(f"{job.app_name}: paused until {until:%Y-%m-%d %H:%M} UTC"
+    print(f"{job.app_name}: paused until {minute_text(until)}"
           f"{' (24 h: --until to choose)' if not args.until else ''}; cron ticks skip it, "
           f"--job runs it only with --force; --resume {job.app_name} ends the pause", file=out)
-    return 0
+    return ExitCode.OK
 
 
-def _refuse_paused(store: "StateStore", app_name: str, action: str, override: str) -> None:
+def _refuse_paused(store: StateStore, app_name: str, action: str, override: str) -> None:
     """Raise :class:`JobPaused` naming the job's pause, if one is in force.
 
     Raises:
@@ -137,25 +89,24 @@ def _refuse_paused(store: "StateStore", app_name: str, action: str, override: st
                         state.paused_reason, override)
 
 
-def resume(settings: "Settings", jobs: list[Job], store: "StateStore", args: Any,
-           out: TextIO) -> int:
-    job = configured(jobs, args.resume)
+def resume(ctx: Context) -> int:
+    store, args, out = ctx.store, ctx.args, ctx.out
+    job = ctx.job(args.resume)
     state = store.state(job.app_name)
     if state is None or state.paused_until is None or state.paused_until <= store.now():
         print(f"{job.app_name}: not paused", file=out)
-        return 0
-    store.resume(job.app_name, audit_entry("resume", job.app_name, args))
-    print(f"{job.app_name}: resumed (was paused until {state.paused_until:%Y-%m-%d %H:%M} UTC "
+        return ExitCode.OK
+    store.resume(job.app_name, ctx.audit_entry("resume", job.app_name))
+    print(f"{job.app_name}: resumed (was paused until {minute_text(state.paused_until)} "
           f"by {state.paused_by}: {state.paused_reason})", file=out)
-    return 0
+    return ExitCode.OK
 
 
-def rerun(settings: "Settings", jobs: list[Job], store: "StateStore", args: Any,
-          out: TextIO) -> int:
-    from .cli import ExitCode, terminate_on_sigterm
-    from .runner import Status
+def rerun(ctx: Context) -> int:
+    from ..runner import Status
 
-    job = configured(jobs, args.rerun)
+    settings, store, args, out = ctx.settings, ctx.store, ctx.args, ctx.out
+    job = ctx.job(args.rerun)
     if not job.is_backfill:
         raise ConfigurationError(
             "--rerun", f"{job.app_name} is not a backfill job (it has no days to redo); "
@@ -179,24 +130,24 @@ def rerun(settings: "Settings", jobs: list[Job], store: "StateStore", args: Any,
         plan = _planner(settings, job)
         for date in dates:
             said = plan(date)
-            print(f"  {date:%Y-%m-%d %H:%M} UTC{': ' + said if said else ''}", file=out)
+            print(f"  {minute_text(date)}{': ' + said if said else ''}", file=out)
         return ExitCode.OK
     if len(dates) > settings.rerun_confirm_over and not args.yes:
         raise ConfigurationError(
-            "--rerun", f"{len(dates)} intervals of {job.app_name} ({dates[0]:%Y-%m-%d} to "
-            f"{dates[-1]:%Y-%m-%d}) is more than rerun_confirm_over ({settings.rerun_confirm_over})"
+            "--rerun", f"{len(dates)} intervals of {job.app_name} ({day_text(dates[0])} to "
+            f"{day_text(dates[-1])}) is more than rerun_confirm_over ({settings.rerun_confirm_over})"
             "; check the dates (--dry-run lists them) and add --yes")
     if not args.force:
         _refuse_paused(store, job.app_name, "rerun it",
                        "--force reruns it anyway (the pause stays)")
-    store.audit(audit_entry("rerun", job.app_name, args, dates=[d.isoformat() for d in dates],
+    store.audit(ctx.audit_entry("rerun", job.app_name, dates=[d.isoformat() for d in dates],
                             **({"force": True} if args.force else {})))
     with terminate_on_sigterm():
-        result = runner_for(settings, jobs, store).rerun(job, dates)
+        result = ctx.runner().rerun(job, dates)
     if result.error is not None:
         raise result.error
     listed = _span(dates)
-    done = [f"  {when:%Y-%m-%d %H:%M} UTC: {text or 'done'}" for when, text in result.summaries]
+    done = [f"  {minute_text(when)}: {text or 'done'}" for when, text in result.summaries]
     if result.status is Status.FAILED:
         print(f"{job.app_name}: rerun of {listed} (run {result.run_id}) failed: {result.detail} "
               f"({len(done)} of {len(dates)} intervals done before the failure; see --history "
@@ -210,10 +161,10 @@ def rerun(settings: "Settings", jobs: list[Job], store: "StateStore", args: Any,
     return ExitCode.OK
 
 
-def _planner(settings: "Settings", job: Job) -> Callable[[dt.datetime], str | None]:
+def _planner(settings: Settings, job: Job) -> Callable[[dt.datetime], str | None]:
     """The job's own account of what a run for a date would write (``BaseCronApp.plan``),
     from an instance built as the runner builds it; a job that cannot say says nothing."""
-    from .catalog import job_config
+    from ..catalog import job_config
 
     try:
         instance = job.cls(job_config(job, settings.sources), None)
@@ -232,16 +183,16 @@ def _planner(settings: "Settings", job: Job) -> Callable[[dt.datetime], str | No
 
 
 def _span(dates: list[dt.datetime]) -> str:
-    """``2026-11-21 00:00 UTC``, or ``24 intervals, 2026-11-01 00:00 to 2026-11-24 00:00 UTC``."""
+    """``2026-11-21 00:00 UTC``, or ``24 intervals, 2026-11-01 00:00 UTC to 2026-11-24 00:00 UTC``."""
     if len(dates) == 1:
-        return f"{dates[0]:%Y-%m-%d %H:%M} UTC"
-    return f"{len(dates)} intervals, {dates[0]:%Y-%m-%d %H:%M} to {dates[-1]:%Y-%m-%d %H:%M} UTC"
+        return minute_text(dates[0])
+    return f"{len(dates)} intervals, {minute_text(dates[0])} to {minute_text(dates[-1])}"
 
 
-def mark_success(settings: "Settings", jobs: list[Job], store: "StateStore", args: Any,
-                 out: TextIO) -> int:
-    job = configured(jobs, args.mark_success)
-    runner = runner_for(settings, jobs, store)
+def mark_success(ctx: Context) -> int:
+    store, args, out = ctx.store, ctx.args, ctx.out
+    job = ctx.job(args.mark_success)
+    runner = ctx.runner()
     refuse = runner.refuse_live(job.app_name, "mark it successful")
     before: list[JobState] = []
 
@@ -254,48 +205,48 @@ def mark_success(settings: "Settings", jobs: list[Job], store: "StateStore", arg
     next_run = next_run_after(now, job.schedule, True, 0)
     state = store.locked_change(
         job.app_name, "mark_success", decide,
-        audit_entry("mark-success", job.app_name, args, next_run=next_run),
+        ctx.audit_entry("mark-success", job.app_name, next_run=next_run),
         {"next_run": next_run},
     )
     if state is None:
         print(f"{job.app_name}: never ran: nothing to mark (a first run is due now)", file=out)
-        return 0
+        return ExitCode.OK
     old = state.last_success
     print(f"{job.app_name}: marked successful (last success "
-          f"{f'{old:%Y-%m-%d %H:%M} UTC' if old else 'never'} -> now; errors cleared; next run "
-          f"{next_run:%Y-%m-%d %H:%M} UTC)", file=out)
-    return 0
+          f"{minute_text(old) if old else 'never'} -> now; errors cleared; next run "
+          f"{minute_text(next_run)})", file=out)
+    return ExitCode.OK
 
 
-def reset_job(settings: "Settings", jobs: list[Job], store: "StateStore", args: Any,
-              out: TextIO) -> int:
-    name = state_name(jobs, store, args.reset_job)
-    audit = audit_entry("reset", name, args)
-    if runner_for(settings, jobs, store).reset(name, audit) is not None:
+def reset_job(ctx: Context) -> int:
+    jobs, args, out = ctx.jobs, ctx.args, ctx.out
+    name = ctx.state_name(args.reset_job)
+    audit = ctx.audit_entry("reset", name)
+    if ctx.runner().reset(name, audit) is not None:
         ghost = "" if find_job(jobs, name) else " (it was a ghost: not configured)"
         print(f"{name}: state reset{ghost}", file=out)
     else:
         print(f"{name}: had no state (already reset)", file=out)
-    return 0
+    return ExitCode.OK
 
 
-def release(settings: "Settings", jobs: list[Job], store: "StateStore", args: Any,
-            out: TextIO) -> int:
-    name = state_name(jobs, store, args.release)
-    released = runner_for(settings, jobs, store).release(name, audit_entry("release", name, args))
+def release(ctx: Context) -> int:
+    args, out = ctx.args, ctx.out
+    name = ctx.state_name(args.release)
+    released = ctx.runner().release(name, ctx.audit_entry("release", name))
     if released:
         print(f"{name}: released the marker of {released}; last run, last success and "
               "backfill progress are kept", file=out)
     else:
         print(f"{name}: not running: nothing to release", file=out)
-    return 0
+    return ExitCode.OK
 
 
-def audit(settings: "Settings", jobs: list[Job], store: "StateStore", args: Any,
-          out: TextIO) -> int:
+def audit(ctx: Context) -> int:
+    store, args, out = ctx.store, ctx.args, ctx.out
     name = None
     if args.audit_job:
-        name = state_name(jobs, store, args.audit_job)
+        name = ctx.state_name(args.audit_job)
     if args.limit is not None and args.limit < 1:
         raise ConfigurationError("--limit", "must be at least 1")
     entries = store.audit_entries(name, args.limit or 20)
@@ -303,13 +254,28 @@ def audit(settings: "Settings", jobs: list[Job], store: "StateStore", args: Any,
         jsonout.emit([{"id": e.id, "at": e.at, "actor": e.actor, "action": e.action,
                        "job": e.app_name, "reason": e.reason, "detail": dict(e.detail)}
                       for e in entries], out)
-        return 0
+        return ExitCode.OK
     if not entries:
         print("no operator actions recorded" + (f" for {name}" if name else ""), file=out)
     for e in entries:
         detail = ", ".join(f"{k}={v}" for k, v in dict(e.detail).items())
         assert e.at is not None
-        print(f"{e.at:%Y-%m-%d %H:%M:%S} UTC  {e.actor}  {e.action} {e.app_name}"
+        print(f"{utc_text(e.at)}  {e.actor}  {e.action} {e.app_name}"
               f"{f'  why: {e.reason}' if e.reason else ''}{f'  ({detail})' if detail else ''}",
               file=out)
-    return 0
+    return ExitCode.OK
+
+
+def audit_ghosts(ctx: Context) -> int:
+    """``--audit-ghosts``: the state rows of jobs that are no longer configured."""
+    from ..nagios import ghosts
+
+    found = ghosts(ctx.jobs, ctx.store.states())
+    if not found:
+        print("No ghosts: every job in the state database is configured.", file=ctx.out)
+        return ExitCode.OK
+    print("Found the following in the state database but not available as a configured job:",
+          file=ctx.out)
+    for name in found:
+        print(f"\t{name}", file=ctx.out)
+    return ExitCode.OK

@@ -5,7 +5,7 @@ sections are ``[[...]]``, multi-line values use ``'''``, and a section name may
 be a dotted path (``[resource.postgresql]`` means ``[resource]``/``[[postgresql]]``).
 This module parses the file once and keeps every value with its option path,
 so the same parse serves value look-ups (:class:`IniSource`, an everett
-source) and the strict check of names (:mod:`crontabber.known`).
+source) and the strict check of names (:mod:`crontabber.config.names`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any, Iterator
 from configobj import ConfigObj, ConfigObjError, Section
 from everett import NO_VALUE
 
-from .errors import ConfigurationError
+from ..errors import ConfigurationError
 
 _AT_LINE = re.compile(r"\s*at line \d+\.?$")
 _QUOTED_LINE = re.compile(r"\('\s+")

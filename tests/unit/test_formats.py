@@ -1,10 +1,10 @@
-"""crontabber.text: the one format for times and for untrusted text on a terminal."""
+"""crontabber.formats: the one format for times and for untrusted text on a terminal."""
 
 from __future__ import annotations
 
 import pytest
 
-from crontabber.text import one_line, printable
+from crontabber.formats import one_line, printable
 
 
 @pytest.mark.parametrize("raw, shown", [

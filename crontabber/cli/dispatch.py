@@ -1,4 +1,6 @@
-"""The command line: parse, call, print. Exit codes: :mod:`crontabber.command` (one table).
+"""The dispatcher of the command line: the parser, the refusals made before anything runs,
+and the mode's handler called with one :class:`~crontabber.cli.common.Context`. Exit codes:
+:mod:`crontabber.command` (one table).
 
     python -m crontabber --admin.conf=crontabber.ini [--metrics-file PATH]   run due jobs
     python -m crontabber --list-jobs [NAME ...] [--wide] | --nagios | --job NAME [--force]
@@ -14,16 +16,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
-import os
-import signal
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Mapping, TextIO
+from typing import Any, Callable, TextIO
 
-from . import __version__, cli_monitor
-from .catalog import Job, configuration_notes, job_options, load_jobs, schema_dirs
-from .command import CommandParser, ExitCode, Formatter, exit_code_for, exit_codes_text, split_overrides
-from .config import Settings, effective_lines, iter_option_lines, load_settings, runner_options
-from .errors import (
+from .. import __version__
+from ..catalog import Job, configuration_notes, job_options, load_jobs, schema_dirs
+from ..command import CommandParser, ExitCode, Formatter, exit_code_for, exit_codes_text, split_overrides
+from ..config.settings import Settings, effective_lines, iter_option_lines, load_settings, runner_options
+from ..errors import (
     ConfigurationError,
     CrontabberError,
     DatabaseUnavailable,
@@ -31,13 +31,11 @@ from .errors import (
     SentryNotConfigured,
     Terminated,
 )
-from .runner import Runner, Status, first_lock_error
-from .store import StateStore, open_store
+from ..store import StateStore, open_store
+from .common import Context, audit_entry, secret_values_of, setup_logging
 
-if TYPE_CHECKING:
-    from .runner import Reporter
-
-# report and sentry are imported where used: an idle cron tick needs neither.
+# The handlers' modules are imported when their mode runs (MODE_HANDLERS): an idle cron
+# tick loads only run and monitor, and neither the nagios check nor Sentry.
 
 logger = logging.getLogger("crontabber")
 
@@ -243,7 +241,9 @@ def main(argv: list[str], stdout: TextIO = sys.stdout, stderr: TextIO = sys.stde
         return dispatch(mode, args, rest, stdout)
     except (CrontabberError, KeyboardInterrupt, Terminated) as exc:
         if mode == "nagios":
-            return cli_monitor.nagios_failure(exc, args, stdout)
+            from .monitor import nagios_failure
+
+            return nagios_failure(exc, args, stdout)
         print(f"crontabber: {exc or type(exc).__name__}", file=stderr)
         return exit_code_for(exc)
 
@@ -253,35 +253,17 @@ def dispatch(mode: str, args: argparse.Namespace, rest: list[str], stdout: TextI
     overrides = split_overrides(rest)
     settings = load_settings(args.conf, overrides)
     setup_logging(settings, overrides)
-    jobs = load_jobs(settings)  # also refuses unknown option names (crontabber.known)
+    jobs = load_jobs(settings)  # also refuses unknown option names (crontabber.config.names)
     require_reason(mode, args, settings)
     if mode == "configtest":
-        print(f"database: {settings.database.target} (password "
-              f"{'set' if settings.database.password else 'not set'})", file=stdout)
-        print("settings (value, where from; a job's options when set):", file=stdout)
-        for name, value, origin in effective_lines(runner_options(), (), settings.sources):
-            print(f"  {name} = {value}  [{origin}]", file=stdout)
-        for job in jobs:
-            for name, value, origin in effective_lines(job_options(job.cls), job.namespace,
-                                                       settings.sources, defaults=False):
-                print(f"  {name} = {value}  [{origin}]", file=stdout)
-        for note in configuration_notes(settings.sources, jobs):
-            print(f"note: {note}", file=stdout)
-        print(f"configtest OK: {len(jobs)} jobs", file=stdout)
-        return ExitCode.OK
+        return configtest(settings, jobs, stdout)
     if mode == "sentrytest":
-        if not settings.sentry_dsn:
-            raise SentryNotConfigured()
-        from .sentry import SentryReporter
-
-        event_id = SentryReporter(settings.sentry_dsn, secret_values_of(settings)).send_test_message()
-        print(f"Sentry test message sent: {event_id}", file=stdout)
-        return ExitCode.OK
+        return sentrytest(settings, stdout)
     store = open_store(settings.database, schema_dirs(jobs))
     try:
         handler = handler_for(mode)
         try:
-            return handler(settings, jobs, store, args, stdout)
+            return handler(Context(settings, jobs, store, args, stdout))
         except (CrontabberError, KeyboardInterrupt, Terminated) as exc:
             if mode in ACTIONS:
                 _audit_refusal(store, mode, args, exc)
@@ -290,12 +272,42 @@ def dispatch(mode: str, args: argparse.Namespace, rest: list[str], stdout: TextI
         store.close()
 
 
+def configtest(settings: Settings, jobs: list[Job], out: TextIO) -> int:
+    """``--configtest``: the database, each setting with where it came from, the notes."""
+    print(f"database: {settings.database.target} (password "
+          f"{'set' if settings.database.password else 'not set'})", file=out)
+    print("settings (value, where from; a job's options when set):", file=out)
+    for name, value, origin in effective_lines(runner_options(), (), settings.sources):
+        print(f"  {name} = {value}  [{origin}]", file=out)
+    for job in jobs:
+        for name, value, origin in effective_lines(job_options(job.cls), job.namespace,
+                                                   settings.sources, defaults=False):
+            print(f"  {name} = {value}  [{origin}]", file=out)
+    for note in configuration_notes(settings.sources, jobs):
+        print(f"note: {note}", file=out)
+    print(f"configtest OK: {len(jobs)} jobs", file=out)
+    return ExitCode.OK
+
+
+def sentrytest(settings: Settings, out: TextIO) -> int:
+    """``--sentrytest``: send a test message to the configured Sentry.
+
+    Raises:
+        SentryNotConfigured: no DSN is set.
+    """
+    if not settings.sentry_dsn:
+        raise SentryNotConfigured()
+    from ..sentry import SentryReporter
+
+    event_id = SentryReporter(settings.sentry_dsn, secret_values_of(settings)).send_test_message()
+    print(f"Sentry test message sent: {event_id}", file=out)
+    return ExitCode.OK
+
+
 def _audit_refusal(store: StateStore, mode: str, args: Any, exc: BaseException) -> None:
     """Record an operator action that was refused or failed, with its exit code (the done
     ones are recorded by the action itself): the audit trail says what happened, not what
     was asked. Never raises: the refusal is what the operator must see."""
-    from .cli_operate import audit_entry
-
     name = str(getattr(args, mode, "") or "")
     if not name or isinstance(exc, (DatabaseUnavailable, JobNotFound)):
         return
@@ -308,181 +320,31 @@ def _audit_refusal(store: StateStore, mode: str, args: Any, exc: BaseException) 
         logger.debug("could not record the refusal of %s %s", action, name, exc_info=True)
 
 
-def audit_ghosts(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
-    from . import report
-
-    found = report.ghosts(jobs, store.states())
-    if not found:
-        print("No ghosts: every job in the state database is configured.", file=out)
-        return ExitCode.OK
-    print("Found the following in the state database but not available as a configured job:",
-          file=out)
-    for name in found:
-        print(f"\t{name}", file=out)
-    return ExitCode.OK
-
-
-def run_one(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
-    from .cli_operate import audit_entry, configured
-
-    job = configured(jobs, args.job)
-    if args.force:
-        if job.is_backfill and not _backfill_pending(job, store):
-            print(f"{job.app_name}: nothing to backfill (every interval up to now is done); "
-                  f"--rerun {job.app_name} --date YYYY-MM-DD redoes a past day", file=out)
-            return ExitCode.NOT_RUN
-    with terminate_on_sigterm():
-        result = runner_for(settings, jobs, store).run_job(job, force=args.force)
-    if result.error is not None:
-        raise result.error  # locked, running elsewhere, fenced: audited as refused by dispatch
-    if args.force:  # recorded once it ran, with how it went (a refused one said "done")
-        store.audit(audit_entry("force", job.app_name, args, outcome={
-            Status.FAILED: "done: the job failed (exit 5)"}.get(result.status, "done")))
-    if result.status is Status.PAUSED:
-        print(f"{job.app_name}: not run: {result.detail}; --force runs it anyway", file=out)
-        return ExitCode.PAUSED
-    if result.status is Status.SKIPPED:
-        hint = f"; --rerun {job.app_name} --date YYYY-MM-DD redoes a past day" \
-            if job.is_backfill and result.detail == "not due yet" else ""
-        print(f"{job.app_name}: skipped ({result.detail}); --force runs it anyway{hint}", file=out)
-        return ExitCode.NOT_RUN  # a script asking for this job learns that nothing ran
-    if result.status is Status.FAILED:
-        # Recorded (see --list-jobs, --nagios); a script asking for this job learns it too.
-        print(f"{job.app_name}: failed: {result.detail}", file=out)
-        return ExitCode.JOB_FAILED
-    for line in _unit_lines(job, result):
-        print(line, file=out)
-    return ExitCode.OK
-
-
-def _unit_lines(job: Job, result: Any) -> list[str]:
-    """What the run said it did: its summary (an ordinary job), or one line per interval
-    (a backfill job); nothing when the job gave no summary."""
-    if not any(text for _, text in result.summaries):
-        return []
-    if not job.is_backfill:
-        return [f"{job.app_name}: ran (run {result.run_id}): {result.summary}"]
-    return [f"{job.app_name}: ran (run {result.run_id}):"] + [
-        f"  {when:%Y-%m-%d %H:%M} UTC: {text or 'done (no summary)'}" for when, text in result.summaries]
-
-
-def _backfill_pending(job: Job, store: StateStore) -> bool:
-    from .scheduling import backfill_dates
-
-    state = store.state(job.app_name)
-    last_success = state.last_success if state is not None else None
-    return bool(backfill_dates(last_success, job.schedule, store.now()))
-
-
-def run_all(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
-    runner = Runner(settings, jobs, store, report=_sentry(settings),
-                    tick=cli_monitor.fleet_tick())  # a tick records itself: --nagios watches
-    with terminate_on_sigterm():
-        results = runner.run_all()
-    counts = {status: sum(r.status is status for r in results) for status in Status}
-    logger.info("done: %s", ", ".join(f"{n} {s.value}" for s, n in counts.items() if n) or "no jobs")
-    cli_monitor.write_metrics(settings, jobs, store, args)
-    lock = first_lock_error(results)
-    return exit_code_for(lock) if lock else ExitCode.OK
-
-
-def runner_for(settings: Settings, jobs: list[Job], store: StateStore) -> Runner:
-    """The runner of the operator commands (Sentry reporting when a DSN is set)."""
-    return Runner(settings, jobs, store, report=_sentry(settings))
-
-
-def _sentry(settings: Settings) -> "Reporter":
-    """The Sentry reporter, imported only when a DSN is set."""
-    if not settings.sentry_dsn:
-        return lambda exc, job: None
-    from .sentry import SentryReporter
-
-    return SentryReporter(settings.sentry_dsn, secret_values_of(settings))
-
-
 # Each mode's handler as "module:function", imported when its mode runs: a plain
 # cron tick (mode "run") loads none of the operator commands' modules.
 MODE_HANDLERS: dict[str, str] = {
-    "list_jobs": "cli_inspect:list_jobs",
-    "history": "cli_inspect:history",
-    "show_error": "cli_inspect:show_error",
-    "logs": "cli_inspect:logs",
-    "nagios": "cli_monitor:nagios",
-    "reset_job": "cli_operate:reset_job",
-    "release": "cli_operate:release",
-    "explain": "cli_operate:explain",
-    "pause": "cli_operate:pause",
-    "resume": "cli_operate:resume",
-    "rerun": "cli_operate:rerun",
-    "mark_success": "cli_operate:mark_success",
-    "audit": "cli_operate:audit",
-    "audit_ghosts": "cli:audit_ghosts",
-    "job": "cli:run_one",
-    "run": "cli:run_all",
+    "list_jobs": "show:list_jobs",
+    "history": "show:history",
+    "show_error": "show:show_error",
+    "logs": "show:logs",
+    "nagios": "monitor:nagios",
+    "reset_job": "operate:reset_job",
+    "release": "operate:release",
+    "explain": "operate:explain",
+    "pause": "operate:pause",
+    "resume": "operate:resume",
+    "rerun": "operate:rerun",
+    "mark_success": "operate:mark_success",
+    "audit": "operate:audit",
+    "audit_ghosts": "operate:audit_ghosts",
+    "job": "run:run_one",
+    "run": "run:run_all",
 }
 
 
-def handler_for(mode: str) -> Callable[..., int]:
+def handler_for(mode: str) -> Callable[[Context], int]:
     """The function that carries out ``mode`` (a key of :data:`MODE_HANDLERS`)."""
     module, function = MODE_HANDLERS[mode].split(":")
-    handler: Callable[..., int] = getattr(importlib.import_module(f"{__package__}.{module}"), function)
+    handler: Callable[[Context], int] = getattr(importlib.import_module(f"{__package__}.{module}"),
+                                                function)
     return handler
-
-
-class terminate_on_sigterm:
-    """While active, SIGTERM raises :class:`Terminated` in the main thread, so
-    the runner's ``finally`` blocks release the job's lock.
-
-    Processes a job forks (a multiprocessing pool) get the default SIGTERM
-    back: the handler is the runner's, not theirs.
-    """
-
-    def __enter__(self) -> None:
-        self._previous = signal.signal(signal.SIGTERM, self._raise)
-
-    def __exit__(self, *exc: object) -> None:
-        signal.signal(signal.SIGTERM, self._previous)
-
-    @staticmethod
-    def _raise(signum: int, frame: object) -> None:
-        raise Terminated(signum)
-
-
-def _default_sigterm() -> None:
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
-os.register_at_fork(after_in_child=_default_sigterm)
-
-
-def secret_values_of(settings: Settings, overrides: Mapping[str, str] | None = None) -> set[str]:
-    """The secrets to mask in logs and Sentry events: the environment's and the command
-    line's (by name, and URL passwords), the database password and the Sentry DSN."""
-    from .redaction import secret_values
-
-    secrets = secret_values(os.environ, overrides or {})
-    secrets.update(secret_values({"dsn": settings.sentry_dsn, "password": settings.database.password},
-                                 {"user": settings.database.user, "dbname": settings.database.dbname}))
-    return secrets
-
-
-def setup_logging(settings: Settings, overrides: Mapping[str, str] | None = None) -> None:
-    """Log to stderr at the configured level (stdout is for command output), every line
-    redacted (:mod:`crontabber.redaction`): the secrets of the environment, the command line
-    and the settings never reach a log, at DEBUG either."""
-    from .redaction import redact_handlers
-
-    logging.basicConfig(stream=sys.stderr, level=settings.log_level, format=settings.log_format)
-    redact_handlers(secret_values_of(settings, overrides), settings.log_format)
-    # everett logs every raw value it reads at DEBUG, secrets included.
-    logging.getLogger("everett").setLevel(logging.WARNING)
-    # Client libraries log every request at INFO, and each retry at WARNING with a
-    # traceback: keep both for --logging.level=DEBUG; otherwise warnings only, without
-    # tracebacks (the runner reports each failure once, in one line).
-    if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
-        from .failures import CLIENT_LOGGERS, NoClientTracebacks
-
-        for name in CLIENT_LOGGERS:
-            logging.getLogger(name).setLevel(logging.WARNING)
-        for handler in logging.getLogger().handlers:
-            handler.addFilter(NoClientTracebacks())

@@ -1,4 +1,4 @@
-"""Configuration: ``crontabber.ini`` in crontabber's layout, overridable by the
+"""The runner's settings: ``crontabber.ini`` in crontabber's layout, overridable by the
 environment and the command line, read through everett.
 
 Precedence is crontabber's: command line, then environment, then the INI
@@ -14,8 +14,8 @@ Secrets (options whose name says password, secret, dsn...) are meant to come
 from the environment; they are masked wherever options are shown.
 
 The INI file must exist (see :func:`resolve_conf_path`) and parse
-(:mod:`crontabber.inifile`); the names it and the command line use are checked
-once the jobs are known (:mod:`crontabber.known`).
+(:mod:`crontabber.config.inifile`); the names it and the command line use are checked
+once the jobs are known (:mod:`crontabber.config.names`).
 """
 
 from __future__ import annotations
@@ -27,14 +27,14 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping
 from everett import NO_VALUE, InvalidValueError
 from everett.manager import ConfigDictEnv, generate_uppercase_key
 
-from .errors import ConfigurationError
+from ..errors import ConfigurationError
+from ..scheduling import JobEntry, parse_job_entry, split_jobs_list
+from ..store import DatabaseSettings
 from .inifile import IniFile, IniSource
 from .options import Namespace, Option
-from .scheduling import JobEntry, parse_job_entry, split_jobs_list
-from .store import DatabaseSettings
 
 if TYPE_CHECKING:
-    from .supervisor import RunLimits
+    from ..supervisor import RunLimits
 
 DEFAULT_CONF_PATHS = ("config/crontabber.ini", "crontabber.ini")
 MASK = "*" * 8
@@ -257,7 +257,7 @@ class Settings:
 
     def limits_for(self, job_config: Mapping[str, Any]) -> "RunLimits":
         """The time limits of one run of a job, given its resolved options."""
-        from .supervisor import RunLimits
+        from ..supervisor import RunLimits
 
         timeout = job_config.get("timeout")
         return RunLimits(
@@ -346,7 +346,7 @@ def effective_lines(
 ) -> Iterator[tuple[str, str, str]]:
     """``(dotted name, effective value, where it came from)`` for every option (secrets
     masked, URLs' passwords redacted); without ``defaults``, only the options set somewhere."""
-    from .redaction import redact
+    from ..redaction import redact
 
     for path, option in namespace.walk(prefix):
         origin = sources.origin(path, option)
@@ -369,7 +369,7 @@ def iter_option_lines(
         if option.secret and value:
             shown = MASK
         else:  # a URL's password, a signed URL's parameters (crontabber.redaction)
-            from .redaction import redact
+            from ..redaction import redact
 
             shown = redact(repr(value))
         yield ".".join([*path, option.name]), shown, option.doc

@@ -1,9 +1,9 @@
-"""The CLI of monitoring: ``--nagios`` (text or ``--json``), the fleet record
-of a tick and ``--metrics-file``. Parse, call, print: the checks are
-:func:`crontabber.report.nagios_check`, the file's text :func:`crontabber.metrics.render_textfile`.
+"""The commands of monitoring: ``--nagios`` (text or ``--json``), the fleet record of a
+tick and ``--metrics-file``. Parse, call, print: the checks are
+:func:`crontabber.nagios.nagios_check`, the file's text :func:`crontabber.metrics.render_textfile`.
 
-report and metrics are imported where used: an idle cron tick without a
-metrics file needs neither.
+nagios and metrics are imported where used: an idle cron tick without a metrics file needs
+neither.
 """
 
 from __future__ import annotations
@@ -11,12 +11,13 @@ from __future__ import annotations
 import os
 from typing import Any, TextIO
 
-from . import __version__
-from .catalog import Job
-from .config import Settings
-from .runner import Runner, this_host
-from .state import Tick
-from .store import StateStore
+from .. import __version__
+from ..catalog import Job
+from ..config.settings import Settings
+from ..runner import Runner, this_host
+from ..state import Tick
+from ..store import StateStore
+from .common import Context
 
 
 def fleet_tick() -> Tick:
@@ -24,26 +25,28 @@ def fleet_tick() -> Tick:
     return Tick(this_host(), __version__, os.getpid())
 
 
-def nagios(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
-    """Print the check (text, or one JSON object with ``--json``); return its code."""
-    from . import jsonout, report
+def nagios(ctx: Context) -> int:
+    """``--nagios``: print the check (text, or one JSON object with ``--json``); return its
+    code."""
+    from .. import jsonout
+    from ..nagios import nagios_check
 
-    overview = store.overview()
-    runner = Runner(settings, jobs, store)
-    result = report.nagios_check(jobs, overview.states, overview.hosts, overview.now,
-                           lambda state: runner.marker(state, overview.now), settings.monitor)
-    if args.json:
-        jsonout.emit(result.as_json(), out)
+    overview = ctx.store.overview()
+    runner = Runner(ctx.settings, ctx.jobs, ctx.store)
+    result = nagios_check(ctx.jobs, overview.states, overview.hosts, overview.now,
+                          lambda state: runner.marker(state, overview.now), ctx.settings.monitor)
+    if ctx.args.json:
+        jsonout.emit(result.as_json(), ctx.out)
     else:
-        print("\n".join(result.lines), file=out)
+        print("\n".join(result.lines), file=ctx.out)
     return result.code
 
 
 def nagios_failure(exc: BaseException, args: Any, out: TextIO) -> int:
     """A check that could not be made (bad configuration, no database) is CRITICAL,
     in the format asked for; never a traceback."""
-    from . import jsonout
-    from .report import NAGIOS_CRITICAL
+    from .. import jsonout
+    from ..nagios import NAGIOS_CRITICAL
 
     problem = str(exc) or type(exc).__name__
     if getattr(args, "json", False):
@@ -74,6 +77,6 @@ def write_metrics(settings: Settings, jobs: list[Job], store: StateStore, args: 
     path = metrics_path(settings, args)
     if not path:
         return
-    from .metrics import render_textfile, write_atomically
+    from ..metrics import render_textfile, write_atomically
 
     write_atomically(path, render_textfile(jobs, store.overview([job.app_name for job in jobs])))

@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-from .errors import ConfigurationError
+from ..errors import ConfigurationError
 from .options import Namespace
 
 # crontabber 0.18's own options that

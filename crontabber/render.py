@@ -1,7 +1,7 @@
-"""The inspection commands as text: the ``--list-jobs`` table (100 columns by
-default, everything with ``--wide``), the ``--history`` table and the
-``--show-error`` report. Pure functions of the views in
-:mod:`crontabber.views` and ``now``; the CLI prints the lines. Times are UTC.
+"""Render the views as text: the ``--list-jobs`` table (100 columns by default, everything
+with ``--wide``), the ``--history`` table, the ``--show-error`` and ``--logs`` reports, and the
+one-line texts of a job (its DETAIL, its holder) that the dashboard shows too. Pure functions
+of the views in :mod:`crontabber.views` and ``now``; times in :mod:`crontabber.formats`.
 """
 
 from __future__ import annotations
@@ -9,61 +9,25 @@ from __future__ import annotations
 import datetime as dt
 from typing import Sequence
 
+from .formats import (
+    absolute,
+    interval,
+    interval_range,
+    minute_text,
+    one_line,
+    printable,
+    relative,
+    short_span,
+    stamp,
+    took,
+)
 from .leases import Marker, parse_holder
 from .records import RunRecord
-from .text import one_line, printable
 from .views import FailureView, JobStatus, JobView, Outcome, RunView
 
 DEFAULT_WIDTH = 100
 _SEP = "  "
 _MORE = "..."
-
-
-def short_span(seconds: float) -> str:
-    """A span in one short unit, rounded down: ``45s``, ``3m``, ``4h``, ``2d``
-    (hours up to 47, so ``in 30h`` is not ``in 1d``)."""
-    whole = max(0, int(seconds))
-    for limit, size, unit in ((60, 1, "s"), (3600, 60, "m"), (48 * 3600, 3600, "h")):
-        if whole < limit:
-            return f"{whole // size}{unit}"
-    return f"{whole // 86400}d"
-
-
-def relative(when: dt.datetime | None, now: dt.datetime, empty: str = "-") -> str:
-    """``3m ago``, ``in 4h``, ``now`` (within a second), or ``empty``."""
-    if when is None:
-        return empty
-    seconds = (when - now).total_seconds()
-    if abs(seconds) < 1:
-        return "now"
-    return f"in {short_span(seconds)}" if seconds > 0 else f"{short_span(-seconds)} ago"
-
-
-def stamp(when: dt.datetime) -> str:
-    """``2026-11-22 05:17:19`` in UTC."""
-    return when.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def absolute(when: dt.datetime | None, now: dt.datetime, empty: str = "-") -> str:
-    """``2026-11-22 05:17:19 (3m ago)``, or ``empty``."""
-    if when is None:
-        return empty
-    return f"{stamp(when)} ({relative(when, now)})"
-
-
-def took(span: dt.timedelta | None) -> str:
-    """A duration: ``0.42s``, ``12.3s``, ``3m12s``, ``1h02m``, ``-`` when unknown."""
-    if span is None:
-        return "-"
-    seconds = span.total_seconds()
-    if seconds < 10:
-        return f"{seconds:.2f}s"
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    whole = int(seconds)
-    if whole < 3600:
-        return f"{whole // 60}m{whole % 60:02d}s"
-    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
 
 
 def fit(rows: list[list[str]], width: int | None) -> list[str]:
@@ -110,11 +74,10 @@ def short_host(holder: str | None, pid: bool = False) -> str:
 
 
 def pause_text(view: JobView, now: dt.datetime) -> str:
-    """``until 2026-11-22 18:00 (in 4h) by alice@ops-1: deploy``, or ``-``."""
+    """``until 2026-11-22 18:00 UTC (in 4h) by alice@ops-1: deploy``, or ``-``."""
     if view.paused is None:
         return "-"
-    until = view.paused.until.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
-    return (f"until {until} ({relative(view.paused.until, now)}) by {view.paused.by or '?'}: "
+    return (f"until {minute_text(view.paused.until)} ({relative(view.paused.until, now)}) by {view.paused.by or '?'}: "
             f"{one_line(view.paused.reason or '')}")
 
 
@@ -212,16 +175,6 @@ def _intervals(done: list[dt.datetime]) -> str:
     return interval_range(done[0], done[-1], len(done))
 
 
-def interval_range(first: dt.datetime, last: dt.datetime, count: int) -> str:
-    """``2026-11-24``, ``2026-11-24 10:00..11:00 (2)`` or ``2026-11-01..2026-11-24 (24)``."""
-    if count == 1:
-        return _interval(first)
-    first, last = first.astimezone(dt.timezone.utc), last.astimezone(dt.timezone.utc)
-    if first.date() == last.date():  # intervals within one day: their times say which
-        return f"{_interval(first)}..{last:%H:%M} ({count})"
-    return f"{first:%Y-%m-%d}..{last:%Y-%m-%d} ({count})"
-
-
 def run_rows_table(
     runs: Sequence[RunView], now: dt.datetime, is_backfill: bool, width: int = DEFAULT_WIDTH
 ) -> list[str]:
@@ -245,10 +198,10 @@ def run_rows_table(
             if entry.failed and run.error is not None:  # "fenced off" says LeaseLost already
                 detail = (run.error.value if outcome in (Outcome.FENCED_OFF, Outcome.ABANDONED)
                           else run.error.summary)
-            interval = _interval(entry.success) if not entry.failed else "-"
+            done = interval(entry.success) if not entry.failed else "-"
             rows.append(_row(is_backfill, stamp(entry.started), took(entry.duration),
                              short_host(entry.holder, pid=True) if entry.holder else "-", run_id,
-                             outcome.text, interval, one_line(detail)))
+                             outcome.text, done, one_line(detail)))
     return fit(rows, width)
 
 
@@ -258,14 +211,6 @@ def _row(is_backfill: bool, started: str, span: str, by: str, run: str, outcome:
     if is_backfill:
         row.insert(5, interval)
     return row
-
-
-def _interval(success: dt.datetime | None) -> str:
-    if success is None:
-        return "-"
-    utc = success.astimezone(dt.timezone.utc)
-    return utc.strftime("%Y-%m-%d") if (utc.hour, utc.minute, utc.second) == (0, 0, 0) \
-        else utc.strftime("%Y-%m-%d %H:%M")
 
 
 def _beat(run: RunView, now: dt.datetime) -> str:
@@ -291,7 +236,7 @@ def failure_headline(failure: FailureView, now: dt.datetime) -> str:
 
 def failure_report(failure: FailureView, now: dt.datetime) -> list[str]:
     """The headline, ``Type: value``, then the traceback as Python prints it (control
-    characters escaped, :func:`~crontabber.text.printable`)."""
+    characters escaped, :func:`~crontabber.formats.printable`)."""
     error = failure.error
     value = error.value.rstrip("\n")
     lines = [failure_headline(failure, now), f"{error.type}: {value}", ""]

@@ -1,33 +1,29 @@
-"""The read-only commands of the command line: ``--list-jobs [NAME ...]``
-(``--wide``), ``--history NAME [--limit N | --run ID]``, ``--show-error NAME
-[--run ID]`` and ``--logs NAME [--run ID]``, each as text or ``--json``. Parse, call, print: the data is built by
-:mod:`crontabber.views` and gathered by :mod:`crontabber.inspection` (which the dashboard
-calls too, so its JSON is the same), the text by :mod:`crontabber.tables`, each imported
-where used (an idle cron tick needs none).
+"""The read-only commands: ``--list-jobs [NAME ...]`` (``--wide``), ``--history NAME
+[--limit N | --run ID]``, ``--show-error NAME [--run ID]`` and ``--logs NAME [--run ID]``, each
+as text or ``--json``. Parse, call, print: the data is built by :mod:`crontabber.views` and
+gathered by :mod:`crontabber.inspection` (which the dashboard calls too, so its JSON is the
+same), the text by :mod:`crontabber.render`.
 """
 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TextIO
 
-from .catalog import Job
-from .config import Settings
-from .errors import ConfigurationError, RunNotFound
-from .inspection import job_runs, job_views_now, known_name, one_run
-from .state import JobState
-from .store import StateStore
-
-if TYPE_CHECKING:
-    from .views import FailureView
+from .. import jsonout, render, views
+from ..errors import ConfigurationError, RunNotFound
+from ..inspection import job_runs, job_views_now, known_name, one_run
+from ..render import DEFAULT_WIDTH
+from ..state import JobState
+from ..store import StateStore
+from ..views import FailureView
+from .common import Context
 
 DEFAULT_LIMIT = 20
 
 
 def _width(out: TextIO) -> int:
     """100 columns, or the terminal's width when printing to a wider one."""
-    from .tables import DEFAULT_WIDTH
-
     try:
         if out.isatty():
             return max(DEFAULT_WIDTH, os.get_terminal_size(out.fileno()).columns)
@@ -36,24 +32,22 @@ def _width(out: TextIO) -> int:
     return DEFAULT_WIDTH
 
 
-def list_jobs(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
+def list_jobs(ctx: Context) -> int:
     """``--list-jobs [NAME ...]``: the table (``--wide``: every column) or ``--json``."""
-    from . import jsonout, tables, views
-
+    settings, jobs, store, args, out = ctx.settings, ctx.jobs, ctx.store, ctx.args, ctx.out
     found, now = job_views_now(settings, jobs, store, list(args.list_jobs))
     if args.json:
         jsonout.emit(views.jobs_document(found, now), out)
         return 0
-    lines = tables.wide_table(found, now) if args.wide else tables.list_table(found, now, _width(out))
+    lines = render.wide_table(found, now) if args.wide else render.list_table(found, now, _width(out))
     print("\n".join(lines), file=out)
     return 0
 
 
-def history(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
+def history(ctx: Context) -> int:
     """``--history NAME [--limit N]``: the job's newest runs, one line per run;
     ``--run ID``: one line per log row (interval) of that run."""
-    from . import jsonout, tables
-
+    settings, jobs, store, args, out = ctx.settings, ctx.jobs, ctx.store, ctx.args, ctx.out
     if args.run is not None:
         if args.limit is not None:
             raise ConfigurationError("--limit", "lists runs; --run ID shows one")
@@ -61,7 +55,7 @@ def history(settings: Settings, jobs: list[Job], store: StateStore, args: Any, o
         if args.json:
             jsonout.emit(found.as_json(), out)
         else:
-            print("\n".join(tables.run_rows_table(found.runs, found.now, found.is_backfill,
+            print("\n".join(render.run_rows_table(found.runs, found.now, found.is_backfill,
                                                   _width(out))), file=out)
         return 0
     limit = DEFAULT_LIMIT if args.limit is None else args.limit
@@ -73,7 +67,7 @@ def history(settings: Settings, jobs: list[Job], store: StateStore, args: Any, o
     if not runs:
         print(f"{app_name}: no runs in the run log (crontabber_log)", file=out)
         return 0
-    print("\n".join(tables.history_table(runs, now, found.is_backfill, _width(out))), file=out)
+    print("\n".join(render.history_table(runs, now, found.is_backfill, _width(out))), file=out)
     if found.is_backfill:
         print(f"(a backfill job: --history {app_name} --run RUN lists a run's intervals)", file=out)
     if found.more:
@@ -81,15 +75,14 @@ def history(settings: Settings, jobs: list[Job], store: StateStore, args: Any, o
     return 0
 
 
-def show_error(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
+def show_error(ctx: Context) -> int:
     """``--show-error NAME [--run ID]``: the full error of the job's last
     failed run (or of run ID), or one line saying there is none.
 
     Raises:
         RunNotFound: ``--run`` names a run the log does not have.
     """
-    from . import jsonout, tables, views
-
+    jobs, store, args, out = ctx.jobs, ctx.store, ctx.args, ctx.out
     app_name, _ = known_name(jobs, store, args.show_error)
     state, now = store.state(app_name), store.now()
     if args.run is None:
@@ -98,7 +91,7 @@ def show_error(settings: Settings, jobs: list[Job], store: StateStore, args: Any
     else:
         failure, message = _run_failure(store, app_name, args.run, state)
     if failure is not None:
-        message = tables.failure_headline(failure, now)
+        message = render.failure_headline(failure, now)
     record = store.run_output(app_name, failure.run_id) \
         if failure is not None and failure.run_id is not None else None
     if args.json:
@@ -106,8 +99,8 @@ def show_error(settings: Settings, jobs: list[Job], store: StateStore, args: Any
         document["run"] = record.as_json() if record is not None else None
         jsonout.emit(document, out)
     elif failure is not None:
-        print("\n".join(tables.failure_report(failure, now)), file=out)
-        tail = tables.output_tail(record, SHOWN_OUTPUT_LINES) if record is not None else []
+        print("\n".join(render.failure_report(failure, now)), file=out)
+        tail = render.output_tail(record, SHOWN_OUTPUT_LINES) if record is not None else []
         if tail:
             print("\n".join(tail), file=out)
     else:
@@ -119,7 +112,7 @@ def show_error(settings: Settings, jobs: list[Job], store: StateStore, args: Any
 SHOWN_OUTPUT_LINES = 40
 
 
-def logs(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out: TextIO) -> int:
+def logs(ctx: Context) -> int:
     """``--logs NAME [--run ID]``: what the job's newest run (or run ID) logged and
     printed, as the run ledger kept it: a header line, then the text.
 
@@ -127,8 +120,7 @@ def logs(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out:
         RunNotFound: the ledger has no such run (or none of the job: it never ran since
             migration 0012, or its runs were pruned).
     """
-    from . import jsonout, tables
-
+    jobs, store, args, out = ctx.jobs, ctx.store, ctx.args, ctx.out
     app_name, _ = known_name(jobs, store, args.logs)
     record = store.run_output(app_name, args.run)
     if record is None:
@@ -139,7 +131,7 @@ def logs(settings: Settings, jobs: list[Job], store: StateStore, args: Any, out:
     if args.json:
         jsonout.emit(record.as_json(), out)
         return 0
-    print("\n".join(tables.output_report(record, store.now())), file=out)
+    print("\n".join(render.output_report(record, store.now())), file=out)
     return 0
 
 
@@ -147,8 +139,6 @@ def _run_failure(
     store: StateStore, app_name: str, run_id: int, state: JobState | None
 ) -> tuple[FailureView | None, str]:
     """The failure of run ``run_id`` (or None) and the line saying why there is none."""
-    from .views import FailureView
-
     entries = store.run_log(app_name, run_id)
     failed = [entry for entry in entries if entry.failed]
     if failed:

@@ -1,10 +1,10 @@
 """The strict check of option names (no database)."""
 import pytest
 
-from crontabber.config import load_settings, runner_options
+from crontabber.config.names import check_names, commented_classes, environment_notes, known_names
+from crontabber.config.options import Namespace
+from crontabber.config.settings import load_settings, runner_options
 from crontabber.errors import ConfigurationError
-from crontabber.known import check_names, commented_classes, environment_notes, known_names
-from crontabber.options import Namespace
 
 JOBS = "tests.fixtures.sample_jobs"
 

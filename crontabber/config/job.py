@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from .catalog import Job, job_config, names_known
-from .config import load_settings
-from .known import check_names
+from ..catalog import Job, job_config, names_known
+from ..scheduling import JobEntry, parse_schedule
+from .names import check_names
 from .options import DotDict
-from .scheduling import JobEntry, parse_schedule
+from .settings import load_settings
 
 
 def load_job_config(

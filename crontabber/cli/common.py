@@ -1,0 +1,151 @@
+"""What every handler of the command line shares: the :class:`Context` it is called with,
+the SIGTERM guard around a run, the audit entry of an action, the secrets to mask and the
+logging setup.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping, TextIO
+
+from ..catalog import Job, find_job
+from ..config.settings import Settings
+from ..errors import JobNotFound, Terminated
+from ..runner import Runner
+from ..store import StateStore
+
+if TYPE_CHECKING:
+    from ..records import AuditEntry
+    from ..runner import Reporter
+
+
+@dataclass
+class Context:
+    """What a handler works with: the settings, the configured jobs, the open state store,
+    the parsed command line and where to print. A handler is ``handler(ctx) -> exit code``."""
+
+    settings: Settings
+    jobs: list[Job]
+    store: StateStore
+    args: argparse.Namespace
+    out: TextIO
+
+    def runner(self) -> Runner:
+        """The runner of the operator commands (Sentry reporting when a DSN is set)."""
+        return Runner(self.settings, self.jobs, self.store, report=sentry_reporter(self.settings))
+
+    def job(self, name: str) -> Job:
+        """The configured job ``name`` means (app name or class path).
+
+        Raises:
+            JobNotFound: none does.
+        """
+        job = find_job(self.jobs, name)
+        if job is None:
+            raise JobNotFound(name, [j.app_name for j in self.jobs])
+        return job
+
+    def state_name(self, name: str) -> str:
+        """The app name an operator command means: a configured job's, or a ghost's (a
+        state row of a job no longer configured).
+
+        Raises:
+            JobNotFound: neither.
+        """
+        job = find_job(self.jobs, name)
+        if job is not None:
+            return job.app_name
+        if name not in self.store.states():
+            raise JobNotFound(name, [j.app_name for j in self.jobs])
+        return name
+
+    def audit_entry(self, action: str, app_name: str, **detail: Any) -> "AuditEntry":
+        """:func:`audit_entry` of this command line."""
+        return audit_entry(action, app_name, self.args, **detail)
+
+
+#: The options that override a refusal, recorded with each action that was given one.
+OVERRIDES = ("force", "replace", "yes")
+
+
+def audit_entry(action: str, app_name: str, args: Any, **detail: Any) -> "AuditEntry":
+    """An audit entry for ``action``: who, the reason, the overrides given, the outcome
+    (``done`` unless ``detail`` says otherwise) and ``detail``."""
+    from ..records import AuditEntry, actor
+
+    overrides = [f"--{name}" for name in OVERRIDES if getattr(args, name, False)]
+    detail = {"outcome": "done", **({"overrides": overrides} if overrides else {}), **detail}
+    return AuditEntry(actor(), action, app_name, getattr(args, "reason", None) or None, detail)
+
+
+def sentry_reporter(settings: Settings) -> "Reporter":
+    """The Sentry reporter, imported only when a DSN is set (an idle tick needs none)."""
+    if not settings.sentry_dsn:
+        return lambda exc, job: None
+    from ..sentry import SentryReporter
+
+    return SentryReporter(settings.sentry_dsn, secret_values_of(settings))
+
+
+class terminate_on_sigterm:
+    """While active, SIGTERM raises :class:`Terminated` in the main thread, so
+    the runner's ``finally`` blocks release the job's lock.
+
+    Processes a job forks (a multiprocessing pool) get the default SIGTERM
+    back: the handler is the runner's, not theirs.
+    """
+
+    def __enter__(self) -> None:
+        self._previous = signal.signal(signal.SIGTERM, self._raise)
+
+    def __exit__(self, *exc: object) -> None:
+        signal.signal(signal.SIGTERM, self._previous)
+
+    @staticmethod
+    def _raise(signum: int, frame: object) -> None:
+        raise Terminated(signum)
+
+
+def _default_sigterm() -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+os.register_at_fork(after_in_child=_default_sigterm)
+
+
+def secret_values_of(settings: Settings, overrides: Mapping[str, str] | None = None) -> set[str]:
+    """The secrets to mask in logs and Sentry events: the environment's and the command
+    line's (by name, and URL passwords), the database password and the Sentry DSN."""
+    from ..redaction import secret_values
+
+    secrets = secret_values(os.environ, overrides or {})
+    secrets.update(secret_values({"dsn": settings.sentry_dsn, "password": settings.database.password},
+                                 {"user": settings.database.user, "dbname": settings.database.dbname}))
+    return secrets
+
+
+def setup_logging(settings: Settings, overrides: Mapping[str, str] | None = None) -> None:
+    """Log to stderr at the configured level (stdout is for command output), every line
+    redacted (:mod:`crontabber.redaction`): the secrets of the environment, the command line
+    and the settings never reach a log, at DEBUG either."""
+    from ..redaction import redact_handlers
+
+    logging.basicConfig(stream=sys.stderr, level=settings.log_level, format=settings.log_format)
+    redact_handlers(secret_values_of(settings, overrides), settings.log_format)
+    # everett logs every raw value it reads at DEBUG, secrets included.
+    logging.getLogger("everett").setLevel(logging.WARNING)
+    # Client libraries log every request at INFO, and each retry at WARNING with a
+    # traceback: keep both for --logging.level=DEBUG; otherwise warnings only, without
+    # tracebacks (the runner reports each failure once, in one line).
+    if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
+        from ..failures import CLIENT_LOGGERS, NoClientTracebacks
+
+        for name in CLIENT_LOGGERS:
+            logging.getLogger(name).setLevel(logging.WARNING)
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(NoClientTracebacks())

@@ -1,0 +1,83 @@
+"""The commands that run jobs: a cron tick (no mode: every due job) and ``--job NAME
+[--force]`` (one job). Parse, call, print: the running is :class:`crontabber.runner.Runner`'s.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ..catalog import Job
+from ..command import ExitCode, exit_code_for
+from ..formats import minute_text
+from ..runner import JobResult, Runner, Status, first_lock_error
+from .common import Context, sentry_reporter, terminate_on_sigterm
+from .monitor import fleet_tick, write_metrics
+
+logger = logging.getLogger("crontabber")
+
+
+def run_all(ctx: Context) -> int:
+    """A cron tick: run every due job; exit non-zero only when a job's lock could not be
+    taken for a reason other than another host holding it."""
+    runner = Runner(ctx.settings, ctx.jobs, ctx.store, report=sentry_reporter(ctx.settings),
+                    tick=fleet_tick())  # a tick records itself: --nagios watches
+    with terminate_on_sigterm():
+        results = runner.run_all()
+    counts = {status: sum(r.status is status for r in results) for status in Status}
+    logger.info("done: %s", ", ".join(f"{n} {s.value}" for s, n in counts.items() if n) or "no jobs")
+    write_metrics(ctx.settings, ctx.jobs, ctx.store, ctx.args)
+    lock = first_lock_error(results)
+    return exit_code_for(lock) if lock else ExitCode.OK
+
+
+def run_one(ctx: Context) -> int:
+    """``--job NAME [--force]``: run one job if due (``--force``: anyway); exit 7 when nothing
+    ran, 6 when it is paused, 5 when it failed."""
+    args, out = ctx.args, ctx.out
+    job = ctx.job(args.job)
+    if args.force:
+        if job.is_backfill and not _backfill_pending(ctx, job):
+            print(f"{job.app_name}: nothing to backfill (every interval up to now is done); "
+                  f"--rerun {job.app_name} --date YYYY-MM-DD redoes a past day", file=out)
+            return ExitCode.NOT_RUN
+    with terminate_on_sigterm():
+        result = ctx.runner().run_job(job, force=args.force)
+    if result.error is not None:
+        raise result.error  # locked, running elsewhere, fenced: audited as refused by dispatch
+    if args.force:  # recorded once it ran, with how it went (a refused one said "done")
+        ctx.store.audit(ctx.audit_entry("force", job.app_name, outcome={
+            Status.FAILED: "done: the job failed (exit 5)"}.get(result.status, "done")))
+    if result.status is Status.PAUSED:
+        print(f"{job.app_name}: not run: {result.detail}; --force runs it anyway", file=out)
+        return ExitCode.PAUSED
+    if result.status is Status.SKIPPED:
+        hint = f"; --rerun {job.app_name} --date YYYY-MM-DD redoes a past day" \
+            if job.is_backfill and result.detail == "not due yet" else ""
+        print(f"{job.app_name}: skipped ({result.detail}); --force runs it anyway{hint}", file=out)
+        return ExitCode.NOT_RUN  # a script asking for this job learns that nothing ran
+    if result.status is Status.FAILED:
+        # Recorded (see --list-jobs, --nagios); a script asking for this job learns it too.
+        print(f"{job.app_name}: failed: {result.detail}", file=out)
+        return ExitCode.JOB_FAILED
+    for line in unit_lines(job, result):
+        print(line, file=out)
+    return ExitCode.OK
+
+
+def unit_lines(job: Job, result: JobResult) -> list[str]:
+    """What the run said it did: its summary (an ordinary job), or one line per interval
+    (a backfill job); nothing when the job gave no summary."""
+    if not any(text for _, text in result.summaries):
+        return []
+    if not job.is_backfill:
+        return [f"{job.app_name}: ran (run {result.run_id}): {result.summary}"]
+    return [f"{job.app_name}: ran (run {result.run_id}):"] + [
+        f"  {minute_text(when)}: {text or 'done (no summary)'}" for when, text in result.summaries]
+
+
+def _backfill_pending(ctx: Context, job: Job) -> bool:
+    from ..scheduling import backfill_dates
+
+    state = ctx.store.state(job.app_name)
+    last_success = state.last_success if state is not None else None
+    return bool(backfill_dates(last_success, job.schedule, ctx.store.now()))

@@ -1,0 +1,170 @@
+"""Every time format and message format of the commands, the dashboard and the jobs.
+
+A time a person reads is UTC, in one of the forms here: :func:`utc_text` (to the second,
+``UTC`` named), :func:`minute_text` (to the minute), :func:`stamp` (a table's column, whose
+header says UTC), :func:`relative` and :func:`absolute`, :func:`took` for durations and
+:func:`interval_range` for a run's intervals. JSON carries ISO 8601 (:mod:`crontabber.jsonout`).
+A message on one line: :func:`one_line`; data from outside made safe for a terminal:
+:func:`printable`. Exported by :mod:`crontabber` for the jobs.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+
+def utc_text(moment: dt.datetime | None) -> str:
+    """``2026-11-23 12:00:00 UTC`` (``-`` for none): the one time format of the commands."""
+    if moment is None:
+        return "-"
+    return f"{moment.astimezone(dt.timezone.utc):%Y-%m-%d %H:%M:%S} UTC"
+
+
+def minute_text(moment: dt.datetime) -> str:
+    """``2026-11-23 12:00 UTC``: a time people choose to the minute (a pause's end, an
+    interval, a next run)."""
+    return f"{moment.astimezone(dt.timezone.utc):%Y-%m-%d %H:%M} UTC"
+
+
+def stamp(when: dt.datetime) -> str:
+    """``2026-11-22 05:17:19`` in UTC (a table column whose header says UTC)."""
+    return f"{when.astimezone(dt.timezone.utc):%Y-%m-%d %H:%M:%S}"
+
+
+def iso_z(when: dt.datetime) -> str:
+    """``2026-11-22T05:17:19Z``: a machine-readable UTC time in a web page."""
+    return f"{when.astimezone(dt.timezone.utc):%Y-%m-%dT%H:%M:%SZ}"
+
+
+def day_text(day: dt.date | dt.datetime) -> str:
+    """``2026-11-22``: a day (a backfill interval of a daily job)."""
+    return f"{day:%Y-%m-%d}"
+
+
+def short_span(seconds: float) -> str:
+    """A span in one short unit, rounded down: ``45s``, ``3m``, ``4h``, ``2d``
+    (hours up to 47, so ``in 30h`` is not ``in 1d``)."""
+    whole = max(0, int(seconds))
+    for limit, size, unit in ((60, 1, "s"), (3600, 60, "m"), (48 * 3600, 3600, "h")):
+        if whole < limit:
+            return f"{whole // size}{unit}"
+    return f"{whole // 86400}d"
+
+
+def relative(when: dt.datetime | None, now: dt.datetime, empty: str = "-") -> str:
+    """``3m ago``, ``in 4h``, ``now`` (within a second), or ``empty``."""
+    if when is None:
+        return empty
+    seconds = (when - now).total_seconds()
+    if abs(seconds) < 1:
+        return "now"
+    return f"in {short_span(seconds)}" if seconds > 0 else f"{short_span(-seconds)} ago"
+
+
+def absolute(when: dt.datetime | None, now: dt.datetime, empty: str = "-") -> str:
+    """``2026-11-22 05:17:19 (3m ago)``, or ``empty``."""
+    if when is None:
+        return empty
+    return f"{stamp(when)} ({relative(when, now)})"
+
+
+def took(span: dt.timedelta | None) -> str:
+    """A duration: ``0.42s``, ``12.3s``, ``3m12s``, ``1h02m``, ``-`` when unknown."""
+    if span is None:
+        return "-"
+    seconds = span.total_seconds()
+    if seconds < 10:
+        return f"{seconds:.2f}s"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    whole = int(seconds)
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+
+
+def interval(success: dt.datetime | None) -> str:
+    """One interval of a backfill job: ``2026-11-24`` (midnight), ``2026-11-24 10:00``, ``-``."""
+    if success is None:
+        return "-"
+    utc = success.astimezone(dt.timezone.utc)
+    return f"{utc:%Y-%m-%d}" if (utc.hour, utc.minute, utc.second) == (0, 0, 0) else f"{utc:%Y-%m-%d %H:%M}"
+
+
+def interval_range(first: dt.datetime, last: dt.datetime, count: int) -> str:
+    """``2026-11-24``, ``2026-11-24 10:00..11:00 (2)`` or ``2026-11-01..2026-11-24 (24)``."""
+    if count == 1:
+        return interval(first)
+    first, last = first.astimezone(dt.timezone.utc), last.astimezone(dt.timezone.utc)
+    if first.date() == last.date():  # intervals within one day: their times say which
+        return f"{interval(first)}..{last:%H:%M} ({count})"
+    return f"{first:%Y-%m-%d}..{last:%Y-%m-%d} ({count})"
+
+
+_UNITS = (
+    ("year", 365 * 86400),
+    ("month", 30 * 86400),
+    ("week", 7 * 86400),
+    ("day", 86400),
+    ("hour", 3600),
+    ("minute", 60),
+    ("second", 1),
+)
+
+
+def timesince(then: dt.datetime, now: dt.datetime) -> str:
+    """crontabber's ``timesince``: up to two adjacent units, e.g. ``1 hour, 1 minute``."""
+    seconds = int((now - then).total_seconds())
+    if seconds <= 0:
+        return "0 seconds"
+    for index, (name, size) in enumerate(_UNITS):
+        count = seconds // size
+        if count:
+            parts = [_plural(count, name)]
+            if index + 1 < len(_UNITS):
+                next_name, next_size = _UNITS[index + 1]
+                rest = (seconds - count * size) // next_size
+                if rest:
+                    parts.append(_plural(rest, next_name))
+            return ", ".join(parts)
+    return "0 seconds"
+
+
+def _plural(count: int, name: str) -> str:
+    return f"{count} {name}" if count == 1 else f"{count} {name}s"
+
+
+def time_and_since(value: dt.datetime | None, now: dt.datetime, empty: str = "-") -> str:
+    """``2026-11-22 05:17:19 (1 hour, 1 minute ago)`` (or ``in ...``): the nagios check's
+    long form, as crontabber wrote it."""
+    if value is None:
+        return empty
+    if value > now:
+        return f"{stamp(value)} (in {timesince(now, value)})"
+    return f"{stamp(value)} ({timesince(value, now)} ago)"
+
+
+def one_line(text: str | None) -> str:
+    """A message on one line: a traceback-like text keeps its words, not its breaks; the
+    control characters left are escaped (:func:`printable`)."""
+    return printable(" ".join((text or "").split()))
+
+
+# C0, DEL, C1; the Unicode bidi embeddings, overrides, isolates and marks; the line and
+# paragraph separators: what can move the cursor, recolour or reorder a terminal's text
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e"
+                     "\u2066-\u2069]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: str | None) -> str:
+    """``text`` safe for a terminal: each control character (C0 including tab and newline,
+    DEL, C1), bidi control and line/paragraph separator as ``\\xHH`` or ``\\uHHHH``; other
+    characters unchanged. For every human output that shows data from uploaders or batch
+    writers (file names, keys, error messages); JSON output escapes on its own."""
+    return _UNSAFE.sub(_escape, text or "")
