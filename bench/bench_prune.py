@@ -16,6 +16,7 @@ import time
 import uuid
 from pathlib import Path
 
+import devservices
 from crontabber.schema import ensure_schema, with_runner
 from crontabber.store import connect
 from jobs import SQL_DIR as JOBS_SQL
@@ -31,7 +32,7 @@ ROUNDS = 3
 OURS_KEYS = 100_000
 SAMPLE_KEYS = 2_000
 REPO = Path(__file__).resolve().parent.parent
-DATA = Path(os.environ.get("SYMBOLS_STATE_DIR", REPO / ".services")) / "s3" / "data"
+DATA = devservices.current().s3_data
 
 
 def _fill(client: object, count: int) -> str:

@@ -39,12 +39,14 @@ import zipfile
 from pathlib import Path
 from typing import Any, Callable
 
+import devservices
+
 from .harness import Comparison, Sample, interleave
 from .services import cpu_seconds, fresh_database, s3proxy_pid
 
 ROUNDS = 3
 REPO = Path(__file__).resolve().parent.parent
-CACHE = REPO / ".services" / "cache" / "bench"
+CACHE = devservices.current().cache_dir / "bench"
 MB = 1e6
 # Uncompressed .sym text per archive: the generator's text deflates about 3.1:1 at level 6, as
 # real dump_syms output does (tests/fixtures/uploads_archives.py). "v2": the first generator's

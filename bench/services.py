@@ -1,5 +1,5 @@
-"""Connection settings of the local services for benchmarks (from the environment
-that ``make`` exports out of ``.services/env``; defaults match scripts/services.sh)."""
+"""The local services for benchmarks: a database's settings, a fresh database, s3proxy's pid
+and a process's CPU time. Addresses and places come from :mod:`devservices`."""
 
 from __future__ import annotations
 
@@ -7,18 +7,14 @@ import os
 from pathlib import Path
 from typing import Mapping
 
+import devservices
 from crontabber.store import DatabaseSettings, connect
 
 
 def database(dbname: str, env: Mapping[str, str] = os.environ) -> DatabaseSettings:
     """The local PostgreSQL's database ``dbname`` (tests/conftest.py uses it too)."""
-    return DatabaseSettings(
-        host=env.get("RESOURCE_POSTGRESQL_HOST", "127.0.0.1"),
-        port=int(env.get("RESOURCE_POSTGRESQL_PORT", "54329")),
-        dbname=dbname,
-        user=env.get("RESOURCE_POSTGRESQL_USER", "crontabber"),
-        password=env.get("RESOURCE_POSTGRESQL_PASSWORD", "crontabber"),
-    )
+    where = devservices.Services(env).database(dbname)
+    return DatabaseSettings(**where)
 
 
 def fresh_database(dbname: str) -> DatabaseSettings:
@@ -32,8 +28,6 @@ def fresh_database(dbname: str) -> DatabaseSettings:
     return database(dbname)
 
 
-STATE = Path(os.environ.get("SYMBOLS_STATE_DIR",
-                            Path(__file__).resolve().parent.parent / ".services"))
 
 
 def cpu_seconds(pid: int | str) -> float:
@@ -45,6 +39,6 @@ def cpu_seconds(pid: int | str) -> float:
 def s3proxy_pid() -> int | None:
     """The local s3proxy's pid (scripts/services.sh writes it), or None."""
     try:
-        return int((STATE / "s3" / "run" / "s3proxy.pid").read_text().strip())
+        return int(devservices.current().s3proxy_pid_file.read_text().strip())
     except (OSError, ValueError):
         return None

@@ -25,6 +25,7 @@ import sys
 import time
 from typing import Any
 
+import devservices
 from faults import net
 from faults.result import FaultResult
 
@@ -149,7 +150,7 @@ def run(scale: float) -> list[FaultResult]:
 
     tools = net.tools()
     (net.STATE / "faults").mkdir(parents=True, exist_ok=True)
-    es_port = net.service_port("ES_URL", 9201)
+    es_port = devservices.current().es_port
     direct = f"http://127.0.0.1:{es_port}"
     es = make_es_client(direct, request_timeout=120)
     expected = source()

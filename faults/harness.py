@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
+import devservices
 from crontabber import sqlfiles
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -79,7 +80,7 @@ FAULT_INI = f"""
 [resource]
     [[postgresql]]
         host=127.0.0.1
-        port=54329
+        port={devservices.DEFAULT_PORTS['pg']}
         dbname=crontabber
         user=crontabber
 [logging]
@@ -264,20 +265,15 @@ def list_objects(client: Any, bucket: str, prefix: str) -> dict[str, int]:
 def es_client() -> Any:
     from elasticsearch import Elasticsearch
 
-    return Elasticsearch(os.environ.get("ES_URL", "http://127.0.0.1:9201"), request_timeout=30)
+    return Elasticsearch(devservices.current().es_url, request_timeout=30)
 
 
 def connect() -> Any:
     """An autocommit connection to the environment's database (the schema applied)."""
     import psycopg2
 
-    connection = psycopg2.connect(
-        host=os.environ.get("RESOURCE_POSTGRESQL_HOST", "127.0.0.1"),
-        port=int(os.environ.get("RESOURCE_POSTGRESQL_PORT", "54329")),
-        user=os.environ.get("RESOURCE_POSTGRESQL_USER", "crontabber"),
-        password=os.environ.get("RESOURCE_POSTGRESQL_PASSWORD", ""),
-        dbname=os.environ.get("RESOURCE_POSTGRESQL_DBNAME", "crontabber"),
-        application_name="faults", connect_timeout=5)
+    connection = psycopg2.connect(**devservices.current().database(), application_name="faults",
+                                  connect_timeout=5)
     connection.autocommit = True
     from crontabber.schema import ensure_schema, with_runner
     from jobs import SQL_DIR as JOBS_SQL
@@ -294,18 +290,12 @@ def query(connection: Any, name: str, **params: Any) -> list[tuple]:
 
 
 def state_dir() -> pathlib.Path:
-    return pathlib.Path(os.environ.get("SYMBOLS_STATE_DIR") or ROOT / ".services")
+    return devservices.current().state_dir
 
 
 def pg_data() -> pathlib.Path:
-    """PostgreSQL's data directory, found as scripts/services.sh places it: the env file
-    names the service directory ("PostgreSQL's and Elasticsearch's data: DIR"), whose
-    ``pg/data`` it is."""
-    env = state_dir() / "env"
-    for line in env.read_text().splitlines():
-        if line.startswith("# PostgreSQL's and Elasticsearch's data:"):
-            return pathlib.Path(line.split(":", 1)[1].strip()) / "pg" / "data"
-    raise RuntimeError(f"{env} does not name PostgreSQL's data directory")
+    """PostgreSQL's data directory (:attr:`devservices.Services.pg_data`)."""
+    return devservices.current().pg_data
 
 
 def pg_ctl(*args: str) -> None:

@@ -22,9 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import devservices
+
 REPO = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
-STATE = Path(os.environ.get("SYMBOLS_STATE_DIR") or REPO / ".services")
+STATE = devservices.current().state_dir
 ADDON = Path(__file__).resolve().parent / "s3_errors_addon.py"
 
 
@@ -209,20 +211,11 @@ def services(command: str, *names: str) -> None:
     """``scripts/services.sh COMMAND NAMES`` for the services this environment points at:
     the script's port settings are taken from the addresses ``.services/env`` exported
     when they are not set (else a restart would pick the default ports)."""
-    ports = {"SYMBOLS_PG_PORT": os.environ.get("RESOURCE_POSTGRESQL_PORT", "54329"),
-             "SYMBOLS_ES_PORT": str(service_port("ES_URL", 9201)),
-             "SYMBOLS_S3_PORT": str(service_port("AWS_ENDPOINT_URL_S3", 9444))}
-    env = {**ports, **os.environ, "SYMBOLS_STATE_DIR": str(STATE)}
+    env = {**devservices.current().script_ports(), **os.environ, "SYMBOLS_STATE_DIR": str(STATE)}
     proc = subprocess.run(["bash", str(REPO / "scripts" / "services.sh"), command, *names],
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     if proc.returncode:
         raise RuntimeError(f"services.sh {command} {' '.join(names)}: {proc.stderr.strip()[-500:]}")
-
-
-def service_port(variable: str, default: int) -> int:
-    """The port of a service's URL variable (``ES_URL``, ``AWS_ENDPOINT_URL_S3``)."""
-    url = os.environ.get(variable, "")
-    return int(url.rsplit(":", 1)[1].split("/")[0]) if url.count(":") == 2 else default
 
 
 def rng(seed: int | None = None) -> random.Random:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 
+import devservices
 from faults.registry import MODULES
 from faults.result import FaultResult
 
@@ -15,8 +15,7 @@ REPORT = ROOT / "docs" / "reliability.md"
 
 def results_dir() -> pathlib.Path:
     """Where each module's last results are kept (under the services' state directory)."""
-    state = os.environ.get("SYMBOLS_STATE_DIR") or str(ROOT / ".services")
-    return pathlib.Path(state) / "faults"
+    return devservices.current().faults_dir
 
 
 def save(module: str, results: list[FaultResult], *, command: str, date: str) -> None:

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+import devservices
 from faults import net
 from faults.result import FaultResult
 
@@ -191,7 +192,7 @@ def run(scale: float) -> list[FaultResult]:
     (net.STATE / "faults").mkdir(parents=True, exist_ok=True)
     work = net.STATE / "faults" / "s3-work"
     work.mkdir(parents=True, exist_ok=True)
-    s3_port = net.service_port("AWS_ENDPOINT_URL_S3", 9444)
+    s3_port = devservices.current().s3_port
     bench = Bench(work)
     toxi = net.Toxiproxy(tools)
     mitm = net.Mitm(tools, s3_port)

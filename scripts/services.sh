@@ -689,7 +689,8 @@ write_env_file() {
   # Holds passwords: readable by the owner only.
   (umask 077 && cat >"$f.tmp") <<EOF
 # Written by scripts/services.sh: local development services.
-# PostgreSQL's and Elasticsearch's data: $SERVICE_DIR
+# PostgreSQL's and Elasticsearch's data (devservices.Services.service_dir reads it):
+export SYMBOLS_SERVICE_DIR=$SERVICE_DIR
 export RESOURCE_POSTGRESQL_HOST=127.0.0.1
 export RESOURCE_POSTGRESQL_PORT=$PG_PORT
 export RESOURCE_POSTGRESQL_USER=$DB_USER

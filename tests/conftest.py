@@ -26,6 +26,7 @@ import psycopg2
 import psycopg2.errors
 import pytest
 
+import devservices
 from bench.services import database as service_database
 from crontabber.schema import ensure_schema, with_runner
 from crontabber.store import DatabaseSettings, connect
@@ -34,21 +35,9 @@ from jobs import SQL_DIR as JOBS_SQL
 REPO = Path(__file__).resolve().parent.parent
 
 
-def _service_env() -> dict[str, str]:
-    """Values from .services/env (``export NAME=value`` lines), under os.environ."""
-    values: dict[str, str] = {}
-    env_file = Path(os.environ.get("SYMBOLS_STATE_DIR", REPO / ".services")) / "env"
-    if env_file.is_file():
-        for line in env_file.read_text().splitlines():
-            line = line.strip().removeprefix("export ")
-            if "=" in line and not line.startswith("#"):
-                name, _, value = line.partition("=")
-                values[name.strip()] = value.strip().strip("'\"")
-    values.update(os.environ)
-    return values
-
-
-ENV = _service_env()
+# .services/env's values under os.environ's
+ENV = devservices.environment()
+SERVICES = devservices.Services(ENV)
 
 
 def admin_settings(dbname: str = "postgres") -> DatabaseSettings:
@@ -129,7 +118,7 @@ def s3_client() -> Any:
 
     return boto3.client(
         "s3",
-        endpoint_url=ENV.get("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9444"),
+        endpoint_url=SERVICES.s3_endpoint,
         aws_access_key_id=ENV.get("AWS_ACCESS_KEY_ID", "symbols"),
         aws_secret_access_key=ENV.get("AWS_SECRET_ACCESS_KEY", "symbols-secret"),
         region_name=ENV.get("AWS_DEFAULT_REGION", "us-east-1"),
@@ -155,7 +144,7 @@ def s3_bucket() -> Iterator[str]:
 def es_client() -> Any:
     from elasticsearch import Elasticsearch
 
-    return Elasticsearch(ENV.get("ES_URL", "http://127.0.0.1:9201"), request_timeout=30)
+    return Elasticsearch(SERVICES.es_url, request_timeout=30)
 
 
 @pytest.fixture

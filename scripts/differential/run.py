@@ -40,13 +40,14 @@ import psycopg2.extras
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-CACHE = ROOT / ".services" / "cache" / "py2crontabber"
+sys.path.insert(0, str(ROOT))
+import devservices  # noqa: E402
+
+SERVICES = devservices.current()
+CACHE = SERVICES.cache_dir / "py2crontabber"
 REQUIREMENTS = HERE / "requirements-py27.txt"
 PYTHON27 = "2.7.18"
-PG = {"host": os.environ.get("RESOURCE_POSTGRESQL_HOST", "127.0.0.1"),
-      "port": int(os.environ.get("RESOURCE_POSTGRESQL_PORT", "54329")),
-      "user": os.environ.get("RESOURCE_POSTGRESQL_USER", "crontabber"),
-      "password": os.environ.get("RESOURCE_POSTGRESQL_PASSWORD", "crontabber")}
+PG = {k: v for k, v in SERVICES.database().items() if k != "dbname"}
 JOBS_MODULE = "jobs_py2and3"
 # Tolerances, in seconds, on top of the scenario's skew (see Outcome.skew):
 AGE_TOL = 5.0    # ages of the same value in the two databases

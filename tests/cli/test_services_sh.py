@@ -23,6 +23,7 @@ from typing import Iterator
 import psycopg2
 import pytest
 
+import devservices
 from tests.conftest import ENV
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -140,7 +141,7 @@ def test_a_checkout_in_a_mode_700_directory_runs_postgresql_and_cleans_only_its_
     assert cleaned.returncode == 0, cleaned.stderr
     assert not data.exists() and not checkout.state_dir.exists()
     assert before <= service_dirs()  # no other checkout's data was touched
-    assert answers(int(ENV.get("RESOURCE_POSTGRESQL_PORT", "54329")))  # the shared services run on
+    assert answers(devservices.Services(ENV).pg_port)  # the shared services run on
 
 
 def test_a_clone_deleted_without_clean_leaves_nothing_to_the_next_clone_at_its_path(private):

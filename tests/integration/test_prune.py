@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import devservices
 from crontabber.store import connect
 from jobs.prune.rules import Kind, Protection, Rule
 from jobs.prune.runs import PruneOptions, run_prune
@@ -172,8 +173,7 @@ def test_a_key_the_server_cannot_delete_is_reported_and_retried_next_run(prune):
     server fails that delete (for a batch, it fails the whole batch)."""
     keys = [f"reports/missing-symbols/{i}.csv" for i in range(5)]
     put_many(prune.symbols, keys)
-    state_dir = Path(os.environ.get("SYMBOLS_STATE_DIR", REPO / ".services"))
-    stuck = state_dir / "s3" / "data" / prune.symbols / keys[2]
+    stuck = devservices.current().s3_data / prune.symbols / keys[2]
     assert stuck.is_file()
     subprocess.run(["chattr", "+i", str(stuck)], check=True)
     try:

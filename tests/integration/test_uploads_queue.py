@@ -18,6 +18,7 @@ import boto3
 import pytest
 from botocore.config import Config
 
+import devservices
 from jobs.s3 import make_s3_client
 from jobs.uploads.errors import ClaimLost, DiskFull, S3Unavailable
 from jobs.uploads.records import UploadSettings, UploadStatus
@@ -27,7 +28,7 @@ from tests.fixtures.uploads_queue import uploads  # noqa: F401 - the fixture
 
 REPO = Path(__file__).resolve().parent.parent.parent
 # scripts/services.sh keeps the S3 server's buckets as directories here.
-S3_DATA = Path(os.environ.get("SYMBOLS_STATE_DIR", REPO / ".services")) / "s3" / "data"
+S3_DATA = devservices.current().s3_data
 ROW = ("status", "attempts", "files_total", "files_uploaded", "files_skipped", "files_ignored",
        "bytes_uploaded", "error")
 
