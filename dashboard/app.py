@@ -58,6 +58,7 @@ from crontabber import jsonout
 from crontabber.errors import CrontabberError, DatabaseUnavailable, JobNotFound
 
 from . import page
+from .pipeline import pipeline_document
 from .source import HISTORY_LIMIT, SPARK_RUNS, Source
 
 logger = logging.getLogger("dashboard.app")
@@ -232,7 +233,7 @@ class DashboardApp:
                 return json_response(200, self.source.jobs_document(session))
         if path == "/api/pipeline":
             with self.source.session() as session:
-                return json_response(200, self.source.pipeline_document(session))
+                return json_response(200, pipeline_document(self.source, session))
         if path == "/api/fleet":
             with self.source.session() as session:
                 return json_response(200, self.source.fleet_document(session))
@@ -286,7 +287,7 @@ class DashboardApp:
         with source.session() as session:
             views, now = source.jobs_views(session)
             runs = {view.name: source.runs(session, view.name, SPARK_RUNS).runs for view in views}
-            pipeline = source.pipeline_document(session)
+            pipeline = pipeline_document(source, session)
             fleet = source.fleet_document(session)
         return now, {"health": page.health_panel(fleet["check"], views),
                      "jobs": page.jobs_panel(views, runs, now),

@@ -160,9 +160,3 @@ class Source:
                        "last_tick": h.last_tick, "skew_seconds": h.skew_seconds,
                        "recent": h.host in recent} for h in hosts],
         }
-
-    def pipeline_document(self, session: Session) -> dict[str, Any]:
-        """The pipeline panels (:mod:`dashboard.pipeline`)."""
-        from .pipeline import pipeline_document
-
-        return pipeline_document(self, session)
