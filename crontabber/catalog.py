@@ -24,6 +24,7 @@ from .scheduling import (
     Schedule,
     dependency_order,
     normalize_depends_on,
+    parse_duration,
     parse_schedule,
 )
 
@@ -91,6 +92,11 @@ def job_options(cls: type) -> Namespace:
                     reference_value_from="crontabber")
     base.add_option("error_retry_max", 86400, "the longest retry wait, in seconds",
                     reference_value_from="crontabber")
+    base.add_option("settle_lag", "0", "run interval T only after T + this (seconds, or 30m, 6h)",
+                    reference_value_from="crontabber", from_string_converter=parse_duration)
+    base.add_option("jitter", "0", "start a fixed offset within this after the job's time, "
+                    "derived from its name (seconds, or 10m)", reference_value_from="crontabber",
+                    from_string_converter=parse_duration)
     required = getattr(cls, "required_config", None)
     return base.merged(required) if isinstance(required, Namespace) else base
 
@@ -114,11 +120,33 @@ def _schedule_for(entry: JobEntry, cls: type, sources: Sources) -> Schedule:
     frequency = entry.frequency if frequency in (NO_VALUE, "") else frequency
     time = entry.time if time in (NO_VALUE, "") else time
     try:
-        return parse_schedule(frequency, time)
+        schedule = parse_schedule(frequency, time)
     except ValueError as exc:
         # Name what the operator set: the per-job override if there is one.
         where = [f"{'.'.join(path)}.{name}" for name in overridden] or [f"jobs entry {entry.text!r}"]
         raise ConfigurationError(" and ".join(where), str(exc)) from None
+    return _delayed(schedule, cls, sources)
+
+
+def _delayed(schedule: Schedule, cls: type, sources: Sources) -> Schedule:
+    """The schedule with the job's settle lag and jitter (per job, else ``[crontabber]``'s).
+
+    Raises:
+        ConfigurationError: naming the option whose value is wrong.
+    """
+    options = job_options(cls)
+    path = ("crontabber", f"class-{cls.__name__}")
+    values = {}
+    for name in ("settle_lag", "jitter"):
+        option = next(o for p, o in options.walk(path) if o.name == name and p == path)
+        try:
+            values[name] = parse_duration(sources.value(path, option))
+        except (ValueError, ConfigurationError) as exc:
+            raise ConfigurationError(f"crontabber.class-{cls.__name__}.{name}", str(exc)) from None
+    try:
+        return schedule.delayed(values["settle_lag"], values["jitter"], str(cls.app_name))  # type: ignore[attr-defined]
+    except ValueError as exc:
+        raise ConfigurationError(f"crontabber.class-{cls.__name__}.settle_lag/jitter", str(exc)) from None
 
 
 def _load_one(entry: JobEntry, sources: Sources) -> Job:

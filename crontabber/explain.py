@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from .catalog import Job
-from .formats import minute_text, utc_text
+from .formats import minute_text, span_text, utc_text
 from .leases import LeaseRules, Marker, describe_marker, lease_expiry
 from .scheduling import backfill_dates, dependency_block, is_due, pause_active
 from .state import JobState
@@ -148,13 +148,24 @@ def _last_runs(notes: _Notes, state: JobState | None) -> None:
 def _due(notes: _Notes, job: Job, state: JobState | None) -> None:
     due = is_due(state, job.schedule, notes.now)
     notes.facts["due"] = due
+    schedule = job.schedule
+    notes.facts["settle_lag_seconds"] = schedule.lag.total_seconds()
+    notes.facts["jitter_seconds"] = schedule.jitter.total_seconds()
+    if schedule.delay:
+        parts = ([f"jitter {span_text(schedule.jitter)} (fixed, from its name)"] if schedule.jitter else []) + \
+            ([f"settle lag {span_text(schedule.lag)}"] if schedule.lag else [])
+        notes.lines.append(f"starts {span_text(schedule.delay)} after its time: " + ", ".join(parts)
+                           + (f"; interval T runs after T + {span_text(schedule.delay)}"
+                              if job.is_backfill else ""))
     if due:
         notes.lines.append("due now" if state is None or state.next_run is None
                            else f"due since {notes.at(state.next_run)}")
         return
     when = state.next_run if state is not None else None
     notes.lines.append(f"not due until {notes.at(when)}" if when else
-                       f"not due until {job.schedule.time} UTC today")
+                       f"not due until {job.schedule.time} UTC today"
+                       + (f" + {span_text(job.schedule.delay)}" if job.schedule.delay else ""))
+
     notes.blocking.append("not due yet")
 
 

@@ -52,6 +52,15 @@ def short_span(seconds: float) -> str:
     return f"{whole // 86400}d"
 
 
+def span_text(span: dt.timedelta) -> str:
+    """An exact span in its units: ``6h``, ``7m30s``, ``1d2h``, ``0s``."""
+    whole = int(span.total_seconds())
+    parts = [f"{amount}{unit}" for amount, unit in (
+        (whole // 86400, "d"), (whole % 86400 // 3600, "h"), (whole % 3600 // 60, "m"), (whole % 60, "s"))
+        if amount]
+    return "".join(parts) or "0s"
+
+
 def relative(when: dt.datetime | None, now: dt.datetime, empty: str = "-") -> str:
     """``3m ago``, ``in 4h``, ``now`` (within a second), or ``empty``."""
     if when is None:

@@ -10,8 +10,10 @@ The semantics are crontabber 0.18's, with its bugs fixed where noted
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import graphlib
+import hashlib
 import re
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
@@ -43,11 +45,22 @@ class TimeOfDay:
 
 @dataclass(frozen=True)
 class Schedule:
-    """How often a job runs: its frequency and optional time of day."""
+    """How often a job runs: its frequency and optional time of day, and how late it sees
+    the clock.
+
+    ``lag`` (the settle lag) and ``jitter`` (a fixed offset derived from the job's name,
+    :func:`jitter_offset`) add up to :attr:`delay`: the job runs as if the time were ``now -
+    delay``. A daily job at 06:00 with a delay of 7 minutes is due at 06:07; a backfill job's
+    interval ``T`` runs once ``T + delay`` has passed (its data has settled). ``next_run`` is
+    stored as the wall-clock time it is due (the delay included), so the due check, lateness
+    and every view read it as they always did.
+    """
 
     frequency: str
     seconds: int
     time: TimeOfDay | None
+    lag: dt.timedelta = dt.timedelta(0)
+    jitter: dt.timedelta = dt.timedelta(0)
 
     def __str__(self) -> str:
         return f"{self.frequency} @ {self.time}" if self.time else self.frequency
@@ -55,6 +68,60 @@ class Schedule:
     @property
     def interval(self) -> dt.timedelta:
         return dt.timedelta(seconds=self.seconds)
+
+    @property
+    def delay(self) -> dt.timedelta:
+        """How late the job sees the clock: its settle lag plus its jitter."""
+        return self.lag + self.jitter
+
+    def delayed(self, lag: dt.timedelta, spread: dt.timedelta, app_name: str) -> "Schedule":
+        """This schedule with a settle ``lag`` and the jitter of ``app_name`` within ``spread``.
+
+        Raises:
+            ValueError: a negative value, or a delay of a whole interval or more (the job
+                would be due again before its own delayed run).
+        """
+        if lag < dt.timedelta(0) or spread < dt.timedelta(0):
+            raise ValueError("must not be negative")
+        jitter = jitter_offset(app_name, spread)
+        if lag + spread >= self.interval and (lag or spread):
+            raise ValueError(f"settle lag + jitter ({lag + spread}) must be shorter than the "
+                             f"job's frequency ({self.frequency})")
+        return dataclasses.replace(self, lag=lag, jitter=jitter)
+
+
+def jitter_offset(app_name: str, spread: dt.timedelta) -> dt.timedelta:
+    """A job's fixed start offset within ``spread``, in whole seconds, derived from its name
+    (SHA-256): the same on every host and every tick, so the jobs of a fleet spread over
+    ``spread`` and each keeps its place (a delay drawn anew at each start, as systemd's
+    ``RandomizedDelaySec``, can starve a job behind its neighbours)."""
+    seconds = int(spread.total_seconds())
+    if seconds <= 0:
+        return dt.timedelta(0)
+    digest = hashlib.sha256(app_name.encode("utf-8")).digest()
+    return dt.timedelta(seconds=int.from_bytes(digest[:8], "big") % seconds)
+
+
+def parse_duration(text: str | int | float | dt.timedelta) -> dt.timedelta:
+    """``0``, seconds (``600``) or a number and a unit (``10m``, ``6h``, ``1d``).
+
+    Raises:
+        ValueError: anything else, or a negative number.
+    """
+    if isinstance(text, dt.timedelta):
+        return text
+    raw = str(text).strip()
+    match = _FREQUENCY.match(raw)
+    if match:
+        return dt.timedelta(seconds=int(match.group(1)) * UNIT_SECONDS[match.group(2)])
+    try:
+        seconds = float(raw or 0)
+    except ValueError:
+        raise ValueError(f"bad duration {raw!r}: expected seconds or a number and a unit "
+                         "m, h or d (e.g. 600, 10m, 6h)") from None
+    if seconds < 0:
+        raise ValueError(f"bad duration {raw!r}: must not be negative")
+    return dt.timedelta(seconds=seconds)
 
 
 @dataclass(frozen=True)
@@ -179,10 +246,11 @@ def never_ran(state: JobState | None) -> bool:
 
 
 def first_run_due(schedule: Schedule, now: dt.datetime) -> bool:
-    """The first-run rule: due at once, or with a time of day once UTC ``now`` reached it."""
+    """The first-run rule: due at once, or with a time of day once UTC ``now`` reached it
+    (plus the schedule's delay)."""
     if schedule.time is None:
         return True
-    utc = now.astimezone(dt.timezone.utc)
+    utc = (now - schedule.delay).astimezone(dt.timezone.utc)
     return (utc.hour, utc.minute) >= (schedule.time.hour, schedule.time.minute)
 
 
@@ -209,8 +277,9 @@ def first_due_at(schedule: Schedule, now: dt.datetime) -> dt.datetime | None:
     reached it; None without a time of day (then it is due from whenever it was added)."""
     if schedule.time is None or not first_run_due(schedule, now):
         return None
-    return now.astimezone(dt.timezone.utc).replace(
-        hour=schedule.time.hour, minute=schedule.time.minute, second=0, microsecond=0)
+    return (now - schedule.delay).astimezone(dt.timezone.utc).replace(
+        hour=schedule.time.hour, minute=schedule.time.minute, second=0, microsecond=0
+    ) + schedule.delay
 
 
 def next_run_after(
@@ -221,16 +290,19 @@ def next_run_after(
     After a failure: ``started + error_retry_time`` seconds (the runner passes
     :func:`crontabber.leases.retry_delay`, which may grow with each failure). After a success:
     ``started + frequency``, with the hour and minute replaced by the time of
-    day if there is one (keeping that calendar date, as crontabber does).
+    day if there is one (keeping that calendar date, as crontabber does), counted on the
+    job's clock (``started - delay``) and given back on the wall clock (``+ delay``): a
+    job at 23:55 with 10 minutes of jitter that started at 00:05 is next due at 00:05 the
+    day after, not two days later.
     """
     if not succeeded:
         return started + dt.timedelta(seconds=error_retry_time)
-    nxt = started.astimezone(dt.timezone.utc) + schedule.interval
+    nxt = (started - schedule.delay).astimezone(dt.timezone.utc) + schedule.interval
     if schedule.time is not None:
         nxt = nxt.replace(
             hour=schedule.time.hour, minute=schedule.time.minute, second=0, microsecond=0
         )
-    return nxt
+    return nxt + schedule.delay
 
 
 def backfill_dates(
@@ -241,8 +313,10 @@ def backfill_dates(
     With no previous success the job runs once with ``now``. Otherwise each
     whole interval since ``last_success`` (anchored to the time of day in UTC,
     so a job reached a minute late on some days does not drift) gives one date,
-    strictly before ``now``.
+    strictly before ``now``. ``now`` is the job's clock: the schedule's delay (settle lag
+    and jitter) is taken off first, so interval ``T`` comes once ``T + delay`` has passed.
     """
+    now = now - schedule.delay
     if last_success is None:
         return [now]
     when = last_success.astimezone(dt.timezone.utc)

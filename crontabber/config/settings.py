@@ -51,6 +51,13 @@ def runner_options() -> Namespace:
                     "(1: constant, as crontabber)")
     cron.add_option("error_retry_max", 86400,
                     "the longest wait before a retry, in seconds (with error_backoff > 1)")
+    cron.add_option("settle_lag", "0",
+                    "how long after an interval's time a backfill job runs it (its data arrives "
+                    "late): seconds, or 30m, 6h, 1d; each job may set its own")
+    cron.add_option("jitter", "0",
+                    "spread the jobs' starts over this much (seconds, or 10m, 1h): each job "
+                    "starts a fixed offset after its time, derived from its name; each job may "
+                    "set its own (0: off)")
     cron.add_option(
         "max_ongoing_age_hours", 12.0,
         "a marker without heartbeat (a crontabber 0.18 runner's) older than this is ignored",
