@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from everett import NO_VALUE
 
+from .alerting import AlertRules
 from .config.names import KnownNames, check_names, check_sections, environment_notes, known_names
 from .config.options import DotDict, Namespace
 from .config.settings import Settings, Sources, runner_options
@@ -97,8 +98,41 @@ def job_options(cls: type) -> Namespace:
     base.add_option("jitter", "0", "start a fixed offset within this after the job's time, "
                     "derived from its name (seconds, or 10m)", reference_value_from="crontabber",
                     from_string_converter=parse_duration)
+    base.add_option("alert_after_failures", 2, "alert after this many failures in a row (0: never)",
+                    reference_value_from="crontabber")
+    base.add_option("alert_on_recovery", True, "alert when it recovers", reference_value_from="crontabber")
+    base.add_option("alert_silence", "1h", "alert when not run this long after due (0: never)",
+                    reference_value_from="crontabber", from_string_converter=parse_duration)
+    base.add_option("alert_realert", "4h", "alert again this often while failing or silent (0: once)",
+                    reference_value_from="crontabber", from_string_converter=parse_duration)
+    base.add_option("alert_on_takeover", True, "alert when a dead host's run is taken over",
+                    reference_value_from="crontabber")
+    base.add_option("alert_to", "", "target names, comma-separated (empty: every target)",
+                    reference_value_from="crontabber")
     required = getattr(cls, "required_config", None)
     return base.merged(required) if isinstance(required, Namespace) else base
+
+
+def alert_rules(job: Job, sources: Sources) -> AlertRules:
+    """The job's alert rules (its ``[[class-X]]`` options, else ``[crontabber]``'s).
+
+    Raises:
+        ConfigurationError: a value that does not parse, naming the option.
+    """
+    options = {option.name: option for path, option in job_options(job.cls).walk(job.namespace)
+               if path == job.namespace and option.name.startswith("alert_")}
+    values = {name: sources.value(job.namespace, option) for name, option in options.items()}
+    try:
+        after = int(values["alert_after_failures"])
+        silence, realert = parse_duration(values["alert_silence"]), parse_duration(values["alert_realert"])
+    except ValueError as exc:
+        raise ConfigurationError(f"crontabber.class-{job.cls.__name__}.alert_*", str(exc)) from None
+    if after < 0:
+        raise ConfigurationError(f"crontabber.class-{job.cls.__name__}.alert_after_failures",
+                                 "must not be negative")
+    to = tuple(name.strip() for name in str(values["alert_to"] or "").split(",") if name.strip())
+    return AlertRules(after, bool(values["alert_on_recovery"]), silence, realert,
+                      bool(values["alert_on_takeover"]), to)
 
 
 def _seconds(text: str) -> float | str:

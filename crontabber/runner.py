@@ -114,9 +114,12 @@ class Runner:
         report: Reporter = _no_report,
         host: str | None = None,
         tick: Tick | None = None,
+        on_takeover: Callable[[Job, JobState, int], None] | None = None,
     ) -> None:
         """``tick``: record this invocation in ``crontabber_host`` with its
-        first read of the state (a cron tick does; operator commands do not)."""
+        first read of the state (a cron tick does; operator commands do not).
+        ``on_takeover(job, before, run_id)``: called when a claim took a job over from a
+        dead or expired run (the alerts' takeover event)."""
         self.settings = settings
         self.jobs = jobs
         self.store = store
@@ -126,6 +129,7 @@ class Runner:
         self.rules = LeaseRules(settings.lease_seconds, settings.max_ongoing_age_hours, self.host)
         self._snapshot: tuple[dict[str, JobState], dt.datetime] | None = None
         self._tick = tick
+        self.on_takeover = on_takeover
 
     def _states_and_now(self) -> tuple[dict[str, JobState], dt.datetime]:
         """The state rows and the database time, read once and reused until a job is
@@ -137,6 +141,11 @@ class Runner:
         if self._snapshot is None:
             self._snapshot = (self.store.states(), self.store.now())
         return self._snapshot
+
+    def snapshot(self) -> tuple[dict[str, JobState], dt.datetime]:
+        """The state rows and the database time: the tick's first read while no job ran,
+        read again after one did."""
+        return self._states_and_now()
 
     def run_all(self) -> list[JobResult]:
         """Attempt every due job in dependency order.
@@ -186,6 +195,8 @@ class Runner:
             return JobResult(job.app_name, Status.SKIPPED, "another runner just ran it")
         before, claim = claimed
         logger.info("running %s (run %s)", job.app_name, claim.run_id, extra={"job": job.app_name})
+        if before.ongoing is not None and self.on_takeover is not None:
+            self.on_takeover(job, before, claim.run_id)
         return self._execute(job, before, claim, kind=kind)
 
     def _why_not(self, job: Job, states: dict[str, JobState], now: dt.datetime) -> str | None:

@@ -453,6 +453,79 @@ class StateStore:
             cur.execute(Q["audit_list"], {"app_name": app_name, "limit": limit})
             return [AuditEntry.from_row(_as_dict(cur, row)) for row in cur.fetchall()]
 
+    # ------------------------------------------------------------------ alerts
+
+    @translated
+    def alerts_sweep(self, host: str, claim_seconds: float, limit: int
+                     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """One statement per tick: claim the notices due (``host`` holds each for
+        ``claim_seconds``) and read the open failing and silent alerts.
+
+        Returns:
+            (claimed notices with their alerts, open alerts).
+        """
+        rows = self._alert_rows("alerts_sweep", {"host": host, "claim_seconds": claim_seconds,
+                                                 "limit": limit})
+        return ([r for r in rows if r["row_kind"] == "notice"],
+                [r for r in rows if r["row_kind"] == "open"])
+
+    @translated
+    def notices_claim(self, host: str, claim_seconds: float, alert_ids: Sequence[int]
+                      ) -> list[dict[str, Any]]:
+        """Claim the pending notices of ``alert_ids`` (those no other host holds)."""
+        return self._alert_rows("notices_claim", {"host": host, "claim_seconds": claim_seconds,
+                                                  "alert_ids": list(alert_ids)})
+
+    @translated
+    def alert_open(self, app_name: str, kind: str, subject: str, message: str,
+                   detail: Mapping[str, Any], host: str, realert_seconds: float,
+                   targets: Sequence[str]) -> int | None:
+        """Open an alert with a notice per target: its id, or None when any host had
+        opened it (the unique key (app_name, kind, subject) decides)."""
+        rows = self._alert_rows("alert_open", {
+            "app_name": app_name, "kind": kind, "subject": subject, "message": message,
+            "detail": json.dumps(dict(detail), default=str), "host": host,
+            "realert_seconds": realert_seconds, "targets": list(targets)})
+        return rows[0]["id"] if rows else None
+
+    @translated
+    def alert_resolve(self, alert_id: int) -> bool:
+        """End an open alert; True for the one caller that ended it."""
+        return bool(self._alert_rows("alert_resolve", {"id": alert_id}))
+
+    @translated
+    def alert_realert(self, alert_id: int, realert_seconds: float, targets: Sequence[str]) -> int | None:
+        """Notify an open alert again if its next notice is due: the notice's number for
+        the one caller that did, else None."""
+        rows = self._alert_rows("alert_realert", {"id": alert_id, "realert_seconds": realert_seconds,
+                                                  "targets": list(targets)})
+        return rows[0]["notified"] if rows else None
+
+    @translated
+    def notice_sent(self, notice_id: int, host: str) -> None:
+        """Record a delivered notice."""
+        self._alert_rows("notice_sent", {"id": notice_id, "host": host})
+
+    @translated
+    def notice_failed(self, notice_id: int, host: str, error: str, retry_seconds: float,
+                      max_attempts: int) -> bool:
+        """Record a failed attempt (retried after ``retry_seconds``); True when it was the
+        last attempt (the notice is given up)."""
+        rows = self._alert_rows("notice_failed", {"id": notice_id, "host": host, "error": error[:500],
+                                                  "retry_seconds": retry_seconds,
+                                                  "max_attempts": max_attempts})
+        return bool(rows and rows[0]["given_up"])
+
+    @translated
+    def alerts(self, app_name: str | None, limit: int) -> list[dict[str, Any]]:
+        """Alerts newest first, each with its notices (``--alerts``)."""
+        return self._alert_rows("alerts_list", {"app_name": app_name, "limit": limit})
+
+    def _alert_rows(self, name: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+        with self._conn, self._cursor() as cur:
+            cur.execute(_alert_queries()[name], params)
+            return [_as_dict(cur, row) for row in cur.fetchall()] if cur.description else []
+
     def rollback_quietly(self) -> None:
         """Abandon any open transaction after an interrupt; never raises."""
         try:
@@ -517,6 +590,12 @@ def _log_abandoned(cur: Any, state: JobState, found_by: str) -> None:
              f"stopped renewing its lease without recording its end ({beat}); {found_by}')")
     cur.execute(Q["log_abandoned"], {"app_name": state.app_name, "exc_type": repr(RunAbandoned),
                                      "exc_value": value})
+
+
+@functools.cache
+def _alert_queries() -> dict[str, str]:
+    """The alerts' SQL, read when first used (a tick without alert targets never does)."""
+    return sqlfiles.load("alerts.sql")
 
 
 def _audit(cur: Any, entry: AuditEntry) -> None:

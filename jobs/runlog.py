@@ -1,5 +1,5 @@
-"""Trim ``crontabber_log`` (crontabber appends a row per run and never deletes any) and the
-run ledger ``crontabber_run``."""
+"""Trim ``crontabber_log`` (crontabber appends a row per run and never deletes any), the
+run ledger ``crontabber_run`` and the alerts (``crontabber_alert``, with their notices)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ class PruneRunLogCronApp(BaseCronApp):
     (short transactions keep locks and WAL bursts small on a busy database)."""
 
     app_name = "prune-run-log"
-    app_description = "delete crontabber_log rows and crontabber_run runs older than keep_days"
+    app_description = ("delete crontabber_log rows, crontabber_run runs and ended alerts older "
+                       "than keep_days")
     required_config = Namespace()
     required_config.add_option("keep_days", default=90, doc="keep log rows this many days")
     required_config.add_option("batch_size", default=10000, doc="rows deleted per transaction")
@@ -28,8 +29,9 @@ class PruneRunLogCronApp(BaseCronApp):
     def run(self) -> str:
         """Returns the run's one-line summary."""
         rows, runs = self._delete_all("delete_batch"), self._delete_all("delete_run_batch")
-        return (f"deleted {rows} crontabber_log rows and {runs} crontabber_run runs "
-                f"older than {self.config.keep_days} days")
+        alerts = self._delete_all("delete_alert_batch")
+        return (f"deleted {rows} crontabber_log rows, {runs} crontabber_run runs and {alerts} "
+                f"alerts older than {self.config.keep_days} days")
 
     def _delete_all(self, query: str) -> int:
         total = 0

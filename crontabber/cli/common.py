@@ -20,6 +20,7 @@ from ..runner import Runner
 from ..store import StateStore
 
 if TYPE_CHECKING:
+    from ..alerter import Alerter
     from ..records import AuditEntry
     from ..runner import Reporter
 
@@ -90,6 +91,25 @@ def sentry_reporter(settings: Settings) -> "Reporter":
     from ..sentry import SentryReporter
 
     return SentryReporter(settings.sentry_dsn, secret_values_of(settings))
+
+
+def alerter_for(ctx: Context) -> "Alerter":
+    """The alerts of this invocation: a late job's blocker is ``--explain``'s verdict."""
+    from ..alerter import Alerter
+    from ..explain import explain_job
+    from ..runner import this_host
+
+    runner = Runner(ctx.settings, ctx.jobs, ctx.store)
+
+    def blocker(app_name: str) -> str:
+        job = next((j for j in ctx.jobs if j.app_name == app_name), None)
+        if job is None:
+            return "not configured (a ghost)"
+        states, now = runner.snapshot()
+        found = explain_job(job, states, now, runner.marker(states.get(app_name), now), runner.rules)
+        return f"--explain says: {found.verdict}"
+
+    return Alerter(ctx.settings, ctx.jobs, ctx.store, f"{this_host()}:{os.getpid()}", blocker)
 
 
 class terminate_on_sigterm:

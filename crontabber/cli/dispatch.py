@@ -42,7 +42,7 @@ logger = logging.getLogger("crontabber")
 
 MODES = ("list_jobs", "nagios", "history", "show_error", "logs", "version", "reset_job", "release",
          "explain", "pause", "resume", "rerun", "mark_success", "audit", "audit_ghosts",
-         "configtest", "sentrytest", "job")
+         "alerts", "test_alert", "configtest", "sentrytest", "job")
 
 
 #: The actions that change a job (``--reason`` is recorded with each).
@@ -75,14 +75,14 @@ def require_reason(mode: str, args: argparse.Namespace, settings: Settings) -> N
 #: stray ``--until 2h`` ran every due job).
 DETAILS: dict[str, tuple[tuple[str, ...], str]] = {
     "wide": (("list_jobs",), "--list-jobs"),
-    "limit": (("history", "audit"), "--history NAME or --audit"),
+    "limit": (("history", "audit", "alerts"), "--history NAME, --audit or --alerts"),
     "run": (("show_error", "history", "logs"), "--show-error NAME, --history NAME or --logs NAME"),
     "until": (("pause",), "--pause NAME"),
     "date": (("rerun",), "--rerun NAME"),
     "to": (("rerun",), "--rerun NAME"),
     "dry_run": (("rerun",), "--rerun NAME"),
     "yes": (("rerun",), "--rerun NAME"),
-    "audit_job": (("audit",), "--audit"),
+    "audit_job": (("audit", "alerts"), "--audit or --alerts"),
     "force": (("job", "rerun"), "--job NAME or --rerun NAME"),
     "replace": (("pause",), "--pause NAME"),
     "reason": (ACTIONS, "an action (--pause, --resume, --rerun, --mark-success, --release, "
@@ -171,6 +171,12 @@ def _add_modes(modes: "argparse._ArgumentGroup") -> None:
                        "mark-success): who, when, what, why")
     modes.add_argument("--audit-ghosts", action="store_true",
                        help="list state rows of jobs that are no longer configured")
+    modes.add_argument("--alerts", action="store_true",
+                       help="the alerts, newest first: what was sent, to which target, when, by "
+                       "which host, and what failed to send (--limit N, --audit-job NAME)")
+    modes.add_argument("--test-alert", metavar="NAME", default="",
+                       help="send a test alert of the job to its targets now; exit 5 if one "
+                       "could not be delivered")
     modes.add_argument("--configtest", action="store_true",
                        help="check the configuration and exit (no database)")
     modes.add_argument("--sentrytest", action="store_true", help="send a test message to Sentry")
@@ -196,11 +202,11 @@ def _add_details(details: "argparse._ArgumentGroup") -> None:
     details.add_argument("--yes", action="store_true",
                          help="with --rerun: run more intervals than rerun_confirm_over (31)")
     details.add_argument("--audit-job", metavar="NAME", default="",
-                         help="with --audit: one job's actions only")
+                         help="with --audit or --alerts: one job's only")
     details.add_argument("--wide", action="store_true", help="with --list-jobs: every column")
     details.add_argument("--limit", type=int, metavar="N", default=None,
-                         help="with --history: how many runs; with --audit: how many actions "
-                         "(default 20)")
+                         help="with --history: how many runs; with --audit or --alerts: how many "
+                         "actions or alerts (default 20)")
     details.add_argument("--run", type=int, metavar="ID", default=None,
                          help="with --show-error, --history or --logs: that run")
 
@@ -337,6 +343,8 @@ MODE_HANDLERS: dict[str, str] = {
     "mark_success": "operate:mark_success",
     "audit": "operate:audit",
     "audit_ghosts": "operate:audit_ghosts",
+    "alerts": "monitor:alerts",
+    "test_alert": "monitor:test_alert",
     "job": "run:run_one",
     "run": "run:run_all",
 }

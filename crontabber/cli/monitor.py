@@ -1,5 +1,5 @@
 """The commands of monitoring: ``--nagios`` (text or ``--json``), the fleet record of a
-tick and ``--metrics-file``. Parse, call, print: the checks are
+tick, ``--metrics-file``, ``--alerts`` and ``--test-alert``. Parse, call, print: the checks are
 :func:`crontabber.nagios.nagios_check`, the file's text :func:`crontabber.metrics.render_textfile`.
 
 nagios and metrics are imported where used: an idle cron tick without a metrics file needs
@@ -13,6 +13,7 @@ from typing import Any, TextIO
 
 from .. import __version__
 from ..catalog import Job
+from ..command import ExitCode
 from ..config.settings import Settings
 from ..runner import Runner, this_host
 from ..state import Tick
@@ -80,3 +81,76 @@ def write_metrics(settings: Settings, jobs: list[Job], store: StateStore, args: 
     from ..metrics import render_textfile, write_atomically
 
     write_atomically(path, render_textfile(jobs, store.overview([job.app_name for job in jobs])))
+
+
+def alerts(ctx: Context) -> int:
+    """``--alerts [--audit-job NAME] [--limit N] [--json]``: the alerts, newest first, each
+    with its notices: sent (when, by which host) or not (the error, the attempts, the next)."""
+    from .. import jsonout
+    from ..errors import ConfigurationError
+    from ..formats import one_line, utc_text
+
+    if ctx.args.limit is not None and ctx.args.limit < 1:
+        raise ConfigurationError("--limit", "must be at least 1")
+    name = ctx.state_name(ctx.args.audit_job) if ctx.args.audit_job else None
+    rows = ctx.store.alerts(name, ctx.args.limit or 20)
+    if ctx.args.json:
+        jsonout.emit(rows, ctx.out)
+        return ExitCode.OK
+    if not rows:
+        print("no alerts" + (f" of {name}" if name else "") +
+              ("" if ctx.settings.alerts.enabled else " (no alert targets: [alerts] targets)"),
+              file=ctx.out)
+    for row in rows:
+        state = ("open" if row["resolved_at"] is None else f"ended {utc_text(row['resolved_at'])}") \
+            if row["kind"] in ("failing", "silent") else "event"
+        print(f"alert {row['id']}  {row['kind']}  {row['app_name']}  {state}; opened "
+              f"{utc_text(row['opened_at'])} by {row['opened_by']}, notified {row['notified']}x",
+              file=ctx.out)
+        print(f"  {one_line(row['message'])}", file=ctx.out)
+        for notice in row["notices"]:
+            print(f"  {notice['target']} (notice {notice['notice']}): {_notice_text(notice)}",
+                  file=ctx.out)
+    return ExitCode.OK
+
+
+def _notice_text(notice: dict[str, Any]) -> str:
+    from ..formats import one_line
+
+    if notice["sent_at"]:
+        return f"sent {_json_time(notice['sent_at'])} by {notice['sent_by']}"
+    error = f": {one_line(notice['last_error'])}" if notice["last_error"] else ""
+    tries = f"{notice['attempts']} attempt(s)"
+    if notice["given_up"]:
+        return f"NOT SENT, given up{error} ({tries})"
+    if notice["claimed_by"] and not notice["last_error"]:
+        return f"being sent by {notice['claimed_by']}"
+    return f"not sent yet{error} ({tries}; next attempt {_json_time(notice['next_attempt'])})"
+
+
+def _json_time(text: str) -> str:
+    """A timestamp that came through json_agg, in the commands' format."""
+    import datetime as dt
+
+    from ..formats import utc_text
+
+    return utc_text(dt.datetime.fromisoformat(text))
+
+
+def test_alert(ctx: Context) -> int:
+    """``--test-alert NAME``: a test alert of the job to each of its targets, now; one line
+    per target; exit 5 when one was not delivered."""
+    from ..errors import ConfigurationError
+    from .common import alerter_for
+
+    if not ctx.settings.alerts.enabled:
+        raise ConfigurationError("--test-alert", "no alert targets: set targets in [alerts] "
+                                 "(see docs/alerts.md)")
+    job = ctx.job(ctx.args.test_alert)
+    report = alerter_for(ctx).test(job)
+    for delivery in report.deliveries:
+        outcome = "delivered" if delivery.error is None else f"NOT delivered: {delivery.error}"
+        print(f"{job.app_name}: test alert {delivery.alert_id} to {delivery.target}: {outcome}",
+              file=ctx.out)
+    failed = [d for d in report.deliveries if d.error is not None]
+    return ExitCode.JOB_FAILED if failed else ExitCode.OK

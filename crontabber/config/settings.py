@@ -34,6 +34,7 @@ from .inifile import IniFile, IniSource
 from .options import Namespace, Option
 
 if TYPE_CHECKING:
+    from ..notify import Target
     from ..supervisor import RunLimits
 
 DEFAULT_CONF_PATHS = ("config/crontabber.ini", "crontabber.ini")
@@ -81,6 +82,7 @@ def runner_options() -> Namespace:
                     "each run keeps the last this many bytes of what its job logged and "
                     "printed in the run ledger (--logs); 0 keeps nothing")
     _monitor_options(cron)
+    _alert_options(cron, root.namespace("alerts"))
     for name, default, doc in (
         ("host", "localhost", "state database host"),
         ("port", 5432, "state database port"),
@@ -114,6 +116,31 @@ def _monitor_options(cron: Namespace) -> None:
                     "--nagios: a host whose clock is this far from the database's is a WARNING")
     cron.add_option("metrics_file", "",
                     "write a Prometheus text file here after each tick (--metrics-file)")
+
+
+def _alert_options(cron: Namespace, alerts: Namespace) -> None:
+    """The alert rules' defaults (each job may set its own in ``[[class-X]]``) and the targets
+    (see :mod:`crontabber.alerting` and :mod:`crontabber.notify`)."""
+    cron.add_option("alert_after_failures", 2,
+                    "alert when a job failed this many times in a row (0: never)")
+    cron.add_option("alert_on_recovery", True, "alert when a job that was alerted about recovers")
+    cron.add_option("alert_silence", "1h",
+                    "alert when a job has not run this long after it was due (0: never); "
+                    "seconds, or 30m, 2h")
+    cron.add_option("alert_realert", "4h",
+                    "alert again this often while a job stays failing or silent (0: once)")
+    cron.add_option("alert_on_takeover", True,
+                    "alert when a run of a job was taken over from a host that died")
+    cron.add_option("alert_to", "", "the targets of a job's alerts, by name, comma-separated "
+                    "(empty: every target)")
+    alerts.add_option("targets", "", "where alerts go, one per line: NAME KIND ADDRESS "
+                      "[OPTION=VALUE ...] (see docs/alerts.md); empty: no alerts")
+    alerts.add_option("claim_seconds", 60.0,
+                      "a host that claimed a notice and did not send it within this long (it "
+                      "died) leaves it to the next tick of any host")
+    alerts.add_option("max_attempts", 10, "attempts to deliver one notice before giving up "
+                      "(retries back off from 30 s to 1 h)")
+    alerts.add_option("timeout_seconds", 5.0, "how long one delivery may take")
 
 
 class EnvironSource:
@@ -242,6 +269,21 @@ class MonitorSettings:
 
 
 @dataclass(frozen=True)
+class AlertSettings:
+    """Where alerts go and how hard to try (``[alerts]``; the rules are per job)."""
+
+    targets: tuple["Target", ...]
+    claim_seconds: float
+    max_attempts: int
+    timeout_seconds: float
+
+    @property
+    def enabled(self) -> bool:
+        """Alerts are evaluated only when there is somewhere to send them."""
+        return bool(self.targets)
+
+
+@dataclass(frozen=True)
 class Settings:
     """The runner's resolved settings."""
 
@@ -261,6 +303,7 @@ class Settings:
     log_format: str
     sources: Sources = field(repr=False, compare=False)
     monitor: MonitorSettings
+    alerts: AlertSettings
 
     def limits_for(self, job_config: Mapping[str, Any]) -> "RunLimits":
         """The time limits of one run of a job, given its resolved options."""
@@ -304,6 +347,7 @@ def load_settings(
         if values[f"crontabber.{name}"] < 0:
             raise ConfigurationError(f"crontabber.{name}", "must not be negative")
     monitor = _monitor_settings(values)
+    alerts = _alert_settings(values)
     return Settings(
         entries=entries,
         error_retry_time=values["crontabber.error_retry_time"],
@@ -321,7 +365,27 @@ def load_settings(
         log_format=values["logging.format"],
         sources=sources,
         monitor=monitor,
+        alerts=alerts,
     )
+
+
+def _alert_settings(values: Mapping[str, Any]) -> AlertSettings:
+    """The targets and delivery limits, checked.
+
+    Raises:
+        ConfigurationError: a target line that does not parse, a limit that is not positive.
+    """
+    from ..notify import parse_targets
+
+    try:
+        targets = parse_targets(str(values["alerts.targets"]))
+    except ValueError as exc:
+        raise ConfigurationError("alerts.targets", str(exc)) from None
+    for name in ("claim_seconds", "max_attempts", "timeout_seconds"):
+        if values[f"alerts.{name}"] <= 0:
+            raise ConfigurationError(f"alerts.{name}", "must be positive")
+    return AlertSettings(targets, float(values["alerts.claim_seconds"]),
+                         int(values["alerts.max_attempts"]), float(values["alerts.timeout_seconds"]))
 
 
 def _monitor_settings(values: Mapping[str, Any]) -> MonitorSettings:

@@ -18,3 +18,14 @@ WHERE run_id IN (
     WHERE ended < clock_timestamp() - make_interval(days => %(keep_days)s)
     LIMIT %(batch_size)s
 );
+
+-- name: delete_alert_batch
+-- The same for alerts: events and ended alerts opened before the cut-off, with their notices
+-- (ON DELETE CASCADE); an open failing or silent alert is kept whatever its age.
+DELETE FROM crontabber_alert
+WHERE id IN (
+    SELECT id FROM crontabber_alert
+    WHERE opened_at < clock_timestamp() - make_interval(days => %(keep_days)s)
+      AND (resolved_at IS NOT NULL OR kind NOT IN ('failing', 'silent'))
+    LIMIT %(batch_size)s
+);

@@ -1,0 +1,183 @@
+"""Alert rules as pure functions: which conditions a job is in, and what a tick must do
+about the alerts already open (open, resolve, notify again). ``now`` is passed in; nothing
+here reads the database or sends anything (:mod:`crontabber.alerter` does).
+
+The conditions, per job (its rules: ``alert_*`` in ``[crontabber]`` or ``[[class-X]]``):
+
+- ``failing``: ``error_count >= after_failures``. Its subject names the streak (the last
+  success and the first run before it), so a new streak after a success is a new alert;
+- ``silent``: not run for longer than ``silence`` after it was due
+  (:func:`crontabber.scheduling.lateness`); its subject is the due time it missed;
+- ``takeover`` (opened by the runner when it takes over a dead host's run, see
+  :meth:`crontabber.alerter.Alerter.takeover`) and ``recovered`` (when a failing or silent
+  alert ends, if ``on_recovery``) are events, never open.
+
+A paused job is muted: no alert opens, resolves or repeats while the pause lasts.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping
+
+from .formats import span_text, utc_text
+from .scheduling import lateness, pause_active
+from .state import JobState
+
+#: The kinds of alert that stay open while their condition lasts.
+LASTING = ("failing", "silent")
+
+
+@dataclass(frozen=True)
+class AlertRules:
+    """One job's alert rules (zero durations and counts switch a rule off)."""
+
+    after_failures: int = 2
+    on_recovery: bool = True
+    silence: dt.timedelta = dt.timedelta(hours=1)
+    realert: dt.timedelta = dt.timedelta(hours=4)
+    on_takeover: bool = True
+    to: tuple[str, ...] = ()  # target names; empty: every target
+
+
+@dataclass(frozen=True)
+class Event:
+    """Something to tell: opened once across the fleet by its (app_name, kind, subject)."""
+
+    app_name: str
+    kind: str
+    subject: str
+    message: str
+    detail: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.app_name, self.kind, self.subject)
+
+
+@dataclass(frozen=True)
+class OpenAlert:
+    """An alert whose condition had not ended when it was read."""
+
+    id: int
+    app_name: str
+    kind: str
+    subject: str
+    message: str
+    next_notice: dt.datetime | None
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.app_name, self.kind, self.subject)
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> "OpenAlert":
+        return cls(row["id"], row["app_name"], row["kind"], row["subject"], row["message"],
+                   row["next_notice"])
+
+
+@dataclass
+class Plan:
+    """What a tick does about alerts: open new ones, resolve ended ones, notify again."""
+
+    open: list[Event] = field(default_factory=list)
+    resolve: list[OpenAlert] = field(default_factory=list)
+    realert: list[OpenAlert] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.open or self.resolve or self.realert)
+
+
+def needs_rules(state: JobState | None, now: dt.datetime) -> bool:
+    """Whether a job may be in a condition at all (failing, or late): the jobs a tick reads
+    the rules of. An idle fleet reads none."""
+    return state is not None and (state.error_count > 0 or lateness(state, now) is not None)
+
+
+def failing(app_name: str, state: JobState | None, rules: AlertRules) -> Event | None:
+    """The ``failing`` condition: ``after_failures`` failures in a row."""
+    if state is None or rules.after_failures <= 0 or state.error_count < rules.after_failures:
+        return None
+    error = state.last_error if isinstance(state.last_error, Mapping) else {}
+    kind = str(error.get("type", "")).split("'")[1] if "'" in str(error.get("type", "")) \
+        else str(error.get("type", "error"))
+    value = (str(error.get("value", "")).strip().splitlines() or [""])[0][:300]
+    streak = f"after {state.last_success.isoformat() if state.last_success else 'never'}" \
+        f" (first run {state.first_run.isoformat() if state.first_run else '?'})"
+    return Event(app_name, "failing", streak,
+                 f"{app_name}: failed {state.error_count} times in a row; last: {kind}: {value}",
+                 {"error_count": state.error_count, "error_type": kind, "error": value,
+                  "last_success": state.last_success})
+
+
+def silent(app_name: str, state: JobState | None, rules: AlertRules, now: dt.datetime,
+           blocker: str) -> Event | None:
+    """The ``silent`` condition: due longer than ``silence`` ago and not run."""
+    late = lateness(state, now)
+    if state is None or late is None or not rules.silence or late < rules.silence:
+        return None
+    since = now - late
+    return Event(app_name, "silent", f"due {since.isoformat()}",
+                 f"{app_name}: has not run since it was due at {utc_text(since)} "
+                 f"({span_text(late)} ago); {blocker}",
+                 {"due": since, "late_seconds": int(late.total_seconds()), "blocker": blocker})
+
+
+def plan(jobs: Iterable[tuple[str, JobState | None, AlertRules]], open_alerts: Iterable[OpenAlert],
+         now: dt.datetime, blocker: Callable[[str], str]) -> Plan:
+    """What to do at ``now``: for each job (its name, state and rules), the conditions it is in
+    against the alerts open. ``blocker(app_name)`` says why a late job has not run (from
+    ``--explain``); it is called only for a job that is silent."""
+    result = Plan()
+    by_job: dict[str, list[OpenAlert]] = {}
+    for alert in open_alerts:
+        by_job.setdefault(alert.app_name, []).append(alert)
+    for app_name, state, rules in jobs:
+        if pause_active(state, now):
+            continue  # muted: nothing opens, ends or repeats while paused
+        found = [e for e in (failing(app_name, state, rules),
+                             _silent_if(app_name, state, rules, now, blocker)) if e is not None]
+        current = {e.key for e in found}
+        opened = {a.key: a for a in by_job.pop(app_name, [])}
+        for event in found:
+            existing = opened.get(event.key)
+            if existing is None:
+                result.open.append(event)
+            elif rules.realert and existing.next_notice is not None and existing.next_notice <= now:
+                result.realert.append(existing)
+        result.resolve += [a for key, a in opened.items() if key not in current]
+    return result
+
+
+def _silent_if(app_name: str, state: JobState | None, rules: AlertRules, now: dt.datetime,
+               blocker: Callable[[str], str]) -> Event | None:
+    late = lateness(state, now)
+    if late is None or not rules.silence or late < rules.silence:
+        return None
+    return silent(app_name, state, rules, now, blocker(app_name))
+
+
+def recovery(alert: OpenAlert, state: JobState | None, now: dt.datetime) -> Event:
+    """The ``recovered`` event of an alert whose condition ended."""
+    if state is None:
+        how = "its state was reset"
+    elif alert.kind == "failing":
+        how = (f"succeeded at {utc_text(state.last_success)}" if state.last_success and
+               state.error_count == 0 else f"{state.error_count} failure(s) in a row now")
+    else:
+        how = f"ran at {utc_text(state.last_run)}" if state.last_run else "no longer late"
+    return Event(alert.app_name, "recovered", str(alert.id),
+                 f"{alert.app_name}: recovered ({how}); was: {alert.message}",
+                 {"resolves": {"id": alert.id, "kind": alert.kind, "subject": alert.subject}})
+
+
+def takeover(app_name: str, before: JobState, run_id: int) -> Event:
+    """The ``takeover`` event: run ``run_id`` took the job over from a run whose host died
+    or whose lease expired (``before`` is the state as the new run found it)."""
+    beat = utc_text(before.heartbeat) if before.heartbeat else "never"
+    return Event(app_name, "takeover", f"run {before.run_id}",
+                 f"{app_name}: run {run_id} took over from {before.ongoing_by or 'an unknown runner'}"
+                 f" (run {before.run_id}, started {utc_text(before.ongoing)}, last heartbeat {beat}):"
+                 " that run stopped without ending",
+                 {"abandoned_run": before.run_id, "by": before.ongoing_by, "new_run": run_id})

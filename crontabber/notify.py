@@ -1,0 +1,204 @@
+"""Alert targets: their declaration in ``[alerts] targets`` and the sending of one notice.
+
+One target per line, ``NAME KIND ADDRESS [OPTION=VALUE ...]``::
+
+    [alerts]
+        targets = '''
+            ops-slack  webhook  env:OPS_SLACK_URL        format=slack
+            pagerduty  webhook  https://events.pagerduty.com/v2/enqueue  format=pagerduty routing_key_env=PD_KEY
+            ops-hook   webhook  https://ops.example.net/crontabber  secret_env=OPS_HOOK_SECRET
+        '''
+
+A webhook POSTs JSON (``format=json``: the alert as data; ``slack``: Slack's incoming-webhook
+``{"text": ...}``; ``pagerduty``: an Events API v2 event, ``trigger`` or ``resolve`` by the same
+``dedup_key``). Secrets never sit in the INI file: ``env:NAME`` as the address, ``secret_env`` and
+``routing_key_env`` name environment variables. With a secret, each request carries
+``X-Crontabber-Signature: sha256=HEX``, the HMAC-SHA256 of ``TIMESTAMP.BODY`` with the secret,
+and ``X-Crontabber-Timestamp`` (a receiver refuses old timestamps: no replay).
+``X-Crontabber-Notice`` (``ALERT.NOTICE``) is the same on every retry of one notice: a receiver
+that sees it twice (a host killed after sending, before recording it) drops the second.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+KINDS = ("webhook",)
+FORMATS = ("json", "slack", "pagerduty")
+_OPTIONS = {"webhook": ("format", "secret_env", "routing_key_env")}
+
+
+class DeliveryError(Exception):
+    """A notice could not be delivered; the message says why in one line."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """One place alerts go (see the module docstring)."""
+
+    name: str
+    kind: str
+    address: str
+    options: Mapping[str, str] = field(default_factory=dict)
+
+    def url(self, environ: Mapping[str, str]) -> str:
+        """The address, read from the environment for ``env:NAME``.
+
+        Raises:
+            DeliveryError: the variable is not set.
+        """
+        if not self.address.startswith("env:"):
+            return self.address
+        variable = self.address[4:]
+        value = environ.get(variable, "")
+        if not value.startswith(("http://", "https://")):
+            raise DeliveryError(f"environment variable {variable} (the address of {self.name}) "
+                                f"{'is not an http(s) URL' if value else 'is not set'}")
+        return value
+
+    def secret(self, option: str, environ: Mapping[str, str]) -> str:
+        """The value of the environment variable an ``*_env`` option names ('' when none).
+
+        Raises:
+            DeliveryError: the option names a variable that is not set.
+        """
+        variable = self.options.get(option, "")
+        if not variable:
+            return ""
+        value = environ.get(variable, "")
+        if not value:
+            raise DeliveryError(f"environment variable {variable} ({option} of {self.name}) is not set")
+        return value
+
+
+def parse_targets(text: str) -> tuple[Target, ...]:
+    """The targets declared in ``text`` (blank lines and ``#`` comments skipped).
+
+    Raises:
+        ValueError: naming the line and what is wrong with it.
+    """
+    targets: list[Target] = []
+    for line in text.splitlines():
+        words = line.split("#", 1)[0].split()
+        if not words:
+            continue
+        if len(words) < 3:
+            raise ValueError(f"{line.strip()!r}: expected NAME KIND ADDRESS [OPTION=VALUE ...]")
+        name, kind, address, *rest = words
+        if kind not in KINDS:
+            raise ValueError(f"{line.strip()!r}: unknown kind {kind!r} (known: {', '.join(KINDS)})")
+        if any(t.name == name for t in targets):
+            raise ValueError(f"{line.strip()!r}: the name {name!r} is used twice")
+        options = {}
+        for word in rest:
+            key, sep, value = word.partition("=")
+            if not sep or key not in _OPTIONS[kind]:
+                raise ValueError(f"{line.strip()!r}: unknown option {word!r} (known: "
+                                 f"{', '.join(_OPTIONS[kind])})")
+            options[key] = value
+        if options.get("format", "json") not in FORMATS:
+            raise ValueError(f"{line.strip()!r}: format must be one of {', '.join(FORMATS)}")
+        if options.get("format") == "pagerduty" and not options.get("routing_key_env"):
+            raise ValueError(f"{line.strip()!r}: format=pagerduty needs routing_key_env=VARIABLE")
+        if not (address.startswith(("http://", "https://")) or address.startswith("env:")):
+            raise ValueError(f"{line.strip()!r}: the address must be an http(s) URL or env:VARIABLE")
+        targets.append(Target(name, kind, address, options))
+    return tuple(targets)
+
+
+@dataclass(frozen=True)
+class Notice:
+    """One notification of one alert, as a target receives it."""
+
+    alert_id: int
+    notice: int
+    app_name: str
+    kind: str
+    subject: str
+    message: str
+    opened_at: str
+    opened_by: str
+    detail: Mapping[str, Any]
+    sent_by: str
+
+    @property
+    def key(self) -> str:
+        """``ALERT.NOTICE``: the same on every retry of this notice (idempotency)."""
+        return f"{self.alert_id}.{self.notice}"
+
+    @property
+    def dedup_key(self) -> str:
+        """The incident an alert is about: a recovery resolves its failure's."""
+        resolves = self.detail.get("resolves") if isinstance(self.detail, Mapping) else None
+        if self.kind == "recovered" and isinstance(resolves, Mapping):
+            return f"crontabber/{self.app_name}/{resolves.get('kind')}/{resolves.get('subject')}"
+        return f"crontabber/{self.app_name}/{self.kind}/{self.subject}"
+
+    def document(self) -> dict[str, Any]:
+        return {"alert": self.alert_id, "notice": self.notice, "job": self.app_name,
+                "kind": self.kind, "subject": self.subject, "message": self.message,
+                "opened_at": self.opened_at, "opened_by": self.opened_by,
+                "detail": dict(self.detail), "sent_by": self.sent_by}
+
+
+_SLACK_ICONS = {"failing": ":red_circle:", "silent": ":hourglass:", "takeover": ":warning:",
+                "recovered": ":large_green_circle:", "test": ":information_source:"}
+
+
+def payload(target: Target, notice: Notice, environ: Mapping[str, str]) -> dict[str, Any]:
+    """The JSON a webhook target receives."""
+    form = target.options.get("format", "json")
+    if form == "slack":
+        return {"text": f"{_SLACK_ICONS.get(notice.kind, '')} {notice.message}".strip()}
+    if form == "pagerduty":
+        resolve = notice.kind == "recovered"
+        return {"routing_key": target.secret("routing_key_env", environ),
+                "event_action": "resolve" if resolve else "trigger",
+                "dedup_key": notice.dedup_key,
+                "payload": {"summary": notice.message[:1024], "source": notice.sent_by,
+                            "severity": "info" if notice.kind in ("test", "recovered") else "error",
+                            "component": notice.app_name, "group": "crontabber",
+                            "class": notice.kind, "custom_details": notice.document()}}
+    return notice.document()
+
+
+def signature(secret: str, timestamp: str, body: bytes) -> str:
+    """``sha256=HEX``: HMAC-SHA256 of ``TIMESTAMP.BODY`` (how a receiver checks a request)."""
+    mac = hmac.new(secret.encode("utf-8"), timestamp.encode("ascii") + b"." + body, hashlib.sha256)
+    return "sha256=" + mac.hexdigest()
+
+
+def send(target: Target, notice: Notice, timeout: float, user_agent: str,
+         environ: Mapping[str, str] = os.environ) -> None:
+    """Deliver ``notice`` to ``target``: a 2xx answer is delivered.
+
+    Raises:
+        DeliveryError: anything else, in one line (the status and the start of the answer,
+            or the connection's error), never with the address (it may hold a secret).
+    """
+    import urllib.error
+    import urllib.request
+
+    body = json.dumps(payload(target, notice, environ), default=str).encode("utf-8")
+    timestamp = str(int(time.time()))
+    headers = {"Content-Type": "application/json", "User-Agent": user_agent,
+               "X-Crontabber-Notice": notice.key, "X-Crontabber-Timestamp": timestamp}
+    secret = target.secret("secret_env", environ)
+    if secret:
+        headers["X-Crontabber-Signature"] = signature(secret, timestamp, body)
+    request = urllib.request.Request(target.url(environ), data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as answer:  # noqa: S310 - http(s) only
+            answer.read(65536)
+    except urllib.error.HTTPError as exc:
+        text = " ".join(exc.read(300).decode("utf-8", "replace").split())
+        raise DeliveryError(f"HTTP {exc.code}{': ' + text[:200] if text else ''}") from None
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise DeliveryError(f"no answer: {reason}") from None

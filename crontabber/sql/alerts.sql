@@ -1,0 +1,121 @@
+-- The alerts' queries (crontabber.store; the tables: migration 0013). Every statement that
+-- decides who notifies is one statement whose WHERE or ON CONFLICT lets one host win:
+-- opening (the unique key), resolving (resolved_at IS NULL), re-alerting (next_notice due),
+-- claiming a notice (FOR UPDATE SKIP LOCKED and an expired claim).
+
+-- name: alerts_sweep
+-- A tick's one alerts statement: claim the notices due (new, retried, or left by a host
+-- that died), and list the open alerts (the plan needs them to resolve and re-alert).
+WITH due AS (
+    SELECT id FROM crontabber_notice
+    WHERE sent_at IS NULL AND NOT given_up AND next_attempt <= clock_timestamp()
+      AND (claim_until IS NULL OR claim_until < clock_timestamp())
+    ORDER BY id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+), claimed AS (
+    UPDATE crontabber_notice n
+    SET claimed_by = %(host)s, attempts = n.attempts + 1,
+        claim_until = clock_timestamp() + make_interval(secs => %(claim_seconds)s)
+    FROM due WHERE n.id = due.id
+    RETURNING n.id, n.alert_id, n.notice, n.target, n.attempts
+)
+SELECT 'notice' AS row_kind, c.id AS notice_id, c.notice, c.target, c.attempts,
+       a.id, a.app_name, a.kind, a.subject, a.message, a.detail, a.opened_at, a.opened_by,
+       a.next_notice
+FROM claimed c JOIN crontabber_alert a ON a.id = c.alert_id
+UNION ALL
+SELECT 'open', NULL, NULL, NULL, NULL,
+       a.id, a.app_name, a.kind, a.subject, a.message, a.detail, a.opened_at, a.opened_by,
+       a.next_notice
+FROM crontabber_alert a
+WHERE a.resolved_at IS NULL AND a.kind IN ('failing', 'silent');
+
+-- name: notices_claim
+-- Claim the due notices of the alerts given (just opened or re-alerted by this host).
+WITH due AS (
+    SELECT id FROM crontabber_notice
+    WHERE alert_id = ANY(%(alert_ids)s) AND sent_at IS NULL AND NOT given_up
+      AND (claim_until IS NULL OR claim_until < clock_timestamp())
+    ORDER BY id
+    FOR UPDATE SKIP LOCKED
+), claimed AS (
+    UPDATE crontabber_notice n
+    SET claimed_by = %(host)s, attempts = n.attempts + 1,
+        claim_until = clock_timestamp() + make_interval(secs => %(claim_seconds)s)
+    FROM due WHERE n.id = due.id
+    RETURNING n.id, n.alert_id, n.notice, n.target, n.attempts
+)
+SELECT 'notice' AS row_kind, c.id AS notice_id, c.notice, c.target, c.attempts,
+       a.id, a.app_name, a.kind, a.subject, a.message, a.detail, a.opened_at, a.opened_by,
+       a.next_notice
+FROM claimed c JOIN crontabber_alert a ON a.id = c.alert_id;
+
+-- name: alert_open
+-- Open an alert and its first notices, unless any host opened it already: its id, or no row.
+WITH opened AS (
+    INSERT INTO crontabber_alert (app_name, kind, subject, opened_by, message, detail, next_notice)
+    VALUES (%(app_name)s, %(kind)s, %(subject)s, %(host)s, %(message)s, %(detail)s,
+            CASE WHEN %(realert_seconds)s > 0
+                 THEN clock_timestamp() + make_interval(secs => %(realert_seconds)s) END)
+    ON CONFLICT (app_name, kind, subject) DO NOTHING
+    RETURNING id
+), notices AS (
+    INSERT INTO crontabber_notice (alert_id, notice, target)
+    SELECT opened.id, 1, target FROM opened, unnest(%(targets)s::text[]) AS target
+    RETURNING id
+)
+SELECT id FROM opened;
+
+-- name: alert_resolve
+-- End an open alert (its condition is over): a row for the one host that ended it.
+UPDATE crontabber_alert SET resolved_at = clock_timestamp(), next_notice = NULL
+WHERE id = %(id)s AND resolved_at IS NULL
+RETURNING id, notified;
+
+-- name: alert_realert
+-- Notify an open alert again once its next notice is due: a row for the one host that does.
+WITH bumped AS (
+    UPDATE crontabber_alert
+    SET notified = notified + 1,
+        next_notice = clock_timestamp() + make_interval(secs => %(realert_seconds)s)
+    WHERE id = %(id)s AND resolved_at IS NULL AND next_notice <= clock_timestamp()
+    RETURNING id, notified
+), notices AS (
+    INSERT INTO crontabber_notice (alert_id, notice, target)
+    SELECT bumped.id, bumped.notified, target FROM bumped, unnest(%(targets)s::text[]) AS target
+    RETURNING id
+)
+SELECT id, notified FROM bumped;
+
+-- name: notice_sent
+UPDATE crontabber_notice
+SET sent_at = clock_timestamp(), sent_by = %(host)s, claimed_by = NULL, claim_until = NULL,
+    last_error = NULL
+WHERE id = %(id)s AND sent_at IS NULL
+RETURNING id;
+
+-- name: notice_failed
+-- A failed attempt: retried after %(retry_seconds)s, or given up after max_attempts.
+UPDATE crontabber_notice
+SET claimed_by = NULL, claim_until = NULL, last_error = %(error)s,
+    next_attempt = clock_timestamp() + make_interval(secs => %(retry_seconds)s),
+    given_up = attempts >= %(max_attempts)s
+WHERE id = %(id)s AND sent_at IS NULL AND claimed_by = %(host)s
+RETURNING given_up;
+
+-- name: alerts_list
+-- Alerts newest first (one job's, or all), each with its notices.
+SELECT a.id, a.app_name, a.kind, a.subject, a.opened_at, a.opened_by, a.message, a.detail,
+       a.resolved_at, a.notified, a.next_notice,
+       COALESCE(json_agg(json_build_object(
+           'notice', n.notice, 'target', n.target, 'created_at', n.created_at,
+           'sent_at', n.sent_at, 'sent_by', n.sent_by, 'attempts', n.attempts,
+           'given_up', n.given_up, 'last_error', n.last_error, 'next_attempt', n.next_attempt,
+           'claimed_by', n.claimed_by)
+           ORDER BY n.id) FILTER (WHERE n.id IS NOT NULL), '[]') AS notices
+FROM crontabber_alert a LEFT JOIN crontabber_notice n ON n.alert_id = a.id
+WHERE %(app_name)s::text IS NULL OR a.app_name = %(app_name)s
+GROUP BY a.id
+ORDER BY a.id DESC
+LIMIT %(limit)s;
