@@ -75,7 +75,10 @@ def run(rounds: int) -> list[Comparison]:
                     "configman"], cwd=REPO, check=True, stdout=subprocess.DEVNULL)
     db = fresh_database("bench_tick")
     _mark_all_jobs_just_run(db)
-    env = {**os.environ, "RESOURCE_POSTGRESQL_DBNAME": db.dbname, "PYTHONPATH": str(REPO)}
+    # With an alert target configured, as a fleet that alerts runs: an idle tick then sends
+    # one statement more (claim due notices, read open alerts) and sends nothing.
+    env = {**os.environ, "RESOURCE_POSTGRESQL_DBNAME": db.dbname, "PYTHONPATH": str(REPO),
+           "ALERTS_TARGETS": "ops webhook http://127.0.0.1:9/unused"}
     tick = [sys.executable, "-m", "crontabber", f"--admin.conf={REPO / 'crontabber.ini'}"]
     baseline = [sys.executable, "-c", "import psycopg2"]
     memory: dict[str, list[float]] = {"ours": [], "baseline": []}
@@ -98,7 +101,9 @@ def run(rounds: int) -> list[Comparison]:
         "importlib.metadata to find its version, which cost ~18 ms a tick. Peak RSS is "
         "GNU time's %M of each child. The run ledger (2026-11-25) adds no statement to an "
         "idle tick: only a claim writes it; its redaction and output capture load only when "
-        "a job runs.",
+        "a job runs. Since 2026-11-25 the tick runs with an alert target configured "
+        "(ALERTS_TARGETS): one statement more (it claims due notices and reads the open "
+        "alerts), no rule read for a job that neither failed nor is late, nothing sent.",
     ]
     return [
         Comparison("idle tick", "wall time", "s", Sample("ours", ours_t), Sample(label, base_t),

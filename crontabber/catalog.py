@@ -12,14 +12,17 @@ from __future__ import annotations
 import importlib
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from everett import NO_VALUE
 
-from .alerting import AlertRules
 from .config.names import KnownNames, check_names, check_sections, environment_notes, known_names
 from .config.options import DotDict, Namespace
 from .config.settings import Settings, Sources, runner_options
 from .errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from .alerting import AlertRules
 from .scheduling import (
     JobEntry,
     Schedule,
@@ -113,7 +116,7 @@ def job_options(cls: type) -> Namespace:
     return base.merged(required) if isinstance(required, Namespace) else base
 
 
-def alert_rules(job: Job, sources: Sources) -> AlertRules:
+def alert_rules(job: Job, sources: Sources) -> "AlertRules":
     """The job's alert rules (its ``[[class-X]]`` options, else ``[crontabber]``'s).
 
     Raises:
@@ -130,6 +133,8 @@ def alert_rules(job: Job, sources: Sources) -> AlertRules:
     if after < 0:
         raise ConfigurationError(f"crontabber.class-{job.cls.__name__}.alert_after_failures",
                                  "must not be negative")
+    from .alerting import AlertRules
+
     to = tuple(name.strip() for name in str(values["alert_to"] or "").split(",") if name.strip())
     return AlertRules(after, bool(values["alert_on_recovery"]), silence, realert,
                       bool(values["alert_on_takeover"]), to)

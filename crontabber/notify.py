@@ -21,13 +21,12 @@ that sees it twice (a host killed after sending, before recording it) drops the 
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import json
 import os
-import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping
+
+# Parsing targets is part of reading the settings, at every tick: what sending needs (json,
+# hmac, urllib) is imported by the functions that send.
 
 KINDS = ("webhook",)
 FORMATS = ("json", "slack", "pagerduty")
@@ -170,6 +169,9 @@ def payload(target: Target, notice: Notice, environ: Mapping[str, str]) -> dict[
 
 def signature(secret: str, timestamp: str, body: bytes) -> str:
     """``sha256=HEX``: HMAC-SHA256 of ``TIMESTAMP.BODY`` (how a receiver checks a request)."""
+    import hashlib
+    import hmac
+
     mac = hmac.new(secret.encode("utf-8"), timestamp.encode("ascii") + b"." + body, hashlib.sha256)
     return "sha256=" + mac.hexdigest()
 
@@ -182,6 +184,8 @@ def send(target: Target, notice: Notice, timeout: float, user_agent: str,
         DeliveryError: anything else, in one line (the status and the start of the answer,
             or the connection's error), never with the address (it may hold a secret).
     """
+    import json
+    import time
     import urllib.error
     import urllib.request
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import graphlib
-import hashlib
 import re
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
@@ -98,6 +97,8 @@ def jitter_offset(app_name: str, spread: dt.timedelta) -> dt.timedelta:
     seconds = int(spread.total_seconds())
     if seconds <= 0:
         return dt.timedelta(0)
+    import hashlib  # OpenSSL's: 3 ms of every tick otherwise, and most jobs have no jitter
+
     digest = hashlib.sha256(app_name.encode("utf-8")).digest()
     return dt.timedelta(seconds=int.from_bytes(digest[:8], "big") % seconds)
 
