@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from . import __version__
-from .alerting import AlertRules, Event, OpenAlert, needs_rules, plan, recovery, takeover
+from .alerting import LASTING, AlertRules, Event, OpenAlert, Watched, needs_rules, plan, recovery, takeover
 from .catalog import Job, alert_rules
 from .config.settings import Settings
 from .errors import ConfigurationError, CrontabberError
@@ -90,6 +90,11 @@ class Alerter:
             self._rules[app_name] = alert_rules(job, self.settings.sources) if job else AlertRules()
         return self._rules[app_name]
 
+    def watched(self, app_name: str, state: JobState | None) -> Watched:
+        job = self.jobs.get(app_name)
+        return Watched(app_name, state, self.rules(app_name), job.schedule if job else None,
+                       job.is_backfill if job else False)
+
     def targets_of(self, app_name: str) -> list[str]:
         """The target names of a job's alerts: its ``alert_to``, else every target. A name
         that is no target is logged and ignored; with none left, every target (an alert
@@ -112,16 +117,18 @@ class Alerter:
         report = AlertReport()
         if not self.enabled:
             return report
-        claimed, open_rows = self.store.alerts_sweep(self.host, self.config.claim_seconds, SWEEP_LIMIT)
+        claimed, open_rows, mutes = self.store.alerts_sweep(self.host, self.config.claim_seconds,
+                                                            SWEEP_LIMIT)
         open_alerts = [OpenAlert.from_row(row) for row in open_rows]
-        watched = {a.app_name for a in open_alerts}
-        watched |= {name for name in self.jobs if needs_rules(states.get(name), now)}
+        names = {a.app_name for a in open_alerts}
+        names |= {name for name, job in self.jobs.items()
+                  if needs_rules(states.get(name), now, job.schedule)}
         try:
-            evaluated = [(name, states.get(name), self.rules(name)) for name in sorted(watched)]
+            evaluated = [self.watched(name, states.get(name)) for name in sorted(names)]
         except ConfigurationError as exc:
             logger.error("alerts not evaluated: %s", exc)
             evaluated = []
-        todo = plan(evaluated, open_alerts, now, self.blocker)
+        todo = plan(evaluated, open_alerts, now, self.blocker, mutes)
         touched = self._carry_out(todo, states, now, report)
         if touched:
             claimed += self.store.notices_claim(self.host, self.config.claim_seconds, touched)
@@ -156,7 +163,7 @@ class Alerter:
     def open(self, event: Event) -> int | None:
         """Open ``event`` with a notice per target of its job: its id, or None when another
         host (or an earlier tick) had."""
-        realert = self.rules(event.app_name).realert if event.kind in ("failing", "silent") else dt.timedelta(0)
+        realert = self.rules(event.app_name).realert if event.kind in LASTING else dt.timedelta(0)
         alert_id = self.store.alert_open(event.app_name, event.kind, event.subject, event.message,
                                          event.detail, self.host, realert.total_seconds(),
                                          self.targets_of(event.app_name))
@@ -170,7 +177,7 @@ class Alerter:
         if not self.enabled or before.ongoing is None:
             return
         try:
-            if not self.rules(job.app_name).on_takeover:
+            if not self.rules(job.app_name).on_takeover or self.store.mutes(job.app_name):
                 return
             alert_id = self.open(takeover(job.app_name, before, run_id))
             if alert_id is not None:
@@ -192,7 +199,8 @@ class Alerter:
             try:
                 if target is None:
                     raise DeliveryError(f"target {row['target']} is no longer in alerts.targets")
-                send(target, _notice(row, self.host), self.config.timeout_seconds, agent, self.environ)
+                send(target, _notice(row, self.host), self.config.timeout_seconds, agent, self.environ,
+                     self.config.smtp)
             except DeliveryError as exc:
                 delivery.error = str(exc)
                 delivery.given_up = self.store.notice_failed(
@@ -218,6 +226,26 @@ class Alerter:
         report.opened.append(alert_id)
         self.deliver(self.store.notices_claim(self.host, self.config.claim_seconds, [alert_id]), report)
         return report
+
+
+def missed_deadlines(jobs: list[Job], settings: Settings, states: Mapping[str, JobState],
+                     now: dt.datetime) -> dict[str, str]:
+    """The jobs past a deadline at ``now`` (``deadline`` set, next interval not done by it),
+    with the line that says so: what ``--nagios``, the metrics file and the dashboard show.
+    A job whose rules do not load is left out (``--configtest`` names the option)."""
+    from .alerting import late
+
+    missed = {}
+    for job in jobs:
+        try:
+            rules = alert_rules(job, settings.sources)
+        except ConfigurationError:
+            continue
+        event = late(Watched(job.app_name, states.get(job.app_name), rules, job.schedule,
+                             job.is_backfill), now, "")
+        if event is not None:
+            missed[job.app_name] = event.message.rstrip("; ")
+    return missed
 
 
 def _notice(row: Mapping[str, Any], host: str) -> Notice:

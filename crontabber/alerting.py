@@ -8,11 +8,15 @@ The conditions, per job (its rules: ``alert_*`` in ``[crontabber]`` or ``[[class
   success and the first run before it), so a new streak after a success is a new alert;
 - ``silent``: not run for longer than ``silence`` after it was due
   (:func:`crontabber.scheduling.lateness`); its subject is the due time it missed;
+- ``late``: the job's next interval has not succeeded by its ``deadline`` (counted from the
+  interval's time: "the report of day D exists by 06:00 UTC on D+1" is a daily job at 00:00
+  with ``deadline = 30h``... see :func:`next_interval`); its subject is the interval;
 - ``takeover`` (opened by the runner when it takes over a dead host's run, see
   :meth:`crontabber.alerter.Alerter.takeover`) and ``recovered`` (when a failing or silent
   alert ends, if ``on_recovery``) are events, never open.
 
-A paused job is muted: no alert opens, resolves or repeats while the pause lasts.
+A paused job is muted: no alert opens, resolves or repeats while the pause lasts; so is a job
+inside a maintenance window (``--mute NAME|all``), which does not stop it from running.
 """
 
 from __future__ import annotations
@@ -21,12 +25,12 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
-from .formats import span_text, utc_text
-from .scheduling import lateness, pause_active
+from .formats import minute_text, span_text, utc_text
+from .scheduling import Schedule, lateness, next_run_after, pause_active
 from .state import JobState
 
 #: The kinds of alert that stay open while their condition lasts.
-LASTING = ("failing", "silent")
+LASTING = ("failing", "silent", "late")
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,18 @@ class AlertRules:
     realert: dt.timedelta = dt.timedelta(hours=4)
     on_takeover: bool = True
     to: tuple[str, ...] = ()  # target names; empty: every target
+    deadline: dt.timedelta = dt.timedelta(0)
+
+
+@dataclass(frozen=True)
+class Watched:
+    """A job as the plan sees it: its state, rules and schedule."""
+
+    app_name: str
+    state: JobState | None
+    rules: AlertRules
+    schedule: Schedule | None = None  # None: a ghost (no deadline)
+    is_backfill: bool = False
 
 
 @dataclass(frozen=True)
@@ -89,10 +105,45 @@ class Plan:
         return bool(self.open or self.resolve or self.realert)
 
 
-def needs_rules(state: JobState | None, now: dt.datetime) -> bool:
-    """Whether a job may be in a condition at all (failing, or late): the jobs a tick reads
-    the rules of. An idle fleet reads none."""
-    return state is not None and (state.error_count > 0 or lateness(state, now) is not None)
+def needs_rules(state: JobState | None, now: dt.datetime, schedule: Schedule | None = None) -> bool:
+    """Whether a job may be in a condition at all (failing, overdue, or past its next
+    interval's time without a success): the jobs a tick reads the rules of. A fleet whose
+    jobs all ran their last interval reads none."""
+    if state is None:
+        return False
+    if state.error_count > 0 or lateness(state, now) is not None:
+        return True
+    return schedule is not None and state.last_success is not None and state.ongoing is not None
+
+
+def next_interval(state: JobState, schedule: Schedule, is_backfill: bool) -> dt.datetime | None:
+    """The time of the first interval the job has not done: after a backfill job's last
+    interval (its ``last_success``) one interval later, on the time of day; after another
+    job's last successful start, its next nominal run (``next_run`` before the delay)."""
+    if state.last_success is None:
+        return None
+    if is_backfill:
+        when = state.last_success.astimezone(dt.timezone.utc)
+        if schedule.time is not None:
+            when = when.replace(hour=schedule.time.hour, minute=schedule.time.minute, second=0,
+                                microsecond=0)
+        return when + schedule.interval
+    return next_run_after(state.last_success, schedule, True, 0) - schedule.delay
+
+
+def late(watched: Watched, now: dt.datetime, blocker: str) -> Event | None:
+    """The ``late`` condition: the next interval not done by its time plus ``deadline``."""
+    state, rules, schedule = watched.state, watched.rules, watched.schedule
+    if state is None or schedule is None or not rules.deadline:
+        return None
+    interval = next_interval(state, schedule, watched.is_backfill)
+    if interval is None or now < interval + rules.deadline:
+        return None
+    due = interval + rules.deadline
+    return Event(watched.app_name, "late", f"interval {interval.isoformat()}",
+                 f"{watched.app_name}: the interval of {minute_text(interval)} was not done by its "
+                 f"deadline, {minute_text(due)} ({span_text(now - due)} ago); {blocker}",
+                 {"interval": interval, "deadline": due, "blocker": blocker})
 
 
 def failing(app_name: str, state: JobState | None, rules: AlertRules) -> Event | None:
@@ -124,20 +175,30 @@ def silent(app_name: str, state: JobState | None, rules: AlertRules, now: dt.dat
                  {"due": since, "late_seconds": int(late.total_seconds()), "blocker": blocker})
 
 
-def plan(jobs: Iterable[tuple[str, JobState | None, AlertRules]], open_alerts: Iterable[OpenAlert],
-         now: dt.datetime, blocker: Callable[[str], str]) -> Plan:
+def muted(app_name: str, mutes: Mapping[str, dt.datetime], now: dt.datetime) -> bool:
+    """Whether a maintenance window (the job's own, or ``*``) is in force at ``now``."""
+    return any(until > now for scope, until in mutes.items() if scope in (app_name, "*"))
+
+
+def plan(jobs: Iterable[Watched], open_alerts: Iterable[OpenAlert],
+         now: dt.datetime, blocker: Callable[[str], str],
+         mutes: Mapping[str, dt.datetime] | None = None) -> Plan:
     """What to do at ``now``: for each job (its name, state and rules), the conditions it is in
     against the alerts open. ``blocker(app_name)`` says why a late job has not run (from
-    ``--explain``); it is called only for a job that is silent."""
+    ``--explain``); it is called only for a job that is silent. ``mutes``: the maintenance
+    windows in force, ``{scope: until}`` (an app name or ``*``)."""
     result = Plan()
     by_job: dict[str, list[OpenAlert]] = {}
     for alert in open_alerts:
         by_job.setdefault(alert.app_name, []).append(alert)
-    for app_name, state, rules in jobs:
-        if pause_active(state, now):
-            continue  # muted: nothing opens, ends or repeats while paused
+    for watched in jobs:
+        app_name, state, rules = watched.app_name, watched.state, watched.rules
+        if pause_active(state, now) or muted(app_name, mutes or {}, now):
+            by_job.pop(app_name, None)
+            continue  # muted: nothing opens, ends or repeats while paused or in a window
         found = [e for e in (failing(app_name, state, rules),
-                             _silent_if(app_name, state, rules, now, blocker)) if e is not None]
+                             _silent_if(app_name, state, rules, now, blocker),
+                             _late_if(watched, now, blocker)) if e is not None]
         current = {e.key for e in found}
         opened = {a.key: a for a in by_job.pop(app_name, [])}
         for event in found:
@@ -156,6 +217,12 @@ def _silent_if(app_name: str, state: JobState | None, rules: AlertRules, now: dt
     if late is None or not rules.silence or late < rules.silence:
         return None
     return silent(app_name, state, rules, now, blocker(app_name))
+
+
+def _late_if(watched: Watched, now: dt.datetime, blocker: Callable[[str], str]) -> Event | None:
+    if late(watched, now, "") is None:
+        return None
+    return late(watched, now, blocker(watched.app_name))
 
 
 def recovery(alert: OpenAlert, state: JobState | None, now: dt.datetime) -> Event:

@@ -112,6 +112,9 @@ def job_options(cls: type) -> Namespace:
                     reference_value_from="crontabber")
     base.add_option("alert_to", "", "target names, comma-separated (empty: every target)",
                     reference_value_from="crontabber")
+    base.add_option("deadline", "0", "alert when an interval has not succeeded this long after its "
+                    "time (0: no deadline); seconds, or 30m, 6h, 1d",
+                    reference_value_from="crontabber", from_string_converter=parse_duration)
     required = getattr(cls, "required_config", None)
     return base.merged(required) if isinstance(required, Namespace) else base
 
@@ -123,11 +126,12 @@ def alert_rules(job: Job, sources: Sources) -> "AlertRules":
         ConfigurationError: a value that does not parse, naming the option.
     """
     options = {option.name: option for path, option in job_options(job.cls).walk(job.namespace)
-               if path == job.namespace and option.name.startswith("alert_")}
+               if path == job.namespace and (option.name.startswith("alert_") or option.name == "deadline")}
     values = {name: sources.value(job.namespace, option) for name, option in options.items()}
     try:
         after = int(values["alert_after_failures"])
         silence, realert = parse_duration(values["alert_silence"]), parse_duration(values["alert_realert"])
+        deadline = parse_duration(values["deadline"])
     except ValueError as exc:
         raise ConfigurationError(f"crontabber.class-{job.cls.__name__}.alert_*", str(exc)) from None
     if after < 0:
@@ -137,7 +141,7 @@ def alert_rules(job: Job, sources: Sources) -> "AlertRules":
 
     to = tuple(name.strip() for name in str(values["alert_to"] or "").split(",") if name.strip())
     return AlertRules(after, bool(values["alert_on_recovery"]), silence, realert,
-                      bool(values["alert_on_takeover"]), to)
+                      bool(values["alert_on_takeover"]), to, deadline)
 
 
 def _seconds(text: str) -> float | str:

@@ -14,7 +14,7 @@ import datetime as dt
 import os
 import tempfile
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Iterator, Mapping, Sequence
 
 from .catalog import Job
 from .errors import MetricsFileNotWritten
@@ -33,6 +33,8 @@ JOB_METRICS = (
     ("crontabber_job_error_count", "gauge", "Failures in a row (0 after a success)."),
     ("crontabber_job_ongoing", "gauge", "1 while a run of the job holds its ongoing marker."),
     ("crontabber_job_paused", "gauge", "1 while the job is paused (--pause)."),
+    ("crontabber_job_deadline_missed", "gauge",
+     "1 while the job's next interval is past its deadline (0 otherwise, or without one)."),
 )
 HOST_METRICS = (
     ("crontabber_host_last_tick_timestamp_seconds", "gauge",
@@ -43,11 +45,17 @@ HOST_METRICS = (
 )
 
 
-def render_textfile(jobs: Sequence[Job], overview: Overview) -> str:
-    """The metrics file's text: HELP and TYPE lines, then one sample per job or host."""
+def render_textfile(jobs: Sequence[Job], overview: Overview, missed: Mapping[str, str] | None = None
+                    ) -> str:
+    """The metrics file's text: HELP and TYPE lines, then one sample per job or host.
+    ``missed``: the jobs past their deadline (:func:`crontabber.alerter.missed_deadlines`)."""
     lines = []
     for name, kind, text in (*JOB_METRICS, *HOST_METRICS):
         lines += [f"# HELP {name} {text}", f"# TYPE {name} {kind}"]
+        if name == "crontabber_job_deadline_missed":
+            lines += [f'{name}{{job="{_label(job.app_name)}"}} {int(job.app_name in (missed or {}))}'
+                      for job in jobs]
+            continue
         lines += list(_samples(name, jobs, overview))
     lines += ["# HELP crontabber_metrics_timestamp_seconds When this file was written "
               "(database clock).",

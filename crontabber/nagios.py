@@ -83,8 +83,9 @@ def nagios_check(
     now: dt.datetime,
     marker: MarkerOf,
     limits: "MonitorSettings",
+    missed: Mapping[str, str] | None = None,
 ) -> NagiosResult:
-    """crontabber's nagios check, plus lateness and the fleet.
+    """crontabber's nagios check, plus lateness, deadlines and the fleet.
 
     As crontabber: a failing job is CRITICAL, except a backfill job's first
     failure, a WARNING; the status line lists the entries of its level, in
@@ -97,6 +98,8 @@ def nagios_check(
       running, paused, or waiting for a parent that failed, is late itself or
       never ran (then it is listed as ``waiting``: the parent is the news);
       lateness after a pause counts from the pause's end;
+    - a job past its deadline (``missed``: app name to the line saying so, from
+      :func:`crontabber.alerter.missed_deadlines`): WARNING, unless paused;
     - a paused job: listed, OK (an operator's decision, with a reason and an
       end); its failure does not raise the status while the pause lasts;
     - a ghost (a state row no configured job has: a job taken out of the
@@ -106,6 +109,8 @@ def nagios_check(
       ``max_skew_seconds`` or more than one version: WARNING.
     """
     found = [*_job_entries(jobs, states, now, marker, limits),
+             *(NagiosEntry(NAGIOS_WARNING, "late", name, text) for name, text in (missed or {}).items()
+               if not pause_active(states.get(name), now)),
              *_never_ran_entries(jobs, states, hosts, now, limits), *_ghost_entries(jobs, states),
              *_fleet_entries(hosts, now, limits)]
     entries = tuple(sorted(found, key=lambda e: -e.level))  # stable: config order within a level

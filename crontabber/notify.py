@@ -7,7 +7,13 @@ One target per line, ``NAME KIND ADDRESS [OPTION=VALUE ...]``::
             ops-slack  webhook  env:OPS_SLACK_URL        format=slack
             pagerduty  webhook  https://events.pagerduty.com/v2/enqueue  format=pagerduty routing_key_env=PD_KEY
             ops-hook   webhook  https://ops.example.net/crontabber  secret_env=OPS_HOOK_SECRET
+            oncall     email    oncall@example.net,symbols-dev@example.net
         '''
+        smtp_host = mail.example.net
+
+An e-mail goes through the SMTP server of ``[alerts] smtp_*`` (STARTTLS or TLS, a login when
+a user is set), one message per notice: ``Message-ID`` made from the notice (a retry is the same
+message), a recovery ``In-Reply-To`` its failure's first message (mail clients thread them).
 
 A webhook POSTs JSON (``format=json``: the alert as data; ``slack``: Slack's incoming-webhook
 ``{"text": ...}``; ``pagerduty``: an Events API v2 event, ``trigger`` or ``resolve`` by the same
@@ -28,9 +34,10 @@ from typing import Any, Mapping
 # Parsing targets is part of reading the settings, at every tick: what sending needs (json,
 # hmac, urllib) is imported by the functions that send.
 
-KINDS = ("webhook",)
+KINDS = ("webhook", "email")
 FORMATS = ("json", "slack", "pagerduty")
-_OPTIONS = {"webhook": ("format", "secret_env", "routing_key_env")}
+_OPTIONS: dict[str, tuple[str, ...]] = {"webhook": ("format", "secret_env", "routing_key_env"),
+                                        "email": ()}
 
 
 class DeliveryError(Exception):
@@ -105,7 +112,12 @@ def parse_targets(text: str) -> tuple[Target, ...]:
             raise ValueError(f"{line.strip()!r}: format must be one of {', '.join(FORMATS)}")
         if options.get("format") == "pagerduty" and not options.get("routing_key_env"):
             raise ValueError(f"{line.strip()!r}: format=pagerduty needs routing_key_env=VARIABLE")
-        if not (address.startswith(("http://", "https://")) or address.startswith("env:")):
+        if kind == "email":
+            if not all("@" in part and len(part.split("@")) == 2 and all(part.split("@"))
+                       for part in address.split(",")):
+                raise ValueError(f"{line.strip()!r}: the address must be e-mail addresses, "
+                                 "comma-separated")
+        elif not (address.startswith(("http://", "https://")) or address.startswith("env:")):
             raise ValueError(f"{line.strip()!r}: the address must be an http(s) URL or env:VARIABLE")
         targets.append(Target(name, kind, address, options))
     return tuple(targets)
@@ -176,9 +188,98 @@ def signature(secret: str, timestamp: str, body: bytes) -> str:
     return "sha256=" + mac.hexdigest()
 
 
+@dataclass(frozen=True)
+class SmtpSettings:
+    """The SMTP server e-mail targets go through (``[alerts] smtp_*``)."""
+
+    host: str = ""
+    port: int = 25
+    sender: str = ""
+    user: str = ""
+    password: str = field(default="", repr=False)
+    starttls: bool = False
+    tls: bool = False
+
+
 def send(target: Target, notice: Notice, timeout: float, user_agent: str,
-         environ: Mapping[str, str] = os.environ) -> None:
-    """Deliver ``notice`` to ``target``: a 2xx answer is delivered.
+         environ: Mapping[str, str] = os.environ, smtp: SmtpSettings | None = None) -> None:
+    """Deliver ``notice`` to ``target``.
+
+    Raises:
+        DeliveryError: why not, in one line.
+    """
+    if target.kind == "email":
+        send_email(target, notice, smtp or SmtpSettings(), timeout)
+    else:
+        send_webhook(target, notice, timeout, user_agent, environ)
+
+
+def message_id(alert_id: int, notice: int, sender: str) -> str:
+    """The ``Message-ID`` of a notice's e-mail (the same on every retry)."""
+    return f"<crontabber.{alert_id}.{notice}@{sender.rpartition('@')[2] or 'localhost'}>"
+
+
+def email_message(target: Target, notice: Notice, sender: str) -> Any:
+    """The e-mail of a notice: the alert's message as subject line and first paragraph, its
+    facts below."""
+    from email.message import EmailMessage
+    from email.utils import formatdate
+
+    message = EmailMessage()
+    message["Subject"] = f"[crontabber] {notice.kind}: {notice.app_name}: {notice.message}"[:200]
+    message["From"] = sender
+    message["To"] = ", ".join(part.strip() for part in target.address.split(","))
+    message["Date"] = formatdate(usegmt=True)
+    message["Message-ID"] = message_id(notice.alert_id, notice.notice, sender)
+    message["X-Crontabber-Notice"] = notice.key
+    resolves = notice.detail.get("resolves") if isinstance(notice.detail, Mapping) else None
+    if notice.kind == "recovered" and isinstance(resolves, Mapping) and resolves.get("id"):
+        first = message_id(int(resolves["id"]), 1, sender)
+        message["In-Reply-To"] = first
+        message["References"] = first
+    facts = "\n".join(f"{key}: {value}" for key, value in notice.document().items()
+                      if key not in ("message", "detail"))
+    details = "\n".join(f"  {key}: {value}" for key, value in dict(notice.detail).items())
+    message.set_content(f"{notice.message}\n\n{facts}\n" + (f"detail:\n{details}\n" if details else ""))
+    return message
+
+
+def send_email(target: Target, notice: Notice, smtp: SmtpSettings, timeout: float) -> None:
+    """Send a notice's e-mail through ``smtp``: accepted by the server is delivered.
+
+    Raises:
+        DeliveryError: the server refused it or could not be reached (one line).
+    """
+    import smtplib
+
+    if not smtp.host:
+        raise DeliveryError("no SMTP server: set smtp_host in [alerts]")
+    message = email_message(target, notice, smtp.sender)
+    client_class = smtplib.SMTP_SSL if smtp.tls else smtplib.SMTP
+    try:
+        with client_class(smtp.host, smtp.port, timeout=timeout) as client:
+            if smtp.starttls and not smtp.tls:
+                client.starttls()
+            if smtp.user:
+                client.login(smtp.user, smtp.password)
+            refused = client.send_message(message)
+    except smtplib.SMTPResponseException as exc:
+        text = exc.smtp_error.decode("utf-8", "replace") if isinstance(exc.smtp_error, bytes) else str(exc.smtp_error)
+        raise DeliveryError(f"SMTP {exc.smtp_code}: {' '.join(text.split())[:200]}") from None
+    except smtplib.SMTPRecipientsRefused as exc:
+        raise DeliveryError(f"SMTP refused every recipient: {', '.join(exc.recipients)}") from None
+    except (smtplib.SMTPException, OSError) as exc:
+        raise DeliveryError(f"SMTP server {smtp.host}:{smtp.port}: {exc or type(exc).__name__}") from None
+    if refused:  # the others have it: a retry would send it to them again
+        import logging
+
+        logging.getLogger("crontabber.alerts").warning(
+            "alert %s to %s: the SMTP server refused %s", notice.key, target.name, ", ".join(refused))
+
+
+def send_webhook(target: Target, notice: Notice, timeout: float, user_agent: str,
+                 environ: Mapping[str, str] = os.environ) -> None:
+    """POST ``notice`` to a webhook ``target``: a 2xx answer is delivered.
 
     Raises:
         DeliveryError: anything else, in one line (the status and the start of the answer,

@@ -25,7 +25,14 @@ from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from .catalog import Job, job_config, run_order
 from .config.settings import Settings
-from .errors import DatabaseUnavailable, JobLockError, JobOngoing, LeaseLost, MarkerIsLive
+from .errors import (
+    CrontabberError,
+    DatabaseUnavailable,
+    JobLockError,
+    JobOngoing,
+    LeaseLost,
+    MarkerIsLive,
+)
 from .formats import minute_text
 from .leases import LeaseRules, Marker, describe_marker, holder_name, marker_status, retry_delay
 from .scheduling import dependency_block, is_due, next_run_after, pause_active
@@ -115,11 +122,13 @@ class Runner:
         host: str | None = None,
         tick: Tick | None = None,
         on_takeover: Callable[[Job, JobState, int], None] | None = None,
+        crons: Any = None,
     ) -> None:
         """``tick``: record this invocation in ``crontabber_host`` with its
         first read of the state (a cron tick does; operator commands do not).
         ``on_takeover(job, before, run_id)``: called when a claim took a job over from a
-        dead or expired run (the alerts' takeover event)."""
+        dead or expired run (the alerts' takeover event). ``crons``: a Sentry Crons reporter
+        (:class:`crontabber.sentry.SentryReporter`) told when each run starts and ends."""
         self.settings = settings
         self.jobs = jobs
         self.store = store
@@ -130,6 +139,7 @@ class Runner:
         self._snapshot: tuple[dict[str, JobState], dt.datetime] | None = None
         self._tick = tick
         self.on_takeover = on_takeover
+        self.crons = crons
 
     def _states_and_now(self) -> tuple[dict[str, JobState], dt.datetime]:
         """The state rows and the database time, read once and reused until a job is
@@ -319,13 +329,39 @@ class Runner:
             defer_units=not job.is_backfill,
             tail=OutputTail(self.settings.output_tail_bytes) if self.settings.output_tail_bytes else None,
         )
+        checkin = self._checkin_start(job, config)
+        started = time.monotonic()
         try:
             ending = supervisor.run()
         except BaseException as exc:  # a fork that failed, or a bug: still release the job
             ending = Ending(failure=Failure.of(exc))
-            self._finish(job, before, claim, ending, config, kind)
+            try:
+                self._finish(job, before, claim, ending, config, kind)
+            finally:
+                self._checkin_end(job, checkin, False, started)
             raise
-        return self._finish(job, before, claim, ending, config, kind)
+        result = self._finish(job, before, claim, ending, config, kind)
+        self._checkin_end(job, checkin, result.status is Status.RAN, started)
+        return result
+
+    def _checkin_start(self, job: Job, config: Any) -> str | None:
+        """Sentry Crons' ``in_progress``, when configured (its monitor from the schedule)."""
+        if self.crons is None:
+            return None
+        from .catalog import alert_rules
+        from .sentry import monitor_config
+
+        try:
+            failures = alert_rules(job, self.settings.sources).after_failures
+        except CrontabberError:
+            failures = 1
+        checkin: str | None = self.crons.start(job, monitor_config(
+            job.schedule, self.settings.limits_for(config).timeout, failures))
+        return checkin
+
+    def _checkin_end(self, job: Job, checkin: str | None, ok: bool, started: float) -> None:
+        if self.crons is not None:
+            self.crons.finish(job, checkin, ok, time.monotonic() - started)
 
     def _finish(
         self, job: Job, before: JobState, claim: Claim, ending: Any, config: Any,

@@ -29,6 +29,32 @@ DENYLIST = ["dsn", "sentry_dsn", "database_password", "secret_access_key",
 logger = logging.getLogger(__name__)
 
 
+def monitor_slug(app_name: str) -> str:
+    """A job's Sentry Crons monitor: its app name in Sentry's slug alphabet."""
+    return "".join(c if c.isalnum() or c in "-_" else "-" for c in app_name.lower())[:50]
+
+
+def monitor_config(schedule: Any, timeout: float, failures: int) -> dict[str, Any]:
+    """The Sentry Crons monitor of a job, from its schedule: a crontab for a daily job at a
+    time of day, an interval otherwise; a check-in margin that covers its jitter and settle
+    lag plus a cron tick's period (5 minutes); its timeout as the longest run; an issue after
+    ``failures`` failed check-ins in a row (the job's ``alert_after_failures``)."""
+    seconds = int(schedule.seconds)
+    if schedule.time is not None and seconds == 86400:
+        plan: dict[str, Any] = {"type": "crontab", "value": f"{schedule.time.minute} {schedule.time.hour} * * *"}
+    else:
+        unit, size = next((u, s) for u, s in (("day", 86400), ("hour", 3600), ("minute", 60))
+                          if seconds % s == 0)
+        plan = {"type": "interval", "value": seconds // size, "unit": unit}
+    config: dict[str, Any] = {
+        "schedule": plan, "timezone": "UTC",
+        "checkin_margin": int(schedule.delay.total_seconds() // 60) + 5,
+        "failure_issue_threshold": max(1, failures), "recovery_threshold": 1}
+    if timeout:
+        config["max_runtime"] = max(1, -(-int(timeout) // 60))
+    return config
+
+
 class SentryReporter:
     """Callable ``(exception, job)`` that sends the exception with the job as a tag."""
 
@@ -76,6 +102,33 @@ class SentryReporter:
         if isinstance(value, (list, tuple)):
             return [self.redacted(item) for item in value]
         return value
+
+    def start(self, job: Any, monitor_config: dict[str, Any]) -> str | None:
+        """A Sentry Crons ``in_progress`` check-in of a run of ``job`` (its monitor created or
+        updated from ``monitor_config``): the check-in id, None when it could not be sent."""
+        try:
+            from sentry_sdk.crons import capture_checkin
+
+            self._client()
+            checkin_id = capture_checkin(monitor_slug=monitor_slug(job.app_name), status="in_progress",
+                                         monitor_config=monitor_config)  # type: ignore[arg-type]
+            self._sdk.flush(timeout=5)
+            return str(checkin_id)
+        except Exception:  # noqa: BLE001 - never let reporting break a run
+            logger.debug("Failed to send a Sentry Crons check-in", exc_info=True)
+            return None
+
+    def finish(self, job: Any, checkin_id: str | None, ok: bool, seconds: float) -> None:
+        """The run's ``ok`` or ``error`` check-in (closing ``checkin_id`` when there is one)."""
+        try:
+            from sentry_sdk.crons import capture_checkin
+
+            self._client()
+            capture_checkin(monitor_slug=monitor_slug(job.app_name), check_in_id=checkin_id,
+                            status="ok" if ok else "error", duration=seconds)
+            self._sdk.flush(timeout=5)
+        except Exception:  # noqa: BLE001
+            logger.debug("Failed to send a Sentry Crons check-in", exc_info=True)
 
     def send_test_message(self) -> str | None:
         """``--sentrytest``: send one message and return its event id."""

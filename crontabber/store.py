@@ -457,17 +457,42 @@ class StateStore:
 
     @translated
     def alerts_sweep(self, host: str, claim_seconds: float, limit: int
-                     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+                     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, dt.datetime]]:
         """One statement per tick: claim the notices due (``host`` holds each for
-        ``claim_seconds``) and read the open failing and silent alerts.
+        ``claim_seconds``), read the open failing and silent alerts and the maintenance
+        windows in force.
 
         Returns:
-            (claimed notices with their alerts, open alerts).
+            (claimed notices with their alerts, open alerts, {scope: until} of the windows).
         """
         rows = self._alert_rows("alerts_sweep", {"host": host, "claim_seconds": claim_seconds,
                                                  "limit": limit})
         return ([r for r in rows if r["row_kind"] == "notice"],
-                [r for r in rows if r["row_kind"] == "open"])
+                [r for r in rows if r["row_kind"] == "open"],
+                {r["app_name"]: r["next_notice"] for r in rows if r["row_kind"] == "mute"})
+
+    @translated
+    def mute(self, scope: str, until: dt.datetime, audit: AuditEntry) -> None:
+        """Mute the alerts of ``scope`` (an app name, or ``*``) until ``until``, audited."""
+        with self._conn, self._cursor() as cur:
+            cur.execute(_alert_queries()["mute"], {"scope": scope, "until": until,
+                                                   "by": audit.actor, "reason": audit.reason})
+            _audit(cur, audit)
+
+    @translated
+    def unmute(self, scope: str, audit: AuditEntry) -> bool:
+        """End the window of ``scope`` now; False (nothing audited) when none was in force."""
+        with self._conn, self._cursor() as cur:
+            cur.execute(_alert_queries()["unmute"], {"scope": scope})
+            if cur.fetchone() is None:
+                return False
+            _audit(cur, audit)
+            return True
+
+    @translated
+    def mutes(self, scope: str | None = None) -> list[dict[str, Any]]:
+        """The windows in force (those that cover ``scope``: its own and ``*``)."""
+        return self._alert_rows("mutes", {"scope": scope})
 
     @translated
     def notices_claim(self, host: str, claim_seconds: float, alert_ids: Sequence[int]

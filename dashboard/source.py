@@ -20,6 +20,7 @@ import threading
 from typing import Any, Iterator, Mapping
 
 from crontabber import inspection, nagios
+from crontabber.alerter import missed_deadlines
 from crontabber.catalog import Job, load_jobs
 from crontabber.config.settings import Settings, load_settings
 from crontabber.runner import Runner
@@ -149,7 +150,9 @@ class Source:
         runner = Runner(self.settings, self.jobs, session.state)
         limits = self.settings.monitor
         check = nagios.nagios_check(self.jobs, overview.states, overview.hosts, overview.now,
-                                    lambda state: runner.marker(state, overview.now), limits)
+                                    lambda state: runner.marker(state, overview.now), limits,
+                                    missed_deadlines(self.jobs, self.settings, overview.states,
+                                                     overview.now))
         recent = {host.host for host in nagios.recent_hosts(overview.hosts, overview.now, limits)}
         hosts = sorted(overview.hosts, key=lambda host: host.last_tick, reverse=True)
         return {

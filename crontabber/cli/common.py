@@ -38,7 +38,8 @@ class Context:
 
     def runner(self) -> Runner:
         """The runner of the operator commands (Sentry reporting when a DSN is set)."""
-        return Runner(self.settings, self.jobs, self.store, report=sentry_reporter(self.settings))
+        return Runner(self.settings, self.jobs, self.store, report=sentry_reporter(self.settings),
+                      crons=sentry_crons(self.settings))
 
     def job(self, name: str) -> Job:
         """The configured job ``name`` means (app name or class path).
@@ -110,6 +111,15 @@ def alerter_for(ctx: Context) -> "Alerter":
         return f"--explain says: {found.verdict}"
 
     return Alerter(ctx.settings, ctx.jobs, ctx.store, f"{this_host()}:{os.getpid()}", blocker)
+
+
+def sentry_crons(settings: Settings) -> Any:
+    """The Sentry Crons reporter when ``sentry.crons`` and a DSN are set, else None."""
+    if not (settings.sentry_dsn and settings.sentry_crons):
+        return None
+    from ..sentry import SentryReporter
+
+    return SentryReporter(settings.sentry_dsn, secret_values_of(settings))
 
 
 class terminate_on_sigterm:

@@ -42,15 +42,16 @@ logger = logging.getLogger("crontabber")
 
 MODES = ("list_jobs", "nagios", "history", "show_error", "logs", "version", "reset_job", "release",
          "explain", "pause", "resume", "rerun", "mark_success", "audit", "audit_ghosts",
-         "alerts", "test_alert", "configtest", "sentrytest", "job")
+         "alerts", "test_alert", "mute", "unmute", "configtest", "sentrytest", "job")
 
 
 #: The actions that change a job (``--reason`` is recorded with each).
-ACTIONS = ("reset_job", "release", "pause", "resume", "rerun", "mark_success", "job")
+ACTIONS = ("reset_job", "release", "pause", "resume", "rerun", "mark_success", "job", "mute",
+           "unmute")
 
 #: The actions that change or redo a job's data or state and need ``--reason`` unless
 #: ``require_reason`` is False (whoever reads the audit trail needs the why).
-DESTRUCTIVE = ("reset_job", "release", "pause", "rerun", "mark_success")
+DESTRUCTIVE = ("reset_job", "release", "pause", "rerun", "mark_success", "mute")
 
 
 def require_reason(mode: str, args: argparse.Namespace, settings: Settings) -> None:
@@ -64,9 +65,9 @@ def require_reason(mode: str, args: argparse.Namespace, settings: Settings) -> N
         return
     if mode == "rerun" and args.dry_run:
         return
-    if mode == "pause" or settings.require_reason:
+    if mode in ("pause", "mute") or settings.require_reason:
         option = "--" + mode.replace("_", "-")
-        why = ("it is shown to whoever looks" if mode == "pause" else
+        why = ("it is shown to whoever looks" if mode in ("pause", "mute") else
                "it goes to the audit trail; require_reason = False in [crontabber] makes it optional")
         raise ConfigurationError(option, f"needs --reason TEXT ({why})")
 
@@ -77,7 +78,7 @@ DETAILS: dict[str, tuple[tuple[str, ...], str]] = {
     "wide": (("list_jobs",), "--list-jobs"),
     "limit": (("history", "audit", "alerts"), "--history NAME, --audit or --alerts"),
     "run": (("show_error", "history", "logs"), "--show-error NAME, --history NAME or --logs NAME"),
-    "until": (("pause",), "--pause NAME"),
+    "until": (("pause", "mute"), "--pause NAME or --mute NAME"),
     "date": (("rerun",), "--rerun NAME"),
     "to": (("rerun",), "--rerun NAME"),
     "dry_run": (("rerun",), "--rerun NAME"),
@@ -86,7 +87,7 @@ DETAILS: dict[str, tuple[tuple[str, ...], str]] = {
     "force": (("job", "rerun"), "--job NAME or --rerun NAME"),
     "replace": (("pause",), "--pause NAME"),
     "reason": (ACTIONS, "an action (--pause, --resume, --rerun, --mark-success, --release, "
-               "--reset-job, --job)"),
+               "--reset-job, --job, --mute, --unmute)"),
     "metrics_file": (("run",), "a tick (no mode option)"),
 }
 
@@ -174,6 +175,12 @@ def _add_modes(modes: "argparse._ArgumentGroup") -> None:
     modes.add_argument("--alerts", action="store_true",
                        help="the alerts, newest first: what was sent, to which target, when, by "
                        "which host, and what failed to send (--limit N, --audit-job NAME)")
+    modes.add_argument("--mute", metavar="NAME", default="",
+                       help="a maintenance window: no alert of the job (or of every job: all) "
+                       "opens, ends or repeats until --until (default 2 h); the jobs still run; "
+                       "needs --reason")
+    modes.add_argument("--unmute", metavar="NAME", default="",
+                       help="end the maintenance window of the job (or all)")
     modes.add_argument("--test-alert", metavar="NAME", default="",
                        help="send a test alert of the job to its targets now; exit 5 if one "
                        "could not be delivered")
@@ -194,7 +201,7 @@ def _add_details(details: "argparse._ArgumentGroup") -> None:
                          help="with --pause: replace a pause still in force (refused otherwise, "
                          "naming it: exit 6)")
     details.add_argument("--until", metavar="WHEN", default="",
-                         help="with --pause: 30m, 2h, 3d, or a UTC date/time (2026-11-24T06:00)")
+                         help="with --pause or --mute: 30m, 2h, 3d, or a UTC date/time (2026-11-24T06:00)")
     details.add_argument("--date", metavar="YYYY-MM-DD", default="", help="with --rerun: the first day")
     details.add_argument("--to", metavar="YYYY-MM-DD", default="", help="with --rerun: the last day")
     details.add_argument("--dry-run", action="store_true",
@@ -345,6 +352,8 @@ MODE_HANDLERS: dict[str, str] = {
     "audit_ghosts": "operate:audit_ghosts",
     "alerts": "monitor:alerts",
     "test_alert": "monitor:test_alert",
+    "mute": "operate:mute",
+    "unmute": "operate:unmute",
     "job": "run:run_one",
     "run": "run:run_all",
 }

@@ -30,12 +30,14 @@ def nagios(ctx: Context) -> int:
     """``--nagios``: print the check (text, or one JSON object with ``--json``); return its
     code."""
     from .. import jsonout
+    from ..alerter import missed_deadlines
     from ..nagios import nagios_check
 
     overview = ctx.store.overview()
     runner = Runner(ctx.settings, ctx.jobs, ctx.store)
     result = nagios_check(ctx.jobs, overview.states, overview.hosts, overview.now,
-                          lambda state: runner.marker(state, overview.now), ctx.settings.monitor)
+                          lambda state: runner.marker(state, overview.now), ctx.settings.monitor,
+                          missed_deadlines(ctx.jobs, ctx.settings, overview.states, overview.now))
     if ctx.args.json:
         jsonout.emit(result.as_json(), ctx.out)
     else:
@@ -78,15 +80,19 @@ def write_metrics(settings: Settings, jobs: list[Job], store: StateStore, args: 
     path = metrics_path(settings, args)
     if not path:
         return
+    from ..alerter import missed_deadlines
     from ..metrics import render_textfile, write_atomically
 
-    write_atomically(path, render_textfile(jobs, store.overview([job.app_name for job in jobs])))
+    overview = store.overview([job.app_name for job in jobs])
+    missed = missed_deadlines(jobs, settings, overview.states, overview.now)
+    write_atomically(path, render_textfile(jobs, overview, missed))
 
 
 def alerts(ctx: Context) -> int:
     """``--alerts [--audit-job NAME] [--limit N] [--json]``: the alerts, newest first, each
     with its notices: sent (when, by which host) or not (the error, the attempts, the next)."""
     from .. import jsonout
+    from ..alerting import LASTING
     from ..errors import ConfigurationError
     from ..formats import one_line, utc_text
 
@@ -97,13 +103,17 @@ def alerts(ctx: Context) -> int:
     if ctx.args.json:
         jsonout.emit(rows, ctx.out)
         return ExitCode.OK
+    for window in ctx.store.mutes(name):
+        scope = "every job" if window["scope"] == "*" else window["scope"]
+        print(f"muted: {scope} until {utc_text(window['until'])} by {window['muted_by']}: "
+              f"{one_line(window['reason'])}", file=ctx.out)
     if not rows:
         print("no alerts" + (f" of {name}" if name else "") +
               ("" if ctx.settings.alerts.enabled else " (no alert targets: [alerts] targets)"),
               file=ctx.out)
     for row in rows:
         state = ("open" if row["resolved_at"] is None else f"ended {utc_text(row['resolved_at'])}") \
-            if row["kind"] in ("failing", "silent") else "event"
+            if row["kind"] in LASTING else "event"
         print(f"alert {row['id']}  {row['kind']}  {row['app_name']}  {state}; opened "
               f"{utc_text(row['opened_at'])} by {row['opened_by']}, notified {row['notified']}x",
               file=ctx.out)

@@ -1,5 +1,6 @@
 """The operator commands: ``--explain``, ``--pause``, ``--resume``, ``--rerun``,
-``--mark-success``, ``--reset-job``, ``--release``, ``--audit`` and ``--audit-ghosts``. Each
+``--mark-success``, ``--reset-job``, ``--release``, ``--mute``, ``--unmute``, ``--audit`` and
+``--audit-ghosts``. Each
 takes the :class:`~crontabber.cli.common.Context`, calls the runner or the store, prints, and
 returns an exit code. Every action that changes state is recorded in ``crontabber_audit`` with
 who, when, what, why.
@@ -22,6 +23,7 @@ from ..store import StateStore
 from .common import Context, terminate_on_sigterm
 
 DEFAULT_PAUSE = dt.timedelta(hours=24)
+DEFAULT_MUTE = dt.timedelta(hours=2)
 
 
 def explain(ctx: Context) -> int:
@@ -278,4 +280,36 @@ def audit_ghosts(ctx: Context) -> int:
           file=ctx.out)
     for name in found:
         print(f"\t{name}", file=ctx.out)
+    return ExitCode.OK
+
+
+def _scope(ctx: Context, name: str) -> str:
+    """``*`` for ``all``, else the app name a configured job's name means."""
+    return "*" if name == "all" else ctx.job(name).app_name
+
+
+def mute(ctx: Context) -> int:
+    """``--mute NAME|all [--until WHEN] --reason TEXT``: a maintenance window of the alerts."""
+    store, args = ctx.store, ctx.args
+    scope = _scope(ctx, args.mute)
+    now = store.now()
+    try:
+        until = parse_until(args.until, now) if args.until else now + DEFAULT_MUTE
+    except ValueError as exc:
+        raise ConfigurationError("--until", str(exc)) from None
+    store.mute(scope, until, ctx.audit_entry("mute", scope, until=until))
+    what = "every job's alerts" if scope == "*" else f"{scope}'s alerts"
+    print(f"{what} muted until {minute_text(until)}"
+          f"{' (2 h: --until to choose)' if not args.until else ''}: none opens, ends or repeats; "
+          f"the jobs still run; --unmute {args.mute} ends it", file=ctx.out)
+    return ExitCode.OK
+
+
+def unmute(ctx: Context) -> int:
+    """``--unmute NAME|all``: end a maintenance window now."""
+    scope = _scope(ctx, ctx.args.unmute)
+    if ctx.store.unmute(scope, ctx.audit_entry("unmute", scope)):
+        print(f"{'every job' if scope == '*' else scope}: alerts unmuted", file=ctx.out)
+    else:
+        print(f"{'every job' if scope == '*' else scope}: not muted", file=ctx.out)
     return ExitCode.OK

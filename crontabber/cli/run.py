@@ -10,7 +10,7 @@ from ..catalog import Job
 from ..command import ExitCode, exit_code_for
 from ..formats import minute_text
 from ..runner import JobResult, Runner, Status, first_lock_error
-from .common import Context, alerter_for, sentry_reporter, terminate_on_sigterm
+from .common import Context, alerter_for, sentry_crons, sentry_reporter, terminate_on_sigterm
 from .monitor import fleet_tick, write_metrics
 
 logger = logging.getLogger("crontabber")
@@ -23,7 +23,8 @@ def run_all(ctx: Context) -> int:
     alerter = alerter_for(ctx) if ctx.settings.alerts.enabled else None
     runner = Runner(ctx.settings, ctx.jobs, ctx.store, report=sentry_reporter(ctx.settings),
                     tick=fleet_tick(),  # a tick records itself: --nagios watches
-                    on_takeover=alerter.takeover if alerter is not None else None)
+                    on_takeover=alerter.takeover if alerter is not None else None,
+                    crons=sentry_crons(ctx.settings))
     with terminate_on_sigterm():
         results = runner.run_all()
         if alerter is not None:

@@ -34,7 +34,7 @@ from .inifile import IniFile, IniSource
 from .options import Namespace, Option
 
 if TYPE_CHECKING:
-    from ..notify import Target
+    from ..notify import SmtpSettings, Target
     from ..supervisor import RunLimits
 
 DEFAULT_CONF_PATHS = ("config/crontabber.ini", "crontabber.ini")
@@ -96,6 +96,9 @@ def runner_options() -> Namespace:
         "dsn", "", "Sentry DSN; job errors are reported when set",
         reference_value_from="secrets.sentry",
     )
+    root.namespace("sentry").add_option(
+        "crons", False, "with a DSN: a Sentry Crons check-in when each run starts and ends "
+        "(in_progress, ok, error), the monitor made from the job's schedule")
     logging_ns = root.namespace("logging")
     logging_ns.add_option("level", "INFO", "log level on stderr (DEBUG, INFO, WARNING...)")
     logging_ns.add_option(
@@ -133,6 +136,9 @@ def _alert_options(cron: Namespace, alerts: Namespace) -> None:
                     "alert when a run of a job was taken over from a host that died")
     cron.add_option("alert_to", "", "the targets of a job's alerts, by name, comma-separated "
                     "(empty: every target)")
+    cron.add_option("deadline", "0",
+                    "alert when a job's interval has not succeeded this long after the "
+                    "interval's time (0: none; usually set per job); seconds, or 30m, 6h, 1d")
     alerts.add_option("targets", "", "where alerts go, one per line: NAME KIND ADDRESS "
                       "[OPTION=VALUE ...] (see docs/alerts.md); empty: no alerts")
     alerts.add_option("claim_seconds", 60.0,
@@ -141,6 +147,13 @@ def _alert_options(cron: Namespace, alerts: Namespace) -> None:
     alerts.add_option("max_attempts", 10, "attempts to deliver one notice before giving up "
                       "(retries back off from 30 s to 1 h)")
     alerts.add_option("timeout_seconds", 5.0, "how long one delivery may take")
+    alerts.add_option("smtp_host", "", "the SMTP server of e-mail targets")
+    alerts.add_option("smtp_port", 25, "its port (465 with smtp_tls, 587 with smtp_starttls)")
+    alerts.add_option("smtp_from", "", "the sender of alert e-mails (default crontabber@HOST)")
+    alerts.add_option("smtp_user", "", "log in as this user (empty: no login)")
+    alerts.add_option("smtp_password", "", "its password (use the environment: ALERTS_SMTP_PASSWORD)")
+    alerts.add_option("smtp_starttls", False, "STARTTLS after connecting")
+    alerts.add_option("smtp_tls", False, "TLS from the start (SMTPS)")
 
 
 class EnvironSource:
@@ -276,6 +289,7 @@ class AlertSettings:
     claim_seconds: float
     max_attempts: int
     timeout_seconds: float
+    smtp: "SmtpSettings"
 
     @property
     def enabled(self) -> bool:
@@ -299,6 +313,7 @@ class Settings:
     output_tail_bytes: int
     require_reason: bool
     sentry_dsn: str = field(repr=False)
+    sentry_crons: bool
     log_level: str
     log_format: str
     sources: Sources = field(repr=False, compare=False)
@@ -361,6 +376,7 @@ def load_settings(
         output_tail_bytes=values["crontabber.output_tail_bytes"],
         require_reason=values["crontabber.require_reason"],
         sentry_dsn=values["sentry.dsn"],
+        sentry_crons=bool(values["sentry.crons"]),
         log_level=str(values["logging.level"]).upper(),
         log_format=values["logging.format"],
         sources=sources,
@@ -375,17 +391,27 @@ def _alert_settings(values: Mapping[str, Any]) -> AlertSettings:
     Raises:
         ConfigurationError: a target line that does not parse, a limit that is not positive.
     """
-    from ..notify import parse_targets
+    import socket
+
+    from ..notify import SmtpSettings, parse_targets
 
     try:
         targets = parse_targets(str(values["alerts.targets"]))
     except ValueError as exc:
         raise ConfigurationError("alerts.targets", str(exc)) from None
+    smtp = SmtpSettings(str(values["alerts.smtp_host"]), int(values["alerts.smtp_port"]),
+                        str(values["alerts.smtp_from"]) or f"crontabber@{socket.getfqdn()}",
+                        str(values["alerts.smtp_user"]), str(values["alerts.smtp_password"]),
+                        bool(values["alerts.smtp_starttls"]), bool(values["alerts.smtp_tls"]))
+    mailed = [t.name for t in targets if t.kind == "email"]
+    if mailed and not smtp.host:
+        raise ConfigurationError("alerts.smtp_host", f"the e-mail target {mailed[0]} needs an SMTP server")
     for name in ("claim_seconds", "max_attempts", "timeout_seconds"):
         if values[f"alerts.{name}"] <= 0:
             raise ConfigurationError(f"alerts.{name}", "must be positive")
     return AlertSettings(targets, float(values["alerts.claim_seconds"]),
-                         int(values["alerts.max_attempts"]), float(values["alerts.timeout_seconds"]))
+                         int(values["alerts.max_attempts"]), float(values["alerts.timeout_seconds"]),
+                         smtp)
 
 
 def _monitor_settings(values: Mapping[str, Any]) -> MonitorSettings:

@@ -5,7 +5,8 @@
 
 -- name: alerts_sweep
 -- A tick's one alerts statement: claim the notices due (new, retried, or left by a host
--- that died), and list the open alerts (the plan needs them to resolve and re-alert).
+-- that died), list the open alerts (the plan needs them to resolve and re-alert) and the
+-- maintenance windows in force (app_name: the scope; next_notice: until).
 WITH due AS (
     SELECT id FROM crontabber_notice
     WHERE sent_at IS NULL AND NOT given_up AND next_attempt <= clock_timestamp()
@@ -29,7 +30,12 @@ SELECT 'open', NULL, NULL, NULL, NULL,
        a.id, a.app_name, a.kind, a.subject, a.message, a.detail, a.opened_at, a.opened_by,
        a.next_notice
 FROM crontabber_alert a
-WHERE a.resolved_at IS NULL AND a.kind IN ('failing', 'silent');
+WHERE a.resolved_at IS NULL AND a.kind IN ('failing', 'silent', 'late')
+UNION ALL
+SELECT 'mute', NULL, NULL, NULL, NULL, NULL, m.scope, NULL, NULL, m.reason, NULL, m.at, m.muted_by,
+       m.until
+FROM crontabber_mute m
+WHERE m.until > clock_timestamp();
 
 -- name: notices_claim
 -- Claim the due notices of the alerts given (just opened or re-alerted by this host).
@@ -119,3 +125,21 @@ WHERE %(app_name)s::text IS NULL OR a.app_name = %(app_name)s
 GROUP BY a.id
 ORDER BY a.id DESC
 LIMIT %(limit)s;
+
+-- name: mute
+-- Start (or replace) a maintenance window of one job or of all ('*').
+INSERT INTO crontabber_mute (scope, until, muted_by, reason)
+VALUES (%(scope)s, %(until)s, %(by)s, %(reason)s)
+ON CONFLICT (scope) DO UPDATE
+SET until = EXCLUDED.until, muted_by = EXCLUDED.muted_by, reason = EXCLUDED.reason,
+    at = clock_timestamp();
+
+-- name: unmute
+DELETE FROM crontabber_mute WHERE scope = %(scope)s AND until > clock_timestamp()
+RETURNING scope;
+
+-- name: mutes
+-- The windows in force, or the one of a scope.
+SELECT scope, until, muted_by, reason, at FROM crontabber_mute
+WHERE until > clock_timestamp() AND (%(scope)s::text IS NULL OR scope IN (%(scope)s, '*'))
+ORDER BY scope;

@@ -116,8 +116,8 @@ CREATE TABLE IF NOT EXISTS crontabber_host (
 CREATE TABLE IF NOT EXISTS crontabber_alert (
     id               bigserial PRIMARY KEY,
     app_name         text NOT NULL,
-    kind             text NOT NULL CHECK (kind IN ('failing', 'recovered', 'silent', 'takeover',
-                                                   'test')),
+    kind             text NOT NULL CONSTRAINT crontabber_alert_kind_check
+                     CHECK (kind IN ('failing', 'recovered', 'silent', 'late', 'takeover', 'test')),
     subject          text NOT NULL,
     opened_at        timestamptz NOT NULL DEFAULT clock_timestamp(),
     opened_by        text NOT NULL,
@@ -129,7 +129,7 @@ CREATE TABLE IF NOT EXISTS crontabber_alert (
     UNIQUE (app_name, kind, subject)
 );
 CREATE INDEX IF NOT EXISTS crontabber_alert_open_idx ON crontabber_alert (id)
-    WHERE resolved_at IS NULL AND kind IN ('failing', 'silent');
+    WHERE resolved_at IS NULL AND kind IN ('failing', 'silent', 'late');
 
 -- A notice: one notification of an alert to one target (the first, then one per re-alert).
 -- The outbox of the fleet: a host claims due notices (FOR UPDATE SKIP LOCKED, a claim that
@@ -154,3 +154,15 @@ CREATE TABLE IF NOT EXISTS crontabber_notice (
 );
 CREATE INDEX IF NOT EXISTS crontabber_notice_due_idx ON crontabber_notice (next_attempt)
     WHERE sent_at IS NULL AND NOT given_up;
+
+-- Ours (migration 0014): maintenance windows of the alerts.
+-- A maintenance window: alerts of one job (scope = its app_name), or of every job (scope
+-- '*'), are muted until `until` (no alert opens, ends or repeats), with who and why, as a
+-- pause has. The jobs still run.
+CREATE TABLE IF NOT EXISTS crontabber_mute (
+    scope    text PRIMARY KEY,
+    until    timestamptz NOT NULL,
+    muted_by text NOT NULL,
+    reason   text NOT NULL,
+    at       timestamptz NOT NULL DEFAULT clock_timestamp()
+);

@@ -26,6 +26,6 @@ DELETE FROM crontabber_alert
 WHERE id IN (
     SELECT id FROM crontabber_alert
     WHERE opened_at < clock_timestamp() - make_interval(days => %(keep_days)s)
-      AND (resolved_at IS NOT NULL OR kind NOT IN ('failing', 'silent'))
+      AND (resolved_at IS NOT NULL OR kind NOT IN ('failing', 'silent', 'late'))
     LIMIT %(batch_size)s
 );

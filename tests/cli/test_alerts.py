@@ -13,6 +13,7 @@ import pytest
 from crontabber.store import StateStore
 from tests.cli.test_cli import wait_for
 from tests.fixtures.receiver import receiver  # noqa: F401 - the fixture
+from tests.fixtures.smtp import smtp_server  # noqa: F401 - the fixture
 
 HOUR = dt.timedelta(hours=1)
 SECRET = "s3cret-hook-key"
@@ -242,9 +243,9 @@ def test_test_alert_reaches_each_target_and_says_which_failed(crontab, receiver,
 
 
 def test_bad_targets_are_refused_by_name(crontab, receiver):
-    crontab.configure(["BasicJob|1d"], extra=alerts_ini(receiver, targets="        hook email a@b\n"))
+    crontab.configure(["BasicJob|1d"], extra=alerts_ini(receiver, targets="        hook pager a@b\n"))
     code, out = crontab.run("--configtest")
-    assert code == 1 and "alerts.targets" in out and "unknown kind 'email'" in out
+    assert code == 1 and "alerts.targets" in out and "unknown kind 'pager'" in out
     crontab.configure(["BasicJob|1d"], extra=alerts_ini(
         receiver, targets="        pd webhook https://x.example format=pagerduty\n"))
     code, out = crontab.run("--configtest")
@@ -291,3 +292,111 @@ def test_an_idle_tick_costs_one_statement_more_with_alerts(crontab, receiver, mo
     with_alerts = count_statements(crontab, monkeypatch)
     assert with_alerts == without + 1
     assert receiver.received == []
+
+
+def test_email_alerts_go_through_a_real_smtp_server_and_recoveries_thread(crontab, smtp_server):
+    targets = "        oncall email oncall@example.net,dev@example.net\n"
+    delivery = (f"    smtp_host=127.0.0.1\n    smtp_port={smtp_server.port}\n"
+                "    smtp_from=crontabber@symbols.example.net\n")
+    crontab.configure(["TroubleJob|1d"], extra=alerts_ini(
+        None, "    alert_after_failures=1\n", targets, delivery))
+    smtp_server.failures_left = 1  # a temporary failure: retried
+    assert crontab.run()[0] == 0
+    assert smtp_server.mails == []
+    code, out = crontab.run("--alerts")
+    assert "oncall (notice 1): not sent yet: SMTP 451: 4.3.0 told to fail" in out
+    crontab.sql("UPDATE crontabber_notice SET next_attempt = now()")
+    assert crontab.run()[0] == 0
+    (mail,) = smtp_server.wait(1)
+    (alert,) = alerts(crontab)
+    assert mail.sender == "crontabber@symbols.example.net"
+    assert mail.recipients == ["oncall@example.net", "dev@example.net"]
+    message = mail.message
+    assert message["Subject"].startswith("[crontabber] failing: trouble: trouble: failed 1 times")
+    assert message["Message-ID"] == f"<crontabber.{alert['id']}.1@symbols.example.net>"
+    assert message["X-Crontabber-Notice"] == f"{alert['id']}.1"
+    assert "NameError: Trouble!!" in message.get_content()
+    assert crontab.run("--mark-success", "trouble", "--reason", "fixed")[0] == 0
+    assert crontab.run()[0] == 0
+    _, recovered = smtp_server.wait(2)
+    assert recovered.message["Subject"].startswith("[crontabber] recovered: trouble")
+    assert recovered.message["In-Reply-To"] == message["Message-ID"]
+
+
+def test_an_email_target_needs_an_smtp_server(crontab):
+    crontab.configure(["BasicJob|1d"], extra=alerts_ini(None, targets="        oncall email a@b.example\n"))
+    code, out = crontab.run("--configtest")
+    assert code == 1 and "alerts.smtp_host" in out and "oncall needs an SMTP server" in out
+
+
+def test_a_maintenance_window_mutes_alerts_but_not_the_job(crontab, receiver, secret):
+    crontab.configure(["TroubleJob|1d"], extra=alerts_ini(receiver, "    alert_after_failures=1\n"))
+    code, out = crontab.run("--mute", "trouble", "--until", "1h")
+    assert code == 1 and "--mute: needs --reason" in out
+    code, out = crontab.run("--mute", "trouble", "--until", "1h", "--reason", "migrating the bucket")
+    assert code == 0 and "trouble's alerts muted until" in out and "the jobs still run" in out
+    assert crontab.run()[0] == 0
+    assert len(crontab.calls("trouble")) == 1  # it ran ...
+    assert receiver.received == [] and alerts(crontab) == []  # ... and nobody was told
+    code, out = crontab.run("--alerts")
+    assert "muted: trouble until 20" in out and "migrating the bucket" in out
+    assert crontab.run("--unmute", "trouble")[0] == 0
+    assert crontab.run()[0] == 0
+    assert len(receiver.at("/hook")) == 1
+    code, out = crontab.run("--audit")
+    assert "mute trouble  why: migrating the bucket" in out and "unmute trouble" in out
+
+
+def test_muting_all_covers_every_job(crontab, receiver, secret):
+    crontab.configure(["TroubleJob|1d"], extra=alerts_ini(receiver, "    alert_after_failures=1\n"))
+    assert crontab.run("--mute", "all", "--reason", "maintenance")[0] == 0
+    assert crontab.run()[0] == 0 and receiver.received == []
+    assert crontab.run("--unmute", "all")[0] == 0
+    assert crontab.run()[0] == 0 and len(receiver.at("/hook")) == 1
+
+
+def test_an_interval_past_its_deadline_alerts_and_shows_in_nagios_and_metrics(
+        crontab, receiver, secret, tmp_path):
+    rules = ("    alert_after_failures=0\n    alert_silence=0\n"
+             "    [[class-SadJob]]\n        deadline=30m\n")
+    crontab.configure(["TroubleJob|1d", "SadJob|1h"], extra=alerts_ini(receiver, rules))
+    # sad last succeeded 3 hours ago: its next interval (2 hours ago) is 90 minutes past its
+    # 30-minute deadline; it cannot run: its parent fails
+    crontab.sql("INSERT INTO crontabber (app_name, next_run, first_run, last_run, last_success, "
+                "error_count, depends_on, last_error) VALUES ('sad', now() - interval '2 hours', "
+                "now() - interval '3 days', now() - interval '3 hours', now() - interval '3 hours', 0, "
+                "'{trouble}', '{}')")
+    metrics = tmp_path / "crontabber.prom"
+    assert crontab.run(f"--metrics-file={metrics}")[0] == 0
+    (alert,) = alerts(crontab, "sad")
+    assert alert["kind"] == "late" and alert["subject"].startswith("interval ")
+    (hook,) = receiver.at("/hook")
+    message = hook.json["message"]
+    assert message.startswith("sad: the interval of ") and "was not done by its deadline" in message
+    assert "--explain says:" in message and "trouble" in message
+    assert 'crontabber_job_deadline_missed{job="sad"} 1' in metrics.read_text()
+    assert 'crontabber_job_deadline_missed{job="trouble"} 0' in metrics.read_text()
+    code, out = crontab.run("--nagios")
+    assert code == 2 and "sad: the interval of" in out  # CRITICAL: trouble fails
+    # the interval gets done: the alert ends, with a recovery
+    crontab.sql("UPDATE crontabber SET last_success = now(), next_run = now() + interval '1 hour' "
+                "WHERE app_name = 'sad'")
+    assert crontab.run(f"--metrics-file={metrics}")[0] == 0
+    assert alerts(crontab, "sad")[0]["resolved_at"] is not None
+    assert receiver.at("/hook")[-1].json["kind"] == "recovered"
+    assert 'crontabber_job_deadline_missed{job="sad"} 0' in metrics.read_text()
+    code, out = crontab.run("--nagios")
+    assert "sad: the interval of" not in out
+
+
+def test_a_job_without_a_deadline_is_never_late(crontab, receiver, secret):
+    crontab.configure(["TroubleJob|1d", "SadJob|1h"],
+                      extra=alerts_ini(receiver, "    alert_after_failures=0\n    alert_silence=0\n"))
+    crontab.sql("INSERT INTO crontabber (app_name, next_run, first_run, last_run, last_success, "
+                "error_count, depends_on, last_error) VALUES ('sad', now() - interval '2 hours', "
+                "now() - interval '3 days', now() - interval '3 hours', now() - interval '3 hours', 0, "
+                "'{trouble}', '{}')")
+    assert crontab.run()[0] == 0
+    assert alerts(crontab) == [] and receiver.received == []
+    code, out = crontab.run("--nagios")
+    assert "the interval of" not in out

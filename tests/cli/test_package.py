@@ -90,7 +90,7 @@ def test_a_tick_from_the_package_creates_only_the_tables_its_jobs_need(installed
     assert "Traceback" not in done.stderr
     assert tables(empty_database) == {"crontabber", "crontabber_log", "crontabber_run",
                                       "crontabber_audit", "crontabber_host", "crontabber_alert",
-                                      "crontabber_notice", "schema_migrations"}
+                                      "crontabber_notice", "crontabber_mute", "schema_migrations"}
     listed = run([str(installed / "crontabber"), f"--admin.conf={ini}", "--list-jobs"],
                  cwd=tmp_path, env=env).stdout
     assert "prune-run-log" in listed and " ok " in listed

@@ -1,5 +1,6 @@
 """Job errors reach Sentry (a local HTTP server stands in for the Sentry endpoint:
 sentry-sdk itself runs for real and sends its envelope over HTTP)."""
+import datetime as dt
 import gzip
 import http.server
 import os
@@ -89,3 +90,54 @@ def test_no_secret_reaches_sentry_from_a_jobs_local_variables(crontab, sentry_se
     assert '"vars"' in events[0] and "database_hostname" in events[0]  # locals are sent
     assert db_secret not in events[0] and es_secret not in events[0]
     assert "http://elastic:***@127.0.0.1:9200/" in events[0]
+
+
+def _checkins(bodies):
+    """The check-in payloads of the envelopes received, in order."""
+    import json
+
+    found = []
+    for _, body in bodies:
+        lines = body.splitlines()
+        for header, payload in zip(lines, lines[1:]):
+            if header.startswith("{") and json.loads(header).get("type") == "check_in":
+                found.append(json.loads(payload))
+    return found
+
+
+def test_sentry_crons_check_ins_frame_each_run_with_the_monitor_from_the_schedule(crontab, sentry_server):
+    dsn, bodies = sentry_server
+    crontab.configure(["BasicJob|1d|03:00", "TroubleJob|2h"],
+                      extra="    jitter=10m\n    [[class-TroubleJob]]\n        timeout=90\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "crontabber", f"--admin.conf={crontab.ini}", f"--sentry.dsn={dsn}",
+         "--sentry.crons=True", "--job", "basic-job", "--force"],
+        env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    started, ended = _checkins(bodies)
+    assert (started["monitor_slug"], started["status"]) == ("basic-job", "in_progress")
+    assert started["monitor_config"]["schedule"] == {"type": "crontab", "value": "0 3 * * *"}
+    from crontabber.scheduling import jitter_offset
+
+    offset = jitter_offset("basic-job", dt.timedelta(minutes=10))
+    assert started["monitor_config"]["checkin_margin"] == 5 + int(offset.total_seconds() // 60)
+    assert (ended["status"], ended["check_in_id"]) == ("ok", started["check_in_id"])
+    assert ended["duration"] > 0
+    bodies.clear()
+    done = subprocess.run(
+        [sys.executable, "-m", "crontabber", f"--admin.conf={crontab.ini}", f"--sentry.dsn={dsn}",
+         "--sentry.crons=True"],
+        env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    trouble = [c for c in _checkins(bodies) if c["monitor_slug"] == "trouble"]
+    assert [c["status"] for c in trouble] == ["in_progress", "error"]
+    config = trouble[0]["monitor_config"]
+    assert config["schedule"] == {"type": "interval", "value": 2, "unit": "hour"}
+    assert (config["max_runtime"], config["failure_issue_threshold"]) == (2, 2)
+
+
+def test_without_crons_no_check_in_is_sent(crontab, sentry_server):
+    dsn, bodies = sentry_server
+    crontab.configure(["BasicJob|1d"])
+    assert crontab.run(f"--sentry.dsn={dsn}")[0] == 0
+    assert _checkins(bodies) == []
