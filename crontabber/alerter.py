@@ -37,7 +37,7 @@ logger = logging.getLogger("crontabber.alerts")
 SWEEP_LIMIT = 50
 
 
-def retry_delay(attempts: int) -> float:
+def notice_retry_delay(attempts: int) -> float:
     """Seconds before the next attempt after ``attempts`` failed ones: 30 s doubling, 1 h at most."""
     return float(min(3600, 30 * 2 ** max(0, attempts - 1)))
 
@@ -204,7 +204,7 @@ class Alerter:
             except DeliveryError as exc:
                 delivery.error = str(exc)
                 delivery.given_up = self.store.notice_failed(
-                    row["notice_id"], self.host, str(exc), retry_delay(row["attempts"]),
+                    row["notice_id"], self.host, str(exc), notice_retry_delay(row["attempts"]),
                     self.config.max_attempts if target is not None else 0)
                 logger.warning("alert %s to %s: not delivered (attempt %s): %s%s", row["id"],
                                row["target"], row["attempts"], exc,

@@ -94,7 +94,7 @@ class OpenAlert:
 
 
 @dataclass
-class Plan:
+class AlertPlan:
     """What a tick does about alerts: open new ones, resolve ended ones, notify again."""
 
     open: list[Event] = field(default_factory=list)
@@ -182,12 +182,12 @@ def muted(app_name: str, mutes: Mapping[str, dt.datetime], now: dt.datetime) -> 
 
 def plan(jobs: Iterable[Watched], open_alerts: Iterable[OpenAlert],
          now: dt.datetime, blocker: Callable[[str], str],
-         mutes: Mapping[str, dt.datetime] | None = None) -> Plan:
+         mutes: Mapping[str, dt.datetime] | None = None) -> AlertPlan:
     """What to do at ``now``: for each job (its name, state and rules), the conditions it is in
     against the alerts open. ``blocker(app_name)`` says why a late job has not run (from
     ``--explain``); it is called only for a job that is silent. ``mutes``: the maintenance
     windows in force, ``{scope: until}`` (an app name or ``*``)."""
-    result = Plan()
+    result = AlertPlan()
     by_job: dict[str, list[OpenAlert]] = {}
     for alert in open_alerts:
         by_job.setdefault(alert.app_name, []).append(alert)

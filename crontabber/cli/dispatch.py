@@ -167,6 +167,12 @@ def _add_modes(modes: "argparse._ArgumentGroup") -> None:
     modes.add_argument("--mark-success", metavar="NAME", default="",
                        help="record the job as just succeeded (errors cleared, pending backfill "
                        "skipped), as Socorro's cronmarksuccess")
+    _add_audit_and_alert_modes(modes)
+
+
+def _add_audit_and_alert_modes(modes: "argparse._ArgumentGroup") -> None:
+    """The rest of the modes, in :data:`MODES` order: the audit trail, the alerts, the
+    checks, and running one job."""
     modes.add_argument("--audit", action="store_true",
                        help="list operator actions (force, rerun, reset, release, pause, resume, "
                        "mark-success): who, when, what, why")

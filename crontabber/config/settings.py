@@ -52,13 +52,7 @@ def runner_options() -> Namespace:
                     "(1: constant, as crontabber)")
     cron.add_option("error_retry_max", 86400,
                     "the longest wait before a retry, in seconds (with error_backoff > 1)")
-    cron.add_option("settle_lag", "0",
-                    "how long after an interval's time a backfill job runs it (its data arrives "
-                    "late): seconds, or 30m, 6h, 1d; each job may set its own")
-    cron.add_option("jitter", "0",
-                    "spread the jobs' starts over this much (seconds, or 10m, 1h): each job "
-                    "starts a fixed offset after its time, derived from its name; each job may "
-                    "set its own (0: off)")
+    _schedule_options(cron)
     cron.add_option(
         "max_ongoing_age_hours", 12.0,
         "a marker without heartbeat (a crontabber 0.18 runner's) older than this is ignored",
@@ -83,15 +77,7 @@ def runner_options() -> Namespace:
                     "printed in the run ledger (--logs); 0 keeps nothing")
     _monitor_options(cron)
     _alert_options(cron, root.namespace("alerts"))
-    for name, default, doc in (
-        ("host", "localhost", "state database host"),
-        ("port", 5432, "state database port"),
-        ("dbname", "crontabber", "state database name"),
-        ("user", "", "state database user"),
-        ("password", "", "state database password (use the environment)"),
-    ):
-        cron.add_option(name, default, doc, reference_value_from="resource.postgresql")
-        root.namespace("resource").namespace("postgresql").add_option(name, default, doc)
+    _database_options(cron, root)
     root.namespace("sentry").add_option(
         "dsn", "", "Sentry DSN; job errors are reported when set",
         reference_value_from="secrets.sentry",
@@ -119,6 +105,31 @@ def _monitor_options(cron: Namespace) -> None:
                     "--nagios: a host whose clock is this far from the database's is a WARNING")
     cron.add_option("metrics_file", "",
                     "write a Prometheus text file here after each tick (--metrics-file)")
+
+
+def _database_options(cron: Namespace, root: Namespace) -> None:
+    """The state database: ``crontabber.host`` ..., taking crontabber's
+    ``resource.postgresql.*`` values."""
+    for name, default, doc in (
+        ("host", "localhost", "state database host"),
+        ("port", 5432, "state database port"),
+        ("dbname", "crontabber", "state database name"),
+        ("user", "", "state database user"),
+        ("password", "", "state database password (use the environment)"),
+    ):
+        cron.add_option(name, default, doc, reference_value_from="resource.postgresql")
+        root.namespace("resource").namespace("postgresql").add_option(name, default, doc)
+
+
+def _schedule_options(cron: Namespace) -> None:
+    """When the jobs start against their time: the defaults of each job's own options."""
+    cron.add_option("settle_lag", "0",
+                    "how long after an interval's time a backfill job runs it (its data arrives "
+                    "late): seconds, or 30m, 6h, 1d; each job may set its own")
+    cron.add_option("jitter", "0",
+                    "spread the jobs' starts over this much (seconds, or 10m, 1h): each job "
+                    "starts a fixed offset after its time, derived from its name; each job may "
+                    "set its own (0: off)")
 
 
 def _alert_options(cron: Namespace, alerts: Namespace) -> None:
