@@ -12,6 +12,7 @@ Read-only: it answers GET and HEAD only, and reads the database in a
 ``/api/jobs/NAME/runs/ID``    ``--logs NAME --run ID --json``: the run and what it logged and printed
 ``/api/pipeline``             the pipeline panels (:mod:`dashboard.pipeline`)
 ``/api/fleet``                ``--nagios --json`` and every host's last tick
+``/api/alerts``               ``--alerts --json`` (``?limit=N``) and the maintenance windows
 ``/__heartbeat__``            200 when the configuration loads and the database answers, else 503
 ``/__lbheartbeat__``          200 while the process serves requests
 ============================  ===============================================
@@ -60,6 +61,9 @@ from crontabber.errors import CrontabberError, DatabaseUnavailable, JobNotFound
 from . import page
 from .pipeline import pipeline_document
 from .source import HISTORY_LIMIT, SPARK_RUNS, Source
+
+#: The alerts the overview page shows (the newest).
+ALERTS_SHOWN = 10
 
 logger = logging.getLogger("dashboard.app")
 
@@ -237,6 +241,9 @@ class DashboardApp:
         if path == "/api/fleet":
             with self.source.session() as session:
                 return json_response(200, self.source.fleet_document(session))
+        if path == "/api/alerts":
+            with self.source.session() as session:
+                return json_response(200, self.source.alerts_document(session, _limit(params)))
         parts = path.strip("/").split("/")
         if len(parts) == 4 and parts[:2] == ["api", "jobs"] and parts[3] == "history":
             return self.history_json(unquote(parts[2]), params)
@@ -289,8 +296,10 @@ class DashboardApp:
             runs = {view.name: source.runs(session, view.name, SPARK_RUNS).runs for view in views}
             pipeline = pipeline_document(source, session)
             fleet = source.fleet_document(session)
+            alerts = source.alerts_document(session, ALERTS_SHOWN)
         return now, {"health": page.health_panel(fleet["check"], views),
                      "jobs": page.jobs_panel(views, runs, now),
+                     "alerts": page.alerts_panel(alerts),
                      "pipeline": page.pipeline_panel(pipeline),
                      "fleet": page.fleet_panel(fleet)}
 

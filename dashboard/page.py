@@ -16,7 +16,7 @@ import html
 from typing import Any, Iterable, Mapping, Sequence
 from urllib.parse import quote
 
-from crontabber.formats import interval_range, iso_z, relative, stamp, took
+from crontabber.formats import interval_range, iso_z, one_line, relative, stamp, took
 from crontabber.leases import Marker
 from crontabber.render import detail, short_host
 from crontabber.views import JobStatus, JobView, Outcome, RunView
@@ -326,6 +326,45 @@ def health_panel(check: Mapping[str, Any], views: Sequence[JobView]) -> str:
             f'{esc(status)}</span> <span class="line">{esc(check["summary"])}</span> '
             f'<span class="counts">{" ".join(needing) or "nothing needs attention"}; {jobs}</span>'
             '</div>')
+
+
+# ---------------------------------------------------------------------------- alerts
+
+def _notice_html(notice: Mapping[str, Any], now: dt.datetime) -> str:
+    """One notice: sent (when, by whom), or not (its error, attempts, next attempt)."""
+    target = f'{esc(notice["target"])}'
+    if notice["sent_at"]:
+        return f'{target}: sent {when_html(dt.datetime.fromisoformat(notice["sent_at"]), now)}'
+    error = f': {esc(one_line(notice["last_error"]))}' if notice["last_error"] else ""
+    if notice["given_up"]:
+        return f'<span class="errs">{target}: NOT SENT, given up{error} ({notice["attempts"]} attempts)</span>'
+    return (f'<span class="errs">{target}: not sent yet{error} ({notice["attempts"]} attempts, next '
+            f'{when_html(dt.datetime.fromisoformat(notice["next_attempt"]), now)})</span>')
+
+
+def alerts_panel(document: Mapping[str, Any]) -> str:
+    """The newest alerts with how each notice went (``--alerts``), the open ones and the
+    notices not delivered counted in the heading, and the maintenance windows in force."""
+    now, alerts = document["now"], document["alerts"]
+    if not document["enabled"] and not alerts:
+        return '<h2>Alerts</h2><p class="none">no alert targets ([alerts] targets)</p>'
+    lasting = ("failing", "silent", "late")
+    open_count = sum(a["resolved_at"] is None and a["kind"] in lasting for a in alerts)
+    undelivered = sum(not n["sent_at"] for a in alerts for n in a["notices"])
+    mutes = "".join(f'<p class="summary">muted: {esc("every job" if m["scope"] == "*" else m["scope"])}'
+                    f' until {when_html(m["until"], now)} by {esc(m["muted_by"])}: '
+                    f'{esc(one_line(m["reason"]))}</p>' for m in document["mutes"])
+    rows = []
+    for alert in alerts:
+        state = ("open" if alert["resolved_at"] is None else "ended") if alert["kind"] in lasting else "event"
+        rows.append([esc(alert["id"]), when_html(alert["opened_at"], now), esc(alert["app_name"]),
+                     f'<span class="st {esc(alert["kind"])}">{esc(alert["kind"])}</span> {state}',
+                     esc(one_line(alert["message"])),
+                     "<br>".join(_notice_html(n, now) for n in alert["notices"]) or "-"])
+    count = f'{open_count} open, {undelivered} notice(s) not delivered'
+    return (f'<h2>Alerts <small data-k="alerts.summary">{count}</small></h2>{mutes}'
+            + (table(["id", "opened", "job", "kind", "message", "notices"], rows, "small")
+               if rows else '<p class="none">no alerts</p>'))
 
 
 # ---------------------------------------------------------------------------- fleet

@@ -142,6 +142,13 @@ class Source:
         """``--history NAME --json``."""
         return self.runs(session, name).as_json()
 
+    def alerts_document(self, session: Session, limit: int = 20) -> dict[str, Any]:
+        """``{"now", "enabled", "mutes", "alerts"}``: ``--alerts --json``'s alerts (newest first,
+        each with its notices: sent, or the error, attempts and next attempt) and the
+        maintenance windows in force."""
+        return {"now": session.state.now(), "enabled": self.settings.alerts.enabled,
+                "mutes": session.state.mutes(), "alerts": session.state.alerts(None, limit)}
+
     def fleet_document(self, session: Session) -> dict[str, Any]:
         """``{"now", "check": <--nagios --json>, "hosts": [...]}``: every host
         that ever ticked, newest tick first, ``recent`` when it ticked within

@@ -130,3 +130,30 @@ def test_heartbeat_is_503_without_the_database(dashboard, monkeypatch):
     assert "cannot use the state database" in body["error"]
     status, _, body = dashboard.get("/api/jobs")
     assert status == 503 and "cannot use the state database" in body["error"]
+
+
+def test_alerts_are_the_alerts_json_and_a_panel(dashboard, s3_bucket, es_index):
+    crontab = dashboard.crontab
+    pipeline_fleet(crontab, s3_bucket, es_index)
+    crontab.sql("INSERT INTO crontabber_alert (app_name, kind, subject, opened_by, message) VALUES "
+                "('missing-symbols-retention', 'failing', 's', 'cron-2:77', "
+                "'missing-symbols-retention: failed 2 times in a row; last: <b>boom</b>')")
+    crontab.sql("INSERT INTO crontabber_notice (alert_id, notice, target, attempts, last_error, "
+                "next_attempt) SELECT id, 1, 'ops-hook', 3, 'HTTP 500: down', now() + interval '1 minute' "
+                "FROM crontabber_alert")
+    crontab.sql("INSERT INTO crontabber_notice (alert_id, notice, target, attempts, sent_at, sent_by) "
+                "SELECT id, 1, 'ops-slack', 1, now(), 'cron-2:77' FROM crontabber_alert")
+    crontab.sql("INSERT INTO crontabber_mute (scope, until, muted_by, reason) VALUES "
+                "('prune-s3', now() + interval '1 hour', 'alice@ops-1', 'moving the bucket')")
+    dashboard.start()
+    status, _, served = dashboard.get("/api/alerts")
+    assert status == 200
+    code, printed = crontab.run("--alerts", "--json")
+    assert code == 0 and served["alerts"] == json.loads(printed)
+    assert [m["scope"] for m in served["mutes"]] == ["prune-s3"]
+    status, kind, page = dashboard.get("/")
+    assert status == 200
+    assert "1 open, 1 notice(s) not delivered" in page
+    assert "ops-hook: not sent yet: HTTP 500: down (3 attempts, next" in page
+    assert "ops-slack: sent" in page and "muted: prune-s3" in page and "moving the bucket" in page
+    assert "<b>boom</b>" not in page and "&lt;b&gt;boom&lt;/b&gt;" in page
