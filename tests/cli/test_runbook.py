@@ -111,4 +111,5 @@ def test_every_runbook_command_runs_as_documented(cli, s3_bucket, tmp_path):
     assert [(a["action"], a["app_name"]) for a in audit] == [
         ("force", "prune-s3"), ("release", "process-uploads"),
         ("reset", "rebuild-search-index"), ("release", "rebuild-search-index"),  # refused, exit 3
-        ("rerun", "missing-symbols-report"), ("pause", "prune-s3"), ("resume", "prune-s3")]
+        ("rerun", "missing-symbols-report"), ("pause", "prune-s3"), ("resume", "prune-s3"),
+        ("mute", "*"), ("unmute", "*")]
