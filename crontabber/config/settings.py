@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 DEFAULT_CONF_PATHS = ("config/crontabber.ini", "crontabber.ini")
 MASK = "*" * 8
+NOT_SET = "(not set)"  # a secret without a value: nothing to hide, and it says so
 
 
 def runner_options() -> Namespace:
@@ -461,7 +462,7 @@ def effective_lines(
         if origin == "default" and not defaults:
             continue
         value = sources.value(path, option)
-        shown = MASK if option.secret and value else redact(repr(value))
+        shown = (MASK if value else NOT_SET) if option.secret else redact(repr(value))
         yield ".".join([*path, option.name]), shown, origin
 
 
@@ -474,8 +475,8 @@ def iter_option_lines(
     """
     for path, option in namespace.walk(prefix):
         value = sources.value(path, option) if sources else option.default
-        if option.secret and value:
-            shown = MASK
+        if option.secret:
+            shown = MASK if value else NOT_SET
         else:  # a URL's password, a signed URL's parameters (crontabber.redaction)
             from ..redaction import redact
 

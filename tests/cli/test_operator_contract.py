@@ -118,8 +118,9 @@ def test_configtest_shows_each_setting_where_it_came_from_and_the_database(cli):
     assert f"  crontabber.dbname = '{db.dbname}'  [environment RESOURCE_POSTGRESQL_DBNAME]" in lines
     assert "  crontabber.password = ********  [environment RESOURCE_POSTGRESQL_PASSWORD]" in lines
     assert "  crontabber.error_backoff = 1.0  [default]" in lines
+    assert "  alerts.smtp_password = (not set)  [default]" in lines  # a secret with no value
     assert not any("password" in line and "********" not in line and "(password set)" not in line
-                   for line in lines)  # (the test database's password is its user's name)
+                   and "(not set)" not in line for line in lines)  # (the test database's password is its user's name)
     assert lines[-1] == "configtest OK: 1 jobs"
 
 
