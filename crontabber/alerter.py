@@ -23,18 +23,18 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from . import __version__
-from .alerting import LASTING, AlertRules, Event, OpenAlert, Watched, needs_rules, plan, recovery, takeover
+from .alerting import LASTING, AlertRules, Event, OpenAlert, Watched, plan, recovery, takeover
 from .catalog import Job, alert_rules
 from .config.settings import Settings
 from .errors import ConfigurationError, CrontabberError
 from .notify import DeliveryError, Notice, Target, send
+from .scheduling import needs_attention
 from .state import JobState
 from .store import StateStore
+from .sweep import sweep
 
 logger = logging.getLogger("crontabber.alerts")
 
-#: How many notices one tick sends at most (the rest wait for the next tick).
-SWEEP_LIMIT = 50
 
 
 def notice_retry_delay(attempts: int) -> float:
@@ -110,19 +110,19 @@ class Alerter:
 
     # ----------------------------------------------------------------- a tick
 
-    def tick(self, states: Mapping[str, JobState], now: dt.datetime) -> AlertReport:
+    def tick(self, states: Mapping[str, JobState], now: dt.datetime, swept: Any = None) -> AlertReport:
         """Evaluate the rules against ``states`` (read at ``now``), open, resolve and repeat
-        alerts, and deliver what is due. Never raises for a delivery; a database error
-        propagates (the tick reports it)."""
+        alerts, and deliver what is due. ``swept``: the tick's sweep (:meth:`sweep`) when the
+        caller made it already. Never raises for a delivery; a database error propagates (the
+        tick reports it)."""
         report = AlertReport()
         if not self.enabled:
             return report
-        claimed, open_rows, mutes = self.store.alerts_sweep(self.host, self.config.claim_seconds,
-                                                            SWEEP_LIMIT)
+        claimed, open_rows, mutes = swept if swept is not None else sweep(self.store, self.host,
+                                                                             self.config)
         open_alerts = [OpenAlert.from_row(row) for row in open_rows]
         names = {a.app_name for a in open_alerts}
-        names |= {name for name, job in self.jobs.items()
-                  if needs_rules(states.get(name), now, job.schedule)}
+        names |= {name for name in self.jobs if needs_attention(states.get(name), now)}
         try:
             evaluated = [self.watched(name, states.get(name)) for name in sorted(names)]
         except ConfigurationError as exc:

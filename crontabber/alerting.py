@@ -105,17 +105,6 @@ class AlertPlan:
         return bool(self.open or self.resolve or self.realert)
 
 
-def needs_rules(state: JobState | None, now: dt.datetime, schedule: Schedule | None = None) -> bool:
-    """Whether a job may be in a condition at all (failing, overdue, or past its next
-    interval's time without a success): the jobs a tick reads the rules of. A fleet whose
-    jobs all ran their last interval reads none."""
-    if state is None:
-        return False
-    if state.error_count > 0 or lateness(state, now) is not None:
-        return True
-    return schedule is not None and state.last_success is not None and state.ongoing is not None
-
-
 def next_interval(state: JobState, schedule: Schedule, is_backfill: bool) -> dt.datetime | None:
     """The time of the first interval the job has not done: after a backfill job's last
     interval (its ``last_success``) one interval later, on the time of day; after another

@@ -389,6 +389,14 @@ def dependency_order(graph: Mapping[str, Sequence[str]]) -> list[str]:
     return order
 
 
+def needs_attention(state: JobState | None, now: dt.datetime) -> bool:
+    """Whether a job is failing, overdue or running at ``now``: the only jobs whose alert
+    rules a tick reads (:mod:`crontabber.alerting`); a quiet fleet reads none."""
+    if state is None:
+        return False
+    return state.error_count > 0 or state.ongoing is not None or lateness(state, now) is not None
+
+
 def pause_active(state: JobState | None, now: dt.datetime) -> bool:
     """Whether the job is paused at ``now`` (a pause ends by itself at ``paused_until``)."""
     return state is not None and state.paused_until is not None and state.paused_until > now

@@ -113,6 +113,32 @@ def alerter_for(ctx: Context) -> "Alerter":
     return Alerter(ctx.settings, ctx.jobs, ctx.store, f"{this_host()}:{os.getpid()}", blocker)
 
 
+class TickAlerts:
+    """The alerts of a cron tick: its one sweep statement, and the alerter (the rules, their
+    imports, a second look at the state for a blocker) only when the sweep or a job's state
+    gives it something to do."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self._alerter: "Alerter | None" = None
+
+    def alerter(self) -> "Alerter":
+        if self._alerter is None:
+            self._alerter = alerter_for(self.ctx)
+        return self._alerter
+
+    def takeover(self, job: Job, before: Any, run_id: int) -> None:
+        self.alerter().takeover(job, before, run_id)
+
+    def tick(self, states: Any, now: Any) -> None:
+        from ..runner import this_host
+        from ..sweep import quiet, sweep
+
+        swept = sweep(self.ctx.store, f"{this_host()}:{os.getpid()}", self.ctx.settings.alerts)
+        if not quiet(swept, states, (job.app_name for job in self.ctx.jobs), now):
+            self.alerter().tick(states, now, swept)
+
+
 def sentry_crons(settings: Settings) -> Any:
     """The Sentry Crons reporter when ``sentry.crons`` and a DSN are set, else None."""
     if not (settings.sentry_dsn and settings.sentry_crons):

@@ -10,7 +10,7 @@ from ..catalog import Job
 from ..command import ExitCode, exit_code_for
 from ..formats import minute_text
 from ..runner import JobResult, Runner, Status, first_lock_error
-from .common import Context, alerter_for, sentry_crons, sentry_reporter, terminate_on_sigterm
+from .common import Context, TickAlerts, sentry_crons, sentry_reporter, terminate_on_sigterm
 from .monitor import fleet_tick, write_metrics
 
 logger = logging.getLogger("crontabber")
@@ -20,15 +20,15 @@ def run_all(ctx: Context) -> int:
     """A cron tick: run every due job, then the alerts (when targets are configured); exit
     non-zero only when a job's lock could not be taken for a reason other than another host
     holding it."""
-    alerter = alerter_for(ctx) if ctx.settings.alerts.enabled else None
+    alerts = TickAlerts(ctx) if ctx.settings.alerts.enabled else None
     runner = Runner(ctx.settings, ctx.jobs, ctx.store, report=sentry_reporter(ctx.settings),
                     tick=fleet_tick(),  # a tick records itself: --nagios watches
-                    on_takeover=alerter.takeover if alerter is not None else None,
+                    on_takeover=alerts.takeover if alerts is not None else None,
                     crons=sentry_crons(ctx.settings))
     with terminate_on_sigterm():
         results = runner.run_all()
-        if alerter is not None:
-            alerter.tick(*runner.snapshot())
+        if alerts is not None:
+            alerts.tick(*runner.snapshot())
     counts = {status: sum(r.status is status for r in results) for status in Status}
     logger.info("done: %s", ", ".join(f"{n} {s.value}" for s, n in counts.items() if n) or "no jobs")
     write_metrics(ctx.settings, ctx.jobs, ctx.store, ctx.args)

@@ -301,7 +301,7 @@ class AlertSettings:
     claim_seconds: float
     max_attempts: int
     timeout_seconds: float
-    smtp: "SmtpSettings"
+    smtp: "SmtpSettings | None"  # None: no e-mail target
 
     @property
     def enabled(self) -> bool:
@@ -403,21 +403,26 @@ def _alert_settings(values: Mapping[str, Any]) -> AlertSettings:
     Raises:
         ConfigurationError: a target line that does not parse, a limit that is not positive.
     """
-    import socket
+    targets: tuple[Target, ...] = ()
+    smtp = None
+    if str(values["alerts.targets"]).strip():  # else not even imported: every tick reads this
+        from ..notify import SmtpSettings, parse_targets
 
-    from ..notify import SmtpSettings, parse_targets
+        try:
+            targets = parse_targets(str(values["alerts.targets"]))
+        except ValueError as exc:
+            raise ConfigurationError("alerts.targets", str(exc)) from None
+        mailed = [t.name for t in targets if t.kind == "email"]
+        if mailed:
+            import socket  # getfqdn may ask DNS: only for a sender not given
 
-    try:
-        targets = parse_targets(str(values["alerts.targets"]))
-    except ValueError as exc:
-        raise ConfigurationError("alerts.targets", str(exc)) from None
-    smtp = SmtpSettings(str(values["alerts.smtp_host"]), int(values["alerts.smtp_port"]),
-                        str(values["alerts.smtp_from"]) or f"crontabber@{socket.getfqdn()}",
-                        str(values["alerts.smtp_user"]), str(values["alerts.smtp_password"]),
-                        bool(values["alerts.smtp_starttls"]), bool(values["alerts.smtp_tls"]))
-    mailed = [t.name for t in targets if t.kind == "email"]
-    if mailed and not smtp.host:
-        raise ConfigurationError("alerts.smtp_host", f"the e-mail target {mailed[0]} needs an SMTP server")
+            if not values["alerts.smtp_host"]:
+                raise ConfigurationError("alerts.smtp_host",
+                                         f"the e-mail target {mailed[0]} needs an SMTP server")
+            smtp = SmtpSettings(str(values["alerts.smtp_host"]), int(values["alerts.smtp_port"]),
+                                str(values["alerts.smtp_from"]) or f"crontabber@{socket.getfqdn()}",
+                                str(values["alerts.smtp_user"]), str(values["alerts.smtp_password"]),
+                                bool(values["alerts.smtp_starttls"]), bool(values["alerts.smtp_tls"]))
     for name in ("claim_seconds", "max_attempts", "timeout_seconds"):
         if values[f"alerts.{name}"] <= 0:
             raise ConfigurationError(f"alerts.{name}", "must be positive")

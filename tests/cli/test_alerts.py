@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import subprocess
+import sys
 
 import pytest
 
 from crontabber.store import StateStore
+from tests.cli.conftest import REPO
 from tests.cli.test_cli import wait_for
 from tests.fixtures.receiver import receiver  # noqa: F401 - the fixture
 from tests.fixtures.smtp import smtp_server  # noqa: F401 - the fixture
@@ -400,3 +403,27 @@ def test_a_job_without_a_deadline_is_never_late(crontab, receiver, secret):
     assert alerts(crontab) == [] and receiver.received == []
     code, out = crontab.run("--nagios")
     assert "the interval of" not in out
+
+
+def test_an_idle_tick_with_alerts_does_not_load_the_rules(cli, receiver):
+    """The sweep finds nothing and no job fails or is late: the rules' modules (their
+    dataclasses cost a tick milliseconds) are never imported."""
+    targets = f"        hook webhook {receiver.url}/h\n"
+    cli.crontab.configure(["BasicJob|1d"], extra=alerts_ini(receiver, targets=targets))
+    assert cli.run().returncode == 0  # runs BasicJob: the next tick is idle
+    probe = ("import runpy, sys\n"
+             f"sys.argv = ['crontabber', '--admin.conf={cli.crontab.ini}']\n"
+             "try:\n    runpy.run_module('crontabber', run_name='__main__')\n"
+             "except SystemExit as exit:\n    assert not exit.code, exit.code\n"
+             "print(' '.join(m for m in ('crontabber.alerter', 'crontabber.alerting', "
+             "'crontabber.explain', 'urllib.request', 'smtplib') if m in sys.modules))\n")
+    done = subprocess.run([sys.executable, "-c", probe], env=cli.env, cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "1 skipped" in done.stderr
+    assert done.stdout.split() == []
+    cli.crontab.sql("UPDATE crontabber SET error_count = 1")  # a failing job: now it reads them
+    done = subprocess.run([sys.executable, "-c", probe], env=cli.env, cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "crontabber.alerting" in done.stdout.split()

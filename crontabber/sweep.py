@@ -1,0 +1,32 @@
+"""The first step of a tick's alerts, kept light: one statement that claims the notices due
+and reads the open alerts and the maintenance windows. A tick whose sweep finds nothing and
+whose jobs are all quiet (:func:`crontabber.scheduling.needs_attention`) stops here, without
+importing the alert rules (:mod:`crontabber.alerter`, :mod:`crontabber.alerting`)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+from .scheduling import needs_attention
+
+if TYPE_CHECKING:
+    from .config.settings import AlertSettings
+    from .state import JobState
+    from .store import StateStore
+
+#: How many notices one tick claims at most (the rest wait for the next tick).
+SWEEP_LIMIT = 50
+
+Swept = tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, dt.datetime]]
+
+
+def sweep(store: "StateStore", host: str, config: "AlertSettings") -> Swept:
+    """Claim the notices due for ``host``; read the open alerts and the windows in force."""
+    return store.alerts_sweep(host, config.claim_seconds, SWEEP_LIMIT)
+
+
+def quiet(swept: Swept, states: Mapping[str, "JobState"], names: Iterable[str], now: dt.datetime) -> bool:
+    """Nothing to send, nothing open, no window, and no configured job failing, overdue or
+    running: the rules need not be read."""
+    return not any(swept) and not any(needs_attention(states.get(name), now) for name in names)
