@@ -19,21 +19,45 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from . import __version__
-from .alerting import LASTING, AlertRules, Event, OpenAlert, Watched, plan, recovery, takeover
-from .catalog import Job, alert_rules
-from .config.settings import Settings
+from .alerting import LASTING, AlertPlan, AlertRules, Event, OpenAlert, Watched, plan, recovery, takeover
+from .catalog import Job, job_options
+from .config.settings import Settings, Sources
 from .errors import ConfigurationError, CrontabberError
 from .notify import DeliveryError, Notice, Target, send
-from .scheduling import needs_attention
+from .scheduling import needs_attention, parse_duration
 from .state import JobState
 from .store import StateStore
-from .sweep import sweep
+from .sweep import Swept
 
 logger = logging.getLogger("crontabber.alerts")
+
+
+
+def alert_rules(job: Job, sources: Sources) -> AlertRules:
+    """The job's alert rules (its ``[[class-X]]`` options, else ``[crontabber]``'s).
+
+    Raises:
+        ConfigurationError: a value that does not parse, naming the option.
+    """
+    options = {option.name: option for path, option in job_options(job.cls).walk(job.namespace)
+               if path == job.namespace and (option.name.startswith("alert_") or option.name == "deadline")}
+    values = {name: sources.value(job.namespace, option) for name, option in options.items()}
+    try:
+        after = int(values["alert_after_failures"])
+        silence, realert = parse_duration(values["alert_silence"]), parse_duration(values["alert_realert"])
+        deadline = parse_duration(values["deadline"])
+    except ValueError as exc:
+        raise ConfigurationError(f"crontabber.class-{job.cls.__name__}.alert_*", str(exc)) from None
+    if after < 0:
+        raise ConfigurationError(f"crontabber.class-{job.cls.__name__}.alert_after_failures",
+                                 "must not be negative")
+    to = tuple(name.strip() for name in str(values["alert_to"] or "").split(",") if name.strip())
+    return AlertRules(after, bool(values["alert_on_recovery"]), silence, realert,
+                      bool(values["alert_on_takeover"]), to, deadline)
 
 
 
@@ -53,35 +77,22 @@ class Delivery:
     given_up: bool = False
 
 
-@dataclass
-class AlertReport:
-    """What a tick did about alerts (logged; ``--test-alert`` prints it)."""
-
-    opened: list[int] = field(default_factory=list)
-    resolved: list[int] = field(default_factory=list)
-    realerted: list[int] = field(default_factory=list)
-    deliveries: list[Delivery] = field(default_factory=list)
-
-
 class Alerter:
     """The alerts of one runner invocation (a tick, ``--test-alert``)."""
 
     def __init__(self, settings: Settings, jobs: list[Job], store: StateStore, host: str,
-                 blocker: Callable[[str], str] | None = None,
+                 blocker: Callable[[Job, Mapping[str, JobState], dt.datetime], str] | None = None,
                  environ: Mapping[str, str] = os.environ) -> None:
-        """``blocker(app_name)``: why a late job has not run (``--explain``'s verdict)."""
+        """``blocker(job, states, now)``: why a late job has not run (``--explain``'s verdict,
+        from the state the tick read)."""
         self.settings = settings
         self.config = settings.alerts
         self.jobs = {job.app_name: job for job in jobs}
         self.store = store
         self.host = host
-        self.blocker = blocker or (lambda app_name: "")
+        self.blocker = blocker
         self.environ = environ
         self._rules: dict[str, AlertRules] = {}
-
-    @property
-    def enabled(self) -> bool:
-        return self.config.enabled
 
     def rules(self, app_name: str) -> AlertRules:
         """A configured job's rules (read once per invocation); defaults for a ghost."""
@@ -110,16 +121,12 @@ class Alerter:
 
     # ----------------------------------------------------------------- a tick
 
-    def tick(self, states: Mapping[str, JobState], now: dt.datetime, swept: Any = None) -> AlertReport:
+    def tick(self, states: Mapping[str, JobState], now: dt.datetime, swept: Swept) -> None:
         """Evaluate the rules against ``states`` (read at ``now``), open, resolve and repeat
-        alerts, and deliver what is due. ``swept``: the tick's sweep (:meth:`sweep`) when the
-        caller made it already. Never raises for a delivery; a database error propagates (the
-        tick reports it)."""
-        report = AlertReport()
-        if not self.enabled:
-            return report
-        claimed, open_rows, mutes = swept if swept is not None else sweep(self.store, self.host,
-                                                                             self.config)
+        alerts, and deliver what is due: the claimed notices of the tick's sweep
+        (:func:`crontabber.sweep.sweep`) and those this tick made. Never raises for a
+        delivery; a database error propagates (the tick reports it)."""
+        claimed, open_rows, mutes = swept
         open_alerts = [OpenAlert.from_row(row) for row in open_rows]
         names = {a.app_name for a in open_alerts}
         names |= {name for name in self.jobs if needs_attention(states.get(name), now)}
@@ -128,25 +135,27 @@ class Alerter:
         except ConfigurationError as exc:
             logger.error("alerts not evaluated: %s", exc)
             evaluated = []
-        todo = plan(evaluated, open_alerts, now, self.blocker, mutes)
-        touched = self._carry_out(todo, states, now, report)
+        todo = plan(evaluated, open_alerts, now, lambda name: self._blocker(name, states, now), mutes)
+        touched = self._carry_out(todo, states, now)
         if touched:
-            claimed += self.store.notices_claim(self.host, self.config.claim_seconds, touched)
-        self.deliver(claimed, report)
-        return report
+            claimed = claimed + self.store.notices_claim(self.host, self.config.claim_seconds, touched)
+        self.deliver(claimed)
 
-    def _carry_out(self, todo: Any, states: Mapping[str, JobState], now: dt.datetime,
-                   report: AlertReport) -> list[int]:
+    def _blocker(self, app_name: str, states: Mapping[str, JobState], now: dt.datetime) -> str:
+        job = self.jobs.get(app_name)
+        if job is None:
+            return "not configured (a ghost)"
+        return self.blocker(job, states, now) if self.blocker else ""
+
+    def _carry_out(self, todo: AlertPlan, states: Mapping[str, JobState], now: dt.datetime) -> list[int]:
         """Open, resolve and repeat; the ids of the alerts this host made notices for."""
         touched = []
         for event in todo.open:
             alert_id = self.open(event)
             if alert_id is not None:
-                report.opened.append(alert_id)
                 touched.append(alert_id)
         for alert in todo.resolve:
             if self.store.alert_resolve(alert.id):
-                report.resolved.append(alert.id)
                 logger.info("%s: alert %s (%s) ended", alert.app_name, alert.id, alert.kind)
                 if self.rules(alert.app_name).on_recovery:
                     alert_id = self.open(recovery(alert, states.get(alert.app_name), now))
@@ -156,7 +165,6 @@ class Alerter:
             rules = self.rules(alert.app_name)
             if self.store.alert_realert(alert.id, rules.realert.total_seconds(),
                                         self.targets_of(alert.app_name)) is not None:
-                report.realerted.append(alert.id)
                 touched.append(alert.id)
         return touched
 
@@ -174,23 +182,20 @@ class Alerter:
     def takeover(self, job: Job, before: JobState, run_id: int) -> None:
         """A run took ``job`` over from a dead or expired one: open the ``takeover`` alert
         (if the job's rules ask for it) and send it now. Never raises: the run goes on."""
-        if not self.enabled or before.ongoing is None:
-            return
         try:
             if not self.rules(job.app_name).on_takeover or self.store.mutes(job.app_name):
                 return
             alert_id = self.open(takeover(job.app_name, before, run_id))
             if alert_id is not None:
-                report = AlertReport()
-                self.deliver(self.store.notices_claim(self.host, self.config.claim_seconds, [alert_id]),
-                             report)
+                self.deliver(self.store.notices_claim(self.host, self.config.claim_seconds, [alert_id]))
         except CrontabberError as exc:
             logger.error("%s: the takeover alert was not recorded: %s", job.app_name, exc)
 
     # --------------------------------------------------------------- delivery
 
-    def deliver(self, claimed: list[dict[str, Any]], report: AlertReport) -> None:
-        """Send each claimed notice and record how it went."""
+    def deliver(self, claimed: list[dict[str, Any]]) -> list[Delivery]:
+        """Send each claimed notice, record how it went, and say so."""
+        deliveries = []
         targets: dict[str, Target] = {t.name: t for t in self.config.targets}
         agent = f"crontabber/{__version__}"
         for row in claimed:
@@ -212,20 +217,18 @@ class Alerter:
             else:
                 self.store.notice_sent(row["notice_id"], self.host)
                 logger.info("alert %s to %s: delivered", row["id"], row["target"])
-            report.deliveries.append(delivery)
+            deliveries.append(delivery)
+        return deliveries
 
-    def test(self, job: Job) -> AlertReport:
+    def test(self, job: Job) -> list[Delivery]:
         """``--test-alert NAME``: open a ``test`` alert of ``job`` with a notice per target
         and deliver it now."""
         now = self.store.now()
-        report = AlertReport()
         alert_id = self.open(Event(job.app_name, "test", f"{now.isoformat()} {self.host}",
                                    f"{job.app_name}: a test alert from {self.host} (--test-alert)",
                                    {"test": True}))
         assert alert_id is not None  # the subject is this host's and this moment's
-        report.opened.append(alert_id)
-        self.deliver(self.store.notices_claim(self.host, self.config.claim_seconds, [alert_id]), report)
-        return report
+        return self.deliver(self.store.notices_claim(self.host, self.config.claim_seconds, [alert_id]))
 
 
 def missed_deadlines(jobs: list[Job], settings: Settings, states: Mapping[str, JobState],
@@ -242,9 +245,9 @@ def missed_deadlines(jobs: list[Job], settings: Settings, states: Mapping[str, J
         except ConfigurationError:
             continue
         event = late(Watched(job.app_name, states.get(job.app_name), rules, job.schedule,
-                             job.is_backfill), now, "")
+                             job.is_backfill), now)
         if event is not None:
-            missed[job.app_name] = event.message.rstrip("; ")
+            missed[job.app_name] = event.message
     return missed
 
 

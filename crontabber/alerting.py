@@ -22,6 +22,7 @@ inside a maintenance window (``--mute NAME|all``), which does not stop it from r
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
@@ -120,7 +121,11 @@ def next_interval(state: JobState, schedule: Schedule, is_backfill: bool) -> dt.
     return next_run_after(state.last_success, schedule, True, 0) - schedule.delay
 
 
-def late(watched: Watched, now: dt.datetime, blocker: str) -> Event | None:
+#: Why a job has not run (``--explain``'s verdict): asked only of a job found silent or late.
+Blocker = Callable[[], str]
+
+
+def late(watched: Watched, now: dt.datetime, blocker: Blocker = lambda: "") -> Event | None:
     """The ``late`` condition: the next interval not done by its time plus ``deadline``."""
     state, rules, schedule = watched.state, watched.rules, watched.schedule
     if state is None or schedule is None or not rules.deadline:
@@ -128,40 +133,39 @@ def late(watched: Watched, now: dt.datetime, blocker: str) -> Event | None:
     interval = next_interval(state, schedule, watched.is_backfill)
     if interval is None or now < interval + rules.deadline:
         return None
-    due = interval + rules.deadline
+    due, why = interval + rules.deadline, blocker()
     return Event(watched.app_name, "late", f"interval {interval.isoformat()}",
                  f"{watched.app_name}: the interval of {minute_text(interval)} was not done by its "
-                 f"deadline, {minute_text(due)} ({span_text(now - due)} ago); {blocker}",
-                 {"interval": interval, "deadline": due, "blocker": blocker})
+                 f"deadline, {minute_text(due)} ({span_text(now - due)} ago)" + (f"; {why}" if why else ""),
+                 {"interval": interval, "deadline": due, "blocker": why})
 
 
 def failing(app_name: str, state: JobState | None, rules: AlertRules) -> Event | None:
     """The ``failing`` condition: ``after_failures`` failures in a row."""
     if state is None or rules.after_failures <= 0 or state.error_count < rules.after_failures:
         return None
-    error = state.last_error if isinstance(state.last_error, Mapping) else {}
-    kind = str(error.get("type", "")).split("'")[1] if "'" in str(error.get("type", "")) \
-        else str(error.get("type", "error"))
-    value = (str(error.get("value", "")).strip().splitlines() or [""])[0][:300]
+    from .views import ErrorInfo  # imported once a job fails: views is not a tick's
+
+    error = ErrorInfo.of_state(state.last_error)
+    summary = error.summary[:300] if error else "no error recorded"
     streak = f"after {state.last_success.isoformat() if state.last_success else 'never'}" \
         f" (first run {state.first_run.isoformat() if state.first_run else '?'})"
     return Event(app_name, "failing", streak,
-                 f"{app_name}: failed {state.error_count} times in a row; last: {kind}: {value}",
-                 {"error_count": state.error_count, "error_type": kind, "error": value,
-                  "last_success": state.last_success})
+                 f"{app_name}: failed {state.error_count} times in a row; last: {summary}",
+                 {"error_count": state.error_count, "error": summary, "last_success": state.last_success})
 
 
 def silent(app_name: str, state: JobState | None, rules: AlertRules, now: dt.datetime,
-           blocker: str) -> Event | None:
+           blocker: Blocker = lambda: "") -> Event | None:
     """The ``silent`` condition: due longer than ``silence`` ago and not run."""
-    late = lateness(state, now)
-    if state is None or late is None or not rules.silence or late < rules.silence:
+    overdue = lateness(state, now)
+    if overdue is None or not rules.silence or overdue < rules.silence:
         return None
-    since = now - late
+    since, why = now - overdue, blocker()
     return Event(app_name, "silent", f"due {since.isoformat()}",
                  f"{app_name}: has not run since it was due at {utc_text(since)} "
-                 f"({span_text(late)} ago); {blocker}",
-                 {"due": since, "late_seconds": int(late.total_seconds()), "blocker": blocker})
+                 f"({span_text(overdue)} ago)" + (f"; {why}" if why else ""),
+                 {"due": since, "late_seconds": int(overdue.total_seconds()), "blocker": why})
 
 
 def muted(app_name: str, mutes: Mapping[str, dt.datetime], now: dt.datetime) -> bool:
@@ -170,7 +174,7 @@ def muted(app_name: str, mutes: Mapping[str, dt.datetime], now: dt.datetime) -> 
 
 
 def plan(jobs: Iterable[Watched], open_alerts: Iterable[OpenAlert],
-         now: dt.datetime, blocker: Callable[[str], str],
+         now: dt.datetime, blocker: Callable[[str], str] = lambda app_name: "",
          mutes: Mapping[str, dt.datetime] | None = None) -> AlertPlan:
     """What to do at ``now``: for each job (its name, state and rules), the conditions it is in
     against the alerts open. ``blocker(app_name)`` says why a late job has not run (from
@@ -185,9 +189,9 @@ def plan(jobs: Iterable[Watched], open_alerts: Iterable[OpenAlert],
         if pause_active(state, now) or muted(app_name, mutes or {}, now):
             by_job.pop(app_name, None)
             continue  # muted: nothing opens, ends or repeats while paused or in a window
-        found = [e for e in (failing(app_name, state, rules),
-                             _silent_if(app_name, state, rules, now, blocker),
-                             _late_if(watched, now, blocker)) if e is not None]
+        why = functools.partial(blocker, app_name)
+        found = [e for e in (failing(app_name, state, rules), silent(app_name, state, rules, now, why),
+                             late(watched, now, why)) if e is not None]
         current = {e.key for e in found}
         opened = {a.key: a for a in by_job.pop(app_name, [])}
         for event in found:
@@ -198,20 +202,6 @@ def plan(jobs: Iterable[Watched], open_alerts: Iterable[OpenAlert],
                 result.realert.append(existing)
         result.resolve += [a for key, a in opened.items() if key not in current]
     return result
-
-
-def _silent_if(app_name: str, state: JobState | None, rules: AlertRules, now: dt.datetime,
-               blocker: Callable[[str], str]) -> Event | None:
-    late = lateness(state, now)
-    if late is None or not rules.silence or late < rules.silence:
-        return None
-    return silent(app_name, state, rules, now, blocker(app_name))
-
-
-def _late_if(watched: Watched, now: dt.datetime, blocker: Callable[[str], str]) -> Event | None:
-    if late(watched, now, "") is None:
-        return None
-    return late(watched, now, blocker(watched.app_name))
 
 
 def recovery(alert: OpenAlert, state: JobState | None, now: dt.datetime) -> Event:

@@ -34,7 +34,7 @@ import datetime as dt
 from typing import Any, Callable, Iterator
 
 from .config.options import DotDict, Namespace, RequiredConfig
-from .scheduling import backfill_dates, parse_duration, parse_schedule
+from .scheduling import backfill_dates, parse_schedule, with_delay
 
 __all__ = ["BaseCronApp", "Namespace"]
 
@@ -108,9 +108,8 @@ class BaseCronApp(RequiredConfig):
             self._summarise(function())
             yield now
             return
-        schedule = parse_schedule(self.config["frequency"], self.config.get("time")).delayed(
-            parse_duration(self.config.get("settle_lag", 0)), parse_duration(self.config.get("jitter", 0)),
-            self.app_name)
+        schedule = with_delay(parse_schedule(self.config["frequency"], self.config.get("time")),
+                              self.config, self.app_name)
         last_success = (self.job_information or {}).get("last_success")
         dates = self.rerun_dates
         if dates is None:

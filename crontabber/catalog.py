@@ -9,10 +9,10 @@ an option or ``[[class-X]]`` section that nothing declares (:mod:`.known`).
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from everett import NO_VALUE
 
@@ -20,9 +20,6 @@ from .config.names import KnownNames, check_names, check_sections, environment_n
 from .config.options import DotDict, Namespace
 from .config.settings import Settings, Sources, runner_options
 from .errors import ConfigurationError
-
-if TYPE_CHECKING:
-    from .alerting import AlertRules
 from .scheduling import (
     JobEntry,
     Schedule,
@@ -30,6 +27,7 @@ from .scheduling import (
     normalize_depends_on,
     parse_duration,
     parse_schedule,
+    with_delay,
 )
 
 
@@ -119,31 +117,6 @@ def job_options(cls: type) -> Namespace:
     return base.merged(required) if isinstance(required, Namespace) else base
 
 
-def alert_rules(job: Job, sources: Sources) -> "AlertRules":
-    """The job's alert rules (its ``[[class-X]]`` options, else ``[crontabber]``'s).
-
-    Raises:
-        ConfigurationError: a value that does not parse, naming the option.
-    """
-    options = {option.name: option for path, option in job_options(job.cls).walk(job.namespace)
-               if path == job.namespace and (option.name.startswith("alert_") or option.name == "deadline")}
-    values = {name: sources.value(job.namespace, option) for name, option in options.items()}
-    try:
-        after = int(values["alert_after_failures"])
-        silence, realert = parse_duration(values["alert_silence"]), parse_duration(values["alert_realert"])
-        deadline = parse_duration(values["deadline"])
-    except ValueError as exc:
-        raise ConfigurationError(f"crontabber.class-{job.cls.__name__}.alert_*", str(exc)) from None
-    if after < 0:
-        raise ConfigurationError(f"crontabber.class-{job.cls.__name__}.alert_after_failures",
-                                 "must not be negative")
-    from .alerting import AlertRules
-
-    to = tuple(name.strip() for name in str(values["alert_to"] or "").split(",") if name.strip())
-    return AlertRules(after, bool(values["alert_on_recovery"]), silence, realert,
-                      bool(values["alert_on_takeover"]), to, deadline)
-
-
 def _seconds(text: str) -> float | str:
     """A timeout: a non-negative number of seconds, or empty for the default."""
     if not str(text).strip():
@@ -168,28 +141,7 @@ def _schedule_for(entry: JobEntry, cls: type, sources: Sources) -> Schedule:
         # Name what the operator set: the per-job override if there is one.
         where = [f"{'.'.join(path)}.{name}" for name in overridden] or [f"jobs entry {entry.text!r}"]
         raise ConfigurationError(" and ".join(where), str(exc)) from None
-    return _delayed(schedule, cls, sources)
-
-
-def _delayed(schedule: Schedule, cls: type, sources: Sources) -> Schedule:
-    """The schedule with the job's settle lag and jitter (per job, else ``[crontabber]``'s).
-
-    Raises:
-        ConfigurationError: naming the option whose value is wrong.
-    """
-    options = job_options(cls)
-    path = ("crontabber", f"class-{cls.__name__}")
-    values = {}
-    for name in ("settle_lag", "jitter"):
-        option = next(o for p, o in options.walk(path) if o.name == name and p == path)
-        try:
-            values[name] = parse_duration(sources.value(path, option))
-        except (ValueError, ConfigurationError) as exc:
-            raise ConfigurationError(f"crontabber.class-{cls.__name__}.{name}", str(exc)) from None
-    try:
-        return schedule.delayed(values["settle_lag"], values["jitter"], str(cls.app_name))  # type: ignore[attr-defined]
-    except ValueError as exc:
-        raise ConfigurationError(f"crontabber.class-{cls.__name__}.settle_lag/jitter", str(exc)) from None
+    return schedule
 
 
 def _load_one(entry: JobEntry, sources: Sources) -> Job:
@@ -226,7 +178,12 @@ def load_jobs(settings: Settings) -> list[Job]:
                 f"its options namespace {'.'.join(job.namespace)} is shared with "
                 f"{by_namespace[job.namespace].entry.text!r} (same class name)",
             )
-        job_config(job, settings.sources)  # bad option values fail now, not mid-run
+        config = job_config(job, settings.sources)  # bad option values fail now, not mid-run
+        try:
+            job = dataclasses.replace(job, schedule=with_delay(job.schedule, config, job.app_name))
+        except ValueError as exc:
+            raise ConfigurationError(f"crontabber.class-{job.cls.__name__}.settle_lag/jitter",
+                                     str(exc)) from None
         by_name[job.app_name] = by_namespace[job.namespace] = job
         jobs.append(job)
     dependency_order({job.app_name: job.depends_on for job in jobs})

@@ -225,15 +225,23 @@ def run_command(parser: argparse.ArgumentParser, body: Body, argv: Sequence[str]
 
 
 def _setup_logging(stream: TextIO, level: str, overrides: Mapping[str, str]) -> None:
-    """Like the runner's: every line redacted (the secrets of the environment and the
-    command line, :mod:`crontabber.redaction`), everett's raw values never logged, the
-    client libraries' retry warnings without tracebacks unless DEBUG (the command reports
-    the failure once, in one line)."""
-    from .redaction import redact_handlers, secret_values
+    """Like the runner's (:func:`configure_logging`), with the secrets of the environment
+    and the command line."""
+    from .redaction import secret_values
 
-    log_format = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+    configure_logging(stream, level, "%(asctime)s %(levelname)s %(name)s: %(message)s",
+                      secret_values(os.environ, overrides))
+
+
+def configure_logging(stream: TextIO, level: str, log_format: str, secrets: set[str]) -> None:
+    """How every command logs: to ``stream``, every line redacted (``secrets``, passwords in
+    URLs: :mod:`crontabber.redaction`), everett's raw values never logged, the client
+    libraries' retry warnings without tracebacks unless DEBUG (a command reports a failure
+    once, in one line)."""
+    from .redaction import redact_handlers
+
     logging.basicConfig(level=level, stream=stream, format=log_format)
-    redact_handlers(secret_values(os.environ, overrides), log_format)
+    redact_handlers(secrets, log_format)
     # everett logs the environment it searches at DEBUG, secrets included (73 lines)
     logging.getLogger("everett").setLevel(logging.WARNING)
     if logging.getLogger().getEffectiveLevel() > logging.DEBUG:

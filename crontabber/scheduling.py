@@ -15,7 +15,7 @@ import datetime as dt
 import graphlib
 import re
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from .errors import ConfigurationError
 from .formats import minute_text
@@ -82,11 +82,25 @@ class Schedule:
         """
         if lag < dt.timedelta(0) or spread < dt.timedelta(0):
             raise ValueError("must not be negative")
+        if not lag and not spread:
+            return self  # most jobs: nothing to derive
         jitter = jitter_offset(app_name, spread)
-        if lag + spread >= self.interval and (lag or spread):
+        if lag + spread >= self.interval:
             raise ValueError(f"settle lag + jitter ({lag + spread}) must be shorter than the "
                              f"job's frequency ({self.frequency})")
         return dataclasses.replace(self, lag=lag, jitter=jitter)
+
+
+def with_delay(schedule: Schedule, config: Mapping[str, Any], app_name: str) -> Schedule:
+    """``schedule`` with the settle lag and jitter of a job's resolved options (its
+    ``self.config``: ``settle_lag``, ``jitter``): how the runner and the job's own process
+    both see its clock.
+
+    Raises:
+        ValueError: a value that is not a duration, or a delay of a whole interval or more.
+    """
+    return schedule.delayed(parse_duration(config.get("settle_lag", 0)),
+                            parse_duration(config.get("jitter", 0)), app_name)
 
 
 def jitter_offset(app_name: str, spread: dt.timedelta) -> dt.timedelta:

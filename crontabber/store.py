@@ -466,7 +466,7 @@ class StateStore:
             (claimed notices with their alerts, open alerts, {scope: until} of the windows).
         """
         rows = self._alert_rows("alerts_sweep", {"host": host, "claim_seconds": claim_seconds,
-                                                 "limit": limit})
+                                                 "limit": limit, "alert_ids": None})
         return ([r for r in rows if r["row_kind"] == "notice"],
                 [r for r in rows if r["row_kind"] == "open"],
                 {r["app_name"]: r["next_notice"] for r in rows if r["row_kind"] == "mute"})
@@ -497,9 +497,11 @@ class StateStore:
     @translated
     def notices_claim(self, host: str, claim_seconds: float, alert_ids: Sequence[int]
                       ) -> list[dict[str, Any]]:
-        """Claim the pending notices of ``alert_ids`` (those no other host holds)."""
-        return self._alert_rows("notices_claim", {"host": host, "claim_seconds": claim_seconds,
-                                                  "alert_ids": list(alert_ids)})
+        """Claim the pending notices of ``alert_ids`` (those no other host holds): the sweep's
+        claim, for these alerts only."""
+        rows = self._alert_rows("alerts_sweep", {"host": host, "claim_seconds": claim_seconds,
+                                                 "limit": None, "alert_ids": list(alert_ids)})
+        return [r for r in rows if r["row_kind"] == "notice"]
 
     @translated
     def alert_open(self, app_name: str, kind: str, subject: str, message: str,
@@ -543,8 +545,14 @@ class StateStore:
 
     @translated
     def alerts(self, app_name: str | None, limit: int) -> list[dict[str, Any]]:
-        """Alerts newest first, each with its notices (``--alerts``)."""
-        return self._alert_rows("alerts_list", {"app_name": app_name, "limit": limit})
+        """Alerts newest first, each with its notices (``--alerts``), times as datetimes."""
+        rows = self._alert_rows("alerts_list", {"app_name": app_name, "limit": limit})
+        for row in rows:  # json_agg gives the notices' times as text
+            for notice in row["notices"]:
+                for key in ("created_at", "sent_at", "next_attempt"):
+                    if notice[key] is not None:
+                        notice[key] = dt.datetime.fromisoformat(notice[key])
+        return rows
 
     def _alert_rows(self, name: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
         with self._conn, self._cursor() as cur:

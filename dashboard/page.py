@@ -16,6 +16,7 @@ import html
 from typing import Any, Iterable, Mapping, Sequence
 from urllib.parse import quote
 
+from crontabber.alerting import LASTING
 from crontabber.formats import interval_range, iso_z, one_line, relative, stamp, took
 from crontabber.leases import Marker
 from crontabber.render import detail, short_host
@@ -334,12 +335,12 @@ def _notice_html(notice: Mapping[str, Any], now: dt.datetime) -> str:
     """One notice: sent (when, by whom), or not (its error, attempts, next attempt)."""
     target = f'{esc(notice["target"])}'
     if notice["sent_at"]:
-        return f'{target}: sent {when_html(dt.datetime.fromisoformat(notice["sent_at"]), now)}'
+        return f'{target}: sent {when_html(notice["sent_at"], now)}'
     error = f': {esc(one_line(notice["last_error"]))}' if notice["last_error"] else ""
     if notice["given_up"]:
         return f'<span class="errs">{target}: NOT SENT, given up{error} ({notice["attempts"]} attempts)</span>'
     return (f'<span class="errs">{target}: not sent yet{error} ({notice["attempts"]} attempts, next '
-            f'{when_html(dt.datetime.fromisoformat(notice["next_attempt"]), now)})</span>')
+            f'{when_html(notice["next_attempt"], now)})</span>')
 
 
 def alerts_panel(document: Mapping[str, Any]) -> str:
@@ -348,15 +349,14 @@ def alerts_panel(document: Mapping[str, Any]) -> str:
     now, alerts = document["now"], document["alerts"]
     if not document["enabled"] and not alerts:
         return '<h2>Alerts</h2><p class="none">no alert targets ([alerts] targets)</p>'
-    lasting = ("failing", "silent", "late")
-    open_count = sum(a["resolved_at"] is None and a["kind"] in lasting for a in alerts)
+    open_count = sum(a["resolved_at"] is None and a["kind"] in LASTING for a in alerts)
     undelivered = sum(not n["sent_at"] for a in alerts for n in a["notices"])
     mutes = "".join(f'<p class="summary">muted: {esc("every job" if m["scope"] == "*" else m["scope"])}'
                     f' until {when_html(m["until"], now)} by {esc(m["muted_by"])}: '
                     f'{esc(one_line(m["reason"]))}</p>' for m in document["mutes"])
     rows = []
     for alert in alerts:
-        state = ("open" if alert["resolved_at"] is None else "ended") if alert["kind"] in lasting else "event"
+        state = ("open" if alert["resolved_at"] is None else "ended") if alert["kind"] in LASTING else "event"
         rows.append([esc(alert["id"]), when_html(alert["opened_at"], now), esc(alert["app_name"]),
                      f'<span class="st {esc(alert["kind"])}">{esc(alert["kind"])}</span> {state}',
                      esc(one_line(alert["message"])),

@@ -6,7 +6,6 @@ logging setup.
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import signal
 import sys
@@ -14,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, TextIO
 
 from ..catalog import Job, find_job
+from ..command import configure_logging
 from ..config.settings import Settings
 from ..errors import JobNotFound, Terminated
 from ..runner import Runner
@@ -36,10 +36,13 @@ class Context:
     args: argparse.Namespace
     out: TextIO
 
-    def runner(self) -> Runner:
-        """The runner of the operator commands (Sentry reporting when a DSN is set)."""
-        return Runner(self.settings, self.jobs, self.store, report=sentry_reporter(self.settings),
-                      crons=sentry_crons(self.settings))
+    def runner(self, **extra: Any) -> Runner:
+        """The runner (``extra``: the tick's record, its takeover hook), reporting to Sentry
+        when a DSN is set: errors, and each run's check-ins with ``sentry.crons`` (one
+        reporter for both)."""
+        report = sentry_reporter(self.settings)
+        crons = report if self.settings.sentry_dsn and self.settings.sentry_crons else None
+        return Runner(self.settings, self.jobs, self.store, report=report, crons=crons, **extra)
 
     def job(self, name: str) -> Job:
         """The configured job ``name`` means (app name or class path).
@@ -98,19 +101,15 @@ def alerter_for(ctx: Context) -> "Alerter":
     """The alerts of this invocation: a late job's blocker is ``--explain``'s verdict."""
     from ..alerter import Alerter
     from ..explain import explain_job
-    from ..runner import this_host
+    from ..runner import default_holder
 
     runner = Runner(ctx.settings, ctx.jobs, ctx.store)
 
-    def blocker(app_name: str) -> str:
-        job = next((j for j in ctx.jobs if j.app_name == app_name), None)
-        if job is None:
-            return "not configured (a ghost)"
-        states, now = runner.snapshot()
-        found = explain_job(job, states, now, runner.marker(states.get(app_name), now), runner.rules)
+    def blocker(job: Job, states: Any, now: Any) -> str:
+        found = explain_job(job, states, now, runner.marker(states.get(job.app_name), now), runner.rules)
         return f"--explain says: {found.verdict}"
 
-    return Alerter(ctx.settings, ctx.jobs, ctx.store, f"{this_host()}:{os.getpid()}", blocker)
+    return Alerter(ctx.settings, ctx.jobs, ctx.store, default_holder(), blocker)
 
 
 class TickAlerts:
@@ -131,21 +130,12 @@ class TickAlerts:
         self.alerter().takeover(job, before, run_id)
 
     def tick(self, states: Any, now: Any) -> None:
-        from ..runner import this_host
+        from ..runner import default_holder
         from ..sweep import quiet, sweep
 
-        swept = sweep(self.ctx.store, f"{this_host()}:{os.getpid()}", self.ctx.settings.alerts)
+        swept = sweep(self.ctx.store, default_holder(), self.ctx.settings.alerts)
         if not quiet(swept, states, (job.app_name for job in self.ctx.jobs), now):
             self.alerter().tick(states, now, swept)
-
-
-def sentry_crons(settings: Settings) -> Any:
-    """The Sentry Crons reporter when ``sentry.crons`` and a DSN are set, else None."""
-    if not (settings.sentry_dsn and settings.sentry_crons):
-        return None
-    from ..sentry import SentryReporter
-
-    return SentryReporter(settings.sentry_dsn, secret_values_of(settings))
 
 
 class terminate_on_sigterm:
@@ -189,19 +179,5 @@ def setup_logging(settings: Settings, overrides: Mapping[str, str] | None = None
     """Log to stderr at the configured level (stdout is for command output), every line
     redacted (:mod:`crontabber.redaction`): the secrets of the environment, the command line
     and the settings never reach a log, at DEBUG either."""
-    from ..redaction import redact_handlers
-
-    logging.basicConfig(stream=sys.stderr, level=settings.log_level, format=settings.log_format)
-    redact_handlers(secret_values_of(settings, overrides), settings.log_format)
-    # everett logs every raw value it reads at DEBUG, secrets included.
-    logging.getLogger("everett").setLevel(logging.WARNING)
-    # Client libraries log every request at INFO, and each retry at WARNING with a
-    # traceback: keep both for --logging.level=DEBUG; otherwise warnings only, without
-    # tracebacks (the runner reports each failure once, in one line).
-    if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
-        from ..failures import CLIENT_LOGGERS, NoClientTracebacks
-
-        for name in CLIENT_LOGGERS:
-            logging.getLogger(name).setLevel(logging.WARNING)
-        for handler in logging.getLogger().handlers:
-            handler.addFilter(NoClientTracebacks())
+    configure_logging(sys.stderr, settings.log_level, settings.log_format,
+                      secret_values_of(settings, overrides))

@@ -125,26 +125,17 @@ def alerts(ctx: Context) -> int:
 
 
 def _notice_text(notice: dict[str, Any]) -> str:
-    from ..formats import one_line
+    from ..formats import one_line, utc_text
 
     if notice["sent_at"]:
-        return f"sent {_json_time(notice['sent_at'])} by {notice['sent_by']}"
+        return f"sent {utc_text(notice['sent_at'])} by {notice['sent_by']}"
     error = f": {one_line(notice['last_error'])}" if notice["last_error"] else ""
     tries = f"{notice['attempts']} attempt(s)"
     if notice["given_up"]:
         return f"NOT SENT, given up{error} ({tries})"
     if notice["claimed_by"] and not notice["last_error"]:
         return f"being sent by {notice['claimed_by']}"
-    return f"not sent yet{error} ({tries}; next attempt {_json_time(notice['next_attempt'])})"
-
-
-def _json_time(text: str) -> str:
-    """A timestamp that came through json_agg, in the commands' format."""
-    import datetime as dt
-
-    from ..formats import utc_text
-
-    return utc_text(dt.datetime.fromisoformat(text))
+    return f"not sent yet{error} ({tries}; next attempt {utc_text(notice['next_attempt'])})"
 
 
 def test_alert(ctx: Context) -> int:
@@ -157,10 +148,10 @@ def test_alert(ctx: Context) -> int:
         raise ConfigurationError("--test-alert", "no alert targets: set targets in [alerts] "
                                  "(see docs/alerts.md)")
     job = ctx.job(ctx.args.test_alert)
-    report = alerter_for(ctx).test(job)
-    for delivery in report.deliveries:
+    deliveries = alerter_for(ctx).test(job)
+    for delivery in deliveries:
         outcome = "delivered" if delivery.error is None else f"NOT delivered: {delivery.error}"
         print(f"{job.app_name}: test alert {delivery.alert_id} to {delivery.target}: {outcome}",
               file=ctx.out)
-    failed = [d for d in report.deliveries if d.error is not None]
+    failed = [d for d in deliveries if d.error is not None]
     return ExitCode.JOB_FAILED if failed else ExitCode.OK

@@ -9,8 +9,8 @@ import logging
 from ..catalog import Job
 from ..command import ExitCode, exit_code_for
 from ..formats import minute_text
-from ..runner import JobResult, Runner, Status, first_lock_error
-from .common import Context, TickAlerts, sentry_crons, sentry_reporter, terminate_on_sigterm
+from ..runner import JobResult, Status, first_lock_error
+from .common import Context, TickAlerts, terminate_on_sigterm
 from .monitor import fleet_tick, write_metrics
 
 logger = logging.getLogger("crontabber")
@@ -21,10 +21,8 @@ def run_all(ctx: Context) -> int:
     non-zero only when a job's lock could not be taken for a reason other than another host
     holding it."""
     alerts = TickAlerts(ctx) if ctx.settings.alerts.enabled else None
-    runner = Runner(ctx.settings, ctx.jobs, ctx.store, report=sentry_reporter(ctx.settings),
-                    tick=fleet_tick(),  # a tick records itself: --nagios watches
-                    on_takeover=alerts.takeover if alerts is not None else None,
-                    crons=sentry_crons(ctx.settings))
+    runner = ctx.runner(tick=fleet_tick(),  # a tick records itself: --nagios watches
+                        on_takeover=alerts.takeover if alerts is not None else None)
     with terminate_on_sigterm():
         results = runner.run_all()
         if alerts is not None:

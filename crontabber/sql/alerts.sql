@@ -5,12 +5,14 @@
 
 -- name: alerts_sweep
 -- A tick's one alerts statement: claim the notices due (new, retried, or left by a host
--- that died), list the open alerts (the plan needs them to resolve and re-alert) and the
--- maintenance windows in force (app_name: the scope; next_notice: until).
+-- that died; with alert_ids, only those alerts' notices), list the open alerts (the plan
+-- needs them to resolve and re-alert) and the maintenance windows in force (app_name: the
+-- scope; next_notice: until).
 WITH due AS (
     SELECT id FROM crontabber_notice
     WHERE sent_at IS NULL AND NOT given_up AND next_attempt <= clock_timestamp()
       AND (claim_until IS NULL OR claim_until < clock_timestamp())
+      AND (%(alert_ids)s::bigint[] IS NULL OR alert_id = ANY(%(alert_ids)s::bigint[]))
     ORDER BY id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
@@ -36,26 +38,6 @@ SELECT 'mute', NULL, NULL, NULL, NULL, NULL, m.scope, NULL, NULL, m.reason, NULL
        m.until
 FROM crontabber_mute m
 WHERE m.until > clock_timestamp();
-
--- name: notices_claim
--- Claim the due notices of the alerts given (just opened or re-alerted by this host).
-WITH due AS (
-    SELECT id FROM crontabber_notice
-    WHERE alert_id = ANY(%(alert_ids)s) AND sent_at IS NULL AND NOT given_up
-      AND (claim_until IS NULL OR claim_until < clock_timestamp())
-    ORDER BY id
-    FOR UPDATE SKIP LOCKED
-), claimed AS (
-    UPDATE crontabber_notice n
-    SET claimed_by = %(host)s, attempts = n.attempts + 1,
-        claim_until = clock_timestamp() + make_interval(secs => %(claim_seconds)s)
-    FROM due WHERE n.id = due.id
-    RETURNING n.id, n.alert_id, n.notice, n.target, n.attempts
-)
-SELECT 'notice' AS row_kind, c.id AS notice_id, c.notice, c.target, c.attempts,
-       a.id, a.app_name, a.kind, a.subject, a.message, a.detail, a.opened_at, a.opened_by,
-       a.next_notice
-FROM claimed c JOIN crontabber_alert a ON a.id = c.alert_id;
 
 -- name: alert_open
 -- Open an alert and its first notices, unless any host opened it already: its id, or no row.

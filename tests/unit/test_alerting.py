@@ -69,13 +69,13 @@ def test_next_interval_and_deadline():
     backfill = state(last_success=dt.datetime(2026, 11, 23, 0, 30, tzinfo=UTC))
     assert next_interval(backfill, daily, True) == dt.datetime(2026, 11, 24, 0, 30, tzinfo=UTC)
     rules = AlertRules(deadline=dt.timedelta(hours=30))  # the interval of the 24th by 06:30 on the 25th
-    assert late(Watched("job", backfill, rules, daily, True), NOW, "x") is not None
+    assert late(Watched("job", backfill, rules, daily, True), NOW, lambda: "x") is not None
     on_time = AlertRules(deadline=dt.timedelta(hours=36))
-    assert late(Watched("job", backfill, on_time, daily, True), NOW, "x") is None
+    assert late(Watched("job", backfill, on_time, daily, True), NOW, lambda: "x") is None
     hourly = parse_schedule("1h", None)
     ran = state(last_success=NOW - 2 * H)
     assert next_interval(ran, hourly, False) == NOW - H
-    event = late(Watched("job", ran, AlertRules(deadline=dt.timedelta(minutes=30)), hourly), NOW, "why")
+    event = late(Watched("job", ran, AlertRules(deadline=dt.timedelta(minutes=30)), hourly), NOW, lambda: "why")
     assert event is not None and event.subject == f"interval {(NOW - H).isoformat()}"
     assert "(30m ago); why" in event.message
 
