@@ -3,7 +3,7 @@
 Four hosts, each a network namespace (``ip netns``, reaching PostgreSQL over
 a veth pair through a TCP forwarder) with a host name of its own (``unshare
 --uts``), each starting the runner 50 times in a row, killing about one tick
-in four with SIGKILL at a random moment. Two jobs that hold an advisory lock
+in four with SIGKILL at a random moment. Two jobs that hold a file lock
 while they run (a second copy running at the same time records
 ``overlapped``) are made due again as soon as each run is recorded. Then:
 
@@ -33,7 +33,11 @@ from tests.fixtures.tcp_proxy import TcpProxy
 HOSTS = 4
 TICKS = 50
 KILL_PROBABILITY = 0.4
-LEASE, BEAT = 3.0, 0.5
+# The defaults' proportions (lease 120 s, heartbeat 30 s), scaled down: a runner stops its job
+# when renewals have failed for lease - heartbeat/2, half a heartbeat before another host may
+# take over; at 3.0/0.5 that left 0.25 s for a starved runner on a loaded 2-core machine to
+# stop its job, and a CI run saw one overlap.
+LEASE, BEAT = 4.0, 1.0
 JOBS = ("exclusive-a", "exclusive-b")
 
 
