@@ -1,7 +1,8 @@
 """Database connections for jobs, as crontabber's ``ConnectionFactory``.
 
 One connection per factory and thread, reused across transactions; its
-options (``host``, ``port``, ``dbname``, ``user``, ``password``) come from the
+options (``host``, ``port``, ``dbname``, ``user``, ``password``,
+``target_session_attrs``, ``dsn``: :mod:`crontabber.config.database`) come from the
 job's ``database`` namespace, which defaults to ``resource.postgresql``.
 """
 
@@ -15,14 +16,14 @@ from .store import DatabaseSettings, connect
 
 
 def settings_from(config: Mapping[str, Any]) -> DatabaseSettings:
-    """DatabaseSettings from a namespace holding host, port, dbname, user, password."""
-    return DatabaseSettings(
-        host=config["host"],
-        port=int(config["port"]),
-        dbname=config["dbname"],
-        user=config["user"],
-        password=config["password"],
-    )
+    """DatabaseSettings from a job's ``database`` namespace.
+
+    Raises:
+        ConfigurationError: a value libpq would refuse.
+    """
+    from .config.database import database_settings
+
+    return database_settings(config, "database")
 
 
 class ConnectionFactory:

@@ -22,9 +22,9 @@ __all__ = ["open_database", "database_now", "default_holder", "operator_command"
 
 def open_database(config: Mapping[str, Any], application_name: str,
                   schema_dirs: Sequence[str] = ()) -> Any:
-    """A psycopg2 connection (session time zone UTC) to the database of a job's config,
-    the runner's schema and ``schema_dirs`` (the job's own, its ``schema_dir``) applied.
-    The caller closes it.
+    """A psycopg2 connection (no session settings: it works through PgBouncer) to the
+    database of a job's config, the runner's schema and ``schema_dirs`` (the job's own, its
+    ``schema_dir``) applied. The caller closes it.
 
     ``config`` is what :func:`crontabber.config.job.load_job_config` returns for a job class
     decorated with ``@using_postgres()`` (its ``database`` namespace holds host, port,

@@ -171,6 +171,18 @@ class DatabaseUnavailable(CrontabberError):
         super().__init__(f"cannot use the state database at {target}: {reason}")
 
 
+class DatabaseReadOnly(DatabaseUnavailable):
+    """The server reached is a read-only standby (in recovery): nothing can be claimed or
+    recorded there. A standby promoted later takes writes; until then this is the database
+    being unavailable (exit 1, ``--nagios`` CRITICAL), said in one line naming the server."""
+
+    def __init__(self, target: str, server: str) -> None:
+        self.server = server
+        super().__init__(target, f"{server} is a read-only standby (in recovery): name the "
+                                 "primary, or list every server in host with "
+                                 "target_session_attrs = read-write")
+
+
 class SentryNotConfigured(CrontabberError):
     """``--sentrytest`` was asked for but no DSN is configured."""
 

@@ -3,8 +3,8 @@
 - ``@as_backfill_cron_app``: ``run(self, date)`` once per missed interval.
 - ``@using_postgres()`` / ``@with_postgres_transactions()``: the job gets
   ``self.database_connection_factory`` and ``self.database_transaction_executor``
-  and the options ``crontabber.class-X.database.{host,port,dbname,user,password}``
-  (defaults from ``resource.postgresql``).
+  and the options ``crontabber.class-X.database.{host,port,dbname,user,password,
+  target_session_attrs,dsn}`` (defaults from ``resource.postgresql``).
 - ``@with_postgres_connection_as_argument()``: ``run(self, connection[, date])``;
   nothing is committed for the job (as in crontabber: commit yourself).
 - ``@with_single_postgres_transaction()`` / ``@as_single_postgres_transaction()``:
@@ -22,19 +22,13 @@ import importlib
 from typing import Any, Callable, TypeVar
 
 from .base import BaseCronApp
+from .config.database import DATABASE_OPTIONS
 from .config.options import Namespace
 
 C = TypeVar("C", bound=type)
 
 DEFAULT_RESOURCE = "crontabber.connection_factory.ConnectionFactory"
 DEFAULT_EXECUTOR = "crontabber.transaction_executor.TransactionExecutor"
-_CONNECTION_OPTIONS = (
-    ("host", "localhost"),
-    ("port", 5432),
-    ("dbname", "crontabber"),
-    ("user", ""),
-    ("password", ""),
-)
 
 
 def as_backfill_cron_app(cls: C) -> C:
@@ -61,8 +55,8 @@ def with_transactional_resource(
     def decorator(cls: C) -> C:
         extra = Namespace()
         resource = extra.namespace(resource_name)
-        for option, default in _CONNECTION_OPTIONS:
-            resource.add_option(option, default, f"{resource_name} {option}",
+        for option, default, doc, parse in DATABASE_OPTIONS:
+            resource.add_option(option, default, doc, parse,
                                 reference_value_from=reference_value_from)
         base_required = getattr(cls, "required_config", Namespace())
         cls.required_config = base_required.merged(extra)  # type: ignore[attr-defined]

@@ -22,7 +22,7 @@ import psycopg2
 import psycopg2.errors
 
 from . import sqlfiles
-from .errors import DatabaseUnavailable, JobLocked, LeaseLost
+from .errors import DatabaseReadOnly, DatabaseUnavailable, JobLocked, LeaseLost
 from .failures import first_line
 from .state import Claim, FinishRecord, JobState, RunEnd, RunKind, RunStatus, Tick
 
@@ -42,44 +42,117 @@ R = TypeVar("R")
 Unit = tuple[dt.datetime, dt.timedelta, "str | None"]
 
 
+def parse_ports(text: str) -> int | str:
+    """A ``port`` option: one port, or libpq's comma list (one per host of a multi-host
+    ``host``, or one for all).
+
+    Raises:
+        ValueError: a part that is not a port number.
+    """
+    parts = [part.strip() for part in str(text).split(",")]
+    for part in parts:
+        if not part.isdigit() or not 0 < int(part) < 65536:
+            raise ValueError(f"not a port number: {part!r} (one port, or a comma list)")
+    return int(parts[0]) if len(parts) == 1 else ",".join(parts)
+
+
 @dataclass(frozen=True)
 class DatabaseSettings:
-    """Where a PostgreSQL database is; the password is never printed."""
+    """Where a PostgreSQL database is; the password is never printed.
+
+    ``host`` and ``port`` take libpq's multi-host form (``db1,db2`` and ``5432`` or
+    ``5432,5433``): libpq tries each in turn, and with ``target_session_attrs = read-write``
+    takes the one that accepts writes (the primary, after a standby's promotion too).
+    ``dsn``, when set, is a whole libpq connection string or URI and ``host``, ``port``,
+    ``dbname`` and ``user`` are not used; ``password`` and ``target_session_attrs``, when
+    set, are added to it.
+    """
 
     host: str = "localhost"
-    port: int = 5432
+    port: int | str = 5432
     dbname: str = "crontabber"
     user: str = ""
     password: str = ""
+    target_session_attrs: str = ""
+    dsn: str = ""
+
+    def __post_init__(self) -> None:
+        """Raises ValueError: a ``port`` list that does not match ``host``'s, or a bad ``dsn``."""
+        hosts, ports = self.host.split(","), str(self.port).split(",")
+        if not self.dsn and len(ports) not in (1, len(hosts)):
+            raise ValueError(f"{len(ports)} ports for {len(hosts)} hosts (one, or one per host)")
+        if self.dsn:
+            _parsed_dsn(self.dsn)
 
     def __repr__(self) -> str:
         return f"DatabaseSettings({self.target})"
 
     @property
     def target(self) -> str:
-        """``user@host:port/dbname``: safe to print and log."""
+        """``user@host:port/dbname`` (hosts and ports as given): safe to print and log."""
+        if self.dsn:
+            parts = _parsed_dsn(self.dsn)
+            return (f"{parts.get('user', '')}@{parts.get('host', '')}:{parts.get('port', '')}"
+                    f"/{parts.get('dbname', '')}")
         return f"{self.user}@{self.host}:{self.port}/{self.dbname}"
+
+    def libpq(self) -> dict[str, Any]:
+        """The keywords of :func:`psycopg2.connect` (an unset one is libpq's default or its
+        environment's, e.g. ``PGTARGETSESSIONATTRS``)."""
+        given = {"password": self.password or None,
+                 "target_session_attrs": self.target_session_attrs or None}
+        if self.dsn:
+            return {"dsn": self.dsn, **{k: v for k, v in given.items() if v is not None}}
+        return {"host": self.host, "port": self.port, "dbname": self.dbname,
+                "user": self.user or None, **given}
+
+
+def _parsed_dsn(dsn: str) -> dict[str, str]:
+    """A libpq connection string or URI's parts.
+
+    Raises:
+        ValueError: libpq cannot parse it (the message never repeats the string, which may
+            hold a password).
+    """
+    from psycopg2.extensions import parse_dsn
+
+    try:
+        return dict(parse_dsn(dsn))
+    except psycopg2.ProgrammingError:
+        raise ValueError("not a libpq connection string (key=value ...) or URI "
+                         "(postgresql://...)") from None
 
 
 def connect(db: DatabaseSettings, application_name: str = "crontabber") -> Any:
-    """Open a psycopg2 connection whose session time zone is UTC.
+    """Open a psycopg2 connection to a server that accepts writes.
+
+    Nothing is set on the session: no startup ``options`` (PgBouncer before 1.20 refuses
+    them), no ``SET``, so the connection works through a transaction pooler. Nothing needs
+    the session's time zone either: every stored time is ``timestamptz``, SQL that takes
+    a day names its zone (``AT TIME ZONE 'UTC'``), and every time is rendered in UTC by
+    :mod:`crontabber.formats`, whatever zone the server's sessions use.
 
     Raises:
         DatabaseUnavailable: when the server cannot be reached or refuses the login.
+        DatabaseReadOnly: the server reached is a read-only standby (told by the server's
+            own report at login, ``in_hot_standby``: no round trip).
     """
     try:
-        return psycopg2.connect(
-            host=db.host,
-            port=db.port,
-            dbname=db.dbname,
-            user=db.user or None,
-            password=db.password or None,
-            application_name=application_name,
-            connect_timeout=10,
-            options="-c timezone=UTC",
-        )
+        conn = psycopg2.connect(**db.libpq(), application_name=application_name,
+                                connect_timeout=10)
     except psycopg2.OperationalError as exc:
         raise DatabaseUnavailable(db.target, first_line(exc)) from None
+    if _read_only(conn):
+        server = f"{conn.info.host}:{conn.info.port}"
+        conn.close()
+        raise DatabaseReadOnly(db.target, server)
+    return conn
+
+
+def _read_only(conn: Any) -> bool:
+    """Whether the server said at login that it takes no writes (PostgreSQL 14+ reports it)."""
+    return "on" in (conn.info.parameter_status("in_hot_standby"),
+                    conn.info.parameter_status("default_transaction_read_only"))
 
 
 def _as_dict(cursor: Any, row: tuple) -> dict[str, Any]:
@@ -88,11 +161,13 @@ def _as_dict(cursor: Any, row: tuple) -> dict[str, Any]:
 
 
 def translated(method: Callable[..., R]) -> Callable[..., R]:
-    """Decorate a store method: a lost connection is reopened and the call made
-    once more (each method is one transaction, so a retry is safe); if that
-    fails too, :class:`DatabaseUnavailable`.
+    """Decorate a store method: a lost connection, or one to a server that no longer takes
+    writes (a primary demoted to a standby), is reopened and the call made once more (each
+    method is one transaction, so a retry is safe; reopened with a multi-host address and
+    ``target_session_attrs = read-write``, the connection finds the promoted primary); if
+    that fails too, :class:`DatabaseUnavailable` (:class:`DatabaseReadOnly` for a standby).
 
-    The retry is what lets a job that outlived a database restart still write
+    The retry is what lets a job that outlived a database restart or a failover still write
     its outcome and release its ``ongoing`` marker.
     """
 
@@ -101,11 +176,12 @@ def translated(method: Callable[..., R]) -> Callable[..., R]:
         for attempt in (1, 2):
             try:
                 return method(self, *args, **kwargs)
-            except (psycopg2.OperationalError, psycopg2.InterfaceError) as exc:
+            except (psycopg2.OperationalError, psycopg2.InterfaceError,
+                    psycopg2.errors.ReadOnlySqlTransaction) as exc:
                 if isinstance(exc, psycopg2.errors.LockNotAvailable):
                     raise
                 if attempt == 2 or not self.reconnect():
-                    raise DatabaseUnavailable(self.target, first_line(exc)) from None
+                    raise self.unavailable(exc) from None
                 logger.warning("lost the state database connection (%s); reconnected",
                                first_line(exc))
         raise AssertionError("unreachable")
@@ -134,15 +210,31 @@ class StateStore:
         return self._db.target if self._db is not None else "the state database"
 
     def reconnect(self) -> bool:
-        """Replace a broken connection; False if there is no way to or it fails."""
+        """Replace a broken connection; False if there is no way to or it fails.
+
+        Raises:
+            DatabaseReadOnly: the server reached now is a read-only standby.
+        """
         if self._db is None:
             return False
         try:
             self._conn.close()
             self._conn = connect(self._db)
+        except DatabaseReadOnly:
+            raise
         except (DatabaseUnavailable, psycopg2.Error):
             return False
         return True
+
+    def unavailable(self, exc: Exception) -> DatabaseUnavailable:
+        """The error a driver error ``exc`` that could not be retried away means."""
+        if isinstance(exc, psycopg2.errors.ReadOnlySqlTransaction):
+            try:
+                server = f"{self._conn.info.host}:{self._conn.info.port}"
+            except psycopg2.Error:
+                server = "the server"
+            return DatabaseReadOnly(self.target, server)
+        return DatabaseUnavailable(self.target, first_line(exc))
 
     def fds(self) -> tuple[int, ...]:
         """File descriptors of the connection (a forked job closes its copies)."""

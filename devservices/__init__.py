@@ -20,8 +20,9 @@ from urllib.parse import urlsplit
 
 REPO = Path(__file__).resolve().parent.parent
 
-#: scripts/services.sh's default ports (``SYMBOLS_PG_PORT``, ``SYMBOLS_ES_PORT``, ``SYMBOLS_S3_PORT``).
-DEFAULT_PORTS = {"pg": 54329, "es": 9201, "s3": 9444}
+#: scripts/services.sh's default ports (``SYMBOLS_PG_PORT``, ``SYMBOLS_ES_PORT``,
+#: ``SYMBOLS_S3_PORT``, ``SYMBOLS_PGB_PORT``: PgBouncer in front of PostgreSQL).
+DEFAULT_PORTS = {"pg": 54329, "es": 9201, "s3": 9444, "pgb": 54339}
 #: scripts/services.sh's database, role and S3 credentials (local development only).
 DEFAULT_DATABASE = {"user": "crontabber", "password": "crontabber", "dbname": "crontabber"}
 DEFAULT_S3_KEYS = ("symbols", "symbols-secret")
@@ -75,6 +76,32 @@ class Services:
         return int(self.env.get("RESOURCE_POSTGRESQL_PORT", DEFAULT_PORTS["pg"]))
 
     @property
+    def pgb_port(self) -> int:
+        """PgBouncer's port (transaction pooling, in front of the same PostgreSQL)."""
+        return int(self.env.get("SYMBOLS_PGB_PORT", DEFAULT_PORTS["pgb"]))
+
+    def pooled(self) -> "Services":
+        """These services with the database reached through PgBouncer: every command and
+        test given this environment (``RESOURCE_POSTGRESQL_PORT``) goes through it."""
+        return Services({**self.env, "RESOURCE_POSTGRESQL_PORT": str(self.pgb_port)})
+
+    def pgbouncer_stats(self) -> dict[str, dict[str, int]]:
+        """PgBouncer's ``SHOW STATS``, by database name: the proof that traffic went through
+        it (``total_xact_count``, ``total_query_count``, ...)."""
+        import psycopg2
+
+        conn = psycopg2.connect(host=self.pg_host, port=self.pgb_port, dbname="pgbouncer",
+                                user=self.database()["user"], password=self.database()["password"])
+        conn.autocommit = True  # the admin console takes no BEGIN
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SHOW STATS")
+                names = [column.name for column in cur.description or ()]
+                return {row[0]: dict(zip(names[1:], row[1:])) for row in cur.fetchall()}
+        finally:
+            conn.close()
+
+    @property
     def es_url(self) -> str:
         return self.env.get("ES_URL", f"http://127.0.0.1:{DEFAULT_PORTS['es']}")
 
@@ -100,7 +127,7 @@ class Services:
     def script_ports(self) -> dict[str, str]:
         """services.sh's port settings for these services (so a restart keeps their ports)."""
         return {"SYMBOLS_PG_PORT": str(self.pg_port), "SYMBOLS_ES_PORT": str(self.es_port),
-                "SYMBOLS_S3_PORT": str(self.s3_port)}
+                "SYMBOLS_S3_PORT": str(self.s3_port), "SYMBOLS_PGB_PORT": str(self.pgb_port)}
 
     # ----------------------------------------------------------------- places
     @property

@@ -77,6 +77,7 @@ FAULT_INI = f"""
         extra_rules={PRUNE_BUCKET}/junk/|0.00001
         cap=100000
         threads=2
+        lease_seconds=1
 [resource]
     [[postgresql]]
         host=127.0.0.1

@@ -3,6 +3,7 @@
 # Each name is a module `faults.<name>` with `run(scale: float) -> list[FaultResult]`.
 MODULES: tuple[str, ...] = (
     "kills",  # kill -9 of a runner during each job
+    "pooled",  # the same kills, every runner connected through PgBouncer (transaction pooling)
     "postgres",  # PostgreSQL restarted mid-run; stopped for longer than a run
     "s3",  # connection resets, latency, timeouts, bandwidth; HTTP 500/503 SlowDown
     "elasticsearch",  # ES down before and during a rebuild; the endpoint's 503

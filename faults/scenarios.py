@@ -427,7 +427,8 @@ class Prune(Scenario):
     is older than ~1 s; each round's runs are capped (the pool is reused, refilled when low).
     What the round's runs recorded in prune_run/prune_rule_result must equal what the checker
     sees gone from the bucket: keys and bytes (a killed run's batches in flight are counted by
-    the round's next run, which reconciles its intents first: docs/jobs/prune.md).
+    the round's first run after the killed run's lease passed, which reconciles its intents
+    first: docs/jobs/prune.md).
 
     A refill comes while at least 3 runs' worth of old objects are left, so the new ones have
     aged past the rule by the time a run needs them: only the first seed waits for its
@@ -461,6 +462,11 @@ class Prune(Scenario):
             have = harness.list_objects(self.s3, PRUNE_BUCKET, "junk/")
         self.before = have
         self.after_run = harness.query(self.db, "last_prune_run")[0][0]
+
+    def settled(self) -> bool:
+        """No batch of the round's runs left uncounted: a killed run's are reconciled by the
+        first run after its lease (the fault INI's lease_seconds) has passed."""
+        return harness.query(self.db, "prune_unsettled", after=self.after_run)[0][0] == 0
 
     def check(self) -> Check:
         result = Check()

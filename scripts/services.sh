@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# Provision and manage the three local services the project needs, bound to
+# Provision and manage the local services the project needs, bound to
 # 127.0.0.1 only:
 #
-#   pg  PostgreSQL 15, a private cluster (not Debian's "main" cluster)
-#   es  Elasticsearch 8.19.21 (the integ-test-zip distribution from Maven Central)
-#   s3  s3proxy 4.1.0 with its filesystem backend (Maven Central)
+#   pg   PostgreSQL 15, a private cluster (not Debian's "main" cluster)
+#   pgb  PgBouncer (Debian's package, 1.18 on Debian 12) in front of pg, in
+#        transaction pooling mode, as production deploys it
+#   pgs  a streaming hot standby of pg (pg_basebackup; made anew at each start),
+#        not started unless named: `start pgs`, `promote pgs`, `stop pgs`
+#   es   Elasticsearch 8.19.21 (the integ-test-zip distribution from Maven Central)
+#   s3   s3proxy 4.1.0 with its filesystem backend (Maven Central)
 #
-# usage: scripts/services.sh start|stop|restart|status|env [--fast] [pg|es|s3 ...]
+# usage: scripts/services.sh start|stop|restart|status|env [--fast] [pg|pgb|pgs|es|s3 ...]
+#        scripts/services.sh promote pgs
 #        scripts/services.sh clean
 #        scripts/services.sh browser
-#        (no names = all three)
+#        (no names = all four; pgb starts pg too)
 #
 #   start    install/download what is missing, start what is not running, wait
 #            until each service answers, write $STATE_DIR/env.  Idempotent.
@@ -27,7 +32,8 @@
 # SYMBOLS_PG_PORT (54329), SYMBOLS_ES_PORT (9201), SYMBOLS_ES_TRANSPORT_PORT
 # (9301-9399, a range: ES takes the first free one), SYMBOLS_ES_HEAP ("1g" or
 # full JVM options; default "-Xms512m -Xmx1g"), SYMBOLS_S3_PORT (9444),
-# SYMBOLS_M2_REPO (~/.m2/repository), SYMBOLS_JAVA_HOME (a JDK 17 home).
+# SYMBOLS_M2_REPO (~/.m2/repository), SYMBOLS_JAVA_HOME (a JDK 17 home),
+# SYMBOLS_PGB_PORT (54339), SYMBOLS_PGS_PORT (54349).
 #
 # Must run as root: initdb and Elasticsearch refuse to run as root, so they are
 # run as the `postgres` and `symbols-es` OS users through runuser.
@@ -63,6 +69,8 @@ PG_PORT=${SYMBOLS_PG_PORT:-54329}
 ES_PORT=${SYMBOLS_ES_PORT:-9201}
 ES_TRANSPORT_PORT=${SYMBOLS_ES_TRANSPORT_PORT:-9301-9399}
 S3_PORT=${SYMBOLS_S3_PORT:-9444}
+PGB_PORT=${SYMBOLS_PGB_PORT:-54339}
+PGS_PORT=${SYMBOLS_PGS_PORT:-54349}
 case ${SYMBOLS_PG_FAST:-0} in
   "" | 0 | false | no) PG_FAST=0 ;;
   *) PG_FAST=1 ;;
@@ -81,7 +89,7 @@ ES_OS_USER=symbols-es
 S3PROXY_VERSION=4.1.0
 M2_REPO=${SYMBOLS_M2_REPO:-${HOME:-/root}/.m2/repository}
 
-ALL_SERVICES=(pg es s3)
+ALL_SERVICES=(pg pgb es s3)
 
 # ---------------------------------------------------------------- helpers ---
 
@@ -322,6 +330,7 @@ EOF
 # Written by scripts/services.sh on every start.
 # TYPE  DATABASE  USER      ADDRESS         METHOD
 local   all       postgres                  trust
+local   replication postgres                trust
 local   all       all                       scram-sha-256
 host    all       all       127.0.0.1/32    scram-sha-256
 host    all       all       ::1/128         scram-sha-256
@@ -398,6 +407,192 @@ pg_status() {
     return 1
   else
     echo "pg: stopped"
+    return 1
+  fi
+}
+
+# ---------------------------------------------------- PostgreSQL standby ---
+
+# A streaming standby of the local PostgreSQL (a second cluster on another port),
+# as a primary/standby deployment has: `start pgs` makes it anew from a
+# pg_basebackup of the running primary each time it is not running (a standby left
+# stopped, or promoted by a drill, is never resumed: it is rebuilt), so it is always
+# a fresh hot standby replaying the primary's WAL. `promote pgs` promotes it
+# (pg_ctl promote: it then takes writes). Asynchronous unless the primary names it
+# in synchronous_standby_names (its application_name is `pgs`).
+PGS_DIR=$SERVICE_DIR/pgs
+PGS_DATA=$PGS_DIR/data
+PGS_SOCK=$PGS_DIR/run
+PGS_LOG=$PGS_DIR/logs/postgresql.log
+
+pgs_pid() { pidfile_pid "$PGS_DATA/postmaster.pid" "$PGS_DATA"; }
+pgs_ready() { "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PGS_PORT" -t 2; }
+pgs_url() { echo "postgresql://$DB_USER@127.0.0.1:$PGS_PORT/$DB_NAME"; }
+pgs_in_recovery() {
+  as_user postgres "$PG_BIN/psql" -X -qAt -h "$PGS_SOCK" -p "$PGS_PORT" -U postgres -d postgres \
+    -c "SELECT pg_is_in_recovery()" 2>/dev/null
+}
+
+pgs_start() {
+  local t0 pid
+  t0=$(now_ms)
+  if pid=$(pgs_pid); then
+    log pgs "already running, pid $pid"
+    return 0
+  fi
+  pg_pid >/dev/null || die pgs "the primary is not running (start pg first)"
+  ! port_busy "$PGS_PORT" || die pgs "port $PGS_PORT is taken by another process (set SYMBOLS_PGS_PORT)"
+  ((${#PGS_SOCK} < 90)) || die pgs "socket dir path too long: $PGS_SOCK"
+  rm -rf "$PGS_DIR"
+  install -d -m 755 "$PGS_DIR"
+  install -d -o postgres -g postgres -m 755 "$PGS_DIR/logs" "$PGS_SOCK"
+  install -d -o postgres -g postgres -m 700 "$PGS_DATA"
+  # -R: standby.signal and primary_conninfo (over the primary's socket, as postgres);
+  # -X stream: the WAL of the copy comes with it; -c fast: an immediate checkpoint.
+  if ! as_user postgres "$PG_BIN/pg_basebackup" -h "$PG_SOCK" -p "$PG_PORT" -U postgres \
+    -D "$PGS_DATA" -R -X stream -c fast -d "application_name=pgs" \
+    >"$PGS_DIR/logs/basebackup.log" 2>&1; then
+    show_log_tail "$PGS_DIR/logs/basebackup.log"
+    die pgs "pg_basebackup failed"
+  fi
+  # The copy carries the primary's symbols.conf: this cluster's own port and socket.
+  cat >"$PGS_DATA/symbols.conf" <<EOF
+# Written by scripts/services.sh: the standby's own settings (a copy of the primary's, then these).
+$(grep -v '^port\|^unix_socket_directories\|^shared_buffers\|^#' "$PG_DATA/symbols.conf")
+port = $PGS_PORT
+unix_socket_directories = '$PGS_SOCK'
+shared_buffers = 64MB
+hot_standby = on
+EOF
+  chown postgres:postgres "$PGS_DATA/symbols.conf"
+  if ! as_user postgres "$PG_BIN/pg_ctl" -D "$PGS_DATA" -l "$PGS_LOG" -w -t 90 -s start 9>&-; then
+    show_log_tail "$PGS_LOG"
+    die pgs "pg_ctl start failed"
+  fi
+  wait_for pgs 60 "" pgs_ready || { show_log_tail "$PGS_LOG"; die pgs "not answering"; }
+  [[ $(pgs_in_recovery) = t ]] || die pgs "started, but not in recovery"
+  log pgs "standby of port $PG_PORT started in $(since "$t0"), pid $(pgs_pid), port $PGS_PORT"
+}
+
+pgs_promote() {
+  pgs_pid >/dev/null || die pgs "not running"
+  as_user postgres "$PG_BIN/pg_ctl" -D "$PGS_DATA" -w -t 60 -s promote 9>&- || die pgs "promote failed"
+  log pgs "promoted: port $PGS_PORT takes writes"
+}
+
+pgs_stop() {
+  local pid
+  if ! pid=$(pgs_pid); then
+    log pgs "not running"
+    return 0
+  fi
+  as_user postgres "$PG_BIN/pg_ctl" -D "$PGS_DATA" -m fast -w -t 60 -s stop 9>&- ||
+    as_user postgres "$PG_BIN/pg_ctl" -D "$PGS_DATA" -m immediate -w -t 30 -s stop 9>&- || true
+  if proc_alive "$pid"; then
+    kill_and_wait "$pid" 10 pgs || die pgs "could not stop pid $pid"
+  fi
+  log pgs "stopped (pid $pid)"
+}
+
+pgs_status() {
+  local pid role
+  if pid=$(pgs_pid) && pgs_ready; then
+    role=standby
+    [[ $(pgs_in_recovery) = t ]] || role="promoted: takes writes"
+    echo "pgs: running pid $pid $(pgs_url) ($role)"
+  elif [[ -n ${pid:-} ]]; then
+    echo "pgs: not answering pid $pid $(pgs_url)"
+    return 1
+  else
+    echo "pgs: stopped"
+    return 1
+  fi
+}
+
+# -------------------------------------------------------------- PgBouncer ---
+
+# PgBouncer in front of the local PostgreSQL, as the users of a symbol server deploy
+# it: transaction pooling, Debian's package (1.18 on Debian 12: it refuses the
+# `options` startup parameter, which 1.20 learned), otherwise its stock settings.
+# Every database name reaches the same-named database (`* =`), so the tests'
+# per-test databases work through it. Runs as the postgres OS user (it refuses
+# root). The `pgbouncer` admin database answers SHOW commands to $DB_USER
+# (stats_users), which is how a test proves its traffic went through it.
+PGB_DIR=$SERVICE_DIR/pgbouncer
+PGB_CONF=$PGB_DIR/pgbouncer.ini
+PGB_PIDFILE=$PGB_DIR/run/pgbouncer.pid
+PGB_LOG=$PGB_DIR/logs/pgbouncer.log
+PGB_BIN=/usr/sbin/pgbouncer
+
+pgb_pid() { pidfile_pid "$PGB_PIDFILE" "$PGB_CONF"; }
+pgb_ready() { "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PGB_PORT" -t 2; }
+pgb_url() { echo "postgresql://$DB_USER@127.0.0.1:$PGB_PORT/$DB_NAME"; }
+
+pgb_ensure_installed() {
+  [[ -x $PGB_BIN ]] || apt_install pgbouncer
+  [[ -x $PGB_BIN ]] || die pgb "$PGB_BIN missing after install"
+}
+
+pgb_write_config() {
+  install -d -m 755 "$SERVICE_DIR"
+  install -d -o postgres -g postgres -m 750 "$PGB_DIR" "$PGB_DIR/run" "$PGB_DIR/logs"
+  cat >"$PGB_CONF" <<EOF
+; Written by scripts/services.sh on every start: edits here are overwritten.
+; PgBouncer's stock settings but for where it listens, where PostgreSQL is, the
+; pool mode and who may log in (docs/deploy.md shows a production file).
+[databases]
+* = host=127.0.0.1 port=$PG_PORT
+
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $PGB_PORT
+unix_socket_dir =
+pool_mode = transaction
+auth_type = scram-sha-256
+auth_file = $PGB_DIR/userlist.txt
+stats_users = $DB_USER
+pidfile = $PGB_PIDFILE
+logfile = $PGB_LOG
+EOF
+  (umask 077 && printf '"%s" "%s"\n' "$DB_USER" "$DB_PASSWORD" >"$PGB_DIR/userlist.txt")
+  chown postgres:postgres "$PGB_CONF" "$PGB_DIR/userlist.txt"
+  chmod 640 "$PGB_CONF"
+}
+
+pgb_start() {
+  local t0 pid
+  t0=$(now_ms)
+  pgb_ensure_installed
+  pgb_write_config
+  if pid=$(pgb_pid); then
+    # SIGHUP: reload the rewritten configuration (the PostgreSQL port may have changed).
+    kill -HUP "$pid"
+    wait_for pgb 30 "$pid" pgb_ready || die pgb "running (pid $pid) but not answering"
+    log pgb "already running, pid $pid"
+    return 0
+  fi
+  ! port_busy "$PGB_PORT" || die pgb "port $PGB_PORT is taken by another process (set SYMBOLS_PGB_PORT)"
+  rm -f "$PGB_PIDFILE"
+  # -d: daemonize once listening. 9>&-: the daemon must not inherit our lock fd.
+  if ! as_user postgres "$PGB_BIN" -q -d "$PGB_CONF" </dev/null 9>&- 2>>"$PGB_LOG.start"; then
+    show_log_tail "$PGB_LOG.start" "$PGB_LOG"
+    die pgb "pgbouncer failed to start"
+  fi
+  wait_for pgb 30 "" pgb_ready || { show_log_tail "$PGB_LOG"; die pgb "not answering"; }
+  log pgb "started in $(since "$t0"), pid $(pgb_pid), port $PGB_PORT (transaction pooling)"
+}
+
+pgb_stop() { stop_by_pidfile pgb pgb_pid "$PGB_PIDFILE" 30; }
+
+pgb_status() {
+  local pid
+  if pid=$(pgb_pid) && pgb_ready; then
+    echo "pgb: running pid $pid $(pgb_url) (transaction pooling)"
+  elif [[ -n ${pid:-} ]]; then
+    echo "pgb: not answering pid $pid $(pgb_url)"
+    return 1
+  else
+    echo "pgb: stopped"
     return 1
   fi
 }
@@ -696,6 +891,11 @@ export RESOURCE_POSTGRESQL_PORT=$PG_PORT
 export RESOURCE_POSTGRESQL_USER=$DB_USER
 export RESOURCE_POSTGRESQL_PASSWORD=$DB_PASSWORD
 export RESOURCE_POSTGRESQL_DBNAME=$DB_NAME
+# PgBouncer (transaction pooling) in front of the same PostgreSQL: point
+# RESOURCE_POSTGRESQL_PORT here to run through it (make test's pooled lane does).
+export SYMBOLS_PGB_PORT=$PGB_PORT
+# The standby of the same PostgreSQL (started only by: services.sh start pgs).
+export SYMBOLS_PGS_PORT=$PGS_PORT
 export ES_URL=http://127.0.0.1:$ES_PORT
 export AWS_ENDPOINT_URL_S3=http://127.0.0.1:$S3_PORT
 export AWS_ACCESS_KEY_ID=$S3_ACCESS_KEY
@@ -709,7 +909,7 @@ EOF
 # ------------------------------------------------------------------ main ---
 
 usage() {
-  echo "usage: $0 start|stop|restart|status|env [--fast] [pg|es|s3 ...] | clean | browser" >&2
+  echo "usage: $0 start|stop|restart|status|env [--fast] [pg|pgb|pgs|es|s3 ...] | promote pgs | clean | browser" >&2
   exit 2
 }
 
@@ -735,7 +935,9 @@ cmd_start() {
   # the background, and boots while Elasticsearch is fetched and launched
   # (bin/elasticsearch -d returns once the node has started); then both are
   # waited for.  The two Maven downloads run strictly one after the other.
-  if has pg; then pg_start; fi
+  if has pg || has pgb || has pgs; then pg_start; fi
+  if has pgs; then pgs_start; fi
+  if has pgb; then pgb_start; fi
   if has s3; then s3_launch; fi
   if has es; then es_launch; fi
   if has s3; then s3_wait; fi
@@ -758,6 +960,8 @@ ensure_service_dir() {
     if [[ -z $mine || $(sed -n 2p "$SERVICE_DIR/checkout") != "$mine" ]]; then
       log services "$SERVICE_DIR is an earlier checkout's at this path: stopping its services, removing it"
       es_stop
+      pgb_stop
+      pgs_stop
       pg_stop
       rm -rf -- "$SERVICE_DIR"
     fi
@@ -802,12 +1006,16 @@ cmd_clean() {
 cmd_stop() {
   if has s3; then s3_stop; fi
   if has es; then es_stop; fi
+  if has pgb; then pgb_stop; fi
+  if has pgs || [[ ${STOP_ALL:-0} = 1 ]]; then pgs_stop; fi
   if has pg; then pg_stop; fi
 }
 
 cmd_status() {
   local rc=0
   if has pg; then pg_status || rc=1; fi
+  if has pgb; then pgb_status || rc=1; fi
+  if has pgs; then pgs_status || rc=1; fi
   if has es; then es_status || rc=1; fi
   if has s3; then s3_status || rc=1; fi
   return $rc
@@ -820,12 +1028,13 @@ main() {
   SERVICES=()
   for arg in "$@"; do
     case $arg in
-      pg | es | s3) has "$arg" 2>/dev/null || SERVICES+=("$arg") ;;
+      pg | pgb | pgs | es | s3) has "$arg" 2>/dev/null || SERVICES+=("$arg") ;;
       --fast) PG_FAST=1 ;;
       *) usage ;;
     esac
   done
-  ((${#SERVICES[@]})) || SERVICES=("${ALL_SERVICES[@]}")
+  # No names: all of ALL_SERVICES, and stop/clean take the standby down too.
+  ((${#SERVICES[@]})) || { SERVICES=("${ALL_SERVICES[@]}") && STOP_ALL=1; }
 
   case $cmd in
     start | stop | restart | clean)
@@ -840,6 +1049,11 @@ main() {
         restart) ensure_service_dir && cmd_stop && cmd_start ;;
         clean) cmd_clean ;;
       esac
+      ;;
+    promote)
+      ((EUID == 0)) || die "must run as root"
+      [[ ${SERVICES[*]} = pgs ]] || usage
+      pgs_promote
       ;;
     status) cmd_status ;;
     browser)

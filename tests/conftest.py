@@ -8,6 +8,15 @@ defaults otherwise. A missing service fails the test: nothing here skips.
 - ``database``: a fresh database per test, copied from a template database
   built once per session with the current schema (``CREATE DATABASE ...
   TEMPLATE``, a few ms), dropped afterwards.
+
+Every test database's sessions are in a zone other than UTC (``TEST_TIME_ZONE``): nothing
+the runner and the jobs do may lean on the session's time zone (they set none: a transaction
+pooler would refuse or lose it).
+
+The pooled lane (``SYMBOLS_TEST_POOLED=1``, run by ``make test`` after the main run):
+every test database is reached through PgBouncer in transaction pooling mode (``scripts/
+services.sh``'s ``pgb``), by the test and by every command it starts. Creating and dropping
+databases stays direct.
 - ``s3_bucket``: a new bucket per test, emptied and removed afterwards.
 - ``es_index``: a unique index name prefix per test; matching indices and
   aliases are removed afterwards.
@@ -15,6 +24,8 @@ defaults otherwise. A missing service fails the test: nothing here skips.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import itertools
 import os
 import time
@@ -38,6 +49,11 @@ REPO = Path(__file__).resolve().parent.parent
 # .services/env's values under os.environ's
 ENV = devservices.environment()
 SERVICES = devservices.Services(ENV)
+#: The pooled lane: test databases reached through PgBouncer.
+POOLED = ENV.get("SYMBOLS_TEST_POOLED", "") not in ("", "0")
+#: The test databases' sessions' zone: a half-hour offset and daylight saving time, so a
+#: day or an hour taken in the session's zone instead of UTC shows.
+TEST_TIME_ZONE = "America/St_Johns"
 
 
 def admin_settings(dbname: str = "postgres") -> DatabaseSettings:
@@ -85,22 +101,34 @@ def template_database() -> Iterator[str]:
 _counter = itertools.count()
 
 
+@contextlib.contextmanager
+def fresh_database(prefix: str, template: str | None = None, pooled: bool = POOLED
+                   ) -> Iterator[DatabaseSettings]:
+    """A new database (a copy of ``template``, or empty), its sessions in ``TEST_TIME_ZONE``,
+    as a test and the commands it starts reach it: directly, or through PgBouncer when
+    ``pooled``; dropped afterwards."""
+    name = f"{prefix}_{os.getpid()}_{next(_counter)}"
+    _admin_execute(f"CREATE DATABASE {name}" + (f" TEMPLATE {template}" if template else ""))
+    _admin_execute(f"ALTER DATABASE {name} SET timezone TO '{TEST_TIME_ZONE}'")
+    settings = admin_settings(name)
+    try:
+        yield dataclasses.replace(settings, port=SERVICES.pgb_port) if pooled else settings
+    finally:
+        _admin_execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
 @pytest.fixture
 def database(template_database: str) -> Iterator[DatabaseSettings]:
     """A fresh database with the current schema, for one test."""
-    name = f"test_{os.getpid()}_{next(_counter)}"
-    _admin_execute(f"CREATE DATABASE {name} TEMPLATE {template_database}")
-    yield admin_settings(name)
-    _admin_execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    with fresh_database("test", template_database) as settings:
+        yield settings
 
 
 @pytest.fixture
 def empty_database() -> Iterator[DatabaseSettings]:
     """A fresh database without any schema (for schema and migration tests)."""
-    name = f"test_empty_{os.getpid()}_{next(_counter)}"
-    _admin_execute(f"CREATE DATABASE {name}")
-    yield admin_settings(name)
-    _admin_execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    with fresh_database("test_empty") as settings:
+        yield settings
 
 
 @pytest.fixture

@@ -166,11 +166,12 @@ os.register_at_fork(after_in_child=_default_sigterm)
 
 def secret_values_of(settings: Settings, overrides: Mapping[str, str] | None = None) -> set[str]:
     """The secrets to mask in logs and Sentry events: the environment's and the command
-    line's (by name, and URL passwords), the database password and the Sentry DSN."""
+    line's (by name, and URL passwords), the database password and DSN and the Sentry DSN."""
     from ..redaction import secret_values
 
     secrets = secret_values(os.environ, overrides or {})
-    secrets.update(secret_values({"dsn": settings.sentry_dsn, "password": settings.database.password},
+    secrets.update(secret_values({"dsn": settings.sentry_dsn, "password": settings.database.password,
+                                  "database_dsn": settings.database.dsn},
                                  {"user": settings.database.user, "dbname": settings.database.dbname}))
     return secrets
 

@@ -30,6 +30,7 @@ from everett.manager import ConfigDictEnv, generate_uppercase_key
 from ..errors import ConfigurationError
 from ..scheduling import JobEntry, parse_job_entry, split_jobs_list
 from ..store import DatabaseSettings
+from .database import DATABASE_OPTIONS, database_settings
 from .inifile import IniFile, IniSource
 from .options import Namespace, Option
 
@@ -111,15 +112,9 @@ def _monitor_options(cron: Namespace) -> None:
 def _database_options(cron: Namespace, root: Namespace) -> None:
     """The state database: ``crontabber.host`` ..., taking crontabber's
     ``resource.postgresql.*`` values."""
-    for name, default, doc in (
-        ("host", "localhost", "state database host"),
-        ("port", 5432, "state database port"),
-        ("dbname", "crontabber", "state database name"),
-        ("user", "", "state database user"),
-        ("password", "", "state database password (use the environment)"),
-    ):
-        cron.add_option(name, default, doc, reference_value_from="resource.postgresql")
-        root.namespace("resource").namespace("postgresql").add_option(name, default, doc)
+    for name, default, doc, parse in DATABASE_OPTIONS:
+        cron.add_option(name, default, doc, parse, reference_value_from="resource.postgresql")
+        root.namespace("resource").namespace("postgresql").add_option(name, default, doc, parse)
 
 
 def _schedule_options(cron: Namespace) -> None:
@@ -357,13 +352,8 @@ def load_settings(
     values = {".".join([*path, opt.name]): sources.value(path, opt)
               for path, opt in runner_options().walk()}
     entries = tuple(parse_job_entry(text) for text in split_jobs_list(values["crontabber.jobs"]))
-    database = DatabaseSettings(
-        host=values["crontabber.host"],
-        port=values["crontabber.port"],
-        dbname=values["crontabber.dbname"],
-        user=values["crontabber.user"],
-        password=values["crontabber.password"],
-    )
+    database = database_settings({name: values[f"crontabber.{name}"]
+                                  for name, *_ in DATABASE_OPTIONS}, "crontabber")
     heartbeat, lease = values["crontabber.heartbeat_seconds"], values["crontabber.lease_seconds"]
     if heartbeat <= 0 or lease < 2 * heartbeat:
         raise ConfigurationError(

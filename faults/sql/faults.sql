@@ -38,6 +38,11 @@ WHERE r.id > %(after)s AND NOT r.dry_run;
 -- name: last_prune_run
 SELECT coalesce(max(id), 0) AS id FROM prune_run;
 
+-- name: prune_unsettled
+-- Batches of prune's runs since a run id not yet counted (a killed run's, until a later run
+-- reconciles them once its lease has passed).
+SELECT count(*) FROM prune_intent WHERE run_id > %(after)s;
+
 -- name: seed_log
 -- Run-log rows of a fake app: `old` older than `days`, `recent` from today.
 INSERT INTO crontabber_log (app_name, log_time, success)

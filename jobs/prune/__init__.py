@@ -58,6 +58,9 @@ class PruneS3CronApp(BaseCronApp):
     add("cap", default=100000, doc="at most this many deletions per run")
     add("threads", default=4, doc="threads calling delete_objects")
     add("dry_run", default=False, doc="only report what would be deleted")
+    add("lease_seconds", default=60.0,
+        doc="a run renews its lease on its prune_run row 4 times this often; a run killed "
+            "this long ago is dead, and the next run reconciles its batches in flight")
     del add
 
     database_connection_factory: Any  # set by @using_postgres()
@@ -73,8 +76,8 @@ class PruneS3CronApp(BaseCronApp):
         client = make_s3_client(max_pool_connections=options.threads + 1)
         with self.database_connection_factory() as connection:
             try:
-                report = run_prune(client, PruneStore(connection), options, self._now(),
-                                   terminal_listeners())
+                report = run_prune(client, PruneStore(connection, options.lease_seconds),
+                                   options, self._now(), terminal_listeners())
             finally:
                 self.database_connection_factory.close_connection(connection, force=True)
         for line in format_report(report):

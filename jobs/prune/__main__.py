@@ -46,9 +46,8 @@ def main(argv: list[str], out: TextIO = sys.stdout) -> int:
         config = load_job_config(PruneS3CronApp, args.conf, overrides)
         connection = open_database(config, "jobs.prune", [SQL_DIR])
         try:
-            store = PruneStore(connection)
             if args.command == "history":
-                print_history(store, args.limit, out)
+                print_history(PruneStore(connection), args.limit, out)
                 return ExitCode.OK
             from jobs.s3 import make_s3_client
 
@@ -60,8 +59,9 @@ def main(argv: list[str], out: TextIO = sys.stdout) -> int:
                 operator_command(connection, PruneS3CronApp.app_name, f"{PROG} run",
                                  force=args.force, reason=args.reason)
             # the database's clock, as the cron job uses
-            report = run_prune(make_s3_client(max_pool_connections=options.threads + 1), store,
-                               options, database_now(connection), terminal_listeners())
+            report = run_prune(make_s3_client(max_pool_connections=options.threads + 1),
+                               PruneStore(connection, options.lease_seconds), options,
+                               database_now(connection), terminal_listeners())
         finally:
             connection.close()
         for line in format_report(report):
@@ -73,8 +73,8 @@ def main(argv: list[str], out: TextIO = sys.stdout) -> int:
 
 def print_history(store: PruneStore, limit: int, out: TextIO) -> None:
     """One line per rule of each run, newest run first: when it started and ended (or
-    failed, with its error in one line; or is still running: its session holds the run's
-    lock; or never ended: killed), what the rule deleted."""
+    failed, with its error in one line; or is still running: its lease is live; or never
+    ended: killed), what the rule deleted."""
     for row in store.history(limit):
         state = "dry run" if row["dry_run"] else "run"
         if row["error"]:

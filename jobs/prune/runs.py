@@ -15,11 +15,13 @@ import contextlib
 import datetime as dt
 import logging
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from crontabber.config.options import DotDict
+from crontabber.failures import first_line
 
 from .engine import Batch, Budget, Check, RuleResult, Scope, deleted_batches
 from .rules import Kind, Protection, Rule, parse_extra_rules
@@ -29,18 +31,22 @@ logger = logging.getLogger(__name__)
 
 #: Seconds after which what was deleted is written even if no next batch's intent carries it.
 PROGRESS_SECONDS = 1.0
+#: A run's lease is renewed this many times per lease by its heartbeat.
+RENEWALS_PER_LEASE = 4
 
 
 @dataclass(frozen=True)
 class PruneOptions:
     """What a run applies: its rules (in order), the protected symbol files, the cap on
-    deletions, whether it only reports, and the threads deleting."""
+    deletions, whether it only reports, the threads deleting, and the seconds of its lease
+    (how long after a dead run's last renewal the next run reconciles its batches)."""
 
     rules: list[Rule]
     protection: Protection
     cap: int
     dry_run: bool
     threads: int
+    lease_seconds: float = 60.0
 
     @classmethod
     def from_config(cls, config: DotDict) -> PruneOptions:
@@ -60,7 +66,8 @@ class PruneOptions:
         ]
         return cls([rule for rule in rules if rule.max_age_days > 0],
                    Protection(config.symbols_bucket, config.symbols_prefix),
-                   int(config.cap), bool(config.dry_run), int(config.threads))
+                   int(config.cap), bool(config.dry_run), int(config.threads),
+                   float(config.lease_seconds))
 
 
 @dataclass(frozen=True)
@@ -139,28 +146,58 @@ class RunRecorder(Listener):
         return intent_id
 
 
+class Heartbeat:
+    """Renews a run's lease from a thread of its own, ``RENEWALS_PER_LEASE`` times a lease,
+    while the run lives (``with Heartbeat(store, run_id):``). A renewal the database refuses
+    or cannot take is logged; the run learns of a lost lease at its next batch's intent
+    (:meth:`PruneStore.record`), which is the fence: no batch is sent without one."""
+
+    def __init__(self, store: PruneStore, run_id: int) -> None:
+        self._store, self._run_id = store, run_id
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name=f"prune-lease-{run_id}",
+                                        daemon=True)
+
+    def __enter__(self) -> "Heartbeat":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self._store.lease_seconds / RENEWALS_PER_LEASE):
+            try:
+                if not self._store.renew(self._run_id):
+                    logger.error("prune: run %d lost its lease; it stops at its next batch",
+                                 self._run_id)
+                    return
+            except Exception as exc:  # the database away for a moment: the next beat retries
+                logger.warning("prune: run %d: could not renew its lease: %s", self._run_id,
+                               first_line(exc))
+
+
 def reconcile(client: Any, store: PruneStore, run_id: int, threads: int) -> None:
-    """Settle what dead runs left: each intent of a run that is over (its session's lock is
-    free) is checked key by key (``head_object``); the keys gone were deleted by that run and
-    are added to its rule's record, the others were not and are dropped with the intent. The
-    dead run stays as it was otherwise (unfinished, or failed). A run still going is left
+    """Settle what dead runs left: each intent of a run that is over (it ended, or its lease
+    passed) is checked key by key (``head_object``); the keys gone were deleted by that run
+    and are added to its rule's record, the others were not and are dropped with the intent
+    (one statement each, which counts an intent once even if two runs reconcile it at once).
+    The dead run stays as it was otherwise (unfinished, or failed). A run still going is left
     alone.
 
     Raises:
         whatever S3 answers other than 404 (the intent stays for the next run).
     """
     for dead in store.unsettled_runs(run_id):
-        if not store.claim_dead_run(dead):
+        if not store.run_over(dead):
             continue  # still running somewhere: its batches may be in flight
-        try:
-            for intent_id, rule, bucket, keys, sizes in store.intents(dead):
-                gone = _gone(client, bucket, keys, threads)
-                count, size = sum(gone), sum(s for s, g in zip(sizes, gone) if g)
-                store.reconcile_intent(intent_id, count, size)
-                logger.warning("prune: run %d died with a batch of %d keys in flight (%s): "
-                               "%d were deleted, now recorded", dead, len(keys), rule, count)
-        finally:
-            store.release_run(dead)
+        for intent_id, rule, bucket, keys, sizes in store.intents(dead):
+            gone = _gone(client, bucket, keys, threads)
+            count, size = sum(gone), sum(s for s, g in zip(sizes, gone) if g)
+            store.reconcile_intent(intent_id, count, size)
+            logger.warning("prune: run %d died with a batch of %d keys in flight (%s): "
+                           "%d were deleted, now recorded", dead, len(keys), rule, count)
 
 
 def _gone(client: Any, bucket: str, keys: list[str], threads: int) -> list[bool]:
@@ -214,15 +251,15 @@ def run_prune(client: Any, store: PruneStore, options: PruneOptions, now: dt.dat
     recorder = RunRecorder(store, run_id)
     budget = Budget(options.cap)
     scope = Scope(now, options.protection, budget, options.dry_run, options.threads)
-    try:
-        reconcile(client, store, run_id, options.threads)  # before this run deletes anything
-        results = _apply_rules(client, store, options.rules, scope, recorder, [recorder, *listeners])
-    except BaseException as exc:  # recorded, so `history` shows why, then re-raised
-        _record_failure(store, run_id, exc)
-        _release(store, run_id)
-        raise
-    store.finish_run(run_id, budget.exhausted)
-    _release(store, run_id)
+    with Heartbeat(store, run_id):
+        try:
+            reconcile(client, store, run_id, options.threads)  # before this run deletes anything
+            results = _apply_rules(client, store, options.rules, scope, recorder,
+                                   [recorder, *listeners])
+        except BaseException as exc:  # recorded, so `history` shows why, then re-raised
+            _record_failure(store, run_id, exc)
+            raise
+        store.finish_run(run_id, budget.exhausted)
     if budget.exhausted:
         logger.warning("prune: stopped at the cap of %d keys; the rest waits for the next run",
                        options.cap)
@@ -240,7 +277,7 @@ def _apply_rules(client: Any, store: PruneStore, rules: list[Rule], scope: Scope
         for listener in told:
             listener.rule_started(rule)
         try:
-            # closing: on an error, the batches in flight end before the run's lock is dropped
+            # closing: on an error, the batches in flight end before the run is recorded as over
             with contextlib.closing(deleted_batches(client, rule, _check(store, rule), scope,
                                                     recorder.intend)) as batches:
                 for batch in batches:
@@ -256,21 +293,13 @@ def _apply_rules(client: Any, store: PruneStore, rules: list[Rule], scope: Scope
 
 def _record_failure(store: PruneStore, run_id: int, exc: BaseException) -> None:
     """Write the run's error in one line naming the service (the database may be what
-    failed: then the run stays unfinished, as a killed one)."""
+    failed: then the run stays unfinished, and dead once its lease passes, as a killed one)."""
     from crontabber import describe_failure
 
     try:
         store.fail_run(run_id, describe_failure(exc))
     except Exception as unrecorded:
         logger.error("prune: run %d: could not record its failure: %s", run_id, unrecorded)
-
-
-def _release(store: PruneStore, run_id: int) -> None:
-    """Drop the run's lock (its deletions are over); if the database is gone, so is the lock."""
-    try:
-        store.release_run(run_id)
-    except Exception as exc:
-        logger.error("prune: run %d: could not release its lock: %s", run_id, exc)
 
 
 def _check(store: PruneStore, rule: Rule) -> Check | None:

@@ -4,13 +4,27 @@ tables that say which inbox objects are finished with."""
 from __future__ import annotations
 
 import datetime as dt
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 from crontabber import sqlfiles
+from crontabber.errors import CrontabberError
 from jobs import SQL_DIR
 
 Q = sqlfiles.load("prune.sql", SQL_DIR)
+
+
+class PruneLeaseLost(CrontabberError):
+    """A run's lease on its ``prune_run`` row passed before it could renew it (the database
+    did not hear from it for a whole lease): another run may already take it for dead and
+    reconcile its batches, so it stops before sending another one."""
+
+    def __init__(self, run_id: int, lease_seconds: float) -> None:
+        self.run_id = run_id
+        self.lease_seconds = lease_seconds
+        super().__init__(f"prune run {run_id} lost its lease (not renewed within "
+                         f"{lease_seconds:g} s); stopped before deleting more")
 
 
 @dataclass(frozen=True)
@@ -37,25 +51,38 @@ class Settled:
 
 
 class PruneStore:
-    """One connection, one short transaction per call (``with self._conn``)."""
+    """One connection, one short transaction per call (``with self._conn``); calls from two
+    threads (a run and its lease's heartbeat) take turns, never share a transaction.
 
-    def __init__(self, connection: Any) -> None:
+    No session state: a run's hold on its row is a lease (``lease_until``), so the store
+    works through a transaction pooler. ``lease_seconds`` is the lease every call that
+    takes or renews one gives."""
+
+    def __init__(self, connection: Any, lease_seconds: float = 60.0) -> None:
         self._conn = connection
+        self.lease_seconds = lease_seconds
+        self._turn = threading.Lock()
 
     def _run(self, name: str, params: dict[str, Any]) -> list[tuple]:
-        with self._conn, self._conn.cursor() as cur:
+        with self._turn, self._conn, self._conn.cursor() as cur:
             cur.execute(Q[name], params)
             return cur.fetchall() if cur.description else []
 
     def start_run(self, dry_run: bool, cap: int, holder: str) -> int:
-        """A new run's id; this connection's session holds the run's advisory lock until
-        :meth:`release_run` or the session's end (a dead process): while it is held the run
-        may have deletions in flight, so its intents are not reconciled."""
-        return int(self._run("start_run", {"dry_run": dry_run, "cap": cap, "holder": holder})[0][0])
+        """A new run's id, holding a lease of ``lease_seconds``: until it passes unrenewed
+        (:meth:`renew`) or the run ends, the run may have deletions in flight, so its intents
+        are not reconciled."""
+        return int(self._run("start_run", {"dry_run": dry_run, "cap": cap, "holder": holder,
+                                           "lease": self.lease_seconds})[0][0])
 
-    def release_run(self, run_id: int) -> None:
-        """Drop the run's advisory lock (nothing of the run is in flight any more)."""
-        self._run("release_run", {"run_id": run_id})
+    def renew(self, run_id: int) -> bool:
+        """Move the run's lease on; False if it had already passed (it is lost for good)."""
+        return bool(self._run("renew", {"run_id": run_id, "lease": self.lease_seconds}))
+
+    def run_over(self, run_id: int) -> bool:
+        """Whether run ``run_id`` can have nothing in flight: it ended, or its lease passed
+        (a dead process), or, started by the release before 0015, its session is gone."""
+        return bool(self._run("run_over", {"run_id": run_id})[0][0])
 
     def add_rule(self, run_id: int, rule: str) -> None:
         self._run("add_rule", {"run_id": run_id, "rule": rule})
@@ -64,8 +91,14 @@ class PruneStore:
         """In one transaction: count the batches S3 answered (``settled``: their intents go,
         their counts are added to the rule's; ``error_sample``, if any, replaces the stored
         one), then, if ``intent``, write the next batch's keys and sizes before it is sent;
-        that intent's id."""
-        with self._conn, self._conn.cursor() as cur:
+        that intent's id. Writing an intent renews the run's lease, so the batch is sent with a
+        whole lease ahead of it.
+
+        Raises:
+            PruneLeaseLost: the run's lease had passed: the intent is not written (the batch
+                must not be sent); what was settled is written all the same.
+        """
+        with self._turn, self._conn, self._conn.cursor() as cur:
             if settled:
                 cur.execute(Q["settle"], {
                     "run_id": run_id, "rule": rule, "intents": settled.intents,
@@ -77,17 +110,16 @@ class PruneStore:
             # ~11 ms a batch to send and parse, as a literal ~3 ms
             cur.execute(Q["intend"], {"run_id": run_id, "rule": rule, "bucket": intent.bucket,
                                       "keys": _text_array([key for key, _ in intent.batch]),
-                                      "sizes": "{" + ",".join(str(size) for _, size in intent.batch) + "}"})
-            return int(cur.fetchone()[0])
+                                      "sizes": "{" + ",".join(str(size) for _, size in intent.batch) + "}",
+                                      "lease": self.lease_seconds})
+            row = cur.fetchone()
+        if row is None:
+            raise PruneLeaseLost(run_id, self.lease_seconds)
+        return int(row[0])
 
     def unsettled_runs(self, run_id: int) -> list[int]:
         """Runs other than ``run_id`` with intents never settled (dead, or still running)."""
         return [row[0] for row in self._run("unsettled_runs", {"run_id": run_id})]
-
-    def claim_dead_run(self, run_id: int) -> bool:
-        """Whether run ``run_id`` is over (its session's lock could be taken, and is now held
-        by this one until :meth:`release_run`)."""
-        return bool(self._run("claim_dead_run", {"run_id": run_id})[0][0])
 
     def intents(self, run_id: int) -> list[tuple[int, str, str, list[str], list[int]]]:
         """The run's unsettled intents: ``(id, rule, bucket, keys, sizes)``."""

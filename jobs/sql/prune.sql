@@ -1,25 +1,41 @@
 -- Queries of jobs/prune/store.py.
 
+-- A run holds a lease on its row (lease_until) while it lives: renewed by its heartbeat and by
+-- each batch's intent, never after it has passed. Only statements, no session state, so a
+-- run works through a transaction pooler. A run started by the release before 0015 has no
+-- lease (NULL) and is judged by its session's advisory lock, as that release did.
+
 -- name: start_run
--- The run's session holds an advisory lock on its id until the run ends (or the session does,
--- when the process dies): a run whose lock can be taken is not deleting anything any more.
-WITH run AS (
-    INSERT INTO prune_run (dry_run, cap, holder) VALUES (%(dry_run)s, %(cap)s, %(holder)s)
-    RETURNING id, started_at)
-SELECT id, started_at, pg_advisory_lock(hashtext('prune_run'), id::int) FROM run;
+INSERT INTO prune_run (dry_run, cap, holder, lease_until)
+VALUES (%(dry_run)s, %(cap)s, %(holder)s, clock_timestamp() + make_interval(secs => %(lease)s))
+RETURNING id;
 
--- name: release_run
-SELECT pg_advisory_unlock(hashtext('prune_run'), %(run_id)s::int);
+-- name: renew
+-- The run's lease, moved on if it still holds it (a row: it does).
+UPDATE prune_run SET lease_until = clock_timestamp() + make_interval(secs => %(lease)s)
+WHERE id = %(run_id)s AND finished_at IS NULL AND lease_until > clock_timestamp()
+RETURNING lease_until;
 
--- name: claim_dead_run
--- True: the run's session is gone (or is this one), so nothing of it is in flight; the lock
--- also keeps two runs from reconciling it at once. Released by release_run.
-SELECT pg_try_advisory_lock(hashtext('prune_run'), %(run_id)s::int);
+-- name: run_over
+-- True: the run ended, or its lease passed (it can never be renewed again), or, started by
+-- the release before 0015, its session's advisory lock is gone. Nothing of it is in flight.
+SELECT r.finished_at IS NOT NULL
+       OR COALESCE(r.lease_until <= clock_timestamp(), NOT EXISTS (
+           SELECT 1 FROM pg_locks l
+           WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
+             AND l.classid = hashtext('prune_run')::oid AND l.objid = r.id::int::oid))
+FROM prune_run r WHERE r.id = %(run_id)s;
 
 -- name: intend
--- A batch about to be sent to delete_objects: its keys and sizes, in one row.
+-- A batch about to be sent to delete_objects: its keys and sizes, in one row, written only
+-- while the run still holds its lease, which it renews: a batch is sent with a whole lease
+-- ahead of it before any other run may take the run for dead. No row: the lease was lost.
+WITH held AS (
+    UPDATE prune_run SET lease_until = clock_timestamp() + make_interval(secs => %(lease)s)
+    WHERE id = %(run_id)s AND finished_at IS NULL AND lease_until > clock_timestamp()
+    RETURNING id)
 INSERT INTO prune_intent (run_id, rule, bucket, keys, sizes)
-VALUES (%(run_id)s, %(rule)s, %(bucket)s, %(keys)s::text[], %(sizes)s::bigint[])
+SELECT held.id, %(rule)s, %(bucket)s, %(keys)s::text[], %(sizes)s::bigint[] FROM held
 RETURNING id;
 
 -- name: settle
@@ -76,15 +92,15 @@ SELECT key FROM missing_symbol_batch
 WHERE key = ANY(%(keys)s) AND status = 'ok' AND processed_at < %(cutoff)s;
 
 -- name: history
--- running: the run's session still holds its advisory lock (see start_run): an unfinished
--- run without it is dead (killed). A two-key advisory lock shows in pg_locks as
--- (classid, objid) = (key1, key2) with objsubid 2.
+-- running: unfinished and its lease not passed (an unfinished run whose lease passed is dead:
+-- killed); a run of the release before 0015: its session still holds its advisory lock, which
+-- shows in pg_locks as (classid, objid) = (key1, key2) with objsubid 2.
 SELECT r.id, r.started_at, r.finished_at, r.dry_run, r.cap, r.capped, r.holder, r.error,
        x.rule, x.keys_deleted, x.bytes_freed, x.errors, x.error_sample,
-       r.finished_at IS NULL AND EXISTS (
+       r.finished_at IS NULL AND COALESCE(r.lease_until > clock_timestamp(), EXISTS (
            SELECT 1 FROM pg_locks l
            WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
-             AND l.classid = hashtext('prune_run')::oid AND l.objid = r.id::int::oid
+             AND l.classid = hashtext('prune_run')::oid AND l.objid = r.id::int::oid)
        ) AS running
 FROM prune_run r LEFT JOIN prune_rule_result x ON x.run_id = r.id
 WHERE r.id IN (SELECT id FROM prune_run ORDER BY id DESC LIMIT %(limit)s)

@@ -87,7 +87,8 @@ CREATE TABLE IF NOT EXISTS prune_run (
     cap          integer NOT NULL,
     capped       boolean NOT NULL DEFAULT false,
     holder       text NOT NULL,
-    error        text  -- a run that failed: its error in one line (migration 0010)
+    error        text, -- a run that failed: its error in one line (migration 0010)
+    lease_until  timestamptz  -- a live run renews it; passed and unfinished: dead (0015)
 );
 CREATE TABLE IF NOT EXISTS prune_rule_result (
     run_id        bigint NOT NULL REFERENCES prune_run (id) ON DELETE CASCADE,

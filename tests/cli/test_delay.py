@@ -28,7 +28,7 @@ def test_a_timed_job_keeps_its_jitter_every_day(crontab):
     crontab.configure(["BasicJob|1d|03:00"], extra="    jitter=5h\n")
     code, out = crontab.run("--job", "basic-job", "--force")
     assert code == 0, out
-    nominal = crontab.state("basic-job").next_run - offset
+    nominal = crontab.state("basic-job").next_run.astimezone(dt.timezone.utc) - offset
     assert (nominal.hour, nominal.minute, nominal.second) == (3, 0, 0)  # 03:00 + its offset, UTC
     code, out = crontab.run("--explain", "basic-job")
     assert code == 0, out

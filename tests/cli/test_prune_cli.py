@@ -15,6 +15,7 @@ from tests.conftest import s3_client
 from tests.integration.test_prune import keys_in, put_many
 
 AGE = "0.00001"  # days (under a second): S3 objects cannot be backdated
+LEASE = 1.0  # seconds: a killed run is dead, and its batches reconciled, this long after
 
 
 @pytest.fixture
@@ -30,7 +31,7 @@ def buckets(s3_bucket):
 
 def configure(cli, inbox, symbols, **extra):
     options = {"inbox_bucket": inbox, "symbols_bucket": symbols, "report_days": AGE,
-               "upload_days": AGE, "batch_days": AGE, **extra}
+               "upload_days": AGE, "batch_days": AGE, "lease_seconds": LEASE, **extra}
     section = "".join(f"        {k}={v}\n" for k, v in options.items())
     cli.crontab.configure(["jobs.prune.PruneS3CronApp|1d"], extra=f"    [[class-PruneS3CronApp]]\n{section}")
 
@@ -108,6 +109,7 @@ def test_killed_midway_then_rerun_deletes_the_rest_and_nothing_else(cli, buckets
     left = keys_in(symbols)
     assert len(left) > 2, "the run finished before the kill"
     assert cli.crontab.sql("SELECT finished_at FROM prune_run")[0]["finished_at"] is None
+    time.sleep(LEASE + 0.2)  # the killed run's lease passes: it is dead
     assert prune_cmd(cli, "run").returncode == 0
     assert keys_in(symbols) == {"v1/keep/1/keep.sym", "keep/me"}
     assert "unfinished (killed?)" in prune_cmd(cli, "history").stdout
@@ -146,6 +148,7 @@ def test_killed_right_after_a_batch_is_deleted_the_audit_still_equals_what_is_go
     recorded = cli.crontab.sql("SELECT coalesce(sum(keys_deleted), 0) AS n FROM prune_rule_result")
     # how often the kill lands before the batch is counted (informative: the audit must hold either way)
     print(f"killed with {len(gone)} keys gone, {recorded[0]['n']} recorded")
+    time.sleep(LEASE + 0.2)  # the killed run's lease passes: the next run reconciles it
     assert prune_cmd(cli, "run").returncode == 0
     assert keys_in(symbols) == {"keep/me"}
     audit = cli.crontab.sql("SELECT run_id, sum(keys_deleted) AS keys, sum(bytes_freed) AS bytes"

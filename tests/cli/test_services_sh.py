@@ -51,6 +51,7 @@ class Checkout:
     def __init__(self, root: Path, pg_port: int) -> None:
         self.root = root
         self.pg_port = pg_port
+        self.pgb_port = free_port()
         self.state_dir = root.resolve() / ".services"
 
     def copy(self, root: Path) -> Checkout:
@@ -61,7 +62,8 @@ class Checkout:
         # No SYMBOLS_* from the caller: SYMBOLS_STATE_DIR may name the shared services' state.
         env = {k: v for k, v in os.environ.items() if not k.startswith("SYMBOLS_")}
         env.update(SYMBOLS_PG_PORT=str(self.pg_port), SYMBOLS_ES_PORT=str(free_port()),
-                   SYMBOLS_S3_PORT=str(free_port()), SYMBOLS_PG_FAST="1")
+                   SYMBOLS_S3_PORT=str(free_port()), SYMBOLS_PGB_PORT=str(self.pgb_port),
+                   SYMBOLS_PG_FAST="1")
         return subprocess.run(["bash", str(self.root / "scripts" / "services.sh"), *args],
                               env=env, capture_output=True, text=True, timeout=240)
 
@@ -83,8 +85,8 @@ def alive(pid: str) -> bool:
         return False
 
 
-def select_one(port: int) -> int:
-    conn = psycopg2.connect(host="127.0.0.1", port=port, dbname="crontabber", user="crontabber",
+def select_one(port: int, dbname: str = "crontabber") -> int:
+    conn = psycopg2.connect(host="127.0.0.1", port=port, dbname=dbname, user="crontabber",
                             password="crontabber", connect_timeout=5)
     try:
         with conn.cursor() as cur:
@@ -170,3 +172,24 @@ def test_a_clone_deleted_without_clean_leaves_nothing_to_the_next_clone_at_its_p
         cur.execute("SELECT datname FROM pg_database WHERE datname = 'left_by_the_old_clone'")
         assert cur.fetchall() == []  # a fresh cluster
     conn.close()
+
+
+def test_pgbouncer_runs_in_front_of_the_checkouts_postgresql_in_transaction_pooling(private):
+    """`start pgb` starts PostgreSQL and PgBouncer (Debian's package) in front of it: a login
+    through it reaches the checkout's own server, in transaction pooling mode, and SHOW STATS
+    (to the crontabber role) counts it; stop and clean take it down with the rest."""
+    checkout = new_checkout(private / "clone")
+    started = checkout.services("start", "pgb")
+    assert started.returncode == 0, started.stderr
+    assert f"export SYMBOLS_PGB_PORT={checkout.pgb_port}" in (checkout.state_dir / "env").read_text()
+    assert select_one(checkout.pgb_port) == 1
+    status = checkout.services("status", "pgb")
+    assert status.returncode == 0 and "(transaction pooling)" in status.stdout, status
+    stats = devservices.Services({"SYMBOLS_PGB_PORT": str(checkout.pgb_port)}).pgbouncer_stats()
+    assert stats["crontabber"]["total_xact_count"] >= 1
+    (data,) = checkout.service_dirs()
+    config = (data / "pgbouncer" / "pgbouncer.ini").read_text()
+    assert "pool_mode = transaction" in config and f"port={checkout.pg_port}" in config
+    cleaned = checkout.services("clean")
+    assert cleaned.returncode == 0, cleaned.stderr
+    assert not answers(checkout.pgb_port) and not data.exists()

@@ -5,6 +5,7 @@ import concurrent.futures
 import datetime as dt
 import os
 import subprocess
+import time
 import uuid
 from pathlib import Path
 
@@ -238,20 +239,21 @@ def test_a_dead_runs_batches_are_reconciled_with_s3_and_a_live_runs_left_alone(p
 
     put_many(prune.symbols, ["keep/gone", "keep/there", "keep/live"])
 
-    def run_with_intent(batch):
+    def run_with_intent(batch, lease):
         conn = connect(database)
         conn.autocommit = True
-        store = PruneStore(conn)
+        store = PruneStore(conn, lease_seconds=lease)
         run_id = store.start_run(False, 10, "other")
         store.add_rule(run_id, "reports")
         store.record(run_id, "reports", Settled(), Intent(prune.symbols, batch))
         return conn, run_id
 
-    dead_conn, dead = run_with_intent([("keep/gone", 7), ("keep/there", 10)])
+    dead_conn, dead = run_with_intent([("keep/gone", 7), ("keep/there", 10)], lease=1.0)
     s3_client().delete_object(Bucket=prune.symbols, Key="keep/gone")  # its delete_objects went through
-    dead_conn.close()  # then it died: its session and lock are gone
-    live_conn, live = run_with_intent([("keep/live", 10)])  # still running
+    dead_conn.close()  # then it died: nothing renews its lease
+    live_conn, live = run_with_intent([("keep/live", 10)], lease=60.0)  # still running
     try:
+        wait_until_lease_passed(prune, dead)
         prune.run()
         assert prune.sql("SELECT run_id, keys_deleted, bytes_freed FROM prune_rule_result"
                          " WHERE run_id IN (%s, %s) ORDER BY run_id", (dead, live)) == [
@@ -263,20 +265,112 @@ def test_a_dead_runs_batches_are_reconciled_with_s3_and_a_live_runs_left_alone(p
         live_conn.close()
 
 
-def test_history_tells_a_running_run_from_a_killed_one(database):
-    """An unfinished run whose session still holds its lock is running, not killed (history
-    said "unfinished (killed?)" for both)."""
+def wait_until_lease_passed(prune, run_id, seconds=10.0):
+    """Until the database's clock is past the run's lease (the test's own clock may differ)."""
+    deadline = time.monotonic() + seconds
+    while prune.sql("SELECT lease_until > clock_timestamp() FROM prune_run WHERE id = %s",
+                    (run_id,)) == [(True,)]:
+        assert time.monotonic() < deadline, f"run {run_id}'s lease never passed"
+        time.sleep(0.1)
+
+
+def test_a_run_killed_with_a_batch_in_flight_is_reconciled_only_once_its_lease_passed(
+        prune, database):
+    """The lease tells a run in flight from a dead one: before it passes, the next run leaves
+    the batch alone (its delete_objects may still be going); after, it reconciles it."""
+    from jobs.prune.store import Intent, Settled
+
+    put_many(prune.symbols, ["keep/a"])
+    conn = connect(database)
+    conn.autocommit = True
+    store = PruneStore(conn, lease_seconds=3.0)
+    run_id = store.start_run(False, 10, "host-a:1")
+    store.add_rule(run_id, "reports")
+    store.record(run_id, "reports", Settled(), Intent(prune.symbols, [("keep/a", 10)]))
+    s3_client().delete_object(Bucket=prune.symbols, Key="keep/a")
+    conn.close()  # killed: its lease runs out by itself
+    prune.run()
+    assert prune.sql("SELECT count(*) FROM prune_intent WHERE run_id = %s", (run_id,)) == [(1,)]
+    wait_until_lease_passed(prune, run_id)
+    prune.run()
+    assert prune.sql("SELECT keys_deleted FROM prune_rule_result WHERE run_id = %s",
+                     (run_id,)) == [(1,)]
+    assert prune.sql("SELECT count(*) FROM prune_intent") == [(0,)]
+
+
+def test_a_run_that_lost_its_lease_sends_no_more_batches(prune):
+    """Fencing: once a run's lease has passed (the database did not hear from it for a whole
+    lease, and another run may take it for dead), its next batch's intent is refused and it
+    stops with PruneLeaseLost; what it settled before is written."""
+    from jobs.prune.store import Intent, PruneLeaseLost, Settled
+
+    store = PruneStore(prune.db, lease_seconds=0.5)
+    run_id = store.start_run(False, 10, "host-a:1")
+    store.add_rule(run_id, "reports")
+    first = store.record(run_id, "reports", Settled(), Intent(prune.symbols, [("a", 1)]))
+    assert first is not None and store.renew(run_id)
+    wait_until_lease_passed(prune, run_id)
+    assert not store.renew(run_id)  # passed: never renewed again
+    with pytest.raises(PruneLeaseLost, match=f"prune run {run_id} lost its lease"):
+        store.record(run_id, "reports", Settled([first], keys=1, bytes=1),
+                     Intent(prune.symbols, [("b", 1)]))
+    assert prune.sql("SELECT keys_deleted FROM prune_rule_result WHERE run_id = %s",
+                     (run_id,)) == [(1,)]
+    assert prune.sql("SELECT keys FROM prune_intent WHERE run_id = %s", (run_id,)) == []
+
+
+def test_a_long_run_keeps_its_lease_by_its_heartbeat(prune):
+    """A run that sends no batch for longer than its lease (a long listing) stays alive: its
+    heartbeat renews the lease, so history says running and no other run reconciles it."""
+    from jobs.prune.runs import Heartbeat
+
+    store = PruneStore(prune.db, lease_seconds=1.0)
+    run_id = store.start_run(False, 10, "host-a:1")
+    with Heartbeat(store, run_id):
+        time.sleep(2.5)
+        assert not store.run_over(run_id)
+        assert [row["running"] for row in store.history(1)] == [True]
+    wait_until_lease_passed(prune, run_id)
+    assert store.run_over(run_id)
+
+
+def test_history_tells_a_running_run_from_a_killed_one(prune, database):
+    """An unfinished run whose lease is live is running, not killed (history said
+    "unfinished (killed?)" for both); once its lease passes unrenewed, it is dead."""
     live = connect(database)
     live.autocommit = True
-    run_id = PruneStore(live).start_run(False, 10, "host-a:1")
-    reader = connect(database)
-    reader.autocommit = True
+    run_id = PruneStore(live, lease_seconds=1.0).start_run(False, 10, "host-a:1")
+    reader = PruneStore(prune.db)
     try:
-        assert [row["running"] for row in PruneStore(reader).history(5)] == [True]
-        live.close()  # the process died: its session, and the lock, are gone
-        assert [(row["id"], row["running"]) for row in PruneStore(reader).history(5)] == [
-            (run_id, False)]
+        assert [row["running"] for row in reader.history(5)] == [True]
+        live.close()  # the process died: nothing renews the lease
+        wait_until_lease_passed(prune, run_id)
+        assert [(row["id"], row["running"]) for row in reader.history(5)] == [(run_id, False)]
     finally:
-        reader.close()
         if not live.closed:
             live.close()
+
+
+def test_a_run_of_the_release_before_the_lease_is_judged_by_its_advisory_lock(prune, database):
+    """Rolling deploy: a run started by the release before migration 0015 has no lease; while
+    its session holds its advisory lock it is running (not reconciled), then dead."""
+    old = connect(database)
+    old.autocommit = True
+    with old.cursor() as cur:  # what that release's start_run did
+        cur.execute("WITH run AS (INSERT INTO prune_run (dry_run, cap, holder)"
+                    " VALUES (false, 10, 'old:1') RETURNING id)"
+                    " SELECT id, pg_advisory_lock(hashtext('prune_run'), id::int) FROM run")
+        run_id = cur.fetchone()[0]
+    store = PruneStore(prune.db)
+    try:
+        assert not store.run_over(run_id)
+        assert [row["running"] for row in store.history(1)] == [True]
+        old.close()
+        deadline = time.monotonic() + 10  # the server ends the session a moment later
+        while not store.run_over(run_id) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert store.run_over(run_id)
+        assert [row["running"] for row in store.history(1)] == [False]
+    finally:
+        if not old.closed:
+            old.close()

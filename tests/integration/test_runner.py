@@ -97,8 +97,11 @@ def test_time_of_day_sets_next_run(crontab):
     crontab.configure(["BasicJob|7d|03:00", "FooJob|1d|00:00"])
     crontab.run("--job", "basic-job", "--force")
     state = crontab.state("basic-job")
-    assert (state.next_run.hour, state.next_run.minute, state.next_run.second) == (3, 0, 0)
-    assert (state.last_run + 7 * DAY).date() == state.next_run.date()
+    # in UTC: the test databases' sessions are in another zone (tests/conftest.py)
+    next_run, last_run = (state.next_run.astimezone(dt.timezone.utc),
+                          state.last_run.astimezone(dt.timezone.utc))
+    assert (next_run.hour, next_run.minute, next_run.second) == (3, 0, 0)
+    assert (last_run + 7 * DAY).date() == next_run.date()
 
 
 def test_backfill_runs_each_missed_interval_and_records_progress(crontab):

@@ -22,7 +22,8 @@ def script_default(name: str) -> str:
 
 def test_the_defaults_are_the_scripts():
     assert {"pg": int(script_default("PG_PORT")), "es": int(script_default("ES_PORT")),
-            "s3": int(script_default("S3_PORT"))} == devservices.DEFAULT_PORTS
+            "s3": int(script_default("S3_PORT")),
+            "pgb": int(script_default("PGB_PORT"))} == devservices.DEFAULT_PORTS
     assert {"user": script_default("DB_USER"), "password": script_default("DB_PASSWORD"),
             "dbname": script_default("DB_NAME")} == devservices.DEFAULT_DATABASE
     assert (script_default("S3_ACCESS_KEY"), script_default("S3_SECRET_KEY")) == devservices.DEFAULT_S3_KEYS
@@ -40,7 +41,8 @@ def test_the_env_file_is_read_and_the_environment_wins(tmp_path):
     assert (services.es_port, services.s3_port) == (9999, 9555)
     assert services.database("other")["dbname"] == "other"
     assert services.script_ports() == {"SYMBOLS_PG_PORT": "7000", "SYMBOLS_ES_PORT": "9999",
-                                       "SYMBOLS_S3_PORT": "9555"}
+                                       "SYMBOLS_S3_PORT": "9555", "SYMBOLS_PGB_PORT": "54339"}
+    assert services.pooled().pg_port == 54339 and services.pooled().pg_host == "127.0.0.1"
     assert services.pg_data == Path("/var/lib/symbols-services/x-123/pg/data")
     assert services.s3_data == tmp_path / "s3" / "data"
 
