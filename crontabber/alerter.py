@@ -23,7 +23,19 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from . import __version__
-from .alerting import LASTING, AlertPlan, AlertRules, Event, OpenAlert, Watched, plan, recovery, takeover
+from .alerting import (
+    LASTING,
+    RUNNER,
+    AlertPlan,
+    AlertRules,
+    Event,
+    OpenAlert,
+    Watched,
+    old_code,
+    plan,
+    recovery,
+    takeover,
+)
 from .catalog import Job, job_options
 from .config.settings import Settings, Sources
 from .errors import ConfigurationError, CrontabberError
@@ -190,6 +202,19 @@ class Alerter:
                 self.deliver(self.store.notices_claim(self.host, self.config.claim_seconds, [alert_id]))
         except CrontabberError as exc:
             logger.error("%s: the takeover alert was not recorded: %s", job.app_name, exc)
+
+    def old_code(self, host: str, behind: tuple[int, ...]) -> None:
+        """This host's code is older than the database's schema: open the ``old-code`` alert
+        (once per host and set of migrations across the fleet; muted by ``--mute all``) and
+        send it now. Never raises: the tick goes on to refuse."""
+        try:
+            if self.store.mutes(RUNNER):
+                return
+            alert_id = self.open(old_code(host, behind))
+            if alert_id is not None:
+                self.deliver(self.store.notices_claim(self.host, self.config.claim_seconds, [alert_id]))
+        except CrontabberError as exc:
+            logger.error("the old-code alert of %s was not recorded: %s", host, exc)
 
     # --------------------------------------------------------------- delivery
 

@@ -13,7 +13,10 @@ The conditions, per job (its rules: ``alert_*`` in ``[crontabber]`` or ``[[class
   with ``deadline = 30h``... see :func:`next_interval`); its subject is the interval;
 - ``takeover`` (opened by the runner when it takes over a dead host's run, see
   :meth:`crontabber.alerter.Alerter.takeover`) and ``recovered`` (when a failing or silent
-  alert ends, if ``on_recovery``) are events, never open.
+  alert ends, if ``on_recovery``) are events, never open; so is ``old-code`` (a host whose
+  code is older than the database's schema claims nothing: its app name is ``crontabber``,
+  its subject the host and the migrations it lacks, so each host is told of once per
+  release).
 
 A paused job is muted: no alert opens, resolves or repeats while the pause lasts; so is a job
 inside a maintenance window (``--mute NAME|all``), which does not stop it from running.
@@ -216,6 +219,19 @@ def recovery(alert: OpenAlert, state: JobState | None, now: dt.datetime) -> Even
     return Event(alert.app_name, "recovered", str(alert.id),
                  f"{alert.app_name}: recovered ({how}); was: {alert.message}",
                  {"resolves": {"id": alert.id, "kind": alert.kind, "subject": alert.subject}})
+
+
+#: The app name of the alerts about the runner itself rather than a job (``old-code``).
+RUNNER = "crontabber"
+
+
+def old_code(host: str, behind: tuple[int, ...]) -> Event:
+    """The ``old-code`` event: ``host``'s code lacks the database's migrations ``behind``."""
+    listed = ", ".join(f"{number:04d}" for number in behind)
+    return Event(RUNNER, "old-code", f"{host}: {listed}",
+                 f"{host} runs code older than the database's schema (it lacks migration "
+                 f"{listed}): it claims no job until it is upgraded",
+                 {"host": host, "migrations": list(behind)})
 
 
 def takeover(app_name: str, before: JobState, run_id: int) -> Event:

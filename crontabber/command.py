@@ -21,6 +21,7 @@ import sys
 from typing import Callable, Mapping, NoReturn, Sequence, TextIO
 
 from .errors import (
+    CodeOlderThanSchema,
     ConfigurationError,
     CrontabberError,
     JobLocked,
@@ -46,6 +47,7 @@ class ExitCode(enum.IntEnum):
     JOB_FAILED = 5  # the work ran and failed (--job, --rerun, a job command's work)
     PAUSED = 6  # the job is paused: --job, --rerun (--force runs it anyway), a second --pause
     NOT_RUN = 7  # --job: nothing ran (not due, a parent blocks it, nothing to backfill)
+    CODE_TOO_OLD = 8  # the database's schema is newer than this code: it claims nothing
     PIPE_CLOSED = 141  # the reader of stdout went away (`--audit | head -1`), as cat's SIGPIPE
     INTERRUPTED = 130  # SIGINT / Ctrl-C (the job was recorded as failed, lock released)
     TERMINATED = 143  # SIGTERM (the same)
@@ -62,6 +64,8 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
     (ExitCode.JOB_FAILED, "the work ran and failed (--job, --rerun, a job command's work)"),
     (ExitCode.PAUSED, "the job is paused (--job, --rerun: --force runs it; --pause: --replace)"),
     (ExitCode.NOT_RUN, "--job: nothing ran (not due, a parent blocks it, nothing to backfill)"),
+    (ExitCode.CODE_TOO_OLD, "this host's code is older than the database's schema (a newer "
+                            "release migrated it): it claims no job until upgraded"),
     (ExitCode.PIPE_CLOSED, "the reader of the output went away (| head): ended quietly"),
     (ExitCode.INTERRUPTED, "Ctrl-C"),
     (ExitCode.TERMINATED, "SIGTERM"),
@@ -85,6 +89,8 @@ def exit_code_for(exc: BaseException) -> int:
         return ExitCode.FENCED
     if isinstance(exc, JobPaused):
         return ExitCode.PAUSED
+    if isinstance(exc, CodeOlderThanSchema):
+        return ExitCode.CODE_TOO_OLD
     if isinstance(exc, Terminated):
         return ExitCode.TERMINATED
     if isinstance(exc, KeyboardInterrupt):

@@ -32,6 +32,8 @@ def open_database(config: Mapping[str, Any], application_name: str,
 
     Raises:
         DatabaseUnavailable: the server cannot be reached or refuses the login.
+        CodeOlderThanSchema: the database's schema is newer than this code (a newer release
+            migrated it): a job's command changes data, so it refuses (exit 8).
     """
     from .connection_factory import settings_from
     from .schema import ensure_schema, with_runner
@@ -39,7 +41,12 @@ def open_database(config: Mapping[str, Any], application_name: str,
 
     connection = connect(settings_from(config["database"]), application_name)
     try:
-        ensure_schema(connection, with_runner(schema_dirs))
+        applied = ensure_schema(connection, with_runner(schema_dirs))
+        if applied.unknown:
+            from .errors import CodeOlderThanSchema
+            from .runner import this_host
+
+            raise CodeOlderThanSchema(this_host(), applied.unknown)
     except BaseException:
         connection.close()
         raise

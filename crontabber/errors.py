@@ -183,6 +183,20 @@ class DatabaseReadOnly(DatabaseUnavailable):
                                  "target_session_attrs = read-write")
 
 
+class CodeOlderThanSchema(CrontabberError):
+    """The database's schema is newer than this host's code: a newer release migrated it,
+    and this host has not been upgraded. It claims no job (its runs would write to a schema it
+    does not know); reading is fine. Its ticks record it, so ``--nagios``, the dashboard and
+    an ``old-code`` alert name it. Exit 8."""
+
+    def __init__(self, host: str, unknown: tuple[int, ...]) -> None:
+        self.host = host
+        self.unknown = unknown
+        listed = ", ".join(f"{number:04d}" for number in unknown)
+        super().__init__(f"{host} runs code older than the database's schema (it lacks "
+                         f"migration {listed}): it claims no job until it is upgraded")
+
+
 class SentryNotConfigured(CrontabberError):
     """``--sentrytest`` was asked for but no DSN is configured."""
 

@@ -236,6 +236,13 @@ def _fleet_entries(hosts: Sequence[HostState], now: dt.datetime, limits: "Monito
             yield NagiosEntry(NAGIOS_WARNING, "skew", host.host,
                               f"host {host.host}: its clock is {host.skew_seconds:+.1f} s off the "
                               f"database's (max_skew_seconds {limits.max_skew_seconds:g})")
+    old = [host for host in recent if host.schema_behind]
+    for host in old:  # all of them: nothing claims a job any more
+        listed = ", ".join(f"{number:04d}" for number in host.schema_behind)
+        yield NagiosEntry(NAGIOS_CRITICAL if len(old) == len(recent) else NAGIOS_WARNING,
+                          "old-code", host.host,
+                          f"host {host.host} runs code older than the database's schema (it lacks "
+                          f"migration {listed}): it claims no job until it is upgraded")
     versions: dict[str, list[str]] = {}
     for host in recent:
         versions.setdefault(host.version, []).append(host.host)

@@ -157,7 +157,8 @@ class Notice(NamedTuple):
 
 
 _SLACK_ICONS = {"failing": ":red_circle:", "silent": ":hourglass:", "takeover": ":warning:",
-                "recovered": ":large_green_circle:", "test": ":information_source:"}
+                "recovered": ":large_green_circle:", "test": ":information_source:",
+                "old-code": ":construction:"}
 
 
 def payload(target: Target, notice: Notice, environ: Mapping[str, str]) -> dict[str, Any]:

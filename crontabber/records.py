@@ -101,20 +101,23 @@ class LogEntry:
 @dataclass(frozen=True)
 class HostState:
     """One row of table ``crontabber_host``: a host's last tick (database
-    clock), the version it ran, its pid, and its clock's skew against the
-    database's (host minus database, seconds, measured around one query)."""
+    clock), the version it ran, its pid, its clock's skew against the
+    database's (host minus database, seconds, measured around one query), and the
+    migrations of the database its code lacks (it claims nothing while any)."""
 
     host: str
     version: str
     last_tick: dt.datetime
     skew_seconds: float
     pid: int | None = None
+    schema_behind: tuple[int, ...] = ()
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "HostState":
         """Build from a database row (a mapping of column name to value)."""
         return cls(host=row["host"], version=row["version"], last_tick=row["last_tick"],
-                   skew_seconds=float(row["skew_seconds"]), pid=row.get("pid"))
+                   skew_seconds=float(row["skew_seconds"]), pid=row.get("pid"),
+                   schema_behind=tuple(row.get("schema_behind") or ()))
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,18 @@ class Migration(NamedTuple):
     path: str
 
 
+class Applied(list[str]):
+    """What :func:`ensure_schema` applied (``crontabber/schema.sql``, ``0012_run_ledger``...),
+    and ``unknown``: the migrations recorded in the database, of the schemas this code loads,
+    that this code does not have. Not empty: the database is newer than this code (a newer
+    release migrated it), which may read but must claim no job
+    (:class:`crontabber.errors.CodeOlderThanSchema`)."""
+
+    def __init__(self, applied: Sequence[str] = (), unknown: Sequence[int] = ()) -> None:
+        super().__init__(applied)
+        self.unknown: tuple[int, ...] = tuple(unknown)
+
+
 def migrations(*sql_dirs: SqlDir) -> list[Migration]:
     """The migration files of the schemas ``sql_dirs`` (the runner's when none is given),
     in number order.
@@ -85,18 +97,23 @@ def with_runner(sql_dirs: Sequence[SqlDir]) -> tuple[SqlDir, ...]:
     return tuple(wanted)
 
 
-def ensure_schema(connection: Any, sql_dirs: Sequence[SqlDir] = RUNNER) -> list[str]:
+def ensure_schema(connection: Any, sql_dirs: Sequence[SqlDir] = RUNNER) -> Applied:
     """Bring the database to the current schemas ``sql_dirs`` (the runner's alone by
     default; give it first); return what was applied (``crontabber/schema.sql``,
-    ``0012_run_ledger``...).
+    ``0012_run_ledger``...) and the migrations of those schemas the database has and this
+    code does not (:class:`Applied`).
 
     Cheap when nothing is to do (every cron tick calls it): one query, no lock.
     """
     q = sqlfiles.load("schema_migrations.sql")
     by_dir = {sql_dir: _listed(sql_dir) for sql_dir in sql_dirs}  # one listing each, per tick
     wanted = {m.number for m in _merged(list(by_dir.values()))}  # refuses a number used twice
-    if _recorded(connection, q["recorded"]) >= wanted:
-        return []
+    recorded = _recorded(connection, q["recorded"])
+    labels = {_label(sql_dir) for sql_dir in sql_dirs}
+    unknown = sorted(number for number, schema in recorded.items()
+                     if schema in labels and number not in wanted)
+    if set(recorded) >= wanted:
+        return Applied((), unknown)
     applied: list[str] = []
     with connection, connection.cursor() as cur:
         cur.execute(q["lock"])
@@ -105,22 +122,24 @@ def ensure_schema(connection: Any, sql_dirs: Sequence[SqlDir] = RUNNER) -> list[
         cur.execute(q["create_table"])
         cur.execute(q["applied"])
         done = {row[0] for row in cur.fetchall()}
-        replay: list[Migration] = []
+        replay: list[tuple[Migration, str]] = []
         for sql_dir, found in by_dir.items():
             if fresh or not done & {m.number for m in found}:  # new to this database
                 cur.execute(_sql_text(os.path.join(sql_dir, "schema.sql")))
                 applied.append(f"{_label(sql_dir)}/schema.sql")
                 for migration in found:
-                    cur.execute(q["record"], {"number": migration.number, "name": migration.name})
+                    cur.execute(q["record"], {"number": migration.number, "name": migration.name,
+                                              "schema": _label(sql_dir)})
             else:
-                replay += [m for m in found if m.number not in done]
-        for migration in sorted(replay):
+                replay += [(m, _label(sql_dir)) for m in found if m.number not in done]
+        for migration, schema in sorted(replay):
             cur.execute(_sql_text(migration.path))
             applied.append(migration.name)
-            cur.execute(q["record"], {"number": migration.number, "name": migration.name})
+            cur.execute(q["record"], {"number": migration.number, "name": migration.name,
+                                      "schema": schema})
     if applied:
         logger.info("database schema: applied %s", ", ".join(applied))
-    return applied
+    return Applied(applied, unknown)
 
 
 def _label(sql_dir: SqlDir) -> str:
@@ -130,8 +149,9 @@ def _label(sql_dir: SqlDir) -> str:
     return os.path.basename(parent) if name == "sql" else name
 
 
-def _recorded(connection: Any, query: str) -> set[int]:
-    """The recorded migration numbers (empty when there is no schema_migrations table).
+def _recorded(connection: Any, query: str) -> dict[int, str | None]:
+    """The recorded migration numbers and the schema each belongs to (None: recorded by code
+    from before the schema was recorded); empty when there is no schema_migrations table.
 
     Compared as a set, so a migration numbered below one already applied
     (merged from another branch) is still noticed and applied.
@@ -139,10 +159,11 @@ def _recorded(connection: Any, query: str) -> set[int]:
     try:
         with connection, connection.cursor() as cur:
             cur.execute(query)
-            return set(cur.fetchone()[0] or ())
+            numbers, schemas = cur.fetchone()
+            return dict(zip(numbers or (), schemas or ()))
     except Exception as exc:  # UndefinedTable, without importing psycopg2 here
         if getattr(exc, "pgcode", None) == "42P01":
-            return set()
+            return {}
         raise
 
 

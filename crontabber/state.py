@@ -150,8 +150,10 @@ class Claim:
 
 @dataclass(frozen=True)
 class Tick:
-    """What a tick records about itself in ``crontabber_host``."""
+    """What a tick records about itself in ``crontabber_host``: also the migrations the
+    database has that its code lacks (``schema_behind``: it claims nothing)."""
 
     host: str
     version: str
     pid: int
+    schema_behind: tuple[int, ...] = ()

@@ -197,9 +197,13 @@ class StateStore:
     (crontabber did them in separate transactions).
     """
 
-    def __init__(self, connection: Any, db: DatabaseSettings | None = None) -> None:
+    def __init__(self, connection: Any, db: DatabaseSettings | None = None,
+                 unknown_migrations: Sequence[int] = ()) -> None:
         self._conn = connection
         self._db = db
+        #: The database's migrations (of the schemas this process loads) that this code lacks:
+        #: the database is newer than the code, which must claim nothing (ensure_schema).
+        self.unknown_migrations = tuple(unknown_migrations)
 
     def close(self) -> None:
         self._conn.close()
@@ -284,7 +288,8 @@ class StateStore:
             after = time.time()
             skew = (before + after) / 2 - now.timestamp()
             cur.execute(Q["tick_states"], {"host": tick.host, "version": tick.version,
-                                           "pid": tick.pid, "now": now, "skew": skew})
+                                           "pid": tick.pid, "now": now, "skew": skew,
+                                           "behind": list(tick.schema_behind)})
             rows = (_as_dict(cur, row) for row in cur.fetchall())
             return {row["app_name"]: JobState.from_row(row) for row in rows}, now
 
@@ -737,7 +742,9 @@ def _identity(claim: Claim) -> dict[str, Any]:
 
 def open_store(db: DatabaseSettings, schema_dirs: Sequence[str] = ()) -> StateStore:
     """Connect to the state database and bring its schema up to date: the runner's, and
-    ``schema_dirs`` (the configured jobs' own, :func:`crontabber.catalog.schema_dirs`).
+    ``schema_dirs`` (the configured jobs' own, :func:`crontabber.catalog.schema_dirs`). A
+    database newer than this code is not refused here (reading it is fine): the store says
+    so (:attr:`StateStore.unknown_migrations`), and whatever claims jobs refuses.
 
     Raises:
         DatabaseUnavailable: the server cannot be reached, refuses the login,
@@ -747,8 +754,8 @@ def open_store(db: DatabaseSettings, schema_dirs: Sequence[str] = ()) -> StateSt
 
     conn = connect(db)
     try:
-        ensure_schema(conn, with_runner(schema_dirs))
+        applied = ensure_schema(conn, with_runner(schema_dirs))
     except psycopg2.Error as exc:
         conn.close()
         raise DatabaseUnavailable(db.target, f"applying the schema failed: {first_line(exc)}") from None
-    return StateStore(conn, db)
+    return StateStore(conn, db, applied.unknown)

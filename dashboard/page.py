@@ -376,13 +376,18 @@ def fleet_panel(document: Mapping[str, Any]) -> str:
     for host in document["hosts"]:
         skew = host["skew_seconds"]
         cls = "errs" if host["recent"] and abs(skew) > limit else ""
-        rows.append([esc(host["host"]), esc(host["version"]), when_html(host["last_tick"], now),
+        behind = ", ".join(f"{number:04d}" for number in host.get("schema_behind") or ())
+        code = (f'<span class="errs">older than the schema (lacks {esc(behind)}): claims '
+                'nothing</span>' if behind else "current")
+        rows.append([esc(host["host"]), esc(host["version"]), code,
+                     when_html(host["last_tick"], now),
                      f'<span class="{cls}">{skew:+.1f} s</span>',
                      "yes" if host["recent"] else '<span class="none">silent</span>'])
     return (f'<h2>Fleet <span class="badge nagios-{esc(check["status"].lower())}" '
             f'data-k="check.status">{esc(check["status"])}</span></h2>'
             f'<p class="summary">{esc(check["summary"])}</p>'
-            + table(["host", "version", "last tick", "clock skew", "in the fleet"], rows, "small"))
+            + table(["host", "version", "code", "last tick", "clock skew", "in the fleet"], rows,
+                    "small"))
 
 
 # ---------------------------------------------------------------------------- pages

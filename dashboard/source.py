@@ -168,5 +168,6 @@ class Source:
             "max_skew_seconds": limits.max_skew_seconds,
             "hosts": [{"host": h.host, "version": h.version, "pid": h.pid,
                        "last_tick": h.last_tick, "skew_seconds": h.skew_seconds,
+                       "schema_behind": list(h.schema_behind),
                        "recent": h.host in recent} for h in hosts],
         }

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Mapping, TextIO
 from ..catalog import Job, find_job
 from ..command import configure_logging
 from ..config.settings import Settings
-from ..errors import JobNotFound, Terminated
+from ..errors import CodeOlderThanSchema, JobNotFound, Terminated
 from ..runner import Runner
 from ..store import StateStore
 
@@ -43,6 +43,18 @@ class Context:
         report = sentry_reporter(self.settings)
         crons = report if self.settings.sentry_dsn and self.settings.sentry_crons else None
         return Runner(self.settings, self.jobs, self.store, report=report, crons=crons, **extra)
+
+    def refuse_older_code(self) -> None:
+        """Before anything claims a job: refuse when the database's schema is newer than this
+        code (a newer release migrated it; :attr:`StateStore.unknown_migrations`).
+
+        Raises:
+            CodeOlderThanSchema: it is (exit 8).
+        """
+        if self.store.unknown_migrations:
+            from ..runner import this_host
+
+            raise CodeOlderThanSchema(this_host(), self.store.unknown_migrations)
 
     def job(self, name: str) -> Job:
         """The configured job ``name`` means (app name or class path).
@@ -128,6 +140,9 @@ class TickAlerts:
 
     def takeover(self, job: Job, before: Any, run_id: int) -> None:
         self.alerter().takeover(job, before, run_id)
+
+    def old_code(self, host: str, behind: tuple[int, ...]) -> None:
+        self.alerter().old_code(host, behind)
 
     def tick(self, states: Any, now: Any) -> None:
         from ..runner import default_holder

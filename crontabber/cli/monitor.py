@@ -21,9 +21,10 @@ from ..store import StateStore
 from .common import Context
 
 
-def fleet_tick() -> Tick:
-    """What this invocation records in ``crontabber_host`` when it runs as a cron tick."""
-    return Tick(this_host(), __version__, os.getpid())
+def fleet_tick(schema_behind: tuple[int, ...] = ()) -> Tick:
+    """What this invocation records in ``crontabber_host`` when it runs as a cron tick
+    (``schema_behind``: the database's migrations its code lacks)."""
+    return Tick(this_host(), __version__, os.getpid(), schema_behind)
 
 
 def nagios(ctx: Context) -> int:

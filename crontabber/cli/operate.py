@@ -109,6 +109,8 @@ def rerun(ctx: Context) -> int:
 
     settings, store, args, out = ctx.settings, ctx.store, ctx.args, ctx.out
     job = ctx.job(args.rerun)
+    if not args.dry_run:
+        ctx.refuse_older_code()
     if not job.is_backfill:
         raise ConfigurationError(
             "--rerun", f"{job.app_name} is not a backfill job (it has no days to redo); "

@@ -19,8 +19,16 @@ logger = logging.getLogger("crontabber")
 def run_all(ctx: Context) -> int:
     """A cron tick: run every due job, then the alerts (when targets are configured); exit
     non-zero only when a job's lock could not be taken for a reason other than another host
-    holding it."""
+    holding it, or (8) when this host's code is older than the database's schema: then it
+    records its tick with the migrations it lacks, raises the ``old-code`` alert, and claims
+    nothing."""
     alerts = TickAlerts(ctx) if ctx.settings.alerts.enabled else None
+    if ctx.store.unknown_migrations:  # code older than the schema: recorded, named, refused
+        tick = fleet_tick(ctx.store.unknown_migrations)
+        ctx.store.tick(tick)
+        if alerts is not None:
+            alerts.old_code(tick.host, tick.schema_behind)
+        ctx.refuse_older_code()
     runner = ctx.runner(tick=fleet_tick(),  # a tick records itself: --nagios watches
                         on_takeover=alerts.takeover if alerts is not None else None)
     with terminate_on_sigterm():
@@ -39,6 +47,7 @@ def run_one(ctx: Context) -> int:
     ran, 6 when it is paused, 5 when it failed."""
     args, out = ctx.args, ctx.out
     job = ctx.job(args.job)
+    ctx.refuse_older_code()
     if args.force:
         if job.is_backfill and not _backfill_pending(ctx, job):
             print(f"{job.app_name}: nothing to backfill (every interval up to now is done); "

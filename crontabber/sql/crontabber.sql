@@ -15,11 +15,12 @@ SELECT clock_timestamp() AS now;
 -- The tick's host record and the state rows in one statement (an idle tick
 -- stays at two statements); the insert runs whether or not it is read.
 WITH tick AS (
-    INSERT INTO crontabber_host (host, version, last_tick, skew_seconds, pid)
-    VALUES (%(host)s, %(version)s, %(now)s, %(skew)s, %(pid)s)
+    INSERT INTO crontabber_host (host, version, last_tick, skew_seconds, pid, schema_behind)
+    VALUES (%(host)s, %(version)s, %(now)s, %(skew)s, %(pid)s, %(behind)s::integer[])
     ON CONFLICT (host) DO UPDATE
     SET version = EXCLUDED.version, last_tick = EXCLUDED.last_tick,
-        skew_seconds = EXCLUDED.skew_seconds, pid = EXCLUDED.pid
+        skew_seconds = EXCLUDED.skew_seconds, pid = EXCLUDED.pid,
+        schema_behind = EXCLUDED.schema_behind
 )
 SELECT app_name, next_run, first_run, last_run, last_success, ongoing, ongoing_by,
        error_count, depends_on, last_error, run_id, heartbeat,
@@ -27,7 +28,8 @@ SELECT app_name, next_run, first_run, last_run, last_success, ongoing, ongoing_b
 FROM crontabber;
 
 -- name: hosts
-SELECT host, version, last_tick, skew_seconds, pid FROM crontabber_host ORDER BY host;
+SELECT host, version, last_tick, skew_seconds, pid, schema_behind FROM crontabber_host
+ORDER BY host;
 
 -- name: last_durations
 -- Each job's last run: the summed durations of the log rows of its latest run id

@@ -105,7 +105,8 @@ CREATE TABLE IF NOT EXISTS crontabber_host (
     version       text NOT NULL,
     last_tick     timestamptz NOT NULL,
     skew_seconds  double precision NOT NULL,
-    pid           integer
+    pid           integer,
+    schema_behind integer[]  -- the migrations its code lacks: it claims nothing (0016)
 );
 
 -- Ours (migration 0013): alerts and the outbox of their notifications.
@@ -117,7 +118,8 @@ CREATE TABLE IF NOT EXISTS crontabber_alert (
     id               bigserial PRIMARY KEY,
     app_name         text NOT NULL,
     kind             text NOT NULL CONSTRAINT crontabber_alert_kind_check
-                     CHECK (kind IN ('failing', 'recovered', 'silent', 'late', 'takeover', 'test')),
+                     CHECK (kind IN ('failing', 'recovered', 'silent', 'late', 'takeover', 'test',
+                                     'old-code')),
     subject          text NOT NULL,
     opened_at        timestamptz NOT NULL DEFAULT clock_timestamp(),
     opened_by        text NOT NULL,

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from tests.fixtures.crontab import crontab  # noqa: F401 - the fixture
+from tests.fixtures.netns import network_namespaces
 
 REPO = Path(__file__).resolve().parent.parent.parent
 
@@ -49,3 +50,11 @@ class Cli:
 @pytest.fixture
 def cli(crontab: Any) -> Cli:
     return Cli(crontab)
+
+
+@pytest.fixture
+def namespaces() -> Any:
+    """Four hosts: network namespaces, each with the address of its host side
+    (:func:`tests.fixtures.netns.network_namespaces`)."""
+    with network_namespaces(4) as made:
+        yield made

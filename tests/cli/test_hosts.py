@@ -30,7 +30,7 @@ import pytest
 from tests.cli.conftest import REPO
 from tests.fixtures.tcp_proxy import TcpProxy
 
-HOSTS = 4
+HOSTS = 4  # the namespaces fixture (tests/cli/conftest.py)
 TICKS = 50
 KILL_PROBABILITY = 0.4
 # The defaults' proportions (lease 120 s, heartbeat 30 s), scaled down: a runner stops its job
@@ -39,34 +39,6 @@ KILL_PROBABILITY = 0.4
 # stop its job, and a CI run saw one overlap.
 LEASE, BEAT = 4.0, 1.0
 JOBS = ("exclusive-a", "exclusive-b")
-
-
-def _ip(*args: str) -> None:
-    subprocess.run(["ip", *args], check=True, capture_output=True, text=True)
-
-
-@pytest.fixture
-def namespaces():
-    """``HOSTS`` network namespaces; yields (namespace, address of the host side)."""
-    tag = os.getpid() % 10000
-    made = []
-    try:
-        for n in range(1, HOSTS + 1):
-            ns, outer, inner = f"ctb{tag}h{n}", f"ctb{tag}o{n}", f"ctb{tag}i{n}"
-            _ip("netns", "add", ns)
-            made.append(ns)
-            _ip("link", "add", outer, "type", "veth", "peer", "name", inner)
-            _ip("link", "set", inner, "netns", ns)
-            host_side, ns_side = f"10.250.{n}.1", f"10.250.{n}.2"
-            _ip("addr", "add", f"{host_side}/30", "dev", outer)
-            _ip("link", "set", outer, "up")
-            _ip("-n", ns, "addr", "add", f"{ns_side}/30", "dev", inner)
-            _ip("-n", ns, "link", "set", inner, "up")
-            _ip("-n", ns, "link", "set", "lo", "up")
-        yield [(ns, f"10.250.{n}.1") for n, ns in enumerate(made, start=1)]
-    finally:
-        for ns in made:
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
 
 def _make_due(crontab, expected: dict[str, int], stop: threading.Event) -> None:

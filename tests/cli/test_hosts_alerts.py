@@ -19,7 +19,6 @@ import threading
 import time
 
 from tests.cli.conftest import REPO
-from tests.cli.test_hosts import namespaces  # noqa: F401 - the fixture
 from tests.fixtures.receiver import Receiver
 from tests.fixtures.tcp_proxy import TcpProxy
 
@@ -52,7 +51,7 @@ def _pending(crontab) -> int:
     return crontab.sql("SELECT count(*) AS n FROM crontabber_notice WHERE sent_at IS NULL")[0]["n"]
 
 
-def test_four_hosts_alert_once_with_random_kills(cli, namespaces, tmp_path, capsys):  # noqa: F811
+def test_four_hosts_alert_once_with_random_kills(cli, namespaces, tmp_path, capsys):
     crontab = cli.crontab
     receiver = Receiver(bind="0.0.0.0")
     extra = ("    alert_after_failures=1\n"
