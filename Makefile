@@ -8,7 +8,7 @@ PY := .venv/bin/python
 # Export the services' addresses and credentials to the command that follows.
 WITH_ENV := set -a && . .services/env && set +a &&
 
-.PHONY: run test check lint docs bench faults setup venv services stop status clean
+.PHONY: run test test-pooled check lint docs bench faults setup venv services stop status clean
 
 run: setup
 	@echo "== seeding a small demo: upload archives, missing-symbol batches"
@@ -18,11 +18,31 @@ run: setup
 	$(WITH_ENV) $(PY) -m crontabber --admin.conf=crontabber.ini
 	$(WITH_ENV) $(PY) -m crontabber --admin.conf=crontabber.ini --list-jobs
 
+# The pooled lane: the multi-host suites, the jobs' integration and command tests, the
+# dashboard, the rolling deploy and the kill drills again, every database reached through
+# PgBouncer in transaction pooling mode (tests/conftest.py; tests/integration/test_pooled_lane.py
+# proves it went through it).
+POOLED_TESTS := tests/integration/test_pooled_lane.py tests/cli/test_hosts.py \
+	tests/cli/test_hosts_alerts.py tests/cli/test_leases.py tests/cli/test_alerts.py \
+	tests/cli/test_run_ledger.py tests/cli/test_rolling_deploy.py tests/cli/test_uploads_cli.py \
+	tests/cli/test_missing_symbols.py tests/cli/test_prune_cli.py tests/cli/test_search_cli.py \
+	tests/integration/test_runner.py tests/integration/test_uploads.py \
+	tests/integration/test_uploads_queue.py tests/integration/test_missing_symbols.py \
+	tests/integration/test_prune.py tests/integration/test_runlog.py \
+	tests/integration/test_search_job.py tests/integration/test_search_new_uploads.py \
+	tests/integration/test_dashboard_api.py
+
 test: venv
 	SYMBOLS_PG_FAST=1 bash scripts/services.sh start
 	bash scripts/services.sh browser
 	$(MAKE) --no-print-directory lint docs
 	$(WITH_ENV) $(PY) -m pytest tests
+	$(MAKE) --no-print-directory test-pooled
+
+# The pooled lane alone (services started): 2 kills of each job through PgBouncer, then pytest.
+test-pooled: venv
+	$(WITH_ENV) $(PY) -m faults --only pooled --scale 0.04 --no-report
+	$(WITH_ENV) SYMBOLS_TEST_POOLED=1 $(PY) -m pytest $(POOLED_TESTS)
 
 # Lint and types (ruff and mypy, configured in pyproject.toml and mypy.ini): seconds.
 lint: venv

@@ -167,12 +167,16 @@ class Alerter:
             if alert_id is not None:
                 touched.append(alert_id)
         for alert in todo.resolve:
-            if self.store.alert_resolve(alert.id):
+            recovered = (recovery(alert, states.get(alert.app_name), now)
+                         if self.rules(alert.app_name).on_recovery else None)
+            ended, alert_id = self.store.alert_resolve(
+                alert.id, self._opening(recovered) if recovered is not None else None)
+            if ended:  # the recovery with it, in one transaction: a kill loses neither alone
                 logger.info("%s: alert %s (%s) ended", alert.app_name, alert.id, alert.kind)
-                if self.rules(alert.app_name).on_recovery:
-                    alert_id = self.open(recovery(alert, states.get(alert.app_name), now))
-                    if alert_id is not None:
-                        touched.append(alert_id)
+            if alert_id is not None and recovered is not None:
+                logger.warning("alert %s: %s", alert_id, recovered.message,
+                               extra={"job": recovered.app_name})
+                touched.append(alert_id)
         for alert in todo.realert:
             rules = self.rules(alert.app_name)
             if self.store.alert_realert(alert.id, rules.realert.total_seconds(),
@@ -180,13 +184,18 @@ class Alerter:
                 touched.append(alert.id)
         return touched
 
+    def _opening(self, event: Event) -> dict[str, Any]:
+        """The store's parameters of opening ``event`` with a notice per target of its job."""
+        realert = self.rules(event.app_name).realert if event.kind in LASTING else dt.timedelta(0)
+        return {"app_name": event.app_name, "kind": event.kind, "subject": event.subject,
+                "message": event.message, "detail": event.detail, "host": self.host,
+                "realert_seconds": realert.total_seconds(),
+                "targets": self.targets_of(event.app_name)}
+
     def open(self, event: Event) -> int | None:
         """Open ``event`` with a notice per target of its job: its id, or None when another
         host (or an earlier tick) had."""
-        realert = self.rules(event.app_name).realert if event.kind in LASTING else dt.timedelta(0)
-        alert_id = self.store.alert_open(event.app_name, event.kind, event.subject, event.message,
-                                         event.detail, self.host, realert.total_seconds(),
-                                         self.targets_of(event.app_name))
+        alert_id = self.store.alert_open(**self._opening(event))
         if alert_id is not None:
             logger.warning("alert %s: %s", alert_id, event.message, extra={"job": event.app_name})
         return alert_id

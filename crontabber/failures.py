@@ -66,8 +66,11 @@ def _cause(exceptions: list[BaseException]) -> str:
 def _base(url: str) -> str:
     """``scheme://host:port`` of ``url``: no path or query, and no user or password,
     which a URL such as ``http://elastic:PASSWORD@es:9200`` carries (the line goes to
-    stdout, the log and Sentry). ``search.client.public_url`` is the same rule for
-    ``search/``, which does not import the runner (a test checks they agree)."""
+    stdout, the log and Sentry); each of a comma-separated list (a cluster's nodes).
+    ``search.client.public_url`` is the same rule for ``search/``, which does not import
+    the runner (a test checks they agree)."""
+    if "," in url:
+        return ",".join(_base(part.strip()) for part in url.split(","))
     from urllib.parse import urlsplit  # only on a failure: not on every tick
 
     parts = urlsplit(url)

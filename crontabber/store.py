@@ -613,9 +613,22 @@ class StateStore:
         return rows[0]["id"] if rows else None
 
     @translated
-    def alert_resolve(self, alert_id: int) -> bool:
-        """End an open alert; True for the one caller that ended it."""
-        return bool(self._alert_rows("alert_resolve", {"id": alert_id}))
+    def alert_resolve(self, alert_id: int, recovery: Mapping[str, Any] | None = None
+                      ) -> tuple[bool, int | None]:
+        """End an open alert and, for the one caller that ended it, open ``recovery`` (the
+        parameters of :meth:`alert_open`) in the same transaction, so a host that dies in
+        between ends neither: (whether this caller ended it, the recovery's id or None)."""
+        queries = _alert_queries()
+        with self._conn, self._cursor() as cur:
+            cur.execute(queries["alert_resolve"], {"id": alert_id})
+            if cur.fetchone() is None:
+                return False, None
+            if recovery is None:
+                return True, None
+            cur.execute(queries["alert_open"], {**recovery, "detail": json.dumps(
+                dict(recovery["detail"]), default=str), "targets": list(recovery["targets"])})
+            row = cur.fetchone()
+            return True, row[0] if row else None
 
     @translated
     def alert_realert(self, alert_id: int, realert_seconds: float, targets: Sequence[str]) -> int | None:

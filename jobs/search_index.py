@@ -23,14 +23,14 @@ from typing import TYPE_CHECKING, Any, Iterator, NamedTuple
 from crontabber import sqlfiles
 from crontabber.base import BaseCronApp
 from crontabber.config.options import Namespace
-from crontabber.errors import CrontabberError
+from crontabber.errors import ConfigurationError, CrontabberError
 from crontabber.formats import utc_text
 from crontabber.mixins import using_postgres
 from jobs import SQL_DIR
 
 if TYPE_CHECKING:
     from search.documents import SymbolRow
-    from search.indexer import BulkSettings, LiveIndex, RebuildResult
+    from search.indexer import BulkSettings, LiveIndex, RebuildResult, Replicas
 
 
 
@@ -173,44 +173,63 @@ class RebuildSearchIndexCronApp(BaseCronApp):
     app_description = "rebuild the symbol search index in Elasticsearch and swap its alias"
     app_version = "1.0"
     required_config = Namespace()
-    required_config.add_option("es_url", default="", doc="Elasticsearch URL (default: $ES_URL)")
+    required_config.add_option("es_url", default="", doc="Elasticsearch URL, or a cluster's "
+                               "nodes' URLs comma-separated (default: $ES_URL)")
     required_config.add_option("alias", default="symbols", doc="the alias searches read")
     required_config.add_option("keep", default=2, doc="versioned indices kept (the alias's included)")
     required_config.add_option("chunk_size", default=5000, doc="documents per bulk request")
     required_config.add_option("threads", default=2, doc="bulk requests in flight")
     required_config.add_option("itersize", default=10000, doc="rows fetched per server-side cursor round trip")
+    required_config.add_option(
+        "replicas", default="0-1",
+        doc="replicas raised before the alias moves: a number, or a range (auto_expand_replicas): "
+            "0-1 is one wherever a second node is (a single node stays green), 0-all one per node")
+    required_config.add_option("replica_wait_seconds", default=600.0,
+                               doc="how long the replicas may take to become active (then the "
+                                   "run fails and the alias stays)")
 
     database_connection_factory: Any  # set by @using_postgres()
 
     def run(self) -> str:
-        """Returns the run's summary (crontabber.base)."""
-        from search.indexer import BulkSettings
+        """Returns the run's summary (crontabber.base).
+
+        Raises:
+            ConfigurationError: a ``replicas`` value Elasticsearch would not take.
+        """
+        from search.indexer import BulkSettings, Replicas
 
         config = self.config
         bulk = BulkSettings(chunk_size=int(config.chunk_size), threads=int(config.threads))
+        replicas = Replicas(str(config.replicas), float(config.replica_wait_seconds))
+        try:
+            replicas.settings()
+        except ValueError as exc:
+            raise ConfigurationError(f"{self.app_name}.replicas", str(exc)) from None
         with self.database_connection_factory() as connection:
             result = rebuild_from(connection, config.es_url or None, config.alias,
-                                  keep=int(config.keep), bulk=bulk, itersize=int(config.itersize))
+                                  keep=int(config.keep), bulk=bulk, itersize=int(config.itersize),
+                                  replicas=replicas)
         return (f"built {result.index} with {result.documents} documents in {result.seconds:.1f} s; "
                 f"alias {config.alias} moved from {', '.join(result.previous) or 'nothing'}; "
                 f"deleted {', '.join(result.deleted) or 'nothing'}")
 
 
 def rebuild_from(connection: Any, url: str | None, alias: str, *, keep: int,
-                 bulk: "BulkSettings", itersize: int = 10000) -> "RebuildResult":
+                 bulk: "BulkSettings", itersize: int = 10000,
+                 replicas: "Replicas | None" = None) -> "RebuildResult":
     """The rebuild job's work: every symbol file of ``connection``'s database (one
     snapshot) into a new version of ``alias`` in the Elasticsearch at ``url`` (default:
     ``ES_URL``), then the alias swap (``search.indexer.rebuild``). An exception leaving
     it names ``url`` (``search.client.naming_address``). The fault suite calls it too,
     so what it checks is the job's own path."""
     from search.client import es_url, make_es_client, naming_address
-    from search.indexer import rebuild
+    from search.indexer import Replicas, rebuild
 
     url = es_url(url)
     es = make_es_client(url, request_timeout=120)
     with naming_address(url), SymbolFileStore(connection, itersize).snapshot() as source:
         return rebuild(es, alias, source.rows, source.row_count, keep=keep, bulk=bulk,
-                       source_as_of=source.as_of)
+                       source_as_of=source.as_of, replicas=replicas or Replicas())
 
 
 @using_postgres()
@@ -240,7 +259,8 @@ class IndexNewUploadsCronApp(BaseCronApp):
     app_description = "add the symbol files of newly finished uploads to the live search index"
     app_version = "1.0"
     required_config = Namespace()
-    required_config.add_option("es_url", default="", doc="Elasticsearch URL (default: $ES_URL)")
+    required_config.add_option("es_url", default="", doc="Elasticsearch URL, or a cluster's "
+                               "nodes' URLs comma-separated (default: $ES_URL)")
     required_config.add_option("alias", default="symbols", doc="the alias searches read")
     required_config.add_option("overlap_seconds", default=600,
                                doc="re-read this much before the watermark (commit delays)")

@@ -7,11 +7,14 @@
 #        transaction pooling mode, as production deploys it
 #   pgs  a streaming hot standby of pg (pg_basebackup; made anew at each start),
 #        not started unless named: `start pgs`, `promote pgs`, `stop pgs`
+#   esc  an Elasticsearch cluster of 3 nodes (small heaps) beside es, not started
+#        unless named: `start esc`, `kill esc N` (node N, SIGKILL), `stop esc`
 #   es   Elasticsearch 8.19.21 (the integ-test-zip distribution from Maven Central)
 #   s3   s3proxy 4.1.0 with its filesystem backend (Maven Central)
 #
-# usage: scripts/services.sh start|stop|restart|status|env [--fast] [pg|pgb|pgs|es|s3 ...]
+# usage: scripts/services.sh start|stop|restart|status|env [--fast] [pg|pgb|pgs|es|esc|s3 ...]
 #        scripts/services.sh promote pgs
+#        scripts/services.sh kill esc N
 #        scripts/services.sh clean
 #        scripts/services.sh browser
 #        (no names = all four; pgb starts pg too)
@@ -33,7 +36,9 @@
 # (9301-9399, a range: ES takes the first free one), SYMBOLS_ES_HEAP ("1g" or
 # full JVM options; default "-Xms512m -Xmx1g"), SYMBOLS_S3_PORT (9444),
 # SYMBOLS_M2_REPO (~/.m2/repository), SYMBOLS_JAVA_HOME (a JDK 17 home),
-# SYMBOLS_PGB_PORT (54339), SYMBOLS_PGS_PORT (54349).
+# SYMBOLS_PGB_PORT (54339), SYMBOLS_PGS_PORT (54349), SYMBOLS_ESC_PORT (9211: node
+# i on 9211 + i - 1), SYMBOLS_ESC_TRANSPORT_PORT (9311), SYMBOLS_ESC_NODES (3),
+# SYMBOLS_ESC_HEAP (256m).
 #
 # Must run as root: initdb and Elasticsearch refuse to run as root, so they are
 # run as the `postgres` and `symbols-es` OS users through runuser.
@@ -71,6 +76,9 @@ ES_TRANSPORT_PORT=${SYMBOLS_ES_TRANSPORT_PORT:-9301-9399}
 S3_PORT=${SYMBOLS_S3_PORT:-9444}
 PGB_PORT=${SYMBOLS_PGB_PORT:-54339}
 PGS_PORT=${SYMBOLS_PGS_PORT:-54349}
+ESC_PORT=${SYMBOLS_ESC_PORT:-9211}
+ESC_TRANSPORT_PORT=${SYMBOLS_ESC_TRANSPORT_PORT:-9311}
+ESC_NODES=${SYMBOLS_ESC_NODES:-3}
 case ${SYMBOLS_PG_FAST:-0} in
   "" | 0 | false | no) PG_FAST=0 ;;
   *) PG_FAST=1 ;;
@@ -777,6 +785,138 @@ es_status() {
   fi
 }
 
+# ------------------------------------------------- Elasticsearch cluster ---
+
+# A cluster of $ESC_NODES nodes (3 by default) of the same distribution, on this machine,
+# apart from the single node `es`: cluster.name symbols-cluster, node i on HTTP port
+# $ESC_PORT + i - 1 and transport port $ESC_TRANSPORT_PORT + i - 1, every node master-
+# eligible and a data node, small heaps ($SYMBOLS_ESC_HEAP, default 256m). For the drills
+# and tests of a deployment on a cluster (replicas, a node lost); not started unless named:
+# `start esc`. `kill esc N` kills node N (SIGKILL, as a crash), `start esc` brings it back.
+ESC_DIR=$SERVICE_DIR/esc
+
+esc_node_dir() { echo "$ESC_DIR/node-$1"; }
+esc_pid() { pidfile_pid "$(esc_node_dir "$1")/run/elasticsearch.pid" "-Djava.io.tmpdir=$(esc_node_dir "$1")/tmp"; }
+esc_port() { echo $((ESC_PORT + $1 - 1)); }
+esc_urls() {
+  local n urls=()
+  for ((n = 1; n <= ESC_NODES; n++)); do urls+=("http://127.0.0.1:$(esc_port "$n")"); done
+  (IFS=,; echo "${urls[*]}")
+}
+esc_health() {
+  # Any node that answers: the cluster's status (green, yellow, red), or nothing.
+  local n
+  for ((n = 1; n <= ESC_NODES; n++)); do
+    curl -fsS -m 3 "http://127.0.0.1:$(esc_port "$n")/_cluster/health" 2>/dev/null |
+      sed -n 's/.*"status":"\([a-z]*\)".*/\1/p' && return 0
+  done
+  return 1
+}
+esc_ready() {
+  local n=$1
+  curl -fsS -m 5 -o /dev/null \
+    "http://127.0.0.1:$(esc_port "$n")/_cluster/health?wait_for_nodes=$ESC_NODES&wait_for_status=yellow&timeout=2s" \
+    2>/dev/null
+}
+
+esc_write_config() {
+  local n=$1 dir seeds=() masters=() i
+  dir=$(esc_node_dir "$n")
+  for ((i = 1; i <= ESC_NODES; i++)); do
+    seeds+=("\"127.0.0.1:$((ESC_TRANSPORT_PORT + i - 1))\"")
+    masters+=("\"symbols-cluster-$i\"")
+  done
+  install -d -m 755 "$ESC_DIR" "$dir"
+  install -d -o "$ES_OS_USER" -g "$ES_OS_USER" -m 750 \
+    "$dir/config" "$dir/data" "$dir/logs" "$dir/tmp" "$dir/run"
+  cp -r "$ES_HOME/config/." "$dir/config/"
+  cat >"$dir/config/elasticsearch.yml" <<EOF
+# Written by scripts/services.sh on every start: edits here are overwritten.
+cluster.name: symbols-cluster
+node.name: symbols-cluster-$n
+path.data: $dir/data
+path.logs: $dir/logs
+network.host: 127.0.0.1
+http.port: $(esc_port "$n")
+transport.port: $((ESC_TRANSPORT_PORT + n - 1))
+discovery.seed_hosts: [$(IFS=,; echo "${seeds[*]}")]
+cluster.initial_master_nodes: [$(IFS=,; echo "${masters[*]}")]
+xpack.security.enabled: false
+cluster.routing.allocation.disk.threshold_enabled: false
+action.destructive_requires_name: false
+EOF
+  chown -R "$ES_OS_USER:$ES_OS_USER" "$dir/config"
+}
+
+esc_launch_node() {
+  local n=$1 dir heap=${SYMBOLS_ESC_HEAP:-256m}
+  dir=$(esc_node_dir "$n")
+  esc_pid "$n" >/dev/null && return 0
+  ! port_busy "$(esc_port "$n")" || die esc "port $(esc_port "$n") is taken by another process (set SYMBOLS_ESC_PORT)"
+  esc_write_config "$n"
+  rm -f "$dir/run/elasticsearch.pid"
+  if ! as_user "$ES_OS_USER" env \
+    ES_JAVA_HOME="$JAVA17_HOME" ES_PATH_CONF="$dir/config" ES_TMPDIR="$dir/tmp" \
+    ES_JAVA_OPTS="-Xms$heap -Xmx$heap" \
+    "$ES_HOME/bin/elasticsearch" -d -p "$dir/run/elasticsearch.pid" \
+    </dev/null >"$dir/logs/startup.log" 2>&1 9>&-; then
+    show_log_tail "$dir/logs/startup.log"
+    die esc "node $n: bin/elasticsearch failed"
+  fi
+}
+
+esc_start() {
+  local t0 n pid
+  t0=$(now_ms)
+  es_fetch
+  ensure_java17
+  es_ensure_user
+  if (($(cat /proc/sys/vm/max_map_count 2>/dev/null || echo 0) < 262144)); then
+    sysctl -q -w vm.max_map_count=262144 >/dev/null 2>&1 ||
+      log esc "warning: could not raise vm.max_map_count (continuing)"
+  fi
+  for ((n = 1; n <= ESC_NODES; n++)); do esc_launch_node "$n"; done
+  for ((n = 1; n <= ESC_NODES; n++)); do
+    pid=$(esc_pid "$n") || { show_log_tail "$(esc_node_dir "$n")/logs/symbols-cluster.log"; die esc "node $n: no live process"; }
+    wait_for esc 240 "$pid" esc_ready "$n" ||
+      { show_log_tail "$(esc_node_dir "$n")/logs/symbols-cluster.log"; die esc "node $n did not join"; }
+  done
+  log esc "$ESC_NODES nodes up in $(since "$t0"): $(esc_urls)"
+}
+
+esc_kill() {
+  local n=$1 pid
+  pid=$(esc_pid "$n") || die esc "node $n is not running"
+  kill -KILL "$pid"
+  log esc "node $n killed (pid $pid)"
+}
+
+esc_stop() {
+  local n pid
+  [[ -d $ESC_DIR ]] || { log esc "not running"; return 0; }
+  for ((n = 1; n <= ESC_NODES; n++)); do
+    if pid=$(esc_pid "$n"); then
+      kill_and_wait "$pid" 60 esc || die esc "could not stop node $n (pid $pid)"
+      log esc "node $n stopped (pid $pid)"
+    fi
+    rm -f "$(esc_node_dir "$n")/run/elasticsearch.pid"
+  done
+}
+
+esc_status() {
+  local n pid rc=0 health
+  health=$(esc_health) || health="not answering"
+  for ((n = 1; n <= ESC_NODES; n++)); do
+    if pid=$(esc_pid "$n"); then
+      echo "esc: node $n running pid $pid http://127.0.0.1:$(esc_port "$n") (cluster $health)"
+    else
+      echo "esc: node $n stopped"
+      rc=1
+    fi
+  done
+  return $rc
+}
+
 # ------------------------------------------------------------- S3 (s3proxy) ---
 
 S3_JAR=$M2_REPO/org/gaul/s3proxy/$S3PROXY_VERSION/s3proxy-$S3PROXY_VERSION-jar-with-dependencies.jar
@@ -896,6 +1036,8 @@ export RESOURCE_POSTGRESQL_DBNAME=$DB_NAME
 export SYMBOLS_PGB_PORT=$PGB_PORT
 # The standby of the same PostgreSQL (started only by: services.sh start pgs).
 export SYMBOLS_PGS_PORT=$PGS_PORT
+# The Elasticsearch cluster's nodes (started only by: services.sh start esc).
+export SYMBOLS_ESC_URLS=$(esc_urls)
 export ES_URL=http://127.0.0.1:$ES_PORT
 export AWS_ENDPOINT_URL_S3=http://127.0.0.1:$S3_PORT
 export AWS_ACCESS_KEY_ID=$S3_ACCESS_KEY
@@ -909,7 +1051,7 @@ EOF
 # ------------------------------------------------------------------ main ---
 
 usage() {
-  echo "usage: $0 start|stop|restart|status|env [--fast] [pg|pgb|pgs|es|s3 ...] | promote pgs | clean | browser" >&2
+  echo "usage: $0 start|stop|restart|status|env [--fast] [pg|pgb|pgs|es|esc|s3 ...] | promote pgs | kill esc N | clean | browser" >&2
   exit 2
 }
 
@@ -940,6 +1082,7 @@ cmd_start() {
   if has pgb; then pgb_start; fi
   if has s3; then s3_launch; fi
   if has es; then es_launch; fi
+  if has esc; then esc_start; fi
   if has s3; then s3_wait; fi
   if has es; then es_wait; fi
   write_env_file
@@ -960,6 +1103,7 @@ ensure_service_dir() {
     if [[ -z $mine || $(sed -n 2p "$SERVICE_DIR/checkout") != "$mine" ]]; then
       log services "$SERVICE_DIR is an earlier checkout's at this path: stopping its services, removing it"
       es_stop
+      esc_stop
       pgb_stop
       pgs_stop
       pg_stop
@@ -1006,6 +1150,7 @@ cmd_clean() {
 cmd_stop() {
   if has s3; then s3_stop; fi
   if has es; then es_stop; fi
+  if has esc || [[ ${STOP_ALL:-0} = 1 ]]; then esc_stop; fi
   if has pgb; then pgb_stop; fi
   if has pgs || [[ ${STOP_ALL:-0} = 1 ]]; then pgs_stop; fi
   if has pg; then pg_stop; fi
@@ -1017,6 +1162,7 @@ cmd_status() {
   if has pgb; then pgb_status || rc=1; fi
   if has pgs; then pgs_status || rc=1; fi
   if has es; then es_status || rc=1; fi
+  if has esc; then esc_status || rc=1; fi
   if has s3; then s3_status || rc=1; fi
   return $rc
 }
@@ -1026,9 +1172,14 @@ main() {
   local cmd=$1 arg
   shift
   SERVICES=()
+  KILL_NODE=
   for arg in "$@"; do
+    if [[ $cmd = kill && $arg =~ ^[0-9]+$ ]]; then
+      KILL_NODE=$arg
+      continue
+    fi
     case $arg in
-      pg | pgb | pgs | es | s3) has "$arg" 2>/dev/null || SERVICES+=("$arg") ;;
+      pg | pgb | pgs | es | esc | s3) has "$arg" 2>/dev/null || SERVICES+=("$arg") ;;
       --fast) PG_FAST=1 ;;
       *) usage ;;
     esac
@@ -1054,6 +1205,11 @@ main() {
       ((EUID == 0)) || die "must run as root"
       [[ ${SERVICES[*]} = pgs ]] || usage
       pgs_promote
+      ;;
+    kill)
+      ((EUID == 0)) || die "must run as root"
+      [[ ${SERVICES[*]} = esc && $KILL_NODE =~ ^[0-9]+$ ]] || usage
+      esc_kill "$KILL_NODE"
       ;;
     status) cmd_status ;;
     browser)

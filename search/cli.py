@@ -47,7 +47,8 @@ def main(argv: list[str], stdout: TextIO, stderr: TextIO) -> int:
     parser.add_argument("query")
     parser.add_argument("--size", type=int, default=10, help="hits to show (1-100, default 10)")
     parser.add_argument("--alias", default=None, help="default: $SEARCH_ALIAS, else symbols")
-    parser.add_argument("--es-url", default=None, help="default: $ES_URL")
+    parser.add_argument("--es-url", default=None,
+                        help="a URL, or a cluster's nodes' URLs comma-separated (default: $ES_URL)")
     args = parser.parse_args(argv)
     from .client import es_url, make_es_client, public_url
     from .engine import Searcher

@@ -12,14 +12,29 @@ DEFAULT_URL = "http://127.0.0.1:9201"
 
 def es_url(url: str | None = None) -> str:
     """The Elasticsearch URL a client is built for: ``url``, else ``ES_URL``, else the
-    local default."""
+    local default. Several nodes of a cluster: their URLs, comma-separated."""
     return url or os.environ.get("ES_URL", DEFAULT_URL)
 
 
+def node_urls(url: str) -> list[str]:
+    """The nodes of an :func:`es_url` value (one URL, or a comma-separated list).
+
+    Raises:
+        ValueError: an empty list.
+    """
+    nodes = [part.strip() for part in url.split(",") if part.strip()]
+    if not nodes:
+        raise ValueError(f"no Elasticsearch URL in {url!r}")
+    return nodes
+
+
 def public_url(url: str) -> str:
-    """``scheme://host:port`` of ``url``, without the user and password a URL may carry:
-    the address to print or log. The runner's ``crontabber.failures`` applies the same
-    rule (``search/`` does not import the runner; a test checks they agree)."""
+    """``scheme://host:port`` of ``url`` (each of a comma-separated list), without the user
+    and password a URL may carry: the address to print or log. The runner's
+    ``crontabber.failures`` applies the same rule (``search/`` does not import the runner;
+    a test checks they agree)."""
+    if "," in url:
+        return ",".join(public_url(part.strip()) for part in url.split(","))
     from urllib.parse import urlsplit
 
     parts = urlsplit(url)
@@ -35,15 +50,17 @@ def public_url(url: str) -> str:
 
 
 def make_es_client(url: str | None = None, request_timeout: float = 30) -> Any:
-    """An Elasticsearch 8 client for ``url`` (default: :func:`es_url`'s).
+    """An Elasticsearch 8 client for ``url`` (default: :func:`es_url`'s): with several
+    nodes, requests go round the ones alive, and a request a node fails (refused, reset,
+    timed out) is retried on another (up to 3 times), so a node lost is no error.
 
     Health is checked with ``cluster.health()``, not ``ping()``: the local
     integ-test distribution answers ``GET /`` with 405.
     """
     from elasticsearch import Elasticsearch
 
-    return Elasticsearch(es_url(url), request_timeout=request_timeout, retry_on_timeout=True,
-                         max_retries=3)
+    return Elasticsearch(node_urls(es_url(url)), request_timeout=request_timeout,
+                         retry_on_timeout=True, max_retries=3)
 
 
 @contextlib.contextmanager

@@ -4,10 +4,12 @@ side of the rebuild; the rows come from ``jobs.search_index``'s store).
 A build creates ``<alias>-<UTC timestamp>`` with the explicit mapping and
 ``refresh_interval`` -1, bulk-loads it, checks the document count against the
 source count, restores the refresh interval and refreshes, merges it into one
-segment, and only then moves the alias in one ``update_aliases`` call (searches see the old index or the
-new one, never neither). Any failure deletes the new index and leaves the
-alias where it was. Versions beyond the newest ``keep`` are deleted afterwards.
-The index records, in its mapping's ``_meta``, the time of the source snapshot
+segment, raises its replicas (loaded with none: each document is written once; the merged
+segment is then copied whole) and waits until every copy is active, and only then moves the
+alias in one ``update_aliases`` call (searches see the old index or the new one, never
+neither; on a cluster, the new one with its replicas, so a node lost costs no query). Any
+failure deletes the new index and leaves the alias where it was. Versions beyond the newest
+``keep`` are deleted afterwards. The index records, in its mapping's ``_meta``, the time of the source snapshot
 it was built from (``source_as_of``).
 
 Between rebuilds, :func:`update` adds or replaces documents in the index the
@@ -38,6 +40,31 @@ class BulkSettings:
     chunk_size: int = 5000
     threads: int = 2
     queue_size: int = 4
+
+
+@dataclass(frozen=True)
+class Replicas:
+    """The copies of the new index beyond its primary, raised before the alias moves:
+    ``count`` (``"1"``, ``"2"``...: that many, on a cluster of more nodes than that) or
+    Elasticsearch's ``auto_expand_replicas`` range (``"0-1"``, the default: one replica
+    wherever there is a second node, none on a single node, which then stays green;
+    ``"0-all"``: a copy on every node). ``wait_seconds``: how long the copies may take to
+    become active before the rebuild fails (the alias stays where it was)."""
+
+    count: str = "0-1"
+    wait_seconds: float = 600.0
+
+    def settings(self) -> dict[str, Any]:
+        """The index settings that ask for these replicas.
+
+        Raises:
+            ValueError: ``count`` is neither a number nor a range ``N-M`` / ``N-all``.
+        """
+        if self.count.isdigit():
+            return {"number_of_replicas": int(self.count), "auto_expand_replicas": False}
+        if re.fullmatch(r"\d+-(\d+|all)", self.count):
+            return {"auto_expand_replicas": self.count}
+        raise ValueError(f"replicas: {self.count!r} is not a number or a range such as 0-1 or 0-all")
 
 
 @dataclass(frozen=True)
@@ -83,17 +110,20 @@ def rebuild(
     now: dt.datetime | None = None,
     source_as_of: dt.datetime | None = None,
     merge: bool = True,
+    replicas: Replicas = Replicas(),
 ) -> RebuildResult:
     """Build a new version of ``alias`` from ``rows`` (``expected`` of them);
     ``source_as_of`` is the time of the source's snapshot (kept in ``_meta``
     for :func:`live_index`). ``merge=False`` leaves the index in the segments
-    the load wrote (for the benchmark that measures what merging gains).
+    the load wrote (for the benchmark that measures what merging gains); ``replicas``:
+    the copies raised (and waited for) before the alias moves.
 
     First deletes the versions a killed build left (:func:`abandoned`): a build killed
     with SIGKILL never runs its clean-up.
 
     Raises:
-        RebuildFailed: the load or the count check failed; the new index is gone.
+        RebuildFailed: the load or the count check failed, or the replicas did not become
+            active in time; the new index is gone.
         Any error of the row source or of Elasticsearch, after the same clean-up.
     """
     start = time.perf_counter()
@@ -106,6 +136,7 @@ def rebuild(
         _finish(es, name, expected, loaded)
         if merge:
             _merge(es, name)
+        _replicate(es, name, replicas)
         previous = _move_alias(es, alias, name)
     except BaseException:
         logger.warning("search index %s failed; deleting it", name)
@@ -196,6 +227,24 @@ def _merge(es: Any, name: str) -> None:
     es.options(request_timeout=MERGE_TIMEOUT).indices.forcemerge(
         index=name, max_num_segments=1, wait_for_completion=True)
     es.indices.refresh(index=name)
+
+
+def _replicate(es: Any, name: str, replicas: Replicas) -> None:
+    """Raise the new index's replicas and wait until every copy of it is active (green).
+
+    Raises:
+        RebuildFailed: they were not within ``replicas.wait_seconds`` (too few nodes for a
+            fixed count, a node lost while copying, a disk full).
+    """
+    es.indices.put_settings(index=name, settings={"index": replicas.settings()})
+    # a wait that times out is answered 408 with the health: read, not raised
+    health = es.options(request_timeout=replicas.wait_seconds + 30, ignore_status=408).cluster.health(
+        index=name, wait_for_status="green", timeout=f"{int(replicas.wait_seconds)}s")
+    if health.get("timed_out") or health.get("status") != "green":
+        raise RebuildFailed(name, f"its replicas ({replicas.count}) were not all active after "
+                                  f"{replicas.wait_seconds:g} s: the cluster's {health.get('number_of_data_nodes')} "
+                                  f"data node(s) hold {health.get('active_shards')} of its copies "
+                                  f"({health.get('status')})")
 
 
 def _move_alias(es: Any, alias: str, name: str) -> list[str]:

@@ -18,7 +18,8 @@ application runs (a request line over 64 KiB, a malformed request).
 client's own per-request lines and retry tracebacks are not logged unless
 ``--es-log-level`` asks for them. Under gunicorn (``gunicorn
 search.server:application``) gunicorn's own access log and error pages apply.
-Configuration from the environment: ``ES_URL``, ``SEARCH_ALIAS`` (default ``symbols``).
+Configuration from the environment: ``ES_URL`` (a URL, or a cluster's nodes' URLs
+comma-separated: a node lost is no error), ``SEARCH_ALIAS`` (default ``symbols``).
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import datetime as dt
 import os
 import subprocess
@@ -17,7 +18,7 @@ from jobs.prune.rules import Kind, Protection, Rule
 from jobs.prune.runs import PruneOptions, run_prune
 from jobs.prune.store import PruneStore
 from jobs.s3 import make_s3_client
-from tests.conftest import REPO, s3_client
+from tests.conftest import REPO, SERVICES, s3_client
 
 DAY = dt.timedelta(days=1)
 # S3 cannot backdate objects, so prune runs with "now" 100 days ahead; ages
@@ -353,8 +354,10 @@ def test_history_tells_a_running_run_from_a_killed_one(prune, database):
 
 def test_a_run_of_the_release_before_the_lease_is_judged_by_its_advisory_lock(prune, database):
     """Rolling deploy: a run started by the release before migration 0015 has no lease; while
-    its session holds its advisory lock it is running (not reconciled), then dead."""
-    old = connect(database)
+    its session holds its advisory lock it is running (not reconciled), then dead. That release
+    ran only on direct connections (behind a pooler the lock outlived the run), so its session
+    is direct here in either lane."""
+    old = connect(dataclasses.replace(database, port=SERVICES.pg_port))
     old.autocommit = True
     with old.cursor() as cur:  # what that release's start_run did
         cur.execute("WITH run AS (INSERT INTO prune_run (dry_run, cap, holder)"

@@ -43,6 +43,7 @@ def test_an_address_printed_drops_user_password_path_and_query():
         "http://127.0.0.1:9201": "http://127.0.0.1:9201",
         "https://s3.example": "https://s3.example",
         "not a url": "not a url",
+        "http://u:p@es1:9200, https://es2:9200/x": "http://es1:9200,https://es2:9200",
     }
     for url, expected in cases.items():
         assert public_url(url) == expected == _base(url), url
