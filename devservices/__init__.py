@@ -164,11 +164,6 @@ class Services:
         return self.state_dir / "s3" / "run" / "s3proxy.pid"
 
     @property
-    def faults_dir(self) -> Path:
-        """Where each fault module's last results are kept."""
-        return self.state_dir / "faults"
-
-    @property
     def cache_dir(self) -> Path:
         return self.state_dir / "cache"
 

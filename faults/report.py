@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import pathlib
 
-import devservices
 from faults.registry import MODULES
 from faults.result import FaultResult
 
@@ -14,8 +13,11 @@ REPORT = ROOT / "docs" / "reliability.md"
 
 
 def results_dir() -> pathlib.Path:
-    """Where each module's last results are kept (under the services' state directory)."""
-    return devservices.current().faults_dir
+    """Where each module's last results are kept: ``faults/results/``, in the repository, so
+    a run of some modules on a new machine keeps the others' rows (the results of the runs
+    before this directory existed were read back from the report: their figures are one
+    text each)."""
+    return ROOT / "faults" / "results"
 
 
 def save(module: str, results: list[FaultResult], *, command: str, date: str) -> None:
@@ -58,7 +60,7 @@ def render(saved: dict[str, dict]) -> str:
         runs.append(f"- `{module}`: `{body['command']}` on {body['date']}")
         for data in body["results"]:
             r = FaultResult.from_json(data)
-            figures = "; ".join(f"{k} {v}" for k, v in r.figures.items())
+            figures = "; ".join(f"{k} {v}".rstrip() for k, v in r.figures.items())
             lines.append(
                 f"| {r.fault} | {r.thrown} | {r.converged} | {r.lost} | {r.duplicated} | {figures} |"
             )
