@@ -176,6 +176,21 @@ wait_for() {
   done
 }
 
+# service_status NAME PID_FUNCTION READY_FUNCTION URL [NOTE]: the service's status line;
+# non-zero unless it runs and answers.
+service_status() {
+  local name=$1 pid_function=$2 ready_function=$3 url=$4 note=${5:-} pid
+  if pid=$("$pid_function") && "$ready_function"; then
+    echo "$name: running pid $pid $url${note:+ ($note)}"
+  elif [[ -n ${pid:-} ]]; then
+    echo "$name: not answering pid $pid $url"
+    return 1
+  else
+    echo "$name: stopped"
+    return 1
+  fi
+}
+
 show_log_tail() {
   local f
   for f in "$@"; do
@@ -592,18 +607,7 @@ pgb_start() {
 
 pgb_stop() { stop_by_pidfile pgb pgb_pid "$PGB_PIDFILE" 30; }
 
-pgb_status() {
-  local pid
-  if pid=$(pgb_pid) && pgb_ready; then
-    echo "pgb: running pid $pid $(pgb_url) (transaction pooling)"
-  elif [[ -n ${pid:-} ]]; then
-    echo "pgb: not answering pid $pid $(pgb_url)"
-    return 1
-  else
-    echo "pgb: stopped"
-    return 1
-  fi
-}
+pgb_status() { service_status pgb pgb_pid pgb_ready "$(pgb_url)" "transaction pooling"; }
 
 # ---------------------------------------------------------- Elasticsearch ---
 
@@ -1004,18 +1008,7 @@ s3_wait() {
 
 s3_stop() { stop_by_pidfile s3 s3_pid "$S3_PIDFILE" 30; }
 
-s3_status() {
-  local pid
-  if pid=$(s3_pid) && s3_ready; then
-    echo "s3: running pid $pid $(s3_url)"
-  elif [[ -n ${pid:-} ]]; then
-    echo "s3: not answering pid $pid $(s3_url)"
-    return 1
-  else
-    echo "s3: stopped"
-    return 1
-  fi
-}
+s3_status() { service_status s3 s3_pid s3_ready "$(s3_url)"; }
 
 # ------------------------------------------------------------------- env ---
 

@@ -107,3 +107,37 @@ def test_replicas_the_cluster_cannot_hold_fail_the_run_and_the_alias_stays(sourc
     assert "its replicas (3) were not all active after 2 s" in error["value"], error
     assert aliased(es, es_index) == [live]
     assert es.indices.get(index=f"{es_index}-*").keys() == {live}  # the failed build is gone
+
+
+def finish_upload(crontab: Any, name: str) -> None:
+    """An upload as the upload job leaves it: its row, done, and its published file."""
+    [row] = crontab.sql("INSERT INTO upload (inbox_key, filename, size, status, attempts, "
+                        "completed_at) VALUES ('inbox/x.zip', 'x.zip', 1, 'done', 1, "
+                        "clock_timestamp()) RETURNING id")
+    crontab.sql("INSERT INTO file_upload (upload_id, key, size, original_size, original_md5,"
+                " compressed, \"update\") VALUES (%s, %s, 10, 20, 'md5', true, false)",
+                (row["id"], symbol_file(name).key))
+
+
+def test_the_incremental_indexer_adds_to_the_cluster_with_a_node_down(crontab, es_index, cluster):
+    source = crontab  # the jobs' own tables: uploads and their published files
+    finish_upload(source, "xul.pdb")
+    source.configure([JOB, "jobs.search_index.IndexNewUploadsCronApp|5m"], extra=(
+        f"    [[class-RebuildSearchIndexCronApp]]\n        alias={es_index}\n        es_url={cluster}\n"
+        f"    [[class-IndexNewUploadsCronApp]]\n        alias={es_index}\n        es_url={cluster}\n"))
+    for job in ("rebuild-search-index", "index-new-uploads"):
+        code, output = source.run(f"--job={job}", "--force")
+        assert code == 0, output
+    es = make_es_client(cluster)
+    [index] = aliased(es, es_index)
+    services("kill", "esc", str(node_of_primary(es, index)))
+    try:
+        finish_upload(source, "mozavutil.pdb")
+        code, output = source.run("--job=index-new-uploads", "--force")
+        assert code == 0, output
+        assert source.state("index-new-uploads").last_error in (None, {})
+        hits = Searcher(make_es_client(cluster), es_index).search("mozavutil", 5).hits
+        assert [hit.debug_file for hit in hits] == ["mozavutil.pdb"]
+    finally:
+        services("start", "esc")
+        es.indices.delete(index=f"{es_index}*", ignore_unavailable=True, allow_no_indices=True)
