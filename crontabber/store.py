@@ -180,6 +180,8 @@ def translated(method: Callable[..., R]) -> Callable[..., R]:
                     psycopg2.errors.ReadOnlySqlTransaction) as exc:
                 if isinstance(exc, psycopg2.errors.LockNotAvailable):
                     raise
+                if isinstance(exc, psycopg2.errors.ReadOnlySqlTransaction) and self._conn.readonly:
+                    raise  # a session read-only on purpose (the dashboard's): never reopened writable
                 if attempt == 2 or not self.reconnect():
                     raise self.unavailable(exc) from None
                 logger.warning("lost the state database connection (%s); reconnected",

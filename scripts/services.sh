@@ -1132,7 +1132,7 @@ cmd_clean() {
     rmdir -- "$SERVICES_ROOT" 2>/dev/null || true # other checkouts' may remain
     log services "removed $SERVICE_DIR"
   fi
-  rm -rf -- "$STATE_DIR"/{env,env.tmp,service-id,cache,pg,es,s3,lock}
+  rm -rf -- "$STATE_DIR"/{env,env.tmp,service-id,cache,pg,pgs,pgbouncer,es,esc,s3,lock}
   if rmdir -- "$STATE_DIR" 2>/dev/null; then
     log services "removed $STATE_DIR"
   else

@@ -21,14 +21,16 @@ DATABASE_OPTIONS: tuple[tuple[str, Any, str, Callable[[str], Any] | None], ...] 
     ("dbname", "crontabber", "database name", None),
     ("user", "", "database user", None),
     ("password", "", "database password (use the environment)", None),
-    ("target_session_attrs", "", "libpq's: read-write takes, of the hosts listed, the one that "
-     "accepts writes (the primary, a promoted standby too); empty: libpq's default", None),
+    ("target_session_attrs", "", "libpq's: read-write (or primary) takes, of the hosts listed, the "
+     "one that accepts writes (the primary, a promoted standby too); empty: libpq's default",
+     None),
     ("dsn", "", "a whole libpq connection string or URI instead of host, port, dbname and "
      "user (password and target_session_attrs are added when set)", None),
 )
 
-#: libpq's values of ``target_session_attrs`` (PostgreSQL 14's client and later).
-SESSION_ATTRS = ("", "any", "read-write", "read-only", "primary", "standby", "prefer-standby")
+#: The values of libpq's ``target_session_attrs`` that can reach a server taking writes (the
+#: runner and the jobs write; a standby is refused at login: crontabber.store.connect).
+SESSION_ATTRS = ("", "any", "read-write", "primary")
 
 
 def database_settings(values: Mapping[str, Any], namespace: str) -> DatabaseSettings:

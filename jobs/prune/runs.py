@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from crontabber.config.options import DotDict
+from crontabber.errors import ConfigurationError
 from crontabber.failures import first_line
 
 from .engine import Batch, Budget, Check, RuleResult, Scope, deleted_batches
@@ -64,10 +65,12 @@ class PruneOptions:
                  config.report_days),
             *parse_extra_rules(config.extra_rules),
         ]
+        lease = float(config.lease_seconds)
+        if lease <= 0:
+            raise ConfigurationError("prune-s3.lease_seconds", f"must be positive, not {lease:g}")
         return cls([rule for rule in rules if rule.max_age_days > 0],
                    Protection(config.symbols_bucket, config.symbols_prefix),
-                   int(config.cap), bool(config.dry_run), int(config.threads),
-                   float(config.lease_seconds))
+                   int(config.cap), bool(config.dry_run), int(config.threads), lease)
 
 
 @dataclass(frozen=True)
@@ -251,15 +254,16 @@ def run_prune(client: Any, store: PruneStore, options: PruneOptions, now: dt.dat
     recorder = RunRecorder(store, run_id)
     budget = Budget(options.cap)
     scope = Scope(now, options.protection, budget, options.dry_run, options.threads)
-    with Heartbeat(store, run_id):
-        try:
+    try:
+        with Heartbeat(store, run_id):  # stopped before the end is written (a beat after it
+            # would find the run finished and say its lease was lost)
             reconcile(client, store, run_id, options.threads)  # before this run deletes anything
             results = _apply_rules(client, store, options.rules, scope, recorder,
                                    [recorder, *listeners])
-        except BaseException as exc:  # recorded, so `history` shows why, then re-raised
-            _record_failure(store, run_id, exc)
-            raise
-        store.finish_run(run_id, budget.exhausted)
+    except BaseException as exc:  # recorded, so `history` shows why, then re-raised
+        _record_failure(store, run_id, exc)
+        raise
+    store.finish_run(run_id, budget.exhausted)
     if budget.exhausted:
         logger.warning("prune: stopped at the cap of %d keys; the rest waits for the next run",
                        options.cap)

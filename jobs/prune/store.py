@@ -9,22 +9,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crontabber import sqlfiles
-from crontabber.errors import CrontabberError
+from crontabber.errors import LeaseLost
 from jobs import SQL_DIR
 
 Q = sqlfiles.load("prune.sql", SQL_DIR)
 
 
-class PruneLeaseLost(CrontabberError):
+class PruneLeaseLost(LeaseLost):
     """A run's lease on its ``prune_run`` row passed before it could renew it (the database
     did not hear from it for a whole lease): another run may already take it for dead and
-    reconcile its batches, so it stops before sending another one."""
+    reconcile its batches, so it stops before sending another one, and writes nothing more of
+    what it deleted (the reconciling run counts that, from its intents). Exit 4, as a run
+    fenced off."""
 
     def __init__(self, run_id: int, lease_seconds: float) -> None:
-        self.run_id = run_id
         self.lease_seconds = lease_seconds
-        super().__init__(f"prune run {run_id} lost its lease (not renewed within "
-                         f"{lease_seconds:g} s); stopped before deleting more")
+        super().__init__("prune-s3", run_id, f"prune run {run_id} lost its lease (not renewed "
+                                             f"within {lease_seconds:g} s); stopped before "
+                                             "deleting more")
 
 
 @dataclass(frozen=True)
@@ -91,14 +93,19 @@ class PruneStore:
         """In one transaction: count the batches S3 answered (``settled``: their intents go,
         their counts are added to the rule's; ``error_sample``, if any, replaces the stored
         one), then, if ``intent``, write the next batch's keys and sizes before it is sent;
-        that intent's id. Writing an intent renews the run's lease, so the batch is sent with a
-        whole lease ahead of it.
+        that intent's id. The transaction first renews the run's lease, so the batch is sent
+        with a whole lease ahead of it, and nothing is written by a run whose lease passed:
+        another run may have reconciled its intents already (counting them again would count
+        twice).
 
         Raises:
-            PruneLeaseLost: the run's lease had passed: the intent is not written (the batch
-                must not be sent); what was settled is written all the same.
+            PruneLeaseLost: the run's lease had passed: nothing is written (the batch must not
+                be sent; what was settled is counted by the run that reconciles the intents).
         """
         with self._turn, self._conn, self._conn.cursor() as cur:
+            cur.execute(Q["renew"], {"run_id": run_id, "lease": self.lease_seconds})
+            if cur.fetchone() is None:
+                raise PruneLeaseLost(run_id, self.lease_seconds)  # rolls the transaction back
             if settled:
                 cur.execute(Q["settle"], {
                     "run_id": run_id, "rule": rule, "intents": settled.intents,
@@ -110,12 +117,8 @@ class PruneStore:
             # ~11 ms a batch to send and parse, as a literal ~3 ms
             cur.execute(Q["intend"], {"run_id": run_id, "rule": rule, "bucket": intent.bucket,
                                       "keys": _text_array([key for key, _ in intent.batch]),
-                                      "sizes": "{" + ",".join(str(size) for _, size in intent.batch) + "}",
-                                      "lease": self.lease_seconds})
-            row = cur.fetchone()
-        if row is None:
-            raise PruneLeaseLost(run_id, self.lease_seconds)
-        return int(row[0])
+                                      "sizes": "{" + ",".join(str(size) for _, size in intent.batch) + "}"})
+            return int(cur.fetchone()[0])
 
     def unsettled_runs(self, run_id: int) -> list[int]:
         """Runs other than ``run_id`` with intents never settled (dead, or still running)."""

@@ -27,15 +27,11 @@ SELECT r.finished_at IS NOT NULL
 FROM prune_run r WHERE r.id = %(run_id)s;
 
 -- name: intend
--- A batch about to be sent to delete_objects: its keys and sizes, in one row, written only
--- while the run still holds its lease, which it renews: a batch is sent with a whole lease
--- ahead of it before any other run may take the run for dead. No row: the lease was lost.
-WITH held AS (
-    UPDATE prune_run SET lease_until = clock_timestamp() + make_interval(secs => %(lease)s)
-    WHERE id = %(run_id)s AND finished_at IS NULL AND lease_until > clock_timestamp()
-    RETURNING id)
+-- A batch about to be sent to delete_objects: its keys and sizes, in one row. Written in the
+-- transaction that first renewed the run's lease (renew): a batch is sent with a whole lease
+-- ahead of it before any other run may take the run for dead.
 INSERT INTO prune_intent (run_id, rule, bucket, keys, sizes)
-SELECT held.id, %(rule)s, %(bucket)s, %(keys)s::text[], %(sizes)s::bigint[] FROM held
+VALUES (%(run_id)s, %(rule)s, %(bucket)s, %(keys)s::text[], %(sizes)s::bigint[])
 RETURNING id;
 
 -- name: settle

@@ -15,7 +15,7 @@ from tests.conftest import s3_client
 from tests.integration.test_prune import keys_in, put_many
 
 AGE = "0.00001"  # days (under a second): S3 objects cannot be backdated
-LEASE = 1.0  # seconds: a killed run is dead, and its batches reconciled, this long after
+LEASE = 3.0  # seconds: a killed run is dead, and its batches reconciled, this long after
 
 
 @pytest.fixture

@@ -284,7 +284,7 @@ def test_a_run_killed_with_a_batch_in_flight_is_reconciled_only_once_its_lease_p
     put_many(prune.symbols, ["keep/a"])
     conn = connect(database)
     conn.autocommit = True
-    store = PruneStore(conn, lease_seconds=3.0)
+    store = PruneStore(conn, lease_seconds=15.0)  # outlasts the first prune.run() below
     run_id = store.start_run(False, 10, "host-a:1")
     store.add_rule(run_id, "reports")
     store.record(run_id, "reports", Settled(), Intent(prune.symbols, [("keep/a", 10)]))
@@ -292,7 +292,7 @@ def test_a_run_killed_with_a_batch_in_flight_is_reconciled_only_once_its_lease_p
     conn.close()  # killed: its lease runs out by itself
     prune.run()
     assert prune.sql("SELECT count(*) FROM prune_intent WHERE run_id = %s", (run_id,)) == [(1,)]
-    wait_until_lease_passed(prune, run_id)
+    wait_until_lease_passed(prune, run_id, seconds=30)
     prune.run()
     assert prune.sql("SELECT keys_deleted FROM prune_rule_result WHERE run_id = %s",
                      (run_id,)) == [(1,)]
@@ -302,22 +302,28 @@ def test_a_run_killed_with_a_batch_in_flight_is_reconciled_only_once_its_lease_p
 def test_a_run_that_lost_its_lease_sends_no_more_batches(prune):
     """Fencing: once a run's lease has passed (the database did not hear from it for a whole
     lease, and another run may take it for dead), its next batch's intent is refused and it
-    stops with PruneLeaseLost; what it settled before is written."""
+    stops with PruneLeaseLost (exit 4, as a run fenced off), writing nothing more: what it
+    settled since is counted by the run that reconciles its intents, not twice."""
+    from crontabber.command import ExitCode, exit_code_for
     from jobs.prune.store import Intent, PruneLeaseLost, Settled
 
-    store = PruneStore(prune.db, lease_seconds=0.5)
+    store = PruneStore(prune.db, lease_seconds=2.0)
     run_id = store.start_run(False, 10, "host-a:1")
     store.add_rule(run_id, "reports")
     first = store.record(run_id, "reports", Settled(), Intent(prune.symbols, [("a", 1)]))
     assert first is not None and store.renew(run_id)
     wait_until_lease_passed(prune, run_id)
     assert not store.renew(run_id)  # passed: never renewed again
-    with pytest.raises(PruneLeaseLost, match=f"prune run {run_id} lost its lease"):
+    with pytest.raises(PruneLeaseLost, match=f"prune run {run_id} lost its lease") as lost:
         store.record(run_id, "reports", Settled([first], keys=1, bytes=1),
                      Intent(prune.symbols, [("b", 1)]))
+    assert exit_code_for(lost.value) == ExitCode.FENCED
+    with pytest.raises(PruneLeaseLost):  # the rule's end writes nothing either
+        store.record(run_id, "reports", Settled([first], keys=1, bytes=1), None)
     assert prune.sql("SELECT keys_deleted FROM prune_rule_result WHERE run_id = %s",
-                     (run_id,)) == [(1,)]
-    assert prune.sql("SELECT keys FROM prune_intent WHERE run_id = %s", (run_id,)) == []
+                     (run_id,)) == [(0,)]
+    # the first batch's intent stays for the run that reconciles it (which counts it once)
+    assert prune.sql("SELECT keys FROM prune_intent WHERE run_id = %s", (run_id,)) == [(["a"],)]
 
 
 def test_a_long_run_keeps_its_lease_by_its_heartbeat(prune):
@@ -325,10 +331,10 @@ def test_a_long_run_keeps_its_lease_by_its_heartbeat(prune):
     heartbeat renews the lease, so history says running and no other run reconciles it."""
     from jobs.prune.runs import Heartbeat
 
-    store = PruneStore(prune.db, lease_seconds=1.0)
+    store = PruneStore(prune.db, lease_seconds=2.0)
     run_id = store.start_run(False, 10, "host-a:1")
     with Heartbeat(store, run_id):
-        time.sleep(2.5)
+        time.sleep(5.0)
         assert not store.run_over(run_id)
         assert [row["running"] for row in store.history(1)] == [True]
     wait_until_lease_passed(prune, run_id)
