@@ -225,12 +225,19 @@ def job_lifetime(command: list[str]) -> float:
 def converge(command: list[str], settled: Callable[[], bool], seconds: float = 30.0,
              pause: float = 0.3) -> tuple[bool, int, list[str]]:
     """Run ``command`` until it exits 0 and ``settled()`` holds; (converged, runs, the
-    runs' stderr texts)."""
+    runs' stderr texts).
+
+    Raises:
+        RuntimeError: the command's configuration is refused (no rerun can heal that: the
+            drill itself is wrong, as when ``--rerun`` came to need ``--reason``).
+    """
     deadline = time.monotonic() + seconds
     runs, errors = 0, []
     while time.monotonic() < deadline:
         done = run(command)
         runs += 1
+        if done.returncode == 1 and "configuration error" in done.stderr:
+            raise RuntimeError(f"{' '.join(command[-6:])}: {done.stderr.strip()[-300:]}")
         if done.stderr.strip():
             errors.append(done.stderr)
         if done.returncode == 0 and settled():

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crontabber import sqlfiles
-from crontabber.errors import LeaseLost
+from crontabber.errors import JobOngoing, LeaseLost
 from jobs import SQL_DIR
 
 Q = sqlfiles.load("prune.sql", SQL_DIR)
@@ -52,6 +52,17 @@ class Settled:
         return bool(self.intents or self.keys or self.bytes or self.errors)
 
 
+class PruneRunLive(JobOngoing):
+    """Another prune run is still live (its lease not passed): a second one would list the
+    keys of its batches in flight, delete them again and count them twice. Exit 3, as a job
+    running elsewhere; a killed run stops being live ``lease_seconds`` after its last
+    renewal, and the next run then reconciles it."""
+
+    def __init__(self, run_id: int, since: dt.datetime, holder: str) -> None:
+        self.run_id = run_id
+        super().__init__("prune-s3", since, f"{holder} (prune run {run_id}, lease live)")
+
+
 class PruneStore:
     """One connection, one short transaction per call (``with self._conn``); calls from two
     threads (a run and its lease's heartbeat) take turns, never share a transaction.
@@ -73,9 +84,21 @@ class PruneStore:
     def start_run(self, dry_run: bool, cap: int, holder: str) -> int:
         """A new run's id, holding a lease of ``lease_seconds``: until it passes unrenewed
         (:meth:`renew`) or the run ends, the run may have deletions in flight, so its intents
-        are not reconciled."""
-        return int(self._run("start_run", {"dry_run": dry_run, "cap": cap, "holder": holder,
-                                           "lease": self.lease_seconds})[0][0])
+        are not reconciled.
+
+        Raises:
+            PruneRunLive: another run is still live (runs never overlap: the check and the
+                insert are one transaction, under a transaction-scoped lock).
+        """
+        with self._turn, self._conn, self._conn.cursor() as cur:
+            cur.execute(Q["start_lock"])
+            cur.execute(Q["live_runs"])
+            live = cur.fetchone()
+            if live is not None:
+                raise PruneRunLive(live[0], live[1], live[2])
+            cur.execute(Q["start_run"], {"dry_run": dry_run, "cap": cap, "holder": holder,
+                                         "lease": self.lease_seconds})
+            return int(cur.fetchone()[0])
 
     def renew(self, run_id: int) -> bool:
         """Move the run's lease on; False if it had already passed (it is lost for good)."""

@@ -5,6 +5,21 @@
 -- run works through a transaction pooler. A run started by the release before 0015 has no
 -- lease (NULL) and is judged by its session's advisory lock, as that release did.
 
+-- name: start_lock
+-- Runs start one at a time (the check for a live run and the insert in one transaction).
+SELECT pg_advisory_xact_lock(hashtext('prune_run start'));
+
+-- name: live_runs
+-- Unfinished runs still holding their lease (or, started by the release before 0015, their
+-- session's advisory lock): a run may have batches in flight, whose keys a second run would
+-- list, delete and count too.
+SELECT r.id, r.started_at, r.holder FROM prune_run r
+WHERE r.finished_at IS NULL AND COALESCE(r.lease_until > clock_timestamp(), EXISTS (
+    SELECT 1 FROM pg_locks l
+    WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
+      AND l.classid = hashtext('prune_run')::oid AND l.objid = r.id::int::oid))
+ORDER BY r.id;
+
 -- name: start_run
 INSERT INTO prune_run (dry_run, cap, holder, lease_until)
 VALUES (%(dry_run)s, %(cap)s, %(holder)s, clock_timestamp() + make_interval(secs => %(lease)s))

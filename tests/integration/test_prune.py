@@ -235,33 +235,50 @@ def test_a_batch_is_written_before_it_is_sent_and_counted_with_the_next_one(prun
     assert intents() == []
 
 
-def test_a_dead_runs_batches_are_reconciled_with_s3_and_a_live_runs_left_alone(prune, database):
+def run_with_intent(prune, database, batch, lease):
+    """A run (of another process) that wrote a batch's intent and holds a lease of ``lease``."""
     from jobs.prune.store import Intent, Settled
 
-    put_many(prune.symbols, ["keep/gone", "keep/there", "keep/live"])
+    conn = connect(database)
+    conn.autocommit = True
+    store = PruneStore(conn, lease_seconds=lease)
+    run_id = store.start_run(False, 10, "other")
+    store.add_rule(run_id, "reports")
+    store.record(run_id, "reports", Settled(), Intent(prune.symbols, batch))
+    return conn, run_id
 
-    def run_with_intent(batch, lease):
-        conn = connect(database)
-        conn.autocommit = True
-        store = PruneStore(conn, lease_seconds=lease)
-        run_id = store.start_run(False, 10, "other")
-        store.add_rule(run_id, "reports")
-        store.record(run_id, "reports", Settled(), Intent(prune.symbols, batch))
-        return conn, run_id
 
-    dead_conn, dead = run_with_intent([("keep/gone", 7), ("keep/there", 10)], lease=1.0)
+def test_a_dead_runs_batches_are_reconciled_with_s3(prune, database):
+    put_many(prune.symbols, ["keep/gone", "keep/there"])
+    dead_conn, dead = run_with_intent(prune, database, [("keep/gone", 7), ("keep/there", 10)], 1.0)
     s3_client().delete_object(Bucket=prune.symbols, Key="keep/gone")  # its delete_objects went through
     dead_conn.close()  # then it died: nothing renews its lease
-    live_conn, live = run_with_intent([("keep/live", 10)], lease=60.0)  # still running
+    wait_until_lease_passed(prune, dead)
+    prune.run()
+    assert prune.sql("SELECT run_id, keys_deleted, bytes_freed FROM prune_rule_result"
+                     " WHERE run_id = %s", (dead,)) == [(dead, 1, 7)]
+    assert prune.sql("SELECT run_id, keys FROM prune_intent") == []
+    assert prune.sql("SELECT finished_at FROM prune_run WHERE id = %s", (dead,)) == [(None,)]
+    assert keys_in(prune.symbols) == {"keep/there"}
+
+
+def test_a_run_never_starts_while_another_is_live(prune, database):
+    """Runs never overlap: a second run would list the keys of the first one's batches in
+    flight, delete them again and count them twice (the kill drills through PgBouncer found
+    it: a run killed, the next one deleting its batch's keys before the lease passed, then a
+    third reconciling the dead run's intent and counting them again). Refused: exit 3."""
+    from crontabber.command import ExitCode, exit_code_for
+    from jobs.prune.store import PruneRunLive
+
+    put_many(prune.symbols, ["reports/missing-symbols/a.csv", "keep/live"])
+    live_conn, live = run_with_intent(prune, database, [("keep/live", 10)], 60.0)
     try:
-        wait_until_lease_passed(prune, dead)
-        prune.run()
-        assert prune.sql("SELECT run_id, keys_deleted, bytes_freed FROM prune_rule_result"
-                         " WHERE run_id IN (%s, %s) ORDER BY run_id", (dead, live)) == [
-            (dead, 1, 7), (live, 0, 0)]
+        with pytest.raises(PruneRunLive, match=f"prune run {live}, lease live") as refused:
+            prune.run()
+        assert exit_code_for(refused.value) == ExitCode.ONGOING
+        assert prune.sql("SELECT count(*) FROM prune_run") == [(1,)]  # the refused one wrote none
+        assert keys_in(prune.symbols) == {"reports/missing-symbols/a.csv", "keep/live"}
         assert prune.sql("SELECT run_id, keys FROM prune_intent") == [(live, ["keep/live"])]
-        assert prune.sql("SELECT finished_at FROM prune_run WHERE id = %s", (dead,)) == [(None,)]
-        assert keys_in(prune.symbols) == {"keep/there", "keep/live"}
     finally:
         live_conn.close()
 
@@ -284,13 +301,16 @@ def test_a_run_killed_with_a_batch_in_flight_is_reconciled_only_once_its_lease_p
     put_many(prune.symbols, ["keep/a"])
     conn = connect(database)
     conn.autocommit = True
-    store = PruneStore(conn, lease_seconds=15.0)  # outlasts the first prune.run() below
+    store = PruneStore(conn, lease_seconds=5.0)
     run_id = store.start_run(False, 10, "host-a:1")
     store.add_rule(run_id, "reports")
     store.record(run_id, "reports", Settled(), Intent(prune.symbols, [("keep/a", 10)]))
     s3_client().delete_object(Bucket=prune.symbols, Key="keep/a")
     conn.close()  # killed: its lease runs out by itself
-    prune.run()
+    from jobs.prune.store import PruneRunLive
+
+    with pytest.raises(PruneRunLive):  # live as far as anyone can tell: no run starts
+        prune.run()
     assert prune.sql("SELECT count(*) FROM prune_intent WHERE run_id = %s", (run_id,)) == [(1,)]
     wait_until_lease_passed(prune, run_id, seconds=30)
     prune.run()
