@@ -25,7 +25,6 @@ from typing import Any, Callable, Mapping
 from . import __version__
 from .alerting import (
     LASTING,
-    RUNNER,
     AlertPlan,
     AlertRules,
     Event,
@@ -203,27 +202,26 @@ class Alerter:
     def takeover(self, job: Job, before: JobState, run_id: int) -> None:
         """A run took ``job`` over from a dead or expired one: open the ``takeover`` alert
         (if the job's rules ask for it) and send it now. Never raises: the run goes on."""
-        try:
-            if not self.rules(job.app_name).on_takeover or self.store.mutes(job.app_name):
-                return
-            alert_id = self.open(takeover(job.app_name, before, run_id))
-            if alert_id is not None:
-                self.deliver(self.store.notices_claim(self.host, self.config.claim_seconds, [alert_id]))
-        except CrontabberError as exc:
-            logger.error("%s: the takeover alert was not recorded: %s", job.app_name, exc)
+        if self.rules(job.app_name).on_takeover:
+            self._send_now(takeover(job.app_name, before, run_id))
 
     def old_code(self, host: str, behind: tuple[int, ...]) -> None:
         """This host's code is older than the database's schema: open the ``old-code`` alert
         (once per host and set of migrations across the fleet; muted by ``--mute all``) and
         send it now. Never raises: the tick goes on to refuse."""
+        self._send_now(old_code(host, behind))
+
+    def _send_now(self, event: Event) -> None:
+        """Open an event alert (unless its job, or all, is muted) and send its notices at once,
+        not at the next tick; never raises (what it interrupts goes on)."""
         try:
-            if self.store.mutes(RUNNER):
+            if self.store.mutes(event.app_name):
                 return
-            alert_id = self.open(old_code(host, behind))
+            alert_id = self.open(event)
             if alert_id is not None:
                 self.deliver(self.store.notices_claim(self.host, self.config.claim_seconds, [alert_id]))
         except CrontabberError as exc:
-            logger.error("the old-code alert of %s was not recorded: %s", host, exc)
+            logger.error("%s: the %s alert was not recorded: %s", event.app_name, event.kind, exc)
 
     # --------------------------------------------------------------- delivery
 

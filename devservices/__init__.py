@@ -80,11 +80,6 @@ class Services:
         """PgBouncer's port (transaction pooling, in front of the same PostgreSQL)."""
         return int(self.env.get("SYMBOLS_PGB_PORT", DEFAULT_PORTS["pgb"]))
 
-    def pooled(self) -> "Services":
-        """These services with the database reached through PgBouncer: every command and
-        test given this environment (``RESOURCE_POSTGRESQL_PORT``) goes through it."""
-        return Services({**self.env, "RESOURCE_POSTGRESQL_PORT": str(self.pgb_port)})
-
     def pgbouncer_stats(self) -> dict[str, dict[str, int]]:
         """PgBouncer's ``SHOW STATS``, by database name: the proof that traffic went through
         it (``total_xact_count``, ``total_query_count``, ...)."""

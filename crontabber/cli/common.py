@@ -16,7 +16,7 @@ from ..catalog import Job, find_job
 from ..command import configure_logging
 from ..config.settings import Settings
 from ..errors import CodeOlderThanSchema, JobNotFound, Terminated
-from ..runner import Runner
+from ..runner import Runner, this_host
 from ..store import StateStore
 
 if TYPE_CHECKING:
@@ -52,8 +52,6 @@ class Context:
             CodeOlderThanSchema: it is (exit 8).
         """
         if self.store.unknown_migrations:
-            from ..runner import this_host
-
             raise CodeOlderThanSchema(this_host(), self.store.unknown_migrations)
 
     def job(self, name: str) -> Job:

@@ -42,7 +42,7 @@ def test_the_env_file_is_read_and_the_environment_wins(tmp_path):
     assert services.database("other")["dbname"] == "other"
     assert services.script_ports() == {"SYMBOLS_PG_PORT": "7000", "SYMBOLS_ES_PORT": "9999",
                                        "SYMBOLS_S3_PORT": "9555", "SYMBOLS_PGB_PORT": "54339"}
-    assert services.pooled().pg_port == 54339 and services.pooled().pg_host == "127.0.0.1"
+    assert services.pgb_port == 54339
     assert services.pg_data == Path("/var/lib/symbols-services/x-123/pg/data")
     assert services.s3_data == tmp_path / "s3" / "data"
 
