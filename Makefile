@@ -74,6 +74,7 @@ venv: .venv/.installed
 
 .venv/.installed: requirements.txt
 	$(PYTHON) -m venv .venv
+	$(PY) -m pip install --quiet --disable-pip-version-check "$$(grep '^pip==' requirements.txt)"
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	$(PY) -m compileall -q crontabber jobs search dashboard > /dev/null
 	touch $@

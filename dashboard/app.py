@@ -105,6 +105,23 @@ def host_name(host: str) -> str:
     return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
 
 
+#: Addresses that mean "every interface" (never a ``Host`` a browser sends).
+WILDCARD_HOSTS = ("0.0.0.0", "::", "", "[::]")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether listening on ``host`` reaches only this machine (``127.0.0.0/8``, ``::1``,
+    ``localhost``)."""
+    import ipaddress
+
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
 class Guard:
     """Who may ask: the ``Host`` allow-list and the optional authentication (see the module
     docstring). Built from the environment unless given."""
@@ -121,8 +138,10 @@ class Guard:
         self.user_key = "HTTP_" + header.upper().replace("-", "_") if header else ""
 
     def allow_host(self, host: str) -> None:
-        """Add the address the server listens on (``python -m dashboard --host``)."""
-        self.allowed_hosts.add(host_name(f"[{host}]" if ":" in host else host))
+        """Add the address the server listens on (``python -m dashboard --host``); a
+        wildcard address (``0.0.0.0``, ``::``) is no name a browser asks for: not added."""
+        if host.strip() not in WILDCARD_HOSTS:
+            self.allowed_hosts.add(host_name(f"[{host}]" if ":" in host else host))
 
     def check(self, environ: dict[str, Any]) -> None:
         """Raises HttpError: 421 for a ``Host`` not allowed, 401 without the credentials."""

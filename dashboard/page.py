@@ -240,7 +240,21 @@ def uploads_card(panel: Mapping[str, Any], now: dt.datetime) -> str:
             f'{number(panel["failed_total"], "uploads.failed_total")}</p>')
     rows = [[esc(f["id"]), esc(f["filename"]), when_html(f["failed_at"], now),
              f'<span class="reason">{esc(f["error"] or "-")}</span>'] for f in panel["failed"]]
-    return _card("Uploads", body + table(["id", "file", "failed", "reason"], rows, "small"))
+    replaced = [[f'<code class="id" title="{esc(r["key"])}">{esc(r["key"])}</code>',
+                 esc(r["upload_id"]), esc(_previous(r["previous"])),
+                 when_html(r["replaced_at"], now)] for r in panel.get("replaced", [])]
+    return _card("Uploads", body + table(["id", "file", "failed", "reason"], rows, "small")
+                 + f'<h4>files replaced in the last {panel["failed_window_hours"]:g} h: '
+                 f'{number(panel.get("replaced_total", 0), "uploads.replaced_total")}</h4>'
+                 + table(["key", "by upload", "replaced", "when"], replaced, "small"))
+
+
+def _previous(previous: Mapping[str, Any]) -> str:
+    """What a replaced file held: ``upload 20, 1234 bytes, MD5 9e10…``."""
+    upload = f"upload {previous['upload_id']}" if previous["upload_id"] is not None \
+        else "unknown upload"
+    size = f"{previous['size']} bytes" if previous["size"] is not None else "size unknown"
+    return f"{upload}, {size}, MD5 {previous['md5'] or 'unknown'}"
 
 
 def missing_card(panel: Mapping[str, Any], now: dt.datetime) -> str:

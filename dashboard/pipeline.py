@@ -46,11 +46,14 @@ def _config(source: "Source", app_name: str) -> dict[str, Any]:
 def uploads_panel(store: PipelineStore, now: dt.datetime) -> dict[str, Any]:
     queue = store.upload_queue()
     failed = store.failed_uploads(now - FAILED_WINDOW, LIST_LIMIT)
+    replaced = store.replaced_files(now - FAILED_WINDOW, LIST_LIMIT)
     age = (now - queue.oldest_pending).total_seconds() if queue.oldest_pending else None
     return {"queue_depth": queue.depth, "pending": queue.pending, "processing": queue.processing,
             "oldest_pending": queue.oldest_pending, "oldest_pending_age_seconds": age,
             "failed_window_hours": FAILED_WINDOW.total_seconds() / 3600,
-            "failed_total": failed.total, "failed": [row.as_json() for row in failed.rows]}
+            "failed_total": failed.total, "failed": [row.as_json() for row in failed.rows],
+            "replaced_total": replaced.total,
+            "replaced": [row.as_json() for row in replaced.rows]}
 
 
 def waiting_batches(source: "Source", session: "Session") -> dict[str, Any]:

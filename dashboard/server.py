@@ -26,7 +26,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 from crontabber.command import split_overrides
 from crontabber.errors import ConfigurationError, CrontabberError
 
-from .app import DEFAULT_REFRESH, DashboardApp
+from .app import DEFAULT_REFRESH, DashboardApp, is_loopback
 from .source import Source
 
 logger = logging.getLogger("dashboard.server")
@@ -60,6 +60,15 @@ class AccessLogHandler(WSGIRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
         logger.debug("%s " + format, self.address_string(), *args)
+
+    def get_environ(self) -> dict[str, Any]:
+        """wsgiref's environment, without the request headers whose name holds ``_``:
+        wsgiref maps ``X-Forwarded_User`` to ``HTTP_X_FORWARDED_USER`` like
+        ``X-Forwarded-User``, so a client could set the trusted user header past a proxy
+        that only strips the dashed name (nginx and gunicorn drop such headers too)."""
+        for name in {name for name in self.headers if "_" in name}:
+            del self.headers[name]
+        return super().get_environ()
 
 
 def make(host: str, port: int, app: Any) -> WSGIServer:
@@ -104,6 +113,10 @@ def load(argv: list[str]) -> tuple[argparse.Namespace, DashboardApp]:
     with source.session() as session:
         session.pipeline.now()
     app = DashboardApp(source, args.refresh)
+    if app.guard.user_key and not is_loopback(args.host):
+        raise ConfigurationError("--host", f"DASHBOARD_TRUSTED_USER_HEADER trusts a header "
+                                 f"anyone can send to {args.host}: listen on 127.0.0.1 behind "
+                                 "the proxy that sets it")
     app.guard.allow_host(args.host)  # the address it serves on is a name it answers to
     return args, app
 

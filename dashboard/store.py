@@ -64,6 +64,24 @@ class FailedUpload:
 
 
 @dataclass(frozen=True)
+class ReplacedFile:
+    """A symbol file written over another file with other bytes (the ``overwrite`` rule
+    ``replace`` or ``versioned``): what it replaced."""
+
+    key: str
+    upload_id: int
+    replaced_at: dt.datetime
+    previous_upload_id: int | None
+    previous_md5: str | None
+    previous_size: int | None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"key": self.key, "upload_id": self.upload_id, "replaced_at": self.replaced_at,
+                "previous": {"upload_id": self.previous_upload_id, "md5": self.previous_md5,
+                             "size": self.previous_size}}
+
+
+@dataclass(frozen=True)
 class QuarantinedBatch:
     """A missing-symbol batch rejected whole: none of its events were counted."""
 
@@ -198,6 +216,15 @@ class PipelineStore:
         rows = self._rows("failed_uploads", {"since": since, "limit": limit})
         found = tuple(FailedUpload(r["id"], r["filename"], r["uploaded_by"], r["attempts"],
                                    r["error"], r["completed_at"]) for r in rows)
+        return Listing(found, int(rows[0]["total"]) if rows else 0)
+
+    def replaced_files(self, since: dt.datetime, limit: int) -> Listing:
+        """Symbol files written over other bytes after ``since``, newest first (at most
+        ``limit``), and how many in all."""
+        rows = self._rows("replaced_files", {"since": since, "limit": limit})
+        found = tuple(ReplacedFile(r["key"], r["upload_id"], r["created_at"],
+                                   r["previous_upload_id"], r["previous_md5"],
+                                   r["previous_size"]) for r in rows)
         return Listing(found, int(rows[0]["total"]) if rows else 0)
 
     def quarantined_batches(self, limit: int) -> Listing:

@@ -9,16 +9,20 @@ package. This is the closest honest check with what PyPI does serve: the project
 yanked flag of every release.
 
 Audited: every pin of ``requirements.txt`` and every distribution installed in the running
-interpreter's environment (the transitive ones too: s3transfer, jmespath...). Fails (exit 1)
-when a version
+interpreter's environment (the transitive ones too: s3transfer, jmespath..., and the venv's
+own pip, which ``requirements.txt`` pins). Fails (exit 1) when a version
 
-- is pinned or installed at the latest release and PyPI lists an advisory for it,
+- has an advisory PyPI lists for it: for a version behind the latest release, from the
+  release's own document (``/pypi/NAME/VERSION/json``: an old pin whose advisory a later
+  release fixes fails, naming the fix); for any version, the advisories of the latest
+  release (a flaw the latest still has, the older pin has had at least as long),
 - is yanked on PyPI (its maintainers withdrew it, often for a security reason), or
 - does not exist on PyPI.
 
-Reported, not failed: a version behind the latest release is not audited for advisories
-(PyPI here serves none for older releases); the list names them, so a reviewer can bump
-them. Exit 2 when PyPI cannot be reached: the audit did not happen, and says so.
+Reported, not failed: a version behind the latest release whose own document PyPI does not
+serve (the mirror this machine reaches answers 404 for every per-version URL): its advisories
+cannot be known here, and the list names it, so a reviewer can bump it. Exit 2 when PyPI
+cannot be reached: the audit did not happen, and says so.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 PYPI = "https://pypi.org/pypi/{name}/json"
+PYPI_RELEASE = "https://pypi.org/pypi/{name}/{version}/json"
 PIN = re.compile(r"^\s*([A-Za-z0-9_.-]+)(?:\[[^\]]*\])?\s*==\s*([^\s;#]+)")
 
 
@@ -44,6 +49,7 @@ class Finding:
     version: str
     latest: str = ""
     problems: list[str] = field(default_factory=list)
+    release_audited: bool = True  # False: behind, and PyPI served no document of this release
 
     @property
     def behind(self) -> bool:
@@ -70,8 +76,9 @@ def installed() -> dict[str, str]:
             for dist in importlib.metadata.distributions() if dist.metadata["Name"]}
 
 
-def judge(name: str, version: str, document: dict) -> Finding:
-    """The problems of ``name==version`` given PyPI's project ``document`` (pure)."""
+def judge(name: str, version: str, document: dict, release: dict | None = None) -> Finding:
+    """The problems of ``name==version`` given PyPI's project ``document`` and, for a version
+    behind the latest, its ``release`` document (None: PyPI did not serve it) (pure)."""
     latest = str(document.get("info", {}).get("version", ""))
     finding = Finding(name, version, latest)
     files = document.get("releases", {}).get(version)
@@ -81,12 +88,31 @@ def judge(name: str, version: str, document: dict) -> Finding:
     if files and all(f.get("yanked") for f in files):
         reason = next((f.get("yanked_reason") for f in files if f.get("yanked_reason")), "")
         finding.problems.append(f"{version} is yanked on PyPI" + (f": {reason}" if reason else ""))
-    if version == latest:
-        for advisory in document.get("vulnerabilities") or []:
-            ids = ", ".join([advisory.get("id", "?"), *advisory.get("aliases", [])])
-            fixed = ", ".join(advisory.get("fixed_in") or []) or "no fix yet"
-            finding.problems.append(f"advisory {ids} (fixed in {fixed})")
+    advisories = list(document.get("vulnerabilities") or [])  # the latest release's
+    if version != latest:
+        if release is None:
+            finding.release_audited = False
+        else:
+            seen = {advisory.get("id") for advisory in advisories}
+            advisories += [advisory for advisory in release.get("vulnerabilities") or []
+                           if advisory.get("id") not in seen]
+    for advisory in advisories:
+        ids = ", ".join([advisory.get("id", "?"), *advisory.get("aliases", [])])
+        fixed = ", ".join(advisory.get("fixed_in") or []) or "no fix yet"
+        finding.problems.append(f"advisory {ids} (fixed in {fixed})")
     return finding
+
+
+def fetch_release(name: str, version: str, timeout: float) -> dict | None:
+    """PyPI's document of one release, or None when PyPI does not serve it (404)."""
+    try:
+        with urllib.request.urlopen(PYPI_RELEASE.format(name=name, version=version),
+                                    timeout=timeout) as response:
+            return json.load(response)
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:
+            return None
+        raise
 
 
 def fetch(name: str, timeout: float) -> dict:
@@ -103,7 +129,10 @@ def audit(packages: dict[str, str], timeout: float = 20) -> list[Finding]:
     def one(item: tuple[str, str]) -> Finding:
         name, version = item
         try:
-            return judge(name, version, fetch(name, timeout))
+            document = fetch(name, timeout)
+            latest = str(document.get("info", {}).get("version", ""))
+            release = fetch_release(name, version, timeout) if version != latest else None
+            return judge(name, version, document, release)
         except urllib.error.HTTPError as exc:
             if exc.code == 404:
                 return Finding(name, version, problems=["not on PyPI"])
@@ -127,13 +156,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"audit_dependencies: PyPI unreachable ({exc}): nothing was audited", file=sys.stderr)
         return 2
     bad = [f for f in findings if f.problems]
-    behind = [f for f in findings if f.behind and not f.problems]
+    behind = [f for f in findings if f.behind and not f.problems and not f.release_audited]
     for finding in bad:
         for problem in finding.problems:
             print(f"FAIL {finding.name}=={finding.version}: {problem}")
     print(f"audited {len(findings)} packages against PyPI: {len(bad)} with problems; "
-          f"{len(behind)} behind their latest release, whose advisories PyPI here does not "
-          f"serve: " + (", ".join(f"{f.name} {f.version} (latest {f.latest})" for f in behind) or "none"))
+          f"{len(behind)} behind their latest release, whose own advisories PyPI here does "
+          f"not serve: " + (", ".join(f"{f.name} {f.version} (latest {f.latest})"
+                                     for f in behind) or "none"))
     return 1 if bad else 0
 
 

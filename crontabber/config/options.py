@@ -47,6 +47,7 @@ class Option:
     parser: Callable[[str], Any] = str
     reference_value_from: str | None = None
     secret: bool = False
+    url_paths_secret: bool = False  # its URLs' paths may hold tokens (shown as /***)
 
     def parse(self, text: str) -> Any:
         return self.parser(text)
@@ -68,9 +69,12 @@ class Namespace:
         from_string_converter: Callable[[str], Any] | None = None,
         reference_value_from: str | None = None,
         secret: bool | None = None,
+        url_paths_secret: bool = False,
         **_ignored: Any,
     ) -> Option:
         """Declare an option; unknown configman keywords are accepted and ignored.
+        ``url_paths_secret``: the value holds URLs whose paths may carry a token (a webhook's
+        address): listings show them as ``https://host/***``.
 
         A ``default`` given as a string is parsed by ``from_string_converter``
         when one is given, as configman did.
@@ -80,7 +84,8 @@ class Namespace:
             secret = any(word in name.lower() for word in SECRET_WORDS)
         if isinstance(default, str) and from_string_converter is not None and default != "":
             default = from_string_converter(default)
-        option = Option(name, default, doc, parser, reference_value_from, secret)
+        option = Option(name, default, doc, parser, reference_value_from, secret,
+                        url_paths_secret)
         self._options[name] = option
         return option
 

@@ -147,7 +147,8 @@ def _alert_options(cron: Namespace, alerts: Namespace) -> None:
                     "alert when a job's interval has not succeeded this long after the "
                     "interval's time (0: none; usually set per job); seconds, or 30m, 6h, 1d")
     alerts.add_option("targets", "", "where alerts go, one per line: NAME KIND ADDRESS "
-                      "[OPTION=VALUE ...] (see docs/alerts.md); empty: no alerts")
+                      "[OPTION=VALUE ...] (see docs/alerts.md); empty: no alerts",
+                      url_paths_secret=True)  # a Slack webhook's path is its token
     alerts.add_option("claim_seconds", 60.0,
                       "a host that claimed a notice and did not send it within this long (it "
                       "died) leaves it to the next tick of any host")
@@ -450,7 +451,7 @@ def effective_lines(
 ) -> Iterator[tuple[str, str, str]]:
     """``(dotted name, effective value, where it came from)`` for every option (secrets
     masked, URLs' passwords redacted); without ``defaults``, only the options set somewhere."""
-    from ..redaction import redact
+    from ..redaction import redact, redact_url_paths
 
     for path, option in namespace.walk(prefix):
         origin = sources.origin(path, option)
@@ -458,6 +459,8 @@ def effective_lines(
             continue
         value = sources.value(path, option)
         shown = (MASK if value else NOT_SET) if option.secret else redact(repr(value))
+        if option.url_paths_secret:
+            shown = redact_url_paths(shown)
         yield ".".join([*path, option.name]), shown, origin
 
 
@@ -473,7 +476,9 @@ def iter_option_lines(
         if option.secret:
             shown = MASK if value else NOT_SET
         else:  # a URL's password, a signed URL's parameters (crontabber.redaction)
-            from ..redaction import redact
+            from ..redaction import redact, redact_url_paths
 
             shown = redact(repr(value))
+            if option.url_paths_secret:
+                shown = redact_url_paths(shown)
         yield ".".join([*path, option.name]), shown, option.doc

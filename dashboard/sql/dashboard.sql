@@ -25,6 +25,16 @@ WHERE status = 'failed' AND completed_at > %(since)s
 ORDER BY completed_at DESC, id DESC
 LIMIT %(limit)s;
 
+-- name: replaced_files
+-- Symbol files written over another file's bytes since %(since)s, newest first, with what
+-- they replaced (migration 0018; the partial index file_upload_replaced_idx).
+SELECT key, upload_id, created_at, previous_upload_id, previous_md5, previous_size,
+       count(*) OVER () AS total
+FROM file_upload
+WHERE "update" AND created_at > %(since)s
+ORDER BY created_at DESC, id DESC
+LIMIT %(limit)s;
+
 -- name: quarantined_batches
 -- Missing-symbol batches rejected as a whole, newest first, with how many there are.
 SELECT key, events, reason, processed_at, count(*) OVER () AS total

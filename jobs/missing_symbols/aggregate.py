@@ -217,7 +217,7 @@ class _Folder:
             known = symbol in self.validated
         except TypeError:  # a field is a list or a map: validate_symbol says which
             known = False
-        if not known:
+        if not known:  # (a lowercase debug id is never known: validated holds the canonical)
             symbol = validate_symbol(item)
             self.validated.add(symbol)
         key = (*symbol, day)

@@ -11,19 +11,15 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import re
 from dataclasses import dataclass
 from typing import Any, NoReturn
+
+from jobs.symbolkey import BadKey, canonical_debug_id, is_debug_id
 
 #: Longest accepted string field (Tecken's column width; longer values are junk).
 MAX_FIELD_LENGTH = 150
 #: Largest ``count`` a single event may carry.
 MAX_EVENT_COUNT = 1_000_000_000
-#: Breakpad debug ids: 32 hex digits of GUID/build id, then the age (1-8 hex digits).
-DEBUG_ID = re.compile(r"[0-9A-Fa-f]{33,40}")
-#: What DEBUG_ID matches, for the fast path (``str.strip`` of these chars leaves
-#: nothing of a hex string, several times cheaper than the regular expression).
-HEX_DIGITS = "0123456789ABCDEFabcdef"
 SECONDS_PER_DAY = 86400
 
 FIELDS = ("debug_file", "debug_id", "code_file", "code_id")
@@ -71,7 +67,8 @@ def _check_string(name: str, value: Any, required: bool) -> None:
 
 
 def validate_symbol(item: Any) -> tuple[str, str, str, str]:
-    """The identifying fields of a decoded event, checked.
+    """The identifying fields of a decoded event, checked, the debug id in its canonical
+    form (uppercase: :mod:`jobs.symbolkey`, the rule symbol files are stored by).
 
     Raises:
         EventError: the item is not a map, lacks ``debug_file``/``debug_id``, or a
@@ -85,9 +82,9 @@ def validate_symbol(item: Any) -> tuple[str, str, str, str]:
         if (type(debug_file) is str and type(debug_id) is str and type(code_file) is str
                 and type(code_id) is str and 0 < len(debug_file) <= MAX_FIELD_LENGTH
                 and len(code_file) <= MAX_FIELD_LENGTH and len(code_id) <= MAX_FIELD_LENGTH
-                and 33 <= len(debug_id) <= 40 and not debug_id.strip(HEX_DIGITS)
+                and is_debug_id(debug_id)
                 and (debug_file + code_file + code_id).isprintable()):
-            return debug_file, debug_id, code_file, code_id
+            return debug_file, debug_id.upper(), code_file, code_id
     _explain(item)
 
 
@@ -104,8 +101,11 @@ def _explain(item: Any) -> NoReturn:
                                   ("code_file", item.get("code_file", ""), False),
                                   ("code_id", item.get("code_id", ""), False)):
         _check_string(name, "" if value is None else value, required)
-    if not DEBUG_ID.fullmatch(debug_id):
-        raise EventError("invalid debug id", f"debug_id {debug_id!r} is not 33-40 hex digits")
+    try:
+        canonical_debug_id(debug_id)
+    except BadKey:
+        raise EventError("invalid debug id",
+                         f"debug_id {debug_id!r} is not 33-40 hex digits") from None
     raise AssertionError(f"validate_symbol refused a valid event: {item!r}")
 
 

@@ -6,9 +6,12 @@ day with that day's count, by count descending (ties by the fields, so a
 rebuilt report is byte-identical).
 
 The names come from untrusted batch writers, and the report is opened in spreadsheets: a
-cell that begins with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return is written with
-a single quote in front (OWASP's advice on CSV injection), so no spreadsheet evaluates it
-as a formula. The count column is a number and is written as is.
+cell that begins with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return, or with spaces
+before one of those, is written with a single quote in front (OWASP's advice on CSV
+injection), so no spreadsheet evaluates it as a formula; so is a cell that already begins
+with a single quote. The rule for a program reading the report as data is then exact: a
+text cell that begins with ``'`` had one added, strip exactly one. The count column is a
+number and is written as is.
 """
 
 from __future__ import annotations
@@ -29,9 +32,12 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def neutralised(cell: Any) -> Any:
-    """``cell`` with a single quote in front when a spreadsheet would take it for a formula;
-    other values unchanged (the count stays a number)."""
-    if isinstance(cell, str) and cell.startswith(FORMULA_STARTS):
+    """``cell`` with a single quote in front when a spreadsheet would take it for a formula
+    (spaces before it included), or when it begins with a quote already (so that stripping
+    one leading quote always gives the name back); other values unchanged (the count stays a
+    number)."""
+    if isinstance(cell, str) and (cell.startswith("'") or
+                                  cell.lstrip(" ").startswith(FORMULA_STARTS)):
         return "'" + cell
     return cell
 

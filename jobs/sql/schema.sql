@@ -74,9 +74,15 @@ CREATE TABLE IF NOT EXISTS file_upload (
     compressed      boolean NOT NULL,
     "update"        boolean NOT NULL,
     created_at      timestamptz NOT NULL DEFAULT now(),
+    code_id         text,    -- a .sym file's INFO CODE_ID record (migration 0018)
+    code_file       text,
+    previous_md5    text,    -- "update": the object it replaced (original MD5, size, upload)
+    previous_size   bigint,
+    previous_upload_id bigint,
     CONSTRAINT file_upload_upload_key_unique UNIQUE (upload_id, key)
 );
 CREATE INDEX IF NOT EXISTS file_upload_key_idx ON file_upload (key);
+CREATE INDEX IF NOT EXISTS file_upload_replaced_idx ON file_upload (created_at) WHERE "update";
 
 -- S3 pruning (jobs/prune, issue #7): one row per run, one per rule of a run.
 CREATE TABLE IF NOT EXISTS prune_run (

@@ -66,7 +66,8 @@ SELECT key FROM file_upload WHERE upload_id = %(id)s;
 -- name: record_files
 -- Rows of files written, all in one statement (psycopg2's execute_values fills VALUES).
 -- Idempotent: a retried attempt that writes the same key again keeps the first row.
-INSERT INTO file_upload (upload_id, key, size, original_size, original_md5, compressed, "update")
+INSERT INTO file_upload (upload_id, key, size, original_size, original_md5, compressed, "update",
+                         previous_md5, previous_size, previous_upload_id, code_id, code_file)
 VALUES %s
 ON CONFLICT ON CONSTRAINT file_upload_upload_key_unique DO NOTHING;
 
@@ -118,7 +119,8 @@ FROM upload u WHERE u.id = %(id)s;
 
 -- name: files
 -- `show ID`: the objects the upload wrote, in key order, at most `limit`.
-SELECT key, size, original_size, compressed, "update", created_at
+SELECT key, size, original_size, original_md5, compressed, "update", created_at, code_id,
+       code_file, previous_upload_id, previous_md5, previous_size
 FROM file_upload WHERE upload_id = %(id)s
 ORDER BY key
 LIMIT %(limit)s;

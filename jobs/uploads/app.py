@@ -9,14 +9,14 @@ from crontabber.config.options import Namespace
 from crontabber.mixins import using_postgres
 from jobs import SQL_DIR
 
-from .options import OPTIONS
+from .options import CONVERTERS, OPTIONS
 
 
 def _options() -> Namespace:
     """The options of :mod:`.options`, declared to the runner."""
     ns = Namespace()
     for name, default, doc in OPTIONS:
-        ns.add_option(name, default=default, doc=doc)
+        ns.add_option(name, default=default, doc=doc, from_string_converter=CONVERTERS.get(name))
     return ns
 
 

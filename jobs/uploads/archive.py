@@ -26,6 +26,7 @@ from typing import BinaryIO, Iterator
 
 from .errors import Rejected
 from .records import Digest
+from .symheader import HEAD_BYTES
 from .validation import FLAG_DESCRIPTOR, FLAG_UTF8, check_flags, raw_name
 
 CHUNK = 1024 * 1024
@@ -171,13 +172,16 @@ def iter_member(path: Path, info: zipfile.ZipInfo, chunk: int = CHUNK) -> Iterat
 
 
 def digest(path: Path, info: zipfile.ZipInfo) -> Digest:
-    """Size and MD5 of a member, streamed (verifies CRC and size too)."""
+    """Size and MD5 of a member and its first bytes, streamed (verifies CRC and size too)."""
     md5 = hashlib.md5()
     size = 0
+    head = b""
     for data in iter_member(path, info):
         md5.update(data)
+        if size < HEAD_BYTES:
+            head += data[:HEAD_BYTES - size]
         size += len(data)
-    return Digest(size, md5.hexdigest())
+    return Digest(size, md5.hexdigest(), head)
 
 
 def spool(path: Path, info: zipfile.ZipInfo, level: int | None, target: BinaryIO,
@@ -197,25 +201,30 @@ def spool(path: Path, info: zipfile.ZipInfo, level: int | None, target: BinaryIO
     """
     md5 = hashlib.md5()
     size = 0
+    head = b""
     if level is not None and reuse and info.compress_type == zipfile.ZIP_DEFLATED:
         target.write(GZIP_HEADER)
         for raw, data in _chunks(path, info, CHUNK):
             target.write(raw)
             md5.update(data)
+            if size < HEAD_BYTES:
+                head += data[:HEAD_BYTES - size]
             size += len(data)
         target.write(struct.pack("<II", info.CRC, size & 0xFFFFFFFF))
-        return Digest(size, md5.hexdigest())
+        return Digest(size, md5.hexdigest(), head)
     from isal import isal_zlib
 
     compressor = isal_zlib.compressobj(level, isal_zlib.DEFLATED, 31) if level is not None \
         else None
     for data in iter_member(path, info):
         md5.update(data)
+        if size < HEAD_BYTES:
+            head += data[:HEAD_BYTES - size]
         size += len(data)
         target.write(compressor.compress(data) if compressor is not None else data)
     if compressor is not None:
         target.write(compressor.flush())
-    return Digest(size, md5.hexdigest())
+    return Digest(size, md5.hexdigest(), head)
 
 
 def gzipped(path: Path, info: zipfile.ZipInfo, level: int, reuse: bool = True) -> bytes:

@@ -52,7 +52,7 @@ def read_directory(client: Any, settings: UploadSettings, upload: Upload,
     sparse = tmp / "directory.zip"
     try:
         etag = storage.fetch_tail(client, settings.inbox_bucket, upload.inbox_key, sparse, TAIL)
-        plan = read_plan(sparse, settings.limits)
+        plan = read_plan(sparse, settings.limits, settings.symbols_prefix)
         with zipfile.ZipFile(sparse) as zipped:
             starts = sorted({info.header_offset for info in zipped.infolist()})
             # the last member's data ends where the central directory starts (already read:

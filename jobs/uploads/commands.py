@@ -9,21 +9,21 @@ from pathlib import Path
 from typing import Any
 
 from jobs.s3 import ensure_bucket
+from jobs.symbolkey import safe_part
 
 from . import storage
 from .demo import demo_archives
 from .errors import ArchiveUnusable
 from .store import UploadStore
-from .validation import key_safe
 
 
 def inbox_key(prefix: str, filename: str) -> str:
     """``<prefix><YYYY-MM-DD>/<random>/<filename>``: unique, dated for the prune job. The
     uploader's file name is only a hint here: each character outside the symbol key set
-    (:func:`~jobs.uploads.validation.key_safe`) becomes ``_`` (the upload's ``filename``
+    (:func:`jobs.symbolkey.safe_part`) becomes ``_`` (the upload's ``filename``
     keeps it as given)."""
     today = dt.datetime.now(dt.timezone.utc).date().isoformat()
-    return f"{prefix}{today}/{uuid.uuid4().hex}/{key_safe(filename)}"
+    return f"{prefix}{today}/{uuid.uuid4().hex}/{safe_part(filename)}"
 
 
 def check_local_archive(path: Path) -> None:

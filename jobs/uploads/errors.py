@@ -33,13 +33,21 @@ class StorageFailed(UploadError):
     as 503 SlowDown), not this object or request."""
 
     def __init__(self, operation: str, bucket: str, key: str, reason: str,
-                 unavailable: bool = False) -> None:
+                 unavailable: bool = False, status: int | None = None) -> None:
         self.operation = operation
         self.bucket = bucket
         self.key = key
         self.reason = reason
         self.unavailable = unavailable
+        self.status = status  # the HTTP status S3 answered (None: no answer)
         super().__init__(f"S3 {operation} s3://{bucket}/{key} failed: {reason}")
+
+    @property
+    def maybe_this_key(self) -> bool:
+        """S3 answered, with an error other than 503 (throttling, maintenance): it may be
+        about this request's key only (a file-system back end refusing a name answers 500),
+        so whether the service is down is for a probe to say (:func:`.storage.answers`)."""
+        return self.status is not None and self.status != 503
 
 
 class S3Unavailable(UploadError):
@@ -109,3 +117,17 @@ class ArchiveUnusable(UploadError):
         self.path = path
         self.reason = reason
         super().__init__(f"{path}: {reason}")
+
+
+class VersioningOff(UploadError):
+    """``overwrite = versioned``, but the symbols bucket does not keep versions: the run
+    stops before it claims anything (a replaced file would be gone for good)."""
+
+    permanent = True
+
+    def __init__(self, bucket: str, status: str) -> None:
+        self.bucket = bucket
+        self.status = status
+        super().__init__(f"overwrite = versioned, but versioning of bucket {bucket!r} is "
+                         f"{status}: enable it (put-bucket-versioning Status=Enabled) or choose "
+                         f"overwrite = replace or keep-first; no upload was claimed")

@@ -38,7 +38,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import storage
-from .records import Digest, Existing, Recorder, UploadSettings, Written
+from .errors import Rejected
+from .records import Digest, Existing, Overwrite, Recorder, UploadSettings, Written
 from .validation import Plan
 
 SAMPLE_DIRECTORIES = 16
@@ -144,23 +145,41 @@ class Lookup:
 @dataclass(frozen=True)
 class Verdict:
     """What to do with a member's key, given what is there: ``write`` it (``update``: over
-    another object), or not, recording ``row`` if there is one (this upload wrote the
-    object and was stopped before its row)."""
+    ``previous``, another object), or not, recording ``row`` if there is one (this upload
+    wrote the object and was stopped before its row)."""
 
     write: bool
     update: bool = False
     row: Written | None = None
+    previous: Existing | None = None
+
+
+RULE_KEEP_FIRST = "the key holds another file (overwrite = keep-first)"
 
 
 def decide(found: Existing | None, key: str, digest: Digest, upload_id: int,
-           compressed: bool) -> Verdict:
+           compressed: bool, overwrite: Overwrite = Overwrite.REPLACE,
+           member: str | None = None) -> Verdict:
     """Pure: a key is written unless the object there holds the same bytes (Tecken's
     ``original_size`` and ``original_md5_hash``); such an object written by this upload
-    gets its row back from its metadata."""
+    gets its row back from its metadata. Over other bytes it is written by ``overwrite``'s
+    rule (:class:`~.records.Overwrite`).
+
+    Raises:
+        Rejected: ``keep-first``, and another upload's object holds other bytes (naming
+            ``member``, or the key, and that upload).
+    """
     if found is None:
         return Verdict(write=True)
     if not found.same(digest):
-        return Verdict(write=True, update=True)
+        if overwrite is Overwrite.KEEP_FIRST and found.upload_id != upload_id:
+            earlier = f"upload {found.upload_id}" if found.upload_id is not None else \
+                "an object of no known upload"
+            raise Rejected(RULE_KEEP_FIRST, member or key,
+                           f"{key} was written by {earlier}: {found.original_size} bytes, "
+                           f"MD5 {found.original_md5}; this one: {digest.size} bytes, "
+                           f"MD5 {digest.md5}")
+        return Verdict(write=True, update=True, previous=found)
     if found.upload_id == upload_id:
         return Verdict(write=False, row=Written(key, found.size, digest.size, digest.md5,
                                                 compressed, found.replaced))
@@ -168,13 +187,16 @@ def decide(found: Existing | None, key: str, digest: Digest, upload_id: int,
 
 
 def recheck(client: Any, bucket: str, key: str, digest: Digest, upload_id: int,
-            compressed: bool) -> Verdict:
+            compressed: bool, overwrite: Overwrite = Overwrite.REPLACE,
+            member: str | None = None) -> Verdict:
     """HEAD a key that was not checked, and :func:`decide`.
 
     Raises:
         StorageFailed: S3 failed after retries.
+        Rejected: as :func:`decide`.
     """
-    return decide(storage.head(client, bucket, key), key, digest, upload_id, compressed)
+    return decide(storage.head(client, bucket, key), key, digest, upload_id, compressed,
+                  overwrite, member)
 
 
 @dataclass(frozen=True)
@@ -193,7 +215,7 @@ class ArchiveKeys:
         """Start the existence checks, largest member first, as the verify pass will mostly
         need them (it waits per key, so it starts on the first members while the rest are
         checked)."""
-        keys = [settings.object_key(info.filename) for info in plan.members]
+        keys = [key.object_key(settings.symbols_prefix) for key in plan.keys]
         largest_first = sorted(range(len(keys)), key=lambda i: -plan.members[i].file_size)
         done = recorder.written_keys()  # (the verify pass renews the lease when due)
         lookup = Lookup(client, settings.symbols_bucket,

@@ -106,8 +106,23 @@ def show_lines(row: Row, files: list[dict[str, Any]]) -> list[str]:
         more = row["files_written"] - len(files)
         lines.append("  written" + (f" (the first {len(files)} of {row['files_written']}, "
                                     "in key order; --files N for more)" if more > 0 else ""))
-        lines += [f"    {printable(f['key'])}  {size(f['size'])}{'  gzip' if f['compressed'] else ''}"
-                  f"{'  replaced' if f['update'] else ''}" for f in files]
+        lines += [line for f in files for line in _file_lines(f)]
+    return lines
+
+
+def _file_lines(row: Row) -> list[str]:
+    """One object written: its key, size and flags; its code id; what it replaced."""
+    lines = [f"    {printable(row['key'])}  {size(row['size'])}"
+             f"{'  gzip' if row['compressed'] else ''}{'  replaced' if row['update'] else ''}"]
+    if row.get("code_id"):
+        lines.append(f"      code id {printable(row['code_id'])}"
+                     + (f" ({printable(row['code_file'])})" if row.get("code_file") else ""))
+    if row["update"]:
+        by = f"upload {row['previous_upload_id']}" if row.get("previous_upload_id") is not None \
+            else "an unknown upload"
+        was = f"{size(row['previous_size'])}, MD5 {row['previous_md5']}" \
+            if row.get("previous_md5") else "size and MD5 unknown"
+        lines.append(f"      replaced the file of {by} ({was})")
     return lines
 
 

@@ -33,6 +33,8 @@ OPTIONS: tuple[tuple[str, Any, str], ...] = (
      "objects larger than this (bytes, as stored) are written by multipart upload"),
     ("part_size", 8 * MiB, "multipart part size in bytes (S3: >= 5 MiB)"),
     ("existence_check", "auto", "auto, list or head (see docs/jobs/uploads.md)"),
+    ("overwrite", "replace",
+     "a key holding other bytes: replace, keep-first or versioned (docs/security.md)"),
     # the queue
     ("max_attempts", 3, "attempts before an upload stays failed"),
     ("lease_seconds", 600.0, "a claim not renewed for this long is taken over"),
@@ -49,6 +51,25 @@ OPTIONS: tuple[tuple[str, Any, str], ...] = (
 
 #: Each option's default, by name.
 DEFAULTS: dict[str, Any] = {name: default for name, default, _ in OPTIONS}
+
+#: The ``overwrite`` option's rules (:class:`.records.Overwrite`).
+OVERWRITE_RULES = ("replace", "keep-first", "versioned")
+
+
+def parse_overwrite(text: str) -> str:
+    """The ``overwrite`` option's value, checked when the configuration is read.
+
+    Raises:
+        ValueError: not one of :data:`OVERWRITE_RULES` (the message lists them).
+    """
+    rule = str(text).strip().lower()
+    if rule not in OVERWRITE_RULES:
+        raise ValueError(f"{text!r} is not one of {', '.join(OVERWRITE_RULES)}")
+    return rule
+
+
+#: Options whose text is parsed by a function of their own (others: by their default's type).
+CONVERTERS = {"overwrite": parse_overwrite}
 
 
 def parse_extensions(text: str) -> tuple[str, ...]:

@@ -65,7 +65,7 @@ def process(upload: Upload, settings: UploadSettings, client: Any, recorder: Rec
             try:
                 if directory is None:
                     downloading.result()
-                    plan = read_plan(path, settings.limits)
+                    plan = read_plan(path, settings.limits, settings.symbols_prefix)
                 else:  # the existence checks and the verify pass overlap the download
                     plan = directory.plan
                 (Path(tmp) / "spool").mkdir()

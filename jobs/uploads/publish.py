@@ -53,26 +53,34 @@ class Publisher:
         ``conditional``: the key was not checked: HEAD it first (a multipart upload takes
         no condition)."""
         assert member.body is not None
-        written = self._written(member, member.body, update=False)
+        written = self._written(member, member.body, None)
         if conditional:
             verdict = self._recheck(member)
             if not verdict.write:
                 return dataclasses.replace(member, settled=True, row=verdict.row)
-            written = dataclasses.replace(written, update=verdict.update)
+            written = self._written(member, member.body, verdict)
         return dataclasses.replace(member, staged=self._stage(written, member.body))
 
-    def write(self, member: Member, mode: WriteMode) -> Written | None:
-        """Write one object (the new row), or None when it turned out to be there already.
-        A member not spooled (its key existed with other bytes) is spooled now."""
+    def write(self, member: Member, mode: WriteMode, verdict: Verdict | None = None
+              ) -> Written | None:
+        """Write one object (the new row), or None when it turned out to be there already
+        (``verdict``: what the checks decided for a ``REPLACE``). A member not spooled (its
+        key existed with other bytes) is spooled now.
+
+        Raises:
+            Rejected: a key not checked turned out to hold another upload's file, and the
+                ``overwrite`` rule is ``keep-first`` (a race with another upload: the files
+                of this upload written so far stay, each whole, with its row).
+        """
         body = member.body if member.body is not None else \
             self._spool.spooled(member.index, member.info)[1]
-        written = self._written(member, body, update=mode is WriteMode.REPLACE)
+        written = self._written(member, body, verdict if mode is WriteMode.REPLACE else None)
         large = written.size > self._settings.multipart_threshold
         if mode is WriteMode.IF_ABSENT and large:  # a multipart upload has no condition
             verdict = self._recheck(member)
             if not verdict.write:
                 return verdict.row
-            written, mode = dataclasses.replace(written, update=verdict.update), WriteMode.NEW
+            written, mode = self._written(member, body, verdict), WriteMode.NEW
         if large:
             return self.complete(self._stage(written, body))
         content = body.read_bytes()
@@ -82,7 +90,7 @@ class Publisher:
         verdict = self._recheck(member)  # refused: the key existed after all
         if not verdict.write:
             return verdict.row
-        written = dataclasses.replace(written, update=verdict.update)
+        written = self._written(member, body, verdict)
         storage.put(self._client, self._bucket, written, content, self._upload_id)
         return written
 
@@ -126,39 +134,59 @@ class Publisher:
     def verdict(self, member: Member, found: Existing | None) -> Verdict:
         """What to do with ``member``'s key, given the object the checks found there."""
         return decide(found, member.key, member.digest, self._upload_id,
-                      self._settings.compresses(member.key))
+                      self._settings.compresses(member.key), self._settings.overwrite,
+                      member.info.filename)
 
-    def _written(self, member: Member, body: Path, update: bool) -> Written:
+    def _written(self, member: Member, body: Path, verdict: Verdict | None) -> Written:
+        """The row of ``member``'s object, written from ``body``, over the object
+        ``verdict`` found (None: a new key)."""
+        header = member.header
         return Written(member.key, body.stat().st_size, member.digest.size, member.digest.md5,
-                       self._settings.compresses(member.key), update)
+                       self._settings.compresses(member.key),
+                       verdict is not None and verdict.update,
+                       verdict.previous if verdict is not None else None,
+                       header.code_id if header is not None else None,
+                       header.code_file if header is not None else None)
 
     def _recheck(self, member: Member) -> Verdict:
         return recheck(self._client, self._bucket, member.key, member.digest, self._upload_id,
-                       self._settings.compresses(member.key))
+                       self._settings.compresses(member.key), self._settings.overwrite,
+                       member.info.filename)
 
 
 def publish(pool: Executor, publisher: Publisher, members: list[Member], keys: ArchiveKeys,
             recorder: Recorder, progress: Progress) -> None:
     """Write the members' objects that are missing or changed, on ``pool``; record a row
-    for each object written (and for one this upload wrote before its row was lost)."""
+    for each object written (and for one this upload wrote before its row was lost).
+
+    Every checked key's verdict is decided before the first write, so an upload that the
+    ``overwrite`` rule refuses (``keep-first``) publishes nothing.
+
+    Raises:
+        Rejected: ``keep-first``, and a key holds another upload's file.
+    """
     existing = keys.lookup.result()
     recorder.heartbeat()
-    writes: list[Future[Written | None]] = []
+    plans: list[tuple[Member, WriteMode | None, Verdict | None]] = []
     for member in members:
+        if member.staged is not None or member.key in keys.done or member.settled:
+            plans.append((member, None, None))
+        elif member.key in existing:
+            found = publisher.verdict(member, existing[member.key])
+            mode = (WriteMode.REPLACE if found.update else WriteMode.NEW) \
+                if found.write else None
+            plans.append((member, mode, found))
+        else:
+            plans.append((member, WriteMode.IF_ABSENT, None))
+    writes: list[Future[Written | None]] = []
+    for member, mode, verdict in plans:
         if member.staged is not None:
             writes.append(pool.submit(publisher.complete, member.staged))
-            continue
-        if member.key in keys.done or member.settled:
-            _member_done(member.row, recorder, progress)
-            continue
-        mode = WriteMode.IF_ABSENT
-        if member.key in existing:
-            verdict = publisher.verdict(member, existing[member.key])
-            if not verdict.write:
-                _member_done(verdict.row, recorder, progress)
-                continue
-            mode = WriteMode.REPLACE if verdict.update else WriteMode.NEW
-        writes.append(pool.submit(publisher.write, member, mode))
+        elif mode is not None:
+            writes.append(pool.submit(publisher.write, member, mode, verdict))
+        else:  # recorded already, settled early, or there with the same bytes
+            _member_done(verdict.row if verdict is not None else member.row, recorder,
+                         progress)
     for future in as_completed(writes):
         _member_done(future.result(), recorder, progress)
     recorder.flush()

@@ -7,7 +7,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol
 
-from .options import DEFAULTS, parse_extensions
+from .options import DEFAULTS, parse_extensions, parse_overwrite
 
 
 class UploadStatus(str, enum.Enum):
@@ -17,6 +17,15 @@ class UploadStatus(str, enum.Enum):
     PROCESSING = "processing"
     DONE = "done"
     FAILED = "failed"
+
+
+class Overwrite(str, enum.Enum):
+    """The ``overwrite`` option: what an upload does with a key already holding other bytes
+    (the same bytes are never written again). docs/security.md states each rule."""
+
+    REPLACE = "replace"  # write over it (Tecken's rule); the row keeps the old MD5, size, upload
+    KEEP_FIRST = "keep-first"  # refuse the upload, naming the upload that wrote the key
+    VERSIONED = "versioned"  # write over it; S3 versioning (checked at start) keeps the old
 
 
 @dataclass(frozen=True)
@@ -71,6 +80,7 @@ class UploadSettings:
     gzip_level: int = DEFAULTS["gzip_level"]
     concurrency: int = DEFAULTS["concurrency"]
     existence_check: str = DEFAULTS["existence_check"]  # auto | list | head
+    overwrite: Overwrite = Overwrite(DEFAULTS["overwrite"])
     limits: Limits = field(default_factory=Limits)
     multipart_threshold: int = DEFAULTS["multipart_threshold"]
     part_size: int = DEFAULTS["part_size"]
@@ -81,12 +91,8 @@ class UploadSettings:
         return cls(config["inbox_bucket"], config["symbols_bucket"], config["symbols_prefix"],
                    parse_extensions(config["compress_extensions"]), int(config["gzip_level"]),
                    int(config["concurrency"]), config["existence_check"],
-                   Limits.from_config(config), int(config["multipart_threshold"]),
-                   int(config["part_size"]))
-
-    def object_key(self, member: str) -> str:
-        return f"{self.symbols_prefix.strip('/')}/{member}" if self.symbols_prefix.strip("/") \
-            else member
+                   Overwrite(parse_overwrite(config["overwrite"])), Limits.from_config(config),
+                   int(config["multipart_threshold"]), int(config["part_size"]))
 
     def compresses(self, member: str) -> bool:
         return member.rsplit(".", 1)[-1].lower() in self.compress_extensions
@@ -94,10 +100,12 @@ class UploadSettings:
 
 @dataclass(frozen=True)
 class Digest:
-    """Size and MD5 of a member's uncompressed bytes, computed while streaming."""
+    """Size and MD5 of a member's uncompressed bytes, computed while streaming, and its first
+    bytes (``head``: up to :data:`~.symheader.HEAD_BYTES`, for a ``.sym`` file's header)."""
 
     size: int
     md5: str
+    head: bytes = field(default=b"", compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -116,7 +124,9 @@ class Existing:
 
 @dataclass(frozen=True)
 class Written:
-    """One object written: a future ``file_upload`` row."""
+    """One object written: a future ``file_upload`` row. ``update``: it replaced another
+    object, whose Tecken metadata ``previous`` holds (its MD5, size and upload, when known);
+    ``code_id`` and ``code_file``: a ``.sym`` file's ``INFO CODE_ID`` record."""
 
     key: str
     size: int
@@ -124,6 +134,9 @@ class Written:
     original_md5: str
     compressed: bool
     update: bool
+    previous: Existing | None = None
+    code_id: str | None = None
+    code_file: str | None = None
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,50 @@ def _is_s3_unavailable(exc: Exception) -> bool:
 
 
 def _failed(operation: str, bucket: str, key: str, exc: Exception) -> StorageFailed:
-    return StorageFailed(operation, bucket, key, _s3_error_text(exc), unavailable=_is_s3_unavailable(exc))
+    return StorageFailed(operation, bucket, key, _s3_error_text(exc),
+                         unavailable=_is_s3_unavailable(exc), status=_status(exc))
+
+
+def _status(exc: Exception) -> int | None:
+    """The HTTP status of S3's answer that ``exc`` carries (None: no answer)."""
+    response = getattr(exc, "response", None)
+    status = response.get("ResponseMetadata", {}).get("HTTPStatusCode") \
+        if isinstance(response, dict) else None
+    return status if isinstance(status, int) else None
+
+
+def versioning(client: Any, bucket: str) -> str:
+    """The bucket's versioning status: ``Enabled``, ``Suspended``, ``never enabled``, or
+    ``not supported by this S3 server (...)``.
+
+    Raises:
+        StorageFailed: S3 failed after retries.
+    """
+    try:
+        status = client.get_bucket_versioning(Bucket=bucket).get("Status")
+    except Exception as exc:
+        if _status(exc) == 501:
+            return f"not supported by this S3 server ({_s3_error_text(exc)})"
+        raise _failed("GetBucketVersioning", bucket, "", exc) from None
+    return str(status) if status else "never enabled"
+
+
+#: The object a write probe writes (outside the symbol keys' layout; no prune rule covers it).
+PROBE_KEY = "_probe/process-uploads"
+_WRITES = ("PutObject", "CreateMultipartUpload", "UploadPart", "CompleteMultipartUpload")
+
+
+def answers(client: Any, failed: StorageFailed) -> bool:
+    """Whether S3 still does what ``failed`` could not, for another key: a HEAD of its
+    bucket answers, and for a write, a PUT of an empty object at :data:`PROBE_KEY` in it
+    succeeds. Then the service is up and the failure was about that key only."""
+    try:
+        client.head_bucket(Bucket=failed.bucket)
+        if failed.operation in _WRITES:
+            client.put_object(Bucket=failed.bucket, Key=PROBE_KEY, Body=b"")
+    except Exception:  # (botocore's errors, after its retries: the service is not up)
+        return False
+    return True
 
 
 def _is_not_found(exc: Exception) -> bool:

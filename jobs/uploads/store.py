@@ -143,8 +143,13 @@ class ClaimRecorder:
             return {row[0] for row in cur.fetchall()}
 
     def record(self, written: Written) -> None:
+        previous = written.previous
         self._pending.append((self._id, written.key, written.size, written.original_size,
-                              written.original_md5, written.compressed, written.update))
+                              written.original_md5, written.compressed, written.update,
+                              previous.original_md5 if previous else None,
+                              previous.original_size if previous else None,
+                              previous.upload_id if previous else None,
+                              written.code_id, written.code_file))
         if len(self._pending) >= self._batch_size or \
                 time.monotonic() - self._last >= self._every:
             self.flush()

@@ -23,23 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from jobs import symbolkey
+from jobs.symbolkey import SymbolKey
+
 from .errors import Rejected
 from .records import Limits
 
-# The one allowed set for a symbol key's outer parts (<debug_file>/<hex DEBUG_ID>/<file>):
-# Tecken's rule (no control characters, nothing outside ASCII, none of S3's "characters to
-# avoid" \^`<>{}[]#%"'|, no '/') narrowed to a positive list: ASCII letters and digits and
-# the punctuation debug file names use, without the URL query characters ?&=; (a key is a
-# download URL's path); an inner space is allowed (macOS framework names), never a leading or
-# trailing one (S3 and most tools would show two keys as one). Everything else is refused:
-# bidi controls, zero-width and fullwidth characters, lookalike slashes (U+2215, U+2044),
-# line separators (U+2028, U+2029), any control character.
-KEY_PUNCTUATION = "!$()*+,-.:@_~ "
-_CHAR = rf"[A-Za-z0-9{re.escape(KEY_PUNCTUATION)}]"
-_EDGE = rf"[A-Za-z0-9{re.escape(KEY_PUNCTUATION.strip())}]"
-_OUTER = rf"{_EDGE}(?:{_CHAR}*{_EDGE})?"
-KEY_PATTERN = re.compile(rf"{_OUTER}/[0-9A-Fa-f]+/{_OUTER}")  # (use fullmatch)
-_KEY_CHAR = re.compile(_CHAR)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _SUPPORTED_METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
 
@@ -47,9 +36,6 @@ RULE_CONTROL = "control character in name"
 RULE_BACKSLASH = "backslash in name"
 RULE_ABSOLUTE = "absolute path"
 RULE_TRAVERSAL = "path traversal ('..')"
-RULE_KEY_CHARACTER = "character not allowed in a symbol key"
-RULE_KEY_SPACE = "leading or trailing space in a symbol key part"
-RULE_PATTERN = "name is not <debug_file>/<hex DEBUG_ID>/<file> nor an ignorable name"
 RULE_SYMLINK = "symbolic link"
 RULE_SPECIAL = "special file (not a regular file)"
 RULE_ENCRYPTED = "encrypted (flag bit 0)"
@@ -89,9 +75,11 @@ _LOCATOR64 = struct.Struct("<4sLQL")  # ZIP64 end of central directory locator (
 
 @dataclass
 class Plan:
-    """What to do with a valid archive: symbol members to publish, names to ignore."""
+    """What to do with a valid archive: symbol members to publish (``keys[i]``: the canonical
+    key of ``members[i]``), names to ignore."""
 
     members: list[zipfile.ZipInfo] = field(default_factory=list)
+    keys: list[SymbolKey] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)
 
     @property
@@ -105,33 +93,20 @@ def is_ignorable(name: str) -> bool:
         name.rsplit("/", 1)[-1] == ".DS_Store"
 
 
-def check_name(name: str) -> None:
-    """Raise :class:`Rejected` when ``name`` is unsafe or not a symbol key."""
+def check_name(name: str, prefix: str = "") -> SymbolKey | None:
+    """The canonical key of member ``name`` (:mod:`jobs.symbolkey`; ``prefix``: the one it
+    is stored under), or None for an ignorable name.
+
+    Raises:
+        Rejected: ``name`` is unsafe, or not a canonical symbol key (naming the rule).
+    """
     check_safe(name)
     if is_ignorable(name):
-        return
-    check_key_characters(name)
-    if "." in name.split("/") or not KEY_PATTERN.fullmatch(name):
-        raise Rejected(RULE_PATTERN, name)
-
-
-def key_safe(text: str) -> str:
-    """``text`` with each character outside the symbol key set (see ``KEY_PUNCTUATION``)
-    replaced by ``_`` and no leading or trailing space: a key part that is always
-    allowed (``_`` for an empty one)."""
-    return "".join(char if _KEY_CHAR.fullmatch(char) else "_" for char in text).strip(" ") \
-        or "_"
-
-
-def check_key_characters(name: str) -> None:
-    """Raise :class:`Rejected` naming the first character of ``name`` outside the allowed
-    set (ASCII letters, digits, ``KEY_PUNCTUATION`` and '/'), or a part that starts or ends
-    with a space."""
-    for at, char in enumerate(name):
-        if char != "/" and not _KEY_CHAR.fullmatch(char):
-            raise Rejected(RULE_KEY_CHARACTER, name, f"U+{ord(char):04X} at {at}")
-    if any(part != part.strip(" ") for part in name.split("/")):
-        raise Rejected(RULE_KEY_SPACE, name)
+        return None
+    try:
+        return symbolkey.parse(name, prefix)
+    except symbolkey.BadKey as exc:
+        raise Rejected(exc.rule, name, exc.detail) from None
 
 
 def check_safe(name: str) -> None:
@@ -209,14 +184,18 @@ def check_layout(infos: list[zipfile.ZipInfo], directory: int | None) -> None:
                            f"its data ends at {end} or later, the next record starts at {limit}")
 
 
-def validate(infos: list[zipfile.ZipInfo], limits: Limits, directory: int | None = None) -> Plan:
+def validate(infos: list[zipfile.ZipInfo], limits: Limits, directory: int | None = None,
+             prefix: str = "") -> Plan:
     """Check every member of the central directory, in order; then that no two overlap
-    (``directory``: where the central directory starts, the bound of the last member).
+    (``directory``: where the central directory starts, the bound of the last member;
+    ``prefix``: the key prefix the members will be stored under).
 
-    Directory entries are skipped; a duplicate name with the same CRC and size is
-    published once. An archive whose members are all ignorable names (``*-symbols.txt``,
-    ``.DS_Store``) is valid with nothing to publish (Tecken completes such an upload and
-    lists them as ignored); one without any file (no member, or directories only) is not.
+    Directory entries are skipped; two members with the same canonical key (a debug id in
+    either case: :mod:`jobs.symbolkey`) and the same CRC and size are published once, with
+    other content they are refused. An archive whose members are all ignorable names
+    (``*-symbols.txt``, ``.DS_Store``) is valid with nothing to publish (Tecken completes such
+    an upload and lists them as ignored); one without any file (no member, or directories
+    only) is not.
 
     Raises:
         Rejected: at the first member that breaks a rule; with no member named when the
@@ -235,25 +214,32 @@ def validate(infos: list[zipfile.ZipInfo], limits: Limits, directory: int | None
         raise Rejected(RULE_TOO_MANY, files[limits.max_members].filename,
                        f"{len(files)} > {limits.max_members}")
     for info in files:
-        check_name(info.filename)
+        key = check_name(info.filename, prefix)
         check_kind(info)
         total += info.file_size
         check_size(info, total, limits)
-        first = seen.get(info.filename)
+        name = key.path if key is not None else info.filename
+        first = seen.get(name)
         if first is not None:
             if (first.CRC, first.file_size) != (info.CRC, info.file_size):
-                raise Rejected(RULE_DUPLICATE, info.filename)
+                raise Rejected(RULE_DUPLICATE, info.filename,
+                               f"same key as {first.filename!r}" if first.filename != info.filename
+                               else "")
             continue
-        seen[info.filename] = info
-        (plan.ignored.append(info.filename) if is_ignorable(info.filename)
-         else plan.members.append(info))
+        seen[name] = info
+        if key is None:
+            plan.ignored.append(info.filename)
+        else:
+            plan.members.append(info)
+            plan.keys.append(key)
     check_layout(infos, directory)
     return plan
 
 
-def read_plan(path: Path, limits: Limits) -> Plan:
+def read_plan(path: Path, limits: Limits, prefix: str = "") -> Plan:
     """The validated plan of the archive at ``path`` (its end records and central directory
-    only: in the job, possibly a sparse file holding just the archive's tail).
+    only: in the job, possibly a sparse file holding just the archive's tail; ``prefix``: the
+    key prefix its members will be stored under).
 
     Raises:
         Rejected: not a zip, a split archive, a count or version the directory does not
@@ -275,7 +261,7 @@ def read_plan(path: Path, limits: Limits) -> Plan:
     except (zipfile.BadZipFile, OSError, ValueError, EOFError, struct.error) as exc:
         raise Rejected(RULE_NOT_ZIP, None, str(exc)) from None
     check_entry_count(end, len(infos))
-    plan = validate(infos, limits, directory if isinstance(directory, int) else None)
+    plan = validate(infos, limits, directory if isinstance(directory, int) else None, prefix)
     check_archive_ratio(infos, path.stat().st_size, limits)
     return plan
 

@@ -22,10 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import archive
+from . import archive, symheader
 from .arrival import Gate
 from .existence import ArchiveKeys
 from .records import Digest, Recorder, Staged, UploadSettings, Written
+from .symheader import Header
 from .validation import Plan
 
 
@@ -43,6 +44,7 @@ class Member:
     staged: Staged | None = None
     settled: bool = False
     row: Written | None = None
+    header: Header | None = None  # a .sym file's MODULE and INFO CODE_ID (checked)
 
 
 class Spool:
@@ -126,12 +128,20 @@ class VerifyPass:
         checked, found = (True, None) if done else self._keys.lookup.get(key)
         with spool.compute:
             if done or found is not None:
-                return Member(index, info, key, spool.digest(info), None)
+                digest = spool.digest(info)
+                return Member(index, info, key, digest, None,
+                              header=self._header(index, digest))
             digest, body = spool.spooled(index, info)
-        member = Member(index, info, key, digest, body)
+        member = Member(index, info, key, digest, body, header=self._header(index, digest))
         if body.stat().st_size > spool.settings.multipart_threshold:
             return self._stage(member, not checked)
         return member
+
+
+    def _header(self, index: int, digest: Digest) -> Header | None:
+        """A ``.sym`` member's header, checked against its key (:mod:`.symheader`)."""
+        return symheader.check(self._plan.members[index].filename, self._plan.keys[index],
+                               digest.head, digest.size <= len(digest.head))
 
 
 class VerifyQueue:

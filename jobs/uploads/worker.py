@@ -8,7 +8,16 @@ from typing import Any, Callable, Mapping
 
 from crontabber.database import default_holder
 
-from .errors import ClaimLost, DiskFull, S3Unavailable, UploadError, UploadNotFound, is_disk_full
+from .errors import (
+    ClaimLost,
+    DiskFull,
+    S3Unavailable,
+    StorageFailed,
+    UploadError,
+    UploadNotFound,
+    VersioningOff,
+    is_disk_full,
+)
 from .options import DEFAULTS
 from .process import process
 from .records import Progress, Upload, UploadSettings, UploadStatus
@@ -43,6 +52,7 @@ class UploadOutcome:
     status: UploadStatus
     error: str | None = None
     unavailable: bool = False  # S3 itself failed it (see StorageFailed.unavailable)
+    failure: StorageFailed | None = None  # S3's failure (maybe about this upload's key only)
 
 
 class Worker:
@@ -82,10 +92,14 @@ class Worker:
             DiskFull: the spool's disk is full (the upload was recorded as failed for
                 this attempt; the drain stops, as for S3Unavailable).
             S3Unavailable: an upload failed because S3 itself did (unreachable, timing
-                out, 5xx after retries): recorded on its row, then the drain stops, so an
-                outage costs one upload's attempt and fails the run, instead of every
-                queued upload's retries in turn (~75 s each) and a run recorded as a success.
+                out, 503, or another 5xx while a HEAD of the bucket fails too): recorded on
+                its row, then the drain stops, so an outage costs one upload's attempt and
+                fails the run, instead of every queued upload's retries in turn (~75 s each)
+                and a run recorded as a success. A 5xx about one upload's key while the
+                bucket answers is that upload's failure only: the drain goes on.
+            VersioningOff: ``overwrite = versioned`` on a bucket without versions.
         """
+        self.check_overwrite()
         for upload_id in self.store.abandon_expired(self.policy.max_attempts,
                                                     self.policy.lease_seconds):
             logger.warning("upload %d: abandoned, its worker died on the last attempt", upload_id)
@@ -111,7 +125,7 @@ class Worker:
             outcomes.append(outcome)
             if progress is not None:
                 progress.advance(1)
-            if outcome.unavailable:
+            if outcome.unavailable and not self._only_this_upload(outcome):
                 raise S3Unavailable(_endpoint(self.client), outcome.upload_id,
                                     outcome.error or "")
         return outcomes
@@ -121,7 +135,9 @@ class Worker:
 
         Raises:
             UploadNotFound: no such upload, or another worker is processing it.
+            VersioningOff: ``overwrite = versioned`` on a bucket without versions.
         """
+        self.check_overwrite()
         upload = self.store.claim_id(upload_id, self.name, self.policy.lease_seconds)
         if upload is None:
             raise UploadNotFound(upload_id)
@@ -142,7 +158,8 @@ class Worker:
             logger.warning("upload %d (attempt %d): %s -> %s", upload.id, upload.attempts, exc,
                            status.value, extra=extra)
             return UploadOutcome(upload.id, status, str(exc),
-                                 unavailable=getattr(exc, "unavailable", False))
+                                 unavailable=getattr(exc, "unavailable", False),
+                                 failure=exc if isinstance(exc, StorageFailed) else None)
         except BaseException as exc:  # a bug, the database, SIGTERM: record, then re-raise
             try:
                 self._failed(upload, f"{type(exc).__name__}: {exc}", permanent=False)
@@ -154,6 +171,37 @@ class Worker:
             raise
         logger.info("upload %d done: %d files", upload.id, counts.total, extra=extra)
         return UploadOutcome(upload.id, UploadStatus.DONE)
+
+    def check_overwrite(self) -> None:
+        """``overwrite = versioned`` needs a bucket that keeps versions: checked before
+        anything is claimed.
+
+        Raises:
+            VersioningOff: it does not.
+            StorageFailed: S3 failed after retries.
+        """
+        from .records import Overwrite
+        from .storage import versioning
+
+        if self.settings.overwrite is Overwrite.VERSIONED:
+            status = versioning(self.client, self.settings.symbols_bucket)
+            if status != "Enabled":
+                raise VersioningOff(self.settings.symbols_bucket, status)
+
+    def _only_this_upload(self, outcome: UploadOutcome) -> bool:
+        """Whether an upload that S3 failed with a 5xx failed alone: S3 answered (not 503)
+        and still does the same kind of request for another key (:func:`.storage.answers`),
+        so the error was about that upload's keys (a back end refusing a name), and the
+        drain goes on with the next upload."""
+        from .storage import answers
+
+        failure = outcome.failure
+        if failure is None or not failure.maybe_this_key or not answers(self.client, failure):
+            return False
+        logger.warning("upload %d: S3 failed it but answers: the drain goes on (%s)",
+                       outcome.upload_id, outcome.error,
+                       extra={"app_name": "process-uploads", "upload_id": outcome.upload_id})
+        return True
 
     def _failed(self, upload: Upload, error: str, permanent: bool) -> UploadStatus:
         try:

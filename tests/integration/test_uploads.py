@@ -13,7 +13,7 @@ from tests.fixtures.uploads_queue import md5, uploads  # noqa: F401 - the fixtur
 
 
 def test_a_good_archive_is_published_with_tecken_headers_and_metadata(uploads, tmp_path):
-    members = symbol_members(3, 20_000) + [("app.pdb/ABCDEF01/app.exe", b"MZ" + b"\0" * 500),
+    members = symbol_members(3, 20_000) + [("app.pdb/ABCDEF01ABCDEF01ABCDEF01ABCDEF011/app.exe", b"MZ" + b"\0" * 500),
                                            ("firefox-symbols.txt", b"list"),
                                            ("xul.pdb/.DS_Store", b"junk")]
     upload_id = uploads.enqueue(write_zip(tmp_path / "a.zip", members))
@@ -30,7 +30,7 @@ def test_a_good_archive_is_published_with_tecken_headers_and_metadata(uploads, t
     assert response["Metadata"]["original_size"] == str(len(content))
     assert response["Metadata"]["original_md5_hash"] == md5(content)
     assert uploads.symbol(f"v1/{name}") == content
-    exe_body, exe = uploads.get("v1/app.pdb/ABCDEF01/app.exe")
+    exe_body, exe = uploads.get("v1/app.pdb/ABCDEF01ABCDEF01ABCDEF01ABCDEF011/app.exe")
     assert exe_body == members[3][1] and exe.get("ContentEncoding") is None
     files = uploads.files(upload_id)
     assert row["bytes_uploaded"] == sum(f["size"] for f in files)
@@ -66,15 +66,15 @@ def test_puts_carry_a_crc32_checksum_unsigned_and_without_waiting_for_100_contin
 
 def test_an_archive_with_stored_members_and_directory_entries(uploads, tmp_path):
     path = tmp_path / "stored.zip"
-    content = sym_text("a.pdb", "AB12", 5000)
+    content = sym_text("a.pdb", "AB12AB12AB12AB12AB12AB12AB12AB121", 5000)
     with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as archive:
         archive.writestr("a.pdb/", b"")
-        archive.writestr("a.pdb/AB12/", b"")
-        archive.writestr("a.pdb/AB12/a.sym", content)
+        archive.writestr("a.pdb/AB12AB12AB12AB12AB12AB12AB12AB121/", b"")
+        archive.writestr("a.pdb/AB12AB12AB12AB12AB12AB12AB12AB121/a.sym", content)
     upload_id = uploads.enqueue(path)
     assert uploads.worker().drain()[0].status is UploadStatus.DONE
     assert uploads.row(upload_id)["files_total"] == 1
-    assert uploads.symbol("v1/a.pdb/AB12/a.sym") == content
+    assert uploads.symbol("v1/a.pdb/AB12AB12AB12AB12AB12AB12AB12AB121/a.sym") == content
 
 
 def test_an_identical_reupload_is_skipped_and_a_changed_file_overwritten(uploads, tmp_path,

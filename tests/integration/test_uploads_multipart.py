@@ -16,14 +16,15 @@ from tests.fixtures.uploads_archives import sym_text, symbol_members, write_zip,
 from tests.fixtures.uploads_queue import md5, uploads  # noqa: F401 - the fixture
 
 PART = 5 * 1024 * 1024
+BIG_ID = "0123456789ABCDEF00123456789ABCDEF0"
 
 
 @functools.lru_cache(maxsize=None)
 def _large() -> list[tuple[str, bytes]]:
     """A .sym of ~5.7 MB gzipped (2 parts) and a binary of 11 MB stored as is (3 parts)."""
-    return [("big.pdb/0123456789ABCDEF0/big.sym", sym_text("big.pdb", "0123456789ABCDEF0",
+    return [(f"big.pdb/{BIG_ID}/big.sym", sym_text("big.pdb", f"{BIG_ID}",
                                                           19_000_000, 5)),
-            ("big.pdb/0123456789ABCDEF0/big.dll", random.Random(1).randbytes(11_000_000))]
+            (f"big.pdb/{BIG_ID}/big.dll", random.Random(1).randbytes(11_000_000))]
 
 
 @pytest.fixture
@@ -44,14 +45,14 @@ def test_large_members_round_trip_with_tecken_headers_and_metadata(multipart, tm
     # upload (which takes no condition)
     monkeypatch.setattr(existence, "SAMPLE_DIRECTORIES", 1)
     sym, dll = _large()
-    members = symbol_members(20, 2000) + [sym, ("dll.pdb/0123456789ABCDEF0/big.dll", dll[1])]
+    members = symbol_members(20, 2000) + [sym, (f"dll.pdb/{BIG_ID}/big.dll", dll[1])]
     upload_id = multipart.enqueue(write_zip(tmp_path / "large.zip", members))
     heads: list[str] = []
     head = storage.head
     monkeypatch.setattr(storage, "head", lambda client, bucket, key: heads.append(key) or
                         head(client, bucket, key))
     assert [o.status for o in multipart.worker().drain()] == [UploadStatus.DONE]
-    assert heads == ["v1/dll.pdb/0123456789ABCDEF0/big.dll"]
+    assert heads == [f"v1/dll.pdb/{BIG_ID}/big.dll"]
     row = multipart.row(upload_id)
     assert (row["files_uploaded"], row["files_skipped"]) == (22, 0)
     files = {f["key"]: f for f in multipart.files(upload_id)}

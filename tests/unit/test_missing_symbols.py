@@ -54,6 +54,18 @@ def test_first_and_last_seen_and_merging():
     assert one.counts[key] == [7, T0 + 5, T0 + 10] and one.events == 4 and one.lookups == 7
 
 
+def test_a_lowercase_debug_id_counts_as_the_uppercase_one():
+    """One canonical id (jobs.symbolkey): the report and search see one symbol, the one the
+    upload job stores (issue #33)."""
+    events = [{"debug_file": "a.pdb", "debug_id": ID.lower()},
+              {"debug_file": "a.pdb", "debug_id": ID, "count": 2},
+              {"debug_file": "a.pdb", "debug_id": ID.lower(), "count": 3}]
+    aggregate = aggregate_batch([encode_events(events)], T0)
+    assert aggregate.counts == {("a.pdb", ID, "", "", int(T0 // 86400)): [6, T0, T0]}
+    assert validate_symbol({"debug_file": "a.pdb", "debug_id": ID.lower()})[1] == ID
+    assert aggregate.one_day_per_symbol()  # validated holds the canonical symbol once
+
+
 @pytest.mark.parametrize("event, reason", [
     ({"debug_id": ID}, "missing key"),
     ({"debug_file": "a.pdb", "debug_id": ID.lower()[:-1]}, "invalid debug id"),

@@ -12,7 +12,7 @@ from jobs.uploads.verify import VerifyQueue
 def _plan(sizes: list[int]) -> Plan:
     members = []
     for index, size in enumerate(sizes):
-        info = zipfile.ZipInfo(f"m{index}.pdb/0/m{index}.sym")
+        info = zipfile.ZipInfo(f"m{index}.pdb/000000000000000000000000000000000/m{index}.sym")
         info.file_size = size
         members.append(info)
     return Plan(members)
