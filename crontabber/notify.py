@@ -21,8 +21,10 @@ A webhook POSTs JSON (``format=json``: the alert as data; ``slack``: Slack's inc
 ``routing_key_env`` name environment variables. With a secret, each request carries
 ``X-Crontabber-Signature: sha256=HEX``, the HMAC-SHA256 of ``TIMESTAMP.BODY`` with the secret,
 and ``X-Crontabber-Timestamp`` (a receiver refuses old timestamps: no replay).
-``X-Crontabber-Notice`` (``ALERT.NOTICE``) is the same on every retry of one notice: a receiver
-that sees it twice (a host killed after sending, before recording it) drops the second.
+``X-Crontabber-Notice`` (``ALERT.NOTICE``) is the same on every retry of one notice; the signature
+does not cover it, so a receiver that drops repeats (a host killed after sending, before recording
+it) dedupes on the body's ``alert`` and ``notice``, which it does cover. A webhook follows no
+redirect, and a failure keeps the answer's status line only (:func:`status_line`).
 """
 
 from __future__ import annotations
