@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import select
 
-from .redaction import installed_secrets, redact
+from .redaction import masked
 
 
 class OutputTail:
@@ -44,7 +44,7 @@ class OutputTail:
         if self.dropped and b"\n" in raw:
             skipped = raw.index(b"\n") + 1
             raw = raw[skipped:]
-        return redact(raw.decode("utf-8", errors="replace"), installed_secrets()), self.dropped + skipped
+        return masked(raw.decode("utf-8", errors="replace")), self.dropped + skipped
 
     def changes(self) -> tuple[str, int] | None:
         """:meth:`kept` when something was added since the last call, else None."""

@@ -5,7 +5,7 @@ A time a person reads is UTC, in one of the forms here: :func:`utc_text` (to the
 header says UTC), :func:`relative` and :func:`absolute`, :func:`took` for durations and
 :func:`interval_range` for a run's intervals. JSON carries ISO 8601 (:mod:`crontabber.jsonout`).
 A message on one line: :func:`one_line`; data from outside made safe for a terminal:
-:func:`printable`. Exported by :mod:`crontabber` for the jobs.
+:func:`printable` (:func:`printable_lines` keeps the line breaks). Exported by :mod:`crontabber` for the jobs.
 """
 
 from __future__ import annotations
@@ -177,3 +177,9 @@ def printable(text: str | None) -> str:
     characters unchanged. For every human output that shows data from uploaders or batch
     writers (file names, keys, error messages); JSON output escapes on its own."""
     return _UNSAFE.sub(_escape, text or "")
+
+
+def printable_lines(text: str | None) -> str:
+    """``text`` with each line :func:`printable` and its line breaks (``\\n``) kept: a
+    traceback in a log."""
+    return "\n".join(printable(line) for line in (text or "").split("\n"))

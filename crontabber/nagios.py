@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from .catalog import Job
-from .formats import stamp, time_and_since, timesince
+from .formats import one_line, stamp, time_and_since, timesince
 from .leases import Marker, describe_marker
 from .records import HostState
 from .scheduling import dependency_block, first_due_at, lateness, pause_active
@@ -46,8 +46,10 @@ class NagiosEntry:
     status_text: str = ""
 
     def __post_init__(self) -> None:
-        # An error message may hold a "|": it would cut the long output short.
-        object.__setattr__(self, "text", self.text.replace("|", "/"))
+        # An error message may hold a "|": it would cut the long output short; and control
+        # characters, which would reach the terminal (or the monitor's page) of whoever reads it.
+        object.__setattr__(self, "text", one_line(self.text.replace("|", "/")))
+        object.__setattr__(self, "status_text", one_line(self.status_text))
 
 
 @dataclass(frozen=True)
@@ -191,7 +193,7 @@ def _never_ran_entries(
 def _error_parts(state: JobState) -> tuple[str, str]:
     """The last error's type and the first line of its value."""
     value = (str(state.last_error.get("value", "")).strip().splitlines() or [""])[0]
-    return str(state.last_error.get("type", "")), value
+    return str(state.last_error.get("type", "")), value.replace("|", "/")  # "|": perfdata next
 
 
 def _paused_entry(app_name: str, name: str, state: JobState, now: dt.datetime) -> NagiosEntry:

@@ -21,8 +21,10 @@ A webhook POSTs JSON (``format=json``: the alert as data; ``slack``: Slack's inc
 ``routing_key_env`` name environment variables. With a secret, each request carries
 ``X-Crontabber-Signature: sha256=HEX``, the HMAC-SHA256 of ``TIMESTAMP.BODY`` with the secret,
 and ``X-Crontabber-Timestamp`` (a receiver refuses old timestamps: no replay).
-``X-Crontabber-Notice`` (``ALERT.NOTICE``) is the same on every retry of one notice: a receiver
-that sees it twice (a host killed after sending, before recording it) drops the second.
+``X-Crontabber-Notice`` (``ALERT.NOTICE``) is the same on every retry of one notice; the signature
+does not cover it, so a receiver that drops repeats (a host killed after sending, before recording
+it) dedupes on the body's ``alert`` and ``notice``, which it does cover. A webhook follows no
+redirect, and a failure keeps the answer's status line only (:func:`status_line`).
 """
 
 from __future__ import annotations
@@ -53,19 +55,30 @@ class Target(NamedTuple):
     options: Mapping[str, str] = {}
 
     def url(self, environ: Mapping[str, str]) -> str:
-        """The address, read from the environment for ``env:NAME``.
+        """The address, read from the environment for ``env:NAME``, checked
+        (:func:`url_problem`).
 
         Raises:
-            DeliveryError: the variable is not set.
+            DeliveryError: the variable is not set, or the address is no usable http(s) URL
+                (said without the address: it may hold a secret).
         """
         if not self.address.startswith("env:"):
+            problem = url_problem(self.address)
+            if problem:
+                raise DeliveryError(f"the address of {self.name} {problem}")
             return self.address
         variable = self.address[4:]
         value = environ.get(variable, "")
-        if not value.startswith(("http://", "https://")):
-            raise DeliveryError(f"environment variable {variable} (the address of {self.name}) "
-                                f"{'is not an http(s) URL' if value else 'is not set'}")
+        problem = url_problem(value) if value else "is not set"
+        if problem:
+            raise DeliveryError(f"environment variable {variable} (the address of {self.name}) {problem}")
         return value
+
+    def variables(self) -> tuple[str, ...]:
+        """The environment variables this target reads (its ``env:`` address, its ``*_env``
+        options): each holds a secret, masked wherever the runner logs or stores text."""
+        named = [self.address[4:]] if self.address.startswith("env:") else []
+        return tuple(named + [value for key, value in self.options.items() if key.endswith("_env") and value])
 
     def secret(self, option: str, environ: Mapping[str, str]) -> str:
         """The value of the environment variable an ``*_env`` option names ('' when none).
@@ -80,6 +93,24 @@ class Target(NamedTuple):
         if not value:
             raise DeliveryError(f"environment variable {variable} ({option} of {self.name}) is not set")
         return value
+
+
+def url_problem(url: str) -> str:
+    """What makes ``url`` unusable as a webhook address ('' when nothing): not http(s), no
+    host, a port that is no number or out of range, a control character or a space (which
+    ``http.client`` refuses when sending). Never quotes the address: it may hold a secret."""
+    from urllib.parse import urlsplit
+
+    if not url.startswith(("http://", "https://")):
+        return "is not an http(s) URL"
+    if any(ord(c) <= 0x20 or 0x7f <= ord(c) <= 0x9f for c in url):
+        return "holds a space or a control character"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is no number or too big
+    except ValueError as exc:
+        return f"is not a valid URL ({'bad port' if 'port' in str(exc).lower() else 'malformed'})"
+    return "" if parts.hostname else "has no host"
 
 
 def parse_targets(text: str) -> tuple[Target, ...]:
@@ -165,7 +196,7 @@ def payload(target: Target, notice: Notice, environ: Mapping[str, str]) -> dict[
     """The JSON a webhook target receives."""
     form = target.options.get("format", "json")
     if form == "slack":
-        return {"text": f"{_SLACK_ICONS.get(notice.kind, '')} {notice.message}".strip()}
+        return {"text": f"{_SLACK_ICONS.get(notice.kind, '')} {slack_text(notice.message)}".strip()}
     if form == "pagerduty":
         resolve = notice.kind == "recovered"
         return {"routing_key": target.secret("routing_key_env", environ),
@@ -176,6 +207,13 @@ def payload(target: Target, notice: Notice, environ: Mapping[str, str]) -> dict[
                             "component": notice.app_name, "group": "crontabber",
                             "class": notice.kind, "custom_details": notice.document()}}
     return notice.document()
+
+
+def slack_text(text: str) -> str:
+    """``text`` as Slack shows it literally: ``&``, ``<`` and ``>`` escaped as Slack's
+    message formatting asks, so an error quoting ``<!channel>`` or ``<https://x|see runbook>``
+    pings nobody and links nowhere."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def signature(secret: str, timestamp: str, body: bytes) -> str:
@@ -280,16 +318,19 @@ def send_email(target: Target, notice: Notice, smtp: SmtpSettings, timeout: floa
 
 def send_webhook(target: Target, notice: Notice, timeout: float, user_agent: str,
                  environ: Mapping[str, str] = os.environ) -> None:
-    """POST ``notice`` to a webhook ``target``: a 2xx answer is delivered.
+    """POST ``notice`` to a webhook ``target``: a 2xx answer is delivered. A redirect is not
+    followed (it could send the fleet's requests to any address, an internal one included):
+    it fails like an error status.
 
     Raises:
-        DeliveryError: anything else, in one line (the status and the start of the answer,
-            or the connection's error), never with the address (it may hold a secret).
+        DeliveryError: anything else, in one line: the status code and its reason phrase
+            (:func:`status_line`: short, escaped; never the answer's body, which whoever
+            answers chooses), or the connection's error; never the address (it may hold a
+            secret). Whatever the address or the answer, nothing else is raised.
     """
     import json
     import time
     import urllib.error
-    import urllib.request
 
     body = json.dumps(payload(target, notice, environ), default=str).encode("utf-8")
     timestamp = str(int(time.time()))
@@ -298,13 +339,63 @@ def send_webhook(target: Target, notice: Notice, timeout: float, user_agent: str
     secret = target.secret("secret_env", environ)
     if secret:
         headers["X-Crontabber-Signature"] = signature(secret, timestamp, body)
-    request = urllib.request.Request(target.url(environ), data=body, headers=headers, method="POST")
+    url = target.url(environ)
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as answer:  # noqa: S310 - http(s) only
+        with _opener().open(_request(url, body, headers), timeout=timeout) as answer:
+            if not 200 <= answer.status < 300:
+                raise DeliveryError(status_line(answer.status, answer.reason))
             answer.read(65536)
     except urllib.error.HTTPError as exc:
-        text = " ".join(exc.read(300).decode("utf-8", "replace").split())
-        raise DeliveryError(f"HTTP {exc.code}{': ' + text[:200] if text else ''}") from None
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise DeliveryError(f"no answer: {reason}") from None
+        raise DeliveryError(status_line(exc.code, exc.reason)) from None
+    except urllib.error.URLError as exc:
+        raise DeliveryError(f"no answer: {_one_line(str(exc.reason), url)}") from None
+    except DeliveryError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - http.client's InvalidURL, a bad answer...: this target's error
+        raise DeliveryError(f"no answer: {type(exc).__name__}: {_one_line(str(exc), url)}") from None
+
+
+#: The longest reason phrase kept of an answer's status line.
+REASON_CHARACTERS = 60
+
+
+def status_line(code: int, reason: Any) -> str:
+    """``HTTP 500: Internal Server Error``: the status and its reason phrase, on one line,
+    control characters escaped, at most :data:`REASON_CHARACTERS` of it (the reason is the
+    answerer's text); a redirect says it was not followed."""
+    from .formats import one_line
+
+    text = one_line(str(reason or ""))
+    if len(text) > REASON_CHARACTERS:
+        text = text[:REASON_CHARACTERS - 3] + "..."
+    redirect = " (a redirect: not followed)" if 300 <= code < 400 else ""
+    return f"HTTP {code}{': ' + text if text else ''}{redirect}"
+
+
+def _one_line(text: str, url: str) -> str:
+    """An error's text on one line, escaped, without the address (or its path and query)."""
+    from urllib.parse import urlsplit
+
+    from .formats import one_line
+
+    for part in {url, urlsplit(url).path, urlsplit(url).query} - {"", "/"}:
+        text = text.replace(part, "(the address)")
+    return one_line(text)[:200]
+
+
+def _request(url: str, body: bytes, headers: Mapping[str, str]) -> Any:
+    import urllib.request
+
+    return urllib.request.Request(url, data=body, headers=dict(headers), method="POST")
+
+
+def _opener() -> Any:
+    """urllib's usual opener (proxies from the environment included) with a redirect handler
+    that follows nothing: a 3xx answer becomes the ``HTTPError`` it is."""
+    import urllib.request
+
+    class NoRedirects(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+            return None
+
+    return urllib.request.build_opener(NoRedirects())

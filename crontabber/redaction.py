@@ -1,5 +1,5 @@
-"""Secrets out of log output: the values of secret settings, passwords in URLs, signed-URL
-parameters.
+"""Secrets out of everything the runner logs, stores or shows: the values of secret settings,
+passwords in URLs, signed-URL parameters; and log lines safe for a terminal.
 
 Where secrets come from: the environment and the command line (``--crontabber.password=``,
 ``CRONTABBER_PASSWORD``, ``AWS_SECRET_ACCESS_KEY``, an ``ES_URL`` with ``user:password@``, a
@@ -9,15 +9,25 @@ Sentry DSN). :func:`secret_values` collects them by name (the words of
 formatted log line, traceback included, whatever library logged it. A value shorter than
 four characters, or equal to a setting that is not secret (a password equal to the user name),
 is not replaced by value (it would mask ordinary words); its shape still is.
+
+What a run stores goes through :func:`masked` once, where it is made: a job's failure (its
+message, traceback and one-line summary: :class:`crontabber.supervisor.Failure`) and the tail
+of its output (:class:`crontabber.capture.OutputTail`). Everything that shows them later (the
+commands, ``--json``, the dashboard, the alerts and their receivers) reads the masked text.
+
+:class:`RedactingFormatter` also escapes control characters (:func:`crontabber.formats.printable`)
+in a log line's message, and in its traceback all but the line breaks: a job's error quoting a
+hostile file name cannot retitle or clear the terminal of whoever reads the log.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 from .config.options import SECRET_WORDS
+from .formats import printable, printable_lines
 
 MASK = "***"
 
@@ -77,7 +87,8 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
 
 class RedactingFormatter(logging.Formatter):
     """A formatter whose every line (message, arguments, traceback) goes through
-    :func:`redact`."""
+    :func:`redact`, with the message's control characters escaped (one record, one line) and
+    the traceback's, line breaks excepted."""
 
     def __init__(self, fmt: str | None = None, secrets: Iterable[str] = ()) -> None:
         super().__init__(fmt)
@@ -85,6 +96,15 @@ class RedactingFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         return redact(super().format(record), self.secrets)
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 - logging's name
+        return printable(super().formatMessage(record))
+
+    def formatException(self, ei: Any) -> str:  # noqa: N802 - logging's name
+        return printable_lines(super().formatException(ei))
+
+    def formatStack(self, stack_info: str) -> str:  # noqa: N802 - logging's name
+        return printable_lines(super().formatStack(stack_info))
 
 
 def redact_handlers(secrets: Iterable[str], fmt: str) -> None:
@@ -102,6 +122,13 @@ def installed_secrets() -> frozenset[str]:
         if isinstance(handler.formatter, RedactingFormatter):
             found |= handler.formatter.secrets
     return frozenset(found)
+
+
+def masked(text: str) -> str:
+    """``text`` with the secrets this process's logging masks (:func:`installed_secrets`) and
+    anything shaped like a secret masked: what a runner stores of a run (its error, its output)
+    goes through this once, before it is stored, printed, logged or alerted."""
+    return redact(text, installed_secrets())
 
 
 _URL_PATH = re.compile(r"(?P<origin>\b[A-Za-z][A-Za-z0-9+.-]*://[^/\s'\"?#]+)(?P<rest>[/?#][^\s'\"\\]*)")

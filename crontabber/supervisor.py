@@ -55,6 +55,7 @@ from .errors import (
     Terminated,
 )
 from .failures import describe
+from .redaction import masked
 from .state import Claim, RunStatus
 
 logger = logging.getLogger(__name__)
@@ -116,7 +117,9 @@ class LeaseClock:
 @dataclass
 class Failure:
     """How a run failed: crontabber's ``last_error`` record, the exception's
-    repr for the log row, and a one-line summary."""
+    repr for the log row, and a one-line summary; :meth:`of` masks the secrets in each
+    (:func:`crontabber.redaction.masked`), so that neither the database nor what reads it
+    (the commands, the dashboard, the alerts) ever holds them."""
 
     error: dict[str, str]
     exc_repr: str
@@ -142,10 +145,10 @@ class Failure:
             status = RunStatus.FENCED_OFF
         elif kind != "error" or (isinstance(exc, JobProcessDied) and exc.by_signal):
             status = RunStatus.STOPPED
-        return cls(
-            error={"type": repr(type(exc)), "value": str(exc), "traceback": frames},
-            exc_repr=repr(exc),
-            summary=describe(exc),
+        return cls(  # masked once, here: everything downstream stores and shows these
+            error={"type": repr(type(exc)), "value": masked(str(exc)), "traceback": masked(frames)},
+            exc_repr=masked(repr(exc)),
+            summary=masked(describe(exc)),
             kind=kind,
             status=status,
         )

@@ -25,6 +25,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from crontabber.command import split_overrides
 from crontabber.errors import ConfigurationError, CrontabberError
+from crontabber.redaction import redact_handlers, secret_values
 
 from .app import DEFAULT_REFRESH, DashboardApp, is_loopback
 from .source import Source
@@ -123,8 +124,11 @@ def load(argv: list[str]) -> tuple[argparse.Namespace, DashboardApp]:
 
 def main(argv: list[str], stderr: TextIO = sys.stderr) -> int:
     """Serve until interrupted; 1 with one line on stderr when it cannot start."""
-    logging.basicConfig(stream=stderr, level=logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log_format = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+    logging.basicConfig(stream=stderr, level=logging.INFO, format=log_format)
+    # as the runner's: secrets masked, control characters escaped (a request's path is the
+    # client's text, and reaches the terminal of whoever reads the log)
+    redact_handlers(secret_values(os.environ), log_format)
     logging.getLogger("everett").setLevel(logging.WARNING)  # it logs raw values, secrets too
     logging.getLogger("elastic_transport").setLevel(logging.ERROR)  # a line per request
     try:

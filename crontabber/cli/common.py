@@ -178,14 +178,20 @@ os.register_at_fork(after_in_child=_default_sigterm)
 
 
 def secret_values_of(settings: Settings, overrides: Mapping[str, str] | None = None) -> set[str]:
-    """The secrets to mask in logs and Sentry events: the environment's and the command
-    line's (by name, and URL passwords), the database password and DSN and the Sentry DSN."""
+    """The secrets to mask in logs, stored errors and Sentry events: the environment's and the
+    command line's (by name, and URL passwords), the database password and DSN, the Sentry
+    DSN, the SMTP password, and what the alert targets read from the environment (a webhook
+    address such as Slack's is a secret, whatever its variable is called)."""
     from ..redaction import secret_values
 
     secrets = secret_values(os.environ, overrides or {})
-    secrets.update(secret_values({"dsn": settings.sentry_dsn, "password": settings.database.password,
-                                  "database_dsn": settings.database.dsn},
-                                 {"user": settings.database.user, "dbname": settings.database.dbname}))
+    alerts = settings.alerts
+    secrets.update(secret_values(
+        {"dsn": settings.sentry_dsn, "password": settings.database.password,
+         "database_dsn": settings.database.dsn, "smtp_password": alerts.smtp.password if alerts.smtp else "",
+         **{f"{name}_secret": os.environ.get(name, "")
+            for target in alerts.targets for name in target.variables()}},
+        {"user": settings.database.user, "dbname": settings.database.dbname}))
     return secrets
 
 

@@ -16,7 +16,7 @@ from ..catalog import Job, find_job
 from ..command import ExitCode
 from ..config.settings import Settings
 from ..errors import ConfigurationError, JobPaused
-from ..formats import day_text, minute_text, utc_text
+from ..formats import day_text, minute_text, one_line, utc_text
 from ..scheduling import next_run_after, parse_day, parse_until, pause_active, rerun_dates
 from ..state import JobState
 from ..store import StateStore
@@ -38,11 +38,11 @@ def explain(ctx: Context) -> int:
     if args.json:
         jsonout.emit({**result.facts, "blocks": blocks, "database": settings.database.target}, out)
     else:
-        print(f"{job.app_name}: {result.verdict}", file=out)
-        for line in result.lines:
-            print(f"  {line}", file=out)
+        print(f"{job.app_name}: {one_line(result.verdict)}", file=out)
+        for line in result.lines:  # an error's message, a pause's reason: data from outside
+            print(f"  {one_line(line)}", file=out)
         for name, why in blocks.items():
-            print(f"  blocks {name}: it would be skipped ({why})", file=out)
+            print(f"  blocks {name}: it would be skipped ({one_line(why)})", file=out)
         print(f"  database: {settings.database.target}", file=out)
     return ExitCode.OK
 
@@ -151,9 +151,9 @@ def rerun(ctx: Context) -> int:
     if result.error is not None:
         raise result.error
     listed = _span(dates)
-    done = [f"  {minute_text(when)}: {text or 'done'}" for when, text in result.summaries]
+    done = [f"  {minute_text(when)}: {one_line(text) or 'done'}" for when, text in result.summaries]
     if result.status is Status.FAILED:
-        print(f"{job.app_name}: rerun of {listed} (run {result.run_id}) failed: {result.detail} "
+        print(f"{job.app_name}: rerun of {listed} (run {result.run_id}) failed: {one_line(result.detail)} "
               f"({len(done)} of {len(dates)} intervals done before the failure; see --history "
               f"and --logs {job.app_name} --run {result.run_id})", file=out)
         for line in done:

@@ -8,7 +8,7 @@ import logging
 
 from ..catalog import Job
 from ..command import ExitCode, exit_code_for
-from ..formats import minute_text
+from ..formats import minute_text, one_line
 from ..runner import JobResult, Status, first_lock_error
 from .common import Context, TickAlerts, terminate_on_sigterm
 from .monitor import fleet_tick, write_metrics
@@ -70,7 +70,7 @@ def run_one(ctx: Context) -> int:
         return ExitCode.NOT_RUN  # a script asking for this job learns that nothing ran
     if result.status is Status.FAILED:
         # Recorded (see --list-jobs, --nagios); a script asking for this job learns it too.
-        print(f"{job.app_name}: failed: {result.detail}", file=out)
+        print(f"{job.app_name}: failed: {one_line(result.detail)}", file=out)
         return ExitCode.JOB_FAILED
     for line in unit_lines(job, result):
         print(line, file=out)
@@ -83,9 +83,9 @@ def unit_lines(job: Job, result: JobResult) -> list[str]:
     if not any(text for _, text in result.summaries):
         return []
     if not job.is_backfill:
-        return [f"{job.app_name}: ran (run {result.run_id}): {result.summary}"]
+        return [f"{job.app_name}: ran (run {result.run_id}): {one_line(result.summary)}"]
     return [f"{job.app_name}: ran (run {result.run_id}):"] + [
-        f"  {minute_text(when)}: {text or 'done (no summary)'}" for when, text in result.summaries]
+        f"  {minute_text(when)}: {one_line(text) or 'done (no summary)'}" for when, text in result.summaries]
 
 
 def _backfill_pending(ctx: Context, job: Job) -> bool:
