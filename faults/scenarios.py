@@ -75,8 +75,9 @@ class Scenario:
 
 # ------------------------------------------------------------------ uploads ---
 
-def _sym(seed: str, lines: int) -> bytes:
-    body = [f"MODULE windows x86_64 {seed} faults.pdb"]
+def _sym(seed: str, module: str, lines: int) -> bytes:
+    """A .sym file whose MODULE record names ``module`` and id ``seed`` (its key's)."""
+    body = [f"MODULE windows x86_64 {seed} {module}"]
     body += [f"FUNC {i * 64:x} 40 0 faults::{seed}::f{i}()" for i in range(lines)]
     return ("\n".join(body) + "\n").encode()
 
@@ -108,8 +109,9 @@ class Uploads(Scenario):
             members: dict[str, bytes] = {}
             for i in range(self.SYMS):
                 debug_id = f"{tag[:31]}{i:02X}"
-                members[f"faultsu{i}.pdb/{debug_id}/faultsu{i}.sym"] = _sym(debug_id, 200 + 40 * i)
-            members[f"faultsu.dll/{tag[:12]}/faultsu.dl_"] = os.urandom(20_000)
+                members[f"faultsu{i}.pdb/{debug_id}/faultsu{i}.sym"] = _sym(
+                    debug_id, f"faultsu{i}.pdb", 200 + 40 * i)
+            members[f"faultsu.dll/{tag[:32]}0/faultsu.dl_"] = os.urandom(20_000)
             path = os.path.join(self.tmp.name, f"faults-{tag[:8]}.zip")
             with zipfile.ZipFile(path, "w") as archive:
                 for name, data in members.items():
