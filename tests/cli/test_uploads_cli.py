@@ -258,3 +258,32 @@ def test_list_and_show_escape_control_characters_from_the_uploader(run, uploads,
         assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out, out
         assert "a\\x1b]0;pwned\\x07.pdb" in out, out  # the rejection's member name
     assert "(a\\x1b[2J\\x07\\u202e.zip, " in shown[("show", str(upload_id))]
+
+
+def test_show_names_what_a_replaced_file_held(run, uploads, tmp_path):
+    """Issue #33: every replacement records the previous object's MD5, size and upload, and
+    ``show`` says them."""
+    from tests.fixtures.uploads_archives import sym_text
+    from tests.fixtures.uploads_queue import md5
+
+    ident = "44E4EC8C2F41492B9369D6B9A059577C2"
+    name = f"xul.pdb/{ident}/xul.sym"
+    first_text, second_text = (sym_text("xul.pdb", ident, 3000, seed) for seed in (1, 2))
+    first = uploads.enqueue(write_zip(tmp_path / "1.zip", [(name, first_text)]))
+    assert run("jobs.uploads", "reprocess", str(first)).returncode == 0
+    second = uploads.enqueue(write_zip(tmp_path / "2.zip", [(name, second_text)]))
+    assert run("jobs.uploads", "reprocess", str(second)).returncode == 0
+    shown = run("jobs.uploads", "show", str(second))
+    assert shown.returncode == 0, shown.stderr
+    assert f"    v1/{name}  " in shown.stdout and "  replaced" in shown.stdout
+    assert f"      replaced the file of upload {first} (" in shown.stdout
+    assert f"MD5 {md5(first_text)})" in shown.stdout
+    assert f"      code id {ident[:16]} (xul.pdb)" in shown.stdout
+
+
+def test_a_bad_overwrite_rule_is_one_line(run, uploads, tmp_path):
+    ini = tmp_path / "crontabber.ini"
+    ini.write_text(ini.read_text() + "        overwrite=keep-last\n")
+    done = run("jobs.uploads", "drain")
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert "'keep-last' is not one of replace, keep-first, versioned" in done.stderr, done.stderr
