@@ -30,6 +30,8 @@ from .alerting import (
     Event,
     OpenAlert,
     Watched,
+    held_back,
+    muted,
     old_code,
     plan,
     recovery,
@@ -151,6 +153,18 @@ class Alerter:
         if touched:
             claimed = claimed + self.store.notices_claim(self.host, self.config.claim_seconds, touched)
         self.deliver(claimed)
+
+    def held_back(self, states: Mapping[str, JobState], now: dt.datetime,
+                  windows: list[dict[str, Any]]) -> list[Event]:
+        """The conditions the maintenance windows in force (``windows``: rows of
+        :meth:`StateStore.mutes`) keep from alerting at ``now`` (:func:`held_back`).
+
+        Raises:
+            ConfigurationError: a job's alert rules do not parse.
+        """
+        mutes = {row["scope"]: row["until"] for row in windows}
+        names = [name for name in self.jobs if muted(name, mutes, now)]
+        return held_back([self.watched(name, states.get(name)) for name in names], now, mutes)
 
     def _blocker(self, app_name: str, states: Mapping[str, JobState], now: dt.datetime) -> str:
         job = self.jobs.get(app_name)

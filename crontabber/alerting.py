@@ -207,6 +207,21 @@ def plan(jobs: Iterable[Watched], open_alerts: Iterable[OpenAlert],
     return result
 
 
+def held_back(jobs: Iterable[Watched], now: dt.datetime, mutes: Mapping[str, dt.datetime]
+              ) -> list[Event]:
+    """What the maintenance windows ``mutes`` (``{scope: until}``) keep quiet at ``now``: the
+    failing, silent and late conditions of each job inside a window (and not paused), which
+    :func:`plan` would act on without it (``--alerts`` and the dashboard show them)."""
+    found: list[Event] = []
+    for watched in jobs:
+        if pause_active(watched.state, now) or not muted(watched.app_name, mutes, now):
+            continue
+        found += [e for e in (failing(watched.app_name, watched.state, watched.rules),
+                              silent(watched.app_name, watched.state, watched.rules, now),
+                              late(watched, now)) if e is not None]
+    return found
+
+
 def recovery(alert: OpenAlert, state: JobState | None, now: dt.datetime) -> Event:
     """The ``recovered`` event of an alert whose condition ended."""
     if state is None:

@@ -102,6 +102,8 @@ def nagios_check(
       :func:`crontabber.alerter.missed_deadlines`): WARNING, unless paused;
     - a paused job: listed, OK (an operator's decision, with a reason and an
       end); its failure does not raise the status while the pause lasts;
+    - ``paused_warning_percent`` of the configured jobs paused or more (by default every
+      one: a ``--pause all`` that was forgotten runs nothing): WARNING;
     - a ghost (a state row no configured job has: a job taken out of the
       jobs list instead of paused): WARNING;
     - no tick recorded by any host for ``silence_critical_minutes``: CRITICAL;
@@ -113,6 +115,7 @@ def nagios_check(
                if not pause_active(states.get(name), now)),
              *_never_ran_entries(jobs, states, hosts, now, limits), *_ghost_entries(jobs, states),
              *_fleet_entries(hosts, now, limits)]
+    found += _paused_share_entries(jobs, found, limits)
     entries = tuple(sorted(found, key=lambda e: -e.level))  # stable: config order within a level
     code = entries[0].level if entries else NAGIOS_OK
     if code == NAGIOS_OK:
@@ -202,6 +205,20 @@ def _paused_entry(app_name: str, name: str, state: JobState, now: dt.datetime) -
         kind, value = _error_parts(state)
         text += f"; failing: {kind}: {value}"
     return NagiosEntry(NAGIOS_OK, "paused", app_name, text)
+
+
+def _paused_share_entries(jobs: Sequence[Job], found: Sequence[NagiosEntry],
+                          limits: "MonitorSettings") -> list[NagiosEntry]:
+    """A WARNING when ``paused_warning_percent`` of the configured jobs or more are paused:
+    a fleet that runs nothing is not nominal."""
+    paused = [e.subject for e in found if e.kind == "paused"]
+    if not jobs or not paused or len(paused) * 100 < limits.paused_warning_percent * len(jobs):
+        return []
+    share = "every job is paused" if len(paused) == len(jobs) else \
+        f"{len(paused)} of {len(jobs)} jobs are paused"
+    return [NagiosEntry(NAGIOS_WARNING, "paused-share", "",
+                        f"{share} (paused_warning_percent {limits.paused_warning_percent:g}): "
+                        f"{', '.join(paused)}; --resume all ends every pause")]
 
 
 def _ghost_entries(jobs: Sequence[Job], states: Mapping[str, JobState]) -> Iterator[NagiosEntry]:

@@ -85,7 +85,7 @@ DETAILS: dict[str, tuple[tuple[str, ...], str]] = {
     "yes": (("rerun",), "--rerun NAME"),
     "audit_job": (("audit", "alerts"), "--audit or --alerts"),
     "force": (("job", "rerun"), "--job NAME or --rerun NAME"),
-    "replace": (("pause",), "--pause NAME"),
+    "replace": (("pause", "mute"), "--pause NAME or --mute NAME"),
     "reason": (ACTIONS, "an action (--pause, --resume, --rerun, --mark-success, --release, "
                "--reset-job, --job, --mute, --unmute)"),
     "metrics_file": (("run",), "a tick (no mode option)"),
@@ -158,9 +158,10 @@ def _add_modes(modes: "argparse._ArgumentGroup") -> None:
                        help="why the job would or would not run now: paused, running (lease), "
                        "due, parents, error backoff, backfill intervals pending")
     modes.add_argument("--pause", metavar="NAME", default="",
-                       help="cron ticks skip the job until --until (default 24 h) or --resume; "
-                       "needs --reason")
-    modes.add_argument("--resume", metavar="NAME", default="", help="end a job's pause")
+                       help="cron ticks skip the job (all: every job) until --until (default "
+                       "24 h) or --resume; a run already going continues; needs --reason")
+    modes.add_argument("--resume", metavar="NAME", default="",
+                       help="end a job's pause (all: every paused job's)")
     modes.add_argument("--rerun", metavar="NAME", default="",
                        help="run a backfill job for the days --date [--to] (the dates it is "
                        "called with, UTC), oldest first; last success and next run unchanged")
@@ -204,8 +205,8 @@ def _add_details(details: "argparse._ArgumentGroup") -> None:
     details.add_argument("--reason", metavar="TEXT", default="",
                          help="why (required by --pause; recorded with any operator action)")
     details.add_argument("--replace", action="store_true",
-                         help="with --pause: replace a pause still in force (refused otherwise, "
-                         "naming it: exit 6)")
+                         help="with --pause or --mute: replace a pause or a maintenance window "
+                         "still in force (refused otherwise, naming it: exit 6)")
     details.add_argument("--until", metavar="WHEN", default="",
                          help="with --pause or --mute: 30m, 2h, 3d, or a UTC date/time (2026-11-24T06:00)")
     details.add_argument("--date", metavar="YYYY-MM-DD", default="", help="with --rerun: the first day")
