@@ -282,6 +282,14 @@ def missed_deadlines(jobs: list[Job], settings: Settings, states: Mapping[str, J
     """The jobs past a deadline at ``now`` (``deadline`` set, next interval not done by it),
     with the line that says so: what ``--nagios``, the metrics file and the dashboard show.
     A job whose rules do not load is left out (``--configtest`` names the option)."""
+    return {name: event.message for name, event in deadline_events(jobs, settings, states,
+                                                                   now).items()}
+
+
+def deadline_events(jobs: list[Job], settings: Settings, states: Mapping[str, JobState],
+                    now: dt.datetime) -> dict[str, Event]:
+    """The ``late`` event (:func:`crontabber.alerting.late`) of each job past its deadline at
+    ``now``, by app name; its ``detail`` has the ``interval`` and its ``deadline``."""
     from .alerting import late
 
     missed = {}
@@ -293,7 +301,7 @@ def missed_deadlines(jobs: list[Job], settings: Settings, states: Mapping[str, J
         event = late(Watched(job.app_name, states.get(job.app_name), rules, job.schedule,
                              job.is_backfill), now)
         if event is not None:
-            missed[job.app_name] = event.message
+            missed[job.app_name] = event
     return missed
 
 

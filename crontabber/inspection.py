@@ -71,12 +71,15 @@ def job_views_now(
         JobNotFound: a name that no configured job has.
     """
     from . import views
+    from .alerter import deadline_events
 
     chosen = selected_jobs(jobs, list(names))
     states, now = store.states(), store.now()
     marker = marker_of(settings, jobs, store)
+    missed = {name: views.DeadlineView(event.detail["interval"], event.detail["deadline"])
+              for name, event in deadline_events(chosen, settings, states, now).items()}
     found = views.job_views(chosen, states, now, lambda state: marker(state, now),
-                            _overdue_seconds(settings))
+                            _overdue_seconds(settings), missed)
     return found, now
 
 

@@ -12,6 +12,7 @@ orphaned  it has a marker whose holder is gone (lease expired, process dead,
           next tick on any host takes it over
 paused    an operator paused it and the pause has not ended
 failing   its last attempt failed (``error_count`` > 0)
+late      its next interval is past its ``deadline`` (not done by its time + deadline)
 waiting   it is due but a parent blocks it (never ran, failed, or is late)
 overdue   it was due more than ``overdue_seconds`` ago and no tick ran it
 due       it is due: the next tick runs it
@@ -45,6 +46,7 @@ class JobStatus(enum.Enum):
     ORPHANED = "orphaned"
     PAUSED = "paused"
     FAILING = "failing"
+    LATE = "late"
     WAITING = "waiting"
     OVERDUE = "overdue"
     DUE = "due"
@@ -195,11 +197,23 @@ class PauseView:
 
 
 @dataclass(frozen=True)
+class DeadlineView:
+    """A missed deadline: the interval not done and the time it was due done by."""
+
+    interval: dt.datetime
+    due: dt.datetime
+
+    def as_json(self) -> dict[str, Any]:
+        return {"interval": self.interval, "due": self.due}
+
+
+@dataclass(frozen=True)
 class JobView:
     """Everything ``--list-jobs`` shows about one configured job.
 
     ``waiting_for`` is why a parent blocks it (only when it is due);
-    ``late`` is how long ago it was due (only when it is due).
+    ``late`` is how long ago it was due (only when it is due);
+    ``deadline_missed`` the interval past its deadline (see :mod:`crontabber.alerting`).
     """
 
     name: str
@@ -217,6 +231,7 @@ class JobView:
     is_backfill: bool
     waiting_for: str | None = None
     late: dt.timedelta | None = None
+    deadline_missed: DeadlineView | None = None
 
     def as_json(self) -> dict[str, Any]:
         """The ``--list-jobs --json`` object of the job (times ISO 8601 UTC via jsonout)."""
@@ -234,6 +249,7 @@ class JobView:
             "paused": self.paused.as_json() if self.paused else None,
             "waiting_for": self.waiting_for,
             "late_seconds": self.late,
+            "deadline_missed": self.deadline_missed.as_json() if self.deadline_missed else None,
             "depends_on": list(self.depends_on),
             "is_backfill": self.is_backfill,
         }
@@ -245,13 +261,14 @@ def job_view(
     now: dt.datetime,
     marker: MarkerOf,
     overdue_seconds: float,
+    missed: DeadlineView | None = None,
 ) -> JobView:
     """The view of one configured job at ``now``.
 
     ``marker`` classifies an ``ongoing`` marker (the runner's rules, from this
     host); ``overdue_seconds`` is how late a due job may be before it is
     ``overdue`` rather than ``due`` (a tick every few minutes makes any job a
-    little late).
+    little late); ``missed``: its interval past its deadline, if one is.
     """
     state = states.get(job.app_name)
     ongoing = _ongoing(state, marker)
@@ -262,6 +279,8 @@ def job_view(
     waiting_for = dependency_block(job.depends_on, states, now) if due else None
     late = lateness(state, now) if due else None
     status = _status(state, ongoing, paused, due, waiting_for, late, overdue_seconds)
+    if missed is not None and status in _BELOW_LATE:
+        status = JobStatus.LATE
     return JobView(
         name=job.app_name,
         class_path=job.class_path,
@@ -278,7 +297,12 @@ def job_view(
         is_backfill=job.is_backfill,
         waiting_for=waiting_for,
         late=late,
+        deadline_missed=missed,
     )
+
+
+#: The statuses a missed deadline overrides (those after ``late`` in the module docstring).
+_BELOW_LATE = (JobStatus.WAITING, JobStatus.OVERDUE, JobStatus.DUE, JobStatus.NEW, JobStatus.OK)
 
 
 def _ongoing(state: JobState | None, marker: MarkerOf) -> OngoingView | None:
@@ -320,9 +344,12 @@ def job_views(
     now: dt.datetime,
     marker: MarkerOf,
     overdue_seconds: float,
+    missed: Mapping[str, DeadlineView] | None = None,
 ) -> list[JobView]:
-    """:func:`job_view` of each job, in the order given (config order)."""
-    return [job_view(job, states, now, marker, overdue_seconds) for job in jobs]
+    """:func:`job_view` of each job, in the order given (config order); ``missed``: the
+    jobs past a deadline, by app name."""
+    return [job_view(job, states, now, marker, overdue_seconds, (missed or {}).get(job.app_name))
+            for job in jobs]
 
 
 def jobs_document(views: Sequence[JobView], now: dt.datetime) -> dict[str, Any]:

@@ -30,6 +30,7 @@ STATUS_TITLES = {
     JobStatus.ORPHANED: "its runner is gone; the next tick takes it over",
     JobStatus.PAUSED: "paused by an operator",
     JobStatus.FAILING: "its last attempt failed",
+    JobStatus.LATE: "its next interval is past its deadline",
     JobStatus.WAITING: "due, but a parent blocks it",
     JobStatus.OVERDUE: "due for too long and no tick ran it",
     JobStatus.DUE: "the next tick runs it",
@@ -314,11 +315,11 @@ def pipeline_panel(document: Mapping[str, Any]) -> str:
 def health_panel(check: Mapping[str, Any], views: Sequence[JobView]) -> str:
     """The overall health, first on the page (visible without scrolling at 1366x768):
     ``--nagios``'s status and summary line, and how many jobs are in each status that
-    needs someone (failing, overdue, orphaned, waiting, paused)."""
+    needs someone (failing, late, overdue, orphaned, waiting, paused)."""
     status = str(check["status"])
     counts = {s: sum(view.status is s for view in views) for s in JobStatus}
     needing = [f'<span class="st {s.value}" data-k="health.{s.value}">{counts[s]} {s.value}</span>'
-               for s in (JobStatus.FAILING, JobStatus.OVERDUE, JobStatus.ORPHANED,
+               for s in (JobStatus.FAILING, JobStatus.LATE, JobStatus.OVERDUE, JobStatus.ORPHANED,
                          JobStatus.WAITING, JobStatus.PAUSED) if counts[s]]
     running = counts[JobStatus.RUNNING]
     jobs = f'{len(views)} jobs' + (f', {running} running' if running else "")

@@ -27,13 +27,16 @@ DEFAULT_MUTE = dt.timedelta(hours=2)
 
 
 def explain(ctx: Context) -> int:
+    from ..alerter import alert_rules
     from ..explain import explain_job
 
     settings, jobs, store, args, out = ctx.settings, ctx.jobs, ctx.store, ctx.args, ctx.out
     job = ctx.job(args.explain)
     runner = ctx.runner()
     states, now = store.states(), store.now()
-    result = explain_job(job, states, now, runner.marker(states.get(job.app_name), now), runner.rules)
+    deadline = alert_rules(job, settings.sources).deadline
+    result = explain_job(job, states, now, runner.marker(states.get(job.app_name), now), runner.rules,
+                         deadline)
     blocks = blocked_dependents(job, jobs, states, now)
     if args.json:
         jsonout.emit({**result.facts, "blocks": blocks, "database": settings.database.target}, out)
