@@ -30,6 +30,7 @@ from .alerting import (
     Event,
     OpenAlert,
     Watched,
+    broken_entry,
     held_back,
     muted,
     old_code,
@@ -37,7 +38,7 @@ from .alerting import (
     recovery,
     takeover,
 )
-from .catalog import Job, job_options
+from .catalog import BrokenEntry, Job, job_options
 from .config.settings import Settings, Sources
 from .errors import ConfigurationError, CrontabberError
 from .notify import DeliveryError, Notice, Target, send
@@ -224,6 +225,11 @@ class Alerter:
         (once per host and set of migrations across the fleet; muted by ``--mute all``) and
         send it now. Never raises: the tick goes on to refuse."""
         self._send_now(old_code(host, behind))
+
+    def broken_entry(self, entry: BrokenEntry) -> None:
+        """A jobs entry does not load: open the ``broken-entry`` alert (once across the fleet
+        per entry and error; muted by ``--mute all``) and send it now. Never raises."""
+        self._send_now(broken_entry(entry.entry.text, entry.problem))
 
     def _send_now(self, event: Event) -> None:
         """Open an event alert (unless its job, or all, is muted) and send its notices at once,

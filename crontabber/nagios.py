@@ -31,9 +31,9 @@ class NagiosEntry:
     """One finding of ``--nagios``.
 
     ``level`` is ``NAGIOS_*`` (OK for what is only listed: a paused job, a job
-    waiting for its parents); ``kind`` one of ``failing``, ``marker``,
-    ``overdue``, ``waiting``, ``paused``, ``ghost``, ``silence``, ``skew``,
-    ``versions``; ``subject`` the job or host; ``text`` one line without
+    waiting for its parents); ``kind`` one of ``broken``, ``failing``, ``marker``,
+    ``overdue``, ``waiting``, ``paused``, ``paused-share``, ``ghost``, ``silence``,
+    ``skew``, ``versions``; ``subject`` the job or host; ``text`` one line without
     ``|`` (Nagios reads what follows a ``|`` as performance data).
     ``status_text``, when set, is what the status line shows instead: the
     ``name (Class) | type | value`` of a failing job, crontabber's own.
@@ -84,6 +84,7 @@ def nagios_check(
     marker: MarkerOf,
     limits: "MonitorSettings",
     missed: Mapping[str, str] | None = None,
+    broken: Mapping[str, str] | None = None,
 ) -> NagiosResult:
     """crontabber's nagios check, plus lateness, deadlines and the fleet.
 
@@ -106,11 +107,15 @@ def nagios_check(
       one: a ``--pause all`` that was forgotten runs nothing): WARNING;
     - a ghost (a state row no configured job has: a job taken out of the
       jobs list instead of paused): WARNING;
+    - a jobs entry that does not load (``broken``: its class path to its error, from
+      :func:`crontabber.catalog.load_catalog`): CRITICAL, the other jobs checked as usual;
     - no tick recorded by any host for ``silence_critical_minutes``: CRITICAL;
     - among hosts that ticked within that window, a clock skew over
       ``max_skew_seconds`` or more than one version: WARNING.
     """
-    found = [*_job_entries(jobs, states, now, marker, limits),
+    found = [*(NagiosEntry(NAGIOS_CRITICAL, "broken", name, f"jobs entry {name} does not load: "
+                           f"{problem}") for name, problem in (broken or {}).items()),
+             *_job_entries(jobs, states, now, marker, limits),
              *(NagiosEntry(NAGIOS_WARNING, "late", name, text) for name, text in (missed or {}).items()
                if not pause_active(states.get(name), now)),
              *_never_ran_entries(jobs, states, hosts, now, limits), *_ghost_entries(jobs, states),

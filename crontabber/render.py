@@ -85,6 +85,8 @@ def detail(view: JobView, now: dt.datetime) -> str:
     """The DETAIL column: what the status is about, on one line, short
     (``--wide`` has the long forms): the holder and its heartbeat, the pause,
     the error, the parent waited for."""
+    if view.status is JobStatus.BROKEN and view.last_error is not None:
+        return f"does not load: {one_line(view.last_error.value)}"
     if view.ongoing is not None and view.status in (JobStatus.RUNNING, JobStatus.ORPHANED):
         ongoing = view.ongoing
         beat = (f"beat {relative(ongoing.heartbeat, now)}" if ongoing.heartbeat is not None

@@ -6,6 +6,8 @@ its last failure. Pure functions of jobs, state rows, log rows and ``now``
 A job's **status** is one word, the first that applies:
 
 ========  =================================================================
+broken    its ``jobs`` entry does not load (its module does not import, its
+          class is gone or has no ``app_name``): ticks run the other jobs
 running   its ``ongoing`` marker is live (a run holds the job)
 orphaned  it has a marker whose holder is gone (lease expired, process dead,
           or a crontabber 0.18 marker past ``max_ongoing_age_hours``): the
@@ -30,7 +32,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from .catalog import Job
+from .catalog import BrokenEntry, Job
 from .leases import Marker
 from .records import LogEntry, RunRecord
 from .scheduling import dependency_block, is_due, lateness, pause_active
@@ -42,6 +44,7 @@ MarkerOf = Callable[[JobState], Marker]
 class JobStatus(enum.Enum):
     """A job's status in one word (see the module docstring)."""
 
+    BROKEN = "broken"
     RUNNING = "running"
     ORPHANED = "orphaned"
     PAUSED = "paused"
@@ -303,6 +306,18 @@ def job_view(
 
 #: The statuses a missed deadline overrides (those after ``late`` in the module docstring).
 _BELOW_LATE = (JobStatus.WAITING, JobStatus.OVERDUE, JobStatus.DUE, JobStatus.NEW, JobStatus.OK)
+
+
+def broken_view(broken: BrokenEntry) -> JobView:
+    """The row of a jobs entry that does not load: named by its class path, its error as
+    the last error (``ConfigurationError``), nothing else known (no app name, no state)."""
+    entry = broken.entry
+    return JobView(
+        name=broken.name, class_path=entry.class_path,
+        schedule=entry.frequency + (f" @ {entry.time}" if entry.time else ""),
+        status=JobStatus.BROKEN, last_run=None, last_success=None, next_run=None, error_count=0,
+        last_error=ErrorInfo("ConfigurationError", broken.problem, ""), ongoing=None,
+        paused=None, depends_on=(), is_backfill=False)
 
 
 def _ongoing(state: JobState | None, marker: MarkerOf) -> OngoingView | None:

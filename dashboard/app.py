@@ -57,6 +57,7 @@ from urllib.parse import parse_qs, unquote
 
 from crontabber import jsonout
 from crontabber.errors import CrontabberError, DatabaseUnavailable, JobNotFound
+from crontabber.views import JobStatus
 
 from . import page
 from .pipeline import pipeline_document
@@ -293,7 +294,8 @@ class DashboardApp:
         source = self.source
         with source.session() as session:
             views, now = source.jobs_views(session)
-            runs = {view.name: source.runs(session, view.name, SPARK_RUNS).runs for view in views}
+            runs = {view.name: source.runs(session, view.name, SPARK_RUNS).runs for view in views
+                    if view.status is not JobStatus.BROKEN}  # a broken entry has no runs
             pipeline = pipeline_document(source, session)
             fleet = source.fleet_document(session)
             alerts = source.alerts_document(session, ALERTS_SHOWN)

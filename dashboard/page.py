@@ -26,6 +26,7 @@ SPARK_WIDTH, SPARK_HEIGHT, SPARK_BAR = 124, 26, 6
 
 # What each status means to someone glancing at the page.
 STATUS_TITLES = {
+    JobStatus.BROKEN: "its jobs entry does not load; the other jobs run",
     JobStatus.RUNNING: "a run holds the job and its lease is live",
     JobStatus.ORPHANED: "its runner is gone; the next tick takes it over",
     JobStatus.PAUSED: "paused by an operator",
@@ -123,6 +124,8 @@ def status_html(view: JobView, now: dt.datetime) -> str:
     elif paused is not None and view.status is JobStatus.PAUSED:
         about = (f"until {when_html(paused.until, now)} by {esc(paused.by or '?')}: "
                  f"<span class=\"reason\">{esc(paused.reason or 'no reason given')}</span>")
+    elif view.status is JobStatus.BROKEN and view.last_error is not None:
+        about = f'<span class="errs">does not load: {esc(one_line(view.last_error.value))}</span>'
     elif view.status is JobStatus.FAILING:
         times = "once" if view.error_count == 1 else f"{view.error_count} times in a row"
         about = f"failed {times}, last {when_html(view.last_run, now)}"
@@ -315,11 +318,11 @@ def pipeline_panel(document: Mapping[str, Any]) -> str:
 def health_panel(check: Mapping[str, Any], views: Sequence[JobView]) -> str:
     """The overall health, first on the page (visible without scrolling at 1366x768):
     ``--nagios``'s status and summary line, and how many jobs are in each status that
-    needs someone (failing, late, overdue, orphaned, waiting, paused)."""
+    needs someone (broken, failing, late, overdue, orphaned, waiting, paused)."""
     status = str(check["status"])
     counts = {s: sum(view.status is s for view in views) for s in JobStatus}
     needing = [f'<span class="st {s.value}" data-k="health.{s.value}">{counts[s]} {s.value}</span>'
-               for s in (JobStatus.FAILING, JobStatus.LATE, JobStatus.OVERDUE, JobStatus.ORPHANED,
+               for s in (JobStatus.BROKEN, JobStatus.FAILING, JobStatus.LATE, JobStatus.OVERDUE, JobStatus.ORPHANED,
                          JobStatus.WAITING, JobStatus.PAUSED) if counts[s]]
     running = counts[JobStatus.RUNNING]
     jobs = f'{len(views)} jobs' + (f', {running} running' if running else "")

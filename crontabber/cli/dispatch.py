@@ -20,7 +20,7 @@ import sys
 from typing import Any, Callable, TextIO
 
 from .. import __version__
-from ..catalog import Job, configuration_notes, job_options, load_jobs, schema_dirs
+from ..catalog import Job, configuration_notes, job_options, load_catalog, load_jobs, schema_dirs
 from ..command import CommandParser, ExitCode, Formatter, exit_code_for, exit_codes_text, split_overrides
 from ..config.settings import Settings, effective_lines, iter_option_lines, load_settings, runner_options
 from ..errors import (
@@ -273,17 +273,22 @@ def dispatch(mode: str, args: argparse.Namespace, rest: list[str], stdout: TextI
     overrides = split_overrides(rest)
     settings = load_settings(args.conf, overrides)
     setup_logging(settings, overrides)
-    jobs = load_jobs(settings)  # also refuses unknown option names (crontabber.config.names)
+    if mode == "configtest":  # the whole file, or nothing: a broken entry is refused
+        return configtest(settings, load_jobs(settings), stdout)
+    # the rest go on without an entry whose class does not load (shown, alerted)
+    catalog = load_catalog(settings)  # also refuses unknown option names (config.names)
+    for broken in catalog.broken:
+        logger.error("%s; the other jobs go on without it (--configtest refuses the file)",
+                     broken.error)
+    jobs = catalog.jobs
     require_reason(mode, args, settings)
-    if mode == "configtest":
-        return configtest(settings, jobs, stdout)
     if mode == "sentrytest":
         return sentrytest(settings, stdout)
     store = open_store(settings.database, schema_dirs(jobs))
     try:
         handler = handler_for(mode)
         try:
-            return handler(Context(settings, jobs, store, args, stdout))
+            return handler(Context(settings, jobs, store, args, stdout, catalog.broken))
         except (CrontabberError, KeyboardInterrupt, Terminated) as exc:
             if mode in ACTIONS:
                 _audit_refusal(store, mode, args, exc)

@@ -38,7 +38,8 @@ def nagios(ctx: Context) -> int:
     runner = Runner(ctx.settings, ctx.jobs, ctx.store)
     result = nagios_check(ctx.jobs, overview.states, overview.hosts, overview.now,
                           lambda state: runner.marker(state, overview.now), ctx.settings.monitor,
-                          missed_deadlines(ctx.jobs, ctx.settings, overview.states, overview.now))
+                          missed_deadlines(ctx.jobs, ctx.settings, overview.states, overview.now),
+                          {entry.name: entry.problem for entry in ctx.broken})
     if ctx.args.json:
         jsonout.emit(result.as_json(), ctx.out)
     else:

@@ -12,7 +12,7 @@ import datetime as dt
 from typing import Any, Callable
 
 from .. import jsonout
-from ..catalog import Job, find_job
+from ..catalog import BrokenEntry, Job, find_job
 from ..command import ExitCode
 from ..config.settings import Settings
 from ..errors import ConfigurationError, JobPaused, MuteInForce
@@ -31,6 +31,9 @@ def explain(ctx: Context) -> int:
     from ..explain import explain_job
 
     settings, jobs, store, args, out = ctx.settings, ctx.jobs, ctx.store, ctx.args, ctx.out
+    broken = ctx.broken_entry(args.explain) if find_job(jobs, args.explain) is None else None
+    if broken is not None:
+        return _explain_broken(ctx, broken)
     job = ctx.job(args.explain)
     runner = ctx.runner()
     states, now = store.states(), store.now()
@@ -47,6 +50,23 @@ def explain(ctx: Context) -> int:
         for name, why in blocks.items():
             print(f"  blocks {name}: it would be skipped ({why})", file=out)
         print(f"  database: {settings.database.target}", file=out)
+    return ExitCode.OK
+
+
+def _explain_broken(ctx: Context, broken: BrokenEntry) -> int:
+    """``--explain`` of a jobs entry that does not load: what a tick does with it (nothing)
+    and why."""
+    verdict = f"a tick skips it: its jobs entry does not load: {broken.problem}"
+    if ctx.args.json:
+        jsonout.emit({"name": broken.name, "entry": broken.entry.text, "broken": True,
+                      "error": broken.problem, "would_run": False, "verdict": verdict,
+                      "database": ctx.settings.database.target}, ctx.out)
+        return ExitCode.OK
+    print(f"{broken.name}: {verdict}", file=ctx.out)
+    print(f"  jobs entry: {broken.entry.text}", file=ctx.out)
+    print("  the other jobs run without it; fix the module or the entry and deploy again "
+          "(--configtest refuses the file until then)", file=ctx.out)
+    print(f"  database: {ctx.settings.database.target}", file=ctx.out)
     return ExitCode.OK
 
 
