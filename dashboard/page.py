@@ -305,12 +305,30 @@ def prune_card(panel: Mapping[str, Any], now: dt.datetime) -> str:
     return _card("Last prune", body + table(["rule", "keys", "bytes", "errors"], rows, "small"))
 
 
+#: Each pipeline card: its title and how it is drawn from its panel.
+CARDS = (("uploads", "Uploads", uploads_card), ("missing_symbols", "Missing symbols", missing_card),
+         ("search_index", "Search index", search_card), ("prune", "Last prune", prune_card))
+
+
 def pipeline_panel(document: Mapping[str, Any]) -> str:
-    now = document["now"]
-    return ('<h2>Pipeline</h2><div class="cards">'
-            + uploads_card(document["uploads"], now) + missing_card(document["missing_symbols"], now)
-            + search_card(document["search_index"], now) + prune_card(document["prune"], now)
-            + "</div>")
+    """The cards; one whose panel is unavailable (its job not configured here, or its query
+    failed) says so, and the others are drawn all the same."""
+    now, cards = document["now"], []
+    for key, title, card in CARDS:
+        panel = document[key]
+        if "unavailable" in panel:
+            cls = "warn" if panel["query_failed"] else "none"
+            cards.append(_card(title, f'<p class="{cls}" data-k="{key}.unavailable">'
+                                      f'{esc(panel["unavailable"])}</p>'))
+        else:
+            cards.append(card(panel, now))
+    return '<h2>Pipeline</h2><div class="cards">' + "".join(cards) + "</div>"
+
+
+def error_panel(title: str, message: str) -> str:
+    """A panel of the overview that could not be drawn: its title and why (the others are)."""
+    return f'<h2>{esc(title)}</h2><p class="warn" data-k="panel.error">{esc(message)}</p>'
+
 
 
 # ---------------------------------------------------------------------------- health
