@@ -6,7 +6,7 @@ Read-only: it answers GET and HEAD only, and reads the database in a
 
 ============================  ===============================================
 ``/``                         the page: jobs, pipeline panels, fleet
-``/jobs/NAME``                a job's run history page
+``/jobs/NAME``                a job's page: its state now (status, next run, pause, deadline), its runs
 ``/api/jobs``                 ``--list-jobs --json``
 ``/api/jobs/NAME/history``    ``--history NAME --json`` (``?limit=N``, default 20)
 ``/api/jobs/NAME/runs/ID``    ``--logs NAME --run ID --json``: the run and what it logged and printed
@@ -362,7 +362,9 @@ class DashboardApp:
                 if panels_only:
                     raise HttpError(404, str(exc)) from None
                 return html_response(404, _error_page(str(exc)))
-        panels = {"history": page.history_panel(found.app_name, found.runs, found.more, found.now),
+            view, _ = self.source.job_view(session, found.app_name)
+        panels = {"state": page.state_panel(found.app_name, view, found.now),
+                  "history": page.history_panel(found.app_name, found.runs, found.more, found.now),
                   "output": page.output_panel(record, found.now)}
         if panels_only:
             return json_response(200, {"now": found.now, "panels": panels})

@@ -202,6 +202,32 @@ def history_rows(runs: Sequence[RunView], now: dt.datetime) -> list[list[str]]:
     return rows
 
 
+def state_panel(app_name: str, view: JobView | None, now: dt.datetime) -> str:
+    """The job as it stands, above its runs: status (and what it is about), next run, last
+    success, errors in a row and the last one, pause, missed deadline, parents (what
+    ``--list-jobs NAME`` says); a ghost (no longer configured) says so."""
+    if view is None:
+        return (f'<h2>{esc(app_name)} now</h2><p class="warn" data-k="job.ghost">not configured: '
+                'a ghost (its state and runs remain; --reset-job forgets them)</p>')
+    error = (f'{view.error_count} in a row; last: {esc(one_line(view.last_error.summary))}'
+             if view.error_count and view.last_error is not None else "0")
+    pause = (f'until {when_html(view.paused.until, now)} by {esc(view.paused.by or "?")}: '
+             f'<span class="reason">{esc(view.paused.reason or "no reason given")}</span>'
+             if view.paused is not None else '<span class="none">not paused</span>')
+    missed = view.deadline_missed
+    deadline = (f'<span class="warn">missed {when_html(missed.due, now)}: the interval of '
+                f'{esc(stamp(missed.interval))} UTC is not done</span>' if missed is not None
+                else '<span class="none">none missed</span>')
+    rows = [("status", status_html(view, now)), ("schedule", esc(view.schedule)),
+            ("next run", when_html(view.next_run, now)),
+            ("last success", when_html(view.last_success, now, "never")),
+            ("errors", error), ("pause", pause), ("deadline", deadline),
+            ("depends on", esc(", ".join(view.depends_on)) or '<span class="none">-</span>')]
+    body = "".join(f'<tr><th>{esc(name)}</th><td data-k="job.{esc(name.replace(" ", "_"))}">'
+                   f'{cell}</td></tr>' for name, cell in rows)
+    return f'<h2>{esc(app_name)} now</h2><table class="state small"><tbody>{body}</tbody></table>'
+
+
 def history_panel(app_name: str, runs: Sequence[RunView], more: bool, now: dt.datetime) -> str:
     older = '<p class="none">older runs not shown</p>' if more else ""
     return (f'<h2>Runs of {esc(app_name)} <small>newest first</small></h2>'
@@ -346,9 +372,27 @@ def health_panel(check: Mapping[str, Any], views: Sequence[JobView]) -> str:
     jobs = f'{len(views)} jobs' + (f', {running} running' if running else "")
     return (f'<div class="health nagios-{esc(status.lower())}">'
             f'<span class="badge big nagios-{esc(status.lower())}" data-k="health.status">'
-            f'{esc(status)}</span> <span class="line">{esc(check["summary"])}</span> '
+            f'{esc(status)}</span> <span class="line">{esc(health_line(check, views))}</span> '
             f'<span class="counts">{" ".join(needing) or "nothing needs attention"}; {jobs}</span>'
             '</div>')
+
+
+def health_line(check: Mapping[str, Any], views: Sequence[JobView]) -> str:
+    """``--nagios``'s status line, each failing job as ``name: Type: message`` (its error as
+    the job rows show it) rather than crontabber's ``name (Class) | <class '...'> | value``."""
+    if check["status"] == "OK":
+        return str(check["summary"])
+    by_name = {view.name: view for view in views}
+    parts = []
+    for entry in check["entries"]:
+        if entry["level"] != check["status"]:
+            continue
+        view = by_name.get(entry["subject"])
+        if entry["kind"] == "failing" and view is not None and view.last_error is not None:
+            parts.append(f"{view.name}: {one_line(view.last_error.summary)}")
+        else:
+            parts.append(str(entry["text"]))
+    return f"{check['status']} - " + "; ".join(parts)
 
 
 # ---------------------------------------------------------------------------- alerts

@@ -116,6 +116,14 @@ class Source:
         """Every configured job's view and the database clock (``--list-jobs``)."""
         return inspection.job_views_now(self.settings, self.jobs, session.state, (), self.broken)
 
+    def job_view(self, session: Session, app_name: str) -> tuple[Any, dt.datetime]:
+        """The view of the configured job ``app_name`` (None for a ghost) and the database
+        clock (``--list-jobs NAME``)."""
+        if self.job(app_name) is None:
+            return None, session.state.now()
+        found, now = inspection.job_views_now(self.settings, self.jobs, session.state, [app_name])
+        return found[0], now
+
     def jobs_document(self, session: Session) -> dict[str, Any]:
         """``--list-jobs --json``."""
         from crontabber.views import jobs_document
