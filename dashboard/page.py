@@ -420,6 +420,8 @@ def alerts_panel(document: Mapping[str, Any]) -> str:
     mutes = "".join(f'<p class="summary">muted: {esc("every job" if m["scope"] == "*" else m["scope"])}'
                     f' until {when_html(m["until"], now)} by {esc(m["muted_by"])}: '
                     f'{esc(one_line(m["reason"]))}</p>' for m in document["mutes"])
+    mutes += "".join(f'<p class="warn" data-k="alerts.held_back">not alerted (muted): '
+                     f'{esc(one_line(e["message"]))}</p>' for e in document.get("held_back", ()))
     rows = []
     for alert in alerts:
         state = ("open" if alert["resolved_at"] is None else "ended") if alert["kind"] in LASTING else "event"

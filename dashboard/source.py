@@ -154,11 +154,19 @@ class Source:
         return self.runs(session, name).as_json()
 
     def alerts_document(self, session: Session, limit: int = 20) -> dict[str, Any]:
-        """``{"now", "enabled", "mutes", "alerts"}``: ``--alerts --json``'s alerts (newest first,
-        each with its notices: sent, or the error, attempts and next attempt) and the
-        maintenance windows in force."""
-        return {"now": session.state.now(), "enabled": self.settings.alerts.enabled,
-                "mutes": session.state.mutes(), "alerts": session.state.alerts(None, limit)}
+        """``{"now", "enabled", "mutes", "held_back", "alerts"}``: ``--alerts --json``'s alerts
+        (newest first, each with its notices: sent, or the error, attempts and next attempt),
+        the maintenance windows in force and what they hold back now (each muted job's
+        failing, silent or late condition: ``--alerts``' ``not alerted (muted)`` lines)."""
+        from crontabber.alerter import Alerter
+
+        now, mutes = session.state.now(), session.state.mutes()
+        held = Alerter(self.settings, self.jobs, session.state, "dashboard").held_back(
+            session.state.states(), now, mutes) if mutes else []
+        return {"now": now, "enabled": self.settings.alerts.enabled, "mutes": mutes,
+                "held_back": [{"job": e.app_name, "kind": e.kind, "message": e.message}
+                              for e in held],
+                "alerts": session.state.alerts(None, limit)}
 
     def fleet_document(self, session: Session) -> dict[str, Any]:
         """``{"now", "check": <--nagios --json>, "hosts": [...]}``: every host

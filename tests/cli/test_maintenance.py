@@ -5,6 +5,7 @@ paused, what ``--pause`` says of a run already going, a second ``--mute`` that n
 from __future__ import annotations
 
 from tests.cli.test_alerts import alerts_ini
+from tests.fixtures.dashboard_data import dashboard  # noqa: F401 - the fixture
 from tests.fixtures.receiver import receiver  # noqa: F401 - the fixture
 
 
@@ -56,7 +57,8 @@ def test_pause_all_replace_replaces_every_pause(cli):
     assert {crontab.state(n).paused_reason for n in ("foo", "basic-job")} == {"second"}
 
 
-def test_a_second_mute_needs_replace_and_alerts_shows_what_a_window_holds_back(cli, receiver):
+def test_a_second_mute_needs_replace_and_alerts_shows_what_a_window_holds_back(
+        cli, receiver, dashboard):  # noqa: F811
     crontab = cli.crontab
     crontab.configure(["TroubleJob|1d", "BasicJob|1d"], extra=alerts_ini(receiver))
     done = cli.run("--mute", "all", "--reason", "maintenance CHG-1", "--until", "1h")
@@ -83,5 +85,9 @@ def test_a_second_mute_needs_replace_and_alerts_shows_what_a_window_holds_back(c
     shown = cli.run("--alerts").stdout
     assert "  not alerted (muted): trouble: failed 2 times in a row; last: NameError: Trouble!!" \
         in shown.splitlines(), shown
+    dashboard.start()
+    page = dashboard.get("/")[2]
+    assert ('data-k="alerts.held_back">not alerted (muted): trouble: failed 2 times in a row'
+            in page)
     assert cli.run("--unmute", "all").returncode == 0
     assert "not alerted" not in cli.run("--alerts").stdout
