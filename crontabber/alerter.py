@@ -30,12 +30,15 @@ from .alerting import (
     Event,
     OpenAlert,
     Watched,
+    broken_entry,
+    held_back,
+    muted,
     old_code,
     plan,
     recovery,
     takeover,
 )
-from .catalog import Job, job_options
+from .catalog import BrokenEntry, Job, job_options
 from .config.settings import Settings, Sources
 from .errors import ConfigurationError, CrontabberError
 from .notify import DeliveryError, Notice, Target, send
@@ -152,6 +155,18 @@ class Alerter:
             claimed = claimed + self.store.notices_claim(self.host, self.config.claim_seconds, touched)
         self.deliver(claimed)
 
+    def held_back(self, states: Mapping[str, JobState], now: dt.datetime,
+                  windows: list[dict[str, Any]]) -> list[Event]:
+        """The conditions the maintenance windows in force (``windows``: rows of
+        :meth:`StateStore.mutes`) keep from alerting at ``now`` (:func:`held_back`).
+
+        Raises:
+            ConfigurationError: a job's alert rules do not parse.
+        """
+        mutes = {row["scope"]: row["until"] for row in windows}
+        names = [name for name in self.jobs if muted(name, mutes, now)]
+        return held_back([self.watched(name, states.get(name)) for name in names], now, mutes)
+
     def _blocker(self, app_name: str, states: Mapping[str, JobState], now: dt.datetime) -> str:
         job = self.jobs.get(app_name)
         if job is None:
@@ -211,6 +226,11 @@ class Alerter:
         send it now. Never raises: the tick goes on to refuse."""
         self._send_now(old_code(host, behind))
 
+    def broken_entry(self, entry: BrokenEntry) -> None:
+        """A jobs entry does not load: open the ``broken-entry`` alert (once across the fleet
+        per entry and error; muted by ``--mute all``) and send it now. Never raises."""
+        self._send_now(broken_entry(entry.entry.text, entry.problem))
+
     def _send_now(self, event: Event) -> None:
         """Open an event alert (unless its job, or all, is muted) and send its notices at once,
         not at the next tick; never raises (what it interrupts goes on)."""
@@ -268,6 +288,14 @@ def missed_deadlines(jobs: list[Job], settings: Settings, states: Mapping[str, J
     """The jobs past a deadline at ``now`` (``deadline`` set, next interval not done by it),
     with the line that says so: what ``--nagios``, the metrics file and the dashboard show.
     A job whose rules do not load is left out (``--configtest`` names the option)."""
+    return {name: event.message for name, event in deadline_events(jobs, settings, states,
+                                                                   now).items()}
+
+
+def deadline_events(jobs: list[Job], settings: Settings, states: Mapping[str, JobState],
+                    now: dt.datetime) -> dict[str, Event]:
+    """The ``late`` event (:func:`crontabber.alerting.late`) of each job past its deadline at
+    ``now``, by app name; its ``detail`` has the ``interval`` and its ``deadline``."""
     from .alerting import late
 
     missed = {}
@@ -279,7 +307,7 @@ def missed_deadlines(jobs: list[Job], settings: Settings, states: Mapping[str, J
         event = late(Watched(job.app_name, states.get(job.app_name), rules, job.schedule,
                              job.is_backfill), now)
         if event is not None:
-            missed[job.app_name] = event.message
+            missed[job.app_name] = event
     return missed
 
 

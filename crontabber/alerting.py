@@ -16,7 +16,9 @@ The conditions, per job (its rules: ``alert_*`` in ``[crontabber]`` or ``[[class
   alert ends, if ``on_recovery``) are events, never open; so is ``old-code`` (a host whose
   code is older than the database's schema claims nothing: its app name is ``crontabber``,
   its subject the host and the migrations it lacks, so each host is told of once per
-  release).
+  release); so is ``broken-entry`` (a jobs entry whose class does not load: the other jobs
+  run; its app name is ``crontabber``, its subject the entry and its error, so the fleet is
+  told once per entry and error).
 
 A paused job is muted: no alert opens, resolves or repeats while the pause lasts; so is a job
 inside a maintenance window (``--mute NAME|all``), which does not stop it from running.
@@ -207,6 +209,21 @@ def plan(jobs: Iterable[Watched], open_alerts: Iterable[OpenAlert],
     return result
 
 
+def held_back(jobs: Iterable[Watched], now: dt.datetime, mutes: Mapping[str, dt.datetime]
+              ) -> list[Event]:
+    """What the maintenance windows ``mutes`` (``{scope: until}``) keep quiet at ``now``: the
+    failing, silent and late conditions of each job inside a window (and not paused), which
+    :func:`plan` would act on without it (``--alerts`` and the dashboard show them)."""
+    found: list[Event] = []
+    for watched in jobs:
+        if pause_active(watched.state, now) or not muted(watched.app_name, mutes, now):
+            continue
+        found += [e for e in (failing(watched.app_name, watched.state, watched.rules),
+                              silent(watched.app_name, watched.state, watched.rules, now),
+                              late(watched, now)) if e is not None]
+    return found
+
+
 def recovery(alert: OpenAlert, state: JobState | None, now: dt.datetime) -> Event:
     """The ``recovered`` event of an alert whose condition ended."""
     if state is None:
@@ -232,6 +249,15 @@ def old_code(host: str, behind: tuple[int, ...]) -> Event:
                  f"{host} runs code older than the database's schema (it lacks migration "
                  f"{listed}): it claims no job until it is upgraded",
                  {"host": host, "migrations": list(behind)})
+
+
+def broken_entry(text: str, problem: str) -> Event:
+    """The ``broken-entry`` event: the jobs entry ``text`` does not load (``problem``); told
+    once across the fleet per entry and error (its subject), as ``old-code`` is."""
+    return Event(RUNNER, "broken-entry", f"{text}: {problem}",
+                 f"jobs entry {text!r} does not load: {problem}; the other jobs run without it "
+                 "(--list-jobs shows it; --configtest refuses the file)",
+                 {"entry": text, "error": problem})
 
 
 def takeover(app_name: str, before: JobState, run_id: int) -> Event:

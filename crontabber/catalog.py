@@ -5,6 +5,12 @@ Every problem is a :class:`ConfigurationError` naming the offending entry:
 an unknown module or class, a class without ``app_name``, a duplicate
 ``app_name`` or namespace, a bad frequency, time or option value, a cycle,
 an option or ``[[class-X]]`` section that nothing declares (:mod:`.known`).
+
+:func:`load_jobs` refuses the file on the first problem (``--configtest``).
+:func:`load_catalog` is what every other command and the dashboard use: an entry whose
+class does not load (a module that no longer imports after a deploy, a class gone or
+without ``app_name``) is left out as a :class:`BrokenEntry`, so the other jobs still run
+and are still shown; any other problem still refuses the file.
 """
 
 from __future__ import annotations
@@ -57,6 +63,42 @@ class Job:
     def matches(self, name: str) -> bool:
         """Whether ``--job NAME`` means this job (app name or dotted class path)."""
         return name in (self.app_name, self.class_path, self.entry.class_path)
+
+
+@dataclass(frozen=True)
+class BrokenEntry:
+    """A jobs entry whose class does not load, and why: a tick runs the other jobs, the
+    read commands and the dashboard show it as an error row, the alerts tell of it once."""
+
+    entry: JobEntry
+    error: ConfigurationError
+
+    @property
+    def name(self) -> str:
+        """What the commands call it: its class path (it has no app name it could tell)."""
+        return self.entry.class_path
+
+    @property
+    def problem(self) -> str:
+        """The error without the ``configuration error in ...`` prefix."""
+        return self.error.problem
+
+    def matches(self, name: str) -> bool:
+        """Whether a command's NAME means this entry: its class path, its class name, or the
+        entry as written."""
+        return name in (self.entry.class_path, self.entry.class_name, self.entry.text)
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """The jobs that load, in config order, and the entries that do not."""
+
+    jobs: list[Job]
+    broken: list[BrokenEntry]
+
+    def broken_entry(self, name: str) -> BrokenEntry | None:
+        """The broken entry ``name`` means, if any."""
+        return next((entry for entry in self.broken if entry.matches(name)), None)
 
 
 def import_class(entry: JobEntry) -> type:
@@ -157,16 +199,38 @@ def _load_one(entry: JobEntry, sources: Sources) -> Job:
 
 
 def load_jobs(settings: Settings) -> list[Job]:
-    """The configured jobs in config order, all validated.
+    """The configured jobs in config order, all validated (``--configtest``).
 
     Raises:
         ConfigurationError: on the first problem found.
     """
+    return _load(settings, tolerant=False).jobs
+
+
+def load_catalog(settings: Settings) -> Catalog:
+    """The configured jobs in config order, validated, leaving out (as a
+    :class:`BrokenEntry` each) the entries whose class does not load: an import error, a
+    missing class, no ``app_name``.
+
+    Raises:
+        ConfigurationError: any other problem (what :func:`load_jobs` refuses).
+    """
+    return _load(settings, tolerant=True)
+
+
+def _load(settings: Settings, tolerant: bool) -> Catalog:
     jobs: list[Job] = []
+    broken: list[BrokenEntry] = []
     by_name: dict[str, Job] = {}
     by_namespace: dict[tuple[str, ...], Job] = {}
     for entry in settings.entries:
-        job = _load_one(entry, settings.sources)
+        try:
+            job = _load_one(entry, settings.sources)
+        except ConfigurationError as exc:
+            if not tolerant or exc.where != f"jobs entry {entry.text!r}":
+                raise
+            broken.append(BrokenEntry(entry, exc))
+            continue
         if job.app_name in by_name:
             raise ConfigurationError(
                 f"jobs entry {entry.text!r}",
@@ -188,7 +252,7 @@ def load_jobs(settings: Settings) -> list[Job]:
         jobs.append(job)
     dependency_order({job.app_name: job.depends_on for job in jobs})
     check_names_used(settings.sources, jobs)
-    return jobs
+    return Catalog(jobs, broken)
 
 
 def names_known(sources: Sources, jobs: list[Job]) -> KnownNames:

@@ -57,7 +57,8 @@ class ExitCode(enum.IntEnum):
 #: docs/operations.md repeats it.
 EXIT_CODES: tuple[tuple[int, str], ...] = (
     (ExitCode.OK, "ok (a cron tick also when jobs failed: they are recorded)"),
-    (ExitCode.ERROR, "bad argument or configuration, unknown job or id, database unavailable"),
+    (ExitCode.ERROR, "bad argument or configuration, unknown job or id, database unavailable; "
+                     "a tick with a jobs entry that does not load (the other jobs ran)"),
     (ExitCode.LOCKED, "locked by another process that very moment"),
     (ExitCode.ONGOING, "the job is running elsewhere (or a reset/release was refused for that)"),
     (ExitCode.FENCED, "a run was fenced off (it lost its lease)"),

@@ -120,6 +120,20 @@ class JobPaused(CrontabberError):
         )
 
 
+class MuteInForce(JobPaused):
+    """A second ``--mute`` of a scope refused (exit 6, as a second ``--pause``): a
+    maintenance window of it is in force. Names the window and ``--replace``."""
+
+    def __init__(self, scope: str, until: object, by: object, reason: object, override: str
+                 ) -> None:
+        self.app_name = scope
+        self.action = "mute it again"
+        until_text = minute_text(until) if isinstance(until, dt.datetime) else str(until)
+        CrontabberError.__init__(
+            self, f"{scope}: refusing to mute it again: muted until {until_text} by {by}: "
+                  f"{reason}; {override}")
+
+
 class LeaseLost(CrontabberError):
     """A run lost its hold on the job: another run took it over (its lease
     had expired) or an operator released it. Its state writes were refused

@@ -68,9 +68,11 @@ def explain_job(
     now: dt.datetime,
     marker: Marker,
     rules: LeaseRules,
+    deadline: dt.timedelta = dt.timedelta(0),
 ) -> Explanation:
     """What a cron tick at ``now`` would do with ``job``, and why (the runner's
-    checks, in its order: paused, held by a live run, due, parents)."""
+    checks, in its order: paused, held by a live run, due, parents), and where
+    its ``deadline`` (zero: none) stands."""
     state = states.get(job.app_name)
     notes = _Notes(job, now)
     notes.lines.append(f"schedule: every {job.schedule}" + (
@@ -80,6 +82,7 @@ def explain_job(
     _last_runs(notes, state)
     _due(notes, job, state)
     _parents(notes, job, states)
+    _deadline(notes, job, state, deadline)
     if job.is_backfill:
         _backfill(notes, job, state)
     if notes.blocking:
@@ -178,6 +181,32 @@ def _parents(notes: _Notes, job: Job, states: Mapping[str, JobState]) -> None:
     blocked = dependency_block(job.depends_on, states, notes.now)
     if blocked:
         notes.blocking.append(f"waiting: {blocked}")
+
+
+def _deadline(notes: _Notes, job: Job, state: JobState | None, deadline: dt.timedelta) -> None:
+    """The deadline of the job's next interval (:func:`crontabber.alerting.next_interval`):
+    met so far, or missed since when (what the ``late`` alert says)."""
+    from .alerting import next_interval
+
+    notes.facts["deadline"] = None
+    if not deadline:
+        return
+    interval = next_interval(state, job.schedule, job.is_backfill) if state is not None else None
+    if interval is None:
+        notes.facts["deadline"] = {"seconds": deadline.total_seconds(), "interval": None,
+                                   "due": None, "missed": False}
+        notes.lines.append(f"deadline {span_text(deadline)}: counted from its first success")
+        return
+    due = interval + deadline
+    missed = notes.now >= due
+    notes.facts["deadline"] = {"seconds": deadline.total_seconds(), "interval": interval,
+                               "due": due, "missed": missed}
+    if missed:
+        notes.lines.append(f"deadline {span_text(deadline)}: MISSED: the interval of "
+                           f"{minute_text(interval)} was not done by {notes.at(due)}")
+    else:
+        notes.lines.append(f"deadline {span_text(deadline)}: the interval of "
+                           f"{minute_text(interval)} is to be done by {notes.at(due)}")
 
 
 def _backfill(notes: _Notes, job: Job, state: JobState | None) -> None:

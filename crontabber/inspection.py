@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from .catalog import Job, find_job
+from .catalog import BrokenEntry, Job, find_job
 from .config.settings import Settings
 from .errors import ConfigurationError, JobNotFound, RunNotFound
 from .leases import Marker
@@ -61,23 +61,30 @@ def selected_jobs(jobs: list[Job], names: list[str]) -> list[Job]:
 
 
 def job_views_now(
-    settings: Settings, jobs: list[Job], store: StateStore, names: list[str] | tuple[str, ...] = ()
+    settings: Settings, jobs: list[Job], store: StateStore, names: list[str] | tuple[str, ...] = (),
+    broken: Sequence[BrokenEntry] = (),
 ) -> tuple[list["JobView"], dt.datetime]:
     """The views of the jobs ``names`` mean (every job when empty), in config
-    order, and the database clock they were judged at: what ``--list-jobs``
-    shows and the dashboard serves.
+    order, then those of the ``broken`` entries they mean (status ``broken``), and the
+    database clock they were judged at: what ``--list-jobs`` shows and the dashboard serves.
 
     Raises:
-        JobNotFound: a name that no configured job has.
+        JobNotFound: a name that no configured job and no broken entry has.
     """
     from . import views
+    from .alerter import deadline_events
 
-    chosen = selected_jobs(jobs, list(names))
+    asked = list(names)
+    shown = [b for b in broken if not asked or any(b.matches(name) for name in asked)]
+    rest = [name for name in asked if not any(b.matches(name) for b in shown)]
+    chosen = jobs if not asked else selected_jobs(jobs, rest) if rest else []
     states, now = store.states(), store.now()
     marker = marker_of(settings, jobs, store)
+    missed = {name: views.DeadlineView(event.detail["interval"], event.detail["deadline"])
+              for name, event in deadline_events(chosen, settings, states, now).items()}
     found = views.job_views(chosen, states, now, lambda state: marker(state, now),
-                            _overdue_seconds(settings))
-    return found, now
+                            _overdue_seconds(settings), missed)
+    return found + [views.broken_view(b) for b in shown], now
 
 
 def known_name(jobs: list[Job], store: StateStore, name: str) -> tuple[str, Job | None]:

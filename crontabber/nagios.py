@@ -31,9 +31,9 @@ class NagiosEntry:
     """One finding of ``--nagios``.
 
     ``level`` is ``NAGIOS_*`` (OK for what is only listed: a paused job, a job
-    waiting for its parents); ``kind`` one of ``failing``, ``marker``,
-    ``overdue``, ``waiting``, ``paused``, ``ghost``, ``silence``, ``skew``,
-    ``versions``; ``subject`` the job or host; ``text`` one line without
+    waiting for its parents); ``kind`` one of ``broken``, ``failing``, ``marker``,
+    ``overdue``, ``waiting``, ``paused``, ``paused-share``, ``ghost``, ``silence``,
+    ``skew``, ``versions``; ``subject`` the job or host; ``text`` one line without
     ``|`` (Nagios reads what follows a ``|`` as performance data).
     ``status_text``, when set, is what the status line shows instead: the
     ``name (Class) | type | value`` of a failing job, crontabber's own.
@@ -86,6 +86,7 @@ def nagios_check(
     marker: MarkerOf,
     limits: "MonitorSettings",
     missed: Mapping[str, str] | None = None,
+    broken: Mapping[str, str] | None = None,
 ) -> NagiosResult:
     """crontabber's nagios check, plus lateness, deadlines and the fleet.
 
@@ -104,17 +105,24 @@ def nagios_check(
       :func:`crontabber.alerter.missed_deadlines`): WARNING, unless paused;
     - a paused job: listed, OK (an operator's decision, with a reason and an
       end); its failure does not raise the status while the pause lasts;
+    - ``paused_warning_percent`` of the configured jobs paused or more (by default every
+      one: a ``--pause all`` that was forgotten runs nothing): WARNING;
     - a ghost (a state row no configured job has: a job taken out of the
       jobs list instead of paused): WARNING;
+    - a jobs entry that does not load (``broken``: its class path to its error, from
+      :func:`crontabber.catalog.load_catalog`): CRITICAL, the other jobs checked as usual;
     - no tick recorded by any host for ``silence_critical_minutes``: CRITICAL;
     - among hosts that ticked within that window, a clock skew over
       ``max_skew_seconds`` or more than one version: WARNING.
     """
-    found = [*_job_entries(jobs, states, now, marker, limits),
+    found = [*(NagiosEntry(NAGIOS_CRITICAL, "broken", name, f"jobs entry {name} does not load: "
+                           f"{problem}") for name, problem in (broken or {}).items()),
+             *_job_entries(jobs, states, now, marker, limits),
              *(NagiosEntry(NAGIOS_WARNING, "late", name, text) for name, text in (missed or {}).items()
                if not pause_active(states.get(name), now)),
              *_never_ran_entries(jobs, states, hosts, now, limits), *_ghost_entries(jobs, states),
              *_fleet_entries(hosts, now, limits)]
+    found += _paused_share_entries(jobs, found, limits)
     entries = tuple(sorted(found, key=lambda e: -e.level))  # stable: config order within a level
     code = entries[0].level if entries else NAGIOS_OK
     if code == NAGIOS_OK:
@@ -204,6 +212,20 @@ def _paused_entry(app_name: str, name: str, state: JobState, now: dt.datetime) -
         kind, value = _error_parts(state)
         text += f"; failing: {kind}: {value}"
     return NagiosEntry(NAGIOS_OK, "paused", app_name, text)
+
+
+def _paused_share_entries(jobs: Sequence[Job], found: Sequence[NagiosEntry],
+                          limits: "MonitorSettings") -> list[NagiosEntry]:
+    """A WARNING when ``paused_warning_percent`` of the configured jobs or more are paused:
+    a fleet that runs nothing is not nominal."""
+    paused = [e.subject for e in found if e.kind == "paused"]
+    if not jobs or not paused or len(paused) * 100 < limits.paused_warning_percent * len(jobs):
+        return []
+    share = "every job is paused" if len(paused) == len(jobs) else \
+        f"{len(paused)} of {len(jobs)} jobs are paused"
+    return [NagiosEntry(NAGIOS_WARNING, "paused-share", "",
+                        f"{share} (paused_warning_percent {limits.paused_warning_percent:g}): "
+                        f"{', '.join(paused)}; --resume all ends every pause")]
 
 
 def _ghost_entries(jobs: Sequence[Job], states: Mapping[str, JobState]) -> Iterator[NagiosEntry]:

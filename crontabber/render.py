@@ -85,6 +85,8 @@ def detail(view: JobView, now: dt.datetime) -> str:
     """The DETAIL column: what the status is about, on one line, short
     (``--wide`` has the long forms): the holder and its heartbeat, the pause,
     the error, the parent waited for."""
+    if view.status is JobStatus.BROKEN and view.last_error is not None:
+        return f"does not load: {one_line(view.last_error.value)}"
     if view.ongoing is not None and view.status in (JobStatus.RUNNING, JobStatus.ORPHANED):
         ongoing = view.ongoing
         beat = (f"beat {relative(ongoing.heartbeat, now)}" if ongoing.heartbeat is not None
@@ -98,6 +100,8 @@ def detail(view: JobView, now: dt.datetime) -> str:
                 f" (by {view.paused.by or '?'})")
     if view.status is JobStatus.FAILING and view.last_error is not None:
         return f"{view.error_count}x {one_line(view.last_error.summary)}"
+    if view.status is JobStatus.LATE and view.deadline_missed is not None:
+        return deadline_text(view, now)
     if view.status is JobStatus.WAITING:
         return str(view.waiting_for)
     if view.status is JobStatus.OVERDUE and view.late is not None:
@@ -105,6 +109,14 @@ def detail(view: JobView, now: dt.datetime) -> str:
     if view.status is JobStatus.NEW:
         return "never ran; not due yet"
     return "-"
+
+
+def deadline_text(view: JobView, now: dt.datetime) -> str:
+    """``deadline missed 2m ago; waiting: ...`` (``--explain`` names the interval)."""
+    missed = view.deadline_missed
+    assert missed is not None
+    why = f"; waiting: {view.waiting_for}" if view.waiting_for else ""
+    return f"deadline missed {relative(missed.due, now)}{why}"
 
 
 def list_table(views: Sequence[JobView], now: dt.datetime, width: int | None = DEFAULT_WIDTH) -> list[str]:

@@ -571,12 +571,19 @@ class StateStore:
                 {r["app_name"]: r["next_notice"] for r in rows if r["row_kind"] == "mute"})
 
     @translated
-    def mute(self, scope: str, until: dt.datetime, audit: AuditEntry) -> None:
-        """Mute the alerts of ``scope`` (an app name, or ``*``) until ``until``, audited."""
+    def mute(self, scope: str, until: dt.datetime, audit: AuditEntry, replace: bool = False
+             ) -> bool:
+        """Mute the alerts of ``scope`` (an app name, or ``*``) until ``until``, audited; True
+        if muted. A window of ``scope`` still in force stays (False, nothing audited) unless
+        ``replace``."""
         with self._conn, self._cursor() as cur:
             cur.execute(_alert_queries()["mute"], {"scope": scope, "until": until,
-                                                   "by": audit.actor, "reason": audit.reason})
+                                                   "by": audit.actor, "reason": audit.reason,
+                                                   "replace": replace})
+            if cur.fetchone() is None:
+                return False
             _audit(cur, audit)
+            return True
 
     @translated
     def unmute(self, scope: str, audit: AuditEntry) -> bool:

@@ -6,12 +6,15 @@ its last failure. Pure functions of jobs, state rows, log rows and ``now``
 A job's **status** is one word, the first that applies:
 
 ========  =================================================================
+broken    its ``jobs`` entry does not load (its module does not import, its
+          class is gone or has no ``app_name``): ticks run the other jobs
 running   its ``ongoing`` marker is live (a run holds the job)
 orphaned  it has a marker whose holder is gone (lease expired, process dead,
           or a crontabber 0.18 marker past ``max_ongoing_age_hours``): the
           next tick on any host takes it over
 paused    an operator paused it and the pause has not ended
 failing   its last attempt failed (``error_count`` > 0)
+late      its next interval is past its ``deadline`` (not done by its time + deadline)
 waiting   it is due but a parent blocks it (never ran, failed, or is late)
 overdue   it was due more than ``overdue_seconds`` ago and no tick ran it
 due       it is due: the next tick runs it
@@ -29,7 +32,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from .catalog import Job
+from .catalog import BrokenEntry, Job
 from .leases import Marker
 from .records import LogEntry, RunRecord
 from .scheduling import dependency_block, is_due, lateness, pause_active
@@ -41,10 +44,12 @@ MarkerOf = Callable[[JobState], Marker]
 class JobStatus(enum.Enum):
     """A job's status in one word (see the module docstring)."""
 
+    BROKEN = "broken"
     RUNNING = "running"
     ORPHANED = "orphaned"
     PAUSED = "paused"
     FAILING = "failing"
+    LATE = "late"
     WAITING = "waiting"
     OVERDUE = "overdue"
     DUE = "due"
@@ -195,11 +200,23 @@ class PauseView:
 
 
 @dataclass(frozen=True)
+class DeadlineView:
+    """A missed deadline: the interval not done and the time it was due done by."""
+
+    interval: dt.datetime
+    due: dt.datetime
+
+    def as_json(self) -> dict[str, Any]:
+        return {"interval": self.interval, "due": self.due}
+
+
+@dataclass(frozen=True)
 class JobView:
     """Everything ``--list-jobs`` shows about one configured job.
 
     ``waiting_for`` is why a parent blocks it (only when it is due);
-    ``late`` is how long ago it was due (only when it is due).
+    ``late`` is how long ago it was due (only when it is due);
+    ``deadline_missed`` the interval past its deadline (see :mod:`crontabber.alerting`).
     """
 
     name: str
@@ -217,6 +234,7 @@ class JobView:
     is_backfill: bool
     waiting_for: str | None = None
     late: dt.timedelta | None = None
+    deadline_missed: DeadlineView | None = None
 
     def as_json(self) -> dict[str, Any]:
         """The ``--list-jobs --json`` object of the job (times ISO 8601 UTC via jsonout)."""
@@ -234,6 +252,7 @@ class JobView:
             "paused": self.paused.as_json() if self.paused else None,
             "waiting_for": self.waiting_for,
             "late_seconds": self.late,
+            "deadline_missed": self.deadline_missed.as_json() if self.deadline_missed else None,
             "depends_on": list(self.depends_on),
             "is_backfill": self.is_backfill,
         }
@@ -245,13 +264,14 @@ def job_view(
     now: dt.datetime,
     marker: MarkerOf,
     overdue_seconds: float,
+    missed: DeadlineView | None = None,
 ) -> JobView:
     """The view of one configured job at ``now``.
 
     ``marker`` classifies an ``ongoing`` marker (the runner's rules, from this
     host); ``overdue_seconds`` is how late a due job may be before it is
     ``overdue`` rather than ``due`` (a tick every few minutes makes any job a
-    little late).
+    little late); ``missed``: its interval past its deadline, if one is.
     """
     state = states.get(job.app_name)
     ongoing = _ongoing(state, marker)
@@ -262,6 +282,8 @@ def job_view(
     waiting_for = dependency_block(job.depends_on, states, now) if due else None
     late = lateness(state, now) if due else None
     status = _status(state, ongoing, paused, due, waiting_for, late, overdue_seconds)
+    if missed is not None and status in _BELOW_LATE:
+        status = JobStatus.LATE
     return JobView(
         name=job.app_name,
         class_path=job.class_path,
@@ -278,7 +300,24 @@ def job_view(
         is_backfill=job.is_backfill,
         waiting_for=waiting_for,
         late=late,
+        deadline_missed=missed,
     )
+
+
+#: The statuses a missed deadline overrides (those after ``late`` in the module docstring).
+_BELOW_LATE = (JobStatus.WAITING, JobStatus.OVERDUE, JobStatus.DUE, JobStatus.NEW, JobStatus.OK)
+
+
+def broken_view(broken: BrokenEntry) -> JobView:
+    """The row of a jobs entry that does not load: named by its class path, its error as
+    the last error (``ConfigurationError``), nothing else known (no app name, no state)."""
+    entry = broken.entry
+    return JobView(
+        name=broken.name, class_path=entry.class_path,
+        schedule=entry.frequency + (f" @ {entry.time}" if entry.time else ""),
+        status=JobStatus.BROKEN, last_run=None, last_success=None, next_run=None, error_count=0,
+        last_error=ErrorInfo("ConfigurationError", broken.problem, ""), ongoing=None,
+        paused=None, depends_on=(), is_backfill=False)
 
 
 def _ongoing(state: JobState | None, marker: MarkerOf) -> OngoingView | None:
@@ -320,9 +359,12 @@ def job_views(
     now: dt.datetime,
     marker: MarkerOf,
     overdue_seconds: float,
+    missed: Mapping[str, DeadlineView] | None = None,
 ) -> list[JobView]:
-    """:func:`job_view` of each job, in the order given (config order)."""
-    return [job_view(job, states, now, marker, overdue_seconds) for job in jobs]
+    """:func:`job_view` of each job, in the order given (config order); ``missed``: the
+    jobs past a deadline, by app name."""
+    return [job_view(job, states, now, marker, overdue_seconds, (missed or {}).get(job.app_name))
+            for job in jobs]
 
 
 def jobs_document(views: Sequence[JobView], now: dt.datetime) -> dict[str, Any]:

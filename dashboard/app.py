@@ -6,14 +6,14 @@ Read-only: it answers GET and HEAD only, and reads the database in a
 
 ============================  ===============================================
 ``/``                         the page: jobs, pipeline panels, fleet
-``/jobs/NAME``                a job's run history page
+``/jobs/NAME``                a job's page: its state now (status, next run, pause, deadline), its runs
 ``/api/jobs``                 ``--list-jobs --json``
 ``/api/jobs/NAME/history``    ``--history NAME --json`` (``?limit=N``, default 20)
 ``/api/jobs/NAME/runs/ID``    ``--logs NAME --run ID --json``: the run and what it logged and printed
 ``/api/pipeline``             the pipeline panels (:mod:`dashboard.pipeline`)
 ``/api/fleet``                ``--nagios --json`` and every host's last tick
 ``/api/alerts``               ``--alerts --json`` (``?limit=N``) and the maintenance windows
-``/__heartbeat__``            200 when the configuration loads and the database answers, else 503
+``/__heartbeat__``            200 when ``/`` can be drawn whole (configuration, database, every panel), else 503
 ``/__lbheartbeat__``          200 while the process serves requests
 ============================  ===============================================
 
@@ -57,9 +57,10 @@ from urllib.parse import parse_qs, unquote
 
 from crontabber import jsonout
 from crontabber.errors import CrontabberError, DatabaseUnavailable, JobNotFound
+from crontabber.views import JobStatus
 
 from . import page
-from .pipeline import pipeline_document
+from .pipeline import failed_panels, pipeline_document
 from .source import HISTORY_LIMIT, SPARK_RUNS, Source
 
 #: The alerts the overview page shows (the newest).
@@ -273,11 +274,17 @@ class DashboardApp:
         raise HttpError(404, f"no such page: {path[:200]}")
 
     def heartbeat(self) -> Response:
+        """200 ``ok`` only when ``/`` can be drawn whole: the configuration loads, the database
+        answers and no panel's query fails (a panel of a job not configured here is not a
+        failure); else 503 with the error, or each failed panel's."""
         try:
-            with self.source.session() as session:
-                now = session.pipeline.now()
+            now, _, failed = self.overview_panels()
         except CrontabberError as exc:
             return json_response(503, {"status": "error", "error": str(exc)})
+        if failed:
+            return json_response(503, {"status": "error", "panels": failed,
+                                       "error": f"{len(failed)} panel(s) of / failed: "
+                                                + "; ".join(f"{k}: {v}" for k, v in failed.items())})
         return json_response(200, {"status": "ok", "database": "ok", "now": now,
                                    "jobs": len(self.source.jobs)})
 
@@ -308,23 +315,55 @@ class DashboardApp:
             raise HttpError(404, f"{name}: no run {run} in the run ledger")
         return json_response(200, record.as_json())
 
-    def overview_panels(self) -> tuple[Any, dict[str, str]]:
-        source = self.source
+    def overview_panels(self) -> tuple[Any, dict[str, str], dict[str, str]]:
+        """The database clock, the overview's panels (id -> HTML), and the panels that could
+        not be read, with why: each is read on its own, so one that fails (a missing table, a
+        bug in its query) is drawn as its error and the others as usual.
+
+        Raises:
+            DatabaseUnavailable: the database does not answer.
+            ConfigurationError: the configuration does not load.
+        """
+        source, failed = self.source, {}
+
+        def read(key: str, build: Callable[[], Any]) -> Any:
+            try:
+                return build()
+            except DatabaseUnavailable:
+                raise
+            except CrontabberError as exc:
+                logger.error("panel %s of /: %s", key, exc)
+                failed[key] = str(exc)
+                return None
+
         with source.session() as session:
-            views, now = source.jobs_views(session)
-            runs = {view.name: source.runs(session, view.name, SPARK_RUNS).runs for view in views}
-            pipeline = pipeline_document(source, session)
-            fleet = source.fleet_document(session)
-            alerts = source.alerts_document(session, ALERTS_SHOWN)
-        return now, {"health": page.health_panel(fleet["check"], views),
-                     "jobs": page.jobs_panel(views, runs, now),
-                     "alerts": page.alerts_panel(alerts),
-                     "pipeline": page.pipeline_panel(pipeline),
-                     "fleet": page.fleet_panel(fleet)}
+            now = session.pipeline.now()
+            views = read("jobs", lambda: source.jobs_views(session)[0])
+            runs = read("jobs", lambda: {
+                view.name: source.runs(session, view.name, SPARK_RUNS).runs for view in views
+                if view.status is not JobStatus.BROKEN}) if views is not None else {}
+            pipeline = read("pipeline", lambda: pipeline_document(source, session))
+            fleet = read("fleet", lambda: source.fleet_document(session))
+            alerts = read("alerts", lambda: source.alerts_document(session, ALERTS_SHOWN))
+        if pipeline is not None:
+            failed.update({f"pipeline.{k}": v for k, v in failed_panels(pipeline).items()})
+        health = (page.health_panel(fleet["check"], views) if fleet is not None and views is not None
+                  else page.error_panel("Health", failed.get("fleet") or failed.get("jobs", "")))
+        return now, {
+            "health": health,
+            "jobs": page.jobs_panel(views, runs or {}, now) if views is not None
+            else page.error_panel("Jobs", failed["jobs"]),
+            "alerts": page.alerts_panel(alerts) if alerts is not None
+            else page.error_panel("Alerts", failed["alerts"]),
+            "pipeline": page.pipeline_panel(pipeline) if pipeline is not None
+            else page.error_panel("Pipeline", failed["pipeline"]),
+            "fleet": page.fleet_panel(fleet) if fleet is not None
+            else page.error_panel("Fleet", failed["fleet"]),
+        }, failed
 
     def overview_page(self, panels_only: bool) -> Response:
         try:
-            now, panels = self.overview_panels()
+            now, panels, _ = self.overview_panels()
         except DatabaseUnavailable as exc:
             if panels_only:
                 raise
@@ -342,7 +381,9 @@ class DashboardApp:
                 if panels_only:
                     raise HttpError(404, str(exc)) from None
                 return html_response(404, _error_page(str(exc)))
-        panels = {"history": page.history_panel(found.app_name, found.runs, found.more, found.now),
+            view, _ = self.source.job_view(session, found.app_name)
+        panels = {"state": page.state_panel(found.app_name, view, found.now),
+                  "history": page.history_panel(found.app_name, found.runs, found.more, found.now),
                   "output": page.output_panel(record, found.now)}
         if panels_only:
             return json_response(200, {"now": found.now, "panels": panels})

@@ -26,10 +26,12 @@ SPARK_WIDTH, SPARK_HEIGHT, SPARK_BAR = 124, 26, 6
 
 # What each status means to someone glancing at the page.
 STATUS_TITLES = {
+    JobStatus.BROKEN: "its jobs entry does not load; the other jobs run",
     JobStatus.RUNNING: "a run holds the job and its lease is live",
     JobStatus.ORPHANED: "its runner is gone; the next tick takes it over",
     JobStatus.PAUSED: "paused by an operator",
     JobStatus.FAILING: "its last attempt failed",
+    JobStatus.LATE: "its next interval is past its deadline",
     JobStatus.WAITING: "due, but a parent blocks it",
     JobStatus.OVERDUE: "due for too long and no tick ran it",
     JobStatus.DUE: "the next tick runs it",
@@ -122,6 +124,8 @@ def status_html(view: JobView, now: dt.datetime) -> str:
     elif paused is not None and view.status is JobStatus.PAUSED:
         about = (f"until {when_html(paused.until, now)} by {esc(paused.by or '?')}: "
                  f"<span class=\"reason\">{esc(paused.reason or 'no reason given')}</span>")
+    elif view.status is JobStatus.BROKEN and view.last_error is not None:
+        about = f'<span class="errs">does not load: {esc(one_line(view.last_error.value))}</span>'
     elif view.status is JobStatus.FAILING:
         times = "once" if view.error_count == 1 else f"{view.error_count} times in a row"
         about = f"failed {times}, last {when_html(view.last_run, now)}"
@@ -196,6 +200,32 @@ def history_rows(runs: Sequence[RunView], now: dt.datetime) -> list[list[str]]:
                      f'<span class="badge {run.outcome.value}">{esc(run.outcome.text)}</span>{covered}',
                      error])
     return rows
+
+
+def state_panel(app_name: str, view: JobView | None, now: dt.datetime) -> str:
+    """The job as it stands, above its runs: status (and what it is about), next run, last
+    success, errors in a row and the last one, pause, missed deadline, parents (what
+    ``--list-jobs NAME`` says); a ghost (no longer configured) says so."""
+    if view is None:
+        return (f'<h2>{esc(app_name)} now</h2><p class="warn" data-k="job.ghost">not configured: '
+                'a ghost (its state and runs remain; --reset-job forgets them)</p>')
+    error = (f'{view.error_count} in a row; last: {esc(one_line(view.last_error.summary))}'
+             if view.error_count and view.last_error is not None else "0")
+    pause = (f'until {when_html(view.paused.until, now)} by {esc(view.paused.by or "?")}: '
+             f'<span class="reason">{esc(view.paused.reason or "no reason given")}</span>'
+             if view.paused is not None else '<span class="none">not paused</span>')
+    missed = view.deadline_missed
+    deadline = (f'<span class="warn">missed {when_html(missed.due, now)}: the interval of '
+                f'{esc(stamp(missed.interval))} UTC is not done</span>' if missed is not None
+                else '<span class="none">none missed</span>')
+    rows = [("status", status_html(view, now)), ("schedule", esc(view.schedule)),
+            ("next run", when_html(view.next_run, now)),
+            ("last success", when_html(view.last_success, now, "never")),
+            ("errors", error), ("pause", pause), ("deadline", deadline),
+            ("depends on", esc(", ".join(view.depends_on)) or '<span class="none">-</span>')]
+    body = "".join(f'<tr><th>{esc(name)}</th><td data-k="job.{esc(name.replace(" ", "_"))}">'
+                   f'{cell}</td></tr>' for name, cell in rows)
+    return f'<h2>{esc(app_name)} now</h2><table class="state small"><tbody>{body}</tbody></table>'
 
 
 def history_panel(app_name: str, runs: Sequence[RunView], more: bool, now: dt.datetime) -> str:
@@ -315,12 +345,30 @@ def prune_card(panel: Mapping[str, Any], now: dt.datetime) -> str:
     return _card("Last prune", body + table(["rule", "keys", "bytes", "errors"], rows, "small"))
 
 
+#: Each pipeline card: its title and how it is drawn from its panel.
+CARDS = (("uploads", "Uploads", uploads_card), ("missing_symbols", "Missing symbols", missing_card),
+         ("search_index", "Search index", search_card), ("prune", "Last prune", prune_card))
+
+
 def pipeline_panel(document: Mapping[str, Any]) -> str:
-    now = document["now"]
-    return ('<h2>Pipeline</h2><div class="cards">'
-            + uploads_card(document["uploads"], now) + missing_card(document["missing_symbols"], now)
-            + search_card(document["search_index"], now) + prune_card(document["prune"], now)
-            + "</div>")
+    """The cards; one whose panel is unavailable (its job not configured here, or its query
+    failed) says so, and the others are drawn all the same."""
+    now, cards = document["now"], []
+    for key, title, card in CARDS:
+        panel = document[key]
+        if "unavailable" in panel:
+            cls = "warn" if panel["query_failed"] else "none"
+            cards.append(_card(title, f'<p class="{cls}" data-k="{key}.unavailable">'
+                                      f'{esc(panel["unavailable"])}</p>'))
+        else:
+            cards.append(card(panel, now))
+    return '<h2>Pipeline</h2><div class="cards">' + "".join(cards) + "</div>"
+
+
+def error_panel(title: str, message: str) -> str:
+    """A panel of the overview that could not be drawn: its title and why (the others are)."""
+    return f'<h2>{esc(title)}</h2><p class="warn" data-k="panel.error">{esc(message)}</p>'
+
 
 
 # ---------------------------------------------------------------------------- health
@@ -328,19 +376,37 @@ def pipeline_panel(document: Mapping[str, Any]) -> str:
 def health_panel(check: Mapping[str, Any], views: Sequence[JobView]) -> str:
     """The overall health, first on the page (visible without scrolling at 1366x768):
     ``--nagios``'s status and summary line, and how many jobs are in each status that
-    needs someone (failing, overdue, orphaned, waiting, paused)."""
+    needs someone (broken, failing, late, overdue, orphaned, waiting, paused)."""
     status = str(check["status"])
     counts = {s: sum(view.status is s for view in views) for s in JobStatus}
     needing = [f'<span class="st {s.value}" data-k="health.{s.value}">{counts[s]} {s.value}</span>'
-               for s in (JobStatus.FAILING, JobStatus.OVERDUE, JobStatus.ORPHANED,
+               for s in (JobStatus.BROKEN, JobStatus.FAILING, JobStatus.LATE, JobStatus.OVERDUE, JobStatus.ORPHANED,
                          JobStatus.WAITING, JobStatus.PAUSED) if counts[s]]
     running = counts[JobStatus.RUNNING]
     jobs = f'{len(views)} jobs' + (f', {running} running' if running else "")
     return (f'<div class="health nagios-{esc(status.lower())}">'
             f'<span class="badge big nagios-{esc(status.lower())}" data-k="health.status">'
-            f'{esc(status)}</span> <span class="line">{esc(check["summary"])}</span> '
+            f'{esc(status)}</span> <span class="line">{esc(health_line(check, views))}</span> '
             f'<span class="counts">{" ".join(needing) or "nothing needs attention"}; {jobs}</span>'
             '</div>')
+
+
+def health_line(check: Mapping[str, Any], views: Sequence[JobView]) -> str:
+    """``--nagios``'s status line, each failing job as ``name: Type: message`` (its error as
+    the job rows show it) rather than crontabber's ``name (Class) | <class '...'> | value``."""
+    if check["status"] == "OK":
+        return str(check["summary"])
+    by_name = {view.name: view for view in views}
+    parts = []
+    for entry in check["entries"]:
+        if entry["level"] != check["status"]:
+            continue
+        view = by_name.get(entry["subject"])
+        if entry["kind"] == "failing" and view is not None and view.last_error is not None:
+            parts.append(f"{view.name}: {one_line(view.last_error.summary)}")
+        else:
+            parts.append(str(entry["text"]))
+    return f"{check['status']} - " + "; ".join(parts)
 
 
 # ---------------------------------------------------------------------------- alerts
@@ -368,6 +434,8 @@ def alerts_panel(document: Mapping[str, Any]) -> str:
     mutes = "".join(f'<p class="summary">muted: {esc("every job" if m["scope"] == "*" else m["scope"])}'
                     f' until {when_html(m["until"], now)} by {esc(m["muted_by"])}: '
                     f'{esc(one_line(m["reason"]))}</p>' for m in document["mutes"])
+    mutes += "".join(f'<p class="warn" data-k="alerts.held_back">not alerted (muted): '
+                     f'{esc(one_line(e["message"]))}</p>' for e in document.get("held_back", ()))
     rows = []
     for alert in alerts:
         state = ("open" if alert["resolved_at"] is None else "ended") if alert["kind"] in LASTING else "event"

@@ -11,20 +11,24 @@
 - ``prune``: the last prune run, keys and bytes per rule.
 
 A panel whose outside service (Elasticsearch, S3) does not answer carries an
-``error`` and ``null`` numbers; the other panels are still shown. The
-database is read through :class:`dashboard.store.PipelineStore`.
+``error`` and ``null`` numbers; the other panels are still shown. A panel whose job
+(:data:`OWNERS`) is not configured on this runner reads nothing (its tables need not exist:
+a runner of other crontabber apps has none) and is ``{"unavailable": "... is not
+configured ...", "query_failed": false}``; one whose query fails is ``{"unavailable": the error,
+"query_failed": true}`` (what ``/__heartbeat__`` reports). The database is read through
+:class:`dashboard.store.PipelineStore`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from crontabber.errors import JobNotFound
 from crontabber.redaction import redact
 from crontabber.views import Outcome
 
-from .store import PipelineStore
+from .store import PanelQueryFailed, PipelineStore
 
 if TYPE_CHECKING:
     from .source import Session, Source
@@ -33,6 +37,11 @@ FAILED_WINDOW = dt.timedelta(hours=24)
 LIST_LIMIT = 10  # rows in a panel's list (failed uploads, quarantined batches, top symbols)
 REBUILD_APP = "rebuild-search-index"
 MISSING_APP = "missing-symbols"
+PRUNE_APP = "prune-s3"
+UPLOADS_APP = "process-uploads"
+#: The job whose tables each panel reads (created where that job is configured).
+OWNERS = {"uploads": UPLOADS_APP, "missing_symbols": MISSING_APP, "search_index": REBUILD_APP,
+          "prune": PRUNE_APP}
 
 
 def _config(source: "Source", app_name: str) -> dict[str, Any]:
@@ -159,12 +168,34 @@ def search_index_panel(source: "Source", session: "Session") -> dict[str, Any]:
             "watermark": watermark.as_json() if watermark else None}
 
 
-def pipeline_document(source: "Source", session: "Session") -> dict[str, Any]:
-    """The four panels and the database clock they were read at."""
-    now = session.pipeline.now()
+def prune_panel(session: "Session") -> dict[str, Any]:
     prune = session.pipeline.last_prune()
-    return {"now": now,
-            "uploads": uploads_panel(session.pipeline, now),
-            "missing_symbols": missing_symbols_panel(source, session, now),
-            "search_index": search_index_panel(source, session),
-            "prune": {"last_run": prune.as_json() if prune else None}}
+    return {"last_run": prune.as_json() if prune else None}
+
+
+def pipeline_document(source: "Source", session: "Session") -> dict[str, Any]:
+    """The four panels and the database clock they were read at; a panel that cannot be
+    read says why (see the module docstring), the others are read all the same."""
+    now = session.pipeline.now()
+    builders: dict[str, Callable[[], dict[str, Any]]] = {
+        "uploads": lambda: uploads_panel(session.pipeline, now),
+        "missing_symbols": lambda: missing_symbols_panel(source, session, now),
+        "search_index": lambda: search_index_panel(source, session),
+        "prune": lambda: prune_panel(session)}
+    return {"now": now, **{name: _panel(source, name, build) for name, build in builders.items()}}
+
+
+def _panel(source: "Source", name: str, build: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    owner = OWNERS[name]
+    if source.job(owner) is None:
+        return {"unavailable": f"{owner} is not configured on this runner", "query_failed": False}
+    try:
+        return build()
+    except PanelQueryFailed as exc:
+        return {"unavailable": str(exc), "query_failed": True}
+
+
+def failed_panels(document: dict[str, Any]) -> dict[str, str]:
+    """The panels of ``document`` whose query failed, with the error."""
+    return {name: str(panel["unavailable"]) for name, panel in document.items()
+            if isinstance(panel, dict) and panel.get("query_failed")}

@@ -21,7 +21,7 @@ from typing import Any, Iterator, Mapping
 
 from crontabber import inspection, nagios
 from crontabber.alerter import missed_deadlines
-from crontabber.catalog import Job, load_jobs
+from crontabber.catalog import BrokenEntry, Job, load_catalog
 from crontabber.config.settings import Settings, load_settings
 from crontabber.runner import Runner
 from crontabber.store import StateStore, connect
@@ -44,13 +44,15 @@ class Session:
 
 class Source:
     """The runner's settings and configured jobs (loaded once, checked like a
-    tick's: a bad configuration raises ``ConfigurationError``), and the
-    clients of Elasticsearch and S3, built on first use and shared by threads
-    (both clients are thread-safe)."""
+    tick's: a bad configuration raises ``ConfigurationError``; a jobs entry whose class does
+    not load is in ``broken``, shown as a row), and the clients of Elasticsearch and S3,
+    built on first use and shared by threads (both clients are thread-safe)."""
 
-    def __init__(self, settings: Settings, jobs: list[Job]) -> None:
+    def __init__(self, settings: Settings, jobs: list[Job], broken: list[BrokenEntry] | None = None
+                 ) -> None:
         self.settings = settings
         self.jobs = jobs
+        self.broken = broken or []
         self._lock = threading.Lock()
         self._clients: dict[str, Any] = {}
         self._cache_lock = threading.Lock()
@@ -66,7 +68,8 @@ class Source:
             ConfigurationError: a missing file, a bad value, an unknown name.
         """
         settings = load_settings(conf_path, overrides, environ)
-        return cls(settings, load_jobs(settings))
+        catalog = load_catalog(settings)
+        return cls(settings, catalog.jobs, catalog.broken)
 
     def client(self, kind: str, build: Any) -> Any:
         """The shared client ``kind``, built by ``build()`` the first time."""
@@ -111,7 +114,15 @@ class Source:
 
     def jobs_views(self, session: Session) -> tuple[list[Any], dt.datetime]:
         """Every configured job's view and the database clock (``--list-jobs``)."""
-        return inspection.job_views_now(self.settings, self.jobs, session.state)
+        return inspection.job_views_now(self.settings, self.jobs, session.state, (), self.broken)
+
+    def job_view(self, session: Session, app_name: str) -> tuple[Any, dt.datetime]:
+        """The view of the configured job ``app_name`` (None for a ghost) and the database
+        clock (``--list-jobs NAME``)."""
+        if self.job(app_name) is None:
+            return None, session.state.now()
+        found, now = inspection.job_views_now(self.settings, self.jobs, session.state, [app_name])
+        return found[0], now
 
     def jobs_document(self, session: Session) -> dict[str, Any]:
         """``--list-jobs --json``."""
@@ -143,11 +154,19 @@ class Source:
         return self.runs(session, name).as_json()
 
     def alerts_document(self, session: Session, limit: int = 20) -> dict[str, Any]:
-        """``{"now", "enabled", "mutes", "alerts"}``: ``--alerts --json``'s alerts (newest first,
-        each with its notices: sent, or the error, attempts and next attempt) and the
-        maintenance windows in force."""
-        return {"now": session.state.now(), "enabled": self.settings.alerts.enabled,
-                "mutes": session.state.mutes(), "alerts": session.state.alerts(None, limit)}
+        """``{"now", "enabled", "mutes", "held_back", "alerts"}``: ``--alerts --json``'s alerts
+        (newest first, each with its notices: sent, or the error, attempts and next attempt),
+        the maintenance windows in force and what they hold back now (each muted job's
+        failing, silent or late condition: ``--alerts``' ``not alerted (muted)`` lines)."""
+        from crontabber.alerter import Alerter
+
+        now, mutes = session.state.now(), session.state.mutes()
+        held = Alerter(self.settings, self.jobs, session.state, "dashboard").held_back(
+            session.state.states(), now, mutes) if mutes else []
+        return {"now": now, "enabled": self.settings.alerts.enabled, "mutes": mutes,
+                "held_back": [{"job": e.app_name, "kind": e.kind, "message": e.message}
+                              for e in held],
+                "alerts": session.state.alerts(None, limit)}
 
     def fleet_document(self, session: Session) -> dict[str, Any]:
         """``{"now", "check": <--nagios --json>, "hosts": [...]}``: every host
@@ -159,7 +178,8 @@ class Source:
         check = nagios.nagios_check(self.jobs, overview.states, overview.hosts, overview.now,
                                     lambda state: runner.marker(state, overview.now), limits,
                                     missed_deadlines(self.jobs, self.settings, overview.states,
-                                                     overview.now))
+                                                     overview.now),
+                                    {entry.name: entry.problem for entry in self.broken})
         recent = {host.host for host in nagios.recent_hosts(overview.hosts, overview.now, limits)}
         hosts = sorted(overview.hosts, key=lambda host: host.last_tick, reverse=True)
         return {

@@ -9,10 +9,10 @@ import argparse
 import os
 import signal
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, TextIO
 
-from ..catalog import Job, find_job
+from ..catalog import BrokenEntry, Job, find_job
 from ..command import configure_logging
 from ..config.settings import Settings
 from ..errors import CodeOlderThanSchema, JobNotFound, Terminated
@@ -28,13 +28,19 @@ if TYPE_CHECKING:
 @dataclass
 class Context:
     """What a handler works with: the settings, the configured jobs, the open state store,
-    the parsed command line and where to print. A handler is ``handler(ctx) -> exit code``."""
+    the parsed command line, where to print, and the jobs entries that did not load
+    (:func:`crontabber.catalog.load_catalog`). A handler is ``handler(ctx) -> exit code``."""
 
     settings: Settings
     jobs: list[Job]
     store: StateStore
     args: argparse.Namespace
     out: TextIO
+    broken: list[BrokenEntry] = field(default_factory=list)
+
+    def broken_entry(self, name: str) -> BrokenEntry | None:
+        """The jobs entry that did not load that ``name`` means, if any."""
+        return next((entry for entry in self.broken if entry.matches(name)), None)
 
     def runner(self, **extra: Any) -> Runner:
         """The runner (``extra``: the tick's record, its takeover hook), reporting to Sentry
@@ -58,10 +64,14 @@ class Context:
         """The configured job ``name`` means (app name or class path).
 
         Raises:
+            ConfigurationError: it names a jobs entry that did not load (its error).
             JobNotFound: none does.
         """
         job = find_job(self.jobs, name)
         if job is None:
+            broken = self.broken_entry(name)
+            if broken is not None:
+                raise broken.error
             raise JobNotFound(name, [j.app_name for j in self.jobs])
         return job
 
@@ -141,6 +151,10 @@ class TickAlerts:
 
     def old_code(self, host: str, behind: tuple[int, ...]) -> None:
         self.alerter().old_code(host, behind)
+
+    def broken(self, entries: list[BrokenEntry]) -> None:
+        for entry in entries:
+            self.alerter().broken_entry(entry)
 
     def tick(self, states: Any, now: Any) -> None:
         from ..runner import default_holder

@@ -20,7 +20,7 @@ import sys
 from typing import Any, Callable, TextIO
 
 from .. import __version__
-from ..catalog import Job, configuration_notes, job_options, load_jobs, schema_dirs
+from ..catalog import Job, configuration_notes, job_options, load_catalog, load_jobs, schema_dirs
 from ..command import CommandParser, ExitCode, Formatter, exit_code_for, exit_codes_text, split_overrides
 from ..config.settings import Settings, effective_lines, iter_option_lines, load_settings, runner_options
 from ..errors import (
@@ -85,7 +85,7 @@ DETAILS: dict[str, tuple[tuple[str, ...], str]] = {
     "yes": (("rerun",), "--rerun NAME"),
     "audit_job": (("audit", "alerts"), "--audit or --alerts"),
     "force": (("job", "rerun"), "--job NAME or --rerun NAME"),
-    "replace": (("pause",), "--pause NAME"),
+    "replace": (("pause", "mute"), "--pause NAME or --mute NAME"),
     "reason": (ACTIONS, "an action (--pause, --resume, --rerun, --mark-success, --release, "
                "--reset-job, --job, --mute, --unmute)"),
     "metrics_file": (("run",), "a tick (no mode option)"),
@@ -158,9 +158,10 @@ def _add_modes(modes: "argparse._ArgumentGroup") -> None:
                        help="why the job would or would not run now: paused, running (lease), "
                        "due, parents, error backoff, backfill intervals pending")
     modes.add_argument("--pause", metavar="NAME", default="",
-                       help="cron ticks skip the job until --until (default 24 h) or --resume; "
-                       "needs --reason")
-    modes.add_argument("--resume", metavar="NAME", default="", help="end a job's pause")
+                       help="cron ticks skip the job (all: every job) until --until (default "
+                       "24 h) or --resume; a run already going continues; needs --reason")
+    modes.add_argument("--resume", metavar="NAME", default="",
+                       help="end a job's pause (all: every paused job's)")
     modes.add_argument("--rerun", metavar="NAME", default="",
                        help="run a backfill job for the days --date [--to] (the dates it is "
                        "called with, UTC), oldest first; last success and next run unchanged")
@@ -204,8 +205,8 @@ def _add_details(details: "argparse._ArgumentGroup") -> None:
     details.add_argument("--reason", metavar="TEXT", default="",
                          help="why (required by --pause; recorded with any operator action)")
     details.add_argument("--replace", action="store_true",
-                         help="with --pause: replace a pause still in force (refused otherwise, "
-                         "naming it: exit 6)")
+                         help="with --pause or --mute: replace a pause or a maintenance window "
+                         "still in force (refused otherwise, naming it: exit 6)")
     details.add_argument("--until", metavar="WHEN", default="",
                          help="with --pause or --mute: 30m, 2h, 3d, or a UTC date/time (2026-11-24T06:00)")
     details.add_argument("--date", metavar="YYYY-MM-DD", default="", help="with --rerun: the first day")
@@ -272,17 +273,22 @@ def dispatch(mode: str, args: argparse.Namespace, rest: list[str], stdout: TextI
     overrides = split_overrides(rest)
     settings = load_settings(args.conf, overrides)
     setup_logging(settings, overrides)
-    jobs = load_jobs(settings)  # also refuses unknown option names (crontabber.config.names)
+    if mode == "configtest":  # the whole file, or nothing: a broken entry is refused
+        return configtest(settings, load_jobs(settings), stdout)
+    # the rest go on without an entry whose class does not load (shown, alerted)
+    catalog = load_catalog(settings)  # also refuses unknown option names (config.names)
+    for broken in catalog.broken:
+        logger.error("%s; the other jobs go on without it (--configtest refuses the file)",
+                     broken.error)
+    jobs = catalog.jobs
     require_reason(mode, args, settings)
-    if mode == "configtest":
-        return configtest(settings, jobs, stdout)
     if mode == "sentrytest":
         return sentrytest(settings, stdout)
     store = open_store(settings.database, schema_dirs(jobs))
     try:
         handler = handler_for(mode)
         try:
-            return handler(Context(settings, jobs, store, args, stdout))
+            return handler(Context(settings, jobs, store, args, stdout, catalog.broken))
         except (CrontabberError, KeyboardInterrupt, Terminated) as exc:
             if mode in ACTIONS:
                 _audit_refusal(store, mode, args, exc)

@@ -38,7 +38,8 @@ def nagios(ctx: Context) -> int:
     runner = Runner(ctx.settings, ctx.jobs, ctx.store)
     result = nagios_check(ctx.jobs, overview.states, overview.hosts, overview.now,
                           lambda state: runner.marker(state, overview.now), ctx.settings.monitor,
-                          missed_deadlines(ctx.jobs, ctx.settings, overview.states, overview.now))
+                          missed_deadlines(ctx.jobs, ctx.settings, overview.states, overview.now),
+                          {entry.name: entry.problem for entry in ctx.broken})
     if ctx.args.json:
         jsonout.emit(result.as_json(), ctx.out)
     else:
@@ -104,10 +105,15 @@ def alerts(ctx: Context) -> int:
     if ctx.args.json:
         jsonout.emit(rows, ctx.out)
         return ExitCode.OK
-    for window in ctx.store.mutes(name):
+    windows = ctx.store.mutes(name)
+    for window in windows:
         scope = "every job" if window["scope"] == "*" else window["scope"]
         print(f"muted: {scope} until {utc_text(window['until'])} by {window['muted_by']}: "
               f"{one_line(window['reason'])}", file=ctx.out)
+    if windows:
+        for event in held_back_now(ctx, windows):
+            if name is None or event.app_name == name:
+                print(f"  not alerted (muted): {one_line(event.message)}", file=ctx.out)
     if not rows:
         print("no alerts" + (f" of {name}" if name else "") +
               ("" if ctx.settings.alerts.enabled else " (no alert targets: [alerts] targets)"),
@@ -123,6 +129,15 @@ def alerts(ctx: Context) -> int:
             print(f"  {notice['target']} (notice {notice['notice']}): {_notice_text(notice)}",
                   file=ctx.out)
     return ExitCode.OK
+
+
+def held_back_now(ctx: Context, windows: list[dict[str, Any]]) -> list[Any]:
+    """The conditions the maintenance ``windows`` keep from alerting now
+    (:meth:`crontabber.alerter.Alerter.held_back`), from the state as it is."""
+    from .common import alerter_for
+
+    overview = ctx.store.overview()
+    return alerter_for(ctx).held_back(overview.states, overview.now, windows)
 
 
 def _notice_text(notice: dict[str, Any]) -> str:

@@ -12,10 +12,10 @@ import datetime as dt
 from typing import Any, Callable
 
 from .. import jsonout
-from ..catalog import Job, find_job
+from ..catalog import BrokenEntry, Job, find_job
 from ..command import ExitCode
 from ..config.settings import Settings
-from ..errors import ConfigurationError, JobPaused
+from ..errors import ConfigurationError, JobPaused, MuteInForce
 from ..formats import day_text, minute_text, one_line, utc_text
 from ..scheduling import next_run_after, parse_day, parse_until, pause_active, rerun_dates
 from ..state import JobState
@@ -27,13 +27,19 @@ DEFAULT_MUTE = dt.timedelta(hours=2)
 
 
 def explain(ctx: Context) -> int:
+    from ..alerter import alert_rules
     from ..explain import explain_job
 
     settings, jobs, store, args, out = ctx.settings, ctx.jobs, ctx.store, ctx.args, ctx.out
+    broken = ctx.broken_entry(args.explain) if find_job(jobs, args.explain) is None else None
+    if broken is not None:
+        return _explain_broken(ctx, broken)
     job = ctx.job(args.explain)
     runner = ctx.runner()
     states, now = store.states(), store.now()
-    result = explain_job(job, states, now, runner.marker(states.get(job.app_name), now), runner.rules)
+    deadline = alert_rules(job, settings.sources).deadline
+    result = explain_job(job, states, now, runner.marker(states.get(job.app_name), now), runner.rules,
+                         deadline)
     blocks = blocked_dependents(job, jobs, states, now)
     if args.json:
         jsonout.emit({**result.facts, "blocks": blocks, "database": settings.database.target}, out)
@@ -44,6 +50,23 @@ def explain(ctx: Context) -> int:
         for name, why in blocks.items():
             print(f"  blocks {name}: it would be skipped ({one_line(why)})", file=out)
         print(f"  database: {settings.database.target}", file=out)
+    return ExitCode.OK
+
+
+def _explain_broken(ctx: Context, broken: BrokenEntry) -> int:
+    """``--explain`` of a jobs entry that does not load: what a tick does with it (nothing)
+    and why."""
+    verdict = f"a tick skips it: its jobs entry does not load: {broken.problem}"
+    if ctx.args.json:
+        jsonout.emit({"name": broken.name, "entry": broken.entry.text, "broken": True,
+                      "error": broken.problem, "would_run": False, "verdict": verdict,
+                      "database": ctx.settings.database.target}, ctx.out)
+        return ExitCode.OK
+    print(f"{broken.name}: {verdict}", file=ctx.out)
+    print(f"  jobs entry: {broken.entry.text}", file=ctx.out)
+    print("  the other jobs run without it; fix the module or the entry and deploy again "
+          "(--configtest refuses the file until then)", file=ctx.out)
+    print(f"  database: {ctx.settings.database.target}", file=ctx.out)
     return ExitCode.OK
 
 
@@ -62,20 +85,64 @@ def blocked_dependents(job: Job, jobs: list[Job], states: Any, now: dt.datetime)
 
 
 def pause(ctx: Context) -> int:
+    """``--pause NAME|all [--until WHEN] [--replace] --reason TEXT``: cron ticks skip the job
+    (every configured job); a run already going is not stopped."""
     store, args, out = ctx.store, ctx.args, ctx.out
-    job = ctx.job(args.pause)  # its --reason: checked by dispatch.require_reason
     now = store.now()
     try:
         until = parse_until(args.until, now) if args.until else now + DEFAULT_PAUSE
     except ValueError as exc:
         raise ConfigurationError("--until", str(exc)) from None
+    chosen = "" if args.until else " (24 h: --until to choose)"
+    if args.pause == ALL:
+        return _pause_all(ctx, until, chosen)
+    job = ctx.job(args.pause)  # its --reason: checked by dispatch.require_reason
     if not store.pause(job.app_name, job.depends_on, until,
                        ctx.audit_entry("pause", job.app_name, until=until), args.replace):
         _refuse_paused(store, job.app_name, "pause it again",
                        f"--pause {job.app_name} --replace replaces that pause")
-    print(f"{job.app_name}: paused until {minute_text(until)}"
-          f"{' (24 h: --until to choose)' if not args.until else ''}; cron ticks skip it, "
-          f"--job runs it only with --force; --resume {job.app_name} ends the pause", file=out)
+    print(f"{job.app_name}: paused until {minute_text(until)}{chosen}; cron ticks skip it, "
+          f"--job runs it only with --force; {_going(store, job.app_name)}; "
+          f"--resume {job.app_name} ends the pause", file=out)
+    return ExitCode.OK
+
+
+#: The name that means every configured job to --pause, --resume, --mute and --unmute.
+ALL = "all"
+
+
+def _going(store: StateStore, app_name: str) -> str:
+    """What a pause does to a run already going: nothing (it ends as it would)."""
+    state = store.state(app_name)
+    if state is not None and state.ongoing is not None:
+        return (f"run {state.run_id} on {state.ongoing_by} is going and continues (a pause "
+                "stops no run)")
+    return "a pause stops no run already going"
+
+
+def _pause_all(ctx: Context, until: dt.datetime, chosen: str) -> int:
+    """``--pause all``: pause every configured job; a job paused already keeps its pause
+    (named) unless ``--replace``."""
+    store, args, out = ctx.store, ctx.args, ctx.out
+    paused, kept = [], []
+    for job in ctx.jobs:
+        audit = ctx.audit_entry("pause", job.app_name, until=until, scope=ALL)
+        if store.pause(job.app_name, job.depends_on, until, audit, args.replace):
+            paused.append(job.app_name)
+            continue
+        state = store.state(job.app_name)
+        assert state is not None and state.paused_until is not None  # refused: paused
+        kept.append(f"{job.app_name}: kept its pause until {minute_text(state.paused_until)} by "
+                    f"{state.paused_by}: {state.paused_reason} (--pause all --replace replaces it)")
+    running = [f"{name} (run {s.run_id} on {s.ongoing_by})" for name, s in store.states().items()
+               if name in paused and s.ongoing is not None]
+    print(f"every job paused until {minute_text(until)}{chosen}: {', '.join(paused) or 'none'}; "
+          "cron ticks skip them, --job runs one only with --force; "
+          + (f"a run already going continues: {', '.join(running)}; " if running else
+             "a pause stops no run already going; ")
+          + "--resume all ends every pause", file=out)
+    for line in kept:
+        print(f"  {line}", file=out)
     return ExitCode.OK
 
 
@@ -92,7 +159,10 @@ def _refuse_paused(store: StateStore, app_name: str, action: str, override: str)
 
 
 def resume(ctx: Context) -> int:
+    """``--resume NAME|all``: end the job's pause (every paused job's) now."""
     store, args, out = ctx.store, ctx.args, ctx.out
+    if args.resume == ALL:
+        return _resume_all(ctx)
     job = ctx.job(args.resume)
     state = store.state(job.app_name)
     if state is None or state.paused_until is None or state.paused_until <= store.now():
@@ -101,6 +171,25 @@ def resume(ctx: Context) -> int:
     store.resume(job.app_name, ctx.audit_entry("resume", job.app_name))
     print(f"{job.app_name}: resumed (was paused until {minute_text(state.paused_until)} "
           f"by {state.paused_by}: {state.paused_reason})", file=out)
+    return ExitCode.OK
+
+
+def _resume_all(ctx: Context) -> int:
+    """``--resume all``: end the pause of every configured job that has one, each audited."""
+    store, out = ctx.store, ctx.out
+    states, now = store.states(), store.now()
+    resumed = 0
+    for job in ctx.jobs:
+        state = states.get(job.app_name)
+        if state is None or not pause_active(state, now):
+            continue
+        store.resume(job.app_name, ctx.audit_entry("resume", job.app_name, scope=ALL))
+        assert state.paused_until is not None
+        print(f"{job.app_name}: resumed (was paused until {minute_text(state.paused_until)} "
+              f"by {state.paused_by}: {state.paused_reason})", file=out)
+        resumed += 1
+    if not resumed:
+        print("no job was paused", file=out)
     return ExitCode.OK
 
 
@@ -287,11 +376,16 @@ def audit_ghosts(ctx: Context) -> int:
 
 def _scope(ctx: Context, name: str) -> str:
     """``*`` for ``all``, else the app name a configured job's name means."""
-    return "*" if name == "all" else ctx.job(name).app_name
+    return "*" if name == ALL else ctx.job(name).app_name
 
 
 def mute(ctx: Context) -> int:
-    """``--mute NAME|all [--until WHEN] --reason TEXT``: a maintenance window of the alerts."""
+    """``--mute NAME|all [--until WHEN] [--replace] --reason TEXT``: a maintenance window of
+    the alerts; a window of that scope in force is replaced only with ``--replace``.
+
+    Raises:
+        MuteInForce: a window of that scope is in force and ``--replace`` was not given.
+    """
     store, args = ctx.store, ctx.args
     scope = _scope(ctx, args.mute)
     now = store.now()
@@ -299,11 +393,20 @@ def mute(ctx: Context) -> int:
         until = parse_until(args.until, now) if args.until else now + DEFAULT_MUTE
     except ValueError as exc:
         raise ConfigurationError("--until", str(exc)) from None
-    store.mute(scope, until, ctx.audit_entry("mute", scope, until=until))
+    before = [w for w in store.mutes(scope) if w["scope"] == scope]
+    if not store.mute(scope, until, ctx.audit_entry("mute", scope, until=until), args.replace):
+        window = next(iter(w for w in store.mutes(scope) if w["scope"] == scope), None)
+        if window is not None:
+            raise MuteInForce(args.mute, window["until"], window["muted_by"], window["reason"],
+                              f"--mute {args.mute} --replace replaces that window")
     what = "every job's alerts" if scope == "*" else f"{scope}'s alerts"
+    runs = "the jobs still run" if scope == "*" else "the job still runs"
+    replaced = (f" (replaced the window until {minute_text(before[0]['until'])} by "
+                f"{before[0]['muted_by']}: {before[0]['reason']})" if before else "")
     print(f"{what} muted until {minute_text(until)}"
-          f"{' (2 h: --until to choose)' if not args.until else ''}: none opens, ends or repeats; "
-          f"the jobs still run; --unmute {args.mute} ends it", file=ctx.out)
+          f"{' (2 h: --until to choose)' if not args.until else ''}{replaced}: none opens, ends "
+          f"or repeats; {runs}; --alerts shows what it holds back; --unmute {args.mute} ends it",
+          file=ctx.out)
     return ExitCode.OK
 
 

@@ -19,9 +19,10 @@ logger = logging.getLogger("crontabber")
 def run_all(ctx: Context) -> int:
     """A cron tick: run every due job, then the alerts (when targets are configured); exit
     non-zero only when a job's lock could not be taken for a reason other than another host
-    holding it, or (8) when this host's code is older than the database's schema: then it
-    records its tick with the migrations it lacks, raises the ``old-code`` alert, and claims
-    nothing."""
+    holding it, (1) when a jobs entry did not load (the other jobs ran; the ``broken-entry``
+    alert tells of it), or (8) when this host's code is older than the database's schema:
+    then it records its tick with the migrations it lacks, raises the ``old-code`` alert, and
+    claims nothing."""
     alerts = TickAlerts(ctx) if ctx.settings.alerts.enabled else None
     if ctx.store.unknown_migrations:  # code older than the schema: recorded, named, refused
         tick = fleet_tick(ctx.store.unknown_migrations)
@@ -32,14 +33,20 @@ def run_all(ctx: Context) -> int:
     runner = ctx.runner(tick=fleet_tick(),  # a tick records itself: --nagios watches
                         on_takeover=alerts.takeover if alerts is not None else None)
     with terminate_on_sigterm():
+        if alerts is not None and ctx.broken:  # before the jobs: a long run delays nothing
+            alerts.broken(ctx.broken)
         results = runner.run_all()
         if alerts is not None:
             alerts.tick(*runner.snapshot())
     counts = {status: sum(r.status is status for r in results) for status in Status}
-    logger.info("done: %s", ", ".join(f"{n} {s.value}" for s, n in counts.items() if n) or "no jobs")
+    done = [f"{n} {s.value}" for s, n in counts.items() if n]
+    done += [f"{len(ctx.broken)} jobs entry not loaded"] if ctx.broken else []
+    logger.info("done: %s", ", ".join(done) or "no jobs")
     write_metrics(ctx.settings, ctx.jobs, ctx.store, ctx.args)
     lock = first_lock_error(results)
-    return exit_code_for(lock) if lock else ExitCode.OK
+    if lock:
+        return exit_code_for(lock)
+    return ExitCode.ERROR if ctx.broken else ExitCode.OK
 
 
 def run_one(ctx: Context) -> int:

@@ -35,7 +35,7 @@ def _width(out: TextIO) -> int:
 def list_jobs(ctx: Context) -> int:
     """``--list-jobs [NAME ...]``: the table (``--wide``: every column) or ``--json``."""
     settings, jobs, store, args, out = ctx.settings, ctx.jobs, ctx.store, ctx.args, ctx.out
-    found, now = job_views_now(settings, jobs, store, list(args.list_jobs))
+    found, now = job_views_now(settings, jobs, store, list(args.list_jobs), ctx.broken)
     if args.json:
         jsonout.emit(views.jobs_document(found, now), out)
         return 0

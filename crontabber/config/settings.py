@@ -105,6 +105,9 @@ def _monitor_options(cron: Namespace) -> None:
                     "--nagios: no tick from any host for this long is CRITICAL")
     cron.add_option("max_skew_seconds", 30.0,
                     "--nagios: a host whose clock is this far from the database's is a WARNING")
+    cron.add_option("paused_warning_percent", 100.0,
+                    "--nagios: this share of the configured jobs paused (100: every one) is a "
+                    "WARNING (a forgotten --pause all runs nothing)")
     cron.add_option("metrics_file", "",
                     "write a Prometheus text file here after each tick (--metrics-file)")
 
@@ -280,6 +283,7 @@ class MonitorSettings:
     silence_critical_minutes: float
     max_skew_seconds: float
     metrics_file: str
+    paused_warning_percent: float = 100.0
 
     @classmethod
     def defaults(cls) -> "MonitorSettings":
@@ -432,12 +436,15 @@ def _monitor_settings(values: Mapping[str, Any]) -> MonitorSettings:
     monitor = MonitorSettings(**{
         name: values[f"crontabber.{name}"] for name in (
             "overdue_warning_seconds", "overdue_critical_seconds", "silence_critical_minutes",
-            "max_skew_seconds", "metrics_file")
+            "max_skew_seconds", "metrics_file", "paused_warning_percent")
     })
     for name in ("overdue_warning_seconds", "overdue_critical_seconds",
                  "silence_critical_minutes", "max_skew_seconds"):
         if getattr(monitor, name) <= 0:
             raise ConfigurationError(f"crontabber.{name}", "must be positive")
+    if not 0 < monitor.paused_warning_percent <= 100:
+        raise ConfigurationError("crontabber.paused_warning_percent",
+                                 f"must be above 0 and at most 100, not {monitor.paused_warning_percent:g}")
     if monitor.overdue_critical_seconds < monitor.overdue_warning_seconds:
         raise ConfigurationError(
             "crontabber.overdue_critical_seconds",

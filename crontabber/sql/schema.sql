@@ -119,7 +119,7 @@ CREATE TABLE IF NOT EXISTS crontabber_alert (
     app_name         text NOT NULL,
     kind             text NOT NULL CONSTRAINT crontabber_alert_kind_check
                      CHECK (kind IN ('failing', 'recovered', 'silent', 'late', 'takeover', 'test',
-                                     'old-code')),
+                                     'old-code', 'broken-entry')),
     subject          text NOT NULL,
     opened_at        timestamptz NOT NULL DEFAULT clock_timestamp(),
     opened_by        text NOT NULL,

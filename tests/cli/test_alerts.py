@@ -337,7 +337,7 @@ def test_a_maintenance_window_mutes_alerts_but_not_the_job(crontab, receiver, se
     code, out = crontab.run("--mute", "trouble", "--until", "1h")
     assert code == 1 and "--mute: needs --reason" in out
     code, out = crontab.run("--mute", "trouble", "--until", "1h", "--reason", "migrating the bucket")
-    assert code == 0 and "trouble's alerts muted until" in out and "the jobs still run" in out
+    assert code == 0 and "trouble's alerts muted until" in out and "the job still runs" in out
     assert crontab.run()[0] == 0
     assert len(crontab.calls("trouble")) == 1  # it ran ...
     assert receiver.received == [] and alerts(crontab) == []  # ... and nobody was told

@@ -32,12 +32,19 @@ def test_version_and_help(cli):
 
 
 def test_configuration_errors_exit_1_with_the_entry_and_run_nothing(cli):
+    cli.crontab.configure(["BasicJob|1d", "FooJob|1d", "DuplicateFoo|1d"])
+    done = cli.run()
+    assert done.returncode == 1
+    assert "jobs entry 'tests.fixtures.sample_jobs.DuplicateFoo|1d'" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert cli.crontab.calls() == []
+    # an entry whose class does not load stops only itself (tests/cli/test_broken_entry.py)
     cli.crontab.configure(["BasicJob|1d", "Nope|1d"])
     done = cli.run()
     assert done.returncode == 1
     assert "jobs entry 'tests.fixtures.sample_jobs.Nope|1d'" in done.stderr
     assert "Traceback" not in done.stderr
-    assert cli.crontab.calls() == []
+    assert [call["app_name"] for call in cli.crontab.calls()] == ["basic-job"]
     done = cli.run("--configtest")
     assert done.returncode == 1 and "Nope" in done.stderr
 

@@ -12,6 +12,8 @@ import shutil
 import subprocess
 import sys
 
+from crontabber.catalog import load_jobs
+from crontabber.config.settings import load_settings
 from tests.cli.conftest import REPO
 from tests.conftest import ENV
 
@@ -108,8 +110,10 @@ def test_every_runbook_command_runs_as_documented(cli, s3_bucket, tmp_path):
             assert "rule 'old-uploads' listing" in done.stdout
         assert "Traceback" not in shown, (command, done.stderr)  # --show-error prints one
     audit = cli.crontab.sql("SELECT action, app_name FROM crontabber_audit ORDER BY id")
+    configured = [job.app_name for job in load_jobs(load_settings(str(cli.crontab.ini), {}, {}))]
     assert [(a["action"], a["app_name"]) for a in audit] == [
         ("force", "prune-s3"), ("release", "process-uploads"),
         ("reset", "rebuild-search-index"), ("release", "rebuild-search-index"),  # refused, exit 3
         ("rerun", "missing-symbols-report"), ("pause", "prune-s3"), ("resume", "prune-s3"),
-        ("mute", "*"), ("unmute", "*")]
+        ("mute", "*"), ("unmute", "*"),
+        *(("pause", name) for name in configured), *(("resume", name) for name in configured)]

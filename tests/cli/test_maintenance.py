@@ -1,0 +1,93 @@
+"""Maintenance of the whole fleet through the real entry point and the real PostgreSQL
+(issue #32, items 8 and 10): ``--pause all`` / ``--resume all``, ``--nagios`` when every job is
+paused, what ``--pause`` says of a run already going, a second ``--mute`` that needs
+``--replace``, and ``--alerts`` naming what a window holds back."""
+from __future__ import annotations
+
+from tests.cli.test_alerts import alerts_ini
+from tests.fixtures.dashboard_data import dashboard  # noqa: F401 - the fixture
+from tests.fixtures.receiver import receiver  # noqa: F401 - the fixture
+
+
+def test_pause_all_and_resume_all_and_nagios_warns_of_a_fleet_that_runs_nothing(cli):
+    crontab = cli.crontab
+    crontab.configure(["BasicJob|1d", "FooJob|1d", "TroubleJob|1d"])
+    assert cli.run().returncode == 0  # a tick: the fleet has a host
+    crontab.sql("UPDATE crontabber SET error_count = 0, last_error = '{}'")  # all healthy
+    done = cli.run("--pause", "trouble", "--reason", "INC-7: trouble's bucket", "--until", "3h")
+    assert done.returncode == 0, done.stderr
+    assert "a pause stops no run already going" in done.stdout
+    done = cli.run("--pause", "all", "--reason", "DB maintenance CHG-9", "--until", "2h")
+    assert done.returncode == 0, done.stderr
+    first, *rest = done.stdout.splitlines()
+    assert first.startswith("every job paused until ") and "basic-job, foo;" in first
+    assert "a pause stops no run already going" in first and "--resume all" in first
+    assert rest == [next(line for line in rest if line.startswith("  trouble: kept its pause"))]
+    assert "INC-7: trouble's bucket (--pause all --replace replaces it)" in rest[0]
+    assert crontab.state("foo").paused_reason == "DB maintenance CHG-9"
+
+    done = cli.run("--nagios")
+    assert done.returncode == 1, done.stdout
+    assert done.stdout.startswith("WARNING - every job is paused (paused_warning_percent 100): "
+                                  "basic-job, foo, trouble; --resume all ends every pause")
+    done = cli.run("--nagios", "--crontabber.paused_warning_percent=200")
+    assert done.returncode == 2 and "paused_warning_percent: must be above 0" in done.stdout
+
+    assert cli.run("--resume", "trouble", "--reason", "INC-7 over").returncode == 0
+    done = cli.run("--nagios", "--crontabber.paused_warning_percent=50")
+    assert done.returncode == 1 and "2 of 3 jobs are paused" in done.stdout.splitlines()[0]
+    assert cli.run("--nagios").returncode == 0  # not every job: nominal by default
+
+    done = cli.run("--resume", "all", "--reason", "CHG-9 done")
+    assert done.returncode == 0, done.stderr
+    assert [line.split(":")[0] for line in done.stdout.splitlines()] == ["basic-job", "foo"]
+    assert cli.run("--resume", "all").stdout == "no job was paused\n"
+    audit = crontab.sql("SELECT action, app_name, detail->>'scope' AS scope FROM crontabber_audit"
+                        " WHERE detail->>'scope' = 'all' ORDER BY id")
+    assert [(a["action"], a["app_name"]) for a in audit] == [
+        ("pause", "basic-job"), ("pause", "foo"), ("resume", "basic-job"), ("resume", "foo")]
+
+
+def test_pause_all_replace_replaces_every_pause(cli):
+    crontab = cli.crontab
+    crontab.configure(["BasicJob|1d", "FooJob|1d"])
+    assert cli.run("--pause", "foo", "--reason", "first").returncode == 0
+    done = cli.run("--pause", "all", "--reason", "second", "--replace")
+    assert done.returncode == 0 and len(done.stdout.splitlines()) == 1, done.stdout
+    assert {crontab.state(n).paused_reason for n in ("foo", "basic-job")} == {"second"}
+
+
+def test_a_second_mute_needs_replace_and_alerts_shows_what_a_window_holds_back(
+        cli, receiver, dashboard):  # noqa: F811
+    crontab = cli.crontab
+    crontab.configure(["TroubleJob|1d", "BasicJob|1d"], extra=alerts_ini(receiver))
+    done = cli.run("--mute", "all", "--reason", "maintenance CHG-1", "--until", "1h")
+    assert done.returncode == 0, done.stderr
+    done = cli.run("--mute", "all", "--reason", "again")
+    assert done.returncode == 6, (done.stdout, done.stderr)
+    assert "refusing to mute it again: muted until " in done.stderr
+    assert "maintenance CHG-1; --mute all --replace replaces that window" in done.stderr
+    assert cli.run("--alerts").stdout.startswith("muted: every job until ")
+    assert "maintenance CHG-1" in cli.run("--alerts").stdout.splitlines()[0]
+    audit = crontab.sql("SELECT detail->>'outcome' AS outcome FROM crontabber_audit"
+                        " WHERE action = 'mute' ORDER BY id")
+    assert [a["outcome"] for a in audit] == ["done", "refused (exit 6)"]
+    done = cli.run("--mute", "all", "--reason", "again", "--replace")
+    assert done.returncode == 0 and "(replaced the window until " in done.stdout
+    assert "maintenance CHG-1" in done.stdout
+    done = cli.run("--mute", "basic-job", "--reason", "one job")
+    assert "the job still runs" in done.stdout and "the jobs still run" not in done.stdout
+
+    for _ in range(2):  # trouble fails twice under the window: no alert opens
+        assert cli.run("--job", "trouble", "--force", "--reason", "drill").returncode == 5
+    assert cli.run().returncode == 0
+    assert crontab.sql("SELECT id FROM crontabber_alert") == [] and receiver.at("/hook") == []
+    shown = cli.run("--alerts").stdout
+    assert "  not alerted (muted): trouble: failed 2 times in a row; last: NameError: Trouble!!" \
+        in shown.splitlines(), shown
+    dashboard.start()
+    page = dashboard.get("/")[2]
+    assert ('data-k="alerts.held_back">not alerted (muted): trouble: failed 2 times in a row'
+            in page)
+    assert cli.run("--unmute", "all").returncode == 0
+    assert "not alerted" not in cli.run("--alerts").stdout

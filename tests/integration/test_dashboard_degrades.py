@@ -1,0 +1,53 @@
+"""The dashboard's page degrades panel by panel (issue #32, item 7): a runner without the
+symbol-server jobs (none of their tables) gets the whole page, each pipeline card saying its job
+is not configured; a panel whose query fails is drawn as its error, the rest as usual, and
+``/__heartbeat__`` is not ``ok`` while it does. The dashboard served over the test's real
+PostgreSQL."""
+from __future__ import annotations
+
+from tests.fixtures.dashboard_data import dashboard  # noqa: F401 - the fixture
+
+#: The symbol server's jobs' tables (jobs/sql/schema.sql): a runner of other apps has none.
+JOB_TABLES = ("file_upload", "upload", "missing_symbol_day", "missing_symbol_batch",
+              "missing_symbol", "prune_rule_result", "prune_intent", "prune_run",
+              "search_index_watermark")
+
+
+def drop(crontab, *tables: str) -> None:
+    crontab.sql("DROP TABLE " + ", ".join(tables) + " CASCADE")
+
+
+def test_a_runner_without_the_symbol_server_jobs_gets_the_whole_page(dashboard):  # noqa: F811
+    crontab = dashboard.crontab
+    crontab.configure(["BasicJob|1d", "TroubleJob|1d"])
+    drop(crontab, *JOB_TABLES)
+    dashboard.start()
+    status, kind, page = dashboard.get("/")
+    assert (status, kind) == (200, "text/html; charset=utf-8"), page
+    assert 'data-job="basic-job"' in page
+    for key, job in (("uploads", "process-uploads"), ("prune", "prune-s3"),
+                     ("missing_symbols", "missing-symbols"),
+                     ("search_index", "rebuild-search-index")):
+        assert f'data-k="{key}.unavailable">{job} is not configured on this runner<' in page
+    status, _, body = dashboard.get("/?panels")
+    assert status == 200 and set(body["panels"]) == {"health", "jobs", "alerts", "pipeline", "fleet"}
+    status, _, body = dashboard.get("/api/pipeline")
+    assert status == 200 and body["prune"] == {
+        "unavailable": "prune-s3 is not configured on this runner", "query_failed": False}
+    status, _, body = dashboard.get("/__heartbeat__")
+    assert (status, body["status"]) == (200, "ok")
+
+
+def test_a_panel_that_fails_is_its_error_and_the_heartbeat_says_so(dashboard):  # noqa: F811
+    crontab = dashboard.crontab
+    crontab.configure(["BasicJob|1d", "jobs.prune.PruneS3CronApp|1d|05:00"])
+    drop(crontab, "prune_rule_result", "prune_intent", "prune_run")  # its table is gone
+    dashboard.start()
+    status, _, page = dashboard.get("/")
+    assert status == 200, page
+    assert 'data-k="prune.unavailable">dashboard query &#x27;last_prune&#x27; failed: ' in page
+    assert "prune_run" in page and 'data-job="prune-s3"' in page
+    status, _, body = dashboard.get("/__heartbeat__")
+    assert (status, body["status"]) == (503, "error"), body
+    assert list(body["panels"]) == ["pipeline.prune"] and "prune_run" in body["panels"]["pipeline.prune"]
+    assert body["error"].startswith("1 panel(s) of / failed: pipeline.prune: ")
