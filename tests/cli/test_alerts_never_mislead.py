@@ -11,6 +11,7 @@ import json
 import signal
 
 from tests.cli.test_cli import wait_for
+from tests.fixtures.dashboard_data import Dashboard
 from tests.fixtures.receiver import receiver  # noqa: F401 - the fixture
 
 TARGETS = ("        hook webhook {url}/hook\n"
@@ -115,6 +116,14 @@ def test_a_marked_success_is_shown_as_an_operators_mark_even_in_the_recovery(cli
     assert "declared ok: INC-7" in job["last_success_marked"]
     explained = ok(cli.run("--explain", "trouble")).stdout
     assert "marked successful by " in explained and "no run has succeeded since" in explained
+    dashboard = Dashboard(cli.crontab)
+    dashboard.start()
+    try:
+        status, _, page = dashboard.get("/")
+        assert status == 200 and '<div class="marked">marked successful by ' in page
+        assert "declared ok: INC-7" in page
+    finally:
+        dashboard.stop()
     ok(cli.run())  # the tick that ends the alert
     recovered = receiver.at("/hook")[-1].json
     assert recovered["kind"] == "recovered"
