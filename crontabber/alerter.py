@@ -36,6 +36,7 @@ from .alerting import (
     old_code,
     plan,
     recovery,
+    superseded,
     takeover,
 )
 from .catalog import BrokenEntry, Job, job_options
@@ -174,12 +175,11 @@ class Alerter:
         return self.blocker(job, states, now) if self.blocker else ""
 
     def _carry_out(self, todo: AlertPlan, states: Mapping[str, JobState], now: dt.datetime) -> list[int]:
-        """Open, resolve and repeat; the ids of the alerts this host made notices for."""
+        """Supersede, resolve, open and repeat, in the order the events happened (a streak's
+        end before a new one's start); the ids of the alerts this host made notices for."""
         touched = []
-        for event in todo.open:
-            alert_id = self.open(event)
-            if alert_id is not None:
-                touched.append(alert_id)
+        for old, event in todo.supersede:
+            touched += self._supersede(old, event, states.get(old.app_name))
         for alert in todo.resolve:
             recovered = (recovery(alert, states.get(alert.app_name), now)
                          if self.rules(alert.app_name).on_recovery else None)
@@ -191,12 +191,37 @@ class Alerter:
                 logger.warning("alert %s: %s", alert_id, recovered.message,
                                extra={"job": recovered.app_name})
                 touched.append(alert_id)
+        for event in todo.open:
+            alert_id = self.open(event)
+            if alert_id is not None:
+                touched.append(alert_id)
         for alert in todo.realert:
             rules = self.rules(alert.app_name)
             if self.store.alert_realert(alert.id, rules.realert.total_seconds(),
                                         self.targets_of(alert.app_name)) is not None:
                 touched.append(alert.id)
         return touched
+
+    def _supersede(self, old: OpenAlert, event: Event, state: JobState | None) -> list[int]:
+        """End failing alert ``old`` and open ``event`` (the new streak) in one transaction,
+        the ``superseded`` notice of ``old`` made before the new alert's (so sent first);
+        the ids of the alerts with notices. Another host that ended ``old`` first did all
+        of it: then this only tries to open ``event`` (its unique key decides)."""
+        tell = self.rules(old.app_name).on_recovery
+
+        def notice_of(new_id: int | None) -> dict[str, Any] | None:
+            return self._opening(superseded(old, new_id, state)) if tell else None
+
+        ended, new_id, superseded_id = self.store.alert_supersede(
+            old.id, self._opening(event), notice_of)
+        if not ended:
+            alert_id = self.open(event)
+            return [alert_id] if alert_id is not None else []
+        logger.info("%s: alert %s (%s) superseded by alert %s", old.app_name, old.id, old.kind,
+                    new_id, extra={"job": old.app_name})
+        if new_id is not None:
+            logger.warning("alert %s: %s", new_id, event.message, extra={"job": event.app_name})
+        return [i for i in (superseded_id, new_id) if i is not None]
 
     def _opening(self, event: Event) -> dict[str, Any]:
         """The store's parameters of opening ``event`` with a notice per target of its job."""
@@ -245,12 +270,13 @@ class Alerter:
 
     # --------------------------------------------------------------- delivery
 
-    def deliver(self, claimed: list[dict[str, Any]]) -> list[Delivery]:
-        """Send each claimed notice, record how it went, and say so."""
+    def deliver(self, claimed: list[dict[str, Any]], once: bool = False) -> list[Delivery]:
+        """Send each claimed notice, record how it went, and say so. ``once``: a failed
+        notice is given up at once (a test is tried once, never re-sent by a later tick)."""
         deliveries = []
         targets: dict[str, Target] = {t.name: t for t in self.config.targets}
         agent = f"crontabber/{__version__}"
-        for row in claimed:
+        for row in sorted(claimed, key=lambda r: r["notice_id"]):  # in the order they were made
             delivery = Delivery(row["notice_id"], row["id"], row["target"])
             target = targets.get(row["target"])
             try:
@@ -262,7 +288,7 @@ class Alerter:
                 delivery.error = str(exc)
                 delivery.given_up = self.store.notice_failed(
                     row["notice_id"], self.host, str(exc), notice_retry_delay(row["attempts"]),
-                    self.config.max_attempts if target is not None else 0)
+                    self.config.max_attempts if target is not None and not once else 0)
                 logger.warning("alert %s to %s: not delivered (attempt %s): %s%s", row["id"],
                                row["target"], row["attempts"], exc,
                                "; given up" if delivery.given_up else "")
@@ -274,13 +300,15 @@ class Alerter:
 
     def test(self, job: Job) -> list[Delivery]:
         """``--test-alert NAME``: open a ``test`` alert of ``job`` with a notice per target
-        and deliver it now."""
+        and deliver it now, once: a notice that fails is given up (ticks never send a test;
+        to PagerDuty it is resolved as soon as it is triggered, :func:`crontabber.notify.payloads`)."""
         now = self.store.now()
         alert_id = self.open(Event(job.app_name, "test", f"{now.isoformat()} {self.host}",
                                    f"{job.app_name}: a test alert from {self.host} (--test-alert)",
                                    {"test": True}))
         assert alert_id is not None  # the subject is this host's and this moment's
-        return self.deliver(self.store.notices_claim(self.host, self.config.claim_seconds, [alert_id]))
+        return self.deliver(self.store.notices_claim(self.host, self.config.claim_seconds, [alert_id]),
+                            once=True)
 
 
 def missed_deadlines(jobs: list[Job], settings: Settings, states: Mapping[str, JobState],

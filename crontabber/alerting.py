@@ -13,7 +13,10 @@ The conditions, per job (its rules: ``alert_*`` in ``[crontabber]`` or ``[[class
   with ``deadline = 30h``... see :func:`next_interval`); its subject is the interval;
 - ``takeover`` (opened by the runner when it takes over a dead host's run, see
   :meth:`crontabber.alerter.Alerter.takeover`) and ``recovered`` (when a failing or silent
-  alert ends, if ``on_recovery``) are events, never open; so is ``old-code`` (a host whose
+  alert ends, if ``on_recovery``) are events, never open; so is ``superseded``: a failing
+  alert whose streak ended by a success while a new streak began before the next evaluation
+  is not "recovered" (the job is failing): it is superseded by the new streak's alert, and
+  its notice goes out before the new alert's (receivers see the events in order); so is ``old-code`` (a host whose
   code is older than the database's schema claims nothing: its app name is ``crontabber``,
   its subject the host and the migrations it lacks, so each host is told of once per
   release); so is ``broken-entry`` (a jobs entry whose class does not load: the other jobs
@@ -106,9 +109,11 @@ class AlertPlan:
     open: list[Event] = field(default_factory=list)
     resolve: list[OpenAlert] = field(default_factory=list)
     realert: list[OpenAlert] = field(default_factory=list)
+    # (the failing alert whose streak ended, the new streak's event that supersedes it)
+    supersede: list[tuple[OpenAlert, Event]] = field(default_factory=list)
 
     def __bool__(self) -> bool:
-        return bool(self.open or self.resolve or self.realert)
+        return bool(self.open or self.resolve or self.realert or self.supersede)
 
 
 def next_interval(state: JobState, schedule: Schedule, is_backfill: bool) -> dt.datetime | None:
@@ -199,13 +204,18 @@ def plan(jobs: Iterable[Watched], open_alerts: Iterable[OpenAlert],
                              late(watched, now, why)) if e is not None]
         current = {e.key for e in found}
         opened = {a.key: a for a in by_job.pop(app_name, [])}
+        ended = [a for key, a in opened.items() if key not in current]
         for event in found:
             existing = opened.get(event.key)
-            if existing is None:
+            old = next((a for a in ended if a.kind == event.kind == "failing"), None)
+            if existing is None and old is not None:
+                ended.remove(old)
+                result.supersede.append((old, superseding(event, old)))
+            elif existing is None:
                 result.open.append(event)
             elif rules.realert and existing.next_notice is not None and existing.next_notice <= now:
                 result.realert.append(existing)
-        result.resolve += [a for key, a in opened.items() if key not in current]
+        result.resolve += ended
     return result
 
 
@@ -224,18 +234,73 @@ def held_back(jobs: Iterable[Watched], now: dt.datetime, mutes: Mapping[str, dt.
     return found
 
 
+def superseding(event: Event, old: OpenAlert) -> Event:
+    """The new streak's ``failing`` event, saying which alert it supersedes."""
+    return Event(event.app_name, event.kind, event.subject,
+                 f"{event.message} (supersedes alert {old.id})",
+                 {**event.detail, "supersedes": old.id})
+
+
+def superseded(alert: OpenAlert, new_id: int | None, state: JobState | None) -> Event:
+    """The ``superseded`` event of failing ``alert``: its streak ended (a success, or a
+    ``--mark-success``), and a new streak (alert ``new_id``; None: opened by another host)
+    began before the next evaluation. It resolves the old alert's incident (PagerDuty) and
+    never says "recovered": the job is failing."""
+    by = f"alert {new_id}" if new_id is not None else "a newer alert"
+    if state is not None and state.success_marked:
+        ended = f"was {state.mark_text()} at {utc_text(state.last_success)}"
+    elif state is not None and state.last_success is not None:
+        ended = f"succeeded at {utc_text(state.last_success)}"
+    else:
+        ended = "ended its streak"
+    count = f" ({state.error_count} times in a row now)" if state is not None else ""
+    return Event(alert.app_name, "superseded", str(alert.id),
+                 f"{alert.app_name}: alert {alert.id} superseded by {by}: it {ended}, then "
+                 f"failed again{count}",
+                 {"resolves": {"id": alert.id, "kind": alert.kind, "subject": alert.subject},
+                  "superseded_by": new_id})
+
+
 def recovery(alert: OpenAlert, state: JobState | None, now: dt.datetime) -> Event:
     """The ``recovered`` event of an alert whose condition ended."""
+    detail: dict[str, Any] = {"resolves": {"id": alert.id, "kind": alert.kind,
+                                            "subject": alert.subject}}
+    word = "recovered"
     if state is None:
         how = "its state was reset"
     elif alert.kind == "failing":
-        how = (f"succeeded at {utc_text(state.last_success)}" if state.last_success and
-               state.error_count == 0 else f"{state.error_count} failure(s) in a row now")
+        ended = _streak_end(alert, state)
+        if ended is None:  # no success since: the rules changed (alert_after_failures raised)
+            word, how = (f"alert {alert.id} ended", f"{state.error_count} failure(s) in a row is "
+                         "below alert_after_failures now; no success since")
+        else:
+            how = ended
     else:
         how = f"ran at {utc_text(state.last_run)}" if state.last_run else "no longer late"
+    if state is not None and state.success_marked:
+        detail["marked"] = {"by": state.success_marked_by, "reason": state.success_marked_reason,
+                            "at": state.success_marked_at}
     return Event(alert.app_name, "recovered", str(alert.id),
-                 f"{alert.app_name}: recovered ({how}); was: {alert.message}",
-                 {"resolves": {"id": alert.id, "kind": alert.kind, "subject": alert.subject}})
+                 f"{alert.app_name}: {word} ({how}); was: {alert.message}", detail)
+
+
+def _streak_end(alert: OpenAlert, state: JobState) -> str | None:
+    """How a failing alert's streak ended, never contradicting itself: a success (a real
+    one, or an operator's mark, said as such), with the failures since if any; None when
+    there was no success since the streak began (the job still fails, fewer times than its
+    rules now alert on)."""
+    if state.success_marked:
+        how = f"{state.mark_text()} at {utc_text(state.last_success)}; no run has succeeded since"
+    elif state.last_success is not None and not alert.subject.startswith(
+            f"after {state.last_success.isoformat()} "):
+        how = f"succeeded at {utc_text(state.last_success)}"
+    elif state.error_count:
+        return None
+    else:
+        how = "its errors were cleared"
+    if state.error_count:
+        how += f"; failed {state.error_count} time(s) since, fewer than alert_after_failures"
+    return how
 
 
 #: The app name of the alerts about the runner itself rather than a job (``old-code``).

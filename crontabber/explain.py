@@ -137,6 +137,9 @@ def _last_runs(notes: _Notes, state: JobState | None) -> None:
         notes.lines.append("never ran")
         return
     success = notes.at(state.last_success) if state.last_success else "never"
+    notes.facts["last_success_marked"] = state.mark_text() if state.success_marked else None
+    if state.success_marked:  # an operator's declaration, not a run that succeeded
+        success += f" ({state.mark_text()}; no run has succeeded since)"
     notes.lines.append(f"last run {notes.at(state.last_run)}; last success {success}")
     if state.error_count:
         error = state.last_error

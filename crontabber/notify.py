@@ -17,7 +17,9 @@ message), a recovery ``In-Reply-To`` its failure's first message (mail clients t
 
 A webhook POSTs JSON (``format=json``: the alert as data; ``slack``: Slack's incoming-webhook
 ``{"text": ...}``; ``pagerduty``: an Events API v2 event, ``trigger`` or ``resolve`` by the same
-``dedup_key``). Secrets never sit in the INI file: ``env:NAME`` as the address, ``secret_env`` and
+``dedup_key``: a ``recovered`` or ``superseded`` notice resolves its alert's incident, and a
+``test`` is a ``trigger`` followed at once by its ``resolve``, so it leaves no incident open).
+Secrets never sit in the INI file: ``env:NAME`` as the address, ``secret_env`` and
 ``routing_key_env`` name environment variables. With a secret, each request carries
 ``X-Crontabber-Signature: sha256=HEX``, the HMAC-SHA256 of ``TIMESTAMP.BODY`` with the secret,
 and ``X-Crontabber-Timestamp`` (a receiver refuses old timestamps: no replay).
@@ -37,6 +39,8 @@ from typing import Any, Mapping, NamedTuple
 # records are NamedTuples (a frozen dataclass costs a tick about 1 ms to define).
 
 KINDS = ("webhook", "email")
+#: The kinds of notice that end an earlier alert's incident (``detail.resolves`` names it).
+RESOLVING = ("recovered", "superseded")
 FORMATS = ("json", "slack", "pagerduty")
 _OPTIONS: dict[str, tuple[str, ...]] = {"webhook": ("format", "secret_env", "routing_key_env"),
                                         "email": ()}
@@ -93,6 +97,19 @@ class Target(NamedTuple):
         if not value:
             raise DeliveryError(f"environment variable {variable} ({option} of {self.name}) is not set")
         return value
+
+    def missing(self, environ: Mapping[str, str]) -> list[str]:
+        """What the environment lacks for this target: one line per variable it names
+        (``env:`` address, ``secret_env``, ``routing_key_env``) that is not set (or, for the
+        address, not an http(s) URL); empty when it has them all."""
+        problems = []
+        for check in (lambda: self.url(environ), lambda: self.secret("secret_env", environ),
+                      lambda: self.secret("routing_key_env", environ)):
+            try:
+                check()
+            except DeliveryError as exc:
+                problems.append(str(exc))
+        return problems
 
 
 def url_problem(url: str) -> str:
@@ -176,7 +193,7 @@ class Notice(NamedTuple):
     def dedup_key(self) -> str:
         """The incident an alert is about: a recovery resolves its failure's."""
         resolves = self.detail.get("resolves") if isinstance(self.detail, Mapping) else None
-        if self.kind == "recovered" and isinstance(resolves, Mapping):
+        if self.kind in RESOLVING and isinstance(resolves, Mapping):
             return f"crontabber/{self.app_name}/{resolves.get('kind')}/{resolves.get('subject')}"
         return f"crontabber/{self.app_name}/{self.kind}/{self.subject}"
 
@@ -188,8 +205,18 @@ class Notice(NamedTuple):
 
 
 _SLACK_ICONS = {"failing": ":red_circle:", "silent": ":hourglass:", "takeover": ":warning:",
-                "recovered": ":large_green_circle:", "test": ":information_source:",
+                "recovered": ":large_green_circle:", "superseded": ":repeat:",
+                "test": ":information_source:",
                 "old-code": ":construction:"}
+
+
+def payloads(target: Target, notice: Notice, environ: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The JSON documents a webhook target receives for one notice, in order: one, or for a
+    ``test`` to PagerDuty its ``trigger`` then its ``resolve`` (no incident stays open)."""
+    first = payload(target, notice, environ)
+    if notice.kind == "test" and target.options.get("format") == "pagerduty":
+        return [first, {**first, "event_action": "resolve"}]
+    return [first]
 
 
 def payload(target: Target, notice: Notice, environ: Mapping[str, str]) -> dict[str, Any]:
@@ -198,12 +225,12 @@ def payload(target: Target, notice: Notice, environ: Mapping[str, str]) -> dict[
     if form == "slack":
         return {"text": f"{_SLACK_ICONS.get(notice.kind, '')} {slack_text(notice.message)}".strip()}
     if form == "pagerduty":
-        resolve = notice.kind == "recovered"
+        resolve = notice.kind in RESOLVING
         return {"routing_key": target.secret("routing_key_env", environ),
                 "event_action": "resolve" if resolve else "trigger",
                 "dedup_key": notice.dedup_key,
                 "payload": {"summary": notice.message[:1024], "source": notice.sent_by,
-                            "severity": "info" if notice.kind in ("test", "recovered") else "error",
+                            "severity": "info" if notice.kind in ("test", *RESOLVING) else "error",
                             "component": notice.app_name, "group": "crontabber",
                             "class": notice.kind, "custom_details": notice.document()}}
     return notice.document()
@@ -272,7 +299,7 @@ def email_message(target: Target, notice: Notice, sender: str) -> Any:
     message["Message-ID"] = message_id(notice.alert_id, notice.notice, sender)
     message["X-Crontabber-Notice"] = notice.key
     resolves = notice.detail.get("resolves") if isinstance(notice.detail, Mapping) else None
-    if notice.kind == "recovered" and isinstance(resolves, Mapping) and resolves.get("id"):
+    if notice.kind in RESOLVING and isinstance(resolves, Mapping) and resolves.get("id"):
         first = message_id(int(resolves["id"]), 1, sender)
         message["In-Reply-To"] = first
         message["References"] = first
@@ -318,9 +345,21 @@ def send_email(target: Target, notice: Notice, smtp: SmtpSettings, timeout: floa
 
 def send_webhook(target: Target, notice: Notice, timeout: float, user_agent: str,
                  environ: Mapping[str, str] = os.environ) -> None:
-    """POST ``notice`` to a webhook ``target``: a 2xx answer is delivered. A redirect is not
-    followed (it could send the fleet's requests to any address, an internal one included):
-    it fails like an error status.
+    """POST ``notice`` to a webhook ``target`` (each of its :func:`payloads`, in order): a
+    2xx answer to each is delivered.
+
+    Raises:
+        DeliveryError: anything else, in one line (see :func:`post`).
+    """
+    for document in payloads(target, notice, environ):
+        post(target, notice, document, timeout, user_agent, environ)
+
+
+def post(target: Target, notice: Notice, document: Mapping[str, Any], timeout: float,
+         user_agent: str, environ: Mapping[str, str] = os.environ) -> None:
+    """POST one JSON ``document`` of ``notice`` to a webhook ``target``: a 2xx answer is
+    delivered. A redirect is not followed (it could send the fleet's requests to any address,
+    an internal one included): it fails like an error status.
 
     Raises:
         DeliveryError: anything else, in one line: the status code and its reason phrase
@@ -332,7 +371,7 @@ def send_webhook(target: Target, notice: Notice, timeout: float, user_agent: str
     import time
     import urllib.error
 
-    body = json.dumps(payload(target, notice, environ), default=str).encode("utf-8")
+    body = json.dumps(document, default=str).encode("utf-8")
     timestamp = str(int(time.time()))
     headers = {"Content-Type": "application/json", "User-Agent": user_agent,
                "X-Crontabber-Notice": notice.key, "X-Crontabber-Timestamp": timestamp}

@@ -108,6 +108,8 @@ def detail(view: JobView, now: dt.datetime) -> str:
         return f"was due {short_span(view.late.total_seconds())} ago; no tick has run it"
     if view.status is JobStatus.NEW:
         return "never ran; not due yet"
+    if view.marked:
+        return one_line(view.marked)
     return "-"
 
 
@@ -128,7 +130,8 @@ def list_table(views: Sequence[JobView], now: dt.datetime, width: int | None = D
     rows = [["NAME", "SCHEDULE", "STATUS", "LAST OK", "NEXT RUN", "DETAIL"]]
     for view in views:
         rows.append([view.name, view.schedule.replace(" @ ", "@"), view.status.value,
-                     relative(view.last_success, now, "never"), relative(view.next_run, now),
+                     relative(view.last_success, now, "never") + (" (marked)" if view.marked else ""),
+                     relative(view.next_run, now),
                      detail(view, now)])
     return fit(rows, width)
 
@@ -141,7 +144,8 @@ def wide_table(views: Sequence[JobView], now: dt.datetime) -> list[str]:
     for view in views:
         error = one_line(f"{view.last_error.short_type}: {view.last_error.value}") if view.last_error else "-"
         rows.append([view.name, view.class_path, view.schedule, view.status.value,
-                     absolute(view.last_run, now, "never"), absolute(view.last_success, now, "never"),
+                     absolute(view.last_run, now, "never"),
+                     absolute(view.last_success, now, "never") + (" (marked)" if view.marked else ""),
                      absolute(view.next_run, now), str(view.error_count), ongoing_text(view, now),
                      pause_text(view, now), error])
     return fit(rows, None)

@@ -47,6 +47,13 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
+#: How a run ends when SIGTERM (to the runner or the job's processes: a deploy, ``systemctl
+#: stop``) stopped it (:attr:`crontabber.supervisor.Failure.kind`): recorded as "stopped by
+#: signal", never counted as a failure, paging nobody; the job stays due for the next tick.
+#: (A KeyboardInterrupt, which a job may raise itself, still counts.)
+STOPPING = ("terminate",)
+
+
 class Status(enum.Enum):
     RAN = "ran"
     FAILED = "failed"
@@ -378,6 +385,7 @@ class Runner:
             error=failure.error if failure is not None else {},
             next_run=next_run_after(claim.started, job.schedule, failure is None, delay),
             kind=kind,
+            stopped=failure is not None and failure.kind in STOPPING,
         )
         seconds = failure.seconds if failure is not None else 0.0
         summaries = tuple(ending.summaries)

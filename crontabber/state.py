@@ -33,6 +33,20 @@ class JobState:
     paused_until: dt.datetime | None = None
     paused_reason: str | None = None
     paused_by: str | None = None
+    success_marked_at: dt.datetime | None = None
+    success_marked_by: str | None = None
+    success_marked_reason: str | None = None
+
+    @property
+    def success_marked(self) -> bool:
+        """Whether the last success is an operator's ``--mark-success`` rather than a run
+        (no run has succeeded since the mark)."""
+        return self.success_marked_at is not None and self.last_success == self.success_marked_at
+
+    def mark_text(self) -> str:
+        """``marked successful by WHO: WHY`` (the mark of :attr:`success_marked`)."""
+        return (f"marked successful by {self.success_marked_by or 'an operator'}: "
+                f"{self.success_marked_reason or 'no reason given'}")
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "JobState":
@@ -53,6 +67,9 @@ class JobState:
             paused_until=row.get("paused_until"),
             paused_reason=row.get("paused_reason"),
             paused_by=row.get("paused_by"),
+            success_marked_at=row.get("success_marked_at"),
+            success_marked_by=row.get("success_marked_by"),
+            success_marked_reason=row.get("success_marked_reason"),
         )
 
     def job_information(self) -> dict[str, Any]:
@@ -106,6 +123,15 @@ class FinishRecord:
     error: Mapping[str, Any]
     next_run: dt.datetime | None
     kind: RunKind = RunKind.SCHEDULED
+    stopped: bool = False  # stopped by SIGTERM (a deploy): not the job's health
+
+    @property
+    def keeps_health(self) -> bool:
+        """Whether the end leaves ``error_count``, ``last_error`` and ``next_run`` alone: a
+        rerun's (:class:`RunKind`), and a run stopped by SIGTERM (a deploy, ``systemctl stop``):
+        it neither failed nor succeeded, and the job stays due, so the next
+        tick runs it again."""
+        return self.kind.keeps_health or self.stopped
 
 
 class RunStatus(enum.Enum):

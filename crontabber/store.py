@@ -437,7 +437,7 @@ class StateStore:
                 "started": outcome.started,
                 "next_run": outcome.next_run,
                 "succeeded": outcome.succeeded,
-                "keeps_health": outcome.kind.keeps_health,
+                "keeps_health": outcome.keeps_health,
                 "last_error": json.dumps(dict(outcome.error)),
                 "depends_on": list(depends_on),
             })
@@ -634,10 +634,37 @@ class StateStore:
                 return False, None
             if recovery is None:
                 return True, None
-            cur.execute(queries["alert_open"], {**recovery, "detail": json.dumps(
-                dict(recovery["detail"]), default=str), "targets": list(recovery["targets"])})
+            cur.execute(queries["alert_open"], _alert_params(recovery))
             row = cur.fetchone()
             return True, row[0] if row else None
+
+    @translated
+    def alert_supersede(self, old_id: int, new: Mapping[str, Any],
+                        notice_of: Callable[[int | None], Mapping[str, Any] | None]
+                        ) -> tuple[bool, int | None, int | None]:
+        """End open alert ``old_id`` and open ``new`` (the parameters of :meth:`alert_open`)
+        in one transaction, with ``notice_of(new alert's id)`` (an alert's parameters, or
+        None for no notice) opened between the new alert and its notices, so its notices
+        come first (they are sent in the order they were made): (whether this caller ended
+        ``old_id``, the new alert's id, the notice alert's id). Nothing is written when
+        another caller had ended ``old_id``."""
+        queries = _alert_queries()
+        with self._conn, self._cursor() as cur:
+            cur.execute(queries["alert_resolve"], {"id": old_id})
+            if cur.fetchone() is None:
+                return False, None, None
+            cur.execute(queries["alert_insert"], _alert_params(new))
+            row = cur.fetchone()
+            new_id = row[0] if row else None
+            notice_id = None
+            between = notice_of(new_id)
+            if between is not None:
+                cur.execute(queries["alert_open"], _alert_params(between))
+                row = cur.fetchone()
+                notice_id = row[0] if row else None
+            if new_id is not None:
+                cur.execute(queries["notices_insert"], {"id": new_id, "targets": list(new["targets"])})
+            return True, new_id, notice_id
 
     @translated
     def alert_realert(self, alert_id: int, realert_seconds: float, targets: Sequence[str]) -> int | None:
@@ -748,6 +775,12 @@ def _log_abandoned(cur: Any, state: JobState, found_by: str) -> None:
 def _alert_queries() -> dict[str, str]:
     """The alerts' SQL, read when first used (a tick without alert targets never does)."""
     return sqlfiles.load("alerts.sql")
+
+
+def _alert_params(opening: Mapping[str, Any]) -> dict[str, Any]:
+    """The parameters of ``alert_open``/``alert_insert`` from an opening's (detail as JSON)."""
+    return {**opening, "detail": json.dumps(dict(opening["detail"]), default=str),
+            "targets": list(opening["targets"])}
 
 
 def _audit(cur: Any, entry: AuditEntry) -> None:

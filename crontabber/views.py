@@ -235,6 +235,7 @@ class JobView:
     waiting_for: str | None = None
     late: dt.timedelta | None = None
     deadline_missed: DeadlineView | None = None
+    marked: str | None = None  # the last success is an operator's mark: "marked successful by ..."
 
     def as_json(self) -> dict[str, Any]:
         """The ``--list-jobs --json`` object of the job (times ISO 8601 UTC via jsonout)."""
@@ -245,6 +246,7 @@ class JobView:
             "status": self.status,
             "last_run": self.last_run,
             "last_success": self.last_success,
+            "last_success_marked": self.marked,
             "next_run": self.next_run,
             "error_count": self.error_count,
             "last_error": self.last_error.as_json() if self.last_error else None,
@@ -301,6 +303,7 @@ def job_view(
         waiting_for=waiting_for,
         late=late,
         deadline_missed=missed,
+        marked=state.mark_text() if state is not None and state.success_marked else None,
     )
 
 

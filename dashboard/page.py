@@ -156,7 +156,9 @@ def job_row(view: JobView, runs: Sequence[RunView], now: dt.datetime) -> str:
     name = (f'<a class="job" href="jobs/{quote(view.name)}">{esc(view.name)}</a>'
             f'<div class="sched">{esc(view.schedule)}</div>')
     errors = f'<span class="{"errs" if view.error_count else "zero"}">{view.error_count}</span>'
-    cells = [name, status_html(view, now), when_html(view.last_success, now, "never"),
+    success = when_html(view.last_success, now, "never") + (  # an operator's mark, not a run
+        f'<div class="marked">{esc(view.marked)}</div>' if view.marked else "")
+    cells = [name, status_html(view, now), success,
              when_html(view.next_run, now), errors, sparkline(runs, now), error_html(view)]
     return (f'<tr class="st-{view.status.value}" data-job="{esc(view.name)}" '
             f'data-status="{view.status.value}">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")

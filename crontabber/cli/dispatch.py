@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 from typing import Any, Callable, TextIO
 
@@ -310,6 +311,9 @@ def configtest(settings: Settings, jobs: list[Job], out: TextIO) -> int:
             print(f"  {name} = {value}  [{origin}]", file=out)
     for note in configuration_notes(settings.sources, jobs):
         print(f"note: {note}", file=out)
+    missing = [problem for target in settings.alerts.targets for problem in target.missing(os.environ)]
+    if missing:  # a tick would only find out when it has something to tell
+        raise ConfigurationError("alerts.targets", "; ".join(missing))
     print(f"configtest OK: {len(jobs)} jobs", file=out)
     return ExitCode.OK
 

@@ -296,18 +296,19 @@ def mark_success(ctx: Context) -> int:
 
     now = store.now()
     next_run = next_run_after(now, job.schedule, True, 0)
+    audit = ctx.audit_entry("mark-success", job.app_name, next_run=next_run)
     state = store.locked_change(
-        job.app_name, "mark_success", decide,
-        ctx.audit_entry("mark-success", job.app_name, next_run=next_run),
-        {"next_run": next_run},
+        job.app_name, "mark_success", decide, audit,
+        {"next_run": next_run, "by": audit.actor, "reason": audit.reason},
     )
     if state is None:
         print(f"{job.app_name}: never ran: nothing to mark (a first run is due now)", file=out)
         return ExitCode.OK
     old = state.last_success
-    print(f"{job.app_name}: marked successful (last success "
-          f"{minute_text(old) if old else 'never'} -> now; errors cleared; next run "
-          f"{minute_text(next_run)})", file=out)
+    before_text = (minute_text(old) if old else "never") + (" (a mark too)" if state.success_marked else "")
+    print(f"{job.app_name}: marked successful by {audit.actor}: {audit.reason} (an operator's "
+          f"mark, not a run; the last success before it: {before_text}; errors cleared; next "
+          f"run {minute_text(next_run)})", file=out)
     return ExitCode.OK
 
 

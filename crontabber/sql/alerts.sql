@@ -5,7 +5,8 @@
 
 -- name: alerts_sweep
 -- A tick's one alerts statement: claim the notices due (new, retried, or left by a host
--- that died; with alert_ids, only those alerts' notices), list the open alerts (the plan
+-- that died; with alert_ids, only those alerts' notices; without, never a test's: a test
+-- is tried once, by --test-alert itself), list the open alerts (the plan
 -- needs them to resolve and re-alert) and the maintenance windows in force (app_name: the
 -- scope; next_notice: until).
 WITH due AS (
@@ -13,6 +14,9 @@ WITH due AS (
     WHERE sent_at IS NULL AND NOT given_up AND next_attempt <= clock_timestamp()
       AND (claim_until IS NULL OR claim_until < clock_timestamp())
       AND (%(alert_ids)s::bigint[] IS NULL OR alert_id = ANY(%(alert_ids)s::bigint[]))
+      AND (%(alert_ids)s::bigint[] IS NOT NULL
+           OR NOT EXISTS (SELECT 1 FROM crontabber_alert t WHERE t.id = crontabber_notice.alert_id
+                                                   AND t.kind = 'test'))
     ORDER BY id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
@@ -54,6 +58,21 @@ WITH opened AS (
     RETURNING id
 )
 SELECT id FROM opened;
+
+-- name: alert_insert
+-- An alert without its notices (alert_supersede adds them after the superseded notice, so
+-- that one is sent first): its id, or no row when any host opened it already.
+INSERT INTO crontabber_alert (app_name, kind, subject, opened_by, message, detail, next_notice)
+VALUES (%(app_name)s, %(kind)s, %(subject)s, %(host)s, %(message)s, %(detail)s,
+        CASE WHEN %(realert_seconds)s > 0
+             THEN clock_timestamp() + make_interval(secs => %(realert_seconds)s) END)
+ON CONFLICT (app_name, kind, subject) DO NOTHING
+RETURNING id;
+
+-- name: notices_insert
+-- The first notices of alert %(id)s, one per target.
+INSERT INTO crontabber_notice (alert_id, notice, target)
+SELECT %(id)s, 1, target FROM unnest(%(targets)s::text[]) AS target;
 
 -- name: alert_resolve
 -- End an open alert (its condition is over): a row for the one host that ended it.

@@ -24,7 +24,8 @@ WITH tick AS (
 )
 SELECT app_name, next_run, first_run, last_run, last_success, ongoing, ongoing_by,
        error_count, depends_on, last_error, run_id, heartbeat,
-       paused_until, paused_reason, paused_by
+       paused_until, paused_reason, paused_by,
+       success_marked_at, success_marked_by, success_marked_reason
 FROM crontabber;
 
 -- name: hosts
@@ -51,13 +52,15 @@ FROM latest;
 -- name: all_states
 SELECT app_name, next_run, first_run, last_run, last_success, ongoing, ongoing_by,
        error_count, depends_on, last_error, run_id, heartbeat,
-       paused_until, paused_reason, paused_by
+       paused_until, paused_reason, paused_by,
+       success_marked_at, success_marked_by, success_marked_reason
 FROM crontabber;
 
 -- name: get_state
 SELECT app_name, next_run, first_run, last_run, last_success, ongoing, ongoing_by,
        error_count, depends_on, last_error, run_id, heartbeat,
-       paused_until, paused_reason, paused_by
+       paused_until, paused_reason, paused_by,
+       success_marked_at, success_marked_by, success_marked_reason
 FROM crontabber
 WHERE app_name = %(app_name)s;
 
@@ -71,7 +74,8 @@ ON CONFLICT (app_name) DO NOTHING;
 -- name: lock_state
 SELECT app_name, next_run, first_run, last_run, last_success, ongoing, ongoing_by,
        error_count, depends_on, last_error, run_id, heartbeat,
-       paused_until, paused_reason, paused_by, clock_timestamp() AS now
+       paused_until, paused_reason, paused_by,
+       success_marked_at, success_marked_by, success_marked_reason, clock_timestamp() AS now
 FROM crontabber
 WHERE app_name = %(app_name)s
 FOR UPDATE NOWAIT;
@@ -222,7 +226,8 @@ LIMIT %(limit)s;
 -- The end of an attempt, written only by the run that holds the marker: a run
 -- that lost its lease (another runner took the job over) changes nothing.
 -- run_id stays as the last run's; the heartbeat goes with the marker.
--- %(keeps_health)s (a --rerun: crontabber.state.RunKind) leaves the job's health alone.
+-- %(keeps_health)s (a --rerun, or a run stopped by SIGTERM: crontabber.state.FinishRecord)
+-- leaves the job's health alone; a stopped run's job stays due.
 UPDATE crontabber
 SET first_run = COALESCE(first_run, %(started)s),
     last_run = %(started)s,
@@ -274,10 +279,13 @@ WHERE app_name = %(app_name)s AND paused_until > clock_timestamp();
 
 -- name: mark_success
 -- Socorro's cronmarksuccess: as if the job had just succeeded (pending backfill
--- intervals up to now are skipped); its next run is one interval away.
+-- intervals up to now are skipped); its next run is one interval away. Recorded as an
+-- operator's mark (who, why): the last success is a mark while last_success equals
+-- success_marked_at.
 UPDATE crontabber
 SET last_success = %(now)s, error_count = 0, last_error = '{}', next_run = %(next_run)s,
-    first_run = COALESCE(first_run, %(now)s)
+    first_run = COALESCE(first_run, %(now)s),
+    success_marked_at = %(now)s, success_marked_by = %(by)s, success_marked_reason = %(reason)s
 WHERE app_name = %(app_name)s;
 
 -- name: audit

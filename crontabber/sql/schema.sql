@@ -36,6 +36,11 @@ ALTER TABLE crontabber ADD COLUMN IF NOT EXISTS heartbeat timestamptz;
 ALTER TABLE crontabber ADD COLUMN IF NOT EXISTS paused_until timestamptz;
 ALTER TABLE crontabber ADD COLUMN IF NOT EXISTS paused_reason text;
 ALTER TABLE crontabber ADD COLUMN IF NOT EXISTS paused_by text;
+-- Ours (migration 0017): a success declared by an operator (--mark-success): when, who, why;
+-- the last success is a mark while last_success = success_marked_at.
+ALTER TABLE crontabber ADD COLUMN IF NOT EXISTS success_marked_at timestamptz;
+ALTER TABLE crontabber ADD COLUMN IF NOT EXISTS success_marked_by text;
+ALTER TABLE crontabber ADD COLUMN IF NOT EXISTS success_marked_reason text;
 
 -- crontabber 0.18's run log: one row per successful unit or failed attempt.
 CREATE TABLE IF NOT EXISTS crontabber_log (
@@ -118,8 +123,8 @@ CREATE TABLE IF NOT EXISTS crontabber_alert (
     id               bigserial PRIMARY KEY,
     app_name         text NOT NULL,
     kind             text NOT NULL CONSTRAINT crontabber_alert_kind_check
-                     CHECK (kind IN ('failing', 'recovered', 'silent', 'late', 'takeover', 'test',
-                                     'old-code', 'broken-entry')),
+                     CHECK (kind IN ('failing', 'recovered', 'superseded', 'silent', 'late',
+                                     'takeover', 'test', 'old-code', 'broken-entry')),
     subject          text NOT NULL,
     opened_at        timestamptz NOT NULL DEFAULT clock_timestamp(),
     opened_by        text NOT NULL,

@@ -83,11 +83,13 @@ def _signal_mid_job(cli, signum):
     return proc.returncode
 
 
-def test_sigterm_releases_the_lock_and_records_the_failure(cli):
+def test_sigterm_releases_the_lock_and_records_the_stop_not_a_failure(cli):
     assert _signal_mid_job(cli, signal.SIGTERM) == 143
     state = cli.crontab.state("slow-job")
     assert state.ongoing is None and state.ongoing_by is None
-    assert state.error_count == 1 and "Terminated" in state.last_error["type"]
+    assert state.error_count == 0 and state.last_error == {}  # a deploy is not the job's fault
+    (logged,) = cli.crontab.log("slow-job")
+    assert "Terminated" in logged["exc_type"]
 
 
 def test_sigint_releases_the_lock(cli):

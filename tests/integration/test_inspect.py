@@ -84,8 +84,9 @@ def test_list_jobs_json_matches_the_database(crontab):
     for name, job in jobs.items():
         state = crontab.state(name)
         assert set(job) == {"name", "class", "schedule", "status", "last_run", "last_success",
-                            "next_run", "error_count", "last_error", "ongoing", "paused",
-                            "waiting_for", "late_seconds", "deadline_missed", "depends_on", "is_backfill"}
+                            "last_success_marked", "next_run", "error_count", "last_error",
+                            "ongoing", "paused", "waiting_for", "late_seconds", "deadline_missed",
+                            "depends_on", "is_backfill"}
         assert (job["last_run"], job["last_success"], job["next_run"], job["error_count"]) == (
             iso(state.last_run), iso(state.last_success), iso(state.next_run), state.error_count)
     assert {name: job["status"] for name, job in jobs.items()} == {

@@ -13,8 +13,18 @@ from crontabber.alerting import (
     muted,
     next_interval,
     plan,
+    recovery,
+    superseded,
 )
-from crontabber.notify import Notice, Target, email_message, parse_targets, payload, signature
+from crontabber.notify import (
+    Notice,
+    Target,
+    email_message,
+    parse_targets,
+    payload,
+    payloads,
+    signature,
+)
 from crontabber.scheduling import parse_schedule
 from crontabber.state import JobState
 
@@ -120,3 +130,54 @@ def test_the_email_of_a_recovery_threads_under_its_failure():
     assert message["To"] == "a@b.c, d@e.f"
     assert message["Message-ID"] == "<crontabber.7.2@example.net>"
     assert message["In-Reply-To"] == "<crontabber.3.1@example.net>"
+
+
+def test_a_new_streak_after_a_success_supersedes_the_old_alert():
+    rules = AlertRules(after_failures=2)
+    old_streak = failing("job", state(error_count=2), rules)
+    assert old_streak is not None
+    opened = OpenAlert(5, "job", "failing", old_streak.subject, old_streak.message, NOW + H)
+    again = Watched("job", state(error_count=2, last_success=NOW - H), rules)  # success, 2 more
+    todo = plan([again], [opened], NOW)
+    assert todo.open == [] and todo.resolve == []
+    ((old, new),) = todo.supersede
+    assert old == opened and new.message.endswith("(supersedes alert 5)")
+    assert new.detail["supersedes"] == 5
+    event = superseded(opened, 6, again.state)
+    assert event.kind == "superseded" and event.detail["resolves"]["id"] == 5
+    assert event.message.startswith("job: alert 5 superseded by alert 6: it succeeded at ")
+    assert "recovered" not in event.message
+
+
+def test_a_recovery_never_contradicts_itself():
+    rules = AlertRules(after_failures=2)
+    streak = failing("job", state(error_count=2), rules)
+    assert streak is not None
+    opened = OpenAlert(5, "job", "failing", streak.subject, streak.message, None)
+    once_more = recovery(opened, state(error_count=1, last_success=NOW - H), NOW)
+    assert once_more.message.startswith("job: recovered (succeeded at ")
+    assert "failed 1 time(s) since, fewer than alert_after_failures" in once_more.message
+    raised = recovery(opened, state(error_count=2), NOW)  # no success: the rules changed
+    assert raised.message.startswith("job: alert 5 ended (2 failure(s) in a row is below")
+    marked = recovery(opened, state(error_count=0, last_success=NOW, success_marked_at=NOW,
+                                    success_marked_by="op@host", success_marked_reason="INC-7"), NOW)
+    assert "marked successful by op@host: INC-7" in marked.message
+    assert marked.detail["marked"]["reason"] == "INC-7"
+
+
+def test_a_pagerduty_test_is_resolved_and_a_superseded_notice_resolves():
+    target = Target("p", "webhook", "https://x", {"format": "pagerduty", "routing_key_env": "K"})
+    test = NOTICE._replace(kind="test", detail={})
+    trigger, resolve = payloads(target, test, {"K": "key"})
+    assert (trigger["event_action"], resolve["event_action"]) == ("trigger", "resolve")
+    assert trigger["dedup_key"] == resolve["dedup_key"]
+    assert [p["event_action"] for p in payloads(target, NOTICE._replace(kind="superseded"),
+                                                {"K": "key"})] == ["resolve"]
+
+
+def test_a_target_says_which_variables_are_missing():
+    target = Target("p", "webhook", "env:URL", {"secret_env": "S", "routing_key_env": "K"})
+    assert len(target.missing({})) == 3
+    assert target.missing({"URL": "ftp://x", "S": "s", "K": "k"}) == [
+        "environment variable URL (the address of p) is not an http(s) URL"]
+    assert target.missing({"URL": "https://x", "S": "s", "K": "k"}) == []
