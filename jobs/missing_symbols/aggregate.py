@@ -29,6 +29,7 @@ from typing import Any, Hashable, Iterable, Iterator
 
 from crontabber.errors import CrontabberError
 
+from .memory import SETTLING, OutOfMemory
 from .model import MAX_EVENT_COUNT, EventError, check_count, day_of, parse_seen_at, validate_symbol
 
 #: (debug_file, debug_id, code_file, code_id, day since epoch)
@@ -96,13 +97,17 @@ class Aggregate:
             BadBatches: with ``every_fault``, instead of the first BadBatch, after
                 settling everything: the first fault of every batch found bad
                 (so a caller reads its batches again once, not once per bad batch).
+            OutOfMemory: memory ran out (the aggregate must then be discarded).
         """
         import msgpack
 
         faults: dict[Hashable, BadBatch] | None = {} if every_fault else None
         fold = _Folder(self.counts, self.validated)
         with collector_paused():
-            self._settle(fold, msgpack, faults)
+            try:
+                self._settle(fold, msgpack, faults)
+            except MemoryError:
+                raise OutOfMemory(SETTLING) from None
         for held in self.pending.values():
             held.clear()  # in place: a batch being read goes on adding to its day's dict
         self.pending_entries = 0

@@ -8,7 +8,9 @@ transaction:
 2. has ``workers`` processes stream them and count their events by their
    bytes, merges what they return and settles it once (each distinct event is
    decoded and validated once; a batch found bad then is quarantined and the
-   group is read again without it);
+   group is read again without it). A worker that dies, or memory running out
+   at any stage (in a worker or in this process), makes it read each batch
+   alone: the one that fails alone is quarantined, the others are counted;
 3. COPYs the counts into a temporary table and merges them with two
    set-based ``INSERT ... ON CONFLICT`` statements;
 4. inserts one ``missing_symbol_batch`` row per batch (counted or quarantined);
@@ -27,8 +29,27 @@ from typing import Any, Iterator
 
 from crontabber.errors import CrontabberError
 
-from .aggregate import Aggregate, BadBatches, collector_paused, staging_chunks
-from .inbox import BatchObject, DecodeResult, DecodeTask, decode_batches, list_batches, quarantined
+from .aggregate import Aggregate, BadBatch, BadBatches, collector_paused, staging_chunks
+from .inbox import (
+    BatchObject,
+    DecodeResult,
+    DecodeTask,
+    decode_batches,
+    list_batches,
+    prepare_worker,
+    quarantined,
+)
+from .memory import (
+    DECODING,
+    MERGING,
+    RECEIVING,
+    RETURNING,
+    SETTLING,
+    OutOfMemory,
+    out_of_memory,
+    reason,
+    remote_out_of_memory,
+)
 from .store import BatchOutcome, MissingSymbolStore
 
 logger = logging.getLogger(__name__)
@@ -115,8 +136,10 @@ class Decoder:
     A worker that dies is noticed at once (``concurrent.futures`` watches each worker's
     process; ``multiprocessing.Pool`` replaced it silently and the run waited for the
     task's result for 30 minutes): :meth:`__call__` raises :class:`WorkerDied` and the next
-    call starts a new pool. :meth:`alone` decodes one task in a process of its own, to
-    tell which batch kills its worker.
+    call starts a new pool. Memory running out while a worker decodes or settles, while it
+    sends its result (pickling) or while this process receives it (unpickling) raises
+    :class:`OutOfMemory` naming the stage. :meth:`alone` decodes one task in a process of
+    its own, to tell which batch does either.
     """
 
     def __init__(self, workers: int, worker_memory_mb: int = 0) -> None:
@@ -129,10 +152,12 @@ class Decoder:
 
         Raises:
             WorkerDied: a worker died; the other results of this call are lost.
+            OutOfMemory: memory ran out (in a worker, or ``in_job`` in this process); the
+                other results of this call are lost.
             DecodeFailed: a worker failed to read or decode (S3, network).
         """
         if self.workers <= 1:
-            yield from (decode_batches(task) for task in tasks)
+            yield from (_in_this_process(task) for task in tasks)
             return
         import concurrent.futures
 
@@ -141,10 +166,10 @@ class Decoder:
         futures = [self._pool.submit(_decode_in_worker, task) for task in tasks]
         try:
             for future in concurrent.futures.as_completed(futures, timeout=WORKER_TIMEOUT):
-                yield _answer(future.result())
+                yield _answer(_returned(future))
         except concurrent.futures.process.BrokenProcessPool as exc:
             self.close()
-            raise WorkerDied(f"a decoding worker died: {exc}") from None
+            raise _broken(exc, f"a decoding worker died: {exc}") from None
         finally:
             for future in futures:  # the others' results are no longer wanted
                 future.cancel()
@@ -155,16 +180,18 @@ class Decoder:
 
         Raises:
             WorkerDied: that process died.
+            OutOfMemory: memory ran out (in that process, or ``in_job`` in this one).
+            DecodeFailed: it failed to read or decode (S3, network).
         """
         if self.workers <= 1:
-            return decode_batches(task)
+            return _in_this_process(task)
         import concurrent.futures
 
         with self._new_pool(1) as pool:
             try:
-                return _answer(pool.submit(_decode_in_worker, task).result(WORKER_TIMEOUT))
-            except concurrent.futures.process.BrokenProcessPool:
-                raise WorkerDied(f"the worker decoding {task.keys} died") from None
+                return _answer(_returned(pool.submit(_decode_in_worker, task)))
+            except concurrent.futures.process.BrokenProcessPool as exc:
+                raise _broken(exc, f"the worker decoding {task.keys} died") from None
 
     def _new_pool(self, workers: int) -> Any:
         import concurrent.futures
@@ -191,25 +218,66 @@ def decoder(workers: int, worker_memory_mb: int = 0) -> Iterator[Decoder]:
         decode.close()
 
 
-#: A worker's answer when its batches needed more than ``worker_memory_mb``.
-OUT_OF_MEMORY = "out of memory"
-
-
-def _answer(outcome: DecodeResult | str) -> DecodeResult:
+def _answer(outcome: DecodeResult | OutOfMemory | str) -> DecodeResult:
     """A worker's result, or its failure raised: running out of memory is handled like
     dying (which of its batches needs so much is found by reading each alone)."""
-    if outcome == OUT_OF_MEMORY:
-        raise WorkerDied(OUT_OF_MEMORY)
+    if isinstance(outcome, OutOfMemory):
+        raise outcome
     if isinstance(outcome, str):
         raise DecodeFailed(outcome)
     return outcome
 
 
+def _returned(future: Any) -> DecodeResult | OutOfMemory | str:
+    """What a worker returned. Pickling the result happens in the worker after
+    :func:`_decode_in_worker` returned, outside its ``try``: memory running out there
+    reaches this process as the future's exception.
+
+    Raises:
+        OutOfMemory: the worker ran out of memory while sending its result.
+        BrokenProcessPool: a worker died (or this process failed to read a result).
+    """
+    try:
+        outcome: DecodeResult | OutOfMemory | str = future.result(WORKER_TIMEOUT)
+        return outcome
+    except (MemoryError, OSError) as exc:
+        if not out_of_memory(exc):
+            raise
+    raise OutOfMemory(RETURNING)  # (raised here: the handled exception holds the worker's frames)
+
+
+def _broken(exc: BaseException, died: str) -> CrontabberError:
+    """What a broken pool means: this process ran out of memory reading a worker's result
+    (``concurrent.futures`` reports that as a broken pool, the cause's text naming the
+    error), or a worker died."""
+    if remote_out_of_memory(str(exc.__cause__ or "")):
+        return OutOfMemory(RECEIVING, in_job=True)
+    return WorkerDied(died)
+
+
+def _in_this_process(task: DecodeTask) -> DecodeResult:
+    """:func:`decode_batches` in this process (no pool).
+
+    Raises:
+        OutOfMemory: ``in_job``: memory ran out decoding or settling.
+    """
+    stage = None
+    try:
+        return decode_batches(task)
+    except OutOfMemory as exc:
+        stage = exc.stage
+    except (MemoryError, OSError) as exc:
+        if not out_of_memory(exc):
+            raise
+        stage = DECODING
+    raise OutOfMemory(stage, in_job=True)  # out of the handler: its frames (and memory) freed
+
+
 def _worker_setup(worker_memory_mb: int) -> None:
     """In a worker: it dies with the job; SIGTERM kills quietly (the runner's handler,
-    inherited by fork, would raise in the worker); Ctrl-C is the parent's to handle; the
-    address space may grow by
-    ``worker_memory_mb`` MiB past what the fork inherited (then MemoryError, or death)."""
+    inherited by fork, would raise in the worker); Ctrl-C is the parent's to handle; its S3
+    client is made; then the address space may grow by ``worker_memory_mb`` MiB past what it
+    holds (then MemoryError, or death), never past the hard RLIMIT_AS."""
     import ctypes
     import resource
     import signal
@@ -224,11 +292,19 @@ def _worker_setup(worker_memory_mb: int) -> None:
         os._exit(71)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    if worker_memory_mb > 0:  # the job's own soft limit is not the worker's
+        resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
+    # the worker's fixed cost (its S3 client: imports, the service model) is paid before
+    # its limit, which is then its batches' alone: the limit never blames a batch for it
+    prepare_worker()
     if worker_memory_mb > 0:
         with open("/proc/self/statm") as statm:
-            inherited = int(statm.read().split()[0]) * resource.getpagesize()
-        limit = inherited + (worker_memory_mb << 20)
-        resource.setrlimit(resource.RLIMIT_AS, (limit, resource.getrlimit(resource.RLIMIT_AS)[1]))
+            held = int(statm.read().split()[0]) * resource.getpagesize()
+        limit = held + (worker_memory_mb << 20)
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)  # (over it, setrlimit refused: every worker failed)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
 
 #: Seconds a decoding task may take before the run fails (a stuck S3 read).
@@ -243,14 +319,17 @@ class DecodeFailed(CrontabberError):
         super().__init__(f"missing-symbols: a decoding worker failed: {problem}")
 
 
-def _decode_in_worker(task: DecodeTask) -> DecodeResult | str:
-    """:func:`decode_batches`, an exception returned as text: not every exception
-    survives pickling back to the parent (botocore's do not)."""
+def _decode_in_worker(task: DecodeTask) -> DecodeResult | OutOfMemory | str:
+    """:func:`decode_batches`, an exception returned as text (not every exception
+    survives pickling back to the parent: botocore's do not), memory running out (past
+    worker_memory_mb; what it held is freed on the way out) as :class:`OutOfMemory`."""
     try:
         return decode_batches(task)
-    except MemoryError:  # past worker_memory_mb; what it held is freed on the way out
-        return OUT_OF_MEMORY
+    except OutOfMemory as exc:  # settling
+        return OutOfMemory(exc.stage)
     except Exception as exc:  # noqa: BLE001 - re-raised in the parent as DecodeFailed
+        if out_of_memory(exc):
+            return OutOfMemory(DECODING)
         return f"{type(exc).__name__}: {exc}"
 
 
@@ -266,57 +345,107 @@ def decode_group(bucket: str, keys: list[str], workers: int, decode: Decoder,
     found bad when settling are quarantined and the others read again (once).
     ``bad``: batches already quarantined (oversized), not read.
 
-    When a worker dies, each batch of the group is read again alone, in a process of its
-    own: one whose process dies too is quarantined, the others are counted.
+    When a worker dies, or memory runs out anywhere (a worker decoding, settling or
+    sending its result; this process receiving, merging or settling), each batch of the
+    group is read again alone, in a process of its own, and settled here: one that fails
+    so alone is quarantined, the others are counted (nothing of the failed read is kept).
 
     Raises:
-        DecodeFailed: a worker died, and no batch alone kills its process.
+        DecodeFailed: a worker died or memory ran out, and no batch alone does so.
     """
     bad = dict(bad or {})
     while True:
         todo = [key for key in keys if key not in bad]
-        total, outcomes = Aggregate(), []
         try:
-            for result in decode([DecodeTask(bucket, part) for part in split(todo, workers)]):
-                total.merge(result.aggregate)
-                outcomes += result.outcomes
-        except WorkerDied as died:
-            killers = _killers(bucket, todo, decode)
-            if not killers:
-                raise DecodeFailed(f"{died}; no batch alone kills its worker") from None
-            for outcome in killers:
-                logger.warning("missing-symbols: quarantined %s: %s", outcome.key, outcome.reason)
-                bad[outcome.key] = outcome
-            continue
-        found: dict[str, BatchOutcome] = {}
-        for outcome in outcomes:
-            if outcome.reason is not None:
-                _keep_first(found, outcome)
-        try:
-            total.settle(every_fault=True)
-        except BadBatches as exc:
-            for fault in exc.faults:
-                _keep_first(found, quarantined(fault))
-        if not found:
-            return total, outcomes + list(bad.values())
+            total, outcomes, found = _decode_once(bucket, todo, workers, decode)
+        except (WorkerDied, OutOfMemory) as exc:
+            failed = str(exc)
+        else:
+            if not found:
+                return total, outcomes + list(bad.values())
+            failed = ""
+        # (out of the handler: what the failed read held is freed before reading alone)
+        if failed:
+            found = {outcome.key: outcome for outcome in _culprits(bucket, todo, decode)}
+            if not found:
+                raise DecodeFailed(f"{failed}; no batch alone fails so")
         for outcome in found.values():  # every bad batch at once: one more read, not one each
             logger.warning("missing-symbols: quarantined %s: %s", outcome.key, outcome.reason)
         bad.update(found)
 
 
-def _killers(bucket: str, keys: list[str], decode: Decoder) -> list[BatchOutcome]:
-    """The batches of ``keys`` whose worker dies when it reads them alone, quarantined."""
+def _decode_once(bucket: str, keys: list[str], workers: int, decode: Decoder
+                 ) -> tuple[Aggregate, list[BatchOutcome], dict[str, BatchOutcome]]:
+    """``keys`` read by the workers, merged and settled here: the aggregate, each batch's
+    outcome, and the batches found bad (stream or event), by key.
+
+    Raises:
+        WorkerDied: a worker died.
+        OutOfMemory: memory ran out, in a worker or (``in_job``) here.
+    """
+    total, outcomes = Aggregate(), []
+    try:
+        for result in decode([DecodeTask(bucket, part) for part in split(keys, workers)]):
+            total.merge(result.aggregate)
+            outcomes += result.outcomes
+    except (MemoryError, OSError) as exc:
+        if not out_of_memory(exc):
+            raise
+    else:
+        return _settled(total, outcomes)
+    # raised out of the handler: a handled exception held in this frame would make a
+    # reference cycle, and the collector is paused: the memory would stay held
+    raise OutOfMemory(MERGING, in_job=True)
+
+
+def _settled(total: Aggregate, outcomes: list[BatchOutcome]
+             ) -> tuple[Aggregate, list[BatchOutcome], dict[str, BatchOutcome]]:
+    """``total`` settled here, with ``outcomes`` and the batches found bad, by key.
+
+    Raises:
+        OutOfMemory: ``in_job`` (settling).
+    """
+    found: dict[str, BatchOutcome] = {}
+    for outcome in outcomes:
+        if outcome.reason is not None:
+            _keep_first(found, outcome)
+    faults = _settle_here(total)
+    for fault in faults:
+        _keep_first(found, quarantined(fault))
+    return total, outcomes, found
+
+
+def _settle_here(aggregate: Aggregate) -> list[BadBatch]:
+    """Settle ``aggregate`` in this process; return each bad batch's first fault.
+
+    Raises:
+        OutOfMemory: ``in_job`` (settling); the aggregate must be discarded.
+    """
+    try:
+        aggregate.settle(every_fault=True)
+    except BadBatches as exc:
+        return exc.faults
+    except OutOfMemory:
+        pass
+    else:
+        return []
+    raise OutOfMemory(SETTLING, in_job=True)  # (out of the handler, as in _decode_once)
+
+
+def _culprits(bucket: str, keys: list[str], decode: Decoder) -> list[BatchOutcome]:
+    """The batches of ``keys`` that fail alone (read in a process of their own, settled
+    here): their worker dies, or memory runs out at any stage; quarantined with why."""
     found = []
     for key in keys:
         try:
-            decode.alone(DecodeTask(bucket, [key]))
-        except WorkerDied as died:
-            if str(died) == OUT_OF_MEMORY:
-                reason = (f"out of memory: decoding it alone needed more than worker_memory_mb "
-                          f"({decode.worker_memory_mb} MiB)")
-            else:
-                reason = "worker died: the process decoding it alone was killed (out of memory?)"
-            found.append(BatchOutcome(key, 0, reason))
+            _settle_here(decode.alone(DecodeTask(bucket, [key])).aggregate)  # (a bad event: found later)
+        except WorkerDied:
+            why = "worker died: the process decoding it alone was killed (out of memory?)"
+        except OutOfMemory as exc:
+            why = reason(exc, decode.worker_memory_mb)
+        else:
+            continue
+        found.append(BatchOutcome(key, 0, why))
     return found
 
 

@@ -78,6 +78,11 @@ def _s3() -> Any:
     return _client[1]
 
 
+def prepare_worker() -> None:
+    """Make this process's S3 client now (a worker, before its memory limit is set)."""
+    _s3()
+
+
 def _is_missing(exc: Exception) -> bool:
     response = getattr(exc, "response", None) or {}
     return response.get("Error", {}).get("Code") in ("NoSuchKey", "404")
