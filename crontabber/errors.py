@@ -120,6 +120,20 @@ class JobPaused(CrontabberError):
         )
 
 
+class PauseOverrideNeedsReason(CrontabberError):
+    """``--force`` given to go past an operator's pause, without ``--reason``: refused
+    (exit 1), whatever ``require_reason`` says, as a pause itself needs one. The reason goes
+    to the audit trail beside the pause it overrides. Names the pause."""
+
+    def __init__(self, app_name: str, until: object, by: object, reason: object) -> None:
+        self.app_name = app_name
+        until_text = minute_text(until) if isinstance(until, dt.datetime) else str(until)
+        super().__init__(
+            f"{app_name}: --force overrides its pause (until {until_text} by {by}: {reason}) "
+            f"only with --reason TEXT (recorded in --audit beside the pause)"
+        )
+
+
 class LeaseLost(CrontabberError):
     """A run lost its hold on the job: another run took it over (its lease
     had expired) or an operator released it. Its state writes were refused
