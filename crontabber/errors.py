@@ -19,16 +19,21 @@ class CrontabberError(Exception):
 
 
 class ConfigurationError(CrontabberError):
-    """The configuration is invalid; nothing runs.
+    """The configuration, or the command line's arguments, are invalid; nothing runs (exit 1).
 
     ``where`` names the offending entry or option, ``problem`` says what is
-    wrong with it.
+    wrong with it. An argument (``where`` is ``--release``, ``--until``, or "the command
+    line") reads ``--release: needs --reason TEXT``: a missing ``--reason`` is no
+    configuration error; an entry or option of the configuration reads ``configuration
+    error in crontabber.jobs: ...``.
     """
 
     def __init__(self, where: str, problem: str) -> None:
         self.where = where
         self.problem = problem
-        super().__init__(f"configuration error in {where}: {problem}")
+        argument = where.startswith("--") or where == "the command line"
+        super().__init__(f"{where}: {problem}" if argument
+                         else f"configuration error in {where}: {problem}")
 
 
 class JobNotFound(CrontabberError):

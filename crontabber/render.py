@@ -242,7 +242,10 @@ def failure_report(failure: FailureView, now: dt.datetime, record: RunRecord | N
     :func:`~crontabber.formats.printable`)."""
     error = failure.error
     value = error.value.rstrip("\n")
-    lines = [failure_headline(failure, now), *(run_facts(record) if record else []),
+    said = {one_line(f"{name}: {value}") for name in (error.type, error.short_type)}
+    facts = [line for line in (run_facts(record) if record else [])
+             if line.removeprefix("error: ") not in said]  # the line below says it already
+    lines = [failure_headline(failure, now), *facts,
              *([f"superseded: {superseded}"] if superseded else []),
              f"{error.type}: {value}", ""]
     frames = error.traceback.rstrip("\n")

@@ -100,7 +100,8 @@ def show_error(ctx: Context) -> int:
     if args.json:
         document = views.failure_document(app_name, failure, message)
         document["run"] = record.as_json() if record is not None else None
-        document["superseded"] = superseded
+        if failure is not None:
+            document["superseded"] = superseded
         jsonout.emit(document, out)
     elif failure is not None:
         print("\n".join(render.failure_report(failure, now, record, superseded)), file=out)

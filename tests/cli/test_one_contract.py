@@ -170,3 +170,16 @@ def test_reset_job_names_the_run_whose_marker_it_discarded(cli):
     assert done.returncode == 0, done.stderr
     assert done.stdout == (f"basic-job: state reset; discarded the marker of gone-host:4242 "
                            f"(run {run_id}), recorded as abandoned: --history basic-job\n")
+
+
+def test_argument_errors_are_not_called_configuration_errors(cli):
+    """Trial #16: ``configuration error in --release: needs --reason TEXT``."""
+    cli.crontab.configure(["BasicJob|1d"])
+    done = cli.run("--release", "basic-job")
+    assert done.returncode == 1
+    assert done.stderr.startswith("crontabber: --release: needs --reason TEXT ("), done.stderr
+    done = cli.run("--until", "2h")
+    assert done.stderr == ("crontabber: --until: only means something with --pause NAME or "
+                           "--mute NAME\n")
+    done = cli.run("--crontabber.error_retry_time=soon")  # the configuration's: still called so
+    assert done.returncode == 1 and "configuration error in crontabber.error_retry_time" in done.stderr
