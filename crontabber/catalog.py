@@ -136,7 +136,8 @@ def job_options(cls: type) -> Namespace:
                     reference_value_from="crontabber")
     base.add_option("error_retry_max", 86400, "the longest retry wait, in seconds",
                     reference_value_from="crontabber")
-    base.add_option("settle_lag", "0", "run interval T only after T + this (seconds, or 30m, 6h)",
+    base.add_option("settle_lag", "0", "run interval T only after T + this (seconds, or 30m, 6h; "
+                    "with jitter, shorter than the job's frequency)",
                     reference_value_from="crontabber", from_string_converter=parse_duration)
     base.add_option("jitter", "0", "start a fixed offset within this after the job's time, "
                     "derived from its name (seconds, or 10m)", reference_value_from="crontabber",

@@ -45,7 +45,7 @@ class ExitCode(enum.IntEnum):
     ONGOING = 3  # a job is held by a live run elsewhere (also: reset/release refused)
     FENCED = 4  # a run lost its lease to another run: its outcome was not recorded
     JOB_FAILED = 5  # the work ran and failed (--job, --rerun, a job command's work)
-    PAUSED = 6  # the job is paused: --job, --rerun (--force runs it anyway), a second --pause
+    PAUSED = 6  # paused: --job, --rerun, job commands (--force --reason), a second --pause
     NOT_RUN = 7  # --job: nothing ran (not due, a parent blocks it, nothing to backfill)
     CODE_TOO_OLD = 8  # the database's schema is newer than this code: it claims nothing
     PIPE_CLOSED = 141  # the reader of stdout went away (`--audit | head -1`), as cat's SIGPIPE
@@ -56,14 +56,18 @@ class ExitCode(enum.IntEnum):
 #: What each code means, for ``--help`` and docs/reference/exit-codes.md (generated from this);
 #: docs/operations.md repeats it.
 EXIT_CODES: tuple[tuple[int, str], ...] = (
-    (ExitCode.OK, "ok (a cron tick also when jobs failed: they are recorded)"),
+    (ExitCode.OK, "ok; a cron tick also when jobs failed (they are recorded) or another runner "
+                  "held one (locked, or running on another host: a fleet's normal case)"),
     (ExitCode.ERROR, "bad argument or configuration, unknown job or id, database unavailable; "
                      "a tick with a jobs entry that does not load (the other jobs ran)"),
-    (ExitCode.LOCKED, "locked by another process that very moment"),
-    (ExitCode.ONGOING, "the job is running elsewhere (or a reset/release was refused for that)"),
+    (ExitCode.LOCKED, "locked by another process that very moment (--job and the operator "
+                      "commands; a cron tick exits 0)"),
+    (ExitCode.ONGOING, "the job is running elsewhere: --job, or a reset/release refused for "
+                       "that (a cron tick exits 0)"),
     (ExitCode.FENCED, "a run was fenced off (it lost its lease)"),
     (ExitCode.JOB_FAILED, "the work ran and failed (--job, --rerun, a job command's work)"),
-    (ExitCode.PAUSED, "the job is paused (--job, --rerun: --force runs it; --pause: --replace)"),
+    (ExitCode.PAUSED, "the job is paused (--job, --rerun, a job's command: --force --reason "
+                      "runs it; --pause: --replace)"),
     (ExitCode.NOT_RUN, "--job: nothing ran (not due, a parent blocks it, nothing to backfill)"),
     (ExitCode.CODE_TOO_OLD, "this host's code is older than the database's schema (a newer "
                             "release migrated it): it claims no job until upgraded"),
@@ -71,6 +75,14 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
     (ExitCode.INTERRUPTED, "Ctrl-C"),
     (ExitCode.TERMINATED, "SIGTERM"),
 )
+
+#: The codes a cron tick (no mode option) exits with: 0 (jobs failed or held by another
+#: runner included), 1 (configuration, database), 4 (a run fenced off), 8 (code older than
+#: the schema), 130/143 (stopped). A scheduler's unit treats only 0 as success: no code a
+#: tick returns for a healthy fleet is anything else (docs/deploy.md's systemd unit).
+TICK_EXIT_CODES: tuple[int, ...] = (ExitCode.OK, ExitCode.ERROR, ExitCode.FENCED,
+                                    ExitCode.CODE_TOO_OLD, ExitCode.INTERRUPTED,
+                                    ExitCode.TERMINATED)
 
 
 def exit_codes_text() -> str:

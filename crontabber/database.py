@@ -54,30 +54,39 @@ def open_database(config: Mapping[str, Any], application_name: str,
 
 
 def operator_command(connection: Any, app_name: str, command: str, *, force: bool = False,
-                     reason: str | None = None) -> None:
-    """Before a job's own command changes data (``python -m jobs.prune run``): refuse it
-    while an operator's pause of the job is in force, unless ``force``, and record it in the
-    audit trail either way (``--audit``), as the runner's actions are.
+                     reason: str | None = None, overrides: Mapping[str, str] | None = None) -> None:
+    """Before a job's own command changes data (``python -m jobs.prune run``): apply the
+    runner's rule of a pause (:func:`crontabber.overrides.check_pause`: refused while an
+    operator's pause of the job is in force, unless ``force`` with a ``reason``), and record
+    the command in the audit trail either way (``--audit``), as the runner's actions are:
+    its outcome, ``force``, and the command line's ``overrides`` (secrets masked).
 
     Raises:
-        JobPaused: the job is paused and ``force`` is not given (exit 6); the refusal is
-            recorded too.
+        JobPaused: the job is paused and ``force`` is not given (exit 6).
+        PauseOverrideNeedsReason: it is paused and ``force`` comes without ``reason`` (exit 1).
+        Both refusals are recorded too.
     """
-    from .errors import JobPaused
+    from .command import exit_code_for
+    from .errors import CrontabberError
+    from .overrides import check_pause, given_options
     from .records import AuditEntry, actor
-    from .scheduling import pause_active
     from .store import StateStore
 
     store = StateStore(connection)
-    state = store.state(app_name)
-    paused = state is not None and pause_active(state, store.now())
-    detail = {"command": command, "force": force,
-              "outcome": "refused (exit 6)" if paused and not force else "done"}
-    store.audit(AuditEntry(actor(), "command", app_name, reason, detail))
-    if paused and not force:
-        assert state is not None
-        raise JobPaused(app_name, command, state.paused_until, state.paused_by,
-                        state.paused_reason, "--force runs it anyway")
+    options = given_options(overrides or {})
+    detail: dict[str, Any] = {"command": command, "force": force,
+                              **({"options": options} if options else {})}
+    try:
+        check_pause(app_name, store.state(app_name), store.now(), f"run {command!r}",
+                    force=force, reason=reason,
+                    override="--force --reason TEXT runs it anyway (recorded in --audit)")
+    except CrontabberError as refused:
+        store.audit(AuditEntry(actor(), "command", app_name, reason or None, {
+            **detail, "outcome": f"refused (exit {exit_code_for(refused)})",
+            "error": str(refused)[:300]}))
+        raise
+    store.audit(AuditEntry(actor(), "command", app_name, reason or None,
+                           {**detail, "outcome": "done"}))
 
 
 def database_now(connection: Any) -> dt.datetime:

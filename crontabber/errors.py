@@ -19,16 +19,21 @@ class CrontabberError(Exception):
 
 
 class ConfigurationError(CrontabberError):
-    """The configuration is invalid; nothing runs.
+    """The configuration, or the command line's arguments, are invalid; nothing runs (exit 1).
 
     ``where`` names the offending entry or option, ``problem`` says what is
-    wrong with it.
+    wrong with it. An argument (``where`` is ``--release``, ``--until``, or "the command
+    line") reads ``--release: needs --reason TEXT``: a missing ``--reason`` is no
+    configuration error; an entry or option of the configuration reads ``configuration
+    error in crontabber.jobs: ...``.
     """
 
     def __init__(self, where: str, problem: str) -> None:
         self.where = where
         self.problem = problem
-        super().__init__(f"configuration error in {where}: {problem}")
+        argument = where.startswith("--") or where == "the command line"
+        super().__init__(f"{where}: {problem}" if argument
+                         else f"configuration error in {where}: {problem}")
 
 
 class JobNotFound(CrontabberError):
@@ -132,6 +137,20 @@ class MuteInForce(JobPaused):
         CrontabberError.__init__(
             self, f"{scope}: refusing to mute it again: muted until {until_text} by {by}: "
                   f"{reason}; {override}")
+
+
+class PauseOverrideNeedsReason(CrontabberError):
+    """``--force`` given to go past an operator's pause, without ``--reason``: refused
+    (exit 1), whatever ``require_reason`` says, as a pause itself needs one. The reason goes
+    to the audit trail beside the pause it overrides. Names the pause."""
+
+    def __init__(self, app_name: str, until: object, by: object, reason: object) -> None:
+        self.app_name = app_name
+        until_text = minute_text(until) if isinstance(until, dt.datetime) else str(until)
+        super().__init__(
+            f"{app_name}: --force overrides its pause (until {until_text} by {by}: {reason}) "
+            f"only with --reason TEXT (recorded in --audit beside the pause)"
+        )
 
 
 class LeaseLost(CrontabberError):

@@ -138,7 +138,8 @@ class RunRecord:
     claim, its heartbeat moved while it holds the job, its end written by the run or by
     whoever found it dead. ``output`` is the captured tail of what the job logged and
     printed (redacted; empty unless asked for), ``output_bytes`` its size, and
-    ``output_dropped`` how many bytes before it were not kept."""
+    ``output_dropped`` how many bytes before it were not kept. ``options``: the command
+    line's option overrides it ran with (``--name=value``, secrets masked; migration 0021)."""
 
     run_id: int
     app_name: str
@@ -157,11 +158,15 @@ class RunRecord:
     output_bytes: int = 0
     output_dropped: int = 0
     output: str = ""
+    options: tuple[str, ...] = ()
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "RunRecord":
         """Build from a ``run_records`` or ``run_output`` row."""
-        return cls(**{name: row[name] for name in _RUN_COLUMNS if name in row and row[name] is not None})
+        values = {name: row[name] for name in _RUN_COLUMNS if name in row and row[name] is not None}
+        if "options" in values:
+            values["options"] = tuple(values["options"])
+        return cls(**values)
 
     @property
     def by(self) -> str:
@@ -174,4 +179,4 @@ class RunRecord:
 
 _RUN_COLUMNS = ("run_id", "app_name", "kind", "host", "pid", "started", "heartbeat", "ended",
                 "status", "intervals", "first_interval", "last_interval", "summary", "error",
-                "output_bytes", "output_dropped", "output")
+                "output_bytes", "output_dropped", "output", "options")

@@ -250,12 +250,20 @@ def failure_headline(failure: FailureView, now: dt.datetime) -> str:
     return f"{failure.app_name}: {run} {verb}{when}{where}{span}{source}"
 
 
-def failure_report(failure: FailureView, now: dt.datetime) -> list[str]:
-    """The headline, ``Type: value``, then the traceback as Python prints it (control
-    characters escaped, :func:`~crontabber.formats.printable`)."""
+def failure_report(failure: FailureView, now: dt.datetime, record: RunRecord | None = None,
+                   superseded: str | None = None) -> list[str]:
+    """The headline; what the run ledger's ``record`` of the run says (:func:`run_facts`);
+    the ``superseded`` note (an old failure: the job is healthy now); ``Type: value``; then
+    the traceback as Python prints it (control characters escaped,
+    :func:`~crontabber.formats.printable`)."""
     error = failure.error
     value = error.value.rstrip("\n")
-    lines = [failure_headline(failure, now), f"{error.type}: {value}", ""]
+    said = {one_line(f"{name}: {value}") for name in (error.type, error.short_type)}
+    facts = [line for line in (run_facts(record) if record else [])
+             if line.removeprefix("error: ") not in said]  # the line below says it already
+    lines = [failure_headline(failure, now), *facts,
+             *([f"superseded: {superseded}"] if superseded else []),
+             f"{error.type}: {value}", ""]
     frames = error.traceback.rstrip("\n")
     if frames:
         if not frames.startswith("Traceback"):
@@ -267,6 +275,26 @@ def failure_report(failure: FailureView, now: dt.datetime) -> list[str]:
     # a message may carry an uploader's names: escape what a terminal would act on, line by
     # line ("\n" only: splitlines would also break at U+2028 and the like instead of showing it)
     return [printable(line) for line in "\n".join(lines).split("\n")]
+
+
+def run_facts(record: RunRecord) -> list[str]:
+    """The run's one-line error as the runner said it (naming the service and its address:
+    ``S3 (bucket B): ...``) and the option overrides it ran with, when it has them."""
+    lines = []
+    if record.error:
+        lines.append(f"error: {printable(one_line(record.error))}")
+    if record.options:
+        lines.append(f"ran with: {printable(' '.join(record.options))} (command-line overrides)")
+    return lines
+
+
+def superseded_note(error_count: int, last_run: dt.datetime | None, now: dt.datetime) -> str | None:
+    """What ``--show-error`` (the last failure) says when the job's state no longer counts an
+    error: the failure shown is history. None while it is failing."""
+    if error_count:
+        return None
+    since = f"; its last run: {stamp(last_run)} UTC ({relative(last_run, now)})" if last_run else ""
+    return f"the job has no error now (an older failure){since}"
 
 
 # ---------------------------------------------------------------------------- --logs
@@ -304,8 +332,7 @@ def output_report(record: RunRecord, now: dt.datetime) -> list[str]:
     lines = [_run_line(record, now)]
     if record.summary:
         lines.append(f"summary: {printable(record.summary)}")
-    if record.error:
-        lines.append(f"error: {printable(one_line(record.error))}")
+    lines += run_facts(record)
     if record.intervals and record.first_interval and record.last_interval:
         lines.append("intervals: " + interval_range(record.first_interval, record.last_interval,
                                                      record.intervals))

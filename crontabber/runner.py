@@ -35,6 +35,7 @@ from .errors import (
 )
 from .formats import minute_text
 from .leases import LeaseRules, Marker, describe_marker, holder_name, marker_status, retry_delay
+from .overrides import given_options
 from .scheduling import dependency_block, is_due, next_run_after, pause_active
 from .state import Claim, FinishRecord, JobState, RunEnd, RunKind, RunStatus, Tick
 from .store import StateStore
@@ -147,6 +148,8 @@ class Runner:
         self._tick = tick
         self.on_takeover = on_takeover
         self.crons = crons
+        # recorded with each run it claims: which bucket a forced run really used
+        self.options = tuple(given_options(settings.sources.cli))
 
     def _states_and_now(self) -> tuple[dict[str, JobState], dt.datetime]:
         """The state rows and the database time, read once and reused until a job is
@@ -175,7 +178,8 @@ class Runner:
         for job in run_order(self.jobs):
             result = self.run_job(job, force=False)
             if result.error is not None and result.status is not Status.FENCED:  # logged already
-                logger.warning("%s", result.error, extra={"job": job.app_name})
+                # another runner has it: a fleet's normal case, no warning
+                logger.info("%s", result.error, extra={"job": job.app_name})
             results.append(result)
         return results
 
@@ -206,7 +210,8 @@ class Runner:
         self._snapshot = None  # from here on the job's (or others') state may change
         kind = RunKind.FORCED if force else RunKind.SCHEDULED
         claimed = self.store.claim(
-            job.app_name, job.depends_on, (self.host, self.pid), self._decider(job, force), kind
+            job.app_name, job.depends_on, (self.host, self.pid), self._decider(job, force), kind,
+            self.options,
         )
         if claimed is None:
             return JobResult(job.app_name, Status.SKIPPED, "another runner just ran it")
@@ -295,7 +300,8 @@ class Runner:
         try:
             self._snapshot = None
             claimed = self.store.claim(job.app_name, job.depends_on, (self.host, self.pid),
-                                       self._decider(job, force=True), RunKind.RERUN)
+                                       self._decider(job, force=True), RunKind.RERUN,
+                                       self.options)
         except JobLockError as exc:
             status = Status.ONGOING if isinstance(exc, JobOngoing) else Status.LOCKED
             return JobResult(job.app_name, status, str(exc), exc)
@@ -445,7 +451,9 @@ class Runner:
                 pause = min(pause * 2, 10.0)
 
 
-def first_lock_error(results: list[JobResult]) -> JobLockError | LeaseLost | None:
-    """The first lock met or run fenced off in this invocation (it decides the exit code)."""
-    return next((r.error for r in results if r.error is not None), None)
+def first_fenced(results: list[JobResult]) -> LeaseLost | None:
+    """The first run of a tick that was fenced off (it makes the tick exit 4). A job held by
+    another runner (its row locked that moment, or a live run on another host) is not one:
+    in a fleet that is every tick's normal case, and the tick exits 0."""
+    return next((r.error for r in results if isinstance(r.error, LeaseLost)), None)
 

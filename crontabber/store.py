@@ -355,10 +355,12 @@ class StateStore:
         holder: tuple[str, int],
         decide: Callable[[JobState, dt.datetime], bool],
         kind: RunKind = RunKind.SCHEDULED,
+        options: Sequence[str] = (),
     ) -> tuple[JobState, Claim] | None:
         """Lock the job's row, let ``decide`` check it, and mark it ongoing
         with a new run id (the run's fencing token) and a first heartbeat; the
-        run's ledger row (``kind``, status running) is written with the marker.
+        run's ledger row (``kind``, status running, the command line's ``options``) is
+        written with the marker.
 
         ``decide(state, now)`` runs with the row locked; it returns False to
         leave the job alone (it is no longer due) or raises
@@ -382,7 +384,8 @@ class StateStore:
                 if state.ongoing is not None:  # decide allowed a takeover: its holder is gone
                     _log_abandoned(cur, state, f"taken over by {host}:{pid}")
                 cur.execute(Q["mark_ongoing"], {**params, "now": now, "holder": f"{host}:{pid}",
-                                                "host": host, "pid": pid, "kind": kind.value})
+                                                "host": host, "pid": pid, "kind": kind.value,
+                                                "options": list(options) or None})
                 run_id = cur.fetchone()[0]
                 return state, Claim(app_name, run_id, host, pid, now)
         except psycopg2.errors.LockNotAvailable:

@@ -90,21 +90,27 @@ class Context:
         return name
 
     def audit_entry(self, action: str, app_name: str, **detail: Any) -> "AuditEntry":
-        """:func:`audit_entry` of this command line."""
-        return audit_entry(action, app_name, self.args, **detail)
+        """:func:`audit_entry` of this command line (with its overrides)."""
+        return audit_entry(action, app_name, self.args, self.settings, **detail)
 
 
 #: The options that override a refusal, recorded with each action that was given one.
 OVERRIDES = ("force", "replace", "yes")
 
 
-def audit_entry(action: str, app_name: str, args: Any, **detail: Any) -> "AuditEntry":
-    """An audit entry for ``action``: who, the reason, the overrides given, the outcome
+def audit_entry(action: str, app_name: str, args: Any, settings: Settings | None = None,
+                **detail: Any) -> "AuditEntry":
+    """An audit entry for ``action``: who, the reason, the overrides of a refusal given
+    (``overrides``: ``--force`` ...), the command line's option overrides (``options``:
+    ``--crontabber.class-X.bucket=...``, secrets masked, from ``settings``), the outcome
     (``done`` unless ``detail`` says otherwise) and ``detail``."""
+    from ..overrides import given_options
     from ..records import AuditEntry, actor
 
     overrides = [f"--{name}" for name in OVERRIDES if getattr(args, name, False)]
-    detail = {"outcome": "done", **({"overrides": overrides} if overrides else {}), **detail}
+    options = given_options(settings.sources.cli) if settings is not None else []
+    detail = {"outcome": "done", **({"overrides": overrides} if overrides else {}),
+              **({"options": options} if options else {}), **detail}
     return AuditEntry(actor(), action, app_name, getattr(args, "reason", None) or None, detail)
 
 

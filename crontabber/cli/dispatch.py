@@ -292,7 +292,7 @@ def dispatch(mode: str, args: argparse.Namespace, rest: list[str], stdout: TextI
             return handler(Context(settings, jobs, store, args, stdout, catalog.broken))
         except (CrontabberError, KeyboardInterrupt, Terminated) as exc:
             if mode in ACTIONS:
-                _audit_refusal(store, mode, args, exc)
+                _audit_refusal(store, mode, args, settings, exc)
             raise
     finally:
         store.close()
@@ -333,7 +333,8 @@ def sentrytest(settings: Settings, out: TextIO) -> int:
     return ExitCode.OK
 
 
-def _audit_refusal(store: StateStore, mode: str, args: Any, exc: BaseException) -> None:
+def _audit_refusal(store: StateStore, mode: str, args: Any, settings: Settings,
+                   exc: BaseException) -> None:
     """Record an operator action that was refused or failed, with its exit code (the done
     ones are recorded by the action itself): the audit trail says what happened, not what
     was asked. Never raises: the refusal is what the operator must see."""
@@ -343,7 +344,8 @@ def _audit_refusal(store: StateStore, mode: str, args: Any, exc: BaseException) 
     action = {"reset_job": "reset", "mark_success": "mark-success",
               "job": "force" if args.force else "job"}.get(mode, mode)
     try:
-        store.audit(audit_entry(action, name, args, outcome=f"refused (exit {exit_code_for(exc)})",
+        store.audit(audit_entry(action, name, args, settings,
+                                outcome=f"refused (exit {exit_code_for(exc)})",
                                 error=str(exc)[:300]))
     except CrontabberError:
         logger.debug("could not record the refusal of %s %s", action, name, exc_info=True)

@@ -17,6 +17,7 @@ from ..command import ExitCode
 from ..config.settings import Settings
 from ..errors import ConfigurationError, JobPaused, MuteInForce
 from ..formats import day_text, minute_text, one_line, utc_text
+from ..overrides import check_pause
 from ..scheduling import next_run_after, parse_day, parse_until, pause_active, rerun_dates
 from ..state import JobState
 from ..store import StateStore
@@ -102,7 +103,7 @@ def pause(ctx: Context) -> int:
         _refuse_paused(store, job.app_name, "pause it again",
                        f"--pause {job.app_name} --replace replaces that pause")
     print(f"{job.app_name}: paused until {minute_text(until)}{chosen}; cron ticks skip it, "
-          f"--job runs it only with --force; {_going(store, job.app_name)}; "
+          f"--job runs it only with --force --reason TEXT; {_going(store, job.app_name)}; "
           f"--resume {job.app_name} ends the pause", file=out)
     return ExitCode.OK
 
@@ -137,7 +138,7 @@ def _pause_all(ctx: Context, until: dt.datetime, chosen: str) -> int:
     running = [f"{name} (run {s.run_id} on {s.ongoing_by})" for name, s in store.states().items()
                if name in paused and s.ongoing is not None]
     print(f"every job paused until {minute_text(until)}{chosen}: {', '.join(paused) or 'none'}; "
-          "cron ticks skip them, --job runs one only with --force; "
+          "cron ticks skip them, --job runs one only with --force --reason TEXT; "
           + (f"a run already going continues: {', '.join(running)}; " if running else
              "a pause stops no run already going; ")
           + "--resume all ends every pause", file=out)
@@ -230,9 +231,9 @@ def rerun(ctx: Context) -> int:
             "--rerun", f"{len(dates)} intervals of {job.app_name} ({day_text(dates[0])} to "
             f"{day_text(dates[-1])}) is more than rerun_confirm_over ({settings.rerun_confirm_over})"
             "; check the dates (--dry-run lists them) and add --yes")
-    if not args.force:
-        _refuse_paused(store, job.app_name, "rerun it",
-                       "--force reruns it anyway (the pause stays)")
+    check_pause(job.app_name, store.state(job.app_name), store.now(), "rerun it",
+                force=args.force, reason=args.reason,
+                override="--force --reason TEXT reruns it anyway (the pause stays)")
     store.audit(ctx.audit_entry("rerun", job.app_name, dates=[d.isoformat() for d in dates],
                             **({"force": True} if args.force else {})))
     with terminate_on_sigterm():
@@ -316,9 +317,15 @@ def reset_job(ctx: Context) -> int:
     jobs, args, out = ctx.jobs, ctx.args, ctx.out
     name = ctx.state_name(args.reset_job)
     audit = ctx.audit_entry("reset", name)
-    if ctx.runner().reset(name, audit) is not None:
+    was = ctx.runner().reset(name, audit)
+    if was is not None:
         ghost = "" if find_job(jobs, name) else " (it was a ghost: not configured)"
-        print(f"{name}: state reset{ghost}", file=out)
+        # as --release does, name the run whose marker went (written into the log as abandoned)
+        run = f" (run {was.run_id})" if was.run_id is not None else ""
+        held = "" if was.ongoing is None else (
+            f"; discarded the marker of {was.ongoing_by or 'an unknown runner'}{run}, recorded "
+            f"as abandoned: --history {name}")
+        print(f"{name}: state reset{ghost}{held}", file=out)
     else:
         print(f"{name}: had no state (already reset)", file=out)
     return ExitCode.OK

@@ -9,7 +9,8 @@ import logging
 from ..catalog import Job
 from ..command import ExitCode, exit_code_for
 from ..formats import minute_text, one_line
-from ..runner import JobResult, Status, first_lock_error
+from ..overrides import check_pause
+from ..runner import JobResult, Status, first_fenced
 from .common import Context, TickAlerts, terminate_on_sigterm
 from .monitor import fleet_tick, write_metrics
 
@@ -17,12 +18,15 @@ logger = logging.getLogger("crontabber")
 
 
 def run_all(ctx: Context) -> int:
-    """A cron tick: run every due job, then the alerts (when targets are configured); exit
-    non-zero only when a job's lock could not be taken for a reason other than another host
-    holding it, (1) when a jobs entry did not load (the other jobs ran; the ``broken-entry``
-    alert tells of it), or (8) when this host's code is older than the database's schema:
-    then it records its tick with the migrations it lacks, raises the ``old-code`` alert, and
-    claims nothing."""
+    """A cron tick: run every due job, then the alerts (when targets are configured).
+
+    Exits 0 also when jobs failed (recorded) or another runner held one (its row locked that
+    moment, or a live run on another host: a fleet's normal case, logged at INFO);
+    :data:`crontabber.command.TICK_EXIT_CODES` lists the others: 4 when a run of this tick
+    was fenced off, 8 when this host's code is older than the database's schema (then it
+    records its tick with the migrations it lacks, raises the ``old-code`` alert, and claims
+    nothing), 1 for the configuration or the database, and when a jobs entry did not load
+    (the other jobs ran; the ``broken-entry`` alert tells of it)."""
     alerts = TickAlerts(ctx) if ctx.settings.alerts.enabled else None
     if ctx.store.unknown_migrations:  # code older than the schema: recorded, named, refused
         tick = fleet_tick(ctx.store.unknown_migrations)
@@ -43,19 +47,27 @@ def run_all(ctx: Context) -> int:
     done += [f"{len(ctx.broken)} jobs entry not loaded"] if ctx.broken else []
     logger.info("done: %s", ", ".join(done) or "no jobs")
     write_metrics(ctx.settings, ctx.jobs, ctx.store, ctx.args)
-    lock = first_lock_error(results)
-    if lock:
-        return exit_code_for(lock)
+    fenced = first_fenced(results)
+    if fenced:
+        return exit_code_for(fenced)
     return ExitCode.ERROR if ctx.broken else ExitCode.OK
 
 
 def run_one(ctx: Context) -> int:
-    """``--job NAME [--force]``: run one job if due (``--force``: anyway); exit 7 when nothing
-    ran, 6 when it is paused, 5 when it failed."""
+    """``--job NAME [--force]``: run one job if due (``--force``: anyway; past a pause only
+    with ``--reason``: :func:`crontabber.overrides.check_pause`); exit 7 when nothing ran, 6
+    when it is paused, 5 when it failed.
+
+    Raises:
+        PauseOverrideNeedsReason: ``--force`` on a paused job without ``--reason`` (exit 1).
+    """
     args, out = ctx.args, ctx.out
     job = ctx.job(args.job)
     ctx.refuse_older_code()
     if args.force:
+        # the one rule of every data-changing command: a pause is overridden with a reason
+        check_pause(job.app_name, ctx.store.state(job.app_name), ctx.store.now(), "run it",
+                    force=True, reason=args.reason, override="")
         if job.is_backfill and not _backfill_pending(ctx, job):
             print(f"{job.app_name}: nothing to backfill (every interval up to now is done); "
                   f"--rerun {job.app_name} --date YYYY-MM-DD redoes a past day", file=out)
@@ -68,7 +80,8 @@ def run_one(ctx: Context) -> int:
         ctx.store.audit(ctx.audit_entry("force", job.app_name, outcome={
             Status.FAILED: "done: the job failed (exit 5)"}.get(result.status, "done")))
     if result.status is Status.PAUSED:
-        print(f"{job.app_name}: not run: {result.detail}; --force runs it anyway", file=out)
+        print(f"{job.app_name}: not run: {result.detail}; --force --reason TEXT runs it anyway",
+              file=out)
         return ExitCode.PAUSED
     if result.status is Status.SKIPPED:
         hint = f"; --rerun {job.app_name} --date YYYY-MM-DD redoes a past day" \

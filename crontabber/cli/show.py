@@ -94,12 +94,17 @@ def show_error(ctx: Context) -> int:
         message = render.failure_headline(failure, now)
     record = store.run_output(app_name, failure.run_id) \
         if failure is not None and failure.run_id is not None else None
+    # the last failure of a job that is healthy now is history: say so
+    superseded = render.superseded_note(state.error_count, state.last_run, now) \
+        if failure is not None and state is not None and args.run is None else None
     if args.json:
         document = views.failure_document(app_name, failure, message)
         document["run"] = record.as_json() if record is not None else None
+        if failure is not None:
+            document["superseded"] = superseded
         jsonout.emit(document, out)
     elif failure is not None:
-        print("\n".join(render.failure_report(failure, now)), file=out)
+        print("\n".join(render.failure_report(failure, now, record, superseded)), file=out)
         tail = render.output_tail(record, SHOWN_OUTPUT_LINES) if record is not None else []
         if tail:
             print("\n".join(tail), file=out)

@@ -20,6 +20,7 @@ once the jobs are known (:mod:`crontabber.config.names`).
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
@@ -124,7 +125,8 @@ def _schedule_options(cron: Namespace) -> None:
     """When the jobs start against their time: the defaults of each job's own options."""
     cron.add_option("settle_lag", "0",
                     "how long after an interval's time a backfill job runs it (its data arrives "
-                    "late): seconds, or 30m, 6h, 1d; each job may set its own")
+                    "late): seconds, or 30m, 6h, 1d; each job may set its own; settle_lag + "
+                    "jitter must be shorter than the job's frequency")
     cron.add_option("jitter", "0",
                     "spread the jobs' starts over this much (seconds, or 10m, 1h): each job "
                     "starts a fixed offset after its time, derived from its name; each job may "
@@ -465,10 +467,22 @@ def effective_lines(
         if origin == "default" and not defaults:
             continue
         value = sources.value(path, option)
-        shown = (MASK if value else NOT_SET) if option.secret else redact(repr(value))
+        shown = (MASK if value else NOT_SET) if option.secret else redact(repr(_as_written(value)))
         if option.url_paths_secret:
             shown = redact_url_paths(shown)
         yield ".".join([*path, option.name]), shown, origin
+
+
+def _as_written(value: Any) -> Any:
+    """A value as one would write it in the INI: a span in its largest whole unit (``'1h'``,
+    ``'0'``), not Python's ``datetime.timedelta(seconds=3600)``; anything else as it is."""
+    if not isinstance(value, dt.timedelta):
+        return value
+    seconds = int(value.total_seconds())
+    for size, unit in ((86400, "d"), (3600, "h"), (60, "m")):
+        if seconds and seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return str(seconds)
 
 
 def iter_option_lines(
@@ -485,7 +499,7 @@ def iter_option_lines(
         else:  # a URL's password, a signed URL's parameters (crontabber.redaction)
             from ..redaction import redact, redact_url_paths
 
-            shown = redact(repr(value))
+            shown = redact(repr(_as_written(value)))
             if option.url_paths_secret:
                 shown = redact_url_paths(shown)
         yield ".".join([*path, option.name]), shown, option.doc

@@ -91,8 +91,9 @@ WITH claimed AS (
     WHERE app_name = %(app_name)s
     RETURNING run_id
 )
-INSERT INTO crontabber_run (run_id, app_name, kind, host, pid, started, heartbeat)
-SELECT run_id, %(app_name)s, %(kind)s, %(host)s, %(pid)s, %(now)s, %(now)s FROM claimed
+INSERT INTO crontabber_run (run_id, app_name, kind, host, pid, started, heartbeat, options)
+SELECT run_id, %(app_name)s, %(kind)s, %(host)s, %(pid)s, %(now)s, %(now)s, %(options)s::text[]
+FROM claimed
 RETURNING run_id;
 
 -- name: heartbeat
@@ -216,7 +217,7 @@ WHERE run_id = %(run_id)s AND status IN ('running', 'abandoned');
 -- without it; --logs, --show-error and the dashboard one run with it).
 SELECT run_id, app_name, kind, host, pid, started, heartbeat, ended, status, intervals,
        first_interval, last_interval, summary, error, octet_length(output) AS output_bytes,
-       output_dropped, CASE WHEN %(with_output)s THEN output ELSE '' END AS output
+       output_dropped, CASE WHEN %(with_output)s THEN output ELSE '' END AS output, options
 FROM crontabber_run
 WHERE app_name = %(app_name)s AND (%(run_ids)s::bigint[] IS NULL OR run_id = ANY(%(run_ids)s))
 ORDER BY run_id DESC

@@ -89,6 +89,9 @@ CREATE TABLE IF NOT EXISTS crontabber_run (
 );
 CREATE INDEX IF NOT EXISTS crontabber_run_app_name_run_id_idx ON crontabber_run (app_name, run_id);
 ALTER TABLE crontabber_log ADD COLUMN IF NOT EXISTS summary text;
+-- Ours (migration 0021): the command line's option overrides a run ran with ('--name=value',
+-- secrets masked; NULL: none).
+ALTER TABLE crontabber_run ADD COLUMN IF NOT EXISTS options text[];
 
 -- Ours (migration 0006): every operator action (force, rerun, reset, release, pause,
 -- resume, mark-success): who (user@host), when, what, why.

@@ -33,7 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="print what would be deleted, delete nothing")
     run.add_argument("--cap", type=int, default=None, help="at most this many deletions")
     run.add_argument("--force", action="store_true",
-                     help="run even while prune-s3 is paused (recorded in --audit)")
+                     help="run even while prune-s3 is paused (needs --reason; recorded "
+                     "in --audit)")
     run.add_argument("--reason", default=None, help="why (recorded in the audit trail)")
     history = commands.add_parser("history", help="what the last runs deleted, per rule, and "
                                   "why a run failed")
@@ -57,7 +58,7 @@ def main(argv: list[str], out: TextIO = sys.stdout) -> int:
                 dry_run=args.dry_run or options.dry_run)
             if not options.dry_run:  # deletes: a pause of the cron job stops this too
                 operator_command(connection, PruneS3CronApp.app_name, f"{PROG} run",
-                                 force=args.force, reason=args.reason)
+                                 force=args.force, reason=args.reason, overrides=overrides)
             # the database's clock, as the cron job uses
             report = run_prune(make_s3_client(max_pool_connections=options.threads + 1),
                                PruneStore(connection, options.lease_seconds), options,

@@ -39,7 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
     drain = commands.add_parser("drain", help="process queued uploads until none is left (one worker)")
     for command in (reprocess, drain):  # they publish: a pause of process-uploads stops them
         command.add_argument("--force", action="store_true",
-                             help="run even while process-uploads is paused (recorded in --audit)")
+                             help="run even while process-uploads is paused (needs --reason; "
+                             "recorded in --audit)")
         command.add_argument("--reason", default=None, help="why (recorded in the audit trail)")
     listing = commands.add_parser("list", help="the latest uploads, newest first: id, status, "
                                   "age, files, size, key, error")
@@ -70,6 +71,7 @@ def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout,
 
         # the job's options as the runner would resolve them
         config = load_job_config(ProcessUploadsCronApp, args.conf, overrides)
+        args.overrides = overrides  # recorded with a data-changing command (--audit)
         return COMMANDS[args.command](args, config, stdout)
 
     return run_command(build_parser(), body, argv, stderr)
@@ -112,11 +114,16 @@ def cmd_reprocess(args: Any, config: DotDict, out: TextIO) -> int:
 
 
 def _refuse_while_paused(connection: Any, command: str, args: Any) -> None:
-    """Raises JobPaused: process-uploads is paused and ``--force`` is not given (audited)."""
+    """The runner's rule of a pause (audited, with the command line's overrides).
+
+    Raises:
+        JobPaused: process-uploads is paused and ``--force`` is not given.
+        PauseOverrideNeedsReason: it is paused and ``--force`` comes without ``--reason``.
+    """
     from crontabber.database import operator_command
 
     operator_command(connection, ProcessUploadsCronApp.app_name, command, force=args.force,
-                     reason=args.reason)
+                     reason=args.reason, overrides=getattr(args, "overrides", None))
 
 
 def cmd_demo(args: Any, config: DotDict, out: TextIO) -> int:

@@ -108,7 +108,7 @@ def test_locked_job_message_says_who_holds_it_since_when(cli):
         message = done.stderr.strip().splitlines()[-1]
         assert message.startswith("crontabber: slow-job: already running since ")
         assert f":{holder.pid}" in message and "Traceback" not in done.stderr
-        assert cli.run().returncode == 3 or cli.crontab.state("slow-job").next_run is None
+        assert cli.run().returncode == 0  # a tick: another runner holds it, no failure
     finally:
         holder.terminate()
         holder.communicate(timeout=20)

@@ -32,7 +32,9 @@ MISTAKES = {
 def assert_one_line(done, *texts):
     assert done.returncode == 1, done.stdout + done.stderr
     lines = done.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("crontabber: configuration error in "), lines
+    # the configuration's errors say so; an argument's name the argument (issue #32 item 15)
+    assert len(lines) == 1 and lines[0].startswith(("crontabber: configuration error in ",
+                                                    "crontabber: --", "crontabber: the command line: ")), lines
     for text in texts:
         assert text in lines[0]
 

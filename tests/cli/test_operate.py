@@ -75,9 +75,9 @@ def test_pause_resume_and_a_pause_that_ends_by_itself(cli):
     assert cli.run().returncode == 0 and crontab.calls("basic-job") == []  # ticks skip it
     done = cli.run("--job", "basic-job")
     assert done.returncode == 6 and "paused until" in done.stdout and ME in done.stdout
-    assert "S3 is down (INC-42); --force runs it anyway" in done.stdout
+    assert "S3 is down (INC-42); --force --reason TEXT runs it anyway" in done.stdout
     assert cli.run("--explain", "basic-job").stdout.startswith("basic-job: a tick now would skip it: paused")
-    assert cli.run("--job", "basic-job", "--force").returncode == 0
+    assert cli.run("--job", "basic-job", "--force", "--reason", "INC-42 drill").returncode == 0
     assert len(crontab.calls("basic-job")) == 1
     crontab.wind(2 * DAY)
     crontab.sql("UPDATE crontabber SET paused_until = clock_timestamp() - interval '1 second'")

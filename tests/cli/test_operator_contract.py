@@ -66,7 +66,7 @@ def test_a_pause_stops_rerun_unless_force(cli):
     day = f"{days[1]:%Y-%m-%d}"
     done = cli.run("--rerun", "foo-backfill", "--date", day, "--reason", "redo")
     assert done.returncode == 6 and "refusing to rerun it: paused until" in one_line(done)
-    assert "INC-2; --force reruns it anyway" in done.stderr
+    assert "INC-2; --force --reason TEXT reruns it anyway" in done.stderr
     assert len(crontab.calls("foo-backfill")) == calls
     done = cli.run("--rerun", "foo-backfill", "--date", day, "--reason", "redo", "--force")
     assert done.returncode == 0, done.stderr

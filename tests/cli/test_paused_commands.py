@@ -25,7 +25,7 @@ def test_prune_run_refuses_while_prune_s3_is_paused_unless_forced(cli, buckets):
     assert cli.run("--pause", "prune-s3", "--reason", "S3 incident INC-7", "--until", "2h").returncode == 0
     refused = job_command(cli, "jobs.prune", "run")
     assert refused.returncode == 6, refused.stderr
-    assert "refusing to python -m jobs.prune run: paused until" in refused.stderr
+    assert "refusing to run 'python -m jobs.prune run': paused until" in refused.stderr
     assert "S3 incident INC-7" in refused.stderr and "--force" in refused.stderr
     assert keys_in(symbols) >= set(doomed)  # nothing deleted
     assert job_command(cli, "jobs.prune", "run", "--dry-run").returncode == 0  # deletes nothing
@@ -48,4 +48,4 @@ def test_uploads_drain_refuses_while_process_uploads_is_paused(cli, buckets):  #
     assert cli.run("--pause", "process-uploads", "--reason", "bad release").returncode == 0
     done = job_command(cli, "jobs.uploads", "drain")
     assert done.returncode == 6 and "paused until" in done.stderr, done.stderr
-    assert job_command(cli, "jobs.uploads", "drain", "--force").returncode == 0
+    assert job_command(cli, "jobs.uploads", "drain", "--force", "--reason", "test").returncode == 0

@@ -89,7 +89,7 @@ def test_the_option_sets_the_file_and_the_flag_needs_a_tick(crontab, tmp_path):
     crontab.configure(["BasicJob|1d"], extra=f"    metrics_file={path}\n")
     assert crontab.run()[0] == 0 and path.is_file()
     code, out = crontab.run("--list-jobs", f"--metrics-file={path}")
-    assert code == 1 and out == ("crontabber: configuration error in --metrics-file: only means "
+    assert code == 1 and out == ("crontabber: --metrics-file: only means "
                                  "something with a tick (no mode option)\n")
 
 

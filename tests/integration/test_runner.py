@@ -238,7 +238,7 @@ def test_ongoing_marker_blocks_then_goes_stale(crontab):
     crontab.sql("UPDATE crontabber SET next_run = clock_timestamp() - interval '1 second',"
                 " ongoing = clock_timestamp() - interval '1 second', ongoing_by = 'other:1'")
     code, out = crontab.run()
-    assert code == 3 and len(crontab.calls()) == 1
+    assert code == 0 and len(crontab.calls()) == 1  # a tick: another runner has it, no failure
     code, out = crontab.run("--job", "basic-job", "--force")
     assert code == 3 and "basic-job: already running since" in out and "on other:1" in out
     assert "Traceback" not in out
@@ -265,7 +265,7 @@ def test_a_row_locked_job_does_not_stop_the_other_jobs(crontab, database):
         with holder.cursor() as cur:
             cur.execute("SELECT * FROM crontabber WHERE app_name = 'basic-job' FOR UPDATE")
             code, out = crontab.run()
-            assert code == 2
+            assert code == 0  # a tick: another runner has it, no failure
             assert len(crontab.calls("foo")) == 1  # crontabber aborted the tick here
             code, out = crontab.run("--job", "basic-job", "--force")
             assert code == 2 and "locked by another runner" in out and "Traceback" not in out

@@ -29,3 +29,24 @@ def test_every_runner_option_and_exit_code_is_listed():
                for path, option in runner_options().walk(()))
     codes = (REPO / "docs/reference/exit-codes.md").read_text()
     assert all(f"| {int(code)} |" in codes for code, _ in EXIT_CODES)
+
+
+def test_spans_are_shown_as_written_in_the_ini():
+    """Trial 2026-11-26 #17: a job's defaults read ``datetime.timedelta(0)``."""
+    options = (REPO / "docs/reference/options.md").read_text()
+    assert "datetime.timedelta" not in options
+    assert "| `crontabber.class-MissingSymbolsCronApp.alert_silence` | `'1h'` |" in options
+
+
+def test_the_docs_link_nothing_outside_the_repository():
+    """Trial 2026-11-26 #17: docs/crontabber-0.18.md pointed into ../shared."""
+    for page in (REPO / "docs").rglob("*.md"):
+        assert "../shared/" not in page.read_text(), page
+
+
+def test_the_settle_lag_and_jitter_limit_is_documented():
+    """Trial 2026-11-26 #17: the limit was found only as a configuration error."""
+    options = (REPO / "docs/reference/options.md").read_text()
+    assert "settle_lag + jitter must be shorter than the job's frequency" in options
+    alerts = (REPO / "docs/alerts.md").read_text()
+    assert "The two together must be shorter than the job's frequency" in alerts
