@@ -139,7 +139,7 @@ class RunRecord:
     whoever found it dead. ``output`` is the captured tail of what the job logged and
     printed (redacted; empty unless asked for), ``output_bytes`` its size, and
     ``output_dropped`` how many bytes before it were not kept. ``options``: the command
-    line's option overrides it ran with (``--name=value``, secrets masked; migration 0021)."""
+    line's option overrides it ran with (``--name=value``, secrets masked; migration 0020)."""
 
     run_id: int
     app_name: str

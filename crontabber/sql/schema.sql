@@ -89,7 +89,7 @@ CREATE TABLE IF NOT EXISTS crontabber_run (
 );
 CREATE INDEX IF NOT EXISTS crontabber_run_app_name_run_id_idx ON crontabber_run (app_name, run_id);
 ALTER TABLE crontabber_log ADD COLUMN IF NOT EXISTS summary text;
--- Ours (migration 0021): the command line's option overrides a run ran with ('--name=value',
+-- Ours (migration 0020): the command line's option overrides a run ran with ('--name=value',
 -- secrets masked; NULL: none).
 ALTER TABLE crontabber_run ADD COLUMN IF NOT EXISTS options text[];
 

@@ -15,6 +15,7 @@ from search.client import make_es_client
 from search.engine import Searcher
 from search.server import SearchApp, make
 from tests.fixtures.search_data import corpus_index, es  # noqa: F401 - the fixture
+from tests.fixtures.waiting import wait_for
 
 HIT_KEYS = {"debug_file", "debug_id", "filename", "code_file", "code_id", "score"}
 
@@ -135,7 +136,12 @@ def test_one_access_log_line_per_request(url, caplog):
     get(url, "/search", q="xul", size=0)
     get(url, "/nope")
     raw(url, f"GET /search?q={'x' * 100_000} HTTP/1.0\r\n\r\n".encode())
-    lines = [r.getMessage() for r in caplog.records if r.name == "search.access"]
+
+    def logged() -> list[str]:  # a line is logged after its answer is sent: wait for it
+        return [r.getMessage() for r in caplog.records if r.name == "search.access"]
+
+    wait_for(lambda: len(logged()) >= 4, what="four access lines")
+    lines = logged()
     assert len(lines) == 4, lines
     expected = [r"GET /search 200 ", r"GET /search 400 ", r"GET /nope 404 ", r"GET /search 414 "]
     for line, start in zip(lines, expected):
