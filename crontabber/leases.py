@@ -67,6 +67,13 @@ def parse_holder(holder: str | None) -> tuple[str, int | None]:
     return host, int(pid)
 
 
+def holder_gone(holder: str | None, host: str, pid_alive: Callable[[int], bool]) -> bool:
+    """Whether ``holder`` (``host:pid``) was a process of ``host`` (this very host) that no
+    longer exists: what it claimed (a job, a notice) waits for nobody."""
+    claimer_host, pid = parse_holder(holder)
+    return claimer_host == host and pid is not None and not pid_alive(pid)
+
+
 def marker_status(
     state: JobState | None,
     now: dt.datetime,
@@ -76,8 +83,7 @@ def marker_status(
     """Classify the job's ``ongoing`` marker at ``now`` (the database clock)."""
     if state is None or state.ongoing is None:
         return Marker.NONE
-    host, pid = parse_holder(state.ongoing_by)
-    if host == rules.host and pid is not None and not pid_alive(pid):
+    if holder_gone(state.ongoing_by, rules.host, pid_alive):
         return Marker.DEAD
     if state.heartbeat is not None:
         if now - state.heartbeat > dt.timedelta(seconds=rules.lease_seconds):
