@@ -23,7 +23,7 @@ from .formats import (
 )
 from .leases import Marker, parse_holder
 from .records import RunRecord
-from .views import FailureView, JobStatus, JobView, Outcome, RunView
+from .views import FailureView, JobStatus, JobView, Outcome, RunView, entry_outcome
 
 DEFAULT_WIDTH = 100
 _SEP = "  "
@@ -167,7 +167,8 @@ def history_table(
         header.insert(6, "INTERVALS")
     rows = [header]
     for run in runs:
-        span = took(run.duration(now)) + ("+" if run.ongoing is not None else "")
+        span = took(run.duration(now)) + ("+" if run.ongoing is not None or run.outcome is Outcome.ABANDONED
+                                          else "")  # "+": at least (running; or dead)
         if run.ongoing is not None:
             detail = _beat(run, now)
         elif run.error is not None and run.outcome is not Outcome.OK:
@@ -215,7 +216,8 @@ def run_rows_table(
                 detail = (run.error.value if outcome in (Outcome.FENCED_OFF, Outcome.ABANDONED)
                           else run.error.summary)
             done = interval(entry.success) if not entry.failed else "-"
-            rows.append(_row(is_backfill, stamp(entry.started), took(entry.duration),
+            span = took(entry.duration) + ("+" if entry_outcome(entry) is Outcome.ABANDONED else "")
+            rows.append(_row(is_backfill, stamp(entry.started), span,
                              short_host(entry.holder, pid=True) if entry.holder else "-", run_id,
                              outcome.text, done, one_line(detail)))
     return fit(rows, width)
@@ -246,6 +248,8 @@ def failure_headline(failure: FailureView, now: dt.datetime) -> str:
     when = f" {stamp(failure.at)} UTC ({relative(failure.at, now)})" if failure.at else ""
     where = f" on {failure.by}" if failure.by else ""
     span = f" after {took(failure.duration)}" if failure.duration is not None else ""
+    if span and failure.outcome is Outcome.ABANDONED:  # when it died is not known
+        span = f" after at least {took(failure.duration)} (to its last heartbeat)"
     source = " (from the job's state row: the log has no row of it)" if failure.source == "state" else ""
     return f"{failure.app_name}: {run} {verb}{when}{where}{span}{source}"
 
@@ -299,13 +303,16 @@ def superseded_note(error_count: int, last_run: dt.datetime | None, now: dt.date
 
 # ---------------------------------------------------------------------------- --logs
 
-def _run_line(record: RunRecord, now: dt.datetime) -> str:
+def _run_line(record: RunRecord, now: dt.datetime, gone: str | None = None) -> str:
     """``chatty run 42 (scheduled) on web-3:4242, started 2026-11-25 18:00:01 UTC (3m ago),
-    ended ... : failed``."""
+    ended ... : failed``; a run the ledger says is running whose holder is ``gone`` (why:
+    its process no longer exists, its lease expired) is not said to be running."""
     ended = f"ended {absolute(record.ended, now)}" if record.ended else \
         f"last heartbeat {absolute(record.heartbeat, now)}"
+    status = (f"not running: {gone}; a tick takes the job over (--release "
+              f"{record.app_name} clears it now)") if gone else record.status
     return (f"{record.app_name} run {record.run_id} ({record.kind}) on {record.by}, started "
-            f"{absolute(record.started, now)}, {ended}: {record.status}")
+            f"{absolute(record.started, now)}, {ended}: {status}")
 
 
 def _kept(record: RunRecord) -> str:
@@ -327,9 +334,10 @@ def output_tail(record: RunRecord, lines: int) -> list[str]:
     return ["", head] + [printable(line) for line in shown]
 
 
-def output_report(record: RunRecord, now: dt.datetime) -> list[str]:
-    """``--logs``: the run in one line, its summary or error, then its kept output."""
-    lines = [_run_line(record, now)]
+def output_report(record: RunRecord, now: dt.datetime, gone: str | None = None) -> list[str]:
+    """``--logs``: the run in one line, its summary or error, then its kept output.
+    ``gone``: why a run still ``running`` in the ledger is not (its holder is dead)."""
+    lines = [_run_line(record, now, gone)]
     if record.summary:
         lines.append(f"summary: {printable(record.summary)}")
     lines += run_facts(record)
