@@ -1,11 +1,13 @@
 """Leftovers of on-call trial 4 (#16; issue #32, item 15) through the real entry point against
 the real PostgreSQL: ``--explain --json`` has the last error and the retry time;
 ``--pause``/``--resume`` honour ``--json``; ``--explain`` of a running job does not also say
-it is waiting ("due since"); counts are words ("1 time", never "time(s)")."""
+it is waiting ("due since"); counts are words ("1 time", never "time(s)"); the runner's INFO
+lines print times as the commands do."""
 
 from __future__ import annotations
 
 import json
+import re
 
 from tests.cli.test_cli import wait_for
 
@@ -62,3 +64,13 @@ def test_explain_of_a_running_job_does_not_say_due_since(cli):
     finally:
         holder.kill()
         holder.communicate(timeout=20)
+
+
+def test_the_runners_info_lines_print_utc_times_not_raw_datetimes(cli):
+    """Trial #16: ``succeeded for 2026-11-19 00:30:00+00:00`` was Python's repr of a time."""
+    cli.crontab.configure(["FooBackfillJob|1d"])
+    done = ok(cli.run("--job", "foo-backfill", "--force", "--reason", "a test"))
+    lines = [line for line in (done.stdout + done.stderr).splitlines() if " succeeded for " in line]
+    assert lines, done.stdout + done.stderr
+    assert all(re.search(r" succeeded for \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", line) for line in lines), lines
+    assert "+00:00" not in "".join(lines)
