@@ -95,6 +95,25 @@ def marker_status(
     return Marker.LIVE
 
 
+@dataclass(frozen=True)
+class Beats:
+    """How often a run renews its lease (``heartbeat_seconds``) and how long a lease lasts
+    without renewal (``lease_seconds``): ``[crontabber]``'s settings."""
+
+    heartbeat_seconds: float
+    lease_seconds: float
+
+
+def beats_missed(heartbeat: dt.datetime | None, now: dt.datetime, beats: Beats) -> int:
+    """How many renewals a live holder has missed at ``now`` (0: none, or one late,
+    which is only jitter; without a heartbeat, 0): a host that died shows so before its
+    lease expires."""
+    if heartbeat is None or beats.heartbeat_seconds <= 0:
+        return 0
+    missed = int((now - heartbeat).total_seconds() // beats.heartbeat_seconds)
+    return missed if missed >= 2 else 0
+
+
 def lease_expiry(state: JobState, rules: LeaseRules) -> dt.datetime | None:
     """When a live marker stops being live unless renewed (None without a marker)."""
     if state.ongoing is None:

@@ -14,6 +14,7 @@ from typing import TextIO
 from .. import jsonout, render, views
 from ..errors import ConfigurationError, RunNotFound
 from ..inspection import job_runs, job_views_now, known_name, one_run
+from ..leases import Beats
 from ..records import RunRecord
 from ..render import DEFAULT_WIDTH
 from ..state import JobState, RunStatus
@@ -41,7 +42,9 @@ def list_jobs(ctx: Context) -> int:
     if args.json:
         jsonout.emit(views.jobs_document(found, now), out)
         return 0
-    lines = render.wide_table(found, now) if args.wide else render.list_table(found, now, _width(out))
+    beats = Beats(ctx.settings.heartbeat_seconds, ctx.settings.lease_seconds)
+    lines = (render.wide_table(found, now, beats) if args.wide
+             else render.list_table(found, now, _width(out), beats))
     print("\n".join(lines), file=out)
     return 0
 

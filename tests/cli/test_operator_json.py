@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 
 from tests.cli.test_cli import wait_for
 
@@ -74,3 +75,25 @@ def test_the_runners_info_lines_print_utc_times_not_raw_datetimes(cli):
     assert lines, done.stdout + done.stderr
     assert all(re.search(r" succeeded for \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", line) for line in lines), lines
     assert "+00:00" not in "".join(lines)
+
+
+def test_list_jobs_says_when_a_running_jobs_beats_are_missing(cli):
+    """Trial #16: for the 60-120 s between a host's death and its lease's end, --list-jobs said
+    ``running ... beat 1m ago`` with no hint that the beats had stopped."""
+    crontab = cli.crontab
+    crontab.configure(["SlowJob|1d"], extra="    heartbeat_seconds=0.3\n    lease_seconds=600\n"
+                                             "    [[class-SlowJob]]\n        sleep=60\n")
+    holder = cli.spawn()
+    try:
+        wait_for(lambda: crontab.calls("slow-job"))
+        assert "beats missed" not in ok(cli.run("--list-jobs")).stdout
+        holder.send_signal(signal.SIGSTOP)  # a host that stopped answering: no more beats
+        wait_for(lambda: "beats missed" in cli.run("--list-jobs").stdout)
+        (row,) = [line for line in ok(cli.run("--list-jobs")).stdout.splitlines()
+                  if line.startswith("slow-job")]
+        assert " running " in row and re.search(r", beat \S+ ago; \d+ beats missed", row), row
+        assert " beats missed: taken over after " in ok(cli.run("--list-jobs", "--wide")).stdout
+    finally:
+        holder.send_signal(signal.SIGCONT)
+        holder.kill()
+        holder.communicate(timeout=20)
