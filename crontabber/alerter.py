@@ -22,7 +22,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from . import __version__
+from . import __version__, jsonout
 from .alerting import (
     LASTING,
     AlertPlan,
@@ -175,7 +175,7 @@ class Alerter:
         return self.blocker(job, states, now) if self.blocker else ""
 
     def _carry_out(self, todo: AlertPlan, states: Mapping[str, JobState], now: dt.datetime) -> list[int]:
-        """Supersede, resolve, open and repeat, in the order the events happened (a streak's
+        """Supersede, resolve, open, refresh and repeat, in the order the events happened (a streak's
         end before a new one's start); the ids of the alerts this host made notices for."""
         touched = []
         for old, event in todo.supersede:
@@ -195,6 +195,8 @@ class Alerter:
             alert_id = self.open(event)
             if alert_id is not None:
                 touched.append(alert_id)
+        for alert, event in todo.refresh:  # before a re-alert: its notice sends the new text
+            self.store.alert_refresh(alert.id, event.message, event.detail)
         for alert in todo.realert:
             rules = self.rules(alert.app_name)
             if self.store.alert_realert(alert.id, rules.realert.total_seconds(),
@@ -342,4 +344,4 @@ def deadline_events(jobs: list[Job], settings: Settings, states: Mapping[str, Jo
 def _notice(row: Mapping[str, Any], host: str) -> Notice:
     detail = row["detail"] if isinstance(row["detail"], Mapping) else {}
     return Notice(row["id"], row["notice"], row["app_name"], row["kind"], row["subject"],
-                  row["message"], row["opened_at"].isoformat(), row["opened_by"], detail, host)
+                  row["message"], jsonout.time_text(row["opened_at"]), row["opened_by"], detail, host)

@@ -34,7 +34,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
-from .formats import minute_text, span_text, utc_text
+from .formats import counted, minute_text, utc_text
 from .scheduling import Schedule, lateness, next_run_after, pause_active
 from .state import JobState
 
@@ -111,9 +111,11 @@ class AlertPlan:
     realert: list[OpenAlert] = field(default_factory=list)
     # (the failing alert whose streak ended, the new streak's event that supersedes it)
     supersede: list[tuple[OpenAlert, Event]] = field(default_factory=list)
+    # open alerts whose condition now reads differently (a longer streak): their new text
+    refresh: list[tuple[OpenAlert, Event]] = field(default_factory=list)
 
     def __bool__(self) -> bool:
-        return bool(self.open or self.resolve or self.realert or self.supersede)
+        return bool(self.open or self.resolve or self.realert or self.supersede or self.refresh)
 
 
 def next_interval(state: JobState, schedule: Schedule, is_backfill: bool) -> dt.datetime | None:
@@ -136,7 +138,8 @@ Blocker = Callable[[], str]
 
 
 def late(watched: Watched, now: dt.datetime, blocker: Blocker = lambda: "") -> Event | None:
-    """The ``late`` condition: the next interval not done by its time plus ``deadline``."""
+    """The ``late`` condition: the next interval not done by its time plus ``deadline``. Its
+    message states times, never "ago": it is stored and sent later, and quoted again."""
     state, rules, schedule = watched.state, watched.rules, watched.schedule
     if state is None or schedule is None or not rules.deadline:
         return None
@@ -146,12 +149,14 @@ def late(watched: Watched, now: dt.datetime, blocker: Blocker = lambda: "") -> E
     due, why = interval + rules.deadline, blocker()
     return Event(watched.app_name, "late", f"interval {interval.isoformat()}",
                  f"{watched.app_name}: the interval of {minute_text(interval)} was not done by its "
-                 f"deadline, {minute_text(due)} ({span_text(now - due)} ago)" + (f"; {why}" if why else ""),
+                 f"deadline, {minute_text(due)}" + (f"; {why}" if why else ""),
                  {"interval": interval, "deadline": due, "blocker": why})
 
 
 def failing(app_name: str, state: JobState | None, rules: AlertRules) -> Event | None:
-    """The ``failing`` condition: ``after_failures`` failures in a row."""
+    """The ``failing`` condition: ``after_failures`` failures in a row. The message names
+    the last failed run and the commands that show it; the plan refreshes it while the
+    streak grows (:func:`refreshed`), so the count is never stale."""
     if state is None or rules.after_failures <= 0 or state.error_count < rules.after_failures:
         return None
     from .views import ErrorInfo  # imported once a job fails: views is not a tick's
@@ -160,21 +165,25 @@ def failing(app_name: str, state: JobState | None, rules: AlertRules) -> Event |
     summary = error.summary[:300] if error else "no error recorded"
     streak = f"after {state.last_success.isoformat() if state.last_success else 'never'}" \
         f" (first run {state.first_run.isoformat() if state.first_run else '?'})"
+    run = f"run {state.run_id}; " if state.run_id is not None else ""
     return Event(app_name, "failing", streak,
-                 f"{app_name}: failed {state.error_count} times in a row; last: {summary}",
-                 {"error_count": state.error_count, "error": summary, "last_success": state.last_success})
+                 f"{app_name}: failed {counted(state.error_count, 'time')} in a row; last: {summary} "
+                 f"({run}see --show-error {app_name}, --logs {app_name})",
+                 {"error_count": state.error_count, "error": summary, "run_id": state.run_id,
+                  "last_success": state.last_success})
 
 
 def silent(app_name: str, state: JobState | None, rules: AlertRules, now: dt.datetime,
            blocker: Blocker = lambda: "") -> Event | None:
-    """The ``silent`` condition: due longer than ``silence`` ago and not run."""
+    """The ``silent`` condition: due longer than ``silence`` ago and not run (its message
+    states times, never "ago", as :func:`late`'s)."""
     overdue = lateness(state, now)
     if overdue is None or not rules.silence or overdue < rules.silence:
         return None
     since, why = now - overdue, blocker()
     return Event(app_name, "silent", f"due {since.isoformat()}",
-                 f"{app_name}: has not run since it was due at {utc_text(since)} "
-                 f"({span_text(overdue)} ago)" + (f"; {why}" if why else ""),
+                 f"{app_name}: has not run since it was due at {utc_text(since)}"
+                 + (f"; {why}" if why else ""),
                  {"due": since, "late_seconds": int(overdue.total_seconds()), "blocker": why})
 
 
@@ -213,8 +222,12 @@ def plan(jobs: Iterable[Watched], open_alerts: Iterable[OpenAlert],
                 result.supersede.append((old, superseding(event, old)))
             elif existing is None:
                 result.open.append(event)
-            elif rules.realert and existing.next_notice is not None and existing.next_notice <= now:
-                result.realert.append(existing)
+            else:
+                fresh = refreshed(existing, event)
+                if fresh is not None:
+                    result.refresh.append((existing, fresh))
+                if rules.realert and existing.next_notice is not None and existing.next_notice <= now:
+                    result.realert.append(existing)
         result.resolve += ended
     return result
 
@@ -232,6 +245,18 @@ def held_back(jobs: Iterable[Watched], now: dt.datetime, mutes: Mapping[str, dt.
                               silent(watched.app_name, watched.state, watched.rules, now),
                               late(watched, now)) if e is not None]
     return found
+
+
+def refreshed(alert: OpenAlert, event: Event) -> Event | None:
+    """``event`` (the condition as it is now) as the new text of open ``alert``, or None
+    when the stored text still says it: what a re-alert sends, ``--alerts`` shows and a
+    recovery quotes is the current count, not the one of the alert's first notice. A
+    superseding alert keeps saying which alert it superseded."""
+    if alert.message.startswith(event.message):
+        return None
+    tail = alert.message.rfind(" (supersedes alert ")
+    return Event(event.app_name, event.kind, event.subject,
+                 event.message + (alert.message[tail:] if tail >= 0 else ""), event.detail)
 
 
 def superseding(event: Event, old: OpenAlert) -> Event:
@@ -253,7 +278,7 @@ def superseded(alert: OpenAlert, new_id: int | None, state: JobState | None) -> 
         ended = f"succeeded at {utc_text(state.last_success)}"
     else:
         ended = "ended its streak"
-    count = f" ({state.error_count} times in a row now)" if state is not None else ""
+    count = f" ({counted(state.error_count, 'time')} in a row now)" if state is not None else ""
     return Event(alert.app_name, "superseded", str(alert.id),
                  f"{alert.app_name}: alert {alert.id} superseded by {by}: it {ended}, then "
                  f"failed again{count}",
@@ -299,7 +324,7 @@ def _streak_end(alert: OpenAlert, state: JobState) -> str | None:
     else:
         how = "its errors were cleared"
     if state.error_count:
-        how += f"; failed {state.error_count} time(s) since, fewer than alert_after_failures"
+        how += f"; failed {counted(state.error_count, 'time')} since, fewer than alert_after_failures"
     return how
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from .catalog import Job
-from .formats import minute_text, span_text, utc_text
+from .formats import counted, minute_text, span_text, utc_text
 from .leases import LeaseRules, Marker, describe_marker, lease_expiry
 from .scheduling import backfill_dates, dependency_block, is_due, pause_active
 from .state import JobState
@@ -133,6 +133,7 @@ def _last_runs(notes: _Notes, state: JobState | None) -> None:
     notes.facts["last_success"] = state.last_success if state else None
     notes.facts["next_run"] = state.next_run if state else None
     notes.facts["error_count"] = state.error_count if state else 0
+    notes.facts["last_error"] = notes.facts["retry_at"] = None  # while it fails: below
     if state is None or state.last_run is None:
         notes.lines.append("never ran")
         return
@@ -142,12 +143,14 @@ def _last_runs(notes: _Notes, state: JobState | None) -> None:
         success += f" ({state.mark_text()}; no run has succeeded since)"
     notes.lines.append(f"last run {notes.at(state.last_run)}; last success {success}")
     if state.error_count:
-        error = state.last_error
-        value = (str(error.get("value", "")).strip().splitlines() or [""])[0]
-        kind = str(error.get("type", ""))
-        kind = kind.split("'")[1] if "'" in kind else kind  # "<class 'x.Y'>" -> x.Y
+        from .views import ErrorInfo  # the one spelling of an error (--list-jobs, --history)
+
+        error = ErrorInfo.of_state(state.last_error)
+        notes.facts["last_error"] = error.as_json() if error else None
+        notes.facts["retry_at"] = state.next_run
         retry = notes.at(state.next_run) if state.next_run else "now"
-        notes.lines.append(f"failed {state.error_count} time(s) in a row (last: {kind}: {value}); "
+        notes.lines.append(f"failed {counted(state.error_count, 'time')} in a row (last: "
+                           f"{error.summary if error else 'no error recorded'}); "
                            f"error backoff: retry at {retry}")
 
 
@@ -163,6 +166,11 @@ def _due(notes: _Notes, job: Job, state: JobState | None) -> None:
         notes.lines.append(f"starts {span_text(schedule.delay)} after its time: " + ", ".join(parts)
                            + (f"; interval T runs after T + {span_text(schedule.delay)}"
                               if job.is_backfill else ""))
+    if due and notes.facts["ongoing"] is not None and notes.facts["ongoing"]["verdict"] == "live":
+        # a running job's next_run is the one its run started for: it is not waiting
+        notes.lines.append("the run going now is its first run" if state is None or state.next_run is None
+                           else f"the run going now is the one due at {notes.at(state.next_run)}")
+        return
     if due:
         notes.lines.append("due now" if state is None or state.next_run is None
                            else f"due since {notes.at(state.next_run)}")

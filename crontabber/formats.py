@@ -130,17 +130,18 @@ def timesince(then: dt.datetime, now: dt.datetime) -> str:
     for index, (name, size) in enumerate(_UNITS):
         count = seconds // size
         if count:
-            parts = [_plural(count, name)]
+            parts = [counted(count, name)]
             if index + 1 < len(_UNITS):
                 next_name, next_size = _UNITS[index + 1]
                 rest = (seconds - count * size) // next_size
                 if rest:
-                    parts.append(_plural(rest, next_name))
+                    parts.append(counted(rest, next_name))
             return ", ".join(parts)
     return "0 seconds"
 
 
-def _plural(count: int, name: str) -> str:
+def counted(count: int, name: str) -> str:
+    """``1 time``, ``2 times``: a count with its noun, never ``time(s)``."""
     return f"{count} {name}" if count == 1 else f"{count} {name}s"
 
 

@@ -11,6 +11,11 @@ from typing import Any, TextIO
 
 
 def _default(value: Any) -> Any:
+    """``value`` in a JSON type (the conventions above).
+
+    Raises:
+        TypeError: a value of no such convention.
+    """
     if isinstance(value, dt.datetime):
         if value.tzinfo is not None:
             value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
@@ -29,6 +34,24 @@ def _default(value: Any) -> Any:
 def dumps(value: Any) -> str:
     """``value`` as JSON text (see the module docstring for the conventions)."""
     return json.dumps(value, default=_default, indent=1)
+
+
+def stored(value: Any) -> str:
+    """``value`` as compact JSON for a database column (an alert's ``detail``), with the same
+    conventions; a value of another type is written as its text, never refused (what is
+    stored must not stop a tick)."""
+    def default(item: Any) -> Any:
+        try:
+            return _default(item)
+        except TypeError:
+            return str(item)
+
+    return json.dumps(value, default=default)
+
+
+def time_text(moment: dt.datetime) -> str:
+    """A time as ``--json`` writes it: ``2026-11-23T12:00:00Z``."""
+    return str(_default(moment))
 
 
 def emit(value: Any, out: TextIO) -> None:

@@ -67,6 +67,13 @@ def parse_holder(holder: str | None) -> tuple[str, int | None]:
     return host, int(pid)
 
 
+def holder_gone(holder: str | None, host: str, pid_alive: Callable[[int], bool]) -> bool:
+    """Whether ``holder`` (``host:pid``) was a process of ``host`` (this very host) that no
+    longer exists: what it claimed (a job, a notice) waits for nobody."""
+    claimer_host, pid = parse_holder(holder)
+    return claimer_host == host and pid is not None and not pid_alive(pid)
+
+
 def marker_status(
     state: JobState | None,
     now: dt.datetime,
@@ -76,8 +83,7 @@ def marker_status(
     """Classify the job's ``ongoing`` marker at ``now`` (the database clock)."""
     if state is None or state.ongoing is None:
         return Marker.NONE
-    host, pid = parse_holder(state.ongoing_by)
-    if host == rules.host and pid is not None and not pid_alive(pid):
+    if holder_gone(state.ongoing_by, rules.host, pid_alive):
         return Marker.DEAD
     if state.heartbeat is not None:
         if now - state.heartbeat > dt.timedelta(seconds=rules.lease_seconds):
@@ -87,6 +93,25 @@ def marker_status(
     if now - state.ongoing >= dt.timedelta(hours=rules.max_ongoing_age_hours):
         return Marker.STALE
     return Marker.LIVE
+
+
+@dataclass(frozen=True)
+class Beats:
+    """How often a run renews its lease (``heartbeat_seconds``) and how long a lease lasts
+    without renewal (``lease_seconds``): ``[crontabber]``'s settings."""
+
+    heartbeat_seconds: float
+    lease_seconds: float
+
+
+def beats_missed(heartbeat: dt.datetime | None, now: dt.datetime, beats: Beats) -> int:
+    """How many renewals a live holder has missed at ``now`` (0: none, or one late,
+    which is only jitter; without a heartbeat, 0): a host that died shows so before its
+    lease expires."""
+    if heartbeat is None or beats.heartbeat_seconds <= 0:
+        return 0
+    missed = int((now - heartbeat).total_seconds() // beats.heartbeat_seconds)
+    return missed if missed >= 2 else 0
 
 
 def lease_expiry(state: JobState, rules: LeaseRules) -> dt.datetime | None:

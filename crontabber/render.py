@@ -20,10 +20,11 @@ from .formats import (
     short_span,
     stamp,
     took,
+    utc_text,
 )
-from .leases import Marker, parse_holder
+from .leases import Beats, Marker, beats_missed, parse_holder
 from .records import RunRecord
-from .views import FailureView, JobStatus, JobView, Outcome, RunView
+from .views import FailureView, JobStatus, JobView, Outcome, RunView, entry_outcome
 
 DEFAULT_WIDTH = 100
 _SEP = "  "
@@ -48,9 +49,10 @@ def fit(rows: list[list[str]], width: int | None) -> list[str]:
 
 # ---------------------------------------------------------------------------- --list-jobs
 
-def ongoing_text(view: JobView, now: dt.datetime) -> str:
+def ongoing_text(view: JobView, now: dt.datetime, beats: Beats | None = None) -> str:
     """Who holds the job: ``web-3:4242 (run 42) since 5m ago, heartbeat 3s ago``,
-    with ``; expired: the next tick takes it over`` when its holder is gone."""
+    with ``; expired: the next tick takes it over`` when its holder is gone, and the
+    renewals a live holder missed (with ``beats``, :func:`missed_text`)."""
     ongoing = view.ongoing
     if ongoing is None:
         return "-"
@@ -58,9 +60,25 @@ def ongoing_text(view: JobView, now: dt.datetime) -> str:
     beat = (f"heartbeat {relative(ongoing.heartbeat, now)}" if ongoing.heartbeat is not None
             else "no heartbeat (crontabber 0.18?)")
     text = f"{ongoing.by or 'an unknown runner'}{run} since {relative(ongoing.since, now)}, {beat}"
-    if ongoing.verdict is not Marker.LIVE:
+    if ongoing.verdict is Marker.LIVE:
+        text += missed_text(ongoing.heartbeat, now, beats)
+    else:
         text += f"; {ongoing.verdict.value}: the next tick takes it over"
     return text
+
+
+def missed_text(heartbeat: dt.datetime | None, now: dt.datetime, beats: Beats | None,
+                short: bool = False) -> str:
+    """``; 3 beats missed: taken over after 2026-11-26 14:05:10 UTC unless one comes`` (``short``:
+    ``; 3 beats missed``) for a live holder whose renewals stopped (its host may be gone),
+    else nothing."""
+    missed = beats_missed(heartbeat, now, beats) if beats is not None else 0
+    if not missed or heartbeat is None or beats is None:
+        return ""
+    if short:
+        return f"; {missed} beats missed"
+    expires = heartbeat + dt.timedelta(seconds=beats.lease_seconds)
+    return f"; {missed} beats missed: taken over after {utc_text(expires)} unless one comes"
 
 
 def short_host(holder: str | None, pid: bool = False) -> str:
@@ -81,9 +99,10 @@ def pause_text(view: JobView, now: dt.datetime) -> str:
             f"{one_line(view.paused.reason or '')}")
 
 
-def detail(view: JobView, now: dt.datetime) -> str:
+def detail(view: JobView, now: dt.datetime, beats: Beats | None = None) -> str:
     """The DETAIL column: what the status is about, on one line, short
-    (``--wide`` has the long forms): the holder and its heartbeat, the pause,
+    (``--wide`` has the long forms): the holder and its heartbeat (with ``beats``, the
+    lease settings: the renewals a live holder missed, :func:`missed_text`), the pause,
     the error, the parent waited for."""
     if view.status is JobStatus.BROKEN and view.last_error is not None:
         return f"does not load: {one_line(view.last_error.value)}"
@@ -94,7 +113,8 @@ def detail(view: JobView, now: dt.datetime) -> str:
         host = short_host(ongoing.by)
         if ongoing.verdict is not Marker.LIVE:
             return f"{ongoing.verdict.value}: {beat}, {host}"
-        return f"{short_span((now - ongoing.since).total_seconds())} on {host}, {beat}"
+        return (f"{short_span((now - ongoing.since).total_seconds())} on {host}, {beat}"
+                + missed_text(ongoing.heartbeat, now, beats, short=True))
     if view.paused is not None and view.status is JobStatus.PAUSED:
         return (f"ends {relative(view.paused.until, now)}: {one_line(view.paused.reason or '')}"
                 f" (by {view.paused.by or '?'})")
@@ -121,22 +141,24 @@ def deadline_text(view: JobView, now: dt.datetime) -> str:
     return f"deadline missed {relative(missed.due, now)}{why}"
 
 
-def list_table(views: Sequence[JobView], now: dt.datetime, width: int | None = DEFAULT_WIDTH) -> list[str]:
+def list_table(views: Sequence[JobView], now: dt.datetime, width: int | None = DEFAULT_WIDTH,
+               beats: Beats | None = None) -> list[str]:
     """The default ``--list-jobs`` table: short relative times, what matters
     about each job in DETAIL (its holder, its pause, its error), cut to fit
     ``width`` columns: a holder's host name without its domain, a failing
     job's error count before its error (``3x``). The last run, the class,
-    pids and run ids are in :func:`wide_table`."""
+    pids and run ids are in :func:`wide_table`. ``beats``: the lease settings (a live
+    holder's missed renewals are said)."""
     rows = [["NAME", "SCHEDULE", "STATUS", "LAST OK", "NEXT RUN", "DETAIL"]]
     for view in views:
         rows.append([view.name, view.schedule.replace(" @ ", "@"), view.status.value,
                      relative(view.last_success, now, "never") + (" (marked)" if view.marked else ""),
                      relative(view.next_run, now),
-                     detail(view, now)])
+                     detail(view, now, beats)])
     return fit(rows, width)
 
 
-def wide_table(views: Sequence[JobView], now: dt.datetime) -> list[str]:
+def wide_table(views: Sequence[JobView], now: dt.datetime, beats: Beats | None = None) -> list[str]:
     """``--list-jobs --wide``: the class, absolute times, the holder, the pause
     and the whole last error (its value on one line), nothing cut."""
     rows = [["NAME", "CLASS", "SCHEDULE", "STATUS", "LAST RUN", "LAST SUCCESS", "NEXT RUN",
@@ -146,7 +168,7 @@ def wide_table(views: Sequence[JobView], now: dt.datetime) -> list[str]:
         rows.append([view.name, view.class_path, view.schedule, view.status.value,
                      absolute(view.last_run, now, "never"),
                      absolute(view.last_success, now, "never") + (" (marked)" if view.marked else ""),
-                     absolute(view.next_run, now), str(view.error_count), ongoing_text(view, now),
+                     absolute(view.next_run, now), str(view.error_count), ongoing_text(view, now, beats),
                      pause_text(view, now), error])
     return fit(rows, None)
 
@@ -167,7 +189,8 @@ def history_table(
         header.insert(6, "INTERVALS")
     rows = [header]
     for run in runs:
-        span = took(run.duration(now)) + ("+" if run.ongoing is not None else "")
+        span = took(run.duration(now)) + ("+" if run.ongoing is not None or run.outcome is Outcome.ABANDONED
+                                          else "")  # "+": at least (running; or dead)
         if run.ongoing is not None:
             detail = _beat(run, now)
         elif run.error is not None and run.outcome is not Outcome.OK:
@@ -215,7 +238,8 @@ def run_rows_table(
                 detail = (run.error.value if outcome in (Outcome.FENCED_OFF, Outcome.ABANDONED)
                           else run.error.summary)
             done = interval(entry.success) if not entry.failed else "-"
-            rows.append(_row(is_backfill, stamp(entry.started), took(entry.duration),
+            span = took(entry.duration) + ("+" if entry_outcome(entry) is Outcome.ABANDONED else "")
+            rows.append(_row(is_backfill, stamp(entry.started), span,
                              short_host(entry.holder, pid=True) if entry.holder else "-", run_id,
                              outcome.text, done, one_line(detail)))
     return fit(rows, width)
@@ -246,6 +270,8 @@ def failure_headline(failure: FailureView, now: dt.datetime) -> str:
     when = f" {stamp(failure.at)} UTC ({relative(failure.at, now)})" if failure.at else ""
     where = f" on {failure.by}" if failure.by else ""
     span = f" after {took(failure.duration)}" if failure.duration is not None else ""
+    if span and failure.outcome is Outcome.ABANDONED:  # when it died is not known
+        span = f" after at least {took(failure.duration)} (to its last heartbeat)"
     source = " (from the job's state row: the log has no row of it)" if failure.source == "state" else ""
     return f"{failure.app_name}: {run} {verb}{when}{where}{span}{source}"
 
@@ -299,13 +325,16 @@ def superseded_note(error_count: int, last_run: dt.datetime | None, now: dt.date
 
 # ---------------------------------------------------------------------------- --logs
 
-def _run_line(record: RunRecord, now: dt.datetime) -> str:
+def _run_line(record: RunRecord, now: dt.datetime, gone: str | None = None) -> str:
     """``chatty run 42 (scheduled) on web-3:4242, started 2026-11-25 18:00:01 UTC (3m ago),
-    ended ... : failed``."""
+    ended ... : failed``; a run the ledger says is running whose holder is ``gone`` (why:
+    its process no longer exists, its lease expired) is not said to be running."""
     ended = f"ended {absolute(record.ended, now)}" if record.ended else \
         f"last heartbeat {absolute(record.heartbeat, now)}"
+    status = (f"not running: {gone}; a tick takes the job over (--release "
+              f"{record.app_name} clears it now)") if gone else record.status
     return (f"{record.app_name} run {record.run_id} ({record.kind}) on {record.by}, started "
-            f"{absolute(record.started, now)}, {ended}: {record.status}")
+            f"{absolute(record.started, now)}, {ended}: {status}")
 
 
 def _kept(record: RunRecord) -> str:
@@ -327,9 +356,10 @@ def output_tail(record: RunRecord, lines: int) -> list[str]:
     return ["", head] + [printable(line) for line in shown]
 
 
-def output_report(record: RunRecord, now: dt.datetime) -> list[str]:
-    """``--logs``: the run in one line, its summary or error, then its kept output."""
-    lines = [_run_line(record, now)]
+def output_report(record: RunRecord, now: dt.datetime, gone: str | None = None) -> list[str]:
+    """``--logs``: the run in one line, its summary or error, then its kept output.
+    ``gone``: why a run still ``running`` in the ledger is not (its holder is dead)."""
+    lines = [_run_line(record, now, gone)]
     if record.summary:
         lines.append(f"summary: {printable(record.summary)}")
     lines += run_facts(record)

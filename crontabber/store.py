@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, TypeVar
 import psycopg2
 import psycopg2.errors
 
-from . import sqlfiles
+from . import jsonout, sqlfiles
 from .errors import DatabaseReadOnly, DatabaseUnavailable, JobLocked, LeaseLost
 from .failures import first_line
 from .state import Claim, FinishRecord, JobState, RunEnd, RunKind, RunStatus, Tick
@@ -620,7 +620,7 @@ class StateStore:
         opened it (the unique key (app_name, kind, subject) decides)."""
         rows = self._alert_rows("alert_open", {
             "app_name": app_name, "kind": kind, "subject": subject, "message": message,
-            "detail": json.dumps(dict(detail), default=str), "host": host,
+            "detail": _detail_json(detail), "host": host,
             "realert_seconds": realert_seconds, "targets": list(targets)})
         return rows[0]["id"] if rows else None
 
@@ -670,6 +670,14 @@ class StateStore:
             return True, new_id, notice_id
 
     @translated
+    def alert_refresh(self, alert_id: int, message: str, detail: Mapping[str, Any]) -> None:
+        """Give open alert ``alert_id`` its condition's current text (``message``, and
+        ``detail`` merged into its own): a longer streak's count. Any host may: the same
+        state gives the same text."""
+        self._alert_rows("alert_refresh", {"id": alert_id, "message": message,
+                                           "detail": _detail_json(detail)})
+
+    @translated
     def alert_realert(self, alert_id: int, realert_seconds: float, targets: Sequence[str]) -> int | None:
         """Notify an open alert again if its next notice is due: the notice's number for
         the one caller that did, else None."""
@@ -698,7 +706,7 @@ class StateStore:
         rows = self._alert_rows("alerts_list", {"app_name": app_name, "limit": limit})
         for row in rows:  # json_agg gives the notices' times as text
             for notice in row["notices"]:
-                for key in ("created_at", "sent_at", "next_attempt"):
+                for key in ("created_at", "sent_at", "next_attempt", "claim_until"):
                     if notice[key] is not None:
                         notice[key] = dt.datetime.fromisoformat(notice[key])
         return rows
@@ -782,8 +790,13 @@ def _alert_queries() -> dict[str, str]:
 
 def _alert_params(opening: Mapping[str, Any]) -> dict[str, Any]:
     """The parameters of ``alert_open``/``alert_insert`` from an opening's (detail as JSON)."""
-    return {**opening, "detail": json.dumps(dict(opening["detail"]), default=str),
-            "targets": list(opening["targets"])}
+    return {**opening, "detail": _detail_json(opening["detail"]), "targets": list(opening["targets"])}
+
+
+def _detail_json(detail: Mapping[str, Any]) -> str:
+    """An alert's ``detail`` as JSON, times as ``--json`` writes them (ISO 8601 UTC, ``Z``):
+    receivers read this JSON as it is stored."""
+    return jsonout.stored(dict(detail))
 
 
 def _audit(cur: Any, entry: AuditEntry) -> None:

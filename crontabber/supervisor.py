@@ -55,6 +55,7 @@ from .errors import (
     Terminated,
 )
 from .failures import describe
+from .formats import utc_text
 from .redaction import masked
 from .state import Claim, RunStatus
 
@@ -364,7 +365,7 @@ class Supervisor:
                 self._pending_units.clear()
                 return
             self.ending.units += 1
-            logger.info("%s succeeded for %s%s", self.claim.app_name, when,
+            logger.info("%s succeeded for %s%s", self.claim.app_name, utc_text(when),
                         f": {summary}" if summary else "", extra={"job": self.claim.app_name})
 
     def _beat(self) -> None:

@@ -427,7 +427,14 @@ class RunView:
         return f"{self.host}:{self.pid}" if self.pid is not None else self.host
 
     def duration(self, now: dt.datetime) -> dt.timedelta:
-        """How long it ran (so far, for the run in progress)."""
+        """How long it ran (so far, for the run in progress; for an abandoned run, up to its
+        last heartbeat, as its log row and ``--show-error`` say: when its holder died is not
+        known, only that it ran at least this long)."""
+        if self.outcome is Outcome.ABANDONED:
+            row = next((entry for entry in self.entries if entry_outcome(entry) is Outcome.ABANDONED
+                        and entry.duration is not None), None)
+            if row is not None and row.duration is not None:
+                return row.duration
         return (self.ended or now) - self.started
 
     def as_json(self, now: dt.datetime) -> dict[str, Any]:

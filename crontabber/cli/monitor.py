@@ -122,7 +122,7 @@ def alerts(ctx: Context) -> int:
         state = ("open" if row["resolved_at"] is None else f"ended {utc_text(row['resolved_at'])}") \
             if row["kind"] in LASTING else "event"
         print(f"alert {row['id']}  {row['kind']}  {row['app_name']}  {state}; opened "
-              f"{utc_text(row['opened_at'])} by {row['opened_by']}, notified {row['notified']}x",
+              f"{utc_text(row['opened_at'])} by {row['opened_by']}; {_sent_text(row)}",
               file=ctx.out)
         print(f"  {one_line(row['message'])}", file=ctx.out)
         for notice in row["notices"]:
@@ -140,8 +140,19 @@ def held_back_now(ctx: Context, windows: list[dict[str, Any]]) -> list[Any]:
     return alerter_for(ctx).held_back(overview.states, overview.now, windows)
 
 
+def _sent_text(row: dict[str, Any]) -> str:
+    """``notices: 1 of 3 sent`` (with ``in 2 rounds`` once re-alerted): what was delivered,
+    never the number of notices made."""
+    notices = row["notices"]
+    sent = sum(1 for notice in notices if notice["sent_at"])
+    rounds = f" in {row['notified']} rounds" if row["notified"] > 1 else ""
+    return f"notices: {sent} of {len(notices)} sent{rounds}"
+
+
 def _notice_text(notice: dict[str, Any]) -> str:
     from ..formats import one_line, utc_text
+    from ..leases import holder_gone
+    from ..runner import pid_alive, this_host
 
     if notice["sent_at"]:
         return f"sent {utc_text(notice['sent_at'])} by {notice['sent_by']}"
@@ -150,7 +161,10 @@ def _notice_text(notice: dict[str, Any]) -> str:
     if notice["given_up"]:
         return f"NOT SENT, given up{error} ({tries})"
     if notice["claimed_by"] and not notice["last_error"]:
-        return f"being sent by {notice['claimed_by']}"
+        if holder_gone(notice["claimed_by"], this_host(), pid_alive):
+            return (f"claimed by {notice['claimed_by']}, a process that no longer exists; any "
+                    f"tick sends it after {utc_text(notice['claim_until'])} (its claim's end)")
+        return f"being sent by {notice['claimed_by']} (its claim lasts until {utc_text(notice['claim_until'])})"
     return f"not sent yet{error} ({tries}; next attempt {utc_text(notice['next_attempt'])})"
 
 

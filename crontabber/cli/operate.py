@@ -102,6 +102,11 @@ def pause(ctx: Context) -> int:
                        ctx.audit_entry("pause", job.app_name, until=until), args.replace):
         _refuse_paused(store, job.app_name, "pause it again",
                        f"--pause {job.app_name} --replace replaces that pause")
+    if args.json:
+        state = store.state(job.app_name)
+        jsonout.emit({"name": job.app_name, "paused_until": until, "reason": args.reason,
+                      "running": _running(state)}, out)
+        return ExitCode.OK
     print(f"{job.app_name}: paused until {minute_text(until)}{chosen}; cron ticks skip it, "
           f"--job runs it only with --force --reason TEXT; {_going(store, job.app_name)}; "
           f"--resume {job.app_name} ends the pause", file=out)
@@ -110,6 +115,18 @@ def pause(ctx: Context) -> int:
 
 #: The name that means every configured job to --pause, --resume, --mute and --unmute.
 ALL = "all"
+
+
+def _running(state: JobState | None) -> dict[str, Any] | None:
+    """``--json``'s run going on a job (a pause does not stop it), or None."""
+    if state is None or state.ongoing is None:
+        return None
+    return {"run_id": state.run_id, "by": state.ongoing_by, "since": state.ongoing}
+
+
+def _pause_of(state: JobState) -> dict[str, Any]:
+    """``--json``'s pause of a job: until when, by whom, why."""
+    return {"until": state.paused_until, "by": state.paused_by, "reason": state.paused_reason}
 
 
 def _going(store: StateStore, app_name: str) -> str:
@@ -125,7 +142,7 @@ def _pause_all(ctx: Context, until: dt.datetime, chosen: str) -> int:
     """``--pause all``: pause every configured job; a job paused already keeps its pause
     (named) unless ``--replace``."""
     store, args, out = ctx.store, ctx.args, ctx.out
-    paused, kept = [], []
+    paused, kept, kept_states = [], [], {}
     for job in ctx.jobs:
         audit = ctx.audit_entry("pause", job.app_name, until=until, scope=ALL)
         if store.pause(job.app_name, job.depends_on, until, audit, args.replace):
@@ -133,10 +150,16 @@ def _pause_all(ctx: Context, until: dt.datetime, chosen: str) -> int:
             continue
         state = store.state(job.app_name)
         assert state is not None and state.paused_until is not None  # refused: paused
+        kept_states[job.app_name] = _pause_of(state)
         kept.append(f"{job.app_name}: kept its pause until {minute_text(state.paused_until)} by "
                     f"{state.paused_by}: {state.paused_reason} (--pause all --replace replaces it)")
-    running = [f"{name} (run {s.run_id} on {s.ongoing_by})" for name, s in store.states().items()
-               if name in paused and s.ongoing is not None]
+    going = {name: s for name, s in store.states().items() if name in paused and s.ongoing is not None}
+    if args.json:
+        jsonout.emit({"paused": paused, "paused_until": until, "reason": args.reason,
+                      "kept": kept_states,
+                      "running": {name: _running(s) for name, s in going.items()}}, out)
+        return ExitCode.OK
+    running = [f"{name} (run {s.run_id} on {s.ongoing_by})" for name, s in going.items()]
     print(f"every job paused until {minute_text(until)}{chosen}: {', '.join(paused) or 'none'}; "
           "cron ticks skip them, --job runs one only with --force --reason TEXT; "
           + (f"a run already going continues: {', '.join(running)}; " if running else
@@ -167,9 +190,15 @@ def resume(ctx: Context) -> int:
     job = ctx.job(args.resume)
     state = store.state(job.app_name)
     if state is None or state.paused_until is None or state.paused_until <= store.now():
-        print(f"{job.app_name}: not paused", file=out)
+        if args.json:
+            jsonout.emit({"name": job.app_name, "resumed": False, "was": None}, out)
+        else:
+            print(f"{job.app_name}: not paused", file=out)
         return ExitCode.OK
     store.resume(job.app_name, ctx.audit_entry("resume", job.app_name))
+    if args.json:
+        jsonout.emit({"name": job.app_name, "resumed": True, "was": _pause_of(state)}, out)
+        return ExitCode.OK
     print(f"{job.app_name}: resumed (was paused until {minute_text(state.paused_until)} "
           f"by {state.paused_by}: {state.paused_reason})", file=out)
     return ExitCode.OK
@@ -179,16 +208,19 @@ def _resume_all(ctx: Context) -> int:
     """``--resume all``: end the pause of every configured job that has one, each audited."""
     store, out = ctx.store, ctx.out
     states, now = store.states(), store.now()
-    resumed = 0
+    resumed: dict[str, dict[str, Any]] = {}
     for job in ctx.jobs:
         state = states.get(job.app_name)
         if state is None or not pause_active(state, now):
             continue
         store.resume(job.app_name, ctx.audit_entry("resume", job.app_name, scope=ALL))
-        assert state.paused_until is not None
-        print(f"{job.app_name}: resumed (was paused until {minute_text(state.paused_until)} "
-              f"by {state.paused_by}: {state.paused_reason})", file=out)
-        resumed += 1
+        resumed[job.app_name] = _pause_of(state)
+    if ctx.args.json:
+        jsonout.emit({"resumed": resumed}, out)
+        return ExitCode.OK
+    for name, was in resumed.items():
+        print(f"{name}: resumed (was paused until {minute_text(was['until'])} "
+              f"by {was['by']}: {was['reason']})", file=out)
     if not resumed:
         print("no job was paused", file=out)
     return ExitCode.OK

@@ -7,14 +7,17 @@ same), the text by :mod:`crontabber.render`.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from typing import TextIO
 
 from .. import jsonout, render, views
 from ..errors import ConfigurationError, RunNotFound
 from ..inspection import job_runs, job_views_now, known_name, one_run
+from ..leases import Beats
+from ..records import RunRecord
 from ..render import DEFAULT_WIDTH
-from ..state import JobState
+from ..state import JobState, RunStatus
 from ..store import StateStore
 from ..views import FailureView
 from .common import Context
@@ -39,7 +42,9 @@ def list_jobs(ctx: Context) -> int:
     if args.json:
         jsonout.emit(views.jobs_document(found, now), out)
         return 0
-    lines = render.wide_table(found, now) if args.wide else render.list_table(found, now, _width(out))
+    beats = Beats(ctx.settings.heartbeat_seconds, ctx.settings.lease_seconds)
+    lines = (render.wide_table(found, now, beats) if args.wide
+             else render.list_table(found, now, _width(out), beats))
     print("\n".join(lines), file=out)
     return 0
 
@@ -136,8 +141,25 @@ def logs(ctx: Context) -> int:
     if args.json:
         jsonout.emit(record.as_json(), out)
         return 0
-    print("\n".join(render.output_report(record, store.now())), file=out)
+    now = store.now()
+    print("\n".join(render.output_report(record, now, _gone(ctx, record, now))), file=out)
     return 0
+
+
+def _gone(ctx: Context, record: RunRecord, now: dt.datetime) -> str | None:
+    """Why a run the ledger still says is running is not (its marker's verdict, as
+    ``--list-jobs``' ``orphaned``), or None: it is not running, or it is as far as anyone
+    can tell."""
+    from ..leases import Marker
+
+    if record.status != RunStatus.RUNNING.value:
+        return None
+    state = ctx.store.state(record.app_name)
+    if state is None or state.run_id != record.run_id or state.ongoing is None:
+        return "it no longer holds the job"
+    return {Marker.DEAD: "its process no longer exists", Marker.EXPIRED: "its lease has expired",
+            Marker.STALE: "its marker is older than max_ongoing_age_hours"}.get(
+        ctx.runner().marker(state, now))
 
 
 def _run_failure(

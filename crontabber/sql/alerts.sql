@@ -80,6 +80,11 @@ UPDATE crontabber_alert SET resolved_at = clock_timestamp(), next_notice = NULL
 WHERE id = %(id)s AND resolved_at IS NULL
 RETURNING id, notified;
 
+-- name: alert_refresh
+-- An open alert's condition reads differently now (a longer streak): its current text.
+UPDATE crontabber_alert SET message = %(message)s, detail = detail || %(detail)s::jsonb
+WHERE id = %(id)s AND resolved_at IS NULL;
+
 -- name: alert_realert
 -- Notify an open alert again once its next notice is due: a row for the one host that does.
 WITH bumped AS (
@@ -119,7 +124,7 @@ SELECT a.id, a.app_name, a.kind, a.subject, a.opened_at, a.opened_by, a.message,
            'notice', n.notice, 'target', n.target, 'created_at', n.created_at,
            'sent_at', n.sent_at, 'sent_by', n.sent_by, 'attempts', n.attempts,
            'given_up', n.given_up, 'last_error', n.last_error, 'next_attempt', n.next_attempt,
-           'claimed_by', n.claimed_by)
+           'claimed_by', n.claimed_by, 'claim_until', n.claim_until)
            ORDER BY n.id) FILTER (WHERE n.id IS NOT NULL), '[]') AS notices
 FROM crontabber_alert a LEFT JOIN crontabber_notice n ON n.alert_id = a.id
 WHERE %(app_name)s::text IS NULL OR a.app_name = %(app_name)s

@@ -134,7 +134,7 @@ def test_a_job_blocked_for_longer_than_its_silence_alerts_with_the_blocker(cront
     assert alert["kind"] == "silent"
     (hook,) = receiver.at("/hook")
     message = hook.json["message"]
-    assert message.startswith("sad: has not run since it was due at ") and "(2h" in message
+    assert message.startswith("sad: has not run since it was due at ") and " ago" not in message
     assert "--explain says:" in message and "trouble" in message
     assert crontab.run()[0] == 0 and len(receiver.at("/hook")) == 1  # once
 
@@ -316,7 +316,7 @@ def test_email_alerts_go_through_a_real_smtp_server_and_recoveries_thread(cronta
     assert mail.sender == "crontabber@symbols.example.net"
     assert mail.recipients == ["oncall@example.net", "dev@example.net"]
     message = mail.message
-    assert message["Subject"].startswith("[crontabber] failing: trouble: trouble: failed 1 times")
+    assert message["Subject"].startswith("[crontabber] failing: trouble: trouble: failed 1 time in a row")
     assert message["Message-ID"] == f"<crontabber.{alert['id']}.1@symbols.example.net>"
     assert message["X-Crontabber-Notice"] == f"{alert['id']}.1"
     assert "NameError: Trouble!!" in message.get_content()

@@ -83,7 +83,8 @@ def test_a_second_mute_needs_replace_and_alerts_shows_what_a_window_holds_back(
     assert cli.run().returncode == 0
     assert crontab.sql("SELECT id FROM crontabber_alert") == [] and receiver.at("/hook") == []
     shown = cli.run("--alerts").stdout
-    assert "  not alerted (muted): trouble: failed 2 times in a row; last: NameError: Trouble!!" \
+    assert "  not alerted (muted): trouble: failed 2 times in a row; last: NameError: Trouble!! "\
+        "(run 2; see --show-error trouble, --logs trouble)" \
         in shown.splitlines(), shown
     dashboard.start()
     page = dashboard.get("/")[2]

@@ -33,7 +33,7 @@ def test_explain_says_what_a_tick_would_do_and_why(cli):
     assert "parent trouble: 'trouble' errored last time it ran" in out
     assert "waiting: 'trouble' errored last time it ran" in out.splitlines()[0]
     out = cli.run("--explain", "trouble").stdout
-    assert "failed 1 time(s) in a row (last: NameError: Trouble!!); error backoff: retry at" in out
+    assert "failed 1 time in a row (last: NameError: Trouble!!); error backoff: retry at" in out
     crontab.wind(3 * DAY + dt.timedelta(minutes=1), "foo-backfill")
     out = cli.run("--explain", "foo-backfill").stdout
     assert "backfill: 3 interval(s) pending" in out and out.startswith("foo-backfill: a tick now would run it")

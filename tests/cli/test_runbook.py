@@ -105,6 +105,12 @@ def test_every_runbook_command_runs_as_documented(cli, s3_bucket, tmp_path):
                               timeout=120)
         assert done.returncode == expected, (command, done.stdout, done.stderr)
         shown = done.stderr if "--show-error" in command else done.stdout + done.stderr
+        if command.startswith("python -m crontabber --rerun missing-symbols-report --date "
+                              "2026-11-19 --to 2026-11-25") and "--dry-run" in command:
+            assert len([line for line in done.stdout.splitlines() if "reports/" in line]) == 7, \
+                done.stdout
+        if command.startswith("python -m crontabber --history missing-symbols-report"):
+            assert "2026-11-19..2026-11-25 (7)" in done.stdout, done.stdout  # the week, one line
         if command.startswith("python -m crontabber --logs prune-s3"):
             assert "prune-s3 run 41 (scheduled) on cron-1:2211" in done.stdout
             assert "rule 'old-uploads' listing" in done.stdout
@@ -114,6 +120,7 @@ def test_every_runbook_command_runs_as_documented(cli, s3_bucket, tmp_path):
     assert [(a["action"], a["app_name"]) for a in audit] == [
         ("force", "prune-s3"), ("release", "process-uploads"),
         ("reset", "rebuild-search-index"), ("release", "rebuild-search-index"),  # refused, exit 3
-        ("rerun", "missing-symbols-report"), ("pause", "prune-s3"), ("resume", "prune-s3"),
+        ("rerun", "missing-symbols-report"), ("rerun", "missing-symbols-report"),  # a day; a week
+        ("pause", "prune-s3"), ("resume", "prune-s3"),
         ("mute", "*"), ("unmute", "*"),
         *(("pause", name) for name in configured), *(("resume", name) for name in configured)]

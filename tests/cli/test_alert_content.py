@@ -1,0 +1,96 @@
+"""What an alert says (issue #32, item 15; on-call trial 4, #13): the failing alert names its
+run and the next commands, and its count follows the streak (the re-alert, ``--alerts`` and
+the recovery quote the current one); stored messages state times, never "ago"; the JSON's
+times are ISO 8601 UTC as ``--json``'s; ``--alerts`` counts the notices sent, not made, and
+says when a notice's claim belongs to a process that no longer exists. The real entry point
+as a subprocess, the real PostgreSQL, a real local HTTP receiver."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import socket
+
+from tests.cli.test_alerts_never_mislead import configure, make_due, not_due, ok
+from tests.cli.test_cli import wait_for
+from tests.fixtures.receiver import receiver  # noqa: F401 - the fixture
+
+HOOK = "        hook webhook {url}/hook\n"
+ISO_Z = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+
+
+def test_a_failing_alert_names_its_run_and_keeps_its_count_current(cli, receiver):
+    configure(cli, receiver, ["ChattyJob|1d"], "    [[class-ChattyJob]]\n        fail=True\n",
+              targets=HOOK)
+    ok(cli.run())
+    make_due(cli, "chatty")
+    ok(cli.run())  # a second failure: the alert
+    (first,) = receiver.at("/hook")
+    run_id = cli.crontab.state("chatty").run_id
+    assert first.json["message"].startswith("chatty: failed 2 times in a row; last: ")
+    assert f"(run {run_id}; see --show-error chatty, --logs chatty)" in first.json["message"]
+    assert first.json["detail"]["run_id"] == run_id
+    make_due(cli, "chatty")
+    ok(cli.run())  # a third: the alert says so, not "2 times"
+    (alert,) = cli.crontab.sql("SELECT id, message, detail FROM crontabber_alert")
+    assert alert["message"].startswith("chatty: failed 3 times in a row")
+    assert alert["detail"]["error_count"] == 3
+    assert "failed 3 times in a row" in ok(cli.run("--alerts")).stdout
+    # the re-alert sends the current count
+    not_due(cli, "chatty")
+    cli.crontab.sql("UPDATE crontabber_alert SET next_notice = now()")
+    ok(cli.run())
+    assert [r.json["message"][:33] for r in receiver.at("/hook")] == [
+        "chatty: failed 2 times in a row; ", "chatty: failed 3 times in a row; "]
+    # the recovery quotes the streak as it ended
+    make_due(cli, "chatty")
+    ok(cli.run("--crontabber.class-ChattyJob.fail=False"))
+    recovered = receiver.at("/hook")[-1].json
+    assert recovered["kind"] == "recovered" and "was: chatty: failed 3 times in a row" in recovered["message"]
+
+
+def test_stored_messages_state_times_and_the_json_times_are_iso(cli, receiver):
+    rules = ("    alert_after_failures=0\n    alert_silence=0\n"
+             "    [[class-SadJob]]\n        deadline=30m\n")
+    configure(cli, receiver, ["TroubleJob|1d", "SadJob|1h"], rules, targets=HOOK)
+    # sad's next interval (2 hours ago) is 90 minutes past its 30-minute deadline
+    cli.crontab.sql("INSERT INTO crontabber (app_name, next_run, first_run, last_run, last_success, "
+                    "error_count, depends_on, last_error) VALUES ('sad', now() - interval '2 hours', "
+                    "now() - interval '3 days', now() - interval '3 hours', now() - interval '3 hours', "
+                    "0, '{trouble}', '{}')")
+    ok(cli.run())
+    (late,) = [r.json for r in receiver.at("/hook") if r.json["kind"] == "late"]
+    assert "was not done by its deadline, " in late["message"]
+    assert " ago" not in late["message"], late["message"]  # it is read later than written
+    assert ISO_Z.match(late["opened_at"]), late["opened_at"]
+    assert ISO_Z.match(late["detail"]["deadline"]) and ISO_Z.match(late["detail"]["interval"])
+    (row,) = [a for a in json.loads(ok(cli.run("--alerts", "--json")).stdout) if a["kind"] == "late"]
+    assert row["detail"]["deadline"] == late["detail"]["deadline"]
+
+
+def test_alerts_counts_notices_sent_and_names_a_dead_senders_claim(cli, receiver):
+    """A sender killed while it delivers: its claim waits for nobody, and --alerts says so;
+    "notified 1x" never stands for a notice that was not sent."""
+    hole = socket.socket()  # a target that takes the request and never answers
+    hole.bind(("127.0.0.1", 0))
+    hole.listen(8)
+    try:
+        slow = f"        slow webhook http://127.0.0.1:{hole.getsockname()[1]}/slow\n"
+        cli.crontab.configure(["TroubleJob|1d"], extra=(
+            "    alert_after_failures=1\n[alerts]\n    timeout_seconds=600\n    targets='''\n"
+            f"{HOOK.format(url=receiver.url)}{slow}    '''\n"))
+        tick = cli.spawn()
+        # the hook's notice (made first) is sent; the slow one's is claimed and hangs
+        wait_for(lambda: cli.crontab.sql("SELECT 1 FROM crontabber_notice WHERE target = 'hook' "
+                                         "AND sent_at IS NOT NULL"))
+        assert cli.crontab.sql("SELECT claimed_by FROM crontabber_notice WHERE target = 'slow'"
+                               )[0]["claimed_by"].endswith(f":{tick.pid}")
+        tick.send_signal(signal.SIGKILL)
+        tick.communicate(timeout=20)
+    finally:
+        hole.close()
+    out = ok(cli.run("--alerts")).stdout
+    assert "notices: 1 of 2 sent" in out and "notified" not in out, out
+    (line,) = [line for line in out.splitlines() if "slow (notice 1)" in line]
+    assert f":{tick.pid}, a process that no longer exists; any tick sends it after " in line, line
