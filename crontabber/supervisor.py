@@ -230,7 +230,8 @@ class Supervisor:
         """Fork the child, supervise it until it has exited, return the ending."""
         from multiprocessing.connection import Pipe
 
-        reader, writer = Pipe(duplex=False)
+        # duplex: the child waits for each unit's answer (see _on_message)
+        reader, writer = Pipe(duplex=True)
         pipes = [os.pipe() for _ in (1, 2)] if self.tail is not None else []
         for stream in (sys.stdout, sys.stderr):  # not written twice by the child's copies
             _flush(stream)
@@ -332,12 +333,17 @@ class Supervisor:
                 message = reader.recv()
             except (EOFError, OSError):
                 return
-            self._on_message(message)
+            self._on_message(message, reader)
 
-    def _on_message(self, message: tuple) -> None:
+    def _on_message(self, message: tuple, reader: Any = None) -> None:
         kind = message[0]
         if kind == "unit":
             self._record(message[1], dt.timedelta(seconds=message[2]), message[3])
+            if reader is not None:  # the unit is written (or kept while the database is
+                try:                # away): only now does the child start the next one
+                    reader.send(("recorded",))
+                except OSError:  # (the child is gone)
+                    pass
         elif kind == "failed":
             self._child_failure = message[1]
 
@@ -582,6 +588,18 @@ def _watchdog(clock: LeaseClock, grace: float) -> None:  # pragma: no cover
     os.kill(os.getpid(), signal.SIGTERM)
 
 
+def _wait_recorded(connection: Any) -> None:  # pragma: no cover
+    """Wait until the runner has written the unit just sent (or keeps it while the database
+    is away) before the job goes on to its next one: a kill of the runner then never loses
+    a unit the job had finished while a later one runs, so a killed backfill never redoes a
+    finished interval. The lease watchdog's SIGTERM still stops the wait; a runner that died
+    takes the job with it (PR_SET_PDEATHSIG)."""
+    try:
+        connection.recv()
+    except (EOFError, OSError):
+        pass
+
+
 def _run_job(supervisor: Supervisor, writer: Any) -> None:  # pragma: no cover
     unit_start = time.monotonic()
     try:
@@ -589,6 +607,7 @@ def _run_job(supervisor: Supervisor, writer: Any) -> None:  # pragma: no cover
         for when in app.main():
             writer.send(("unit", when, time.monotonic() - unit_start,
                          getattr(app, "last_summary", None)))
+            _wait_recorded(writer)
             unit_start = time.monotonic()
     except BaseException as exc:  # noqa: BLE001 - any error of the job's is recorded
         failure = Failure.of(exc)

@@ -118,7 +118,9 @@ def test_slack_text_is_escaped(cli, receiver):  # noqa: F811
     text = slack.json["text"]
     assert "&lt;!channel&gt; &lt;https://evil.example/fix|see runbook&gt; &amp; more" in text
     assert "<" not in text and ">" not in text
-    assert receiver.at("/hook")[0].json["message"].endswith("<!channel> <https://evil.example/fix|see runbook> & more")
+    # the plain webhook keeps the text as it is (its receiver escapes for its own medium)
+    assert "<!channel> <https://evil.example/fix|see runbook> & more" in \
+        receiver.at("/hook")[0].json["message"]
 
 
 @pytest.fixture
