@@ -109,12 +109,13 @@ class Bench:
     """A database and an inbox shared by the rounds."""
 
     def __init__(self) -> None:
-        from crontabber.schema import ensure_schema
+        from crontabber.schema import ensure_schema, with_runner
         from crontabber.store import connect
+        from jobs import SQL_DIR
 
         self.db = fresh_database("bench_uploads")
         self.conn = connect(self.db)
-        ensure_schema(self.conn)
+        ensure_schema(self.conn, with_runner([SQL_DIR]))  # the jobs' tables too (upload, ...)
         self.conn.autocommit = True
         self.client = _client()
         try:

@@ -129,10 +129,13 @@ class VerifyPass:
         with spool.compute:
             if done or found is not None:
                 digest = spool.digest(info)
-                return Member(index, info, key, digest, None,
+                return Member(index, info, key, Digest(digest.size, digest.md5), None,
                               header=self._header(index, digest))
             digest, body = spool.spooled(index, info)
-        member = Member(index, info, key, digest, body, header=self._header(index, digest))
+        # (the first bytes are checked here and not kept: 8 KiB a member, for every member
+        # of a large archive until it is published, showed in the job's peak memory)
+        member = Member(index, info, key, Digest(digest.size, digest.md5), body,
+                        header=self._header(index, digest))
         if body.stat().st_size > spool.settings.multipart_threshold:
             return self._stage(member, not checked)
         return member
