@@ -40,11 +40,8 @@ def _is_s3_unavailable(exc: Exception) -> bool:
     with one object or request: then the other uploads of the run would fail the same way."""
     if type(exc).__name__ in _UNREACHABLE:
         return True
-    response = getattr(exc, "response", None)
-    if isinstance(response, dict):
-        status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-        return isinstance(status, int) and status >= 500
-    return False
+    status = _status(exc)
+    return status is not None and status >= 500
 
 
 def _failed(operation: str, bucket: str, key: str, exc: Exception) -> StorageFailed:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from jobs.symbolkey import SymbolKey
+from jobs.symbolkey import HEX_DIGITS, SymbolKey
 
 from .errors import Rejected
 
@@ -50,7 +50,7 @@ def parse(head: bytes, whole: bool = False) -> Header | None:
     first = lines[0].rstrip(b"\r").decode("utf-8", "replace")
     fields = first.split(" ", 4)
     if len(fields) != 5 or fields[0] != "MODULE" or not fields[4] or \
-            not fields[3] or fields[3].strip("0123456789ABCDEFabcdef"):
+            not fields[3] or fields[3].strip(HEX_DIGITS):
         return None
     code_id = code_file = None
     for line in lines[1:] if whole else lines[1:-1]:  # (a cut last piece is never read)
