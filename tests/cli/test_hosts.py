@@ -36,8 +36,9 @@ KILL_PROBABILITY = 0.4
 # The defaults' proportions (lease 120 s, heartbeat 30 s), scaled down: a runner stops its job
 # when renewals have failed for lease - heartbeat/2, half a heartbeat before another host may
 # take over; at 3.0/0.5 that left 0.25 s for a starved runner on a loaded 2-core machine to
-# stop its job, and a CI run saw one overlap.
-LEASE, BEAT = 4.0, 1.0
+# stop its job, and a CI run saw one overlap; at 4.0/1.0 (0.5 s) a CI run on 2026-11-26 saw
+# another. 6.0/2.0 leaves 1 s (the defaults leave 15 s).
+LEASE, BEAT = 6.0, 2.0
 JOBS = ("exclusive-a", "exclusive-b")
 
 
