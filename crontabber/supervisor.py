@@ -235,6 +235,7 @@ class Supervisor:
         pipes = [os.pipe() for _ in (1, 2)] if self.tail is not None else []
         for stream in (sys.stdout, sys.stderr):  # not written twice by the child's copies
             _flush(stream)
+        runner = os.getpid()  # read before the fork: the child's getppid() may already differ
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child, measured through its effects
             reader.close()
@@ -242,7 +243,7 @@ class Supervisor:
                 os.dup2(write_end, target)
                 os.close(read_end)
                 os.close(write_end)
-            _child_main(self, writer)
+            _child_main(self, writer, runner)
         writer.close()
         for target, (read_end, write_end) in zip((1, 2), pipes):
             os.close(write_end)
@@ -529,7 +530,7 @@ class _StopOnce:
             raise Terminated(signum)
 
 
-def _child_main(supervisor: Supervisor, writer: Any) -> NoReturn:  # pragma: no cover
+def _child_main(supervisor: Supervisor, writer: Any, runner: int) -> NoReturn:  # pragma: no cover
     """The forked child: run the job, report units and the ending, exit.
 
     Never returns: ``os._exit`` skips the parent's atexit handlers and never
@@ -537,7 +538,7 @@ def _child_main(supervisor: Supervisor, writer: Any) -> NoReturn:  # pragma: no 
     """
     code = 0
     try:
-        _become_child(supervisor)
+        _become_child(supervisor, runner)
         _run_job(supervisor, writer)
     except BaseException:  # noqa: BLE001 - nothing may escape into the parent's code
         code = 70
@@ -558,13 +559,16 @@ def _flush(stream: Any) -> None:
         pass
 
 
-def _become_child(supervisor: Supervisor) -> None:
-    parent = os.getppid()
+def _become_child(supervisor: Supervisor, runner: int) -> None:
+    """Tie the forked child to ``runner`` (the pid that forked it, read *before* the fork):
+    a runner killed at any moment after the fork takes the job with it. The death signal
+    only covers deaths after ``prctl``; a runner that died earlier shows as a parent other
+    than ``runner`` (a child that read its parent's pid itself could read the reaper's)."""
     try:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):
         pass  # not Linux: the lease watchdog still stops the job
-    if os.getppid() != parent:  # the runner died before prctl
+    if os.getppid() != runner:  # the runner died before prctl
         os._exit(71)
     os.setpgid(0, 0)
     signal.signal(signal.SIGTERM, _StopOnce())
