@@ -155,8 +155,8 @@ def _job_entries(
         if state.error_count:
             kind, value = _error_parts(state)
             level = NAGIOS_WARNING if state.error_count == 1 and job.is_backfill else NAGIOS_CRITICAL
-            yield NagiosEntry(level, "failing", job.app_name, f"{name}: {kind}: {value}",
-                              status_text=f"{name} | {kind} | {value}")
+            yield NagiosEntry(level, "failing", job.app_name, f"{name}: {_error_line(state)}",
+                              status_text=f"{name} | {kind} | {value}")  # crontabber's, parsed
         late = lateness(state, now)
         if late is None or late.total_seconds() <= limits.overdue_warning_seconds:
             continue
@@ -199,9 +199,18 @@ def _never_ran_entries(
 
 
 def _error_parts(state: JobState) -> tuple[str, str]:
-    """The last error's type and the first line of its value."""
+    """The last error's type as crontabber stored it and the first line of its value: the
+    status line's fields, as crontabber's check printed them."""
     value = (str(state.last_error.get("value", "")).strip().splitlines() or [""])[0]
     return str(state.last_error.get("type", "")), value.replace("|", "/")  # "|": perfdata next
+
+
+def _error_line(state: JobState) -> str:
+    """The last error in the one short form of every command (``Type: message``)."""
+    from .views import ErrorInfo  # only for a failing job: the check of a quiet fleet skips it
+
+    error = ErrorInfo.of_state(state.last_error)
+    return error.summary.replace("|", "/") if error else "no error recorded"
 
 
 def _paused_entry(app_name: str, name: str, state: JobState, now: dt.datetime) -> NagiosEntry:
@@ -209,8 +218,7 @@ def _paused_entry(app_name: str, name: str, state: JobState, now: dt.datetime) -
     text = (f"{name}: paused until {time_and_since(state.paused_until, now)} by "
             f"{state.paused_by or 'unknown'}: {state.paused_reason or 'no reason given'}")
     if state.error_count:
-        kind, value = _error_parts(state)
-        text += f"; failing: {kind}: {value}"
+        text += f"; failing: {_error_line(state)}"
     return NagiosEntry(NAGIOS_OK, "paused", app_name, text)
 
 

@@ -80,7 +80,7 @@ def test_a_job_waiting_for_a_failing_parent_is_not_overdue(crontab):
                 " clock_timestamp() - interval '1 day', 0, '{}')")
     code, status, details, perfdata = nagios(crontab)
     assert code == 2 and status == "CRITICAL - trouble (TroubleJob) | <class 'NameError'> | Trouble!!"
-    assert details[0] == "trouble (TroubleJob): <class 'NameError'>: Trouble!!"
+    assert details[0] == "trouble (TroubleJob): NameError: Trouble!!"
     assert details[1].startswith("sad (SadJob): waiting for its parents: 'trouble' errored last")
     assert perf(perfdata)["jobs_overdue"] == "0" and perf(perfdata)["jobs_failing"] == "1"
 
@@ -139,7 +139,7 @@ def test_a_paused_job_is_listed_and_its_failure_waits_for_the_pause_to_end(cront
     code, status, details, perfdata = nagios(crontab)
     assert (code, status) == (0, "OK - All systems nominal; paused: trouble")
     assert re.fullmatch(r"trouble \(TroubleJob\): paused until \S+ \S+ \(in 1 hour, 59 minutes\) by "
-                        r"alice@laptop: ES migration; failing: <class 'NameError'>: Trouble!!",
+                        r"alice@laptop: ES migration; failing: NameError: Trouble!!",
                         details[0]), details[0]
     assert perf(perfdata)["jobs_paused"] == "1" and perf(perfdata)["jobs_failing"] == "0"
     # Ended a minute ago: failing again, but not overdue (lateness counts from the pause's end).
