@@ -53,6 +53,19 @@ def test_failing_needs_the_count_and_names_the_streak():
     assert failing("job", state(error_count=9), AlertRules(after_failures=0)) is None
 
 
+def test_a_failing_alert_says_who_failed_what_it_blocks_and_where_to_look():
+    rules = AlertRules(after_failures=1)
+    bare = failing("job", state(error_count=1, run_id=7), rules)
+    told = failing("job", state(error_count=1, run_id=7), rules, failed_by="cron-2:4242",
+                   blocks=("child", "report"), link="http://dash/jobs/job")
+    assert bare is not None and told is not None and told.subject == bare.subject  # the key
+    assert bare.message.endswith(" (run 7); see --show-error job, --logs job")
+    assert told.message.endswith(" (run 7 on cron-2:4242); blocks child, report; see "
+                                 "--show-error job, --logs job; dashboard: http://dash/jobs/job")
+    assert told.detail["blocks"] == ["child", "report"] and told.detail["link"] == "http://dash/jobs/job"
+    assert "link" not in bare.detail
+
+
 def test_the_plan_opens_repeats_and_resolves():
     rules = AlertRules(after_failures=1, realert=4 * H)
     bad = Watched("job", state(error_count=1), rules)
