@@ -129,4 +129,41 @@ def test_alerts_counts_notices_sent_and_names_a_dead_senders_claim(cli, receiver
     out = ok(cli.run("--alerts")).stdout
     assert "notices: 1 of 2 sent" in out and "notified" not in out, out
     (line,) = [line for line in out.splitlines() if "slow (notice 1)" in line]
-    assert f":{tick.pid}, a process that no longer exists; any tick sends it after " in line, line
+    assert f":{tick.pid} (dead: that process no longer exists); the next tick on this host sends " \
+        "it again, a tick on another host after " in line, line
+    # a tick on this host takes the dead claim over now, not when it expires (60 s)
+    (notice,) = cli.crontab.sql("SELECT claim_until > now() + interval '30 seconds' AS held "
+                                "FROM crontabber_notice WHERE target = 'slow'")
+    assert notice["held"]
+    cli.crontab.sql("UPDATE crontabber SET next_run = now() + interval '1 day'")  # only the sweep
+    ok(cli.run())
+    (notice,) = cli.crontab.sql("SELECT claimed_by, attempts, last_error FROM crontabber_notice "
+                                "WHERE target = 'slow'")
+    assert notice["attempts"] == 2 and notice["claimed_by"] is None, notice  # tried again: refused
+    assert notice["last_error"], notice
+
+
+def test_a_dead_claim_of_another_host_waits_for_its_end(cli, receiver):
+    """Only this host can see that a pid of its own is gone: another host's claim, whatever
+    its pid, is waited for; this host's dead claim is taken over at once. Claims written
+    through the real tables; the tick is the real entry point."""
+    cli.crontab.configure(["TroubleJob|1d"], extra=(
+        "    alert_after_failures=1\n[alerts]\n    targets='''\n"
+        f"{HOOK.format(url=receiver.url)}    '''\n"))
+    alert = cli.crontab.sql("INSERT INTO crontabber_alert (app_name, kind, subject, opened_by, "
+                            "message, detail) VALUES ('trouble', 'takeover', 'x', 'far:1', "
+                            "'trouble: taken over', '{}') RETURNING id")[0]["id"]
+    gone = 2 ** 22 + 1  # above pid_max's default: no process of this host has it
+    for number, host in enumerate(("elsewhere.example.net", socket.gethostname()), 1):
+        cli.crontab.sql("INSERT INTO crontabber_notice (alert_id, notice, target, claimed_by, "
+                        "claim_until, attempts) VALUES (%s, %s, 'hook', %s, "
+                        "now() + interval '1 hour', 1)", (alert, number, f"{host}:{gone}"))
+    out = ok(cli.run("--alerts")).stdout
+    assert f"being sent by elsewhere.example.net:{gone} (its claim lasts until " in out, out
+    assert f"{socket.gethostname()}:{gone} (dead: that process no longer exists)" in out, out
+    cli.crontab.sql("UPDATE crontabber SET next_run = now() + interval '1 day'")
+    ok(cli.run())
+    rows = cli.crontab.sql("SELECT notice, sent_at IS NOT NULL AS sent FROM crontabber_notice "
+                           "WHERE alert_id = %s ORDER BY notice", (alert,))
+    assert [row["sent"] for row in rows] == [False, True]  # this host's dead claim only
+    assert [r.json["notice"] for r in receiver.at("/hook") if r.json["alert"] == alert] == [2]
