@@ -320,7 +320,7 @@ def recovery(alert: OpenAlert, state: JobState | None, now: dt.datetime) -> Even
     elif alert.kind == "failing":
         ended = _streak_end(alert, state)
         if ended is None:  # no success since: the rules changed (alert_after_failures raised)
-            word, how = (f"alert {alert.id} ended", f"{state.error_count} failure(s) in a row is "
+            word, how = (f"alert {alert.id} ended", f"{counted(state.error_count, 'failure')} in a row is "
                          "below alert_after_failures now; no success since")
         else:
             how = ended

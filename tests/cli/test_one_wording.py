@@ -32,3 +32,15 @@ def test_an_error_reads_the_same_in_every_command(cli):
     show = outputs["--show-error unreachable"].splitlines()
     assert REFUSED in show  # a line of its own, then the traceback as Python prints it
     assert "urllib.error.URLError: <urlopen error [Errno 111] Connection refused>" in show
+
+
+def test_a_time_to_come_reads_the_same_in_the_list_and_the_nagios_check(cli):
+    """A pause of 117 minutes: ``ends in 1h56m`` (the list said ``in 1h``) and ``(in 1h56m)``
+    (the check said ``(in 1 hour, 56 minutes)``): one formatter, rounded down."""
+    cli.crontab.configure(["TroubleJob|1d"])
+    assert cli.run().returncode == 0
+    ok(cli.run("--pause", "trouble", "--until", "117m", "--reason", "ES migration"))
+    listed = ok(cli.run("--list-jobs")).stdout
+    assert "ends in 1h56m: ES migration" in listed, listed
+    checked = cli.run("--nagios").stdout
+    assert "(in 1h56m) by " in checked and "failing: NameError: Trouble!!" in checked, checked

@@ -171,7 +171,7 @@ def test_a_recovery_never_contradicts_itself():
     assert once_more.message.startswith("job: recovered (succeeded at ")
     assert "failed 1 time since, fewer than alert_after_failures" in once_more.message
     raised = recovery(opened, state(error_count=2), NOW)  # no success: the rules changed
-    assert raised.message.startswith("job: alert 5 ended (2 failure(s) in a row is below")
+    assert raised.message.startswith("job: alert 5 ended (2 failures in a row is below")
     marked = recovery(opened, state(error_count=0, last_success=NOW, success_marked_at=NOW,
                                     success_marked_by="op@host", success_marked_reason="INC-7"), NOW)
     assert "marked successful by op@host: INC-7" in marked.message
