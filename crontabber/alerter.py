@@ -19,7 +19,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping
 
 from . import __version__, jsonout
@@ -117,9 +117,24 @@ class Alerter:
         return self._rules[app_name]
 
     def watched(self, app_name: str, state: JobState | None) -> Watched:
+        """The job as the plan sees it; when it fails often enough to alert, with what its
+        alert says besides the state (:func:`crontabber.alerting.failing`)."""
         job = self.jobs.get(app_name)
-        return Watched(app_name, state, self.rules(app_name), job.schedule if job else None,
-                       job.is_backfill if job else False)
+        rules = self.rules(app_name)
+        watched = Watched(app_name, state, rules, job.schedule if job else None,
+                          job.is_backfill if job else False)
+        if state is None or not rules.after_failures or state.error_count < rules.after_failures:
+            return watched
+        return replace(watched, failed_by=self._failed_by(state), blocks=tuple(
+            name for name, child in self.jobs.items() if app_name in child.depends_on),
+            link=self.config.job_link(app_name))
+
+    def _failed_by(self, state: JobState) -> str | None:
+        """``host:pid`` of the job's last run (the failed one), from the run ledger."""
+        if state.run_id is None:
+            return None
+        record = self.store.run_records(state.app_name, [state.run_id]).get(state.run_id)
+        return record.by if record is not None else None
 
     def targets_of(self, app_name: str) -> list[str]:
         """The target names of a job's alerts: its ``alert_to``, else every target. A name

@@ -64,6 +64,11 @@ class Watched:
     rules: AlertRules
     schedule: Schedule | None = None  # None: a ghost (no deadline)
     is_backfill: bool = False
+    # what a failing alert says besides the state: who ran the failed run (host:pid), the
+    # configured jobs its failure keeps from running, its page on the dashboard
+    failed_by: str | None = None
+    blocks: tuple[str, ...] = ()
+    link: str = ""
 
 
 @dataclass(frozen=True)
@@ -153,10 +158,15 @@ def late(watched: Watched, now: dt.datetime, blocker: Blocker = lambda: "") -> E
                  {"interval": interval, "deadline": due, "blocker": why})
 
 
-def failing(app_name: str, state: JobState | None, rules: AlertRules) -> Event | None:
+def failing(app_name: str, state: JobState | None, rules: AlertRules, *,
+            failed_by: str | None = None, blocks: tuple[str, ...] = (), link: str = ""
+            ) -> Event | None:
     """The ``failing`` condition: ``after_failures`` failures in a row. The message names
-    the last failed run and the commands that show it; the plan refreshes it while the
-    streak grows (:func:`refreshed`), so the count is never stale."""
+    the last failed run and who ran it (``failed_by``: ``host:pid``), the jobs it blocks (its
+    configured dependents, as ``--explain`` names them), the commands that show it, and its
+    dashboard page (``link``, when there is a dashboard); the plan refreshes it while the
+    streak grows (:func:`refreshed`), so the count is never stale. Its subject (the streak)
+    is the alert's key and PagerDuty's dedup key: it names none of these."""
     if state is None or rules.after_failures <= 0 or state.error_count < rules.after_failures:
         return None
     from .views import ErrorInfo  # imported once a job fails: views is not a tick's
@@ -165,12 +175,26 @@ def failing(app_name: str, state: JobState | None, rules: AlertRules) -> Event |
     summary = error.summary[:300] if error else "no error recorded"
     streak = f"after {state.last_success.isoformat() if state.last_success else 'never'}" \
         f" (first run {state.first_run.isoformat() if state.first_run else '?'})"
-    run = f"run {state.run_id}; " if state.run_id is not None else ""
-    return Event(app_name, "failing", streak,
-                 f"{app_name}: failed {counted(state.error_count, 'time')} in a row; last: {summary} "
-                 f"({run}see --show-error {app_name}, --logs {app_name})",
-                 {"error_count": state.error_count, "error": summary, "run_id": state.run_id,
-                  "last_success": state.last_success})
+    run = " ".join(part for part in (
+        f"run {state.run_id}" if state.run_id is not None else "",
+        f"on {failed_by}" if failed_by else "") if part)
+    message = (f"{app_name}: failed {counted(state.error_count, 'time')} in a row; last: {summary}"
+               + (f" ({run})" if run else "")
+               + (f"; blocks {', '.join(blocks)}" if blocks else "")
+               + f"; see --show-error {app_name}, --logs {app_name}"
+               + (f"; dashboard: {link}" if link else ""))
+    detail: dict[str, Any] = {"error_count": state.error_count, "error": summary,
+                              "run_id": state.run_id, "by": failed_by, "blocks": list(blocks),
+                              "last_success": state.last_success}
+    if link:
+        detail["link"] = link
+    return Event(app_name, "failing", streak, message, detail)
+
+
+def failing_of(watched: Watched) -> Event | None:
+    """:func:`failing` of a job as the plan sees it."""
+    return failing(watched.app_name, watched.state, watched.rules, failed_by=watched.failed_by,
+                   blocks=watched.blocks, link=watched.link)
 
 
 def silent(app_name: str, state: JobState | None, rules: AlertRules, now: dt.datetime,
@@ -209,7 +233,7 @@ def plan(jobs: Iterable[Watched], open_alerts: Iterable[OpenAlert],
             by_job.pop(app_name, None)
             continue  # muted: nothing opens, ends or repeats while paused or in a window
         why = functools.partial(blocker, app_name)
-        found = [e for e in (failing(app_name, state, rules), silent(app_name, state, rules, now, why),
+        found = [e for e in (failing_of(watched), silent(app_name, state, rules, now, why),
                              late(watched, now, why)) if e is not None]
         current = {e.key for e in found}
         opened = {a.key: a for a in by_job.pop(app_name, [])}
@@ -241,7 +265,7 @@ def held_back(jobs: Iterable[Watched], now: dt.datetime, mutes: Mapping[str, dt.
     for watched in jobs:
         if pause_active(watched.state, now) or not muted(watched.app_name, mutes, now):
             continue
-        found += [e for e in (failing(watched.app_name, watched.state, watched.rules),
+        found += [e for e in (failing_of(watched),
                               silent(watched.app_name, watched.state, watched.rules, now),
                               late(watched, now)) if e is not None]
     return found
@@ -296,7 +320,7 @@ def recovery(alert: OpenAlert, state: JobState | None, now: dt.datetime) -> Even
     elif alert.kind == "failing":
         ended = _streak_end(alert, state)
         if ended is None:  # no success since: the rules changed (alert_after_failures raised)
-            word, how = (f"alert {alert.id} ended", f"{state.error_count} failure(s) in a row is "
+            word, how = (f"alert {alert.id} ended", f"{counted(state.error_count, 'failure')} in a row is "
                          "below alert_after_failures now; no success since")
         else:
             how = ended

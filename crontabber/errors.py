@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from .formats import minute_text, utc_text
+from .formats import minute_text, short_span, utc_text
 
 
 class CrontabberError(Exception):
@@ -90,7 +90,7 @@ class JobOngoing(JobLockError):
         self.by = by
         self.heartbeat_age = heartbeat_age
         holder = by or "an unknown runner (a crontabber without ongoing_by)"
-        beat = "" if heartbeat_age is None else f" (last heartbeat {heartbeat_age:.0f} s ago)"
+        beat = "" if heartbeat_age is None else f" (last heartbeat {short_span(heartbeat_age)} ago)"
         super().__init__(
             f"{app_name}: already running since {utc_text(since)} "
             f"on {holder}{beat}"

@@ -2,7 +2,8 @@
 
 A time a person reads is UTC, in one of the forms here: :func:`utc_text` (to the second,
 ``UTC`` named), :func:`minute_text` (to the minute), :func:`stamp` (a table's column, whose
-header says UTC), :func:`relative` and :func:`absolute`, :func:`took` for durations and
+header says UTC), :func:`relative` (``in 1h57m``, ``2m19s ago``: the one relative form) and :func:`absolute`,
+:func:`took` for durations and
 :func:`interval_range` for a run's intervals. JSON carries ISO 8601 (:mod:`crontabber.jsonout`).
 A message on one line: :func:`one_line`; data from outside made safe for a terminal:
 :func:`printable` (:func:`printable_lines` keeps the line breaks). Exported by :mod:`crontabber` for the jobs.
@@ -43,13 +44,19 @@ def day_text(day: dt.date | dt.datetime) -> str:
 
 
 def short_span(seconds: float) -> str:
-    """A span in one short unit, rounded down: ``45s``, ``3m``, ``4h``, ``2d``
-    (hours up to 47, so ``in 30h`` is not ``in 1d``)."""
+    """A span in up to two adjacent units, rounded down: ``45s``, ``2m19s``, ``1h57m``,
+    ``2d3h`` (``1h``, not ``1h0m``): the one span of :func:`relative`."""
     whole = max(0, int(seconds))
-    for limit, size, unit in ((60, 1, "s"), (3600, 60, "m"), (48 * 3600, 3600, "h")):
-        if whole < limit:
-            return f"{whole // size}{unit}"
-    return f"{whole // 86400}d"
+    units = ((86400, "d"), (3600, "h"), (60, "m"), (1, "s"))
+    for index, (size, unit) in enumerate(units):
+        if whole >= size or size == 1:
+            text = f"{whole // size}{unit}"
+            if index + 1 < len(units):
+                next_size, next_unit = units[index + 1]
+                rest = whole % size // next_size
+                text += f"{rest}{next_unit}" if rest else ""
+            return text
+    return "0s"  # not reached: the last unit always applies
 
 
 def span_text(span: dt.timedelta) -> str:
@@ -62,7 +69,8 @@ def span_text(span: dt.timedelta) -> str:
 
 
 def relative(when: dt.datetime | None, now: dt.datetime, empty: str = "-") -> str:
-    """``3m ago``, ``in 4h``, ``now`` (within a second), or ``empty``."""
+    """``3m ago``, ``in 1h57m``, ``now`` (within a second), or ``empty``: the one relative
+    time of every command, the dashboard and the nagios check (:func:`short_span`)."""
     if when is None:
         return empty
     seconds = (when - now).total_seconds()
@@ -111,48 +119,9 @@ def interval_range(first: dt.datetime, last: dt.datetime, count: int) -> str:
     return f"{first:%Y-%m-%d}..{last:%Y-%m-%d} ({count})"
 
 
-_UNITS = (
-    ("year", 365 * 86400),
-    ("month", 30 * 86400),
-    ("week", 7 * 86400),
-    ("day", 86400),
-    ("hour", 3600),
-    ("minute", 60),
-    ("second", 1),
-)
-
-
-def timesince(then: dt.datetime, now: dt.datetime) -> str:
-    """crontabber's ``timesince``: up to two adjacent units, e.g. ``1 hour, 1 minute``."""
-    seconds = int((now - then).total_seconds())
-    if seconds <= 0:
-        return "0 seconds"
-    for index, (name, size) in enumerate(_UNITS):
-        count = seconds // size
-        if count:
-            parts = [counted(count, name)]
-            if index + 1 < len(_UNITS):
-                next_name, next_size = _UNITS[index + 1]
-                rest = (seconds - count * size) // next_size
-                if rest:
-                    parts.append(counted(rest, next_name))
-            return ", ".join(parts)
-    return "0 seconds"
-
-
 def counted(count: int, name: str) -> str:
     """``1 time``, ``2 times``: a count with its noun, never ``time(s)``."""
     return f"{count} {name}" if count == 1 else f"{count} {name}s"
-
-
-def time_and_since(value: dt.datetime | None, now: dt.datetime, empty: str = "-") -> str:
-    """``2026-11-22 05:17:19 (1 hour, 1 minute ago)`` (or ``in ...``): the nagios check's
-    long form, as crontabber wrote it."""
-    if value is None:
-        return empty
-    if value > now:
-        return f"{stamp(value)} (in {timesince(now, value)})"
-    return f"{stamp(value)} ({timesince(value, now)} ago)"
 
 
 def one_line(text: str | None) -> str:

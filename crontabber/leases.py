@@ -24,7 +24,7 @@ import enum
 from dataclasses import dataclass
 from typing import Callable
 
-from .formats import utc_text
+from .formats import relative, utc_text
 from .state import JobState
 
 
@@ -128,8 +128,7 @@ def describe_marker(state: JobState, status: Marker, now: dt.datetime) -> str:
     since = f"since {utc_text(state.ongoing)}" if state.ongoing else ""
     beat = "no heartbeat (a crontabber 0.18 runner?)"
     if state.heartbeat is not None:
-        age = max(0, int((now - state.heartbeat).total_seconds()))
-        beat = f"last heartbeat {age} s ago"
+        beat = f"last heartbeat {relative(state.heartbeat, now)}"
     holder = state.ongoing_by or "an unknown runner"
     verdict = {
         Marker.LIVE: "",

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from .catalog import Job
-from .formats import one_line, stamp, time_and_since, timesince
+from .formats import absolute, one_line, short_span, stamp
 from .leases import Marker, describe_marker
 from .records import HostState
 from .scheduling import dependency_block, first_due_at, lateness, pause_active
@@ -155,13 +155,13 @@ def _job_entries(
         if state.error_count:
             kind, value = _error_parts(state)
             level = NAGIOS_WARNING if state.error_count == 1 and job.is_backfill else NAGIOS_CRITICAL
-            yield NagiosEntry(level, "failing", job.app_name, f"{name}: {kind}: {value}",
-                              status_text=f"{name} | {kind} | {value}")
+            yield NagiosEntry(level, "failing", job.app_name, f"{name}: {_error_line(state)}",
+                              status_text=f"{name} | {kind} | {value}")  # crontabber's, parsed
         late = lateness(state, now)
         if late is None or late.total_seconds() <= limits.overdue_warning_seconds:
             continue
         due_at = state.next_run or state.paused_until  # no next_run: paused before a first run
-        due = f"its next run was due {time_and_since(due_at, now)}"
+        due = f"its next run was due {absolute(due_at, now)}"
         block = dependency_block(job.depends_on, states, now)
         if block:
             yield NagiosEntry(NAGIOS_OK, "waiting", job.app_name,
@@ -194,23 +194,31 @@ def _never_ran_entries(
         level = NAGIOS_CRITICAL if late > limits.overdue_critical_seconds else NAGIOS_WARNING
         yield NagiosEntry(level, "overdue", job.app_name,
                           f"{job.app_name} ({job.cls.__name__}): never ran: due since "
-                          f"{time_and_since(due_at, now)}; the last tick ({time_and_since(newest_tick, now)}) "
+                          f"{absolute(due_at, now)}; the last tick ({absolute(newest_tick, now)}) "
                           "did not run it")
 
 
 def _error_parts(state: JobState) -> tuple[str, str]:
-    """The last error's type and the first line of its value."""
+    """The last error's type as crontabber stored it and the first line of its value: the
+    status line's fields, as crontabber's check printed them."""
     value = (str(state.last_error.get("value", "")).strip().splitlines() or [""])[0]
     return str(state.last_error.get("type", "")), value.replace("|", "/")  # "|": perfdata next
 
 
+def _error_line(state: JobState) -> str:
+    """The last error in the one short form of every command (``Type: message``)."""
+    from .views import ErrorInfo  # only for a failing job: the check of a quiet fleet skips it
+
+    error = ErrorInfo.of_state(state.last_error)
+    return error.summary.replace("|", "/") if error else "no error recorded"
+
+
 def _paused_entry(app_name: str, name: str, state: JobState, now: dt.datetime) -> NagiosEntry:
     assert state.paused_until is not None
-    text = (f"{name}: paused until {time_and_since(state.paused_until, now)} by "
+    text = (f"{name}: paused until {absolute(state.paused_until, now)} by "
             f"{state.paused_by or 'unknown'}: {state.paused_reason or 'no reason given'}")
     if state.error_count:
-        kind, value = _error_parts(state)
-        text += f"; failing: {kind}: {value}"
+        text += f"; failing: {_error_line(state)}"
     return NagiosEntry(NAGIOS_OK, "paused", app_name, text)
 
 
@@ -252,7 +260,7 @@ def _fleet_entries(hosts: Sequence[HostState], now: dt.datetime, limits: "Monito
     recent = recent_hosts(hosts, now, limits)
     if not recent:
         yield NagiosEntry(NAGIOS_CRITICAL, "silence", last.host,
-                          f"no tick from any host for {timesince(last.last_tick, now)} (the last: "
+                          f"no tick from any host for {short_span((now - last.last_tick).total_seconds())} (the last: "
                           f"{last.host} at {stamp(last.last_tick)} UTC): is cron running "
                           "crontabber?")
     for host in recent:

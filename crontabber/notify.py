@@ -226,7 +226,10 @@ def payload(target: Target, notice: Notice, environ: Mapping[str, str]) -> dict[
         return {"text": f"{_SLACK_ICONS.get(notice.kind, '')} {slack_text(notice.message)}".strip()}
     if form == "pagerduty":
         resolve = notice.kind in RESOLVING
+        link = notice.detail.get("link") if isinstance(notice.detail, Mapping) else None
+        links = [{"href": link, "text": f"{notice.app_name} on the dashboard"}] if link else []
         return {"routing_key": target.secret("routing_key_env", environ),
+                **({"links": links} if links else {}),
                 "event_action": "resolve" if resolve else "trigger",
                 "dedup_key": notice.dedup_key,
                 "payload": {"summary": notice.message[:1024], "source": notice.sent_by,

@@ -279,8 +279,9 @@ def failure_headline(failure: FailureView, now: dt.datetime) -> str:
 def failure_report(failure: FailureView, now: dt.datetime, record: RunRecord | None = None,
                    superseded: str | None = None) -> list[str]:
     """The headline; what the run ledger's ``record`` of the run says (:func:`run_facts`);
-    the ``superseded`` note (an old failure: the job is healthy now); ``Type: value``; then
-    the traceback as Python prints it (control characters escaped,
+    the ``superseded`` note (an old failure: the job is healthy now); ``Type: value`` (the short
+    form of every command: the class without its module); then the traceback as Python prints it
+    (the class with its module) (control characters escaped,
     :func:`~crontabber.formats.printable`)."""
     error = failure.error
     value = error.value.rstrip("\n")
@@ -289,7 +290,7 @@ def failure_report(failure: FailureView, now: dt.datetime, record: RunRecord | N
              if line.removeprefix("error: ") not in said]  # the line below says it already
     lines = [failure_headline(failure, now), *facts,
              *([f"superseded: {superseded}"] if superseded else []),
-             f"{error.type}: {value}", ""]
+             f"{error.short_type}: {value}", ""]
     frames = error.traceback.rstrip("\n")
     if frames:
         if not frames.startswith("Traceback"):

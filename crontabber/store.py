@@ -558,20 +558,30 @@ class StateStore:
     # ------------------------------------------------------------------ alerts
 
     @translated
-    def alerts_sweep(self, host: str, claim_seconds: float, limit: int
-                     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, dt.datetime]]:
-        """One statement per tick: claim the notices due (``host`` holds each for
-        ``claim_seconds``), read the open failing and silent alerts and the maintenance
-        windows in force.
+    def alerts_sweep(self, host: str, claim_seconds: float, limit: int, dead: Sequence[str] = ()
+                     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, dt.datetime],
+                                list[str]]:
+        """One statement per tick: claim the notices due (``host``, ``host:pid``, holds each
+        for ``claim_seconds``; so are those whose holder is in ``dead``, processes of this host
+        that are gone), read the open failing and silent alerts, the maintenance windows in
+        force, and the holders of this host whose claims have not expired.
 
         Returns:
-            (claimed notices with their alerts, open alerts, {scope: until} of the windows).
+            (claimed notices with their alerts, open alerts, {scope: until} of the windows,
+            the holders of this host with claims that still run).
         """
-        rows = self._alert_rows("alerts_sweep", {"host": host, "claim_seconds": claim_seconds,
-                                                 "limit": limit, "alert_ids": None})
+        rows = self._alert_rows("alerts_sweep", self._sweep_params(host, claim_seconds, limit, dead))
         return ([r for r in rows if r["row_kind"] == "notice"],
                 [r for r in rows if r["row_kind"] == "open"],
-                {r["app_name"]: r["next_notice"] for r in rows if r["row_kind"] == "mute"})
+                {r["app_name"]: r["next_notice"] for r in rows if r["row_kind"] == "mute"},
+                [r["app_name"] for r in rows if r["row_kind"] == "held"])
+
+    @staticmethod
+    def _sweep_params(host: str, claim_seconds: float, limit: int | None, dead: Sequence[str] = (),
+                      alert_ids: Sequence[int] | None = None) -> dict[str, Any]:
+        return {"host": host, "claim_seconds": claim_seconds, "limit": limit, "dead": list(dead),
+                "alert_ids": None if alert_ids is None else list(alert_ids),
+                "this_host": host.rpartition(":")[0] or host}
 
     @translated
     def mute(self, scope: str, until: dt.datetime, audit: AuditEntry, replace: bool = False
@@ -608,8 +618,8 @@ class StateStore:
                       ) -> list[dict[str, Any]]:
         """Claim the pending notices of ``alert_ids`` (those no other host holds): the sweep's
         claim, for these alerts only."""
-        rows = self._alert_rows("alerts_sweep", {"host": host, "claim_seconds": claim_seconds,
-                                                 "limit": None, "alert_ids": list(alert_ids)})
+        rows = self._alert_rows("alerts_sweep", self._sweep_params(host, claim_seconds, None,
+                                                                   alert_ids=alert_ids))
         return [r for r in rows if r["row_kind"] == "notice"]
 
     @translated

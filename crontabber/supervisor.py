@@ -115,10 +115,18 @@ class LeaseClock:
         return not lost and time.monotonic() - sent_at < self.hold_seconds + grace
 
 
+def logged_value(exc: BaseException, message: str) -> str:
+    """The log row's ``exc_value``: ``Type('message')``, the form of crontabber's
+    ``repr(exc)`` for an exception of one string argument, whatever arguments ``exc`` has,
+    so that every view reads back ``str(exc)`` (``URLError: <urlopen error ...>``, never
+    ``URLError(ConnectionRefusedError(...))``: :func:`crontabber.views.value_from_repr`)."""
+    return f"{type(exc).__name__}({message!r})"
+
+
 @dataclass
 class Failure:
-    """How a run failed: crontabber's ``last_error`` record, the exception's
-    repr for the log row, and a one-line summary; :meth:`of` masks the secrets in each
+    """How a run failed: crontabber's ``last_error`` record, the exception for the log row
+    as ``Type('its message')`` (:func:`logged_value`), and a one-line summary; :meth:`of` masks the secrets in each
     (:func:`crontabber.redaction.masked`), so that neither the database nor what reads it
     (the commands, the dashboard, the alerts) ever holds them."""
 
@@ -148,7 +156,7 @@ class Failure:
             status = RunStatus.STOPPED
         return cls(  # masked once, here: everything downstream stores and shows these
             error={"type": repr(type(exc)), "value": masked(str(exc)), "traceback": masked(frames)},
-            exc_repr=masked(repr(exc)),
+            exc_repr=logged_value(exc, masked(str(exc))),
             summary=masked(describe(exc)),
             kind=kind,
             status=status,

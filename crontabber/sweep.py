@@ -6,7 +6,7 @@ importing the alert rules (:mod:`crontabber.alerter`, :mod:`crontabber.alerting`
 from __future__ import annotations
 
 import datetime as dt
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from .scheduling import needs_attention
 
@@ -21,9 +21,21 @@ SWEEP_LIMIT = 50
 Swept = tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, dt.datetime]]
 
 
-def sweep(store: "StateStore", host: str, config: "AlertSettings") -> Swept:
-    """Claim the notices due for ``host``; read the open alerts and the windows in force."""
-    return store.alerts_sweep(host, config.claim_seconds, SWEEP_LIMIT)
+def sweep(store: "StateStore", host: str, config: "AlertSettings",
+          pid_alive: Callable[[int], bool]) -> Swept:
+    """Claim the notices due for ``host`` (``host:pid``); read the open alerts and the windows
+    in force. A notice claimed by a process of this very host that is gone (killed while it
+    sent) is claimed again at once, not after its claim's end: a second statement, only then
+    (another host's claim is waited for: its process cannot be seen from here)."""
+    from .leases import holder_gone, parse_holder
+
+    claimed, open_rows, mutes, held = store.alerts_sweep(host, config.claim_seconds, SWEEP_LIMIT)
+    this_host = parse_holder(host)[0]
+    dead = [holder for holder in held if holder_gone(holder, this_host, pid_alive)]
+    if dead:
+        claimed = claimed + store.alerts_sweep(host, config.claim_seconds,
+                                               SWEEP_LIMIT - len(claimed), dead)[0]
+    return claimed, open_rows, mutes
 
 
 def quiet(swept: Swept, states: Mapping[str, "JobState"], names: Iterable[str], now: dt.datetime) -> bool:

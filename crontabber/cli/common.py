@@ -163,10 +163,10 @@ class TickAlerts:
             self.alerter().broken_entry(entry)
 
     def tick(self, states: Any, now: Any) -> None:
-        from ..runner import default_holder
+        from ..runner import default_holder, pid_alive
         from ..sweep import quiet, sweep
 
-        swept = sweep(self.ctx.store, default_holder(), self.ctx.settings.alerts)
+        swept = sweep(self.ctx.store, default_holder(), self.ctx.settings.alerts, pid_alive)
         if not quiet(swept, states, (job.app_name for job in self.ctx.jobs), now):
             self.alerter().tick(states, now, swept)
 

@@ -150,20 +150,21 @@ def _sent_text(row: dict[str, Any]) -> str:
 
 
 def _notice_text(notice: dict[str, Any]) -> str:
-    from ..formats import one_line, utc_text
+    from ..formats import counted, one_line, utc_text
     from ..leases import holder_gone
     from ..runner import pid_alive, this_host
 
     if notice["sent_at"]:
         return f"sent {utc_text(notice['sent_at'])} by {notice['sent_by']}"
     error = f": {one_line(notice['last_error'])}" if notice["last_error"] else ""
-    tries = f"{notice['attempts']} attempt(s)"
+    tries = counted(notice["attempts"], "attempt")
     if notice["given_up"]:
         return f"NOT SENT, given up{error} ({tries})"
     if notice["claimed_by"] and not notice["last_error"]:
         if holder_gone(notice["claimed_by"], this_host(), pid_alive):
-            return (f"claimed by {notice['claimed_by']}, a process that no longer exists; any "
-                    f"tick sends it after {utc_text(notice['claim_until'])} (its claim's end)")
+            return (f"claimed by {notice['claimed_by']} (dead: that process no longer exists); "
+                    "the next tick on this host sends it again, a tick on another host after "
+                    f"{utc_text(notice['claim_until'])} (its claim's end)")
         return f"being sent by {notice['claimed_by']} (its claim lasts until {utc_text(notice['claim_until'])})"
     return f"not sent yet{error} ({tries}; next attempt {utc_text(notice['next_attempt'])})"
 

@@ -160,6 +160,8 @@ def _alert_options(cron: Namespace, alerts: Namespace) -> None:
     alerts.add_option("max_attempts", 10, "attempts to deliver one notice before giving up "
                       "(retries back off from 30 s to 1 h)")
     alerts.add_option("timeout_seconds", 5.0, "how long one delivery may take")
+    alerts.add_option("dashboard_url", "", "the dashboard's address (http://HOST:PORT): a failing "
+                      "alert links to its job's page there (empty: no link)")
     alerts.add_option("smtp_host", "", "the SMTP server of e-mail targets")
     alerts.add_option("smtp_port", 25, "its port (465 with smtp_tls, 587 with smtp_starttls)")
     alerts.add_option("smtp_from", "", "the sender of alert e-mails (default crontabber@HOST)")
@@ -304,6 +306,13 @@ class AlertSettings:
     max_attempts: int
     timeout_seconds: float
     smtp: "SmtpSettings | None"  # None: no e-mail target
+    dashboard_url: str = ""  # without a trailing "/"; empty: alerts link nowhere
+
+    def job_link(self, app_name: str) -> str:
+        """The dashboard's page of job ``app_name`` (empty without ``dashboard_url``)."""
+        from urllib.parse import quote
+
+        return f"{self.dashboard_url}/jobs/{quote(app_name)}" if self.dashboard_url else ""
 
     @property
     def enabled(self) -> bool:
@@ -425,7 +434,7 @@ def _alert_settings(values: Mapping[str, Any]) -> AlertSettings:
             raise ConfigurationError(f"alerts.{name}", "must be positive")
     return AlertSettings(targets, float(values["alerts.claim_seconds"]),
                          int(values["alerts.max_attempts"]), float(values["alerts.timeout_seconds"]),
-                         smtp)
+                         smtp, str(values["alerts.dashboard_url"] or "").strip().rstrip("/"))
 
 
 def _monitor_settings(values: Mapping[str, Any]) -> MonitorSettings:

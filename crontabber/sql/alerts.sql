@@ -7,12 +7,15 @@
 -- A tick's one alerts statement: claim the notices due (new, retried, or left by a host
 -- that died; with alert_ids, only those alerts' notices; without, never a test's: a test
 -- is tried once, by --test-alert itself), list the open alerts (the plan
--- needs them to resolve and re-alert) and the maintenance windows in force (app_name: the
--- scope; next_notice: until).
+-- needs them to resolve and re-alert), the maintenance windows in force (app_name: the
+-- scope; next_notice: until) and the holders of this host (%(this_host)s) whose claims
+-- still run (app_name: the holder). %(dead)s: holders of this host whose process is gone:
+-- their claims are taken over without waiting for claim_until (crontabber.sweep).
 WITH due AS (
     SELECT id FROM crontabber_notice
     WHERE sent_at IS NULL AND NOT given_up AND next_attempt <= clock_timestamp()
-      AND (claim_until IS NULL OR claim_until < clock_timestamp())
+      AND (claim_until IS NULL OR claim_until < clock_timestamp()
+           OR claimed_by = ANY(%(dead)s::text[]))
       AND (%(alert_ids)s::bigint[] IS NULL OR alert_id = ANY(%(alert_ids)s::bigint[]))
       AND (%(alert_ids)s::bigint[] IS NOT NULL
            OR NOT EXISTS (SELECT 1 FROM crontabber_alert t WHERE t.id = crontabber_notice.alert_id
@@ -41,7 +44,12 @@ UNION ALL
 SELECT 'mute', NULL, NULL, NULL, NULL, NULL, m.scope, NULL, NULL, m.reason, NULL, m.at, m.muted_by,
        m.until
 FROM crontabber_mute m
-WHERE m.until > clock_timestamp();
+WHERE m.until > clock_timestamp()
+UNION ALL
+SELECT 'held', NULL, NULL, NULL, NULL, NULL, h.claimed_by, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+FROM (SELECT DISTINCT claimed_by FROM crontabber_notice
+      WHERE sent_at IS NULL AND claim_until >= clock_timestamp()
+        AND substring(claimed_by from '^(.*):[0-9]+$') = %(this_host)s) h;
 
 -- name: alert_open
 -- Open an alert and its first notices, unless any host opened it already: its id, or no row.

@@ -147,7 +147,7 @@ def test_a_failed_delivery_is_retried_and_shown(crontab, receiver, secret):
     code, out = crontab.run("--alerts")
     assert code == 0, out
     assert "alert 1  failing  trouble  open" in out
-    assert "hook (notice 1): not sent yet: HTTP 500: receiver told to fail (1 attempt(s); next attempt" in out
+    assert "hook (notice 1): not sent yet: HTTP 500: receiver told to fail (1 attempt; next attempt" in out
     assert crontab.run()[0] == 0  # the retry waits 30 s
     assert receiver.received == []
     crontab.sql("UPDATE crontabber_notice SET next_attempt = now()")
@@ -171,7 +171,7 @@ def test_delivery_gives_up_after_max_attempts(crontab, receiver, secret):
     assert crontab.run()[0] == 0
     assert receiver.received == []
     code, out = crontab.run("--alerts")
-    assert "hook (notice 1): NOT SENT, given up: HTTP 500: receiver told to fail (1 attempt(s))" in out
+    assert "hook (notice 1): NOT SENT, given up: HTTP 500: receiver told to fail (1 attempt)" in out
 
 
 def test_a_claim_left_by_a_dead_host_is_sent_once_it_expires(crontab, receiver, secret):

@@ -30,7 +30,7 @@ def test_a_missed_deadline_shows_in_list_jobs_and_explain(cli):
     done = cli.run("--list-jobs", "sad")
     row = done.stdout.splitlines()[1]
     assert re.match(r"sad +1h +late ", row), row
-    assert "deadline missed 1h ago; waiting: 'trouble' errored" in row
+    assert "deadline missed 1h30m ago; waiting: 'trouble' errored" in row
     (view,) = json.loads(cli.run("--list-jobs", "sad", "--json").stdout)["jobs"]
     assert view["status"] == "late" and view["deadline_missed"]["due"].endswith("Z")
     (basic,) = json.loads(cli.run("--list-jobs", "basic-job", "--json").stdout)["jobs"]

@@ -32,7 +32,7 @@ def test_ticks_from_two_hosts_make_the_fleet_and_nagios_sees_it(cli):
     cli.crontab.sql("UPDATE crontabber_host SET last_tick = last_tick - interval '1 hour'")
     done = cli.run("--nagios")
     assert done.returncode == 2
-    assert done.stdout.startswith("CRITICAL - no tick from any host for 1 hour")
+    assert done.stdout.startswith("CRITICAL - no tick from any host for 1h ")
 
 
 def test_a_tick_writes_the_metrics_file(cli, tmp_path):

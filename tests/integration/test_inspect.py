@@ -27,7 +27,7 @@ def test_list_jobs_fits_100_columns_with_realistic_names(crontab):
     assert code == 0 and len(lines) == 8 and max(map(len, lines)) <= 100, out
     assert lines[0].split() == ["NAME", "SCHEDULE", "STATUS", "LAST", "OK", "NEXT", "RUN", "DETAIL"]
     row = {line.split()[0]: line for line in lines[1:]}
-    assert row["prune-run-log"].split()[1:7] == ["1d@03:00", "ok", "20m", "ago", "in", "3h"]
+    assert row["prune-run-log"].split()[1:7] == ["1d@03:00", "ok", "20m", "ago", "in", "3h59m"]
     assert " failing " in row["missing-symbols-retention"]
     assert "3x UndefinedTable: relation" in row["missing-symbols-retention"]
     assert row["missing-symbols-retention"].endswith("...")
@@ -35,7 +35,7 @@ def test_list_jobs_fits_100_columns_with_realistic_names(crontab):
     assert " running " in running and running.endswith("7m on symbols-cron-2, beat 4s ago")
     orphaned = row["rebuild-search-index"]
     assert " orphaned " in orphaned and "expired: beat 1h ago, symbols-" in orphaned
-    assert " paused " in row["prune-s3"] and "ends in 4h: S3 bucket migration..." in row["prune-s3"]
+    assert " paused " in row["prune-s3"] and "ends in 4h59m: S3 bucket migrat..." in row["prune-s3"]
     assert " overdue " in row["missing-symbols"] and "was due 3h ago" in row["missing-symbols"]
     assert "CLASS" not in out and "jobs.prune" not in out
 

@@ -57,7 +57,7 @@ def test_an_overdue_job_is_a_warning_then_critical(crontab):
                 " WHERE app_name = 'basic-job'")
     code, status, details, perfdata = nagios(crontab)
     assert code == 1 and status.startswith("WARNING - basic-job (BasicJob): overdue: its next run")
-    assert "(31 minutes ago)" in status and details == [status[len("WARNING - "):]]
+    assert "(31m ago)" in status and details == [status[len("WARNING - "):]]
     assert perf(perfdata)["jobs_overdue"] == "1"
     crontab.sql("UPDATE crontabber SET next_run = clock_timestamp() - interval '2 hours 1 minute'"
                 " WHERE app_name = 'basic-job'")
@@ -80,7 +80,7 @@ def test_a_job_waiting_for_a_failing_parent_is_not_overdue(crontab):
                 " clock_timestamp() - interval '1 day', 0, '{}')")
     code, status, details, perfdata = nagios(crontab)
     assert code == 2 and status == "CRITICAL - trouble (TroubleJob) | <class 'NameError'> | Trouble!!"
-    assert details[0] == "trouble (TroubleJob): <class 'NameError'>: Trouble!!"
+    assert details[0] == "trouble (TroubleJob): NameError: Trouble!!"
     assert details[1].startswith("sad (SadJob): waiting for its parents: 'trouble' errored last")
     assert perf(perfdata)["jobs_overdue"] == "0" and perf(perfdata)["jobs_failing"] == "1"
 
@@ -90,7 +90,7 @@ def test_a_silent_fleet_is_critical(crontab):
     crontab.run()
     crontab.sql("UPDATE crontabber_host SET last_tick = clock_timestamp() - interval '20 minutes'")
     code, status, _, perfdata = nagios(crontab)
-    assert code == 2 and status.startswith("CRITICAL - no tick from any host for 20 minutes")
+    assert code == 2 and status.startswith("CRITICAL - no tick from any host for 20m ")
     assert socket.gethostname() in status and "is cron running crontabber?" in status
     assert perf(perfdata)["hosts"] == "0"
     assert 1200 <= float(perf(perfdata)["seconds_since_last_tick"]) < 1260
@@ -138,8 +138,8 @@ def test_a_paused_job_is_listed_and_its_failure_waits_for_the_pause_to_end(cront
                 " next_run = clock_timestamp() - interval '5 hours' WHERE app_name = 'trouble'")
     code, status, details, perfdata = nagios(crontab)
     assert (code, status) == (0, "OK - All systems nominal; paused: trouble")
-    assert re.fullmatch(r"trouble \(TroubleJob\): paused until \S+ \S+ \(in 1 hour, 59 minutes\) by "
-                        r"alice@laptop: ES migration; failing: <class 'NameError'>: Trouble!!",
+    assert re.fullmatch(r"trouble \(TroubleJob\): paused until \S+ \S+ \(in 1h59m\) by "
+                        r"alice@laptop: ES migration; failing: NameError: Trouble!!",
                         details[0]), details[0]
     assert perf(perfdata)["jobs_paused"] == "1" and perf(perfdata)["jobs_failing"] == "0"
     # Ended a minute ago: failing again, but not overdue (lateness counts from the pause's end).

@@ -1,6 +1,7 @@
 """The runner against a real PostgreSQL: crontabber's behaviours (spec §7)
 and the bugs we fixed (§8)."""
 import datetime as dt
+import re
 
 import psycopg2
 
@@ -286,7 +287,7 @@ def test_list_jobs_table(crontab):
     trouble = next(line for line in lines if line.startswith("trouble"))
     assert trouble.split()[2] == "failing" and trouble.endswith("1x NameError: Trouble!!")
     basic = next(line for line in lines if line.startswith("basic-job"))
-    assert basic.split()[1:3] == ["7d@03:00", "ok"] and " in 6d " in basic
+    assert basic.split()[1:3] == ["7d@03:00", "ok"] and re.search(r" in 6d(\d+h)? ", basic)
     assert next(line for line in lines if line.startswith("sad")).split()[2:4] == ["waiting", "never"]
     # columns line up: every row's STATUS column starts at the same offset
     offset = lines[0].index("STATUS")
@@ -294,7 +295,7 @@ def test_list_jobs_table(crontab):
     wide = crontab.run("--list-jobs", "--wide")[1]
     basic = next(line for line in wide.splitlines() if line.startswith("basic-job"))
     assert basic.split()[1:5] == ["tests.fixtures.sample_jobs.BasicJob", "7d", "@", "03:00"]
-    assert "03:00:00 (in 6d)" in basic
+    assert re.search(r"03:00:00 \(in 6d(\d+h)?\)", basic)
 
 
 def test_list_jobs_shows_who_holds_the_job(crontab):
@@ -304,9 +305,9 @@ def test_list_jobs_shows_who_holds_the_job(crontab):
                 " ongoing_by = 'web-3:4242', heartbeat = NULL")
     out = crontab.run("--list-jobs")[1]
     assert out.splitlines()[1].split()[2] == "running"
-    assert out.splitlines()[1].endswith("  1m on web-3, no heartbeat")
+    assert re.search(r"  1m(\d+s)? on web-3, no heartbeat$", out.splitlines()[1])  # 1m and the test's seconds
     out = crontab.run("--list-jobs", "--wide")[1]
-    assert "web-3:4242 (run 1) since 1m ago, no heartbeat (crontabber 0.18?)" in out
+    assert re.search(r"web-3:4242 \(run 1\) since 1m(\d+s)? ago, no heartbeat \(crontabber 0.18\?\)", out)
 
 
 def test_database_down_gives_a_clear_error(crontab, monkeypatch):

@@ -53,6 +53,19 @@ def test_failing_needs_the_count_and_names_the_streak():
     assert failing("job", state(error_count=9), AlertRules(after_failures=0)) is None
 
 
+def test_a_failing_alert_says_who_failed_what_it_blocks_and_where_to_look():
+    rules = AlertRules(after_failures=1)
+    bare = failing("job", state(error_count=1, run_id=7), rules)
+    told = failing("job", state(error_count=1, run_id=7), rules, failed_by="cron-2:4242",
+                   blocks=("child", "report"), link="http://dash/jobs/job")
+    assert bare is not None and told is not None and told.subject == bare.subject  # the key
+    assert bare.message.endswith(" (run 7); see --show-error job, --logs job")
+    assert told.message.endswith(" (run 7 on cron-2:4242); blocks child, report; see "
+                                 "--show-error job, --logs job; dashboard: http://dash/jobs/job")
+    assert told.detail["blocks"] == ["child", "report"] and told.detail["link"] == "http://dash/jobs/job"
+    assert "link" not in bare.detail
+
+
 def test_the_plan_opens_repeats_and_resolves():
     rules = AlertRules(after_failures=1, realert=4 * H)
     bad = Watched("job", state(error_count=1), rules)
@@ -158,7 +171,7 @@ def test_a_recovery_never_contradicts_itself():
     assert once_more.message.startswith("job: recovered (succeeded at ")
     assert "failed 1 time since, fewer than alert_after_failures" in once_more.message
     raised = recovery(opened, state(error_count=2), NOW)  # no success: the rules changed
-    assert raised.message.startswith("job: alert 5 ended (2 failure(s) in a row is below")
+    assert raised.message.startswith("job: alert 5 ended (2 failures in a row is below")
     marked = recovery(opened, state(error_count=0, last_success=NOW, success_marked_at=NOW,
                                     success_marked_by="op@host", success_marked_reason="INC-7"), NOW)
     assert "marked successful by op@host: INC-7" in marked.message

@@ -79,7 +79,7 @@ def test_lease_expiry():
 
 def test_describe_marker_names_holder_run_heartbeat_and_verdict():
     text = describe_marker(marker(beat_ago=130 * S), Marker.EXPIRED, NOW)
-    assert text == ("cron-2:77 (run 9) since 2026-11-23 11:50:00 UTC, last heartbeat 130 s ago; "
+    assert text == ("cron-2:77 (run 9) since 2026-11-23 11:50:00 UTC, last heartbeat 2m10s ago; "
                     "its lease has expired")
     assert "no heartbeat" in describe_marker(marker(run_id=None), Marker.LIVE, NOW)
 

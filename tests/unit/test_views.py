@@ -148,7 +148,7 @@ def test_the_run_in_progress_comes_first():
 
 def test_short_times():
     assert [short_span(s) for s in (0, 59, 60, 3599, 3600, 47 * 3600, 48 * 3600)] == [
-        "0s", "59s", "1m", "59m", "1h", "47h", "2d"]
+        "0s", "59s", "1m", "59m59s", "1h", "1d23h", "2d"]
     assert relative(NOW - 3 * MIN, NOW) == "3m ago" and relative(NOW + 4 * 60 * MIN, NOW) == "in 4h"
     assert relative(NOW, NOW) == "now" and relative(None, NOW, "never") == "never"
     assert [took(dt.timedelta(seconds=s)) for s in (0.4213, 12.34, 192, 3720)] == [
