@@ -46,7 +46,14 @@ def list_jobs(ctx: Context) -> int:
     lines = (render.wide_table(found, now, beats) if args.wide
              else render.list_table(found, now, _width(out), beats))
     print("\n".join(lines), file=out)
+    _database_line(ctx)
     return 0
+
+
+def _database_line(ctx: Context) -> None:
+    """The last line of a table: which database it was read from (an environment variable
+    may point a shell at another one than the INI file names)."""
+    print(f"database: {ctx.settings.database.target}", file=ctx.out)
 
 
 def history(ctx: Context) -> int:
@@ -62,6 +69,7 @@ def history(ctx: Context) -> int:
         else:
             print("\n".join(render.run_rows_table(found.runs, found.now, found.is_backfill,
                                                   _width(out))), file=out)
+            _database_line(ctx)
         return 0
     limit = DEFAULT_LIMIT if args.limit is None else args.limit
     found = job_runs(settings, jobs, store, args.history, limit)
@@ -71,12 +79,14 @@ def history(ctx: Context) -> int:
         return 0
     if not runs:
         print(f"{app_name}: no runs in the run log (crontabber_log)", file=out)
+        _database_line(ctx)
         return 0
     print("\n".join(render.history_table(runs, now, found.is_backfill, _width(out))), file=out)
     if found.is_backfill:
         print(f"(a backfill job: --history {app_name} --run RUN lists a run's intervals)", file=out)
     if found.more:
         print(f"(older runs not shown: --limit {limit * 2})", file=out)
+    _database_line(ctx)
     return 0
 
 
