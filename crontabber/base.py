@@ -52,6 +52,10 @@ class BaseCronApp(RequiredConfig):
     # applied with the runner's when the job is configured (crontabber.schema); None: the
     # job has no tables of its own (crontabber's apps).
     schema_dir: str | None = None
+    # A backfill job whose run for date D processes the data of another interval says how far
+    # from D that interval starts (the missing-symbols report's run for D reports the day
+    # before: ``-1 day``); ``--history`` and ``--logs`` show the intervals really processed.
+    data_offset: dt.timedelta = dt.timedelta(0)
 
     def __init__(self, config: DotDict, job_information: dict | None) -> None:
         self.config = config

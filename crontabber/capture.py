@@ -8,8 +8,9 @@ an :class:`OutputTail`, which keeps the last ``limit`` bytes. The job's log
 records reach it through the logging handler the child inherited (on stderr,
 at the configured level, already redacted); what a job or its subprocesses
 print is redacted when the tail is read, with the secrets the runner's logging
-masks. The runner saves the tail with each heartbeat when it grew (a run killed
-with its host keeps what it had printed until its last renewal) and at the end.
+masks. The runner saves the tail with each heartbeat when it grew, sooner after new
+output early in a run (1 s, then 2, 4, 8, 16 s: a run killed in its first seconds keeps
+what it printed), and at the end.
 """
 
 from __future__ import annotations
@@ -45,6 +46,11 @@ class OutputTail:
             skipped = raw.index(b"\n") + 1
             raw = raw[skipped:]
         return masked(raw.decode("utf-8", errors="replace")), self.dropped + skipped
+
+    @property
+    def pending(self) -> bool:
+        """Whether something was added since the last :meth:`changes`."""
+        return self._changed
 
     def changes(self) -> tuple[str, int] | None:
         """:meth:`kept` when something was added since the last call, else None."""

@@ -153,6 +153,30 @@ class CommandParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise ConfigurationError("the command line", message)
 
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        """argparse's, refusing a misspelled option at once, with the closest one it has
+        (``--prot``: did you mean --port?); ``--namespace.option=value`` overrides are left
+        in the rest for :func:`split_overrides`."""
+        parsed, rest = super().parse_known_args(args, namespace)
+        for item in rest:
+            name = item.split("=", 1)[0]
+            if name.startswith("--") and "." not in name:
+                known = [flag for action in self._actions for flag in action.option_strings]
+                self.error(f"unrecognized argument {item!r}{did_you_mean(name, known)}")
+        return parsed, rest
+
+
+def did_you_mean(name: str, known: Sequence[str]) -> str:
+    """`` (did you mean --port?)`` when one of the ``known`` options is close to ``name``,
+    else ``""`` (argparse does not guess before Python 3.12)."""
+    import difflib
+
+    found = difflib.get_close_matches(name, [flag for flag in known if flag.startswith("--")],
+                                      n=1, cutoff=0.6)
+    return f" (did you mean {found[0]}?)" if found else ""
+
 
 def _terminal_columns() -> int:
     """The terminal's width as ``shutil.get_terminal_size`` finds it (``COLUMNS``,

@@ -27,6 +27,7 @@ from .records import RunRecord
 from .views import FailureView, JobStatus, JobView, Outcome, RunView, entry_outcome
 
 DEFAULT_WIDTH = 100
+NO_OFFSET = dt.timedelta(0)  # a backfill job's intervals shown as its run dates
 _SEP = "  "
 _MORE = "..."
 
@@ -176,11 +177,14 @@ def wide_table(views: Sequence[JobView], now: dt.datetime, beats: Beats | None =
 # ---------------------------------------------------------------------------- --history
 
 def history_table(
-    runs: Sequence[RunView], now: dt.datetime, is_backfill: bool, width: int = DEFAULT_WIDTH
+    runs: Sequence[RunView], now: dt.datetime, is_backfill: bool, width: int = DEFAULT_WIDTH,
+    offset: dt.timedelta = NO_OFFSET,
 ) -> list[str]:
     """One line per run, newest first: when it started, how long it took, who ran it,
     its run id, why it ran (scheduled, forced, rerun), how it ended, a backfill run's
-    INTERVALS (``2026-11-01..2026-11-24 (24)``: a rerun of 695 days is one line), and
+    INTERVALS (``2026-11-01..2026-11-24 (24)``: a rerun of 695 days is one line; each
+    run date moved by the job's ``offset``, ``BaseCronApp.data_offset``, to the data it
+    covered), and
     the job's summary or the error. The run holding the job comes first, as
     ``running``, with its heartbeat. Host names lose their domain (``--json`` has
     them whole); ``--run ID`` lists one run's rows (:func:`run_rows_table`)."""
@@ -202,7 +206,7 @@ def history_table(
                str(run.run_id) if run.run_id is not None else "-", run.kind or "-",
                run.outcome.text, one_line(detail)]
         if is_backfill:
-            row.insert(6, _intervals(run.intervals))
+            row.insert(6, _intervals([when + offset for when in run.intervals]))
         rows.append(row)
     return fit(rows, width)
 
@@ -215,10 +219,12 @@ def _intervals(done: list[dt.datetime]) -> str:
 
 
 def run_rows_table(
-    runs: Sequence[RunView], now: dt.datetime, is_backfill: bool, width: int = DEFAULT_WIDTH
+    runs: Sequence[RunView], now: dt.datetime, is_backfill: bool, width: int = DEFAULT_WIDTH,
+    offset: dt.timedelta = NO_OFFSET,
 ) -> list[str]:
     """``--history NAME --run ID``: one line per log row of the runs given, newest
-    first; a backfill job's rows show the INTERVAL each covered and its summary."""
+    first; a backfill job's rows show the INTERVAL each covered (its date moved by
+    ``offset``, as in :func:`history_table`) and its summary."""
     header = ["STARTED (UTC)", "TOOK", "BY", "RUN", "OUTCOME", "DETAIL"]
     if is_backfill:
         header.insert(5, "INTERVAL")
@@ -237,7 +243,7 @@ def run_rows_table(
             if entry.failed and run.error is not None:  # "fenced off" says LeaseLost already
                 detail = (run.error.value if outcome in (Outcome.FENCED_OFF, Outcome.ABANDONED)
                           else run.error.summary)
-            done = interval(entry.success) if not entry.failed else "-"
+            done = interval(entry.success + offset) if entry.success and not entry.failed else "-"
             span = took(entry.duration) + ("+" if entry_outcome(entry) is Outcome.ABANDONED else "")
             rows.append(_row(is_backfill, stamp(entry.started), span,
                              short_host(entry.holder, pid=True) if entry.holder else "-", run_id,
@@ -357,15 +363,18 @@ def output_tail(record: RunRecord, lines: int) -> list[str]:
     return ["", head] + [printable(line) for line in shown]
 
 
-def output_report(record: RunRecord, now: dt.datetime, gone: str | None = None) -> list[str]:
+def output_report(record: RunRecord, now: dt.datetime, gone: str | None = None,
+                  offset: dt.timedelta = NO_OFFSET) -> list[str]:
     """``--logs``: the run in one line, its summary or error, then its kept output.
-    ``gone``: why a run still ``running`` in the ledger is not (its holder is dead)."""
+    ``gone``: why a run still ``running`` in the ledger is not (its holder is dead);
+    ``offset``: the job's ``data_offset`` (its intervals as in :func:`history_table`)."""
     lines = [_run_line(record, now, gone)]
     if record.summary:
         lines.append(f"summary: {printable(record.summary)}")
     lines += run_facts(record)
     if record.intervals and record.first_interval and record.last_interval:
-        lines.append("intervals: " + interval_range(record.first_interval, record.last_interval,
+        lines.append("intervals: " + interval_range(record.first_interval + offset,
+                                                     record.last_interval + offset,
                                                      record.intervals))
     if not record.output:
         lines.append("(nothing logged or printed was kept)")

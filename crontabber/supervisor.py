@@ -19,7 +19,11 @@ threaded, waits on that pipe and on the child's pidfd, and meanwhile:
 - turns a child that dies without a word (segfault, OOM kill, ``os._exit``)
   into a failure with its exit status;
 - reads the child's stdout and stderr (pipes), passes them on to its own and
-  keeps their tail (:mod:`crontabber.capture`), saved with each heartbeat.
+  keeps their tail (:mod:`crontabber.capture`), saved with each heartbeat; new
+  output brings the next heartbeat forward to ``FIRST_SAVE_SECONDS`` after it,
+  that delay doubling each time, until it reaches the heartbeat interval (a
+  handful of statements per run, none per line): a run killed in its first
+  seconds keeps what it printed.
 
 The child is in its own process group (a terminal's Ctrl-C reaches only the
 runner, which forwards one signal; a timeout kills the job's own subprocesses
@@ -62,6 +66,8 @@ from .state import Claim, RunStatus
 logger = logging.getLogger(__name__)
 
 _PR_SET_PDEATHSIG = 1
+# How soon after a run's first output it is saved (the next early save waits twice as long).
+FIRST_SAVE_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -231,6 +237,7 @@ class Supervisor:
         self._db_down_since: float | None = None
         self._pending_units: list[tuple[dt.datetime, dt.timedelta, str | None]] = []
         self._last_unit_at = time.monotonic()
+        self._save_delay = FIRST_SAVE_SECONDS
 
     # ---------------------------------------------------------------- parent
 
@@ -317,6 +324,7 @@ class Supervisor:
                             self._drain(reader)  # what it sent before exiting
                             break
                     now = time.monotonic()
+                    next_beat = self._output_save(now, next_beat)
                     if now >= next_beat:
                         self._beat()
                         next_beat = now + self.limits.heartbeat_seconds
@@ -329,6 +337,17 @@ class Supervisor:
         self.status = status
         if self._stop_reason is not None:
             _kill_group(self.pid, signal.SIGKILL)  # what the job left behind
+
+    def _output_save(self, now: float, next_beat: float) -> float:
+        """The next heartbeat, brought forward to save new output ``_save_delay`` from now
+        while that delay (doubled at each use) is shorter than the heartbeat interval."""
+        if (self.tail is None or not self.tail.pending
+                or self._save_delay >= self.limits.heartbeat_seconds
+                or next_beat <= now + self._save_delay):
+            return next_beat
+        next_beat = now + self._save_delay
+        self._save_delay *= 2
+        return next_beat
 
     def _next_deadline(self, started: float) -> float:
         deadlines = [self._kill_at or float("inf")]

@@ -15,15 +15,16 @@ exit 1, before anything is served. Under gunicorn
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import os
 import socketserver
 import sys
 import time
-from typing import Any, NoReturn, TextIO
+from typing import Any, TextIO
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from crontabber.command import split_overrides
+from crontabber.command import CommandParser, split_overrides
 from crontabber.errors import ConfigurationError, CrontabberError
 from crontabber.redaction import redact_handlers, secret_values
 
@@ -78,13 +79,8 @@ def make(host: str, port: int, app: Any) -> WSGIServer:
                        handler_class=AccessLogHandler)
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise ConfigurationError("the command line", message)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m dashboard",
+    parser = CommandParser(prog="python -m dashboard",
                      description="Serve the read-only operator dashboard (jobs, run history, "
                      "pipeline health, fleet) over HTTP.",
                      epilog="Any runner option can be given as --NAMESPACE.OPTION=VALUE, as for "
@@ -122,6 +118,25 @@ def load(argv: list[str]) -> tuple[argparse.Namespace, DashboardApp]:
     return args, app
 
 
+def listen(host: str, port: int, app: Any) -> WSGIServer:
+    """:func:`make`, its failure to listen naming the address and port.
+
+    Raises:
+        ConfigurationError: the address is in use or cannot be bound.
+    """
+    try:
+        return make(host, port, app)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise ConfigurationError("--host/--port", f"{host}:{port} is already in use (another "
+                                     "process listens there): --port N picks another, 0 any "
+                                     "free one") from None
+        if exc.errno in (errno.EADDRNOTAVAIL, errno.EACCES):
+            raise ConfigurationError("--host/--port", f"cannot listen on {host}:{port}: "
+                                     f"{exc.strerror}") from None
+        raise
+
+
 def main(argv: list[str], stderr: TextIO = sys.stderr) -> int:
     """Serve until interrupted; 1 with one line on stderr when it cannot start."""
     log_format = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -133,7 +148,7 @@ def main(argv: list[str], stderr: TextIO = sys.stderr) -> int:
     logging.getLogger("elastic_transport").setLevel(logging.ERROR)  # a line per request
     try:
         args, app = load(argv)
-        server = make(args.host, args.port, app)
+        server = listen(args.host, args.port, app)
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
     except (CrontabberError, OSError) as exc:

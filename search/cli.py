@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 from typing import NoReturn, TextIO
 
@@ -16,9 +17,20 @@ EXIT_FAILED = 5  # the work ran and failed: Elasticsearch unavailable, the index
 EXIT_PIPE_CLOSED = 141  # the reader of the output went away (| head)
 
 
-class _Parser(argparse.ArgumentParser):
+class SearchParser(argparse.ArgumentParser):
+    """argparse's, exiting 1 on a mistake and naming the closest option to a misspelled one
+    (as the runner's ``crontabber.command.CommandParser``, which search does not import)."""
+
     def error(self, message: str) -> NoReturn:
         """argparse exits 2, which the runner's table keeps for "locked": exit 1."""
+        if message.startswith("unrecognized arguments: "):
+            known = [flag for action in self._actions for flag in action.option_strings
+                     if flag.startswith("--")]
+            for word in message.split(": ", 1)[1].split():
+                found = difflib.get_close_matches(word.split("=", 1)[0], known, n=1, cutoff=0.6)
+                if word.startswith("--") and found:
+                    message += f" (did you mean {found[0]}?)"
+                    break
         self.print_usage(sys.stderr)
         self.exit(EXIT_ERROR, f"{self.prog}: error: {message}\n")
 
@@ -43,8 +55,9 @@ def print_results(result: SearchResult, out: TextIO) -> None:
 def main(argv: list[str], stdout: TextIO, stderr: TextIO) -> int:
     """Exit codes (the runner's table): 0 found or not, 1 a bad argument or query, 5
     Elasticsearch unavailable or the index missing (the line names its address)."""
-    parser = _Parser(prog="python -m search", description="search symbol files")
-    parser.add_argument("query")
+    parser = SearchParser(prog="python -m search", description="search symbol files")
+    parser.add_argument("query", nargs="+",
+                        help="what to look for; several words are one query (quotes optional)")
     parser.add_argument("--size", type=int, default=10, help="hits to show (1-100, default 10)")
     parser.add_argument("--alias", default=None, help="default: $SEARCH_ALIAS, else symbols")
     parser.add_argument("--es-url", default=None,
@@ -55,7 +68,7 @@ def main(argv: list[str], stdout: TextIO, stderr: TextIO) -> int:
 
     searcher = Searcher(make_es_client(args.es_url, request_timeout=10), args.alias)
     try:
-        print_results(searcher.search(args.query, args.size), stdout)
+        print_results(searcher.search(" ".join(args.query), args.size), stdout)
     except BadQuery as exc:
         print(f"search: {exc}", file=stderr)
         return EXIT_ERROR

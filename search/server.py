@@ -24,7 +24,6 @@ comma-separated: a node lost is no error), ``SEARCH_ALIAS`` (default ``symbols``
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import socketserver
@@ -267,9 +266,16 @@ def make(host: str, port: int, app: Any = application) -> WSGIServer:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m search.server", description=__doc__.split("\n")[0])
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
+    from .cli import SearchParser
+
+    parser = SearchParser(prog="python -m search.server",
+                     description="Serve the search endpoint (GET /search?q=TEXT&size=N, "
+                     "/__heartbeat__, /__lbheartbeat__) over HTTP, with the standard library's "
+                     "wsgiref; one access-log line per request.")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000,
+                        help="port (default 8000; 0: any free port)")
     parser.add_argument("--es-log-level", default="ERROR",
                         help="level of the Elasticsearch client's own log (default ERROR; INFO "
                              "logs each request to Elasticsearch, WARNING each retry)")

@@ -303,7 +303,13 @@ def configtest(settings: Settings, jobs: list[Job], out: TextIO) -> int:
     print(f"database: {settings.database.target} (password "
           f"{'set' if settings.database.password else 'not set'})", file=out)
     print("settings (value, where from; a job's options when set):", file=out)
-    for name, value, origin in effective_lines(runner_options(), (), settings.sources):
+    lines = list(effective_lines(runner_options(), (), settings.sources))
+    shown = {(name, value, origin) for name, value, origin in lines}
+    for name, value, origin in lines:
+        # resource.postgresql.X is listed once, as crontabber.X, when that takes its value
+        section, _, option = name.rpartition(".")
+        if section == "resource.postgresql" and (f"crontabber.{option}", value, origin) in shown:
+            continue
         print(f"  {name} = {value}  [{origin}]", file=out)
     for job in jobs:
         for name, value, origin in effective_lines(job_options(job.cls), job.namespace,

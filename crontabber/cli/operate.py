@@ -18,7 +18,7 @@ from ..config.settings import Settings
 from ..errors import ConfigurationError, JobPaused, MuteInForce
 from ..formats import day_text, minute_text, one_line, utc_text
 from ..overrides import check_pause
-from ..scheduling import next_run_after, parse_day, parse_until, pause_active, rerun_dates
+from ..scheduling import dependency_block, next_run_after, parse_day, parse_until, pause_active, rerun_dates
 from ..state import JobState
 from ..store import StateStore
 from .common import Context, terminate_on_sigterm
@@ -250,6 +250,7 @@ def rerun(ctx: Context) -> int:
     if not dates:
         raise ConfigurationError("--date/--to", f"no interval of {job.app_name} starts between "
                                  f"{first} and {last} before now")
+    _warn_blocked(ctx, job)
     if args.dry_run:
         print(f"{job.app_name}: --rerun would run {len(dates)} interval(s), oldest first "
               "(nothing ran):", file=out)
@@ -285,6 +286,17 @@ def rerun(ctx: Context) -> int:
           "unchanged:", file=out)
     print("\n".join(done), file=out)
     return ExitCode.OK
+
+
+def _warn_blocked(ctx: Context, job: Job) -> None:
+    """One warning line when a tick would not run ``job`` now because of its parents (one
+    failing, say): a rerun goes on, but may work from what the parent did not produce."""
+    if not job.depends_on:
+        return
+    why = dependency_block(job.depends_on, ctx.store.states(), ctx.store.now())
+    if why is not None:
+        print(f"{job.app_name}: warning: {one_line(why)} (a tick would skip {job.app_name} "
+              "now); the rerun goes on, but its data may be incomplete", file=ctx.out)
 
 
 def _planner(settings: Settings, job: Job) -> Callable[[dt.datetime], str | None]:

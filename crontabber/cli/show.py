@@ -12,6 +12,7 @@ import os
 from typing import TextIO
 
 from .. import jsonout, render, views
+from ..catalog import find_job
 from ..errors import ConfigurationError, RunNotFound
 from ..inspection import job_runs, job_views_now, known_name, one_run
 from ..leases import Beats
@@ -46,7 +47,20 @@ def list_jobs(ctx: Context) -> int:
     lines = (render.wide_table(found, now, beats) if args.wide
              else render.list_table(found, now, _width(out), beats))
     print("\n".join(lines), file=out)
+    _database_line(ctx)
     return 0
+
+
+def _offset(ctx: Context, app_name: str) -> dt.timedelta:
+    """The configured job's ``data_offset`` (none for a ghost): its intervals as processed."""
+    job = find_job(ctx.jobs, app_name)
+    return getattr(job.cls, "data_offset", render.NO_OFFSET) if job is not None else render.NO_OFFSET
+
+
+def _database_line(ctx: Context) -> None:
+    """The last line of a table: which database it was read from (an environment variable
+    may point a shell at another one than the INI file names)."""
+    print(f"database: {ctx.settings.database.target}", file=ctx.out)
 
 
 def history(ctx: Context) -> int:
@@ -61,7 +75,9 @@ def history(ctx: Context) -> int:
             jsonout.emit(found.as_json(), out)
         else:
             print("\n".join(render.run_rows_table(found.runs, found.now, found.is_backfill,
-                                                  _width(out))), file=out)
+                                                  _width(out), _offset(ctx, found.app_name))),
+                  file=out)
+            _database_line(ctx)
         return 0
     limit = DEFAULT_LIMIT if args.limit is None else args.limit
     found = job_runs(settings, jobs, store, args.history, limit)
@@ -71,12 +87,15 @@ def history(ctx: Context) -> int:
         return 0
     if not runs:
         print(f"{app_name}: no runs in the run log (crontabber_log)", file=out)
+        _database_line(ctx)
         return 0
-    print("\n".join(render.history_table(runs, now, found.is_backfill, _width(out))), file=out)
+    print("\n".join(render.history_table(runs, now, found.is_backfill, _width(out),
+                                          _offset(ctx, app_name))), file=out)
     if found.is_backfill:
         print(f"(a backfill job: --history {app_name} --run RUN lists a run's intervals)", file=out)
     if found.more:
         print(f"(older runs not shown: --limit {limit * 2})", file=out)
+    _database_line(ctx)
     return 0
 
 
@@ -142,7 +161,8 @@ def logs(ctx: Context) -> int:
         jsonout.emit(record.as_json(), out)
         return 0
     now = store.now()
-    print("\n".join(render.output_report(record, now, _gone(ctx, record, now))), file=out)
+    print("\n".join(render.output_report(record, now, _gone(ctx, record, now),
+                                                _offset(ctx, record.app_name))), file=out)
     return 0
 
 

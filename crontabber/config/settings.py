@@ -218,12 +218,12 @@ class Sources:
                 return value
         return NO_VALUE
 
-    def origin(self, path: tuple[str, ...], option: Option) -> str:
+    def origin(self, path: tuple[str, ...], option: Option, follow: bool = True) -> str:
         """Where ``path.option``'s effective value comes from: ``command line``,
         ``environment VARIABLE``, ``INI file PATH`` or ``default`` (following
-        ``reference_value_from`` as :meth:`value` does)."""
+        ``reference_value_from`` as :meth:`value` does, unless not ``follow``)."""
         paths = [path]
-        if option.reference_value_from:
+        if option.reference_value_from and follow:
             paths.append(tuple(option.reference_value_from.split(".")))
         cli, environ, ini = self._sources
         for where in paths:
@@ -238,15 +238,35 @@ class Sources:
                 return f"INI file {self.conf_path}"
         return "default"
 
+    def ini_value(self, path: tuple[str, ...], option: Option) -> Any:
+        """The raw value the INI file gives ``path.option`` (following
+        ``reference_value_from``), or ``NO_VALUE``: what an environment variable or the
+        command line may have overridden."""
+        ini = self._sources[2]
+        paths = [path]
+        if option.reference_value_from:
+            paths.append(tuple(option.reference_value_from.split(".")))
+        for where in paths:
+            raw = ini.get(option.name, namespace=list(where))
+            if raw is not NO_VALUE:
+                return raw
+        return NO_VALUE
+
+    def raw_value(self, path: tuple[str, ...], option: Option) -> Any:
+        """The raw string that sets ``path.option`` (following ``reference_value_from``),
+        or ``NO_VALUE``."""
+        raw = self.raw(path, option.name)
+        if raw is NO_VALUE and option.reference_value_from:
+            raw = self.raw(tuple(option.reference_value_from.split(".")), option.name)
+        return raw
+
     def value(self, path: tuple[str, ...], option: Option) -> Any:
         """The parsed value of an option, following ``reference_value_from``.
 
         Raises:
             ConfigurationError: naming the option when its value does not parse.
         """
-        raw = self.raw(path, option.name)
-        if raw is NO_VALUE and option.reference_value_from:
-            raw = self.raw(tuple(option.reference_value_from.split(".")), option.name)
+        raw = self.raw_value(path, option)
         if raw is NO_VALUE:
             return option.default
         try:
@@ -468,18 +488,32 @@ def effective_lines(
     namespace: Namespace, prefix: tuple[str, ...], sources: Sources, defaults: bool = True
 ) -> Iterator[tuple[str, str, str]]:
     """``(dotted name, effective value, where it came from)`` for every option (secrets
-    masked, URLs' passwords redacted); without ``defaults``, only the options set somewhere."""
+    masked, URLs' passwords redacted); where it came from names the INI file's value it
+    overrode, if any (``environment RESOURCE_POSTGRESQL_DBNAME, over 'crontabber' in the INI
+    file``). Without ``defaults``, only the options set for their own name (not only
+    through the option they take their value from, listed once under its own name)."""
     from ..redaction import redact, redact_url_paths
 
     for path, option in namespace.walk(prefix):
-        origin = sources.origin(path, option)
-        if origin == "default" and not defaults:
+        if not defaults and sources.origin(path, option, follow=False) == "default":
             continue
         value = sources.value(path, option)
         shown = (MASK if value else NOT_SET) if option.secret else redact(repr(_as_written(value)))
         if option.url_paths_secret:
             shown = redact_url_paths(shown)
-        yield ".".join([*path, option.name]), shown, origin
+        yield ".".join([*path, option.name]), shown, _origin_text(sources, path, option)
+
+
+def _origin_text(sources: Sources, path: tuple[str, ...], option: Option) -> str:
+    """:meth:`Sources.origin`, with the INI file's value it overrode when it did."""
+    from ..redaction import redact
+
+    origin = sources.origin(path, option)
+    ini = sources.ini_value(path, option)
+    if ini is NO_VALUE or origin.startswith("INI file") or ini == sources.raw_value(path, option):
+        return origin
+    overrode = "a value" if option.secret else redact(repr(ini))
+    return f"{origin}, over {overrode} in the INI file"
 
 
 def _as_written(value: Any) -> Any:

@@ -14,6 +14,8 @@ from jobs import SQL_DIR, defaults
 # The work (consume, reports, store) is imported in run(): a cron tick where
 # these jobs are not due must not pay for it.
 
+# A report run for day D reports the UTC day before it (complete by then).
+REPORT_OFFSET = dt.timedelta(days=-1)
 
 
 class _StoreApp(BaseCronApp):
@@ -84,6 +86,7 @@ class MissingSymbolsReportCronApp(_StoreApp):
     app_name = "missing-symbols-report"
     app_description = "daily CSV of missing symbols to the symbols bucket"
     depends_on = ["missing-symbols"]
+    data_offset = REPORT_OFFSET  # --history shows the report days, not the run dates
     required_config = Namespace()
     required_config.add_option("symbols_bucket", default=defaults.SYMBOLS_BUCKET,
                                doc="bucket of the reports")
@@ -116,7 +119,7 @@ def _planned(app: "MissingSymbolsReportCronApp", date: dt.datetime) -> str:
 
 def report_day(date: dt.datetime) -> dt.date:
     """The day a run at ``date`` reports: the UTC day before it (complete by then)."""
-    return (date.astimezone(dt.timezone.utc) - dt.timedelta(days=1)).date()
+    return (date.astimezone(dt.timezone.utc) + REPORT_OFFSET).date()
 
 
 @using_postgres()

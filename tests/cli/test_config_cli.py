@@ -138,3 +138,28 @@ def test_audit_ghosts_says_when_there_are_none(cli):
     done = cli.run("--audit-ghosts")
     assert done.returncode == 0
     assert done.stdout.splitlines() == ["No ghosts: every job in the state database is configured."]
+
+
+def test_configtest_lists_the_database_once_and_says_what_the_environment_overrode(cli):
+    """Trial #16: ``crontabber.dbname`` and ``resource.postgresql.dbname`` were listed apart
+    (and again under each job), and nothing said that RESOURCE_POSTGRESQL_DBNAME overrode the
+    INI file's ``dbname=oncall_scratch``; --list-jobs and --history did not say which database
+    they read."""
+    crontab = cli.crontab
+    crontab.configure(["BasicJob|1d"], extra="[resource]\n    [[postgresql]]\n"
+                      "        dbname=oncall_scratch\n        password=not-this-one\n")
+    done = cli.run("--configtest")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    dbname = [line for line in lines if line.split(" = ")[0].endswith(".dbname")]
+    assert dbname == [f"  crontabber.dbname = {crontab.database.dbname!r}  [environment "
+                      "RESOURCE_POSTGRESQL_DBNAME, over 'oncall_scratch' in the INI file]"], lines
+    (password,) = [line for line in lines if line.split(" = ")[0].endswith(".password")]
+    assert password.endswith("[environment RESOURCE_POSTGRESQL_PASSWORD, over a value in the "
+                             "INI file]") and "not-this-one" not in done.stdout
+    assert not [line for line in lines if "resource.postgresql." in line]
+    target = f"database: {crontab.database.target}"
+    assert cli.run().returncode == 0
+    for command in (("--list-jobs",), ("--history", "basic-job")):
+        shown = cli.run(*command)
+        assert shown.returncode == 0 and shown.stdout.splitlines()[-1] == target, shown.stdout

@@ -60,3 +60,25 @@ def test_a_bad_configuration_or_database_is_one_line(cli):
                            "--refresh", "0"], env=cli.env, cwd=REPO, capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 1 and "--refresh" in done.stderr
+
+
+def test_a_busy_port_and_a_misspelled_option_are_one_line_each(cli):
+    """Trial #16: a busy port said only ``[Errno 98] Address already in use``; ``--prot``
+    got no "did you mean"."""
+    cli.crontab.configure(["BasicJob|1d"])
+    argv = [sys.executable, "-m", "dashboard", f"--admin.conf={cli.crontab.ini}"]
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = subprocess.run([*argv, "--port", str(port)], env=cli.env, cwd=REPO,
+                              capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (f"python -m dashboard: --host/--port: 127.0.0.1:{port} is already in "
+                           "use (another process listens there): --port N picks another, 0 any "
+                           "free one\n")
+    done = subprocess.run([*argv, "--prot", "8100"], env=cli.env, cwd=REPO, capture_output=True,
+                          text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (1, "python -m dashboard: the command line: "
+                                              "unrecognized argument '--prot' (did you mean "
+                                              "--port?)\n")

@@ -24,10 +24,11 @@ def test_list_jobs_in_a_pipe_fits_100_columns_and_filters(cli):
     realistic_fleet(cli.crontab)
     done = cli.run("--list-jobs")
     lines = done.stdout.splitlines()
-    assert done.returncode == 0 and done.stderr == "" and len(lines) == 8
+    assert done.returncode == 0 and done.stderr == "" and len(lines) == 9
+    assert lines[-1] == f"database: {cli.crontab.database.target}", lines[-1]
     assert max(map(len, lines)) <= 100 and any(len(line) == 100 for line in lines)
     done = cli.run("--list-jobs", "prune-s3", "process-uploads")
-    assert [line.split()[:3] for line in done.stdout.splitlines()[1:]] == [
+    assert [line.split()[:3] for line in done.stdout.splitlines()[1:-1]] == [
         ["process-uploads", "5m", "running"], ["prune-s3", "1d@05:00", "paused"]]
     done = cli.run("--list-jobs", "prune-s4")
     assert done.returncode == 1 and done.stdout == ""

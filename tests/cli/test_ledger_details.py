@@ -12,6 +12,7 @@ from crontabber.formats import took
 from tests.cli.test_abandoned_runs import killed_run
 from tests.cli.test_cli import wait_for
 from tests.cli.test_leases import slow_job
+from tests.cli.test_run_ledger import chatty, ledger
 
 
 def took_text(seconds: float) -> str:
@@ -53,3 +54,23 @@ def test_an_abandoned_runs_duration_is_said_one_way(cli):
     table = cli.run("--history", "slow-job").stdout
     (line,) = [line for line in table.splitlines() if f" {run_id} " in line and "abandoned" in line]
     assert f" {took}+ " in line, table
+
+
+def test_a_run_killed_in_its_first_seconds_keeps_what_it_printed(cli):
+    """The output is saved a second after it is printed, not only with the next heartbeat
+    (30 s): a runner killed with -9 three seconds in leaves its lines for --logs."""
+    chatty(cli, sleep=60)
+    holder = cli.spawn()  # the default heartbeat: 30 s
+    wait_for(lambda: cli.crontab.calls("chatty"))
+    run_id = cli.crontab.state("chatty").run_id
+    wait_for(lambda: "chatty: sleeping" in ledger(cli)[0]["output"], timeout=8)
+    holder.kill()
+    holder.communicate(timeout=20)
+    chatty(cli, sleep=0)
+    assert cli.run("--release", "chatty", "--reason", "test").returncode == 0
+    logs = cli.run("--logs", "chatty", "--run", str(run_id))
+    assert logs.returncode == 0, logs.stderr
+    assert ": abandoned" in logs.stdout.splitlines()[0], logs.stdout
+    for said in ("chatty stdout line 2", "chatty child stderr", "chatty: sleeping"):
+        assert said in logs.stdout, logs.stdout
+    assert "nothing logged or printed was kept" not in logs.stdout

@@ -64,3 +64,31 @@ def test_a_forced_run_is_the_jobs_health_both_ways(cli):
     assert cli.run("--job", "basic-job").returncode == 0
     assert cli.run("--job", "basic-job", "--force").returncode == 0
     assert cli.crontab.state("basic-job").error_count == 0
+
+
+def test_a_rerun_warns_of_a_failing_parent_and_shows_the_days_it_covered(cli):
+    """Trial #16: ``--rerun missing-symbols-report`` while ``missing-symbols`` failed ran
+    without a word, and its INTERVALS (--history, --history --run, --logs) were the run
+    dates (19th-25th), not the report days (18th-24th) that --dry-run names."""
+    crontab = cli.crontab
+    crontab.configure(["TroubleJob|1d", "DailyReportJob|1d"])
+    assert cli.run().returncode == 0  # trouble fails; daily-report waits for it
+    assert crontab.state("trouble").error_count == 1
+    today = crontab.now().astimezone(dt.timezone.utc).date()
+    first, last = today - 7 * DAY, today - DAY
+    done = cli.run("--rerun", "daily-report", "--reason", "test", "--date", f"{first}",
+                   "--to", f"{last}")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == (
+        "daily-report: warning: 'trouble' errored last time it ran (a tick would skip "
+        "daily-report now); the rerun goes on, but its data may be incomplete")
+    assert f"UTC: reported {last - DAY}" in done.stdout
+    covered = f"{first - DAY}..{last - DAY} (7)"
+    (row,) = [line for line in cli.run("--history", "daily-report").stdout.splitlines()
+              if " rerun " in line]
+    assert covered in row, row
+    run_id = row.split()[4]
+    rows = cli.run("--history", "daily-report", "--run", run_id).stdout.splitlines()[1:-1]
+    assert [row.split()[6] for row in rows] == [f"{last - n * DAY}" for n in range(1, 8)]
+    logs = cli.run("--logs", "daily-report", "--run", run_id)
+    assert f"intervals: {covered}" in logs.stdout, logs.stdout

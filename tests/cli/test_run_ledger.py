@@ -73,7 +73,7 @@ def test_a_success_stores_and_prints_the_jobs_summary(cli):
     assert cli.crontab.sql("SELECT summary FROM crontabber_log WHERE app_name = 'chatty'") == [
         {"summary": "said 2 lines"}]
     history = cli.run("--history", "chatty")
-    header, line = history.stdout.splitlines()
+    header, line, _ = history.stdout.splitlines()
     assert header.split() == ["STARTED", "(UTC)", "TOOK", "BY", "RUN", "KIND", "OUTCOME", "DETAIL"]
     assert line.split()[5:] == ["forced", "ok", "said", "2", "lines"]
 
@@ -152,14 +152,14 @@ def test_a_rerun_of_many_intervals_is_one_line_of_history(cli):
     assert said[0].endswith(f" UTC: recorded the day of {start}")
     history = cli.run("--history", "foo-backfill", "--limit", "1")
     lines = history.stdout.splitlines()
-    assert history.returncode == 0 and len(lines) == 4, history.stdout  # header, run, 2 notes
+    assert history.returncode == 0 and len(lines) == 5, history.stdout  # header, run, 2 notes, database
     assert lines[1].split()[5:9] == ["rerun", "ok", f"{start}..{first}", "(41)"]
     assert lines[1].split()[9].startswith("rec") and len(lines[1]) <= 100  # cut to fit
     document = json.loads(cli.run("--history", "foo-backfill", "--limit", "1", "--json").stdout)
     assert document["runs"][0]["summary"] == f"recorded the day of {first}"
     assert document["runs"][0]["kind"] == "rerun" and len(document["runs"][0]["entries"]) == 41
     rows = cli.run("--history", "foo-backfill", "--run", str(rerun["run_id"]))
-    assert rows.returncode == 0 and len(rows.stdout.splitlines()) == 42
+    assert rows.returncode == 0 and len(rows.stdout.splitlines()) == 43
 
 
 def test_the_dashboard_job_page_shows_the_last_runs_output(cli):

