@@ -14,6 +14,7 @@ and the mode's handler called with one :class:`~crontabber.cli.common.Context`. 
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import logging
 import os
@@ -288,6 +289,7 @@ def dispatch(mode: str, args: argparse.Namespace, rest: list[str], stdout: TextI
     store = open_store(settings.database, schema_dirs(jobs))
     try:
         handler = handler_for(mode)
+        resume_collection()
         try:
             return handler(Context(settings, jobs, store, args, stdout, catalog.broken))
         except (CrontabberError, KeyboardInterrupt, Terminated) as exc:
@@ -296,6 +298,16 @@ def dispatch(mode: str, args: argparse.Namespace, rest: list[str], stdout: TextI
             raise
     finally:
         store.close()
+
+
+def resume_collection() -> None:
+    """Turn the garbage collector back on if ``python -m crontabber`` started with it off
+    (crontabber/__main__.py), what was built so far moved out of its sight first: the
+    modules, settings and jobs' classes live as long as the process (and a job's forked
+    child shares their pages untouched)."""
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
 
 
 def configtest(settings: Settings, jobs: list[Job], out: TextIO) -> int:
