@@ -22,9 +22,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .command import EXIT_CODES, ExitCode, command_parser, exit_codes_text, exit_quietly, run_command
+    from .command import EXIT_CODES, ExitCode, exit_codes_text, exit_quietly, run_command
     from .failures import describe as describe_failure
     from .formats import one_line, printable, utc_text
+    from .parsing import command_parser
 
 __version__ = "1.0.0a1"
 
@@ -35,7 +36,7 @@ __all__ = ["EXIT_CODES", "ExitCode", "command_parser", "describe_failure", "exit
 _EXPORTS = {
     "EXIT_CODES": ("command", "EXIT_CODES"),
     "ExitCode": ("command", "ExitCode"),
-    "command_parser": ("command", "command_parser"),
+    "command_parser": ("parsing", "command_parser"),
     "exit_codes_text": ("command", "exit_codes_text"),
     "exit_quietly": ("command", "exit_quietly"),
     "run_command": ("command", "run_command"),
