@@ -282,7 +282,7 @@ def help_epilog(argv: list[str]) -> str:
 def main(argv: list[str], stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:
     """Run the command line; return the exit code."""
     try:
-        args, rest = _parse(argv)
+        args, rest = _parse_command_line(argv)
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
     except ConfigurationError as exc:
@@ -303,7 +303,7 @@ def main(argv: list[str], stdout: TextIO = sys.stdout, stderr: TextIO = sys.stde
         return exit_code_for(exc)
 
 
-def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+def _parse_command_line(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     """The parsed options and the rest (the overrides): a plain tick's without argparse."""
     plain = plain_tick(argv)
     if plain is not None:
