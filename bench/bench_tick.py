@@ -1,7 +1,8 @@
 """A cron tick with nothing due: ``python -m crontabber`` vs ``python -c "import psycopg2"``.
 
 cron starts the runner on every host every few minutes, so an idle tick must
-be cheap. Goal (issue #3): wall time and peak memory at most 3x the baseline.
+be cheap. Goal: wall time at most 2x the baseline (issue #36, item 4; 3x before, issue #3),
+peak memory at most 3x (issue #3).
 The tick uses the repository's real ``crontabber.ini`` (so every configured
 job's module is imported, as in production) on its own database, after one
 run that leaves nothing due.
@@ -109,10 +110,37 @@ def run(rounds: int) -> list[Comparison]:
         "0.99x the tick of the session before (the cli/ and config/ packages cost nothing "
         "measurable). Take the figure with Elasticsearch and s3proxy stopped (the tick needs "
         "only PostgreSQL; their JVMs' background work moves the ratio by a few hundredths).",
+        "Issue #36 item 4 (2026-11-26; goal 2x, ratio >= 0.5), paired runs on a loaded 2-core "
+        "machine (medians of 15, interleaved): the tick 111 -> ~97 ms wall and 100 -> ~85 ms "
+        "CPU, psycopg2 36 ms (ratio 0.32 -> ~0.38); take the table's figure from a quiet "
+        "machine. What changed: (1) no garbage collection while the tick starts and exits "
+        "(crontabber/__main__.py turns it off, the dispatcher freezes what was built and turns "
+        "it on before the mode's handler, __main__ freezes again before the exit): the "
+        "collector's passes over the start-up's long-lived objects, and the interpreter's at "
+        "exit, were ~15 ms (the exit alone 16 -> 5 ms); (2) a plain tick's command line "
+        "(--admin.conf FILE) is read without argparse, gettext and locale (crontabber.parsing "
+        "holds argparse's side; any other command line goes to argparse as before): ~4 ms; "
+        "(3) everett.manager is not imported (parse_bool, the upper-case key and the command "
+        "line's source are local, tested against everett's) and the environment is copied "
+        "once instead of 1,420 os.environ look-ups. Counts (python -X importtime, min of 7 "
+        "runs; sys.modules at exit): 167 -> 162 modules (python -c 'import psycopg2': 82), "
+        "regexes compiled 54 -> 45, dataclasses built 23 -> 23, sum of the modules' own import "
+        "time 72.6 -> 64.6 ms; top cumulative before: crontabber.cli 47.8, catalog 43.1, "
+        "config.settings 32.2, store 20.6, psycopg2 16.9, crontabber (the package, with "
+        "crontabber.command) 16.3, dataclasses 5.9, logging 5.9, scheduling 5.7, inspect 5.2, "
+        "argparse 4.8, state 3.6, runpy 3.6 ms; after: argparse gone, everett.manager gone, "
+        "inspect still there through dataclasses (5.0 + 4.2 ms); the package's own line drops "
+        "to 5.9 ms only because its exports now load lazily (crontabber.command is imported "
+        "by crontabber.cli instead). A rough python -m bench tick --rounds 10 on the loaded "
+        "machine: 0.118 s vs 0.041 s, ratio 0.35. Not "
+        "done yet, in order of size: the 23 dataclasses built at import (~5 ms of building and "
+        "the inspect import they bring), configobj's import-time regexes (~2.5 ms, its own "
+        "class body), logging's import (jobs use it at module top), and the four statements "
+        "of an idle tick (schema version; clock and state; the host's tick; the alerts).",
     ]
     return [
         Comparison("idle tick", "wall time", "s", Sample("ours", ours_t), Sample(label, base_t),
-                   higher_is_better=False, goal="ours <= 3x baseline (ratio >= 0.33)",
+                   higher_is_better=False, goal="ours <= 2x baseline (ratio >= 0.5)",
                    notes=notes),
         Comparison("idle tick", "peak RSS", "MiB", Sample("ours", memory["ours"][skip:]),
                    Sample(label, memory["baseline"][skip:]), higher_is_better=False,

@@ -11,13 +11,47 @@ one table of exit codes, ``--admin.conf`` and the ``--crontabber.class-X.opt=val
 overrides, one-line errors (:mod:`crontabber.formats`: ``one_line``, ``printable``,
 ``utc_text``); ``describe_failure``: an error in one line naming the service
 and its address.
+
+The names exported here load on first use (PEP 562): ``python -m crontabber`` imports this
+package before its ``__main__`` can turn the garbage collector off for the start-up.
 """
 
-from .command import EXIT_CODES, ExitCode, command_parser, exit_codes_text, exit_quietly, run_command
-from .failures import describe as describe_failure
-from .formats import one_line, printable, utc_text
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .command import EXIT_CODES, ExitCode, exit_codes_text, exit_quietly, run_command
+    from .failures import describe as describe_failure
+    from .formats import one_line, printable, utc_text
+    from .parsing import command_parser
 
 __version__ = "1.0.0a1"
 
 __all__ = ["EXIT_CODES", "ExitCode", "command_parser", "describe_failure", "exit_codes_text",
            "exit_quietly", "one_line", "printable", "run_command", "utc_text", "__version__"]
+
+#: Each exported name: (its module, its name there).
+_EXPORTS = {
+    "EXIT_CODES": ("command", "EXIT_CODES"),
+    "ExitCode": ("command", "ExitCode"),
+    "command_parser": ("parsing", "command_parser"),
+    "exit_codes_text": ("command", "exit_codes_text"),
+    "exit_quietly": ("command", "exit_quietly"),
+    "run_command": ("command", "run_command"),
+    "describe_failure": ("failures", "describe"),
+    "one_line": ("formats", "one_line"),
+    "printable": ("formats", "printable"),
+    "utc_text": ("formats", "utc_text"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """An exported name, imported from its module on first use."""
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, attribute = _EXPORTS[name]
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
+    globals()[name] = value
+    return value

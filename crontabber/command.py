@@ -3,22 +3,22 @@
 One table of exit codes (:class:`ExitCode`, :data:`EXIT_CODES`), the one mapping of
 exceptions to them (:func:`exit_code_for`), the ``--namespace.option=value`` overrides
 (:func:`split_overrides`), and for the jobs' commands (``python -m jobs.uploads``,
-``jobs.prune``, ``jobs.missing_symbols``) a parser with ``--admin.conf`` and the table in its
-``--help`` (:func:`command_parser`) and a main that turns every error into one line on stderr
+``jobs.prune``, ``jobs.missing_symbols``) a main that turns every error into one line on stderr
 and its exit code (:func:`run_command`). Jobs import it through :mod:`crontabber`'s public
 surface.
 
-Kept light (argparse and the error tree): the runner imports it on every cron tick.
+Kept light (the error tree): the runner imports it on every cron tick. argparse's side (the
+parser of every command, its ``--help``) is :mod:`crontabber.parsing`, which a plain tick
+does not import.
 """
 
 from __future__ import annotations
 
-import argparse
 import enum
 import logging
 import os
 import sys
-from typing import Callable, Mapping, NoReturn, Sequence, TextIO
+from typing import TYPE_CHECKING, Callable, Mapping, NoReturn, Sequence, TextIO
 
 from .errors import (
     CodeOlderThanSchema,
@@ -32,6 +32,9 @@ from .errors import (
     Terminated,
 )
 from .formats import one_line
+
+if TYPE_CHECKING:
+    import argparse
 
 logger = logging.getLogger(__name__)
 
@@ -145,86 +148,12 @@ def split_overrides(rest: Sequence[str]) -> dict[str, str]:
     return overrides
 
 
-class CommandParser(argparse.ArgumentParser):
-    """An argparse parser whose mistakes are :class:`ConfigurationError` (one line,
-    exit 1) rather than argparse's usage and exit 2 (2 means "locked" here). Its
-    subcommands' parsers are of this class too."""
-
-    def error(self, message: str) -> NoReturn:
-        raise ConfigurationError("the command line", message)
-
-    def parse_known_args(  # type: ignore[override]
-        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
-    ) -> tuple[argparse.Namespace, list[str]]:
-        """argparse's, refusing a misspelled option at once, with the closest one it has
-        (``--prot``: did you mean --port?); ``--namespace.option=value`` overrides are left
-        in the rest for :func:`split_overrides`."""
-        parsed, rest = super().parse_known_args(args, namespace)
-        for item in rest:
-            name = item.split("=", 1)[0]
-            if name.startswith("--") and "." not in name:
-                known = [flag for action in self._actions for flag in action.option_strings]
-                self.error(f"unrecognized argument {item!r}{did_you_mean(name, known)}")
-        return parsed, rest
-
-
-def did_you_mean(name: str, known: Sequence[str]) -> str:
-    """`` (did you mean --port?)`` when one of the ``known`` options is close to ``name``,
-    else ``""`` (argparse does not guess before Python 3.12)."""
-    import difflib
-
-    found = difflib.get_close_matches(name, [flag for flag in known if flag.startswith("--")],
-                                      n=1, cutoff=0.6)
-    return f" (did you mean {found[0]}?)" if found else ""
-
-
-def _terminal_columns() -> int:
-    """The terminal's width as ``shutil.get_terminal_size`` finds it (``COLUMNS``,
-    then standard output's terminal, then 80), without importing shutil."""
-    try:
-        columns = int(os.environ.get("COLUMNS", "0"))
-    except ValueError:
-        columns = 0
-    if columns <= 0:
-        try:
-            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
-        except (AttributeError, ValueError, OSError):
-            columns = 80
-    return columns or 80
-
-
-class Formatter(argparse.RawDescriptionHelpFormatter):
-    """argparse's formatter (descriptions and epilogs kept as written), sized by
-    :func:`_terminal_columns`.
-
-    argparse builds a formatter for every ``add_argument``, and the default one
-    imports shutil (with lzma and bz2) to size itself: ~4 ms of every cron tick.
-    """
-
-    def __init__(self, prog: str) -> None:
-        super().__init__(prog, width=_terminal_columns() - 2)
-
-
-def command_parser(prog: str, description: str) -> CommandParser:
-    """The parser of a job's operator command: ``--admin.conf=FILE``, the overrides
-    (``--crontabber.class-X.opt=value``, any position, left to :func:`run_command`)
-    and the exit-code table in ``--help``. Add the subcommands to it."""
-    parser = CommandParser(
-        prog=prog, description=description,
-        epilog="options: --crontabber.class-CLASS.OPTION=VALUE (and any runner option) override "
-               "crontabber.ini, as for python -m crontabber; --logging.level=DEBUG shows "
-               "tracebacks.\n" + exit_codes_text())
-    parser.add_argument("--admin.conf", dest="conf", metavar="FILE", default=None,
-                        help="the INI file (default: ./config/crontabber.ini or ./crontabber.ini)")
-    return parser
-
-
 def error_line(exc: BaseException) -> str:
     """An error's message on one line (its type's name when it has none)."""
     return one_line(str(exc)) or type(exc).__name__
 
 
-Body = Callable[[argparse.Namespace, dict[str, str]], int]
+Body = Callable[["argparse.Namespace", dict[str, str]], int]
 
 
 def run_command(parser: argparse.ArgumentParser, body: Body, argv: Sequence[str] | None = None,

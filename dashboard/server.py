@@ -24,8 +24,9 @@ import time
 from typing import Any, TextIO
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from crontabber.command import CommandParser, split_overrides
+from crontabber.command import split_overrides
 from crontabber.errors import ConfigurationError, CrontabberError
+from crontabber.parsing import CommandParser
 from crontabber.redaction import redact_handlers, secret_values
 
 from .app import DEFAULT_REFRESH, DashboardApp, is_loopback

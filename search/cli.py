@@ -19,7 +19,7 @@ EXIT_PIPE_CLOSED = 141  # the reader of the output went away (| head)
 
 class SearchParser(argparse.ArgumentParser):
     """argparse's, exiting 1 on a mistake and naming the closest option to a misspelled one
-    (as the runner's ``crontabber.command.CommandParser``, which search does not import)."""
+    (as the runner's ``crontabber.parsing.CommandParser``, which search does not import)."""
 
     def error(self, message: str) -> NoReturn:
         """argparse exits 2, which the runner's table keeps for "locked": exit 1."""

@@ -5,7 +5,6 @@ logging setup.
 
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import sys
@@ -20,6 +19,8 @@ from ..runner import Runner, this_host
 from ..store import StateStore
 
 if TYPE_CHECKING:
+    import argparse
+
     from ..alerter import Alerter
     from ..records import AuditEntry
     from ..runner import Reporter

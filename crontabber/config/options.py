@@ -17,9 +17,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-from everett.manager import parse_bool
-
 SECRET_WORDS = ("password", "secret", "dsn", "access_key", "token")
+
+
+def parse_bool(text: str) -> bool:
+    """everett's ``parse_bool`` (``t true yes y 1 on`` / ``f false no n 0 off``, any case),
+    without importing ``everett.manager`` (it imports inspect: ~5 ms of every cron tick).
+
+    Raises:
+        ValueError: anything else.
+    """
+    value = text.lower()
+    if value in ("t", "true", "yes", "y", "1", "on"):
+        return True
+    if value in ("f", "false", "no", "n", "0", "off"):
+        return False
+    raise ValueError(f"{value!r} is not a valid bool value")
 
 
 def parser_for(default: Any) -> Callable[[str], Any]:

@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from everett import NO_VALUE, InvalidValueError
-from everett.manager import ConfigDictEnv, generate_uppercase_key
 
 from ..errors import ConfigurationError
 from ..scheduling import JobEntry, parse_job_entry, split_jobs_list
@@ -171,11 +170,29 @@ def _alert_options(cron: Namespace, alerts: Namespace) -> None:
     alerts.add_option("smtp_tls", False, "TLS from the start (SMTPS)")
 
 
+def uppercase_key(key: str, namespace: list[str] | None = None) -> str:
+    """everett's ``generate_uppercase_key``: ``["crontabber", "class-Foo"], "bucket"`` is
+    ``CRONTABBER_CLASS-FOO_BUCKET`` (empty namespace parts left out)."""
+    return "_".join([*(part for part in namespace or () if part), key]).upper()
+
+
+class CommandLineSource:
+    """everett's ``ConfigDictEnv`` over the command line's overrides: ``--a.b.c=v`` is found
+    as ``A_B_C`` (any case)."""
+
+    def __init__(self, cli: Mapping[str, str]) -> None:
+        self._values = {dotted.replace(".", "_").upper(): v for dotted, v in cli.items()}
+
+    def get(self, key: str, namespace: list[str] | None = None) -> Any:
+        return self._values.get(uppercase_key(key, namespace), NO_VALUE)
+
+
 class EnvironSource:
     """everett source over the process environment, accepting three spellings."""
 
     def __init__(self, environ: Mapping[str, str]) -> None:
-        self._environ = environ
+        # a plain copy: a tick looks up ~750 names, and os.environ encodes each one
+        self._environ = dict(environ)
 
     def get(self, key: str, namespace: list[str] | None = None) -> Any:
         name = self.variable(key, namespace)
@@ -183,7 +200,7 @@ class EnvironSource:
 
     def variable(self, key: str, namespace: list[str] | None = None) -> str | None:
         """The name of the environment variable that sets ``key``, or None."""
-        upper = generate_uppercase_key(key, namespace)
+        upper = uppercase_key(key, namespace)
         dotted = ".".join([*(namespace or []), key])
         for name in (upper.replace("-", "_"), upper, dotted):
             if name in self._environ:
@@ -201,8 +218,7 @@ class Sources:
         self.ini = IniFile(self.conf_path)
         self.cli = dict(cli)
         self.environ = environ
-        cli_env = ConfigDictEnv({dotted.replace(".", "_"): v for dotted, v in cli.items()})
-        self._sources = (cli_env, EnvironSource(environ), IniSource(self.ini))
+        self._sources = (CommandLineSource(cli), EnvironSource(environ), IniSource(self.ini))
 
     def raw(self, path: tuple[str, ...], name: str) -> Any:
         """The raw string set for ``path.name`` anywhere, or ``NO_VALUE``.

@@ -114,3 +114,38 @@ def test_decorators_do_not_leak_options_into_parents():
     names = {".".join([*p, o.name]) for p, o in sample_jobs.FooJob.required_config.walk()}
     assert "greeting" in names and "database.host" in names
     assert "greeting" not in {o.name for _, o in sample_jobs.BarJob.required_config.walk()}
+
+
+@pytest.mark.parametrize("text", ["t", "TRUE", "Yes", "y", "1", "on", "f", "False", "NO", "n",
+                                  "0", "Off", "maybe", "", "2"])
+def test_the_bool_parser_is_everetts(text):
+    """crontabber.config.options.parse_bool stands in for everett's (whose module costs a
+    tick its import of inspect): the same answer, the same error."""
+    from everett.manager import parse_bool as everetts
+
+    from crontabber.config.options import parse_bool
+
+    try:
+        expected: object = everetts(text)
+    except ValueError as exc:
+        expected = str(exc)
+    try:
+        got: object = parse_bool(text)
+    except ValueError as exc:
+        got = str(exc)
+    assert got == expected
+
+
+@pytest.mark.parametrize("key, namespace", [("bucket", ["crontabber", "class-Foo"]), ("dsn", None),
+                                            ("host", []), ("x", ["", "resource", "postgresql"])])
+def test_the_command_line_and_environment_names_are_everetts(key, namespace):
+    from everett.manager import ConfigDictEnv, generate_uppercase_key
+
+    from crontabber.config.settings import CommandLineSource, uppercase_key
+
+    assert uppercase_key(key, namespace) == generate_uppercase_key(key, namespace)
+    dotted = ".".join([*(part for part in namespace or [] if part), key])
+    cli = {dotted: "v", "other.name": "w"}
+    everett_env = ConfigDictEnv({d.replace(".", "_"): v for d, v in cli.items()})
+    assert CommandLineSource(cli).get(key, namespace) == everett_env.get(key, namespace) == "v"
+    assert CommandLineSource(cli).get("nope", namespace) is everett_env.get("nope", namespace)
