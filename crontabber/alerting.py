@@ -24,7 +24,8 @@ The conditions, per job (its rules: ``alert_*`` in ``[crontabber]`` or ``[[class
   told once per entry and error);
 - ``no-host``: no live host may run the job (its ``hosts`` tags: no host that ticked recently
   carries one, or every one that does is drained: :func:`crontabber.placement.no_live_host`);
-  its subject names the tags it needs; it stays open until a live host may run it.
+  its subject names the tags it needs and the run it is due for; it stays open until a live
+  host may run it.
 
 A paused job is muted: no alert opens, resolves or repeats while the pause lasts; so is a job
 inside a maintenance window (``--mute NAME|all``), which does not stop it from running.
@@ -196,7 +197,10 @@ def no_host(watched: Watched) -> Event | None:
     """The ``no-host`` condition: no live host of the fleet may run the job."""
     if not watched.unplaced:
         return None
-    return Event(watched.app_name, "no-host", f"needs {', '.join(watched.hosts)}",
+    # one alert per job and due run: the next episode (after a run) opens a new one
+    due = watched.state.next_run if watched.state is not None else None
+    return Event(watched.app_name, "no-host",
+                 f"needs {', '.join(watched.hosts)}; due {due.isoformat() if due else 'first run'}",
                  f"{watched.app_name}: {watched.unplaced}; it runs nowhere until a host with "
                  "the tag ticks (crontabber.host_tags) or one is undrained (--undrain HOST)",
                  {"hosts": list(watched.hosts), "verdict": watched.unplaced})

@@ -9,9 +9,12 @@ job without it, by any host.
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from .state import FleetHost, JobState
+
+if TYPE_CHECKING:
+    from .records import HostState
 
 
 def parse_tags(text: object) -> tuple[str, ...]:
@@ -61,3 +64,14 @@ def drain_text(host: str, states: Mapping[str, JobState]) -> str:
     if not left:
         return "drained"
     return f"draining: {left} run{'s' if left != 1 else ''} left"
+
+
+def drain_line(host: "HostState", states: Mapping[str, JobState]) -> str:
+    """``host web-1: draining: 2 runs left (until 2026-11-24 06:00 UTC by ops@bastion:
+    kernel patch)``: what ``--list-jobs``, ``--nagios`` and the dashboard say of a drained
+    host."""
+    from .formats import minute_text
+
+    until = f"until {minute_text(host.drain_until)}" if host.drain_until else "until --undrain"
+    return (f"host {host.host}: {drain_text(host.host, states)} ({until} by "
+            f"{host.drained_by or 'an operator'}: {host.drain_reason or 'no reason given'})")
