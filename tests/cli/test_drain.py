@@ -140,13 +140,13 @@ def test_until_ends_a_drain_and_an_unknown_host_is_refused(cli, fleet):
     code, out = crontab.run("--drain", "host-x", "--reason", "typo")
     assert code == 1 and "no host called 'host-x' has ticked; hosts: host-a" in out
     now = crontab.sql("SELECT clock_timestamp() AS now")[0]["now"].astimezone(dt.timezone.utc)
-    until = (now + dt.timedelta(seconds=3)).strftime("%Y-%m-%dT%H:%M:%S")
+    until = (now + dt.timedelta(seconds=8)).strftime("%Y-%m-%dT%H:%M:%S")
     code, out = crontab.run("--drain", "host-a", "--reason", "reboot", "--until", until)
     assert code == 0 and "host-a: drained (until " in out
     make_due(crontab, "basic-job")
     assert fleet.tick("host-a").returncode == 0
     assert runs(crontab) == []
-    time.sleep(max(0.0, 3.5 - (dt.datetime.now(dt.timezone.utc) - now).total_seconds()))
+    time.sleep(max(0.0, 8.5 - (dt.datetime.now(dt.timezone.utc) - now).total_seconds()))
     assert fleet.tick("host-a").returncode == 0  # the drain ran out
     assert runs(crontab) == [("basic-job", "host-a", "succeeded")]
 
@@ -168,7 +168,8 @@ def test_a_tagged_job_runs_only_on_a_host_with_the_tag(cli, fleet):
 def test_a_job_no_live_host_may_run_alerts_and_explain_says_why(cli, fleet):
     crontab = cli.crontab
     receiver = Receiver(bind="0.0.0.0")
-    targets = f"[alerts]\n    targets='''\n        hook webhook http://{fleet.namespaces[1][1]}:{receiver.port}/h\n    '''\n"
+    url = f"http://{fleet.namespaces[1][1]}:{receiver.port}/h"
+    targets = f"[alerts]\n    targets='''\n        hook webhook {url}\n    '''\n"
     crontab.configure(["BasicJob|1d"], extra="    [[class-BasicJob]]\n        hosts=spool\n" + targets)
     try:
         assert fleet.tick("host-a").returncode == 0
