@@ -116,13 +116,15 @@ class Alerter:
             self._rules[app_name] = alert_rules(job, self.settings.sources) if job else AlertRules()
         return self._rules[app_name]
 
-    def watched(self, app_name: str, state: JobState | None) -> Watched:
-        """The job as the plan sees it; when it fails often enough to alert, with what its
-        alert says besides the state (:func:`crontabber.alerting.failing`)."""
+    def watched(self, app_name: str, state: JobState | None, unplaced: str = "") -> Watched:
+        """The job as the plan sees it (``unplaced``: why no live host may run it); when it
+        fails often enough to alert, with what its alert says besides the state
+        (:func:`crontabber.alerting.failing`)."""
         job = self.jobs.get(app_name)
         rules = self.rules(app_name)
         watched = Watched(app_name, state, rules, job.schedule if job else None,
-                          job.is_backfill if job else False)
+                          job.is_backfill if job else False, unplaced=unplaced,
+                          hosts=job.hosts if job else ())
         if state is None or not rules.after_failures or state.error_count < rules.after_failures:
             return watched
         return replace(watched, failed_by=self._failed_by(state), blocks=tuple(
@@ -151,8 +153,10 @@ class Alerter:
 
     # ----------------------------------------------------------------- a tick
 
-    def tick(self, states: Mapping[str, JobState], now: dt.datetime, swept: Swept) -> None:
-        """Evaluate the rules against ``states`` (read at ``now``), open, resolve and repeat
+    def tick(self, states: Mapping[str, JobState], now: dt.datetime, swept: Swept,
+             unplaced: Mapping[str, str] | None = None) -> None:
+        """Evaluate the rules against ``states`` (read at ``now``) and ``unplaced`` (the jobs no
+        live host may run, with why: :func:`crontabber.sweep.unplaced`), open, resolve and repeat
         alerts, and deliver what is due: the claimed notices of the tick's sweep
         (:func:`crontabber.sweep.sweep`) and those this tick made. Never raises for a
         delivery; a database error propagates (the tick reports it)."""
@@ -160,8 +164,10 @@ class Alerter:
         open_alerts = [OpenAlert.from_row(row) for row in open_rows]
         names = {a.app_name for a in open_alerts}
         names |= {name for name in self.jobs if needs_attention(states.get(name), now)}
+        names |= set(unplaced or {})
         try:
-            evaluated = [self.watched(name, states.get(name)) for name in sorted(names)]
+            evaluated = [self.watched(name, states.get(name), (unplaced or {}).get(name, ""))
+                         for name in sorted(names)]
         except ConfigurationError as exc:
             logger.error("alerts not evaluated: %s", exc)
             evaluated = []

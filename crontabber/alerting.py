@@ -21,7 +21,11 @@ The conditions, per job (its rules: ``alert_*`` in ``[crontabber]`` or ``[[class
   its subject the host and the migrations it lacks, so each host is told of once per
   release); so is ``broken-entry`` (a jobs entry whose class does not load: the other jobs
   run; its app name is ``crontabber``, its subject the entry and its error, so the fleet is
-  told once per entry and error).
+  told once per entry and error);
+- ``no-host``: no live host may run the job (its ``hosts`` tags: no host that ticked recently
+  carries one, or every one that does is drained: :func:`crontabber.placement.no_live_host`);
+  its subject names the tags it needs and the run it is due for; it stays open until a live
+  host may run it.
 
 A paused job is muted: no alert opens, resolves or repeats while the pause lasts; so is a job
 inside a maintenance window (``--mute NAME|all``), which does not stop it from running.
@@ -39,7 +43,7 @@ from .scheduling import Schedule, lateness, next_run_after, pause_active
 from .state import JobState
 
 #: The kinds of alert that stay open while their condition lasts.
-LASTING = ("failing", "silent", "late")
+LASTING = ("failing", "silent", "late", "no-host")
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,8 @@ class Watched:
     failed_by: str | None = None
     blocks: tuple[str, ...] = ()
     link: str = ""
+    unplaced: str = ""  # why no live host may run it (crontabber.placement.no_live_host)
+    hosts: tuple[str, ...] = ()  # the tags it needs (its ``hosts`` option)
 
 
 @dataclass(frozen=True)
@@ -211,6 +217,19 @@ def silent(app_name: str, state: JobState | None, rules: AlertRules, now: dt.dat
                  {"due": since, "late_seconds": int(overdue.total_seconds()), "blocker": why})
 
 
+def no_host(watched: Watched) -> Event | None:
+    """The ``no-host`` condition: no live host of the fleet may run the job."""
+    if not watched.unplaced:
+        return None
+    # one alert per job and due run: the next episode (after a run) opens a new one
+    due = watched.state.next_run if watched.state is not None else None
+    return Event(watched.app_name, "no-host",
+                 f"needs {', '.join(watched.hosts)}; due {due.isoformat() if due else 'first run'}",
+                 f"{watched.app_name}: {watched.unplaced}; it runs nowhere until a host with "
+                 "the tag ticks (crontabber.host_tags) or one is undrained (--undrain HOST)",
+                 {"hosts": list(watched.hosts), "verdict": watched.unplaced})
+
+
 def muted(app_name: str, mutes: Mapping[str, dt.datetime], now: dt.datetime) -> bool:
     """Whether a maintenance window (the job's own, or ``*``) is in force at ``now``."""
     return any(until > now for scope, until in mutes.items() if scope in (app_name, "*"))
@@ -234,7 +253,7 @@ def plan(jobs: Iterable[Watched], open_alerts: Iterable[OpenAlert],
             continue  # muted: nothing opens, ends or repeats while paused or in a window
         why = functools.partial(blocker, app_name)
         found = [e for e in (failing_of(watched), silent(app_name, state, rules, now, why),
-                             late(watched, now, why)) if e is not None]
+                             late(watched, now, why), no_host(watched)) if e is not None]
         current = {e.key for e in found}
         opened = {a.key: a for a in by_job.pop(app_name, [])}
         ended = [a for key, a in opened.items() if key not in current]
@@ -267,7 +286,7 @@ def held_back(jobs: Iterable[Watched], now: dt.datetime, mutes: Mapping[str, dt.
             continue
         found += [e for e in (failing_of(watched),
                               silent(watched.app_name, watched.state, watched.rules, now),
-                              late(watched, now)) if e is not None]
+                              late(watched, now), no_host(watched)) if e is not None]
     return found
 
 
@@ -324,6 +343,8 @@ def recovery(alert: OpenAlert, state: JobState | None, now: dt.datetime) -> Even
                          "below alert_after_failures now; no success since")
         else:
             how = ended
+    elif alert.kind == "no-host":
+        how = "a live host may run it again"
     else:
         how = f"ran at {utc_text(state.last_run)}" if state.last_run else "no longer late"
     if state is not None and state.success_marked:

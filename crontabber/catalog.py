@@ -26,6 +26,7 @@ from .config.names import KnownNames, check_names, check_sections, environment_n
 from .config.options import DotDict, Namespace
 from .config.settings import Settings, Sources, runner_options
 from .errors import ConfigurationError
+from .placement import parse_tags
 from .scheduling import (
     JobEntry,
     Schedule,
@@ -46,6 +47,7 @@ class Job:
     entry: JobEntry
     schedule: Schedule
     depends_on: tuple[str, ...]
+    hosts: tuple[str, ...] = ()  # its ``hosts`` option: the tags of the hosts that may claim it
 
     @property
     def class_path(self) -> str:
@@ -153,6 +155,8 @@ def job_options(cls: type) -> Namespace:
                     reference_value_from="crontabber")
     base.add_option("alert_to", "", "target names, comma-separated (empty: every target)",
                     reference_value_from="crontabber")
+    base.add_option("hosts", "", "claimed only by hosts carrying one of these tags "
+                    "(comma-separated; a host's tags: crontabber.host_tags); empty: any host")
     base.add_option("deadline", "0", "alert when an interval has not succeeded this long after its "
                     "time (0: no deadline); seconds, or 30m, 6h, 1d",
                     reference_value_from="crontabber", from_string_converter=parse_duration)
@@ -245,7 +249,8 @@ def _load(settings: Settings, tolerant: bool) -> Catalog:
             )
         config = job_config(job, settings.sources)  # bad option values fail now, not mid-run
         try:
-            job = dataclasses.replace(job, schedule=with_delay(job.schedule, config, job.app_name))
+            job = dataclasses.replace(job, schedule=with_delay(job.schedule, config, job.app_name),
+                                      hosts=parse_tags(config["hosts"]))
         except ValueError as exc:
             raise ConfigurationError(f"crontabber.class-{job.cls.__name__}.settle_lag/jitter",
                                      str(exc)) from None

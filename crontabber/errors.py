@@ -46,6 +46,25 @@ class JobNotFound(CrontabberError):
         super().__init__(f"no configured job is called {name!r}; configured: {listing}")
 
 
+class HostNotFound(CrontabberError):
+    """``--drain`` or ``--undrain`` named a host that never ticked (a typo drains nothing)."""
+
+    def __init__(self, host: str, known: list[str]) -> None:
+        self.host = host
+        self.known = known
+        listing = ", ".join(known) if known else "(no host has ticked yet)"
+        super().__init__(f"no host called {host!r} has ticked; hosts: {listing}")
+
+
+class HostDrained(CrontabberError):
+    """The claiming host is drained (``--drain``): it claims nothing new until undrained."""
+
+    def __init__(self, host: str) -> None:
+        self.host = host
+        super().__init__(f"this host ({host}) is drained: it claims nothing new "
+                         f"(--list-jobs shows by whom and why; --undrain {host} ends it)")
+
+
 class RunNotFound(CrontabberError):
     """``--show-error``, ``--history`` or ``--logs NAME --run ID`` named a run the job's log does not hold
     (a wrong id, or its rows were pruned by ``prune-run-log``)."""

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from .catalog import Job
 from .formats import counted, minute_text, span_text, utc_text
 from .leases import LeaseRules, Marker, describe_marker, lease_expiry
+from .placement import may_claim, no_live_host
 from .scheduling import backfill_dates, dependency_block, is_due, pause_active
-from .state import JobState
+from .state import FleetHost, JobState
 
 
 @dataclass(frozen=True)
@@ -69,14 +70,17 @@ def explain_job(
     marker: Marker,
     rules: LeaseRules,
     deadline: dt.timedelta = dt.timedelta(0),
+    fleet: Sequence[FleetHost] | None = None,
 ) -> Explanation:
     """What a cron tick at ``now`` would do with ``job``, and why (the runner's
-    checks, in its order: paused, held by a live run, due, parents), and where
-    its ``deadline`` (zero: none) stands."""
+    checks, in its order: placement, paused, held by a live run, due, parents), and where
+    its ``deadline`` (zero: none) stands. ``fleet``: the hosts as placement sees them
+    (None: not read; placement is not judged)."""
     state = states.get(job.app_name)
     notes = _Notes(job, now)
     notes.lines.append(f"schedule: every {job.schedule}" + (
         " (backfill: one run per interval)" if job.is_backfill else ""))
+    _placement(notes, job, fleet)
     _pause(notes, job, state)
     _lease(notes, state, marker, rules)
     _last_runs(notes, state)
@@ -94,6 +98,20 @@ def explain_job(
     notes.facts["would_run"] = not notes.blocking
     notes.facts["verdict"] = verdict
     return Explanation(job.app_name, not notes.blocking, verdict, notes.lines, notes.facts)
+
+
+def _placement(notes: _Notes, job: Job, fleet: Sequence[FleetHost] | None) -> None:
+    notes.facts["hosts"] = list(job.hosts)
+    if not job.hosts or fleet is None:
+        return
+    verdict = no_live_host(job.hosts, fleet)
+    if verdict is None:
+        able = [h.host for h in fleet if h.live and not h.drained and may_claim(job.hosts, h.tags)]
+        notes.lines.append(f"placed on hosts tagged {' or '.join(job.hosts)}: {', '.join(able)}")
+        return
+    notes.facts["no_live_host"] = verdict
+    notes.lines.append(f"{verdict} (a host's tags: crontabber.host_tags; --undrain HOST)")
+    notes.blocking.append(verdict)
 
 
 def _pause(notes: _Notes, job: Job, state: JobState | None) -> None:

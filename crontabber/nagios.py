@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 from .catalog import Job
 from .formats import absolute, one_line, short_span, stamp
 from .leases import Marker, describe_marker
+from .placement import drain_line, drain_text
 from .records import HostState
 from .scheduling import dependency_block, first_due_at, lateness, pause_active
 from .state import JobState
@@ -121,13 +122,15 @@ def nagios_check(
              *(NagiosEntry(NAGIOS_WARNING, "late", name, text) for name, text in (missed or {}).items()
                if not pause_active(states.get(name), now)),
              *_never_ran_entries(jobs, states, hosts, now, limits), *_ghost_entries(jobs, states),
-             *_fleet_entries(hosts, now, limits)]
+             *_fleet_entries(hosts, now, limits), *_drain_entries(hosts, states)]
     found += _paused_share_entries(jobs, found, limits)
     entries = tuple(sorted(found, key=lambda e: -e.level))  # stable: config order within a level
     code = entries[0].level if entries else NAGIOS_OK
     if code == NAGIOS_OK:
         paused = [e.subject for e in entries if e.kind == "paused"]
-        status = "OK - All systems nominal" + (f"; paused: {', '.join(paused)}" if paused else "")
+        drained = [e.status_text for e in entries if e.kind == "drained"]
+        status = "OK - All systems nominal" + (f"; paused: {', '.join(paused)}" if paused else "") \
+            + (f"; {', '.join(drained)}" if drained else "")
     else:
         status = f"{NAGIOS_STATUS[code]} - " + "; ".join(
             e.status_text or e.text for e in entries if e.level == code)
@@ -248,6 +251,16 @@ def recent_hosts(hosts: Sequence[HostState], now: dt.datetime, limits: "MonitorS
     """The hosts that ticked within ``silence_critical_minutes`` (the fleet that counts)."""
     window = dt.timedelta(minutes=limits.silence_critical_minutes)
     return [host for host in hosts if now - host.last_tick <= window]
+
+
+def _drain_entries(hosts: Sequence[HostState], states: Mapping[str, JobState]
+                   ) -> Iterator[NagiosEntry]:
+    """A drained host (``--drain``): listed, OK (an operator's decision, with a reason), as
+    ``draining: N runs left`` while its runs go on, then ``drained``."""
+    for host in hosts:
+        if host.drained:
+            yield NagiosEntry(NAGIOS_OK, "drained", host.host, drain_line(host, states),
+                              status_text=f"{host.host} {drain_text(host.host, states)}")
 
 
 def _fleet_entries(hosts: Sequence[HostState], now: dt.datetime, limits: "MonitorSettings"

@@ -111,13 +111,22 @@ class HostState:
     skew_seconds: float
     pid: int | None = None
     schema_behind: tuple[int, ...] = ()
+    # migration 0021: its tags (crontabber.host_tags), and an operator's drain in force
+    tags: tuple[str, ...] = ()
+    drained: bool = False
+    drain_until: dt.datetime | None = None  # None while drained: until --undrain
+    drained_by: str | None = None
+    drain_reason: str | None = None
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "HostState":
         """Build from a database row (a mapping of column name to value)."""
         return cls(host=row["host"], version=row["version"], last_tick=row["last_tick"],
                    skew_seconds=float(row["skew_seconds"]), pid=row.get("pid"),
-                   schema_behind=tuple(row.get("schema_behind") or ()))
+                   schema_behind=tuple(row.get("schema_behind") or ()),
+                   tags=tuple(row.get("tags") or ()), drained=bool(row.get("drained")),
+                   drain_until=row.get("drain_until"), drained_by=row.get("drained_by"),
+                   drain_reason=row.get("drain_reason"))
 
 
 @dataclass(frozen=True)

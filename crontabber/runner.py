@@ -28,6 +28,7 @@ from .config.settings import Settings
 from .errors import (
     CrontabberError,
     DatabaseUnavailable,
+    HostDrained,
     JobLockError,
     JobOngoing,
     LeaseLost,
@@ -36,8 +37,9 @@ from .errors import (
 from .formats import minute_text
 from .leases import LeaseRules, Marker, describe_marker, holder_name, marker_status, retry_delay
 from .overrides import given_options
+from .placement import may_claim, placement_text
 from .scheduling import dependency_block, is_due, next_run_after, pause_active
-from .state import Claim, FinishRecord, JobState, RunEnd, RunKind, RunStatus, Tick
+from .state import Claim, FinishRecord, FleetHost, JobState, RunEnd, RunKind, RunStatus, Tick
 from .store import StateStore
 
 if TYPE_CHECKING:
@@ -146,6 +148,10 @@ class Runner:
         self.rules = LeaseRules(settings.lease_seconds, settings.max_ongoing_age_hours, self.host)
         self._snapshot: tuple[dict[str, JobState], dt.datetime] | None = None
         self._tick = tick
+        #: The fleet as the tick's first read saw it (empty: not a tick); ``drained``: this
+        #: host was drained then (the claim checks again under the row lock).
+        self.fleet: tuple[FleetHost, ...] = ()
+        self.drained = False
         self.on_takeover = on_takeover
         self.crons = crons
         # recorded with each run it claims: which bucket a forced run really used
@@ -156,7 +162,12 @@ class Runner:
         attempted: an idle tick costs two queries, not two per job. A stale
         snapshot is harmless: the claim re-checks under the row lock."""
         if self._snapshot is None and self._tick is not None:
-            self._snapshot = self.store.tick(self._tick)  # the same two queries, plus the record
+            # the same two queries, plus the record and the fleet (this host's drain)
+            states, now, self.fleet = self.store.tick(self._tick)
+            self._snapshot = (states, now)
+            self.drained = any(h.drained for h in self.fleet if h.host == self.host)
+            if self.drained:
+                logger.info("%s", HostDrained(self.host))
             self._tick = None
         if self._snapshot is None:
             self._snapshot = (self.store.states(), self.store.now())
@@ -200,6 +211,11 @@ class Runner:
                       f"{state.paused_by or 'unknown'}: {state.paused_reason or 'no reason given'}")
             logger.info("skipping %s: %s", job.app_name, paused, extra={"job": job.app_name})
             return JobResult(job.app_name, Status.PAUSED, paused)
+        if not force and (self.drained or not may_claim(job.hosts, self.settings.host_tags)):
+            why = "this host is drained" if self.drained else placement_text(
+                job.hosts, self.settings.host_tags)
+            logger.debug("skipping %s: %s", job.app_name, why, extra={"job": job.app_name})
+            return JobResult(job.app_name, Status.SKIPPED, why)
         if not force:
             reason = self._why_not(job, states, now)
             if reason:
@@ -209,10 +225,15 @@ class Runner:
                 return JobResult(job.app_name, Status.SKIPPED, reason)
         self._snapshot = None  # from here on the job's (or others') state may change
         kind = RunKind.FORCED if force else RunKind.SCHEDULED
-        claimed = self.store.claim(
-            job.app_name, job.depends_on, (self.host, self.pid), self._decider(job, force), kind,
-            self.options,
-        )
+        try:
+            claimed = self.store.claim(
+                job.app_name, job.depends_on, (self.host, self.pid), self._decider(job, force),
+                kind, self.options, drainable=not force,
+            )
+        except HostDrained as exc:  # drained since the tick began: claims nothing more
+            self.drained = True
+            logger.info("skipping %s: %s", job.app_name, exc, extra={"job": job.app_name})
+            return JobResult(job.app_name, Status.SKIPPED, "this host is drained")
         if claimed is None:
             return JobResult(job.app_name, Status.SKIPPED, "another runner just ran it")
         before, claim = claimed

@@ -183,3 +183,16 @@ class Tick:
     version: str
     pid: int
     schema_behind: tuple[int, ...] = ()
+    tags: tuple[str, ...] = ()  # crontabber.host_tags: the jobs placed on them it may claim
+    live_seconds: float = 900.0  # a host that ticked this recently is in the fleet
+
+
+@dataclass(frozen=True)
+class FleetHost:
+    """A host as placement sees it (read with the tick's state rows, in the same statement):
+    its tags, whether it ticked recently (``live``), and whether an operator drained it."""
+
+    host: str
+    tags: tuple[str, ...]
+    live: bool
+    drained: bool

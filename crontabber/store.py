@@ -22,9 +22,9 @@ import psycopg2
 import psycopg2.errors
 
 from . import jsonout, sqlfiles
-from .errors import DatabaseReadOnly, DatabaseUnavailable, JobLocked, LeaseLost
+from .errors import DatabaseReadOnly, DatabaseUnavailable, HostDrained, JobLocked, LeaseLost
 from .failures import first_line
-from .state import Claim, FinishRecord, JobState, RunEnd, RunKind, RunStatus, Tick
+from .state import Claim, FinishRecord, FleetHost, JobState, RunEnd, RunKind, RunStatus, Tick
 
 if TYPE_CHECKING:
     # Built only by the operator commands' queries, imported there: an idle
@@ -274,9 +274,10 @@ class StateStore:
             return {row["app_name"]: JobState.from_row(row) for row in rows}
 
     @translated
-    def tick(self, tick: Tick) -> tuple[dict[str, JobState], dt.datetime]:
-        """Record a run-mode tick in ``crontabber_host`` (host, version, pid,
-        last tick on the database clock, skew) and read every state row and
+    def tick(self, tick: Tick) -> tuple[dict[str, JobState], dt.datetime, tuple[FleetHost, ...]]:
+        """Record a run-mode tick in ``crontabber_host`` (host, version, pid, tags,
+        last tick on the database clock, skew) and read every state row, the fleet as
+        placement sees it (each host's tags, live, drained: this host's drain too) and
         the database clock: one transaction of two statements, as cheap as
         :meth:`states` and :meth:`now` were without the record.
 
@@ -291,9 +292,46 @@ class StateStore:
             skew = (before + after) / 2 - now.timestamp()
             cur.execute(Q["tick_states"], {"host": tick.host, "version": tick.version,
                                            "pid": tick.pid, "now": now, "skew": skew,
-                                           "behind": list(tick.schema_behind)})
-            rows = (_as_dict(cur, row) for row in cur.fetchall())
-            return {row["app_name"]: JobState.from_row(row) for row in rows}, now
+                                           "behind": list(tick.schema_behind),
+                                           "tags": list(tick.tags),
+                                           "live_seconds": tick.live_seconds})
+            rows = [_as_dict(cur, row) for row in cur.fetchall()]
+            fleet = tuple(FleetHost(host, tuple(tags), live, drained)
+                          for host, tags, live, drained in (rows[0]["fleet"] if rows else ()))
+            states = {row["app_name"]: JobState.from_row(row) for row in rows if row["app_name"]}
+            return states, now, fleet
+
+    @translated
+    def fleet(self, live_seconds: float) -> tuple[FleetHost, ...]:
+        """Every host that ticked, as placement sees it (``live``: within ``live_seconds``)."""
+        with self._conn, self._cursor() as cur:
+            cur.execute(Q["fleet"], {"live_seconds": live_seconds})
+            return tuple(FleetHost(host, tuple(tags), live, drained)
+                         for host, tags, live, drained in cur.fetchall())
+
+    @translated
+    def drain(self, host: str, until: dt.datetime | None, audit: AuditEntry) -> bool | None:
+        """Drain ``host`` until ``until`` (None: until :meth:`undrain`), audited: whether it
+        was drained already (its drain replaced), or None (nothing written) when no host of
+        that name ever ticked."""
+        with self._conn, self._cursor() as cur:
+            cur.execute(Q["drain"], {"host": host, "until": until, "by": audit.actor,
+                                     "reason": audit.reason})
+            row = cur.fetchone()
+            if row is None:
+                return None
+            _audit(cur, audit)
+            return bool(row[0])
+
+    @translated
+    def undrain(self, host: str, audit: AuditEntry) -> bool:
+        """End ``host``'s drain now, audited; False (nothing audited) when it was not drained."""
+        with self._conn, self._cursor() as cur:
+            cur.execute(Q["undrain"], {"host": host})
+            if cur.fetchone() is None:
+                return False
+            _audit(cur, audit)
+            return True
 
     @translated
     def overview(self, app_names: Sequence[str] = ()) -> Overview:
@@ -356,6 +394,7 @@ class StateStore:
         decide: Callable[[JobState, dt.datetime], bool],
         kind: RunKind = RunKind.SCHEDULED,
         options: Sequence[str] = (),
+        drainable: bool = False,
     ) -> tuple[JobState, Claim] | None:
         """Lock the job's row, let ``decide`` check it, and mark it ongoing
         with a new run id (the run's fencing token) and a first heartbeat; the
@@ -367,18 +406,23 @@ class StateStore:
         :class:`JobOngoing`. Returns the state as it was and the claim, or
         None when ``decide`` declined.
 
+        ``drainable``: refuse when the host is drained (checked under the row lock).
+
         Raises:
             JobLocked: another transaction holds the row lock (NOWAIT).
             JobOngoing: from ``decide``.
+            HostDrained: ``drainable`` and an operator drained the host.
         """
         host, pid = holder
-        params = {"app_name": app_name, "depends_on": list(depends_on)}
+        params = {"app_name": app_name, "depends_on": list(depends_on), "host": host}
         try:
             with self._conn, self._cursor() as cur:
                 cur.execute(Q["insert_skeleton"], params)
                 cur.execute(Q["lock_state"], params)
                 row = _as_dict(cur, cur.fetchone())
                 state, now = JobState.from_row(row), row["now"]
+                if drainable and row["drained"]:
+                    raise HostDrained(host)
                 if not decide(state, now):
                     return None
                 if state.ongoing is not None:  # decide allowed a takeover: its holder is gone
@@ -499,7 +543,7 @@ class StateStore:
                  "mark_success": Q["mark_success"]}[change]
         try:
             with self._conn, self._cursor() as cur:
-                cur.execute(Q["lock_state"], {"app_name": app_name})
+                cur.execute(Q["lock_state"], {"app_name": app_name, "host": None})
                 row = cur.fetchone()
                 if row is None:
                     return None

@@ -463,15 +463,18 @@ def fleet_panel(document: Mapping[str, Any]) -> str:
         behind = ", ".join(f"{number:04d}" for number in host.get("schema_behind") or ())
         code = (f'<span class="errs">older than the schema (lacks {esc(behind)}): claims '
                 'nothing</span>' if behind else "current")
+        drain = host.get("drain")
         rows.append([esc(host["host"]), esc(host["version"]), code,
                      when_html(host["last_tick"], now),
                      f'<span class="{cls}">{skew:+.1f} s</span>',
-                     "yes" if host["recent"] else '<span class="none">silent</span>'])
+                     "yes" if host["recent"] else '<span class="none">silent</span>',
+                     esc(", ".join(host.get("tags") or ())) or "-",
+                     f'<span class="errs">{esc(one_line(drain))}</span>' if drain else "-"])
     return (f'<h2>Fleet <span class="badge nagios-{esc(check["status"].lower())}" '
             f'data-k="check.status">{esc(check["status"])}</span></h2>'
             f'<p class="summary">{esc(check["summary"])}</p>'
-            + table(["host", "version", "code", "last tick", "clock skew", "in the fleet"], rows,
-                    "small"))
+            + table(["host", "version", "code", "last tick", "clock skew", "in the fleet", "tags",
+                     "drain"], rows, "small"))
 
 
 # ---------------------------------------------------------------------------- pages

@@ -23,6 +23,7 @@ from crontabber import inspection, nagios
 from crontabber.alerter import missed_deadlines
 from crontabber.catalog import BrokenEntry, Job, load_catalog
 from crontabber.config.settings import Settings, load_settings
+from crontabber.placement import drain_line
 from crontabber.runner import Runner
 from crontabber.store import StateStore, connect
 
@@ -171,7 +172,8 @@ class Source:
     def fleet_document(self, session: Session) -> dict[str, Any]:
         """``{"now", "check": <--nagios --json>, "hosts": [...]}``: every host
         that ever ticked, newest tick first, ``recent`` when it ticked within
-        ``silence_critical_minutes`` (the fleet the check counts)."""
+        ``silence_critical_minutes`` (the fleet the check counts), its tags, and ``drain``
+        when drained (``draining: N runs left (until ... by ...: reason)``, then ``drained ...``)."""
         overview = session.state.overview()
         runner = Runner(self.settings, self.jobs, session.state)
         limits = self.settings.monitor
@@ -188,6 +190,8 @@ class Source:
             "max_skew_seconds": limits.max_skew_seconds,
             "hosts": [{"host": h.host, "version": h.version, "pid": h.pid,
                        "last_tick": h.last_tick, "skew_seconds": h.skew_seconds,
-                       "schema_behind": list(h.schema_behind),
+                       "schema_behind": list(h.schema_behind), "tags": list(h.tags),
+                       "drain": (drain_line(h, overview.states).split(": ", 1)[1]
+                                 if h.drained else None),
                        "recent": h.host in recent} for h in hosts],
         }

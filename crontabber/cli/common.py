@@ -163,13 +163,15 @@ class TickAlerts:
         for entry in entries:
             self.alerter().broken_entry(entry)
 
-    def tick(self, states: Any, now: Any) -> None:
+    def tick(self, states: Any, now: Any, fleet: Any = ()) -> None:
+        """``fleet``: the hosts as the tick's first read saw them (the ``no-host`` alert)."""
         from ..runner import default_holder, pid_alive
-        from ..sweep import quiet, sweep
+        from ..sweep import quiet, sweep, unplaced
 
         swept = sweep(self.ctx.store, default_holder(), self.ctx.settings.alerts, pid_alive)
-        if not quiet(swept, states, (job.app_name for job in self.ctx.jobs), now):
-            self.alerter().tick(states, now, swept)
+        homeless = unplaced(self.ctx.jobs, fleet)
+        if homeless or not quiet(swept, states, (job.app_name for job in self.ctx.jobs), now):
+            self.alerter().tick(states, now, swept, homeless)
 
 
 class terminate_on_sigterm:

@@ -29,6 +29,7 @@ from ..errors import (
     ConfigurationError,
     CrontabberError,
     DatabaseUnavailable,
+    HostNotFound,
     JobNotFound,
     SentryNotConfigured,
     Terminated,
@@ -47,16 +48,17 @@ logger = logging.getLogger("crontabber")
 
 MODES = ("list_jobs", "nagios", "history", "show_error", "logs", "version", "reset_job", "release",
          "explain", "pause", "resume", "rerun", "mark_success", "audit", "audit_ghosts",
-         "alerts", "test_alert", "mute", "unmute", "configtest", "sentrytest", "job")
+         "alerts", "test_alert", "mute", "unmute", "drain", "undrain", "configtest", "sentrytest",
+         "job")
 
 
 #: The actions that change a job (``--reason`` is recorded with each).
 ACTIONS = ("reset_job", "release", "pause", "resume", "rerun", "mark_success", "job", "mute",
-           "unmute")
+           "unmute", "drain", "undrain")
 
 #: The actions that change or redo a job's data or state and need ``--reason`` unless
 #: ``require_reason`` is False (whoever reads the audit trail needs the why).
-DESTRUCTIVE = ("reset_job", "release", "pause", "rerun", "mark_success", "mute")
+DESTRUCTIVE = ("reset_job", "release", "pause", "rerun", "mark_success", "mute", "drain")
 
 
 def require_reason(mode: str, args: argparse.Namespace, settings: Settings) -> None:
@@ -70,9 +72,9 @@ def require_reason(mode: str, args: argparse.Namespace, settings: Settings) -> N
         return
     if mode == "rerun" and args.dry_run:
         return
-    if mode in ("pause", "mute") or settings.require_reason:
+    if mode in ("pause", "mute", "drain") or settings.require_reason:
         option = "--" + mode.replace("_", "-")
-        why = ("it is shown to whoever looks" if mode in ("pause", "mute") else
+        why = ("it is shown to whoever looks" if mode in ("pause", "mute", "drain") else
                "it goes to the audit trail; require_reason = False in [crontabber] makes it optional")
         raise ConfigurationError(option, f"needs --reason TEXT ({why})")
 
@@ -83,7 +85,7 @@ DETAILS: dict[str, tuple[tuple[str, ...], str]] = {
     "wide": (("list_jobs",), "--list-jobs"),
     "limit": (("history", "audit", "alerts"), "--history NAME, --audit or --alerts"),
     "run": (("show_error", "history", "logs"), "--show-error NAME, --history NAME or --logs NAME"),
-    "until": (("pause", "mute"), "--pause NAME or --mute NAME"),
+    "until": (("pause", "mute", "drain"), "--pause NAME, --mute NAME or --drain HOST"),
     "date": (("rerun",), "--rerun NAME"),
     "to": (("rerun",), "--rerun NAME"),
     "dry_run": (("rerun",), "--rerun NAME"),
@@ -92,7 +94,7 @@ DETAILS: dict[str, tuple[tuple[str, ...], str]] = {
     "force": (("job", "rerun"), "--job NAME or --rerun NAME"),
     "replace": (("pause", "mute"), "--pause NAME or --mute NAME"),
     "reason": (ACTIONS, "an action (--pause, --resume, --rerun, --mark-success, --release, "
-               "--reset-job, --job, --mute, --unmute)"),
+               "--reset-job, --job, --mute, --unmute, --drain, --undrain)"),
     "metrics_file": (("run",), "a tick (no mode option)"),
 }
 
@@ -195,6 +197,11 @@ def _add_audit_and_alert_modes(modes: "argparse._ArgumentGroup") -> None:
                        "needs --reason")
     modes.add_argument("--unmute", metavar="NAME", default="",
                        help="end the maintenance window of the job (or all)")
+    modes.add_argument("--drain", metavar="HOST", default="",
+                       help="the host's ticks claim nothing new until --until (default: until "
+                       "--undrain); its running runs finish; needs --reason")
+    modes.add_argument("--undrain", metavar="HOST", default="",
+                       help="end the host's drain: its next tick claims jobs again")
     modes.add_argument("--test-alert", metavar="NAME", default="",
                        help="send a test alert of the job to its targets now; exit 5 if one "
                        "could not be delivered")
@@ -215,7 +222,8 @@ def _add_details(details: "argparse._ArgumentGroup") -> None:
                          help="with --pause or --mute: replace a pause or a maintenance window "
                          "still in force (refused otherwise, naming it: exit 6)")
     details.add_argument("--until", metavar="WHEN", default="",
-                         help="with --pause or --mute: 30m, 2h, 3d, or a UTC date/time (2026-11-24T06:00)")
+                         help="with --pause, --mute or --drain: 30m, 2h, 3d, or a UTC date/time "
+                         "(2026-11-24T06:00)")
     details.add_argument("--date", metavar="YYYY-MM-DD", default="", help="with --rerun: the first day")
     details.add_argument("--to", metavar="YYYY-MM-DD", default="", help="with --rerun: the last day")
     details.add_argument("--dry-run", action="store_true",
@@ -399,8 +407,9 @@ def _audit_refusal(store: StateStore, mode: str, args: Any, settings: Settings,
     ones are recorded by the action itself): the audit trail says what happened, not what
     was asked. Never raises: the refusal is what the operator must see."""
     name = str(getattr(args, mode, "") or "")
-    if not name or isinstance(exc, (DatabaseUnavailable, JobNotFound)):
+    if not name or isinstance(exc, (DatabaseUnavailable, JobNotFound, HostNotFound)):
         return
+    name = f"host:{name}" if mode in ("drain", "undrain") else name
     action = {"reset_job": "reset", "mark_success": "mark-success",
               "job": "force" if args.force else "job"}.get(mode, mode)
     try:
@@ -432,6 +441,8 @@ MODE_HANDLERS: dict[str, str] = {
     "test_alert": "monitor:test_alert",
     "mute": "operate:mute",
     "unmute": "operate:unmute",
+    "drain": "fleet:drain",
+    "undrain": "fleet:undrain",
     "job": "run:run_one",
     "run": "run:run_all",
 }

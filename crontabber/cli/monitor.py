@@ -21,10 +21,12 @@ from ..store import StateStore
 from .common import Context
 
 
-def fleet_tick(schema_behind: tuple[int, ...] = ()) -> Tick:
+def fleet_tick(settings: Settings, schema_behind: tuple[int, ...] = ()) -> Tick:
     """What this invocation records in ``crontabber_host`` when it runs as a cron tick
-    (``schema_behind``: the database's migrations its code lacks)."""
-    return Tick(this_host(), __version__, os.getpid(), schema_behind)
+    (``schema_behind``: the database's migrations its code lacks; its tags), and how recent
+    a tick makes a host live (``silence_critical_minutes``, as ``--nagios``)."""
+    return Tick(this_host(), __version__, os.getpid(), schema_behind, settings.host_tags,
+                settings.monitor.silence_critical_minutes * 60)
 
 
 def nagios(ctx: Context) -> int:

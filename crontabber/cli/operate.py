@@ -39,8 +39,9 @@ def explain(ctx: Context) -> int:
     runner = ctx.runner()
     states, now = store.states(), store.now()
     deadline = alert_rules(job, settings.sources).deadline
+    fleet = store.fleet(settings.monitor.silence_critical_minutes * 60) if job.hosts else None
     result = explain_job(job, states, now, runner.marker(states.get(job.app_name), now), runner.rules,
-                         deadline)
+                         deadline, fleet)
     blocks = blocked_dependents(job, jobs, states, now)
     if args.json:
         jsonout.emit({**result.facts, "blocks": blocks, "database": settings.database.target}, out)

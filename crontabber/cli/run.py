@@ -29,19 +29,19 @@ def run_all(ctx: Context) -> int:
     (the other jobs ran; the ``broken-entry`` alert tells of it)."""
     alerts = TickAlerts(ctx) if ctx.settings.alerts.enabled else None
     if ctx.store.unknown_migrations:  # code older than the schema: recorded, named, refused
-        tick = fleet_tick(ctx.store.unknown_migrations)
+        tick = fleet_tick(ctx.settings, ctx.store.unknown_migrations)
         ctx.store.tick(tick)
         if alerts is not None:
             alerts.old_code(tick.host, tick.schema_behind)
         ctx.refuse_older_code()
-    runner = ctx.runner(tick=fleet_tick(),  # a tick records itself: --nagios watches
+    runner = ctx.runner(tick=fleet_tick(ctx.settings),  # a tick records itself: --nagios watches
                         on_takeover=alerts.takeover if alerts is not None else None)
     with terminate_on_sigterm():
         if alerts is not None and ctx.broken:  # before the jobs: a long run delays nothing
             alerts.broken(ctx.broken)
         results = runner.run_all()
         if alerts is not None:
-            alerts.tick(*runner.snapshot())
+            alerts.tick(*runner.snapshot(), runner.fleet)
     counts = {status: sum(r.status is status for r in results) for status in Status}
     done = [f"{n} {s.value}" for s, n in counts.items() if n]
     done += [f"{len(ctx.broken)} jobs entry not loaded"] if ctx.broken else []

@@ -14,6 +14,7 @@ from typing import TextIO
 from .. import jsonout, render, views
 from ..catalog import find_job
 from ..errors import ConfigurationError, RunNotFound
+from ..formats import one_line
 from ..inspection import job_runs, job_views_now, known_name, one_run
 from ..leases import Beats
 from ..records import RunRecord
@@ -47,8 +48,19 @@ def list_jobs(ctx: Context) -> int:
     lines = (render.wide_table(found, now, beats) if args.wide
              else render.list_table(found, now, _width(out), beats))
     print("\n".join(lines), file=out)
+    for line in drained_lines(store):  # a drained host runs none of them: said under the table
+        print(one_line(line), file=out)
     _database_line(ctx)
     return 0
+
+
+def drained_lines(store: StateStore) -> list[str]:
+    """One line per drained host: ``host web-1: draining: 2 runs left (...)``, then
+    ``drained`` once its runs are done (:func:`crontabber.placement.drain_line`)."""
+    from ..placement import drain_line
+
+    overview = store.overview()
+    return [drain_line(host, overview.states) for host in overview.hosts if host.drained]
 
 
 def _offset(ctx: Context, app_name: str) -> dt.timedelta:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping
 from everett import NO_VALUE, InvalidValueError
 
 from ..errors import ConfigurationError
+from ..placement import parse_tags
 from ..scheduling import JobEntry, parse_job_entry, split_jobs_list
 from ..store import DatabaseSettings
 from .database import DATABASE_OPTIONS, database_settings
@@ -74,6 +75,10 @@ def runner_options() -> Namespace:
                     "--rerun, --mark-success, --release, --reset-job and --pause refuse to run "
                     "without --reason (the audit trail's why); False makes it optional (crontabber "
                     "0.18 had no --reason; --pause always needs one)")
+    cron.add_option("host_tags", "",
+                    "this host's tags (comma-separated, e.g. spool,es; environment: "
+                    "CRONTABBER_HOST_TAGS): a job with hosts = TAG is claimed only by hosts "
+                    "carrying that tag")
     cron.add_option("output_tail_bytes", 65536,
                     "each run keeps the last this many bytes of what its job logged and "
                     "printed in the run ledger (--logs); 0 keeps nothing")
@@ -378,6 +383,7 @@ class Settings:
     sources: Sources = field(repr=False, compare=False)
     monitor: MonitorSettings
     alerts: AlertSettings
+    host_tags: tuple[str, ...] = ()
 
     def limits_for(self, job_config: Mapping[str, Any]) -> "RunLimits":
         """The time limits of one run of a job, given its resolved options."""
@@ -436,6 +442,7 @@ def load_settings(
         sources=sources,
         monitor=monitor,
         alerts=alerts,
+        host_tags=parse_tags(values["crontabber.host_tags"]),
     )
 
 

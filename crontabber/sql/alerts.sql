@@ -39,7 +39,7 @@ SELECT 'open', NULL, NULL, NULL, NULL,
        a.id, a.app_name, a.kind, a.subject, a.message, a.detail, a.opened_at, a.opened_by,
        a.next_notice
 FROM crontabber_alert a
-WHERE a.resolved_at IS NULL AND a.kind IN ('failing', 'silent', 'late')
+WHERE a.resolved_at IS NULL AND a.kind IN ('failing', 'silent', 'late', 'no-host')
 UNION ALL
 SELECT 'mute', NULL, NULL, NULL, NULL, NULL, m.scope, NULL, NULL, m.reason, NULL, m.at, m.muted_by,
        m.until

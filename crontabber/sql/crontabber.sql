@@ -12,24 +12,73 @@ SET LOCAL synchronous_commit = off;
 SELECT clock_timestamp() AS now;
 
 -- name: tick_states
--- The tick's host record and the state rows in one statement (an idle tick
--- stays at two statements); the insert runs whether or not it is read.
+-- The tick's host record, the fleet as placement sees it and the state rows in one statement
+-- (an idle tick stays at two statements): one row per job, each with the fleet (a JSON array
+-- of [host, tags, live, drained]; this host's as just recorded), and one row without app_name
+-- when there is no job row. The insert runs whether or not it is read; it leaves an
+-- operator's drain alone.
 WITH tick AS (
-    INSERT INTO crontabber_host (host, version, last_tick, skew_seconds, pid, schema_behind)
-    VALUES (%(host)s, %(version)s, %(now)s, %(skew)s, %(pid)s, %(behind)s::integer[])
+    INSERT INTO crontabber_host (host, version, last_tick, skew_seconds, pid, schema_behind, tags)
+    VALUES (%(host)s, %(version)s, %(now)s, %(skew)s, %(pid)s, %(behind)s::integer[],
+            %(tags)s::text[])
     ON CONFLICT (host) DO UPDATE
     SET version = EXCLUDED.version, last_tick = EXCLUDED.last_tick,
         skew_seconds = EXCLUDED.skew_seconds, pid = EXCLUDED.pid,
-        schema_behind = EXCLUDED.schema_behind
+        schema_behind = EXCLUDED.schema_behind, tags = EXCLUDED.tags
+    RETURNING host, tags, last_tick, drained_at, drain_until
+), fleet AS (
+    SELECT json_agg(json_build_array(
+               h.host, COALESCE(h.tags, '{}'),
+               h.last_tick > %(now)s - make_interval(secs => %(live_seconds)s),
+               h.drained_at IS NOT NULL AND (h.drain_until IS NULL OR h.drain_until > %(now)s))
+           ) AS fleet
+    FROM (SELECT host, tags, last_tick, drained_at, drain_until FROM tick
+          UNION ALL
+          SELECT host, tags, last_tick, drained_at, drain_until FROM crontabber_host
+          WHERE host <> %(host)s) AS h
 )
-SELECT app_name, next_run, first_run, last_run, last_success, ongoing, ongoing_by,
-       error_count, depends_on, last_error, run_id, heartbeat,
-       paused_until, paused_reason, paused_by,
-       success_marked_at, success_marked_by, success_marked_reason
-FROM crontabber;
+SELECT fleet.fleet, c.app_name, c.next_run, c.first_run, c.last_run, c.last_success, c.ongoing,
+       c.ongoing_by, c.error_count, c.depends_on, c.last_error, c.run_id, c.heartbeat,
+       c.paused_until, c.paused_reason, c.paused_by,
+       c.success_marked_at, c.success_marked_by, c.success_marked_reason
+FROM fleet LEFT JOIN crontabber AS c ON true;
+
+-- name: fleet
+-- The fleet as placement sees it (--explain): each host's tags, whether it ticked within
+-- live_seconds, whether it is drained.
+SELECT host, COALESCE(tags, '{}') AS tags,
+       last_tick > clock_timestamp() - make_interval(secs => %(live_seconds)s) AS live,
+       drained_at IS NOT NULL AND (drain_until IS NULL OR drain_until > clock_timestamp())
+           AS drained
+FROM crontabber_host
+ORDER BY host;
+
+-- name: drain
+-- An operator drains a host that ticked: it claims nothing new until %(until)s (NULL: until
+-- --undrain); the row as it was before comes back (no row: no such host).
+UPDATE crontabber_host AS h
+SET drained_at = clock_timestamp(), drain_until = %(until)s, drained_by = %(by)s,
+    drain_reason = %(reason)s
+FROM crontabber_host AS before
+WHERE h.host = %(host)s AND before.host = h.host
+RETURNING before.drained_at IS NOT NULL
+          AND (before.drain_until IS NULL OR before.drain_until > clock_timestamp()) AS was_drained;
+
+-- name: undrain
+-- The drain ends now; no row: the host was not drained.
+UPDATE crontabber_host
+SET drained_at = NULL, drain_until = NULL, drained_by = NULL, drain_reason = NULL
+WHERE host = %(host)s AND drained_at IS NOT NULL
+  AND (drain_until IS NULL OR drain_until > clock_timestamp())
+RETURNING host;
 
 -- name: hosts
-SELECT host, version, last_tick, skew_seconds, pid, schema_behind FROM crontabber_host
+-- drained: an operator's drain in force (migration 0021).
+SELECT host, version, last_tick, skew_seconds, pid, schema_behind, tags, drain_until,
+       drained_by, drain_reason,
+       drained_at IS NOT NULL AND (drain_until IS NULL OR drain_until > clock_timestamp())
+           AS drained
+FROM crontabber_host
 ORDER BY host;
 
 -- name: last_durations
@@ -72,10 +121,15 @@ VALUES (%(app_name)s, 0, %(depends_on)s, '{}')
 ON CONFLICT (app_name) DO NOTHING;
 
 -- name: lock_state
+-- drained: whether the claiming host (%(host)s; NULL: an operator's change) is drained now,
+-- checked under the row lock, so a tick that began before a --drain claims nothing after it.
 SELECT app_name, next_run, first_run, last_run, last_success, ongoing, ongoing_by,
        error_count, depends_on, last_error, run_id, heartbeat,
        paused_until, paused_reason, paused_by,
-       success_marked_at, success_marked_by, success_marked_reason, clock_timestamp() AS now
+       success_marked_at, success_marked_by, success_marked_reason, clock_timestamp() AS now,
+       EXISTS (SELECT 1 FROM crontabber_host AS h
+               WHERE h.host = %(host)s AND h.drained_at IS NOT NULL
+                 AND (h.drain_until IS NULL OR h.drain_until > clock_timestamp())) AS drained
 FROM crontabber
 WHERE app_name = %(app_name)s
 FOR UPDATE NOWAIT;

@@ -116,6 +116,14 @@ CREATE TABLE IF NOT EXISTS crontabber_host (
     pid           integer,
     schema_behind integer[]  -- the migrations its code lacks: it claims nothing (0016)
 );
+-- Ours (migration 0021): the host's tags (crontabber.host_tags, recorded by each tick; a job's
+-- `hosts` option asks for one), and an operator's drain: a drained host claims nothing new
+-- until drain_until (NULL: until --undrain); its running runs finish.
+ALTER TABLE crontabber_host ADD COLUMN IF NOT EXISTS tags text[];
+ALTER TABLE crontabber_host ADD COLUMN IF NOT EXISTS drained_at timestamptz;
+ALTER TABLE crontabber_host ADD COLUMN IF NOT EXISTS drain_until timestamptz;
+ALTER TABLE crontabber_host ADD COLUMN IF NOT EXISTS drained_by text;
+ALTER TABLE crontabber_host ADD COLUMN IF NOT EXISTS drain_reason text;
 
 -- Ours (migration 0013): alerts and the outbox of their notifications.
 -- An alert: one event of one job (a failure streak, a silence, a takeover, a recovery, a
@@ -127,7 +135,8 @@ CREATE TABLE IF NOT EXISTS crontabber_alert (
     app_name         text NOT NULL,
     kind             text NOT NULL CONSTRAINT crontabber_alert_kind_check
                      CHECK (kind IN ('failing', 'recovered', 'superseded', 'silent', 'late',
-                                     'takeover', 'test', 'old-code', 'broken-entry')),
+                                     'takeover', 'test', 'old-code', 'broken-entry',
+                                     'no-host')),
     subject          text NOT NULL,
     opened_at        timestamptz NOT NULL DEFAULT clock_timestamp(),
     opened_by        text NOT NULL,
@@ -140,6 +149,9 @@ CREATE TABLE IF NOT EXISTS crontabber_alert (
 );
 CREATE INDEX IF NOT EXISTS crontabber_alert_open_idx ON crontabber_alert (id)
     WHERE resolved_at IS NULL AND kind IN ('failing', 'silent', 'late');
+-- Ours (migration 0021): the open alerts of every lasting kind, no-host too (the sweep's).
+CREATE INDEX IF NOT EXISTS crontabber_alert_open_lasting_idx ON crontabber_alert (id)
+    WHERE resolved_at IS NULL AND kind IN ('failing', 'silent', 'late', 'no-host');
 
 -- A notice: one notification of an alert to one target (the first, then one per re-alert).
 -- The outbox of the fleet: a host claims due notices (FOR UPDATE SKIP LOCKED, a claim that

@@ -87,6 +87,9 @@ def seed(crontab) -> None:
                 " VALUES (false, 100000, 'cron-1:2211', now() - interval '1 day',"
                 " now() - interval '1 day' + interval '3 seconds', %s)",
                 ('S3 at http://s3.internal:9000: connection refused',))
+    # cron-2 has ticked (the runbook drains it for a kernel patch)
+    crontab.sql("INSERT INTO crontabber_host (host, version, last_tick, skew_seconds)"
+                " VALUES ('cron-2', 'test', now(), 0)")
 
 
 def test_every_runbook_command_runs_as_documented(cli, s3_bucket, tmp_path):
@@ -124,4 +127,5 @@ def test_every_runbook_command_runs_as_documented(cli, s3_bucket, tmp_path):
         ("rerun", "missing-symbols-report"), ("rerun", "missing-symbols-report"),  # a day; a week
         ("pause", "prune-s3"), ("resume", "prune-s3"),
         ("mute", "*"), ("unmute", "*"),
-        *(("pause", name) for name in configured), *(("resume", name) for name in configured)]
+        *(("pause", name) for name in configured), *(("resume", name) for name in configured),
+        ("drain", "host:cron-2"), ("undrain", "host:cron-2")]

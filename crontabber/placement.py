@@ -1,0 +1,77 @@
+"""Drain and placement rules (pure): which hosts may claim a job (its ``hosts`` tags against
+a host's ``crontabber.host_tags``), whether any live host of the fleet may run it, and how a
+drained host stands ("draining: N runs left", "drained").
+
+A host drained by an operator (``--drain HOST``) claims nothing new; its running runs finish.
+A job with ``hosts = TAG[, TAG...]`` is claimed only by a host carrying one of those tags; a
+job without it, by any host.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
+
+from .state import FleetHost, JobState
+
+if TYPE_CHECKING:
+    from .records import HostState
+
+
+def parse_tags(text: object) -> tuple[str, ...]:
+    """Tags from ``spool, es`` (commas or spaces), each once, in the order given."""
+    found: list[str] = []
+    for tag in str(text or "").replace(",", " ").split():
+        if tag not in found:
+            found.append(tag)
+    return tuple(found)
+
+
+def may_claim(wanted: Sequence[str], tags: Iterable[str]) -> bool:
+    """Whether a host carrying ``tags`` may claim a job placed on ``wanted`` (empty: any)."""
+    return not wanted or bool(set(wanted) & set(tags))
+
+
+def placement_text(wanted: Sequence[str], tags: Sequence[str]) -> str:
+    """Why this host skips a job placed elsewhere."""
+    return (f"placed on hosts tagged {' or '.join(wanted)} (hosts = {', '.join(wanted)}); "
+            f"this host's tags: {', '.join(tags) or 'none'}")
+
+
+def no_live_host(wanted: Sequence[str], fleet: Sequence[FleetHost]) -> str | None:
+    """The verdict when no live, undrained host carries a tag of ``wanted``: "no live host
+    may run it: needs tag X; hosts with it: none" (or the hosts, drained); None when one
+    may (or the job is not placed)."""
+    if not wanted:
+        return None
+    carrying = [host for host in fleet if host.live and may_claim(wanted, host.tags)]
+    if any(not host.drained for host in carrying):
+        return None
+    listed = ", ".join(f"{host.host} (drained)" for host in carrying) or "none"
+    needs = " or ".join(wanted)
+    return f"no live host may run it: needs tag {needs}; hosts with it: {listed}"
+
+
+def runs_on(host: str, states: Mapping[str, JobState]) -> int:
+    """How many runs ``host`` holds now (its ``ongoing`` markers: ``host:pid``)."""
+    return sum(1 for state in states.values()
+               if state.ongoing is not None and (state.ongoing_by or "").rpartition(":")[0] == host)
+
+
+def drain_text(host: str, states: Mapping[str, JobState]) -> str:
+    """A drained host as the views show it: ``draining: N runs left`` while its runs go on,
+    then ``drained``."""
+    left = runs_on(host, states)
+    if not left:
+        return "drained"
+    return f"draining: {left} run{'s' if left != 1 else ''} left"
+
+
+def drain_line(host: "HostState", states: Mapping[str, JobState]) -> str:
+    """``host web-1: draining: 2 runs left (until 2026-11-24 06:00 UTC by ops@bastion:
+    kernel patch)``: what ``--list-jobs``, ``--nagios`` and the dashboard say of a drained
+    host."""
+    from .formats import minute_text
+
+    until = f"until {minute_text(host.drain_until)}" if host.drain_until else "until --undrain"
+    return (f"host {host.host}: {drain_text(host.host, states)} ({until} by "
+            f"{host.drained_by or 'an operator'}: {host.drain_reason or 'no reason given'})")
