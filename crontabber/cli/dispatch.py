@@ -246,7 +246,7 @@ PARSER_DEFAULTS: dict[str, Any] = {
     "conf": None, "list_jobs": None, "nagios": False, "history": "", "show_error": "", "logs": "",
     "version": False, "reset_job": "", "release": "", "explain": "", "pause": "", "resume": "",
     "rerun": "", "mark_success": "", "audit": False, "audit_ghosts": False, "alerts": False,
-    "mute": "", "unmute": "", "test_alert": "", "configtest": False, "sentrytest": False,
+    "mute": "", "unmute": "", "drain": "", "undrain": "", "test_alert": "", "configtest": False, "sentrytest": False,
     "job": "", "force": False, "reason": "", "replace": False, "until": "", "date": "", "to": "",
     "dry_run": False, "yes": False, "audit_job": "", "wide": False, "limit": None, "run": None,
     "json": False, "metrics_file": "",
