@@ -15,7 +15,6 @@ import functools
 import json
 import logging
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, TypeVar
 
 import psycopg2
@@ -24,6 +23,7 @@ import psycopg2.errors
 from . import jsonout, sqlfiles
 from .errors import DatabaseReadOnly, DatabaseUnavailable, JobLocked, LeaseLost
 from .failures import first_line
+from .frozen import Frozen, setfield
 from .state import Claim, FinishRecord, JobState, RunEnd, RunKind, RunStatus, Tick
 
 if TYPE_CHECKING:
@@ -56,8 +56,7 @@ def parse_ports(text: str) -> int | str:
     return int(parts[0]) if len(parts) == 1 else ",".join(parts)
 
 
-@dataclass(frozen=True)
-class DatabaseSettings:
+class DatabaseSettings(Frozen):
     """Where a PostgreSQL database is; the password is never printed.
 
     ``host`` and ``port`` take libpq's multi-host form (``db1,db2`` and ``5432`` or
@@ -68,16 +67,26 @@ class DatabaseSettings:
     set, are added to it.
     """
 
-    host: str = "localhost"
-    port: int | str = 5432
-    dbname: str = "crontabber"
-    user: str = ""
-    password: str = ""
-    target_session_attrs: str = ""
-    dsn: str = ""
+    __slots__ = ("host", "port", "dbname", "user", "password", "target_session_attrs", "dsn")
+    host: str
+    port: int | str
+    dbname: str
+    user: str
+    password: str
+    target_session_attrs: str
+    dsn: str
 
-    def __post_init__(self) -> None:
+    def __init__(self, host: str = "localhost", port: int | str = 5432,
+                 dbname: str = "crontabber", user: str = "", password: str = "",
+                 target_session_attrs: str = "", dsn: str = "") -> None:
         """Raises ValueError: a ``port`` list that does not match ``host``'s, or a bad ``dsn``."""
+        setfield(self, "host", host)
+        setfield(self, "port", port)
+        setfield(self, "dbname", dbname)
+        setfield(self, "user", user)
+        setfield(self, "password", password)
+        setfield(self, "target_session_attrs", target_session_attrs)
+        setfield(self, "dsn", dsn)
         hosts, ports = self.host.split(","), str(self.port).split(",")
         if not self.dsn and len(ports) not in (1, len(hosts)):
             raise ValueError(f"{len(ports)} ports for {len(hosts)} hosts (one, or one per host)")
