@@ -24,6 +24,7 @@ from . import jsonout, sqlfiles
 from .errors import DatabaseReadOnly, DatabaseUnavailable, JobLocked, LeaseLost
 from .failures import first_line
 from .frozen import Frozen, setfield
+from .schema import round_trip_cursor
 from .state import Claim, FinishRecord, JobState, RunEnd, RunKind, RunStatus, Tick
 
 if TYPE_CHECKING:
@@ -261,6 +262,11 @@ class StateStore:
     def _cursor(self) -> Any:
         return self._conn.cursor()
 
+    def _own_transactions(self) -> Any:
+        """A cursor whose every ``execute`` is one transaction in one round trip
+        (:func:`crontabber.schema.round_trip_cursor`): no ``BEGIN``, ``COMMIT``."""
+        return round_trip_cursor(self._conn, self._cursor)
+
     def _one(self, name: str, params: Mapping[str, Any] | None = None) -> dict | None:
         with self._conn, self._cursor() as cur:
             cur.execute(Q[name], params)
@@ -286,15 +292,16 @@ class StateStore:
     def tick(self, tick: Tick) -> tuple[dict[str, JobState], dt.datetime]:
         """Record a run-mode tick in ``crontabber_host`` (host, version, pid,
         last tick on the database clock, skew) and read every state row and
-        the database clock: one transaction of two statements, as cheap as
-        :meth:`states` and :meth:`now` were without the record.
+        the database clock: two statements, two round trips (the clock; the record
+        and the rows, one transaction), as cheap as :meth:`states` and :meth:`now`
+        were without the record.
 
         The skew is the host's clock minus the database's, taking the host's
         clock at the middle of the clock query (error: half its round trip).
         """
-        with self._conn, self._cursor() as cur:
+        with self._own_transactions() as cur:
             before = time.time()
-            cur.execute(Q["tick_clock"])
+            cur.execute(Q["clock"])
             now = cur.fetchone()[0]
             after = time.time()
             skew = (before + after) / 2 - now.timestamp()
@@ -579,7 +586,10 @@ class StateStore:
             (claimed notices with their alerts, open alerts, {scope: until} of the windows,
             the holders of this host with claims that still run).
         """
-        rows = self._alert_rows("alerts_sweep", self._sweep_params(host, claim_seconds, limit, dead))
+        with self._own_transactions() as cur:  # one statement: no BEGIN, COMMIT round trips
+            cur.execute(_alert_queries()["alerts_sweep"],
+                        self._sweep_params(host, claim_seconds, limit, dead))
+            rows = [_as_dict(cur, row) for row in cur.fetchall()] if cur.description else []
         return ([r for r in rows if r["row_kind"] == "notice"],
                 [r for r in rows if r["row_kind"] == "open"],
                 {r["app_name"]: r["next_notice"] for r in rows if r["row_kind"] == "mute"},
