@@ -15,10 +15,8 @@ and are still shown; any other problem still refuses the file.
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import logging
-from dataclasses import dataclass
 
 from everett import NO_VALUE
 
@@ -26,6 +24,7 @@ from .config.names import KnownNames, check_names, check_sections, environment_n
 from .config.options import DotDict, Namespace
 from .config.settings import Settings, Sources, runner_options
 from .errors import ConfigurationError
+from .frozen import Frozen, setfield
 from .placement import parse_tags
 from .scheduling import (
     JobEntry,
@@ -38,16 +37,25 @@ from .scheduling import (
 )
 
 
-@dataclass(frozen=True)
-class Job:
+class Job(Frozen):
     """A configured job: its class, schedule and place in the config."""
 
+    __slots__ = ("app_name", "cls", "entry", "schedule", "depends_on", "hosts")
     app_name: str
     cls: type
     entry: JobEntry
     schedule: Schedule
     depends_on: tuple[str, ...]
-    hosts: tuple[str, ...] = ()  # its ``hosts`` option: the tags of the hosts that may claim it
+    hosts: tuple[str, ...]  # its ``hosts`` option: the tags of the hosts that may claim it
+
+    def __init__(self, app_name: str, cls: type, entry: JobEntry, schedule: Schedule,
+                 depends_on: tuple[str, ...], hosts: tuple[str, ...] = ()) -> None:
+        setfield(self, "app_name", app_name)
+        setfield(self, "cls", cls)
+        setfield(self, "entry", entry)
+        setfield(self, "schedule", schedule)
+        setfield(self, "depends_on", depends_on)
+        setfield(self, "hosts", hosts)
 
     @property
     def class_path(self) -> str:
@@ -67,13 +75,17 @@ class Job:
         return name in (self.app_name, self.class_path, self.entry.class_path)
 
 
-@dataclass(frozen=True)
-class BrokenEntry:
+class BrokenEntry(Frozen):
     """A jobs entry whose class does not load, and why: a tick runs the other jobs, the
     read commands and the dashboard show it as an error row, the alerts tell of it once."""
 
+    __slots__ = ("entry", "error")
     entry: JobEntry
     error: ConfigurationError
+
+    def __init__(self, entry: JobEntry, error: ConfigurationError) -> None:
+        setfield(self, "entry", entry)
+        setfield(self, "error", error)
 
     @property
     def name(self) -> str:
@@ -91,12 +103,16 @@ class BrokenEntry:
         return name in (self.entry.class_path, self.entry.class_name, self.entry.text)
 
 
-@dataclass(frozen=True)
-class Catalog:
+class Catalog(Frozen):
     """The jobs that load, in config order, and the entries that do not."""
 
+    __slots__ = ("jobs", "broken")
     jobs: list[Job]
     broken: list[BrokenEntry]
+
+    def __init__(self, jobs: list[Job], broken: list[BrokenEntry]) -> None:
+        setfield(self, "jobs", jobs)
+        setfield(self, "broken", broken)
 
     def broken_entry(self, name: str) -> BrokenEntry | None:
         """The broken entry ``name`` means, if any."""
@@ -249,8 +265,8 @@ def _load(settings: Settings, tolerant: bool) -> Catalog:
             )
         config = job_config(job, settings.sources)  # bad option values fail now, not mid-run
         try:
-            job = dataclasses.replace(job, schedule=with_delay(job.schedule, config, job.app_name),
-                                      hosts=parse_tags(config["hosts"]))
+            job = job.replace(schedule=with_delay(job.schedule, config, job.app_name),
+                              hosts=parse_tags(config["hosts"]))
         except ValueError as exc:
             raise ConfigurationError(f"crontabber.class-{job.cls.__name__}.settle_lag/jitter",
                                      str(exc)) from None

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
-from dataclasses import dataclass
 from typing import Callable
 
 from .formats import relative, utc_text
+from .frozen import Frozen, setfield
 from .state import JobState
 
 
@@ -43,13 +43,18 @@ class Marker(enum.Enum):
         return self in (Marker.EXPIRED, Marker.DEAD, Marker.STALE)
 
 
-@dataclass(frozen=True)
-class LeaseRules:
+class LeaseRules(Frozen):
     """The lease settings and the identity of the host applying them."""
 
+    __slots__ = ("lease_seconds", "max_ongoing_age_hours", "host")
     lease_seconds: float
     max_ongoing_age_hours: float
     host: str
+
+    def __init__(self, lease_seconds: float, max_ongoing_age_hours: float, host: str) -> None:
+        setfield(self, "lease_seconds", lease_seconds)
+        setfield(self, "max_ongoing_age_hours", max_ongoing_age_hours)
+        setfield(self, "host", host)
 
 
 def holder_name(host: str, pid: int) -> str:
@@ -95,13 +100,17 @@ def marker_status(
     return Marker.LIVE
 
 
-@dataclass(frozen=True)
-class Beats:
+class Beats(Frozen):
     """How often a run renews its lease (``heartbeat_seconds``) and how long a lease lasts
     without renewal (``lease_seconds``): ``[crontabber]``'s settings."""
 
+    __slots__ = ("heartbeat_seconds", "lease_seconds")
     heartbeat_seconds: float
     lease_seconds: float
+
+    def __init__(self, heartbeat_seconds: float, lease_seconds: float) -> None:
+        setfield(self, "heartbeat_seconds", heartbeat_seconds)
+        setfield(self, "lease_seconds", lease_seconds)
 
 
 def beats_missed(heartbeat: dt.datetime | None, now: dt.datetime, beats: Beats) -> int:

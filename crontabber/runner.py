@@ -20,7 +20,6 @@ import logging
 import os
 import socket
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from .catalog import Job, job_config, run_order
@@ -35,6 +34,7 @@ from .errors import (
     MarkerIsLive,
 )
 from .formats import minute_text
+from .frozen import Frozen, setfield
 from .leases import LeaseRules, Marker, describe_marker, holder_name, marker_status, retry_delay
 from .overrides import given_options
 from .placement import may_claim, placement_text
@@ -67,17 +67,27 @@ class Status(enum.Enum):
     PAUSED = "paused"
 
 
-@dataclass(frozen=True)
-class JobResult:
+class JobResult(Frozen):
     """What happened to one job in one invocation."""
 
+    __slots__ = ("app_name", "status", "detail", "error", "run_id", "summaries")
     app_name: str
     status: Status
-    detail: str = ""
-    error: JobLockError | LeaseLost | None = None
-    run_id: int | None = None
+    detail: str
+    error: JobLockError | LeaseLost | None
+    run_id: int | None
     # The job's one-line summary of each successful unit (interval, summary or None).
-    summaries: tuple[tuple[dt.datetime, str | None], ...] = ()
+    summaries: tuple[tuple[dt.datetime, str | None], ...]
+
+    def __init__(self, app_name: str, status: Status, detail: str = "",
+                 error: JobLockError | LeaseLost | None = None, run_id: int | None = None,
+                 summaries: tuple[tuple[dt.datetime, str | None], ...] = ()) -> None:
+        setfield(self, "app_name", app_name)
+        setfield(self, "status", status)
+        setfield(self, "detail", detail)
+        setfield(self, "error", error)
+        setfield(self, "run_id", run_id)
+        setfield(self, "summaries", summaries)
 
     @property
     def summary(self) -> str | None:

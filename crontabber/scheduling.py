@@ -10,15 +10,14 @@ The semantics are crontabber 0.18's, with its bugs fixed where noted
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import graphlib
 import re
-from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from .errors import ConfigurationError
 from .formats import minute_text
+from .frozen import Frozen, setfield
 from .state import JobState
 
 UNIT_SECONDS = {"m": 60, "h": 3600, "d": 86400}
@@ -31,19 +30,22 @@ _FREQUENCY = re.compile(r"^\s*(\d+)\s*([mhd])\s*$")
 _TIME = re.compile(r"^\s*(\d{1,2}):(\d{1,2})\s*$")
 
 
-@dataclass(frozen=True)
-class TimeOfDay:
+class TimeOfDay(Frozen):
     """A UTC time of day (``HH:MM``) at which a job runs."""
 
+    __slots__ = ("hour", "minute")
     hour: int
     minute: int
+
+    def __init__(self, hour: int, minute: int) -> None:
+        setfield(self, "hour", hour)
+        setfield(self, "minute", minute)
 
     def __str__(self) -> str:
         return f"{self.hour:02d}:{self.minute:02d}"
 
 
-@dataclass(frozen=True)
-class Schedule:
+class Schedule(Frozen):
     """How often a job runs: its frequency and optional time of day, and how late it sees
     the clock.
 
@@ -55,11 +57,20 @@ class Schedule:
     and every view read it as they always did.
     """
 
+    __slots__ = ("frequency", "seconds", "time", "lag", "jitter")
     frequency: str
     seconds: int
     time: TimeOfDay | None
-    lag: dt.timedelta = dt.timedelta(0)
-    jitter: dt.timedelta = dt.timedelta(0)
+    lag: dt.timedelta
+    jitter: dt.timedelta
+
+    def __init__(self, frequency: str, seconds: int, time: TimeOfDay | None,
+                 lag: dt.timedelta = dt.timedelta(0), jitter: dt.timedelta = dt.timedelta(0)) -> None:
+        setfield(self, "frequency", frequency)
+        setfield(self, "seconds", seconds)
+        setfield(self, "time", time)
+        setfield(self, "lag", lag)
+        setfield(self, "jitter", jitter)
 
     def __str__(self) -> str:
         return f"{self.frequency} @ {self.time}" if self.time else self.frequency
@@ -88,7 +99,7 @@ class Schedule:
         if lag + spread >= self.interval:
             raise ValueError(f"settle lag + jitter ({lag + spread}) must be shorter than the "
                              f"job's frequency ({self.frequency})")
-        return dataclasses.replace(self, lag=lag, jitter=jitter)
+        return self.replace(lag=lag, jitter=jitter)
 
 
 def with_delay(schedule: Schedule, config: Mapping[str, Any], app_name: str) -> Schedule:
@@ -139,14 +150,20 @@ def parse_duration(text: str | int | float | dt.timedelta) -> dt.timedelta:
     return dt.timedelta(seconds=seconds)
 
 
-@dataclass(frozen=True)
-class JobEntry:
+class JobEntry(Frozen):
     """One line of the ``jobs`` list: ``module.Class|FREQ[|HH:MM]``."""
 
+    __slots__ = ("class_path", "frequency", "time", "text")
     class_path: str
     frequency: str
     time: str | None
     text: str
+
+    def __init__(self, class_path: str, frequency: str, time: str | None, text: str) -> None:
+        setfield(self, "class_path", class_path)
+        setfield(self, "frequency", frequency)
+        setfield(self, "time", time)
+        setfield(self, "text", text)
 
     @property
     def class_name(self) -> str:

@@ -2,40 +2,86 @@
 
 The rows that only operator commands read (history, audit, fleet, overview)
 are in :mod:`crontabber.records`, so an idle tick does not build their classes
-(each frozen dataclass costs ~1 ms of import time)."""
+(each class costs import time). The records are :class:`crontabber.frozen.Frozen`: no
+dataclass on a tick's path."""
 
 from __future__ import annotations
 
 import datetime as dt
 import enum
-from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from .frozen import Frozen, setfield
 
-@dataclass(frozen=True)
-class JobState:
+
+class JobState(Frozen):
     """One row of table ``crontabber``: crontabber's columns plus ours,
     ``ongoing_by`` (``host:pid``), ``run_id`` (the holding run's fencing token)
     and ``heartbeat`` (its last lease renewal)."""
 
+    __slots__ = ("app_name", "next_run", "first_run", "last_run", "last_success", "ongoing",
+                 "ongoing_by", "error_count", "depends_on", "last_error", "run_id", "heartbeat",
+                 "paused_until", "paused_reason", "paused_by", "success_marked_at",
+                 "success_marked_by", "success_marked_reason")
+
     app_name: str
-    next_run: dt.datetime | None = None
-    first_run: dt.datetime | None = None
-    last_run: dt.datetime | None = None
-    last_success: dt.datetime | None = None
-    ongoing: dt.datetime | None = None
-    ongoing_by: str | None = None
-    error_count: int = 0
-    depends_on: tuple[str, ...] = ()
-    last_error: Mapping[str, Any] = field(default_factory=dict)
-    run_id: int | None = None
-    heartbeat: dt.datetime | None = None
-    paused_until: dt.datetime | None = None
-    paused_reason: str | None = None
-    paused_by: str | None = None
-    success_marked_at: dt.datetime | None = None
-    success_marked_by: str | None = None
-    success_marked_reason: str | None = None
+    next_run: dt.datetime | None
+    first_run: dt.datetime | None
+    last_run: dt.datetime | None
+    last_success: dt.datetime | None
+    ongoing: dt.datetime | None
+    ongoing_by: str | None
+    error_count: int
+    depends_on: tuple[str, ...]
+    last_error: Mapping[str, Any]
+    run_id: int | None
+    heartbeat: dt.datetime | None
+    paused_until: dt.datetime | None
+    paused_reason: str | None
+    paused_by: str | None
+    success_marked_at: dt.datetime | None
+    success_marked_by: str | None
+    success_marked_reason: str | None
+
+    def __init__(
+        self,
+        app_name: str,
+        next_run: dt.datetime | None = None,
+        first_run: dt.datetime | None = None,
+        last_run: dt.datetime | None = None,
+        last_success: dt.datetime | None = None,
+        ongoing: dt.datetime | None = None,
+        ongoing_by: str | None = None,
+        error_count: int = 0,
+        depends_on: tuple[str, ...] = (),
+        last_error: Mapping[str, Any] | None = None,
+        run_id: int | None = None,
+        heartbeat: dt.datetime | None = None,
+        paused_until: dt.datetime | None = None,
+        paused_reason: str | None = None,
+        paused_by: str | None = None,
+        success_marked_at: dt.datetime | None = None,
+        success_marked_by: str | None = None,
+        success_marked_reason: str | None = None,
+    ) -> None:
+        setfield(self, "app_name", app_name)
+        setfield(self, "next_run", next_run)
+        setfield(self, "first_run", first_run)
+        setfield(self, "last_run", last_run)
+        setfield(self, "last_success", last_success)
+        setfield(self, "ongoing", ongoing)
+        setfield(self, "ongoing_by", ongoing_by)
+        setfield(self, "error_count", error_count)
+        setfield(self, "depends_on", depends_on)
+        setfield(self, "last_error", {} if last_error is None else last_error)
+        setfield(self, "run_id", run_id)
+        setfield(self, "heartbeat", heartbeat)
+        setfield(self, "paused_until", paused_until)
+        setfield(self, "paused_reason", paused_reason)
+        setfield(self, "paused_by", paused_by)
+        setfield(self, "success_marked_at", success_marked_at)
+        setfield(self, "success_marked_by", success_marked_by)
+        setfield(self, "success_marked_reason", success_marked_reason)
 
     @property
     def success_marked(self) -> bool:
@@ -86,7 +132,6 @@ class JobState:
         }
 
 
-@dataclass(frozen=True)
 class RunKind(enum.Enum):
     """Why a run ran, which decides what its end writes to the job's state row.
 
@@ -113,17 +158,27 @@ class RunKind(enum.Enum):
         return self is RunKind.RERUN
 
 
-@dataclass(frozen=True)
-class FinishRecord:
+class FinishRecord(Frozen):
     """How one attempt at a job ended, as written back to its state row (under the rule of
     its :class:`RunKind`)."""
 
+    __slots__ = ("started", "succeeded", "error", "next_run", "kind", "stopped")
     started: dt.datetime
     succeeded: bool
     error: Mapping[str, Any]
     next_run: dt.datetime | None
-    kind: RunKind = RunKind.SCHEDULED
-    stopped: bool = False  # stopped by SIGTERM (a deploy): not the job's health
+    kind: RunKind
+    stopped: bool  # stopped by SIGTERM (a deploy): not the job's health
+
+    def __init__(self, started: dt.datetime, succeeded: bool, error: Mapping[str, Any],
+                 next_run: dt.datetime | None, kind: RunKind = RunKind.SCHEDULED,
+                 stopped: bool = False) -> None:
+        setfield(self, "started", started)
+        setfield(self, "succeeded", succeeded)
+        setfield(self, "error", error)
+        setfield(self, "next_run", next_run)
+        setfield(self, "kind", kind)
+        setfield(self, "stopped", stopped)
 
     @property
     def keeps_health(self) -> bool:
@@ -146,53 +201,84 @@ class RunStatus(enum.Enum):
     ABANDONED = "abandoned"  # its holder died: written by whoever found the job held
 
 
-@dataclass(frozen=True)
-class RunEnd:
+class RunEnd(Frozen):
     """What a run's end writes to its ledger row: its status, the error in one line, and
     the captured output (its tail, redacted) with the number of bytes dropped ahead of it.
     (The job's summary is its last unit's, written with the unit.)"""
 
+    __slots__ = ("status", "error", "output", "dropped")
     status: RunStatus
-    error: str | None = None
-    output: str = ""
-    dropped: int = 0
+    error: str | None
+    output: str
+    dropped: int
+
+    def __init__(self, status: RunStatus, error: str | None = None, output: str = "",
+                 dropped: int = 0) -> None:
+        setfield(self, "status", status)
+        setfield(self, "error", error)
+        setfield(self, "output", output)
+        setfield(self, "dropped", dropped)
 
 
-@dataclass(frozen=True)
-class Claim:
+class Claim(Frozen):
     """A run's hold on its job, as the claim wrote it: the fencing token
     (``run_id``), who holds it, and the database time it began."""
 
+    __slots__ = ("app_name", "run_id", "host", "pid", "started")
     app_name: str
     run_id: int
     host: str
     pid: int
     started: dt.datetime
 
+    def __init__(self, app_name: str, run_id: int, host: str, pid: int,
+                 started: dt.datetime) -> None:
+        setfield(self, "app_name", app_name)
+        setfield(self, "run_id", run_id)
+        setfield(self, "host", host)
+        setfield(self, "pid", pid)
+        setfield(self, "started", started)
+
     @property
     def holder(self) -> str:
         return f"{self.host}:{self.pid}"
 
 
-@dataclass(frozen=True)
-class Tick:
+class Tick(Frozen):
     """What a tick records about itself in ``crontabber_host``: also the migrations the
     database has that its code lacks (``schema_behind``: it claims nothing)."""
 
+    __slots__ = ("host", "version", "pid", "schema_behind", "tags", "live_seconds")
     host: str
     version: str
     pid: int
-    schema_behind: tuple[int, ...] = ()
-    tags: tuple[str, ...] = ()  # crontabber.host_tags: the jobs placed on them it may claim
-    live_seconds: float = 900.0  # a host that ticked this recently is in the fleet
+    schema_behind: tuple[int, ...]
+    tags: tuple[str, ...]  # crontabber.host_tags: the jobs placed on them it may claim
+    live_seconds: float  # a host that ticked this recently is in the fleet
+
+    def __init__(self, host: str, version: str, pid: int,
+                 schema_behind: tuple[int, ...] = (), tags: tuple[str, ...] = (),
+                 live_seconds: float = 900.0) -> None:
+        setfield(self, "host", host)
+        setfield(self, "version", version)
+        setfield(self, "pid", pid)
+        setfield(self, "schema_behind", schema_behind)
+        setfield(self, "tags", tags)
+        setfield(self, "live_seconds", live_seconds)
 
 
-@dataclass(frozen=True)
-class FleetHost:
+class FleetHost(Frozen):
     """A host as placement sees it (read with the tick's state rows, in the same statement):
     its tags, whether it ticked recently (``live``), and whether an operator drained it."""
 
+    __slots__ = ("host", "tags", "live", "drained")
     host: str
     tags: tuple[str, ...]
     live: bool
     drained: bool
+
+    def __init__(self, host: str, tags: tuple[str, ...], live: bool, drained: bool) -> None:
+        setfield(self, "host", host)
+        setfield(self, "tags", tags)
+        setfield(self, "live", live)
+        setfield(self, "drained", drained)

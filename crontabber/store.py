@@ -15,7 +15,6 @@ import functools
 import json
 import logging
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, TypeVar
 
 import psycopg2
@@ -24,6 +23,8 @@ import psycopg2.errors
 from . import jsonout, sqlfiles
 from .errors import DatabaseReadOnly, DatabaseUnavailable, HostDrained, JobLocked, LeaseLost
 from .failures import first_line
+from .frozen import Frozen, setfield
+from .schema import round_trip_cursor
 from .state import Claim, FinishRecord, FleetHost, JobState, RunEnd, RunKind, RunStatus, Tick
 
 if TYPE_CHECKING:
@@ -56,8 +57,7 @@ def parse_ports(text: str) -> int | str:
     return int(parts[0]) if len(parts) == 1 else ",".join(parts)
 
 
-@dataclass(frozen=True)
-class DatabaseSettings:
+class DatabaseSettings(Frozen):
     """Where a PostgreSQL database is; the password is never printed.
 
     ``host`` and ``port`` take libpq's multi-host form (``db1,db2`` and ``5432`` or
@@ -68,16 +68,26 @@ class DatabaseSettings:
     set, are added to it.
     """
 
-    host: str = "localhost"
-    port: int | str = 5432
-    dbname: str = "crontabber"
-    user: str = ""
-    password: str = ""
-    target_session_attrs: str = ""
-    dsn: str = ""
+    __slots__ = ("host", "port", "dbname", "user", "password", "target_session_attrs", "dsn")
+    host: str
+    port: int | str
+    dbname: str
+    user: str
+    password: str
+    target_session_attrs: str
+    dsn: str
 
-    def __post_init__(self) -> None:
+    def __init__(self, host: str = "localhost", port: int | str = 5432,
+                 dbname: str = "crontabber", user: str = "", password: str = "",
+                 target_session_attrs: str = "", dsn: str = "") -> None:
         """Raises ValueError: a ``port`` list that does not match ``host``'s, or a bad ``dsn``."""
+        setfield(self, "host", host)
+        setfield(self, "port", port)
+        setfield(self, "dbname", dbname)
+        setfield(self, "user", user)
+        setfield(self, "password", password)
+        setfield(self, "target_session_attrs", target_session_attrs)
+        setfield(self, "dsn", dsn)
         hosts, ports = self.host.split(","), str(self.port).split(",")
         if not self.dsn and len(ports) not in (1, len(hosts)):
             raise ValueError(f"{len(ports)} ports for {len(hosts)} hosts (one, or one per host)")
@@ -252,6 +262,11 @@ class StateStore:
     def _cursor(self) -> Any:
         return self._conn.cursor()
 
+    def _own_transactions(self) -> Any:
+        """A cursor whose every ``execute`` is one transaction in one round trip
+        (:func:`crontabber.schema.round_trip_cursor`): no ``BEGIN``, ``COMMIT``."""
+        return round_trip_cursor(self._conn, self._cursor)
+
     def _one(self, name: str, params: Mapping[str, Any] | None = None) -> dict | None:
         with self._conn, self._cursor() as cur:
             cur.execute(Q[name], params)
@@ -278,15 +293,16 @@ class StateStore:
         """Record a run-mode tick in ``crontabber_host`` (host, version, pid, tags,
         last tick on the database clock, skew) and read every state row, the fleet as
         placement sees it (each host's tags, live, drained: this host's drain too) and
-        the database clock: one transaction of two statements, as cheap as
-        :meth:`states` and :meth:`now` were without the record.
+        the database clock: two statements, two round trips (the clock; the record
+        and the rows, one transaction), as cheap as :meth:`states` and :meth:`now`
+        were without the record.
 
         The skew is the host's clock minus the database's, taking the host's
         clock at the middle of the clock query (error: half its round trip).
         """
-        with self._conn, self._cursor() as cur:
+        with self._own_transactions() as cur:
             before = time.time()
-            cur.execute(Q["tick_clock"])
+            cur.execute(Q["clock"])
             now = cur.fetchone()[0]
             after = time.time()
             skew = (before + after) / 2 - now.timestamp()
@@ -614,7 +630,10 @@ class StateStore:
             (claimed notices with their alerts, open alerts, {scope: until} of the windows,
             the holders of this host with claims that still run).
         """
-        rows = self._alert_rows("alerts_sweep", self._sweep_params(host, claim_seconds, limit, dead))
+        with self._own_transactions() as cur:  # one statement: no BEGIN, COMMIT round trips
+            cur.execute(_alert_queries()["alerts_sweep"],
+                        self._sweep_params(host, claim_seconds, limit, dead))
+            rows = [_as_dict(cur, row) for row in cur.fetchall()] if cur.description else []
         return ([r for r in rows if r["row_kind"] == "notice"],
                 [r for r in rows if r["row_kind"] == "open"],
                 {r["app_name"]: r["next_notice"] for r in rows if r["row_kind"] == "mute"},

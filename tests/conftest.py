@@ -25,7 +25,6 @@ databases stays direct.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import itertools
 import os
 import time
@@ -112,7 +111,7 @@ def fresh_database(prefix: str, template: str | None = None, pooled: bool = POOL
     _admin_execute(f"ALTER DATABASE {name} SET timezone TO '{TEST_TIME_ZONE}'")
     settings = admin_settings(name)
     try:
-        yield dataclasses.replace(settings, port=SERVICES.pgb_port) if pooled else settings
+        yield settings.replace(port=SERVICES.pgb_port) if pooled else settings
     finally:
         _admin_execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 

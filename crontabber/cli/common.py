@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, TextIO
 
 from ..catalog import BrokenEntry, Job, find_job
@@ -26,18 +25,21 @@ if TYPE_CHECKING:
     from ..runner import Reporter
 
 
-@dataclass
 class Context:
     """What a handler works with: the settings, the configured jobs, the open state store,
     the parsed command line, where to print, and the jobs entries that did not load
-    (:func:`crontabber.catalog.load_catalog`). A handler is ``handler(ctx) -> exit code``."""
+    (:func:`crontabber.catalog.load_catalog`). A handler is ``handler(ctx) -> exit code``.
+    (A plain class, not a dataclass: see :mod:`crontabber.frozen`.)"""
 
-    settings: Settings
-    jobs: list[Job]
-    store: StateStore
-    args: argparse.Namespace
-    out: TextIO
-    broken: list[BrokenEntry] = field(default_factory=list)
+    def __init__(self, settings: Settings, jobs: list[Job], store: StateStore,
+                 args: argparse.Namespace, out: TextIO,
+                 broken: list[BrokenEntry] | None = None) -> None:
+        self.settings = settings
+        self.jobs = jobs
+        self.store = store
+        self.args = args
+        self.out = out
+        self.broken: list[BrokenEntry] = [] if broken is None else broken
 
     def broken_entry(self, name: str) -> BrokenEntry | None:
         """The jobs entry that did not load that ``name`` means, if any."""

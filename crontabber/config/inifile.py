@@ -11,25 +11,30 @@ source) and the strict check of names (:mod:`crontabber.config.names`).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any, Iterator
 
 from configobj import ConfigObj, ConfigObjError, Section
 from everett import NO_VALUE
 
 from ..errors import ConfigurationError
+from ..frozen import Frozen, setfield
 
 _AT_LINE = re.compile(r"\s*at line \d+\.?$")
 _QUOTED_LINE = re.compile(r"\('\s+")
 
 
-@dataclass(frozen=True)
-class IniValue:
+class IniValue(Frozen):
     """One ``key=value`` of the file: its option path, as spelled in the file."""
 
+    __slots__ = ("path", "name", "value")
     path: tuple[str, ...]
     name: str
     value: str
+
+    def __init__(self, path: tuple[str, ...], name: str, value: str) -> None:
+        setfield(self, "path", path)
+        setfield(self, "name", name)
+        setfield(self, "value", value)
 
     @property
     def dotted(self) -> str:

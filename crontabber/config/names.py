@@ -28,10 +28,10 @@ nothing, for ``--configtest`` to show.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 from ..errors import ConfigurationError
+from ..frozen import Frozen, setfield
 from .options import Namespace
 
 # crontabber 0.18's own options that
@@ -64,8 +64,7 @@ def _section(dotted: str) -> str:
     return ".".join(dotted.split(".")[:2])
 
 
-@dataclass(frozen=True)
-class KnownNames:
+class KnownNames(Frozen):
     """The option names a configuration may use, each keyed by its lower case.
 
     ``names``: declared and referenced options; ``legacy``: crontabber 0.18's
@@ -73,9 +72,16 @@ class KnownNames:
     of commented-out jobs, under which anything goes.
     """
 
+    __slots__ = ("names", "legacy", "open_sections")
     names: Mapping[str, str]
     legacy: Mapping[str, str]
     open_sections: Mapping[str, str]
+
+    def __init__(self, names: Mapping[str, str], legacy: Mapping[str, str],
+                 open_sections: Mapping[str, str]) -> None:
+        setfield(self, "names", names)
+        setfield(self, "legacy", legacy)
+        setfield(self, "open_sections", open_sections)
 
     def classify(self, dotted: str) -> str:
         """``"known"``, ``"legacy"``, ``"open"`` (in a commented-out job's section)

@@ -14,8 +14,9 @@ environment and ``crontabber.ini``, in that order.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable, Iterator
+
+from ..frozen import Frozen, setfield
 
 SECRET_WORDS = ("password", "secret", "dsn", "access_key", "token")
 
@@ -46,21 +47,33 @@ def parser_for(default: Any) -> Callable[[str], Any]:
     return str
 
 
-@dataclass(frozen=True)
-class Option:
+class Option(Frozen):
     """One declared option.
 
     ``reference_value_from`` names a namespace (``resource.postgresql``) whose
     option of the same name supplies the value when this one is not set.
     """
 
+    __slots__ = ("name", "default", "doc", "parser", "reference_value_from", "secret",
+                 "url_paths_secret")
     name: str
-    default: Any = None
-    doc: str = ""
-    parser: Callable[[str], Any] = str
-    reference_value_from: str | None = None
-    secret: bool = False
-    url_paths_secret: bool = False  # its URLs' paths may hold tokens (shown as /***)
+    default: Any
+    doc: str
+    parser: Callable[[str], Any]
+    reference_value_from: str | None
+    secret: bool
+    url_paths_secret: bool  # its URLs' paths may hold tokens (shown as /***)
+
+    def __init__(self, name: str, default: Any = None, doc: str = "",
+                 parser: Callable[[str], Any] = str, reference_value_from: str | None = None,
+                 secret: bool = False, url_paths_secret: bool = False) -> None:
+        setfield(self, "name", name)
+        setfield(self, "default", default)
+        setfield(self, "doc", doc)
+        setfield(self, "parser", parser)
+        setfield(self, "reference_value_from", reference_value_from)
+        setfield(self, "secret", secret)
+        setfield(self, "url_paths_secret", url_paths_secret)
 
     def parse(self, text: str) -> Any:
         return self.parser(text)

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from everett import NO_VALUE, InvalidValueError
 
 from ..errors import ConfigurationError
+from ..frozen import Frozen, setfield
 from ..placement import parse_tags
 from ..scheduling import JobEntry, parse_job_entry, split_jobs_list
 from ..store import DatabaseSettings
@@ -318,17 +318,29 @@ def resolve_conf_path(conf_path: str | None) -> str:
         f" in {os.getcwd()}")
 
 
-@dataclass(frozen=True)
-class MonitorSettings:
+class MonitorSettings(Frozen):
     """The thresholds of ``--nagios`` and where ``--metrics-file`` writes (see
     :func:`runner_options` for their meaning and docs/reference/cli.md's ``--nagios``)."""
 
+    __slots__ = ("overdue_warning_seconds", "overdue_critical_seconds",
+                 "silence_critical_minutes", "max_skew_seconds", "metrics_file",
+                 "paused_warning_percent")
     overdue_warning_seconds: float
     overdue_critical_seconds: float
     silence_critical_minutes: float
     max_skew_seconds: float
     metrics_file: str
-    paused_warning_percent: float = 100.0
+    paused_warning_percent: float
+
+    def __init__(self, overdue_warning_seconds: float, overdue_critical_seconds: float,
+                 silence_critical_minutes: float, max_skew_seconds: float, metrics_file: str,
+                 paused_warning_percent: float = 100.0) -> None:
+        setfield(self, "overdue_warning_seconds", overdue_warning_seconds)
+        setfield(self, "overdue_critical_seconds", overdue_critical_seconds)
+        setfield(self, "silence_critical_minutes", silence_critical_minutes)
+        setfield(self, "max_skew_seconds", max_skew_seconds)
+        setfield(self, "metrics_file", metrics_file)
+        setfield(self, "paused_warning_percent", paused_warning_percent)
 
     @classmethod
     def defaults(cls) -> "MonitorSettings":
@@ -338,16 +350,27 @@ class MonitorSettings:
                                   for path, option in runner_options().walk()})
 
 
-@dataclass(frozen=True)
-class AlertSettings:
+class AlertSettings(Frozen):
     """Where alerts go and how hard to try (``[alerts]``; the rules are per job)."""
 
-    targets: tuple["Target", ...]
+    __slots__ = ("targets", "claim_seconds", "max_attempts", "timeout_seconds", "smtp",
+                 "dashboard_url")
+    targets: tuple[Target, ...]
     claim_seconds: float
     max_attempts: int
     timeout_seconds: float
-    smtp: "SmtpSettings | None"  # None: no e-mail target
-    dashboard_url: str = ""  # without a trailing "/"; empty: alerts link nowhere
+    smtp: SmtpSettings | None  # None: no e-mail target
+    dashboard_url: str  # without a trailing "/"; empty: alerts link nowhere
+
+    def __init__(self, targets: tuple[Target, ...], claim_seconds: float, max_attempts: int,
+                 timeout_seconds: float, smtp: SmtpSettings | None,
+                 dashboard_url: str = "") -> None:
+        setfield(self, "targets", targets)
+        setfield(self, "claim_seconds", claim_seconds)
+        setfield(self, "max_attempts", max_attempts)
+        setfield(self, "timeout_seconds", timeout_seconds)
+        setfield(self, "smtp", smtp)
+        setfield(self, "dashboard_url", dashboard_url)
 
     def job_link(self, app_name: str) -> str:
         """The dashboard's page of job ``app_name`` (empty without ``dashboard_url``)."""
@@ -361,10 +384,17 @@ class AlertSettings:
         return bool(self.targets)
 
 
-@dataclass(frozen=True)
-class Settings:
-    """The runner's resolved settings."""
+class Settings(Frozen):
+    """The runner's resolved settings (the repr leaves out the Sentry DSN and the sources;
+    equality ignores the sources)."""
 
+    __slots__ = ("entries", "error_retry_time", "max_ongoing_age_hours", "heartbeat_seconds",
+                 "lease_seconds", "default_timeout", "kill_grace_seconds", "database",
+                 "rerun_confirm_over", "output_tail_bytes", "require_reason", "sentry_dsn",
+                 "sentry_crons", "log_level", "log_format", "sources", "monitor", "alerts",
+                 "host_tags")
+    _hidden = frozenset({"sentry_dsn", "sources"})
+    _uncompared = frozenset({"sources"})
     entries: tuple[JobEntry, ...]
     error_retry_time: int
     max_ongoing_age_hours: float
@@ -376,14 +406,41 @@ class Settings:
     rerun_confirm_over: int
     output_tail_bytes: int
     require_reason: bool
-    sentry_dsn: str = field(repr=False)
+    sentry_dsn: str
     sentry_crons: bool
     log_level: str
     log_format: str
-    sources: Sources = field(repr=False, compare=False)
+    sources: Sources
     monitor: MonitorSettings
     alerts: AlertSettings
-    host_tags: tuple[str, ...] = ()
+    host_tags: tuple[str, ...]
+
+    def __init__(self, entries: tuple[JobEntry, ...], error_retry_time: int,
+                 max_ongoing_age_hours: float, heartbeat_seconds: float, lease_seconds: float,
+                 default_timeout: float, kill_grace_seconds: float, database: DatabaseSettings,
+                 rerun_confirm_over: int, output_tail_bytes: int, require_reason: bool,
+                 sentry_dsn: str, sentry_crons: bool, log_level: str, log_format: str,
+                 sources: Sources, monitor: MonitorSettings, alerts: AlertSettings,
+                 host_tags: tuple[str, ...] = ()) -> None:
+        setfield(self, "entries", entries)
+        setfield(self, "error_retry_time", error_retry_time)
+        setfield(self, "max_ongoing_age_hours", max_ongoing_age_hours)
+        setfield(self, "heartbeat_seconds", heartbeat_seconds)
+        setfield(self, "lease_seconds", lease_seconds)
+        setfield(self, "default_timeout", default_timeout)
+        setfield(self, "kill_grace_seconds", kill_grace_seconds)
+        setfield(self, "database", database)
+        setfield(self, "rerun_confirm_over", rerun_confirm_over)
+        setfield(self, "output_tail_bytes", output_tail_bytes)
+        setfield(self, "require_reason", require_reason)
+        setfield(self, "sentry_dsn", sentry_dsn)
+        setfield(self, "sentry_crons", sentry_crons)
+        setfield(self, "log_level", log_level)
+        setfield(self, "log_format", log_format)
+        setfield(self, "sources", sources)
+        setfield(self, "monitor", monitor)
+        setfield(self, "alerts", alerts)
+        setfield(self, "host_tags", host_tags)
 
     def limits_for(self, job_config: Mapping[str, Any]) -> "RunLimits":
         """The time limits of one run of a job, given its resolved options."""

@@ -5,18 +5,16 @@
 -- The database's clock: every host agrees on it, whatever its own clock says.
 SELECT clock_timestamp() AS now;
 
--- name: tick_clock
--- A run-mode tick's first statement, timed by the host to measure its clock's
--- skew. The tick's host record may be lost in a crash without harm: no fsync wait.
-SET LOCAL synchronous_commit = off;
-SELECT clock_timestamp() AS now;
-
 -- name: tick_states
 -- The tick's host record, the fleet as placement sees it and the state rows in one statement
--- (an idle tick stays at two statements): one row per job, each with the fleet (a JSON array
--- of [host, tags, live, drained]; this host's as just recorded), and one row without app_name
+-- (an idle tick stays at two statements: the clock, timed by the host to measure its clock's
+-- skew, then this): one row per job, each with the fleet (a JSON array of
+-- [host, tags, live, drained]; this host's as just recorded), and one row without app_name
 -- when there is no job row. The insert runs whether or not it is read; it leaves an
--- operator's drain alone.
+-- operator's drain alone. Sent as one query string outside psycopg2's transaction: one
+-- implicit transaction, one round trip. The host record may be lost in a crash without
+-- harm: no fsync wait (SET LOCAL holds in the implicit transaction block).
+SET LOCAL synchronous_commit = off;
 WITH tick AS (
     INSERT INTO crontabber_host (host, version, last_tick, skew_seconds, pid, schema_behind, tags)
     VALUES (%(host)s, %(version)s, %(now)s, %(skew)s, %(pid)s, %(behind)s::integer[],

@@ -194,7 +194,8 @@ def test_processes_a_job_forks_get_the_default_sigterm(cli, tmp_path):
 # host (bench tick's goal), loaded only by the commands that need them.
 NOT_ON_THE_TICK = ("crontabber.records", "crontabber.cli.operate", "crontabber.nagios",
                    "crontabber.metrics", "crontabber.sentry", "pathlib", "shutil", "difflib",
-                   "urllib.parse", "everett.manager", "argparse", "gettext", "locale")
+                   "urllib.parse", "everett.manager", "argparse", "gettext", "locale",
+                   "dataclasses", "inspect")
 
 
 def test_an_idle_tick_imports_none_of_the_operator_modules(cli):

@@ -179,7 +179,7 @@ def test_argument_errors_are_not_called_configuration_errors(cli):
     assert done.returncode == 1
     assert done.stderr.startswith("crontabber: --release: needs --reason TEXT ("), done.stderr
     done = cli.run("--until", "2h")
-    assert done.stderr == ("crontabber: --until: only means something with --pause NAME or "
-                           "--mute NAME\n")
+    assert done.stderr == ("crontabber: --until: only means something with --pause NAME, "
+                           "--mute NAME or --drain HOST\n")
     done = cli.run("--crontabber.error_retry_time=soon")  # the configuration's: still called so
     assert done.returncode == 1 and "configuration error in crontabber.error_retry_time" in done.stderr

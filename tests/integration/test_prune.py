@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import concurrent.futures
-import dataclasses
 import datetime as dt
 import os
 import subprocess
@@ -383,7 +382,7 @@ def test_a_run_of_the_release_before_the_lease_is_judged_by_its_advisory_lock(pr
     its session holds its advisory lock it is running (not reconciled), then dead. That release
     ran only on direct connections (behind a pooler the lock outlived the run), so its session
     is direct here in either lane."""
-    old = connect(dataclasses.replace(database, port=SERVICES.pg_port))
+    old = connect(database.replace(port=SERVICES.pg_port))
     old.autocommit = True
     with old.cursor() as cur:  # what that release's start_run did
         cur.execute("WITH run AS (INSERT INTO prune_run (dry_run, cap, holder)"

@@ -2,7 +2,14 @@
 its migrations; a runner without the jobs creates none of their tables; a site that adds the
 jobs later gets them; existing crontabber 0.18 databases keep working."""
 from crontabber import sqlfiles
-from crontabber.schema import RUNNER, apply_migrations_only, ensure_schema, migrations, with_runner
+from crontabber.schema import (
+    RUNNER,
+    apply_migrations_only,
+    ensure_schema,
+    migrations,
+    round_trip_cursor,
+    with_runner,
+)
 from crontabber.store import connect
 from jobs import SQL_DIR as JOBS_SQL
 
@@ -135,3 +142,29 @@ def test_query_files_parse():
     assert "claim" not in sqlfiles.load("crontabber.sql")
     assert {"clock", "lock_state", "finish"} <= set(sqlfiles.load("crontabber.sql"))
     assert "delete_batch" in sqlfiles.load("runlog.sql", JOBS_SQL)
+
+
+def test_a_round_trip_cursor_sends_each_statement_as_its_own_transaction(empty_database):
+    """An idle tick's statements go without psycopg2's BEGIN and COMMIT: SET LOCAL holds in
+    the query string's implicit transaction and no further; a connection in a transaction
+    already has it committed, as ``with connection`` did."""
+    conn = connect(empty_database)
+    try:
+        with round_trip_cursor(conn) as cur:
+            cur.execute("SET LOCAL synchronous_commit = off; SHOW synchronous_commit")
+            assert cur.fetchone() == ("off",)
+            cur.execute("SHOW synchronous_commit")
+            assert cur.fetchone() == ("on",)
+        assert not conn.autocommit and not conn.notices
+        with conn.cursor() as cur:
+            cur.execute("CREATE TABLE t (x int)")  # a transaction left open
+        with round_trip_cursor(conn) as cur:
+            cur.execute("INSERT INTO t VALUES (1)")
+        assert not conn.autocommit
+        other = connect(empty_database)
+        with other.cursor() as cur:
+            cur.execute("SELECT x FROM t")
+            assert cur.fetchall() == [(1,)]
+        other.close()
+    finally:
+        conn.close()
