@@ -67,6 +67,10 @@ class BaseCronApp(RequiredConfig):
         self.lease: Any = None
         # --rerun: the dates a backfill job is called with instead of the missed ones.
         self.rerun_dates: list[dt.datetime] | None = None
+        # A backfill job's claim of each interval before it runs it (crontabber_interval):
+        # returns once this run holds the interval, waiting while another run does; set in
+        # the runner's child. None: nothing to claim (an instance run outside the runner).
+        self.interval_gate: Callable[[dt.datetime], None] | None = None
         # What the last call of run() returned, when a string: its summary (one line).
         self.last_summary: str | None = None
 
@@ -119,6 +123,8 @@ class BaseCronApp(RequiredConfig):
         if dates is None:
             dates = backfill_dates(last_success, schedule, now)
         for when in dates:
+            if self.interval_gate is not None:
+                self.interval_gate(when)
             self._summarise(function(when))
             yield when
 

@@ -321,26 +321,24 @@ class Runner:
 
         return decide
 
-    def rerun(self, job: Job, dates: list[dt.datetime]) -> JobResult:
-        """Run a backfill job for exactly ``dates`` (oldest first), whatever is due.
+    def rerun(self, job: Job, dates: list[dt.datetime], resumed_from: int | None = None
+              ) -> JobResult:
+        """Run a backfill job for exactly ``dates``, in that order, whatever is due.
 
-        ``last_success`` never moves backwards and ``next_run`` is left as it
-        was: the regular schedule goes on as if the rerun had not happened.
-        The lock and the lease are a normal run's.
+        In a lane of its own: the run is a ledger row, never the job's marker, so the job's
+        scheduled runs go on meanwhile; each interval is claimed before it runs
+        (``crontabber_interval``), waiting while another run holds it, so no interval runs
+        twice at once. The job's row is left alone: ``last_success``, ``next_run`` and its
+        health are the schedule's. ``resumed_from``: the killed rerun this one continues.
         """
-        try:
-            self._snapshot = None
-            claimed = self.store.claim(job.app_name, job.depends_on, (self.host, self.pid),
-                                       self._decider(job, force=True), RunKind.RERUN,
-                                       self.options)
-        except JobLockError as exc:
-            status = Status.ONGOING if isinstance(exc, JobOngoing) else Status.LOCKED
-            return JobResult(job.app_name, status, str(exc), exc)
-        assert claimed is not None  # a forced decider never declines
-        before, claim = claimed
-        logger.info("rerunning %s for %s (run %s)", job.app_name,
+        self._snapshot = None
+        claim = self.store.start_rerun(job.app_name, (self.host, self.pid), dates,
+                                       self.options, resumed_from)
+        logger.info("rerunning %s for %s (run %s%s)", job.app_name,
                     ", ".join(minute_text(d) for d in dates), claim.run_id,
+                    f", continuing run {resumed_from}" if resumed_from else "",
                     extra={"job": job.app_name})
+        before = self.store.state(job.app_name) or JobState(job.app_name)
         return self._execute(job, before, claim, dates, kind=RunKind.RERUN)
 
     def _execute(
@@ -361,17 +359,21 @@ class Runner:
             instance.rerun_dates = dates
             return instance
 
+        lane = kind is RunKind.RERUN
+        record = self.store.record_lane_unit if lane else self.store.record_success
+        beat = self.store.lane_heartbeat if lane else self.store.heartbeat
         supervisor = Supervisor(
             claim,
             self.settings.limits_for(config),
             make_app,
-            record_unit=lambda when, took, summary: self.store.record_success(
-                claim, when, took, summary),
-            heartbeat=lambda output: self.store.heartbeat(claim, output),
+            record_unit=lambda when, took, summary: record(claim, when, took, summary),
+            heartbeat=lambda output: beat(claim, output),
             report=lambda exc: self.report(exc, job),
             inherited_fds=self.store.fds(),
             defer_units=not job.is_backfill,
             tail=OutputTail(self.settings.output_tail_bytes) if self.settings.output_tail_bytes else None,
+            claim_interval=(lambda when: self.store.claim_interval(
+                claim, kind, when, self.settings.lease_seconds)) if job.is_backfill else None,
         )
         checkin = self._checkin_start(job, config)
         started = time.monotonic()
@@ -432,13 +434,13 @@ class Runner:
             output=ending.output,
             dropped=ending.dropped,
         )
-        held = self._keep_trying(job, claim, lambda: self.store.finish(
-            claim, outcome, job.depends_on,
-            failure=(dt.timedelta(seconds=seconds), failure.error, failure.exc_repr)
-            if failure is not None else None,
-            units=ending.deferred,
-            end=end,
-        ))
+        logged = ((dt.timedelta(seconds=seconds), failure.error, failure.exc_repr)
+                  if failure is not None else None)
+        if kind is RunKind.RERUN:  # its own lane: the job's row is the schedule's
+            held = self._keep_trying(job, claim, lambda: self.store.finish_lane(claim, end, logged))
+        else:
+            held = self._keep_trying(job, claim, lambda: self.store.finish(
+                claim, outcome, job.depends_on, failure=logged, units=ending.deferred, end=end))
         if not held:
             why = ending.fenced or "another run took the job over, or an operator released it"
             lost = LeaseLost(job.app_name, claim.run_id, why)

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     # Built only by the operator commands' queries, imported there: an idle
     # tick does not load crontabber.records (see crontabber.state).
     from .records import AuditEntry, LogEntry, Overview, RunRecord
+    from .reruns import IntervalRecord, RerunRecord
 
 logger = logging.getLogger(__name__)
 
@@ -507,8 +508,8 @@ class StateStore:
             held = cur.fetchone() is not None
             if not held and _finished_already(cur, claim, outcome):
                 return True  # a retry after a commit whose reply was lost
-            _end_run(cur, claim, end or RunEnd(RunStatus.SUCCEEDED if failure is None
-                                               else RunStatus.FAILED), held)
+            end = end or RunEnd(RunStatus.SUCCEEDED if failure is None else RunStatus.FAILED)
+            _end_run(cur, claim, end, held)
             if held and failure is None:
                 return True
             _log_failure(cur, claim, failure, fenced=not held)
@@ -536,6 +537,93 @@ class StateStore:
         row = self._one("run_records", {"app_name": app_name, "limit": 1, "with_output": True,
                                          "run_ids": None if run_id is None else [run_id]})
         return RunRecord.from_row(row) if row else None
+
+    @translated
+    def start_rerun(self, app_name: str, holder: tuple[str, int], plan: Sequence[dt.datetime],
+                    options: Sequence[str] = (), resumed_from: int | None = None) -> Claim:
+        """A rerun's run in its own lane: its ledger row (kind rerun, its ``plan``, the run it
+        continues), and nothing on the job's row: the job's scheduled runs go on."""
+        host, pid = holder
+        row = self._one("start_rerun", {"app_name": app_name, "host": host, "pid": pid,
+                                         "options": list(options) or None, "plan": list(plan),
+                                         "resumed_from": resumed_from})
+        assert row is not None
+        return Claim(app_name, row["run_id"], host, pid, row["started"])
+
+    @translated
+    def lane_heartbeat(self, claim: Claim, output: tuple[str, int] | None = None
+                       ) -> dt.datetime | None:
+        """:meth:`heartbeat` of a rerun's lane: its ledger row and the interval it holds;
+        None when the run no longer counts as running (fenced off)."""
+        text, dropped = output if output is not None else (None, None)
+        row = self._one("lane_heartbeat", {"run_id": claim.run_id, "output": text,
+                                           "dropped": dropped})
+        return row["heartbeat"] if row else None
+
+    @translated
+    def claim_interval(self, claim: Claim, kind: RunKind, starts: dt.datetime,
+                       lease_seconds: float) -> str | None:
+        """Take interval ``starts`` of the job for the run (under the interval row's lock);
+        None when taken, else who holds it now (``run 12 (rerun) on cron-2:811``)."""
+        params = {**_identity(claim), "starts": starts, "kind": kind.value,
+                  "holder": f"{claim.host}:{claim.pid}", "lease_seconds": lease_seconds}
+        with self._conn, self._cursor() as cur:
+            cur.execute(Q["claim_interval"], params)
+            if cur.fetchone() is not None:
+                return None
+            cur.execute(Q["interval_holder"], params)
+            row = cur.fetchone()
+            return f"run {row[0]} ({row[1]}) on {row[2]}" if row else "another run"
+
+    @translated
+    def record_lane_unit(self, claim: Claim, success: dt.datetime, duration: dt.timedelta,
+                         summary: str | None = None) -> bool:
+        """:meth:`record_success` of a rerun's lane: the interval's row, its log row and the
+        run's progress; False (nothing written) when the run no longer holds the interval."""
+        with self._conn, self._cursor() as cur:
+            return _record_lane_units(cur, claim, [(success, duration, summary)])
+
+    @translated
+    def finish_lane(self, claim: Claim, end: RunEnd,
+                    failure: tuple[dt.timedelta, Mapping[str, str], str] | None = None) -> bool:
+        """The end of a rerun's run: its ledger row, the interval it held, a log row for a
+        failure; False when it no longer counted as running (found abandoned: fenced off)."""
+        with self._conn, self._cursor() as cur:
+            cur.execute(Q["lane_status"], {"run_id": claim.run_id})
+            row = cur.fetchone()
+            held = row is not None and row[0] == RunStatus.RUNNING.value
+            _end_run(cur, claim, end, held)
+            if held and failure is None:
+                return True
+            _log_failure(cur, claim, failure, fenced=not held)
+            return held
+
+    @translated
+    def interval_records(self, app_name: str, dates: Sequence[dt.datetime],
+                         lease_seconds: float) -> dict[dt.datetime, IntervalRecord]:
+        """What the ledger knows of each of the job's intervals ``dates``."""
+        from .reruns import IntervalRecord
+
+        with self._conn, self._cursor() as cur:
+            cur.execute(Q["interval_records"], {"app_name": app_name, "dates": list(dates),
+                                                "lease_seconds": lease_seconds})
+            records = [IntervalRecord.from_row(_as_dict(cur, row)) for row in cur.fetchall()]
+            return {record.starts: record for record in records}
+
+    @translated
+    def rerun_record(self, run_id: int, lease_seconds: float) -> RerunRecord | None:
+        """Run ``run_id`` as ``--resume-run`` reads it; None when the ledger has no such run."""
+        from .reruns import RerunRecord
+
+        row = self._one("rerun_run", {"run_id": run_id, "lease_seconds": lease_seconds})
+        return RerunRecord.from_row(row) if row else None
+
+    @translated
+    def abandon_run(self, run_id: int, error: str) -> bool:
+        """Record a running run whose lease expired as abandoned; False when it was not running."""
+        with self._conn, self._cursor() as cur:
+            cur.execute(Q["abandon_run"], {"run_id": run_id, "error": error})
+            return bool(cur.rowcount)
 
     @translated
     def locked_change(
@@ -808,14 +896,30 @@ def _record_units(cur: Any, claim: Claim, units: Sequence[Unit]) -> bool:
             return False
         cur.execute(Q["log_success"], {**_identity(claim), "success": when, "duration": took,
                                        "summary": summary})
+        cur.execute(Q["interval_done"], {**_identity(claim), "starts": when})
+    return True
+
+
+def _record_lane_units(cur: Any, claim: Claim, units: Sequence[Unit]) -> bool:
+    """:func:`_record_units` for a rerun's lane: fenced by the interval's claim, not by the
+    job's marker (which the rerun never holds); the job's row is left alone."""
+    for when, took, summary in units:
+        cur.execute(Q["interval_done"], {**_identity(claim), "starts": when})
+        if cur.fetchone() is None:
+            return False
+        cur.execute(Q["log_success"], {**_identity(claim), "success": when, "duration": took,
+                                       "summary": summary})
     return True
 
 
 def _end_run(cur: Any, claim: Claim, end: RunEnd, held: bool) -> None:
-    """Write the run's end to its ledger row; a run that no longer held the job is fenced off."""
+    """Write the run's end to its ledger row, and to the interval it still held; a run that
+    no longer held the job is fenced off."""
     status = end.status if held else RunStatus.FENCED_OFF
     cur.execute(Q["end_run"], {"run_id": claim.run_id, "status": status.value,
                                "error": end.error, "output": end.output, "dropped": end.dropped})
+    cur.execute(Q["end_intervals"], {"run_id": claim.run_id, "status": status.value,
+                                     "error": end.error})
 
 
 def _finished_already(cur: Any, claim: Claim, outcome: FinishRecord) -> bool:

@@ -215,8 +215,12 @@ class Supervisor:
         inherited_fds: tuple[int, ...] = (),
         defer_units: bool = False,
         tail: OutputTail | None = None,
+        claim_interval: Callable[[dt.datetime], str | None] | None = None,
     ) -> None:
         self.claim = claim
+        # A backfill job's intervals are claimed one by one (crontabber_interval) before the
+        # job runs each: None when taken, else who holds it (the job waits and asks again).
+        self.claim_interval = claim_interval
         self.limits = limits
         self.make_app = make_app
         self.record_unit = record_unit
@@ -372,8 +376,26 @@ class Supervisor:
                     reader.send(("recorded",))
                 except OSError:  # (the child is gone)
                     pass
+        elif kind == "claim":
+            held_by = self._claim(message[1])
+            if reader is not None:
+                try:
+                    reader.send(("claim", held_by))
+                except OSError:
+                    pass
         elif kind == "failed":
             self._child_failure = message[1]
+
+    def _claim(self, when: dt.datetime) -> str | None:
+        """Claim interval ``when`` for the run: None when taken (or nothing to claim), else
+        who holds it now; with the database away, the job waits as it would for a holder."""
+        if self.claim_interval is None or self.ending.fenced is not None:
+            return None if self.ending.fenced is None else "nobody: this run lost its lease"
+        try:
+            return self.claim_interval(when)
+        except DatabaseUnavailable as exc:
+            self._database_down(exc)
+            return "nobody known: the state database is away"
 
     def _record(self, when: dt.datetime, duration: dt.timedelta, summary: str | None) -> None:
         self._last_unit_at = time.monotonic()
@@ -631,10 +653,36 @@ def _wait_recorded(connection: Any) -> None:  # pragma: no cover
         pass
 
 
+#: How often a job waiting for an interval another run holds asks for it again (seconds).
+CLAIM_POLL_SECONDS = 1.0
+
+
+def _interval_gate(connection: Any, app_name: str) -> Callable[[dt.datetime], None]:
+    """The child's side of an interval claim: ask the runner for the interval, and while
+    another run holds it wait, asking again every ``CLAIM_POLL_SECONDS`` (one log line)."""
+
+    def gate(when: dt.datetime) -> None:  # pragma: no cover - the child
+        said = False
+        while True:
+            connection.send(("claim", when))
+            held_by = connection.recv()[1]
+            if held_by is None:
+                return
+            if not said:
+                logger.info("%s: waiting for %s: held by %s", app_name, utc_text(when), held_by,
+                            extra={"job": app_name})
+                said = True
+            time.sleep(CLAIM_POLL_SECONDS)
+
+    return gate
+
+
 def _run_job(supervisor: Supervisor, writer: Any) -> None:  # pragma: no cover
     unit_start = time.monotonic()
     try:
         app = supervisor.make_app(supervisor.clock)
+        if supervisor.claim_interval is not None:
+            app.interval_gate = _interval_gate(writer, supervisor.claim.app_name)
         for when in app.main():
             writer.send(("unit", when, time.monotonic() - unit_start,
                          getattr(app, "last_summary", None)))

@@ -90,6 +90,9 @@ DETAILS: dict[str, tuple[tuple[str, ...], str]] = {
     "to": (("rerun",), "--rerun NAME"),
     "dry_run": (("rerun",), "--rerun NAME"),
     "yes": (("rerun",), "--rerun NAME"),
+    "only": (("rerun",), "--rerun NAME"),
+    "newest_first": (("rerun",), "--rerun NAME"),
+    "resume_run": (("rerun",), "--rerun NAME"),
     "audit_job": (("audit", "alerts"), "--audit or --alerts"),
     "force": (("job", "rerun"), "--job NAME or --rerun NAME"),
     "replace": (("pause", "mute"), "--pause NAME or --mute NAME"),
@@ -106,6 +109,9 @@ def refuse_stray_options(mode: str, args: argparse.Namespace) -> None:
         ConfigurationError: naming the option and the mode(s) it belongs to.
     """
     modes = [m for m in MODES if getattr(args, m) not in (None, False, "")]
+    if sorted(modes) == ["rerun", "resume"]:  # --resume NAME is the pause's
+        raise ConfigurationError("--resume", "resumes a paused job; --rerun NAME --resume-run "
+                                 "RUN continues a rerun")
     if len(modes) > 1:
         named = " and ".join("--" + m.replace("_", "-") for m in modes)
         raise ConfigurationError(named, "one mode at a time")
@@ -230,6 +236,14 @@ def _add_details(details: "argparse._ArgumentGroup") -> None:
                          help="with --rerun: list the intervals it would run, run nothing")
     details.add_argument("--yes", action="store_true",
                          help="with --rerun: run more intervals than rerun_confirm_over (31)")
+    details.add_argument("--only", metavar="failed|missing", default="",
+                         help="with --rerun: only the intervals whose last unit failed, or that "
+                         "have no recorded unit (failed,missing: both)")
+    details.add_argument("--newest-first", action="store_true",
+                         help="with --rerun: run the newest interval first")
+    details.add_argument("--resume-run", type=int, metavar="RUN", default=None,
+                         help="with --rerun: continue rerun RUN (killed, failed or stopped) with "
+                         "the intervals it did not finish, in its order")
     details.add_argument("--audit-job", metavar="NAME", default="",
                          help="with --audit or --alerts: one job's only")
     details.add_argument("--wide", action="store_true", help="with --list-jobs: every column")
@@ -248,7 +262,8 @@ PARSER_DEFAULTS: dict[str, Any] = {
     "rerun": "", "mark_success": "", "audit": False, "audit_ghosts": False, "alerts": False,
     "mute": "", "unmute": "", "drain": "", "undrain": "", "test_alert": "", "configtest": False, "sentrytest": False,
     "job": "", "force": False, "reason": "", "replace": False, "until": "", "date": "", "to": "",
-    "dry_run": False, "yes": False, "audit_job": "", "wide": False, "limit": None, "run": None,
+    "dry_run": False, "yes": False, "only": "", "newest_first": False, "resume_run": None,
+    "audit_job": "", "wide": False, "limit": None, "run": None,
     "json": False, "metrics_file": "",
 }
 
@@ -433,7 +448,7 @@ MODE_HANDLERS: dict[str, str] = {
     "explain": "operate:explain",
     "pause": "operate:pause",
     "resume": "operate:resume",
-    "rerun": "operate:rerun",
+    "rerun": "rerun:rerun",
     "mark_success": "operate:mark_success",
     "audit": "operate:audit",
     "audit_ghosts": "operate:audit_ghosts",

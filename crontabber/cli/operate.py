@@ -1,4 +1,4 @@
-"""The operator commands: ``--explain``, ``--pause``, ``--resume``, ``--rerun``,
+"""The operator commands: ``--explain``, ``--pause``, ``--resume``,
 ``--mark-success``, ``--reset-job``, ``--release``, ``--mute``, ``--unmute``, ``--audit`` and
 ``--audit-ghosts``. Each
 takes the :class:`~crontabber.cli.common.Context`, calls the runner or the store, prints, and
@@ -9,19 +9,17 @@ who, when, what, why.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Callable
+from typing import Any
 
 from .. import jsonout
 from ..catalog import BrokenEntry, Job, find_job
 from ..command import ExitCode
-from ..config.settings import Settings
 from ..errors import ConfigurationError, JobPaused, MuteInForce
-from ..formats import day_text, minute_text, one_line, utc_text
-from ..overrides import check_pause
-from ..scheduling import dependency_block, next_run_after, parse_day, parse_until, pause_active, rerun_dates
+from ..formats import minute_text, one_line, utc_text
+from ..scheduling import dependency_block, next_run_after, parse_until, pause_active
 from ..state import JobState
 from ..store import StateStore
-from .common import Context, terminate_on_sigterm
+from .common import Context
 
 DEFAULT_PAUSE = dt.timedelta(hours=24)
 DEFAULT_MUTE = dt.timedelta(hours=2)
@@ -75,7 +73,6 @@ def _explain_broken(ctx: Context, broken: BrokenEntry) -> int:
 def blocked_dependents(job: Job, jobs: list[Job], states: Any, now: dt.datetime) -> dict[str, str]:
     """The jobs depending on ``job`` that its state keeps from running now, and why
     (dependencies seen from the parent's side)."""
-    from ..scheduling import dependency_block
 
     blocked = {}
     for child in jobs:
@@ -225,107 +222,6 @@ def _resume_all(ctx: Context) -> int:
     if not resumed:
         print("no job was paused", file=out)
     return ExitCode.OK
-
-
-def rerun(ctx: Context) -> int:
-    from ..runner import Status
-
-    settings, store, args, out = ctx.settings, ctx.store, ctx.args, ctx.out
-    job = ctx.job(args.rerun)
-    if not args.dry_run:
-        ctx.refuse_older_code()
-    if not job.is_backfill:
-        raise ConfigurationError(
-            "--rerun", f"{job.app_name} is not a backfill job (it has no days to redo); "
-            f"--job {job.app_name} --force runs it once now")
-    if not args.date:
-        raise ConfigurationError("--rerun", "needs --date YYYY-MM-DD [--to YYYY-MM-DD]")
-    try:
-        first = parse_day(args.date)
-        last = parse_day(args.to) if args.to else first
-        state = store.state(job.app_name)
-        dates = rerun_dates(job.schedule, state.last_success if state else None, first, last,
-                            store.now())
-    except ValueError as exc:
-        raise ConfigurationError("--date/--to", str(exc)) from None
-    if not dates:
-        raise ConfigurationError("--date/--to", f"no interval of {job.app_name} starts between "
-                                 f"{first} and {last} before now")
-    _warn_blocked(ctx, job)
-    if args.dry_run:
-        print(f"{job.app_name}: --rerun would run {len(dates)} interval(s), oldest first "
-              "(nothing ran):", file=out)
-        plan = _planner(settings, job)
-        for date in dates:
-            said = plan(date)
-            print(f"  {minute_text(date)}{': ' + said if said else ''}", file=out)
-        return ExitCode.OK
-    if len(dates) > settings.rerun_confirm_over and not args.yes:
-        raise ConfigurationError(
-            "--rerun", f"{len(dates)} intervals of {job.app_name} ({day_text(dates[0])} to "
-            f"{day_text(dates[-1])}) is more than rerun_confirm_over ({settings.rerun_confirm_over})"
-            "; check the dates (--dry-run lists them) and add --yes")
-    check_pause(job.app_name, store.state(job.app_name), store.now(), "rerun it",
-                force=args.force, reason=args.reason,
-                override="--force --reason TEXT reruns it anyway (the pause stays)")
-    store.audit(ctx.audit_entry("rerun", job.app_name, dates=[d.isoformat() for d in dates],
-                            **({"force": True} if args.force else {})))
-    with terminate_on_sigterm():
-        result = ctx.runner().rerun(job, dates)
-    if result.error is not None:
-        raise result.error
-    listed = _span(dates)
-    done = [f"  {minute_text(when)}: {one_line(text) or 'done'}" for when, text in result.summaries]
-    if result.status is Status.FAILED:
-        print(f"{job.app_name}: rerun of {listed} (run {result.run_id}) failed: {one_line(result.detail)} "
-              f"({len(done)} of {len(dates)} intervals done before the failure; see --history "
-              f"and --logs {job.app_name} --run {result.run_id})", file=out)
-        for line in done:
-            print(line, file=out)
-        return ExitCode.JOB_FAILED
-    print(f"{job.app_name}: reran {listed} (run {result.run_id}); last success and next run "
-          "unchanged:", file=out)
-    print("\n".join(done), file=out)
-    return ExitCode.OK
-
-
-def _warn_blocked(ctx: Context, job: Job) -> None:
-    """One warning line when a tick would not run ``job`` now because of its parents (one
-    failing, say): a rerun goes on, but may work from what the parent did not produce."""
-    if not job.depends_on:
-        return
-    why = dependency_block(job.depends_on, ctx.store.states(), ctx.store.now())
-    if why is not None:
-        print(f"{job.app_name}: warning: {one_line(why)} (a tick would skip {job.app_name} "
-              "now); the rerun goes on, but its data may be incomplete", file=ctx.out)
-
-
-def _planner(settings: Settings, job: Job) -> Callable[[dt.datetime], str | None]:
-    """The job's own account of what a run for a date would write (``BaseCronApp.plan``),
-    from an instance built as the runner builds it; a job that cannot say says nothing."""
-    from ..catalog import job_config
-
-    try:
-        instance = job.cls(job_config(job, settings.sources), None)
-        plan = instance.plan
-    except Exception:  # noqa: BLE001 - a dry run lists the dates whatever the job can say
-        return lambda date: None
-
-    def planned(date: dt.datetime) -> str | None:
-        try:
-            said = plan(date)
-        except Exception:  # noqa: BLE001
-            return None
-        return said if isinstance(said, str) else None
-
-    return planned
-
-
-def _span(dates: list[dt.datetime]) -> str:
-    """``2026-11-21 00:00 UTC``, or ``24 intervals, 2026-11-01 00:00 UTC to 2026-11-24 00:00 UTC``."""
-    if len(dates) == 1:
-        return minute_text(dates[0])
-    return f"{len(dates)} intervals, {minute_text(dates[0])} to {minute_text(dates[-1])}"
 
 
 def mark_success(ctx: Context) -> int:

@@ -162,6 +162,11 @@ WITH renewed AS (
         output_dropped = COALESCE(%(dropped)s, run.output_dropped)
     FROM renewed
     WHERE run.run_id = renewed.run_id
+), intervals AS (
+    -- the interval a backfill run works on (crontabber_interval) is held with the lease
+    UPDATE crontabber_interval AS i SET heartbeat = renewed.heartbeat
+    FROM renewed
+    WHERE i.run_id = renewed.run_id AND i.status = 'running'
 )
 SELECT heartbeat FROM renewed;
 
@@ -351,3 +356,94 @@ FROM crontabber_audit
 WHERE %(app_name)s::text IS NULL OR app_name = %(app_name)s
 ORDER BY id DESC
 LIMIT %(limit)s;
+
+-- name: start_rerun
+-- A --rerun's run: its ledger row only. It runs in a lane of its own: it leaves the job's
+-- row and marker alone, so the job's scheduled runs go on; each interval is claimed in
+-- crontabber_interval before it runs (claim_interval). plan: its intervals in order.
+INSERT INTO crontabber_run (run_id, app_name, kind, host, pid, started, heartbeat, options,
+                            plan, resumed_from)
+VALUES (nextval('crontabber_run_id_seq'), %(app_name)s, 'rerun', %(host)s, %(pid)s,
+        clock_timestamp(), clock_timestamp(), %(options)s::text[], %(plan)s::timestamptz[],
+        %(resumed_from)s)
+RETURNING run_id, started;
+
+-- name: lane_heartbeat
+-- A rerun's lease: its ledger row and the interval it holds. No row: the run no longer
+-- counts as running (found abandoned, or ended): fenced off.
+WITH renewed AS (
+    UPDATE crontabber_run AS run
+    SET heartbeat = clock_timestamp(), output = COALESCE(%(output)s, run.output),
+        output_dropped = COALESCE(%(dropped)s, run.output_dropped)
+    WHERE run_id = %(run_id)s AND status = 'running'
+    RETURNING run_id, heartbeat
+), intervals AS (
+    UPDATE crontabber_interval AS i SET heartbeat = renewed.heartbeat
+    FROM renewed
+    WHERE i.run_id = renewed.run_id AND i.status = 'running'
+)
+SELECT heartbeat FROM renewed;
+
+-- name: claim_interval
+-- Take one interval of a backfill job for a run, under the row's lock (the upsert's): free
+-- when it has never run, its last run of it ended, or its holder stopped renewing it for
+-- lease_seconds (it died). No row returned: another run holds it now (see interval_holder).
+INSERT INTO crontabber_interval AS i (app_name, starts, run_id, kind, holder, status,
+                                      claimed, heartbeat)
+VALUES (%(app_name)s, %(starts)s, %(run_id)s, %(kind)s, %(holder)s, 'running',
+        clock_timestamp(), clock_timestamp())
+ON CONFLICT (app_name, starts) DO UPDATE
+SET run_id = EXCLUDED.run_id, kind = EXCLUDED.kind, holder = EXCLUDED.holder,
+    status = 'running', claimed = EXCLUDED.claimed, heartbeat = EXCLUDED.heartbeat,
+    ended = NULL, error = NULL
+WHERE i.status <> 'running' OR i.run_id = EXCLUDED.run_id
+   OR i.heartbeat < clock_timestamp() - make_interval(secs => %(lease_seconds)s)
+RETURNING run_id;
+
+-- name: interval_holder
+SELECT run_id, kind, holder, heartbeat FROM crontabber_interval
+WHERE app_name = %(app_name)s AND starts = %(starts)s;
+
+-- name: interval_done
+-- A unit's success on its interval row, only by the run holding it (a rerun's fence).
+UPDATE crontabber_interval
+SET status = 'succeeded', ended = clock_timestamp(), heartbeat = clock_timestamp()
+WHERE app_name = %(app_name)s AND starts = %(starts)s AND run_id = %(run_id)s
+  AND status = 'running'
+RETURNING run_id;
+
+-- name: end_intervals
+-- The end of a run on the interval it still held (the one it failed on, or was stopped in).
+UPDATE crontabber_interval
+SET status = %(status)s, ended = clock_timestamp(), error = %(error)s
+WHERE run_id = %(run_id)s AND status = 'running';
+
+-- name: lane_status
+SELECT status FROM crontabber_run WHERE run_id = %(run_id)s FOR UPDATE;
+
+-- name: interval_records
+-- What the ledger knows of each of a backfill job's intervals: the last run that claimed it
+-- (crontabber_interval) and whether a unit of it ever succeeded (crontabber_log).
+SELECT d.starts, i.status, i.run_id, i.kind, i.holder,
+       i.heartbeat < clock_timestamp() - make_interval(secs => %(lease_seconds)s) AS expired,
+       EXISTS (SELECT 1 FROM crontabber_log AS l
+               WHERE l.app_name = %(app_name)s AND l.success = d.starts) AS logged
+FROM unnest(%(dates)s::timestamptz[]) AS d (starts)
+LEFT JOIN crontabber_interval AS i ON i.app_name = %(app_name)s AND i.starts = d.starts;
+
+-- name: rerun_run
+-- A rerun to continue (--resume-run): its ledger row, whether its lease expired, and the
+-- intervals it finished.
+SELECT r.run_id, r.app_name, r.kind, r.host, r.pid, r.status, r.plan, r.heartbeat,
+       r.heartbeat < clock_timestamp() - make_interval(secs => %(lease_seconds)s) AS expired,
+       ARRAY(SELECT l.success FROM crontabber_log AS l
+             WHERE l.app_name = r.app_name AND l.run_id = r.run_id AND l.success IS NOT NULL
+             ORDER BY l.success) AS done
+FROM crontabber_run AS r
+WHERE r.run_id = %(run_id)s;
+
+-- name: abandon_run
+-- A rerun killed without recording its end, found by --resume-run once its lease expired.
+UPDATE crontabber_run
+SET status = 'abandoned', ended = clock_timestamp(), error = %(error)s
+WHERE run_id = %(run_id)s AND status = 'running';

@@ -188,3 +188,24 @@ CREATE TABLE IF NOT EXISTS crontabber_mute (
     reason   text NOT NULL,
     at       timestamptz NOT NULL DEFAULT clock_timestamp()
 );
+
+-- Ours (migration 0022): reruns v2, see migrations/0022_rerun_intervals.sql.
+CREATE TABLE IF NOT EXISTS crontabber_interval (
+    app_name  text NOT NULL,
+    starts    timestamptz NOT NULL,
+    run_id    bigint NOT NULL,
+    kind      text NOT NULL,
+    holder    text NOT NULL,
+    status    text NOT NULL,
+    claimed   timestamptz NOT NULL,
+    heartbeat timestamptz NOT NULL,
+    ended     timestamptz,
+    error     text,
+    PRIMARY KEY (app_name, starts)
+);
+CREATE INDEX IF NOT EXISTS crontabber_interval_running_idx ON crontabber_interval (run_id)
+    WHERE status = 'running';
+-- A rerun's intervals in the order it runs them (--resume-run RUN continues that plan), and
+-- the run it continues.
+ALTER TABLE crontabber_run ADD COLUMN IF NOT EXISTS plan timestamptz[];
+ALTER TABLE crontabber_run ADD COLUMN IF NOT EXISTS resumed_from bigint;

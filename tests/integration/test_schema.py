@@ -29,6 +29,7 @@ ORDER BY 1, 2
 TABLES = ("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' "
           "ORDER BY 1")
 RUNNER_TABLES = ["crontabber", "crontabber_alert", "crontabber_audit", "crontabber_host",
+                 "crontabber_interval",
                  "crontabber_log", "crontabber_mute", "crontabber_notice", "crontabber_run",
                  "schema_migrations"]
 
