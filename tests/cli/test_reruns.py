@@ -1,0 +1,152 @@
+"""Reruns v2 (issue #34 item 2), through the real entry point: a rerun runs in its own lane
+beside the job's schedule, claiming interval by interval; ``--only``, ``--newest-first``,
+``--dry-run`` and ``--resume-run`` after a ``kill -9``."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import signal
+
+from tests.fixtures.waiting import wait_for
+
+DAY = dt.timedelta(days=1)
+FAST = ("--crontabber.heartbeat_seconds=0.5", "--crontabber.lease_seconds=3")
+
+
+def _slow(cli, sleep: float) -> None:
+    cli.crontab.configure(["SlowBackfillJob|1d"],
+                          extra=f"    [[class-SlowBackfillJob]]\n        sleep={sleep}\n")
+
+
+def _started(cli, days: int) -> dt.datetime:
+    """slow-backfill run once, then ``days`` days wound back: the day of its first interval."""
+    _slow(cli, 0)
+    assert cli.run("--job", "slow-backfill").returncode == 0
+    (first,) = [c["day"] for c in cli.crontab.calls("slow-backfill")]
+    back = days * DAY + dt.timedelta(minutes=1)
+    cli.crontab.wind(back, "slow-backfill")
+    cli.crontab.sql("DELETE FROM test_job_calls")
+    return first.astimezone(dt.timezone.utc) - back
+
+
+def _calls(cli) -> list[dict]:
+    return cli.crontab.sql("SELECT c.day, c.run_id, c.at, c.finished_at, r.kind FROM test_job_calls c"
+                           " JOIN crontabber_run r USING (run_id) ORDER BY c.id")
+
+
+def _day(when: dt.datetime) -> str:
+    return f"{when.astimezone(dt.timezone.utc):%Y-%m-%d}"
+
+
+def test_a_backfill_runs_beside_the_schedule_and_no_interval_runs_twice_at_once(cli):
+    """The rerun holds its first interval (the scheduled run's first too) when the tick
+    starts: the tick waits for that one interval, then runs the job's schedule while the
+    rerun goes on; each interval is run by one run at a time."""
+    anchor = _started(cli, 6)  # the schedule has 6 intervals to do: anchor + 1 .. anchor + 6
+    _slow(cli, 1.0)
+    rerun = cli.spawn("--rerun", "slow-backfill", "--reason", "test", "--newest-first",
+                      "--date", _day(anchor - 2 * DAY), "--to", _day(anchor + DAY), *FAST)
+    wait_for(lambda: _calls(cli), what="the rerun's first interval")
+    tick = cli.run(*FAST, timeout=120)
+    out, err = rerun.communicate(timeout=120)
+    assert rerun.returncode == 0, err
+    assert tick.returncode == 0, tick.stderr
+    assert "waiting for" in tick.stderr and "(rerun)" in tick.stderr  # held by the rerun
+    calls = _calls(cli)
+    by_kind = {kind: [c for c in calls if c["kind"] == kind] for kind in ("rerun", "scheduled")}
+    assert [c["day"] for c in by_kind["rerun"]] == [anchor + i * DAY for i in (1, 0, -1, -2)]
+    assert [c["day"] for c in by_kind["scheduled"]] == [anchor + i * DAY for i in range(1, 7)]
+    # the schedule went on during the backfill: a scheduled interval ran while the rerun did
+    rerun_end = max(c["finished_at"] for c in by_kind["rerun"])
+    assert any(c["at"] < rerun_end for c in by_kind["scheduled"])
+    for one in calls:  # and no interval ran twice at once
+        for other in calls:
+            if one is not other and one["day"] == other["day"]:
+                assert one["finished_at"] <= other["at"] or other["finished_at"] <= one["at"]
+    ledger = cli.crontab.sql("SELECT kind, status FROM crontabber_run WHERE app_name = "
+                             "'slow-backfill' ORDER BY run_id")
+    assert ledger[-2:] == [{"kind": "rerun", "status": "succeeded"},
+                           {"kind": "scheduled", "status": "succeeded"}]
+
+
+def test_a_rerun_killed_mid_range_is_resumed_without_redoing_what_it_finished(cli):
+    anchor = _started(cli, 1)
+    _slow(cli, 1.0)
+    days = [anchor - i * DAY for i in range(6, 1, -1)]
+    rerun = cli.spawn("--rerun", "slow-backfill", "--reason", "test", "--date", _day(days[0]),
+                      "--to", _day(days[-1]), *FAST)
+    logged = ("SELECT success FROM crontabber_log WHERE app_name = 'slow-backfill' "
+              "AND run_id = %s AND success IS NOT NULL ORDER BY success")
+    run_id = wait_for(lambda: cli.crontab.sql(
+        "SELECT run_id FROM crontabber_run WHERE kind = 'rerun'"), what="the rerun")[0]["run_id"]
+    wait_for(lambda: len(cli.crontab.sql(logged, (run_id,))) >= 2, what="two intervals done")
+    os.kill(rerun.pid, signal.SIGKILL)
+    rerun.wait(timeout=30)
+    done = [r["success"] for r in cli.crontab.sql(logged, (run_id,))]
+    assert 2 <= len(done) < len(days)
+    live = cli.run("--rerun", "slow-backfill", "--reason", "test", "--resume-run", str(run_id), *FAST)
+    assert live.returncode == 3 and "its lease is live" in live.stderr  # not before it expired
+    wait_for(lambda: cli.crontab.sql(
+        "SELECT 1 FROM crontabber_run WHERE run_id = %s AND heartbeat < clock_timestamp() "
+        "- interval '3 seconds'", (run_id,)), what="the killed run's lease to expire")
+    dry = cli.run("--rerun", "slow-backfill", "--resume-run", str(run_id), "--dry-run", *FAST)
+    assert dry.returncode == 0, dry.stderr
+    assert f"{len(done)} skipped, continuing run {run_id}" in dry.stdout
+    assert dry.stdout.count(f"skipped: done by run {run_id} before it stopped") == len(done)
+    calls_before = len(_calls(cli))
+    resumed = cli.run("--rerun", "slow-backfill", "--reason", "test", "--resume-run", str(run_id),
+                      *FAST, timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+    again = [c["day"] for c in _calls(cli)[calls_before:]]
+    assert again == [d for d in days if d not in done]  # the rest, in the killed run's order
+    (killed,) = cli.crontab.sql("SELECT status FROM crontabber_run WHERE run_id = %s", (run_id,))
+    assert killed["status"] == "abandoned"
+    (new,) = cli.crontab.sql("SELECT resumed_from, status FROM crontabber_run WHERE kind = 'rerun' "
+                             "AND run_id > %s", (run_id,))
+    assert new == {"resumed_from": run_id, "status": "succeeded"}
+
+
+def test_only_failed_or_missing_and_the_dry_run_says_what_each_interval_would_do(cli):
+    crontab = cli.crontab
+    crontab.configure(["FailingBackfillJob|1d"])
+    assert cli.run("--job", "failing-backfill").returncode == 0
+    (first,) = [c["day"] for c in crontab.calls("failing-backfill")]
+    back = 4 * DAY
+    crontab.wind(back, "failing-backfill")
+    anchor = first.astimezone(dt.timezone.utc) - back
+    bad = anchor + 2 * DAY
+    crontab.configure(["FailingBackfillJob|1d"],
+                      extra=f"    [[class-FailingBackfillJob]]\n        fail_on={_day(bad)}\n")
+    assert cli.run("--job", "failing-backfill").returncode == 5  # anchor+1 done, anchor+2 failed
+    span = ("--date", _day(anchor - DAY), "--to", _day(anchor + 4 * DAY))
+    dry = cli.run("--rerun", "failing-backfill", "--only", "failed", "--newest-first",
+                  "--dry-run", *span)
+    assert dry.returncode == 0, dry.stderr
+    lines = dry.stdout.splitlines()
+    assert lines[0] == ("failing-backfill: --rerun would run 1 interval(s), newest first, "
+                        "5 skipped (nothing ran):")
+    stamp = "%Y-%m-%d %H:%M UTC"
+    first_run, second_run = [r["run_id"] for r in crontab.sql(
+        "SELECT run_id FROM crontabber_run WHERE app_name = 'failing-backfill' ORDER BY run_id")]
+    none = "skipped: no unit recorded; --only failed leaves it"
+    assert lines[1:] == [
+        f"  {anchor + 4 * DAY:{stamp}}: skipped: its last unit succeeded (run {first_run})",
+        f"  {anchor + 3 * DAY:{stamp}}: {none}",  # the failure stopped that run before it
+        f"  {bad:{stamp}}",
+        f"  {anchor + DAY:{stamp}}: skipped: its last unit succeeded (run {second_run})",
+        f"  {anchor:{stamp}}: {none}",
+        f"  {anchor - DAY:{stamp}}: {none}",
+    ]
+    crontab.sql("DELETE FROM test_job_calls")
+    missing = cli.run("--rerun", "failing-backfill", "--reason", "test", "--only", "missing", *span)
+    assert missing.returncode == 0, missing.stderr
+    assert [c["day"] for c in crontab.calls("failing-backfill")] == \
+        [anchor - DAY, anchor, anchor + 3 * DAY]
+    failed = cli.run("--rerun", "failing-backfill", "--reason", "test", "--only", "failed", *span)
+    assert failed.returncode == 5 and "--resume-run" in failed.stdout  # it fails on that day again
+    nothing = cli.run("--rerun", "failing-backfill", "--reason", "test", "--only", "missing", *span)
+    assert nothing.returncode == 7 and "nothing to rerun" in nothing.stdout
+    assert cli.run("--rerun", "failing-backfill", "--only", "done", "--dry-run", *span).returncode == 1
+    mixed = cli.run("--rerun", "failing-backfill", "--resume", "failing-backfill")
+    assert mixed.returncode == 1 and "--resume-run RUN continues a rerun" in mixed.stderr
