@@ -392,7 +392,7 @@ class Runner:
         """Sentry Crons' ``in_progress``, when configured (its monitor from the schedule)."""
         if self.crons is None:
             return None
-        from .alerter import alert_rules
+        from .alerts.alerter import alert_rules
         from .sentry import monitor_config
 
         try:

@@ -20,7 +20,7 @@ import threading
 from typing import Any, Iterator, Mapping
 
 from crontabber import inspection, nagios
-from crontabber.alerter import missed_deadlines
+from crontabber.alerts.alerter import missed_deadlines
 from crontabber.catalog import BrokenEntry, Job, load_catalog
 from crontabber.config.settings import Settings, load_settings
 from crontabber.placement import drain_line
@@ -159,7 +159,7 @@ class Source:
         (newest first, each with its notices: sent, or the error, attempts and next attempt),
         the maintenance windows in force and what they hold back now (each muted job's
         failing, silent or late condition: ``--alerts``' ``not alerted (muted)`` lines)."""
-        from crontabber.alerter import Alerter
+        from crontabber.alerts.alerter import Alerter
 
         now, mutes = session.state.now(), session.state.mutes()
         held = Alerter(self.settings, self.jobs, session.state, "dashboard").held_back(

@@ -20,7 +20,7 @@ from ..store import StateStore
 if TYPE_CHECKING:
     import argparse
 
-    from ..alerter import Alerter
+    from ..alerts.alerter import Alerter
     from ..records import AuditEntry
     from ..runner import Reporter
 
@@ -128,7 +128,7 @@ def sentry_reporter(settings: Settings) -> "Reporter":
 
 def alerter_for(ctx: Context) -> "Alerter":
     """The alerts of this invocation: a late job's blocker is ``--explain``'s verdict."""
-    from ..alerter import Alerter
+    from ..alerts.alerter import Alerter
     from ..explain import explain_job
     from ..runner import default_holder
 
@@ -167,8 +167,8 @@ class TickAlerts:
 
     def tick(self, states: Any, now: Any, fleet: Any = ()) -> None:
         """``fleet``: the hosts as the tick's first read saw them (the ``no-host`` alert)."""
+        from ..alerts.sweep import quiet, sweep, unplaced
         from ..runner import default_holder, pid_alive
-        from ..sweep import quiet, sweep, unplaced
 
         swept = sweep(self.ctx.store, default_holder(), self.ctx.settings.alerts, pid_alive)
         homeless = unplaced(self.ctx.jobs, fleet)

@@ -33,7 +33,7 @@ def nagios(ctx: Context) -> int:
     """``--nagios``: print the check (text, or one JSON object with ``--json``); return its
     code."""
     from .. import jsonout
-    from ..alerter import missed_deadlines
+    from ..alerts.alerter import missed_deadlines
     from ..nagios import nagios_check
 
     overview = ctx.store.overview()
@@ -84,7 +84,7 @@ def write_metrics(settings: Settings, jobs: list[Job], store: StateStore, args: 
     path = metrics_path(settings, args)
     if not path:
         return
-    from ..alerter import missed_deadlines
+    from ..alerts.alerter import missed_deadlines
     from ..metrics import render_textfile, write_atomically
 
     overview = store.overview([job.app_name for job in jobs])
@@ -96,7 +96,7 @@ def alerts(ctx: Context) -> int:
     """``--alerts [--audit-job NAME] [--limit N] [--json]``: the alerts, newest first, each
     with its notices: sent (when, by which host) or not (the error, the attempts, the next)."""
     from .. import jsonout
-    from ..alerting import LASTING
+    from ..alerts.rules import LASTING
     from ..errors import ConfigurationError
     from ..formats import one_line, utc_text
 
@@ -135,7 +135,7 @@ def alerts(ctx: Context) -> int:
 
 def held_back_now(ctx: Context, windows: list[dict[str, Any]]) -> list[Any]:
     """The conditions the maintenance ``windows`` keep from alerting now
-    (:meth:`crontabber.alerter.Alerter.held_back`), from the state as it is."""
+    (:meth:`crontabber.alerts.alerter.Alerter.held_back`), from the state as it is."""
     from .common import alerter_for
 
     overview = ctx.store.overview()

@@ -28,7 +28,7 @@ DEFAULT_MUTE = dt.timedelta(hours=2)
 
 
 def explain(ctx: Context) -> int:
-    from ..alerter import alert_rules
+    from ..alerts.alerter import alert_rules
     from ..explain import explain_job
 
     settings, jobs, store, args, out = ctx.settings, ctx.jobs, ctx.store, ctx.args, ctx.out

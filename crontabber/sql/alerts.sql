@@ -10,7 +10,7 @@
 -- needs them to resolve and re-alert), the maintenance windows in force (app_name: the
 -- scope; next_notice: until) and the holders of this host (%(this_host)s) whose claims
 -- still run (app_name: the holder). %(dead)s: holders of this host whose process is gone:
--- their claims are taken over without waiting for claim_until (crontabber.sweep).
+-- their claims are taken over without waiting for claim_until (crontabber.alerts.sweep).
 WITH due AS (
     SELECT id FROM crontabber_notice
     WHERE sent_at IS NULL AND NOT given_up AND next_attempt <= clock_timestamp()

@@ -1,21 +1,21 @@
 """The first step of a tick's alerts, kept light: one statement that claims the notices due
 and reads the open alerts and the maintenance windows. A tick whose sweep finds nothing and
 whose jobs are all quiet (:func:`crontabber.scheduling.needs_attention`) stops here, without
-importing the alert rules (:mod:`crontabber.alerter`, :mod:`crontabber.alerting`)."""
+importing the alert rules (:mod:`crontabber.alerts.alerter`, :mod:`crontabber.alerts.rules`)."""
 
 from __future__ import annotations
 
 import datetime as dt
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
-from .placement import no_live_host
-from .scheduling import needs_attention
+from ..placement import no_live_host
+from ..scheduling import needs_attention
 
 if TYPE_CHECKING:
-    from .catalog import Job
-    from .config.settings import AlertSettings
-    from .state import FleetHost, JobState
-    from .store import StateStore
+    from ..catalog import Job
+    from ..config.settings import AlertSettings
+    from ..state import FleetHost, JobState
+    from ..store import StateStore
 
 #: How many notices one tick claims at most (the rest wait for the next tick).
 SWEEP_LIMIT = 50
@@ -29,7 +29,7 @@ def sweep(store: "StateStore", host: str, config: "AlertSettings",
     in force. A notice claimed by a process of this very host that is gone (killed while it
     sent) is claimed again at once, not after its claim's end: a second statement, only then
     (another host's claim is waited for: its process cannot be seen from here)."""
-    from .leases import holder_gone, parse_holder
+    from ..leases import holder_gone, parse_holder
 
     claimed, open_rows, mutes, held = store.alerts_sweep(host, config.claim_seconds, SWEEP_LIMIT)
     this_host = parse_holder(host)[0]

@@ -1,6 +1,6 @@
-"""Run a tick's alerts: one sweep statement, the plan (:mod:`crontabber.alerting`), the
+"""Run a tick's alerts: one sweep statement, the plan (:mod:`crontabber.alerts.rules`), the
 claims that make each event and each notice one host's, and the delivery
-(:mod:`crontabber.notify`).
+(:mod:`crontabber.alerts.notify`).
 
 Exactly once across the fleet: opening an alert is an insert that only one host's tick can
 make (its unique key); so are resolving it and notifying it again (conditional updates); a
@@ -22,8 +22,15 @@ import os
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping
 
-from . import __version__, jsonout
-from .alerting import (
+from .. import __version__, jsonout
+from ..catalog import BrokenEntry, Job, job_options
+from ..config.settings import Settings, Sources
+from ..errors import ConfigurationError, CrontabberError
+from ..scheduling import needs_attention, parse_duration
+from ..state import JobState
+from ..store import StateStore
+from .notify import DeliveryError, Notice, Target, send
+from .rules import (
     LASTING,
     AlertPlan,
     AlertRules,
@@ -39,13 +46,6 @@ from .alerting import (
     superseded,
     takeover,
 )
-from .catalog import BrokenEntry, Job, job_options
-from .config.settings import Settings, Sources
-from .errors import ConfigurationError, CrontabberError
-from .notify import DeliveryError, Notice, Target, send
-from .scheduling import needs_attention, parse_duration
-from .state import JobState
-from .store import StateStore
 from .sweep import Swept
 
 logger = logging.getLogger("crontabber.alerts")
@@ -119,7 +119,7 @@ class Alerter:
     def watched(self, app_name: str, state: JobState | None, unplaced: str = "") -> Watched:
         """The job as the plan sees it (``unplaced``: why no live host may run it); when it
         fails often enough to alert, with what its alert says besides the state
-        (:func:`crontabber.alerting.failing`)."""
+        (:func:`crontabber.alerts.rules.failing`)."""
         job = self.jobs.get(app_name)
         rules = self.rules(app_name)
         watched = Watched(app_name, state, rules, job.schedule if job else None,
@@ -156,9 +156,9 @@ class Alerter:
     def tick(self, states: Mapping[str, JobState], now: dt.datetime, swept: Swept,
              unplaced: Mapping[str, str] | None = None) -> None:
         """Evaluate the rules against ``states`` (read at ``now``) and ``unplaced`` (the jobs no
-        live host may run, with why: :func:`crontabber.sweep.unplaced`), open, resolve and repeat
+        live host may run, with why: :func:`crontabber.alerts.sweep.unplaced`), open, resolve and repeat
         alerts, and deliver what is due: the claimed notices of the tick's sweep
-        (:func:`crontabber.sweep.sweep`) and those this tick made. Never raises for a
+        (:func:`crontabber.alerts.sweep.sweep`) and those this tick made. Never raises for a
         delivery; a database error propagates (the tick reports it)."""
         claimed, open_rows, mutes = swept
         open_alerts = [OpenAlert.from_row(row) for row in open_rows]
@@ -324,7 +324,7 @@ class Alerter:
     def test(self, job: Job) -> list[Delivery]:
         """``--test-alert NAME``: open a ``test`` alert of ``job`` with a notice per target
         and deliver it now, once: a notice that fails is given up (ticks never send a test;
-        to PagerDuty it is resolved as soon as it is triggered, :func:`crontabber.notify.payloads`)."""
+        to PagerDuty it is resolved as soon as it is triggered, :func:`crontabber.alerts.notify.payloads`)."""
         now = self.store.now()
         alert_id = self.open(Event(job.app_name, "test", f"{now.isoformat()} {self.host}",
                                    f"{job.app_name}: a test alert from {self.host} (--test-alert)",
@@ -345,9 +345,9 @@ def missed_deadlines(jobs: list[Job], settings: Settings, states: Mapping[str, J
 
 def deadline_events(jobs: list[Job], settings: Settings, states: Mapping[str, JobState],
                     now: dt.datetime) -> dict[str, Event]:
-    """The ``late`` event (:func:`crontabber.alerting.late`) of each job past its deadline at
+    """The ``late`` event (:func:`crontabber.alerts.rules.late`) of each job past its deadline at
     ``now``, by app name; its ``detail`` has the ``interval`` and its ``deadline``."""
-    from .alerting import late
+    from .rules import late
 
     missed = {}
     for job in jobs:
