@@ -160,14 +160,17 @@ class Source:
         the maintenance windows in force and what they hold back now (each muted job's
         failing, silent or late condition: ``--alerts``' ``not alerted (muted)`` lines)."""
         from crontabber.alerts.alerter import Alerter
+        from crontabber.alerts.store import AlertStore
 
-        now, mutes = session.state.now(), session.state.mutes()
+        alerts = AlertStore(session.state)
+        now, mutes = session.state.now(), alerts.mutes()
         held = Alerter(self.settings, self.jobs, session.state, "dashboard").held_back(
             session.state.states(), now, mutes) if mutes else []
-        return {"now": now, "enabled": self.settings.alerts.enabled, "mutes": mutes,
+        return {"now": now, "enabled": self.settings.alerts.enabled,
+                "mutes": [window._asdict() for window in mutes],
                 "held_back": [{"job": e.app_name, "kind": e.kind, "message": e.message}
                               for e in held],
-                "alerts": session.state.alerts(None, limit)}
+                "alerts": alerts.alerts(None, limit)}
 
     def fleet_document(self, session: Session) -> dict[str, Any]:
         """``{"now", "check": <--nagios --json>, "hosts": [...]}``: every host

@@ -46,6 +46,7 @@ from .rules import (
     superseded,
     takeover,
 )
+from .store import AlertStore, MuteWindow
 from .sweep import Swept
 
 logger = logging.getLogger("crontabber.alerts")
@@ -104,6 +105,7 @@ class Alerter:
         self.config = settings.alerts
         self.jobs = {job.app_name: job for job in jobs}
         self.store = store
+        self.alert_store = AlertStore(store)
         self.host = host
         self.blocker = blocker
         self.environ = environ
@@ -174,18 +176,18 @@ class Alerter:
         todo = plan(evaluated, open_alerts, now, lambda name: self._blocker(name, states, now), mutes)
         touched = self._carry_out(todo, states, now)
         if touched:
-            claimed = claimed + self.store.notices_claim(self.host, self.config.claim_seconds, touched)
+            claimed = claimed + self.alert_store.notices_claim(self.host, self.config.claim_seconds, touched)
         self.deliver(claimed)
 
     def held_back(self, states: Mapping[str, JobState], now: dt.datetime,
-                  windows: list[dict[str, Any]]) -> list[Event]:
-        """The conditions the maintenance windows in force (``windows``: rows of
-        :meth:`StateStore.mutes`) keep from alerting at ``now`` (:func:`held_back`).
+                  windows: list[MuteWindow]) -> list[Event]:
+        """The conditions the maintenance windows in force (``windows``:
+        :meth:`AlertStore.mutes`) keep from alerting at ``now`` (:func:`held_back`).
 
         Raises:
             ConfigurationError: a job's alert rules do not parse.
         """
-        mutes = {row["scope"]: row["until"] for row in windows}
+        mutes = {window.scope: window.until for window in windows}
         names = [name for name in self.jobs if muted(name, mutes, now)]
         return held_back([self.watched(name, states.get(name)) for name in names], now, mutes)
 
@@ -204,7 +206,7 @@ class Alerter:
         for alert in todo.resolve:
             recovered = (recovery(alert, states.get(alert.app_name), now)
                          if self.rules(alert.app_name).on_recovery else None)
-            ended, alert_id = self.store.alert_resolve(
+            ended, alert_id = self.alert_store.alert_resolve(
                 alert.id, self._opening(recovered) if recovered is not None else None)
             if ended:  # the recovery with it, in one transaction: a kill loses neither alone
                 logger.info("%s: alert %s (%s) ended", alert.app_name, alert.id, alert.kind)
@@ -217,10 +219,10 @@ class Alerter:
             if alert_id is not None:
                 touched.append(alert_id)
         for alert, event in todo.refresh:  # before a re-alert: its notice sends the new text
-            self.store.alert_refresh(alert.id, event.message, event.detail)
+            self.alert_store.alert_refresh(alert.id, event.message, event.detail)
         for alert in todo.realert:
             rules = self.rules(alert.app_name)
-            if self.store.alert_realert(alert.id, rules.realert.total_seconds(),
+            if self.alert_store.alert_realert(alert.id, rules.realert.total_seconds(),
                                         self.targets_of(alert.app_name)) is not None:
                 touched.append(alert.id)
         return touched
@@ -235,7 +237,7 @@ class Alerter:
         def notice_of(new_id: int | None) -> dict[str, Any] | None:
             return self._opening(superseded(old, new_id, state)) if tell else None
 
-        ended, new_id, superseded_id = self.store.alert_supersede(
+        ended, new_id, superseded_id = self.alert_store.alert_supersede(
             old.id, self._opening(event), notice_of)
         if not ended:
             alert_id = self.open(event)
@@ -257,7 +259,7 @@ class Alerter:
     def open(self, event: Event) -> int | None:
         """Open ``event`` with a notice per target of its job: its id, or None when another
         host (or an earlier tick) had."""
-        alert_id = self.store.alert_open(**self._opening(event))
+        alert_id = self.alert_store.alert_open(**self._opening(event))
         if alert_id is not None:
             logger.warning("alert %s: %s", alert_id, event.message, extra={"job": event.app_name})
         return alert_id
@@ -283,11 +285,11 @@ class Alerter:
         """Open an event alert (unless its job, or all, is muted) and send its notices at once,
         not at the next tick; never raises (what it interrupts goes on)."""
         try:
-            if self.store.mutes(event.app_name):
+            if self.alert_store.mutes(event.app_name):
                 return
             alert_id = self.open(event)
             if alert_id is not None:
-                self.deliver(self.store.notices_claim(self.host, self.config.claim_seconds, [alert_id]))
+                self.deliver(self.alert_store.notices_claim(self.host, self.config.claim_seconds, [alert_id]))
         except CrontabberError as exc:
             logger.error("%s: the %s alert was not recorded: %s", event.app_name, event.kind, exc)
 
@@ -309,14 +311,14 @@ class Alerter:
                      self.config.smtp)
             except DeliveryError as exc:
                 delivery.error = str(exc)
-                delivery.given_up = self.store.notice_failed(
+                delivery.given_up = self.alert_store.notice_failed(
                     row["notice_id"], self.host, str(exc), notice_retry_delay(row["attempts"]),
                     self.config.max_attempts if target is not None and not once else 0)
                 logger.warning("alert %s to %s: not delivered (attempt %s): %s%s", row["id"],
                                row["target"], row["attempts"], exc,
                                "; given up" if delivery.given_up else "")
             else:
-                self.store.notice_sent(row["notice_id"], self.host)
+                self.alert_store.notice_sent(row["notice_id"], self.host)
                 logger.info("alert %s to %s: delivered", row["id"], row["target"])
             deliveries.append(delivery)
         return deliveries
@@ -330,7 +332,7 @@ class Alerter:
                                    f"{job.app_name}: a test alert from {self.host} (--test-alert)",
                                    {"test": True}))
         assert alert_id is not None  # the subject is this host's and this moment's
-        return self.deliver(self.store.notices_claim(self.host, self.config.claim_seconds, [alert_id]),
+        return self.deliver(self.alert_store.notices_claim(self.host, self.config.claim_seconds, [alert_id]),
                             once=True)
 
 

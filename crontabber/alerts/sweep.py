@@ -1,13 +1,17 @@
 """The first step of a tick's alerts, kept light: one statement that claims the notices due
-and reads the open alerts and the maintenance windows. A tick whose sweep finds nothing and
+and reads the open alerts and the maintenance windows (run here, over the state store's
+connection: :meth:`crontabber.store.StateStore.alone`). A tick whose sweep finds nothing and
 whose jobs are all quiet (:func:`crontabber.scheduling.needs_attention`) stops here, without
-importing the alert rules (:mod:`crontabber.alerts.alerter`, :mod:`crontabber.alerts.rules`)."""
+importing the alert rules (:mod:`crontabber.alerts.alerter`, :mod:`crontabber.alerts.rules`)
+or the alert store (:mod:`crontabber.alerts.store`)."""
 
 from __future__ import annotations
 
 import datetime as dt
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+import functools
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
+from .. import sqlfiles
 from ..placement import no_live_host
 from ..scheduling import needs_attention
 
@@ -31,13 +35,47 @@ def sweep(store: "StateStore", host: str, config: "AlertSettings",
     (another host's claim is waited for: its process cannot be seen from here)."""
     from ..leases import holder_gone, parse_holder
 
-    claimed, open_rows, mutes, held = store.alerts_sweep(host, config.claim_seconds, SWEEP_LIMIT)
+    claimed, open_rows, mutes, held = _swept(store, host, config.claim_seconds, SWEEP_LIMIT)
     this_host = parse_holder(host)[0]
     dead = [holder for holder in held if holder_gone(holder, this_host, pid_alive)]
     if dead:
-        claimed = claimed + store.alerts_sweep(host, config.claim_seconds,
-                                               SWEEP_LIMIT - len(claimed), dead)[0]
+        claimed = claimed + _swept(store, host, config.claim_seconds,
+                                   SWEEP_LIMIT - len(claimed), dead)[0]
     return claimed, open_rows, mutes
+
+
+def _swept(store: "StateStore", host: str, claim_seconds: float, limit: int, dead: Sequence[str] = ()
+           ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, dt.datetime], list[str]]:
+    """One statement per tick: claim the notices due (``host``, ``host:pid``, holds each
+    for ``claim_seconds``; so are those whose holder is in ``dead``, processes of this host
+    that are gone), read the open failing and silent alerts, the maintenance windows in
+    force, and the holders of this host whose claims have not expired.
+
+    Returns:
+        (claimed notices with their alerts, open alerts, {scope: until} of the windows,
+        the holders of this host with claims that still run).
+    """
+    rows = store.alone(queries()["alerts_sweep"], sweep_params(host, claim_seconds, limit, dead))
+    return ([r for r in rows if r["row_kind"] == "notice"],
+            [r for r in rows if r["row_kind"] == "open"],
+            {r["app_name"]: r["next_notice"] for r in rows if r["row_kind"] == "mute"},
+            [r["app_name"] for r in rows if r["row_kind"] == "held"])
+
+
+def sweep_params(host: str, claim_seconds: float, limit: int | None, dead: Sequence[str] = (),
+                 alert_ids: Sequence[int] | None = None) -> dict[str, Any]:
+    """The parameters of ``alerts_sweep`` (the sweep's, and
+    :meth:`crontabber.alerts.store.AlertStore.notices_claim`'s for some alerts only)."""
+    return {"host": host, "claim_seconds": claim_seconds, "limit": limit, "dead": list(dead),
+            "alert_ids": None if alert_ids is None else list(alert_ids),
+            "this_host": host.rpartition(":")[0] or host}
+
+
+@functools.cache
+def queries() -> dict[str, str]:
+    """The alerts' SQL (``crontabber/sql/alerts.sql``), read when first used (a tick without
+    alert targets never does)."""
+    return sqlfiles.load("alerts.sql")
 
 
 def quiet(swept: Swept, states: Mapping[str, "JobState"], names: Iterable[str], now: dt.datetime) -> bool:

@@ -97,21 +97,23 @@ def alerts(ctx: Context) -> int:
     with its notices: sent (when, by which host) or not (the error, the attempts, the next)."""
     from .. import jsonout
     from ..alerts.rules import LASTING
+    from ..alerts.store import AlertStore
     from ..errors import ConfigurationError
     from ..formats import one_line, utc_text
 
     if ctx.args.limit is not None and ctx.args.limit < 1:
         raise ConfigurationError("--limit", "must be at least 1")
     name = ctx.state_name(ctx.args.audit_job) if ctx.args.audit_job else None
-    rows = ctx.store.alerts(name, ctx.args.limit or 20)
+    store = AlertStore(ctx.store)
+    rows = store.alerts(name, ctx.args.limit or 20)
     if ctx.args.json:
         jsonout.emit(rows, ctx.out)
         return ExitCode.OK
-    windows = ctx.store.mutes(name)
+    windows = store.mutes(name)
     for window in windows:
-        scope = "every job" if window["scope"] == "*" else window["scope"]
-        print(f"muted: {scope} until {utc_text(window['until'])} by {window['muted_by']}: "
-              f"{one_line(window['reason'])}", file=ctx.out)
+        scope = "every job" if window.scope == "*" else window.scope
+        print(f"muted: {scope} until {utc_text(window.until)} by {window.muted_by}: "
+              f"{one_line(window.reason)}", file=ctx.out)
     if windows:
         for event in held_back_now(ctx, windows):
             if name is None or event.app_name == name:
@@ -133,7 +135,7 @@ def alerts(ctx: Context) -> int:
     return ExitCode.OK
 
 
-def held_back_now(ctx: Context, windows: list[dict[str, Any]]) -> list[Any]:
+def held_back_now(ctx: Context, windows: list[Any]) -> list[Any]:
     """The conditions the maintenance ``windows`` keep from alerting now
     (:meth:`crontabber.alerts.alerter.Alerter.held_back`), from the state as it is."""
     from .common import alerter_for

@@ -439,23 +439,25 @@ def mute(ctx: Context) -> int:
     Raises:
         MuteInForce: a window of that scope is in force and ``--replace`` was not given.
     """
-    store, args = ctx.store, ctx.args
+    from ..alerts.store import AlertStore
+
+    store, args = AlertStore(ctx.store), ctx.args
     scope = _scope(ctx, args.mute)
-    now = store.now()
+    now = ctx.store.now()
     try:
         until = parse_until(args.until, now) if args.until else now + DEFAULT_MUTE
     except ValueError as exc:
         raise ConfigurationError("--until", str(exc)) from None
-    before = [w for w in store.mutes(scope) if w["scope"] == scope]
+    before = [w for w in store.mutes(scope) if w.scope == scope]
     if not store.mute(scope, until, ctx.audit_entry("mute", scope, until=until), args.replace):
-        window = next(iter(w for w in store.mutes(scope) if w["scope"] == scope), None)
+        window = next(iter(w for w in store.mutes(scope) if w.scope == scope), None)
         if window is not None:
-            raise MuteInForce(args.mute, window["until"], window["muted_by"], window["reason"],
+            raise MuteInForce(args.mute, window.until, window.muted_by, window.reason,
                               f"--mute {args.mute} --replace replaces that window")
     what = "every job's alerts" if scope == "*" else f"{scope}'s alerts"
     runs = "the jobs still run" if scope == "*" else "the job still runs"
-    replaced = (f" (replaced the window until {minute_text(before[0]['until'])} by "
-                f"{before[0]['muted_by']}: {before[0]['reason']})" if before else "")
+    replaced = (f" (replaced the window until {minute_text(before[0].until)} by "
+                f"{before[0].muted_by}: {before[0].reason})" if before else "")
     print(f"{what} muted until {minute_text(until)}"
           f"{' (2 h: --until to choose)' if not args.until else ''}{replaced}: none opens, ends "
           f"or repeats; {runs}; --alerts shows what it holds back; --unmute {args.mute} ends it",
@@ -465,8 +467,10 @@ def mute(ctx: Context) -> int:
 
 def unmute(ctx: Context) -> int:
     """``--unmute NAME|all``: end a maintenance window now."""
+    from ..alerts.store import AlertStore
+
     scope = _scope(ctx, ctx.args.unmute)
-    if ctx.store.unmute(scope, ctx.audit_entry("unmute", scope)):
+    if AlertStore(ctx.store).unmute(scope, ctx.audit_entry("unmute", scope)):
         print(f"{'every job' if scope == '*' else scope}: alerts unmuted", file=ctx.out)
     else:
         print(f"{'every job' if scope == '*' else scope}: not muted", file=ctx.out)
