@@ -121,6 +121,22 @@ def pid_alive(pid: int) -> bool:
         return True
 
 
+def lease_rules(settings: Settings, host: str | None = None) -> LeaseRules:
+    """The lease rules of ``settings`` as ``host`` (this host) applies them: what a
+    :class:`Runner` judges ``ongoing`` markers by, and what the inspection commands,
+    ``--nagios``, ``--explain``, the alerts and the dashboard use without building one."""
+    return LeaseRules(settings.lease_seconds, settings.max_ongoing_age_hours, host or this_host())
+
+
+def markers_from_here(rules: LeaseRules) -> Callable[[JobState | None, dt.datetime], Marker]:
+    """What a job's ongoing marker means from this host under ``rules``
+    (:func:`crontabber.leases.marker_status`; this host's processes seen by :func:`pid_alive`)."""
+    def marker(state: JobState | None, now: dt.datetime) -> Marker:
+        return marker_status(state, now, rules, pid_alive)
+
+    return marker
+
+
 NOT_DUE = "not due yet"
 
 Reporter = Callable[[BaseException, Job], object]
@@ -155,7 +171,7 @@ class Runner:
         self.report = report
         self.host = host or this_host()
         self.pid = os.getpid()
-        self.rules = LeaseRules(settings.lease_seconds, settings.max_ongoing_age_hours, self.host)
+        self.rules = lease_rules(settings, self.host)
         self._snapshot: tuple[dict[str, JobState], dt.datetime] | None = None
         self._tick = tick
         #: The fleet as the tick's first read saw it (empty: not a tick); ``drained``: this

@@ -24,7 +24,7 @@ from crontabber.alerts.alerter import missed_deadlines
 from crontabber.catalog import BrokenEntry, Job, load_catalog
 from crontabber.config.settings import Settings, load_settings
 from crontabber.placement import drain_line
-from crontabber.runner import Runner
+from crontabber.runner import lease_rules, markers_from_here
 from crontabber.store import StateStore, connect
 
 from .store import PipelineStore
@@ -178,10 +178,10 @@ class Source:
         ``silence_critical_minutes`` (the fleet the check counts), its tags, and ``drain``
         when drained (``draining: N runs left (until ... by ...: reason)``, then ``drained ...``)."""
         overview = session.state.overview()
-        runner = Runner(self.settings, self.jobs, session.state)
+        marker = markers_from_here(lease_rules(self.settings))
         limits = self.settings.monitor
         check = nagios.nagios_check(self.jobs, overview.states, overview.hosts, overview.now,
-                                    lambda state: runner.marker(state, overview.now), limits,
+                                    lambda state: marker(state, overview.now), limits,
                                     missed_deadlines(self.jobs, self.settings, overview.states,
                                                      overview.now),
                                     {entry.name: entry.problem for entry in self.broken})

@@ -15,7 +15,7 @@ from .. import __version__
 from ..catalog import Job
 from ..command import ExitCode
 from ..config.settings import Settings
-from ..runner import Runner, this_host
+from ..runner import lease_rules, markers_from_here, this_host
 from ..state import Tick
 from ..store import StateStore
 from .common import Context
@@ -37,9 +37,9 @@ def nagios(ctx: Context) -> int:
     from ..nagios import nagios_check
 
     overview = ctx.store.overview()
-    runner = Runner(ctx.settings, ctx.jobs, ctx.store)
+    marker = markers_from_here(lease_rules(ctx.settings))
     result = nagios_check(ctx.jobs, overview.states, overview.hosts, overview.now,
-                          lambda state: runner.marker(state, overview.now), ctx.settings.monitor,
+                          lambda state: marker(state, overview.now), ctx.settings.monitor,
                           missed_deadlines(ctx.jobs, ctx.settings, overview.states, overview.now),
                           {entry.name: entry.problem for entry in ctx.broken})
     if ctx.args.json:
