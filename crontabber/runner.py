@@ -154,7 +154,7 @@ class Runner:
         settings: Settings,
         jobs: list[Job],
         store: StateStore,
-        report: Reporter = _no_report,
+        report: Reporter | None = None,
         host: str | None = None,
         tick: Tick | None = None,
         on_takeover: Callable[[Job, JobState, int], None] | None = None,
@@ -168,7 +168,7 @@ class Runner:
         self.settings = settings
         self.jobs = jobs
         self.store = store
-        self.report = report
+        self.report = report or _no_report
         self.host = host or this_host()
         self.pid = os.getpid()
         self.rules = lease_rules(settings, self.host)

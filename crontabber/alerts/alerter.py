@@ -26,6 +26,7 @@ from .. import __version__, jsonout
 from ..catalog import BrokenEntry, Job, job_options
 from ..config.settings import Settings, Sources
 from ..errors import ConfigurationError, CrontabberError
+from ..leases import LeaseRules, marker_status
 from ..scheduling import needs_attention, parse_duration
 from ..state import JobState
 from ..store import StateStore
@@ -334,6 +335,21 @@ class Alerter:
         assert alert_id is not None  # the subject is this host's and this moment's
         return self.deliver(self.alert_store.notices_claim(self.host, self.config.claim_seconds, [alert_id]),
                             once=True)
+
+
+def tick_alerter(settings: Settings, jobs: list[Job], store: StateStore, holder: str,
+                 rules: LeaseRules, pid_alive: Callable[[int], bool]) -> Alerter:
+    """The alerts of this invocation (a tick, ``--alerts``, ``--test-alert``), held by
+    ``holder`` (this process, ``host:pid``): a late job's blocker is ``--explain``'s verdict,
+    its marker judged by ``rules`` from this host (:func:`crontabber.runner.lease_rules`,
+    :func:`crontabber.runner.pid_alive`: passed in, the runner imports this module)."""
+    from ..explain import explain_job
+
+    def blocker(job: Job, states: Any, now: Any) -> str:
+        marker = marker_status(states.get(job.app_name), now, rules, pid_alive)
+        return f"--explain says: {explain_job(job, states, now, marker, rules).verdict}"
+
+    return Alerter(settings, jobs, store, holder, blocker)
 
 
 def missed_deadlines(jobs: list[Job], settings: Settings, states: Mapping[str, JobState],

@@ -16,8 +16,8 @@ from ..placement import no_live_host
 from ..scheduling import needs_attention
 
 if TYPE_CHECKING:
-    from ..catalog import Job
-    from ..config.settings import AlertSettings
+    from ..catalog import BrokenEntry, Job
+    from ..config.settings import AlertSettings, Settings
     from ..state import FleetHost, JobState
     from ..store import StateStore
 
@@ -93,3 +93,44 @@ def unplaced(jobs: Iterable["Job"], fleet: Iterable["FleetHost"]) -> dict[str, s
         return {}
     found = {job.app_name: no_live_host(job.hosts, hosts) for job in jobs if job.hosts}
     return {name: verdict for name, verdict in found.items() if verdict}
+
+
+class TickAlerts:
+    """The alerts of a cron tick: its one sweep statement, and the alerter (the rules, their
+    imports, a second look at the state for a blocker) only when the sweep or a job's state
+    gives it something to do."""
+
+    def __init__(self, settings: "Settings", jobs: list["Job"], store: "StateStore", holder: str,
+                 pid_alive: Callable[[int], bool], alerter: Callable[[], Any]) -> None:
+        """``holder``: this process (``host:pid``), who claims notices; ``pid_alive``: whether
+        a process of this host lives; ``alerter()``: the alerter, called once, when needed
+        (:func:`crontabber.alerts.alerter.tick_alerter`: this module does not import it)."""
+        self.settings = settings
+        self.jobs = jobs
+        self.store = store
+        self.holder = holder
+        self.pid_alive = pid_alive
+        self._make_alerter = alerter
+        self._alerter: Any = None  # an Alerter (not imported here: it imports this module)
+
+    def alerter(self) -> Any:
+        if self._alerter is None:
+            self._alerter = self._make_alerter()
+        return self._alerter
+
+    def takeover(self, job: "Job", before: Any, run_id: int) -> None:
+        self.alerter().takeover(job, before, run_id)
+
+    def old_code(self, host: str, behind: tuple[int, ...]) -> None:
+        self.alerter().old_code(host, behind)
+
+    def broken(self, entries: list["BrokenEntry"]) -> None:
+        for entry in entries:
+            self.alerter().broken_entry(entry)
+
+    def tick(self, states: Any, now: Any, fleet: Any = ()) -> None:
+        """``fleet``: the hosts as the tick's first read saw them (the ``no-host`` alert)."""
+        swept = sweep(self.store, self.holder, self.settings.alerts, self.pid_alive)
+        homeless = unplaced(self.jobs, fleet)
+        if homeless or not quiet(swept, states, (job.app_name for job in self.jobs), now):
+            self.alerter().tick(states, now, swept, homeless)

@@ -1,32 +1,21 @@
-"""The commands of monitoring: ``--nagios`` (text or ``--json``), the fleet record of a
-tick, ``--metrics-file``, ``--alerts`` and ``--test-alert``. Parse, call, print: the checks are
-:func:`crontabber.nagios.nagios_check`, the file's text :func:`crontabber.metrics.render_textfile`.
+"""The commands of monitoring: ``--nagios`` (text or ``--json``), ``--alerts`` and
+``--test-alert``. Parse, call, print: the checks are :func:`crontabber.nagios.nagios_check`,
+the alerts :mod:`crontabber.alerts` (a tick's fleet record and its metrics file are
+:mod:`crontabber.tick`'s).
 
-nagios and metrics are imported where used: an idle cron tick without a metrics file needs
-neither.
+nagios is imported where used.
 """
 
 from __future__ import annotations
 
-import os
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from .. import __version__
-from ..catalog import Job
 from ..command import ExitCode
-from ..config.settings import Settings
-from ..runner import lease_rules, markers_from_here, this_host
-from ..state import Tick
-from ..store import StateStore
+from ..runner import default_holder, lease_rules, markers_from_here, pid_alive, this_host
 from .common import Context
 
-
-def fleet_tick(settings: Settings, schema_behind: tuple[int, ...] = ()) -> Tick:
-    """What this invocation records in ``crontabber_host`` when it runs as a cron tick
-    (``schema_behind``: the database's migrations its code lacks; its tags), and how recent
-    a tick makes a host live (``silence_critical_minutes``, as ``--nagios``)."""
-    return Tick(this_host(), __version__, os.getpid(), schema_behind, settings.host_tags,
-                settings.monitor.silence_critical_minutes * 60)
+if TYPE_CHECKING:
+    from ..alerts.alerter import Alerter
 
 
 def nagios(ctx: Context) -> int:
@@ -65,31 +54,6 @@ def nagios_failure(exc: BaseException, args: Any, out: TextIO) -> int:
     else:
         print(f"CRITICAL - {problem}", file=out)
     return NAGIOS_CRITICAL
-
-
-def metrics_path(settings: Settings, args: Any) -> str:
-    """Where to write the metrics file: ``--metrics-file``, else ``crontabber.metrics_file``
-    ('' for nowhere)."""
-    return str(getattr(args, "metrics_file", "") or settings.monitor.metrics_file)
-
-
-def write_metrics(settings: Settings, jobs: list[Job], store: StateStore, args: Any) -> None:
-    """After a tick: read the state once more (the jobs it ran changed it) and
-    replace the metrics file, if one is configured.
-
-    Raises:
-        MetricsFileNotWritten: the file could not be written.
-        DatabaseUnavailable: the state could not be read.
-    """
-    path = metrics_path(settings, args)
-    if not path:
-        return
-    from ..alerts.alerter import missed_deadlines
-    from ..metrics import render_textfile, write_atomically
-
-    overview = store.overview([job.app_name for job in jobs])
-    missed = missed_deadlines(jobs, settings, overview.states, overview.now)
-    write_atomically(path, render_textfile(jobs, overview, missed))
 
 
 def alerts(ctx: Context) -> int:
@@ -138,10 +102,16 @@ def alerts(ctx: Context) -> int:
 def held_back_now(ctx: Context, windows: list[Any]) -> list[Any]:
     """The conditions the maintenance ``windows`` keep from alerting now
     (:meth:`crontabber.alerts.alerter.Alerter.held_back`), from the state as it is."""
-    from .common import alerter_for
-
     overview = ctx.store.overview()
-    return alerter_for(ctx).held_back(overview.states, overview.now, windows)
+    return _alerter(ctx).held_back(overview.states, overview.now, windows)
+
+
+def _alerter(ctx: Context) -> "Alerter":
+    """The alerts of this command, held by this process."""
+    from ..alerts.alerter import tick_alerter
+
+    return tick_alerter(ctx.settings, ctx.jobs, ctx.store, default_holder(), lease_rules(ctx.settings),
+                        pid_alive)
 
 
 def _sent_text(row: dict[str, Any]) -> str:
@@ -156,7 +126,6 @@ def _sent_text(row: dict[str, Any]) -> str:
 def _notice_text(notice: dict[str, Any]) -> str:
     from ..formats import counted, one_line, utc_text
     from ..leases import holder_gone
-    from ..runner import pid_alive, this_host
 
     if notice["sent_at"]:
         return f"sent {utc_text(notice['sent_at'])} by {notice['sent_by']}"
@@ -177,13 +146,12 @@ def test_alert(ctx: Context) -> int:
     """``--test-alert NAME``: a test alert of the job to each of its targets, now; one line
     per target; exit 5 when one was not delivered."""
     from ..errors import ConfigurationError
-    from .common import alerter_for
 
     if not ctx.settings.alerts.enabled:
         raise ConfigurationError("--test-alert", "no alert targets: set targets in [alerts] "
                                  "(see docs/alerts.md)")
     job = ctx.job(ctx.args.test_alert)
-    deliveries = alerter_for(ctx).test(job)
+    deliveries = _alerter(ctx).test(job)
     for delivery in deliveries:
         outcome = "delivered" if delivery.error is None else f"NOT delivered: {delivery.error}"
         print(f"{job.app_name}: test alert {delivery.alert_id} to {delivery.target}: {outcome}",

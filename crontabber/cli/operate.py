@@ -18,6 +18,7 @@ from ..config.settings import Settings
 from ..errors import ConfigurationError, JobPaused, MuteInForce
 from ..formats import day_text, minute_text, one_line, utc_text
 from ..overrides import check_pause
+from ..runner import lease_rules, markers_from_here
 from ..scheduling import dependency_block, next_run_after, parse_day, parse_until, pause_active, rerun_dates
 from ..state import JobState
 from ..store import StateStore
@@ -36,11 +37,11 @@ def explain(ctx: Context) -> int:
     if broken is not None:
         return _explain_broken(ctx, broken)
     job = ctx.job(args.explain)
-    runner = ctx.runner()
+    rules = lease_rules(settings)
     states, now = store.states(), store.now()
     deadline = alert_rules(job, settings.sources).deadline
     fleet = store.fleet(settings.monitor.silence_critical_minutes * 60) if job.hosts else None
-    result = explain_job(job, states, now, runner.marker(states.get(job.app_name), now), runner.rules,
+    result = explain_job(job, states, now, markers_from_here(rules)(states.get(job.app_name), now), rules,
                          deadline, fleet)
     blocks = blocked_dependents(job, jobs, states, now)
     if args.json:
