@@ -2,29 +2,28 @@
 ``--test-alert``. Parse, call, print: the checks are :func:`crontabber.nagios.nagios_check`,
 the alerts :mod:`crontabber.alerts` (a tick's fleet record and its metrics file are
 :mod:`crontabber.tick`'s).
-
-nagios is imported where used.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
+from .. import jsonout
+from ..alerts.alerter import Alerter, missed_deadlines, tick_alerter
+from ..alerts.rules import LASTING
+from ..alerts.store import AlertStore
 from ..command import ExitCode
+from ..errors import ConfigurationError
+from ..formats import counted, one_line, utc_text
+from ..leases import holder_gone
+from ..nagios import NAGIOS_CRITICAL, nagios_check
 from ..runner import default_holder, lease_rules, markers_from_here, pid_alive, this_host
 from .common import Context
-
-if TYPE_CHECKING:
-    from ..alerts.alerter import Alerter
 
 
 def nagios(ctx: Context) -> int:
     """``--nagios``: print the check (text, or one JSON object with ``--json``); return its
     code."""
-    from .. import jsonout
-    from ..alerts.alerter import missed_deadlines
-    from ..nagios import nagios_check
-
     overview = ctx.store.overview()
     marker = markers_from_here(lease_rules(ctx.settings))
     result = nagios_check(ctx.jobs, overview.states, overview.hosts, overview.now,
@@ -41,9 +40,6 @@ def nagios(ctx: Context) -> int:
 def nagios_failure(exc: BaseException, args: Any, out: TextIO) -> int:
     """A check that could not be made (bad configuration, no database) is CRITICAL,
     in the format asked for; never a traceback."""
-    from .. import jsonout
-    from ..nagios import NAGIOS_CRITICAL
-
     problem = str(exc) or type(exc).__name__
     if getattr(args, "json", False):
         jsonout.emit({"status": "CRITICAL", "code": NAGIOS_CRITICAL,
@@ -59,12 +55,6 @@ def nagios_failure(exc: BaseException, args: Any, out: TextIO) -> int:
 def alerts(ctx: Context) -> int:
     """``--alerts [--audit-job NAME] [--limit N] [--json]``: the alerts, newest first, each
     with its notices: sent (when, by which host) or not (the error, the attempts, the next)."""
-    from .. import jsonout
-    from ..alerts.rules import LASTING
-    from ..alerts.store import AlertStore
-    from ..errors import ConfigurationError
-    from ..formats import one_line, utc_text
-
     if ctx.args.limit is not None and ctx.args.limit < 1:
         raise ConfigurationError("--limit", "must be at least 1")
     name = ctx.state_name(ctx.args.audit_job) if ctx.args.audit_job else None
@@ -106,10 +96,8 @@ def held_back_now(ctx: Context, windows: list[Any]) -> list[Any]:
     return _alerter(ctx).held_back(overview.states, overview.now, windows)
 
 
-def _alerter(ctx: Context) -> "Alerter":
+def _alerter(ctx: Context) -> Alerter:
     """The alerts of this command, held by this process."""
-    from ..alerts.alerter import tick_alerter
-
     return tick_alerter(ctx.settings, ctx.jobs, ctx.store, default_holder(), lease_rules(ctx.settings),
                         pid_alive)
 
@@ -124,8 +112,6 @@ def _sent_text(row: dict[str, Any]) -> str:
 
 
 def _notice_text(notice: dict[str, Any]) -> str:
-    from ..formats import counted, one_line, utc_text
-    from ..leases import holder_gone
 
     if notice["sent_at"]:
         return f"sent {utc_text(notice['sent_at'])} by {notice['sent_by']}"
@@ -145,8 +131,6 @@ def _notice_text(notice: dict[str, Any]) -> str:
 def test_alert(ctx: Context) -> int:
     """``--test-alert NAME``: a test alert of the job to each of its targets, now; one line
     per target; exit 5 when one was not delivered."""
-    from ..errors import ConfigurationError
-
     if not ctx.settings.alerts.enabled:
         raise ConfigurationError("--test-alert", "no alert targets: set targets in [alerts] "
                                  "(see docs/alerts.md)")

@@ -12,6 +12,7 @@ import datetime as dt
 from typing import Any, Callable
 
 from .. import jsonout
+from ..alerts.store import AlertStore
 from ..catalog import BrokenEntry, Job, find_job
 from ..command import ExitCode
 from ..config.settings import Settings
@@ -440,8 +441,6 @@ def mute(ctx: Context) -> int:
     Raises:
         MuteInForce: a window of that scope is in force and ``--replace`` was not given.
     """
-    from ..alerts.store import AlertStore
-
     store, args = AlertStore(ctx.store), ctx.args
     scope = _scope(ctx, args.mute)
     now = ctx.store.now()
@@ -468,8 +467,6 @@ def mute(ctx: Context) -> int:
 
 def unmute(ctx: Context) -> int:
     """``--unmute NAME|all``: end a maintenance window now."""
-    from ..alerts.store import AlertStore
-
     scope = _scope(ctx, ctx.args.unmute)
     if AlertStore(ctx.store).unmute(scope, ctx.audit_entry("unmute", scope)):
         print(f"{'every job' if scope == '*' else scope}: alerts unmuted", file=ctx.out)

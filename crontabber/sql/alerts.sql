@@ -1,7 +1,8 @@
--- The alerts' queries (crontabber.alerts.store, the sweep's crontabber.alerts.sweep; the tables: migration 0013). Every statement that
--- decides who notifies is one statement whose WHERE or ON CONFLICT lets one host win:
--- opening (the unique key), resolving (resolved_at IS NULL), re-alerting (next_notice due),
--- claiming a notice (FOR UPDATE SKIP LOCKED and an expired claim).
+-- The alerts' queries (crontabber.alerts.store; the sweep's: crontabber.alerts.sweep; the
+-- tables: migration 0013). Every statement that decides who notifies is one statement whose
+-- WHERE or ON CONFLICT lets one host win: opening (the unique key), resolving (resolved_at IS
+-- NULL), re-alerting (next_notice due), claiming a notice (FOR UPDATE SKIP LOCKED and an
+-- expired claim).
 
 -- name: alerts_sweep
 -- A tick's one alerts statement: claim the notices due (new, retried, or left by a host
