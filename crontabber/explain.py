@@ -213,9 +213,9 @@ def _parents(notes: _Notes, job: Job, states: Mapping[str, JobState]) -> None:
 
 
 def _deadline(notes: _Notes, job: Job, state: JobState | None, deadline: dt.timedelta) -> None:
-    """The deadline of the job's next interval (:func:`crontabber.alerting.next_interval`):
+    """The deadline of the job's next interval (:func:`crontabber.alerts.rules.next_interval`):
     met so far, or missed since when (what the ``late`` alert says)."""
-    from .alerting import next_interval
+    from .alerts.rules import next_interval
 
     notes.facts["deadline"] = None
     if not deadline:

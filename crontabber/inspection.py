@@ -28,13 +28,11 @@ if TYPE_CHECKING:
 DEFAULT_OVERDUE_SECONDS = 1800.0
 
 
-def marker_of(
-    settings: Settings, jobs: list[Job], store: StateStore
-) -> Callable[[JobState | None, dt.datetime], Marker]:
+def marker_of(settings: Settings) -> Callable[[JobState | None, dt.datetime], Marker]:
     """The runner's classification of ``ongoing`` markers, from this host."""
-    from .runner import Runner
+    from .runner import lease_rules, markers_from_here
 
-    return Runner(settings, jobs, store).marker
+    return markers_from_here(lease_rules(settings))
 
 
 def _overdue_seconds(settings: Settings) -> float:
@@ -72,14 +70,14 @@ def job_views_now(
         JobNotFound: a name that no configured job and no broken entry has.
     """
     from . import views
-    from .alerter import deadline_events
+    from .alerts.alerter import deadline_events
 
     asked = list(names)
     shown = [b for b in broken if not asked or any(b.matches(name) for name in asked)]
     rest = [name for name in asked if not any(b.matches(name) for b in shown)]
     chosen = jobs if not asked else selected_jobs(jobs, rest) if rest else []
     states, now = store.states(), store.now()
-    marker = marker_of(settings, jobs, store)
+    marker = marker_of(settings)
     missed = {name: views.DeadlineView(event.detail["interval"], event.detail["deadline"])
               for name, event in deadline_events(chosen, settings, states, now).items()}
     found = views.job_views(chosen, states, now, lambda state: marker(state, now),
@@ -139,7 +137,7 @@ def job_runs(settings: Settings, jobs: list[Job], store: StateStore, name: str, 
     if state is not None and state.ongoing is not None and state.run_id is not None:
         run_ids.add(state.run_id)
     records = store.run_records(app_name, sorted(run_ids))
-    marker = marker_of(settings, jobs, store)
+    marker = marker_of(settings)
     runs = views.group_runs(entries, state, lambda s: marker(s, now), records)
     return JobRuns(app_name, is_backfill, runs[:limit], len(runs) > limit, now)
 
@@ -160,7 +158,7 @@ def one_run(settings: Settings, jobs: list[Job], store: StateStore, name: str, r
     holding = state if state is not None and state.run_id == run_id else None
     if not entries and not records and (holding is None or holding.ongoing is None):
         raise RunNotFound(app_name, run_id)
-    marker = marker_of(settings, jobs, store)
+    marker = marker_of(settings)
     runs = views.group_runs(entries, holding, lambda s: marker(s, now), records)
     if not runs and run_id in records:  # in the ledger only: claimed, then nothing logged
         runs = [views.record_run(records[run_id])]

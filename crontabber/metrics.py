@@ -48,7 +48,7 @@ HOST_METRICS = (
 def render_textfile(jobs: Sequence[Job], overview: Overview, missed: Mapping[str, str] | None = None
                     ) -> str:
     """The metrics file's text: HELP and TYPE lines, then one sample per job or host.
-    ``missed``: the jobs past their deadline (:func:`crontabber.alerter.missed_deadlines`)."""
+    ``missed``: the jobs past their deadline (:func:`crontabber.alerts.alerter.missed_deadlines`)."""
     lines = []
     for name, kind, text in (*JOB_METRICS, *HOST_METRICS):
         lines += [f"# HELP {name} {text}", f"# TYPE {name} {kind}"]

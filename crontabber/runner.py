@@ -121,6 +121,22 @@ def pid_alive(pid: int) -> bool:
         return True
 
 
+def lease_rules(settings: Settings, host: str | None = None) -> LeaseRules:
+    """The lease rules of ``settings`` as ``host`` (this host) applies them: what a
+    :class:`Runner` judges ``ongoing`` markers by, and what the inspection commands,
+    ``--nagios``, ``--explain``, the alerts and the dashboard use without building one."""
+    return LeaseRules(settings.lease_seconds, settings.max_ongoing_age_hours, host or this_host())
+
+
+def markers_from_here(rules: LeaseRules) -> Callable[[JobState | None, dt.datetime], Marker]:
+    """What a job's ongoing marker means from this host under ``rules``
+    (:func:`crontabber.leases.marker_status`; this host's processes seen by :func:`pid_alive`)."""
+    def marker(state: JobState | None, now: dt.datetime) -> Marker:
+        return marker_status(state, now, rules, pid_alive)
+
+    return marker
+
+
 NOT_DUE = "not due yet"
 
 Reporter = Callable[[BaseException, Job], object]
@@ -138,7 +154,7 @@ class Runner:
         settings: Settings,
         jobs: list[Job],
         store: StateStore,
-        report: Reporter = _no_report,
+        report: Reporter | None = None,
         host: str | None = None,
         tick: Tick | None = None,
         on_takeover: Callable[[Job, JobState, int], None] | None = None,
@@ -152,10 +168,10 @@ class Runner:
         self.settings = settings
         self.jobs = jobs
         self.store = store
-        self.report = report
+        self.report = report or _no_report
         self.host = host or this_host()
         self.pid = os.getpid()
-        self.rules = LeaseRules(settings.lease_seconds, settings.max_ongoing_age_hours, self.host)
+        self.rules = lease_rules(settings, self.host)
         self._snapshot: tuple[dict[str, JobState], dt.datetime] | None = None
         self._tick = tick
         #: The fleet as the tick's first read saw it (empty: not a tick); ``drained``: this
@@ -394,7 +410,7 @@ class Runner:
         """Sentry Crons' ``in_progress``, when configured (its monitor from the schedule)."""
         if self.crons is None:
             return None
-        from .alerter import alert_rules
+        from .alerts.alerter import alert_rules
         from .sentry import monitor_config
 
         try:

@@ -422,7 +422,7 @@ def dependency_order(graph: Mapping[str, Sequence[str]]) -> list[str]:
 
 def needs_attention(state: JobState | None, now: dt.datetime) -> bool:
     """Whether a job is failing, overdue or running at ``now``: the only jobs whose alert
-    rules a tick reads (:mod:`crontabber.alerting`); a quiet fleet reads none."""
+    rules a tick reads (:mod:`crontabber.alerts.rules`); a quiet fleet reads none."""
     if state is None:
         return False
     return state.error_count > 0 or state.ongoing is not None or lateness(state, now) is not None

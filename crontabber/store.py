@@ -1,6 +1,8 @@
 """The runner's state store: every query on the runner's tables runs here
 (``crontabber``, ``crontabber_log``, the run ledger ``crontabber_run``, the audit trail
-``crontabber_audit`` and the hosts ``crontabber_host``).
+``crontabber_audit`` and the hosts ``crontabber_host``). The alert tables' queries are
+:class:`crontabber.alerts.store.AlertStore`'s, run over this store's connection
+(:meth:`StateStore.in_transaction`, :meth:`StateStore.alone`).
 
 Driver errors are translated here and never escape: a row lock held by
 another transaction (SQLSTATE 55P03) becomes :class:`JobLocked`, a lost or
@@ -20,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, TypeVar
 import psycopg2
 import psycopg2.errors
 
-from . import jsonout, sqlfiles
+from . import sqlfiles
 from .errors import DatabaseReadOnly, DatabaseUnavailable, HostDrained, JobLocked, LeaseLost
 from .failures import first_line
 from .frozen import Frozen, setfield
@@ -169,6 +171,12 @@ def _read_only(conn: Any) -> bool:
 def _as_dict(cursor: Any, row: tuple) -> dict[str, Any]:
     """A row as ``{column: value}`` (psycopg2.extras costs a tick ~2 ms to import)."""
     return {column.name: value for column, value in zip(cursor.description, row)}
+
+
+def rows_of(cursor: Any) -> list[dict[str, Any]]:
+    """The rows of the statement ``cursor`` ran, each as ``{column: value}`` ([] when it
+    returns none)."""
+    return [_as_dict(cursor, row) for row in cursor.fetchall()] if cursor.description else []
 
 
 def translated(method: Callable[..., R]) -> Callable[..., R]:
@@ -337,7 +345,7 @@ class StateStore:
             row = cur.fetchone()
             if row is None:
                 return None
-            _audit(cur, audit)
+            write_audit(cur, audit)
             return bool(row[0])
 
     @translated
@@ -347,7 +355,7 @@ class StateStore:
             cur.execute(Q["undrain"], {"host": host})
             if cur.fetchone() is None:
                 return False
-            _audit(cur, audit)
+            write_audit(cur, audit)
             return True
 
     @translated
@@ -659,7 +667,7 @@ class StateStore:
                         _log_abandoned(cur, state, f"{'released' if change == 'release' else 'reset'} by {by}")
                     cur.execute(query, {"app_name": app_name, "now": found["now"], **(params or {})})
                     if audit is not None:
-                        _audit(cur, audit)
+                        write_audit(cur, audit)
                 return state
         except psycopg2.errors.LockNotAvailable:
             raise JobLocked(app_name) from None
@@ -677,7 +685,7 @@ class StateStore:
                                      "replace": replace})
             if cur.fetchone() is None:
                 return False
-            _audit(cur, audit)
+            write_audit(cur, audit)
             return True
 
     @translated
@@ -686,13 +694,13 @@ class StateStore:
         (lateness counts from it: :func:`crontabber.scheduling.lateness`)."""
         with self._conn, self._cursor() as cur:
             cur.execute(Q["resume"], {"app_name": app_name})
-            _audit(cur, audit)
+            write_audit(cur, audit)
 
     @translated
     def audit(self, entry: AuditEntry) -> None:
         """Record one operator action."""
         with self._conn, self._cursor() as cur:
-            _audit(cur, entry)
+            write_audit(cur, entry)
 
     @translated
     def audit_entries(self, app_name: str | None, limit: int) -> list[AuditEntry]:
@@ -703,179 +711,23 @@ class StateStore:
             cur.execute(Q["audit_list"], {"app_name": app_name, "limit": limit})
             return [AuditEntry.from_row(_as_dict(cur, row)) for row in cur.fetchall()]
 
-    # ------------------------------------------------------------------ alerts
+    # ------------------------------------------------ for the alerts' queries
 
     @translated
-    def alerts_sweep(self, host: str, claim_seconds: float, limit: int, dead: Sequence[str] = ()
-                     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, dt.datetime],
-                                list[str]]:
-        """One statement per tick: claim the notices due (``host``, ``host:pid``, holds each
-        for ``claim_seconds``; so are those whose holder is in ``dead``, processes of this host
-        that are gone), read the open failing and silent alerts, the maintenance windows in
-        force, and the holders of this host whose claims have not expired.
-
-        Returns:
-            (claimed notices with their alerts, open alerts, {scope: until} of the windows,
-            the holders of this host with claims that still run).
-        """
-        with self._own_transactions() as cur:  # one statement: no BEGIN, COMMIT round trips
-            cur.execute(_alert_queries()["alerts_sweep"],
-                        self._sweep_params(host, claim_seconds, limit, dead))
-            rows = [_as_dict(cur, row) for row in cur.fetchall()] if cur.description else []
-        return ([r for r in rows if r["row_kind"] == "notice"],
-                [r for r in rows if r["row_kind"] == "open"],
-                {r["app_name"]: r["next_notice"] for r in rows if r["row_kind"] == "mute"},
-                [r["app_name"] for r in rows if r["row_kind"] == "held"])
-
-    @staticmethod
-    def _sweep_params(host: str, claim_seconds: float, limit: int | None, dead: Sequence[str] = (),
-                      alert_ids: Sequence[int] | None = None) -> dict[str, Any]:
-        return {"host": host, "claim_seconds": claim_seconds, "limit": limit, "dead": list(dead),
-                "alert_ids": None if alert_ids is None else list(alert_ids),
-                "this_host": host.rpartition(":")[0] or host}
-
-    @translated
-    def mute(self, scope: str, until: dt.datetime, audit: AuditEntry, replace: bool = False
-             ) -> bool:
-        """Mute the alerts of ``scope`` (an app name, or ``*``) until ``until``, audited; True
-        if muted. A window of ``scope`` still in force stays (False, nothing audited) unless
-        ``replace``."""
+    def in_transaction(self, work: Callable[[Any], R]) -> R:
+        """``work(cursor)`` as one transaction on this store's connection, retried as every
+        method here is (:func:`translated`): what :class:`crontabber.alerts.store.AlertStore`
+        runs its queries with, over the same connection."""
         with self._conn, self._cursor() as cur:
-            cur.execute(_alert_queries()["mute"], {"scope": scope, "until": until,
-                                                   "by": audit.actor, "reason": audit.reason,
-                                                   "replace": replace})
-            if cur.fetchone() is None:
-                return False
-            _audit(cur, audit)
-            return True
+            return work(cur)
 
     @translated
-    def unmute(self, scope: str, audit: AuditEntry) -> bool:
-        """End the window of ``scope`` now; False (nothing audited) when none was in force."""
-        with self._conn, self._cursor() as cur:
-            cur.execute(_alert_queries()["unmute"], {"scope": scope})
-            if cur.fetchone() is None:
-                return False
-            _audit(cur, audit)
-            return True
-
-    @translated
-    def mutes(self, scope: str | None = None) -> list[dict[str, Any]]:
-        """The windows in force (those that cover ``scope``: its own and ``*``)."""
-        return self._alert_rows("mutes", {"scope": scope})
-
-    @translated
-    def notices_claim(self, host: str, claim_seconds: float, alert_ids: Sequence[int]
-                      ) -> list[dict[str, Any]]:
-        """Claim the pending notices of ``alert_ids`` (those no other host holds): the sweep's
-        claim, for these alerts only."""
-        rows = self._alert_rows("alerts_sweep", self._sweep_params(host, claim_seconds, None,
-                                                                   alert_ids=alert_ids))
-        return [r for r in rows if r["row_kind"] == "notice"]
-
-    @translated
-    def alert_open(self, app_name: str, kind: str, subject: str, message: str,
-                   detail: Mapping[str, Any], host: str, realert_seconds: float,
-                   targets: Sequence[str]) -> int | None:
-        """Open an alert with a notice per target: its id, or None when any host had
-        opened it (the unique key (app_name, kind, subject) decides)."""
-        rows = self._alert_rows("alert_open", {
-            "app_name": app_name, "kind": kind, "subject": subject, "message": message,
-            "detail": _detail_json(detail), "host": host,
-            "realert_seconds": realert_seconds, "targets": list(targets)})
-        return rows[0]["id"] if rows else None
-
-    @translated
-    def alert_resolve(self, alert_id: int, recovery: Mapping[str, Any] | None = None
-                      ) -> tuple[bool, int | None]:
-        """End an open alert and, for the one caller that ended it, open ``recovery`` (the
-        parameters of :meth:`alert_open`) in the same transaction, so a host that dies in
-        between ends neither: (whether this caller ended it, the recovery's id or None)."""
-        queries = _alert_queries()
-        with self._conn, self._cursor() as cur:
-            cur.execute(queries["alert_resolve"], {"id": alert_id})
-            if cur.fetchone() is None:
-                return False, None
-            if recovery is None:
-                return True, None
-            cur.execute(queries["alert_open"], _alert_params(recovery))
-            row = cur.fetchone()
-            return True, row[0] if row else None
-
-    @translated
-    def alert_supersede(self, old_id: int, new: Mapping[str, Any],
-                        notice_of: Callable[[int | None], Mapping[str, Any] | None]
-                        ) -> tuple[bool, int | None, int | None]:
-        """End open alert ``old_id`` and open ``new`` (the parameters of :meth:`alert_open`)
-        in one transaction, with ``notice_of(new alert's id)`` (an alert's parameters, or
-        None for no notice) opened between the new alert and its notices, so its notices
-        come first (they are sent in the order they were made): (whether this caller ended
-        ``old_id``, the new alert's id, the notice alert's id). Nothing is written when
-        another caller had ended ``old_id``."""
-        queries = _alert_queries()
-        with self._conn, self._cursor() as cur:
-            cur.execute(queries["alert_resolve"], {"id": old_id})
-            if cur.fetchone() is None:
-                return False, None, None
-            cur.execute(queries["alert_insert"], _alert_params(new))
-            row = cur.fetchone()
-            new_id = row[0] if row else None
-            notice_id = None
-            between = notice_of(new_id)
-            if between is not None:
-                cur.execute(queries["alert_open"], _alert_params(between))
-                row = cur.fetchone()
-                notice_id = row[0] if row else None
-            if new_id is not None:
-                cur.execute(queries["notices_insert"], {"id": new_id, "targets": list(new["targets"])})
-            return True, new_id, notice_id
-
-    @translated
-    def alert_refresh(self, alert_id: int, message: str, detail: Mapping[str, Any]) -> None:
-        """Give open alert ``alert_id`` its condition's current text (``message``, and
-        ``detail`` merged into its own): a longer streak's count. Any host may: the same
-        state gives the same text."""
-        self._alert_rows("alert_refresh", {"id": alert_id, "message": message,
-                                           "detail": _detail_json(detail)})
-
-    @translated
-    def alert_realert(self, alert_id: int, realert_seconds: float, targets: Sequence[str]) -> int | None:
-        """Notify an open alert again if its next notice is due: the notice's number for
-        the one caller that did, else None."""
-        rows = self._alert_rows("alert_realert", {"id": alert_id, "realert_seconds": realert_seconds,
-                                                  "targets": list(targets)})
-        return rows[0]["notified"] if rows else None
-
-    @translated
-    def notice_sent(self, notice_id: int, host: str) -> None:
-        """Record a delivered notice."""
-        self._alert_rows("notice_sent", {"id": notice_id, "host": host})
-
-    @translated
-    def notice_failed(self, notice_id: int, host: str, error: str, retry_seconds: float,
-                      max_attempts: int) -> bool:
-        """Record a failed attempt (retried after ``retry_seconds``); True when it was the
-        last attempt (the notice is given up)."""
-        rows = self._alert_rows("notice_failed", {"id": notice_id, "host": host, "error": error[:500],
-                                                  "retry_seconds": retry_seconds,
-                                                  "max_attempts": max_attempts})
-        return bool(rows and rows[0]["given_up"])
-
-    @translated
-    def alerts(self, app_name: str | None, limit: int) -> list[dict[str, Any]]:
-        """Alerts newest first, each with its notices (``--alerts``), times as datetimes."""
-        rows = self._alert_rows("alerts_list", {"app_name": app_name, "limit": limit})
-        for row in rows:  # json_agg gives the notices' times as text
-            for notice in row["notices"]:
-                for key in ("created_at", "sent_at", "next_attempt", "claim_until"):
-                    if notice[key] is not None:
-                        notice[key] = dt.datetime.fromisoformat(notice[key])
-        return rows
-
-    def _alert_rows(self, name: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
-        with self._conn, self._cursor() as cur:
-            cur.execute(_alert_queries()[name], params)
-            return [_as_dict(cur, row) for row in cur.fetchall()] if cur.description else []
+    def alone(self, query: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """``query`` as its own transaction in one round trip (no ``BEGIN``, ``COMMIT``): its
+        rows (the alert sweep's one statement, :func:`crontabber.alerts.sweep.sweep`)."""
+        with self._own_transactions() as cur:
+            cur.execute(query, params)
+            return rows_of(cur)
 
     def rollback_quietly(self) -> None:
         """Abandon any open transaction after an interrupt; never raises."""
@@ -959,24 +811,8 @@ def _log_abandoned(cur: Any, state: JobState, found_by: str) -> None:
                                      "exc_value": value})
 
 
-@functools.cache
-def _alert_queries() -> dict[str, str]:
-    """The alerts' SQL, read when first used (a tick without alert targets never does)."""
-    return sqlfiles.load("alerts.sql")
-
-
-def _alert_params(opening: Mapping[str, Any]) -> dict[str, Any]:
-    """The parameters of ``alert_open``/``alert_insert`` from an opening's (detail as JSON)."""
-    return {**opening, "detail": _detail_json(opening["detail"]), "targets": list(opening["targets"])}
-
-
-def _detail_json(detail: Mapping[str, Any]) -> str:
-    """An alert's ``detail`` as JSON, times as ``--json`` writes them (ISO 8601 UTC, ``Z``):
-    receivers read this JSON as it is stored."""
-    return jsonout.stored(dict(detail))
-
-
-def _audit(cur: Any, entry: AuditEntry) -> None:
+def write_audit(cur: Any, entry: AuditEntry) -> None:
+    """Record ``entry`` in the audit trail, in the transaction of ``cur`` (the action's own)."""
     cur.execute(Q["audit"], {"actor": entry.actor, "action": entry.action,
                              "app_name": entry.app_name, "reason": entry.reason,
                              "detail": json.dumps(dict(entry.detail), default=str)})

@@ -216,7 +216,7 @@ class JobView:
 
     ``waiting_for`` is why a parent blocks it (only when it is due);
     ``late`` is how long ago it was due (only when it is due);
-    ``deadline_missed`` the interval past its deadline (see :mod:`crontabber.alerting`).
+    ``deadline_missed`` the interval past its deadline (see :mod:`crontabber.alerts.rules`).
     """
 
     name: str

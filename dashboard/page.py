@@ -16,7 +16,7 @@ import html
 from typing import Any, Iterable, Mapping, Sequence
 from urllib.parse import quote
 
-from crontabber.alerting import LASTING
+from crontabber.alerts.rules import LASTING
 from crontabber.formats import interval_range, iso_z, one_line, relative, stamp, took
 from crontabber.leases import Marker
 from crontabber.render import detail, short_host

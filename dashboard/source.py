@@ -20,11 +20,11 @@ import threading
 from typing import Any, Iterator, Mapping
 
 from crontabber import inspection, nagios
-from crontabber.alerter import missed_deadlines
+from crontabber.alerts.alerter import missed_deadlines
 from crontabber.catalog import BrokenEntry, Job, load_catalog
 from crontabber.config.settings import Settings, load_settings
 from crontabber.placement import drain_line
-from crontabber.runner import Runner
+from crontabber.runner import lease_rules, markers_from_here
 from crontabber.store import StateStore, connect
 
 from .store import PipelineStore
@@ -159,15 +159,18 @@ class Source:
         (newest first, each with its notices: sent, or the error, attempts and next attempt),
         the maintenance windows in force and what they hold back now (each muted job's
         failing, silent or late condition: ``--alerts``' ``not alerted (muted)`` lines)."""
-        from crontabber.alerter import Alerter
+        from crontabber.alerts.alerter import Alerter
+        from crontabber.alerts.store import AlertStore
 
-        now, mutes = session.state.now(), session.state.mutes()
+        alerts = AlertStore(session.state)
+        now, mutes = session.state.now(), alerts.mutes()
         held = Alerter(self.settings, self.jobs, session.state, "dashboard").held_back(
             session.state.states(), now, mutes) if mutes else []
-        return {"now": now, "enabled": self.settings.alerts.enabled, "mutes": mutes,
+        return {"now": now, "enabled": self.settings.alerts.enabled,
+                "mutes": [window._asdict() for window in mutes],
                 "held_back": [{"job": e.app_name, "kind": e.kind, "message": e.message}
                               for e in held],
-                "alerts": session.state.alerts(None, limit)}
+                "alerts": alerts.alerts(None, limit)}
 
     def fleet_document(self, session: Session) -> dict[str, Any]:
         """``{"now", "check": <--nagios --json>, "hosts": [...]}``: every host
@@ -175,10 +178,10 @@ class Source:
         ``silence_critical_minutes`` (the fleet the check counts), its tags, and ``drain``
         when drained (``draining: N runs left (until ... by ...: reason)``, then ``drained ...``)."""
         overview = session.state.overview()
-        runner = Runner(self.settings, self.jobs, session.state)
+        marker = markers_from_here(lease_rules(self.settings))
         limits = self.settings.monitor
         check = nagios.nagios_check(self.jobs, overview.states, overview.hosts, overview.now,
-                                    lambda state: runner.marker(state, overview.now), limits,
+                                    lambda state: marker(state, overview.now), limits,
                                     missed_deadlines(self.jobs, self.settings, overview.states,
                                                      overview.now),
                                     {entry.name: entry.problem for entry in self.broken})

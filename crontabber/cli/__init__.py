@@ -8,7 +8,7 @@ call, print.
 - the handlers: :mod:`~crontabber.cli.run` (a tick, ``--job``), :mod:`~crontabber.cli.show`
   (``--list-jobs``, ``--history``, ``--show-error``, ``--logs``),
   :mod:`~crontabber.cli.operate` (the operator actions and ``--explain``, ``--audit``) and
-  :mod:`~crontabber.cli.monitor` (``--nagios``, ``--metrics-file``).
+  :mod:`~crontabber.cli.monitor` (``--nagios``, ``--alerts``, ``--test-alert``).
 """
 
 from .dispatch import main

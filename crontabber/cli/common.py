@@ -20,7 +20,6 @@ from ..store import StateStore
 if TYPE_CHECKING:
     import argparse
 
-    from ..alerter import Alerter
     from ..records import AuditEntry
     from ..runner import Reporter
 
@@ -45,13 +44,17 @@ class Context:
         """The jobs entry that did not load that ``name`` means, if any."""
         return next((entry for entry in self.broken if entry.matches(name)), None)
 
-    def runner(self, **extra: Any) -> Runner:
-        """The runner (``extra``: the tick's record, its takeover hook), reporting to Sentry
-        when a DSN is set: errors, and each run's check-ins with ``sentry.crons`` (one
-        reporter for both)."""
+    def runner(self) -> Runner:
+        """The runner, reporting to Sentry when a DSN is set (:meth:`reporters`)."""
+        report, crons = self.reporters()
+        return Runner(self.settings, self.jobs, self.store, report=report, crons=crons)
+
+    def reporters(self) -> tuple["Reporter", Any]:
+        """The runner's Sentry reporters: errors, and each run's check-ins with
+        ``sentry.crons`` (one reporter for both; None without)."""
         report = sentry_reporter(self.settings)
         crons = report if self.settings.sentry_dsn and self.settings.sentry_crons else None
-        return Runner(self.settings, self.jobs, self.store, report=report, crons=crons, **extra)
+        return report, crons
 
     def refuse_older_code(self) -> None:
         """Before anything claims a job: refuse when the database's schema is newer than this
@@ -124,56 +127,6 @@ def sentry_reporter(settings: Settings) -> "Reporter":
     from ..sentry import SentryReporter
 
     return SentryReporter(settings.sentry_dsn, secret_values_of(settings))
-
-
-def alerter_for(ctx: Context) -> "Alerter":
-    """The alerts of this invocation: a late job's blocker is ``--explain``'s verdict."""
-    from ..alerter import Alerter
-    from ..explain import explain_job
-    from ..runner import default_holder
-
-    runner = Runner(ctx.settings, ctx.jobs, ctx.store)
-
-    def blocker(job: Job, states: Any, now: Any) -> str:
-        found = explain_job(job, states, now, runner.marker(states.get(job.app_name), now), runner.rules)
-        return f"--explain says: {found.verdict}"
-
-    return Alerter(ctx.settings, ctx.jobs, ctx.store, default_holder(), blocker)
-
-
-class TickAlerts:
-    """The alerts of a cron tick: its one sweep statement, and the alerter (the rules, their
-    imports, a second look at the state for a blocker) only when the sweep or a job's state
-    gives it something to do."""
-
-    def __init__(self, ctx: Context) -> None:
-        self.ctx = ctx
-        self._alerter: "Alerter | None" = None
-
-    def alerter(self) -> "Alerter":
-        if self._alerter is None:
-            self._alerter = alerter_for(self.ctx)
-        return self._alerter
-
-    def takeover(self, job: Job, before: Any, run_id: int) -> None:
-        self.alerter().takeover(job, before, run_id)
-
-    def old_code(self, host: str, behind: tuple[int, ...]) -> None:
-        self.alerter().old_code(host, behind)
-
-    def broken(self, entries: list[BrokenEntry]) -> None:
-        for entry in entries:
-            self.alerter().broken_entry(entry)
-
-    def tick(self, states: Any, now: Any, fleet: Any = ()) -> None:
-        """``fleet``: the hosts as the tick's first read saw them (the ``no-host`` alert)."""
-        from ..runner import default_holder, pid_alive
-        from ..sweep import quiet, sweep, unplaced
-
-        swept = sweep(self.ctx.store, default_holder(), self.ctx.settings.alerts, pid_alive)
-        homeless = unplaced(self.ctx.jobs, fleet)
-        if homeless or not quiet(swept, states, (job.app_name for job in self.ctx.jobs), now):
-            self.alerter().tick(states, now, swept, homeless)
 
 
 class terminate_on_sigterm:

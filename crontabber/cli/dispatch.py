@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     import argparse
 
 # The handlers' modules are imported when their mode runs (MODE_HANDLERS): an idle cron
-# tick loads only run and monitor, and neither the nagios check nor Sentry.
+# tick loads only run (and crontabber.tick), and neither the nagios check nor Sentry.
 
 logger = logging.getLogger("crontabber")
 

@@ -1,45 +1,33 @@
-"""The commands of monitoring: ``--nagios`` (text or ``--json``), the fleet record of a
-tick, ``--metrics-file``, ``--alerts`` and ``--test-alert``. Parse, call, print: the checks are
-:func:`crontabber.nagios.nagios_check`, the file's text :func:`crontabber.metrics.render_textfile`.
-
-nagios and metrics are imported where used: an idle cron tick without a metrics file needs
-neither.
+"""The commands of monitoring: ``--nagios`` (text or ``--json``), ``--alerts`` and
+``--test-alert``. Parse, call, print: the checks are :func:`crontabber.nagios.nagios_check`,
+the alerts :mod:`crontabber.alerts` (a tick's fleet record and its metrics file are
+:mod:`crontabber.tick`'s).
 """
 
 from __future__ import annotations
 
-import os
 from typing import Any, TextIO
 
-from .. import __version__
-from ..catalog import Job
+from .. import jsonout
+from ..alerts.alerter import Alerter, missed_deadlines, tick_alerter
+from ..alerts.rules import LASTING
+from ..alerts.store import AlertStore
 from ..command import ExitCode
-from ..config.settings import Settings
-from ..runner import Runner, this_host
-from ..state import Tick
-from ..store import StateStore
+from ..errors import ConfigurationError
+from ..formats import counted, one_line, utc_text
+from ..leases import holder_gone
+from ..nagios import NAGIOS_CRITICAL, nagios_check
+from ..runner import default_holder, lease_rules, markers_from_here, pid_alive, this_host
 from .common import Context
-
-
-def fleet_tick(settings: Settings, schema_behind: tuple[int, ...] = ()) -> Tick:
-    """What this invocation records in ``crontabber_host`` when it runs as a cron tick
-    (``schema_behind``: the database's migrations its code lacks; its tags), and how recent
-    a tick makes a host live (``silence_critical_minutes``, as ``--nagios``)."""
-    return Tick(this_host(), __version__, os.getpid(), schema_behind, settings.host_tags,
-                settings.monitor.silence_critical_minutes * 60)
 
 
 def nagios(ctx: Context) -> int:
     """``--nagios``: print the check (text, or one JSON object with ``--json``); return its
     code."""
-    from .. import jsonout
-    from ..alerter import missed_deadlines
-    from ..nagios import nagios_check
-
     overview = ctx.store.overview()
-    runner = Runner(ctx.settings, ctx.jobs, ctx.store)
+    marker = markers_from_here(lease_rules(ctx.settings))
     result = nagios_check(ctx.jobs, overview.states, overview.hosts, overview.now,
-                          lambda state: runner.marker(state, overview.now), ctx.settings.monitor,
+                          lambda state: marker(state, overview.now), ctx.settings.monitor,
                           missed_deadlines(ctx.jobs, ctx.settings, overview.states, overview.now),
                           {entry.name: entry.problem for entry in ctx.broken})
     if ctx.args.json:
@@ -52,9 +40,6 @@ def nagios(ctx: Context) -> int:
 def nagios_failure(exc: BaseException, args: Any, out: TextIO) -> int:
     """A check that could not be made (bad configuration, no database) is CRITICAL,
     in the format asked for; never a traceback."""
-    from .. import jsonout
-    from ..nagios import NAGIOS_CRITICAL
-
     problem = str(exc) or type(exc).__name__
     if getattr(args, "json", False):
         jsonout.emit({"status": "CRITICAL", "code": NAGIOS_CRITICAL,
@@ -67,51 +52,22 @@ def nagios_failure(exc: BaseException, args: Any, out: TextIO) -> int:
     return NAGIOS_CRITICAL
 
 
-def metrics_path(settings: Settings, args: Any) -> str:
-    """Where to write the metrics file: ``--metrics-file``, else ``crontabber.metrics_file``
-    ('' for nowhere)."""
-    return str(getattr(args, "metrics_file", "") or settings.monitor.metrics_file)
-
-
-def write_metrics(settings: Settings, jobs: list[Job], store: StateStore, args: Any) -> None:
-    """After a tick: read the state once more (the jobs it ran changed it) and
-    replace the metrics file, if one is configured.
-
-    Raises:
-        MetricsFileNotWritten: the file could not be written.
-        DatabaseUnavailable: the state could not be read.
-    """
-    path = metrics_path(settings, args)
-    if not path:
-        return
-    from ..alerter import missed_deadlines
-    from ..metrics import render_textfile, write_atomically
-
-    overview = store.overview([job.app_name for job in jobs])
-    missed = missed_deadlines(jobs, settings, overview.states, overview.now)
-    write_atomically(path, render_textfile(jobs, overview, missed))
-
-
 def alerts(ctx: Context) -> int:
     """``--alerts [--audit-job NAME] [--limit N] [--json]``: the alerts, newest first, each
     with its notices: sent (when, by which host) or not (the error, the attempts, the next)."""
-    from .. import jsonout
-    from ..alerting import LASTING
-    from ..errors import ConfigurationError
-    from ..formats import one_line, utc_text
-
     if ctx.args.limit is not None and ctx.args.limit < 1:
         raise ConfigurationError("--limit", "must be at least 1")
     name = ctx.state_name(ctx.args.audit_job) if ctx.args.audit_job else None
-    rows = ctx.store.alerts(name, ctx.args.limit or 20)
+    store = AlertStore(ctx.store)
+    rows = store.alerts(name, ctx.args.limit or 20)
     if ctx.args.json:
         jsonout.emit(rows, ctx.out)
         return ExitCode.OK
-    windows = ctx.store.mutes(name)
+    windows = store.mutes(name)
     for window in windows:
-        scope = "every job" if window["scope"] == "*" else window["scope"]
-        print(f"muted: {scope} until {utc_text(window['until'])} by {window['muted_by']}: "
-              f"{one_line(window['reason'])}", file=ctx.out)
+        scope = "every job" if window.scope == "*" else window.scope
+        print(f"muted: {scope} until {utc_text(window.until)} by {window.muted_by}: "
+              f"{one_line(window.reason)}", file=ctx.out)
     if windows:
         for event in held_back_now(ctx, windows):
             if name is None or event.app_name == name:
@@ -133,13 +89,17 @@ def alerts(ctx: Context) -> int:
     return ExitCode.OK
 
 
-def held_back_now(ctx: Context, windows: list[dict[str, Any]]) -> list[Any]:
+def held_back_now(ctx: Context, windows: list[Any]) -> list[Any]:
     """The conditions the maintenance ``windows`` keep from alerting now
-    (:meth:`crontabber.alerter.Alerter.held_back`), from the state as it is."""
-    from .common import alerter_for
-
+    (:meth:`crontabber.alerts.alerter.Alerter.held_back`), from the state as it is."""
     overview = ctx.store.overview()
-    return alerter_for(ctx).held_back(overview.states, overview.now, windows)
+    return _alerter(ctx).held_back(overview.states, overview.now, windows)
+
+
+def _alerter(ctx: Context) -> Alerter:
+    """The alerts of this command, held by this process."""
+    return tick_alerter(ctx.settings, ctx.jobs, ctx.store, default_holder(), lease_rules(ctx.settings),
+                        pid_alive)
 
 
 def _sent_text(row: dict[str, Any]) -> str:
@@ -152,9 +112,6 @@ def _sent_text(row: dict[str, Any]) -> str:
 
 
 def _notice_text(notice: dict[str, Any]) -> str:
-    from ..formats import counted, one_line, utc_text
-    from ..leases import holder_gone
-    from ..runner import pid_alive, this_host
 
     if notice["sent_at"]:
         return f"sent {utc_text(notice['sent_at'])} by {notice['sent_by']}"
@@ -174,14 +131,11 @@ def _notice_text(notice: dict[str, Any]) -> str:
 def test_alert(ctx: Context) -> int:
     """``--test-alert NAME``: a test alert of the job to each of its targets, now; one line
     per target; exit 5 when one was not delivered."""
-    from ..errors import ConfigurationError
-    from .common import alerter_for
-
     if not ctx.settings.alerts.enabled:
         raise ConfigurationError("--test-alert", "no alert targets: set targets in [alerts] "
                                  "(see docs/alerts.md)")
     job = ctx.job(ctx.args.test_alert)
-    deliveries = alerter_for(ctx).test(job)
+    deliveries = _alerter(ctx).test(job)
     for delivery in deliveries:
         outcome = "delivered" if delivery.error is None else f"NOT delivered: {delivery.error}"
         print(f"{job.app_name}: test alert {delivery.alert_id} to {delivery.target}: {outcome}",

@@ -12,10 +12,12 @@ import datetime as dt
 from typing import Any
 
 from .. import jsonout
+from ..alerts.store import AlertStore
 from ..catalog import BrokenEntry, Job, find_job
 from ..command import ExitCode
 from ..errors import ConfigurationError, JobPaused, MuteInForce
 from ..formats import minute_text, one_line, utc_text
+from ..runner import lease_rules, markers_from_here
 from ..scheduling import dependency_block, next_run_after, parse_until, pause_active
 from ..state import JobState
 from ..store import StateStore
@@ -26,7 +28,7 @@ DEFAULT_MUTE = dt.timedelta(hours=2)
 
 
 def explain(ctx: Context) -> int:
-    from ..alerter import alert_rules
+    from ..alerts.alerter import alert_rules
     from ..explain import explain_job
 
     settings, jobs, store, args, out = ctx.settings, ctx.jobs, ctx.store, ctx.args, ctx.out
@@ -34,11 +36,11 @@ def explain(ctx: Context) -> int:
     if broken is not None:
         return _explain_broken(ctx, broken)
     job = ctx.job(args.explain)
-    runner = ctx.runner()
+    rules = lease_rules(settings)
     states, now = store.states(), store.now()
     deadline = alert_rules(job, settings.sources).deadline
     fleet = store.fleet(settings.monitor.silence_critical_minutes * 60) if job.hosts else None
-    result = explain_job(job, states, now, runner.marker(states.get(job.app_name), now), runner.rules,
+    result = explain_job(job, states, now, markers_from_here(rules)(states.get(job.app_name), now), rules,
                          deadline, fleet)
     blocks = blocked_dependents(job, jobs, states, now)
     if args.json:
@@ -335,23 +337,23 @@ def mute(ctx: Context) -> int:
     Raises:
         MuteInForce: a window of that scope is in force and ``--replace`` was not given.
     """
-    store, args = ctx.store, ctx.args
+    store, args = AlertStore(ctx.store), ctx.args
     scope = _scope(ctx, args.mute)
-    now = store.now()
+    now = ctx.store.now()
     try:
         until = parse_until(args.until, now) if args.until else now + DEFAULT_MUTE
     except ValueError as exc:
         raise ConfigurationError("--until", str(exc)) from None
-    before = [w for w in store.mutes(scope) if w["scope"] == scope]
+    before = [w for w in store.mutes(scope) if w.scope == scope]
     if not store.mute(scope, until, ctx.audit_entry("mute", scope, until=until), args.replace):
-        window = next(iter(w for w in store.mutes(scope) if w["scope"] == scope), None)
+        window = next(iter(w for w in store.mutes(scope) if w.scope == scope), None)
         if window is not None:
-            raise MuteInForce(args.mute, window["until"], window["muted_by"], window["reason"],
+            raise MuteInForce(args.mute, window.until, window.muted_by, window.reason,
                               f"--mute {args.mute} --replace replaces that window")
     what = "every job's alerts" if scope == "*" else f"{scope}'s alerts"
     runs = "the jobs still run" if scope == "*" else "the job still runs"
-    replaced = (f" (replaced the window until {minute_text(before[0]['until'])} by "
-                f"{before[0]['muted_by']}: {before[0]['reason']})" if before else "")
+    replaced = (f" (replaced the window until {minute_text(before[0].until)} by "
+                f"{before[0].muted_by}: {before[0].reason})" if before else "")
     print(f"{what} muted until {minute_text(until)}"
           f"{' (2 h: --until to choose)' if not args.until else ''}{replaced}: none opens, ends "
           f"or repeats; {runs}; --alerts shows what it holds back; --unmute {args.mute} ends it",
@@ -362,7 +364,7 @@ def mute(ctx: Context) -> int:
 def unmute(ctx: Context) -> int:
     """``--unmute NAME|all``: end a maintenance window now."""
     scope = _scope(ctx, ctx.args.unmute)
-    if ctx.store.unmute(scope, ctx.audit_entry("unmute", scope)):
+    if AlertStore(ctx.store).unmute(scope, ctx.audit_entry("unmute", scope)):
         print(f"{'every job' if scope == '*' else scope}: alerts unmuted", file=ctx.out)
     else:
         print(f"{'every job' if scope == '*' else scope}: not muted", file=ctx.out)

@@ -1,24 +1,25 @@
 """The commands that run jobs: a cron tick (no mode: every due job) and ``--job NAME
-[--force]`` (one job). Parse, call, print: the running is :class:`crontabber.runner.Runner`'s.
+[--force]`` (one job). Parse, call, print: the tick is :func:`crontabber.tick.run_tick`'s,
+the running :class:`crontabber.runner.Runner`'s.
 """
 
 from __future__ import annotations
 
-import logging
+from typing import Any
 
 from ..catalog import Job
 from ..command import ExitCode, exit_code_for
+from ..config.settings import Settings
 from ..formats import minute_text, one_line
 from ..overrides import check_pause
 from ..runner import JobResult, Status, first_fenced
-from .common import Context, TickAlerts, terminate_on_sigterm
-from .monitor import fleet_tick, write_metrics
-
-logger = logging.getLogger("crontabber")
+from ..tick import run_tick
+from .common import Context, terminate_on_sigterm
 
 
 def run_all(ctx: Context) -> int:
-    """A cron tick: run every due job, then the alerts (when targets are configured).
+    """A cron tick (:func:`crontabber.tick.run_tick`): run every due job, then the alerts
+    (when targets are configured) and the metrics file.
 
     Exits 0 also when jobs failed (recorded) or another runner held one (its row locked that
     moment, or a live run on another host: a fleet's normal case, logged at INFO);
@@ -27,30 +28,19 @@ def run_all(ctx: Context) -> int:
     records its tick with the migrations it lacks, raises the ``old-code`` alert, and claims
     nothing), 1 for the configuration or the database, and when a jobs entry did not load
     (the other jobs ran; the ``broken-entry`` alert tells of it)."""
-    alerts = TickAlerts(ctx) if ctx.settings.alerts.enabled else None
-    if ctx.store.unknown_migrations:  # code older than the schema: recorded, named, refused
-        tick = fleet_tick(ctx.settings, ctx.store.unknown_migrations)
-        ctx.store.tick(tick)
-        if alerts is not None:
-            alerts.old_code(tick.host, tick.schema_behind)
-        ctx.refuse_older_code()
-    runner = ctx.runner(tick=fleet_tick(ctx.settings),  # a tick records itself: --nagios watches
-                        on_takeover=alerts.takeover if alerts is not None else None)
-    with terminate_on_sigterm():
-        if alerts is not None and ctx.broken:  # before the jobs: a long run delays nothing
-            alerts.broken(ctx.broken)
-        results = runner.run_all()
-        if alerts is not None:
-            alerts.tick(*runner.snapshot(), runner.fleet)
-    counts = {status: sum(r.status is status for r in results) for status in Status}
-    done = [f"{n} {s.value}" for s, n in counts.items() if n]
-    done += [f"{len(ctx.broken)} jobs entry not loaded"] if ctx.broken else []
-    logger.info("done: %s", ", ".join(done) or "no jobs")
-    write_metrics(ctx.settings, ctx.jobs, ctx.store, ctx.args)
+    results = run_tick(ctx.settings, ctx.jobs, ctx.store, broken=ctx.broken,
+                       metrics_file=metrics_path(ctx.settings, ctx.args),
+                       reporters=ctx.reporters, guard=terminate_on_sigterm)
     fenced = first_fenced(results)
     if fenced:
         return exit_code_for(fenced)
     return ExitCode.ERROR if ctx.broken else ExitCode.OK
+
+
+def metrics_path(settings: Settings, args: Any) -> str:
+    """Where to write the metrics file: ``--metrics-file``, else ``crontabber.metrics_file``
+    ('' for nowhere)."""
+    return str(getattr(args, "metrics_file", "") or settings.monitor.metrics_file)
 
 
 def run_one(ctx: Context) -> int:

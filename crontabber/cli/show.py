@@ -183,6 +183,7 @@ def _gone(ctx: Context, record: RunRecord, now: dt.datetime) -> str | None:
     ``--list-jobs``' ``orphaned``), or None: it is not running, or it is as far as anyone
     can tell."""
     from ..leases import Marker
+    from ..runner import lease_rules, markers_from_here
 
     if record.status != RunStatus.RUNNING.value:
         return None
@@ -191,7 +192,7 @@ def _gone(ctx: Context, record: RunRecord, now: dt.datetime) -> str | None:
         return "it no longer holds the job"
     return {Marker.DEAD: "its process no longer exists", Marker.EXPIRED: "its lease has expired",
             Marker.STALE: "its marker is older than max_ongoing_age_hours"}.get(
-        ctx.runner().marker(state, now))
+        markers_from_here(lease_rules(ctx.settings))(state, now))
 
 
 def _run_failure(

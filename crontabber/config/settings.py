@@ -36,7 +36,7 @@ from .inifile import IniFile, IniSource
 from .options import Namespace, Option
 
 if TYPE_CHECKING:
-    from ..notify import SmtpSettings, Target
+    from ..alerts.notify import SmtpSettings, Target
     from ..supervisor import RunLimits
 
 DEFAULT_CONF_PATHS = ("config/crontabber.ini", "crontabber.ini")
@@ -139,7 +139,7 @@ def _schedule_options(cron: Namespace) -> None:
 
 def _alert_options(cron: Namespace, alerts: Namespace) -> None:
     """The alert rules' defaults (each job may set its own in ``[[class-X]]``) and the targets
-    (see :mod:`crontabber.alerting` and :mod:`crontabber.notify`)."""
+    (see :mod:`crontabber.alerts.rules` and :mod:`crontabber.alerts.notify`)."""
     cron.add_option("alert_after_failures", 2,
                     "alert when a job failed this many times in a row (0: never)")
     cron.add_option("alert_on_recovery", True, "alert when a job that was alerted about recovers")
@@ -512,7 +512,7 @@ def _alert_settings(values: Mapping[str, Any]) -> AlertSettings:
     targets: tuple[Target, ...] = ()
     smtp = None
     if str(values["alerts.targets"]).strip():  # else not even imported: every tick reads this
-        from ..notify import SmtpSettings, parse_targets
+        from ..alerts.notify import SmtpSettings, parse_targets
 
         try:
             targets = parse_targets(str(values["alerts.targets"]))

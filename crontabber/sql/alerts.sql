@@ -1,7 +1,8 @@
--- The alerts' queries (crontabber.store; the tables: migration 0013). Every statement that
--- decides who notifies is one statement whose WHERE or ON CONFLICT lets one host win:
--- opening (the unique key), resolving (resolved_at IS NULL), re-alerting (next_notice due),
--- claiming a notice (FOR UPDATE SKIP LOCKED and an expired claim).
+-- The alerts' queries (crontabber.alerts.store; the sweep's: crontabber.alerts.sweep; the
+-- tables: migration 0013). Every statement that decides who notifies is one statement whose
+-- WHERE or ON CONFLICT lets one host win: opening (the unique key), resolving (resolved_at IS
+-- NULL), re-alerting (next_notice due), claiming a notice (FOR UPDATE SKIP LOCKED and an
+-- expired claim).
 
 -- name: alerts_sweep
 -- A tick's one alerts statement: claim the notices due (new, retried, or left by a host
@@ -10,7 +11,7 @@
 -- needs them to resolve and re-alert), the maintenance windows in force (app_name: the
 -- scope; next_notice: until) and the holders of this host (%(this_host)s) whose claims
 -- still run (app_name: the holder). %(dead)s: holders of this host whose process is gone:
--- their claims are taken over without waiting for claim_until (crontabber.sweep).
+-- their claims are taken over without waiting for claim_until (crontabber.alerts.sweep).
 WITH due AS (
     SELECT id FROM crontabber_notice
     WHERE sent_at IS NULL AND NOT given_up AND next_attempt <= clock_timestamp()

@@ -416,7 +416,7 @@ def test_an_idle_tick_with_alerts_does_not_load_the_rules(cli, receiver):
              f"sys.argv = ['crontabber', '--admin.conf={cli.crontab.ini}']\n"
              "try:\n    runpy.run_module('crontabber', run_name='__main__')\n"
              "except SystemExit as exit:\n    assert not exit.code, exit.code\n"
-             "print(' '.join(m for m in ('crontabber.alerter', 'crontabber.alerting', "
+             "print(' '.join(m for m in ('crontabber.alerts.alerter', 'crontabber.alerts.rules', "
              "'crontabber.explain', 'urllib.request', 'smtplib') if m in sys.modules))\n")
     done = subprocess.run([sys.executable, "-c", probe], env=cli.env, cwd=REPO,
                           capture_output=True, text=True, timeout=60)
@@ -427,4 +427,4 @@ def test_an_idle_tick_with_alerts_does_not_load_the_rules(cli, receiver):
     done = subprocess.run([sys.executable, "-c", probe], env=cli.env, cwd=REPO,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert "crontabber.alerting" in done.stdout.split()
+    assert "crontabber.alerts.rules" in done.stdout.split()

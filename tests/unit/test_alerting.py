@@ -4,7 +4,16 @@ import datetime as dt
 
 import pytest
 
-from crontabber.alerting import (
+from crontabber.alerts.notify import (
+    Notice,
+    Target,
+    email_message,
+    parse_targets,
+    payload,
+    payloads,
+    signature,
+)
+from crontabber.alerts.rules import (
     AlertRules,
     OpenAlert,
     Watched,
@@ -15,15 +24,6 @@ from crontabber.alerting import (
     plan,
     recovery,
     superseded,
-)
-from crontabber.notify import (
-    Notice,
-    Target,
-    email_message,
-    parse_targets,
-    payload,
-    payloads,
-    signature,
 )
 from crontabber.scheduling import parse_schedule
 from crontabber.state import JobState

@@ -1,6 +1,6 @@
-"""Run a tick's alerts: one sweep statement, the plan (:mod:`crontabber.alerting`), the
+"""Run a tick's alerts: one sweep statement, the plan (:mod:`crontabber.alerts.rules`), the
 claims that make each event and each notice one host's, and the delivery
-(:mod:`crontabber.notify`).
+(:mod:`crontabber.alerts.notify`).
 
 Exactly once across the fleet: opening an alert is an insert that only one host's tick can
 make (its unique key); so are resolving it and notifying it again (conditional updates); a
@@ -22,8 +22,16 @@ import os
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping
 
-from . import __version__, jsonout
-from .alerting import (
+from .. import __version__, jsonout
+from ..catalog import BrokenEntry, Job, job_options
+from ..config.settings import Settings, Sources
+from ..errors import ConfigurationError, CrontabberError
+from ..leases import LeaseRules, marker_status
+from ..scheduling import needs_attention, parse_duration
+from ..state import JobState
+from ..store import StateStore
+from .notify import DeliveryError, Notice, Target, send
+from .rules import (
     LASTING,
     AlertPlan,
     AlertRules,
@@ -39,13 +47,7 @@ from .alerting import (
     superseded,
     takeover,
 )
-from .catalog import BrokenEntry, Job, job_options
-from .config.settings import Settings, Sources
-from .errors import ConfigurationError, CrontabberError
-from .notify import DeliveryError, Notice, Target, send
-from .scheduling import needs_attention, parse_duration
-from .state import JobState
-from .store import StateStore
+from .store import AlertStore, MuteWindow
 from .sweep import Swept
 
 logger = logging.getLogger("crontabber.alerts")
@@ -104,6 +106,7 @@ class Alerter:
         self.config = settings.alerts
         self.jobs = {job.app_name: job for job in jobs}
         self.store = store
+        self.alert_store = AlertStore(store)
         self.host = host
         self.blocker = blocker
         self.environ = environ
@@ -119,7 +122,7 @@ class Alerter:
     def watched(self, app_name: str, state: JobState | None, unplaced: str = "") -> Watched:
         """The job as the plan sees it (``unplaced``: why no live host may run it); when it
         fails often enough to alert, with what its alert says besides the state
-        (:func:`crontabber.alerting.failing`)."""
+        (:func:`crontabber.alerts.rules.failing`)."""
         job = self.jobs.get(app_name)
         rules = self.rules(app_name)
         watched = Watched(app_name, state, rules, job.schedule if job else None,
@@ -156,9 +159,9 @@ class Alerter:
     def tick(self, states: Mapping[str, JobState], now: dt.datetime, swept: Swept,
              unplaced: Mapping[str, str] | None = None) -> None:
         """Evaluate the rules against ``states`` (read at ``now``) and ``unplaced`` (the jobs no
-        live host may run, with why: :func:`crontabber.sweep.unplaced`), open, resolve and repeat
+        live host may run, with why: :func:`crontabber.alerts.sweep.unplaced`), open, resolve and repeat
         alerts, and deliver what is due: the claimed notices of the tick's sweep
-        (:func:`crontabber.sweep.sweep`) and those this tick made. Never raises for a
+        (:func:`crontabber.alerts.sweep.sweep`) and those this tick made. Never raises for a
         delivery; a database error propagates (the tick reports it)."""
         claimed, open_rows, mutes = swept
         open_alerts = [OpenAlert.from_row(row) for row in open_rows]
@@ -174,18 +177,18 @@ class Alerter:
         todo = plan(evaluated, open_alerts, now, lambda name: self._blocker(name, states, now), mutes)
         touched = self._carry_out(todo, states, now)
         if touched:
-            claimed = claimed + self.store.notices_claim(self.host, self.config.claim_seconds, touched)
+            claimed = claimed + self.alert_store.notices_claim(self.host, self.config.claim_seconds, touched)
         self.deliver(claimed)
 
     def held_back(self, states: Mapping[str, JobState], now: dt.datetime,
-                  windows: list[dict[str, Any]]) -> list[Event]:
-        """The conditions the maintenance windows in force (``windows``: rows of
-        :meth:`StateStore.mutes`) keep from alerting at ``now`` (:func:`held_back`).
+                  windows: list[MuteWindow]) -> list[Event]:
+        """The conditions the maintenance windows in force (``windows``:
+        :meth:`AlertStore.mutes`) keep from alerting at ``now`` (:func:`held_back`).
 
         Raises:
             ConfigurationError: a job's alert rules do not parse.
         """
-        mutes = {row["scope"]: row["until"] for row in windows}
+        mutes = {window.scope: window.until for window in windows}
         names = [name for name in self.jobs if muted(name, mutes, now)]
         return held_back([self.watched(name, states.get(name)) for name in names], now, mutes)
 
@@ -204,7 +207,7 @@ class Alerter:
         for alert in todo.resolve:
             recovered = (recovery(alert, states.get(alert.app_name), now)
                          if self.rules(alert.app_name).on_recovery else None)
-            ended, alert_id = self.store.alert_resolve(
+            ended, alert_id = self.alert_store.alert_resolve(
                 alert.id, self._opening(recovered) if recovered is not None else None)
             if ended:  # the recovery with it, in one transaction: a kill loses neither alone
                 logger.info("%s: alert %s (%s) ended", alert.app_name, alert.id, alert.kind)
@@ -217,10 +220,10 @@ class Alerter:
             if alert_id is not None:
                 touched.append(alert_id)
         for alert, event in todo.refresh:  # before a re-alert: its notice sends the new text
-            self.store.alert_refresh(alert.id, event.message, event.detail)
+            self.alert_store.alert_refresh(alert.id, event.message, event.detail)
         for alert in todo.realert:
             rules = self.rules(alert.app_name)
-            if self.store.alert_realert(alert.id, rules.realert.total_seconds(),
+            if self.alert_store.alert_realert(alert.id, rules.realert.total_seconds(),
                                         self.targets_of(alert.app_name)) is not None:
                 touched.append(alert.id)
         return touched
@@ -235,7 +238,7 @@ class Alerter:
         def notice_of(new_id: int | None) -> dict[str, Any] | None:
             return self._opening(superseded(old, new_id, state)) if tell else None
 
-        ended, new_id, superseded_id = self.store.alert_supersede(
+        ended, new_id, superseded_id = self.alert_store.alert_supersede(
             old.id, self._opening(event), notice_of)
         if not ended:
             alert_id = self.open(event)
@@ -257,7 +260,7 @@ class Alerter:
     def open(self, event: Event) -> int | None:
         """Open ``event`` with a notice per target of its job: its id, or None when another
         host (or an earlier tick) had."""
-        alert_id = self.store.alert_open(**self._opening(event))
+        alert_id = self.alert_store.alert_open(**self._opening(event))
         if alert_id is not None:
             logger.warning("alert %s: %s", alert_id, event.message, extra={"job": event.app_name})
         return alert_id
@@ -283,11 +286,11 @@ class Alerter:
         """Open an event alert (unless its job, or all, is muted) and send its notices at once,
         not at the next tick; never raises (what it interrupts goes on)."""
         try:
-            if self.store.mutes(event.app_name):
+            if self.alert_store.mutes(event.app_name):
                 return
             alert_id = self.open(event)
             if alert_id is not None:
-                self.deliver(self.store.notices_claim(self.host, self.config.claim_seconds, [alert_id]))
+                self.deliver(self.alert_store.notices_claim(self.host, self.config.claim_seconds, [alert_id]))
         except CrontabberError as exc:
             logger.error("%s: the %s alert was not recorded: %s", event.app_name, event.kind, exc)
 
@@ -309,14 +312,14 @@ class Alerter:
                      self.config.smtp)
             except DeliveryError as exc:
                 delivery.error = str(exc)
-                delivery.given_up = self.store.notice_failed(
+                delivery.given_up = self.alert_store.notice_failed(
                     row["notice_id"], self.host, str(exc), notice_retry_delay(row["attempts"]),
                     self.config.max_attempts if target is not None and not once else 0)
                 logger.warning("alert %s to %s: not delivered (attempt %s): %s%s", row["id"],
                                row["target"], row["attempts"], exc,
                                "; given up" if delivery.given_up else "")
             else:
-                self.store.notice_sent(row["notice_id"], self.host)
+                self.alert_store.notice_sent(row["notice_id"], self.host)
                 logger.info("alert %s to %s: delivered", row["id"], row["target"])
             deliveries.append(delivery)
         return deliveries
@@ -324,14 +327,29 @@ class Alerter:
     def test(self, job: Job) -> list[Delivery]:
         """``--test-alert NAME``: open a ``test`` alert of ``job`` with a notice per target
         and deliver it now, once: a notice that fails is given up (ticks never send a test;
-        to PagerDuty it is resolved as soon as it is triggered, :func:`crontabber.notify.payloads`)."""
+        to PagerDuty it is resolved as soon as it is triggered, :func:`crontabber.alerts.notify.payloads`)."""
         now = self.store.now()
         alert_id = self.open(Event(job.app_name, "test", f"{now.isoformat()} {self.host}",
                                    f"{job.app_name}: a test alert from {self.host} (--test-alert)",
                                    {"test": True}))
         assert alert_id is not None  # the subject is this host's and this moment's
-        return self.deliver(self.store.notices_claim(self.host, self.config.claim_seconds, [alert_id]),
+        return self.deliver(self.alert_store.notices_claim(self.host, self.config.claim_seconds, [alert_id]),
                             once=True)
+
+
+def tick_alerter(settings: Settings, jobs: list[Job], store: StateStore, holder: str,
+                 rules: LeaseRules, pid_alive: Callable[[int], bool]) -> Alerter:
+    """The alerts of this invocation (a tick, ``--alerts``, ``--test-alert``), held by
+    ``holder`` (this process, ``host:pid``): a late job's blocker is ``--explain``'s verdict,
+    its marker judged by ``rules`` from this host (:func:`crontabber.runner.lease_rules`,
+    :func:`crontabber.runner.pid_alive`: passed in, the runner imports this module)."""
+    from ..explain import explain_job
+
+    def blocker(job: Job, states: Any, now: Any) -> str:
+        marker = marker_status(states.get(job.app_name), now, rules, pid_alive)
+        return f"--explain says: {explain_job(job, states, now, marker, rules).verdict}"
+
+    return Alerter(settings, jobs, store, holder, blocker)
 
 
 def missed_deadlines(jobs: list[Job], settings: Settings, states: Mapping[str, JobState],
@@ -345,9 +363,9 @@ def missed_deadlines(jobs: list[Job], settings: Settings, states: Mapping[str, J
 
 def deadline_events(jobs: list[Job], settings: Settings, states: Mapping[str, JobState],
                     now: dt.datetime) -> dict[str, Event]:
-    """The ``late`` event (:func:`crontabber.alerting.late`) of each job past its deadline at
+    """The ``late`` event (:func:`crontabber.alerts.rules.late`) of each job past its deadline at
     ``now``, by app name; its ``detail`` has the ``interval`` and its ``deadline``."""
-    from .alerting import late
+    from .rules import late
 
     missed = {}
     for job in jobs:

@@ -405,7 +405,7 @@ def status_line(code: int, reason: Any) -> str:
     """``HTTP 500: Internal Server Error``: the status and its reason phrase, on one line,
     control characters escaped, at most :data:`REASON_CHARACTERS` of it (the reason is the
     answerer's text); a redirect says it was not followed."""
-    from .formats import one_line
+    from ..formats import one_line
 
     text = one_line(str(reason or ""))
     if len(text) > REASON_CHARACTERS:
@@ -418,7 +418,7 @@ def _one_line(text: str, url: str) -> str:
     """An error's text on one line, escaped, without the address (or its path and query)."""
     from urllib.parse import urlsplit
 
-    from .formats import one_line
+    from ..formats import one_line
 
     for part in {url, urlsplit(url).path, urlsplit(url).query} - {"", "/"}:
         text = text.replace(part, "(the address)")

@@ -1,6 +1,6 @@
 """Alert rules as pure functions: which conditions a job is in, and what a tick must do
 about the alerts already open (open, resolve, notify again). ``now`` is passed in; nothing
-here reads the database or sends anything (:mod:`crontabber.alerter` does).
+here reads the database or sends anything (:mod:`crontabber.alerts.alerter` does).
 
 The conditions, per job (its rules: ``alert_*`` in ``[crontabber]`` or ``[[class-X]]``):
 
@@ -12,7 +12,7 @@ The conditions, per job (its rules: ``alert_*`` in ``[crontabber]`` or ``[[class
   interval's time: "the report of day D exists by 06:00 UTC on D+1" is a daily job at 00:00
   with ``deadline = 30h``... see :func:`next_interval`); its subject is the interval;
 - ``takeover`` (opened by the runner when it takes over a dead host's run, see
-  :meth:`crontabber.alerter.Alerter.takeover`) and ``recovered`` (when a failing or silent
+  :meth:`crontabber.alerts.alerter.Alerter.takeover`) and ``recovered`` (when a failing or silent
   alert ends, if ``on_recovery``) are events, never open; so is ``superseded``: a failing
   alert whose streak ended by a success while a new streak began before the next evaluation
   is not "recovered" (the job is failing): it is superseded by the new streak's alert, and
@@ -38,9 +38,9 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
-from .formats import counted, minute_text, utc_text
-from .scheduling import Schedule, lateness, next_run_after, pause_active
-from .state import JobState
+from ..formats import counted, minute_text, utc_text
+from ..scheduling import Schedule, lateness, next_run_after, pause_active
+from ..state import JobState
 
 #: The kinds of alert that stay open while their condition lasts.
 LASTING = ("failing", "silent", "late", "no-host")
@@ -175,7 +175,7 @@ def failing(app_name: str, state: JobState | None, rules: AlertRules, *,
     is the alert's key and PagerDuty's dedup key: it names none of these."""
     if state is None or rules.after_failures <= 0 or state.error_count < rules.after_failures:
         return None
-    from .views import ErrorInfo  # imported once a job fails: views is not a tick's
+    from ..views import ErrorInfo  # imported once a job fails: views is not a tick's
 
     error = ErrorInfo.of_state(state.last_error)
     summary = error.summary[:300] if error else "no error recorded"

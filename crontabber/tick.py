@@ -1,0 +1,117 @@
+"""A cron tick, whole: what this host records of itself, every due job run
+(:class:`crontabber.runner.Runner`), then the after-steps: the alerts (when targets are
+configured: :class:`crontabber.alerts.sweep.TickAlerts`) and the metrics file. The command
+line (:func:`crontabber.cli.run.run_all`) parses, calls :func:`run_tick` and turns what it
+returns into an exit code.
+
+The alerts are imported only when targets are configured, the metrics only when a file is
+(an idle cron tick without them loads neither).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Sequence
+
+from . import __version__
+from .catalog import BrokenEntry, Job
+from .config.settings import Settings
+from .errors import CodeOlderThanSchema
+from .runner import JobResult, Runner, Status, default_holder, lease_rules, pid_alive, this_host
+from .state import Tick
+from .store import StateStore
+
+if TYPE_CHECKING:
+    from .alerts.alerter import Alerter
+    from .alerts.sweep import TickAlerts
+    from .runner import Reporter
+
+logger = logging.getLogger("crontabber")
+
+
+def fleet_tick(settings: Settings, schema_behind: tuple[int, ...] = ()) -> Tick:
+    """What this invocation records in ``crontabber_host`` when it runs as a cron tick
+    (``schema_behind``: the database's migrations its code lacks; its tags), and how recent
+    a tick makes a host live (``silence_critical_minutes``, as ``--nagios``)."""
+    return Tick(this_host(), __version__, os.getpid(), schema_behind, settings.host_tags,
+                settings.monitor.silence_critical_minutes * 60)
+
+
+def run_tick(settings: Settings, jobs: list[Job], store: StateStore, *,
+             broken: Sequence[BrokenEntry] = (), metrics_file: str = "",
+             reporters: Callable[[], tuple[Reporter, Any]] | None = None,
+             guard: Callable[[], ContextManager[Any]] = contextlib.nullcontext) -> list[JobResult]:
+    """Run a cron tick: record it, run every due job, then the alerts (when targets are
+    configured) and the metrics file (``metrics_file``, '' for none). ``broken``: the jobs
+    entries that did not load (the ``broken-entry`` alert tells of them; the other jobs
+    run); ``reporters()``: the runner's Sentry reporters (errors, Crons check-ins), made once
+    the tick is past the schema check; ``guard``: held around the runs and the alerts (the
+    command line's SIGTERM guard).
+
+    Returns:
+        each due job's result (failed and skipped ones too: recorded).
+
+    Raises:
+        CodeOlderThanSchema: this host's code is older than the database's schema: the tick
+            is recorded with the migrations it lacks, the ``old-code`` alert raised, and
+            nothing claimed (exit 8).
+        MetricsFileNotWritten: the metrics file could not be written.
+    """
+    alerts = _alerts(settings, jobs, store) if settings.alerts.enabled else None
+    if store.unknown_migrations:  # code older than the schema: recorded, named, refused
+        tick = fleet_tick(settings, store.unknown_migrations)
+        store.tick(tick)
+        if alerts is not None:
+            alerts.old_code(tick.host, tick.schema_behind)
+        raise CodeOlderThanSchema(this_host(), store.unknown_migrations)
+    report, crons = reporters() if reporters is not None else (None, None)
+    runner = Runner(settings, jobs, store, report=report, crons=crons,
+                    tick=fleet_tick(settings),  # a tick records itself: --nagios watches
+                    on_takeover=alerts.takeover if alerts is not None else None)
+    with guard():
+        if alerts is not None and broken:  # before the jobs: a long run delays nothing
+            alerts.broken(list(broken))
+        results = runner.run_all()
+        if alerts is not None:
+            alerts.tick(*runner.snapshot(), runner.fleet)
+    counts = {status: sum(r.status is status for r in results) for status in Status}
+    done = [f"{n} {s.value}" for s, n in counts.items() if n]
+    done += [f"{len(broken)} jobs entry not loaded"] if broken else []
+    logger.info("done: %s", ", ".join(done) or "no jobs")
+    write_metrics(settings, jobs, store, metrics_file)
+    return results
+
+
+def _alerts(settings: Settings, jobs: list[Job], store: StateStore) -> TickAlerts:
+    """The tick's alert step (:class:`crontabber.alerts.sweep.TickAlerts`), imported only
+    where targets are configured; its alerter (the rules) only when it needs one."""
+    from .alerts.sweep import TickAlerts
+
+    holder = default_holder()
+
+    def alerter() -> Alerter:
+        from .alerts.alerter import tick_alerter
+
+        return tick_alerter(settings, jobs, store, holder, lease_rules(settings), pid_alive)
+
+    return TickAlerts(settings, jobs, store, holder, pid_alive, alerter)
+
+
+def write_metrics(settings: Settings, jobs: list[Job], store: StateStore, path: str) -> None:
+    """After a tick: read the state once more (the jobs it ran changed it) and
+    replace the metrics file ``path``, if one is given ('' for none).
+
+    Raises:
+        MetricsFileNotWritten: the file could not be written.
+        DatabaseUnavailable: the state could not be read.
+    """
+    if not path:
+        return
+    from .alerts.alerter import missed_deadlines
+    from .metrics import render_textfile, write_atomically
+
+    overview = store.overview([job.app_name for job in jobs])
+    missed = missed_deadlines(jobs, settings, overview.states, overview.now)
+    write_atomically(path, render_textfile(jobs, overview, missed))
