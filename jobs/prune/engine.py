@@ -110,7 +110,9 @@ class Source(Protocol):
 class Pace:
     """At most ``rate`` keys a second (0: no limit), one chunk at a time: :meth:`chunks`
     cuts a batch into chunks of at most a second's worth, :meth:`wait` sleeps until the
-    keys sent so far fit the rate."""
+    next may be sent, :meth:`sent` is told when one was. Measured from each chunk's
+    sending, so time spent between a wait and the sending (confirming the chunk) only
+    slows the pace, never speeds it up."""
 
     rate: float
     clock: Callable[[], float] = time.monotonic
@@ -122,15 +124,15 @@ class Pace:
         for start in range(0, len(batch), size):
             yield batch[start:start + size]
 
-    def wait(self, keys: int) -> None:
-        """Return once ``keys`` more keys may be sent."""
-        if self.rate <= 0:
-            return
-        now = self.clock()
-        if self._next > now:
+    def wait(self) -> None:
+        """Return once the keys sent so far fit the rate."""
+        if self.rate > 0 and self._next > (now := self.clock()):
             self.sleep(self._next - now)
-            now = self._next
-        self._next = now + keys / self.rate
+
+    def sent(self, keys: int) -> None:
+        """``keys`` keys were sent just now."""
+        if self.rate > 0:
+            self._next = self.clock() + keys / self.rate
 
 
 def shards(client: Any, bucket: str, prefix: str) -> tuple[list[dict], list[str]]:
@@ -275,12 +277,13 @@ def _delete_one_by_one(client: Any, bucket: str, sizes: dict[str, int], intent: 
 
 
 def _chunks(source: Source, pace: Pace) -> Iterator[list[tuple[str, int]]]:
-    """The source's batches cut to the pace, each confirmed by the source just before."""
+    """The source's batches cut to the pace, each confirmed by the source once it may go
+    (the caller tells ``pace`` when it sent it)."""
     batches = source.batches()
     try:
         for batch in batches:
             for chunk in pace.chunks(batch):
-                pace.wait(len(chunk))
+                pace.wait()
                 chunk = source.confirm(chunk)
                 if chunk:
                     yield chunk
@@ -305,10 +308,13 @@ def deleted_batches(client: Any, rule: Rule, source: Source, scope: Scope,
         for batch in _chunks(source, Pace(0)):
             yield Batch(len(batch), sum(size for _, size in batch), [])
         return
+    pace = Pace(scope.rate)
     with concurrent.futures.ThreadPoolExecutor(scope.threads) as pool:
         pending: set[concurrent.futures.Future[Batch]] = set()
-        for batch in _chunks(source, Pace(scope.rate)):  # selecting goes on meanwhile
-            pending.add(pool.submit(_delete, client, rule.bucket, batch, intend(batch)))
+        for batch in _chunks(source, pace):  # selecting goes on meanwhile
+            intent = intend(batch)
+            pending.add(pool.submit(_delete, client, rule.bucket, batch, intent))
+            pace.sent(len(batch))
             if len(pending) >= scope.threads * 2:  # bound memory: wait for some to finish
                 done, pending = concurrent.futures.wait(
                     pending, return_when=concurrent.futures.FIRST_COMPLETED)
