@@ -10,6 +10,10 @@ Rules (options of the job in crontabber.ini):
 - ``reports``: objects under ``symbols_bucket/reports_prefix`` older than ``report_days``;
 - ``extra_rules``: ``BUCKET/PREFIX|DAYS`` lines.
 
+Keys come from listing each rule's prefix (``source=list``) or from the newest S3 Inventory
+report of its bucket (``source=inventory``, :mod:`.inventory`), each key confirmed by a HEAD
+before it goes; ``deletes_per_second`` paces the deletions of each rule.
+
 A rule with a non-positive number of days is off. Nothing under
 ``symbols_bucket/symbols_prefix`` is deleted unless a rule's prefix is inside it.
 
