@@ -195,7 +195,7 @@ def listed_pages(client: Any, rule: Rule, threads: int, stop: threading.Event) -
             future.result()  # a listing error fails the rule
 
 
-def choose(rule: Rule, page: Iterable[tuple[str, int, dt.datetime]], scope: Scope,
+def select_page(rule: Rule, page: Iterable[tuple[str, int, dt.datetime]], scope: Scope,
            check: Check | None) -> list[tuple[str, int]]:
     """Of one page of ``(key, size, last_modified)``, the ``(key, size)`` the rule may
     delete: under its prefix, past its age, not protected, agreed by ``check`` (the
@@ -223,7 +223,7 @@ class ListSource:
         budget. Runs in the caller's thread (``check`` may use a database connection)."""
         stop = threading.Event()
         for page in listed_pages(self.client, self.rule, self.scope.threads, stop):
-            chosen = choose(self.rule, ((obj["Key"], obj["Size"], obj["LastModified"])
+            chosen = select_page(self.rule, ((obj["Key"], obj["Size"], obj["LastModified"])
                                         for obj in page), self.scope, self.check)
             if chosen:
                 yield chosen
@@ -276,7 +276,7 @@ def _delete_one_by_one(client: Any, bucket: str, sizes: dict[str, int], intent: 
     return Batch(deleted, freed, errors, intent)
 
 
-def _chunks(source: Source, pace: Pace) -> Iterator[list[tuple[str, int]]]:
+def _paced_chunks(source: Source, pace: Pace) -> Iterator[list[tuple[str, int]]]:
     """The source's batches cut to the pace, each confirmed by the source once it may go
     (the caller tells ``pace`` when it sent it)."""
     batches = source.batches()
@@ -305,13 +305,13 @@ def deleted_batches(client: Any, rule: Rule, source: Source, scope: Scope,
     while selecting goes on.
     """
     if scope.dry_run:
-        for batch in _chunks(source, Pace(0)):
+        for batch in _paced_chunks(source, Pace(0)):
             yield Batch(len(batch), sum(size for _, size in batch), [])
         return
     pace = Pace(scope.rate)
     with concurrent.futures.ThreadPoolExecutor(scope.threads) as pool:
         pending: set[concurrent.futures.Future[Batch]] = set()
-        for batch in _chunks(source, pace):  # selecting goes on meanwhile
+        for batch in _paced_chunks(source, pace):  # selecting goes on meanwhile
             intent = intend(batch)
             pending.add(pool.submit(_delete, client, rule.bucket, batch, intent))
             pace.sent(len(batch))

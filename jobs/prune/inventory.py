@@ -33,7 +33,7 @@ from typing import IO, Any, Iterator
 
 from crontabber.errors import CrontabberError
 
-from .engine import BATCH, Check, Scope, choose
+from .engine import BATCH, Check, Scope, select_page
 from .rules import Rule
 
 logger = logging.getLogger(__name__)
@@ -215,7 +215,7 @@ def rows(client: Any, manifest: Manifest) -> Iterator[Row]:
             _fetch_checked(client, manifest, data, spool)
             spool.seek(0)
             with gzip.open(spool, "rt", encoding="utf-8", newline="") as text:
-                yield from _parse(csv.reader(text), index, manifest.source_bucket)
+                yield from _csv_rows(csv.reader(text), index, manifest.source_bucket)
 
 
 def _fetch_checked(client: Any, manifest: Manifest, data: DataFile, spool: IO[bytes]) -> None:
@@ -233,7 +233,7 @@ def _fetch_checked(client: Any, manifest: Manifest, data: DataFile, spool: IO[by
         raise InventoryRefused(where, f"MD5 {digest.hexdigest()}, the manifest says {data.md5}")
 
 
-def _parse(reader: Iterator[list[str]], index: dict[str, int], bucket: str) -> Iterator[Row]:
+def _csv_rows(reader: Iterator[list[str]], index: dict[str, int], bucket: str) -> Iterator[Row]:
     """Rows of one CSV data file: keys URL-decoded (S3 Inventory encodes them), delete
     markers and versions other than the latest left out."""
     key_at, size_at, modified_at = index["Key"], index["Size"], index["LastModifiedDate"]
@@ -254,7 +254,7 @@ def _parse(reader: Iterator[list[str]], index: dict[str, int], bucket: str) -> I
 @dataclass
 class InventorySource:
     """A rule's keys from the newest report of its bucket (a :class:`~.engine.Source`):
-    the report's rows chosen as listed keys are (:func:`~.engine.choose`), each confirmed
+    the report's rows chosen as listed keys are (:func:`~.engine.select_page`), each confirmed
     just before it goes by a HEAD (:meth:`confirm`). ``seen`` tells the report read
     (``Manifest``) once it is located."""
 
@@ -290,7 +290,7 @@ class InventorySource:
         yield from self._chosen(page)
 
     def _chosen(self, page: list[Row]) -> Iterator[list[tuple[str, int]]]:
-        chosen = choose(self.rule, ((r.key, r.size, r.modified) for r in page), self.scope,
+        chosen = select_page(self.rule, ((r.key, r.size, r.modified) for r in page), self.scope,
                         self.check)
         by_key = {r.key: r for r in page}
         self._expected = {key: (by_key[key].modified, by_key[key].etag) for key, _ in chosen}

@@ -11,7 +11,7 @@ import pytest
 from crontabber.config.options import DotDict
 from crontabber.errors import ConfigurationError
 from jobs.prune.engine import Pace
-from jobs.prune.inventory import InventoryRefused, Manifest, _parse
+from jobs.prune.inventory import InventoryRefused, Manifest, _csv_rows
 from jobs.prune.runs import PruneOptions
 
 NOW = dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.timezone.utc)
@@ -67,7 +67,7 @@ def test_rows_decode_keys_and_skip_other_versions_and_delete_markers():
     text = io.StringIO()
     csv.writer(text).writerows(lines)
     text.seek(0)
-    rows = list(_parse(csv.reader(text), {c: i for i, c in enumerate(columns)}, "symbols"))
+    rows = list(_csv_rows(csv.reader(text), {c: i for i, c in enumerate(columns)}, "symbols"))
     assert [(r.key, r.size, r.etag) for r in rows] == [("a b+c/d e.sym", 5, "e1")]
     assert rows[0].modified == dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
 
