@@ -10,6 +10,10 @@ Rules (options of the job in crontabber.ini):
 - ``reports``: objects under ``symbols_bucket/reports_prefix`` older than ``report_days``;
 - ``extra_rules``: ``BUCKET/PREFIX|DAYS`` lines.
 
+Keys come from listing each rule's prefix (``source=list``) or from the newest S3 Inventory
+report of its bucket (``source=inventory``, :mod:`.inventory`), each key confirmed by a HEAD
+before it goes; ``deletes_per_second`` paces the deletions of each rule.
+
 A rule with a non-positive number of days is off. Nothing under
 ``symbols_bucket/symbols_prefix`` is deleted unless a rule's prefix is inside it.
 
@@ -58,6 +62,20 @@ class PruneS3CronApp(BaseCronApp):
     add("cap", default=100000, doc="at most this many deletions per run")
     add("threads", default=4, doc="threads calling delete_objects")
     add("dry_run", default=False, doc="only report what would be deleted")
+    add("deletes_per_second", default=0.0,
+        doc="at most this many keys deleted a second under each rule's prefix, in chunks of "
+            "a second's worth (0: no limit; S3 allows 3,500 a second per prefix)")
+    add("source", default="list",
+        doc="where the keys come from: list (list_objects_v2 of each rule's prefix) or "
+            "inventory (the newest S3 Inventory report of each rule's bucket)")
+    add("inventory_bucket", default="",
+        doc="source=inventory: the bucket S3 Inventory writes its reports to")
+    add("inventory_prefix", default="",
+        doc="source=inventory: the reports' prefix there (<prefix>/<bucket>/<id>/<date>/)")
+    add("inventory_id", default="",
+        doc="source=inventory: the inventory configuration's id (empty: the only one)")
+    add("inventory_max_age_hours", default=48.0,
+        doc="source=inventory: a report taken longer ago than this is refused")
     add("lease_seconds", default=60.0,
         doc="a run renews its lease on its prune_run row 4 times this often; a run killed "
             "this long ago is dead, and the next run reconciles its batches in flight")

@@ -75,7 +75,7 @@ def main(argv: list[str], out: TextIO = sys.stdout) -> int:
 def print_history(store: PruneStore, limit: int, out: TextIO) -> None:
     """One line per rule of each run, newest run first: when it started and ended (or
     failed, with its error in one line; or is still running: its lease is live; or never
-    ended: killed), what the rule deleted."""
+    ended: killed), what the rule deleted (and by which inventory report, if one)."""
     for row in store.history(limit):
         state = "dry run" if row["dry_run"] else "run"
         if row["error"]:
@@ -87,8 +87,9 @@ def print_history(store: PruneStore, limit: int, out: TextIO) -> None:
         else:
             ended = "unfinished (killed?)"
         capped = ", capped" if row["capped"] else ""
+        by = f" (by {printable(row['inventory'])})" if row["inventory"] else ""
         print(f"#{row['id']} {state} {utc_text(row['started_at'])} -> {ended}{capped}: "
-              f"{printable(row['rule']) or '-'}: {row['keys_deleted'] or 0} keys, {row['bytes_freed'] or 0} bytes, "
+              f"{printable(row['rule']) or '-'}{by}: {row['keys_deleted'] or 0} keys, {row['bytes_freed'] or 0} bytes, "
               f"{row['errors'] or 0} errors", file=out)
 
 

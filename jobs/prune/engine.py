@@ -1,6 +1,7 @@
 """List and delete, overlapped: one thread pages through ``list_objects_v2``
 and hands batches of up to 1,000 selected keys to a pool of threads calling
-``delete_objects`` on one shared client.
+``delete_objects`` on one shared client. Where the keys come from is a :class:`Source`:
+the listing here (:class:`ListSource`), or an S3 Inventory report (:mod:`.inventory`).
 
 Per-key errors in a ``delete_objects`` response are counted and sampled; the
 keys stay in S3 and are retried by the next run. A run stops selecting keys
@@ -14,8 +15,9 @@ import datetime as dt
 import logging
 import queue
 import threading
+import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generator, Iterator
+from typing import Any, Callable, Generator, Iterable, Iterator, Protocol
 
 from .rules import Protection, Rule, older
 
@@ -79,13 +81,58 @@ class Budget:
 @dataclass(frozen=True)
 class Scope:
     """What every rule of one run shares: the run's "now" (the database's clock), the
-    protected symbol files, the cap, whether nothing is deleted, and the threads."""
+    protected symbol files, the cap, whether nothing is deleted, the threads, and the keys
+    a rule may delete a second (0: no limit)."""
 
     now: dt.datetime
     protection: Protection
     budget: Budget
     dry_run: bool
     threads: int
+    rate: float = 0.0
+
+
+class Source(Protocol):
+    """Where a rule's keys come from: :meth:`batches` selects them (within the budget, on
+    the caller's thread), :meth:`confirm` is asked about each chunk just before it is sent
+    (or, dry, counted) and returns the keys that may still go."""
+
+    def batches(self) -> Iterator[list[tuple[str, int]]]:
+        """Batches of ``(key, size)`` the rule may delete, at most 1,000 each."""
+        ...
+
+    def confirm(self, chunk: list[tuple[str, int]]) -> list[tuple[str, int]]:
+        """The keys of ``chunk`` that may still be deleted now."""
+        ...
+
+
+@dataclass
+class Pace:
+    """At most ``rate`` keys a second (0: no limit), one chunk at a time: :meth:`chunks`
+    cuts a batch into chunks of at most a second's worth, :meth:`wait` sleeps until the
+    next may be sent, :meth:`sent` is told when one was. Measured from each chunk's
+    sending, so time spent between a wait and the sending (confirming the chunk) only
+    slows the pace, never speeds it up."""
+
+    rate: float
+    clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+    _next: float = float("-inf")
+
+    def chunks(self, batch: list[tuple[str, int]]) -> Iterator[list[tuple[str, int]]]:
+        size = BATCH if self.rate <= 0 else max(1, min(BATCH, int(self.rate)))
+        for start in range(0, len(batch), size):
+            yield batch[start:start + size]
+
+    def wait(self) -> None:
+        """Return once the keys sent so far fit the rate."""
+        if self.rate > 0 and self._next > (now := self.clock()):
+            self.sleep(self._next - now)
+
+    def sent(self, keys: int) -> None:
+        """``keys`` keys were sent just now."""
+        if self.rate > 0:
+            self._next = self.clock() + keys / self.rate
 
 
 def shards(client: Any, bucket: str, prefix: str) -> tuple[list[dict], list[str]]:
@@ -148,27 +195,45 @@ def listed_pages(client: Any, rule: Rule, threads: int, stop: threading.Event) -
             future.result()  # a listing error fails the rule
 
 
-def selected_batches(
-    client: Any, rule: Rule, now: dt.datetime, protection: Protection, check: Check | None,
-    budget: Budget, threads: int = 4,
-) -> Iterator[list[tuple[str, int]]]:
-    """Pages of ``(key, size)`` this rule may delete, at most 1,000 each, within the budget.
+def select_page(rule: Rule, page: Iterable[tuple[str, int, dt.datetime]], scope: Scope,
+           check: Check | None) -> list[tuple[str, int]]:
+    """Of one page of ``(key, size, last_modified)``, the ``(key, size)`` the rule may
+    delete: under its prefix, past its age, not protected, agreed by ``check`` (the
+    database), within the budget (taken here). The one place every source selects."""
+    candidates = {key: size for key, size, modified in page
+                  if key.startswith(rule.prefix) and older(modified, rule, scope.now)
+                  and scope.protection.allows(rule, key)}
+    if check is not None and candidates:
+        allowed = check(rule, list(candidates), scope.now)
+        candidates = {key: size for key, size in candidates.items() if key in allowed}
+    return list(candidates.items())[: scope.budget.take(len(candidates))]
 
-    Runs in the caller's thread (``check`` may use a database connection).
-    """
-    stop = threading.Event()
-    for page in listed_pages(client, rule, threads, stop):
-        candidates = {obj["Key"]: obj["Size"] for obj in page
-                      if older(obj["LastModified"], rule, now) and protection.allows(rule, obj["Key"])}
-        if check is not None and candidates:
-            allowed = check(rule, list(candidates), now)
-            candidates = {key: size for key, size in candidates.items() if key in allowed}
-        chosen = list(candidates.items())[: budget.take(len(candidates))]
-        if chosen:
-            yield chosen
-        if budget.exhausted:
-            stop.set()
-            return
+
+@dataclass
+class ListSource:
+    """A rule's keys from listing its prefix (``list_objects_v2``, folders in parallel)."""
+
+    client: Any
+    rule: Rule
+    scope: Scope
+    check: Check | None
+
+    def batches(self) -> Iterator[list[tuple[str, int]]]:
+        """Pages of ``(key, size)`` this rule may delete, at most 1,000 each, within the
+        budget. Runs in the caller's thread (``check`` may use a database connection)."""
+        stop = threading.Event()
+        for page in listed_pages(self.client, self.rule, self.scope.threads, stop):
+            chosen = select_page(self.rule, ((obj["Key"], obj["Size"], obj["LastModified"])
+                                        for obj in page), self.scope, self.check)
+            if chosen:
+                yield chosen
+            if self.scope.budget.exhausted:
+                stop.set()
+                return
+
+    def confirm(self, chunk: list[tuple[str, int]]) -> list[tuple[str, int]]:
+        """Listed a moment ago: as it was."""
+        return chunk
 
 
 def _delete(client: Any, bucket: str, batch: list[tuple[str, int]], intent: int | None) -> Batch:
@@ -211,26 +276,45 @@ def _delete_one_by_one(client: Any, bucket: str, sizes: dict[str, int], intent: 
     return Batch(deleted, freed, errors, intent)
 
 
-def deleted_batches(client: Any, rule: Rule, check: Check | None, scope: Scope,
+def _paced_chunks(source: Source, pace: Pace) -> Iterator[list[tuple[str, int]]]:
+    """The source's batches cut to the pace, each confirmed by the source once it may go
+    (the caller tells ``pace`` when it sent it)."""
+    batches = source.batches()
+    try:
+        for batch in batches:
+            for chunk in pace.chunks(batch):
+                pace.wait()
+                chunk = source.confirm(chunk)
+                if chunk:
+                    yield chunk
+    finally:
+        close = getattr(batches, "close", None)
+        if close is not None:
+            close()  # the listing threads stop now, not when collected
+
+
+def deleted_batches(client: Any, rule: Rule, source: Source, scope: Scope,
                     intend: Intend) -> Generator[Batch, None, None]:
     """Apply one rule: each batch once deleted (dry: once selected), as the deletions end.
 
-    Listing and selecting run in the caller's thread (``check`` and ``intend`` may use its
+    Selecting (``source``) runs in the caller's thread (a check and ``intend`` may use its
     database connection); ``intend`` is told each batch before it is sent (not in a dry run),
-    so a record of it exists before any of its keys can be gone. Up to ``threads * 2``
-    batches are deleted at once on ``threads`` threads sharing ``client``, while listing
-    goes on.
+    so a record of it exists before any of its keys can be gone. Batches are sent at most
+    ``scope.rate`` keys a second (0: no limit), cut into chunks of a second's worth. Up to
+    ``threads * 2`` batches are deleted at once on ``threads`` threads sharing ``client``,
+    while selecting goes on.
     """
-    batches = selected_batches(client, rule, scope.now, scope.protection, check, scope.budget,
-                               scope.threads)
     if scope.dry_run:
-        for batch in batches:
+        for batch in _paced_chunks(source, Pace(0)):
             yield Batch(len(batch), sum(size for _, size in batch), [])
         return
+    pace = Pace(scope.rate)
     with concurrent.futures.ThreadPoolExecutor(scope.threads) as pool:
         pending: set[concurrent.futures.Future[Batch]] = set()
-        for batch in batches:  # listing goes on while earlier batches are deleted
-            pending.add(pool.submit(_delete, client, rule.bucket, batch, intend(batch)))
+        for batch in _paced_chunks(source, pace):  # selecting goes on meanwhile
+            intent = intend(batch)
+            pending.add(pool.submit(_delete, client, rule.bucket, batch, intent))
+            pace.sent(len(batch))
             if len(pending) >= scope.threads * 2:  # bound memory: wait for some to finish
                 done, pending = concurrent.futures.wait(
                     pending, return_when=concurrent.futures.FIRST_COMPLETED)

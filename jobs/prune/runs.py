@@ -24,7 +24,8 @@ from crontabber.config.options import DotDict
 from crontabber.errors import ConfigurationError
 from crontabber.failures import first_line
 
-from .engine import Batch, Budget, Check, RuleResult, Scope, deleted_batches
+from .engine import Batch, Budget, Check, ListSource, RuleResult, Scope, Source, deleted_batches
+from .inventory import InventoryLocation, InventorySource, Manifest
 from .rules import Kind, Protection, Rule, parse_extra_rules
 from .store import Intent, PruneStore, Settled
 
@@ -36,11 +37,17 @@ PROGRESS_SECONDS = 1.0
 RENEWALS_PER_LEASE = 4
 
 
+#: Where a run's keys come from (the ``source`` option).
+SOURCES = ("list", "inventory")
+
+
 @dataclass(frozen=True)
 class PruneOptions:
     """What a run applies: its rules (in order), the protected symbol files, the cap on
-    deletions, whether it only reports, the threads deleting, and the seconds of its lease
-    (how long after a dead run's last renewal the next run reconciles its batches)."""
+    deletions, whether it only reports, the threads deleting, the seconds of its lease
+    (how long after a dead run's last renewal the next run reconciles its batches), the
+    keys a rule may delete a second (0: no limit), and where the keys come from: listing
+    each rule's prefix, or (``inventory`` set) the newest S3 Inventory report of its bucket."""
 
     rules: list[Rule]
     protection: Protection
@@ -48,6 +55,8 @@ class PruneOptions:
     dry_run: bool
     threads: int
     lease_seconds: float = 60.0
+    rate: float = 0.0
+    inventory: InventoryLocation | None = None
 
     @classmethod
     def from_config(cls, config: DotDict) -> PruneOptions:
@@ -68,9 +77,36 @@ class PruneOptions:
         lease = float(config.lease_seconds)
         if lease <= 0:
             raise ConfigurationError("prune-s3.lease_seconds", f"must be positive, not {lease:g}")
+        rate = float(config.deletes_per_second)
+        if rate < 0:
+            raise ConfigurationError("prune-s3.deletes_per_second",
+                                     f"must be 0 (no limit) or positive, not {rate:g}")
         return cls([rule for rule in rules if rule.max_age_days > 0],
                    Protection(config.symbols_bucket, config.symbols_prefix),
-                   int(config.cap), bool(config.dry_run), int(config.threads), lease)
+                   int(config.cap), bool(config.dry_run), int(config.threads), lease, rate,
+                   _inventory(config))
+
+
+def _inventory(config: DotDict) -> InventoryLocation | None:
+    """Where the inventory reports are, with ``source=inventory``; None with ``list``.
+
+    Raises:
+        ConfigurationError: another source, no ``inventory_bucket``, a bad maximum age.
+    """
+    source = str(config.source).strip().lower()
+    if source not in SOURCES:
+        raise ConfigurationError("prune-s3.source", f"{source!r}: expected list or inventory")
+    if source == "list":
+        return None
+    if not config.inventory_bucket:
+        raise ConfigurationError("prune-s3.inventory_bucket",
+                                 "source=inventory needs the bucket S3 Inventory writes to")
+    hours = float(config.inventory_max_age_hours)
+    if hours <= 0:
+        raise ConfigurationError("prune-s3.inventory_max_age_hours",
+                                 f"must be positive, not {hours:g}")
+    return InventoryLocation(config.inventory_bucket, config.inventory_prefix,
+                             config.inventory_id, dt.timedelta(hours=hours))
 
 
 @dataclass(frozen=True)
@@ -253,12 +289,13 @@ def run_prune(client: Any, store: PruneStore, options: PruneOptions, now: dt.dat
     run_id = store.start_run(options.dry_run, options.cap, default_holder())
     recorder = RunRecorder(store, run_id)
     budget = Budget(options.cap)
-    scope = Scope(now, options.protection, budget, options.dry_run, options.threads)
+    scope = Scope(now, options.protection, budget, options.dry_run, options.threads,
+                  options.rate)
     try:
         with Heartbeat(store, run_id):  # stopped before the end is written (a beat after it
             # would find the run finished and say its lease was lost)
             reconcile(client, store, run_id, options.threads)  # before this run deletes anything
-            results = _apply_rules(client, store, options.rules, scope, recorder,
+            results = _apply_rules(client, store, options, scope, recorder,
                                    [recorder, *listeners])
     except BaseException as exc:  # recorded, so `history` shows why, then re-raised
         _record_failure(store, run_id, exc)
@@ -270,11 +307,11 @@ def run_prune(client: Any, store: PruneStore, options: PruneOptions, now: dt.dat
     return PruneReport(run_id, options.dry_run, results, budget.exhausted, options.cap)
 
 
-def _apply_rules(client: Any, store: PruneStore, rules: list[Rule], scope: Scope,
+def _apply_rules(client: Any, store: PruneStore, options: PruneOptions, scope: Scope,
                  recorder: RunRecorder, told: Sequence[Listener]) -> list[RuleResult]:
     """Each rule in order until the budget is spent; what each did."""
     results = []
-    for rule in rules:
+    for rule in options.rules:
         if scope.budget.exhausted:
             break
         result = RuleResult(rule.name)
@@ -282,7 +319,8 @@ def _apply_rules(client: Any, store: PruneStore, rules: list[Rule], scope: Scope
             listener.rule_started(rule)
         try:
             # closing: on an error, the batches in flight end before the run is recorded as over
-            with contextlib.closing(deleted_batches(client, rule, _check(store, rule), scope,
+            source = _source(client, store, recorder.run_id, rule, scope, options.inventory)
+            with contextlib.closing(deleted_batches(client, rule, source, scope,
                                                     recorder.intend)) as batches:
                 for batch in batches:
                     result.add(batch)
@@ -304,6 +342,20 @@ def _record_failure(store: PruneStore, run_id: int, exc: BaseException) -> None:
         store.fail_run(run_id, describe_failure(exc))
     except Exception as unrecorded:
         logger.error("prune: run %d: could not record its failure: %s", run_id, unrecorded)
+
+
+def _source(client: Any, store: PruneStore, run_id: int, rule: Rule, scope: Scope,
+            inventory: InventoryLocation | None) -> Source:
+    """Where the rule's keys come from: its listing, or its bucket's newest inventory report
+    (recorded with the rule once located)."""
+    check = _check(store, rule)
+    if inventory is None:
+        return ListSource(client, rule, scope, check)
+
+    def seen(manifest: Manifest) -> None:
+        store.rule_inventory(run_id, rule.name, manifest.address)
+
+    return InventorySource(client, rule, scope, check, inventory, seen)
 
 
 def _check(store: PruneStore, rule: Rule) -> Check | None:

@@ -157,6 +157,11 @@ class PruneStore:
         so its run deleted them; add them to the run's rule, drop the intent."""
         self._run("reconcile_intent", {"id": intent_id, "keys": keys, "bytes": size})
 
+    def rule_inventory(self, run_id: int, rule: str, inventory: str) -> None:
+        """Rule ``rule`` of the run deletes by the inventory report ``inventory`` (an
+        ``s3://`` address of its manifest)."""
+        self._run("rule_inventory", {"run_id": run_id, "rule": rule, "inventory": inventory})
+
     def finish_run(self, run_id: int, capped: bool) -> None:
         self._run("finish_run", {"run_id": run_id, "capped": capped})
 
@@ -172,7 +177,8 @@ class PruneStore:
 
     def history(self, limit: int) -> list[dict[str, Any]]:
         names = ("id", "started_at", "finished_at", "dry_run", "cap", "capped", "holder",
-                 "error", "rule", "keys_deleted", "bytes_freed", "errors", "error_sample", "running")
+                 "error", "rule", "keys_deleted", "bytes_freed", "errors", "error_sample", "inventory",
+                 "running")
         return [dict(zip(names, row)) for row in self._run("history", {"limit": limit})]
 
 

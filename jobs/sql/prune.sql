@@ -78,6 +78,10 @@ FROM settled WHERE x.run_id = settled.run_id AND x.rule = settled.rule;
 INSERT INTO prune_rule_result (run_id, rule) VALUES (%(run_id)s, %(rule)s)
 ON CONFLICT DO NOTHING;
 
+-- name: rule_inventory
+-- The inventory report (its manifest's s3:// address) a rule deletes by.
+UPDATE prune_rule_result SET inventory = %(inventory)s WHERE run_id = %(run_id)s AND rule = %(rule)s;
+
 -- name: finish_run
 UPDATE prune_run SET finished_at = clock_timestamp(), capped = %(capped)s WHERE id = %(run_id)s;
 
@@ -107,7 +111,7 @@ WHERE key = ANY(%(keys)s) AND status = 'ok' AND processed_at < %(cutoff)s;
 -- killed); a run of the release before 0015: its session still holds its advisory lock, which
 -- shows in pg_locks as (classid, objid) = (key1, key2) with objsubid 2.
 SELECT r.id, r.started_at, r.finished_at, r.dry_run, r.cap, r.capped, r.holder, r.error,
-       x.rule, x.keys_deleted, x.bytes_freed, x.errors, x.error_sample,
+       x.rule, x.keys_deleted, x.bytes_freed, x.errors, x.error_sample, x.inventory,
        r.finished_at IS NULL AND COALESCE(r.lease_until > clock_timestamp(), EXISTS (
            SELECT 1 FROM pg_locks l
            WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2

@@ -1,0 +1,144 @@
+"""jobs.prune with source=inventory, through its entry points, against a real S3 Inventory
+report written into the local S3 server (issue #34 item 5)."""
+from __future__ import annotations
+
+import datetime as dt
+import threading
+import time
+
+import pytest
+
+from tests.cli.test_prune_cli import buckets, configure, prune_cmd  # noqa: F401 - a fixture
+from tests.conftest import s3_client
+from tests.fixtures.s3_inventory import corrupt_first_data_file, listing, wait_a_second, write_inventory
+from tests.integration.test_prune import keys_in, put_many
+
+REPORTS = "reports/missing-symbols/"
+
+
+@pytest.fixture
+def inventory(s3_bucket):
+    """The bucket S3 Inventory writes to (the inbox fixture's bucket is another)."""
+    client = s3_client()
+    name = f"{s3_bucket}-inv"[:63]
+    client.create_bucket(Bucket=name)
+    yield name
+    for key in keys_in(name):
+        client.delete_object(Bucket=name, Key=key)
+    client.delete_bucket(Bucket=name)
+
+
+def by_inventory(cli, buckets, inventory, inbox_report=True, **extra):
+    """Prune by inventory; the inbox (whose rules come first) has an empty report."""
+    configure(cli, *buckets, source="inventory", inventory_bucket=inventory,
+              inventory_prefix="inv", **extra)
+    if inbox_report:
+        write_inventory(s3_client(), inventory, "inv", buckets[0], [])
+
+
+def test_inventory_mode_deletes_what_the_newest_report_allows_and_nothing_else(cli, buckets, inventory):
+    inbox, symbols = buckets
+    by_inventory(cli, buckets, inventory)
+    client = s3_client()
+    old = [f"{REPORTS}{i:03d}.csv" for i in range(30)]
+    put_many(symbols, old + ["v1/a/1/a.sym", "other/keep.txt", f"{REPORTS}only-in-older-report.csv"])
+    before = listing(client, symbols)
+    # an older report lists one more key, which the newest one does not: only the newest counts
+    write_inventory(client, inventory, "inv", symbols, before,
+                    taken=dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=2))
+    newest = [obj for obj in before if not obj["Key"].endswith("only-in-older-report.csv")]
+    manifest = write_inventory(client, inventory, "inv", symbols, newest)
+    wait_a_second()
+    put_many(symbols, [old[0]])  # uploaded again after the report: must stay
+    client.delete_object(Bucket=symbols, Key=old[1])  # gone since: deleting it is a no-op
+    put_many(symbols, [f"{REPORTS}after.csv"])  # not in the report: not touched
+    time.sleep(1.2)  # all past the rules' age
+
+    dry = prune_cmd(cli, "run", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "reports: would delete 28 keys, 280 bytes, 0 errors" in dry.stdout
+    assert len(keys_in(symbols)) == 33  # the dry run deleted nothing
+
+    done = cli.run("--job", "prune-s3", "--force")
+    assert done.returncode == 0, done.stderr
+    assert keys_in(symbols) == {old[0], "v1/a/1/a.sym", "other/keep.txt",
+                                f"{REPORTS}only-in-older-report.csv", f"{REPORTS}after.csv"}
+    history = prune_cmd(cli, "history").stdout
+    assert f"reports (by s3://{inventory}/{manifest}): 28 keys, 280 bytes, 0 errors" in history
+    assert cli.crontab.sql("SELECT count(*) AS n FROM prune_intent")[0]["n"] == 0
+
+
+def test_a_report_older_than_the_maximum_age_is_refused_in_one_line(cli, buckets, inventory):
+    inbox, symbols = buckets
+    by_inventory(cli, buckets, inventory, inventory_max_age_hours=48)
+    put_many(symbols, [f"{REPORTS}{i}.csv" for i in range(3)])
+    manifest = write_inventory(s3_client(), inventory, "inv", symbols, listing(s3_client(), symbols),
+                               taken=dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=49))
+    time.sleep(1.2)
+    done = prune_cmd(cli, "run")
+    assert done.returncode == 1
+    assert done.stderr == (f"python -m jobs.prune: inventory s3://{inventory}/{manifest} refused: "
+                           "taken 49.0 h ago, over inventory_max_age_hours=48: it does not know "
+                           "what changed since\n")
+    assert len(keys_in(symbols)) == 3
+    assert "refused: taken 49.0 h ago" in prune_cmd(cli, "history").stdout
+
+
+def test_a_corrupt_data_file_is_refused_by_its_md5(cli, buckets, inventory):
+    inbox, symbols = buckets
+    by_inventory(cli, buckets, inventory)
+    put_many(symbols, [f"{REPORTS}{i}.csv" for i in range(3)])
+    manifest = write_inventory(s3_client(), inventory, "inv", symbols, listing(s3_client(), symbols))
+    data = corrupt_first_data_file(s3_client(), inventory, manifest)
+    time.sleep(1.2)
+    done = prune_cmd(cli, "run")
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"python -m jobs.prune: inventory s3://{inventory}/{data} "
+                                  "refused: MD5 ")
+    assert done.stderr.count("\n") == 1 and "the manifest says" in done.stderr
+    assert len(keys_in(symbols)) == 3
+
+
+def test_no_report_for_the_bucket_is_refused(cli, buckets, inventory):
+    by_inventory(cli, buckets, inventory, inbox_report=False)
+    done = prune_cmd(cli, "run")
+    assert done.returncode == 1
+    assert f"inventory s3://{inventory}/inv/" in done.stderr
+    assert "refused: no inventory configuration there" in done.stderr
+
+
+def test_deletes_are_paced_per_prefix(cli, buckets, inventory):
+    """deletes_per_second=250: 1,000 keys go in 4 chunks a second apart. The rate is measured
+    from outside, by listing the bucket while the run deletes."""
+    inbox, symbols = buckets
+    by_inventory(cli, buckets, inventory, deletes_per_second=250)
+    keys = [f"{REPORTS}{i:04d}.csv" for i in range(1000)]
+    put_many(symbols, keys)
+    write_inventory(s3_client(), inventory, "inv", symbols, listing(s3_client(), symbols))
+    time.sleep(1.2)
+    samples: list[tuple[float, int]] = []
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            samples.append((time.monotonic(), len(keys_in(symbols))))
+            time.sleep(0.02)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        done = prune_cmd(cli, "run")
+    finally:
+        stop.set()
+        watcher.join()
+    assert done.returncode == 0, done.stderr
+    assert keys_in(symbols) == set()
+    changes = [(t, n) for (t, n), (_, before) in zip(samples[1:], samples) if n != before]
+    first, last = changes[0], changes[-1]
+    assert first[1] >= 700  # no burst: at most a chunk of 250 went before the first sample
+    # the first chunk is seen at once; the other 750 keys over the seconds after it (each
+    # chunk waits its second, then its 250 HEADs: slower than the cap, never faster)
+    rate = (first[1] - last[1]) / (last[0] - first[0])
+    assert 120 <= rate <= 260, (rate, changes)
+    most = max(a - b for (ta, a) in samples for (tb, b) in samples if 0 < tb - ta < 0.9)
+    assert most <= 300, (most, changes)  # one chunk (and a sample caught mid-delete)
