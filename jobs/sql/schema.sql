@@ -103,7 +103,7 @@ CREATE TABLE IF NOT EXISTS prune_rule_result (
     bytes_freed   bigint NOT NULL DEFAULT 0,
     errors        bigint NOT NULL DEFAULT 0,
     error_sample  text,
-    inventory     text, -- the inventory report the rule read (source=inventory; 0022)
+    inventory     text, -- the inventory report the rule read (source=inventory; 0023)
     PRIMARY KEY (run_id, rule)
 );
 CREATE INDEX IF NOT EXISTS upload_inbox_key_idx ON upload (inbox_key);
