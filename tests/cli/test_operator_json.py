@@ -81,7 +81,9 @@ def test_list_jobs_says_when_a_running_jobs_beats_are_missing(cli):
     """Trial #16: for the 60-120 s between a host's death and its lease's end, --list-jobs said
     ``running ... beat 1m ago`` with no hint that the beats had stopped."""
     crontab = cli.crontab
-    crontab.configure(["SlowJob|1d"], extra="    heartbeat_seconds=0.3\n    lease_seconds=600\n"
+    # Beats 1.5 s apart: "missed" needs two (3 s), which a loaded machine does not delay a
+    # live runner by (at 0.3 s, 0.6 s late under load read as two beats missed).
+    crontab.configure(["SlowJob|1d"], extra="    heartbeat_seconds=1.5\n    lease_seconds=600\n"
                                              "    [[class-SlowJob]]\n        sleep=60\n")
     holder = cli.spawn()
     try:
