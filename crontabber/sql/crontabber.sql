@@ -386,8 +386,10 @@ SELECT heartbeat FROM renewed;
 
 -- name: claim_interval
 -- Take one interval of a backfill job for a run, under the row's lock (the upsert's): free
--- when it has never run, its last run of it ended, or its holder stopped renewing it for
--- lease_seconds (it died). No row returned: another run holds it now (see interval_holder).
+-- when it has never run, its last run of it ended, its holder stopped renewing it for
+-- lease_seconds (it died), or its holder's run no longer counts as running (a dead run
+-- taken over, recorded abandoned: its interval is free at once, as its marker was). No row
+-- returned: another run holds it now (see interval_holder).
 INSERT INTO crontabber_interval AS i (app_name, starts, run_id, kind, holder, status,
                                       claimed, heartbeat)
 VALUES (%(app_name)s, %(starts)s, %(run_id)s, %(kind)s, %(holder)s, 'running',
@@ -398,6 +400,8 @@ SET run_id = EXCLUDED.run_id, kind = EXCLUDED.kind, holder = EXCLUDED.holder,
     ended = NULL, error = NULL
 WHERE i.status <> 'running' OR i.run_id = EXCLUDED.run_id
    OR i.heartbeat < clock_timestamp() - make_interval(secs => %(lease_seconds)s)
+   OR NOT EXISTS (SELECT 1 FROM crontabber_run AS r
+                  WHERE r.run_id = i.run_id AND r.status = 'running')
 RETURNING run_id;
 
 -- name: interval_holder
