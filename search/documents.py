@@ -14,6 +14,7 @@ lower-case normalizer: exact, case-insensitive matches.
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any, Iterable, Iterator, NamedTuple
 
@@ -154,3 +155,12 @@ def bulk_lines(rows: Iterable[SymbolRow]) -> Iterator[str]:
             file_parts, sym_parts,
             _quoted(split_name(code_file)) if code_file else "null",
             file_joined, sym_joined)
+
+
+def bulk_bodies(rows: Iterable[SymbolRow], chunk_size: int) -> Iterator[tuple[int, bytes]]:
+    """``rows`` as bulk request bodies of up to ``chunk_size`` documents each (the
+    index is the request's), with their document counts: each body is encoded once,
+    as one string, and posted as it is."""
+    lines = bulk_lines(rows)
+    while chunk := list(itertools.islice(lines, chunk_size)):
+        yield len(chunk), "".join(chunk).encode()

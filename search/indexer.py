@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import collections
 import datetime as dt
-import itertools
 import logging
 import re
 import time
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
-from .documents import SymbolRow, bulk_lines, index_body
+from .documents import SymbolRow, bulk_bodies, index_body
 from .errors import RebuildFailed, SearchUnavailable, UpdateFailed
 
 logger = logging.getLogger(__name__)
@@ -70,13 +69,15 @@ class Replicas:
 
 @dataclass(frozen=True)
 class RebuildResult:
-    """What a successful rebuild did."""
+    """What a successful rebuild did; ``load_seconds``: how long of its ``seconds`` it
+    took until Elasticsearch had acknowledged the last document."""
 
     index: str
     documents: int
     seconds: float
     previous: list[str]
     deleted: list[str]
+    load_seconds: float = 0.0
 
 
 def version_name(alias: str, now: dt.datetime) -> str:
@@ -134,6 +135,7 @@ def rebuild(
     es.indices.create(index=name, **index_body(meta=meta))
     try:
         loaded = _load(es, name, rows, bulk)
+        load_seconds = time.perf_counter() - start
         _finish(es, name, expected, loaded)
         if merge:
             _merge(es, name)
@@ -144,22 +146,14 @@ def rebuild(
         es.indices.delete(index=name, ignore_unavailable=True)
         raise
     deleted = prune(es, alias, keep)
-    return RebuildResult(name, loaded, time.perf_counter() - start, previous, deleted)
+    return RebuildResult(name, loaded, time.perf_counter() - start, previous, deleted,
+                         load_seconds)
 
 
 # Bulk responses carry only whether any item failed and the failed items' errors
 # (not each item's index, id, version, shards...): a response to 5,000 documents
 # that all succeeded is ``{"errors":false}``.
 BULK_FILTER = "errors,items.*.error"
-
-
-def _bodies(rows: Iterable[SymbolRow], chunk_size: int) -> Iterator[tuple[int, bytes]]:
-    """``rows`` as bulk request bodies of up to ``chunk_size`` documents each (the
-    index is the request's), with their document counts: each body is encoded once,
-    as one string, and posted as it is."""
-    lines = bulk_lines(rows)
-    while chunk := list(itertools.islice(lines, chunk_size)):
-        yield len(chunk), "".join(chunk).encode()
 
 
 @dataclass
@@ -204,7 +198,7 @@ def _load(es: Any, name: str, rows: Iterable[SymbolRow], bulk: BulkSettings) -> 
     pending: collections.deque[tuple[int, Future[Any]]] = collections.deque()
     with ThreadPoolExecutor(max_workers=bulk.threads, thread_name_prefix=f"bulk-{name}") as pool:
         try:
-            for sent, body in _bodies(rows, bulk.chunk_size):
+            for sent, body in bulk_bodies(rows, bulk.chunk_size):
                 if len(pending) >= bulk.threads + bulk.queue_size:
                     tally.add(*_oldest(pending))
                 pending.append((sent, pool.submit(_post, es, name, body)))
@@ -369,7 +363,7 @@ def update(es: Any, alias: str, rows: Iterable[SymbolRow], chunk_size: int = 500
 
     tally = _Tally()
     try:
-        for sent, body in _bodies(rows, chunk_size):
+        for sent, body in bulk_bodies(rows, chunk_size):
             tally.add(sent, _post(es, alias, body, require_alias=True))
         es.indices.refresh(index=alias)
     except (TransportError, ApiError) as exc:
