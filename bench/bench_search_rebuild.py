@@ -20,7 +20,9 @@ bulk requests on 2 persistent ``http.client`` connections from 2 threads; then t
 same finish as ours (settings restored, refresh, merge into one segment, count).
 Each side's client CPU is this process's CPU seconds (all its threads) over the
 side's run; Elasticsearch's from its node stats (other users of the shared node
-count too).
+count too). After the rounds, one more rebuild of ours (not merged, into a
+throw-away alias) runs under cProfile (the main thread's CPU time: the posting
+threads only wait) and its top functions go into the notes.
 """
 
 from __future__ import annotations
@@ -223,7 +225,44 @@ def run(rounds: int) -> list[Comparison]:
     load = os.getloadavg()[0]
     interleave(lambda: rebuild_once(es, settings, ours),
                lambda: engine_alone(es, url, documents, bodies, engine), rounds, warmup=0)
-    return comparisons(documents, ours, engine, load)
+    bodies.clear()  # ~460 MB for 1M documents
+    result = comparisons(documents, ours, engine, load)
+    result[0].notes.append(profiled(es, settings))
+    return result
+
+
+def profiled(es: Any, settings: Any, top: int = 8) -> str:
+    """Where ours spends the client's CPU: one rebuild (not merged, a throw-away alias)
+    under cProfile, the main thread's top functions by their own time."""
+    import cProfile
+    import pstats
+
+    from crontabber.store import connect
+    from jobs.search_index import SymbolFileStore
+    from search.indexer import BulkSettings, rebuild
+
+    alias = f"{ALIAS}-profiled"
+    conn = connect(settings)
+    profile = cProfile.Profile(time.thread_time)
+    cpu, thread = time.process_time(), time.thread_time()
+    try:
+        with SymbolFileStore(conn).snapshot() as source:
+            profile.enable()
+            rebuild(es, alias, source.rows, source.row_count, keep=0, merge=False,
+                    bulk=BulkSettings(chunk_size=CHUNK, threads=STREAMS))
+            profile.disable()
+    finally:
+        conn.close()
+        es.indices.delete(index=f"{alias}-*", ignore_unavailable=True, allow_no_indices=True)
+    cpu, thread = time.process_time() - cpu, time.thread_time() - thread
+    stats = pstats.Stats(profile).stats  # type: ignore[attr-defined]
+    total = sum(entry[2] for entry in stats.values())
+    ranked = sorted(stats.items(), key=lambda item: item[1][2], reverse=True)[:top]
+    items = "; ".join(f"{function if where == '~' else Path(where).name + ':' + function} "
+                      f"{own / total:.0%}"
+                      for (where, _, function), (_, _, own, _, _) in ranked)
+    return (f"profile of ours (cProfile, one more rebuild, not merged): client CPU {cpu:.1f} s "
+            f"profiled, {thread:.1f} s of it the main thread; the main thread's own time: {items}")
 
 
 def comparisons(documents: int, ours: Side, engine: Side, load: float) -> list[Comparison]:
