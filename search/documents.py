@@ -14,7 +14,9 @@ lower-case normalizer: exact, case-insensitive matches.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+import itertools
+import json
+from typing import Any, Iterable, Iterator, NamedTuple
 
 from elasticsearch.dsl import Date, Document, Keyword, Long, MetaField, Text, normalizer
 
@@ -103,3 +105,62 @@ class SymbolRow(NamedTuple):
             "code_parts": split_name(self.code_file) if self.code_file else None,
             "name_joined": [joined_name(self.debug_file), joined_name(filename)],
         }
+
+
+# The bulk lines of a document, as ``to_source()`` and ``json.dumps(...,
+# ensure_ascii=False, separators=(",", ":"))`` would write them, field for field
+# (tests/unit/test_search_documents.py checks they agree).
+_LINES = ('{"index":{"_id":%s}}\n{"debug_file":%s,"debug_id":%s,"filename":%s,"code_file":%s,'
+          '"code_id":%s,"size":%s,"last_uploaded":%s,"missing_count":%s,"name_parts":[%s,%s],'
+          '"code_parts":%s,"name_joined":[%s,%s]}\n')
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_quoted = json.encoder.encode_basestring  # a str as JSON (C)
+NAMES_CACHED = 65536  # names per load whose JSON is kept (a name recurs once per debug id)
+
+
+def _value(value: Any) -> str:
+    """Any value as JSON (the text, numbers and nulls of a row); the loop below
+    tests the common types inline, a call costing more than the test."""
+    if value is None:
+        return "null"
+    return _quoted(value) if type(value) is str else _ENCODER.encode(value)
+
+
+def bulk_lines(rows: Iterable[SymbolRow]) -> Iterator[str]:
+    """Each row as its bulk ``index`` action line (the document id) and its document
+    line, NDJSON text: the same bytes as ``doc_id`` and ``to_source()`` encoded
+    compactly, without building either. A name's JSON (its text, parts and joined
+    parts) is built once per load, not once per debug id; rows may be plain tuples in
+    ``SymbolRow``'s order."""
+    names: dict[str, tuple[str, str, str]] = {}
+
+    def name(text: str) -> tuple[str, str, str]:
+        if len(names) >= NAMES_CACHED:
+            names.clear()
+        found = names[text] = (_quoted(text), _quoted(split_name(text)), _quoted(joined_name(text)))
+        return found
+
+    for debug_file, debug_id, filename, code_file, code_id, size, last_uploaded, missing in rows:
+        filename = filename or symbol_filename(debug_file)
+        file_json, file_parts, file_joined = names.get(debug_file) or name(debug_file)
+        sym_json, sym_parts, sym_joined = names.get(filename) or name(filename)
+        yield _LINES % (
+            _quoted(f"{debug_file}/{debug_id}/{filename}"), file_json,
+            _quoted(debug_id) if type(debug_id) is str else _value(debug_id), sym_json,
+            "null" if code_file is None else _value(code_file),
+            "null" if code_id is None else _value(code_id),
+            size if type(size) is int else _value(size),
+            _quoted(last_uploaded) if type(last_uploaded) is str else _value(last_uploaded),
+            "null" if missing is None else missing if type(missing) is int else _value(missing),
+            file_parts, sym_parts,
+            _quoted(split_name(code_file)) if code_file else "null",
+            file_joined, sym_joined)
+
+
+def bulk_bodies(rows: Iterable[SymbolRow], chunk_size: int) -> Iterator[tuple[int, bytes]]:
+    """``rows`` as bulk request bodies of up to ``chunk_size`` documents each (the
+    index is the request's), with their document counts: each body is encoded once,
+    as one string, and posted as it is."""
+    lines = bulk_lines(rows)
+    while chunk := list(itertools.islice(lines, chunk_size)):
+        yield len(chunk), "".join(chunk).encode()
