@@ -148,7 +148,8 @@ class RunRecord:
     whoever found it dead. ``output`` is the captured tail of what the job logged and
     printed (redacted; empty unless asked for), ``output_bytes`` its size, and
     ``output_dropped`` how many bytes before it were not kept. ``options``: the command
-    line's option overrides it ran with (``--name=value``, secrets masked; migration 0020)."""
+    line's option overrides it ran with (``--name=value``, secrets masked; migration 0020).
+    ``metrics``: the named numbers the job returned with its summary (migration 0024)."""
 
     run_id: int
     app_name: str
@@ -168,6 +169,8 @@ class RunRecord:
     output_dropped: int = 0
     output: str = ""
     options: tuple[str, ...] = ()
+    # The named numbers the job returned with its summary (migration 0024); {}: none.
+    metrics: Mapping[str, float] = field(default_factory=dict)
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "RunRecord":
@@ -188,4 +191,4 @@ class RunRecord:
 
 _RUN_COLUMNS = ("run_id", "app_name", "kind", "host", "pid", "started", "heartbeat", "ended",
                 "status", "intervals", "first_interval", "last_interval", "summary", "error",
-                "output_bytes", "output_dropped", "output", "options")
+                "output_bytes", "output_dropped", "output", "options", "metrics")
