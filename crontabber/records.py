@@ -133,12 +133,14 @@ class HostState:
 class Overview:
     """Everything monitoring reads, from one transaction: the database clock,
     every state row (ghosts included), every host that ever ticked, and (when
-    asked for) each job's last run duration from ``crontabber_log``."""
+    asked for) each job's last run duration from ``crontabber_log`` and the metrics of its
+    last successful run that returned some (the run ledger's)."""
 
     now: dt.datetime
     states: Mapping[str, JobState]
     hosts: tuple[HostState, ...]
     durations: Mapping[str, dt.timedelta] = field(default_factory=dict)
+    metrics: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

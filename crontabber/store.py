@@ -358,7 +358,7 @@ class StateStore:
     @translated
     def overview(self, app_names: Sequence[str] = ()) -> Overview:
         """What ``--nagios`` and ``--metrics-file`` read, in one transaction; the
-        last run durations only for ``app_names``."""
+        last run durations and the last successful run's metrics only for ``app_names``."""
         from .records import HostState, Overview
 
         with self._conn, self._cursor() as cur:
@@ -370,10 +370,13 @@ class StateStore:
             cur.execute(Q["hosts"])
             hosts = tuple(HostState.from_row(_as_dict(cur, r)) for r in cur.fetchall())
             durations: dict[str, dt.timedelta] = {}
+            metrics: dict[str, dict[str, float]] = {}
             if app_names:
                 cur.execute(Q["last_durations"], {"app_names": list(app_names)})
                 durations = {name: took for name, took in cur.fetchall() if took is not None}
-        return Overview(now, states, hosts, durations)
+                cur.execute(Q["last_metrics"], {"app_names": list(app_names)})
+                metrics = {name: dict(values) for name, _, values in cur.fetchall()}
+        return Overview(now, states, hosts, durations, metrics)
 
     @translated
     def state(self, app_name: str) -> JobState | None:

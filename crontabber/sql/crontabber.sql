@@ -79,6 +79,13 @@ SELECT host, version, last_tick, skew_seconds, pid, schema_behind, tags, drain_u
 FROM crontabber_host
 ORDER BY host;
 
+-- name: last_metrics
+-- The metrics file: each job's newest succeeded run that returned metrics, with them.
+SELECT DISTINCT ON (app_name) app_name, run_id, metrics
+FROM crontabber_run
+WHERE app_name = ANY(%(app_names)s) AND status = 'succeeded' AND metrics IS NOT NULL
+ORDER BY app_name, run_id DESC;
+
 -- name: last_durations
 -- Each job's last run: the summed durations of the log rows of its latest run id
 -- (a backfill run logs one row per interval); a row without run id (crontabber
