@@ -526,6 +526,17 @@ class StateStore:
             return held
 
     @translated
+    def recent_runs(self, app_name: str, limit: int) -> list[RunRecord]:
+        """The job's newest ``limit`` runs in the ledger, newest first, without output (what
+        a run's checks judge it against: :mod:`crontabber.alerts.checks`)."""
+        from .records import RunRecord
+
+        with self._conn, self._cursor() as cur:
+            cur.execute(Q["run_records"], {"app_name": app_name, "run_ids": None,
+                                           "limit": limit, "with_output": False})
+            return [RunRecord.from_row(_as_dict(cur, row)) for row in cur.fetchall()]
+
+    @translated
     def run_records(self, app_name: str, run_ids: Sequence[int]) -> dict[int, RunRecord]:
         """The ledger rows of the job's runs ``run_ids`` (those it has), without output."""
         from .records import RunRecord
