@@ -25,18 +25,62 @@ options ``timeout``, ``error_retry_time``, ``error_backoff`` and
 ``run`` may return a one-line summary of what it did (``"wrote the report of 2026-11-20:
 1,204 rows to s3://..."``): the runner prints it, logs it and stores it with the unit in
 ``crontabber_log`` and with the run in the run ledger (``--history``, ``--logs``). Anything
-but a string is ignored, as crontabber did.
+but a string is ignored, as crontabber did. A :class:`Summary` carries named numbers with the
+line (``Summary("deleted 12 keys", keys_deleted=12, bytes_freed=40960)``): the run keeps them
+(the run ledger's ``metrics``), ``--history``, ``--logs`` and the metrics file show them, and
+the job's checks (``min_duration``, ``slower_than``, ``check``) judge them.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Callable, Iterator
+import logging
+import math
+import re
+from typing import Any, Callable, Iterator, Mapping
 
 from .config.options import DotDict, Namespace, RequiredConfig
 from .scheduling import backfill_dates, parse_schedule, with_delay
 
-__all__ = ["BaseCronApp", "Namespace"]
+__all__ = ["BaseCronApp", "Namespace", "Summary"]
+
+logger = logging.getLogger(__name__)
+
+#: A metric's name: what a Prometheus label value and a ``check`` expression can both hold.
+METRIC_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
+#: The most metrics one run keeps (the rest are dropped, with a warning).
+MAX_METRICS = 20
+
+
+class Summary:
+    """What a run did: its one-line ``text`` and named numbers (``metrics``), returned by
+    ``run()`` instead of a plain string. A name is lower case, ``[a-z][a-z0-9_]*``; a value
+    a finite int or float (not a bool). A metric that is neither is dropped with a warning
+    (a job's bad number never fails its run); at most :data:`MAX_METRICS` are kept."""
+
+    __slots__ = ("text", "metrics")
+
+    def __init__(self, text: str, /, **metrics: float) -> None:
+        self.text = text
+        self.metrics: dict[str, float] = clean_metrics(metrics)
+
+    def __repr__(self) -> str:
+        return f"Summary({self.text!r}, {self.metrics!r})"
+
+
+def clean_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
+    """The metrics worth keeping of ``metrics``: valid names, finite numbers, the first
+    :data:`MAX_METRICS`; each dropped one is logged."""
+    kept: dict[str, float] = {}
+    for name, value in metrics.items():
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if not (isinstance(name, str) and METRIC_NAME.match(name)) or not number \
+                or not math.isfinite(value) or len(kept) >= MAX_METRICS:
+            logger.warning("metric %r = %r dropped: a name [a-z][a-z0-9_]*, a finite number, "
+                           "at most %s metrics", name, value, MAX_METRICS)
+            continue
+        kept[name] = value
+    return kept
 
 
 class BaseCronApp(RequiredConfig):
@@ -73,6 +117,8 @@ class BaseCronApp(RequiredConfig):
         self.interval_gate: Callable[[dt.datetime], None] | None = None
         # What the last call of run() returned, when a string: its summary (one line).
         self.last_summary: str | None = None
+        # The named numbers it returned with it (a Summary's metrics; None: none).
+        self.last_metrics: dict[str, float] | None = None
 
     def holds_lease(self) -> bool:
         """Whether this run still holds its job.
@@ -129,9 +175,14 @@ class BaseCronApp(RequiredConfig):
             yield when
 
     def _summarise(self, result: Any) -> None:
-        """Keep ``run``'s result as the unit's summary: a string, on one line, at most
-        500 characters; anything else is no summary."""
+        """Keep ``run``'s result as the unit's summary: a string (or a :class:`Summary`'s
+        text, its metrics kept as ``last_metrics``), on one line, at most 500 characters;
+        anything else is no summary."""
         self.last_summary = None
+        self.last_metrics = None
+        if isinstance(result, Summary):
+            self.last_metrics = dict(result.metrics) or None
+            result = result.text
         if isinstance(result, str) and result.strip():
             line = " ".join(result.split())
             self.last_summary = line if len(line) <= 500 else line[:499] + "…"

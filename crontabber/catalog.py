@@ -176,6 +176,15 @@ def job_options(cls: type) -> Namespace:
     base.add_option("deadline", "0", "alert when an interval has not succeeded this long after its "
                     "time (0: no deadline); seconds, or 30m, 6h, 1d",
                     reference_value_from="crontabber", from_string_converter=parse_duration)
+    base.add_option("min_duration", "0", "a run that succeeded faster than this is a breach "
+                    "(0: no check); seconds, or 5m, 1h", from_string_converter=parse_duration)
+    base.add_option("slower_than", "", "a run that succeeded slower than K x the p95 of the "
+                    "last N good runs is a breach: K x p95(N), 3 x p95(20) (empty: no check)")
+    base.add_option("check", "", "assertions on the run's metrics, ';'-separated: METRIC OP "
+                    "[K x] median|mean|p95|min|max(N), or METRIC OP NUMBER (keys_deleted < 5 x "
+                    "median(10)); a run that breaks one is a breach (empty: none)")
+    base.add_option("on_breach", "alert", "what a breach does: alert (a breach alert), or "
+                    "pause (that, and the job is paused until --resume)")
     required = getattr(cls, "required_config", None)
     return base.merged(required) if isinstance(required, Namespace) else base
 

@@ -4,7 +4,8 @@ A time a person reads is UTC, in one of the forms here: :func:`utc_text` (to the
 ``UTC`` named), :func:`minute_text` (to the minute), :func:`stamp` (a table's column, whose
 header says UTC), :func:`relative` (``in 1h57m``, ``2m19s ago``: the one relative form) and :func:`absolute`,
 :func:`took` for durations and
-:func:`interval_range` for a run's intervals. JSON carries ISO 8601 (:mod:`crontabber.jsonout`).
+:func:`interval_range` for a run's intervals, :func:`metrics_text` for its metrics.
+JSON carries ISO 8601 (:mod:`crontabber.jsonout`).
 A message on one line: :func:`one_line`; data from outside made safe for a terminal:
 :func:`printable` (:func:`printable_lines` keeps the line breaks). Exported by :mod:`crontabber` for the jobs.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from typing import Mapping
 
 
 def utc_text(moment: dt.datetime | None) -> str:
@@ -122,6 +124,19 @@ def interval_range(first: dt.datetime, last: dt.datetime, count: int) -> str:
 def counted(count: int, name: str) -> str:
     """``1 time``, ``2 times``: a count with its noun, never ``time(s)``."""
     return f"{count} {name}" if count == 1 else f"{count} {name}s"
+
+
+def metrics_text(metrics: Mapping[str, float] | None) -> str:
+    """A run's metrics as ``bytes_freed=40960 keys_deleted=12`` (by name: the ledger's jsonb
+    keeps no order); '' for none. A float below 1 keeps 4 significant digits, another 2
+    decimals."""
+    return " ".join(f"{name}={_metric(value)}" for name, value in sorted((metrics or {}).items()))
+
+
+def _metric(value: float) -> str:
+    if isinstance(value, int) or float(value).is_integer():
+        return str(int(value))
+    return f"{value:.4g}" if abs(value) < 1 else f"{value:.2f}".rstrip("0").rstrip(".")
 
 
 def one_line(text: str | None) -> str:

@@ -57,11 +57,24 @@ def render_textfile(jobs: Sequence[Job], overview: Overview, missed: Mapping[str
                       for job in jobs]
             continue
         lines += list(_samples(name, jobs, overview))
+    lines += list(_run_metrics(jobs, overview))
     lines += ["# HELP crontabber_metrics_timestamp_seconds When this file was written "
               "(database clock).",
               "# TYPE crontabber_metrics_timestamp_seconds gauge",
               f"crontabber_metrics_timestamp_seconds {_number(overview.now.timestamp())}"]
     return "\n".join(lines) + "\n"
+
+
+def _run_metrics(jobs: Sequence[Job], overview: Overview) -> Iterator[str]:
+    """``crontabber_job_run_metric{job, name}``: the numbers each job's last successful run
+    returned with its summary (:class:`crontabber.base.Summary`), one sample each."""
+    name = "crontabber_job_run_metric"
+    yield (f"# HELP {name} A number the job's last successful run returned with its summary "
+           "(label name: which).")
+    yield f"# TYPE {name} gauge"
+    for job in jobs:
+        for metric, value in sorted(overview.metrics.get(job.app_name, {}).items()):
+            yield f'{name}{{job="{_label(job.app_name)}",name="{_label(metric)}"}} {_number(value)}'
 
 
 def _samples(name: str, jobs: Sequence[Job], overview: Overview) -> Iterator[str]:

@@ -133,12 +133,14 @@ class HostState:
 class Overview:
     """Everything monitoring reads, from one transaction: the database clock,
     every state row (ghosts included), every host that ever ticked, and (when
-    asked for) each job's last run duration from ``crontabber_log``."""
+    asked for) each job's last run duration from ``crontabber_log`` and the metrics of its
+    last successful run that returned some (the run ledger's)."""
 
     now: dt.datetime
     states: Mapping[str, JobState]
     hosts: tuple[HostState, ...]
     durations: Mapping[str, dt.timedelta] = field(default_factory=dict)
+    metrics: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -148,7 +150,8 @@ class RunRecord:
     whoever found it dead. ``output`` is the captured tail of what the job logged and
     printed (redacted; empty unless asked for), ``output_bytes`` its size, and
     ``output_dropped`` how many bytes before it were not kept. ``options``: the command
-    line's option overrides it ran with (``--name=value``, secrets masked; migration 0020)."""
+    line's option overrides it ran with (``--name=value``, secrets masked; migration 0020).
+    ``metrics``: the named numbers the job returned with its summary (migration 0024)."""
 
     run_id: int
     app_name: str
@@ -168,6 +171,8 @@ class RunRecord:
     output_dropped: int = 0
     output: str = ""
     options: tuple[str, ...] = ()
+    # The named numbers the job returned with its summary (migration 0024); {}: none.
+    metrics: Mapping[str, float] = field(default_factory=dict)
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "RunRecord":
@@ -188,4 +193,4 @@ class RunRecord:
 
 _RUN_COLUMNS = ("run_id", "app_name", "kind", "host", "pid", "started", "heartbeat", "ended",
                 "status", "intervals", "first_interval", "last_interval", "summary", "error",
-                "output_bytes", "output_dropped", "output", "options")
+                "output_bytes", "output_dropped", "output", "options", "metrics")

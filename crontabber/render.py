@@ -7,12 +7,13 @@ of the views in :mod:`crontabber.views` and ``now``; times in :mod:`crontabber.f
 from __future__ import annotations
 
 import datetime as dt
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from .formats import (
     absolute,
     interval,
     interval_range,
+    metrics_text,
     minute_text,
     one_line,
     printable,
@@ -201,7 +202,7 @@ def history_table(
             detail = (run.error.value if run.outcome in (Outcome.FENCED_OFF, Outcome.ABANDONED)
                       else run.error.summary)
         else:
-            detail = run.summary or ""
+            detail = " ".join(part for part in (run.summary, _bracketed(run.metrics)) if part)
         row = [stamp(run.started), span, short_host(run.by, pid=True) if run.by else "-",
                str(run.run_id) if run.run_id is not None else "-", run.kind or "-",
                run.outcome.text, one_line(detail)]
@@ -209,6 +210,11 @@ def history_table(
             row.insert(6, _intervals([when + offset for when in run.intervals]))
         rows.append(row)
     return fit(rows, width)
+
+
+def _bracketed(metrics: Mapping[str, float]) -> str:
+    """A run's metrics after its summary: ``[keys_deleted=12 bytes_freed=40960]``; ''."""
+    return f"[{metrics_text(metrics)}]" if metrics else ""
 
 
 def _intervals(done: list[dt.datetime]) -> str:
@@ -371,6 +377,8 @@ def output_report(record: RunRecord, now: dt.datetime, gone: str | None = None,
     lines = [_run_line(record, now, gone)]
     if record.summary:
         lines.append(f"summary: {printable(record.summary)}")
+    if record.metrics:
+        lines.append(f"metrics: {metrics_text(record.metrics)}")
     lines += run_facts(record)
     if record.intervals and record.first_interval and record.last_interval:
         lines.append("intervals: " + interval_range(record.first_interval + offset,

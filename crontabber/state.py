@@ -201,6 +201,12 @@ class RunStatus(enum.Enum):
     ABANDONED = "abandoned"  # its holder died: written by whoever found the job held
 
 
+# A successful unit: its time (the interval of a backfill job), its duration, the job's
+# one-line summary of what it did (None when the job returned none) and the named numbers it
+# returned with it (crontabber.base.Summary; None: none).
+Unit = tuple[dt.datetime, dt.timedelta, "str | None", "Mapping[str, float] | None"]
+
+
 class RunEnd(Frozen):
     """What a run's end writes to its ledger row: its status, the error in one line, and
     the captured output (its tail, redacted) with the number of bytes dropped ahead of it.

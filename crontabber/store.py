@@ -27,7 +27,7 @@ from .errors import DatabaseReadOnly, DatabaseUnavailable, HostDrained, JobLocke
 from .failures import first_line
 from .frozen import Frozen, setfield
 from .schema import round_trip_cursor
-from .state import Claim, FinishRecord, FleetHost, JobState, RunEnd, RunKind, RunStatus, Tick
+from .state import Claim, FinishRecord, FleetHost, JobState, RunEnd, RunKind, RunStatus, Tick, Unit
 
 if TYPE_CHECKING:
     # Built only by the operator commands' queries, imported there: an idle
@@ -41,9 +41,6 @@ Q = sqlfiles.load("crontabber.sql")
 
 R = TypeVar("R")
 
-# A successful unit: its time (the interval of a backfill job), its duration, and the
-# job's one-line summary of what it did (None when the job returned none).
-Unit = tuple[dt.datetime, dt.timedelta, "str | None"]
 
 
 def parse_ports(text: str) -> int | str:
@@ -361,7 +358,7 @@ class StateStore:
     @translated
     def overview(self, app_names: Sequence[str] = ()) -> Overview:
         """What ``--nagios`` and ``--metrics-file`` read, in one transaction; the
-        last run durations only for ``app_names``."""
+        last run durations and the last successful run's metrics only for ``app_names``."""
         from .records import HostState, Overview
 
         with self._conn, self._cursor() as cur:
@@ -373,10 +370,13 @@ class StateStore:
             cur.execute(Q["hosts"])
             hosts = tuple(HostState.from_row(_as_dict(cur, r)) for r in cur.fetchall())
             durations: dict[str, dt.timedelta] = {}
+            metrics: dict[str, dict[str, float]] = {}
             if app_names:
                 cur.execute(Q["last_durations"], {"app_names": list(app_names)})
                 durations = {name: took for name, took in cur.fetchall() if took is not None}
-        return Overview(now, states, hosts, durations)
+                cur.execute(Q["last_metrics"], {"app_names": list(app_names)})
+                metrics = {name: dict(values) for name, _, values in cur.fetchall()}
+        return Overview(now, states, hosts, durations, metrics)
 
     @translated
     def state(self, app_name: str) -> JobState | None:
@@ -472,14 +472,16 @@ class StateStore:
 
     @translated
     def record_success(self, claim: Claim, success: dt.datetime, duration: dt.timedelta,
-                       summary: str | None = None) -> bool:
+                       summary: str | None = None, metrics: Mapping[str, float] | None = None
+                       ) -> bool:
         """Save one successful unit: ``last_success``, a log row with the job's
-        ``summary`` of it, and the run's progress in the ledger, together.
+        ``summary`` of it, and the run's progress in the ledger (with the unit's
+        ``metrics``), together.
 
         Returns False, writing nothing, when the run no longer holds the job.
         """
         with self._conn, self._cursor() as cur:
-            return _record_units(cur, claim, [(success, duration, summary)])
+            return _record_units(cur, claim, [(success, duration, summary, metrics)])
 
     @translated
     def finish(
@@ -522,6 +524,17 @@ class StateStore:
                 return True
             _log_failure(cur, claim, failure, fenced=not held)
             return held
+
+    @translated
+    def recent_runs(self, app_name: str, limit: int) -> list[RunRecord]:
+        """The job's newest ``limit`` runs in the ledger, newest first, without output (what
+        a run's checks judge it against: :mod:`crontabber.alerts.checks`)."""
+        from .records import RunRecord
+
+        with self._conn, self._cursor() as cur:
+            cur.execute(Q["run_records"], {"app_name": app_name, "run_ids": None,
+                                           "limit": limit, "with_output": False})
+            return [RunRecord.from_row(_as_dict(cur, row)) for row in cur.fetchall()]
 
     @translated
     def run_records(self, app_name: str, run_ids: Sequence[int]) -> dict[int, RunRecord]:
@@ -585,11 +598,12 @@ class StateStore:
 
     @translated
     def record_lane_unit(self, claim: Claim, success: dt.datetime, duration: dt.timedelta,
-                         summary: str | None = None) -> bool:
+                         summary: str | None = None, metrics: Mapping[str, float] | None = None
+                         ) -> bool:
         """:meth:`record_success` of a rerun's lane: the interval's row, its log row and the
         run's progress; False (nothing written) when the run no longer holds the interval."""
         with self._conn, self._cursor() as cur:
-            return _record_lane_units(cur, claim, [(success, duration, summary)])
+            return _record_lane_units(cur, claim, [(success, duration, summary, metrics)])
 
     @translated
     def finish_lane(self, claim: Claim, end: RunEnd,
@@ -739,15 +753,14 @@ class StateStore:
 
 
 def _record_units(cur: Any, claim: Claim, units: Sequence[Unit]) -> bool:
-    """Record each successful unit (its time, its duration, the job's summary of it) of a
-    run still holding the job; False (nothing written) once it no longer holds it."""
-    for when, took, summary in units:
+    """Record each successful unit (its time, its duration, the job's summary of it and its
+    metrics) of a run still holding the job; False (nothing written) once it no longer holds it."""
+    for when, took, summary, metrics in units:
         cur.execute(Q["record_success"], {"app_name": claim.app_name,
                                           "success": when, "run_id": claim.run_id})
         if cur.fetchone() is None:
             return False
-        cur.execute(Q["log_success"], {**_identity(claim), "success": when, "duration": took,
-                                       "summary": summary})
+        cur.execute(Q["log_success"], _unit_params(claim, when, took, summary, metrics))
         cur.execute(Q["interval_done"], {**_identity(claim), "starts": when})
     return True
 
@@ -755,13 +768,19 @@ def _record_units(cur: Any, claim: Claim, units: Sequence[Unit]) -> bool:
 def _record_lane_units(cur: Any, claim: Claim, units: Sequence[Unit]) -> bool:
     """:func:`_record_units` for a rerun's lane: fenced by the interval's claim, not by the
     job's marker (which the rerun never holds); the job's row is left alone."""
-    for when, took, summary in units:
+    for when, took, summary, metrics in units:
         cur.execute(Q["interval_done"], {**_identity(claim), "starts": when})
         if cur.fetchone() is None:
             return False
-        cur.execute(Q["log_success"], {**_identity(claim), "success": when, "duration": took,
-                                       "summary": summary})
+        cur.execute(Q["log_success"], _unit_params(claim, when, took, summary, metrics))
     return True
+
+
+def _unit_params(claim: Claim, when: dt.datetime, took: dt.timedelta, summary: str | None,
+                 metrics: Mapping[str, float] | None) -> dict[str, Any]:
+    """``log_success``'s parameters: the unit, its summary and its metrics (JSON, or None)."""
+    return {**_identity(claim), "success": when, "duration": took, "summary": summary,
+            "metrics": json.dumps(dict(metrics)) if metrics else None}
 
 
 def _end_run(cur: Any, claim: Claim, end: RunEnd, held: bool) -> None:

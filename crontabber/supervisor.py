@@ -48,7 +48,7 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Callable, NoReturn
+from typing import Any, Callable, Mapping, NoReturn
 
 from .capture import OutputTail, forward
 from .errors import (
@@ -61,7 +61,7 @@ from .errors import (
 from .failures import describe
 from .formats import utc_text
 from .redaction import masked
-from .state import Claim, RunStatus
+from .state import Claim, RunStatus, Unit
 
 logger = logging.getLogger(__name__)
 
@@ -184,7 +184,7 @@ class Ending:
     units: int = 0
     beats: int = 0
     # An ordinary job's unit, written with the end of the run (one transaction).
-    deferred: list[tuple[dt.datetime, dt.timedelta, str | None]] = field(default_factory=list)
+    deferred: list[Unit] = field(default_factory=list)
     # The job's one-line summary of each successful unit, in order (None: it gave none).
     summaries: list[tuple[dt.datetime, str | None]] = field(default_factory=list)
     # The captured tail of the job's stdout and stderr, and the bytes dropped before it.
@@ -196,7 +196,7 @@ class Supervisor:
     """Runs one claimed job in a child process; see the module docstring.
 
     ``make_app`` builds the job instance in the child; ``record_unit(when,
-    duration, summary)`` writes one unit's progress and returns False when the run
+    duration, summary, metrics)`` writes one unit's progress and returns False when the run
     no longer holds the job; ``heartbeat(output)`` renews the lease, saving the
     captured output when it grew (None: unchanged), and returns None when fenced
     off; ``report`` sends a job's exception to Sentry (called in the child);
@@ -209,7 +209,8 @@ class Supervisor:
         claim: Claim,
         limits: RunLimits,
         make_app: Callable[[LeaseClock], Any],
-        record_unit: Callable[[dt.datetime, dt.timedelta, str | None], bool],
+        record_unit: Callable[[dt.datetime, dt.timedelta, str | None, Mapping[str, float] | None],
+                              bool],
         heartbeat: Callable[[tuple[str, int] | None], dt.datetime | None],
         report: Callable[[BaseException], object],
         inherited_fds: tuple[int, ...] = (),
@@ -239,7 +240,7 @@ class Supervisor:
         self._kill_at: float | None = None
         self._child_failure: Failure | None = None
         self._db_down_since: float | None = None
-        self._pending_units: list[tuple[dt.datetime, dt.timedelta, str | None]] = []
+        self._pending_units: list[Unit] = []
         self._last_unit_at = time.monotonic()
         self._save_delay = FIRST_SAVE_SECONDS
 
@@ -370,7 +371,7 @@ class Supervisor:
     def _on_message(self, message: tuple, reader: Any = None) -> None:
         kind = message[0]
         if kind == "unit":
-            self._record(message[1], dt.timedelta(seconds=message[2]), message[3])
+            self._record((message[1], dt.timedelta(seconds=message[2]), message[3], message[4]))
             if reader is not None:  # the unit is written (or kept while the database is
                 try:                # away): only now does the child start the next one
                     reader.send(("recorded",))
@@ -397,21 +398,22 @@ class Supervisor:
             self._database_down(exc)
             return "nobody known: the state database is away"
 
-    def _record(self, when: dt.datetime, duration: dt.timedelta, summary: str | None) -> None:
+    def _record(self, unit: Unit) -> None:
+        """One unit the job finished: ``(when, duration, summary, metrics)``."""
         self._last_unit_at = time.monotonic()
-        self.ending.summaries.append((when, summary))
+        self.ending.summaries.append((unit[0], unit[2]))
         if self.defer_units:
-            self.ending.deferred.append((when, duration, summary))
+            self.ending.deferred.append(unit)
             return
-        self._pending_units.append((when, duration, summary))
+        self._pending_units.append(unit)
         self._flush_units()
 
     def _flush_units(self) -> None:
         """Write the units not yet written; kept for later while the database is away."""
         while self._pending_units:
-            when, duration, summary = self._pending_units[0]
+            when, duration, summary, metrics = self._pending_units[0]
             try:
-                held = self.record_unit(when, duration, summary)
+                held = self.record_unit(when, duration, summary, metrics)
             except DatabaseUnavailable as exc:
                 self._database_down(exc)
                 return
@@ -685,7 +687,7 @@ def _run_job(supervisor: Supervisor, writer: Any) -> None:  # pragma: no cover
             app.interval_gate = _interval_gate(writer, supervisor.claim.app_name)
         for when in app.main():
             writer.send(("unit", when, time.monotonic() - unit_start,
-                         getattr(app, "last_summary", None)))
+                         getattr(app, "last_summary", None), getattr(app, "last_metrics", None)))
             _wait_recorded(writer)
             unit_start = time.monotonic()
     except BaseException as exc:  # noqa: BLE001 - any error of the job's is recorded

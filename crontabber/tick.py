@@ -74,6 +74,7 @@ def run_tick(settings: Settings, jobs: list[Job], store: StateStore, *,
         if alerts is not None and broken:  # before the jobs: a long run delays nothing
             alerts.broken(list(broken))
         results = runner.run_all()
+        _check_runs(settings, jobs, store, results, alerts)
         if alerts is not None:
             alerts.tick(*runner.snapshot(), runner.fleet)
     counts = {status: sum(r.status is status for r in results) for status in Status}
@@ -82,6 +83,24 @@ def run_tick(settings: Settings, jobs: list[Job], store: StateStore, *,
     logger.info("done: %s", ", ".join(done) or "no jobs")
     write_metrics(settings, jobs, store, metrics_file)
     return results
+
+
+def _check_runs(settings: Settings, jobs: list[Job], store: StateStore,
+                results: list[JobResult], alerts: TickAlerts | None) -> None:
+    """The checks of the runs that succeeded in this tick (:mod:`crontabber.alerts.checks`,
+    imported only when one did: an idle tick runs nothing); a breach is alerted when
+    targets are configured. A database error is logged: the tick's runs are recorded."""
+    ran = {r.app_name: r.run_id for r in results if r.status is Status.RAN and r.run_id is not None}
+    if not ran:
+        return
+    from .alerts.checks import check_runs
+    from .errors import CrontabberError
+
+    try:
+        check_runs(settings, jobs, store, ran, default_holder(),
+                   (lambda event: alerts.alerter().breach(event)) if alerts is not None else None)
+    except CrontabberError as exc:
+        logger.error("checks not evaluated: %s", exc)
 
 
 def _alerts(settings: Settings, jobs: list[Job], store: StateStore) -> TickAlerts:

@@ -414,6 +414,11 @@ class RunView:
         return next((entry.summary for entry in self.entries if entry.summary), None)
 
     @property
+    def metrics(self) -> Mapping[str, float]:
+        """The named numbers the job returned with its summary ({}: none, or before 0024)."""
+        return self.record.metrics if self.record is not None else {}
+
+    @property
     def intervals(self) -> list[dt.datetime]:
         """The intervals it completed (a backfill run's), oldest first."""
         return sorted(entry.success for entry in self.entries
@@ -453,6 +458,7 @@ class RunView:
             "verdict": self.ongoing.verdict if self.ongoing else None,
             "kind": self.kind,
             "summary": self.summary,
+            "metrics": dict(self.metrics),
             "output_bytes": self.record.output_bytes if self.record else None,
             "entries": [_entry_json(entry) for entry in self.entries],
         }

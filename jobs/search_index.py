@@ -22,7 +22,7 @@ import functools
 from typing import TYPE_CHECKING, Any, Iterator, NamedTuple
 
 from crontabber import sqlfiles
-from crontabber.base import BaseCronApp
+from crontabber.base import BaseCronApp, Summary
 from crontabber.config.options import Namespace
 from crontabber.errors import ConfigurationError, CrontabberError
 from crontabber.formats import utc_text
@@ -192,8 +192,9 @@ class RebuildSearchIndexCronApp(BaseCronApp):
 
     database_connection_factory: Any  # set by @using_postgres()
 
-    def run(self) -> str:
-        """Returns the run's summary (crontabber.base).
+    def run(self) -> Summary:
+        """Returns the run's summary and metrics (crontabber.base): documents indexed, the
+        build's seconds, indices deleted.
 
         Raises:
             ConfigurationError: a ``replicas`` value Elasticsearch would not take.
@@ -211,9 +212,12 @@ class RebuildSearchIndexCronApp(BaseCronApp):
             result = rebuild_from(connection, config.es_url or None, config.alias,
                                   keep=int(config.keep), bulk=bulk, itersize=int(config.itersize),
                                   replicas=replicas)
-        return (f"built {result.index} with {result.documents} documents in {result.seconds:.1f} s; "
-                f"alias {config.alias} moved from {', '.join(result.previous) or 'nothing'}; "
-                f"deleted {', '.join(result.deleted) or 'nothing'}")
+        return Summary(
+            f"built {result.index} with {result.documents} documents in {result.seconds:.1f} s; "
+            f"alias {config.alias} moved from {', '.join(result.previous) or 'nothing'}; "
+            f"deleted {', '.join(result.deleted) or 'nothing'}",
+            documents_indexed=result.documents, build_seconds=round(result.seconds, 3),
+            indices_deleted=len(result.deleted))
 
 
 def rebuild_from(connection: Any, url: str | None, alias: str, *, keep: int,
@@ -270,21 +274,22 @@ class IndexNewUploadsCronApp(BaseCronApp):
 
     database_connection_factory: Any  # set by @using_postgres()
 
-    def run(self) -> str:
-        """Returns the run's summary (crontabber.base)."""
+    def run(self) -> Summary:
+        """Returns the run's summary and metrics (crontabber.base): documents written."""
         from search.client import es_url, make_es_client, naming_address
 
         url = es_url(self.config.es_url or None)
         with naming_address(url):
             return self._add_new(make_es_client(url, request_timeout=60))
 
-    def _add_new(self, es: Any) -> str:
+    def _add_new(self, es: Any) -> Summary:
         from search.indexer import live_index, update
 
         config = self.config
         target = live_index(es, config.alias)
         if target is None:
-            return f"no alias {config.alias} yet: nothing written (the rebuild indexes everything)"
+            return Summary(f"no alias {config.alias} yet: nothing written (the rebuild indexes "
+                           "everything)", documents_indexed=0)
         with self.database_connection_factory() as connection:
             store = SymbolFileStore(connection)
             since, why = starting_point(store.watermark(config.alias), target, config.alias,
@@ -292,8 +297,9 @@ class IndexNewUploadsCronApp(BaseCronApp):
             with store.new_files(since) as window:
                 written = update(es, config.alias, window.rows, int(config.chunk_size))
             store.save_watermark(config.alias, Watermark(target.name, window.as_of))
-        return (f"{written} symbol files of uploads finished after "
-                f"{utc_text(since) if since else 'the beginning'} ({why}) written to {target.name}")
+        return Summary(f"{written} symbol files of uploads finished after "
+                       f"{utc_text(since) if since else 'the beginning'} ({why}) written to "
+                       f"{target.name}", documents_indexed=written)
 
 
 def starting_point(mark: Watermark | None, target: "LiveIndex", alias: str,

@@ -271,6 +271,11 @@ class Alerter:
         if self.rules(job.app_name).on_takeover:
             self._send_now(takeover(job.app_name, before, run_id))
 
+    def breach(self, event: Event) -> None:
+        """A run broke one of its job's checks (:mod:`crontabber.alerts.checks`): open the
+        ``breach`` alert (once across the fleet per run and rule) and send it now."""
+        self._send_now(event)
+
     def old_code(self, host: str, behind: tuple[int, ...]) -> None:
         """This host's code is older than the database's schema: open the ``old-code`` alert
         (once per host and set of migrations across the fleet; muted by ``--mute all``) and

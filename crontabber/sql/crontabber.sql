@@ -79,6 +79,13 @@ SELECT host, version, last_tick, skew_seconds, pid, schema_behind, tags, drain_u
 FROM crontabber_host
 ORDER BY host;
 
+-- name: last_metrics
+-- The metrics file: each job's newest succeeded run that returned metrics, with them.
+SELECT DISTINCT ON (app_name) app_name, run_id, metrics
+FROM crontabber_run
+WHERE app_name = ANY(%(app_names)s) AND status = 'succeeded' AND metrics IS NOT NULL
+ORDER BY app_name, run_id DESC;
+
 -- name: last_durations
 -- Each job's last run: the summed durations of the log rows of its latest run id
 -- (a backfill run logs one row per interval); a row without run id (crontabber
@@ -181,13 +188,15 @@ RETURNING app_name;
 
 -- name: log_success
 -- A unit's log row (with the job's one-line summary of it) and the run's progress in
--- the ledger: how many intervals, which, the newest summary.
+-- the ledger: how many intervals, which, the newest summary and metrics (a backfill run's are
+-- its last interval's, as its summary).
 WITH progress AS (
     UPDATE crontabber_run
     SET intervals = intervals + 1,
         first_interval = LEAST(first_interval, %(success)s),
         last_interval = GREATEST(last_interval, %(success)s),
-        summary = COALESCE(%(summary)s, summary)
+        summary = COALESCE(%(summary)s, summary),
+        metrics = COALESCE(%(metrics)s::jsonb, metrics)
     WHERE run_id = %(run_id)s
 )
 INSERT INTO crontabber_log (app_name, duration, success, run_id, host, pid, summary)
@@ -274,7 +283,8 @@ WHERE run_id = %(run_id)s AND status IN ('running', 'abandoned');
 -- without it; --logs, --show-error and the dashboard one run with it).
 SELECT run_id, app_name, kind, host, pid, started, heartbeat, ended, status, intervals,
        first_interval, last_interval, summary, error, octet_length(output) AS output_bytes,
-       output_dropped, CASE WHEN %(with_output)s THEN output ELSE '' END AS output, options
+       output_dropped, CASE WHEN %(with_output)s THEN output ELSE '' END AS output, options,
+       metrics
 FROM crontabber_run
 WHERE app_name = %(app_name)s AND (%(run_ids)s::bigint[] IS NULL OR run_id = ANY(%(run_ids)s))
 ORDER BY run_id DESC

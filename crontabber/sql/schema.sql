@@ -136,7 +136,7 @@ CREATE TABLE IF NOT EXISTS crontabber_alert (
     kind             text NOT NULL CONSTRAINT crontabber_alert_kind_check
                      CHECK (kind IN ('failing', 'recovered', 'superseded', 'silent', 'late',
                                      'takeover', 'test', 'old-code', 'broken-entry',
-                                     'no-host')),
+                                     'no-host', 'breach')),
     subject          text NOT NULL,
     opened_at        timestamptz NOT NULL DEFAULT clock_timestamp(),
     opened_by        text NOT NULL,
@@ -209,3 +209,6 @@ CREATE INDEX IF NOT EXISTS crontabber_interval_running_idx ON crontabber_interva
 -- the run it continues.
 ALTER TABLE crontabber_run ADD COLUMN IF NOT EXISTS plan timestamptz[];
 ALTER TABLE crontabber_run ADD COLUMN IF NOT EXISTS resumed_from bigint;
+-- The named numbers a job returned with its summary (the last unit's): --history, --logs,
+-- the metrics file, the checks (min_duration, slower_than, check).
+ALTER TABLE crontabber_run ADD COLUMN IF NOT EXISTS metrics jsonb;

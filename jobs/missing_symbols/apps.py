@@ -6,7 +6,7 @@ import datetime as dt
 import os
 from typing import Any
 
-from crontabber.base import BaseCronApp
+from crontabber.base import BaseCronApp, Summary
 from crontabber.config.options import Namespace
 from crontabber.mixins import as_backfill_cron_app, using_postgres
 from jobs import SQL_DIR, defaults
@@ -59,8 +59,8 @@ class MissingSymbolsCronApp(_StoreApp):
                                doc="memory a decoding worker may use (MiB, 0: no limit); "
                                    "a batch needing more is quarantined")
 
-    def run(self) -> str:
-        """Returns the run's summary (crontabber.base)."""
+    def run(self) -> Summary:
+        """Returns the run's summary and metrics (crontabber.base)."""
         from jobs.s3 import make_s3_client
 
         from .consume import ConsumeSettings, consume
@@ -72,9 +72,12 @@ class MissingSymbolsCronApp(_StoreApp):
             max_batch_bytes=self.config.max_batch_bytes,
             worker_memory_mb=self.config.worker_memory_mb)
         report = self.with_store(consume, make_s3_client(), settings)
-        return (f"counted {report.batches} batches ({report.quarantined} quarantined): "
-                f"{report.events} events, {report.lookups} lookups; {report.skipped} skipped "
-                "(held by another runner)")
+        return Summary(f"counted {report.batches} batches ({report.quarantined} quarantined): "
+                       f"{report.events} events, {report.lookups} lookups; {report.skipped} "
+                       "skipped (held by another runner)",
+                       batches=report.batches, batches_quarantined=report.quarantined,
+                       events_counted=report.events, lookups=report.lookups,
+                       batches_skipped=report.skipped)
 
 
 @using_postgres()
@@ -97,8 +100,9 @@ class MissingSymbolsReportCronApp(_StoreApp):
         """``--rerun --dry-run``: the report a run for ``date`` writes (the day before), and where."""
         return _planned(self, date)
 
-    def run(self, date: dt.datetime) -> str:
-        """Returns the interval's summary: which day's report it wrote, where, how many rows."""
+    def run(self, date: dt.datetime) -> Summary:
+        """Returns the interval's summary (which day's report it wrote, where, how many rows)
+        and its rows as a metric."""
         from jobs.s3 import make_s3_client
 
         from .reports import publish_report
@@ -106,7 +110,8 @@ class MissingSymbolsReportCronApp(_StoreApp):
         day = report_day(date)
         key, rows = self.with_store(publish_report, make_s3_client(),
                                     self.config.symbols_bucket, day, self.config.report_prefix)
-        return f"wrote the report of {day} ({rows} rows) to s3://{self.config.symbols_bucket}/{key}"
+        return Summary(f"wrote the report of {day} ({rows} rows) to "
+                       f"s3://{self.config.symbols_bucket}/{key}", report_rows=rows)
 
 
 def _planned(app: "MissingSymbolsReportCronApp", date: dt.datetime) -> str:
@@ -133,8 +138,9 @@ class MissingSymbolsRetentionCronApp(_StoreApp):
     required_config.add_option("keep_days", default=30, doc="keep this many days")
     required_config.add_option("batch_size", default=10000, doc="rows deleted per transaction")
 
-    def run(self) -> str:
+    def run(self) -> Summary:
         symbols, days = self.with_store(lambda store: store.delete_old(
             self.config.keep_days, self.config.batch_size))
-        return (f"deleted {symbols} symbols and {days} day rows older than "
-                f"{self.config.keep_days} days")
+        return Summary(f"deleted {symbols} symbols and {days} day rows older than "
+                       f"{self.config.keep_days} days", symbols_deleted=symbols,
+                       day_rows_deleted=days)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from crontabber.base import BaseCronApp
+from crontabber.base import BaseCronApp, Summary
 from crontabber.config.options import Namespace
 from crontabber.mixins import using_postgres
 from jobs import SQL_DIR, defaults
@@ -83,8 +83,9 @@ class PruneS3CronApp(BaseCronApp):
 
     database_connection_factory: Any  # set by @using_postgres()
 
-    def run(self) -> str:
-        """Returns the run's summary (crontabber.base): each rule's line."""
+    def run(self) -> Summary:
+        """Returns the run's summary (crontabber.base): each rule's line; its metrics are
+        the run's totals (keys deleted, bytes freed, errors; a dry run's: would be)."""
         from jobs.s3 import make_s3_client
 
         from .runs import PruneOptions, format_report, run_prune, terminal_listeners
@@ -100,4 +101,8 @@ class PruneS3CronApp(BaseCronApp):
                 self.database_connection_factory.close_connection(connection, force=True)
         for line in format_report(report):
             logger.info("prune: %s", line)
-        return "; ".join(format_report(report)) or "no rules"
+        return Summary("; ".join(format_report(report)) or "no rules",
+                       keys_deleted=sum(r.keys for r in report.results),
+                       bytes_freed=sum(r.bytes for r in report.results),
+                       delete_errors=sum(r.errors for r in report.results),
+                       capped=int(report.capped))

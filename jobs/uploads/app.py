@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from crontabber.base import BaseCronApp
+from crontabber.base import BaseCronApp, Summary
 from crontabber.config.options import Namespace
 from crontabber.mixins import using_postgres
 from jobs import SQL_DIR
@@ -37,8 +37,9 @@ class ProcessUploadsCronApp(BaseCronApp):
 
     database_connection_factory: Any  # set by @using_postgres()
 
-    def run(self) -> str:
-        """Returns the run's summary (crontabber.base)."""
+    def run(self) -> Summary:
+        """Returns the run's summary and metrics (crontabber.base): uploads done and not
+        done, symbol files published."""
         from .records import UploadStatus
         from .worker import Worker
 
@@ -46,4 +47,7 @@ class ProcessUploadsCronApp(BaseCronApp):
             outcomes = Worker.from_config(self.config, connection).drain(
                 keep_going=self.holds_lease)
         failed = [o for o in outcomes if o.status is not UploadStatus.DONE]
-        return f"{len(outcomes)} uploads: {len(outcomes) - len(failed)} done, {len(failed)} not done"
+        done = len(outcomes) - len(failed)
+        return Summary(f"{len(outcomes)} uploads: {done} done, {len(failed)} not done",
+                       uploads_done=done, uploads_not_done=len(failed),
+                       files_published=sum(o.files for o in outcomes))

@@ -53,6 +53,7 @@ class UploadOutcome:
     error: str | None = None
     unavailable: bool = False  # S3 itself failed it (see StorageFailed.unavailable)
     failure: StorageFailed | None = None  # S3's failure (maybe about this upload's key only)
+    files: int = 0  # the symbol files it published (done)
 
 
 class Worker:
@@ -170,7 +171,7 @@ class Worker:
                 raise DiskFull(upload.id, exc) from None
             raise
         logger.info("upload %d done: %d files", upload.id, counts.total, extra=extra)
-        return UploadOutcome(upload.id, UploadStatus.DONE)
+        return UploadOutcome(upload.id, UploadStatus.DONE, files=counts.total)
 
     def check_overwrite(self) -> None:
         """``overwrite = versioned`` needs a bucket that keeps versions: checked before

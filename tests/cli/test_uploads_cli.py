@@ -45,6 +45,9 @@ def test_enqueue_prints_the_id_and_the_cron_job_publishes_it(run, uploads, tmp_p
     tick = run("crontabber", "--job", "process-uploads")
     assert tick.returncode == 0, tick.stdout + tick.stderr
     assert uploads.row(upload_id)["status"] == "done" and len(uploads.keys()) == 2
+    # the run's metrics (issue #34 item 3): what --logs, the metrics file and the checks read
+    logs = run("crontabber", "--logs", "process-uploads")
+    assert "metrics: files_published=2 uploads_done=1 uploads_not_done=0" in logs.stdout, logs.stdout
 
 
 def test_reprocess_off_a_terminal_prints_one_line_and_no_progress_bar(run, uploads, tmp_path):

@@ -36,7 +36,7 @@ def test_the_metrics_file_holds_what_the_database_holds(crontab, tmp_path):
     assert crontab.run(f"--metrics-file={path}")[0] == 0  # foo-backfill: 3 intervals in one run
     values, kinds = parse(path)
     assert set(kinds) == {name for name, _, _ in (*JOB_METRICS, *HOST_METRICS)} | {
-        "crontabber_metrics_timestamp_seconds"}
+        "crontabber_metrics_timestamp_seconds", "crontabber_job_run_metric"}
     assert all(kind == "gauge" and text for kind, text in kinds.values())
     for name in ("trouble", "basic-job", "foo-backfill"):
         state = crontab.state(name)
@@ -72,6 +72,25 @@ def test_the_metrics_file_holds_what_the_database_holds(crontab, tmp_path):
     assert values["crontabber_host_info"] == {(host["host"], __version__): 1}
     assert stat.S_IMODE(path.stat().st_mode) == 0o644  # node_exporter runs as its own user
     assert sorted(os.listdir(tmp_path)) == ["crontabber.ini", "crontabber.prom"]  # no temp left
+
+
+def test_a_jobs_run_metrics_are_its_last_successful_runs(crontab, tmp_path):
+    """A run's metrics (crontabber.base.Summary) are samples of crontabber_job_run_metric; a
+    failed run after it does not take them away."""
+    crontab.configure(["MeasuringJob|1d"], extra="    [[class-MeasuringJob]]\n"
+                      "        metrics=keys_deleted=12,ratio=0.5\n")
+    path = tmp_path / "crontabber.prom"
+    assert crontab.run(f"--metrics-file={path}")[0] == 0
+    values, kinds = parse(path)
+    assert kinds["crontabber_job_run_metric"][0] == "gauge"
+    assert values["crontabber_job_run_metric"] == {("measuring", "keys_deleted"): 12,
+                                                   ("measuring", "ratio"): 0.5}
+    crontab.configure(["MeasuringJob|1d"], extra="    [[class-MeasuringJob]]\n        fail=True\n")
+    crontab.wind(DAY, "measuring")
+    assert crontab.run(f"--metrics-file={path}")[0] == 0
+    assert crontab.sql("SELECT status FROM crontabber_run ORDER BY run_id DESC LIMIT 1") == [
+        {"status": "failed"}]
+    assert parse(path)[0]["crontabber_job_run_metric"][("measuring", "keys_deleted")] == 12
 
 
 def test_label_values_are_escaped(crontab, tmp_path):

@@ -1,0 +1,115 @@
+"""Per-run metrics and checks (issue #34 item 3): a job returns named numbers with its
+summary (``crontabber.base.Summary``); the run ledger keeps them, ``--history``, ``--logs``,
+``--json`` and the metrics file show them, and the job's checks over them and over the run's
+duration open a ``breach`` alert or pause the job. The real entry point as a subprocess."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+
+def measuring(cli, **options):
+    extra = "".join(f"        {name}={value}\n" for name, value in options.items())
+    cli.crontab.configure(["MeasuringJob|1d"], extra=f"    [[class-MeasuringJob]]\n{extra}")
+
+
+def runs(cli):
+    return cli.crontab.sql("SELECT run_id, status, summary, metrics FROM crontabber_run "
+                           "WHERE app_name = 'measuring' ORDER BY run_id")
+
+
+def test_a_runs_metrics_are_stored_and_shown(cli):
+    measuring(cli, metrics="keys_deleted=12,bytes_freed=40960,ratio=0.25,Bad=1,worse=x")
+    done = cli.run("--job", "measuring", "--force")
+    assert done.returncode == 0, done.stderr
+    (run,) = runs(cli)
+    # the bad name and the value that is no number are dropped, the run still succeeds
+    assert run["metrics"] == {"keys_deleted": 12, "bytes_freed": 40960, "ratio": 0.25}
+    assert run["summary"] == "measured 5 things" and "dropped" in done.stderr
+    history = cli.run("--history", "measuring")
+    assert "measured 5 things [bytes_freed=40960 " in history.stdout  # by name; cut to fit
+    logs = cli.run("--logs", "measuring")
+    assert "metrics: bytes_freed=40960 keys_deleted=12 ratio=0.25" in logs.stdout
+    document = json.loads(cli.run("--history", "measuring", "--json").stdout)
+    assert document["runs"][0]["metrics"] == {"keys_deleted": 12, "bytes_freed": 40960,
+                                              "ratio": 0.25}
+    logged = json.loads(cli.run("--logs", "measuring", "--json").stdout)
+    assert logged["metrics"]["keys_deleted"] == 12
+
+
+def test_a_plain_summary_has_no_metrics(cli):
+    measuring(cli)
+    assert cli.run("--job", "measuring", "--force").returncode == 0
+    (run,) = runs(cli)
+    assert run["metrics"] is None
+    assert "metrics:" not in cli.run("--logs", "measuring").stdout
+
+
+DAY = dt.timedelta(days=1)
+# a target nobody listens at: the alert is opened (the table shows it), its delivery fails
+TARGETS = "[alerts]\n    targets='''\n        hook webhook http://127.0.0.1:9/hook\n    '''\n"
+
+
+def checked(cli, targets=TARGETS, **options):
+    extra = "".join(f"        {name}={value}\n" for name, value in options.items())
+    cli.crontab.configure(["MeasuringJob|1d"],
+                          extra=f"    [[class-MeasuringJob]]\n{extra}{targets}")
+
+
+def tick(cli):
+    """One cron tick that runs the job (wound a day first, so it is due)."""
+    cli.crontab.wind(DAY, "measuring")
+    done = cli.run()
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def breaches(cli):
+    return cli.crontab.sql("SELECT subject, message, detail FROM crontabber_alert "
+                           "WHERE kind = 'breach' ORDER BY id")
+
+
+def test_a_run_faster_than_min_duration_opens_a_breach_alert(cli):
+    checked(cli, min_duration="1h")
+    done = tick(cli)
+    (run,) = runs(cli)
+    assert "breached" in done.stderr, done.stderr
+    (alert,) = breaches(cli)
+    assert alert["subject"] == f"run {run['run_id']}: min_duration 1h00m"
+    assert alert["message"].startswith(f"measuring: run {run['run_id']} breached min_duration 1h00m: took ")
+    assert "faster than min_duration 1h00m" in alert["message"] and "breached" in done.stderr
+    assert cli.crontab.state("measuring").paused_until is None  # on_breach = alert: it runs on
+    tick(cli)
+    assert len(breaches(cli)) == 2  # one per run
+
+
+def test_a_run_slower_than_k_times_the_p95_of_good_runs_opens_a_breach_alert(cli):
+    for _ in range(3):
+        checked(cli, slower_than="2 x p95(5)")
+        tick(cli)
+    assert breaches(cli) == []  # fast and alike; the first runs had too little history
+    checked(cli, slower_than="2 x p95(5)", sleep="1.0")
+    tick(cli)
+    (alert,) = breaches(cli)
+    assert alert["subject"].endswith(": slower_than 2 x p95(5)")
+    assert "(slower_than 2 x p95(5) of 3 good runs)" in alert["message"]
+
+
+def test_a_metric_check_with_on_breach_pause_pauses_the_job_naming_the_breach(cli):
+    check = "keys_deleted < 5 x median(10)"
+    for _ in range(3):
+        checked(cli, targets="", metrics="keys_deleted=10", check=check, on_breach="pause")
+        tick(cli)
+    assert cli.crontab.state("measuring").paused_until is None
+    checked(cli, targets="", metrics="keys_deleted=100", check=check, on_breach="pause")
+    tick(cli)
+    state = cli.crontab.state("measuring")
+    last = runs(cli)[-1]["run_id"]
+    assert state.paused_until is not None  # no alert targets: paused all the same
+    assert state.paused_reason == (f"run {last} breached check {check}: keys_deleted = 100, "
+                                   "not < 50 (median of 3 good runs: 10)")
+    (audit,) = cli.crontab.sql("SELECT actor, action, detail FROM crontabber_audit")
+    assert audit["action"] == "pause" and audit["actor"].startswith("crontabber@")
+    assert audit["detail"]["breach"] == [f"check {check}"]
+    done = tick(cli)  # the next tick skips it until someone looks
+    assert len(runs(cli)) == 4 and "1 paused" in done.stderr
