@@ -826,7 +826,7 @@ def _identity(claim: Claim) -> dict[str, Any]:
 
 def open_store(db: DatabaseSettings, schema_dirs: Sequence[str] = ()) -> StateStore:
     """Connect to the state database and bring its schema up to date: the runner's, and
-    ``schema_dirs`` (the configured jobs' own, :func:`crontabber.catalog.schema_dirs`). A
+    ``schema_dirs`` (the configured jobs' own, :func:`crontabber.config.catalog.schema_dirs`). A
     database newer than this code is not refused here (reading it is fine): the store says
     so (:attr:`StateStore.unknown_migrations`), and whatever claims jobs refuses.
 

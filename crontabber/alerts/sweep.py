@@ -16,7 +16,7 @@ from ..placement import no_live_host
 from ..scheduling import needs_attention
 
 if TYPE_CHECKING:
-    from ..catalog import BrokenEntry, Job
+    from ..config.catalog import BrokenEntry, Job
     from ..config.settings import AlertSettings, Settings
     from ..state import FleetHost, JobState
     from ..store import StateStore
