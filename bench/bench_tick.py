@@ -17,8 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from crontabber.config.database import DatabaseSettings
 from crontabber.schema import ensure_schema
-from crontabber.store import DatabaseSettings, connect
+from crontabber.store import connect
 
 from .harness import Comparison, Sample, interleave
 from .services import fresh_database

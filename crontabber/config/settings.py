@@ -30,8 +30,7 @@ from ..errors import ConfigurationError
 from ..frozen import Frozen, setfield
 from ..placement import parse_tags
 from ..scheduling import JobEntry, parse_job_entry, split_jobs_list
-from ..store import DatabaseSettings
-from .database import DATABASE_OPTIONS, database_settings
+from .database import DATABASE_OPTIONS, DatabaseSettings, database_settings
 from .inifile import IniFile, IniSource
 from .options import Namespace, Option
 
