@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from typing import TYPE_CHECKING, Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, NamedTuple
 
 from everett import NO_VALUE, InvalidValueError
 
@@ -36,7 +36,6 @@ from .options import Namespace, Option
 
 if TYPE_CHECKING:
     from ..alerts.notify import SmtpSettings, Target
-    from ..supervisor import RunLimits
 
 DEFAULT_CONF_PATHS = ("config/crontabber.ini", "crontabber.ini")
 MASK = "*" * 8
@@ -317,6 +316,29 @@ def resolve_conf_path(conf_path: str | None) -> str:
         f" in {os.getcwd()}")
 
 
+class RunLimits(NamedTuple):
+    """Time limits of one run: lease renewal, lease length, timeout (0: none),
+    and the grace between SIGTERM and SIGKILL (what :mod:`crontabber.supervisor` enforces;
+    a NamedTuple: every tick imports this module, and a frozen dataclass costs more to define)."""
+
+    heartbeat_seconds: float
+    lease_seconds: float
+    timeout: float
+    kill_grace_seconds: float
+
+    @property
+    def hold_seconds(self) -> float:
+        """How long after its last renewal a run still counts its lease as held
+        (``holds_lease()`` turns False then)."""
+        return self.lease_seconds - self.heartbeat_seconds
+
+    @property
+    def stop_grace_seconds(self) -> float:
+        """How long after ``hold_seconds`` a job that polls ``holds_lease()`` has
+        to stop by itself before it is stopped; still before the lease expires."""
+        return self.heartbeat_seconds / 2
+
+
 class MonitorSettings(Frozen):
     """The thresholds of ``--nagios`` and where ``--metrics-file`` writes (see
     :func:`runner_options` for their meaning and docs/reference/cli.md's ``--nagios``)."""
@@ -441,9 +463,8 @@ class Settings(Frozen):
         setfield(self, "alerts", alerts)
         setfield(self, "host_tags", host_tags)
 
-    def limits_for(self, job_config: Mapping[str, Any]) -> "RunLimits":
+    def limits_for(self, job_config: Mapping[str, Any]) -> RunLimits:
         """The time limits of one run of a job, given its resolved options."""
-        from ..supervisor import RunLimits
 
         timeout = job_config.get("timeout")
         return RunLimits(
