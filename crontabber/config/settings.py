@@ -35,7 +35,7 @@ from .inifile import IniFile, IniSource
 from .options import Namespace, Option
 
 if TYPE_CHECKING:
-    from ..alerts.notify import SmtpSettings, Target
+    from .targets import SmtpSettings, Target
 
 DEFAULT_CONF_PATHS = ("config/crontabber.ini", "crontabber.ini")
 MASK = "*" * 8
@@ -532,7 +532,7 @@ def _alert_settings(values: Mapping[str, Any]) -> AlertSettings:
     targets: tuple[Target, ...] = ()
     smtp = None
     if str(values["alerts.targets"]).strip():  # else not even imported: every tick reads this
-        from ..alerts.notify import SmtpSettings, parse_targets
+        from .targets import SmtpSettings, parse_targets
 
         try:
             targets = parse_targets(str(values["alerts.targets"]))
