@@ -475,6 +475,12 @@ class Settings(Frozen):
         )
 
 
+#: The fields of :class:`Settings` that are the value of an option outside ``[crontabber]``
+#: (one there gives the field of its name).
+_OTHER_FIELDS = {"sentry.dsn": "sentry_dsn", "sentry.crons": "sentry_crons",
+                 "logging.level": "log_level", "logging.format": "log_format"}
+
+
 def load_settings(
     conf_path: str | None, cli: Mapping[str, str], environ: Mapping[str, str] | None = None
 ) -> Settings:
@@ -498,29 +504,14 @@ def load_settings(
     for name in ("default_timeout", "kill_grace_seconds", "output_tail_bytes"):
         if values[f"crontabber.{name}"] < 0:
             raise ConfigurationError(f"crontabber.{name}", "must not be negative")
-    monitor = _monitor_settings(values)
-    alerts = _alert_settings(values)
-    return Settings(
-        entries=entries,
-        error_retry_time=values["crontabber.error_retry_time"],
-        max_ongoing_age_hours=values["crontabber.max_ongoing_age_hours"],
-        heartbeat_seconds=heartbeat,
-        lease_seconds=lease,
-        default_timeout=values["crontabber.default_timeout"],
-        kill_grace_seconds=values["crontabber.kill_grace_seconds"],
-        database=database,
-        rerun_confirm_over=values["crontabber.rerun_confirm_over"],
-        output_tail_bytes=values["crontabber.output_tail_bytes"],
-        require_reason=values["crontabber.require_reason"],
-        sentry_dsn=values["sentry.dsn"],
-        sentry_crons=bool(values["sentry.crons"]),
-        log_level=str(values["logging.level"]).upper(),
-        log_format=values["logging.format"],
-        sources=sources,
-        monitor=monitor,
-        alerts=alerts,
-        host_tags=parse_tags(values["crontabber.host_tags"]),
-    )
+    fields = {name: values[f"crontabber.{name}"] for name in Settings.__slots__
+              if f"crontabber.{name}" in values}  # an option's value as it is, by its name
+    fields.update({field: values[option] for option, field in _OTHER_FIELDS.items()})
+    fields.update(entries=entries, database=database, sources=sources,
+                  log_level=str(fields["log_level"]).upper(),
+                  host_tags=parse_tags(fields["host_tags"]),
+                  monitor=_monitor_settings(values), alerts=_alert_settings(values))
+    return Settings(**fields)
 
 
 def _alert_settings(values: Mapping[str, Any]) -> AlertSettings:
