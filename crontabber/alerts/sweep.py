@@ -73,7 +73,7 @@ def sweep_params(host: str, claim_seconds: float, limit: int | None, dead: Seque
 
 @functools.cache
 def queries() -> dict[str, str]:
-    """The alerts' SQL (``crontabber/sql/alerts.sql``), read when first used (a tick without
+    """The alerts' SQL (``sql/crontabber/alerts.sql``), read when first used (a tick without
     alert targets never does)."""
     return sqlfiles.load("alerts.sql")
 

@@ -1,6 +1,6 @@
 -- The runner's whole current schema (crontabber's tables and ours), applied idempotently on
 -- first use by every runner, whatever its jobs: a site running other crontabber apps gets
--- these tables and no others. The symbol server's jobs have theirs in jobs/sql/schema.sql.
+-- these tables and no others. The symbol server's jobs have theirs in sql/jobs/schema.sql.
 --
 -- Every statement must be safe to run again on a database that already has
 -- this schema, and on a database written by crontabber 0.18 (whose tables we
