@@ -27,8 +27,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from crontabber.config.database import DatabaseSettings
 from crontabber.schema import ensure_schema, with_runner
-from crontabber.store import DatabaseSettings, connect
+from crontabber.store import connect
 from jobs import SQL_DIR as JOBS_SQL
 
 from .harness import Comparison, Sample, interleave

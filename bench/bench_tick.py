@@ -17,8 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from crontabber.config.database import DatabaseSettings
 from crontabber.schema import ensure_schema
-from crontabber.store import DatabaseSettings, connect
+from crontabber.store import connect
 
 from .harness import Comparison, Sample, interleave
 from .services import fresh_database
@@ -57,7 +58,7 @@ def _peak_rss(argv: list[str], env: dict[str, str]) -> float:
 def _mark_all_jobs_just_run(db: DatabaseSettings) -> None:
     """State rows saying every configured job just ran (running them for real would
     touch the shared S3 and Elasticsearch)."""
-    from crontabber.catalog import load_jobs
+    from crontabber.config.catalog import load_jobs
     from crontabber.config.settings import load_settings
 
     conn = connect(db)

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Mapping
 
 import devservices
-from crontabber.store import DatabaseSettings, connect
+from crontabber.config.database import DatabaseSettings
+from crontabber.store import connect
 
 
 def database(dbname: str, env: Mapping[str, str] = os.environ) -> DatabaseSettings:

@@ -12,7 +12,8 @@ import contextlib
 import threading
 from typing import Any, Iterator, Mapping
 
-from .store import DatabaseSettings, connect
+from .config.database import DatabaseSettings
+from .store import connect
 
 
 def settings_from(config: Mapping[str, Any]) -> DatabaseSettings:

@@ -12,7 +12,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from .catalog import Job
+from .config.catalog import Job
 from .formats import counted, minute_text, span_text, utc_text
 from .leases import LeaseRules, Marker, describe_marker, lease_expiry
 from .placement import may_claim, no_live_host

@@ -10,7 +10,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from .catalog import BrokenEntry, Job, find_job
+from .config.catalog import BrokenEntry, Job, find_job
 from .config.settings import Settings
 from .errors import ConfigurationError, JobNotFound, RunNotFound
 from .leases import Marker

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
-from .catalog import Job
+from .config.catalog import Job
 from .errors import MetricsFileNotWritten
 from .records import Overview
 from .scheduling import pause_active

@@ -9,7 +9,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
-from .catalog import Job
+from .config.catalog import Job
 from .formats import absolute, one_line, short_span, stamp
 from .leases import Marker, describe_marker
 from .placement import drain_line, drain_text
@@ -111,7 +111,7 @@ def nagios_check(
     - a ghost (a state row no configured job has: a job taken out of the
       jobs list instead of paused): WARNING;
     - a jobs entry that does not load (``broken``: its class path to its error, from
-      :func:`crontabber.catalog.load_catalog`): CRITICAL, the other jobs checked as usual;
+      :func:`crontabber.config.catalog.load_catalog`): CRITICAL, the other jobs checked as usual;
     - no tick recorded by any host for ``silence_critical_minutes``: CRITICAL;
     - among hosts that ticked within that window, a clock skew over
       ``max_skew_seconds`` or more than one version: WARNING.

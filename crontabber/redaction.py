@@ -4,7 +4,7 @@ passwords in URLs, signed-URL parameters; and log lines safe for a terminal.
 Where secrets come from: the environment and the command line (``--crontabber.password=``,
 ``CRONTABBER_PASSWORD``, ``AWS_SECRET_ACCESS_KEY``, an ``ES_URL`` with ``user:password@``, a
 Sentry DSN). :func:`secret_values` collects them by name (the words of
-:data:`crontabber.config.options.SECRET_WORDS`, and the password of any URL-valued setting), and
+:data:`SECRET_WORDS`, and the password of any URL-valued setting), and
 :class:`RedactingFormatter` replaces them, and anything shaped like a secret, in every
 formatted log line, traceback included, whatever library logged it. A value shorter than
 four characters, or equal to a setting that is not secret (a password equal to the user name),
@@ -26,10 +26,11 @@ import logging
 import re
 from typing import Any, Iterable, Mapping
 
-from .config.options import SECRET_WORDS
 from .formats import printable, printable_lines
 
 MASK = "***"
+#: An option or variable whose name holds one of these words is secret (its value masked).
+SECRET_WORDS = ("password", "secret", "dsn", "access_key", "token")
 
 # ``scheme://user:password@host``: the password (userinfo without a password is kept)
 _URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@'\"]*:)[^@\s/'\"]+@")

@@ -22,7 +22,7 @@ import socket
 import time
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
-from .catalog import Job, job_config, run_order
+from .config.catalog import Job, job_config, run_order
 from .config.settings import Settings
 from .errors import (
     CrontabberError,

@@ -1,8 +1,8 @@
 """Apply schemas: a schema is a directory with ``schema.sql`` and ``migrations/``.
 
-The runner's is ``crontabber/sql`` (:data:`crontabber.sqlfiles.SQL_DIR`); the symbol
-server's jobs bring theirs (``jobs/sql``, named by a job class's ``schema_dir``). The
-convention (``crontabber/sql/migrations/README.md``): migration numbers are one sequence
+The runner's is ``sql/crontabber`` (:data:`crontabber.sqlfiles.SQL_DIR`); the symbol
+server's jobs bring theirs (``sql/jobs``, named by a job class's ``schema_dir``). The
+convention (``sql/README.md``): migration numbers are one sequence
 over every schema, recorded in ``schema_migrations``. A database without that table gets
 each wanted schema's ``schema.sql`` and every number recorded; otherwise a schema none of
 whose numbers is recorded gets its ``schema.sql``, and each other unrecorded migration
@@ -171,7 +171,8 @@ def ensure_schema(connection: Any, sql_dirs: Sequence[SqlDir] = RUNNER) -> Appli
 
 
 def _label(sql_dir: SqlDir) -> str:
-    """``crontabber`` for ``.../crontabber/sql``: the package a schema belongs to."""
+    """``crontabber`` for ``sql/crontabber`` (and for an older layout's ``crontabber/sql``):
+    the part of the project a schema belongs to, as ``schema_migrations`` records it."""
     path = os.path.normpath(os.fspath(sql_dir))
     parent, name = os.path.split(path)
     return os.path.basename(parent) if name == "sql" else name

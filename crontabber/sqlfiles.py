@@ -1,5 +1,6 @@
-"""Named SQL blocks loaded from a package's ``sql/`` directory (the runner's:
-:data:`SQL_DIR`; the jobs and the dashboard have their own, shipped in their packages).
+"""Named SQL blocks, loaded from the project's one ``sql/`` directory: ``sql/crontabber/``
+(the runner's: :data:`SQL_DIR`), ``sql/jobs/``, ``sql/dashboard/``, ``sql/faults/``, each
+named by :func:`directory`.
 
 A file holds blocks that each start with ``-- name: NAME``; the text up to the
 next such line is the query, without its whole-line comments: psycopg2 fills
@@ -16,9 +17,21 @@ import re
 
 # os.path, not pathlib: every cron tick imports this module, and pathlib (with
 # urllib.parse and ipaddress) costs ~5 ms of an idle tick's import time.
-# Package data (pyproject.toml), found beside this module as an installed package's files are;
-# not importlib.resources, which costs an idle tick its imports (a zipped install is not supported).
-SQL_DIR = os.path.join(os.path.dirname(os.path.realpath(__file__)), "sql")
+# The top-level sql/ beside the packages: in a checkout, and in an installed wheel, which ships it
+# as the data of the namespace `sql` beside `crontabber` (pyproject.toml). Not importlib.resources,
+# which costs an idle tick its imports (a zipped install is not supported).
+SQL_ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "sql")
+
+
+def directory(part: str) -> str:
+    """``sql/<part>``: the SQL of one part of the project (``crontabber``, ``jobs``,
+    ``dashboard``, ``faults``): its named queries and, for a schema, ``schema.sql`` and
+    ``migrations/``."""
+    return os.path.join(SQL_ROOT, part)
+
+
+#: The runner's SQL and schema.
+SQL_DIR = directory("crontabber")
 
 _NAME = re.compile(r"^--\s*name:\s*(\S+)\s*$", re.MULTILINE)
 

@@ -23,9 +23,9 @@ import psycopg2
 import psycopg2.errors
 
 from . import sqlfiles
+from .config.database import DatabaseSettings
 from .errors import DatabaseReadOnly, DatabaseUnavailable, HostDrained, JobLocked, LeaseLost
 from .failures import first_line
-from .frozen import Frozen, setfield
 from .schema import round_trip_cursor
 from .state import Claim, FinishRecord, FleetHost, JobState, RunEnd, RunKind, RunStatus, Tick, Unit
 
@@ -41,96 +41,6 @@ Q = sqlfiles.load("crontabber.sql")
 
 R = TypeVar("R")
 
-
-
-def parse_ports(text: str) -> int | str:
-    """A ``port`` option: one port, or libpq's comma list (one per host of a multi-host
-    ``host``, or one for all).
-
-    Raises:
-        ValueError: a part that is not a port number.
-    """
-    parts = [part.strip() for part in str(text).split(",")]
-    for part in parts:
-        if not part.isdigit() or not 0 < int(part) < 65536:
-            raise ValueError(f"not a port number: {part!r} (one port, or a comma list)")
-    return int(parts[0]) if len(parts) == 1 else ",".join(parts)
-
-
-class DatabaseSettings(Frozen):
-    """Where a PostgreSQL database is; the password is never printed.
-
-    ``host`` and ``port`` take libpq's multi-host form (``db1,db2`` and ``5432`` or
-    ``5432,5433``): libpq tries each in turn, and with ``target_session_attrs = read-write``
-    takes the one that accepts writes (the primary, after a standby's promotion too).
-    ``dsn``, when set, is a whole libpq connection string or URI and ``host``, ``port``,
-    ``dbname`` and ``user`` are not used; ``password`` and ``target_session_attrs``, when
-    set, are added to it.
-    """
-
-    __slots__ = ("host", "port", "dbname", "user", "password", "target_session_attrs", "dsn")
-    host: str
-    port: int | str
-    dbname: str
-    user: str
-    password: str
-    target_session_attrs: str
-    dsn: str
-
-    def __init__(self, host: str = "localhost", port: int | str = 5432,
-                 dbname: str = "crontabber", user: str = "", password: str = "",
-                 target_session_attrs: str = "", dsn: str = "") -> None:
-        """Raises ValueError: a ``port`` list that does not match ``host``'s, or a bad ``dsn``."""
-        setfield(self, "host", host)
-        setfield(self, "port", port)
-        setfield(self, "dbname", dbname)
-        setfield(self, "user", user)
-        setfield(self, "password", password)
-        setfield(self, "target_session_attrs", target_session_attrs)
-        setfield(self, "dsn", dsn)
-        hosts, ports = self.host.split(","), str(self.port).split(",")
-        if not self.dsn and len(ports) not in (1, len(hosts)):
-            raise ValueError(f"{len(ports)} ports for {len(hosts)} hosts (one, or one per host)")
-        if self.dsn:
-            _parsed_dsn(self.dsn)
-
-    def __repr__(self) -> str:
-        return f"DatabaseSettings({self.target})"
-
-    @property
-    def target(self) -> str:
-        """``user@host:port/dbname`` (hosts and ports as given): safe to print and log."""
-        if self.dsn:
-            parts = _parsed_dsn(self.dsn)
-            return (f"{parts.get('user', '')}@{parts.get('host', '')}:{parts.get('port', '')}"
-                    f"/{parts.get('dbname', '')}")
-        return f"{self.user}@{self.host}:{self.port}/{self.dbname}"
-
-    def libpq(self) -> dict[str, Any]:
-        """The keywords of :func:`psycopg2.connect` (an unset one is libpq's default or its
-        environment's, e.g. ``PGTARGETSESSIONATTRS``)."""
-        given = {"password": self.password or None,
-                 "target_session_attrs": self.target_session_attrs or None}
-        if self.dsn:
-            return {"dsn": self.dsn, **{k: v for k, v in given.items() if v is not None}}
-        return {"host": self.host, "port": self.port, "dbname": self.dbname,
-                "user": self.user or None, **given}
-
-
-def _parsed_dsn(dsn: str) -> dict[str, str]:
-    """A libpq connection string or URI's parts.
-
-    Raises:
-        ValueError: libpq cannot parse it (the message never repeats the string, which may
-            hold a password).
-    """
-    from psycopg2.extensions import parse_dsn
-
-    try:
-        return dict(parse_dsn(dsn))
-    except psycopg2.ProgrammingError:
-        raise ValueError("not a libpq connection string (key=value ...) or URI "
-                         "(postgresql://...)") from None
 
 
 def connect(db: DatabaseSettings, application_name: str = "crontabber") -> Any:
@@ -845,7 +755,7 @@ def _identity(claim: Claim) -> dict[str, Any]:
 
 def open_store(db: DatabaseSettings, schema_dirs: Sequence[str] = ()) -> StateStore:
     """Connect to the state database and bring its schema up to date: the runner's, and
-    ``schema_dirs`` (the configured jobs' own, :func:`crontabber.catalog.schema_dirs`). A
+    ``schema_dirs`` (the configured jobs' own, :func:`crontabber.config.catalog.schema_dirs`). A
     database newer than this code is not refused here (reading it is fine): the store says
     so (:attr:`StateStore.unknown_migrations`), and whatever claims jobs refuses.
 

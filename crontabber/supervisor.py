@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, NoReturn
 
 from .capture import OutputTail, forward
+from .config.settings import RunLimits
 from .errors import (
     DatabaseUnavailable,
     JobProcessDied,
@@ -68,29 +69,6 @@ logger = logging.getLogger(__name__)
 _PR_SET_PDEATHSIG = 1
 # How soon after a run's first output it is saved (the next early save waits twice as long).
 FIRST_SAVE_SECONDS = 1.0
-
-
-@dataclass(frozen=True)
-class RunLimits:
-    """Time limits of one run: lease renewal, lease length, timeout (0: none),
-    and the grace between SIGTERM and SIGKILL."""
-
-    heartbeat_seconds: float
-    lease_seconds: float
-    timeout: float
-    kill_grace_seconds: float
-
-    @property
-    def hold_seconds(self) -> float:
-        """How long after its last renewal a run still counts its lease as held
-        (``holds_lease()`` turns False then)."""
-        return self.lease_seconds - self.heartbeat_seconds
-
-    @property
-    def stop_grace_seconds(self) -> float:
-        """How long after ``hold_seconds`` a job that polls ``holds_lease()`` has
-        to stop by itself before it is stopped; still before the lease expires."""
-        return self.heartbeat_seconds / 2
 
 
 class LeaseClock:

@@ -16,7 +16,7 @@ import os
 from typing import TYPE_CHECKING, Any, Callable, ContextManager, Sequence
 
 from . import __version__
-from .catalog import BrokenEntry, Job
+from .config.catalog import BrokenEntry, Job
 from .config.settings import Settings
 from .errors import CodeOlderThanSchema
 from .runner import JobResult, Runner, Status, default_holder, lease_rules, pid_alive, this_host

@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from .catalog import BrokenEntry, Job
+from .config.catalog import BrokenEntry, Job
 from .leases import Marker
 from .records import LogEntry, RunRecord
 from .scheduling import dependency_block, is_due, lateness, pause_active

@@ -46,7 +46,7 @@ OWNERS = {"uploads": UPLOADS_APP, "missing_symbols": MISSING_APP, "search_index"
 
 def _config(source: "Source", app_name: str) -> dict[str, Any]:
     """The configured job's options (``{}`` when it is not configured)."""
-    from crontabber.catalog import job_config
+    from crontabber.config.catalog import job_config
 
     job = source.job(app_name)
     return dict(job_config(job, source.settings.sources)) if job is not None else {}

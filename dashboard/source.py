@@ -21,7 +21,7 @@ from typing import Any, Iterator, Mapping
 
 from crontabber import inspection, nagios
 from crontabber.alerts.alerter import missed_deadlines
-from crontabber.catalog import BrokenEntry, Job, load_catalog
+from crontabber.config.catalog import BrokenEntry, Job, load_catalog
 from crontabber.config.settings import Settings, load_settings
 from crontabber.placement import drain_line
 from crontabber.runner import lease_rules, markers_from_here

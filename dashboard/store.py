@@ -1,4 +1,4 @@
-"""Every query of the dashboard's pipeline panels (``dashboard/sql/dashboard.sql``): the
+"""Every query of the dashboard's pipeline panels (``sql/dashboard/dashboard.sql``): the
 upload queue, failed uploads, quarantined missing-symbol batches, the most
 missed symbols of a day, the incremental indexer's watermark and the last
 prune run. Records are frozen dataclasses; driver errors are translated here
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import os
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
@@ -19,8 +18,7 @@ from crontabber import sqlfiles
 from crontabber.errors import CrontabberError, DatabaseUnavailable
 from crontabber.failures import first_line
 
-# Shipped in the package (pyproject.toml); see crontabber.sqlfiles.SQL_DIR.
-SQL_DIR = os.path.join(os.path.dirname(os.path.realpath(__file__)), "sql")
+SQL_DIR = sqlfiles.directory("dashboard")
 Q = sqlfiles.load("dashboard.sql", SQL_DIR)
 
 
@@ -181,7 +179,7 @@ class Listing:
 
 
 class PipelineStore:
-    """Runs ``dashboard/sql/dashboard.sql`` over one connection, one short transaction
+    """Runs ``sql/dashboard/dashboard.sql`` over one connection, one short transaction
     per call (``with self._conn``)."""
 
     def __init__(self, connection: Any, target: str = "the database") -> None:

@@ -25,7 +25,7 @@ from crontabber import sqlfiles
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 INBOX, SYMBOLS, PRUNE_BUCKET, ALIAS = "faults-inbox", "faults-symbols", "faults-prune", "faults-symbols"
-SQL_DIR = os.path.join(os.path.dirname(os.path.realpath(__file__)), "sql")
+SQL_DIR = sqlfiles.directory("faults")
 PG_BIN = pathlib.Path("/usr/lib/postgresql/15/bin")
 
 FAULT_INI = f"""
@@ -291,7 +291,7 @@ def connect() -> Any:
 
 
 def query(connection: Any, name: str, **params: Any) -> list[tuple]:
-    """Run the named block of ``faults/sql/faults.sql``; its rows (none for a statement)."""
+    """Run the named block of ``sql/faults/faults.sql``; its rows (none for a statement)."""
     with connection.cursor() as cur:
         cur.execute(sqlfiles.load("faults.sql", SQL_DIR)[name], params)
         return cur.fetchall() if cur.description else []

@@ -6,9 +6,9 @@ Job modules import only the runner's public surface (``crontabber.base``,
 inside ``run()``, so a tick with nothing due stays cheap.
 """
 
-import os
+from crontabber import sqlfiles
 
-#: The jobs' SQL and schema (``schema.sql``, ``migrations/``), shipped in the package. A job
-#: whose tables are here says so with ``schema_dir = SQL_DIR``: the runner applies this schema
-#: only when such a job is configured (crontabber.schema).
-SQL_DIR = os.path.join(os.path.dirname(os.path.realpath(__file__)), "sql")
+#: The jobs' SQL and schema (``sql/jobs/``: ``schema.sql``, ``migrations/``). A job whose tables
+#: are here says so with ``schema_dir = SQL_DIR``: the runner applies this schema only when such
+#: a job is configured (crontabber.schema).
+SQL_DIR = sqlfiles.directory("jobs")

@@ -71,7 +71,7 @@ class Watermark(NamedTuple):
 
 
 class SymbolFileStore:
-    """Every query of the search-index jobs (``jobs/sql/search_index.sql``): the
+    """Every query of the search-index jobs (``sql/jobs/search_index.sql``): the
     symbol files to index, streamed through a server-side cursor so memory
     stays bounded, and the incremental job's watermark."""
 
@@ -169,7 +169,7 @@ class RebuildSearchIndexCronApp(BaseCronApp):
     A failed or partial build never takes the alias; its index is deleted.
     """
 
-    schema_dir = SQL_DIR  # its tables: jobs/sql/schema.sql
+    schema_dir = SQL_DIR  # its tables: sql/jobs/schema.sql
 
     app_name = "rebuild-search-index"
     app_description = "rebuild the symbol search index in Elasticsearch and swap its alias"
@@ -259,7 +259,7 @@ class IndexNewUploadsCronApp(BaseCronApp):
     - No alias yet: nothing to add to (the first rebuild indexes everything).
     """
 
-    schema_dir = SQL_DIR  # its tables: jobs/sql/schema.sql
+    schema_dir = SQL_DIR  # its tables: sql/jobs/schema.sql
 
     app_name = "index-new-uploads"
     app_description = "add the symbol files of newly finished uploads to the live search index"

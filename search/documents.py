@@ -67,7 +67,7 @@ def index_body(shards: int = 1, replicas: int = 0, meta: dict[str, Any] | None =
 
 
 class SymbolRow(NamedTuple):
-    """One row of ``jobs/sql/search_index.sql``'s ``symbol_files`` query (a named
+    """One row of ``sql/jobs/search_index.sql``'s ``symbol_files`` query (a named
     tuple: a million of them are made per rebuild, and a tuple is the cheapest
     immutable record). ``last_uploaded`` is ISO 8601 text, formatted by the query."""
 

@@ -38,8 +38,9 @@ import pytest
 
 import devservices
 from bench.services import database as service_database
+from crontabber.config.database import DatabaseSettings
 from crontabber.schema import ensure_schema, with_runner
-from crontabber.store import DatabaseSettings, connect
+from crontabber.store import connect
 from jobs import SQL_DIR as JOBS_SQL
 
 REPO = Path(__file__).resolve().parent.parent

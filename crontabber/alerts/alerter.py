@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping
 
 from .. import __version__, jsonout
-from ..catalog import BrokenEntry, Job, job_options
+from ..config.catalog import BrokenEntry, Job, job_options
 from ..config.settings import Settings, Sources
 from ..errors import ConfigurationError, CrontabberError
 from ..leases import LeaseRules, marker_status

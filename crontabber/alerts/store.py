@@ -1,5 +1,5 @@
 """The alert store: every query on the alert tables (``crontabber_alert``, ``crontabber_notice``,
-``crontabber_mute``; SQL in ``crontabber/sql/alerts.sql``) but the tick's sweep, run over the
+``crontabber_mute``; SQL in ``sql/crontabber/alerts.sql``) but the tick's sweep, run over the
 state store's connection (:meth:`crontabber.store.StateStore.in_transaction`: one transaction
 each, retried and translated as the state store's own). The sweep's one statement is
 :func:`crontabber.alerts.sweep.sweep`'s, so that an idle tick imports nothing of this module.

@@ -16,7 +16,7 @@ from ..placement import no_live_host
 from ..scheduling import needs_attention
 
 if TYPE_CHECKING:
-    from ..catalog import BrokenEntry, Job
+    from ..config.catalog import BrokenEntry, Job
     from ..config.settings import AlertSettings, Settings
     from ..state import FleetHost, JobState
     from ..store import StateStore
@@ -73,7 +73,7 @@ def sweep_params(host: str, claim_seconds: float, limit: int | None, dead: Seque
 
 @functools.cache
 def queries() -> dict[str, str]:
-    """The alerts' SQL (``crontabber/sql/alerts.sql``), read when first used (a tick without
+    """The alerts' SQL (``sql/crontabber/alerts.sql``), read when first used (a tick without
     alert targets never does)."""
     return sqlfiles.load("alerts.sql")
 

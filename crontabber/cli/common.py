@@ -10,8 +10,8 @@ import signal
 import sys
 from typing import TYPE_CHECKING, Any, Mapping, TextIO
 
-from ..catalog import BrokenEntry, Job, find_job
 from ..command import configure_logging
+from ..config.catalog import BrokenEntry, Job, find_job
 from ..config.settings import Settings
 from ..errors import CodeOlderThanSchema, JobNotFound, Terminated
 from ..runner import Runner, this_host
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 class Context:
     """What a handler works with: the settings, the configured jobs, the open state store,
     the parsed command line, where to print, and the jobs entries that did not load
-    (:func:`crontabber.catalog.load_catalog`). A handler is ``handler(ctx) -> exit code``.
+    (:func:`crontabber.config.catalog.load_catalog`). A handler is ``handler(ctx) -> exit code``.
     (A plain class, not a dataclass: see :mod:`crontabber.frozen`.)"""
 
     def __init__(self, settings: Settings, jobs: list[Job], store: StateStore,

@@ -22,8 +22,8 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Callable, TextIO
 
 from .. import __version__
-from ..catalog import Job, configuration_notes, job_options, load_catalog, load_jobs, schema_dirs
 from ..command import ExitCode, exit_code_for, exit_codes_text, split_overrides
+from ..config.catalog import Job, configuration_notes, job_options, load_catalog, load_jobs, schema_dirs
 from ..config.settings import Settings, effective_lines, iter_option_lines, load_settings, runner_options
 from ..errors import (
     ConfigurationError,

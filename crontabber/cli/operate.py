@@ -13,8 +13,8 @@ from typing import Any
 
 from .. import jsonout
 from ..alerts.store import AlertStore
-from ..catalog import BrokenEntry, Job, find_job
 from ..command import ExitCode
+from ..config.catalog import BrokenEntry, Job, find_job
 from ..errors import ConfigurationError, JobPaused, MuteInForce
 from ..formats import minute_text, one_line, utc_text
 from ..runner import lease_rules, markers_from_here

@@ -7,8 +7,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Callable
 
-from ..catalog import Job
 from ..command import ExitCode
+from ..config.catalog import Job
 from ..config.settings import Settings
 from ..errors import ConfigurationError, MarkerIsLive, RunNotFound
 from ..formats import day_text, minute_text, one_line
@@ -183,7 +183,7 @@ def _warn_blocked(ctx: Context, job: Job) -> None:
 def _planner(settings: Settings, job: Job) -> Callable[[dt.datetime], str | None]:
     """The job's own account of what a run for a date would write (``BaseCronApp.plan``),
     from an instance built as the runner builds it; a job that cannot say says nothing."""
-    from ..catalog import job_config
+    from ..config.catalog import job_config
 
     try:
         instance = job.cls(job_config(job, settings.sources), None)

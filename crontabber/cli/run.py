@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..catalog import Job
 from ..command import ExitCode, exit_code_for
+from ..config.catalog import Job
 from ..config.settings import Settings
 from ..formats import minute_text, one_line
 from ..overrides import check_pause

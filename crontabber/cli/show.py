@@ -12,7 +12,7 @@ import os
 from typing import TextIO
 
 from .. import jsonout, render, views
-from ..catalog import find_job
+from ..config.catalog import find_job
 from ..errors import ConfigurationError, RunNotFound
 from ..formats import one_line
 from ..inspection import job_runs, job_views_now, known_name, one_run

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from ..catalog import Job, job_config, names_known
 from ..scheduling import JobEntry, parse_schedule
+from .catalog import Job, job_config, names_known
 from .names import check_names
 from .options import DotDict
 from .settings import load_settings

@@ -6,7 +6,7 @@ on its default), so every name set in ``crontabber.ini`` or on the command line
 must be one of:
 
 - an option declared by the runner (:func:`crontabber.config.runner_options`)
-  or by a configured job (:func:`crontabber.catalog.job_options`): the set is
+  or by a configured job (:func:`crontabber.config.catalog.job_options`): the set is
   computed from the declarations, so a newly declared option is known at once;
 - the option a declared one takes its value from (``reference_value_from``:
   ``resource.postgresql.host``, ``secrets.sentry.dsn``);

@@ -17,8 +17,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterator
 
 from ..frozen import Frozen, setfield
-
-SECRET_WORDS = ("password", "secret", "dsn", "access_key", "token")
+from ..redaction import SECRET_WORDS
 
 
 def parse_bool(text: str) -> bool:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from typing import TYPE_CHECKING, Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, NamedTuple
 
 from everett import NO_VALUE, InvalidValueError
 
@@ -30,14 +30,12 @@ from ..errors import ConfigurationError
 from ..frozen import Frozen, setfield
 from ..placement import parse_tags
 from ..scheduling import JobEntry, parse_job_entry, split_jobs_list
-from ..store import DatabaseSettings
-from .database import DATABASE_OPTIONS, database_settings
+from .database import DATABASE_OPTIONS, DatabaseSettings, database_settings
 from .inifile import IniFile, IniSource
 from .options import Namespace, Option
 
 if TYPE_CHECKING:
-    from ..alerts.notify import SmtpSettings, Target
-    from ..supervisor import RunLimits
+    from .targets import SmtpSettings, Target
 
 DEFAULT_CONF_PATHS = ("config/crontabber.ini", "crontabber.ini")
 MASK = "*" * 8
@@ -318,6 +316,29 @@ def resolve_conf_path(conf_path: str | None) -> str:
         f" in {os.getcwd()}")
 
 
+class RunLimits(NamedTuple):
+    """Time limits of one run: lease renewal, lease length, timeout (0: none),
+    and the grace between SIGTERM and SIGKILL (what :mod:`crontabber.supervisor` enforces;
+    a NamedTuple: every tick imports this module, and a frozen dataclass costs more to define)."""
+
+    heartbeat_seconds: float
+    lease_seconds: float
+    timeout: float
+    kill_grace_seconds: float
+
+    @property
+    def hold_seconds(self) -> float:
+        """How long after its last renewal a run still counts its lease as held
+        (``holds_lease()`` turns False then)."""
+        return self.lease_seconds - self.heartbeat_seconds
+
+    @property
+    def stop_grace_seconds(self) -> float:
+        """How long after ``hold_seconds`` a job that polls ``holds_lease()`` has
+        to stop by itself before it is stopped; still before the lease expires."""
+        return self.heartbeat_seconds / 2
+
+
 class MonitorSettings(Frozen):
     """The thresholds of ``--nagios`` and where ``--metrics-file`` writes (see
     :func:`runner_options` for their meaning and docs/reference/cli.md's ``--nagios``)."""
@@ -442,9 +463,8 @@ class Settings(Frozen):
         setfield(self, "alerts", alerts)
         setfield(self, "host_tags", host_tags)
 
-    def limits_for(self, job_config: Mapping[str, Any]) -> "RunLimits":
+    def limits_for(self, job_config: Mapping[str, Any]) -> RunLimits:
         """The time limits of one run of a job, given its resolved options."""
-        from ..supervisor import RunLimits
 
         timeout = job_config.get("timeout")
         return RunLimits(
@@ -453,6 +473,12 @@ class Settings(Frozen):
             timeout=self.default_timeout if timeout is None or timeout == "" else float(timeout),
             kill_grace_seconds=self.kill_grace_seconds,
         )
+
+
+#: The fields of :class:`Settings` that are the value of an option outside ``[crontabber]``
+#: (one there gives the field of its name).
+_OTHER_FIELDS = {"sentry.dsn": "sentry_dsn", "sentry.crons": "sentry_crons",
+                 "logging.level": "log_level", "logging.format": "log_format"}
 
 
 def load_settings(
@@ -478,29 +504,14 @@ def load_settings(
     for name in ("default_timeout", "kill_grace_seconds", "output_tail_bytes"):
         if values[f"crontabber.{name}"] < 0:
             raise ConfigurationError(f"crontabber.{name}", "must not be negative")
-    monitor = _monitor_settings(values)
-    alerts = _alert_settings(values)
-    return Settings(
-        entries=entries,
-        error_retry_time=values["crontabber.error_retry_time"],
-        max_ongoing_age_hours=values["crontabber.max_ongoing_age_hours"],
-        heartbeat_seconds=heartbeat,
-        lease_seconds=lease,
-        default_timeout=values["crontabber.default_timeout"],
-        kill_grace_seconds=values["crontabber.kill_grace_seconds"],
-        database=database,
-        rerun_confirm_over=values["crontabber.rerun_confirm_over"],
-        output_tail_bytes=values["crontabber.output_tail_bytes"],
-        require_reason=values["crontabber.require_reason"],
-        sentry_dsn=values["sentry.dsn"],
-        sentry_crons=bool(values["sentry.crons"]),
-        log_level=str(values["logging.level"]).upper(),
-        log_format=values["logging.format"],
-        sources=sources,
-        monitor=monitor,
-        alerts=alerts,
-        host_tags=parse_tags(values["crontabber.host_tags"]),
-    )
+    fields = {name: values[f"crontabber.{name}"] for name in Settings.__slots__
+              if f"crontabber.{name}" in values}  # an option's value as it is, by its name
+    fields.update({field: values[option] for option, field in _OTHER_FIELDS.items()})
+    fields.update(entries=entries, database=database, sources=sources,
+                  log_level=str(fields["log_level"]).upper(),
+                  host_tags=parse_tags(fields["host_tags"]),
+                  monitor=_monitor_settings(values), alerts=_alert_settings(values))
+    return Settings(**fields)
 
 
 def _alert_settings(values: Mapping[str, Any]) -> AlertSettings:
@@ -512,7 +523,7 @@ def _alert_settings(values: Mapping[str, Any]) -> AlertSettings:
     targets: tuple[Target, ...] = ()
     smtp = None
     if str(values["alerts.targets"]).strip():  # else not even imported: every tick reads this
-        from ..alerts.notify import SmtpSettings, parse_targets
+        from .targets import SmtpSettings, parse_targets
 
         try:
             targets = parse_targets(str(values["alerts.targets"]))

@@ -21,7 +21,7 @@ REPORT_OFFSET = dt.timedelta(days=-1)
 class _StoreApp(BaseCronApp):
     """A job that works on the store over the job's own database connection."""
 
-    schema_dir = SQL_DIR  # its tables: jobs/sql/schema.sql
+    schema_dir = SQL_DIR  # its tables: sql/jobs/schema.sql
 
     database_connection_factory: Any  # set by @using_postgres()
 

@@ -1,4 +1,4 @@
-"""The one module that runs SQL on the missing-symbol tables (``jobs/sql/missing_symbols.sql``).
+"""The one module that runs SQL on the missing-symbol tables (``sql/jobs/missing_symbols.sql``).
 
 Each public method is one visible transaction, except :class:`BatchTransaction`,
 whose steps share the transaction opened by :meth:`MissingSymbolStore.batches`:

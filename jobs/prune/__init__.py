@@ -39,7 +39,7 @@ logger = logging.getLogger(__name__)
 class PruneS3CronApp(BaseCronApp):
     """Delete what the retention rules allow from the inbox and symbols buckets."""
 
-    schema_dir = SQL_DIR  # its tables: jobs/sql/schema.sql
+    schema_dir = SQL_DIR  # its tables: sql/jobs/schema.sql
 
     app_name = "prune-s3"
     app_description = "delete expired inbox archives, consumed batches and old reports from S3"

@@ -1,4 +1,4 @@
-"""The prune job's SQL (jobs/sql/prune.sql): run records, and the upload and batch
+"""The prune job's SQL (sql/jobs/prune.sql): run records, and the upload and batch
 tables that say which inbox objects are finished with."""
 
 from __future__ import annotations

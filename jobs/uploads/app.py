@@ -29,7 +29,7 @@ class ProcessUploadsCronApp(BaseCronApp):
     job (it is recorded on its row); an unexpected error does, after being recorded.
     """
 
-    schema_dir = SQL_DIR  # its tables: jobs/sql/schema.sql
+    schema_dir = SQL_DIR  # its tables: sql/jobs/schema.sql
 
     app_name = "process-uploads"
     app_description = "publish queued symbol archives to the symbols bucket"

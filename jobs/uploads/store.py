@@ -1,4 +1,4 @@
-"""Every query on tables ``upload`` and ``file_upload`` (SQL in ``jobs/sql/uploads.sql``).
+"""Every query on tables ``upload`` and ``file_upload`` (SQL in ``sql/jobs/uploads.sql``).
 
 Each method is one short transaction (``with self._conn:``): claims commit at once,
 so row locks are held for milliseconds and a claimed upload is protected by its

@@ -155,7 +155,7 @@ def test_an_idle_tick_imports_no_heavy_library(cli):
     import the libraries of jobs that do not run (boto3, elasticsearch...)."""
     import json
 
-    from crontabber.catalog import load_jobs
+    from crontabber.config.catalog import load_jobs
     from crontabber.config.settings import load_settings
 
     cli.crontab.ini.write_text((REPO / "crontabber.ini").read_text())

@@ -1,8 +1,8 @@
 """The project is installable (issue #26): a wheel built from pyproject.toml, installed into a
 new virtual environment outside the checkout, gives working commands whose SQL comes from the
-installed packages, and a runner configured without the symbol server's jobs creates only
-crontabber's tables. Real PostgreSQL; the dependencies are the project venv's (a .pth file),
-so the test needs no network."""
+installed sql/ (beside the packages, as in a checkout), and a runner configured without the
+symbol server's jobs creates only crontabber's tables. Real PostgreSQL; the dependencies are the
+project venv's (a .pth file), so the test needs no network."""
 from __future__ import annotations
 
 import os
@@ -68,11 +68,18 @@ def tables(database) -> set[str]:
 
 def test_the_installed_commands_run_from_the_package_not_the_checkout(installed, tmp_path):
     where = run([str(installed / "python"), "-c",
-                 "import crontabber, jobs, crontabber.sqlfiles as q; print(crontabber.__file__);"
-                 " print(q.SQL_DIR); print(jobs.SQL_DIR)"], cwd=tmp_path).stdout.split()
+                 "import crontabber, jobs, dashboard.store as d, crontabber.sqlfiles as q;"
+                 " print(crontabber.__file__); print(q.SQL_DIR); print(jobs.SQL_DIR);"
+                 " print(d.SQL_DIR)"], cwd=tmp_path).stdout.split()
     assert all(str(installed.parent) in path and str(REPO) not in path for path in where), where
+    # the one loader finds the top-level sql/ beside the packages, as in a checkout
+    site = os.path.dirname(os.path.dirname(where[0]))
+    assert where[1:] == [os.path.join(site, "sql", part) for part in ("crontabber", "jobs", "dashboard")]
     assert os.path.isfile(os.path.join(where[1], "schema.sql"))
+    assert os.path.isfile(os.path.join(where[1], "migrations", "0001_initial.sql"))
     assert os.path.isfile(os.path.join(where[2], "migrations", "0002_uploads.sql"))
+    assert os.path.isfile(os.path.join(where[3], "dashboard.sql"))
+    assert not os.path.exists(os.path.join(site, "sql", "faults"))  # the fault suite's: not shipped
     for command, said in (("crontabber", "--logs NAME"), ("symbols-uploads", "enqueue"),
                           ("symbols-missing-symbols", "write"), ("symbols-prune", "history"),
                           ("symbols-search", "query"), ("symbols-dashboard", "--port")):
@@ -89,7 +96,7 @@ def test_a_tick_from_the_package_creates_only_the_tables_its_jobs_need(installed
     done = run([str(installed / "crontabber"), f"--admin.conf={ini}"], cwd=tmp_path, env=env)
     assert "Traceback" not in done.stderr
     assert tables(empty_database) == {"crontabber", "crontabber_log", "crontabber_run",
-                                      "crontabber_audit", "crontabber_host", "crontabber_alert",
+                                      "crontabber_audit", "crontabber_host", "crontabber_alert", "crontabber_interval",
                                       "crontabber_notice", "crontabber_mute", "schema_migrations"}
     listed = run([str(installed / "crontabber"), f"--admin.conf={ini}", "--list-jobs"],
                  cwd=tmp_path, env=env).stdout
@@ -102,3 +109,12 @@ def test_a_tick_from_the_package_creates_only_the_tables_its_jobs_need(installed
     logs = run([str(installed / "crontabber"), f"--admin.conf={ini}", "--logs",
                 "missing-symbols-retention"], cwd=tmp_path, env=env).stdout
     assert "succeeded" in logs.splitlines()[0]
+
+
+def test_a_checkout_reads_the_same_sql_directory():
+    import jobs
+    from crontabber import sqlfiles
+
+    repo = os.path.realpath(REPO)
+    assert sqlfiles.SQL_DIR == os.path.join(repo, "sql", "crontabber")
+    assert jobs.SQL_DIR == os.path.join(repo, "sql", "jobs")

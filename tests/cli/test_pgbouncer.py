@@ -15,7 +15,8 @@ from typing import Iterator
 import psycopg2
 import pytest
 
-from crontabber.store import DatabaseSettings, connect
+from crontabber.config.database import DatabaseSettings
+from crontabber.store import connect
 from tests.conftest import SERVICES, fresh_database
 from tests.conftest import TEST_TIME_ZONE as ZONE
 

@@ -27,9 +27,9 @@ def newer_release(root: Path) -> Path:
     """This checkout's code plus one migration: the release after this one."""
     keep = shutil.ignore_patterns(".git", ".venv", ".services", "__pycache__", "docs", "bench",
                                   "node_modules", "*.pyc")
-    for part in ("crontabber", "jobs", "tests"):
+    for part in ("crontabber", "jobs", "sql", "tests"):
         shutil.copytree(REPO / part, root / part, ignore=keep)
-    (root / "crontabber" / "sql" / "migrations" / f"{NEWER}_newer_release.sql").write_text(
+    (root / "sql" / "crontabber" / "migrations" / f"{NEWER}_newer_release.sql").write_text(
         "-- The next release's expand step: a column this release never reads.\n"
         "ALTER TABLE crontabber ADD COLUMN IF NOT EXISTS next_release_note text;\n")
     return root

@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import sys
 
-from crontabber.catalog import load_jobs
+from crontabber.config.catalog import load_jobs
 from crontabber.config.settings import load_settings
 from tests.cli.conftest import REPO
 from tests.conftest import ENV
@@ -38,7 +38,7 @@ def seed(crontab) -> None:
     """The runbook's situation: every job ran a while ago and is not due, except
     prune-s3, failing twice in a row; process-uploads left by a runner that died;
     rebuild-search-index running on another host right now."""
-    from crontabber.catalog import load_jobs
+    from crontabber.config.catalog import load_jobs
     from crontabber.config.settings import load_settings
 
     for job in load_jobs(load_settings(str(crontab.ini), {}, {})):

@@ -13,7 +13,7 @@ from typing import Iterator
 import psycopg2
 import pytest
 
-from crontabber.store import DatabaseSettings
+from crontabber.config.database import DatabaseSettings
 from tests.cli.conftest import REPO
 from tests.conftest import SERVICES
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from tests.fixtures.dashboard_data import dashboard  # noqa: F401 - the fixture
 
-#: The symbol server's jobs' tables (jobs/sql/schema.sql): a runner of other apps has none.
+#: The symbol server's jobs' tables (sql/jobs/schema.sql): a runner of other apps has none.
 JOB_TABLES = ("file_upload", "upload", "missing_symbol_day", "missing_symbol_batch",
               "missing_symbol", "prune_rule_result", "prune_intent", "prune_run",
               "search_index_watermark")

@@ -1,4 +1,4 @@
-"""The runner's schema (crontabber/sql) and the jobs' (jobs/sql): each schema.sql agrees with
+"""The runner's schema (sql/crontabber) and the jobs' (sql/jobs): each schema.sql agrees with
 its migrations; a runner without the jobs creates none of their tables; a site that adds the
 jobs later gets them; existing crontabber 0.18 databases keep working."""
 from crontabber import sqlfiles

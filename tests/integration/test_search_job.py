@@ -77,7 +77,7 @@ def test_a_failing_source_fails_the_job_and_leaves_the_alias(source, es_index):
 
 
 def test_the_source_queries_run_on_the_project_schema(database):
-    """The contract columns exist in jobs/sql/schema.sql's tables (issues #4 and #5)."""
+    """The contract columns exist in sql/jobs/schema.sql's tables (issues #4 and #5)."""
     conn = connect(database)
     try:
         with SymbolFileStore(conn).snapshot() as source:

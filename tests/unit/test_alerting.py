@@ -6,9 +6,7 @@ import pytest
 
 from crontabber.alerts.notify import (
     Notice,
-    Target,
     email_message,
-    parse_targets,
     payload,
     payloads,
     signature,
@@ -25,6 +23,7 @@ from crontabber.alerts.rules import (
     recovery,
     superseded,
 )
+from crontabber.config.targets import Target, parse_targets
 from crontabber.scheduling import parse_schedule
 from crontabber.state import JobState
 

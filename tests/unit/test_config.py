@@ -1,7 +1,7 @@
 """Configuration: precedence, spellings, job loading errors (no database)."""
 import pytest
 
-from crontabber.catalog import job_config, load_jobs, run_order
+from crontabber.config.catalog import job_config, load_jobs, run_order
 from crontabber.config.settings import load_settings
 from crontabber.errors import ConfigurationError
 

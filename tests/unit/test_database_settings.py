@@ -2,9 +2,9 @@
 bad value a configuration error naming its option, and no password in any message."""
 import pytest
 
+from crontabber.config.database import DatabaseSettings, parse_ports
 from crontabber.config.settings import load_settings
 from crontabber.errors import ConfigurationError
-from crontabber.store import DatabaseSettings, parse_ports
 from tests.unit.test_config import write_ini
 
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from crontabber.config.database import DatabaseSettings
 from crontabber.config.settings import MonitorSettings, load_settings
 from crontabber.frozen import FrozenError
 from crontabber.scheduling import Schedule, TimeOfDay
 from crontabber.state import FinishRecord, JobState, RunKind
-from crontabber.store import DatabaseSettings
 
 REPO = Path(__file__).resolve().parents[2]
 NOW = dt.datetime(2026, 11, 26, 12, 0, tzinfo=dt.timezone.utc)

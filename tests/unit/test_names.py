@@ -74,7 +74,7 @@ def test_environment_notes_only_for_crontabber_looking_names():
 
 
 def test_load_jobs_refuses_an_unknown_ini_option(tmp_path):
-    from crontabber.catalog import load_jobs
+    from crontabber.config.catalog import load_jobs
 
     path = tmp_path / "crontabber.ini"
     path.write_text(f"[crontabber]\n    jobs={JOBS}.FooJob|1d\n    [[class-FooJob]]\n        greting=x\n")
@@ -83,7 +83,7 @@ def test_load_jobs_refuses_an_unknown_ini_option(tmp_path):
 
 
 def test_a_replaced_jobs_list_keeps_the_sections_of_the_ini_list(tmp_path):
-    from crontabber.catalog import load_jobs
+    from crontabber.config.catalog import load_jobs
 
     path = tmp_path / "crontabber.ini"
     path.write_text(f"[crontabber]\n    jobs={JOBS}.FooJob|1d, {JOBS}.BarJob|1d\n"

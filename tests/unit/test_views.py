@@ -4,7 +4,7 @@ import datetime as dt
 
 import pytest
 
-from crontabber.catalog import Job
+from crontabber.config.catalog import Job
 from crontabber.formats import relative, short_span, took
 from crontabber.leases import Marker
 from crontabber.records import LogEntry

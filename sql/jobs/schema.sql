@@ -1,8 +1,8 @@
 -- The symbol server's jobs' whole current schema (jobs/), applied idempotently on first use
 -- by a runner whose configured jobs declare it (BaseCronApp.schema_dir) and by the jobs'
--- commands; the runner's own tables are in crontabber/sql/schema.sql. Same rules: every
+-- commands; the runner's own tables are in sql/crontabber/schema.sql. Same rules: every
 -- statement safe to run again; changes come as numbered files in migrations/ beside this
--- file, numbered in one sequence with the runner's (crontabber/sql/migrations/README.md).
+-- file, numbered in one sequence with the runner's (sql/README.md).
 
 -- Missing-symbol counts (issue #5; migration 0003).
 -- One row per distinct missing symbol; hash = md5 of the four identifying fields

@@ -1,11 +1,11 @@
 -- The runner's whole current schema (crontabber's tables and ours), applied idempotently on
 -- first use by every runner, whatever its jobs: a site running other crontabber apps gets
--- these tables and no others. The symbol server's jobs have theirs in jobs/sql/schema.sql.
+-- these tables and no others. The symbol server's jobs have theirs in sql/jobs/schema.sql.
 --
 -- Every statement must be safe to run again on a database that already has
 -- this schema, and on a database written by crontabber 0.18 (whose tables we
 -- keep as they are and only add columns to). Changes to an existing schema
--- come as numbered files in migrations/ beside this file (migrations/README.md);
+-- come as numbered files in migrations/ beside this file (sql/README.md);
 -- a test checks that a database built from this file equals one built from the migrations.
 
 -- crontabber 0.18's state table, column for column; no primary key, a unique index.

@@ -4,7 +4,7 @@ and options, and check the whole list before anything runs.
 Every problem is a :class:`ConfigurationError` naming the offending entry:
 an unknown module or class, a class without ``app_name``, a duplicate
 ``app_name`` or namespace, a bad frequency, time or option value, a cycle,
-an option or ``[[class-X]]`` section that nothing declares (:mod:`.known`).
+an option or ``[[class-X]]`` section that nothing declares (:mod:`.names`).
 
 :func:`load_jobs` refuses the file on the first problem (``--configtest``).
 :func:`load_catalog` is what every other command and the dashboard use: an entry whose
@@ -20,13 +20,10 @@ import logging
 
 from everett import NO_VALUE
 
-from .config.names import KnownNames, check_names, check_sections, environment_notes, known_names
-from .config.options import DotDict, Namespace
-from .config.settings import Settings, Sources, runner_options
-from .errors import ConfigurationError
-from .frozen import Frozen, setfield
-from .placement import parse_tags
-from .scheduling import (
+from ..errors import ConfigurationError
+from ..frozen import Frozen, setfield
+from ..placement import parse_tags
+from ..scheduling import (
     JobEntry,
     Schedule,
     dependency_order,
@@ -35,6 +32,9 @@ from .scheduling import (
     parse_schedule,
     with_delay,
 )
+from .names import KnownNames, check_names, check_sections, environment_notes, known_names
+from .options import DotDict, Namespace
+from .settings import Settings, Sources, runner_options
 
 
 class Job(Frozen):
