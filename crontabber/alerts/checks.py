@@ -36,7 +36,7 @@ from ..scheduling import parse_duration
 from .rules import Event
 
 if TYPE_CHECKING:
-    from ..catalog import Job
+    from ..config.catalog import Job
     from ..config.settings import Settings
     from ..records import RunRecord
     from ..store import StateStore
@@ -210,7 +210,7 @@ def job_checks(job: "Job", settings: "Settings") -> Checks:
     Raises:
         ConfigurationError: a value that does not parse, naming the option.
     """
-    from ..catalog import job_options
+    from ..config.catalog import job_options
 
     values = {option.name: settings.sources.value(job.namespace, option)
               for path, option in job_options(job.cls).walk(job.namespace)
