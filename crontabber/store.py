@@ -429,11 +429,7 @@ class StateStore:
             if not held and _finished_already(cur, claim, outcome):
                 return True  # a retry after a commit whose reply was lost
             end = end or RunEnd(RunStatus.SUCCEEDED if failure is None else RunStatus.FAILED)
-            _end_run(cur, claim, end, held)
-            if held and failure is None:
-                return True
-            _log_failure(cur, claim, failure, fenced=not held)
-            return held
+            return _close_run(cur, claim, end, held, failure)
 
     @translated
     def recent_runs(self, app_name: str, limit: int) -> list[RunRecord]:
@@ -524,11 +520,7 @@ class StateStore:
             cur.execute(Q["lane_status"], {"run_id": claim.run_id})
             row = cur.fetchone()
             held = row is not None and row[0] == RunStatus.RUNNING.value
-            _end_run(cur, claim, end, held)
-            if held and failure is None:
-                return True
-            _log_failure(cur, claim, failure, fenced=not held)
-            return held
+            return _close_run(cur, claim, end, held, failure)
 
     @translated
     def interval_records(self, app_name: str, dates: Sequence[dt.datetime],
@@ -701,6 +693,17 @@ def _end_run(cur: Any, claim: Claim, end: RunEnd, held: bool) -> None:
                                "error": end.error, "output": end.output, "dropped": end.dropped})
     cur.execute(Q["end_intervals"], {"run_id": claim.run_id, "status": status.value,
                                      "error": end.error})
+
+
+def _close_run(cur: Any, claim: Claim, end: RunEnd, held: bool,
+               failure: tuple[dt.timedelta, Mapping[str, str], str] | None) -> bool:
+    """A run's ledger end and, for a failure or a fenced-off run, its log row; True when the
+    run still held what it ended (a success recorded as such)."""
+    _end_run(cur, claim, end, held)
+    if held and failure is None:
+        return True
+    _log_failure(cur, claim, failure, fenced=not held)
+    return held
 
 
 def _finished_already(cur: Any, claim: Claim, outcome: FinishRecord) -> bool:
