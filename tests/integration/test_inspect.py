@@ -216,7 +216,7 @@ def test_history_of_a_failed_backfill_run(crontab):
     assert first["outcome"] == "ok" and len(first["entries"]) == 1
     assert set(failed) == {"run_id", "by", "host", "pid", "started", "ended", "duration", "outcome",
                            "error", "heartbeat", "verdict", "kind", "summary", "output_bytes",
-                           "entries"}
+                           "entries", "metrics"}
     assert failed["kind"] == "scheduled" and first["summary"] is None
 
 
