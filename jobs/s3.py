@@ -33,6 +33,14 @@ def parse_timestamp(value: Any) -> dt.datetime:
     return botocore_parse(value)
 
 
+def is_not_found(exc: BaseException) -> bool:
+    """Whether a botocore error says the key (or object) is not there: ``NoSuchKey``, or the
+    ``404``/``NotFound`` of a HEAD, which has no body to name the error."""
+    response = getattr(exc, "response", None)
+    code = response.get("Error", {}).get("Code") if isinstance(response, dict) else None
+    return code in ("404", "NoSuchKey", "NotFound")
+
+
 def make_s3_client(max_pool_connections: int = DEFAULT_POOL, endpoint_url: str | None = None,
                    connect_timeout: float = 10, read_timeout: float = 60,
                    max_attempts: int = 5, validate_parameters: bool = True,

@@ -185,8 +185,9 @@ def _judge(check: MetricCheck, run: "RunRecord", good: Sequence["RunRecord"]) ->
         past = [r.metrics[check.metric] for r in good if check.metric in r.metrics][:check.runs]
         if len(past) < min(MIN_HISTORY, check.runs):
             return None
-        bound = check.factor * _aggregate(check.aggregate, past)
-        against = f" ({check.aggregate} of {len(past)} good runs: {_aggregate(check.aggregate, past):g})"
+        typical = _aggregate(check.aggregate, past)
+        bound = check.factor * typical
+        against = f" ({check.aggregate} of {len(past)} good runs: {typical:g})"
     if _OPERATORS[check.op](value, bound):
         return None
     return Breach(f"check {check.text}", f"{check.metric} = {value:g}, not {check.op} {bound:g}{against}")
@@ -210,13 +211,11 @@ def job_checks(job: "Job", settings: "Settings") -> Checks:
     Raises:
         ConfigurationError: a value that does not parse, naming the option.
     """
-    from ..config.catalog import job_options
+    from ..config.catalog import job_config
 
-    values = {option.name: settings.sources.value(job.namespace, option)
-              for path, option in job_options(job.cls).walk(job.namespace)
-              if path == job.namespace and option.name in OPTIONS}
+    config = job_config(job, settings.sources)
     try:
-        return parse_checks(values)
+        return parse_checks({name: config.get(name) for name in OPTIONS})
     except ValueError as exc:
         raise ConfigurationError(f"crontabber.class-{job.cls.__name__}", str(exc)) from None
 

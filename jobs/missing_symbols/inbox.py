@@ -15,6 +15,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+from jobs.s3 import is_not_found
+
 from .aggregate import Aggregate, BadBatch, BadBatches, aggregate_batch
 from .store import BatchOutcome
 
@@ -83,11 +85,6 @@ def prepare_worker() -> None:
     _s3()
 
 
-def _is_missing(exc: Exception) -> bool:
-    response = getattr(exc, "response", None) or {}
-    return response.get("Error", {}).get("Code") in ("NoSuchKey", "404")
-
-
 def decode_batches(task: DecodeTask, s3_client: Any = None) -> DecodeResult:
     """Stream ``task``'s batches and count their events by their bytes (run in a
     worker process); the result's aggregate is not settled.
@@ -110,7 +107,7 @@ def decode_batches(task: DecodeTask, s3_client: Any = None) -> DecodeResult:
         try:
             response = s3.get_object(Bucket=task.bucket, Key=key)
         except Exception as exc:
-            if not _is_missing(exc):
+            if not is_not_found(exc):
                 raise
             gone.append(key)
             continue

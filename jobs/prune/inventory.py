@@ -32,8 +32,9 @@ from dataclasses import dataclass, field
 from typing import IO, Any, Iterator
 
 from crontabber.errors import CrontabberError
+from jobs.s3 import is_not_found
 
-from .engine import BATCH, Check, Scope, select_page
+from .engine import BATCH, Check, Scope, select_page, shards
 from .rules import Rule
 
 logger = logging.getLogger(__name__)
@@ -174,11 +175,8 @@ def newest_manifest(client: Any, location: InventoryLocation, source_bucket: str
 
 
 def _subfolders(client: Any, bucket: str, prefix: str) -> list[str]:
-    names = []
-    for page in client.get_paginator("list_objects_v2").paginate(
-            Bucket=bucket, Prefix=prefix, Delimiter="/"):
-        names += [p["Prefix"][len(prefix):].rstrip("/") for p in page.get("CommonPrefixes", [])]
-    return names
+    """The names of the first-level "folders" under ``prefix`` (:func:`.engine.shards`)."""
+    return [folder[len(prefix):].rstrip("/") for folder in shards(client, bucket, prefix)[1]]
 
 
 def _get_if_there(client: Any, bucket: str, key: str) -> bytes | None:
@@ -187,7 +185,7 @@ def _get_if_there(client: Any, bucket: str, key: str) -> bytes | None:
     try:
         return bytes(client.get_object(Bucket=bucket, Key=key)["Body"].read())
     except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey"):
+        if is_not_found(exc):
             return None
         raise
 
@@ -316,7 +314,7 @@ class InventorySource:
         try:
             head = self.client.head_object(Bucket=self.rule.bucket, Key=key)
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey"):
+            if is_not_found(exc):
                 return False
             raise
         if etag is not None and head.get("ETag", "").strip('"') != etag:

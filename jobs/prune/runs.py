@@ -23,6 +23,7 @@ from typing import Any, Callable, Sequence
 from crontabber.config.options import DotDict
 from crontabber.errors import ConfigurationError
 from crontabber.failures import first_line
+from jobs.s3 import is_not_found
 
 from .engine import Batch, Budget, Check, ListSource, RuleResult, Scope, Source, deleted_batches
 from .inventory import InventoryLocation, InventorySource, Manifest
@@ -247,7 +248,7 @@ def _gone(client: Any, bucket: str, keys: list[str], threads: int) -> list[bool]
         try:
             client.head_object(Bucket=bucket, Key=key)
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey"):
+            if is_not_found(exc):
                 return True
             raise
         return False

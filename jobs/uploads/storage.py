@@ -12,6 +12,8 @@ import logging
 from pathlib import Path
 from typing import Any, BinaryIO, Callable
 
+from jobs.s3 import is_not_found
+
 from .errors import StorageFailed, is_disk_full
 from .records import Existing, Written
 
@@ -89,12 +91,6 @@ def answers(client: Any, failed: StorageFailed) -> bool:
     except Exception:  # (botocore's errors, after its retries: the service is not up)
         return False
     return True
-
-
-def _is_not_found(exc: Exception) -> bool:
-    response = getattr(exc, "response", None)
-    code = response.get("Error", {}).get("Code") if isinstance(response, dict) else None
-    return code in ("404", "NoSuchKey", "NotFound")
 
 
 def make_client(concurrency: int) -> Any:
@@ -192,7 +188,7 @@ def head(client: Any, bucket: str, key: str) -> Existing | None:
     try:
         response = client.head_object(Bucket=bucket, Key=key)
     except Exception as exc:
-        if _is_not_found(exc):
+        if is_not_found(exc):
             return None
         raise _failed("HeadObject", bucket, key, exc) from None
     meta = response.get("Metadata", {})
