@@ -11,8 +11,10 @@ while they run (a second copy running at the same time records
   recorded as done twice;
 - no missed run: every time a job was made due, a run of it was recorded as
   done (after a settling phase in which the hosts keep ticking);
-- every run killed mid-job was taken over within lease + heartbeat (+ the
-  time until the next tick of some host).
+- every run killed mid-job was taken over by the first tick that could: the
+  killed host's next tick (its runner's pid is gone), or any host's tick that
+  started after the lease ran out, whichever ended first. The bound is the
+  ticks' own record, not a wall-clock figure that a slow machine stretches.
 """
 from __future__ import annotations
 
@@ -43,6 +45,7 @@ KILL_PROBABILITY = 0.4
 # tests/unit/test_supervisor_child.py holds the fix; 4.0/1.0 then passed 4 of 4 under load.
 LEASE, BEAT = 4.0, 1.0
 JOBS = ("exclusive-a", "exclusive-b")
+CLOCK_SLACK = 0.2  # the database's clock_timestamp() against the hosts' time.time()
 
 
 def _make_due(crontab, expected: dict[str, int], stop: threading.Event) -> None:
@@ -53,6 +56,18 @@ def _make_due(crontab, expected: dict[str, int], stop: threading.Event) -> None:
             "WHERE next_run > clock_timestamp() AND ongoing IS NULL RETURNING app_name"
         ):
             expected[row["app_name"]] += 1
+
+
+def _takeover_due_by(host: str, killed_at: float, ticks: list[dict]) -> float:
+    """When a run killed on ``host`` at ``killed_at`` must have been taken over: by the end
+    of the first unkilled tick that could take it, the same host's next one (the dead
+    runner's pid is gone there) or any host's that started after the lease ran out (it was
+    last renewed before the kill). A killed tick may take a run over too, but bounds
+    nothing: it may have died first."""
+    able = [t["end"] for t in ticks if t["killed_at"] is None and (
+        (t["host"] == host and t["start"] > killed_at) or t["start"] > killed_at + LEASE)]
+    # None at the very end of the hosts' loops: a tick killed in its turn took it over.
+    return min(able, default=float("inf"))
 
 
 def _settled(crontab) -> bool:
@@ -71,6 +86,7 @@ def test_four_hosts_fifty_ticks_each_with_random_kills(cli, namespaces, tmp_path
     stop = threading.Event()
     driver = threading.Thread(target=_make_due, args=(crontab, expected, stop), daemon=True)
     events = tmp_path / "events.jsonl"
+    settling: list[dict] = []  # the settling phase's ticks, in the events' form
     hosts = []
     try:
         driver.start()
@@ -95,11 +111,14 @@ def test_four_hosts_fifty_ticks_each_with_random_kills(cli, namespaces, tmp_path
         while not _settled(crontab):
             assert time.monotonic() < deadline, crontab.sql("SELECT * FROM crontabber")
             ns, address = namespaces[0]
+            started = time.time()
             subprocess.run(["ip", "netns", "exec", ns, *cli.argv(
                 f"--crontabber.heartbeat_seconds={BEAT}", f"--crontabber.lease_seconds={LEASE}")],
                 env={**cli.env, "RESOURCE_POSTGRESQL_HOST": address,
                      "RESOURCE_POSTGRESQL_PORT": str(proxies[0].port)},
                 cwd=REPO, capture_output=True, timeout=60)
+            settling.append({"host": "settling", "start": started, "end": time.time(),
+                             "killed_at": None})
             time.sleep(0.2)
     finally:
         stop.set()
@@ -121,7 +140,7 @@ def test_four_hosts_fifty_ticks_each_with_random_kills(cli, namespaces, tmp_path
         (tmp_path / f"{name}.json").write_text(json.dumps(rows, default=str, indent=1))
     overlapped = [c for c in calls if c["overlapped"]]
     killed_mid_job = [c for c in calls if c["finished_at"] is None]
-    delays = []
+    delays, late = [], []
     for call in killed_mid_job:
         start = call["at"].timestamp()
         kill = min((t["killed_at"] for t in kills
@@ -130,6 +149,9 @@ def test_four_hosts_fifty_ticks_each_with_random_kills(cli, namespaces, tmp_path
                      if c["app_name"] == call["app_name"] and c["at"].timestamp() > start]
         assert kill is not None and following, call
         delays.append(min(following) - kill)
+        due_by = _takeover_due_by(call["host"], kill, ticks + settling)
+        if min(following) > due_by + CLOCK_SLACK:
+            late.append({"call": call, "killed_at": kill, "due_by": due_by})
     report = {
         "hosts": HOSTS, "ticks": len(ticks), "kills": len(kills),
         "kills_mid_job": len(killed_mid_job), "made_due": dict(expected), "recorded_done": done,
@@ -148,4 +170,4 @@ def test_four_hosts_fifty_ticks_each_with_random_kills(cli, namespaces, tmp_path
     assert len(kills) >= 15 and len(killed_mid_job) >= 5
     assert overlapped == []  # no double run: never two copies at once
     assert done == expected  # every due run recorded done once: none missed, none twice
-    assert max(delays) <= LEASE + BEAT + 2.5  # every dead holder taken over within the lease
+    assert late == []  # every dead holder taken over by the first tick that could
