@@ -44,9 +44,11 @@ test-pooled: venv
 	$(WITH_ENV) $(PY) -m faults --only pooled --scale 0.04 --no-report
 	$(WITH_ENV) SYMBOLS_TEST_POOLED=1 $(PY) -m pytest $(POOLED_TESTS)
 
-# Lint and types (ruff and mypy, configured in pyproject.toml and mypy.ini): seconds.
+# Lint, format and types (ruff and mypy, configured in pyproject.toml and mypy.ini): seconds.
+LINTED := crontabber jobs search dashboard tests faults bench scripts devservices
 lint: venv
-	.venv/bin/ruff check crontabber jobs search dashboard tests faults bench scripts
+	.venv/bin/ruff check $(LINTED)
+	.venv/bin/ruff format --check $(LINTED)
 	$(PY) -m mypy
 
 # The docs site (mkdocs.yml): a dead link, a page out of the nav or a stale generated reference

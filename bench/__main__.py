@@ -28,8 +28,10 @@ def machine() -> str:
         mem_kb = int(Path("/proc/meminfo").read_text().split()[1])
     except OSError:
         mem_kb = 0
-    return (f"{platform.system()} {platform.release()}, {os.cpu_count()} cores ({cpu}), "
-            f"{mem_kb / 1024 / 1024:.0f} GiB RAM, Python {platform.python_version()}")
+    return (
+        f"{platform.system()} {platform.release()}, {os.cpu_count()} cores ({cpu}), "
+        f"{mem_kb / 1024 / 1024:.0f} GiB RAM, Python {platform.python_version()}"
+    )
 
 
 RESULTS_DIR = HERE / "results"
@@ -73,8 +75,7 @@ def render(records: dict[str, dict]) -> str:
     ]
     notes: list[str] = []
     for module, record in records.items():
-        notes.append(f"- {module}: run {record['date']} on {record['machine']} with "
-                     f"`{record['command']}`")
+        notes.append(f"- {module}: run {record['date']} on {record['machine']} with `{record['command']}`")
         for c in record["comparisons"]:
             lines.append(
                 f"| {module}: {c.name} | {c.metric} ({c.unit}) | {c.ours.median:.4g} | "
@@ -99,8 +100,11 @@ def main(argv: list[str]) -> int:
         print(f"== {name}", file=sys.stderr)
         comparisons = module.run(args.rounds or module.ROUNDS)
         for c in comparisons:
-            print(f"   {c.name}: ours {c.ours.median:.4g} {c.unit}, {c.baseline.label} "
-                  f"{c.baseline.median:.4g} {c.unit}, ratio {c.ratio:.2f}x", file=sys.stderr)
+            print(
+                f"   {c.name}: ours {c.ours.median:.4g} {c.unit}, {c.baseline.label} "
+                f"{c.baseline.median:.4g} {c.unit}, ratio {c.ratio:.2f}x",
+                file=sys.stderr,
+            )
         save(name, comparisons, command)
     (HERE / "RESULTS.md").write_text(render(load_all()))
     return 0

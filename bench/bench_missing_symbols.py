@@ -75,8 +75,9 @@ def _ours(conn: Any, s3: Any, workers: int) -> float:
 
     _truncate(conn)
     start = time.perf_counter()
-    report = consume(MissingSymbolStore(conn), s3,
-                     ConsumeSettings(BUCKET, "missing/", workers, batches_per_transaction=100))
+    report = consume(
+        MissingSymbolStore(conn), s3, ConsumeSettings(BUCKET, "missing/", workers, batches_per_transaction=100)
+    )
     elapsed = time.perf_counter() - start
     assert report.events == EVENTS and report.quarantined == 0, report
     return EVENTS / elapsed
@@ -85,9 +86,16 @@ def _ours(conn: Any, s3: Any, workers: int) -> float:
 def _baseline(conn: Any, events: list[dict[str, Any]]) -> float:
     from jobs.missing_symbols.model import symbol_hash
 
-    rows = [(symbol_hash(e["debug_file"], e["debug_id"], e.get("code_file", ""),
-                         e.get("code_id", "")), e["debug_file"], e["debug_id"],
-             e.get("code_file", ""), e.get("code_id", "")) for e in events]
+    rows = [
+        (
+            symbol_hash(e["debug_file"], e["debug_id"], e.get("code_file", ""), e.get("code_id", "")),
+            e["debug_file"],
+            e["debug_id"],
+            e.get("code_file", ""),
+            e.get("code_id", ""),
+        )
+        for e in events
+    ]
     _truncate(conn)
     conn.autocommit = True
     try:
@@ -137,8 +145,7 @@ def run(rounds: int) -> list[Comparison]:
         cur.execute("SHOW fsync")
         fsync = cur.fetchone()[0]
     load_before = os.getloadavg()[0]
-    ours, base = interleave(lambda: _ours(conn, s3, workers), lambda: _baseline(conn, sample),
-                            rounds)
+    ours, base = interleave(lambda: _ours(conn, s3, workers), lambda: _baseline(conn, sample), rounds)
     single = [_ours(conn, s3, 1) for _ in range(2)]
     decode = [_decode_only(blobs, workers) for _ in range(3)]
     conn.close()
@@ -146,11 +153,13 @@ def run(rounds: int) -> list[Comparison]:
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     size = sum(len(b) for b in blobs) / EVENTS
     notes = [
-        (f"PostgreSQL fsync={fsync}, as deployed (`make bench` starts or reloads the cluster without "
-         f"the tests' SYMBOLS_PG_FAST); issue #5 measured the baseline at ~4,000/s"
-         if fsync == "on" else
-         f"PostgreSQL fsync={fsync} (the test cluster's SYMBOLS_PG_FAST): the baseline's "
-         f"per-event commit is cheaper than in a deployment; run `make bench` for fsync=on"),
+        (
+            f"PostgreSQL fsync={fsync}, as deployed (`make bench` starts or reloads the cluster without "
+            f"the tests' SYMBOLS_PG_FAST); issue #5 measured the baseline at ~4,000/s"
+            if fsync == "on"
+            else f"PostgreSQL fsync={fsync} (the test cluster's SYMBOLS_PG_FAST): the baseline's "
+            f"per-event commit is cheaper than in a deployment; run `make bench` for fsync=on"
+        ),
         f"1-minute load average {load_before:.1f} before and {os.getloadavg()[0]:.1f} after the "
         f"rounds on this {workers}-core machine (shared with other benchmarks and test runs)",
         f"{EVENTS:,} events ({size:.0f} bytes each in msgpack) over {SYMBOLS:,} symbols in "
@@ -158,11 +167,19 @@ def run(rounds: int) -> list[Comparison]:
         f"{BASELINE_EVENTS:,} of the same events, one autocommitted upsert each",
         f"limit, msgpack decode only from memory on {workers} cores: "
         f"{max(decode):,.0f} events/s (best of 3, pool start included)",
-        f"ours with workers=1 (no pool, decoding in the job's process): "
-        f"{max(single):,.0f} events/s (best of 2)",
+        f"ours with workers=1 (no pool, decoding in the job's process): {max(single):,.0f} events/s (best of 2)",
         f"peak RSS: the bench process {own:.0f} MiB (it holds the 1M generated events), "
         f"largest worker {children:.0f} MiB (forked from it, so that includes inherited pages)",
     ]
-    return [Comparison("aggregate 1M events", "throughput", "events/s", Sample("ours", ours),
-                       Sample("per-event upsert (seed 004)", base), higher_is_better=True,
-                       goal=">= 100x and ours >= 400k events/s", notes=notes)]
+    return [
+        Comparison(
+            "aggregate 1M events",
+            "throughput",
+            "events/s",
+            Sample("ours", ours),
+            Sample("per-event upsert (seed 004)", base),
+            higher_is_better=True,
+            goal=">= 100x and ours >= 400k events/s",
+            notes=notes,
+        )
+    ]

@@ -62,12 +62,15 @@ def run(rounds: int) -> list[Comparison]:
         rule = Rule("bench", Kind.AGE, bucket, "old/", 0.5)
         own, theirs = cpu_seconds("self"), cpu_seconds(server) if server else 0.0
         start = time.perf_counter()
-        options = PruneOptions([rule], Protection("none", "v1/"), cap=10**9, dry_run=False,
-                               threads=4)
+        options = PruneOptions([rule], Protection("none", "v1/"), cap=10**9, dry_run=False, threads=4)
         report = run_prune(client, store, options, future)
         elapsed = time.perf_counter() - start
-        cpu.append(((cpu_seconds("self") - own) * 1e6 / OURS_KEYS,
-                    (cpu_seconds(server) - theirs) * 1e6 / OURS_KEYS if server else 0.0))
+        cpu.append(
+            (
+                (cpu_seconds("self") - own) * 1e6 / OURS_KEYS,
+                (cpu_seconds(server) - theirs) * 1e6 / OURS_KEYS if server else 0.0,
+            )
+        )
         assert report.results[0].keys == OURS_KEYS, report
         client.delete_bucket(Bucket=bucket)
         return OURS_KEYS / elapsed
@@ -87,17 +90,26 @@ def run(rounds: int) -> list[Comparison]:
 
     ours_rates, base_rates = interleave(ours, baseline, rounds, warmup=0)
     conn.close()
-    return [Comparison(
-        "delete 100k objects", "throughput", "keys/s", Sample("ours", ours_rates),
-        Sample(f"delete_object per key ({SAMPLE_KEYS}-key sample)", base_rates),
-        higher_is_better=True, goal=">= 40x",
-        notes=[f"ours: list_objects_v2 pages + delete_objects of 1,000 keys on 4 threads, "
-               f"overlapped, {OURS_KEYS} keys; run records written once a second. Objects "
-               f"created in s3proxy's filesystem backend directly (setup, not timed).",
-               "CPU per key deleted, median over ours' rounds: our process "
-               f"{statistics.median(c[0] for c in cpu):.0f} µs, s3proxy "
-               f"{statistics.median(c[1] for c in cpu):.0f} µs, on {os.cpu_count()} cores: "
-               "s3proxy's share alone caps any client at "
-               f"~{(os.cpu_count() or 1) * 1e6 / statistics.median(c[1] for c in cpu):,.0f} keys/s"
-               if server and cpu else "CPU per key: s3proxy's pid file not found"],
-    )]
+    return [
+        Comparison(
+            "delete 100k objects",
+            "throughput",
+            "keys/s",
+            Sample("ours", ours_rates),
+            Sample(f"delete_object per key ({SAMPLE_KEYS}-key sample)", base_rates),
+            higher_is_better=True,
+            goal=">= 40x",
+            notes=[
+                f"ours: list_objects_v2 pages + delete_objects of 1,000 keys on 4 threads, "
+                f"overlapped, {OURS_KEYS} keys; run records written once a second. Objects "
+                f"created in s3proxy's filesystem backend directly (setup, not timed).",
+                "CPU per key deleted, median over ours' rounds: our process "
+                f"{statistics.median(c[0] for c in cpu):.0f} µs, s3proxy "
+                f"{statistics.median(c[1] for c in cpu):.0f} µs, on {os.cpu_count()} cores: "
+                "s3proxy's share alone caps any client at "
+                f"~{(os.cpu_count() or 1) * 1e6 / statistics.median(c[1] for c in cpu):,.0f} keys/s"
+                if server and cpu
+                else "CPU per key: s3proxy's pid file not found",
+            ],
+        )
+    ]

@@ -65,10 +65,18 @@ def serve_seed(port: int) -> None:
 
         def search(self, query: str, size: int = 10) -> SearchResult:
             text = check_query(query, size)
-            hits = [Hit(h["_source"]["debug_file"], h["_source"]["debug_id"],
-                        h["_source"]["filename"], h["_source"].get("code_file"),
-                        h["_source"].get("code_id"), h["_score"], "")
-                    for h in self.seed.hits(text, size)]
+            hits = [
+                Hit(
+                    h["_source"]["debug_file"],
+                    h["_source"]["debug_id"],
+                    h["_source"]["filename"],
+                    h["_source"].get("code_file"),
+                    h["_source"].get("code_id"),
+                    h["_score"],
+                    "",
+                )
+                for h in self.seed.hits(text, size)
+            ]
             return SearchResult(text, [], len(hits), hits)
 
     make("127.0.0.1", port, SearchApp(SeedAdapter())).serve_forever()  # type: ignore[arg-type]
@@ -82,8 +90,7 @@ def free_port() -> int:
 
 def start(argv: list[str], port: int) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(REPO), "SEARCH_ALIAS": ALIAS}
-    proc = subprocess.Popen(argv, env=env, cwd=REPO, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(argv, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for _ in range(200):
         try:
             if request(port, "/__lbheartbeat__")[0] == 200:
@@ -148,9 +155,13 @@ def run(rounds: int) -> list[Comparison]:
     documents = es.count(index=ALIAS)["count"]
     texts = queries()
     ours_port, seed_port = free_port(), free_port()
-    servers = [start([sys.executable, "-m", "search.server", "--port", str(ours_port)], ours_port),
-               start([sys.executable, "-c", f"from bench.bench_search_latency import serve_seed; "
-                      f"serve_seed({seed_port})"], seed_port)]
+    servers = [
+        start([sys.executable, "-m", "search.server", "--port", str(ours_port)], ours_port),
+        start(
+            [sys.executable, "-c", f"from bench.bench_search_latency import serve_seed; serve_seed({seed_port})"],
+            seed_port,
+        ),
+    ]
     p50: dict[str, list[float]] = {"ours": [], "seed": []}
     load = os.getloadavg()[0]
     try:
@@ -161,23 +172,38 @@ def run(rounds: int) -> list[Comparison]:
         while time.monotonic() < deadline:
             round_(ours_port, texts, p50["ours"])
             round_(seed_port, texts, p50["seed"])
-        ours, seed = interleave(lambda: round_(ours_port, texts, p50["ours"]),
-                                lambda: round_(seed_port, texts, p50["seed"]), rounds)
+        ours, seed = interleave(
+            lambda: round_(ours_port, texts, p50["ours"]), lambda: round_(seed_port, texts, p50["seed"]), rounds
+        )
     finally:
         for proc in servers:
             proc.terminate()
             proc.wait(timeout=20)
     skip = len(p50["ours"]) - rounds  # warm-up rounds
-    notes = [f"{documents} documents, {len(texts)} queries per round from {CLIENTS} clients; "
-             f"load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end "
-             "(2 cores shared with Elasticsearch, PostgreSQL and other engineers' runs)",
-             f"sample queries: {json.dumps(texts[:4])}"]
+    notes = [
+        f"{documents} documents, {len(texts)} queries per round from {CLIENTS} clients; "
+        f"load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end "
+        "(2 cores shared with Elasticsearch, PostgreSQL and other engineers' runs)",
+        f"sample queries: {json.dumps(texts[:4])}",
+    ]
     label = "seed as written (two round trips)"
     return [
-        Comparison("/search, 1M documents, 4 clients", "p99 latency", "ms", Sample("ours", ours),
-                   Sample(label, seed), higher_is_better=False, goal="ours p99 <= 30 ms",
-                   notes=notes),
-        Comparison("/search, 1M documents, 4 clients", "p50 latency", "ms",
-                   Sample("ours", p50["ours"][skip:]), Sample(label, p50["seed"][skip:]),
-                   higher_is_better=False),
+        Comparison(
+            "/search, 1M documents, 4 clients",
+            "p99 latency",
+            "ms",
+            Sample("ours", ours),
+            Sample(label, seed),
+            higher_is_better=False,
+            goal="ours p99 <= 30 ms",
+            notes=notes,
+        ),
+        Comparison(
+            "/search, 1M documents, 4 clients",
+            "p50 latency",
+            "ms",
+            Sample("ours", p50["ours"][skip:]),
+            Sample(label, p50["seed"][skip:]),
+            higher_is_better=False,
+        ),
     ]

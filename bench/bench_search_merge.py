@@ -45,8 +45,7 @@ def build(es: Any, alias: str, merge: bool) -> int:
     conn = connect(source_database(corpus()))
     try:
         with SymbolFileStore(conn).snapshot() as source:
-            if (es.indices.exists_alias(name=alias)
-                    and es.count(index=alias)["count"] == source.row_count):
+            if es.indices.exists_alias(name=alias) and es.count(index=alias)["count"] == source.row_count:
                 return int(source.row_count)
             rebuild(es, alias, source.rows, source.row_count, keep=1, merge=merge)
             return int(source.row_count)
@@ -90,27 +89,49 @@ def run(rounds: int) -> list[Comparison]:
     servers = {alias: Gunicorn(alias) for alias in (MERGED, UNMERGED)}
     load = os.getloadavg()[0]
     try:
-        ours, baseline = interleave(lambda: round_(servers[MERGED], MERGED),
-                                    lambda: round_(servers[UNMERGED], UNMERGED), rounds,
-                                    warmup=WARMUP)
+        ours, baseline = interleave(
+            lambda: round_(servers[MERGED], MERGED), lambda: round_(servers[UNMERGED], UNMERGED), rounds, warmup=WARMUP
+        )
     finally:
         for server in servers.values():
             server.close()
-    measured = {alias: {name: values[-rounds:] for name, values in found.items()}
-                for alias, found in figures.items()}  # the warm-up rounds dropped
-    notes = [f"{documents} documents; ours {counts[MERGED]} segment(s), baseline "
-             f"{counts[UNMERGED]} segments; gunicorn -w 4, hey -c {CONNECTIONS}, "
-             f"{len(texts)} queries x {SECONDS_PER_QUERY:.0f} s per round; load average "
-             f"{load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end (2 cores shared "
-             "with Elasticsearch, hey and gunicorn)"]
+    measured = {
+        alias: {name: values[-rounds:] for name, values in found.items()} for alias, found in figures.items()
+    }  # the warm-up rounds dropped
+    notes = [
+        f"{documents} documents; ours {counts[MERGED]} segment(s), baseline "
+        f"{counts[UNMERGED]} segments; gunicorn -w 4, hey -c {CONNECTIONS}, "
+        f"{len(texts)} queries x {SECONDS_PER_QUERY:.0f} s per round; load average "
+        f"{load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end (2 cores shared "
+        "with Elasticsearch, hey and gunicorn)"
+    ]
     name = f"/search via gunicorn, 1M documents, hey -c {CONNECTIONS}"
     merged, unmerged = "ours (merged: one segment)", "as loaded (unmerged)"
     return [
-        Comparison(name, "p99 latency", "ms", Sample(merged, ours), Sample(unmerged, baseline),
-                   higher_is_better=False, goal="ours p99 <= 30 ms", notes=notes),
-        Comparison(name, "p50 latency", "ms", Sample(merged, measured[MERGED]["p50"]),
-                   Sample(unmerged, measured[UNMERGED]["p50"]), higher_is_better=False),
-        Comparison(name, "Elasticsearch CPU per request", "ms",
-                   Sample(merged, measured[MERGED]["cpu"]),
-                   Sample(unmerged, measured[UNMERGED]["cpu"]), higher_is_better=False),
+        Comparison(
+            name,
+            "p99 latency",
+            "ms",
+            Sample(merged, ours),
+            Sample(unmerged, baseline),
+            higher_is_better=False,
+            goal="ours p99 <= 30 ms",
+            notes=notes,
+        ),
+        Comparison(
+            name,
+            "p50 latency",
+            "ms",
+            Sample(merged, measured[MERGED]["p50"]),
+            Sample(unmerged, measured[UNMERGED]["p50"]),
+            higher_is_better=False,
+        ),
+        Comparison(
+            name,
+            "Elasticsearch CPU per request",
+            "ms",
+            Sample(merged, measured[MERGED]["cpu"]),
+            Sample(unmerged, measured[UNMERGED]["cpu"]),
+            higher_is_better=False,
+        ),
     ]

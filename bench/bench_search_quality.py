@@ -70,11 +70,9 @@ class SeedSearcher:
 
         q = split_name(text)
         search_terms = self.terms(q)
-        response = self.es.search(index=self.index, query=self.query(search_terms, "match_phrase"),
-                                  size=size)
+        response = self.es.search(index=self.index, query=self.query(search_terms, "match_phrase"), size=size)
         if not response["hits"]["hits"] and " " in q:
-            response = self.es.search(index=self.index, query=self.query(search_terms, "match"),
-                                      size=size)
+            response = self.es.search(index=self.index, query=self.query(search_terms, "match"), size=size)
         return list(response["hits"]["hits"])
 
     def search(self, text: str, size: int = 10) -> list[str]:
@@ -91,9 +89,17 @@ class FuzzySearcher:
     def search(self, text: str, size: int = 10) -> list[str]:
         from search.names import split_name
 
-        response = self.es.search(index=self.index, size=size, query={"multi_match": {
-            "query": split_name(text), "fields": ["name_parts^2", "code_parts"],
-            "fuzziness": "AUTO"}})
+        response = self.es.search(
+            index=self.index,
+            size=size,
+            query={
+                "multi_match": {
+                    "query": split_name(text),
+                    "fields": ["name_parts^2", "code_parts"],
+                    "fuzziness": "AUTO",
+                }
+            },
+        )
         return [hit["_source"]["debug_file"] for hit in response["hits"]["hits"]]
 
 
@@ -130,9 +136,11 @@ def score(search: Callable[..., list[str]], typos: list[Any]) -> tuple[float, fl
 def typo_sets(names: list[str], seed: int) -> dict[str, list[Any]]:
     from tests.fixtures.search_typos import missing_extension, typos
 
-    return {"one edit": typos(names, 1, TYPOS_PER_SET, seed),
-            "two edits": typos(names, 2, TYPOS_PER_SET, seed),
-            "missing extension": random.Random(seed).sample(missing_extension(names), 300)}
+    return {
+        "one edit": typos(names, 1, TYPOS_PER_SET, seed),
+        "two edits": typos(names, 2, TYPOS_PER_SET, seed),
+        "missing extension": random.Random(seed).sample(missing_extension(names), 300),
+    }
 
 
 def run(rounds: int) -> list[Comparison]:
@@ -143,8 +151,10 @@ def run(rounds: int) -> list[Comparison]:
     names = corpus()
     index = build_index(es, names)
     engines: dict[str, Callable[[str, int], list[str]]] = {
-        "ours": ours(es, index), "seed as written": SeedSearcher(es, index).search,
-        "multi_match fuzziness AUTO": FuzzySearcher(es, index).search}
+        "ours": ours(es, index),
+        "seed as written": SeedSearcher(es, index).search,
+        "multi_match fuzziness AUTO": FuzzySearcher(es, index).search,
+    }
     values: dict[tuple[str, str, str], list[float]] = {}
     sizes: dict[str, list[int]] = {}
     for round_ in range(rounds):
@@ -160,18 +170,28 @@ def run(rounds: int) -> list[Comparison]:
 GOALS = {("one edit", "recall@5"): "ours >= 0.99", ("two edits", "recall@5"): "ours >= 0.95"}
 
 
-def _comparisons(values: dict[tuple[str, str, str], list[float]], sizes: dict[str, list[int]],
-                 corpus_size: int) -> list[Comparison]:
+def _comparisons(
+    values: dict[tuple[str, str, str], list[float]], sizes: dict[str, list[int]], corpus_size: int
+) -> list[Comparison]:
     comparisons = []
     for set_name, counts in sizes.items():
         for metric in ("recall@5", "precision"):
             for baseline in ("seed as written", "multi_match fuzziness AUTO"):
-                note = (f"{corpus_size} names, one document each; typo sets of "
-                        f"{statistics.median(counts):.0f} queries (median over rounds), "
-                        "a new random set each round")
-                comparisons.append(Comparison(
-                    f"{set_name} vs {baseline}", metric, "fraction",
-                    Sample("ours", values[(set_name, "ours", metric)]),
-                    Sample(baseline, values[(set_name, baseline, metric)]),
-                    higher_is_better=True, goal=GOALS.get((set_name, metric), ""), notes=[note]))
+                note = (
+                    f"{corpus_size} names, one document each; typo sets of "
+                    f"{statistics.median(counts):.0f} queries (median over rounds), "
+                    "a new random set each round"
+                )
+                comparisons.append(
+                    Comparison(
+                        f"{set_name} vs {baseline}",
+                        metric,
+                        "fraction",
+                        Sample("ours", values[(set_name, "ours", metric)]),
+                        Sample(baseline, values[(set_name, baseline, metric)]),
+                        higher_is_better=True,
+                        goal=GOALS.get((set_name, metric), ""),
+                        notes=[note],
+                    )
+                )
     return comparisons

@@ -123,14 +123,19 @@ def rebuild_once(es: Any, settings: Any, side: Side) -> float:
     es_before, cpu, start = es_cpu_seconds(es), time.process_time(), time.perf_counter()
     try:
         with SymbolFileStore(conn).snapshot() as source:
-            result = rebuild(es, ALIAS, source.rows, source.row_count, keep=2,
-                             bulk=BulkSettings(chunk_size=CHUNK, threads=STREAMS),
-                             source_as_of=source.as_of)
+            result = rebuild(
+                es,
+                ALIAS,
+                source.rows,
+                source.row_count,
+                keep=2,
+                bulk=BulkSettings(chunk_size=CHUNK, threads=STREAMS),
+                source_as_of=source.as_of,
+            )
     finally:
         conn.close()
     whole, cpu = time.perf_counter() - start, time.process_time() - cpu
-    side.record(whole - result.seconds + result.load_seconds, whole, cpu,
-                es_cpu_seconds(es) - es_before)
+    side.record(whole - result.seconds + result.load_seconds, whole, cpu, es_cpu_seconds(es) - es_before)
     return result.documents
 
 
@@ -197,15 +202,14 @@ def engine_alone(es: Any, url: str, documents: int, bodies: list[bytes], side: S
         es_before, cpu, start = es_cpu_seconds(es), time.process_time(), time.perf_counter()
         post_all(url, name, bodies)
         load = time.perf_counter() - start
-        es.indices.put_settings(index=name, settings={
-            "index": {"refresh_interval": None, "translog.durability": "request"}})
+        es.indices.put_settings(
+            index=name, settings={"index": {"refresh_interval": None, "translog.durability": "request"}}
+        )
         es.indices.refresh(index=name)
-        es.options(request_timeout=3600).indices.forcemerge(
-            index=name, max_num_segments=1, wait_for_completion=True)
+        es.options(request_timeout=3600).indices.forcemerge(index=name, max_num_segments=1, wait_for_completion=True)
         es.indices.refresh(index=name)
         counted = es.count(index=name)["count"]
-        side.record(load, time.perf_counter() - start, time.process_time() - cpu,
-                    es_cpu_seconds(es) - es_before)
+        side.record(load, time.perf_counter() - start, time.process_time() - cpu, es_cpu_seconds(es) - es_before)
     finally:
         es.indices.delete(index=name, ignore_unavailable=True)
     if counted != documents:
@@ -223,8 +227,12 @@ def run(rounds: int) -> list[Comparison]:
     documents, bodies = encoded(settings)
     ours, engine = Side(), Side()
     load = os.getloadavg()[0]
-    interleave(lambda: rebuild_once(es, settings, ours),
-               lambda: engine_alone(es, url, documents, bodies, engine), rounds, warmup=0)
+    interleave(
+        lambda: rebuild_once(es, settings, ours),
+        lambda: engine_alone(es, url, documents, bodies, engine),
+        rounds,
+        warmup=0,
+    )
     bodies.clear()  # ~460 MB for 1M documents
     result = comparisons(documents, ours, engine, load)
     result[0].notes.append(profiled(es, settings))
@@ -248,8 +256,15 @@ def profiled(es: Any, settings: Any, top: int = 8) -> str:
     try:
         with SymbolFileStore(conn).snapshot() as source:
             profile.enable()
-            rebuild(es, alias, source.rows, source.row_count, keep=0, merge=False,
-                    bulk=BulkSettings(chunk_size=CHUNK, threads=STREAMS))
+            rebuild(
+                es,
+                alias,
+                source.rows,
+                source.row_count,
+                keep=0,
+                merge=False,
+                bulk=BulkSettings(chunk_size=CHUNK, threads=STREAMS),
+            )
             profile.disable()
     finally:
         conn.close()
@@ -258,11 +273,14 @@ def profiled(es: Any, settings: Any, top: int = 8) -> str:
     stats = pstats.Stats(profile).stats  # type: ignore[attr-defined]
     total = sum(entry[2] for entry in stats.values())
     ranked = sorted(stats.items(), key=lambda item: item[1][2], reverse=True)[:top]
-    items = "; ".join(f"{function if where == '~' else Path(where).name + ':' + function} "
-                      f"{own / total:.0%}"
-                      for (where, _, function), (_, _, own, _, _) in ranked)
-    return (f"profile of ours (cProfile, one more rebuild, not merged): client CPU {cpu:.1f} s "
-            f"profiled, {thread:.1f} s of it the main thread; the main thread's own time: {items}")
+    items = "; ".join(
+        f"{function if where == '~' else Path(where).name + ':' + function} {own / total:.0%}"
+        for (where, _, function), (_, _, own, _, _) in ranked
+    )
+    return (
+        f"profile of ours (cProfile, one more rebuild, not merged): client CPU {cpu:.1f} s "
+        f"profiled, {thread:.1f} s of it the main thread; the main thread's own time: {items}"
+    )
 
 
 def comparisons(documents: int, ours: Side, engine: Side, load: float) -> list[Comparison]:
@@ -283,17 +301,41 @@ def comparisons(documents: int, ours: Side, engine: Side, load: float) -> list[C
     ]
     label = "engine alone (pre-encoded NDJSON, http.client)"
     return [
-        Comparison(name, "load throughput, share of the engine alone", "docs/s",
-                   Sample("ours", [documents / s for s in ours.load]),
-                   Sample(label, [documents / s for s in engine.load]),
-                   higher_is_better=True, goal=">= 0.70x", notes=notes),
-        Comparison(name, "wall time to a merged, searchable index", "s",
-                   Sample("ours (alias swapped)", ours.whole), Sample(label, engine.whole),
-                   higher_is_better=False, goal="ours < 30 s (1M, quiet machine)"),
-        Comparison(name, "client CPU", "s", Sample("ours", ours.client_cpu),
-                   Sample(label, engine.client_cpu), higher_is_better=False),
-        Comparison(name, "Elasticsearch CPU", "s", Sample("ours", ours.es_cpu),
-                   Sample(label, engine.es_cpu), higher_is_better=False),
+        Comparison(
+            name,
+            "load throughput, share of the engine alone",
+            "docs/s",
+            Sample("ours", [documents / s for s in ours.load]),
+            Sample(label, [documents / s for s in engine.load]),
+            higher_is_better=True,
+            goal=">= 0.70x",
+            notes=notes,
+        ),
+        Comparison(
+            name,
+            "wall time to a merged, searchable index",
+            "s",
+            Sample("ours (alias swapped)", ours.whole),
+            Sample(label, engine.whole),
+            higher_is_better=False,
+            goal="ours < 30 s (1M, quiet machine)",
+        ),
+        Comparison(
+            name,
+            "client CPU",
+            "s",
+            Sample("ours", ours.client_cpu),
+            Sample(label, engine.client_cpu),
+            higher_is_better=False,
+        ),
+        Comparison(
+            name,
+            "Elasticsearch CPU",
+            "s",
+            Sample("ours", ours.es_cpu),
+            Sample(label, engine.es_cpu),
+            higher_is_better=False,
+        ),
     ]
 
 

@@ -60,7 +60,8 @@ class Bench:
         self.ini.write_text(
             "[crontabber]\n    jobs=tests.fixtures.sample_jobs.SlowJob|1d\n"
             f"    heartbeat_seconds={BEAT}\n    lease_seconds={LEASE}\n"
-            f"    [[class-SlowJob]]\n        sleep={sleep}\n")
+            f"    [[class-SlowJob]]\n        sleep={sleep}\n"
+        )
 
     def argv(self, host: str | None = None, *extra: str) -> list[str]:
         argv = [sys.executable, "-m", "crontabber", f"--admin.conf={self.ini}", *extra]
@@ -69,8 +70,7 @@ class Bench:
         return ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', host, *argv]
 
     def calls(self) -> list[float]:
-        return [row[0] for row in self.sql(
-            "SELECT extract(epoch FROM at)::float8 FROM test_job_calls ORDER BY id")]
+        return [row[0] for row in self.sql("SELECT extract(epoch FROM at)::float8 FROM test_job_calls ORDER BY id")]
 
     def fresh(self) -> None:
         self.sql("DELETE FROM crontabber; DELETE FROM test_job_calls")
@@ -79,9 +79,13 @@ class Bench:
         """Seconds from the kill of a holder to the job's start by the taker."""
         self.fresh()
         self.configure(60)
-        holder = subprocess.Popen(self.argv(None if taker_host is None else "holder-host"),
-                                  env=self.env, cwd=REPO, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL)
+        holder = subprocess.Popen(
+            self.argv(None if taker_host is None else "holder-host"),
+            env=self.env,
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         while not self.calls():
             time.sleep(0.02)
         time.sleep(BEAT * 1.5)  # a heartbeat or two after the start, as mid-job
@@ -92,8 +96,14 @@ class Bench:
         while len(self.calls()) < 2:
             if time.time() - killed > 4 * LEASE:
                 raise RuntimeError("no takeover")
-            subprocess.run(self.argv(taker_host), env=self.env, cwd=REPO,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+            subprocess.run(
+                self.argv(taker_host),
+                env=self.env,
+                cwd=REPO,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                timeout=60,
+            )
             time.sleep(TICK)
         return self.calls()[1] - killed
 
@@ -101,8 +111,11 @@ class Bench:
         """CPU seconds of a runner (and its job) running one JOB_SECONDS job."""
         self.fresh()
         self.configure(JOB_SECONDS)
-        argv = self.argv(None, f"--crontabber.heartbeat_seconds={heartbeat}",
-                         f"--crontabber.lease_seconds={max(LEASE, 2 * heartbeat)}")
+        argv = self.argv(
+            None,
+            f"--crontabber.heartbeat_seconds={heartbeat}",
+            f"--crontabber.lease_seconds={max(LEASE, 2 * heartbeat)}",
+        )
         pid = os.posix_spawn(argv[0], argv, self.env)
         _, status, usage = os.wait4(pid, 0)
         if os.waitstatus_to_exitcode(status) != 0:
@@ -116,11 +129,9 @@ def run(rounds: int) -> list[Comparison]:
     db = fresh_database("bench_takeover")
     with tempfile.TemporaryDirectory() as tmp:
         bench = Bench(db, Path(tmp) / "crontabber.ini")
-        other, same = interleave(lambda: bench.takeover("taker-host"),
-                                 lambda: bench.takeover(None), rounds)
+        other, same = interleave(lambda: bench.takeover("taker-host"), lambda: bench.takeover(None), rounds)
         cost_rounds = max(3, rounds // 4)
-        beating, quiet = interleave(lambda: bench.job_cpu(1.0),
-                                    lambda: bench.job_cpu(3600.0), cost_rounds)
+        beating, quiet = interleave(lambda: bench.job_cpu(1.0), lambda: bench.job_cpu(3600.0), cost_rounds)
     beats = JOB_SECONDS / 1.0
     per_beat = (sorted(beating)[len(beating) // 2] - sorted(quiet)[len(quiet) // 2]) / beats
     takeover_notes = [
@@ -138,11 +149,24 @@ def run(rounds: int) -> list[Comparison]:
         f"job at the default heartbeat (30 s), {60 * per_beat * 1000:.1f} ms at 1 s.",
     ]
     return [
-        Comparison("takeover after kill -9", "seconds to the next start", "s",
-                   Sample("another host (lease expiry)", other),
-                   Sample("same host (dead pid)", same), higher_is_better=False,
-                   goal=f"another host <= {LEASE + BEAT + TICK:g} s", notes=takeover_notes),
-        Comparison(f"heartbeat cost ({JOB_SECONDS:g} s job)", "CPU of runner + job", "s",
-                   Sample("heartbeat every 1 s", beating), Sample("no heartbeat", quiet),
-                   higher_is_better=False, goal="informational", notes=cost_notes),
+        Comparison(
+            "takeover after kill -9",
+            "seconds to the next start",
+            "s",
+            Sample("another host (lease expiry)", other),
+            Sample("same host (dead pid)", same),
+            higher_is_better=False,
+            goal=f"another host <= {LEASE + BEAT + TICK:g} s",
+            notes=takeover_notes,
+        ),
+        Comparison(
+            f"heartbeat cost ({JOB_SECONDS:g} s job)",
+            "CPU of runner + job",
+            "s",
+            Sample("heartbeat every 1 s", beating),
+            Sample("no heartbeat", quiet),
+            higher_is_better=False,
+            goal="informational",
+            notes=cost_notes,
+        ),
     ]

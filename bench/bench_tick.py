@@ -33,8 +33,9 @@ def _wall(argv: list[str], env: dict[str, str]) -> float:
     """Wall seconds of one child process (posix_spawn: no fork of this big process)."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     start = time.perf_counter()
-    pid = os.posix_spawn(argv[0], argv, env, file_actions=[
-        (os.POSIX_SPAWN_DUP2, devnull, 1), (os.POSIX_SPAWN_DUP2, devnull, 2)])
+    pid = os.posix_spawn(
+        argv[0], argv, env, file_actions=[(os.POSIX_SPAWN_DUP2, devnull, 1), (os.POSIX_SPAWN_DUP2, devnull, 2)]
+    )
     _, status, _ = os.wait4(pid, 0)
     elapsed = time.perf_counter() - start
     os.close(devnull)
@@ -50,8 +51,13 @@ def _peak_rss(argv: list[str], env: dict[str, str]) -> float:
     shared with this (large) parent before exec in its peak.
     """
     with tempfile.NamedTemporaryFile("r") as out:
-        subprocess.run([TIME, "-o", out.name, "-f", "%M", *argv], env=env, check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            [TIME, "-o", out.name, "-f", "%M", *argv],
+            env=env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         return int(out.read().split()[-1]) / 1024
 
 
@@ -65,22 +71,33 @@ def _mark_all_jobs_just_run(db: DatabaseSettings) -> None:
     ensure_schema(conn)
     with conn, conn.cursor() as cur:
         for job in load_jobs(load_settings(str(REPO / "crontabber.ini"), {}, {})):
-            cur.execute("INSERT INTO crontabber (app_name, next_run, first_run, last_run, last_success,"
-                        " error_count, depends_on, last_error) VALUES (%s, now() + interval '1 day',"
-                        " now(), now(), now(), 0, '{}', '{}')", (job.app_name,))
+            cur.execute(
+                "INSERT INTO crontabber (app_name, next_run, first_run, last_run, last_success,"
+                " error_count, depends_on, last_error) VALUES (%s, now() + interval '1 day',"
+                " now(), now(), now(), 0, '{}', '{}')",
+                (job.app_name,),
+            )
     conn.close()
 
 
 def run(rounds: int) -> list[Comparison]:
     # Bytecode as a deployed runner has it after its first tick (PYTHONDONTWRITEBYTECODE may be set).
-    subprocess.run([sys.executable, "-m", "compileall", "-q", "crontabber", "jobs", "search",
-                    "configman"], cwd=REPO, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", "crontabber", "jobs", "search", "configman"],
+        cwd=REPO,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     db = fresh_database("bench_tick")
     _mark_all_jobs_just_run(db)
     # With an alert target configured, as a fleet that alerts runs: an idle tick then sends
     # one statement more (claim due notices, read open alerts) and sends nothing.
-    env = {**os.environ, "RESOURCE_POSTGRESQL_DBNAME": db.dbname, "PYTHONPATH": str(REPO),
-           "ALERTS_TARGETS": "ops webhook http://127.0.0.1:9/unused"}
+    env = {
+        **os.environ,
+        "RESOURCE_POSTGRESQL_DBNAME": db.dbname,
+        "PYTHONPATH": str(REPO),
+        "ALERTS_TARGETS": "ops webhook http://127.0.0.1:9/unused",
+    }
     tick = [sys.executable, "-m", "crontabber", f"--admin.conf={REPO / 'crontabber.ini'}"]
     baseline = [sys.executable, "-c", "import psycopg2"]
     memory: dict[str, list[float]] = {"ours": [], "baseline": []}
@@ -89,6 +106,7 @@ def run(rounds: int) -> list[Comparison]:
         def measure() -> float:
             memory[key].append(_peak_rss(argv, env))
             return _wall(argv, env)
+
         return measure
 
     ours_t, base_t = interleave(side(tick, "ours"), side(baseline, "baseline"), rounds)
@@ -165,10 +183,23 @@ def run(rounds: int) -> list[Comparison]:
         "ssl (~15 ms, the baseline's own cost too).",
     ]
     return [
-        Comparison("idle tick", "wall time", "s", Sample("ours", ours_t), Sample(label, base_t),
-                   higher_is_better=False, goal="ours <= 2x baseline (ratio >= 0.5)",
-                   notes=notes),
-        Comparison("idle tick", "peak RSS", "MiB", Sample("ours", memory["ours"][skip:]),
-                   Sample(label, memory["baseline"][skip:]), higher_is_better=False,
-                   goal="ours <= 3x baseline (ratio >= 0.33)"),
+        Comparison(
+            "idle tick",
+            "wall time",
+            "s",
+            Sample("ours", ours_t),
+            Sample(label, base_t),
+            higher_is_better=False,
+            goal="ours <= 2x baseline (ratio >= 0.5)",
+            notes=notes,
+        ),
+        Comparison(
+            "idle tick",
+            "peak RSS",
+            "MiB",
+            Sample("ours", memory["ours"][skip:]),
+            Sample(label, memory["baseline"][skip:]),
+            higher_is_better=False,
+            goal="ours <= 3x baseline (ratio >= 0.33)",
+        ),
     ]

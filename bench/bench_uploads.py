@@ -51,8 +51,7 @@ MB = 1e6
 # Uncompressed .sym text per archive: the generator's text deflates about 3.1:1 at level 6, as
 # real dump_syms output does (tests/fixtures/uploads_archives.py). "v2": the first generator's
 # text (random line numbers) deflated 2.8:1 and gzipped twice as fast as real text.
-ARCHIVES = {"50 MB": ("uploads-50mb-v2.zip", 160_000_000, 1),
-            "300 MB": ("uploads-300mb-v2.zip", 960_000_000, 2)}
+ARCHIVES = {"50 MB": ("uploads-50mb-v2.zip", 160_000_000, 1), "300 MB": ("uploads-300mb-v2.zip", 960_000_000, 2)}
 SCALE_OUT = [(f"uploads-scale-{n}-v2.zip", 64_000_000, 10 + n) for n in range(4)]
 INBOX = "bench-uploads-inbox"
 JOB = "--crontabber.class-ProcessUploadsCronApp."
@@ -91,11 +90,15 @@ def _child(argv: list[str], env: dict[str, str]) -> tuple[float, float, str]:
     """
     import tempfile
 
-    with tempfile.TemporaryFile() as errors, tempfile.TemporaryFile() as output, \
-            tempfile.NamedTemporaryFile("r") as peak:
+    with (
+        tempfile.TemporaryFile() as errors,
+        tempfile.TemporaryFile() as output,
+        tempfile.NamedTemporaryFile("r") as peak,
+    ):
         start = time.perf_counter()
-        proc = subprocess.Popen(["/usr/bin/time", "-o", peak.name, "-f", "%M", *argv], env=env,
-                                cwd=REPO, stdout=output, stderr=errors)
+        proc = subprocess.Popen(
+            ["/usr/bin/time", "-o", peak.name, "-f", "%M", *argv], env=env, cwd=REPO, stdout=output, stderr=errors
+        )
         status = proc.wait()
         elapsed = time.perf_counter() - start
         if status != 0:
@@ -122,8 +125,7 @@ class Bench:
             self.client.create_bucket(Bucket=INBOX)
         except Exception:  # already there from an earlier run
             pass
-        self.env = {**os.environ, "PYTHONPATH": str(REPO),
-                    "RESOURCE_POSTGRESQL_DBNAME": self.db.dbname}
+        self.env = {**os.environ, "PYTHONPATH": str(REPO), "RESOURCE_POSTGRESQL_DBNAME": self.db.dbname}
 
     def sql(self, query: str, params: Any = None) -> list[tuple]:
         with self.conn.cursor() as cur:
@@ -136,8 +138,9 @@ class Bench:
         return key
 
     def enqueue(self, key: str, path: Path) -> None:
-        self.sql("INSERT INTO upload (inbox_key, filename, size) VALUES (%s, %s, %s)",
-                 (key, path.name, path.stat().st_size))
+        self.sql(
+            "INSERT INTO upload (inbox_key, filename, size) VALUES (%s, %s, %s)", (key, path.name, path.stat().st_size)
+        )
 
     def fresh_bucket(self) -> str:
         bucket = f"bench-symbols-{uuid.uuid4().hex[:10]}"
@@ -149,15 +152,15 @@ class Bench:
         repository's crontabber.ini options, timing the drain itself (see ``ours_main``)."""
         return [sys.executable, "-m", "bench.bench_uploads", "ours", INBOX, bucket]
 
-    def ours(self, key: str, path: Path, memory: list[float],
-             walls: list[float]) -> Callable[[], float]:
+    def ours(self, key: str, path: Path, memory: list[float], walls: list[float]) -> Callable[[], float]:
         """MB/s of archive over the drain's time (claim to done, in the child)."""
+
         def measure() -> float:
             bucket = self.fresh_bucket()
             self.sql("DELETE FROM upload")
             self.enqueue(key, path)
             wall, rss, out = _child(self.drain_argv(bucket), self.env)
-            (status,), = self.sql("SELECT status FROM upload")
+            ((status,),) = self.sql("SELECT status FROM upload")
             assert status == "done", status
             started, ended = map(float, out.split()[-2:])
             seconds = ended - started
@@ -165,11 +168,12 @@ class Bench:
             walls.append(wall)
             _empty_bucket(self.client, bucket)
             return path.stat().st_size / MB / float(seconds)
+
         return measure
 
-    def baseline(self, key: str, path: Path, memory: list[float],
-                 walls: list[float]) -> Callable[[], float]:
+    def baseline(self, key: str, path: Path, memory: list[float], walls: list[float]) -> Callable[[], float]:
         """MB/s of archive over the baseline's processing time (download to last PUT)."""
+
         def measure() -> float:
             bucket = self.fresh_bucket()
             argv = [sys.executable, "-m", "bench.bench_uploads", "baseline", INBOX, key, bucket]
@@ -178,6 +182,7 @@ class Bench:
             walls.append(wall)
             _empty_bucket(self.client, bucket)
             return path.stat().st_size / MB / float(out.split()[-1])
+
         return measure
 
 
@@ -206,10 +211,14 @@ def baseline_main(inbox: str, key: str, bucket: str) -> None:
                     continue
             except ClientError:
                 pass
-            client.put_object(Bucket=bucket, Key=name, Body=gzip.compress(content),
-                              ContentEncoding="gzip", ContentType="text/plain",
-                              Metadata={"original_size": str(len(content)),
-                                        "original_md5_hash": md5})
+            client.put_object(
+                Bucket=bucket,
+                Key=name,
+                Body=gzip.compress(content),
+                ContentEncoding="gzip",
+                ContentType="text/plain",
+                Metadata={"original_size": str(len(content)), "original_md5_hash": md5},
+            )
     print(f"{time.perf_counter() - start:.6f}")
 
 
@@ -220,8 +229,9 @@ def ours_main(inbox: str, bucket: str) -> None:
     from jobs.uploads import ProcessUploadsCronApp
     from jobs.uploads.worker import Worker
 
-    config = load_job_config(ProcessUploadsCronApp, None, {
-        f"{JOB[2:]}inbox_bucket": inbox, f"{JOB[2:]}symbols_bucket": bucket})
+    config = load_job_config(
+        ProcessUploadsCronApp, None, {f"{JOB[2:]}inbox_bucket": inbox, f"{JOB[2:]}symbols_bucket": bucket}
+    )
     worker = Worker.from_config(config, open_database(config, "bench"))
     started = time.time()
     worker.drain()
@@ -260,8 +270,7 @@ def s3_limit(bench: Bench, path: Path) -> tuple[float, int]:
     from jobs.uploads.storage import make_client
 
     with zipfile.ZipFile(path) as zipped:
-        bodies = [(f"v1/{info.filename}", members.gzipped(path, info, 1))
-                  for info in zipped.infolist()]
+        bodies = [(f"v1/{info.filename}", members.gzipped(path, info, 1)) for info in zipped.infolist()]
     best = (0.0, 0)
     for concurrency in (4, 8, 16):
         bucket = bench.fresh_bucket()
@@ -269,8 +278,14 @@ def s3_limit(bench: Bench, path: Path) -> tuple[float, int]:
         start = time.perf_counter()
         with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
             # used at once, within this iteration
-            list(pool.map(lambda kb: client.put_object(Bucket=bucket, Key=kb[0], Body=kb[1],  # noqa: B023
-                                                       ContentEncoding="gzip"), bodies))
+            list(
+                pool.map(
+                    lambda kb, client=client, bucket=bucket: client.put_object(
+                        Bucket=bucket, Key=kb[0], Body=kb[1], ContentEncoding="gzip"
+                    ),
+                    bodies,
+                )
+            )
         rate = path.stat().st_size / MB / (time.perf_counter() - start)
         best = max(best, (rate, concurrency))
         _empty_bucket(bench.client, bucket)
@@ -286,8 +301,10 @@ def scale_out(bench: Bench, processes: int, staged: list[tuple[str, Path]]) -> t
     for key, path in staged:
         bench.enqueue(key, path)
     start = time.perf_counter()
-    children = [subprocess.Popen(bench.drain_argv(bucket), env=bench.env, cwd=REPO,
-                                 stdout=subprocess.PIPE, text=True) for _ in range(processes)]
+    children = [
+        subprocess.Popen(bench.drain_argv(bucket), env=bench.env, cwd=REPO, stdout=subprocess.PIPE, text=True)
+        for _ in range(processes)
+    ]
     times = [child.communicate()[0].split() for child in children]
     assert all(child.returncode == 0 for child in children)
     elapsed = time.perf_counter() - start
@@ -301,8 +318,7 @@ def scale_out(bench: Bench, processes: int, staged: list[tuple[str, Path]]) -> t
     return total / span, total / elapsed
 
 
-def warm_server(bench: Bench, key: str, path: Path, least: int = 40, window: int = 10,
-                most: int = 100) -> str:
+def warm_server(bench: Bench, key: str, path: Path, least: int = 40, window: int = 10, most: int = 100) -> str:
     """Drain the archive, unmeasured, before measuring; return a note saying how it went.
 
     s3proxy's CPU per drain of the 50 MB archive moves a lot over its life on this host:
@@ -322,13 +338,16 @@ def warm_server(bench: Bench, key: str, path: Path, least: int = 40, window: int
         before = cpu_seconds(server)
         drain()
         costs.append(cpu_seconds(server) - before)
-        if len(costs) >= max(least, 2 * window) and statistics.median(costs[-window:]) > \
-                0.97 * statistics.median(costs[-2 * window:-window]):
+        if len(costs) >= max(least, 2 * window) and statistics.median(costs[-window:]) > 0.97 * statistics.median(
+            costs[-2 * window : -window]
+        ):
             break
     first, last = (statistics.median(part) for part in (costs[:window], costs[-window:]))
-    return (f"server warm-up: {len(costs)} unmeasured drains of the 50 MB archive in "
-            f"{time.perf_counter() - start:.0f} s; s3proxy CPU per drain (median of "
-            f"{window}) {first:.2f} s at first, {last:.2f} s at the end")
+    return (
+        f"server warm-up: {len(costs)} unmeasured drains of the 50 MB archive in "
+        f"{time.perf_counter() - start:.0f} s; s3proxy CPU per drain (median of "
+        f"{window}) {first:.2f} s at first, {last:.2f} s at the end"
+    )
 
 
 def run(rounds: int) -> list[Comparison]:
@@ -343,54 +362,91 @@ def run(rounds: int) -> list[Comparison]:
             print(f"   {warmed}", file=sys.stderr)
         with zipfile.ZipFile(path) as zipped:
             infos = zipped.infolist()
-        shape = (f"{label} archive: {path.stat().st_size / MB:.0f} MB, {len(infos)} members, "
-                 f"{sum(i.file_size for i in infos) / MB:.0f} MB of .sym text")
+        shape = (
+            f"{label} archive: {path.stat().st_size / MB:.0f} MB, {len(infos)} members, "
+            f"{sum(i.file_size for i in infos) / MB:.0f} MB of .sym text"
+        )
         memory: dict[str, list[float]] = {"ours": [], "baseline": []}
         walls: dict[str, list[float]] = {"ours": [], "baseline": []}
-        ours, base = interleave(bench.ours(key, path, memory["ours"], walls["ours"]),
-                                bench.baseline(key, path, memory["baseline"], walls["baseline"]),
-                                rounds, warmup=1 if text < 300_000_000 else 0)
+        ours, base = interleave(
+            bench.ours(key, path, memory["ours"], walls["ours"]),
+            bench.baseline(key, path, memory["baseline"], walls["baseline"]),
+            rounds,
+            warmup=1 if text < 300_000_000 else 0,
+        )
         skip = len(memory["ours"]) - rounds
         compute = compute_limit(path)
         s3, concurrency = s3_limit(bench, path)
         slower = min(compute, s3)
-        notes = [shape] + ([warmed] if label == "50 MB" else []) + [
-            f"{label}: compute limit {compute:.1f} MB/s (isal inflate + level-1 "
-                 f"deflate, {os.cpu_count()} processes, no I/O); S3 limit {s3:.1f} MB/s (PUTs of "
-                 f"the compressed objects, best concurrency {concurrency}); the job reaches "
-                 f"{Sample('x', ours).median / slower:.0%} of the slower one.",
-                 f"{label}: whole child process wall time incl. interpreter start, imports and "
-                 f"schema check (median s): ours {Sample('x', walls['ours']).median:.2f}, "
-                 f"baseline {Sample('x', walls['baseline']).median:.2f}; as MB/s of archive: "
-                 f"ours {path.stat().st_size / MB / Sample('x', walls['ours']).median:.1f}, "
-                 f"baseline {path.stat().st_size / MB / Sample('x', walls['baseline']).median:.1f}"]
+        notes = (
+            [shape]
+            + ([warmed] if label == "50 MB" else [])
+            + [
+                f"{label}: compute limit {compute:.1f} MB/s (isal inflate + level-1 "
+                f"deflate, {os.cpu_count()} processes, no I/O); S3 limit {s3:.1f} MB/s (PUTs of "
+                f"the compressed objects, best concurrency {concurrency}); the job reaches "
+                f"{Sample('x', ours).median / slower:.0%} of the slower one.",
+                f"{label}: whole child process wall time incl. interpreter start, imports and "
+                f"schema check (median s): ours {Sample('x', walls['ours']).median:.2f}, "
+                f"baseline {Sample('x', walls['baseline']).median:.2f}; as MB/s of archive: "
+                f"ours {path.stat().st_size / MB / Sample('x', walls['ours']).median:.1f}, "
+                f"baseline {path.stat().st_size / MB / Sample('x', walls['baseline']).median:.1f}",
+            ]
+        )
         comparisons += [
-            Comparison(f"{label} archive", "throughput", "MB/s of archive", Sample("ours", ours),
-                       Sample("extractall + head + gzip + put, serial", base),
-                       higher_is_better=True, goal=">= 10x", notes=notes),
-            Comparison(f"{label} archive", "peak RSS", "MiB",
-                       Sample("ours", memory["ours"][skip:]),
-                       Sample("baseline", memory["baseline"][skip:]), higher_is_better=False,
-                       goal="bounded (not proportional to the archive)"),
-            Comparison(f"{label} archive", "job vs slower limit", "MB/s",
-                       Sample("ours", ours), Sample("min(compute, S3) limit", [slower]),
-                       higher_is_better=True, goal="fraction reported"),
+            Comparison(
+                f"{label} archive",
+                "throughput",
+                "MB/s of archive",
+                Sample("ours", ours),
+                Sample("extractall + head + gzip + put, serial", base),
+                higher_is_better=True,
+                goal=">= 10x",
+                notes=notes,
+            ),
+            Comparison(
+                f"{label} archive",
+                "peak RSS",
+                "MiB",
+                Sample("ours", memory["ours"][skip:]),
+                Sample("baseline", memory["baseline"][skip:]),
+                higher_is_better=False,
+                goal="bounded (not proportional to the archive)",
+            ),
+            Comparison(
+                f"{label} archive",
+                "job vs slower limit",
+                "MB/s",
+                Sample("ours", ours),
+                Sample("min(compute, S3) limit", [slower]),
+                higher_is_better=True,
+                goal="fraction reported",
+            ),
         ]
     staged = [(bench.stage(p), p) for p in (archive(*spec) for spec in SCALE_OUT)]
     results = {n: [scale_out(bench, n, staged) for _ in range(rounds)] for n in (1, 2, 4)}
     for processes in (2, 4):
-        comparisons.append(Comparison(
-            "scale-out, 4 archives of ~20 MB", f"total throughput, {processes} processes",
-            "MB/s", Sample(f"{processes} processes", [r[0] for r in results[processes]]),
-            Sample("1 process", [r[0] for r in results[1]]), higher_is_better=True,
-            goal="reported; no upload twice",
-            notes=[f"scale-out: {processes} `drain` processes started at once on "
-                   f"{os.cpu_count()} cores, throughput from the first drain's start to the "
-                   "last drain's end; "
-                   "every upload done with attempts = 1, no key recorded twice (asserted). "
-                   "Over the processes' wall time (with interpreter start), median MB/s: "
-                   + ", ".join(f"{n} process(es) {Sample('x', [r[1] for r in results[n]]).median:.1f}"
-                               for n in (1, 2, 4))]))
+        comparisons.append(
+            Comparison(
+                "scale-out, 4 archives of ~20 MB",
+                f"total throughput, {processes} processes",
+                "MB/s",
+                Sample(f"{processes} processes", [r[0] for r in results[processes]]),
+                Sample("1 process", [r[0] for r in results[1]]),
+                higher_is_better=True,
+                goal="reported; no upload twice",
+                notes=[
+                    f"scale-out: {processes} `drain` processes started at once on "
+                    f"{os.cpu_count()} cores, throughput from the first drain's start to the "
+                    "last drain's end; "
+                    "every upload done with attempts = 1, no key recorded twice (asserted). "
+                    "Over the processes' wall time (with interpreter start), median MB/s: "
+                    + ", ".join(
+                        f"{n} process(es) {Sample('x', [r[1] for r in results[n]]).median:.1f}" for n in (1, 2, 4)
+                    )
+                ],
+            )
+        )
     bench.conn.close()
     return comparisons
 

@@ -29,8 +29,6 @@ def fresh_database(dbname: str) -> DatabaseSettings:
     return database(dbname)
 
 
-
-
 def cpu_seconds(pid: int | str) -> float:
     """User + system CPU seconds of a process so far (from /proc)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()

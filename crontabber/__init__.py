@@ -29,8 +29,19 @@ if TYPE_CHECKING:
 
 __version__ = "1.0.0a1"
 
-__all__ = ["EXIT_CODES", "ExitCode", "command_parser", "describe_failure", "exit_codes_text",
-           "exit_quietly", "one_line", "printable", "run_command", "utc_text", "__version__"]
+__all__ = [
+    "EXIT_CODES",
+    "ExitCode",
+    "command_parser",
+    "describe_failure",
+    "exit_codes_text",
+    "exit_quietly",
+    "one_line",
+    "printable",
+    "run_command",
+    "utc_text",
+    "__version__",
+]
 
 #: Each exported name: (its module, its name there).
 _EXPORTS = {

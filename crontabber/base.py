@@ -74,10 +74,18 @@ def clean_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
     kept: dict[str, float] = {}
     for name, value in metrics.items():
         number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if not (isinstance(name, str) and METRIC_NAME.match(name)) or not number \
-                or not math.isfinite(value) or len(kept) >= MAX_METRICS:
-            logger.warning("metric %r = %r dropped: a name [a-z][a-z0-9_]*, a finite number, "
-                           "at most %s metrics", name, value, MAX_METRICS)
+        if (
+            not (isinstance(name, str) and METRIC_NAME.match(name))
+            or not number
+            or not math.isfinite(value)
+            or len(kept) >= MAX_METRICS
+        ):
+            logger.warning(
+                "metric %r = %r dropped: a name [a-z][a-z0-9_]*, a finite number, at most %s metrics",
+                name,
+                value,
+                MAX_METRICS,
+            )
             continue
         kept[name] = value
     return kept
@@ -147,9 +155,7 @@ class BaseCronApp(RequiredConfig):
     def _now(self) -> dt.datetime:
         return self.started_at or dt.datetime.now(dt.timezone.utc)
 
-    def main(
-        self, function: Callable[..., Any] | None = None, once: bool = True
-    ) -> Iterator[dt.datetime]:
+    def main(self, function: Callable[..., Any] | None = None, once: bool = True) -> Iterator[dt.datetime]:
         """Run the job; yield one timestamp per successful unit.
 
         An ordinary job runs once and yields the attempt's start time. A
@@ -162,8 +168,9 @@ class BaseCronApp(RequiredConfig):
             self._summarise(function())
             yield now
             return
-        schedule = with_delay(parse_schedule(self.config["frequency"], self.config.get("time")),
-                              self.config, self.app_name)
+        schedule = with_delay(
+            parse_schedule(self.config["frequency"], self.config.get("time")), self.config, self.app_name
+        )
         last_success = (self.job_information or {}).get("last_success")
         dates = self.rerun_dates
         if dates is None:

@@ -71,7 +71,7 @@ def forward(fd: int, data: bytes) -> None:
         try:
             if not select.select([], [fd], [], 0)[1]:
                 return
-            written = os.write(fd, view[:select.PIPE_BUF])
+            written = os.write(fd, view[: select.PIPE_BUF])
         except OSError:  # a closed reader (EPIPE), a closed fd
             return
         view = view[written:]

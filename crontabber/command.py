@@ -59,21 +59,36 @@ class ExitCode(enum.IntEnum):
 #: What each code means, for ``--help`` and docs/reference/exit-codes.md (generated from this);
 #: docs/operations.md repeats it.
 EXIT_CODES: tuple[tuple[int, str], ...] = (
-    (ExitCode.OK, "ok; a cron tick also when jobs failed (they are recorded) or another runner "
-                  "held one (locked, or running on another host: a fleet's normal case)"),
-    (ExitCode.ERROR, "bad argument or configuration, unknown job or id, database unavailable; "
-                     "a tick with a jobs entry that does not load (the other jobs ran)"),
-    (ExitCode.LOCKED, "locked by another process that very moment (--job and the operator "
-                      "commands; a cron tick exits 0)"),
-    (ExitCode.ONGOING, "the job is running elsewhere: --job, or a reset/release refused for "
-                       "that (a cron tick exits 0)"),
+    (
+        ExitCode.OK,
+        "ok; a cron tick also when jobs failed (they are recorded) or another runner "
+        "held one (locked, or running on another host: a fleet's normal case)",
+    ),
+    (
+        ExitCode.ERROR,
+        "bad argument or configuration, unknown job or id, database unavailable; "
+        "a tick with a jobs entry that does not load (the other jobs ran)",
+    ),
+    (
+        ExitCode.LOCKED,
+        "locked by another process that very moment (--job and the operator commands; a cron tick exits 0)",
+    ),
+    (
+        ExitCode.ONGOING,
+        "the job is running elsewhere: --job, or a reset/release refused for that (a cron tick exits 0)",
+    ),
     (ExitCode.FENCED, "a run was fenced off (it lost its lease)"),
     (ExitCode.JOB_FAILED, "the work ran and failed (--job, --rerun, a job command's work)"),
-    (ExitCode.PAUSED, "the job is paused (--job, --rerun, a job's command: --force --reason "
-                      "runs it; --pause: --replace)"),
+    (
+        ExitCode.PAUSED,
+        "the job is paused (--job, --rerun, a job's command: --force --reason runs it; --pause: --replace)",
+    ),
     (ExitCode.NOT_RUN, "--job: nothing ran (not due, a parent blocks it, nothing to backfill)"),
-    (ExitCode.CODE_TOO_OLD, "this host's code is older than the database's schema (a newer "
-                            "release migrated it): it claims no job until upgraded"),
+    (
+        ExitCode.CODE_TOO_OLD,
+        "this host's code is older than the database's schema (a newer "
+        "release migrated it): it claims no job until upgraded",
+    ),
     (ExitCode.PIPE_CLOSED, "the reader of the output went away (| head): ended quietly"),
     (ExitCode.INTERRUPTED, "Ctrl-C"),
     (ExitCode.TERMINATED, "SIGTERM"),
@@ -83,16 +98,23 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
 #: runner included), 1 (configuration, database), 4 (a run fenced off), 8 (code older than
 #: the schema), 130/143 (stopped). A scheduler's unit treats only 0 as success: no code a
 #: tick returns for a healthy fleet is anything else (docs/deploy.md's systemd unit).
-TICK_EXIT_CODES: tuple[int, ...] = (ExitCode.OK, ExitCode.ERROR, ExitCode.FENCED,
-                                    ExitCode.CODE_TOO_OLD, ExitCode.INTERRUPTED,
-                                    ExitCode.TERMINATED)
+TICK_EXIT_CODES: tuple[int, ...] = (
+    ExitCode.OK,
+    ExitCode.ERROR,
+    ExitCode.FENCED,
+    ExitCode.CODE_TOO_OLD,
+    ExitCode.INTERRUPTED,
+    ExitCode.TERMINATED,
+)
 
 
 def exit_codes_text() -> str:
     """The table in one paragraph, as every ``--help`` ends."""
-    return ("exit codes (one table for every command): "
-            + "; ".join(f"{int(code)} {meaning}" for code, meaning in EXIT_CODES)
-            + "; --nagios: 0/1/2 (nagios's)")
+    return (
+        "exit codes (one table for every command): "
+        + "; ".join(f"{int(code)} {meaning}" for code, meaning in EXIT_CODES)
+        + "; --nagios: 0/1/2 (nagios's)"
+    )
 
 
 def exit_code_for(exc: BaseException) -> int:
@@ -156,8 +178,9 @@ def error_line(exc: BaseException) -> str:
 Body = Callable[["argparse.Namespace", dict[str, str]], int]
 
 
-def run_command(parser: argparse.ArgumentParser, body: Body, argv: Sequence[str] | None = None,
-                stderr: TextIO | None = None) -> int:
+def run_command(
+    parser: argparse.ArgumentParser, body: Body, argv: Sequence[str] | None = None, stderr: TextIO | None = None
+) -> int:
     """Parse ``argv`` with ``parser`` (the rest must be overrides; ``--admin.conf`` may also
     follow the subcommand: it lands in ``args.conf``), call ``body(args, overrides)`` and
     return its exit code; log WARNING and up on stderr (every level with
@@ -201,8 +224,9 @@ def _setup_logging(stream: TextIO, level: str, overrides: Mapping[str, str]) -> 
     and the command line."""
     from .redaction import secret_values
 
-    configure_logging(stream, level, "%(asctime)s %(levelname)s %(name)s: %(message)s",
-                      secret_values(os.environ, overrides))
+    configure_logging(
+        stream, level, "%(asctime)s %(levelname)s %(name)s: %(message)s", secret_values(os.environ, overrides)
+    )
 
 
 def configure_logging(stream: TextIO, level: str, log_format: str, secrets: set[str]) -> None:

@@ -20,8 +20,7 @@ from .runner import default_holder
 __all__ = ["open_database", "database_now", "default_holder", "operator_command"]
 
 
-def open_database(config: Mapping[str, Any], application_name: str,
-                  schema_dirs: Sequence[str] = ()) -> Any:
+def open_database(config: Mapping[str, Any], application_name: str, schema_dirs: Sequence[str] = ()) -> Any:
     """A psycopg2 connection (no session settings: it works through PgBouncer) to the
     database of a job's config, the runner's schema and ``schema_dirs`` (the job's own, its
     ``schema_dir``) applied. The caller closes it.
@@ -53,8 +52,15 @@ def open_database(config: Mapping[str, Any], application_name: str,
     return connection
 
 
-def operator_command(connection: Any, app_name: str, command: str, *, force: bool = False,
-                     reason: str | None = None, overrides: Mapping[str, str] | None = None) -> None:
+def operator_command(
+    connection: Any,
+    app_name: str,
+    command: str,
+    *,
+    force: bool = False,
+    reason: str | None = None,
+    overrides: Mapping[str, str] | None = None,
+) -> None:
     """Before a job's own command changes data (``python -m jobs.prune run``): apply the
     runner's rule of a pause (:func:`crontabber.overrides.check_pause`: refused while an
     operator's pause of the job is in force, unless ``force`` with a ``reason``), and record
@@ -74,19 +80,29 @@ def operator_command(connection: Any, app_name: str, command: str, *, force: boo
 
     store = StateStore(connection)
     options = given_options(overrides or {})
-    detail: dict[str, Any] = {"command": command, "force": force,
-                              **({"options": options} if options else {})}
+    detail: dict[str, Any] = {"command": command, "force": force, **({"options": options} if options else {})}
     try:
-        check_pause(app_name, store.state(app_name), store.now(), f"run {command!r}",
-                    force=force, reason=reason,
-                    override="--force --reason TEXT runs it anyway (recorded in --audit)")
+        check_pause(
+            app_name,
+            store.state(app_name),
+            store.now(),
+            f"run {command!r}",
+            force=force,
+            reason=reason,
+            override="--force --reason TEXT runs it anyway (recorded in --audit)",
+        )
     except CrontabberError as refused:
-        store.audit(AuditEntry(actor(), "command", app_name, reason or None, {
-            **detail, "outcome": f"refused (exit {exit_code_for(refused)})",
-            "error": str(refused)[:300]}))
+        store.audit(
+            AuditEntry(
+                actor(),
+                "command",
+                app_name,
+                reason or None,
+                {**detail, "outcome": f"refused (exit {exit_code_for(refused)})", "error": str(refused)[:300]},
+            )
+        )
         raise
-    store.audit(AuditEntry(actor(), "command", app_name, reason or None,
-                           {**detail, "outcome": "done"}))
+    store.audit(AuditEntry(actor(), "command", app_name, reason or None, {**detail, "outcome": "done"}))
 
 
 def database_now(connection: Any) -> dt.datetime:

@@ -32,8 +32,7 @@ class ConfigurationError(CrontabberError):
         self.where = where
         self.problem = problem
         argument = where.startswith("--") or where == "the command line"
-        super().__init__(f"{where}: {problem}" if argument
-                         else f"configuration error in {where}: {problem}")
+        super().__init__(f"{where}: {problem}" if argument else f"configuration error in {where}: {problem}")
 
 
 class JobNotFound(CrontabberError):
@@ -61,8 +60,10 @@ class HostDrained(CrontabberError):
 
     def __init__(self, host: str) -> None:
         self.host = host
-        super().__init__(f"this host ({host}) is drained: it claims nothing new "
-                         f"(--list-jobs shows by whom and why; --undrain {host} ends it)")
+        super().__init__(
+            f"this host ({host}) is drained: it claims nothing new "
+            f"(--list-jobs shows by whom and why; --undrain {host} ends it)"
+        )
 
 
 class RunNotFound(CrontabberError):
@@ -72,8 +73,10 @@ class RunNotFound(CrontabberError):
     def __init__(self, app_name: str, run_id: int) -> None:
         self.app_name = app_name
         self.run_id = run_id
-        super().__init__(f"{app_name}: no run {run_id} in the run log (crontabber_log) or the "
-                         f"run ledger (crontabber_run); --history {app_name} lists its runs")
+        super().__init__(
+            f"{app_name}: no run {run_id} in the run log (crontabber_log) or the "
+            f"run ledger (crontabber_run); --history {app_name} lists its runs"
+        )
 
 
 class JobLockError(CrontabberError):
@@ -87,9 +90,7 @@ class JobLocked(JobLockError):
 
     def __init__(self, app_name: str) -> None:
         self.app_name = app_name
-        super().__init__(
-            f"{app_name}: its state row is locked by another runner right now"
-        )
+        super().__init__(f"{app_name}: its state row is locked by another runner right now")
 
 
 class JobOngoing(JobLockError):
@@ -110,10 +111,7 @@ class JobOngoing(JobLockError):
         self.heartbeat_age = heartbeat_age
         holder = by or "an unknown runner (a crontabber without ongoing_by)"
         beat = "" if heartbeat_age is None else f" (last heartbeat {short_span(heartbeat_age)} ago)"
-        super().__init__(
-            f"{app_name}: already running since {utc_text(since)} "
-            f"on {holder}{beat}"
-        )
+        super().__init__(f"{app_name}: already running since {utc_text(since)} on {holder}{beat}")
 
 
 class MarkerIsLive(JobLockError):
@@ -133,29 +131,24 @@ class JobPaused(CrontabberError):
     """An action refused because of an operator's pause (exit 6): another ``--pause``
     without ``--replace``, or ``--rerun`` without ``--force``. Names the pause."""
 
-    def __init__(self, app_name: str, action: str, until: object, by: object, reason: object,
-                 override: str) -> None:
+    def __init__(self, app_name: str, action: str, until: object, by: object, reason: object, override: str) -> None:
         self.app_name = app_name
         self.action = action
         until_text = minute_text(until) if isinstance(until, dt.datetime) else str(until)
-        super().__init__(
-            f"{app_name}: refusing to {action}: paused until {until_text} by {by}: {reason}; "
-            f"{override}"
-        )
+        super().__init__(f"{app_name}: refusing to {action}: paused until {until_text} by {by}: {reason}; {override}")
 
 
 class MuteInForce(JobPaused):
     """A second ``--mute`` of a scope refused (exit 6, as a second ``--pause``): a
     maintenance window of it is in force. Names the window and ``--replace``."""
 
-    def __init__(self, scope: str, until: object, by: object, reason: object, override: str
-                 ) -> None:
+    def __init__(self, scope: str, until: object, by: object, reason: object, override: str) -> None:
         self.app_name = scope
         self.action = "mute it again"
         until_text = minute_text(until) if isinstance(until, dt.datetime) else str(until)
         CrontabberError.__init__(
-            self, f"{scope}: refusing to mute it again: muted until {until_text} by {by}: "
-                  f"{reason}; {override}")
+            self, f"{scope}: refusing to mute it again: muted until {until_text} by {by}: {reason}; {override}"
+        )
 
 
 class PauseOverrideNeedsReason(CrontabberError):
@@ -230,9 +223,12 @@ class DatabaseReadOnly(DatabaseUnavailable):
 
     def __init__(self, target: str, server: str) -> None:
         self.server = server
-        super().__init__(target, f"{server} is a read-only standby (in recovery): name the "
-                                 "primary, or list every server in host with "
-                                 "target_session_attrs = read-write")
+        super().__init__(
+            target,
+            f"{server} is a read-only standby (in recovery): name the "
+            "primary, or list every server in host with "
+            "target_session_attrs = read-write",
+        )
 
 
 class CodeOlderThanSchema(CrontabberError):
@@ -245,8 +241,10 @@ class CodeOlderThanSchema(CrontabberError):
         self.host = host
         self.unknown = unknown
         listed = ", ".join(f"{number:04d}" for number in unknown)
-        super().__init__(f"{host} runs code older than the database's schema (it lacks "
-                         f"migration {listed}): it claims no job until it is upgraded")
+        super().__init__(
+            f"{host} runs code older than the database's schema (it lacks "
+            f"migration {listed}): it claims no job until it is upgraded"
+        )
 
 
 class SentryNotConfigured(CrontabberError):

@@ -55,8 +55,12 @@ class _Notes:
     def __init__(self, job: Job, now: dt.datetime) -> None:
         self.now = now
         self.lines: list[str] = []
-        self.facts: dict[str, Any] = {"name": job.app_name, "schedule": str(job.schedule),
-                                      "is_backfill": job.is_backfill, "now": now}
+        self.facts: dict[str, Any] = {
+            "name": job.app_name,
+            "schedule": str(job.schedule),
+            "is_backfill": job.is_backfill,
+            "now": now,
+        }
         self.blocking: list[str] = []
 
     def at(self, when: dt.datetime) -> str:
@@ -78,8 +82,9 @@ def explain_job(
     (None: not read; placement is not judged)."""
     state = states.get(job.app_name)
     notes = _Notes(job, now)
-    notes.lines.append(f"schedule: every {job.schedule}" + (
-        " (backfill: one run per interval)" if job.is_backfill else ""))
+    notes.lines.append(
+        f"schedule: every {job.schedule}" + (" (backfill: one run per interval)" if job.is_backfill else "")
+    )
     _placement(notes, job, fleet)
     _pause(notes, job, state)
     _lease(notes, state, marker, rules)
@@ -119,11 +124,17 @@ def _pause(notes: _Notes, job: Job, state: JobState | None) -> None:
     if state is None or state.paused_until is None:
         return
     active = pause_active(state, notes.now)
-    notes.facts["paused"] = {"until": state.paused_until, "by": state.paused_by,
-                             "reason": state.paused_reason, "active": active}
+    notes.facts["paused"] = {
+        "until": state.paused_until,
+        "by": state.paused_by,
+        "reason": state.paused_reason,
+        "active": active,
+    }
     if active:
-        notes.lines.append(f"paused until {notes.at(state.paused_until)} by {state.paused_by}: "
-                           f"{state.paused_reason}; --resume {job.app_name} ends it")
+        notes.lines.append(
+            f"paused until {notes.at(state.paused_until)} by {state.paused_by}: "
+            f"{state.paused_reason}; --resume {job.app_name} ends it"
+        )
         notes.blocking.append("paused")
     else:
         notes.lines.append(f"a pause ended {notes.at(state.paused_until)}")
@@ -134,13 +145,19 @@ def _lease(notes: _Notes, state: JobState | None, marker: Marker, rules: LeaseRu
     if state is None or state.ongoing is None:
         return
     expires = lease_expiry(state, rules)
-    notes.facts["ongoing"] = {"since": state.ongoing, "by": state.ongoing_by,
-                              "run_id": state.run_id, "heartbeat": state.heartbeat,
-                              "verdict": marker.value, "lease_expires": expires}
+    notes.facts["ongoing"] = {
+        "since": state.ongoing,
+        "by": state.ongoing_by,
+        "run_id": state.run_id,
+        "heartbeat": state.heartbeat,
+        "verdict": marker.value,
+        "lease_expires": expires,
+    }
     text = describe_marker(state, marker, notes.now)
     if marker is Marker.LIVE:
-        notes.lines.append(f"running: {text}; its lease lasts until {notes.at(expires)}"
-                           if expires else f"running: {text}")
+        notes.lines.append(
+            f"running: {text}; its lease lasts until {notes.at(expires)}" if expires else f"running: {text}"
+        )
         notes.blocking.append(f"running on {state.ongoing_by}")
     else:
         notes.lines.append(f"marker left by a dead run: {text}; a tick takes the job over")
@@ -167,9 +184,11 @@ def _last_runs(notes: _Notes, state: JobState | None) -> None:
         notes.facts["last_error"] = error.as_json() if error else None
         notes.facts["retry_at"] = state.next_run
         retry = notes.at(state.next_run) if state.next_run else "now"
-        notes.lines.append(f"failed {counted(state.error_count, 'time')} in a row (last: "
-                           f"{error.summary if error else 'no error recorded'}); "
-                           f"error backoff: retry at {retry}")
+        notes.lines.append(
+            f"failed {counted(state.error_count, 'time')} in a row (last: "
+            f"{error.summary if error else 'no error recorded'}); "
+            f"error backoff: retry at {retry}"
+        )
 
 
 def _due(notes: _Notes, job: Job, state: JobState | None) -> None:
@@ -179,31 +198,42 @@ def _due(notes: _Notes, job: Job, state: JobState | None) -> None:
     notes.facts["settle_lag_seconds"] = schedule.lag.total_seconds()
     notes.facts["jitter_seconds"] = schedule.jitter.total_seconds()
     if schedule.delay:
-        parts = ([f"jitter {span_text(schedule.jitter)} (fixed, from its name)"] if schedule.jitter else []) + \
-            ([f"settle lag {span_text(schedule.lag)}"] if schedule.lag else [])
-        notes.lines.append(f"starts {span_text(schedule.delay)} after its time: " + ", ".join(parts)
-                           + (f"; interval T runs after T + {span_text(schedule.delay)}"
-                              if job.is_backfill else ""))
+        parts = ([f"jitter {span_text(schedule.jitter)} (fixed, from its name)"] if schedule.jitter else []) + (
+            [f"settle lag {span_text(schedule.lag)}"] if schedule.lag else []
+        )
+        notes.lines.append(
+            f"starts {span_text(schedule.delay)} after its time: "
+            + ", ".join(parts)
+            + (f"; interval T runs after T + {span_text(schedule.delay)}" if job.is_backfill else "")
+        )
     if due and notes.facts["ongoing"] is not None and notes.facts["ongoing"]["verdict"] == "live":
         # a running job's next_run is the one its run started for: it is not waiting
-        notes.lines.append("the run going now is its first run" if state is None or state.next_run is None
-                           else f"the run going now is the one due at {notes.at(state.next_run)}")
+        notes.lines.append(
+            "the run going now is its first run"
+            if state is None or state.next_run is None
+            else f"the run going now is the one due at {notes.at(state.next_run)}"
+        )
         return
     if due:
-        notes.lines.append("due now" if state is None or state.next_run is None
-                           else f"due since {notes.at(state.next_run)}")
+        notes.lines.append(
+            "due now" if state is None or state.next_run is None else f"due since {notes.at(state.next_run)}"
+        )
         return
     when = state.next_run if state is not None else None
-    notes.lines.append(f"not due until {notes.at(when)}" if when else
-                       f"not due until {job.schedule.time} UTC today"
-                       + (f" + {span_text(job.schedule.delay)}" if job.schedule.delay else ""))
+    notes.lines.append(
+        f"not due until {notes.at(when)}"
+        if when
+        else f"not due until {job.schedule.time} UTC today"
+        + (f" + {span_text(job.schedule.delay)}" if job.schedule.delay else "")
+    )
 
     notes.blocking.append("not due yet")
 
 
 def _parents(notes: _Notes, job: Job, states: Mapping[str, JobState]) -> None:
-    parents = [{"name": parent, "blocking": dependency_block((parent,), states, notes.now)}
-               for parent in job.depends_on]
+    parents = [
+        {"name": parent, "blocking": dependency_block((parent,), states, notes.now)} for parent in job.depends_on
+    ]
     notes.facts["depends_on"] = parents
     for parent in parents:
         notes.lines.append(f"parent {parent['name']}: " + (parent["blocking"] or "ok"))
@@ -222,27 +252,29 @@ def _deadline(notes: _Notes, job: Job, state: JobState | None, deadline: dt.time
         return
     interval = next_interval(state, job.schedule, job.is_backfill) if state is not None else None
     if interval is None:
-        notes.facts["deadline"] = {"seconds": deadline.total_seconds(), "interval": None,
-                                   "due": None, "missed": False}
+        notes.facts["deadline"] = {"seconds": deadline.total_seconds(), "interval": None, "due": None, "missed": False}
         notes.lines.append(f"deadline {span_text(deadline)}: counted from its first success")
         return
     due = interval + deadline
     missed = notes.now >= due
-    notes.facts["deadline"] = {"seconds": deadline.total_seconds(), "interval": interval,
-                               "due": due, "missed": missed}
+    notes.facts["deadline"] = {"seconds": deadline.total_seconds(), "interval": interval, "due": due, "missed": missed}
     if missed:
-        notes.lines.append(f"deadline {span_text(deadline)}: MISSED: the interval of "
-                           f"{minute_text(interval)} was not done by {notes.at(due)}")
+        notes.lines.append(
+            f"deadline {span_text(deadline)}: MISSED: the interval of "
+            f"{minute_text(interval)} was not done by {notes.at(due)}"
+        )
     else:
-        notes.lines.append(f"deadline {span_text(deadline)}: the interval of "
-                           f"{minute_text(interval)} is to be done by {notes.at(due)}")
+        notes.lines.append(
+            f"deadline {span_text(deadline)}: the interval of {minute_text(interval)} is to be done by {notes.at(due)}"
+        )
 
 
 def _backfill(notes: _Notes, job: Job, state: JobState | None) -> None:
     pending = backfill_dates(state.last_success if state else None, job.schedule, notes.now)
     notes.facts["backfill_pending"] = pending
     if pending:
-        notes.lines.append(f"backfill: {len(pending)} interval(s) pending, "
-                           f"{minute_text(pending[0])} to {minute_text(pending[-1])}")
+        notes.lines.append(
+            f"backfill: {len(pending)} interval(s) pending, {minute_text(pending[0])} to {minute_text(pending[-1])}"
+        )
     else:
         notes.lines.append("backfill: nothing pending (--rerun NAME --date YYYY-MM-DD redoes a day)")

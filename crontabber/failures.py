@@ -14,8 +14,7 @@ from typing import Any
 
 # Loggers of the client libraries: their retry warnings lose their tracebacks
 # unless the log level is DEBUG.
-CLIENT_LOGGERS = ("elastic_transport", "elasticsearch", "botocore", "boto3", "urllib3",
-                  "s3transfer")
+CLIENT_LOGGERS = ("elastic_transport", "elasticsearch", "botocore", "boto3", "urllib3", "s3transfer")
 
 
 def chain(exc: BaseException) -> list[BaseException]:
@@ -55,9 +54,11 @@ def _cause(exceptions: list[BaseException]) -> str:
         if isinstance(exc, OSError) and exc.strerror:
             return exc.strerror.lower()
     text = " ".join(str(exc) for exc in exceptions)
-    for needle, reason in (("Connection refused", "connection refused"),
-                           ("timed out", "timed out"), ("Name or service not known",
-                                                        "unknown host")):
+    for needle, reason in (
+        ("Connection refused", "connection refused"),
+        ("timed out", "timed out"),
+        ("Name or service not known", "unknown host"),
+    ):
         if needle in text:
             return reason
     return first_line(exceptions[-1])
@@ -102,14 +103,18 @@ def describe(exc: BaseException) -> str:
     exceptions = chain(exc)
     for current in exceptions:
         library, name = _kind(current)
-        if library in ("elastic_transport", "elasticsearch") and (
-                "Connection" in name or name == "TransportError"):
-            conn: Any = next((getattr(e, "conn") for e in exceptions
-                              if getattr(e, "conn", None) is not None), None)
-            address = next((str(getattr(e, "address")) for e in exceptions
-                            if getattr(e, "address", None) is not None), None)
-            where = (f" at http://{conn.host}:{conn.port}" if conn is not None
-                     else f" at {_base(address)}" if address else "")
+        if library in ("elastic_transport", "elasticsearch") and ("Connection" in name or name == "TransportError"):
+            conn: Any = next((getattr(e, "conn") for e in exceptions if getattr(e, "conn", None) is not None), None)
+            address = next(
+                (str(getattr(e, "address")) for e in exceptions if getattr(e, "address", None) is not None), None
+            )
+            where = (
+                f" at http://{conn.host}:{conn.port}"
+                if conn is not None
+                else f" at {_base(address)}"
+                if address
+                else ""
+            )
             return f"Elasticsearch{where}: {_cause(exceptions)}"
         if library == "botocore":
             kwargs: dict = getattr(current, "kwargs", {}) or {}

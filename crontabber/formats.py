@@ -64,9 +64,16 @@ def short_span(seconds: float) -> str:
 def span_text(span: dt.timedelta) -> str:
     """An exact span in its units: ``6h``, ``7m30s``, ``1d2h``, ``0s``."""
     whole = int(span.total_seconds())
-    parts = [f"{amount}{unit}" for amount, unit in (
-        (whole // 86400, "d"), (whole % 86400 // 3600, "h"), (whole % 3600 // 60, "m"), (whole % 60, "s"))
-        if amount]
+    parts = [
+        f"{amount}{unit}"
+        for amount, unit in (
+            (whole // 86400, "d"),
+            (whole % 86400 // 3600, "h"),
+            (whole % 3600 // 60, "m"),
+            (whole % 60, "s"),
+        )
+        if amount
+    ]
     return "".join(parts) or "0s"
 
 
@@ -147,8 +154,7 @@ def one_line(text: str | None) -> str:
 
 # C0, DEL, C1; the Unicode bidi embeddings, overrides, isolates and marks; the line and
 # paragraph separators: what can move the cursor, recolour or reorder a terminal's text
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e"
-                     "\u2066-\u2069]")
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def _escape(match: re.Match[str]) -> str:

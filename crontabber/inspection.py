@@ -59,7 +59,10 @@ def selected_jobs(jobs: list[Job], names: list[str]) -> list[Job]:
 
 
 def job_views_now(
-    settings: Settings, jobs: list[Job], store: StateStore, names: list[str] | tuple[str, ...] = (),
+    settings: Settings,
+    jobs: list[Job],
+    store: StateStore,
+    names: list[str] | tuple[str, ...] = (),
     broken: Sequence[BrokenEntry] = (),
 ) -> tuple[list["JobView"], dt.datetime]:
     """The views of the jobs ``names`` mean (every job when empty), in config
@@ -78,10 +81,11 @@ def job_views_now(
     chosen = jobs if not asked else selected_jobs(jobs, rest) if rest else []
     states, now = store.states(), store.now()
     marker = marker_of(settings)
-    missed = {name: views.DeadlineView(event.detail["interval"], event.detail["deadline"])
-              for name, event in deadline_events(chosen, settings, states, now).items()}
-    found = views.job_views(chosen, states, now, lambda state: marker(state, now),
-                            _overdue_seconds(settings), missed)
+    missed = {
+        name: views.DeadlineView(event.detail["interval"], event.detail["deadline"])
+        for name, event in deadline_events(chosen, settings, states, now).items()
+    }
+    found = views.job_views(chosen, states, now, lambda state: marker(state, now), _overdue_seconds(settings), missed)
     return found + [views.broken_view(b) for b in shown], now
 
 

@@ -40,6 +40,7 @@ def stored(value: Any) -> str:
     """``value`` as compact JSON for a database column (an alert's ``detail``), with the same
     conventions; a value of another type is written as its text, never refused (what is
     stored must not stop a tick)."""
+
     def default(item: Any) -> Any:
         try:
             return _default(item)

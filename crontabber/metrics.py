@@ -24,44 +24,50 @@ from .state import JobState
 
 # name, type, help; the label set is the job's name (crontabber_job_*) or the host's.
 JOB_METRICS = (
-    ("crontabber_job_last_success_timestamp_seconds", "gauge",
-     "When the job last succeeded (for a backfill job: the last interval done)."),
+    (
+        "crontabber_job_last_success_timestamp_seconds",
+        "gauge",
+        "When the job last succeeded (for a backfill job: the last interval done).",
+    ),
     ("crontabber_job_last_run_timestamp_seconds", "gauge", "When the job's last attempt began."),
     ("crontabber_job_next_run_timestamp_seconds", "gauge", "When the job is due next."),
-    ("crontabber_job_last_duration_seconds", "gauge",
-     "How long the job's last run took (crontabber_log: the sum of its units)."),
+    (
+        "crontabber_job_last_duration_seconds",
+        "gauge",
+        "How long the job's last run took (crontabber_log: the sum of its units).",
+    ),
     ("crontabber_job_error_count", "gauge", "Failures in a row (0 after a success)."),
     ("crontabber_job_ongoing", "gauge", "1 while a run of the job holds its ongoing marker."),
     ("crontabber_job_paused", "gauge", "1 while the job is paused (--pause)."),
-    ("crontabber_job_deadline_missed", "gauge",
-     "1 while the job's next interval is past its deadline (0 otherwise, or without one)."),
+    (
+        "crontabber_job_deadline_missed",
+        "gauge",
+        "1 while the job's next interval is past its deadline (0 otherwise, or without one).",
+    ),
 )
 HOST_METRICS = (
-    ("crontabber_host_last_tick_timestamp_seconds", "gauge",
-     "When the host's runner last ticked (database clock)."),
-    ("crontabber_host_clock_skew_seconds", "gauge",
-     "The host's clock minus the database's, at its last tick."),
+    ("crontabber_host_last_tick_timestamp_seconds", "gauge", "When the host's runner last ticked (database clock)."),
+    ("crontabber_host_clock_skew_seconds", "gauge", "The host's clock minus the database's, at its last tick."),
     ("crontabber_host_info", "gauge", "The crontabber version the host ran at its last tick."),
 )
 
 
-def render_textfile(jobs: Sequence[Job], overview: Overview, missed: Mapping[str, str] | None = None
-                    ) -> str:
+def render_textfile(jobs: Sequence[Job], overview: Overview, missed: Mapping[str, str] | None = None) -> str:
     """The metrics file's text: HELP and TYPE lines, then one sample per job or host.
     ``missed``: the jobs past their deadline (:func:`crontabber.alerts.alerter.missed_deadlines`)."""
     lines = []
     for name, kind, text in (*JOB_METRICS, *HOST_METRICS):
         lines += [f"# HELP {name} {text}", f"# TYPE {name} {kind}"]
         if name == "crontabber_job_deadline_missed":
-            lines += [f'{name}{{job="{_label(job.app_name)}"}} {int(job.app_name in (missed or {}))}'
-                      for job in jobs]
+            lines += [f'{name}{{job="{_label(job.app_name)}"}} {int(job.app_name in (missed or {}))}' for job in jobs]
             continue
         lines += list(_samples(name, jobs, overview))
     lines += list(_run_metrics(jobs, overview))
-    lines += ["# HELP crontabber_metrics_timestamp_seconds When this file was written "
-              "(database clock).",
-              "# TYPE crontabber_metrics_timestamp_seconds gauge",
-              f"crontabber_metrics_timestamp_seconds {_number(overview.now.timestamp())}"]
+    lines += [
+        "# HELP crontabber_metrics_timestamp_seconds When this file was written (database clock).",
+        "# TYPE crontabber_metrics_timestamp_seconds gauge",
+        f"crontabber_metrics_timestamp_seconds {_number(overview.now.timestamp())}",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -69,8 +75,7 @@ def _run_metrics(jobs: Sequence[Job], overview: Overview) -> Iterator[str]:
     """``crontabber_job_run_metric{job, name}``: the numbers each job's last successful run
     returned with its summary (:class:`crontabber.base.Summary`), one sample each."""
     name = "crontabber_job_run_metric"
-    yield (f"# HELP {name} A number the job's last successful run returned with its summary "
-           "(label name: which).")
+    yield (f"# HELP {name} A number the job's last successful run returned with its summary (label name: which).")
     yield f"# TYPE {name} gauge"
     for job in jobs:
         for metric, value in sorted(overview.metrics.get(job.app_name, {}).items()):
@@ -83,8 +88,7 @@ def _samples(name: str, jobs: Sequence[Job], overview: Overview) -> Iterator[str
             if name == "crontabber_host_info":
                 yield f'{name}{{host="{_label(host.host)}",version="{_label(host.version)}"}} 1'
                 continue
-            number = (host.last_tick.timestamp() if name.endswith("tick_timestamp_seconds")
-                      else host.skew_seconds)
+            number = host.last_tick.timestamp() if name.endswith("tick_timestamp_seconds") else host.skew_seconds
             yield f'{name}{{host="{_label(host.host)}"}} {_number(number)}'
         return
     for job in jobs:
@@ -93,8 +97,7 @@ def _samples(name: str, jobs: Sequence[Job], overview: Overview) -> Iterator[str
             yield f'{name}{{job="{_label(job.app_name)}"}} {_number(value)}'
 
 
-def _job_value(name: str, app_name: str, state: JobState | None, overview: Overview
-               ) -> float | None:
+def _job_value(name: str, app_name: str, state: JobState | None, overview: Overview) -> float | None:
     short = name.removeprefix("crontabber_job_")
     if short == "last_duration_seconds":
         took = overview.durations.get(app_name)
@@ -134,8 +137,7 @@ def write_atomically(path: str, text: str) -> None:
     """
     target = Path(path)
     try:
-        fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.",
-                                         suffix=".tmp")
+        fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     except OSError as exc:
         raise MetricsFileNotWritten(path, exc.strerror or str(exc)) from None
     try:

@@ -73,8 +73,10 @@ class NagiosResult:
             "status": self.status,
             "code": self.code,
             "summary": self.lines[0],
-            "entries": [{"level": NAGIOS_STATUS[e.level], "kind": e.kind, "subject": e.subject,
-                         "text": e.text} for e in self.entries],
+            "entries": [
+                {"level": NAGIOS_STATUS[e.level], "kind": e.kind, "subject": e.subject, "text": e.text}
+                for e in self.entries
+            ],
             "perfdata": dict(self.perfdata),
         }
 
@@ -116,31 +118,45 @@ def nagios_check(
     - among hosts that ticked within that window, a clock skew over
       ``max_skew_seconds`` or more than one version: WARNING.
     """
-    found = [*(NagiosEntry(NAGIOS_CRITICAL, "broken", name, f"jobs entry {name} does not load: "
-                           f"{problem}") for name, problem in (broken or {}).items()),
-             *_job_entries(jobs, states, now, marker, limits),
-             *(NagiosEntry(NAGIOS_WARNING, "late", name, text) for name, text in (missed or {}).items()
-               if not pause_active(states.get(name), now)),
-             *_never_ran_entries(jobs, states, hosts, now, limits), *_ghost_entries(jobs, states),
-             *_fleet_entries(hosts, now, limits), *_drain_entries(hosts, states)]
+    found = [
+        *(
+            NagiosEntry(NAGIOS_CRITICAL, "broken", name, f"jobs entry {name} does not load: {problem}")
+            for name, problem in (broken or {}).items()
+        ),
+        *_job_entries(jobs, states, now, marker, limits),
+        *(
+            NagiosEntry(NAGIOS_WARNING, "late", name, text)
+            for name, text in (missed or {}).items()
+            if not pause_active(states.get(name), now)
+        ),
+        *_never_ran_entries(jobs, states, hosts, now, limits),
+        *_ghost_entries(jobs, states),
+        *_fleet_entries(hosts, now, limits),
+        *_drain_entries(hosts, states),
+    ]
     found += _paused_share_entries(jobs, found, limits)
     entries = tuple(sorted(found, key=lambda e: -e.level))  # stable: config order within a level
     code = entries[0].level if entries else NAGIOS_OK
     if code == NAGIOS_OK:
         paused = [e.subject for e in entries if e.kind == "paused"]
         drained = [e.status_text for e in entries if e.kind == "drained"]
-        status = "OK - All systems nominal" + (f"; paused: {', '.join(paused)}" if paused else "") \
+        status = (
+            "OK - All systems nominal"
+            + (f"; paused: {', '.join(paused)}" if paused else "")
             + (f"; {', '.join(drained)}" if drained else "")
+        )
     else:
-        status = f"{NAGIOS_STATUS[code]} - " + "; ".join(
-            e.status_text or e.text for e in entries if e.level == code)
+        status = f"{NAGIOS_STATUS[code]} - " + "; ".join(e.status_text or e.text for e in entries if e.level == code)
     perfdata = _perfdata(jobs, states, entries, hosts, now, marker, limits)
     lines = [status, *(e.text for e in entries), "| " + perfdata_text(perfdata, limits)]
     return NagiosResult(code, lines, entries, perfdata)
 
 
 def _job_entries(
-    jobs: Sequence[Job], states: Mapping[str, JobState], now: dt.datetime, marker: MarkerOf,
+    jobs: Sequence[Job],
+    states: Mapping[str, JobState],
+    now: dt.datetime,
+    marker: MarkerOf,
     limits: "MonitorSettings",
 ) -> Iterator[NagiosEntry]:
     for job in jobs:
@@ -150,16 +166,25 @@ def _job_entries(
         name = f"{job.app_name} ({job.cls.__name__})"
         status = marker(state)
         if status.takeable:
-            yield NagiosEntry(NAGIOS_WARNING, "marker", job.app_name,
-                              f"{name}: ongoing marker not live: {describe_marker(state, status, now)}")
+            yield NagiosEntry(
+                NAGIOS_WARNING,
+                "marker",
+                job.app_name,
+                f"{name}: ongoing marker not live: {describe_marker(state, status, now)}",
+            )
         if pause_active(state, now):
             yield _paused_entry(job.app_name, name, state, now)
             continue
         if state.error_count:
             kind, value = _error_parts(state)
             level = NAGIOS_WARNING if state.error_count == 1 and job.is_backfill else NAGIOS_CRITICAL
-            yield NagiosEntry(level, "failing", job.app_name, f"{name}: {_error_line(state)}",
-                              status_text=f"{name} | {kind} | {value}")  # crontabber's, parsed
+            yield NagiosEntry(
+                level,
+                "failing",
+                job.app_name,
+                f"{name}: {_error_line(state)}",
+                status_text=f"{name} | {kind} | {value}",
+            )  # crontabber's, parsed
         late = lateness(state, now)
         if late is None or late.total_seconds() <= limits.overdue_warning_seconds:
             continue
@@ -167,18 +192,18 @@ def _job_entries(
         due = f"its next run was due {absolute(due_at, now)}"
         block = dependency_block(job.depends_on, states, now)
         if block:
-            yield NagiosEntry(NAGIOS_OK, "waiting", job.app_name,
-                              f"{name}: waiting for its parents: {block}; {due}")
+            yield NagiosEntry(NAGIOS_OK, "waiting", job.app_name, f"{name}: waiting for its parents: {block}; {due}")
             continue
-        level = NAGIOS_CRITICAL if late.total_seconds() > limits.overdue_critical_seconds \
-            else NAGIOS_WARNING
-        yield NagiosEntry(level, "overdue", job.app_name,
-                          f"{name}: overdue: {due}; no tick has run it")
+        level = NAGIOS_CRITICAL if late.total_seconds() > limits.overdue_critical_seconds else NAGIOS_WARNING
+        yield NagiosEntry(level, "overdue", job.app_name, f"{name}: overdue: {due}; no tick has run it")
 
 
 def _never_ran_entries(
-    jobs: Sequence[Job], states: Mapping[str, JobState], hosts: Sequence[HostState],
-    now: dt.datetime, limits: "MonitorSettings",
+    jobs: Sequence[Job],
+    states: Mapping[str, JobState],
+    hosts: Sequence[HostState],
+    now: dt.datetime,
+    limits: "MonitorSettings",
 ) -> Iterator[NagiosEntry]:
     """Jobs with no state row whose time of day passed today, and a host ticked more than
     ``overdue_warning_seconds`` after it: that tick should have run them (a host without
@@ -195,10 +220,14 @@ def _never_ran_entries(
             continue
         late = (now - due_at).total_seconds()
         level = NAGIOS_CRITICAL if late > limits.overdue_critical_seconds else NAGIOS_WARNING
-        yield NagiosEntry(level, "overdue", job.app_name,
-                          f"{job.app_name} ({job.cls.__name__}): never ran: due since "
-                          f"{absolute(due_at, now)}; the last tick ({absolute(newest_tick, now)}) "
-                          "did not run it")
+        yield NagiosEntry(
+            level,
+            "overdue",
+            job.app_name,
+            f"{job.app_name} ({job.cls.__name__}): never ran: due since "
+            f"{absolute(due_at, now)}; the last tick ({absolute(newest_tick, now)}) "
+            "did not run it",
+        )
 
 
 def _error_parts(state: JobState) -> tuple[str, str]:
@@ -218,93 +247,122 @@ def _error_line(state: JobState) -> str:
 
 def _paused_entry(app_name: str, name: str, state: JobState, now: dt.datetime) -> NagiosEntry:
     assert state.paused_until is not None
-    text = (f"{name}: paused until {absolute(state.paused_until, now)} by "
-            f"{state.paused_by or 'unknown'}: {state.paused_reason or 'no reason given'}")
+    text = (
+        f"{name}: paused until {absolute(state.paused_until, now)} by "
+        f"{state.paused_by or 'unknown'}: {state.paused_reason or 'no reason given'}"
+    )
     if state.error_count:
         text += f"; failing: {_error_line(state)}"
     return NagiosEntry(NAGIOS_OK, "paused", app_name, text)
 
 
-def _paused_share_entries(jobs: Sequence[Job], found: Sequence[NagiosEntry],
-                          limits: "MonitorSettings") -> list[NagiosEntry]:
+def _paused_share_entries(
+    jobs: Sequence[Job], found: Sequence[NagiosEntry], limits: "MonitorSettings"
+) -> list[NagiosEntry]:
     """A WARNING when ``paused_warning_percent`` of the configured jobs or more are paused:
     a fleet that runs nothing is not nominal."""
     paused = [e.subject for e in found if e.kind == "paused"]
     if not jobs or not paused or len(paused) * 100 < limits.paused_warning_percent * len(jobs):
         return []
-    share = "every job is paused" if len(paused) == len(jobs) else \
-        f"{len(paused)} of {len(jobs)} jobs are paused"
-    return [NagiosEntry(NAGIOS_WARNING, "paused-share", "",
-                        f"{share} (paused_warning_percent {limits.paused_warning_percent:g}): "
-                        f"{', '.join(paused)}; --resume all ends every pause")]
+    share = "every job is paused" if len(paused) == len(jobs) else f"{len(paused)} of {len(jobs)} jobs are paused"
+    return [
+        NagiosEntry(
+            NAGIOS_WARNING,
+            "paused-share",
+            "",
+            f"{share} (paused_warning_percent {limits.paused_warning_percent:g}): "
+            f"{', '.join(paused)}; --resume all ends every pause",
+        )
+    ]
 
 
 def _ghost_entries(jobs: Sequence[Job], states: Mapping[str, JobState]) -> Iterator[NagiosEntry]:
     for name in ghosts(jobs, states):
-        yield NagiosEntry(NAGIOS_WARNING, "ghost", name,
-                          f"{name}: has a state row but no configured job (taken out of the jobs "
-                          f"list? --pause pauses a job; --reset-job {name} forgets it)")
+        yield NagiosEntry(
+            NAGIOS_WARNING,
+            "ghost",
+            name,
+            f"{name}: has a state row but no configured job (taken out of the jobs "
+            f"list? --pause pauses a job; --reset-job {name} forgets it)",
+        )
 
 
-def recent_hosts(hosts: Sequence[HostState], now: dt.datetime, limits: "MonitorSettings"
-                 ) -> list[HostState]:
+def recent_hosts(hosts: Sequence[HostState], now: dt.datetime, limits: "MonitorSettings") -> list[HostState]:
     """The hosts that ticked within ``silence_critical_minutes`` (the fleet that counts)."""
     window = dt.timedelta(minutes=limits.silence_critical_minutes)
     return [host for host in hosts if now - host.last_tick <= window]
 
 
-def _drain_entries(hosts: Sequence[HostState], states: Mapping[str, JobState]
-                   ) -> Iterator[NagiosEntry]:
+def _drain_entries(hosts: Sequence[HostState], states: Mapping[str, JobState]) -> Iterator[NagiosEntry]:
     """A drained host (``--drain``): listed, OK (an operator's decision, with a reason), as
     ``draining: N runs left`` while its runs go on, then ``drained``."""
     for host in hosts:
         if host.drained:
-            yield NagiosEntry(NAGIOS_OK, "drained", host.host, drain_line(host, states),
-                              status_text=f"{host.host} {drain_text(host.host, states)}")
+            yield NagiosEntry(
+                NAGIOS_OK,
+                "drained",
+                host.host,
+                drain_line(host, states),
+                status_text=f"{host.host} {drain_text(host.host, states)}",
+            )
 
 
-def _fleet_entries(hosts: Sequence[HostState], now: dt.datetime, limits: "MonitorSettings"
-                   ) -> Iterator[NagiosEntry]:
+def _fleet_entries(hosts: Sequence[HostState], now: dt.datetime, limits: "MonitorSettings") -> Iterator[NagiosEntry]:
     if not hosts:
-        yield NagiosEntry(NAGIOS_CRITICAL, "silence", "",
-                          "no host has ever recorded a tick: is cron running crontabber?")
+        yield NagiosEntry(
+            NAGIOS_CRITICAL, "silence", "", "no host has ever recorded a tick: is cron running crontabber?"
+        )
         return
     last = max(hosts, key=lambda host: host.last_tick)
     recent = recent_hosts(hosts, now, limits)
     if not recent:
-        yield NagiosEntry(NAGIOS_CRITICAL, "silence", last.host,
-                          f"no tick from any host for {short_span((now - last.last_tick).total_seconds())} (the last: "
-                          f"{last.host} at {stamp(last.last_tick)} UTC): is cron running "
-                          "crontabber?")
+        yield NagiosEntry(
+            NAGIOS_CRITICAL,
+            "silence",
+            last.host,
+            f"no tick from any host for {short_span((now - last.last_tick).total_seconds())} (the last: "
+            f"{last.host} at {stamp(last.last_tick)} UTC): is cron running "
+            "crontabber?",
+        )
     for host in recent:
         if abs(host.skew_seconds) > limits.max_skew_seconds:
-            yield NagiosEntry(NAGIOS_WARNING, "skew", host.host,
-                              f"host {host.host}: its clock is {host.skew_seconds:+.1f} s off the "
-                              f"database's (max_skew_seconds {limits.max_skew_seconds:g})")
+            yield NagiosEntry(
+                NAGIOS_WARNING,
+                "skew",
+                host.host,
+                f"host {host.host}: its clock is {host.skew_seconds:+.1f} s off the "
+                f"database's (max_skew_seconds {limits.max_skew_seconds:g})",
+            )
     old = [host for host in recent if host.schema_behind]
     for host in old:  # all of them: nothing claims a job any more
         listed = ", ".join(f"{number:04d}" for number in host.schema_behind)
-        yield NagiosEntry(NAGIOS_CRITICAL if len(old) == len(recent) else NAGIOS_WARNING,
-                          "old-code", host.host,
-                          f"host {host.host} runs code older than the database's schema (it lacks "
-                          f"migration {listed}): it claims no job until it is upgraded")
+        yield NagiosEntry(
+            NAGIOS_CRITICAL if len(old) == len(recent) else NAGIOS_WARNING,
+            "old-code",
+            host.host,
+            f"host {host.host} runs code older than the database's schema (it lacks "
+            f"migration {listed}): it claims no job until it is upgraded",
+        )
     versions: dict[str, list[str]] = {}
     for host in recent:
         versions.setdefault(host.version, []).append(host.host)
     if len(versions) > 1:
-        listed = "; ".join(f"{version} on {', '.join(names)}"
-                           for version, names in sorted(versions.items()))
+        listed = "; ".join(f"{version} on {', '.join(names)}" for version, names in sorted(versions.items()))
         yield NagiosEntry(NAGIOS_WARNING, "versions", "", f"hosts run different versions: {listed}")
 
 
 def _perfdata(
-    jobs: Sequence[Job], states: Mapping[str, JobState], entries: Sequence[NagiosEntry],
-    hosts: Sequence[HostState], now: dt.datetime, marker: MarkerOf, limits: "MonitorSettings",
+    jobs: Sequence[Job],
+    states: Mapping[str, JobState],
+    entries: Sequence[NagiosEntry],
+    hosts: Sequence[HostState],
+    now: dt.datetime,
+    marker: MarkerOf,
+    limits: "MonitorSettings",
 ) -> dict[str, float | None]:
     """The numbers behind the check (None: unknown, ``U`` in the plugin format)."""
     recent = recent_hosts(hosts, now, limits)
-    running = sum(1 for job in jobs if (state := states.get(job.app_name)) is not None
-                  and marker(state) is Marker.LIVE)
+    running = sum(1 for job in jobs if (state := states.get(job.app_name)) is not None and marker(state) is Marker.LIVE)
     last = max((host.last_tick for host in hosts), default=None)
     return {
         "jobs_failing": sum(e.kind == "failing" for e in entries),
@@ -326,8 +384,10 @@ def _plain(value: float) -> str:
 
 def perfdata_text(perfdata: Mapping[str, float | None], limits: "MonitorSettings") -> str:
     """``label=value[UOM];warn;crit;min`` items, as the Nagios plugin guidelines say."""
-    seconds = {"max_skew_s": f"{limits.max_skew_seconds:g};",
-               "seconds_since_last_tick": f";{limits.silence_critical_minutes * 60:g}"}
+    seconds = {
+        "max_skew_s": f"{limits.max_skew_seconds:g};",
+        "seconds_since_last_tick": f";{limits.silence_critical_minutes * 60:g}",
+    }
     items = []
     for label, value in perfdata.items():
         shown = "U" if value is None else _plain(value)

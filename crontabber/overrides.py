@@ -15,8 +15,16 @@ from .scheduling import pause_active
 from .state import JobState
 
 
-def check_pause(app_name: str, state: JobState | None, now: dt.datetime, action: str, *,
-                force: bool, reason: str | None, override: str) -> bool:
+def check_pause(
+    app_name: str,
+    state: JobState | None,
+    now: dt.datetime,
+    action: str,
+    *,
+    force: bool,
+    reason: str | None,
+    override: str,
+) -> bool:
     """The one rule of a paused job, for every command that would change its data: refused
     without ``force``; with ``force``, only with a ``reason`` (it goes to the audit trail
     beside the pause it overrides, for whoever paused the job). Returns whether the command
@@ -33,11 +41,9 @@ def check_pause(app_name: str, state: JobState | None, now: dt.datetime, action:
         return False
     assert state is not None
     if not force:
-        raise JobPaused(app_name, action, state.paused_until, state.paused_by,
-                        state.paused_reason, override)
+        raise JobPaused(app_name, action, state.paused_until, state.paused_by, state.paused_reason, override)
     if not (reason or "").strip():
-        raise PauseOverrideNeedsReason(app_name, state.paused_until, state.paused_by,
-                                       state.paused_reason)
+        raise PauseOverrideNeedsReason(app_name, state.paused_until, state.paused_by, state.paused_reason)
     return True
 
 
@@ -47,5 +53,4 @@ def given_options(overrides: Mapping[str, str]) -> list[str]:
     password in a URL) masked: :mod:`crontabber.redaction`."""
     from .redaction import MASK, is_secret_name, redact
 
-    return [f"--{name}={MASK if is_secret_name(name) else redact(value)}"
-            for name, value in overrides.items()]
+    return [f"--{name}={MASK if is_secret_name(name) else redact(value)}" for name, value in overrides.items()]

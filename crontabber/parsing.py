@@ -47,8 +47,7 @@ def did_you_mean(name: str, known: Sequence[str]) -> str:
     else ``""`` (argparse does not guess before Python 3.12)."""
     import difflib
 
-    found = difflib.get_close_matches(name, [flag for flag in known if flag.startswith("--")],
-                                      n=1, cutoff=0.6)
+    found = difflib.get_close_matches(name, [flag for flag in known if flag.startswith("--")], n=1, cutoff=0.6)
     return f" (did you mean {found[0]}?)" if found else ""
 
 
@@ -85,10 +84,17 @@ def command_parser(prog: str, description: str) -> CommandParser:
     :func:`crontabber.command.run_command`)
     and the exit-code table in ``--help``. Add the subcommands to it."""
     parser = CommandParser(
-        prog=prog, description=description,
+        prog=prog,
+        description=description,
         epilog="options: --crontabber.class-CLASS.OPTION=VALUE (and any runner option) override "
-               "crontabber.ini, as for python -m crontabber; --logging.level=DEBUG shows "
-               "tracebacks.\n" + exit_codes_text())
-    parser.add_argument("--admin.conf", dest="conf", metavar="FILE", default=None,
-                        help="the INI file (default: ./config/crontabber.ini or ./crontabber.ini)")
+        "crontabber.ini, as for python -m crontabber; --logging.level=DEBUG shows "
+        "tracebacks.\n" + exit_codes_text(),
+    )
+    parser.add_argument(
+        "--admin.conf",
+        dest="conf",
+        metavar="FILE",
+        default=None,
+        help="the INI file (default: ./config/crontabber.ini or ./crontabber.ini)",
+    )
     return parser

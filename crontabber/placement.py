@@ -33,8 +33,10 @@ def may_claim(wanted: Sequence[str], tags: Iterable[str]) -> bool:
 
 def placement_text(wanted: Sequence[str], tags: Sequence[str]) -> str:
     """Why this host skips a job placed elsewhere."""
-    return (f"placed on hosts tagged {' or '.join(wanted)} (hosts = {', '.join(wanted)}); "
-            f"this host's tags: {', '.join(tags) or 'none'}")
+    return (
+        f"placed on hosts tagged {' or '.join(wanted)} (hosts = {', '.join(wanted)}); "
+        f"this host's tags: {', '.join(tags) or 'none'}"
+    )
 
 
 def no_live_host(wanted: Sequence[str], fleet: Sequence[FleetHost]) -> str | None:
@@ -53,8 +55,11 @@ def no_live_host(wanted: Sequence[str], fleet: Sequence[FleetHost]) -> str | Non
 
 def runs_on(host: str, states: Mapping[str, JobState]) -> int:
     """How many runs ``host`` holds now (its ``ongoing`` markers: ``host:pid``)."""
-    return sum(1 for state in states.values()
-               if state.ongoing is not None and (state.ongoing_by or "").rpartition(":")[0] == host)
+    return sum(
+        1
+        for state in states.values()
+        if state.ongoing is not None and (state.ongoing_by or "").rpartition(":")[0] == host
+    )
 
 
 def drain_text(host: str, states: Mapping[str, JobState]) -> str:
@@ -73,5 +78,7 @@ def drain_line(host: "HostState", states: Mapping[str, JobState]) -> str:
     from .formats import minute_text
 
     until = f"until {minute_text(host.drain_until)}" if host.drain_until else "until --undrain"
-    return (f"host {host.host}: {drain_text(host.host, states)} ({until} by "
-            f"{host.drained_by or 'an operator'}: {host.drain_reason or 'no reason given'})")
+    return (
+        f"host {host.host}: {drain_text(host.host, states)} ({until} by "
+        f"{host.drained_by or 'an operator'}: {host.drain_reason or 'no reason given'})"
+    )

@@ -36,8 +36,15 @@ class AuditEntry:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "AuditEntry":
-        return cls(actor=row["actor"], action=row["action"], app_name=row["app_name"],
-                   reason=row["reason"], detail=row["detail"] or {}, at=row["at"], id=row["id"])
+        return cls(
+            actor=row["actor"],
+            action=row["action"],
+            app_name=row["app_name"],
+            reason=row["reason"],
+            detail=row["detail"] or {},
+            at=row["at"],
+            id=row["id"],
+        )
 
 
 @dataclass(frozen=True)
@@ -121,12 +128,19 @@ class HostState:
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "HostState":
         """Build from a database row (a mapping of column name to value)."""
-        return cls(host=row["host"], version=row["version"], last_tick=row["last_tick"],
-                   skew_seconds=float(row["skew_seconds"]), pid=row.get("pid"),
-                   schema_behind=tuple(row.get("schema_behind") or ()),
-                   tags=tuple(row.get("tags") or ()), drained=bool(row.get("drained")),
-                   drain_until=row.get("drain_until"), drained_by=row.get("drained_by"),
-                   drain_reason=row.get("drain_reason"))
+        return cls(
+            host=row["host"],
+            version=row["version"],
+            last_tick=row["last_tick"],
+            skew_seconds=float(row["skew_seconds"]),
+            pid=row.get("pid"),
+            schema_behind=tuple(row.get("schema_behind") or ()),
+            tags=tuple(row.get("tags") or ()),
+            drained=bool(row.get("drained")),
+            drain_until=row.get("drain_until"),
+            drained_by=row.get("drained_by"),
+            drain_reason=row.get("drain_reason"),
+        )
 
 
 @dataclass(frozen=True)
@@ -191,6 +205,24 @@ class RunRecord:
         return {name: getattr(self, name) for name in _RUN_COLUMNS}
 
 
-_RUN_COLUMNS = ("run_id", "app_name", "kind", "host", "pid", "started", "heartbeat", "ended",
-                "status", "intervals", "first_interval", "last_interval", "summary", "error",
-                "output_bytes", "output_dropped", "output", "options", "metrics")
+_RUN_COLUMNS = (
+    "run_id",
+    "app_name",
+    "kind",
+    "host",
+    "pid",
+    "started",
+    "heartbeat",
+    "ended",
+    "status",
+    "intervals",
+    "first_interval",
+    "last_interval",
+    "summary",
+    "error",
+    "output_bytes",
+    "output_dropped",
+    "output",
+    "options",
+    "metrics",
+)

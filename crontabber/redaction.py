@@ -41,7 +41,9 @@ _PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
 _SECRET_PARAMETER = re.compile(
     r"(?P<head>\b(?:password|passwd|pwd|secret|token|access_token|api_key|apikey|signature|"
     r"sig|x-amz-signature|x-amz-credential|x-amz-security-token|sentry_key)(?:\s*=\s*|['\"]\s*:\s*))"
-    r"(?P<value>'[^']*'|\"[^\"]*\"|[^&\s,'\"}]+)", re.IGNORECASE)
+    r"(?P<value>'[^']*'|\"[^\"]*\"|[^&\s,'\"}]+)",
+    re.IGNORECASE,
+)
 # names of environment variables / options that hold a secret
 _SECRET_NAME = re.compile("|".join(SECRET_WORDS) + r"|secret_key|_key$|^key$", re.IGNORECASE)
 _SHORTEST = 4
@@ -140,5 +142,4 @@ def redact_url_paths(text: str) -> str:
     address whose path is its token: ``https://hooks.slack.com/services/T0/B0/XYZ`` ->
     ``https://hooks.slack.com/***``); a URL without any stays as it is. A URL ends at a
     space, a quote or a backslash (in a ``repr``, the ``\\n`` between two lines)."""
-    return _URL_PATH.sub(lambda m: m["origin"] + ("/" + MASK if m["rest"] not in ("/", "")
-                                                  else m["rest"]), text)
+    return _URL_PATH.sub(lambda m: m["origin"] + ("/" + MASK if m["rest"] not in ("/", "") else m["rest"]), text)

@@ -51,6 +51,7 @@ def fit(rows: list[list[str]], width: int | None) -> list[str]:
 
 # ---------------------------------------------------------------------------- --list-jobs
 
+
 def ongoing_text(view: JobView, now: dt.datetime, beats: Beats | None = None) -> str:
     """Who holds the job: ``web-3:4242 (run 42) since 5m ago, heartbeat 3s ago``,
     with ``; expired: the next tick takes it over`` when its holder is gone, and the
@@ -59,8 +60,11 @@ def ongoing_text(view: JobView, now: dt.datetime, beats: Beats | None = None) ->
     if ongoing is None:
         return "-"
     run = f" (run {ongoing.run_id})" if ongoing.run_id is not None else ""
-    beat = (f"heartbeat {relative(ongoing.heartbeat, now)}" if ongoing.heartbeat is not None
-            else "no heartbeat (crontabber 0.18?)")
+    beat = (
+        f"heartbeat {relative(ongoing.heartbeat, now)}"
+        if ongoing.heartbeat is not None
+        else "no heartbeat (crontabber 0.18?)"
+    )
     text = f"{ongoing.by or 'an unknown runner'}{run} since {relative(ongoing.since, now)}, {beat}"
     if ongoing.verdict is Marker.LIVE:
         text += missed_text(ongoing.heartbeat, now, beats)
@@ -69,8 +73,7 @@ def ongoing_text(view: JobView, now: dt.datetime, beats: Beats | None = None) ->
     return text
 
 
-def missed_text(heartbeat: dt.datetime | None, now: dt.datetime, beats: Beats | None,
-                short: bool = False) -> str:
+def missed_text(heartbeat: dt.datetime | None, now: dt.datetime, beats: Beats | None, short: bool = False) -> str:
     """``; 3 beats missed: taken over after 2026-11-26 14:05:10 UTC unless one comes`` (``short``:
     ``; 3 beats missed``) for a live holder whose renewals stopped (its host may be gone),
     else nothing."""
@@ -97,8 +100,10 @@ def pause_text(view: JobView, now: dt.datetime) -> str:
     """``until 2026-11-22 18:00 UTC (in 4h) by alice@ops-1: deploy``, or ``-``."""
     if view.paused is None:
         return "-"
-    return (f"until {minute_text(view.paused.until)} ({relative(view.paused.until, now)}) by {view.paused.by or '?'}: "
-            f"{one_line(view.paused.reason or '')}")
+    return (
+        f"until {minute_text(view.paused.until)} ({relative(view.paused.until, now)}) by {view.paused.by or '?'}: "
+        f"{one_line(view.paused.reason or '')}"
+    )
 
 
 def detail(view: JobView, now: dt.datetime, beats: Beats | None = None) -> str:
@@ -110,16 +115,18 @@ def detail(view: JobView, now: dt.datetime, beats: Beats | None = None) -> str:
         return f"does not load: {one_line(view.last_error.value)}"
     if view.ongoing is not None and view.status in (JobStatus.RUNNING, JobStatus.ORPHANED):
         ongoing = view.ongoing
-        beat = (f"beat {relative(ongoing.heartbeat, now)}" if ongoing.heartbeat is not None
-                else "no heartbeat")
+        beat = f"beat {relative(ongoing.heartbeat, now)}" if ongoing.heartbeat is not None else "no heartbeat"
         host = short_host(ongoing.by)
         if ongoing.verdict is not Marker.LIVE:
             return f"{ongoing.verdict.value}: {beat}, {host}"
-        return (f"{short_span((now - ongoing.since).total_seconds())} on {host}, {beat}"
-                + missed_text(ongoing.heartbeat, now, beats, short=True))
+        return f"{short_span((now - ongoing.since).total_seconds())} on {host}, {beat}" + missed_text(
+            ongoing.heartbeat, now, beats, short=True
+        )
     if view.paused is not None and view.status is JobStatus.PAUSED:
-        return (f"ends {relative(view.paused.until, now)}: {one_line(view.paused.reason or '')}"
-                f" (by {view.paused.by or '?'})")
+        return (
+            f"ends {relative(view.paused.until, now)}: {one_line(view.paused.reason or '')}"
+            f" (by {view.paused.by or '?'})"
+        )
     if view.status is JobStatus.FAILING and view.last_error is not None:
         return f"{view.error_count}x {one_line(view.last_error.summary)}"
     if view.status is JobStatus.LATE and view.deadline_missed is not None:
@@ -143,8 +150,9 @@ def deadline_text(view: JobView, now: dt.datetime) -> str:
     return f"deadline missed {relative(missed.due, now)}{why}"
 
 
-def list_table(views: Sequence[JobView], now: dt.datetime, width: int | None = DEFAULT_WIDTH,
-               beats: Beats | None = None) -> list[str]:
+def list_table(
+    views: Sequence[JobView], now: dt.datetime, width: int | None = DEFAULT_WIDTH, beats: Beats | None = None
+) -> list[str]:
     """The default ``--list-jobs`` table: short relative times, what matters
     about each job in DETAIL (its holder, its pause, its error), cut to fit
     ``width`` columns: a holder's host name without its domain, a failing
@@ -153,32 +161,65 @@ def list_table(views: Sequence[JobView], now: dt.datetime, width: int | None = D
     holder's missed renewals are said)."""
     rows = [["NAME", "SCHEDULE", "STATUS", "LAST OK", "NEXT RUN", "DETAIL"]]
     for view in views:
-        rows.append([view.name, view.schedule.replace(" @ ", "@"), view.status.value,
-                     relative(view.last_success, now, "never") + (" (marked)" if view.marked else ""),
-                     relative(view.next_run, now),
-                     detail(view, now, beats)])
+        rows.append(
+            [
+                view.name,
+                view.schedule.replace(" @ ", "@"),
+                view.status.value,
+                relative(view.last_success, now, "never") + (" (marked)" if view.marked else ""),
+                relative(view.next_run, now),
+                detail(view, now, beats),
+            ]
+        )
     return fit(rows, width)
 
 
 def wide_table(views: Sequence[JobView], now: dt.datetime, beats: Beats | None = None) -> list[str]:
     """``--list-jobs --wide``: the class, absolute times, the holder, the pause
     and the whole last error (its value on one line), nothing cut."""
-    rows = [["NAME", "CLASS", "SCHEDULE", "STATUS", "LAST RUN", "LAST SUCCESS", "NEXT RUN",
-             "ERRORS", "ONGOING", "PAUSED", "LAST ERROR"]]
+    rows = [
+        [
+            "NAME",
+            "CLASS",
+            "SCHEDULE",
+            "STATUS",
+            "LAST RUN",
+            "LAST SUCCESS",
+            "NEXT RUN",
+            "ERRORS",
+            "ONGOING",
+            "PAUSED",
+            "LAST ERROR",
+        ]
+    ]
     for view in views:
         error = one_line(f"{view.last_error.short_type}: {view.last_error.value}") if view.last_error else "-"
-        rows.append([view.name, view.class_path, view.schedule, view.status.value,
-                     absolute(view.last_run, now, "never"),
-                     absolute(view.last_success, now, "never") + (" (marked)" if view.marked else ""),
-                     absolute(view.next_run, now), str(view.error_count), ongoing_text(view, now, beats),
-                     pause_text(view, now), error])
+        rows.append(
+            [
+                view.name,
+                view.class_path,
+                view.schedule,
+                view.status.value,
+                absolute(view.last_run, now, "never"),
+                absolute(view.last_success, now, "never") + (" (marked)" if view.marked else ""),
+                absolute(view.next_run, now),
+                str(view.error_count),
+                ongoing_text(view, now, beats),
+                pause_text(view, now),
+                error,
+            ]
+        )
     return fit(rows, None)
 
 
 # ---------------------------------------------------------------------------- --history
 
+
 def history_table(
-    runs: Sequence[RunView], now: dt.datetime, is_backfill: bool, width: int = DEFAULT_WIDTH,
+    runs: Sequence[RunView],
+    now: dt.datetime,
+    is_backfill: bool,
+    width: int = DEFAULT_WIDTH,
     offset: dt.timedelta = NO_OFFSET,
 ) -> list[str]:
     """One line per run, newest first: when it started, how long it took, who ran it,
@@ -194,18 +235,24 @@ def history_table(
         header.insert(6, "INTERVALS")
     rows = [header]
     for run in runs:
-        span = took(run.duration(now)) + ("+" if run.ongoing is not None or run.outcome is Outcome.ABANDONED
-                                          else "")  # "+": at least (running; or dead)
+        span = took(run.duration(now)) + (
+            "+" if run.ongoing is not None or run.outcome is Outcome.ABANDONED else ""
+        )  # "+": at least (running; or dead)
         if run.ongoing is not None:
             detail = _beat(run, now)
         elif run.error is not None and run.outcome is not Outcome.OK:
-            detail = (run.error.value if run.outcome in (Outcome.FENCED_OFF, Outcome.ABANDONED)
-                      else run.error.summary)
+            detail = run.error.value if run.outcome in (Outcome.FENCED_OFF, Outcome.ABANDONED) else run.error.summary
         else:
             detail = " ".join(part for part in (run.summary, _bracketed(run.metrics)) if part)
-        row = [stamp(run.started), span, short_host(run.by, pid=True) if run.by else "-",
-               str(run.run_id) if run.run_id is not None else "-", run.kind or "-",
-               run.outcome.text, one_line(detail)]
+        row = [
+            stamp(run.started),
+            span,
+            short_host(run.by, pid=True) if run.by else "-",
+            str(run.run_id) if run.run_id is not None else "-",
+            run.kind or "-",
+            run.outcome.text,
+            one_line(detail),
+        ]
         if is_backfill:
             row.insert(6, _intervals([when + offset for when in run.intervals]))
         rows.append(row)
@@ -225,7 +272,10 @@ def _intervals(done: list[dt.datetime]) -> str:
 
 
 def run_rows_table(
-    runs: Sequence[RunView], now: dt.datetime, is_backfill: bool, width: int = DEFAULT_WIDTH,
+    runs: Sequence[RunView],
+    now: dt.datetime,
+    is_backfill: bool,
+    width: int = DEFAULT_WIDTH,
     offset: dt.timedelta = NO_OFFSET,
 ) -> list[str]:
     """``--history NAME --run ID``: one line per log row of the runs given, newest
@@ -238,27 +288,45 @@ def run_rows_table(
     for run in runs:
         run_id = str(run.run_id) if run.run_id is not None else "-"
         if run.ongoing is not None:
-            rows.append(_row(is_backfill, stamp(run.started), took(run.duration(now)) + "+",
-                             short_host(run.by, pid=True) if run.by else "-", run_id, Outcome.RUNNING.text, "-",
-                             _beat(run, now)))
+            rows.append(
+                _row(
+                    is_backfill,
+                    stamp(run.started),
+                    took(run.duration(now)) + "+",
+                    short_host(run.by, pid=True) if run.by else "-",
+                    run_id,
+                    Outcome.RUNNING.text,
+                    "-",
+                    _beat(run, now),
+                )
+            )
         for entry in run.entries:
             outcome = Outcome.OK if not entry.failed else run.outcome
             if run.outcome is Outcome.RUNNING and entry.failed:
                 outcome = Outcome.FAILED
             detail = entry.summary or ""
             if entry.failed and run.error is not None:  # "fenced off" says LeaseLost already
-                detail = (run.error.value if outcome in (Outcome.FENCED_OFF, Outcome.ABANDONED)
-                          else run.error.summary)
+                detail = run.error.value if outcome in (Outcome.FENCED_OFF, Outcome.ABANDONED) else run.error.summary
             done = interval(entry.success + offset) if entry.success and not entry.failed else "-"
             span = took(entry.duration) + ("+" if entry_outcome(entry) is Outcome.ABANDONED else "")
-            rows.append(_row(is_backfill, stamp(entry.started), span,
-                             short_host(entry.holder, pid=True) if entry.holder else "-", run_id,
-                             outcome.text, done, one_line(detail)))
+            rows.append(
+                _row(
+                    is_backfill,
+                    stamp(entry.started),
+                    span,
+                    short_host(entry.holder, pid=True) if entry.holder else "-",
+                    run_id,
+                    outcome.text,
+                    done,
+                    one_line(detail),
+                )
+            )
     return fit(rows, width)
 
 
-def _row(is_backfill: bool, started: str, span: str, by: str, run: str, outcome: str,
-         interval: str, error: str) -> list[str]:
+def _row(
+    is_backfill: bool, started: str, span: str, by: str, run: str, outcome: str, interval: str, error: str
+) -> list[str]:
     row = [started, span, by, run, outcome, error]
     if is_backfill:
         row.insert(5, interval)
@@ -274,11 +342,11 @@ def _beat(run: RunView, now: dt.datetime) -> str:
 
 # ---------------------------------------------------------------------------- --show-error
 
+
 def failure_headline(failure: FailureView, now: dt.datetime) -> str:
     """``trouble: run 42 failed 2026-11-22 05:17:19 UTC (3m ago) on web-3:4242 after 0.42s``."""
     run = f"run {failure.run_id}" if failure.run_id is not None else "a run"
-    verb = {Outcome.FENCED_OFF: "was fenced off", Outcome.ABANDONED: "was abandoned"}.get(
-        failure.outcome, "failed")
+    verb = {Outcome.FENCED_OFF: "was fenced off", Outcome.ABANDONED: "was abandoned"}.get(failure.outcome, "failed")
     when = f" {stamp(failure.at)} UTC ({relative(failure.at, now)})" if failure.at else ""
     where = f" on {failure.by}" if failure.by else ""
     span = f" after {took(failure.duration)}" if failure.duration is not None else ""
@@ -288,8 +356,9 @@ def failure_headline(failure: FailureView, now: dt.datetime) -> str:
     return f"{failure.app_name}: {run} {verb}{when}{where}{span}{source}"
 
 
-def failure_report(failure: FailureView, now: dt.datetime, record: RunRecord | None = None,
-                   superseded: str | None = None) -> list[str]:
+def failure_report(
+    failure: FailureView, now: dt.datetime, record: RunRecord | None = None, superseded: str | None = None
+) -> list[str]:
     """The headline; what the run ledger's ``record`` of the run says (:func:`run_facts`);
     the ``superseded`` note (an old failure: the job is healthy now); ``Type: value`` (the short
     form of every command: the class without its module); then the traceback as Python prints it
@@ -298,11 +367,16 @@ def failure_report(failure: FailureView, now: dt.datetime, record: RunRecord | N
     error = failure.error
     value = error.value.rstrip("\n")
     said = {one_line(f"{name}: {value}") for name in (error.type, error.short_type)}
-    facts = [line for line in (run_facts(record) if record else [])
-             if line.removeprefix("error: ") not in said]  # the line below says it already
-    lines = [failure_headline(failure, now), *facts,
-             *([f"superseded: {superseded}"] if superseded else []),
-             f"{error.short_type}: {value}", ""]
+    facts = [
+        line for line in (run_facts(record) if record else []) if line.removeprefix("error: ") not in said
+    ]  # the line below says it already
+    lines = [
+        failure_headline(failure, now),
+        *facts,
+        *([f"superseded: {superseded}"] if superseded else []),
+        f"{error.short_type}: {value}",
+        "",
+    ]
     frames = error.traceback.rstrip("\n")
     if frames:
         if not frames.startswith("Traceback"):
@@ -338,16 +412,23 @@ def superseded_note(error_count: int, last_run: dt.datetime | None, now: dt.date
 
 # ---------------------------------------------------------------------------- --logs
 
+
 def _run_line(record: RunRecord, now: dt.datetime, gone: str | None = None) -> str:
     """``chatty run 42 (scheduled) on web-3:4242, started 2026-11-25 18:00:01 UTC (3m ago),
     ended ... : failed``; a run the ledger says is running whose holder is ``gone`` (why:
     its process no longer exists, its lease expired) is not said to be running."""
-    ended = f"ended {absolute(record.ended, now)}" if record.ended else \
-        f"last heartbeat {absolute(record.heartbeat, now)}"
-    status = (f"not running: {gone}; a tick takes the job over (--release "
-              f"{record.app_name} clears it now)") if gone else record.status
-    return (f"{record.app_name} run {record.run_id} ({record.kind}) on {record.by}, started "
-            f"{absolute(record.started, now)}, {ended}: {status}")
+    ended = (
+        f"ended {absolute(record.ended, now)}" if record.ended else f"last heartbeat {absolute(record.heartbeat, now)}"
+    )
+    status = (
+        (f"not running: {gone}; a tick takes the job over (--release {record.app_name} clears it now)")
+        if gone
+        else record.status
+    )
+    return (
+        f"{record.app_name} run {record.run_id} ({record.kind}) on {record.by}, started "
+        f"{absolute(record.started, now)}, {ended}: {status}"
+    )
 
 
 def _kept(record: RunRecord) -> str:
@@ -364,13 +445,16 @@ def output_tail(record: RunRecord, lines: int) -> list[str]:
         return []
     shown = text[-lines:]
     count = "the last line" if len(shown) == 1 else f"the last {len(shown)} lines"
-    head = (f"--- {count} of what run {record.run_id} logged and printed "
-            f"(--logs {record.app_name} --run {record.run_id}: {_kept(record)}) ---")
+    head = (
+        f"--- {count} of what run {record.run_id} logged and printed "
+        f"(--logs {record.app_name} --run {record.run_id}: {_kept(record)}) ---"
+    )
     return ["", head] + [printable(line) for line in shown]
 
 
-def output_report(record: RunRecord, now: dt.datetime, gone: str | None = None,
-                  offset: dt.timedelta = NO_OFFSET) -> list[str]:
+def output_report(
+    record: RunRecord, now: dt.datetime, gone: str | None = None, offset: dt.timedelta = NO_OFFSET
+) -> list[str]:
     """``--logs``: the run in one line, its summary or error, then its kept output.
     ``gone``: why a run still ``running`` in the ledger is not (its holder is dead);
     ``offset``: the job's ``data_offset`` (its intervals as in :func:`history_table`)."""
@@ -381,12 +465,12 @@ def output_report(record: RunRecord, now: dt.datetime, gone: str | None = None,
         lines.append(f"metrics: {metrics_text(record.metrics)}")
     lines += run_facts(record)
     if record.intervals and record.first_interval and record.last_interval:
-        lines.append("intervals: " + interval_range(record.first_interval + offset,
-                                                     record.last_interval + offset,
-                                                     record.intervals))
+        lines.append(
+            "intervals: "
+            + interval_range(record.first_interval + offset, record.last_interval + offset, record.intervals)
+        )
     if not record.output:
         lines.append("(nothing logged or printed was kept)")
         return lines
     lines.append(f"--- {_kept(record)} of what it logged and printed, secrets masked ---")
     return lines + [printable(line) for line in record.output.rstrip("\n").split("\n")]
-

@@ -39,8 +39,15 @@ class IntervalRecord:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "IntervalRecord":
-        return cls(row["starts"], row["status"], row["run_id"], row["kind"], row["holder"],
-                   bool(row["expired"]), bool(row["logged"]))
+        return cls(
+            row["starts"],
+            row["status"],
+            row["run_id"],
+            row["kind"],
+            row["holder"],
+            bool(row["expired"]),
+            bool(row["logged"]),
+        )
 
     @property
     def live(self) -> bool:
@@ -75,9 +82,16 @@ class RerunRecord:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "RerunRecord":
-        return cls(row["run_id"], row["app_name"], row["kind"], f"{row['host']}:{row['pid']}",
-                   row["status"], tuple(row["plan"] or ()), bool(row["expired"]),
-                   frozenset(row["done"] or ()))
+        return cls(
+            row["run_id"],
+            row["app_name"],
+            row["kind"],
+            f"{row['host']}:{row['pid']}",
+            row["status"],
+            tuple(row["plan"] or ()),
+            bool(row["expired"]),
+            frozenset(row["done"] or ()),
+        )
 
 
 @dataclass(frozen=True)
@@ -125,8 +139,7 @@ def plan_steps(
     return steps
 
 
-def _skip_reason(record: IntervalRecord, only: frozenset[str],
-                 done_by: RerunRecord | None) -> str | None:
+def _skip_reason(record: IntervalRecord, only: frozenset[str], done_by: RerunRecord | None) -> str | None:
     if done_by is not None and record.starts in done_by.done:
         return f"done by run {done_by.run_id} before it stopped"
     if not only:

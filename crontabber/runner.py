@@ -79,9 +79,15 @@ class JobResult(Frozen):
     # The job's one-line summary of each successful unit (interval, summary or None).
     summaries: tuple[tuple[dt.datetime, str | None], ...]
 
-    def __init__(self, app_name: str, status: Status, detail: str = "",
-                 error: JobLockError | LeaseLost | None = None, run_id: int | None = None,
-                 summaries: tuple[tuple[dt.datetime, str | None], ...] = ()) -> None:
+    def __init__(
+        self,
+        app_name: str,
+        status: Status,
+        detail: str = "",
+        error: JobLockError | LeaseLost | None = None,
+        run_id: int | None = None,
+        summaries: tuple[tuple[dt.datetime, str | None], ...] = (),
+    ) -> None:
         setfield(self, "app_name", app_name)
         setfield(self, "status", status)
         setfield(self, "detail", detail)
@@ -131,6 +137,7 @@ def lease_rules(settings: Settings, host: str | None = None) -> LeaseRules:
 def markers_from_here(rules: LeaseRules) -> Callable[[JobState | None, dt.datetime], Marker]:
     """What a job's ongoing marker means from this host under ``rules``
     (:func:`crontabber.leases.marker_status`; this host's processes seen by :func:`pid_alive`)."""
+
     def marker(state: JobState | None, now: dt.datetime) -> Marker:
         return marker_status(state, now, rules, pid_alive)
 
@@ -233,13 +240,14 @@ class Runner:
         state = states.get(job.app_name)
         if not force and pause_active(state, now):
             assert state is not None and state.paused_until is not None
-            paused = (f"paused until {minute_text(state.paused_until)} by "
-                      f"{state.paused_by or 'unknown'}: {state.paused_reason or 'no reason given'}")
+            paused = (
+                f"paused until {minute_text(state.paused_until)} by "
+                f"{state.paused_by or 'unknown'}: {state.paused_reason or 'no reason given'}"
+            )
             logger.info("skipping %s: %s", job.app_name, paused, extra={"job": job.app_name})
             return JobResult(job.app_name, Status.PAUSED, paused)
         if not force and (self.drained or not may_claim(job.hosts, self.settings.host_tags)):
-            why = "this host is drained" if self.drained else placement_text(
-                job.hosts, self.settings.host_tags)
+            why = "this host is drained" if self.drained else placement_text(job.hosts, self.settings.host_tags)
             logger.debug("skipping %s: %s", job.app_name, why, extra={"job": job.app_name})
             return JobResult(job.app_name, Status.SKIPPED, why)
         if not force:
@@ -253,8 +261,13 @@ class Runner:
         kind = RunKind.FORCED if force else RunKind.SCHEDULED
         try:
             claimed = self.store.claim(
-                job.app_name, job.depends_on, (self.host, self.pid), self._decider(job, force),
-                kind, self.options, drainable=not force,
+                job.app_name,
+                job.depends_on,
+                (self.host, self.pid),
+                self._decider(job, force),
+                kind,
+                self.options,
+                drainable=not force,
             )
         except HostDrained as exc:  # drained since the tick began: claims nothing more
             self.drained = True
@@ -285,8 +298,12 @@ class Runner:
                 age = (now - state.heartbeat).total_seconds() if state.heartbeat else None
                 raise JobOngoing(job.app_name, state.ongoing, state.ongoing_by, age)
             if status.takeable:
-                logger.warning("%s: taking over from %s", job.app_name,
-                               describe_marker(state, status, now), extra={"job": job.app_name})
+                logger.warning(
+                    "%s: taking over from %s",
+                    job.app_name,
+                    describe_marker(state, status, now),
+                    extra={"job": job.app_name},
+                )
             # Another runner may have finished it between our check and the lock.
             return force or state.next_run is None or state.next_run < now
 
@@ -300,8 +317,7 @@ class Runner:
             MarkerIsLive: the job is running and its lease is live.
             JobLocked: another transaction holds the row right now.
         """
-        return self.store.locked_change(app_name, "reset", self.refuse_live(app_name, "reset it"),
-                                        audit)
+        return self.store.locked_change(app_name, "reset", self.refuse_live(app_name, "reset it"), audit)
 
     def release(self, app_name: str, audit: AuditEntry | None = None) -> str | None:
         """Clear a dead, expired or stale ``ongoing`` marker, keeping last run,
@@ -337,8 +353,7 @@ class Runner:
 
         return decide
 
-    def rerun(self, job: Job, dates: list[dt.datetime], resumed_from: int | None = None
-              ) -> JobResult:
+    def rerun(self, job: Job, dates: list[dt.datetime], resumed_from: int | None = None) -> JobResult:
         """Run a backfill job for exactly ``dates``, in that order, whatever is due.
 
         In a lane of its own: the run is a ledger row, never the job's marker, so the job's
@@ -348,17 +363,24 @@ class Runner:
         health are the schedule's. ``resumed_from``: the killed rerun this one continues.
         """
         self._snapshot = None
-        claim = self.store.start_rerun(job.app_name, (self.host, self.pid), dates,
-                                       self.options, resumed_from)
-        logger.info("rerunning %s for %s (run %s%s)", job.app_name,
-                    ", ".join(minute_text(d) for d in dates), claim.run_id,
-                    f", continuing run {resumed_from}" if resumed_from else "",
-                    extra={"job": job.app_name})
+        claim = self.store.start_rerun(job.app_name, (self.host, self.pid), dates, self.options, resumed_from)
+        logger.info(
+            "rerunning %s for %s (run %s%s)",
+            job.app_name,
+            ", ".join(minute_text(d) for d in dates),
+            claim.run_id,
+            f", continuing run {resumed_from}" if resumed_from else "",
+            extra={"job": job.app_name},
+        )
         before = self.store.state(job.app_name) or JobState(job.app_name)
         return self._execute(job, before, claim, dates, kind=RunKind.RERUN)
 
     def _execute(
-        self, job: Job, before: JobState, claim: Claim, dates: list[dt.datetime] | None = None,
+        self,
+        job: Job,
+        before: JobState,
+        claim: Claim,
+        dates: list[dt.datetime] | None = None,
         kind: RunKind = RunKind.SCHEDULED,
     ) -> JobResult:
         from .capture import OutputTail
@@ -382,15 +404,15 @@ class Runner:
             claim,
             self.settings.limits_for(config),
             make_app,
-            record_unit=lambda when, took, summary, metrics: record(claim, when, took, summary,
-                                                                    metrics),
+            record_unit=lambda when, took, summary, metrics: record(claim, when, took, summary, metrics),
             heartbeat=lambda output: beat(claim, output),
             report=lambda exc: self.report(exc, job),
             inherited_fds=self.store.fds(),
             defer_units=not job.is_backfill,
             tail=OutputTail(self.settings.output_tail_bytes) if self.settings.output_tail_bytes else None,
-            claim_interval=(lambda when: self.store.claim_interval(
-                claim, kind, when, self.settings.lease_seconds)) if job.is_backfill else None,
+            claim_interval=(lambda when: self.store.claim_interval(claim, kind, when, self.settings.lease_seconds))
+            if job.is_backfill
+            else None,
         )
         checkin = self._checkin_start(job, config)
         started = time.monotonic()
@@ -418,8 +440,9 @@ class Runner:
             failures = alert_rules(job, self.settings.sources).after_failures
         except CrontabberError:
             failures = 1
-        checkin: str | None = self.crons.start(job, monitor_config(
-            job.schedule, self.settings.limits_for(config).timeout, failures))
+        checkin: str | None = self.crons.start(
+            job, monitor_config(job.schedule, self.settings.limits_for(config).timeout, failures)
+        )
         return checkin
 
     def _checkin_end(self, job: Job, checkin: str | None, ok: bool, started: float) -> None:
@@ -427,14 +450,23 @@ class Runner:
             self.crons.finish(job, checkin, ok, time.monotonic() - started)
 
     def _finish(
-        self, job: Job, before: JobState, claim: Claim, ending: Any, config: Any,
+        self,
+        job: Job,
+        before: JobState,
+        claim: Claim,
+        ending: Any,
+        config: Any,
         kind: RunKind = RunKind.SCHEDULED,
     ) -> JobResult:
         """Write the end of the run (conditional on its run id), then say how it went; what
         the end writes to the state row follows :class:`RunKind`'s rule."""
         failure = ending.failure
-        delay = retry_delay(before.error_count + 1, float(config["error_retry_time"]),
-                            float(config["error_backoff"]), float(config["error_retry_max"]))
+        delay = retry_delay(
+            before.error_count + 1,
+            float(config["error_retry_time"]),
+            float(config["error_backoff"]),
+            float(config["error_retry_max"]),
+        )
         outcome = FinishRecord(
             started=claim.started,
             succeeded=failure is None,
@@ -451,13 +483,17 @@ class Runner:
             output=ending.output,
             dropped=ending.dropped,
         )
-        logged = ((dt.timedelta(seconds=seconds), failure.error, failure.exc_repr)
-                  if failure is not None else None)
+        logged = (dt.timedelta(seconds=seconds), failure.error, failure.exc_repr) if failure is not None else None
         if kind is RunKind.RERUN:  # its own lane: the job's row is the schedule's
             held = self._keep_trying(job, claim, lambda: self.store.finish_lane(claim, end, logged))
         else:
-            held = self._keep_trying(job, claim, lambda: self.store.finish(
-                claim, outcome, job.depends_on, failure=logged, units=ending.deferred, end=end))
+            held = self._keep_trying(
+                job,
+                claim,
+                lambda: self.store.finish(
+                    claim, outcome, job.depends_on, failure=logged, units=ending.deferred, end=end
+                ),
+            )
         if not held:
             why = ending.fenced or "another run took the job over, or an operator released it"
             lost = LeaseLost(job.app_name, claim.run_id, why)
@@ -470,8 +506,7 @@ class Runner:
             if ran.summary and not job.is_backfill:  # a backfill unit's is logged as it is written
                 logger.info("%s: %s", job.app_name, ran.summary, extra={"job": job.app_name})
             return ran
-        return JobResult(job.app_name, Status.FAILED, failure.summary, run_id=claim.run_id,
-                         summaries=summaries)
+        return JobResult(job.app_name, Status.FAILED, failure.summary, run_id=claim.run_id, summaries=summaries)
 
     def _keep_trying(self, job: Job, claim: Claim, write: Callable[[], T]) -> T:
         """Run a state write, retrying with backoff while the database is away,
@@ -490,13 +525,19 @@ class Runner:
             except DatabaseUnavailable as exc:
                 if time.monotonic() + pause > deadline:
                     raise DatabaseUnavailable(
-                        exc.target, f"{exc.reason}; the end of {job.app_name}'s run "
+                        exc.target,
+                        f"{exc.reason}; the end of {job.app_name}'s run "
                         f"{claim.run_id} was not recorded: its marker expires with its lease",
                     ) from None
                 if pause == 0.5:
-                    logger.warning("%s: %s; retrying for up to %g s to record the end of run %s",
-                                   job.app_name, exc, self.settings.lease_seconds, claim.run_id,
-                                   extra={"job": job.app_name})
+                    logger.warning(
+                        "%s: %s; retrying for up to %g s to record the end of run %s",
+                        job.app_name,
+                        exc,
+                        self.settings.lease_seconds,
+                        claim.run_id,
+                        extra={"job": job.app_name},
+                    )
                 time.sleep(pause)
                 pause = min(pause * 2, 10.0)
 
@@ -506,4 +547,3 @@ def first_fenced(results: list[JobResult]) -> LeaseLost | None:
     another runner (its row locked that moment, or a live run on another host) is not one:
     in a fleet that is every tick's normal case, and the tick exits 0."""
     return next((r.error for r in results if isinstance(r.error, LeaseLost)), None)
-

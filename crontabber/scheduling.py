@@ -64,8 +64,14 @@ class Schedule(Frozen):
     lag: dt.timedelta
     jitter: dt.timedelta
 
-    def __init__(self, frequency: str, seconds: int, time: TimeOfDay | None,
-                 lag: dt.timedelta = dt.timedelta(0), jitter: dt.timedelta = dt.timedelta(0)) -> None:
+    def __init__(
+        self,
+        frequency: str,
+        seconds: int,
+        time: TimeOfDay | None,
+        lag: dt.timedelta = dt.timedelta(0),
+        jitter: dt.timedelta = dt.timedelta(0),
+    ) -> None:
         setfield(self, "frequency", frequency)
         setfield(self, "seconds", seconds)
         setfield(self, "time", time)
@@ -97,8 +103,9 @@ class Schedule(Frozen):
             return self  # most jobs: nothing to derive
         jitter = jitter_offset(app_name, spread)
         if lag + spread >= self.interval:
-            raise ValueError(f"settle lag + jitter ({lag + spread}) must be shorter than the "
-                             f"job's frequency ({self.frequency})")
+            raise ValueError(
+                f"settle lag + jitter ({lag + spread}) must be shorter than the job's frequency ({self.frequency})"
+            )
         return self.replace(lag=lag, jitter=jitter)
 
 
@@ -110,8 +117,9 @@ def with_delay(schedule: Schedule, config: Mapping[str, Any], app_name: str) -> 
     Raises:
         ValueError: a value that is not a duration, or a delay of a whole interval or more.
     """
-    return schedule.delayed(parse_duration(config.get("settle_lag", 0)),
-                            parse_duration(config.get("jitter", 0)), app_name)
+    return schedule.delayed(
+        parse_duration(config.get("settle_lag", 0)), parse_duration(config.get("jitter", 0)), app_name
+    )
 
 
 def jitter_offset(app_name: str, spread: dt.timedelta) -> dt.timedelta:
@@ -143,8 +151,9 @@ def parse_duration(text: str | int | float | dt.timedelta) -> dt.timedelta:
     try:
         seconds = float(raw or 0)
     except ValueError:
-        raise ValueError(f"bad duration {raw!r}: expected seconds or a number and a unit "
-                         "m, h or d (e.g. 600, 10m, 6h)") from None
+        raise ValueError(
+            f"bad duration {raw!r}: expected seconds or a number and a unit m, h or d (e.g. 600, 10m, 6h)"
+        ) from None
     if seconds < 0:
         raise ValueError(f"bad duration {raw!r}: must not be negative")
     return dt.timedelta(seconds=seconds)
@@ -182,9 +191,7 @@ def parse_frequency(text: str) -> int:
     """
     match = _FREQUENCY.match(text)
     if not match:
-        raise ValueError(
-            f"bad frequency {text!r}: expected a number and a unit m, h or d (e.g. 5m, 1d)"
-        )
+        raise ValueError(f"bad frequency {text!r}: expected a number and a unit m, h or d (e.g. 5m, 1d)")
     seconds = int(match.group(1)) * UNIT_SECONDS[match.group(2)]
     if seconds == 0:
         raise ValueError(f"bad frequency {text!r}: it must be at least 1m")
@@ -220,9 +227,7 @@ def parse_schedule(frequency: str, time: str | None) -> Schedule:
     seconds = parse_frequency(frequency)
     time_of_day = parse_time(time) if time else None
     if time_of_day is not None and seconds < DAY:
-        raise ValueError(
-            f"a time of day ({time}) needs a frequency of at least 1d, not {frequency!r}"
-        )
+        raise ValueError(f"a time of day ({time}) needs a frequency of at least 1d, not {frequency!r}")
     return Schedule(frequency.strip(), seconds, time_of_day)
 
 
@@ -248,14 +253,10 @@ def parse_job_entry(text: str) -> JobEntry:
     if len(fields) < 2 or not fields[1]:
         raise ConfigurationError(f"jobs entry {text!r}", "no frequency and/or time defined")
     if len(fields) > 3:
-        raise ConfigurationError(
-            f"jobs entry {text!r}", "too many '|' fields; expected module.Class|FREQ[|HH:MM]"
-        )
+        raise ConfigurationError(f"jobs entry {text!r}", "too many '|' fields; expected module.Class|FREQ[|HH:MM]")
     class_path = fields[0]
     if not re.fullmatch(r"[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)+", class_path):
-        raise ConfigurationError(
-            f"jobs entry {text!r}", f"{class_path!r} is not a dotted module.Class path"
-        )
+        raise ConfigurationError(f"jobs entry {text!r}", f"{class_path!r} is not a dotted module.Class path")
     time: str | None
     if len(fields) == 2 and ":" in fields[1]:
         frequency, time = "1d", fields[1]
@@ -314,9 +315,7 @@ def first_due_at(schedule: Schedule, now: dt.datetime) -> dt.datetime | None:
     ) + schedule.delay
 
 
-def next_run_after(
-    started: dt.datetime, schedule: Schedule, succeeded: bool, error_retry_time: float
-) -> dt.datetime:
+def next_run_after(started: dt.datetime, schedule: Schedule, succeeded: bool, error_retry_time: float) -> dt.datetime:
     """The ``next_run`` written when an attempt that began at ``started`` ends.
 
     After a failure: ``started + error_retry_time`` seconds (the runner passes
@@ -331,15 +330,11 @@ def next_run_after(
         return started + dt.timedelta(seconds=error_retry_time)
     nxt = (started - schedule.delay).astimezone(dt.timezone.utc) + schedule.interval
     if schedule.time is not None:
-        nxt = nxt.replace(
-            hour=schedule.time.hour, minute=schedule.time.minute, second=0, microsecond=0
-        )
+        nxt = nxt.replace(hour=schedule.time.hour, minute=schedule.time.minute, second=0, microsecond=0)
     return nxt + schedule.delay
 
 
-def backfill_dates(
-    last_success: dt.datetime | None, schedule: Schedule, now: dt.datetime
-) -> list[dt.datetime]:
+def backfill_dates(last_success: dt.datetime | None, schedule: Schedule, now: dt.datetime) -> list[dt.datetime]:
     """The dates a backfill job is called with, oldest first.
 
     With no previous success the job runs once with ``now``. Otherwise each
@@ -353,9 +348,7 @@ def backfill_dates(
         return [now]
     when = last_success.astimezone(dt.timezone.utc)
     if schedule.time is not None:
-        when = when.replace(
-            hour=schedule.time.hour, minute=schedule.time.minute, second=0, microsecond=0
-        )
+        when = when.replace(hour=schedule.time.hour, minute=schedule.time.minute, second=0, microsecond=0)
     dates = []
     while when + schedule.interval < now:
         when += schedule.interval
@@ -363,9 +356,7 @@ def backfill_dates(
     return dates
 
 
-def dependency_block(
-    depends_on: Sequence[str], states: Mapping[str, JobState | None], now: dt.datetime
-) -> str | None:
+def dependency_block(depends_on: Sequence[str], states: Mapping[str, JobState | None], now: dt.datetime) -> str | None:
     """The reason a job may not run yet because of its parents, or None.
 
     Parents are checked in declared order; the first failing check wins:
@@ -471,8 +462,9 @@ def parse_until(text: str, now: dt.datetime) -> dt.datetime:
         try:
             when = dt.datetime.fromisoformat(text.strip().replace(" ", "T"))
         except ValueError:
-            raise ValueError(f"{text!r} is neither 30m/2h/3d nor a UTC date or time "
-                             "(2026-11-24, 2026-11-24T06:00)") from None
+            raise ValueError(
+                f"{text!r} is neither 30m/2h/3d nor a UTC date or time (2026-11-24, 2026-11-24T06:00)"
+            ) from None
         when = when.replace(tzinfo=dt.timezone.utc) if when.tzinfo is None else when
     if when <= now:
         raise ValueError(f"{minute_text(when)} is not in the future")
@@ -516,8 +508,10 @@ def rerun_dates(
         anchor = dt.time(0, 0, tzinfo=dt.timezone.utc)
     start = dt.datetime.combine(first, anchor)
     # Intervals shorter than a day: the whole of each day, from the anchor's offset.
-    offset = dt.timedelta(hours=anchor.hour, minutes=anchor.minute, seconds=anchor.second,
-                          microseconds=anchor.microsecond) % schedule.interval
+    offset = (
+        dt.timedelta(hours=anchor.hour, minutes=anchor.minute, seconds=anchor.second, microseconds=anchor.microsecond)
+        % schedule.interval
+    )
     if schedule.interval < dt.timedelta(days=1):
         start = dt.datetime.combine(first, dt.time(0, 0, tzinfo=dt.timezone.utc)) + offset
     end = dt.datetime.combine(last + dt.timedelta(days=1), dt.time(0, 0, tzinfo=dt.timezone.utc))

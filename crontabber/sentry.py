@@ -23,8 +23,16 @@ from .redaction import redact
 
 #: Names of variables and keys masked whatever their value (added to sentry-sdk's list):
 #: the project's secret settings under the names jobs and configs give them.
-DENYLIST = ["dsn", "sentry_dsn", "database_password", "secret_access_key",
-            "aws_secret_access_key", "access_key", "secret_key", "es_password"]
+DENYLIST = [
+    "dsn",
+    "sentry_dsn",
+    "database_password",
+    "secret_access_key",
+    "aws_secret_access_key",
+    "access_key",
+    "secret_key",
+    "es_password",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -43,13 +51,15 @@ def monitor_config(schedule: Any, timeout: float, failures: int) -> dict[str, An
     if schedule.time is not None and seconds == 86400:
         plan: dict[str, Any] = {"type": "crontab", "value": f"{schedule.time.minute} {schedule.time.hour} * * *"}
     else:
-        unit, size = next((u, s) for u, s in (("day", 86400), ("hour", 3600), ("minute", 60))
-                          if seconds % s == 0)
+        unit, size = next((u, s) for u, s in (("day", 86400), ("hour", 3600), ("minute", 60)) if seconds % s == 0)
         plan = {"type": "interval", "value": seconds // size, "unit": unit}
     config: dict[str, Any] = {
-        "schedule": plan, "timezone": "UTC",
+        "schedule": plan,
+        "timezone": "UTC",
         "checkin_margin": int(schedule.delay.total_seconds() // 60) + 5,
-        "failure_issue_threshold": max(1, failures), "recovery_threshold": 1}
+        "failure_issue_threshold": max(1, failures),
+        "recovery_threshold": 1,
+    }
     if timeout:
         config["max_runtime"] = max(1, -(-int(timeout) // 60))
     return config
@@ -68,12 +78,14 @@ class SentryReporter:
             import sentry_sdk
             from sentry_sdk.scrubber import DEFAULT_DENYLIST, EventScrubber
 
-            sentry_sdk.init(dsn=self.dsn, release=f"crontabber@{__version__}",
-                            default_integrations=False,
-                            event_scrubber=EventScrubber(
-                                denylist=DEFAULT_DENYLIST + DENYLIST, recursive=True),
-                            before_send=lambda event, hint: self.redacted(event),
-                            before_breadcrumb=lambda crumb, hint: self.redacted(crumb))
+            sentry_sdk.init(
+                dsn=self.dsn,
+                release=f"crontabber@{__version__}",
+                default_integrations=False,
+                event_scrubber=EventScrubber(denylist=DEFAULT_DENYLIST + DENYLIST, recursive=True),
+                before_send=lambda event, hint: self.redacted(event),
+                before_breadcrumb=lambda crumb, hint: self.redacted(crumb),
+            )
             self._sdk = sentry_sdk
         return self._sdk
 
@@ -110,8 +122,11 @@ class SentryReporter:
             from sentry_sdk.crons import capture_checkin
 
             self._client()
-            checkin_id = capture_checkin(monitor_slug=monitor_slug(job.app_name), status="in_progress",
-                                         monitor_config=monitor_config)  # type: ignore[arg-type]
+            checkin_id = capture_checkin(
+                monitor_slug=monitor_slug(job.app_name),
+                status="in_progress",
+                monitor_config=monitor_config,  # type: ignore[arg-type]
+            )
             self._sdk.flush(timeout=5)
             return str(checkin_id)
         except Exception:  # noqa: BLE001 - never let reporting break a run
@@ -124,8 +139,12 @@ class SentryReporter:
             from sentry_sdk.crons import capture_checkin
 
             self._client()
-            capture_checkin(monitor_slug=monitor_slug(job.app_name), check_in_id=checkin_id,
-                            status="ok" if ok else "error", duration=seconds)
+            capture_checkin(
+                monitor_slug=monitor_slug(job.app_name),
+                check_in_id=checkin_id,
+                status="ok" if ok else "error",
+                duration=seconds,
+            )
             self._sdk.flush(timeout=5)
         except Exception:  # noqa: BLE001
             logger.debug("Failed to send a Sentry Crons check-in", exc_info=True)

@@ -19,10 +19,26 @@ class JobState(Frozen):
     ``ongoing_by`` (``host:pid``), ``run_id`` (the holding run's fencing token)
     and ``heartbeat`` (its last lease renewal)."""
 
-    __slots__ = ("app_name", "next_run", "first_run", "last_run", "last_success", "ongoing",
-                 "ongoing_by", "error_count", "depends_on", "last_error", "run_id", "heartbeat",
-                 "paused_until", "paused_reason", "paused_by", "success_marked_at",
-                 "success_marked_by", "success_marked_reason")
+    __slots__ = (
+        "app_name",
+        "next_run",
+        "first_run",
+        "last_run",
+        "last_success",
+        "ongoing",
+        "ongoing_by",
+        "error_count",
+        "depends_on",
+        "last_error",
+        "run_id",
+        "heartbeat",
+        "paused_until",
+        "paused_reason",
+        "paused_by",
+        "success_marked_at",
+        "success_marked_by",
+        "success_marked_reason",
+    )
 
     app_name: str
     next_run: dt.datetime | None
@@ -91,8 +107,10 @@ class JobState(Frozen):
 
     def mark_text(self) -> str:
         """``marked successful by WHO: WHY`` (the mark of :attr:`success_marked`)."""
-        return (f"marked successful by {self.success_marked_by or 'an operator'}: "
-                f"{self.success_marked_reason or 'no reason given'}")
+        return (
+            f"marked successful by {self.success_marked_by or 'an operator'}: "
+            f"{self.success_marked_reason or 'no reason given'}"
+        )
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "JobState":
@@ -170,9 +188,15 @@ class FinishRecord(Frozen):
     kind: RunKind
     stopped: bool  # stopped by SIGTERM (a deploy): not the job's health
 
-    def __init__(self, started: dt.datetime, succeeded: bool, error: Mapping[str, Any],
-                 next_run: dt.datetime | None, kind: RunKind = RunKind.SCHEDULED,
-                 stopped: bool = False) -> None:
+    def __init__(
+        self,
+        started: dt.datetime,
+        succeeded: bool,
+        error: Mapping[str, Any],
+        next_run: dt.datetime | None,
+        kind: RunKind = RunKind.SCHEDULED,
+        stopped: bool = False,
+    ) -> None:
         setfield(self, "started", started)
         setfield(self, "succeeded", succeeded)
         setfield(self, "error", error)
@@ -218,8 +242,7 @@ class RunEnd(Frozen):
     output: str
     dropped: int
 
-    def __init__(self, status: RunStatus, error: str | None = None, output: str = "",
-                 dropped: int = 0) -> None:
+    def __init__(self, status: RunStatus, error: str | None = None, output: str = "", dropped: int = 0) -> None:
         setfield(self, "status", status)
         setfield(self, "error", error)
         setfield(self, "output", output)
@@ -237,8 +260,7 @@ class Claim(Frozen):
     pid: int
     started: dt.datetime
 
-    def __init__(self, app_name: str, run_id: int, host: str, pid: int,
-                 started: dt.datetime) -> None:
+    def __init__(self, app_name: str, run_id: int, host: str, pid: int, started: dt.datetime) -> None:
         setfield(self, "app_name", app_name)
         setfield(self, "run_id", run_id)
         setfield(self, "host", host)
@@ -262,9 +284,15 @@ class Tick(Frozen):
     tags: tuple[str, ...]  # crontabber.host_tags: the jobs placed on them it may claim
     live_seconds: float  # a host that ticked this recently is in the fleet
 
-    def __init__(self, host: str, version: str, pid: int,
-                 schema_behind: tuple[int, ...] = (), tags: tuple[str, ...] = (),
-                 live_seconds: float = 900.0) -> None:
+    def __init__(
+        self,
+        host: str,
+        version: str,
+        pid: int,
+        schema_behind: tuple[int, ...] = (),
+        tags: tuple[str, ...] = (),
+        live_seconds: float = 900.0,
+    ) -> None:
         setfield(self, "host", host)
         setfield(self, "version", version)
         setfield(self, "pid", pid)

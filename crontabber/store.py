@@ -42,7 +42,6 @@ Q = sqlfiles.load("crontabber.sql")
 R = TypeVar("R")
 
 
-
 def connect(db: DatabaseSettings, application_name: str = "crontabber") -> Any:
     """Open a psycopg2 connection to a server that accepts writes.
 
@@ -58,8 +57,7 @@ def connect(db: DatabaseSettings, application_name: str = "crontabber") -> Any:
             own report at login, ``in_hot_standby``: no round trip).
     """
     try:
-        conn = psycopg2.connect(**db.libpq(), application_name=application_name,
-                                connect_timeout=10)
+        conn = psycopg2.connect(**db.libpq(), application_name=application_name, connect_timeout=10)
     except psycopg2.OperationalError as exc:
         raise DatabaseUnavailable(db.target, first_line(exc)) from None
     if _read_only(conn):
@@ -71,8 +69,10 @@ def connect(db: DatabaseSettings, application_name: str = "crontabber") -> Any:
 
 def _read_only(conn: Any) -> bool:
     """Whether the server said at login that it takes no writes (PostgreSQL 14+ reports it)."""
-    return "on" in (conn.info.parameter_status("in_hot_standby"),
-                    conn.info.parameter_status("default_transaction_read_only"))
+    return "on" in (
+        conn.info.parameter_status("in_hot_standby"),
+        conn.info.parameter_status("default_transaction_read_only"),
+    )
 
 
 def _as_dict(cursor: Any, row: tuple) -> dict[str, Any]:
@@ -102,16 +102,14 @@ def translated(method: Callable[..., R]) -> Callable[..., R]:
         for attempt in (1, 2):
             try:
                 return method(self, *args, **kwargs)
-            except (psycopg2.OperationalError, psycopg2.InterfaceError,
-                    psycopg2.errors.ReadOnlySqlTransaction) as exc:
+            except (psycopg2.OperationalError, psycopg2.InterfaceError, psycopg2.errors.ReadOnlySqlTransaction) as exc:
                 if isinstance(exc, psycopg2.errors.LockNotAvailable):
                     raise
                 if isinstance(exc, psycopg2.errors.ReadOnlySqlTransaction) and self._conn.readonly:
                     raise  # a session read-only on purpose (the dashboard's): never reopened writable
                 if attempt == 2 or not self.reconnect():
                     raise self.unavailable(exc) from None
-                logger.warning("lost the state database connection (%s); reconnected",
-                               first_line(exc))
+                logger.warning("lost the state database connection (%s); reconnected", first_line(exc))
         raise AssertionError("unreachable")
 
     return wrapper
@@ -125,8 +123,9 @@ class StateStore:
     (crontabber did them in separate transactions).
     """
 
-    def __init__(self, connection: Any, db: DatabaseSettings | None = None,
-                 unknown_migrations: Sequence[int] = ()) -> None:
+    def __init__(
+        self, connection: Any, db: DatabaseSettings | None = None, unknown_migrations: Sequence[int] = ()
+    ) -> None:
         self._conn = connection
         self._db = db
         #: The database's migrations (of the schemas this process loads) that this code lacks:
@@ -222,14 +221,24 @@ class StateStore:
             now = cur.fetchone()[0]
             after = time.time()
             skew = (before + after) / 2 - now.timestamp()
-            cur.execute(Q["tick_states"], {"host": tick.host, "version": tick.version,
-                                           "pid": tick.pid, "now": now, "skew": skew,
-                                           "behind": list(tick.schema_behind),
-                                           "tags": list(tick.tags),
-                                           "live_seconds": tick.live_seconds})
+            cur.execute(
+                Q["tick_states"],
+                {
+                    "host": tick.host,
+                    "version": tick.version,
+                    "pid": tick.pid,
+                    "now": now,
+                    "skew": skew,
+                    "behind": list(tick.schema_behind),
+                    "tags": list(tick.tags),
+                    "live_seconds": tick.live_seconds,
+                },
+            )
             rows = [_as_dict(cur, row) for row in cur.fetchall()]
-            fleet = tuple(FleetHost(host, tuple(tags), live, drained)
-                          for host, tags, live, drained in (rows[0]["fleet"] if rows else ()))
+            fleet = tuple(
+                FleetHost(host, tuple(tags), live, drained)
+                for host, tags, live, drained in (rows[0]["fleet"] if rows else ())
+            )
             states = {row["app_name"]: JobState.from_row(row) for row in rows if row["app_name"]}
             return states, now, fleet
 
@@ -238,8 +247,7 @@ class StateStore:
         """Every host that ticked, as placement sees it (``live``: within ``live_seconds``)."""
         with self._conn, self._cursor() as cur:
             cur.execute(Q["fleet"], {"live_seconds": live_seconds})
-            return tuple(FleetHost(host, tuple(tags), live, drained)
-                         for host, tags, live, drained in cur.fetchall())
+            return tuple(FleetHost(host, tuple(tags), live, drained) for host, tags, live, drained in cur.fetchall())
 
     @translated
     def drain(self, host: str, until: dt.datetime | None, audit: AuditEntry) -> bool | None:
@@ -247,8 +255,7 @@ class StateStore:
         was drained already (its drain replaced), or None (nothing written) when no host of
         that name ever ticked."""
         with self._conn, self._cursor() as cur:
-            cur.execute(Q["drain"], {"host": host, "until": until, "by": audit.actor,
-                                     "reason": audit.reason})
+            cur.execute(Q["drain"], {"host": host, "until": until, "by": audit.actor, "reason": audit.reason})
             row = cur.fetchone()
             if row is None:
                 return None
@@ -275,8 +282,7 @@ class StateStore:
             cur.execute(Q["clock"])
             now = cur.fetchone()[0]
             cur.execute(Q["all_states"])
-            states = {row["app_name"]: JobState.from_row(row)
-                      for row in (_as_dict(cur, r) for r in cur.fetchall())}
+            states = {row["app_name"]: JobState.from_row(row) for row in (_as_dict(cur, r) for r in cur.fetchall())}
             cur.execute(Q["hosts"])
             hosts = tuple(HostState.from_row(_as_dict(cur, r)) for r in cur.fetchall())
             durations: dict[str, dt.timedelta] = {}
@@ -362,9 +368,18 @@ class StateStore:
                     return None
                 if state.ongoing is not None:  # decide allowed a takeover: its holder is gone
                     _log_abandoned(cur, state, f"taken over by {host}:{pid}")
-                cur.execute(Q["mark_ongoing"], {**params, "now": now, "holder": f"{host}:{pid}",
-                                                "host": host, "pid": pid, "kind": kind.value,
-                                                "options": list(options) or None})
+                cur.execute(
+                    Q["mark_ongoing"],
+                    {
+                        **params,
+                        "now": now,
+                        "holder": f"{host}:{pid}",
+                        "host": host,
+                        "pid": pid,
+                        "kind": kind.value,
+                        "options": list(options) or None,
+                    },
+                )
                 run_id = cur.fetchone()[0]
                 return state, Claim(app_name, run_id, host, pid, now)
         except psycopg2.errors.LockNotAvailable:
@@ -376,14 +391,20 @@ class StateStore:
         when given; the new heartbeat, or None when the run no longer holds the job (it
         was taken over or released: fenced off)."""
         text, dropped = output if output is not None else (None, None)
-        row = self._one("heartbeat", {"app_name": claim.app_name, "run_id": claim.run_id,
-                                      "output": text, "dropped": dropped})
+        row = self._one(
+            "heartbeat", {"app_name": claim.app_name, "run_id": claim.run_id, "output": text, "dropped": dropped}
+        )
         return row["heartbeat"] if row else None
 
     @translated
-    def record_success(self, claim: Claim, success: dt.datetime, duration: dt.timedelta,
-                       summary: str | None = None, metrics: Mapping[str, float] | None = None
-                       ) -> bool:
+    def record_success(
+        self,
+        claim: Claim,
+        success: dt.datetime,
+        duration: dt.timedelta,
+        summary: str | None = None,
+        metrics: Mapping[str, float] | None = None,
+    ) -> bool:
         """Save one successful unit: ``last_success``, a log row with the job's
         ``summary`` of it, and the run's progress in the ledger (with the unit's
         ``metrics``), together.
@@ -415,16 +436,19 @@ class StateStore:
         """
         with self._conn, self._cursor() as cur:
             _record_units(cur, claim, units)  # before finish, which clears the marker they check
-            cur.execute(Q["finish"], {
-                "app_name": claim.app_name,
-                "run_id": claim.run_id,
-                "started": outcome.started,
-                "next_run": outcome.next_run,
-                "succeeded": outcome.succeeded,
-                "keeps_health": outcome.keeps_health,
-                "last_error": json.dumps(dict(outcome.error)),
-                "depends_on": list(depends_on),
-            })
+            cur.execute(
+                Q["finish"],
+                {
+                    "app_name": claim.app_name,
+                    "run_id": claim.run_id,
+                    "started": outcome.started,
+                    "next_run": outcome.next_run,
+                    "succeeded": outcome.succeeded,
+                    "keeps_health": outcome.keeps_health,
+                    "last_error": json.dumps(dict(outcome.error)),
+                    "depends_on": list(depends_on),
+                },
+            )
             held = cur.fetchone() is not None
             if not held and _finished_already(cur, claim, outcome):
                 return True  # a retry after a commit whose reply was lost
@@ -438,8 +462,7 @@ class StateStore:
         from .records import RunRecord
 
         with self._conn, self._cursor() as cur:
-            cur.execute(Q["run_records"], {"app_name": app_name, "run_ids": None,
-                                           "limit": limit, "with_output": False})
+            cur.execute(Q["run_records"], {"app_name": app_name, "run_ids": None, "limit": limit, "with_output": False})
             return [RunRecord.from_row(_as_dict(cur, row)) for row in cur.fetchall()]
 
     @translated
@@ -450,8 +473,9 @@ class StateStore:
         if not run_ids:
             return {}
         with self._conn, self._cursor() as cur:
-            cur.execute(Q["run_records"], {"app_name": app_name, "run_ids": list(run_ids),
-                                           "limit": None, "with_output": False})
+            cur.execute(
+                Q["run_records"], {"app_name": app_name, "run_ids": list(run_ids), "limit": None, "with_output": False}
+            )
             records = (RunRecord.from_row(_as_dict(cur, row)) for row in cur.fetchall())
             return {record.run_id: record for record in records}
 
@@ -461,39 +485,57 @@ class StateStore:
         its captured output; None when the ledger has no such run."""
         from .records import RunRecord
 
-        row = self._one("run_records", {"app_name": app_name, "limit": 1, "with_output": True,
-                                         "run_ids": None if run_id is None else [run_id]})
+        row = self._one(
+            "run_records",
+            {"app_name": app_name, "limit": 1, "with_output": True, "run_ids": None if run_id is None else [run_id]},
+        )
         return RunRecord.from_row(row) if row else None
 
     @translated
-    def start_rerun(self, app_name: str, holder: tuple[str, int], plan: Sequence[dt.datetime],
-                    options: Sequence[str] = (), resumed_from: int | None = None) -> Claim:
+    def start_rerun(
+        self,
+        app_name: str,
+        holder: tuple[str, int],
+        plan: Sequence[dt.datetime],
+        options: Sequence[str] = (),
+        resumed_from: int | None = None,
+    ) -> Claim:
         """A rerun's run in its own lane: its ledger row (kind rerun, its ``plan``, the run it
         continues), and nothing on the job's row: the job's scheduled runs go on."""
         host, pid = holder
-        row = self._one("start_rerun", {"app_name": app_name, "host": host, "pid": pid,
-                                         "options": list(options) or None, "plan": list(plan),
-                                         "resumed_from": resumed_from})
+        row = self._one(
+            "start_rerun",
+            {
+                "app_name": app_name,
+                "host": host,
+                "pid": pid,
+                "options": list(options) or None,
+                "plan": list(plan),
+                "resumed_from": resumed_from,
+            },
+        )
         assert row is not None
         return Claim(app_name, row["run_id"], host, pid, row["started"])
 
     @translated
-    def lane_heartbeat(self, claim: Claim, output: tuple[str, int] | None = None
-                       ) -> dt.datetime | None:
+    def lane_heartbeat(self, claim: Claim, output: tuple[str, int] | None = None) -> dt.datetime | None:
         """:meth:`heartbeat` of a rerun's lane: its ledger row and the interval it holds;
         None when the run no longer counts as running (fenced off)."""
         text, dropped = output if output is not None else (None, None)
-        row = self._one("lane_heartbeat", {"run_id": claim.run_id, "output": text,
-                                           "dropped": dropped})
+        row = self._one("lane_heartbeat", {"run_id": claim.run_id, "output": text, "dropped": dropped})
         return row["heartbeat"] if row else None
 
     @translated
-    def claim_interval(self, claim: Claim, kind: RunKind, starts: dt.datetime,
-                       lease_seconds: float) -> str | None:
+    def claim_interval(self, claim: Claim, kind: RunKind, starts: dt.datetime, lease_seconds: float) -> str | None:
         """Take interval ``starts`` of the job for the run (under the interval row's lock);
         None when taken, else who holds it now (``run 12 (rerun) on cron-2:811``)."""
-        params = {**_identity(claim), "starts": starts, "kind": kind.value,
-                  "holder": f"{claim.host}:{claim.pid}", "lease_seconds": lease_seconds}
+        params = {
+            **_identity(claim),
+            "starts": starts,
+            "kind": kind.value,
+            "holder": f"{claim.host}:{claim.pid}",
+            "lease_seconds": lease_seconds,
+        }
         with self._conn, self._cursor() as cur:
             cur.execute(Q["claim_interval"], params)
             if cur.fetchone() is not None:
@@ -503,17 +545,23 @@ class StateStore:
             return f"run {row[0]} ({row[1]}) on {row[2]}" if row else "another run"
 
     @translated
-    def record_lane_unit(self, claim: Claim, success: dt.datetime, duration: dt.timedelta,
-                         summary: str | None = None, metrics: Mapping[str, float] | None = None
-                         ) -> bool:
+    def record_lane_unit(
+        self,
+        claim: Claim,
+        success: dt.datetime,
+        duration: dt.timedelta,
+        summary: str | None = None,
+        metrics: Mapping[str, float] | None = None,
+    ) -> bool:
         """:meth:`record_success` of a rerun's lane: the interval's row, its log row and the
         run's progress; False (nothing written) when the run no longer holds the interval."""
         with self._conn, self._cursor() as cur:
             return _record_lane_units(cur, claim, [(success, duration, summary, metrics)])
 
     @translated
-    def finish_lane(self, claim: Claim, end: RunEnd,
-                    failure: tuple[dt.timedelta, Mapping[str, str], str] | None = None) -> bool:
+    def finish_lane(
+        self, claim: Claim, end: RunEnd, failure: tuple[dt.timedelta, Mapping[str, str], str] | None = None
+    ) -> bool:
         """The end of a rerun's run: its ledger row, the interval it held, a log row for a
         failure; False when it no longer counted as running (found abandoned: fenced off)."""
         with self._conn, self._cursor() as cur:
@@ -523,14 +571,16 @@ class StateStore:
             return _close_run(cur, claim, end, held, failure)
 
     @translated
-    def interval_records(self, app_name: str, dates: Sequence[dt.datetime],
-                         lease_seconds: float) -> dict[dt.datetime, IntervalRecord]:
+    def interval_records(
+        self, app_name: str, dates: Sequence[dt.datetime], lease_seconds: float
+    ) -> dict[dt.datetime, IntervalRecord]:
         """What the ledger knows of each of the job's intervals ``dates``."""
         from .reruns import IntervalRecord
 
         with self._conn, self._cursor() as cur:
-            cur.execute(Q["interval_records"], {"app_name": app_name, "dates": list(dates),
-                                                "lease_seconds": lease_seconds})
+            cur.execute(
+                Q["interval_records"], {"app_name": app_name, "dates": list(dates), "lease_seconds": lease_seconds}
+            )
             records = [IntervalRecord.from_row(_as_dict(cur, row)) for row in cur.fetchall()]
             return {record.starts: record for record in records}
 
@@ -567,8 +617,7 @@ class StateStore:
         Raises:
             JobLocked: another transaction holds the row lock (NOWAIT).
         """
-        query = {"release": Q["release"], "reset": Q["delete_state"],
-                 "mark_success": Q["mark_success"]}[change]
+        query = {"release": Q["release"], "reset": Q["delete_state"], "mark_success": Q["mark_success"]}[change]
         try:
             with self._conn, self._cursor() as cur:
                 cur.execute(Q["lock_state"], {"app_name": app_name, "host": None})
@@ -590,15 +639,27 @@ class StateStore:
 
     @translated
     def pause(
-        self, app_name: str, depends_on: tuple[str, ...], until: dt.datetime, audit: AuditEntry,
+        self,
+        app_name: str,
+        depends_on: tuple[str, ...],
+        until: dt.datetime,
+        audit: AuditEntry,
         replace: bool = False,
     ) -> bool:
         """Pause the job until ``until``; True if paused. A pause still in force stays
         (False, nothing audited) unless ``replace``."""
         with self._conn, self._cursor() as cur:
-            cur.execute(Q["pause"], {"app_name": app_name, "depends_on": list(depends_on),
-                                     "until": until, "reason": audit.reason, "by": audit.actor,
-                                     "replace": replace})
+            cur.execute(
+                Q["pause"],
+                {
+                    "app_name": app_name,
+                    "depends_on": list(depends_on),
+                    "until": until,
+                    "reason": audit.reason,
+                    "by": audit.actor,
+                    "replace": replace,
+                },
+            )
             if cur.fetchone() is None:
                 return False
             write_audit(cur, audit)
@@ -653,13 +714,11 @@ class StateStore:
             pass
 
 
-
 def _record_units(cur: Any, claim: Claim, units: Sequence[Unit]) -> bool:
     """Record each successful unit (its time, its duration, the job's summary of it and its
     metrics) of a run still holding the job; False (nothing written) once it no longer holds it."""
     for when, took, summary, metrics in units:
-        cur.execute(Q["record_success"], {"app_name": claim.app_name,
-                                          "success": when, "run_id": claim.run_id})
+        cur.execute(Q["record_success"], {"app_name": claim.app_name, "success": when, "run_id": claim.run_id})
         if cur.fetchone() is None:
             return False
         cur.execute(Q["log_success"], _unit_params(claim, when, took, summary, metrics))
@@ -678,25 +737,39 @@ def _record_lane_units(cur: Any, claim: Claim, units: Sequence[Unit]) -> bool:
     return True
 
 
-def _unit_params(claim: Claim, when: dt.datetime, took: dt.timedelta, summary: str | None,
-                 metrics: Mapping[str, float] | None) -> dict[str, Any]:
+def _unit_params(
+    claim: Claim, when: dt.datetime, took: dt.timedelta, summary: str | None, metrics: Mapping[str, float] | None
+) -> dict[str, Any]:
     """``log_success``'s parameters: the unit, its summary and its metrics (JSON, or None)."""
-    return {**_identity(claim), "success": when, "duration": took, "summary": summary,
-            "metrics": json.dumps(dict(metrics)) if metrics else None}
+    return {
+        **_identity(claim),
+        "success": when,
+        "duration": took,
+        "summary": summary,
+        "metrics": json.dumps(dict(metrics)) if metrics else None,
+    }
 
 
 def _end_run(cur: Any, claim: Claim, end: RunEnd, held: bool) -> None:
     """Write the run's end to its ledger row, and to the interval it still held; a run that
     no longer held the job is fenced off."""
     status = end.status if held else RunStatus.FENCED_OFF
-    cur.execute(Q["end_run"], {"run_id": claim.run_id, "status": status.value,
-                               "error": end.error, "output": end.output, "dropped": end.dropped})
-    cur.execute(Q["end_intervals"], {"run_id": claim.run_id, "status": status.value,
-                                     "error": end.error})
+    cur.execute(
+        Q["end_run"],
+        {
+            "run_id": claim.run_id,
+            "status": status.value,
+            "error": end.error,
+            "output": end.output,
+            "dropped": end.dropped,
+        },
+    )
+    cur.execute(Q["end_intervals"], {"run_id": claim.run_id, "status": status.value, "error": end.error})
 
 
-def _close_run(cur: Any, claim: Claim, end: RunEnd, held: bool,
-               failure: tuple[dt.timedelta, Mapping[str, str], str] | None) -> bool:
+def _close_run(
+    cur: Any, claim: Claim, end: RunEnd, held: bool, failure: tuple[dt.timedelta, Mapping[str, str], str] | None
+) -> bool:
     """A run's ledger end and, for a failure or a fenced-off run, its log row; True when the
     run still held what it ended (a success recorded as such)."""
     _end_run(cur, claim, end, held)
@@ -712,12 +785,12 @@ def _finished_already(cur: Any, claim: Claim, outcome: FinishRecord) -> bool:
     cur.execute(Q["get_state"], {"app_name": claim.app_name})
     row = cur.fetchone()
     now = _as_dict(cur, row) if row else {}
-    return (now.get("run_id") == claim.run_id and now.get("ongoing") is None
-            and now.get("last_run") == outcome.started)
+    return now.get("run_id") == claim.run_id and now.get("ongoing") is None and now.get("last_run") == outcome.started
 
 
-def _log_failure(cur: Any, claim: Claim, failure: tuple[dt.timedelta, Mapping[str, str], str] | None,
-                 *, fenced: bool) -> None:
+def _log_failure(
+    cur: Any, claim: Claim, failure: tuple[dt.timedelta, Mapping[str, str], str] | None, *, fenced: bool
+) -> None:
     """Log a failed attempt; a run fenced off logs ``LeaseLost``, saying how
     the job itself ended (failed with its error, or succeeded)."""
     duration, error, exc_repr = failure or (dt.timedelta(0), {}, "")
@@ -725,9 +798,16 @@ def _log_failure(cur: Any, claim: Claim, failure: tuple[dt.timedelta, Mapping[st
         ended = f"the job {'failed: ' + exc_repr if failure else 'succeeded'}"
         error = {"type": repr(LeaseLost), "traceback": str(error.get("traceback", ""))}
         exc_repr = f"LeaseLost('run {claim.run_id} was fenced off; {ended}')"
-    cur.execute(Q["log_failure"], {**_identity(claim), "duration": duration,
-                                   "exc_type": error["type"], "exc_value": exc_repr,
-                                   "exc_traceback": error["traceback"]})
+    cur.execute(
+        Q["log_failure"],
+        {
+            **_identity(claim),
+            "duration": duration,
+            "exc_type": error["type"],
+            "exc_value": exc_repr,
+            "exc_traceback": error["traceback"],
+        },
+    )
 
 
 def _log_abandoned(cur: Any, state: JobState, found_by: str) -> None:
@@ -737,23 +817,30 @@ def _log_abandoned(cur: Any, state: JobState, found_by: str) -> None:
 
     beat = f"last heartbeat {utc_text(state.heartbeat)}" if state.heartbeat else "no heartbeat"
     holder = state.ongoing_by or "an unknown holder (crontabber 0.18?)"
-    value = (f"RunAbandoned('run {state.run_id} on {holder}, started {utc_text(state.ongoing)}, "
-             f"stopped renewing its lease without recording its end ({beat}); {found_by}')")
-    cur.execute(Q["log_abandoned"], {"app_name": state.app_name, "exc_type": repr(RunAbandoned),
-                                     "exc_value": value})
+    value = (
+        f"RunAbandoned('run {state.run_id} on {holder}, started {utc_text(state.ongoing)}, "
+        f"stopped renewing its lease without recording its end ({beat}); {found_by}')"
+    )
+    cur.execute(Q["log_abandoned"], {"app_name": state.app_name, "exc_type": repr(RunAbandoned), "exc_value": value})
 
 
 def write_audit(cur: Any, entry: AuditEntry) -> None:
     """Record ``entry`` in the audit trail, in the transaction of ``cur`` (the action's own)."""
-    cur.execute(Q["audit"], {"actor": entry.actor, "action": entry.action,
-                             "app_name": entry.app_name, "reason": entry.reason,
-                             "detail": json.dumps(dict(entry.detail), default=str)})
+    cur.execute(
+        Q["audit"],
+        {
+            "actor": entry.actor,
+            "action": entry.action,
+            "app_name": entry.app_name,
+            "reason": entry.reason,
+            "detail": json.dumps(dict(entry.detail), default=str),
+        },
+    )
 
 
 def _identity(claim: Claim) -> dict[str, Any]:
     """The columns naming who wrote a log row."""
-    return {"app_name": claim.app_name, "run_id": claim.run_id, "host": claim.host,
-            "pid": claim.pid}
+    return {"app_name": claim.app_name, "run_id": claim.run_id, "host": claim.host, "pid": claim.pid}
 
 
 def open_store(db: DatabaseSettings, schema_dirs: Sequence[str] = ()) -> StateStore:

@@ -187,8 +187,7 @@ class Supervisor:
         claim: Claim,
         limits: RunLimits,
         make_app: Callable[[LeaseClock], Any],
-        record_unit: Callable[[dt.datetime, dt.timedelta, str | None, Mapping[str, float] | None],
-                              bool],
+        record_unit: Callable[[dt.datetime, dt.timedelta, str | None, Mapping[str, float] | None], bool],
         heartbeat: Callable[[tuple[str, int] | None], dt.datetime | None],
         report: Callable[[BaseException], object],
         inherited_fds: tuple[int, ...] = (),
@@ -294,9 +293,10 @@ class Supervisor:
                 try:
                     now = time.monotonic()
                     wait = max(0.0, min(next_beat, self._next_deadline(started)) - now)
-                    ready = _wait([reader.fileno()] + ([pidfd] if pidfd is not None else [])
-                                  + list(self._outputs),
-                                  wait if pidfd is not None else min(wait, 0.2))
+                    ready = _wait(
+                        [reader.fileno()] + ([pidfd] if pidfd is not None else []) + list(self._outputs),
+                        wait if pidfd is not None else min(wait, 0.2),
+                    )
                     for fd in [fd for fd in self._outputs if fd in ready]:
                         self._read_output(fd)
                     if reader.fileno() in ready:
@@ -324,9 +324,12 @@ class Supervisor:
     def _output_save(self, now: float, next_beat: float) -> float:
         """The next heartbeat, brought forward to save new output ``_save_delay`` from now
         while that delay (doubled at each use) is shorter than the heartbeat interval."""
-        if (self.tail is None or not self.tail.pending
-                or self._save_delay >= self.limits.heartbeat_seconds
-                or next_beat <= now + self._save_delay):
+        if (
+            self.tail is None
+            or not self.tail.pending
+            or self._save_delay >= self.limits.heartbeat_seconds
+            or next_beat <= now + self._save_delay
+        ):
             return next_beat
         next_beat = now + self._save_delay
         self._save_delay *= 2
@@ -351,7 +354,7 @@ class Supervisor:
         if kind == "unit":
             self._record((message[1], dt.timedelta(seconds=message[2]), message[3], message[4]))
             if reader is not None:  # the unit is written (or kept while the database is
-                try:                # away): only now does the child start the next one
+                try:  # away): only now does the child start the next one
                     reader.send(("recorded",))
                 except OSError:  # (the child is gone)
                     pass
@@ -401,8 +404,13 @@ class Supervisor:
                 self._pending_units.clear()
                 return
             self.ending.units += 1
-            logger.info("%s succeeded for %s%s", self.claim.app_name, utc_text(when),
-                        f": {summary}" if summary else "", extra={"job": self.claim.app_name})
+            logger.info(
+                "%s succeeded for %s%s",
+                self.claim.app_name,
+                utc_text(when),
+                f": {summary}" if summary else "",
+                extra={"job": self.claim.app_name},
+            )
 
     def _beat(self) -> None:
         sent_at = time.monotonic()
@@ -412,8 +420,9 @@ class Supervisor:
             self._database_down(exc)
             return
         if self._db_down_since is not None:
-            logger.warning("%s: the state database is back; lease renewed",
-                           self.claim.app_name, extra={"job": self.claim.app_name})
+            logger.warning(
+                "%s: the state database is back; lease renewed", self.claim.app_name, extra={"job": self.claim.app_name}
+            )
             self._db_down_since = None
         if renewed is None:
             self._fenced("another run took the job over")
@@ -425,33 +434,53 @@ class Supervisor:
     def _database_down(self, exc: DatabaseUnavailable) -> None:
         if self._db_down_since is None:
             self._db_down_since = time.monotonic()
-            logger.warning("%s: %s; the job goes on while its lease lasts (%g s more)",
-                           self.claim.app_name, exc, self.limits.hold_seconds,
-                           extra={"job": self.claim.app_name})
+            logger.warning(
+                "%s: %s; the job goes on while its lease lasts (%g s more)",
+                self.claim.app_name,
+                exc,
+                self.limits.hold_seconds,
+                extra={"job": self.claim.app_name},
+            )
 
     def _fenced(self, why: str) -> None:
         if self.ending.fenced is None:
             self.ending.fenced = why
             self.clock.lose()
-            logger.error("%s: run %s lost the job: %s; stopping it", self.claim.app_name,
-                         self.claim.run_id, why, extra={"job": self.claim.app_name})
+            logger.error(
+                "%s: run %s lost the job: %s; stopping it",
+                self.claim.app_name,
+                self.claim.run_id,
+                why,
+                extra={"job": self.claim.app_name},
+            )
             self._stop(LeaseLost(self.claim.app_name, self.claim.run_id, why))
 
     def _enforce(self, started: float, now: float) -> None:
         if self._stop_reason is None:
             if self.limits.timeout and now - started >= self.limits.timeout:
-                logger.error("%s: past its timeout of %g s; stopping it", self.claim.app_name,
-                             self.limits.timeout, extra={"job": self.claim.app_name})
+                logger.error(
+                    "%s: past its timeout of %g s; stopping it",
+                    self.claim.app_name,
+                    self.limits.timeout,
+                    extra={"job": self.claim.app_name},
+                )
                 self._stop(JobTimeout(self.claim.app_name, self.limits.timeout))
             elif not self.clock.holds(self.limits.stop_grace_seconds):
                 self.clock.lose()
-                self._stop(LeaseLost(
-                    self.claim.app_name, self.claim.run_id,
-                    f"its lease could not be renewed for {self.limits.hold_seconds:g} s",
-                ))
+                self._stop(
+                    LeaseLost(
+                        self.claim.app_name,
+                        self.claim.run_id,
+                        f"its lease could not be renewed for {self.limits.hold_seconds:g} s",
+                    )
+                )
         if self._kill_at is not None and now >= self._kill_at:
-            logger.error("%s: still running %g s after SIGTERM; SIGKILL", self.claim.app_name,
-                         self.limits.kill_grace_seconds, extra={"job": self.claim.app_name})
+            logger.error(
+                "%s: still running %g s after SIGTERM; SIGKILL",
+                self.claim.app_name,
+                self.limits.kill_grace_seconds,
+                extra={"job": self.claim.app_name},
+            )
             _kill_group(self.pid, signal.SIGKILL)
             self._kill_at = float("inf")
 
@@ -607,9 +636,12 @@ def _become_child(supervisor: Supervisor, runner: int) -> None:
             os.close(fd)
         except OSError:
             pass
-    threading.Thread(target=_watchdog,
-                     args=(supervisor.clock, supervisor.limits.stop_grace_seconds),
-                     daemon=True, name="lease-watchdog").start()
+    threading.Thread(
+        target=_watchdog,
+        args=(supervisor.clock, supervisor.limits.stop_grace_seconds),
+        daemon=True,
+        name="lease-watchdog",
+    ).start()
 
 
 def _watchdog(clock: LeaseClock, grace: float) -> None:  # pragma: no cover
@@ -649,8 +681,9 @@ def _interval_gate(connection: Any, app_name: str) -> Callable[[dt.datetime], No
             if held_by is None:
                 return
             if not said:
-                logger.info("%s: waiting for %s: held by %s", app_name, utc_text(when), held_by,
-                            extra={"job": app_name})
+                logger.info(
+                    "%s: waiting for %s: held by %s", app_name, utc_text(when), held_by, extra={"job": app_name}
+                )
                 said = True
             time.sleep(CLAIM_POLL_SECONDS)
 
@@ -664,8 +697,15 @@ def _run_job(supervisor: Supervisor, writer: Any) -> None:  # pragma: no cover
         if supervisor.claim_interval is not None:
             app.interval_gate = _interval_gate(writer, supervisor.claim.app_name)
         for when in app.main():
-            writer.send(("unit", when, time.monotonic() - unit_start,
-                         getattr(app, "last_summary", None), getattr(app, "last_metrics", None)))
+            writer.send(
+                (
+                    "unit",
+                    when,
+                    time.monotonic() - unit_start,
+                    getattr(app, "last_summary", None),
+                    getattr(app, "last_metrics", None),
+                )
+            )
             _wait_recorded(writer)
             unit_start = time.monotonic()
     except BaseException as exc:  # noqa: BLE001 - any error of the job's is recorded
@@ -673,9 +713,9 @@ def _run_job(supervisor: Supervisor, writer: Any) -> None:  # pragma: no cover
         failure.seconds = time.monotonic() - unit_start
         if failure.kind != "terminate":
             # One line; the traceback is in crontabber_log, Sentry and the DEBUG log.
-            logger.error("%s failed: %s", supervisor.claim.app_name, failure.summary,
-                         extra={"job": supervisor.claim.app_name})
-            logger.debug("%s failed", supervisor.claim.app_name, exc_info=exc,
-                         extra={"job": supervisor.claim.app_name})
+            logger.error(
+                "%s failed: %s", supervisor.claim.app_name, failure.summary, extra={"job": supervisor.claim.app_name}
+            )
+            logger.debug("%s failed", supervisor.claim.app_name, exc_info=exc, extra={"job": supervisor.claim.app_name})
             supervisor.report(exc)
         writer.send(("failed", failure))

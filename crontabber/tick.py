@@ -35,14 +35,26 @@ def fleet_tick(settings: Settings, schema_behind: tuple[int, ...] = ()) -> Tick:
     """What this invocation records in ``crontabber_host`` when it runs as a cron tick
     (``schema_behind``: the database's migrations its code lacks; its tags), and how recent
     a tick makes a host live (``silence_critical_minutes``, as ``--nagios``)."""
-    return Tick(this_host(), __version__, os.getpid(), schema_behind, settings.host_tags,
-                settings.monitor.silence_critical_minutes * 60)
+    return Tick(
+        this_host(),
+        __version__,
+        os.getpid(),
+        schema_behind,
+        settings.host_tags,
+        settings.monitor.silence_critical_minutes * 60,
+    )
 
 
-def run_tick(settings: Settings, jobs: list[Job], store: StateStore, *,
-             broken: Sequence[BrokenEntry] = (), metrics_file: str = "",
-             reporters: Callable[[], tuple[Reporter, Any]] | None = None,
-             guard: Callable[[], ContextManager[Any]] = contextlib.nullcontext) -> list[JobResult]:
+def run_tick(
+    settings: Settings,
+    jobs: list[Job],
+    store: StateStore,
+    *,
+    broken: Sequence[BrokenEntry] = (),
+    metrics_file: str = "",
+    reporters: Callable[[], tuple[Reporter, Any]] | None = None,
+    guard: Callable[[], ContextManager[Any]] = contextlib.nullcontext,
+) -> list[JobResult]:
     """Run a cron tick: record it, run every due job, then the alerts (when targets are
     configured) and the metrics file (``metrics_file``, '' for none). ``broken``: the jobs
     entries that did not load (the ``broken-entry`` alert tells of them; the other jobs
@@ -67,9 +79,15 @@ def run_tick(settings: Settings, jobs: list[Job], store: StateStore, *,
             alerts.old_code(tick.host, tick.schema_behind)
         raise CodeOlderThanSchema(this_host(), store.unknown_migrations)
     report, crons = reporters() if reporters is not None else (None, None)
-    runner = Runner(settings, jobs, store, report=report, crons=crons,
-                    tick=fleet_tick(settings),  # a tick records itself: --nagios watches
-                    on_takeover=alerts.takeover if alerts is not None else None)
+    runner = Runner(
+        settings,
+        jobs,
+        store,
+        report=report,
+        crons=crons,
+        tick=fleet_tick(settings),  # a tick records itself: --nagios watches
+        on_takeover=alerts.takeover if alerts is not None else None,
+    )
     with guard():
         if alerts is not None and broken:  # before the jobs: a long run delays nothing
             alerts.broken(list(broken))
@@ -85,8 +103,9 @@ def run_tick(settings: Settings, jobs: list[Job], store: StateStore, *,
     return results
 
 
-def _check_runs(settings: Settings, jobs: list[Job], store: StateStore,
-                results: list[JobResult], alerts: TickAlerts | None) -> None:
+def _check_runs(
+    settings: Settings, jobs: list[Job], store: StateStore, results: list[JobResult], alerts: TickAlerts | None
+) -> None:
     """The checks of the runs that succeeded in this tick (:mod:`crontabber.alerts.checks`,
     imported only when one did: an idle tick runs nothing); a breach is alerted when
     targets are configured. A database error is logged: the tick's runs are recorded."""
@@ -97,8 +116,14 @@ def _check_runs(settings: Settings, jobs: list[Job], store: StateStore,
     from .errors import CrontabberError
 
     try:
-        check_runs(settings, jobs, store, ran, default_holder(),
-                   (lambda event: alerts.alerter().breach(event)) if alerts is not None else None)
+        check_runs(
+            settings,
+            jobs,
+            store,
+            ran,
+            default_holder(),
+            (lambda event: alerts.alerter().breach(event)) if alerts is not None else None,
+        )
     except CrontabberError as exc:
         logger.error("checks not evaluated: %s", exc)
 

@@ -79,11 +79,14 @@ class Outcome(enum.Enum):
         return self.value.replace("_", " ")
 
 
-_LEDGER_OUTCOMES = {RunStatus.SUCCEEDED.value: Outcome.OK, RunStatus.FAILED.value: Outcome.FAILED,
-                    RunStatus.TIMED_OUT.value: Outcome.TIMED_OUT,
-                    RunStatus.STOPPED.value: Outcome.STOPPED,
-                    RunStatus.FENCED_OFF.value: Outcome.FENCED_OFF,
-                    RunStatus.ABANDONED.value: Outcome.ABANDONED}
+_LEDGER_OUTCOMES = {
+    RunStatus.SUCCEEDED.value: Outcome.OK,
+    RunStatus.FAILED.value: Outcome.FAILED,
+    RunStatus.TIMED_OUT.value: Outcome.TIMED_OUT,
+    RunStatus.STOPPED.value: Outcome.STOPPED,
+    RunStatus.FENCED_OFF.value: Outcome.FENCED_OFF,
+    RunStatus.ABANDONED.value: Outcome.ABANDONED,
+}
 
 
 # ---------------------------------------------------------------------------- errors
@@ -108,7 +111,7 @@ def value_from_repr(text: str, short_type: str) -> str:
     prefix = f"{short_type}("
     if not (text.startswith(prefix) and text.endswith(")")):
         return text
-    inner = text[len(prefix):-1]
+    inner = text[len(prefix) : -1]
     try:
         value = ast.literal_eval(inner) if inner else ""
     except (ValueError, SyntaxError, MemoryError, RecursionError):
@@ -140,8 +143,11 @@ class ErrorInfo:
         """From a state row's ``last_error`` (None when it is empty)."""
         if not last_error:
             return None
-        return cls(type_name(str(last_error.get("type", ""))), str(last_error.get("value", "")),
-                   str(last_error.get("traceback", "")))
+        return cls(
+            type_name(str(last_error.get("type", ""))),
+            str(last_error.get("value", "")),
+            str(last_error.get("traceback", "")),
+        )
 
     @classmethod
     def of_entry(cls, entry: LogEntry) -> "ErrorInfo | None":
@@ -171,6 +177,7 @@ def entry_outcome(entry: LogEntry) -> Outcome:
 
 # ---------------------------------------------------------------------------- jobs
 
+
 @dataclass(frozen=True)
 class OngoingView:
     """Who holds the job now: since when, which runner (``host:pid``), which
@@ -183,8 +190,13 @@ class OngoingView:
     verdict: Marker
 
     def as_json(self) -> dict[str, Any]:
-        return {"since": self.since, "by": self.by, "run_id": self.run_id,
-                "heartbeat": self.heartbeat, "verdict": self.verdict}
+        return {
+            "since": self.since,
+            "by": self.by,
+            "run_id": self.run_id,
+            "heartbeat": self.heartbeat,
+            "verdict": self.verdict,
+        }
 
 
 @dataclass(frozen=True)
@@ -316,18 +328,26 @@ def broken_view(broken: BrokenEntry) -> JobView:
     the last error (``ConfigurationError``), nothing else known (no app name, no state)."""
     entry = broken.entry
     return JobView(
-        name=broken.name, class_path=entry.class_path,
+        name=broken.name,
+        class_path=entry.class_path,
         schedule=entry.frequency + (f" @ {entry.time}" if entry.time else ""),
-        status=JobStatus.BROKEN, last_run=None, last_success=None, next_run=None, error_count=0,
-        last_error=ErrorInfo("ConfigurationError", broken.problem, ""), ongoing=None,
-        paused=None, depends_on=(), is_backfill=False)
+        status=JobStatus.BROKEN,
+        last_run=None,
+        last_success=None,
+        next_run=None,
+        error_count=0,
+        last_error=ErrorInfo("ConfigurationError", broken.problem, ""),
+        ongoing=None,
+        paused=None,
+        depends_on=(),
+        is_backfill=False,
+    )
 
 
 def _ongoing(state: JobState | None, marker: MarkerOf) -> OngoingView | None:
     if state is None or state.ongoing is None:
         return None
-    return OngoingView(state.ongoing, state.ongoing_by, state.run_id, state.heartbeat,
-                       marker(state))
+    return OngoingView(state.ongoing, state.ongoing_by, state.run_id, state.heartbeat, marker(state))
 
 
 def _status(
@@ -366,8 +386,7 @@ def job_views(
 ) -> list[JobView]:
     """:func:`job_view` of each job, in the order given (config order); ``missed``: the
     jobs past a deadline, by app name."""
-    return [job_view(job, states, now, marker, overdue_seconds, (missed or {}).get(job.app_name))
-            for job in jobs]
+    return [job_view(job, states, now, marker, overdue_seconds, (missed or {}).get(job.app_name)) for job in jobs]
 
 
 def jobs_document(views: Sequence[JobView], now: dt.datetime) -> dict[str, Any]:
@@ -377,6 +396,7 @@ def jobs_document(views: Sequence[JobView], now: dt.datetime) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------- runs
+
 
 @dataclass(frozen=True)
 class RunView:
@@ -421,8 +441,7 @@ class RunView:
     @property
     def intervals(self) -> list[dt.datetime]:
         """The intervals it completed (a backfill run's), oldest first."""
-        return sorted(entry.success for entry in self.entries
-                      if entry.success is not None and not entry.failed)
+        return sorted(entry.success for entry in self.entries if entry.success is not None and not entry.failed)
 
     @property
     def by(self) -> str | None:
@@ -436,8 +455,14 @@ class RunView:
         last heartbeat, as its log row and ``--show-error`` say: when its holder died is not
         known, only that it ran at least this long)."""
         if self.outcome is Outcome.ABANDONED:
-            row = next((entry for entry in self.entries if entry_outcome(entry) is Outcome.ABANDONED
-                        and entry.duration is not None), None)
+            row = next(
+                (
+                    entry
+                    for entry in self.entries
+                    if entry_outcome(entry) is Outcome.ABANDONED and entry.duration is not None
+                ),
+                None,
+            )
             if row is not None and row.duration is not None:
                 return row.duration
         return (self.ended or now) - self.started
@@ -453,8 +478,7 @@ class RunView:
             "duration": self.duration(now),
             "outcome": self.outcome,
             "error": self.error.as_json() if self.error else None,
-            "heartbeat": (self.ongoing.heartbeat if self.ongoing
-                          else self.record.heartbeat if self.record else None),
+            "heartbeat": (self.ongoing.heartbeat if self.ongoing else self.record.heartbeat if self.record else None),
             "verdict": self.ongoing.verdict if self.ongoing else None,
             "kind": self.kind,
             "summary": self.summary,
@@ -466,14 +490,22 @@ class RunView:
 
 def _entry_json(entry: LogEntry) -> dict[str, Any]:
     error = ErrorInfo.of_entry(entry)
-    return {"id": entry.id, "logged": entry.log_time, "started": entry.started,
-            "duration": entry.duration or dt.timedelta(0), "success": entry.success,
-            "outcome": entry_outcome(entry), "error": error.summary if error else None,
-            "summary": entry.summary}
+    return {
+        "id": entry.id,
+        "logged": entry.log_time,
+        "started": entry.started,
+        "duration": entry.duration or dt.timedelta(0),
+        "success": entry.success,
+        "outcome": entry_outcome(entry),
+        "error": error.summary if error else None,
+        "summary": entry.summary,
+    }
 
 
 def group_runs(
-    entries: Sequence[LogEntry], state: JobState | None, marker: MarkerOf,
+    entries: Sequence[LogEntry],
+    state: JobState | None,
+    marker: MarkerOf,
     records: Mapping[int, RunRecord] | None = None,
 ) -> list[RunView]:
     """The runs that ``entries`` (newest first, as ``StateStore.log_runs``
@@ -489,16 +521,30 @@ def group_runs(
     if holding is not None and not any(run.ongoing for run in runs):
         host, _, pid = (holding.by or "").rpartition(":")
         record = records.get(holding.run_id) if holding.run_id is not None else None
-        runs.insert(0, RunView(holding.run_id, host or holding.by, int(pid) if pid.isdigit() else None,
-                               holding.since, None, Outcome.RUNNING, None, (), holding, record))
+        runs.insert(
+            0,
+            RunView(
+                holding.run_id,
+                host or holding.by,
+                int(pid) if pid.isdigit() else None,
+                holding.since,
+                None,
+                Outcome.RUNNING,
+                None,
+                (),
+                holding,
+                record,
+            ),
+        )
     return runs
 
 
 def record_run(record: RunRecord) -> RunView:
     """A run known to the ledger only (claimed; nothing logged yet, or its rows pruned)."""
     outcome = Outcome.of_status(record.status) or Outcome.RUNNING
-    return RunView(record.run_id, record.host, record.pid, record.started, record.ended,
-                   outcome, None, (), None, record)
+    return RunView(
+        record.run_id, record.host, record.pid, record.started, record.ended, outcome, None, (), None, record
+    )
 
 
 def _run(rows: list[LogEntry], holding: OngoingView | None, record: RunRecord | None = None) -> RunView:
@@ -510,9 +556,17 @@ def _run(rows: list[LogEntry], holding: OngoingView | None, record: RunRecord | 
         ongoing = holding
     # fenced off before abandoned: a run taken over while frozen that came back and was
     # refused has both rows, and "fenced off" says more
-    outcome = (Outcome.RUNNING if ongoing else Outcome.FENCED_OFF if Outcome.FENCED_OFF in outcomes
-               else Outcome.ABANDONED if Outcome.ABANDONED in outcomes
-               else Outcome.FAILED if Outcome.FAILED in outcomes else Outcome.OK)
+    outcome = (
+        Outcome.RUNNING
+        if ongoing
+        else Outcome.FENCED_OFF
+        if Outcome.FENCED_OFF in outcomes
+        else Outcome.ABANDONED
+        if Outcome.ABANDONED in outcomes
+        else Outcome.FAILED
+        if Outcome.FAILED in outcomes
+        else Outcome.OK
+    )
     ledger = Outcome.of_status(record.status) if record is not None else None
     if ongoing is None and ledger is not None and outcome is not Outcome.FENCED_OFF:
         outcome = ledger  # a timeout or a signal is known to the ledger only
@@ -521,9 +575,18 @@ def _run(rows: list[LogEntry], holding: OngoingView | None, record: RunRecord | 
         started = min(started, record.started)
     if ongoing is not None:
         started = min(started, ongoing.since)
-    return RunView(last.run_id, last.host, last.pid, started,
-                   None if ongoing else last.log_time, outcome,
-                   ErrorInfo.of_entry(failure) if failure else None, tuple(rows), ongoing, record)
+    return RunView(
+        last.run_id,
+        last.host,
+        last.pid,
+        started,
+        None if ongoing else last.log_time,
+        outcome,
+        ErrorInfo.of_entry(failure) if failure else None,
+        tuple(rows),
+        ongoing,
+        record,
+    )
 
 
 def history_document(
@@ -531,11 +594,17 @@ def history_document(
 ) -> dict[str, Any]:
     """``--history --json``: ``{"job", "now", "is_backfill", "more", "runs": [...]}``;
     ``more`` says whether older runs exist beyond the limit."""
-    return {"job": app_name, "now": now, "is_backfill": is_backfill, "more": more,
-            "runs": [run.as_json(now) for run in runs]}
+    return {
+        "job": app_name,
+        "now": now,
+        "is_backfill": is_backfill,
+        "more": more,
+        "runs": [run.as_json(now) for run in runs],
+    }
 
 
 # ---------------------------------------------------------------------------- failures
+
 
 @dataclass(frozen=True)
 class FailureView:
@@ -566,26 +635,40 @@ class FailureView:
     def of_entry(cls, entry: LogEntry) -> "FailureView":
         error = ErrorInfo.of_entry(entry)
         assert error is not None, "a failure row has exc_type"
-        return cls(entry.app_name, error, entry.log_time, entry.duration, entry.run_id,
-                   entry.host, entry.pid, entry_outcome(entry), "log")
+        return cls(
+            entry.app_name,
+            error,
+            entry.log_time,
+            entry.duration,
+            entry.run_id,
+            entry.host,
+            entry.pid,
+            entry_outcome(entry),
+            "log",
+        )
 
     @classmethod
     def of_state(cls, state: JobState) -> "FailureView | None":
         error = ErrorInfo.of_state(state.last_error) if state.error_count else None
         if error is None:
             return None
-        return cls(state.app_name, error, state.last_run, None, state.run_id, None, None,
-                   Outcome.FAILED, "state")
+        return cls(state.app_name, error, state.last_run, None, state.run_id, None, None, Outcome.FAILED, "state")
 
     def as_json(self) -> dict[str, Any]:
-        return {"run_id": self.run_id, "outcome": self.outcome, "at": self.at,
-                "duration": self.duration, "by": self.by, "host": self.host, "pid": self.pid,
-                "source": self.source, "error": self.error.as_json()}
+        return {
+            "run_id": self.run_id,
+            "outcome": self.outcome,
+            "at": self.at,
+            "duration": self.duration,
+            "by": self.by,
+            "host": self.host,
+            "pid": self.pid,
+            "source": self.source,
+            "error": self.error.as_json(),
+        }
 
 
-def last_failure(
-    logged: LogEntry | None, state: JobState | None
-) -> FailureView | None:
+def last_failure(logged: LogEntry | None, state: JobState | None) -> FailureView | None:
     """The failure ``--show-error`` shows: the newest failure row of the log,
     or, when the log has none but the state row still records a failure
     (its log row pruned), the state's ``last_error``."""
@@ -597,5 +680,4 @@ def last_failure(
 def failure_document(app_name: str, failure: FailureView | None, message: str) -> dict[str, Any]:
     """``--show-error --json``: ``{"job", "failure": {...} | null, "message"}``;
     ``message`` is the one-line text summary (what the text output starts with)."""
-    return {"job": app_name, "failure": failure.as_json() if failure else None,
-            "message": message}
+    return {"job": app_name, "failure": failure.as_json() if failure else None, "message": message}

@@ -68,24 +68,33 @@ ALERTS_SHOWN = 10
 
 logger = logging.getLogger("dashboard.app")
 
-REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found",
-           405: "Method Not Allowed", 421: "Misdirected Request", 500: "Internal Server Error",
-           503: "Service Unavailable"}
+REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    401: "Unauthorized",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    421: "Misdirected Request",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+}
 MAX_LIMIT = 1000  # ?limit: runs of a history page (a huge one answered 500)
 DEFAULT_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 #: On every response: no inline script or style anywhere (the page's are static files).
 SECURITY_HEADERS = [
-    ("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; "
-     "img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; "
-     "form-action 'none'"),
+    (
+        "Content-Security-Policy",
+        "default-src 'none'; script-src 'self'; style-src 'self'; "
+        "img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; "
+        "form-action 'none'",
+    ),
     ("X-Content-Type-Options", "nosniff"),
     ("Referrer-Policy", "no-referrer"),
     ("X-Frame-Options", "DENY"),
     ("Cross-Origin-Resource-Policy", "same-origin"),
 ]
 DEFAULT_REFRESH = 10.0
-STATIC = {"dashboard.css": "text/css; charset=utf-8",
-          "dashboard.js": "text/javascript; charset=utf-8"}
+STATIC = {"dashboard.css": "text/css; charset=utf-8", "dashboard.js": "text/javascript; charset=utf-8"}
 
 
 class HttpError(Exception):
@@ -102,7 +111,7 @@ def host_name(host: str) -> str:
     """``Host``'s name without its port (``[::1]:8100`` -> ``[::1]``), lower case."""
     host = host.strip().lower()
     if host.startswith("["):
-        return host[:host.find("]") + 1] if "]" in host else host
+        return host[: host.find("]") + 1] if "]" in host else host
     return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
 
 
@@ -127,15 +136,15 @@ class Guard:
     """Who may ask: the ``Host`` allow-list and the optional authentication (see the module
     docstring). Built from the environment unless given."""
 
-    def __init__(self, allowed_hosts: Iterable[str] | None = None, token: str | None = None,
-                 user_header: str | None = None) -> None:
+    def __init__(
+        self, allowed_hosts: Iterable[str] | None = None, token: str | None = None, user_header: str | None = None
+    ) -> None:
         if allowed_hosts is None:
             listed = os.environ.get("DASHBOARD_ALLOWED_HOSTS", "")
             allowed_hosts = [h for h in listed.split(",") if h.strip()] or DEFAULT_HOSTS
         self.allowed_hosts = {host_name(h) for h in allowed_hosts}
         self.token = token if token is not None else os.environ.get("DASHBOARD_TOKEN", "")
-        header = user_header if user_header is not None else os.environ.get(
-            "DASHBOARD_TRUSTED_USER_HEADER", "")
+        header = user_header if user_header is not None else os.environ.get("DASHBOARD_TRUSTED_USER_HEADER", "")
         self.user_key = "HTTP_" + header.upper().replace("-", "_") if header else ""
 
     def allow_host(self, host: str) -> None:
@@ -154,11 +163,13 @@ class Guard:
             return
         if self.user_key and environ.get(self.user_key, "").strip():
             return
-        if self.token and hmac.compare_digest(_credential(environ.get("HTTP_AUTHORIZATION", "")),
-                                              self.token.encode()):
+        if self.token and hmac.compare_digest(_credential(environ.get("HTTP_AUTHORIZATION", "")), self.token.encode()):
             return
-        raise HttpError(401, "authentication required", [
-            ("WWW-Authenticate", 'Basic realm="crontabber dashboard", charset="UTF-8"')])
+        raise HttpError(
+            401,
+            "authentication required",
+            [("WWW-Authenticate", 'Basic realm="crontabber dashboard", charset="UTF-8"')],
+        )
 
 
 def _credential(authorization: str) -> bytes:
@@ -190,13 +201,17 @@ class DashboardApp:
     (from ``DASHBOARD_CONF`` and the environment), so importing this module
     (gunicorn) reads nothing and connects nowhere."""
 
-    def __init__(self, source: Source | None = None, refresh_seconds: float | None = None,
-                 guard: Guard | None = None) -> None:
+    def __init__(
+        self, source: Source | None = None, refresh_seconds: float | None = None, guard: Guard | None = None
+    ) -> None:
         self._source = source
         self._lock = threading.Lock()
         self.guard = guard or Guard()
-        self.refresh_seconds = refresh_seconds if refresh_seconds is not None else float(
-            os.environ.get("DASHBOARD_REFRESH_SECONDS", DEFAULT_REFRESH))
+        self.refresh_seconds = (
+            refresh_seconds
+            if refresh_seconds is not None
+            else float(os.environ.get("DASHBOARD_REFRESH_SECONDS", DEFAULT_REFRESH))
+        )
 
     @property
     def source(self) -> Source:
@@ -228,9 +243,16 @@ class DashboardApp:
         except Exception:  # noqa: BLE001 - the last line of defence: log, never show
             logger.exception("dashboard failed on %s", environ.get("PATH_INFO"))
             status, content_type, body = json_response(500, {"error": "internal error"})
-        start_response(f"{status} {REASONS[status]}", [
-            ("Content-Type", content_type), ("Content-Length", str(len(body))),
-            ("Cache-Control", "no-store"), *SECURITY_HEADERS, *extra])
+        start_response(
+            f"{status} {REASONS[status]}",
+            [
+                ("Content-Type", content_type),
+                ("Content-Length", str(len(body))),
+                ("Cache-Control", "no-store"),
+                *SECURITY_HEADERS,
+                *extra,
+            ],
+        )
         return [] if environ.get("REQUEST_METHOD") == "HEAD" else [body]
 
     def route(self, environ: dict[str, Any]) -> Response:
@@ -282,11 +304,16 @@ class DashboardApp:
         except CrontabberError as exc:
             return json_response(503, {"status": "error", "error": str(exc)})
         if failed:
-            return json_response(503, {"status": "error", "panels": failed,
-                                       "error": f"{len(failed)} panel(s) of / failed: "
-                                                + "; ".join(f"{k}: {v}" for k, v in failed.items())})
-        return json_response(200, {"status": "ok", "database": "ok", "now": now,
-                                   "jobs": len(self.source.jobs)})
+            return json_response(
+                503,
+                {
+                    "status": "error",
+                    "panels": failed,
+                    "error": f"{len(failed)} panel(s) of / failed: "
+                    + "; ".join(f"{k}: {v}" for k, v in failed.items()),
+                },
+            )
+        return json_response(200, {"status": "ok", "database": "ok", "now": now, "jobs": len(self.source.jobs)})
 
     def static(self, name: str) -> Response:
         if name not in STATIC:
@@ -339,27 +366,45 @@ class DashboardApp:
         with source.session() as session:
             now = session.pipeline.now()
             views = read("jobs", lambda: source.jobs_views(session)[0])
-            runs = read("jobs", lambda: {
-                view.name: source.runs(session, view.name, SPARK_RUNS).runs for view in views
-                if view.status is not JobStatus.BROKEN}) if views is not None else {}
+            runs = (
+                read(
+                    "jobs",
+                    lambda: {
+                        view.name: source.runs(session, view.name, SPARK_RUNS).runs
+                        for view in views
+                        if view.status is not JobStatus.BROKEN
+                    },
+                )
+                if views is not None
+                else {}
+            )
             pipeline = read("pipeline", lambda: pipeline_document(source, session))
             fleet = read("fleet", lambda: source.fleet_document(session))
             alerts = read("alerts", lambda: source.alerts_document(session, ALERTS_SHOWN))
         if pipeline is not None:
             failed.update({f"pipeline.{k}": v for k, v in failed_panels(pipeline).items()})
-        health = (page.health_panel(fleet["check"], views) if fleet is not None and views is not None
-                  else page.error_panel("Health", failed.get("fleet") or failed.get("jobs", "")))
-        return now, {
-            "health": health,
-            "jobs": page.jobs_panel(views, runs or {}, now) if views is not None
-            else page.error_panel("Jobs", failed["jobs"]),
-            "alerts": page.alerts_panel(alerts) if alerts is not None
-            else page.error_panel("Alerts", failed["alerts"]),
-            "pipeline": page.pipeline_panel(pipeline) if pipeline is not None
-            else page.error_panel("Pipeline", failed["pipeline"]),
-            "fleet": page.fleet_panel(fleet) if fleet is not None
-            else page.error_panel("Fleet", failed["fleet"]),
-        }, failed
+        health = (
+            page.health_panel(fleet["check"], views)
+            if fleet is not None and views is not None
+            else page.error_panel("Health", failed.get("fleet") or failed.get("jobs", ""))
+        )
+        return (
+            now,
+            {
+                "health": health,
+                "jobs": page.jobs_panel(views, runs or {}, now)
+                if views is not None
+                else page.error_panel("Jobs", failed["jobs"]),
+                "alerts": page.alerts_panel(alerts)
+                if alerts is not None
+                else page.error_panel("Alerts", failed["alerts"]),
+                "pipeline": page.pipeline_panel(pipeline)
+                if pipeline is not None
+                else page.error_panel("Pipeline", failed["pipeline"]),
+                "fleet": page.fleet_panel(fleet) if fleet is not None else page.error_panel("Fleet", failed["fleet"]),
+            },
+            failed,
+        )
 
     def overview_page(self, panels_only: bool) -> Response:
         try:
@@ -382,13 +427,16 @@ class DashboardApp:
                     raise HttpError(404, str(exc)) from None
                 return html_response(404, _error_page(str(exc)))
             view, _ = self.source.job_view(session, found.app_name)
-        panels = {"state": page.state_panel(found.app_name, view, found.now),
-                  "history": page.history_panel(found.app_name, found.runs, found.more, found.now),
-                  "output": page.output_panel(record, found.now)}
+        panels = {
+            "state": page.state_panel(found.app_name, view, found.now),
+            "history": page.history_panel(found.app_name, found.runs, found.more, found.now),
+            "output": page.output_panel(record, found.now),
+        }
         if panels_only:
             return json_response(200, {"now": found.now, "panels": panels})
-        return html_response(200, page.page(f"crontabber: {found.app_name}", found.now, panels,
-                                            self.refresh_seconds, back=True))
+        return html_response(
+            200, page.page(f"crontabber: {found.app_name}", found.now, panels, self.refresh_seconds, back=True)
+        )
 
 
 def _limit(params: dict[str, list[str]]) -> int:
@@ -398,17 +446,17 @@ def _limit(params: dict[str, list[str]]) -> int:
         HttpError: 400, not one whole number from 1 to :data:`MAX_LIMIT`.
     """
     values = params.get("limit", [str(HISTORY_LIMIT)])
-    if (len(values) != 1 or not values[0].isascii() or not values[0].isdigit()
-            or not 1 <= int(values[0]) <= MAX_LIMIT):
+    if len(values) != 1 or not values[0].isascii() or not values[0].isdigit() or not 1 <= int(values[0]) <= MAX_LIMIT:
         raise HttpError(400, f"limit must be given once, as a whole number of runs from 1 to {MAX_LIMIT}")
     return int(values[0])
 
 
 def _error_page(message: str) -> str:
-    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>crontabber: '
-            f'error</title></head><body><h1>crontabber dashboard</h1><p class="warn">'
-            f'{page.esc(message)}</p><p><a href="/">back</a></p></body></html>\n')
+    return (
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>crontabber: '
+        f'error</title></head><body><h1>crontabber dashboard</h1><p class="warn">'
+        f'{page.esc(message)}</p><p><a href="/">back</a></p></body></html>\n'
+    )
 
 
 application = DashboardApp()
-

@@ -40,8 +40,7 @@ MISSING_APP = "missing-symbols"
 PRUNE_APP = "prune-s3"
 UPLOADS_APP = "process-uploads"
 #: The job whose tables each panel reads (created where that job is configured).
-OWNERS = {"uploads": UPLOADS_APP, "missing_symbols": MISSING_APP, "search_index": REBUILD_APP,
-          "prune": PRUNE_APP}
+OWNERS = {"uploads": UPLOADS_APP, "missing_symbols": MISSING_APP, "search_index": REBUILD_APP, "prune": PRUNE_APP}
 
 
 def _config(source: "Source", app_name: str) -> dict[str, Any]:
@@ -57,12 +56,18 @@ def uploads_panel(store: PipelineStore, now: dt.datetime) -> dict[str, Any]:
     failed = store.failed_uploads(now - FAILED_WINDOW, LIST_LIMIT)
     replaced = store.replaced_files(now - FAILED_WINDOW, LIST_LIMIT)
     age = (now - queue.oldest_pending).total_seconds() if queue.oldest_pending else None
-    return {"queue_depth": queue.depth, "pending": queue.pending, "processing": queue.processing,
-            "oldest_pending": queue.oldest_pending, "oldest_pending_age_seconds": age,
-            "failed_window_hours": FAILED_WINDOW.total_seconds() / 3600,
-            "failed_total": failed.total, "failed": [row.as_json() for row in failed.rows],
-            "replaced_total": replaced.total,
-            "replaced": [row.as_json() for row in replaced.rows]}
+    return {
+        "queue_depth": queue.depth,
+        "pending": queue.pending,
+        "processing": queue.processing,
+        "oldest_pending": queue.oldest_pending,
+        "oldest_pending_age_seconds": age,
+        "failed_window_hours": FAILED_WINDOW.total_seconds() / 3600,
+        "failed_total": failed.total,
+        "failed": [row.as_json() for row in failed.rows],
+        "replaced_total": replaced.total,
+        "replaced": [row.as_json() for row in replaced.rows],
+    }
 
 
 def waiting_batches(source: "Source", session: "Session") -> dict[str, Any]:
@@ -75,8 +80,7 @@ def waiting_batches(source: "Source", session: "Session") -> dict[str, Any]:
     import os
 
     seconds = float(os.environ.get("DASHBOARD_S3_CACHE_SECONDS", "30"))
-    return dict(source.cached("waiting_batches", seconds,
-                              lambda: _list_waiting(source, session)))
+    return dict(source.cached("waiting_batches", seconds, lambda: _list_waiting(source, session)))
 
 
 def _list_waiting(source: "Source", session: "Session") -> dict[str, Any]:
@@ -84,41 +88,46 @@ def _list_waiting(source: "Source", session: "Session") -> dict[str, Any]:
 
     config = _config(source, MISSING_APP)
     if not config:
-        return {"batches_waiting": None, "oldest_waiting": None, "waiting_capped": False,
-                "waiting_error": f"{MISSING_APP} is not configured"}
+        return {
+            "batches_waiting": None,
+            "oldest_waiting": None,
+            "waiting_capped": False,
+            "waiting_error": f"{MISSING_APP} is not configured",
+        }
     from botocore.exceptions import BotoCoreError, ClientError
 
     from jobs.missing_symbols.consume import pending_batches_listed
     from jobs.missing_symbols.store import MissingSymbolStore
     from jobs.s3 import make_s3_client
 
-    s3 = source.client("s3", lambda: make_s3_client(connect_timeout=3, read_timeout=10,
-                                                    max_attempts=1))
+    s3 = source.client("s3", lambda: make_s3_client(connect_timeout=3, read_timeout=10, max_attempts=1))
     cap = int(os.environ.get("DASHBOARD_S3_MAX_LISTED", "10000"))
     try:
-        waiting, capped = pending_batches_listed(MissingSymbolStore(session.connection), s3,
-                                                 str(config["inbox_bucket"]),
-                                                 str(config["prefix"]), cap)
+        waiting, capped = pending_batches_listed(
+            MissingSymbolStore(session.connection), s3, str(config["inbox_bucket"]), str(config["prefix"]), cap
+        )
     except (BotoCoreError, ClientError) as exc:
-        return {"batches_waiting": None, "oldest_waiting": None, "waiting_capped": False,
-                "waiting_error": redact(
-                    f"S3: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")}
-    oldest = (dt.datetime.fromtimestamp(waiting[0].modified, dt.timezone.utc)
-              if waiting else None)
-    return {"batches_waiting": len(waiting), "oldest_waiting": oldest,
-            "waiting_capped": capped, "waiting_error": None}
+        return {
+            "batches_waiting": None,
+            "oldest_waiting": None,
+            "waiting_capped": False,
+            "waiting_error": redact(f"S3: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"),
+        }
+    oldest = dt.datetime.fromtimestamp(waiting[0].modified, dt.timezone.utc) if waiting else None
+    return {"batches_waiting": len(waiting), "oldest_waiting": oldest, "waiting_capped": capped, "waiting_error": None}
 
 
-def missing_symbols_panel(source: "Source", session: "Session", now: dt.datetime
-                          ) -> dict[str, Any]:
+def missing_symbols_panel(source: "Source", session: "Session", now: dt.datetime) -> dict[str, Any]:
     store = session.pipeline
     quarantined = store.quarantined_batches(LIST_LIMIT)
     day = now.astimezone(dt.timezone.utc).date()
-    return {**waiting_batches(source, session),
-            "quarantined_total": quarantined.total,
-            "quarantined": [row.as_json() for row in quarantined.rows],
-            "day": day,
-            "most_missed": [row.as_json() for row in store.most_missed(day, LIST_LIMIT)]}
+    return {
+        **waiting_batches(source, session),
+        "quarantined_total": quarantined.total,
+        "quarantined": [row.as_json() for row in quarantined.rows],
+        "day": day,
+        "most_missed": [row.as_json() for row in store.most_missed(day, LIST_LIMIT)],
+    }
 
 
 def live_index_facts(source: "Source", alias: str, es_url: str) -> dict[str, Any]:
@@ -135,11 +144,18 @@ def live_index_facts(source: "Source", alias: str, es_url: str) -> dict[str, Any
         live = live_index(es, alias)
         documents = int(es.count(index=live.name)["count"]) if live is not None else None
     except (SearchUnavailable, ApiError, TransportError) as exc:
-        return {"index": None, "documents": None, "source_as_of": None,
-                "error": redact(f"Elasticsearch: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")}
-    return {"index": live.name if live else None, "documents": documents,
-            "source_as_of": live.source_as_of if live else None,
-            "error": None if live else f"alias {alias} does not exist yet"}
+        return {
+            "index": None,
+            "documents": None,
+            "source_as_of": None,
+            "error": redact(f"Elasticsearch: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"),
+        }
+    return {
+        "index": live.name if live else None,
+        "documents": documents,
+        "source_as_of": live.source_as_of if live else None,
+        "error": None if live else f"alias {alias} does not exist yet",
+    }
 
 
 def last_rebuild(source: "Source", session: "Session") -> dict[str, Any] | None:
@@ -151,21 +167,35 @@ def last_rebuild(source: "Source", session: "Session") -> dict[str, Any] | None:
     run = next((run for run in found.runs if run.outcome is Outcome.OK), None)
     if run is None:
         return None
-    return {"run_id": run.run_id, "by": run.by, "started": run.started, "ended": run.ended,
-            "duration": run.duration(found.now)}
+    return {
+        "run_id": run.run_id,
+        "by": run.by,
+        "started": run.started,
+        "ended": run.ended,
+        "duration": run.duration(found.now),
+    }
 
 
 def search_index_panel(source: "Source", session: "Session") -> dict[str, Any]:
     config = _config(source, REBUILD_APP)
     if not config:
-        return {"alias": None, "index": None, "documents": None, "source_as_of": None,
-                "error": f"{REBUILD_APP} is not configured", "last_rebuild": None,
-                "watermark": None}
+        return {
+            "alias": None,
+            "index": None,
+            "documents": None,
+            "source_as_of": None,
+            "error": f"{REBUILD_APP} is not configured",
+            "last_rebuild": None,
+            "watermark": None,
+        }
     alias = str(config["alias"])
     watermark = session.pipeline.watermark(alias)
-    return {"alias": alias, **live_index_facts(source, alias, str(config.get("es_url") or "")),
-            "last_rebuild": last_rebuild(source, session),
-            "watermark": watermark.as_json() if watermark else None}
+    return {
+        "alias": alias,
+        **live_index_facts(source, alias, str(config.get("es_url") or "")),
+        "last_rebuild": last_rebuild(source, session),
+        "watermark": watermark.as_json() if watermark else None,
+    }
 
 
 def prune_panel(session: "Session") -> dict[str, Any]:
@@ -181,7 +211,8 @@ def pipeline_document(source: "Source", session: "Session") -> dict[str, Any]:
         "uploads": lambda: uploads_panel(session.pipeline, now),
         "missing_symbols": lambda: missing_symbols_panel(source, session, now),
         "search_index": lambda: search_index_panel(source, session),
-        "prune": lambda: prune_panel(session)}
+        "prune": lambda: prune_panel(session),
+    }
     return {"now": now, **{name: _panel(source, name, build) for name, build in builders.items()}}
 
 
@@ -197,5 +228,8 @@ def _panel(source: "Source", name: str, build: Callable[[], dict[str, Any]]) -> 
 
 def failed_panels(document: dict[str, Any]) -> dict[str, str]:
     """The panels of ``document`` whose query failed, with the error."""
-    return {name: str(panel["unavailable"]) for name, panel in document.items()
-            if isinstance(panel, dict) and panel.get("query_failed")}
+    return {
+        name: str(panel["unavailable"])
+        for name, panel in document.items()
+        if isinstance(panel, dict) and panel.get("query_failed")
+    }

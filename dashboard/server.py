@@ -58,8 +58,9 @@ class AccessLogHandler(WSGIRequestHandler):
 
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
         took = (time.perf_counter() - getattr(self, "_started", time.perf_counter())) * 1000
-        access_logger.info("%s %s %s %.1f ms", self.command or "-",
-                           (getattr(self, "path", "") or "-")[:200], code, took)
+        access_logger.info(
+            "%s %s %s %.1f ms", self.command or "-", (getattr(self, "path", "") or "-")[:200], code, took
+        )
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
         logger.debug("%s " + format, self.address_string(), *args)
@@ -76,23 +77,32 @@ class AccessLogHandler(WSGIRequestHandler):
 
 def make(host: str, port: int, app: Any) -> WSGIServer:
     """A threaded wsgiref server for ``app`` (port 0 picks a free port)."""
-    return make_server(host, port, app, server_class=ThreadingWSGIServer,
-                       handler_class=AccessLogHandler)
+    return make_server(host, port, app, server_class=ThreadingWSGIServer, handler_class=AccessLogHandler)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = CommandParser(prog="python -m dashboard",
-                     description="Serve the read-only operator dashboard (jobs, run history, "
-                     "pipeline health, fleet) over HTTP.",
-                     epilog="Any runner option can be given as --NAMESPACE.OPTION=VALUE, as for "
-                     "python -m crontabber; under gunicorn: gunicorn dashboard.app:application "
-                     "with DASHBOARD_CONF=FILE.")
+    parser = CommandParser(
+        prog="python -m dashboard",
+        description="Serve the read-only operator dashboard (jobs, run history, pipeline health, fleet) over HTTP.",
+        epilog="Any runner option can be given as --NAMESPACE.OPTION=VALUE, as for "
+        "python -m crontabber; under gunicorn: gunicorn dashboard.app:application "
+        "with DASHBOARD_CONF=FILE.",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8100, help="port (default 8100; 0: any free port)")
-    parser.add_argument("--admin.conf", dest="conf", metavar="FILE",
-                        help="the INI file (default: ./config/crontabber.ini or ./crontabber.ini)")
-    parser.add_argument("--refresh", type=float, default=DEFAULT_REFRESH, metavar="SECONDS",
-                        help=f"how often the page refreshes its panels (default {DEFAULT_REFRESH:g})")
+    parser.add_argument(
+        "--admin.conf",
+        dest="conf",
+        metavar="FILE",
+        help="the INI file (default: ./config/crontabber.ini or ./crontabber.ini)",
+    )
+    parser.add_argument(
+        "--refresh",
+        type=float,
+        default=DEFAULT_REFRESH,
+        metavar="SECONDS",
+        help=f"how often the page refreshes its panels (default {DEFAULT_REFRESH:g})",
+    )
     return parser
 
 
@@ -112,9 +122,12 @@ def load(argv: list[str]) -> tuple[argparse.Namespace, DashboardApp]:
         session.pipeline.now()
     app = DashboardApp(source, args.refresh)
     if app.guard.user_key and not is_loopback(args.host):
-        raise ConfigurationError("--host", f"DASHBOARD_TRUSTED_USER_HEADER trusts a header "
-                                 f"anyone can send to {args.host}: listen on 127.0.0.1 behind "
-                                 "the proxy that sets it")
+        raise ConfigurationError(
+            "--host",
+            f"DASHBOARD_TRUSTED_USER_HEADER trusts a header "
+            f"anyone can send to {args.host}: listen on 127.0.0.1 behind "
+            "the proxy that sets it",
+        )
     app.guard.allow_host(args.host)  # the address it serves on is a name it answers to
     return args, app
 
@@ -129,12 +142,14 @@ def listen(host: str, port: int, app: Any) -> WSGIServer:
         return make(host, port, app)
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
-            raise ConfigurationError("--host/--port", f"{host}:{port} is already in use (another "
-                                     "process listens there): --port N picks another, 0 any "
-                                     "free one") from None
+            raise ConfigurationError(
+                "--host/--port",
+                f"{host}:{port} is already in use (another "
+                "process listens there): --port N picks another, 0 any "
+                "free one",
+            ) from None
         if exc.errno in (errno.EADDRNOTAVAIL, errno.EACCES):
-            raise ConfigurationError("--host/--port", f"cannot listen on {host}:{port}: "
-                                     f"{exc.strerror}") from None
+            raise ConfigurationError("--host/--port", f"cannot listen on {host}:{port}: {exc.strerror}") from None
         raise
 
 

@@ -49,8 +49,7 @@ class Source:
     not load is in ``broken``, shown as a row), and the clients of Elasticsearch and S3,
     built on first use and shared by threads (both clients are thread-safe)."""
 
-    def __init__(self, settings: Settings, jobs: list[Job], broken: list[BrokenEntry] | None = None
-                 ) -> None:
+    def __init__(self, settings: Settings, jobs: list[Job], broken: list[BrokenEntry] | None = None) -> None:
         self.settings = settings
         self.jobs = jobs
         self.broken = broken or []
@@ -60,8 +59,9 @@ class Source:
         self._cache: dict[str, tuple[float, Any]] = {}
 
     @classmethod
-    def load(cls, conf_path: str | None, overrides: Mapping[str, str],
-             environ: Mapping[str, str] | None = None) -> "Source":
+    def load(
+        cls, conf_path: str | None, overrides: Mapping[str, str], environ: Mapping[str, str] | None = None
+    ) -> "Source":
         """Read ``crontabber.ini`` (``conf_path``, else the runner's default
         places), the environment and ``overrides`` as the runner does.
 
@@ -164,13 +164,18 @@ class Source:
 
         alerts = AlertStore(session.state)
         now, mutes = session.state.now(), alerts.mutes()
-        held = Alerter(self.settings, self.jobs, session.state, "dashboard").held_back(
-            session.state.states(), now, mutes) if mutes else []
-        return {"now": now, "enabled": self.settings.alerts.enabled,
-                "mutes": [window._asdict() for window in mutes],
-                "held_back": [{"job": e.app_name, "kind": e.kind, "message": e.message}
-                              for e in held],
-                "alerts": alerts.alerts(None, limit)}
+        held = (
+            Alerter(self.settings, self.jobs, session.state, "dashboard").held_back(session.state.states(), now, mutes)
+            if mutes
+            else []
+        )
+        return {
+            "now": now,
+            "enabled": self.settings.alerts.enabled,
+            "mutes": [window._asdict() for window in mutes],
+            "held_back": [{"job": e.app_name, "kind": e.kind, "message": e.message} for e in held],
+            "alerts": alerts.alerts(None, limit),
+        }
 
     def fleet_document(self, session: Session) -> dict[str, Any]:
         """``{"now", "check": <--nagios --json>, "hosts": [...]}``: every host
@@ -180,21 +185,34 @@ class Source:
         overview = session.state.overview()
         marker = markers_from_here(lease_rules(self.settings))
         limits = self.settings.monitor
-        check = nagios.nagios_check(self.jobs, overview.states, overview.hosts, overview.now,
-                                    lambda state: marker(state, overview.now), limits,
-                                    missed_deadlines(self.jobs, self.settings, overview.states,
-                                                     overview.now),
-                                    {entry.name: entry.problem for entry in self.broken})
+        check = nagios.nagios_check(
+            self.jobs,
+            overview.states,
+            overview.hosts,
+            overview.now,
+            lambda state: marker(state, overview.now),
+            limits,
+            missed_deadlines(self.jobs, self.settings, overview.states, overview.now),
+            {entry.name: entry.problem for entry in self.broken},
+        )
         recent = {host.host for host in nagios.recent_hosts(overview.hosts, overview.now, limits)}
         hosts = sorted(overview.hosts, key=lambda host: host.last_tick, reverse=True)
         return {
             "now": overview.now,
             "check": check.as_json(),
             "max_skew_seconds": limits.max_skew_seconds,
-            "hosts": [{"host": h.host, "version": h.version, "pid": h.pid,
-                       "last_tick": h.last_tick, "skew_seconds": h.skew_seconds,
-                       "schema_behind": list(h.schema_behind), "tags": list(h.tags),
-                       "drain": (drain_line(h, overview.states).split(": ", 1)[1]
-                                 if h.drained else None),
-                       "recent": h.host in recent} for h in hosts],
+            "hosts": [
+                {
+                    "host": h.host,
+                    "version": h.version,
+                    "pid": h.pid,
+                    "last_tick": h.last_tick,
+                    "skew_seconds": h.skew_seconds,
+                    "schema_behind": list(h.schema_behind),
+                    "tags": list(h.tags),
+                    "drain": (drain_line(h, overview.states).split(": ", 1)[1] if h.drained else None),
+                    "recent": h.host in recent,
+                }
+                for h in hosts
+            ],
         }

@@ -57,8 +57,14 @@ class FailedUpload:
     completed_at: dt.datetime
 
     def as_json(self) -> dict[str, Any]:
-        return {"id": self.id, "filename": self.filename, "uploaded_by": self.uploaded_by,
-                "attempts": self.attempts, "error": self.error, "failed_at": self.completed_at}
+        return {
+            "id": self.id,
+            "filename": self.filename,
+            "uploaded_by": self.uploaded_by,
+            "attempts": self.attempts,
+            "error": self.error,
+            "failed_at": self.completed_at,
+        }
 
 
 @dataclass(frozen=True)
@@ -74,9 +80,12 @@ class ReplacedFile:
     previous_size: int | None
 
     def as_json(self) -> dict[str, Any]:
-        return {"key": self.key, "upload_id": self.upload_id, "replaced_at": self.replaced_at,
-                "previous": {"upload_id": self.previous_upload_id, "md5": self.previous_md5,
-                             "size": self.previous_size}}
+        return {
+            "key": self.key,
+            "upload_id": self.upload_id,
+            "replaced_at": self.replaced_at,
+            "previous": {"upload_id": self.previous_upload_id, "md5": self.previous_md5, "size": self.previous_size},
+        }
 
 
 @dataclass(frozen=True)
@@ -89,8 +98,7 @@ class QuarantinedBatch:
     processed_at: dt.datetime
 
     def as_json(self) -> dict[str, Any]:
-        return {"key": self.key, "events": self.events, "reason": self.reason,
-                "quarantined_at": self.processed_at}
+        return {"key": self.key, "events": self.events, "reason": self.reason, "quarantined_at": self.processed_at}
 
 
 @dataclass(frozen=True)
@@ -104,8 +112,13 @@ class MissedSymbol:
     count: int
 
     def as_json(self) -> dict[str, Any]:
-        return {"debug_file": self.debug_file, "debug_id": self.debug_id,
-                "code_file": self.code_file, "code_id": self.code_id, "count": self.count}
+        return {
+            "debug_file": self.debug_file,
+            "debug_id": self.debug_id,
+            "code_file": self.code_file,
+            "code_id": self.code_id,
+            "count": self.count,
+        }
 
 
 @dataclass(frozen=True)
@@ -117,8 +130,7 @@ class IndexWatermark:
     updated_at: dt.datetime
 
     def as_json(self) -> dict[str, Any]:
-        return {"index_name": self.index_name, "indexed_to": self.indexed_to,
-                "updated_at": self.updated_at}
+        return {"index_name": self.index_name, "indexed_to": self.indexed_to, "updated_at": self.updated_at}
 
 
 @dataclass(frozen=True)
@@ -132,9 +144,13 @@ class PruneRule:
     error_sample: str | None
 
     def as_json(self) -> dict[str, Any]:
-        return {"rule": self.rule, "keys_deleted": self.keys_deleted,
-                "bytes_freed": self.bytes_freed, "errors": self.errors,
-                "error_sample": self.error_sample}
+        return {
+            "rule": self.rule,
+            "keys_deleted": self.keys_deleted,
+            "bytes_freed": self.bytes_freed,
+            "errors": self.errors,
+            "error_sample": self.error_sample,
+        }
 
 
 @dataclass(frozen=True)
@@ -163,11 +179,19 @@ class PruneRun:
         return sum(rule.errors for rule in self.rules)
 
     def as_json(self) -> dict[str, Any]:
-        return {"id": self.id, "started_at": self.started_at, "finished_at": self.finished_at,
-                "dry_run": self.dry_run, "cap": self.cap, "capped": self.capped,
-                "holder": self.holder, "keys_deleted": self.keys_deleted,
-                "bytes_freed": self.bytes_freed, "errors": self.errors,
-                "rules": [rule.as_json() for rule in self.rules]}
+        return {
+            "id": self.id,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "dry_run": self.dry_run,
+            "cap": self.cap,
+            "capped": self.capped,
+            "holder": self.holder,
+            "keys_deleted": self.keys_deleted,
+            "bytes_freed": self.bytes_freed,
+            "errors": self.errors,
+            "rules": [rule.as_json() for rule in self.rules],
+        }
 
 
 @dataclass(frozen=True)
@@ -212,31 +236,41 @@ class PipelineStore:
     def failed_uploads(self, since: dt.datetime, limit: int) -> Listing:
         """Uploads that failed for good after ``since``, newest first (at most ``limit``)."""
         rows = self._rows("failed_uploads", {"since": since, "limit": limit})
-        found = tuple(FailedUpload(r["id"], r["filename"], r["uploaded_by"], r["attempts"],
-                                   r["error"], r["completed_at"]) for r in rows)
+        found = tuple(
+            FailedUpload(r["id"], r["filename"], r["uploaded_by"], r["attempts"], r["error"], r["completed_at"])
+            for r in rows
+        )
         return Listing(found, int(rows[0]["total"]) if rows else 0)
 
     def replaced_files(self, since: dt.datetime, limit: int) -> Listing:
         """Symbol files written over other bytes after ``since``, newest first (at most
         ``limit``), and how many in all."""
         rows = self._rows("replaced_files", {"since": since, "limit": limit})
-        found = tuple(ReplacedFile(r["key"], r["upload_id"], r["created_at"],
-                                   r["previous_upload_id"], r["previous_md5"],
-                                   r["previous_size"]) for r in rows)
+        found = tuple(
+            ReplacedFile(
+                r["key"],
+                r["upload_id"],
+                r["created_at"],
+                r["previous_upload_id"],
+                r["previous_md5"],
+                r["previous_size"],
+            )
+            for r in rows
+        )
         return Listing(found, int(rows[0]["total"]) if rows else 0)
 
     def quarantined_batches(self, limit: int) -> Listing:
         """Quarantined batches, newest first (at most ``limit``), and how many in all."""
         rows = self._rows("quarantined_batches", {"limit": limit})
-        found = tuple(QuarantinedBatch(r["key"], int(r["events"]), r["reason"], r["processed_at"])
-                      for r in rows)
+        found = tuple(QuarantinedBatch(r["key"], int(r["events"]), r["reason"], r["processed_at"]) for r in rows)
         return Listing(found, int(rows[0]["total"]) if rows else 0)
 
     def most_missed(self, day: dt.date, limit: int) -> tuple[MissedSymbol, ...]:
         """The symbols missed most on ``day`` (UTC), most first."""
-        return tuple(MissedSymbol(r["debug_file"], r["debug_id"], r["code_file"], r["code_id"],
-                                  int(r["count"]))
-                     for r in self._rows("most_missed", {"day": day, "limit": limit}))
+        return tuple(
+            MissedSymbol(r["debug_file"], r["debug_id"], r["code_file"], r["code_id"], int(r["count"]))
+            for r in self._rows("most_missed", {"day": day, "limit": limit})
+        )
 
     def watermark(self, alias: str) -> IndexWatermark | None:
         rows = self._rows("watermark", {"alias": alias})
@@ -248,8 +282,18 @@ class PipelineStore:
         if not rows:
             return None
         first = rows[0]
-        rules = tuple(PruneRule(r["rule"], int(r["keys_deleted"]), int(r["bytes_freed"]),
-                                int(r["errors"]), r["error_sample"])
-                      for r in rows if r["rule"] is not None)
-        return PruneRun(first["id"], first["started_at"], first["finished_at"], first["dry_run"],
-                        first["cap"], first["capped"], first["holder"], rules)
+        rules = tuple(
+            PruneRule(r["rule"], int(r["keys_deleted"]), int(r["bytes_freed"]), int(r["errors"]), r["error_sample"])
+            for r in rows
+            if r["rule"] is not None
+        )
+        return PruneRun(
+            first["id"],
+            first["started_at"],
+            first["finished_at"],
+            first["dry_run"],
+            first["cap"],
+            first["capped"],
+            first["holder"],
+            rules,
+        )

@@ -85,8 +85,13 @@ class Services:
         it (``total_xact_count``, ``total_query_count``, ...)."""
         import psycopg2
 
-        conn = psycopg2.connect(host=self.pg_host, port=self.pgb_port, dbname="pgbouncer",
-                                user=self.database()["user"], password=self.database()["password"])
+        conn = psycopg2.connect(
+            host=self.pg_host,
+            port=self.pgb_port,
+            dbname="pgbouncer",
+            user=self.database()["user"],
+            password=self.database()["password"],
+        )
         conn.autocommit = True  # the admin console takes no BEGIN
         try:
             with conn.cursor() as cur:
@@ -114,15 +119,22 @@ class Services:
 
     def database(self, dbname: str | None = None) -> dict[str, Any]:
         """libpq keywords of database ``dbname`` (default: the env's) on the local PostgreSQL."""
-        return {"host": self.pg_host, "port": self.pg_port,
-                "user": self.env.get("RESOURCE_POSTGRESQL_USER", DEFAULT_DATABASE["user"]),
-                "password": self.env.get("RESOURCE_POSTGRESQL_PASSWORD", DEFAULT_DATABASE["password"]),
-                "dbname": dbname or self.env.get("RESOURCE_POSTGRESQL_DBNAME", DEFAULT_DATABASE["dbname"])}
+        return {
+            "host": self.pg_host,
+            "port": self.pg_port,
+            "user": self.env.get("RESOURCE_POSTGRESQL_USER", DEFAULT_DATABASE["user"]),
+            "password": self.env.get("RESOURCE_POSTGRESQL_PASSWORD", DEFAULT_DATABASE["password"]),
+            "dbname": dbname or self.env.get("RESOURCE_POSTGRESQL_DBNAME", DEFAULT_DATABASE["dbname"]),
+        }
 
     def script_ports(self) -> dict[str, str]:
         """services.sh's port settings for these services (so a restart keeps their ports)."""
-        return {"SYMBOLS_PG_PORT": str(self.pg_port), "SYMBOLS_ES_PORT": str(self.es_port),
-                "SYMBOLS_S3_PORT": str(self.s3_port), "SYMBOLS_PGB_PORT": str(self.pgb_port)}
+        return {
+            "SYMBOLS_PG_PORT": str(self.pg_port),
+            "SYMBOLS_ES_PORT": str(self.es_port),
+            "SYMBOLS_S3_PORT": str(self.s3_port),
+            "SYMBOLS_PGB_PORT": str(self.pgb_port),
+        }
 
     # ----------------------------------------------------------------- places
     @property
@@ -141,8 +153,7 @@ class Services:
         # checkout's services (tests/cli/test_services_sh.py) run under the first one's.
         named = read_env_file(env_file(self.env)).get("SYMBOLS_SERVICE_DIR")
         if not named:
-            raise RuntimeError(f"{env_file(self.env)} does not name SYMBOLS_SERVICE_DIR: "
-                               "run scripts/services.sh start")
+            raise RuntimeError(f"{env_file(self.env)} does not name SYMBOLS_SERVICE_DIR: run scripts/services.sh start")
         return Path(named)
 
     @property

@@ -14,13 +14,16 @@ from faults.registry import MODULES
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m faults", description=__doc__)
-    parser.add_argument("--only", nargs="+", choices=MODULES, metavar="NAME",
-                        help=f"run only these modules ({', '.join(MODULES)})")
-    parser.add_argument("--scale", type=float, default=1.0,
-                        help="multiply every fault count (1.0: the published run)")
-    parser.add_argument("--no-report", action="store_true",
-                        help="print the results only: docs/reliability.md and the saved "
-                             "results stay as they are (make test's short drills)")
+    parser.add_argument(
+        "--only", nargs="+", choices=MODULES, metavar="NAME", help=f"run only these modules ({', '.join(MODULES)})"
+    )
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply every fault count (1.0: the published run)")
+    parser.add_argument(
+        "--no-report",
+        action="store_true",
+        help="print the results only: docs/reliability.md and the saved "
+        "results stay as they are (make test's short drills)",
+    )
     args = parser.parse_args(argv)
     command = "python -m faults " + shlex.join(sys.argv[1:] if argv is None else argv)
     failed = False
@@ -31,8 +34,10 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_report:
             report.save(module, results, command=command.strip(), date=date)
         for r in results:
-            print(f"   {r.fault}: thrown {r.thrown}, converged {r.converged}, "
-                  f"lost {r.lost}, duplicated {r.duplicated}", flush=True)
+            print(
+                f"   {r.fault}: thrown {r.thrown}, converged {r.converged}, lost {r.lost}, duplicated {r.duplicated}",
+                flush=True,
+            )
             failed |= not r.ok
     if not args.no_report:
         print(f"wrote {report.write()}")

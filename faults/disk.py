@@ -39,8 +39,12 @@ def text(size: int, seed: int) -> bytes:
 
 def mount(path: str) -> None:
     os.makedirs(path, exist_ok=True)
-    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={SIZE},mode=1777", "tmpfs", path],
-                   check=True, stderr=subprocess.PIPE, text=True)
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={SIZE},mode=1777", "tmpfs", path],
+        check=True,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def unmount(path: str) -> None:
@@ -56,11 +60,14 @@ def run(scale: float) -> list[FaultResult]:
     spool = str(net.STATE / "faults" / "spool-tmpfs")
     bench = Bench(work, BUCKET, DBNAME)
     shapes = [
-        ("upload spool disk full: the archive does not fit (tmpfs 4 MiB)",
-         lambda n: [(f"big.dll/{debug_id(n)}/big.dl_", os.urandom(5 * MiB))]),
-        ("upload spool disk full: the spooled objects do not fit (tmpfs 4 MiB)",
-         lambda n: [(f"text{i}.dll/{debug_id(n * 10 + i)}/text{i}.dl_", text(2 * MiB, n + i))
-                    for i in range(3)]),
+        (
+            "upload spool disk full: the archive does not fit (tmpfs 4 MiB)",
+            lambda n: [(f"big.dll/{debug_id(n)}/big.dl_", os.urandom(5 * MiB))],
+        ),
+        (
+            "upload spool disk full: the spooled objects do not fit (tmpfs 4 MiB)",
+            lambda n: [(f"text{i}.dll/{debug_id(n * 10 + i)}/text{i}.dl_", text(2 * MiB, n + i)) for i in range(3)],
+        ),
     ]
     results = []
     for fault, extra in shapes:
@@ -70,8 +77,7 @@ def run(scale: float) -> list[FaultResult]:
             ids = bench.queue(1, big=False, extra=extra(bench.serial + 1))
             mount(spool)
             try:
-                first = net.run_job("process-uploads", options(bucket=BUCKET),
-                                    {**bench.env, "TMPDIR": spool})
+                first = net.run_job("process-uploads", options(bucket=BUCKET), {**bench.env, "TMPDIR": spool})
                 leftover = os.listdir(spool)
             finally:
                 unmount(spool)
@@ -92,8 +98,10 @@ def run(scale: float) -> list[FaultResult]:
             again = net.run_job("process-uploads", options(bucket=BUCKET), bench.env)
             lost, duplicated, problems = bench.check_bucket()
             if again.returncode != 0 or _row(bench, ids[0])[0] != "done" or problems:
-                notes.append(f"no convergence after the disk came back: exit {again.returncode}, "
-                             f"{_row(bench, ids[0])}, {problems[:2]}")
+                notes.append(
+                    f"no convergence after the disk came back: exit {again.returncode}, "
+                    f"{_row(bench, ids[0])}, {problems[:2]}"
+                )
             result.lost += lost
             result.duplicated += duplicated
             result.converged += not notes
@@ -119,8 +127,7 @@ def _row(bench: Bench, upload_id: int) -> tuple[str, str | None]:
 def _published(bench: Bench, upload_id: int) -> list[str]:
     """Keys in the bucket whose metadata names ``upload_id`` (listed and HEADed here)."""
     found = []
-    for page in bench.client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET,
-                                                                        Prefix="v1/"):
+    for page in bench.client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix="v1/"):
         for item in page.get("Contents", []):
             meta = bench.client.head_object(Bucket=BUCKET, Key=item["Key"]).get("Metadata", {})
             if meta.get("upload_id") == str(upload_id):

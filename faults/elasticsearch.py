@@ -67,8 +67,7 @@ def rebuild_main(es_url: str) -> int:
 
     conn = connect(database(DBNAME))
     try:
-        result = rebuild_from(conn, es_url, ALIAS, keep=2,
-                              bulk=BulkSettings(chunk_size=5000, threads=2))
+        result = rebuild_from(conn, es_url, ALIAS, keep=2, bulk=BulkSettings(chunk_size=5000, threads=2))
     except Exception as exc:  # the runner's own one-line summary of a failure
         print(describe(exc), file=sys.stderr)
         return 1
@@ -85,10 +84,12 @@ class Endpoint:
         self.port = net.free_port()
         self.log = open(net.STATE / "faults" / "es-gunicorn.log", "wb")
         self.proc = subprocess.Popen(
-            [net.PYTHON, "-m", "gunicorn", "-w", "2", "-b", f"127.0.0.1:{self.port}",
-             "search.server:application"], cwd=net.REPO, stdout=self.log, stderr=subprocess.STDOUT,
-            env={**net.os.environ, "PYTHONPATH": str(net.REPO), "ES_URL": es_url,
-                 "SEARCH_ALIAS": ALIAS})
+            [net.PYTHON, "-m", "gunicorn", "-w", "2", "-b", f"127.0.0.1:{self.port}", "search.server:application"],
+            cwd=net.REPO,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            env={**net.os.environ, "PYTHONPATH": str(net.REPO), "ES_URL": es_url, "SEARCH_ALIAS": ALIAS},
+        )
         net.wait_port(self.port, 30)
 
     def search(self) -> tuple[int, Any]:
@@ -134,9 +135,14 @@ def alias_state(es: Any, expected: int) -> tuple[str | None, str | None]:
 
 
 def rebuild(es_url: str) -> subprocess.Popen:
-    return subprocess.Popen([net.PYTHON, "-m", "faults.elasticsearch", "rebuild", es_url],
-                            cwd=net.REPO, env={**net.os.environ, "PYTHONPATH": str(net.REPO)},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [net.PYTHON, "-m", "faults.elasticsearch", "rebuild", es_url],
+        cwd=net.REPO,
+        env={**net.os.environ, "PYTHONPATH": str(net.REPO)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def finish(proc: subprocess.Popen) -> tuple[int, str]:
@@ -161,12 +167,11 @@ def run(scale: float) -> list[FaultResult]:
     via = f"http://127.0.0.1:{port}"
     endpoint = Endpoint(via)
     random = net.rng()
-    before = FaultResult("Elasticsearch down before a rebuild (Toxiproxy cut)",
-                         net.scaled(THROWS, scale), 0)
-    during = FaultResult("Elasticsearch down during a rebuild (Toxiproxy cut at a random point)",
-                         net.scaled(THROWS, scale), 0)
-    stopped = FaultResult("Elasticsearch stopped during a rebuild (services.sh stop/start es)",
-                          1, 0)
+    before = FaultResult("Elasticsearch down before a rebuild (Toxiproxy cut)", net.scaled(THROWS, scale), 0)
+    during = FaultResult(
+        "Elasticsearch down during a rebuild (Toxiproxy cut at a random point)", net.scaled(THROWS, scale), 0
+    )
+    stopped = FaultResult("Elasticsearch stopped during a rebuild (services.sh stop/start es)", 1, 0)
     recoveries: list[float] = []
     build_seconds: list[float] = []
     leftovers = 0
@@ -197,10 +202,10 @@ def run(scale: float) -> list[FaultResult]:
             code, err = finish(proc)
             if code == 0:
                 notes.append("a rebuild succeeded with Elasticsearch down")
-            elif ("Elasticsearch" not in (err.strip().splitlines() or [""])[-1]
-                  or "Traceback" in err):
-                notes.append(f"the failed rebuild does not end with one line naming "
-                             f"Elasticsearch: {err.strip()[-300:]!r}")
+            elif "Elasticsearch" not in (err.strip().splitlines() or [""])[-1] or "Traceback" in err:
+                notes.append(
+                    f"the failed rebuild does not end with one line naming Elasticsearch: {err.strip()[-300:]!r}"
+                )
             elif f":{port}" not in err and f":{es_port}" not in err:
                 lines.add(err.strip().splitlines()[-1])
             notes += [p for p in [check_503(endpoint)] if p]
@@ -230,23 +235,24 @@ def run(scale: float) -> list[FaultResult]:
         for _ in range(before.thrown):
             throw(before, None, False)
         for _ in range(during.thrown):
-            limit = max(0.3, (sorted(build_seconds)[len(build_seconds) // 2]
-                              if build_seconds else 3.0) * 0.8)
+            limit = max(0.3, (sorted(build_seconds)[len(build_seconds) // 2] if build_seconds else 3.0) * 0.8)
             throw(during, random.uniform(0.2, limit), False)
         throw(stopped, random.uniform(0.2, 2.0), True)
     finally:
         endpoint.close()
         toxi.close()
-    figures = {"documents": str(expected),
-               "endpoint back to 200 after Elasticsearch returns":
-                   f"max {max(recoveries):.1f} s" if recoveries else "n/a",
-               "rebuild": f"{min(build_seconds):.1f}-{max(build_seconds):.1f} s"
-               if build_seconds else "n/a"}
+    figures = {
+        "documents": str(expected),
+        "endpoint back to 200 after Elasticsearch returns": f"max {max(recoveries):.1f} s" if recoveries else "n/a",
+        "rebuild": f"{min(build_seconds):.1f}-{max(build_seconds):.1f} s" if build_seconds else "n/a",
+    }
     for result in (before, during, stopped):
         result.figures.update(figures)
     if leftovers:
-        during.notes.append(f"up to {leftovers} index(es) of cut builds left beside the alias's "
-                            "and the previous one until later rebuilds prune them")
+        during.notes.append(
+            f"up to {leftovers} index(es) of cut builds left beside the alias's "
+            "and the previous one until later rebuilds prune them"
+        )
     during.figures["cut builds' indices left over"] = str(leftovers)
     stopped.notes += [f"the failure line names no address: {line!r}" for line in sorted(lines)]
     return [before, during, stopped]

@@ -35,16 +35,20 @@ def run(scale: float) -> list[FaultResult]:
 
     net.services("start", "esc")
     try:
-        urls = devservices.current().env.get("SYMBOLS_ESC_URLS") or \
-            "http://127.0.0.1:9211,http://127.0.0.1:9212,http://127.0.0.1:9213"
+        urls = (
+            devservices.current().env.get("SYMBOLS_ESC_URLS")
+            or "http://127.0.0.1:9211,http://127.0.0.1:9212,http://127.0.0.1:9213"
+        )
         es = make_es_client(urls, request_timeout=60)
         expected = source()
         code, err = finish(rebuild(urls))
         if code != 0:
             raise RuntimeError(f"the first rebuild on the cluster failed: {err.strip()[-300:]}")
         random = net.rng()
-        return [_under_load(es, urls, expected, net.scaled(THROWS, scale)),
-                _during_rebuild(es, urls, expected, net.scaled(THROWS, scale), random)]
+        return [
+            _under_load(es, urls, expected, net.scaled(THROWS, scale)),
+            _during_rebuild(es, urls, expected, net.scaled(THROWS, scale), random),
+        ]
     finally:
         net.services("stop", "esc")
 
@@ -77,8 +81,7 @@ def _under_load(es: Any, urls: str, expected: int, throws: int) -> FaultResult:
         stop = threading.Event()
         counts = {"answered": 0, "failed": 0}
         lock = threading.Lock()
-        threads = [threading.Thread(target=_load, args=(searcher, stop, counts, lock), daemon=True)
-                   for _ in range(2)]
+        threads = [threading.Thread(target=_load, args=(searcher, stop, counts, lock), daemon=True) for _ in range(2)]
         for thread in threads:
             thread.start()
         time.sleep(KILL_AFTER)
@@ -97,21 +100,24 @@ def _under_load(es: Any, urls: str, expected: int, throws: int) -> FaultResult:
         if counts["failed"] == 0 and recovered is not None and problem is None:
             result.converged += 1
         elif len(result.notes) < 5:
-            result.notes.append(f"node {victim} killed: {counts['failed']} of "
-                                f"{sum(counts.values())} queries failed; green again: "
-                                f"{recovered}; {problem or 'alias complete'}")
+            result.notes.append(
+                f"node {victim} killed: {counts['failed']} of "
+                f"{sum(counts.values())} queries failed; green again: "
+                f"{recovered}; {problem or 'alias complete'}"
+            )
     result.lost = failed
     result.figures = {
-        "queries answered": str(answered), "queries failed": str(failed),
+        "queries answered": str(answered),
+        "queries failed": str(failed),
         "seconds of load per throw (node killed after 2 s)": f"{LOAD_SECONDS:g}",
-        "node back to green (median, max)": (f"{statistics.median(recoveries):.1f} s, "
-                                             f"{max(recoveries):.1f} s" if recoveries else "-"),
+        "node back to green (median, max)": (
+            f"{statistics.median(recoveries):.1f} s, {max(recoveries):.1f} s" if recoveries else "-"
+        ),
     }
     return result
 
 
-def _load(searcher: Any, stop: threading.Event, counts: dict[str, int], lock: threading.Lock
-          ) -> None:
+def _load(searcher: Any, stop: threading.Event, counts: dict[str, int], lock: threading.Lock) -> None:
     """Search without pause until ``stop``, counting answered and failed queries."""
     while not stop.is_set():
         try:
@@ -167,7 +173,6 @@ def _during_rebuild(es: Any, urls: str, expected: int, throws: int, random: Any)
         "rebuilds that completed despite the kill": str(completed),
         "rebuilds that failed cleanly (one line, the alias kept)": str(clean_failures),
         "versions left beyond keep": str(leftovers),
-        "node back to green (median)": (f"{statistics.median(recoveries):.1f} s"
-                                        if recoveries else "-"),
+        "node back to green (median)": (f"{statistics.median(recoveries):.1f} s" if recoveries else "-"),
     }
     return result

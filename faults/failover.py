@@ -107,8 +107,7 @@ def _mode(mode: str, rounds: int) -> FaultResult:
         "runs at the same time": str(totals["overlapped"]),
         "fenced runs (exit 4)": str(totals["fenced"]),
         "ticks refused a database (exit 1)": str(totals["refused"]),
-        "promotion to the first run ended after it (max)": (f"{max(recoveries):.1f} s"
-                                                            if recoveries else "-"),
+        "promotion to the first run ended after it (max)": (f"{max(recoveries):.1f} s" if recoveries else "-"),
         "seconds": f"{time.monotonic() - start:.0f}",
     }
     if mode == "async":  # at least once: what breaks it is two at once, or a due never done
@@ -117,12 +116,18 @@ def _mode(mode: str, rounds: int) -> FaultResult:
     else:
         lost, duplicated = acknowledged_lost, twice + totals["overlapped"]
         guarantee = "exactly once, nothing acknowledged lost"
-    return FaultResult(f"primary killed, standby promoted ({mode.replace('_', ' ')}: {guarantee})",
-                       rounds, converged, lost, duplicated, figures, notes)
+    return FaultResult(
+        f"primary killed, standby promoted ({mode.replace('_', ' ')}: {guarantee})",
+        rounds,
+        converged,
+        lost,
+        duplicated,
+        figures,
+        notes,
+    )
 
 
-def _round(mode: str, tmp: pathlib.Path
-           ) -> tuple[collections.Counter[str], list[str], float | None]:
+def _round(mode: str, tmp: pathlib.Path) -> tuple[collections.Counter[str], list[str], float | None]:
     """One failover: (counts, problems that fail the round, seconds from the promotion to the
     first run that ended after it)."""
     pair = Pair(tmp / "state", mode)
@@ -134,8 +139,12 @@ def _round(mode: str, tmp: pathlib.Path
     recovery = None
     try:
         pair.start()
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "FAILOVER_JOURNAL": str(journal),
-               "RESOURCE_POSTGRESQL_PASSWORD": PASSWORD}
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "FAILOVER_JOURNAL": str(journal),
+            "RESOURCE_POSTGRESQL_PASSWORD": PASSWORD,
+        }
         for key in ("RESOURCE_POSTGRESQL_HOST", "RESOURCE_POSTGRESQL_PORT"):
             env.pop(key, None)
         first = _tick(ini, env, "host-0")
@@ -145,8 +154,10 @@ def _round(mode: str, tmp: pathlib.Path
         stop = threading.Event()
         driver = threading.Thread(target=_drive, args=(pair, made_due, stop), daemon=True)
         codes: collections.Counter[int] = collections.Counter()
-        hosts = [threading.Thread(target=_host_loop, args=(ini, env, f"host-{n}", stop, codes),
-                                  daemon=True) for n in range(1, HOSTS + 1)]
+        hosts = [
+            threading.Thread(target=_host_loop, args=(ini, env, f"host-{n}", stop, codes), daemon=True)
+            for n in range(1, HOSTS + 1)
+        ]
         driver.start()
         for host in hosts:
             host.start()
@@ -162,12 +173,18 @@ def _round(mode: str, tmp: pathlib.Path
             host.join(timeout=90)
         settled = _settle(ini, env, pair)
         runs = [json.loads(line) for line in journal.read_text().splitlines()] if journal.exists() else []
-        recorded = pair.query("SELECT count(*) FROM crontabber_log WHERE success IS NOT NULL "
-                              "AND exc_type IS NULL")[0][0]
+        recorded = pair.query("SELECT count(*) FROM crontabber_log WHERE success IS NOT NULL AND exc_type IS NULL")[0][
+            0
+        ]
         after = [r["ended"] for r in runs if r["ended"] > promoted]
-        counts.update(done=len(runs), recorded=recorded, made_due=sum(made_due.values()),
-                      overlapped=sum(r["overlapped"] for r in runs), fenced=codes[4],
-                      refused=codes[1])
+        counts.update(
+            done=len(runs),
+            recorded=recorded,
+            made_due=sum(made_due.values()),
+            overlapped=sum(r["overlapped"] for r in runs),
+            fenced=codes[4],
+            refused=codes[1],
+        )
         recovery = min(after) - promoted if after else None
         if not settled:
             counts["unsettled"] += 1
@@ -175,8 +192,7 @@ def _round(mode: str, tmp: pathlib.Path
         if counts["overlapped"]:
             problems.append(f"{counts['overlapped']} runs overlapped another of their job")
         if mode == "remote_apply" and (counts["done"] != recorded or counts["made_due"] != recorded):
-            problems.append(f"remote_apply: {counts['done']} done, {recorded} recorded, "
-                            f"{counts['made_due']} made due")
+            problems.append(f"remote_apply: {counts['done']} done, {recorded} recorded, {counts['made_due']} made due")
         if not after:
             problems.append("no run ended after the promotion")
         unexpected = {code: n for code, n in codes.items() if code not in (0, 1, 2, 3, 4)}
@@ -189,12 +205,19 @@ def _round(mode: str, tmp: pathlib.Path
 
 def _tick(ini: pathlib.Path, env: dict[str, str], host: str) -> subprocess.CompletedProcess:
     argv = [sys.executable, "-m", "crontabber", f"--admin.conf={ini}"]
-    return subprocess.run(["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', host,
-                           *argv], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', host, *argv],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
-def _host_loop(ini: pathlib.Path, env: dict[str, str], host: str, stop: threading.Event,
-               codes: collections.Counter[int]) -> None:
+def _host_loop(
+    ini: pathlib.Path, env: dict[str, str], host: str, stop: threading.Event, codes: collections.Counter[int]
+) -> None:
     while not stop.is_set():
         codes[_tick(ini, env, host).returncode] += 1
         time.sleep(0.2)
@@ -208,8 +231,10 @@ def _drive(pair: "Pair", made_due: collections.Counter[str], stop: threading.Eve
             if conn is None:
                 conn = pair.connect()
             with conn, conn.cursor() as cur:
-                cur.execute("UPDATE crontabber SET next_run = clock_timestamp() "
-                            "WHERE next_run > clock_timestamp() AND ongoing IS NULL RETURNING app_name")
+                cur.execute(
+                    "UPDATE crontabber SET next_run = clock_timestamp() "
+                    "WHERE next_run > clock_timestamp() AND ongoing IS NULL RETURNING app_name"
+                )
                 rows = cur.fetchall()
             made_due.update(row[0] for row in rows)  # acknowledged: the commit returned
         except Exception:  # noqa: BLE001 - the primary is gone: connect again (to the new one)
@@ -224,8 +249,9 @@ def _settle(ini: pathlib.Path, env: dict[str, str], pair: "Pair") -> bool:
     """Tick until no job is due or running (at most 60 s)."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        left = pair.query("SELECT count(*) FROM crontabber WHERE next_run <= clock_timestamp() "
-                          "OR ongoing IS NOT NULL")[0][0]
+        left = pair.query("SELECT count(*) FROM crontabber WHERE next_run <= clock_timestamp() OR ongoing IS NOT NULL")[
+            0
+        ][0]
         if left == 0:
             return True
         _tick(ini, env, "host-settle")
@@ -241,14 +267,24 @@ class Pair:
         self.state, self.mode = state, mode
         self.primary, self.standby = free_port(), free_port()
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("SYMBOLS_")}
-        self.env.update(SYMBOLS_STATE_DIR=str(state), SYMBOLS_PG_PORT=str(self.primary),
-                        SYMBOLS_PGS_PORT=str(self.standby), SYMBOLS_PG_FAST="0",
-                        SYMBOLS_PGB_PORT=str(free_port()), SYMBOLS_ES_PORT=str(free_port()),
-                        SYMBOLS_S3_PORT=str(free_port()))
+        self.env.update(
+            SYMBOLS_STATE_DIR=str(state),
+            SYMBOLS_PG_PORT=str(self.primary),
+            SYMBOLS_PGS_PORT=str(self.standby),
+            SYMBOLS_PG_FAST="0",
+            SYMBOLS_PGB_PORT=str(free_port()),
+            SYMBOLS_ES_PORT=str(free_port()),
+            SYMBOLS_S3_PORT=str(free_port()),
+        )
 
     def sh(self, *args: str) -> None:
-        done = subprocess.run(["bash", str(ROOT / "scripts" / "services.sh"), *args],
-                              env=self.env, capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            ["bash", str(ROOT / "scripts" / "services.sh"), *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         if done.returncode:
             raise RuntimeError(f"services.sh {' '.join(args)}: {done.stderr.strip()[-500:]}")
 
@@ -259,9 +295,11 @@ class Pair:
     def start(self) -> None:
         self.sh("start", "pg", "pgs")
         if self.mode == "remote_apply":
-            self.superuser("ALTER SYSTEM SET synchronous_standby_names = 'pgs'",
-                           "ALTER SYSTEM SET synchronous_commit = 'remote_apply'",
-                           "SELECT pg_reload_conf()")
+            self.superuser(
+                "ALTER SYSTEM SET synchronous_standby_names = 'pgs'",
+                "ALTER SYSTEM SET synchronous_commit = 'remote_apply'",
+                "SELECT pg_reload_conf()",
+            )
             deadline = time.monotonic() + 30
             while self.superuser("SELECT sync_state FROM pg_stat_replication") != "sync":
                 if time.monotonic() > deadline:
@@ -273,10 +311,30 @@ class Pair:
         out = ""
         for sql in statements:
             done = subprocess.run(
-                ["runuser", "-u", "postgres", "--", "/usr/lib/postgresql/15/bin/psql", "-X", "-qAt",
-                 "-h", str(self.service_dir / "pg" / "run"), "-p", str(self.primary),
-                 "-U", "postgres", "-d", "postgres", "-c", sql],
-                capture_output=True, text=True, timeout=30, cwd="/")
+                [
+                    "runuser",
+                    "-u",
+                    "postgres",
+                    "--",
+                    "/usr/lib/postgresql/15/bin/psql",
+                    "-X",
+                    "-qAt",
+                    "-h",
+                    str(self.service_dir / "pg" / "run"),
+                    "-p",
+                    str(self.primary),
+                    "-U",
+                    "postgres",
+                    "-d",
+                    "postgres",
+                    "-c",
+                    sql,
+                ],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                cwd="/",
+            )
             if done.returncode:
                 raise RuntimeError(f"psql: {done.stderr.strip()}")
             out = done.stdout.strip()
@@ -298,9 +356,15 @@ class Pair:
     def connect(self) -> Any:
         import psycopg2
 
-        return psycopg2.connect(host="127.0.0.1,127.0.0.1", port=f"{self.primary},{self.standby}",
-                                dbname="crontabber", user="crontabber", password=PASSWORD,
-                                target_session_attrs="read-write", connect_timeout=3)
+        return psycopg2.connect(
+            host="127.0.0.1,127.0.0.1",
+            port=f"{self.primary},{self.standby}",
+            dbname="crontabber",
+            user="crontabber",
+            password=PASSWORD,
+            target_session_attrs="read-write",
+            connect_timeout=3,
+        )
 
     def query(self, sql: str) -> list[tuple]:
         conn = self.connect()
@@ -312,5 +376,6 @@ class Pair:
             conn.close()
 
     def clean(self) -> None:
-        subprocess.run(["bash", str(ROOT / "scripts" / "services.sh"), "clean"], env=self.env,
-                       capture_output=True, timeout=300)
+        subprocess.run(
+            ["bash", str(ROOT / "scripts" / "services.sh"), "clean"], env=self.env, capture_output=True, timeout=300
+        )

@@ -32,8 +32,16 @@ class WitnessJob(BaseCronApp):
                 alone = False
             started = time.time()
             time.sleep(float(self.config.seconds))
-            line = json.dumps({"app": self.app_name, "run_id": self.run_id, "host": socket.gethostname(),
-                               "started": started, "ended": time.time(), "overlapped": not alone})
+            line = json.dumps(
+                {
+                    "app": self.app_name,
+                    "run_id": self.run_id,
+                    "host": socket.gethostname(),
+                    "started": started,
+                    "ended": time.time(),
+                    "overlapped": not alone,
+                }
+            )
             with open(journal, "a") as out:
                 out.write(line + "\n")
         return "witnessed"

@@ -81,7 +81,7 @@ FAULT_INI = f"""
 [resource]
     [[postgresql]]
         host=127.0.0.1
-        port={devservices.DEFAULT_PORTS['pg']}
+        port={devservices.DEFAULT_PORTS["pg"]}
         dbname=crontabber
         user=crontabber
 [logging]
@@ -161,15 +161,15 @@ class Kill:
     orphans: list[int]
 
 
-def kill_during(command: list[str], mode: str, delay: float,
-                between: Callable[[], None] | None = None) -> Kill:
+def kill_during(command: list[str], mode: str, delay: float, between: Callable[[], None] | None = None) -> Kill:
     """Start ``command`` (a runner), wait for its job's child process, sleep ``delay`` and
     kill -9: the runner and the job's process group (``runner+job``), the runner alone (its
     job dies by PR_SET_PDEATHSIG: ``runner``) or the job's process group alone (``job``).
     ``between`` runs after the kill, before the runner is reaped. Then waits (5 s at most)
     for every process of the job's group to be gone; those still there are ``orphans``."""
-    proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     child = None
     deadline = time.monotonic() + 60
     while child is None and proc.poll() is None and time.monotonic() < deadline:
@@ -206,8 +206,9 @@ def kill_during(command: list[str], mode: str, delay: float,
 
 def job_lifetime(command: list[str]) -> float:
     """How long the job's child process of one unkilled run lives (seconds)."""
-    proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     child, seen = None, 0.0
     while proc.poll() is None:
         if child is None:
@@ -222,8 +223,9 @@ def job_lifetime(command: list[str]) -> float:
     return end - seen if child is not None else 0.0
 
 
-def converge(command: list[str], settled: Callable[[], bool], seconds: float = 30.0,
-             pause: float = 0.3) -> tuple[bool, int, list[str]]:
+def converge(
+    command: list[str], settled: Callable[[], bool], seconds: float = 30.0, pause: float = 0.3
+) -> tuple[bool, int, list[str]]:
     """Run ``command`` until it exits 0 and ``settled()`` holds; (converged, runs, the
     runs' stderr texts).
 
@@ -247,6 +249,7 @@ def converge(command: list[str], settled: Callable[[], bool], seconds: float = 3
 
 
 # ------------------------------------------------------------------ services ---
+
 
 def s3_client() -> Any:
     from jobs.s3 import make_s3_client
@@ -280,8 +283,7 @@ def connect() -> Any:
     """An autocommit connection to the environment's database (the schema applied)."""
     import psycopg2
 
-    connection = psycopg2.connect(**devservices.current().database(), application_name="faults",
-                                  connect_timeout=5)
+    connection = psycopg2.connect(**devservices.current().database(), application_name="faults", connect_timeout=5)
     connection.autocommit = True
     from crontabber.schema import ensure_schema, with_runner
     from jobs import SQL_DIR as JOBS_SQL
@@ -310,9 +312,27 @@ def pg_ctl(*args: str) -> None:
     """``pg_ctl`` on the environment's cluster, as its OS user (as services.sh runs it)."""
     data = pg_data()
     log = data.parent / "logs" / "postgresql.log"
-    subprocess.run(["runuser", "-u", "postgres", "--", str(PG_BIN / "pg_ctl"), "-D", str(data),
-                    "-l", str(log), "-w", "-t", "60", "-s", *args],
-                   check=True, cwd="/", stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [
+            "runuser",
+            "-u",
+            "postgres",
+            "--",
+            str(PG_BIN / "pg_ctl"),
+            "-D",
+            str(data),
+            "-l",
+            str(log),
+            "-w",
+            "-t",
+            "60",
+            "-s",
+            *args,
+        ],
+        check=True,
+        cwd="/",
+        stdout=subprocess.DEVNULL,
+    )
 
 
 def wait_for_database(seconds: float = 60.0) -> None:

@@ -37,9 +37,13 @@ def scaled(count: int, scale: float, least: int = 1) -> int:
 
 def tools() -> Path:
     """The tools directory, installing what is missing (idempotent, pinned)."""
-    out = subprocess.run(["bash", str(REPO / "scripts" / "fault-tools.sh")], check=True,
-                         stdout=subprocess.PIPE, text=True, env={**os.environ,
-                                                                 "SYMBOLS_STATE_DIR": str(STATE)})
+    out = subprocess.run(
+        ["bash", str(REPO / "scripts" / "fault-tools.sh")],
+        check=True,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "SYMBOLS_STATE_DIR": str(STATE)},
+    )
     return Path(out.stdout.strip().splitlines()[-1])
 
 
@@ -65,8 +69,7 @@ def wait_port(port: int, seconds: float = 20) -> None:
 def http_json(method: str, url: str, body: Any = None, timeout: float = 10) -> tuple[int, Any]:
     """One HTTP request; the status and the decoded JSON body (None when empty or not JSON)."""
     data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             status, raw = response.status, response.read()
@@ -85,17 +88,21 @@ class Toxiproxy:
         self.port = free_port()
         self.api = f"http://127.0.0.1:{self.port}"
         self.log = open(STATE / "faults" / f"toxiproxy-{self.port}.log", "wb")
-        self.proc = subprocess.Popen([str(tools_dir / "bin" / "toxiproxy-server"), "-host",
-                                      "127.0.0.1", "-port", str(self.port)],
-                                     stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            [str(tools_dir / "bin" / "toxiproxy-server"), "-host", "127.0.0.1", "-port", str(self.port)],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
         wait_port(self.port)
 
     def proxy(self, name: str, upstream_port: int) -> int:
         """Create a proxy to 127.0.0.1:``upstream_port``; its listening port."""
         port = free_port()
-        status, body = http_json("POST", f"{self.api}/proxies", {
-            "name": name, "listen": f"127.0.0.1:{port}", "upstream": f"127.0.0.1:{upstream_port}",
-            "enabled": True})
+        status, body = http_json(
+            "POST",
+            f"{self.api}/proxies",
+            {"name": name, "listen": f"127.0.0.1:{port}", "upstream": f"127.0.0.1:{upstream_port}", "enabled": True},
+        )
         if status not in (200, 201):
             raise RuntimeError(f"toxiproxy: creating {name}: {status} {body}")
         return port
@@ -104,12 +111,13 @@ class Toxiproxy:
         """Enabled False closes the listener and every connection (refused from then on)."""
         http_json("POST", f"{self.api}/proxies/{name}", {"enabled": enabled})
 
-    def toxic(self, name: str, kind: str, stream: str = "downstream", toxicity: float = 1.0,
-              **attributes: Any) -> str:
+    def toxic(self, name: str, kind: str, stream: str = "downstream", toxicity: float = 1.0, **attributes: Any) -> str:
         toxic_name = f"{kind}_{stream}"
-        status, body = http_json("POST", f"{self.api}/proxies/{name}/toxics", {
-            "name": toxic_name, "type": kind, "stream": stream, "toxicity": toxicity,
-            "attributes": attributes})
+        status, body = http_json(
+            "POST",
+            f"{self.api}/proxies/{name}/toxics",
+            {"name": toxic_name, "type": kind, "stream": stream, "toxicity": toxicity, "attributes": attributes},
+        )
         if status not in (200, 201):
             raise RuntimeError(f"toxiproxy: toxic {kind} on {name}: {status} {body}")
         return toxic_name
@@ -137,12 +145,25 @@ class Mitm:
         self.set(0.0)
         self.log = open(STATE / "faults" / f"mitm-{self.port}.log", "wb")
         self.proc = subprocess.Popen(
-            [str(tools_dir / "mitmproxy" / "bin" / "mitmdump"), "--mode",
-             f"reverse:http://127.0.0.1:{upstream_port}", "--listen-host", "127.0.0.1",
-             "--listen-port", str(self.port), "--set", "keep_host_header=true",
-             "--set", "flow_detail=0", "-s", str(ADDON)],
+            [
+                str(tools_dir / "mitmproxy" / "bin" / "mitmdump"),
+                "--mode",
+                f"reverse:http://127.0.0.1:{upstream_port}",
+                "--listen-host",
+                "127.0.0.1",
+                "--listen-port",
+                str(self.port),
+                "--set",
+                "keep_host_header=true",
+                "--set",
+                "flow_detail=0",
+                "-s",
+                str(ADDON),
+            ],
             env={**os.environ, "FAULTS_MITM_CONTROL": str(self.control)},
-            stdout=self.log, stderr=subprocess.STDOUT)
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
         wait_port(self.port, 60)
 
     def set(self, share: float, status: int = 503) -> None:
@@ -178,17 +199,33 @@ class Run:
 def run(argv: list[str], env: dict[str, str] | None = None, timeout: float = 900) -> Run:
     """Run ``python -m ...`` (or any command) from the repository; its output and time."""
     start = time.monotonic()
-    proc = subprocess.run(argv, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO),
-                                               **(env or {})},
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          timeout=timeout)
+    proc = subprocess.run(
+        argv,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=timeout,
+    )
     return Run(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start)
 
 
 def run_job(app_name: str, options: dict[str, Any], env: dict[str, str]) -> Run:
     """One forced run of job ``app_name`` by the real runner (``python -m crontabber``)."""
-    return run([PYTHON, "-m", "crontabber", "--admin.conf=crontabber.ini", "--job", app_name,
-                "--force", *(f"--crontabber.class-{k}={v}" for k, v in options.items())], env)
+    return run(
+        [
+            PYTHON,
+            "-m",
+            "crontabber",
+            "--admin.conf=crontabber.ini",
+            "--job",
+            app_name,
+            "--force",
+            *(f"--crontabber.class-{k}={v}" for k, v in options.items()),
+        ],
+        env,
+    )
 
 
 def fresh_database(dbname: str) -> dict[str, str]:
@@ -212,16 +249,20 @@ def services(command: str, *names: str) -> None:
     the script's port settings are taken from the addresses ``.services/env`` exported
     when they are not set (else a restart would pick the default ports)."""
     env = {**devservices.current().script_ports(), **os.environ, "SYMBOLS_STATE_DIR": str(STATE)}
-    proc = subprocess.run(["bash", str(REPO / "scripts" / "services.sh"), command, *names],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.run(
+        ["bash", str(REPO / "scripts" / "services.sh"), command, *names],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     if proc.returncode:
         raise RuntimeError(f"services.sh {command} {' '.join(names)}: {proc.stderr.strip()[-500:]}")
 
 
 def rng(seed: int | None = None) -> random.Random:
     """The module's random source: FAULTS_SEED fixes it, else a fresh seed (noted)."""
-    return random.Random(seed if seed is not None else int(os.environ.get("FAULTS_SEED", "0"))
-                         or None)
+    return random.Random(seed if seed is not None else int(os.environ.get("FAULTS_SEED", "0")) or None)
 
 
 def one_line_errors(stderr: str, needle: str) -> list[str]:

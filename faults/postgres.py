@@ -36,12 +36,13 @@ def run(scale: float) -> list[FaultResult]:
         scenario.seed()
         windows.append(harness.job_lifetime(scenario.command()))
         scenario.check()
-    return [throw(scenarios, windows, "restart", max(1, round(RESTARTS * scale)), rng),
-            throw(scenarios, windows, "stop", max(1, round(STOPS * scale)), rng)]
+    return [
+        throw(scenarios, windows, "restart", max(1, round(RESTARTS * scale)), rng),
+        throw(scenarios, windows, "stop", max(1, round(STOPS * scale)), rng),
+    ]
 
 
-def throw(scenarios: list[Scenario], windows: list[float], kind: str, count: int,
-          rng: random.Random) -> FaultResult:
+def throw(scenarios: list[Scenario], windows: list[float], kind: str, count: int, rng: random.Random) -> FaultResult:
     start = time.monotonic()
     thrown = missed = alive_after = failed_on_it = 0
     converged = lost = duplicated = tracebacks = 0
@@ -53,8 +54,14 @@ def throw(scenarios: list[Scenario], windows: list[float], kind: str, count: int
     while thrown < count and missed < 3 * count:
         scenario, window = scenarios[(thrown + missed) % 2], windows[(thrown + missed) % 2]
         scenario.seed()
-        proc = subprocess.Popen(scenario.command(), cwd=harness.ROOT, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+        proc = subprocess.Popen(
+            scenario.command(),
+            cwd=harness.ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         if not _at_work(proc, scenario, window, rng):
             missed += 1
             proc.communicate(timeout=300)
@@ -75,8 +82,7 @@ def throw(scenarios: list[Scenario], windows: list[float], kind: str, count: int
             tick = harness.run(harness.runner_command("--job", "prune-run-log", "--force"))
             refusals.append(f"exit {tick.returncode}: {tick.stderr.strip()}")
             if tick.returncode != 1 or len(tick.stderr.strip().splitlines()) != 1:
-                notes.append(f"a tick with PostgreSQL down: exit {tick.returncode}, "
-                             f"{tick.stderr.strip()[:300]!r}")
+                notes.append(f"a tick with PostgreSQL down: exit {tick.returncode}, {tick.stderr.strip()[:300]!r}")
             _, stderr = proc.communicate(timeout=300)
             time.sleep(1.0)  # down for longer than the run
             harness.pg_ctl("start")
@@ -90,8 +96,10 @@ def throw(scenarios: list[Scenario], windows: list[float], kind: str, count: int
         lines.append(len(stderr.strip().splitlines()))
         if stderr.strip() and f"{kind} stderr" not in figures_seen:
             figures_seen.add(f"{kind} stderr")
-            notes.append(f"the faulted runner's stderr ({scenario.app}): "
-                         + " | ".join(line[24:200] for line in stderr.strip().splitlines()[:6]))
+            notes.append(
+                f"the faulted runner's stderr ({scenario.app}): "
+                + " | ".join(line[24:200] for line in stderr.strip().splitlines()[:6])
+            )
         ok, _, errors = harness.converge(scenario.command(), scenario.settled)
         tracebacks += harness.tracebacks(errors)
         check = scenario.check()
@@ -100,27 +108,27 @@ def throw(scenarios: list[Scenario], windows: list[float], kind: str, count: int
         if ok and check.clean:
             converged += 1
         elif len(notes) < 5:
-            notes.append(f"{kind} {n + 1} ({scenario.app}): converged={ok}; "
-                         + "; ".join(check.problems[:3]))
+            notes.append(f"{kind} {n + 1} ({scenario.app}): converged={ok}; " + "; ".join(check.problems[:3]))
     figures = {
         "faults that would have come after the job's run (rethrown)": str(missed),
         "job process still running when pg_ctl returned": f"{alive_after} of {thrown}",
         "job runs that failed on the outage": f"{failed_on_it} of {thrown}",
-        "faulted runner's stderr lines": (f"median {statistics.median(lines):g}, max {max(lines)}"
-                                          if lines else "-"),
+        "faulted runner's stderr lines": (f"median {statistics.median(lines):g}, max {max(lines)}" if lines else "-"),
         "tracebacks": str(tracebacks),
         "outage (fault to database back)": f"median {statistics.median(outage):.1f} s",
         "seconds": f"{time.monotonic() - start:.0f}",
     }
     if refusals:
         figures["a tick while down"] = refusals[0][:160]
-    label = ("PostgreSQL restarted (pg_ctl restart -m fast) mid-run" if kind == "restart"
-             else "PostgreSQL stopped for longer than a run")
+    label = (
+        "PostgreSQL restarted (pg_ctl restart -m fast) mid-run"
+        if kind == "restart"
+        else "PostgreSQL stopped for longer than a run"
+    )
     return FaultResult(label, thrown, converged, lost, duplicated, figures, notes)
 
 
-def _at_work(proc: subprocess.Popen[str], scenario: Scenario, window: float,
-             rng: random.Random) -> bool:
+def _at_work(proc: subprocess.Popen[str], scenario: Scenario, window: float, rng: random.Random) -> bool:
     """Wait for the runner's job process and for the job to have begun the round's work, then
     a random time (a tenth to a half of the job's lifetime ``window``); whether the job is
     still at work (its process running, its work not settled): the moment to throw a fault."""

@@ -38,10 +38,15 @@ LASTING_THROWS = 2
 
 def options(max_attempts: int = 5, bucket: str = BUCKET) -> dict[str, Any]:
     job = "ProcessUploadsCronApp."
-    return {f"{job}inbox_bucket": bucket, f"{job}symbols_bucket": bucket,
-            f"{job}retry_delay_seconds": 0, f"{job}max_attempts": max_attempts,
-            f"{job}multipart_threshold": 5 * MiB, f"{job}part_size": 5 * MiB,
-            f"{job}concurrency": 4}
+    return {
+        f"{job}inbox_bucket": bucket,
+        f"{job}symbols_bucket": bucket,
+        f"{job}retry_delay_seconds": 0,
+        f"{job}max_attempts": max_attempts,
+        f"{job}multipart_threshold": 5 * MiB,
+        f"{job}part_size": 5 * MiB,
+        f"{job}concurrency": 4,
+    }
 
 
 class Bench:
@@ -82,11 +87,11 @@ class Bench:
                 members = symbol_members(6, 20_000, seed=self.serial, prefix=f"f{self.serial}x")
                 members += [(f"f{self.serial}{name}", data) for name, data in extra or []]
                 if big and n == 0:
-                    members.append((f"f{self.serial}.dll/{debug_id(self.serial)}/f{self.serial}.dl_",
-                                    os.urandom(6 * MiB)))
+                    members.append(
+                        (f"f{self.serial}.dll/{debug_id(self.serial)}/f{self.serial}.dl_", os.urandom(6 * MiB))
+                    )
                 path = write_zip(self.work / f"{self.serial}.zip", members)
-                ids.append(enqueue_archive(UploadStore(conn), self.client, self.bucket, "inbox/", path,
-                                           "faults"))
+                ids.append(enqueue_archive(UploadStore(conn), self.client, self.bucket, "inbox/", path, "faults"))
                 for name, data in members:
                     self.expected[f"v1/{name}"] = data
                 path.unlink()
@@ -110,8 +115,7 @@ class Bench:
         member queued so far; open multipart uploads are problems."""
         seen: dict[str, int] = {}
         problems = []
-        for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket,
-                                                                            Prefix="v1/"):
+        for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix="v1/"):
             for item in page.get("Contents", []):
                 seen[item["Key"]] = seen.get(item["Key"], 0) + 1
         lost = 0
@@ -138,8 +142,9 @@ def _settings(env: dict[str, str]) -> Any:
     return database(env["RESOURCE_POSTGRESQL_DBNAME"])
 
 
-def throw(bench: Bench, fault: str, endpoint: str, during: Callable[[], None] | None,
-          lasting: bool, needle: str) -> tuple[bool, int, int, list[str], float]:
+def throw(
+    bench: Bench, fault: str, endpoint: str, during: Callable[[], None] | None, lasting: bool, needle: str
+) -> tuple[bool, int, int, list[str], float]:
     """One throw: queue, run with the fault, then without it until drained; check.
 
     Returns (converged, lost, duplicated, notes, first run's seconds)."""
@@ -159,8 +164,7 @@ def throw(bench: Bench, fault: str, endpoint: str, during: Callable[[], None] | 
         notes += [f"the run's line: {line.strip()[:200]}" for line in lines[-1:]]
         if first.returncode == 0 or not lines:
             ok = False
-            notes.append(f"{fault}: the run did not fail with a line naming {needle!r} "
-                         f"(exit {first.returncode})")
+            notes.append(f"{fault}: the run did not fail with a line naming {needle!r} (exit {first.returncode})")
         if "Traceback" in first.stderr:
             ok = False
             notes.append(f"{fault}: a traceback on stderr")
@@ -173,9 +177,11 @@ def throw(bench: Bench, fault: str, endpoint: str, during: Callable[[], None] | 
             notes += [f"{fault}, during: {p}" for p in problems[:3]]
     elif first.returncode != 0 or any(statuses[i] != "done" for i in ids):
         ok = False
-        notes.append(f"{fault}: not absorbed by retries (exit {first.returncode}, "
-                     f"{sorted(set(statuses[i] for i in ids))}): "
-                     f"{first.stderr.strip().splitlines()[-1:]}")
+        notes.append(
+            f"{fault}: not absorbed by retries (exit {first.returncode}, "
+            f"{sorted(set(statuses[i] for i in ids))}): "
+            f"{first.stderr.strip().splitlines()[-1:]}"
+        )
     for _ in range(3):  # the fault is off: reruns converge
         if all(s == "done" for s in bench.statuses().values()):
             break
@@ -210,26 +216,73 @@ def run(scale: float) -> list[FaultResult]:
                 toxi.enable("s3", True)
 
         kinds: list[tuple[str, str, Callable[[], object], Callable[[], None] | None, bool, str]] = [
-            ("S3 connection resets (reset_peer on 30% of connections + cuts at random points)",
-             via_toxi, lambda: toxi.toxic("s3", "reset_peer", toxicity=0.3, timeout=0), resets,
-             False, ""),
-            ("S3 latency (300 ms +- 200 ms each way)", via_toxi,
-             lambda: (toxi.toxic("s3", "latency", latency=300, jitter=200),
-                      toxi.toxic("s3", "latency", "upstream", latency=300, jitter=200)),
-             None, False, ""),
-            ("S3 timeouts (20% of connections hang, closed after 3 s)", via_toxi,
-             lambda: toxi.toxic("s3", "timeout", toxicity=0.2, timeout=3000), None, False, ""),
-            ("S3 bandwidth limit (512 KB/s each way)", via_toxi,
-             lambda: (toxi.toxic("s3", "bandwidth", rate=512),
-                      toxi.toxic("s3", "bandwidth", "upstream", rate=512)), None, False, ""),
-            ("S3 HTTP 503 SlowDown on 25% of requests (mitmproxy)", via_mitm,
-             lambda: mitm.set(0.25, 503), None, False, ""),
-            ("S3 HTTP 500 InternalError on 25% of requests (mitmproxy)", via_mitm,
-             lambda: mitm.set(0.25, 500), None, False, ""),
-            ("S3 unreachable for a whole run (proxy refusing connections)", via_toxi,
-             lambda: toxi.enable("s3", False), None, True, f"S3 at {via_toxi}"),
-            ("S3 answering 503 SlowDown to every request for a whole run (mitmproxy)", via_mitm,
-             lambda: mitm.set(1.0, 503), None, True, f"S3 at {via_mitm}"),
+            (
+                "S3 connection resets (reset_peer on 30% of connections + cuts at random points)",
+                via_toxi,
+                lambda: toxi.toxic("s3", "reset_peer", toxicity=0.3, timeout=0),
+                resets,
+                False,
+                "",
+            ),
+            (
+                "S3 latency (300 ms +- 200 ms each way)",
+                via_toxi,
+                lambda: (
+                    toxi.toxic("s3", "latency", latency=300, jitter=200),
+                    toxi.toxic("s3", "latency", "upstream", latency=300, jitter=200),
+                ),
+                None,
+                False,
+                "",
+            ),
+            (
+                "S3 timeouts (20% of connections hang, closed after 3 s)",
+                via_toxi,
+                lambda: toxi.toxic("s3", "timeout", toxicity=0.2, timeout=3000),
+                None,
+                False,
+                "",
+            ),
+            (
+                "S3 bandwidth limit (512 KB/s each way)",
+                via_toxi,
+                lambda: (toxi.toxic("s3", "bandwidth", rate=512), toxi.toxic("s3", "bandwidth", "upstream", rate=512)),
+                None,
+                False,
+                "",
+            ),
+            (
+                "S3 HTTP 503 SlowDown on 25% of requests (mitmproxy)",
+                via_mitm,
+                lambda: mitm.set(0.25, 503),
+                None,
+                False,
+                "",
+            ),
+            (
+                "S3 HTTP 500 InternalError on 25% of requests (mitmproxy)",
+                via_mitm,
+                lambda: mitm.set(0.25, 500),
+                None,
+                False,
+                "",
+            ),
+            (
+                "S3 unreachable for a whole run (proxy refusing connections)",
+                via_toxi,
+                lambda: toxi.enable("s3", False),
+                None,
+                True,
+                f"S3 at {via_toxi}",
+            ),
+            (
+                "S3 answering 503 SlowDown to every request for a whole run (mitmproxy)",
+                via_mitm,
+                lambda: mitm.set(1.0, 503),
+                None,
+                True,
+                f"S3 at {via_mitm}",
+            ),
         ]
         results = []
         for fault, endpoint, start, during, lasting, needle in kinds:
@@ -239,8 +292,7 @@ def run(scale: float) -> list[FaultResult]:
             for _ in range(throws):
                 start()
                 try:
-                    ok, lost, duplicated, notes, first = throw(
-                        bench, fault, endpoint, during, lasting, needle)
+                    ok, lost, duplicated, notes, first = throw(bench, fault, endpoint, during, lasting, needle)
                 finally:
                     toxi.clear("s3")
                     mitm.set(0.0)

@@ -36,9 +36,11 @@ class S3Errors:
             return
         status = int(settings.get("status", 503))
         code, message = BODIES.get(status, BODIES[503])
-        body = (f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code>'
-                f"<Message>{message}</Message><Resource>{flow.request.path}</Resource>"
-                f"<RequestId>faults-{self.injected}</RequestId></Error>").encode()
+        body = (
+            f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code>'
+            f"<Message>{message}</Message><Resource>{flow.request.path}</Resource>"
+            f"<RequestId>faults-{self.injected}</RequestId></Error>"
+        ).encode()
         flow.response = http.Response.make(status, body, {"Content-Type": "application/xml"})
         self.injected += 1
         tmp = self.control.with_suffix(".count.tmp")

@@ -75,6 +75,7 @@ class Scenario:
 
 # ------------------------------------------------------------------ uploads ---
 
+
 def _sym(seed: str, module: str, lines: int) -> bytes:
     """A .sym file whose MODULE record names ``module`` and id ``seed`` (its key's)."""
     body = [f"MODULE windows x86_64 {seed} {module}"]
@@ -109,8 +110,7 @@ class Uploads(Scenario):
             members: dict[str, bytes] = {}
             for i in range(self.SYMS):
                 debug_id = f"{tag[:31]}{i:02X}"
-                members[f"faultsu{i}.pdb/{debug_id}/faultsu{i}.sym"] = _sym(
-                    debug_id, f"faultsu{i}.pdb", 200 + 40 * i)
+                members[f"faultsu{i}.pdb/{debug_id}/faultsu{i}.sym"] = _sym(debug_id, f"faultsu{i}.pdb", 200 + 40 * i)
             members[f"faultsu.dll/{tag[:32]}0/faultsu.dl_"] = os.urandom(20_000)
             path = os.path.join(self.tmp.name, f"faults-{tag[:8]}.zip")
             with zipfile.ZipFile(path, "w") as archive:
@@ -138,8 +138,7 @@ class Uploads(Scenario):
         result = Check()
         fresh = self.fresh()
         rows = {row[0]: row for row in harness.query(self.db, "uploads", ids=fresh)}
-        recorded = collections.Counter(
-            row[0] for row in harness.query(self.db, "file_uploads", ids=fresh))
+        recorded = collections.Counter(row[0] for row in harness.query(self.db, "file_uploads", ids=fresh))
         for upload_id in fresh:
             status, error = rows[upload_id][3], rows[upload_id][4]
             members = self.members[upload_id]
@@ -149,11 +148,11 @@ class Uploads(Scenario):
                     got = present[name]
                     if got is None or got != data:
                         result.lost += 1
-                        result.problems.append(f"upload {upload_id}: {name} "
-                                               f"{'missing' if got is None else 'differs'}")
+                        result.problems.append(f"upload {upload_id}: {name} {'missing' if got is None else 'differs'}")
                 if recorded[upload_id] != len(members):
-                    result.problems.append(f"upload {upload_id}: {recorded[upload_id]} "
-                                           f"file_upload rows for {len(members)} members")
+                    result.problems.append(
+                        f"upload {upload_id}: {recorded[upload_id]} file_upload rows for {len(members)} members"
+                    )
             elif status == "failed":
                 # a valid archive that ended failed is an upload lost to the faults
                 result.lost += 1
@@ -161,9 +160,11 @@ class Uploads(Scenario):
                 if not error:
                     result.problems.append(f"upload {upload_id}: failed without a reason")
                 if written or recorded[upload_id]:
-                    result.problems.append(f"upload {upload_id}: failed ({error}) but half-"
-                                           f"published: {len(written)} objects, "
-                                           f"{recorded[upload_id]} rows")
+                    result.problems.append(
+                        f"upload {upload_id}: failed ({error}) but half-"
+                        f"published: {len(written)} objects, "
+                        f"{recorded[upload_id]} rows"
+                    )
             else:
                 result.problems.append(f"upload {upload_id}: still {status}")
             self.checked.add(upload_id)
@@ -218,8 +219,9 @@ class MissingSymbols(Scenario):
         self.like = f"faultsm{self.tag}_%"
         self.batches = f"missing/faults/{self.tag}/"
         # key -> (totals, totals per day, events) decoded from the batch's bytes in S3
-        self.decoded: dict[str, tuple[collections.Counter[Symbol],
-                                      collections.Counter[tuple[Symbol, dt.date]], int]] = {}
+        self.decoded: dict[
+            str, tuple[collections.Counter[Symbol], collections.Counter[tuple[Symbol, dt.date]], int]
+        ] = {}
 
     def seed(self) -> None:
         self.round += 1
@@ -228,25 +230,29 @@ class MissingSymbols(Scenario):
             for _ in range(self.EVENTS):
                 n = self.rng.randrange(40)
                 event: dict[str, Any] = {
-                    "debug_file": f"faultsm{self.tag}_{n}.pdb", "debug_id": f"{n:033X}",
-                    "seen_at": (dt.datetime.combine(FIRST_DAY, dt.time(12), dt.timezone.utc)
-                                + dt.timedelta(days=self.rng.randrange(DAYS))).timestamp()}
+                    "debug_file": f"faultsm{self.tag}_{n}.pdb",
+                    "debug_id": f"{n:033X}",
+                    "seen_at": (
+                        dt.datetime.combine(FIRST_DAY, dt.time(12), dt.timezone.utc)
+                        + dt.timedelta(days=self.rng.randrange(DAYS))
+                    ).timestamp(),
+                }
                 if n % 3 == 0:
                     event["code_file"] = f"faultsm{n}.dll"
                 if self.rng.random() < 0.5:
                     event["count"] = self.rng.randint(1, 5)
                 events.append(event)
             key = f"{self.batches}{uuid.uuid4().hex}.msgpack"
-            self.s3.put_object(Bucket=INBOX, Key=key,
-                               Body=b"".join(msgpack.packb(e) for e in events))
+            self.s3.put_object(Bucket=INBOX, Key=key, Body=b"".join(msgpack.packb(e) for e in events))
             self.keys.append(key)
 
     def settled(self) -> bool:
         rows = harness.query(self.db, "batch_rows", like=self.batches + "%")
         return {row[0] for row in rows} >= set(self.keys)
 
-    def expected(self) -> tuple[collections.Counter[Symbol], collections.Counter[tuple[Symbol, dt.date]],
-                                dict[str, int]]:
+    def expected(
+        self,
+    ) -> tuple[collections.Counter[Symbol], collections.Counter[tuple[Symbol, dt.date]], dict[str, int]]:
         """Brute force: every batch read back from S3 and decoded event by event (once per
         batch: see the class's docstring), summed over all batches."""
         totals: collections.Counter[Symbol] = collections.Counter()
@@ -261,16 +267,14 @@ class MissingSymbols(Scenario):
             events[key] = n
         return totals, days, events
 
-    def _decode(self, key: str) -> tuple[collections.Counter[Symbol],
-                                         collections.Counter[tuple[Symbol, dt.date]], int]:
+    def _decode(self, key: str) -> tuple[collections.Counter[Symbol], collections.Counter[tuple[Symbol, dt.date]], int]:
         totals: collections.Counter[Symbol] = collections.Counter()
         days: collections.Counter[tuple[Symbol, dt.date]] = collections.Counter()
         body = self.s3.get_object(Bucket=INBOX, Key=key)["Body"].read()
         n = 0
         for event in msgpack.Unpacker(io.BytesIO(body), raw=False):
             n += 1
-            symbol = (event["debug_file"], event["debug_id"], event.get("code_file") or "",
-                      event.get("code_id") or "")
+            symbol = (event["debug_file"], event["debug_id"], event.get("code_file") or "", event.get("code_id") or "")
             count = event.get("count", 1)
             day = dt.datetime.fromtimestamp(event["seen_at"], dt.timezone.utc).date()
             totals[symbol] += count
@@ -281,11 +285,11 @@ class MissingSymbols(Scenario):
         result = Check()
         totals, days, events = self.expected()
         got: collections.Counter[Any] = collections.Counter(
-            {tuple(row[:4]): row[4] for row in
-             harness.query(self.db, "missing_totals", like=self.like)})
+            {tuple(row[:4]): row[4] for row in harness.query(self.db, "missing_totals", like=self.like)}
+        )
         got_days: collections.Counter[Any] = collections.Counter(
-            {(tuple(row[:4]), row[4]): row[5] for row in
-             harness.query(self.db, "missing_day_totals", like=self.like)})
+            {(tuple(row[:4]), row[4]): row[5] for row in harness.query(self.db, "missing_day_totals", like=self.like)}
+        )
         # lookups lost or counted twice, by symbol; the per-day table must agree too
         want: collections.Counter[Any] = collections.Counter(totals)
         result.lost += sum((want - got).values())
@@ -319,8 +323,9 @@ class MissingSymbolsReport(Scenario):
         last = FIRST_DAY + dt.timedelta(days=self.first + self.DAYS)
         # --reason: a rerun is an audited action that needs one (require_reason): without it
         # every run of this drill was refused (exit 1) and its kills never landed
-        return harness.runner_command("--rerun", self.app, "--date", first.isoformat(),
-                                      "--to", last.isoformat(), "--reason", "fault drill")
+        return harness.runner_command(
+            "--rerun", self.app, "--date", first.isoformat(), "--to", last.isoformat(), "--reason", "fault drill"
+        )
 
     def seed(self) -> None:
         self.first = self.rng.randrange(DAYS - self.DAYS + 1)
@@ -332,8 +337,7 @@ class MissingSymbolsReport(Scenario):
         result = Check()
         for offset in range(self.first, self.first + self.DAYS):
             day = FIRST_DAY + dt.timedelta(days=offset)
-            rows = sorted(harness.query(self.db, "day_rows", day=day),
-                          key=lambda r: (-r[4], r[0], r[1], r[2], r[3]))
+            rows = sorted(harness.query(self.db, "day_rows", day=day), key=lambda r: (-r[4], r[0], r[1], r[2], r[3]))
             text = io.StringIO()
             writer = csv.writer(text, lineterminator="\n")
             writer.writerow(("debug_file", "debug_id", "code_file", "code_id", "count"))
@@ -352,6 +356,7 @@ class MissingSymbolsReport(Scenario):
 
 
 # ------------------------------------------------------------------- search ---
+
 
 class Rebuild(Scenario):
     """The rebuild over a source that does not change between rounds, so every complete
@@ -372,8 +377,7 @@ class Rebuild(Scenario):
         self.earlier: set[str] = set()  # versions before the first unkilled build
 
     def versions(self) -> dict[str, int]:
-        found = self.es.indices.get(index=f"{ALIAS}-*", allow_no_indices=True,
-                                    expand_wildcards="all")
+        found = self.es.indices.get(index=f"{ALIAS}-*", allow_no_indices=True, expand_wildcards="all")
         names = sorted(found)
         if names:
             self.es.indices.refresh(index=",".join(names), ignore_unavailable=True)
@@ -399,9 +403,11 @@ class Rebuild(Scenario):
             return result
         counts = self.versions()
         if len(behind) != 1 or counts.get(behind[0]) != self.complete:
-            result.problems.append(f"right after the kill the alias points at {behind} "
-                                   f"({[counts.get(b) for b in behind]} documents, "
-                                   f"complete: {self.complete})")
+            result.problems.append(
+                f"right after the kill the alias points at {behind} "
+                f"({[counts.get(b) for b in behind]} documents, "
+                f"complete: {self.complete})"
+            )
         return result
 
     def check(self) -> Check:
@@ -414,17 +420,18 @@ class Rebuild(Scenario):
         if len(behind) != 1 or counts.get(behind[0]) != self.complete:
             result.problems.append(f"the alias points at {behind}")
             return result
-        partial = [name for name, n in counts.items()
-                   if n != self.complete and name not in self.earlier]
+        partial = [name for name, n in counts.items() if n != self.complete and name not in self.earlier]
         if partial:
-            result.problems.append(f"partial indices left: {partial} "
-                                   f"({[counts[p] for p in partial]} of {self.complete})")
+            result.problems.append(
+                f"partial indices left: {partial} ({[counts[p] for p in partial]} of {self.complete})"
+            )
         if len(counts) > self.KEEP:
             result.problems.append(f"{len(counts)} versions kept (keep={self.KEEP})")
         return result
 
 
 # -------------------------------------------------------------------- prune ---
+
 
 class Prune(Scenario):
     """Objects under faults-prune/junk/ (8 folders, 100 bytes each) and a rule deleting what
@@ -457,8 +464,7 @@ class Prune(Scenario):
             body = b"x" * self.SIZE
             keys = [f"junk/{i % 8}/{uuid.uuid4().hex}" for i in range(self.POOL - len(have))]
             with ThreadPoolExecutor(8) as pool:
-                list(pool.map(lambda k: self.s3.put_object(Bucket=PRUNE_BUCKET, Key=k, Body=body),
-                              keys))
+                list(pool.map(lambda k: self.s3.put_object(Bucket=PRUNE_BUCKET, Key=k, Body=body), keys))
             if len(have) < self.CAP:
                 import time
 
@@ -483,12 +489,12 @@ class Prune(Scenario):
         elif keys > len(gone):
             result.duplicated += int(keys - len(gone))
         if size != gone_bytes:
-            result.problems.append(f"audit says {keys} keys, {size} bytes; "
-                                   f"gone: {len(gone)} keys, {gone_bytes} bytes")
+            result.problems.append(f"audit says {keys} keys, {size} bytes; gone: {len(gone)} keys, {gone_bytes} bytes")
         return result
 
 
 # ------------------------------------------------------------------- runlog ---
+
 
 class RunLog(Scenario):
     """3,000 run-log rows older than keep_days (90) and 50 recent ones of a fake app per round,
@@ -515,5 +521,4 @@ class RunLog(Scenario):
         return result
 
 
-SCENARIOS: tuple[type[Scenario], ...] = (Uploads, MissingSymbols, MissingSymbolsReport, Rebuild,
-                                         Prune, RunLog)
+SCENARIOS: tuple[type[Scenario], ...] = (Uploads, MissingSymbols, MissingSymbolsReport, Rebuild, Prune, RunLog)

@@ -88,10 +88,21 @@ class Gunicorn:
         (net.STATE / "faults").mkdir(parents=True, exist_ok=True)
         self.log = open(net.STATE / "faults" / f"search-gunicorn-{self.port}.log", "wb")
         self.proc = subprocess.Popen(
-            [net.PYTHON, "-m", "gunicorn", "-w", str(WORKERS), "-b", f"127.0.0.1:{self.port}",
-             "search.server:application"], cwd=net.REPO, stdout=self.log,
-            stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(net.REPO),
-                                           "SEARCH_ALIAS": alias})
+            [
+                net.PYTHON,
+                "-m",
+                "gunicorn",
+                "-w",
+                str(WORKERS),
+                "-b",
+                f"127.0.0.1:{self.port}",
+                "search.server:application",
+            ],
+            cwd=net.REPO,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONPATH": str(net.REPO), "SEARCH_ALIAS": alias},
+        )
         net.wait_port(self.port, 30)
         for _ in range(100):  # every worker up (each builds its client on first use)
             if len(self.workers()) == WORKERS:
@@ -122,17 +133,20 @@ class Gunicorn:
 
 def hey(tools: Path, url: str, connections: int, seconds: float) -> list[tuple[float, str]]:
     """One hey run; each request's (latency in ms, status code or '' when it failed)."""
-    out = subprocess.run([str(tools / "bin" / "hey"), "-z", f"{max(1.0, seconds):.1f}s", "-c",
-                          str(connections), "-o", "csv", url], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, check=True)
+    out = subprocess.run(
+        [str(tools / "bin" / "hey"), "-z", f"{max(1.0, seconds):.1f}s", "-c", str(connections), "-o", "csv", url],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        check=True,
+    )
     rows = []
     for row in csv.DictReader(io.StringIO(out.stdout)):
         rows.append((float(row["response-time"]) * 1000, row.get("status-code", "")))
     return rows
 
 
-def level(tools: Path, port: int, texts: list[str], connections: int,
-          seconds: float) -> list[tuple[float, str]]:
+def level(tools: Path, port: int, texts: list[str], connections: int, seconds: float) -> list[tuple[float, str]]:
     """A load level: the queries in turn, each for an equal share of ``seconds``."""
     rows: list[tuple[float, str]] = []
     share = seconds / len(texts)
@@ -156,8 +170,10 @@ def plateaued(throughputs: list[float]) -> bool:
     window before them (the throughput has stopped rising)."""
     if len(throughputs) <= PLATEAU:
         return False
-    return all(throughputs[i] <= (1 + PLATEAU_GAIN) * max(throughputs[:i])
-               for i in range(len(throughputs) - PLATEAU, len(throughputs)))
+    return all(
+        throughputs[i] <= (1 + PLATEAU_GAIN) * max(throughputs[:i])
+        for i in range(len(throughputs) - PLATEAU, len(throughputs))
+    )
 
 
 def warm_up(tools: Path, port: int, texts: list[str], scale: float) -> str:
@@ -175,8 +191,9 @@ def warm_up(tools: Path, port: int, texts: list[str], scale: float) -> str:
         if steady or window * len(throughputs) >= limit:
             break
     ended = "throughput steady" if steady else "time limit reached"
-    return (f"{window * len(throughputs):.0f} s at 4 connections ({ended}); first "
-            f"{window:.0f} s {seen[0]}, last {seen[-1]}")
+    return (
+        f"{window * len(throughputs):.0f} s at 4 connections ({ended}); first {window:.0f} s {seen[0]}, last {seen[-1]}"
+    )
 
 
 def load(tools: Path, server: Gunicorn, scale: float) -> FaultResult:
@@ -184,21 +201,23 @@ def load(tools: Path, server: Gunicorn, scale: float) -> FaultResult:
 
     texts = queries()[:12]  # hey runs one URL: 12 of the benchmark's queries, each in turn
     seconds = max(12.0, LEVEL_SECONDS * scale)
-    result = FaultResult(f"search endpoint under load (gunicorn -w {WORKERS}, hey)",
-                         len(LEVELS), 0)
+    result = FaultResult(f"search endpoint under load (gunicorn -w {WORKERS}, hey)", len(LEVELS), 0)
     result.figures["warm-up"] = warm_up(tools, server.port, texts, scale)
     for connections in LEVELS:
-        p50, p99, error_rate, count = summary(level(tools, server.port, texts, connections,
-                                                    seconds))
+        p50, p99, error_rate, count = summary(level(tools, server.port, texts, connections, seconds))
         result.figures[f"{connections} connections"] = (
-            f"p50 {p50:.1f} ms, p99 {p99:.1f} ms, errors {error_rate:.2%} of {count}")
+            f"p50 {p50:.1f} ms, p99 {p99:.1f} ms, errors {error_rate:.2%} of {count}"
+        )
         good = error_rate == 0 and (connections != 4 or p99 <= P99_GOAL_MS)
         result.converged += good
         if not good:
-            result.notes.append(f"{connections} connections: p99 {p99:.1f} ms (goal "
-                                f"{P99_GOAL_MS:.0f} ms at 4), error rate {error_rate:.2%}")
-    result.notes.append(f"load average {os.getloadavg()[0]:.1f} after the levels (2 cores "
-                        "shared with Elasticsearch and PostgreSQL)")
+            result.notes.append(
+                f"{connections} connections: p99 {p99:.1f} ms (goal "
+                f"{P99_GOAL_MS:.0f} ms at 4), error rate {error_rate:.2%}"
+            )
+    result.notes.append(
+        f"load average {os.getloadavg()[0]:.1f} after the levels (2 cores shared with Elasticsearch and PostgreSQL)"
+    )
     return result
 
 
@@ -226,11 +245,12 @@ def soak(tools: Path, server: Gunicorn, scale: float) -> FaultResult:
     first, last = statistics.median(samples[:tenth]), statistics.median(samples[-tenth:])
     growth = last - first
     _, p99, error_rate, count = summary(rows)
-    result = FaultResult(f"search endpoint memory over a {seconds / 60:.1f}-minute run "
-                         f"(16 connections)", 1, 0)
-    result.figures["workers' RSS"] = (f"{first:.0f} MiB at the start, {last:.0f} MiB at the end "
-                                      f"({growth:+.1f} MiB, {len(samples)} samples, "
-                                      f"max {max(samples):.0f})")
+    result = FaultResult(f"search endpoint memory over a {seconds / 60:.1f}-minute run (16 connections)", 1, 0)
+    result.figures["workers' RSS"] = (
+        f"{first:.0f} MiB at the start, {last:.0f} MiB at the end "
+        f"({growth:+.1f} MiB, {len(samples)} samples, "
+        f"max {max(samples):.0f})"
+    )
     result.figures["requests"] = f"{count}, errors {error_rate:.2%}, p99 {p99:.1f} ms"
     ok = growth <= max(5.0, first * 0.05) and error_rate == 0
     result.converged = int(ok)
@@ -247,16 +267,19 @@ def fuzz(port: int, scale: float) -> FaultResult:
     sent: list[int] = []  # each answer's status
     refused_early: list[int] = []  # lengths of the request targets gunicorn refused (414)
     failures: list[str] = []
-    value = st.one_of(st.text(max_size=300), st.integers(-10**12, 10**12).map(str),
-                      st.sampled_from(["", " ", "\x00", "%", "é" * 201, "a" * 201]))
-    params = st.lists(st.tuples(st.sampled_from(["q", "size", "Q", "q[]", "", "x"]), value),
-                      max_size=4)
+    value = st.one_of(
+        st.text(max_size=300),
+        st.integers(-(10**12), 10**12).map(str),
+        st.sampled_from(["", " ", "\x00", "%", "é" * 201, "a" * 201]),
+    )
+    params = st.lists(st.tuples(st.sampled_from(["q", "size", "Q", "q[]", "", "x"]), value), max_size=4)
     raw = st.binary(max_size=200).map(lambda b: urllib.parse.quote_from_bytes(b, safe="=&"))
 
-    @settings(max_examples=examples, deadline=None, database=None,
-              suppress_health_check=list(HealthCheck))
-    @given(st.one_of(params.map(lambda p: urllib.parse.urlencode(p)), raw),
-           st.sampled_from(["/search", "/search", "/__heartbeat__", "/nope"]))
+    @settings(max_examples=examples, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(
+        st.one_of(params.map(lambda p: urllib.parse.urlencode(p)), raw),
+        st.sampled_from(["/search", "/search", "/__heartbeat__", "/nope"]),
+    )
     def probe(query: str, path: str) -> None:
         status, body = net.http_json("GET", f"http://127.0.0.1:{port}{path}?{query}", timeout=60)
         sent.append(status)
@@ -271,8 +294,7 @@ def fuzz(port: int, scale: float) -> FaultResult:
             failures.append(f"{path}?{query[:120]} -> {status} {text[:200]}")
             raise AssertionError(failures[-1])
 
-    result = FaultResult("fuzzed queries over HTTP (Hypothesis): no 500, no traceback",
-                         examples, 0)
+    result = FaultResult("fuzzed queries over HTTP (Hypothesis): no 500, no traceback", examples, 0)
     try:
         probe()
         result.converged = examples
@@ -282,8 +304,8 @@ def fuzz(port: int, scale: float) -> FaultResult:
     result.figures["requests"] = f"{len(sent)}, statuses {sorted(set(sent))}"
     if refused_early:
         result.figures["refused by gunicorn before the application (414, HTML)"] = (
-            f"{len(refused_early)}, request targets of {min(refused_early)}-"
-            f"{max(refused_early)} characters")
+            f"{len(refused_early)}, request targets of {min(refused_early)}-{max(refused_early)} characters"
+        )
     return result
 
 

@@ -18,8 +18,7 @@ class PruneRunLogCronApp(BaseCronApp):
     (short transactions keep locks and WAL bursts small on a busy database)."""
 
     app_name = "prune-run-log"
-    app_description = ("delete crontabber_log rows, crontabber_run runs and ended alerts older "
-                       "than keep_days")
+    app_description = "delete crontabber_log rows, crontabber_run runs and ended alerts older than keep_days"
     required_config = Namespace()
     required_config.add_option("keep_days", default=90, doc="keep log rows this many days")
     required_config.add_option("batch_size", default=10000, doc="rows deleted per transaction")
@@ -30,8 +29,10 @@ class PruneRunLogCronApp(BaseCronApp):
         """Returns the run's one-line summary."""
         rows, runs = self._delete_all("delete_batch"), self._delete_all("delete_run_batch")
         alerts = self._delete_all("delete_alert_batch")
-        return (f"deleted {rows} crontabber_log rows, {runs} crontabber_run runs and {alerts} "
-                f"alerts older than {self.config.keep_days} days")
+        return (
+            f"deleted {rows} crontabber_log rows, {runs} crontabber_run runs and {alerts} "
+            f"alerts older than {self.config.keep_days} days"
+        )
 
     def _delete_all(self, query: str) -> int:
         total = 0

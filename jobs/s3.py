@@ -41,10 +41,15 @@ def is_not_found(exc: BaseException) -> bool:
     return code in ("404", "NoSuchKey", "NotFound")
 
 
-def make_s3_client(max_pool_connections: int = DEFAULT_POOL, endpoint_url: str | None = None,
-                   connect_timeout: float = 10, read_timeout: float = 60,
-                   max_attempts: int = 5, validate_parameters: bool = True,
-                   expect_continue: bool = True) -> Any:
+def make_s3_client(
+    max_pool_connections: int = DEFAULT_POOL,
+    endpoint_url: str | None = None,
+    connect_timeout: float = 10,
+    read_timeout: float = 60,
+    max_attempts: int = 5,
+    validate_parameters: bool = True,
+    expect_continue: bool = True,
+) -> Any:
     """A thread-safe boto3 S3 client; share one per job run.
 
     ``max_pool_connections`` should match the number of threads using it (a
@@ -73,10 +78,10 @@ def make_s3_client(max_pool_connections: int = DEFAULT_POOL, endpoint_url: str |
         parameter_validation=validate_parameters,
     )
     session = botocore.session.get_session()
-    session.get_component("response_parser_factory").set_parser_defaults(
-        timestamp_parser=parse_timestamp)
+    session.get_component("response_parser_factory").set_parser_defaults(timestamp_parser=parse_timestamp)
     client = boto3.session.Session(botocore_session=session).client(
-        "s3", endpoint_url=endpoint_url or None, config=config)
+        "s3", endpoint_url=endpoint_url or None, config=config
+    )
     if not expect_continue:
         # botocore adds the header on "before-call.s3" (every operation): after it, there
         client.meta.events.register_last("before-call.s3", _send_at_once)

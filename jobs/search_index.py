@@ -34,7 +34,6 @@ if TYPE_CHECKING:
     from search.indexer import BulkSettings, LiveIndex, RebuildResult, Replicas
 
 
-
 class SearchSourceError(CrontabberError):
     """The symbol-file query failed (a missing table, a lost connection...)."""
 
@@ -116,8 +115,7 @@ class SymbolFileStore:
                 cur.execute(sql["window"])
                 cur.execute(sql["source_as_of"])
                 as_of = cur.fetchone()[0]
-            rows = self._stream("new_symbol_files", {"since": since or dt.datetime.min.replace(
-                tzinfo=dt.timezone.utc)})
+            rows = self._stream("new_symbol_files", {"since": since or dt.datetime.min.replace(tzinfo=dt.timezone.utc)})
             yield Window(since, rows, as_of)
         finally:
             conn.rollback()
@@ -132,8 +130,10 @@ class SymbolFileStore:
     def save_watermark(self, alias: str, mark: Watermark) -> None:
         """Record ``mark`` for ``alias`` (committed)."""
         with self._translated("save_watermark"), self.connection, self.connection.cursor() as cur:
-            cur.execute(sqlfiles.load("search_index.sql", SQL_DIR)["save_watermark"], {
-                "alias": alias, "index_name": mark.index_name, "indexed_to": mark.indexed_to})
+            cur.execute(
+                sqlfiles.load("search_index.sql", SQL_DIR)["save_watermark"],
+                {"alias": alias, "index_name": mark.index_name, "indexed_to": mark.indexed_to},
+            )
 
     def _stream(self, query: str, params: dict[str, Any]) -> Iterator["SymbolRow"]:
         cursor = self.connection.cursor(name=f"search_index_{query}")
@@ -175,20 +175,25 @@ class RebuildSearchIndexCronApp(BaseCronApp):
     app_description = "rebuild the symbol search index in Elasticsearch and swap its alias"
     app_version = "1.0"
     required_config = Namespace()
-    required_config.add_option("es_url", default="", doc="Elasticsearch URL, or a cluster's "
-                               "nodes' URLs comma-separated (default: $ES_URL)")
+    required_config.add_option(
+        "es_url", default="", doc="Elasticsearch URL, or a cluster's nodes' URLs comma-separated (default: $ES_URL)"
+    )
     required_config.add_option("alias", default="symbols", doc="the alias searches read")
     required_config.add_option("keep", default=2, doc="versioned indices kept (the alias's included)")
     required_config.add_option("chunk_size", default=5000, doc="documents per bulk request")
     required_config.add_option("threads", default=2, doc="bulk requests in flight")
     required_config.add_option("itersize", default=10000, doc="rows fetched per server-side cursor round trip")
     required_config.add_option(
-        "replicas", default="0-1",
+        "replicas",
+        default="0-1",
         doc="replicas raised before the alias moves: a number, or a range (auto_expand_replicas): "
-            "0-1 is one wherever a second node is (a single node stays green), 0-all one per node")
-    required_config.add_option("replica_wait_seconds", default=600.0,
-                               doc="how long the replicas may take to become active (then the "
-                                   "run fails and the alias stays)")
+        "0-1 is one wherever a second node is (a single node stays green), 0-all one per node",
+    )
+    required_config.add_option(
+        "replica_wait_seconds",
+        default=600.0,
+        doc="how long the replicas may take to become active (then the run fails and the alias stays)",
+    )
 
     database_connection_factory: Any  # set by @using_postgres()
 
@@ -209,20 +214,35 @@ class RebuildSearchIndexCronApp(BaseCronApp):
         except ValueError as exc:
             raise ConfigurationError(f"{self.app_name}.replicas", str(exc)) from None
         with self.database_connection_factory() as connection:
-            result = rebuild_from(connection, config.es_url or None, config.alias,
-                                  keep=int(config.keep), bulk=bulk, itersize=int(config.itersize),
-                                  replicas=replicas)
+            result = rebuild_from(
+                connection,
+                config.es_url or None,
+                config.alias,
+                keep=int(config.keep),
+                bulk=bulk,
+                itersize=int(config.itersize),
+                replicas=replicas,
+            )
         return Summary(
             f"built {result.index} with {result.documents} documents in {result.seconds:.1f} s; "
             f"alias {config.alias} moved from {', '.join(result.previous) or 'nothing'}; "
             f"deleted {', '.join(result.deleted) or 'nothing'}",
-            documents_indexed=result.documents, build_seconds=round(result.seconds, 3),
-            indices_deleted=len(result.deleted))
+            documents_indexed=result.documents,
+            build_seconds=round(result.seconds, 3),
+            indices_deleted=len(result.deleted),
+        )
 
 
-def rebuild_from(connection: Any, url: str | None, alias: str, *, keep: int,
-                 bulk: "BulkSettings", itersize: int = 10000,
-                 replicas: "Replicas | None" = None) -> "RebuildResult":
+def rebuild_from(
+    connection: Any,
+    url: str | None,
+    alias: str,
+    *,
+    keep: int,
+    bulk: "BulkSettings",
+    itersize: int = 10000,
+    replicas: "Replicas | None" = None,
+) -> "RebuildResult":
     """The rebuild job's work: every symbol file of ``connection``'s database (one
     snapshot) into a new version of ``alias`` in the Elasticsearch at ``url`` (default:
     ``ES_URL``), then the alias swap (``search.indexer.rebuild``). An exception leaving
@@ -234,8 +254,16 @@ def rebuild_from(connection: Any, url: str | None, alias: str, *, keep: int,
     url = es_url(url)
     es = make_es_client(url, request_timeout=120)
     with naming_address(url), SymbolFileStore(connection, itersize).snapshot() as source:
-        return rebuild(es, alias, source.rows, source.row_count, keep=keep, bulk=bulk,
-                       source_as_of=source.as_of, replicas=replicas or Replicas())
+        return rebuild(
+            es,
+            alias,
+            source.rows,
+            source.row_count,
+            keep=keep,
+            bulk=bulk,
+            source_as_of=source.as_of,
+            replicas=replicas or Replicas(),
+        )
 
 
 @using_postgres()
@@ -265,11 +293,13 @@ class IndexNewUploadsCronApp(BaseCronApp):
     app_description = "add the symbol files of newly finished uploads to the live search index"
     app_version = "1.0"
     required_config = Namespace()
-    required_config.add_option("es_url", default="", doc="Elasticsearch URL, or a cluster's "
-                               "nodes' URLs comma-separated (default: $ES_URL)")
+    required_config.add_option(
+        "es_url", default="", doc="Elasticsearch URL, or a cluster's nodes' URLs comma-separated (default: $ES_URL)"
+    )
     required_config.add_option("alias", default="symbols", doc="the alias searches read")
-    required_config.add_option("overlap_seconds", default=600,
-                               doc="re-read this much before the watermark (commit delays)")
+    required_config.add_option(
+        "overlap_seconds", default=600, doc="re-read this much before the watermark (commit delays)"
+    )
     required_config.add_option("chunk_size", default=500, doc="documents per bulk request")
 
     database_connection_factory: Any  # set by @using_postgres()
@@ -288,22 +318,28 @@ class IndexNewUploadsCronApp(BaseCronApp):
         config = self.config
         target = live_index(es, config.alias)
         if target is None:
-            return Summary(f"no alias {config.alias} yet: nothing written (the rebuild indexes "
-                           "everything)", documents_indexed=0)
+            return Summary(
+                f"no alias {config.alias} yet: nothing written (the rebuild indexes everything)", documents_indexed=0
+            )
         with self.database_connection_factory() as connection:
             store = SymbolFileStore(connection)
-            since, why = starting_point(store.watermark(config.alias), target, config.alias,
-                                        dt.timedelta(seconds=int(config.overlap_seconds)))
+            since, why = starting_point(
+                store.watermark(config.alias), target, config.alias, dt.timedelta(seconds=int(config.overlap_seconds))
+            )
             with store.new_files(since) as window:
                 written = update(es, config.alias, window.rows, int(config.chunk_size))
             store.save_watermark(config.alias, Watermark(target.name, window.as_of))
-        return Summary(f"{written} symbol files of uploads finished after "
-                       f"{utc_text(since) if since else 'the beginning'} ({why}) written to "
-                       f"{target.name}", documents_indexed=written)
+        return Summary(
+            f"{written} symbol files of uploads finished after "
+            f"{utc_text(since) if since else 'the beginning'} ({why}) written to "
+            f"{target.name}",
+            documents_indexed=written,
+        )
 
 
-def starting_point(mark: Watermark | None, target: "LiveIndex", alias: str,
-                   overlap: dt.timedelta) -> tuple[dt.datetime | None, str]:
+def starting_point(
+    mark: Watermark | None, target: "LiveIndex", alias: str, overlap: dt.timedelta
+) -> tuple[dt.datetime | None, str]:
     """Where a run of ``index-new-uploads`` starts reading finished uploads
     (``None``: from the beginning), and why: the watermark when it describes
     the index the alias points to now, else that index's source snapshot time

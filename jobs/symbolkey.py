@@ -43,8 +43,7 @@ MAX_KEY_BYTES = 1024
 DEBUG_ID_LENGTHS = range(33, 41)
 HEX_DIGITS = "0123456789ABCDEFabcdef"
 #: Windows' reserved device names (with or without an extension, in any case).
-RESERVED_NAMES = frozenset(["CON", "PRN", "AUX", "NUL"] + [f"{port}{n}" for port in ("COM", "LPT")
-                                                            for n in range(10)])
+RESERVED_NAMES = frozenset(["CON", "PRN", "AUX", "NUL"] + [f"{port}{n}" for port in ("COM", "LPT") for n in range(10)])
 
 RULE_LAYOUT = "name is not <debug_file>/<DEBUG_ID>/<file> nor an ignorable name"
 RULE_CHARACTER = "character not allowed in a symbol key"

@@ -72,8 +72,11 @@ def pins(path: Path) -> dict[str, str]:
 
 def installed() -> dict[str, str]:
     """``name -> version`` of the distributions of the running interpreter's environment."""
-    return {normalised(dist.metadata["Name"]): dist.version
-            for dist in importlib.metadata.distributions() if dist.metadata["Name"]}
+    return {
+        normalised(dist.metadata["Name"]): dist.version
+        for dist in importlib.metadata.distributions()
+        if dist.metadata["Name"]
+    }
 
 
 def judge(name: str, version: str, document: dict, release: dict | None = None) -> Finding:
@@ -94,8 +97,9 @@ def judge(name: str, version: str, document: dict, release: dict | None = None) 
             finding.release_audited = False
         else:
             seen = {advisory.get("id") for advisory in advisories}
-            advisories += [advisory for advisory in release.get("vulnerabilities") or []
-                           if advisory.get("id") not in seen]
+            advisories += [
+                advisory for advisory in release.get("vulnerabilities") or [] if advisory.get("id") not in seen
+            ]
     for advisory in advisories:
         ids = ", ".join([advisory.get("id", "?"), *advisory.get("aliases", [])])
         fixed = ", ".join(advisory.get("fixed_in") or []) or "no fix yet"
@@ -106,8 +110,7 @@ def judge(name: str, version: str, document: dict, release: dict | None = None) 
 def fetch_release(name: str, version: str, timeout: float) -> dict | None:
     """PyPI's document of one release, or None when PyPI does not serve it (404)."""
     try:
-        with urllib.request.urlopen(PYPI_RELEASE.format(name=name, version=version),
-                                    timeout=timeout) as response:
+        with urllib.request.urlopen(PYPI_RELEASE.format(name=name, version=version), timeout=timeout) as response:
             return json.load(response)
     except urllib.error.HTTPError as exc:
         if exc.code == 404:
@@ -126,6 +129,7 @@ def audit(packages: dict[str, str], timeout: float = 20) -> list[Finding]:
     Raises:
         OSError: PyPI could not be reached (urllib's errors are OSErrors).
     """
+
     def one(item: tuple[str, str]) -> Finding:
         name, version = item
         try:
@@ -145,8 +149,9 @@ def audit(packages: dict[str, str], timeout: float = 20) -> list[Finding]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requirements", default=str(Path(__file__).parent.parent / "requirements.txt"))
-    parser.add_argument("--pin-only", action="store_true",
-                        help="audit requirements.txt's pins only, not the installed environment")
+    parser.add_argument(
+        "--pin-only", action="store_true", help="audit requirements.txt's pins only, not the installed environment"
+    )
     args = parser.parse_args(argv)
     packages = installed() if not args.pin_only else {}
     packages.update(pins(Path(args.requirements)))  # a pin wins over what is installed
@@ -160,10 +165,11 @@ def main(argv: list[str] | None = None) -> int:
     for finding in bad:
         for problem in finding.problems:
             print(f"FAIL {finding.name}=={finding.version}: {problem}")
-    print(f"audited {len(findings)} packages against PyPI: {len(bad)} with problems; "
-          f"{len(behind)} behind their latest release, whose own advisories PyPI here does "
-          f"not serve: " + (", ".join(f"{f.name} {f.version} (latest {f.latest})"
-                                     for f in behind) or "none"))
+    print(
+        f"audited {len(findings)} packages against PyPI: {len(bad)} with problems; "
+        f"{len(behind)} behind their latest release, whose own advisories PyPI here does "
+        f"not serve: " + (", ".join(f"{f.name} {f.version} (latest {f.latest})" for f in behind) or "none")
+    )
     return 1 if bad else 0
 
 

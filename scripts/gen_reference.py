@@ -29,35 +29,57 @@ def _cell(text: str) -> str:
 
 
 def options_page() -> str:
-    lines = ["# Options", "", GENERATED, "",
-             "Every option as `--NAME=VALUE` on the command line, `NAME` upper-cased with `.` and "
-             "`-` as `_` in the environment, or in `crontabber.ini` (sections by the dots). The "
-             "command line wins over the environment, which wins over the INI file; "
-             "`--configtest` shows each effective value and where it came from.", "",
-             "## The runner", "", "| option | default | meaning |", "|---|---|---|"]
-    lines += [f"| `{name}` | `{_cell(value)}` | {_cell(doc)} |"
-              for name, value, doc in iter_option_lines(runner_options(), (), None)]
+    lines = [
+        "# Options",
+        "",
+        GENERATED,
+        "",
+        "Every option as `--NAME=VALUE` on the command line, `NAME` upper-cased with `.` and "
+        "`-` as `_` in the environment, or in `crontabber.ini` (sections by the dots). The "
+        "command line wins over the environment, which wins over the INI file; "
+        "`--configtest` shows each effective value and where it came from.",
+        "",
+        "## The runner",
+        "",
+        "| option | default | meaning |",
+        "|---|---|---|",
+    ]
+    lines += [
+        f"| `{name}` | `{_cell(value)}` | {_cell(doc)} |"
+        for name, value, doc in iter_option_lines(runner_options(), (), None)
+    ]
     settings = load_settings(str(REPO / "crontabber.ini"), {}, {})
     for job in load_jobs(settings):
-        lines += ["", f"## {job.app_name} (`{job.class_path}`)", "",
-                  "| option | default | meaning |", "|---|---|---|"]
-        lines += [f"| `{name}` | `{_cell(value)}` | {_cell(doc)} |"
-                  for name, value, doc in iter_option_lines(job_options(job.cls), job.namespace, None)]
+        lines += ["", f"## {job.app_name} (`{job.class_path}`)", "", "| option | default | meaning |", "|---|---|---|"]
+        lines += [
+            f"| `{name}` | `{_cell(value)}` | {_cell(doc)} |"
+            for name, value, doc in iter_option_lines(job_options(job.cls), job.namespace, None)
+        ]
     return "\n".join(lines) + "\n"
 
 
 def exit_codes_page() -> str:
-    lines = ["# Exit codes", "", GENERATED, "",
-             "One table for the runner and every job command (`crontabber/command.py`; the end "
-             "of every `--help` prints it). `--nagios` uses nagios's 0/1/2.", "",
-             "| code | meaning |", "|---|---|"]
+    lines = [
+        "# Exit codes",
+        "",
+        GENERATED,
+        "",
+        "One table for the runner and every job command (`crontabber/command.py`; the end "
+        "of every `--help` prints it). `--nagios` uses nagios's 0/1/2.",
+        "",
+        "| code | meaning |",
+        "|---|---|",
+    ]
     lines += [f"| {int(code)} | {_cell(meaning)} |" for code, meaning in EXIT_CODES]
-    lines += ["", "A cron tick (no mode option) exits with one of "
-              + ", ".join(str(int(code)) for code in TICK_EXIT_CODES)
-              + ": 0 also when jobs failed or another runner held one (running on another host, "
-              "or its row locked that moment), which in a fleet is most ticks. A scheduler "
-              "(cron, a systemd unit, a Kubernetes CronJob) treats only 0 as success; see "
-              "[deploy](../deploy.md#systemd-units)."]
+    lines += [
+        "",
+        "A cron tick (no mode option) exits with one of "
+        + ", ".join(str(int(code)) for code in TICK_EXIT_CODES)
+        + ": 0 also when jobs failed or another runner held one (running on another host, "
+        "or its row locked that moment), which in a fleet is most ticks. A scheduler "
+        "(cron, a systemd unit, a Kubernetes CronJob) treats only 0 as success; see "
+        "[deploy](../deploy.md#systemd-units).",
+    ]
     return "\n".join(lines) + "\n"
 
 

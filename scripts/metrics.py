@@ -70,7 +70,7 @@ def imports(repo: Path, path: Path, known: set[str]) -> set[str]:
         if isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                parent = package.split(".")[:len(package.split(".")) - node.level + 1]
+                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(parent + ([node.module] if node.module else []))
             found.update(t for t in [base] + [f"{base}.{a.name}" for a in node.names] if t in known)
         elif isinstance(node, ast.Import):
@@ -138,8 +138,7 @@ def main(argv: list[str]) -> int:
         tree = ast.parse(text, rel)
         funcs += [(f"{rel}:{name}", n) for name, n in functions(tree)]
         for node in tree.body:
-            if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                    and node.name not in SAME_IDEA):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name not in SAME_IDEA:
                 defined[node.name].add(rel)
     largest = max(sizes.items(), key=lambda kv: kv[1])
     longest = max(funcs, key=lambda kv: kv[1])

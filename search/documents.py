@@ -59,8 +59,9 @@ def index_body(shards: int = 1, replicas: int = 0, meta: dict[str, Any] | None =
     index.document(SymbolDoc)
     # no refreshes and no fsync per bulk request while loading: a build that
     # dies is thrown away anyway; search.indexer restores both before the swap
-    index.settings(number_of_shards=shards, number_of_replicas=replicas, refresh_interval="-1",
-                   translog={"durability": "async"})
+    index.settings(
+        number_of_shards=shards, number_of_replicas=replicas, refresh_interval="-1", translog={"durability": "async"}
+    )
     body = index.to_dict()
     mappings = dict(body["mappings"], **({"_meta": meta} if meta else {}))
     return {"settings": body["settings"], "mappings": mappings}
@@ -110,9 +111,11 @@ class SymbolRow(NamedTuple):
 # The bulk lines of a document, as ``to_source()`` and ``json.dumps(...,
 # ensure_ascii=False, separators=(",", ":"))`` would write them, field for field
 # (tests/unit/test_search_documents.py checks they agree).
-_LINES = ('{"index":{"_id":%s}}\n{"debug_file":%s,"debug_id":%s,"filename":%s,"code_file":%s,'
-          '"code_id":%s,"size":%s,"last_uploaded":%s,"missing_count":%s,"name_parts":[%s,%s],'
-          '"code_parts":%s,"name_joined":[%s,%s]}\n')
+_LINES = (
+    '{"index":{"_id":%s}}\n{"debug_file":%s,"debug_id":%s,"filename":%s,"code_file":%s,'
+    '"code_id":%s,"size":%s,"last_uploaded":%s,"missing_count":%s,"name_parts":[%s,%s],'
+    '"code_parts":%s,"name_joined":[%s,%s]}\n'
+)
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 _quoted = json.encoder.encode_basestring  # a str as JSON (C)
 NAMES_CACHED = 65536  # names per load whose JSON is kept (a name recurs once per debug id)
@@ -145,16 +148,21 @@ def bulk_lines(rows: Iterable[SymbolRow]) -> Iterator[str]:
         file_json, file_parts, file_joined = names.get(debug_file) or name(debug_file)
         sym_json, sym_parts, sym_joined = names.get(filename) or name(filename)
         yield _LINES % (
-            _quoted(f"{debug_file}/{debug_id}/{filename}"), file_json,
-            _quoted(debug_id) if type(debug_id) is str else _value(debug_id), sym_json,
+            _quoted(f"{debug_file}/{debug_id}/{filename}"),
+            file_json,
+            _quoted(debug_id) if type(debug_id) is str else _value(debug_id),
+            sym_json,
             "null" if code_file is None else _value(code_file),
             "null" if code_id is None else _value(code_id),
             size if type(size) is int else _value(size),
             _quoted(last_uploaded) if type(last_uploaded) is str else _value(last_uploaded),
             "null" if missing is None else missing if type(missing) is int else _value(missing),
-            file_parts, sym_parts,
+            file_parts,
+            sym_parts,
             _quoted(split_name(code_file)) if code_file else "null",
-            file_joined, sym_joined)
+            file_joined,
+            sym_joined,
+        )
 
 
 def bulk_bodies(rows: Iterable[SymbolRow], chunk_size: int) -> Iterator[tuple[int, bytes]]:

@@ -56,9 +56,7 @@ MAX_SIZE = 100
 SOURCE_FIELDS = ["debug_file", "debug_id", "filename", "code_file", "code_id"]
 # Responses carry only what is read (less JSON to encode and parse per request).
 SEARCH_FILTER = "hits.total.value,hits.hits._score,hits.hits._source,hits.hits.matched_queries"
-SUGGEST = {"suggest_mode": "always", "prefix_length": 0, "min_word_length": 3,
-           "max_edits": 2, "size": 5}
-
+SUGGEST = {"suggest_mode": "always", "prefix_length": 0, "min_word_length": 3, "max_edits": 2, "size": 5}
 
 
 @dataclass(frozen=True)
@@ -98,9 +96,9 @@ def check_query(query: str, size: int) -> str:
     # (names.name_parts), and one character may become three (U+FB2C: 170 of them made a
     # 510-character word whose fuzzy automaton Elasticsearch refused, a 500 and 15 KB of log).
     if len(query) > MAX_QUERY_LENGTH or (
-            not query.isascii() and len(unicodedata.normalize("NFC", query)) > MAX_QUERY_LENGTH):
-        raise BadQuery(f"the query is longer than {MAX_QUERY_LENGTH} characters "
-                       "(after Unicode normalisation)")
+        not query.isascii() and len(unicodedata.normalize("NFC", query)) > MAX_QUERY_LENGTH
+    ):
+        raise BadQuery(f"the query is longer than {MAX_QUERY_LENGTH} characters (after Unicode normalisation)")
     if not 1 <= size <= MAX_SIZE:
         raise BadQuery(f"size must be between 1 and {MAX_SIZE}")
     return text
@@ -116,12 +114,14 @@ def alternatives(suggest: dict[str, Any]) -> dict[str, list[tuple[float, str]]]:
             for option in entry["options"]:
                 if option["score"] >= MIN_SCORE and option["text"] != entry["text"]:
                     options[option["text"]] = max(option["score"], options.get(option["text"], 0))
-    return {text: sorted(((s, t) for t, s in opts.items()), reverse=True)[:PER_PART]
-            for text, opts in found.items()}
+    return {text: sorted(((s, t) for t, s in opts.items()), reverse=True)[:PER_PART] for text, opts in found.items()}
 
 
-def search_terms(parts: list[str], alts: dict[str, list[tuple[float, str]]],
-                 joined: tuple[tuple[float, str], ...] | list[tuple[float, str]] = ()) -> list[tuple[float, str]]:
+def search_terms(
+    parts: list[str],
+    alts: dict[str, list[tuple[float, str]]],
+    joined: tuple[tuple[float, str], ...] | list[tuple[float, str]] = (),
+) -> list[tuple[float, str]]:
     """The original phrase first, then the best alternatives by score.
 
     Phrase alternatives combine the corrections of the parts; a combination's
@@ -132,9 +132,11 @@ def search_terms(parts: list[str], alts: dict[str, list[tuple[float, str]]],
     beam: list[tuple[float, list[str]]] = [(1.0, [])]
     for part in parts:
         choices = [(1.0, part), *alts.get(part, [])]
-        beam = heapq.nlargest(MAX_TERMS, ((score * s, words + [word])
-                                          for score, words in beam for s, word in choices),
-                              key=lambda item: item[0])
+        beam = heapq.nlargest(
+            MAX_TERMS,
+            ((score * s, words + [word]) for score, words in beam for s, word in choices),
+            key=lambda item: item[0],
+        )
     original = " ".join(parts)
     # one term per joined form; a phrase reads better than its joined twin
     best: dict[str, tuple[float, str]] = {}
@@ -145,7 +147,7 @@ def search_terms(parts: list[str], alts: dict[str, list[tuple[float, str]]],
             term = term if " " in term else best[key][1]
         best[key] = (score, term)
     best.pop(original.replace(" ", ""), None)
-    ranked = sorted(best.values(), key=lambda item: -item[0])[:MAX_TERMS - 1]
+    ranked = sorted(best.values(), key=lambda item: -item[0])[: MAX_TERMS - 1]
     return [(ORIGINAL_SCORE, original)] + [(round(score, 4), term) for score, term in ranked]
 
 
@@ -155,13 +157,21 @@ def build_query(text: str, terms: list[tuple[float, str]]) -> dict[str, Any]:
     should: list[dict[str, Any]] = []
     for rank, (score, term) in enumerate(terms):
         boost = (len(terms) - rank) * score
-        should.append({"match_phrase": {NAME_FIELD: {
-            "query": term, "boost": NAME_BOOST * boost, "_name": f"term:{rank}:name"}}})
-        should.append({"match_phrase": {OTHER_FIELD: {
-            "query": term, "boost": boost, "_name": f"term:{rank}:code"}}})
-        should.append({"term": {JOINED_FIELD: {
-            "value": term.replace(" ", ""), "boost": NAME_BOOST * boost,
-            "_name": f"term:{rank}:joined"}}})
+        should.append(
+            {"match_phrase": {NAME_FIELD: {"query": term, "boost": NAME_BOOST * boost, "_name": f"term:{rank}:name"}}}
+        )
+        should.append({"match_phrase": {OTHER_FIELD: {"query": term, "boost": boost, "_name": f"term:{rank}:code"}}})
+        should.append(
+            {
+                "term": {
+                    JOINED_FIELD: {
+                        "value": term.replace(" ", ""),
+                        "boost": NAME_BOOST * boost,
+                        "_name": f"term:{rank}:joined",
+                    }
+                }
+            }
+        )
     if looks_like_id(text):
         for field in ("debug_id", "code_id"):
             should.append({"term": {field: {"value": text, "boost": ID_BOOST, "_name": field}}})
@@ -169,8 +179,7 @@ def build_query(text: str, terms: list[tuple[float, str]]) -> dict[str, Any]:
             # keyword's normalizer lower-cases the prefix too. Constant score,
             # below an exact match: 8 hex digits are rarely shared, so the
             # expansion is a handful of terms.
-            should.append({"prefix": {field: {"value": text, "boost": ID_PREFIX_BOOST,
-                                              "_name": f"{field}_prefix"}}})
+            should.append({"prefix": {field: {"value": text, "boost": ID_PREFIX_BOOST, "_name": f"{field}_prefix"}}})
     return {"bool": {"should": should}}
 
 
@@ -182,11 +191,24 @@ def build_fallback(terms: list[tuple[float, str]]) -> dict[str, Any]:
     request: on a large index, fuzzy expansion and a disjunction over words
     like ``pdb`` or ``so`` cost more than all the rest of the search."""
     words = " ".join(dict.fromkeys(word for _, term in terms for word in term.split()))
-    return {"bool": {"should": [
-        {"match": {NAME_FIELD: {"query": terms[0][1], "fuzziness": "AUTO", "operator": "and",
-                                "boost": FUZZY_BOOST, "_name": "fuzzy"}}},
-        {"match": {NAME_FIELD: {"query": words, "boost": MATCH_BOOST, "_name": "match"}}},
-    ]}}
+    return {
+        "bool": {
+            "should": [
+                {
+                    "match": {
+                        NAME_FIELD: {
+                            "query": terms[0][1],
+                            "fuzziness": "AUTO",
+                            "operator": "and",
+                            "boost": FUZZY_BOOST,
+                            "_name": "fuzzy",
+                        }
+                    }
+                },
+                {"match": {NAME_FIELD: {"query": words, "boost": MATCH_BOOST, "_name": "match"}}},
+            ]
+        }
+    }
 
 
 def matched_term(names: list[str], text: str, terms: list[tuple[float, str]]) -> str:
@@ -239,17 +261,20 @@ class Searcher:
         that looks like an id: 8-64 hex digits are no word of a name, and the
         suggester's automata for a 33-character part cost more than the rest
         of the search (4-5 ms of Elasticsearch time on 1M documents)."""
-        return alternatives(self._suggest({"name": {"text": " ".join(parts), "term": {
-            "field": NAME_FIELD, **SUGGEST}}}))
+        return alternatives(
+            self._suggest({"name": {"text": " ".join(parts), "term": {"field": NAME_FIELD, **SUGGEST}}})
+        )
 
-    def _second_chance(self, text: str, parts: list[str], alts: dict[str, list[tuple[float, str]]],
-                       size: int) -> tuple[list[tuple[float, str]], Any]:
+    def _second_chance(
+        self, text: str, parts: list[str], alts: dict[str, list[tuple[float, str]]], size: int
+    ) -> tuple[list[tuple[float, str]], Any]:
         """When the terms found nothing: corrections of the whole query without
         separators, searched alone, then (if still nothing) with the fallbacks;
         two or three more round trips."""
         joined = "".join(parts)
-        found = alternatives(self._suggest({"joined": {"text": joined, "term": {
-            "field": JOINED_FIELD, **SUGGEST}}})).get(joined, [])
+        found = alternatives(
+            self._suggest({"joined": {"text": joined, "term": {"field": JOINED_FIELD, **SUGGEST}}})
+        ).get(joined, [])
         terms = search_terms(parts, alts, found)
         query = build_query(text, terms)
         if found:
@@ -265,9 +290,14 @@ class Searcher:
     def _search(self, query: dict[str, Any], size: int) -> Any:
         # totals are exact up to TOTAL_LIMIT: counting every document holding
         # ``so`` or ``pdb`` (the any-word fallback) costs more than the search
-        return self.es.search(index=self.index, query=query, size=size,
-                              source_includes=SOURCE_FIELDS, track_total_hits=TOTAL_LIMIT,
-                              filter_path=SEARCH_FILTER)
+        return self.es.search(
+            index=self.index,
+            query=query,
+            size=size,
+            source_includes=SOURCE_FIELDS,
+            track_total_hits=TOTAL_LIMIT,
+            filter_path=SEARCH_FILTER,
+        )
 
     def _suggest(self, suggest: dict[str, Any]) -> dict[str, Any]:
         # match_none: term suggestions do not depend on the query, and without one
@@ -276,21 +306,33 @@ class Searcher:
         # (10 segments). As a size-0 request it is served from Elasticsearch's shard
         # request cache when the same text comes again before the next refresh
         # (checked 2026-11-23 with _stats/request_cache): the first asker pays that.
-        return dict(self.es.search(index=self.index, size=0, suggest=suggest,
-                                   query={"match_none": {}}, track_total_hits=False,
-                                   filter_path="suggest")["suggest"])
+        return dict(
+            self.es.search(
+                index=self.index,
+                size=0,
+                suggest=suggest,
+                query={"match_none": {}},
+                track_total_hits=False,
+                filter_path="suggest",
+            )["suggest"]
+        )
 
     @staticmethod
     def _result(text: str, terms: list[tuple[float, str]], response: Any) -> SearchResult:
         hits = []
         for hit in response["hits"].get("hits", []):
             source = hit["_source"]
-            hits.append(Hit(
-                debug_file=source["debug_file"], debug_id=source["debug_id"],
-                filename=source["filename"], code_file=source.get("code_file"),
-                code_id=source.get("code_id"), score=float(hit["_score"]),
-                matched=matched_term(hit.get("matched_queries", []), text, terms),
-            ))
+            hits.append(
+                Hit(
+                    debug_file=source["debug_file"],
+                    debug_id=source["debug_id"],
+                    filename=source["filename"],
+                    code_file=source.get("code_file"),
+                    code_id=source.get("code_id"),
+                    score=float(hit["_score"]),
+                    matched=matched_term(hit.get("matched_queries", []), text, terms),
+                )
+            )
         return SearchResult(text, terms, int(response["hits"]["total"]["value"]), hits)
 
 

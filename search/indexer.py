@@ -146,8 +146,7 @@ def rebuild(
         es.indices.delete(index=name, ignore_unavailable=True)
         raise
     deleted = prune(es, alias, keep)
-    return RebuildResult(name, loaded, time.perf_counter() - start, previous, deleted,
-                         load_seconds)
+    return RebuildResult(name, loaded, time.perf_counter() - start, previous, deleted, load_seconds)
 
 
 # Bulk responses carry only whether any item failed and the failed items' errors
@@ -216,8 +215,9 @@ def _finish(es: Any, name: str, expected: int, loaded: int) -> None:
     """Check the counts, restore the load-time settings to the defaults, refresh."""
     if loaded != expected:
         raise RebuildFailed(name, f"loaded {loaded} documents, the source has {expected}")
-    es.indices.put_settings(index=name, settings={
-        "index": {"refresh_interval": None, "translog.durability": "request"}})
+    es.indices.put_settings(
+        index=name, settings={"index": {"refresh_interval": None, "translog.durability": "request"}}
+    )
     es.indices.refresh(index=name)
     counted = es.count(index=name)["count"]
     if counted != expected:
@@ -227,8 +227,14 @@ def _finish(es: Any, name: str, expected: int, loaded: int) -> None:
 def segment_count(es: Any, index: str) -> int:
     """The searchable segments of ``index`` (an index or alias), all shard copies."""
     found = es.indices.segments(index=index)["indices"]
-    return sum(1 for shards in found.values() for copies in shards["shards"].values()
-               for copy in copies for segment in copy["segments"].values() if segment["search"])
+    return sum(
+        1
+        for shards in found.values()
+        for copies in shards["shards"].values()
+        for copy in copies
+        for segment in copy["segments"].values()
+        if segment["search"]
+    )
 
 
 MERGE_TIMEOUT = 3600  # seconds; ~10 s per million documents on 2 cores
@@ -246,7 +252,8 @@ def _merge(es: Any, name: str) -> None:
     merged into it as usual.
     """
     es.options(request_timeout=MERGE_TIMEOUT).indices.forcemerge(
-        index=name, max_num_segments=1, wait_for_completion=True)
+        index=name, max_num_segments=1, wait_for_completion=True
+    )
     es.indices.refresh(index=name)
 
 
@@ -260,12 +267,16 @@ def _replicate(es: Any, name: str, replicas: Replicas) -> None:
     es.indices.put_settings(index=name, settings={"index": replicas.settings()})
     # a wait that times out is answered 408 with the health: read, not raised
     health = es.options(request_timeout=replicas.wait_seconds + 30, ignore_status=408).cluster.health(
-        index=name, wait_for_status="green", timeout=f"{int(replicas.wait_seconds)}s")
+        index=name, wait_for_status="green", timeout=f"{int(replicas.wait_seconds)}s"
+    )
     if health.get("timed_out") or health.get("status") != "green":
-        raise RebuildFailed(name, f"its replicas ({replicas.count}) were not all active after "
-                                  f"{replicas.wait_seconds:g} s: the cluster's {health.get('number_of_data_nodes')} "
-                                  f"data node(s) hold {health.get('active_shards')} of its copies "
-                                  f"({health.get('status')})")
+        raise RebuildFailed(
+            name,
+            f"its replicas ({replicas.count}) were not all active after "
+            f"{replicas.wait_seconds:g} s: the cluster's {health.get('number_of_data_nodes')} "
+            f"data node(s) hold {health.get('active_shards')} of its copies "
+            f"({health.get('status')})",
+        )
 
 
 def _move_alias(es: Any, alias: str, name: str) -> list[str]:
@@ -287,8 +298,7 @@ def abandoned(es: Any, alias: str, delete: bool = False) -> list[str]:
     newest = max(current) if current else ""
     doomed = [name for name in versions(es, alias) if name > newest and name not in current]
     if doomed and delete:
-        logger.warning("search index %s: deleting %s, left by a build that did not finish",
-                       alias, ", ".join(doomed))
+        logger.warning("search index %s: deleting %s, left by a build that did not finish", alias, ", ".join(doomed))
         es.indices.delete(index=",".join(doomed), ignore_unavailable=True)
     return doomed
 

@@ -41,8 +41,14 @@ from .errors import BadQuery, SearchUnavailable
 logger = logging.getLogger("search.server")
 access_logger = logging.getLogger("search.access")
 
-REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
-           500: "Internal Server Error", 503: "Service Unavailable"}
+REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+}
 Response = tuple[int, dict[str, Any]]
 INTERNAL_ERROR = json.dumps({"error": "internal error"}).encode()
 MAX_REQUEST_LINE = 65536  # wsgiref's limit, in bytes
@@ -56,9 +62,17 @@ def result_json(result: SearchResult) -> dict[str, Any]:
         "query": result.query,
         "terms": [[score, term] for score, term in result.terms],
         "total": result.total,
-        "hits": [{"debug_file": h.debug_file, "debug_id": h.debug_id, "filename": h.filename,
-                  "code_file": h.code_file, "code_id": h.code_id, "score": h.score}
-                 for h in result.hits],
+        "hits": [
+            {
+                "debug_file": h.debug_file,
+                "debug_id": h.debug_id,
+                "filename": h.filename,
+                "code_file": h.code_file,
+                "code_id": h.code_id,
+                "score": h.score,
+            }
+            for h in result.hits
+        ],
     }
 
 
@@ -112,9 +126,14 @@ class SearchApp:
             logger.exception("search endpoint failed on %s", environ.get("PATH_INFO"))
             status, body = 500, {"error": "internal error"}
         payload = json.dumps(body).encode()
-        start_response(f"{status} {REASONS[status]}", [
-            ("Content-Type", "application/json"), ("Content-Length", str(len(payload))),
-            ("Cache-Control", "no-store")])
+        start_response(
+            f"{status} {REASONS[status]}",
+            [
+                ("Content-Type", "application/json"),
+                ("Content-Length", str(len(payload))),
+                ("Cache-Control", "no-store"),
+            ],
+        )
         return [payload]
 
     def route(self, environ: dict[str, Any]) -> Response:
@@ -165,8 +184,7 @@ class ThreadingWSGIServer(socketserver.ThreadingMixIn, WSGIServer):
 class JsonServerHandler(ServerHandler):
     """wsgiref's per-request handler; an application that raises gets a JSON 500."""
 
-    error_headers = [("Content-Type", "application/json"),
-                     ("Content-Length", str(len(INTERNAL_ERROR)))]
+    error_headers = [("Content-Type", "application/json"), ("Content-Length", str(len(INTERNAL_ERROR)))]
     error_body = INTERNAL_ERROR
 
 
@@ -199,8 +217,13 @@ class JsonRequestHandler(WSGIRequestHandler):
             return
         if not self.parse_request():  # it has sent its error
             return
-        handler = JsonServerHandler(self.rfile, self.wfile,  # type: ignore[arg-type]  # as wsgiref
-                                    self.get_stderr(), self.get_environ(), multithread=False)
+        handler = JsonServerHandler(
+            self.rfile,
+            self.wfile,  # type: ignore[arg-type]  # as wsgiref
+            self.get_stderr(),
+            self.get_environ(),
+            multithread=False,
+        )
         handler.request_handler = self  # type: ignore[attr-defined]  # wsgiref's backpointer
         handler.run(self.server.get_app())  # type: ignore[attr-defined]  # a WSGIServer
 
@@ -255,30 +278,31 @@ class JsonRequestHandler(WSGIRequestHandler):
         if not method:  # the request line was too long or not read
             method, _, path = self.raw_requestline[:LOGGED_PATH].decode("latin-1").partition(" ")
         path = quote(path.partition("?")[0][:LOGGED_PATH], safe="/%:@!$&'()*+,;=-._~")
-        access_logger.info("%s %s %s %.1f ms", method or "-", path or "-", self.status or "-",
-                           seconds * 1000)
+        access_logger.info("%s %s %s %.1f ms", method or "-", path or "-", self.status or "-", seconds * 1000)
 
 
 def make(host: str, port: int, app: Any = application) -> WSGIServer:
     """A threaded wsgiref server for ``app`` (port 0 picks a free port)."""
-    return make_server(host, port, app, server_class=ThreadingWSGIServer,
-                       handler_class=JsonRequestHandler)
+    return make_server(host, port, app, server_class=ThreadingWSGIServer, handler_class=JsonRequestHandler)
 
 
 def main(argv: list[str] | None = None) -> int:
     from .cli import SearchParser
 
-    parser = SearchParser(prog="python -m search.server",
-                     description="Serve the search endpoint (GET /search?q=TEXT&size=N, "
-                     "/__heartbeat__, /__lbheartbeat__) over HTTP, with the standard library's "
-                     "wsgiref; one access-log line per request.")
-    parser.add_argument("--host", default="127.0.0.1",
-                        help="address to listen on (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8000,
-                        help="port (default 8000; 0: any free port)")
-    parser.add_argument("--es-log-level", default="ERROR",
-                        help="level of the Elasticsearch client's own log (default ERROR; INFO "
-                             "logs each request to Elasticsearch, WARNING each retry)")
+    parser = SearchParser(
+        prog="python -m search.server",
+        description="Serve the search endpoint (GET /search?q=TEXT&size=N, "
+        "/__heartbeat__, /__lbheartbeat__) over HTTP, with the standard library's "
+        "wsgiref; one access-log line per request.",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: any free port)")
+    parser.add_argument(
+        "--es-log-level",
+        default="ERROR",
+        help="level of the Elasticsearch client's own log (default ERROR; INFO "
+        "logs each request to Elasticsearch, WARNING each retry)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # The client logs every request at INFO and every retry with a traceback at

@@ -102,8 +102,7 @@ _counter = itertools.count()
 
 
 @contextlib.contextmanager
-def fresh_database(prefix: str, template: str | None = None, pooled: bool = POOLED
-                   ) -> Iterator[DatabaseSettings]:
+def fresh_database(prefix: str, template: str | None = None, pooled: bool = POOLED) -> Iterator[DatabaseSettings]:
     """A new database (a copy of ``template``, or empty), its sessions in ``TEST_TIME_ZONE``,
     as a test and the commands it starts reach it: directly, or through PgBouncer when
     ``pooled``; dropped afterwards."""

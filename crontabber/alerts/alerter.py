@@ -53,15 +53,17 @@ from .sweep import Swept
 logger = logging.getLogger("crontabber.alerts")
 
 
-
 def alert_rules(job: Job, sources: Sources) -> AlertRules:
     """The job's alert rules (its ``[[class-X]]`` options, else ``[crontabber]``'s).
 
     Raises:
         ConfigurationError: a value that does not parse, naming the option.
     """
-    options = {option.name: option for path, option in job_options(job.cls).walk(job.namespace)
-               if path == job.namespace and (option.name.startswith("alert_") or option.name == "deadline")}
+    options = {
+        option.name: option
+        for path, option in job_options(job.cls).walk(job.namespace)
+        if path == job.namespace and (option.name.startswith("alert_") or option.name == "deadline")
+    }
     values = {name: sources.value(job.namespace, option) for name, option in options.items()}
     try:
         after = int(values["alert_after_failures"])
@@ -70,12 +72,11 @@ def alert_rules(job: Job, sources: Sources) -> AlertRules:
     except ValueError as exc:
         raise ConfigurationError(f"crontabber.class-{job.cls.__name__}.alert_*", str(exc)) from None
     if after < 0:
-        raise ConfigurationError(f"crontabber.class-{job.cls.__name__}.alert_after_failures",
-                                 "must not be negative")
+        raise ConfigurationError(f"crontabber.class-{job.cls.__name__}.alert_after_failures", "must not be negative")
     to = tuple(name.strip() for name in str(values["alert_to"] or "").split(",") if name.strip())
-    return AlertRules(after, bool(values["alert_on_recovery"]), silence, realert,
-                      bool(values["alert_on_takeover"]), to, deadline)
-
+    return AlertRules(
+        after, bool(values["alert_on_recovery"]), silence, realert, bool(values["alert_on_takeover"]), to, deadline
+    )
 
 
 def notice_retry_delay(attempts: int) -> float:
@@ -97,9 +98,15 @@ class Delivery:
 class Alerter:
     """The alerts of one runner invocation (a tick, ``--test-alert``)."""
 
-    def __init__(self, settings: Settings, jobs: list[Job], store: StateStore, host: str,
-                 blocker: Callable[[Job, Mapping[str, JobState], dt.datetime], str] | None = None,
-                 environ: Mapping[str, str] = os.environ) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        jobs: list[Job],
+        store: StateStore,
+        host: str,
+        blocker: Callable[[Job, Mapping[str, JobState], dt.datetime], str] | None = None,
+        environ: Mapping[str, str] = os.environ,
+    ) -> None:
         """``blocker(job, states, now)``: why a late job has not run (``--explain``'s verdict,
         from the state the tick read)."""
         self.settings = settings
@@ -125,14 +132,23 @@ class Alerter:
         (:func:`crontabber.alerts.rules.failing`)."""
         job = self.jobs.get(app_name)
         rules = self.rules(app_name)
-        watched = Watched(app_name, state, rules, job.schedule if job else None,
-                          job.is_backfill if job else False, unplaced=unplaced,
-                          hosts=job.hosts if job else ())
+        watched = Watched(
+            app_name,
+            state,
+            rules,
+            job.schedule if job else None,
+            job.is_backfill if job else False,
+            unplaced=unplaced,
+            hosts=job.hosts if job else (),
+        )
         if state is None or not rules.after_failures or state.error_count < rules.after_failures:
             return watched
-        return replace(watched, failed_by=self._failed_by(state), blocks=tuple(
-            name for name, child in self.jobs.items() if app_name in child.depends_on),
-            link=self.config.job_link(app_name))
+        return replace(
+            watched,
+            failed_by=self._failed_by(state),
+            blocks=tuple(name for name, child in self.jobs.items() if app_name in child.depends_on),
+            link=self.config.job_link(app_name),
+        )
 
     def _failed_by(self, state: JobState) -> str | None:
         """``host:pid`` of the job's last run (the failed one), from the run ledger."""
@@ -149,15 +165,15 @@ class Alerter:
         wanted = self.rules(app_name).to
         unknown = [name for name in wanted if name not in names]
         if unknown:
-            logger.error("%s: alert_to names %s, which no target in alerts.targets has",
-                         app_name, ", ".join(unknown))
+            logger.error("%s: alert_to names %s, which no target in alerts.targets has", app_name, ", ".join(unknown))
         chosen = [name for name in wanted if name in names]
         return chosen or names
 
     # ----------------------------------------------------------------- a tick
 
-    def tick(self, states: Mapping[str, JobState], now: dt.datetime, swept: Swept,
-             unplaced: Mapping[str, str] | None = None) -> None:
+    def tick(
+        self, states: Mapping[str, JobState], now: dt.datetime, swept: Swept, unplaced: Mapping[str, str] | None = None
+    ) -> None:
         """Evaluate the rules against ``states`` (read at ``now``) and ``unplaced`` (the jobs no
         live host may run, with why: :func:`crontabber.alerts.sweep.unplaced`), open, resolve and repeat
         alerts, and deliver what is due: the claimed notices of the tick's sweep
@@ -169,8 +185,7 @@ class Alerter:
         names |= {name for name in self.jobs if needs_attention(states.get(name), now)}
         names |= set(unplaced or {})
         try:
-            evaluated = [self.watched(name, states.get(name), (unplaced or {}).get(name, ""))
-                         for name in sorted(names)]
+            evaluated = [self.watched(name, states.get(name), (unplaced or {}).get(name, "")) for name in sorted(names)]
         except ConfigurationError as exc:
             logger.error("alerts not evaluated: %s", exc)
             evaluated = []
@@ -180,8 +195,7 @@ class Alerter:
             claimed = claimed + self.alert_store.notices_claim(self.host, self.config.claim_seconds, touched)
         self.deliver(claimed)
 
-    def held_back(self, states: Mapping[str, JobState], now: dt.datetime,
-                  windows: list[MuteWindow]) -> list[Event]:
+    def held_back(self, states: Mapping[str, JobState], now: dt.datetime, windows: list[MuteWindow]) -> list[Event]:
         """The conditions the maintenance windows in force (``windows``:
         :meth:`AlertStore.mutes`) keep from alerting at ``now`` (:func:`held_back`).
 
@@ -205,15 +219,16 @@ class Alerter:
         for old, event in todo.supersede:
             touched += self._supersede(old, event, states.get(old.app_name))
         for alert in todo.resolve:
-            recovered = (recovery(alert, states.get(alert.app_name), now)
-                         if self.rules(alert.app_name).on_recovery else None)
+            recovered = (
+                recovery(alert, states.get(alert.app_name), now) if self.rules(alert.app_name).on_recovery else None
+            )
             ended, alert_id = self.alert_store.alert_resolve(
-                alert.id, self._opening(recovered) if recovered is not None else None)
+                alert.id, self._opening(recovered) if recovered is not None else None
+            )
             if ended:  # the recovery with it, in one transaction: a kill loses neither alone
                 logger.info("%s: alert %s (%s) ended", alert.app_name, alert.id, alert.kind)
             if alert_id is not None and recovered is not None:
-                logger.warning("alert %s: %s", alert_id, recovered.message,
-                               extra={"job": recovered.app_name})
+                logger.warning("alert %s: %s", alert_id, recovered.message, extra={"job": recovered.app_name})
                 touched.append(alert_id)
         for event in todo.open:
             alert_id = self.open(event)
@@ -223,8 +238,10 @@ class Alerter:
             self.alert_store.alert_refresh(alert.id, event.message, event.detail)
         for alert in todo.realert:
             rules = self.rules(alert.app_name)
-            if self.alert_store.alert_realert(alert.id, rules.realert.total_seconds(),
-                                        self.targets_of(alert.app_name)) is not None:
+            if (
+                self.alert_store.alert_realert(alert.id, rules.realert.total_seconds(), self.targets_of(alert.app_name))
+                is not None
+            ):
                 touched.append(alert.id)
         return touched
 
@@ -238,13 +255,18 @@ class Alerter:
         def notice_of(new_id: int | None) -> dict[str, Any] | None:
             return self._opening(superseded(old, new_id, state)) if tell else None
 
-        ended, new_id, superseded_id = self.alert_store.alert_supersede(
-            old.id, self._opening(event), notice_of)
+        ended, new_id, superseded_id = self.alert_store.alert_supersede(old.id, self._opening(event), notice_of)
         if not ended:
             alert_id = self.open(event)
             return [alert_id] if alert_id is not None else []
-        logger.info("%s: alert %s (%s) superseded by alert %s", old.app_name, old.id, old.kind,
-                    new_id, extra={"job": old.app_name})
+        logger.info(
+            "%s: alert %s (%s) superseded by alert %s",
+            old.app_name,
+            old.id,
+            old.kind,
+            new_id,
+            extra={"job": old.app_name},
+        )
         if new_id is not None:
             logger.warning("alert %s: %s", new_id, event.message, extra={"job": event.app_name})
         return [i for i in (superseded_id, new_id) if i is not None]
@@ -252,10 +274,16 @@ class Alerter:
     def _opening(self, event: Event) -> dict[str, Any]:
         """The store's parameters of opening ``event`` with a notice per target of its job."""
         realert = self.rules(event.app_name).realert if event.kind in LASTING else dt.timedelta(0)
-        return {"app_name": event.app_name, "kind": event.kind, "subject": event.subject,
-                "message": event.message, "detail": event.detail, "host": self.host,
-                "realert_seconds": realert.total_seconds(),
-                "targets": self.targets_of(event.app_name)}
+        return {
+            "app_name": event.app_name,
+            "kind": event.kind,
+            "subject": event.subject,
+            "message": event.message,
+            "detail": event.detail,
+            "host": self.host,
+            "realert_seconds": realert.total_seconds(),
+            "targets": self.targets_of(event.app_name),
+        }
 
     def open(self, event: Event) -> int | None:
         """Open ``event`` with a notice per target of its job: its id, or None when another
@@ -313,16 +341,26 @@ class Alerter:
             try:
                 if target is None:
                     raise DeliveryError(f"target {row['target']} is no longer in alerts.targets")
-                send(target, _notice(row, self.host), self.config.timeout_seconds, agent, self.environ,
-                     self.config.smtp)
+                send(
+                    target, _notice(row, self.host), self.config.timeout_seconds, agent, self.environ, self.config.smtp
+                )
             except DeliveryError as exc:
                 delivery.error = str(exc)
                 delivery.given_up = self.alert_store.notice_failed(
-                    row["notice_id"], self.host, str(exc), notice_retry_delay(row["attempts"]),
-                    self.config.max_attempts if target is not None and not once else 0)
-                logger.warning("alert %s to %s: not delivered (attempt %s): %s%s", row["id"],
-                               row["target"], row["attempts"], exc,
-                               "; given up" if delivery.given_up else "")
+                    row["notice_id"],
+                    self.host,
+                    str(exc),
+                    notice_retry_delay(row["attempts"]),
+                    self.config.max_attempts if target is not None and not once else 0,
+                )
+                logger.warning(
+                    "alert %s to %s: not delivered (attempt %s): %s%s",
+                    row["id"],
+                    row["target"],
+                    row["attempts"],
+                    exc,
+                    "; given up" if delivery.given_up else "",
+                )
             else:
                 self.alert_store.notice_sent(row["notice_id"], self.host)
                 logger.info("alert %s to %s: delivered", row["id"], row["target"])
@@ -334,16 +372,27 @@ class Alerter:
         and deliver it now, once: a notice that fails is given up (ticks never send a test;
         to PagerDuty it is resolved as soon as it is triggered, :func:`crontabber.alerts.notify.payloads`)."""
         now = self.store.now()
-        alert_id = self.open(Event(job.app_name, "test", f"{now.isoformat()} {self.host}",
-                                   f"{job.app_name}: a test alert from {self.host} (--test-alert)",
-                                   {"test": True}))
+        alert_id = self.open(
+            Event(
+                job.app_name,
+                "test",
+                f"{now.isoformat()} {self.host}",
+                f"{job.app_name}: a test alert from {self.host} (--test-alert)",
+                {"test": True},
+            )
+        )
         assert alert_id is not None  # the subject is this host's and this moment's
-        return self.deliver(self.alert_store.notices_claim(self.host, self.config.claim_seconds, [alert_id]),
-                            once=True)
+        return self.deliver(self.alert_store.notices_claim(self.host, self.config.claim_seconds, [alert_id]), once=True)
 
 
-def tick_alerter(settings: Settings, jobs: list[Job], store: StateStore, holder: str,
-                 rules: LeaseRules, pid_alive: Callable[[int], bool]) -> Alerter:
+def tick_alerter(
+    settings: Settings,
+    jobs: list[Job],
+    store: StateStore,
+    holder: str,
+    rules: LeaseRules,
+    pid_alive: Callable[[int], bool],
+) -> Alerter:
     """The alerts of this invocation (a tick, ``--alerts``, ``--test-alert``), held by
     ``holder`` (this process, ``host:pid``): a late job's blocker is ``--explain``'s verdict,
     its marker judged by ``rules`` from this host (:func:`crontabber.runner.lease_rules`,
@@ -357,17 +406,18 @@ def tick_alerter(settings: Settings, jobs: list[Job], store: StateStore, holder:
     return Alerter(settings, jobs, store, holder, blocker)
 
 
-def missed_deadlines(jobs: list[Job], settings: Settings, states: Mapping[str, JobState],
-                     now: dt.datetime) -> dict[str, str]:
+def missed_deadlines(
+    jobs: list[Job], settings: Settings, states: Mapping[str, JobState], now: dt.datetime
+) -> dict[str, str]:
     """The jobs past a deadline at ``now`` (``deadline`` set, next interval not done by it),
     with the line that says so: what ``--nagios``, the metrics file and the dashboard show.
     A job whose rules do not load is left out (``--configtest`` names the option)."""
-    return {name: event.message for name, event in deadline_events(jobs, settings, states,
-                                                                   now).items()}
+    return {name: event.message for name, event in deadline_events(jobs, settings, states, now).items()}
 
 
-def deadline_events(jobs: list[Job], settings: Settings, states: Mapping[str, JobState],
-                    now: dt.datetime) -> dict[str, Event]:
+def deadline_events(
+    jobs: list[Job], settings: Settings, states: Mapping[str, JobState], now: dt.datetime
+) -> dict[str, Event]:
     """The ``late`` event (:func:`crontabber.alerts.rules.late`) of each job past its deadline at
     ``now``, by app name; its ``detail`` has the ``interval`` and its ``deadline``."""
     from .rules import late
@@ -378,8 +428,7 @@ def deadline_events(jobs: list[Job], settings: Settings, states: Mapping[str, Jo
             rules = alert_rules(job, settings.sources)
         except ConfigurationError:
             continue
-        event = late(Watched(job.app_name, states.get(job.app_name), rules, job.schedule,
-                             job.is_backfill), now)
+        event = late(Watched(job.app_name, states.get(job.app_name), rules, job.schedule, job.is_backfill), now)
         if event is not None:
             missed[job.app_name] = event
     return missed
@@ -387,5 +436,15 @@ def deadline_events(jobs: list[Job], settings: Settings, states: Mapping[str, Jo
 
 def _notice(row: Mapping[str, Any], host: str) -> Notice:
     detail = row["detail"] if isinstance(row["detail"], Mapping) else {}
-    return Notice(row["id"], row["notice"], row["app_name"], row["kind"], row["subject"],
-                  row["message"], jsonout.time_text(row["opened_at"]), row["opened_by"], detail, host)
+    return Notice(
+        row["id"],
+        row["notice"],
+        row["app_name"],
+        row["kind"],
+        row["subject"],
+        row["message"],
+        jsonout.time_text(row["opened_at"]),
+        row["opened_by"],
+        detail,
+        host,
+    )

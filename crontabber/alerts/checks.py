@@ -55,7 +55,11 @@ _AGGREGATE = rf"(?:{_NUMBER}\s*[x*]\s*)?(median|mean|p95|min|max)\((\d+)\)"
 _SLOWER = re.compile(rf"^\s*{_NUMBER}\s*[x*]\s*p95\((\d+)\)\s*$")
 _CHECK = re.compile(rf"^\s*([a-z][a-z0-9_]*)\s*(<=|>=|<|>)\s*(?:{_AGGREGATE}|{_NUMBER})\s*$")
 _OPERATORS: Mapping[str, Callable[[float, float], bool]] = {
-    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
 
 
 @dataclass(frozen=True)
@@ -106,8 +110,7 @@ def parse_checks(values: Mapping[str, Any]) -> Checks:
         if match is None:
             raise ValueError(f"slower_than: {slower!r} is not K x p95(N) (3 x p95(20))")
         factor, runs = float(match[1]), int(match[2])
-    checks = tuple(_metric_check(text) for text in str(values.get("check") or "").split(";")
-                   if text.strip())
+    checks = tuple(_metric_check(text) for text in str(values.get("check") or "").split(";") if text.strip())
     minimum = values.get("min_duration") or dt.timedelta(0)
     try:
         if not isinstance(minimum, dt.timedelta):  # converted already when read from the INI
@@ -120,12 +123,13 @@ def parse_checks(values: Mapping[str, Any]) -> Checks:
 def _metric_check(text: str) -> MetricCheck:
     match = _CHECK.match(text)
     if match is None:
-        raise ValueError(f"check: {text.strip()!r} is not METRIC OP [K x] AGGREGATE(N) "
-                         "(keys_deleted < 5 x median(10)) or METRIC OP NUMBER")
+        raise ValueError(
+            f"check: {text.strip()!r} is not METRIC OP [K x] AGGREGATE(N) "
+            "(keys_deleted < 5 x median(10)) or METRIC OP NUMBER"
+        )
     metric, op, factor, aggregate, runs, number = match.groups()
     if aggregate:
-        return MetricCheck(" ".join(text.split()), metric, op, float(factor or 1), aggregate,
-                           int(runs))
+        return MetricCheck(" ".join(text.split()), metric, op, float(factor or 1), aggregate, int(runs))
     return MetricCheck(" ".join(text.split()), metric, op, number=float(number))
 
 
@@ -146,7 +150,11 @@ def _aggregate(name: str, values: Sequence[float]) -> float:
         ordered = sorted(values)
         return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
     functions: dict[str, Callable[[Sequence[float]], float]] = {
-        "median": statistics.median, "mean": statistics.fmean, "min": min, "max": max}
+        "median": statistics.median,
+        "mean": statistics.fmean,
+        "min": min,
+        "max": max,
+    }
     return float(functions[name](values))
 
 
@@ -157,18 +165,26 @@ def breaches(run: "RunRecord", earlier: Sequence["RunRecord"], checks: Checks) -
     found = []
     seconds = _took_seconds(run)
     if seconds is not None and checks.min_duration and seconds < checks.min_duration.total_seconds():
-        found.append(Breach(f"min_duration {took(checks.min_duration)}",
-                            f"took {took(dt.timedelta(seconds=seconds))}, faster than "
-                            f"min_duration {took(checks.min_duration)}"))
+        found.append(
+            Breach(
+                f"min_duration {took(checks.min_duration)}",
+                f"took {took(dt.timedelta(seconds=seconds))}, faster than min_duration {took(checks.min_duration)}",
+            )
+        )
     if seconds is not None and checks.slower_factor:
-        past = [s for s in (_took_seconds(r) for r in good[:checks.slower_runs]) if s is not None]
+        past = [s for s in (_took_seconds(r) for r in good[: checks.slower_runs]) if s is not None]
         if len(past) >= min(MIN_HISTORY, checks.slower_runs):
             bound = checks.slower_factor * _aggregate("p95", past)
             if seconds > bound:
                 rule = f"slower_than {checks.slower_factor:g} x p95({checks.slower_runs})"
-                found.append(Breach(rule, f"took {took(dt.timedelta(seconds=seconds))}, over "
-                                          f"{took(dt.timedelta(seconds=bound))} ({rule} of "
-                                          f"{len(past)} good runs)"))
+                found.append(
+                    Breach(
+                        rule,
+                        f"took {took(dt.timedelta(seconds=seconds))}, over "
+                        f"{took(dt.timedelta(seconds=bound))} ({rule} of "
+                        f"{len(past)} good runs)",
+                    )
+                )
     for check in checks.metric_checks:
         breach = _judge(check, run, good)
         if breach is not None:
@@ -182,7 +198,7 @@ def _judge(check: MetricCheck, run: "RunRecord", good: Sequence["RunRecord"]) ->
         return None
     bound, against = check.number, ""
     if check.aggregate:
-        past = [r.metrics[check.metric] for r in good if check.metric in r.metrics][:check.runs]
+        past = [r.metrics[check.metric] for r in good if check.metric in r.metrics][: check.runs]
         if len(past) < min(MIN_HISTORY, check.runs):
             return None
         typical = _aggregate(check.aggregate, past)
@@ -196,14 +212,24 @@ def _judge(check: MetricCheck, run: "RunRecord", good: Sequence["RunRecord"]) ->
 def breach_event(run: "RunRecord", breach: Breach, on_breach: str) -> Event:
     """The ``breach`` alert of ``run``: once across the fleet per run and rule."""
     then = "; the job is paused until someone resumes it (--resume)" if on_breach == "pause" else ""
-    return Event(run.app_name, "breach", f"run {run.run_id}: {breach.rule}",
-                 f"{run.app_name}: run {run.run_id} breached {breach.rule}: {breach.said}{then}; "
-                 f"see --history {run.app_name}, --logs {run.app_name} --run {run.run_id}",
-                 {"run_id": run.run_id, "rule": breach.rule, "said": breach.said,
-                  "metrics": dict(run.metrics), "on_breach": on_breach})
+    return Event(
+        run.app_name,
+        "breach",
+        f"run {run.run_id}: {breach.rule}",
+        f"{run.app_name}: run {run.run_id} breached {breach.rule}: {breach.said}{then}; "
+        f"see --history {run.app_name}, --logs {run.app_name} --run {run.run_id}",
+        {
+            "run_id": run.run_id,
+            "rule": breach.rule,
+            "said": breach.said,
+            "metrics": dict(run.metrics),
+            "on_breach": on_breach,
+        },
+    )
 
 
 # ----------------------------------------------------------------- carrying them out
+
 
 def job_checks(job: "Job", settings: "Settings") -> Checks:
     """The checks of ``job`` (its ``[[class-X]]`` options).
@@ -220,8 +246,14 @@ def job_checks(job: "Job", settings: "Settings") -> Checks:
         raise ConfigurationError(f"crontabber.class-{job.cls.__name__}", str(exc)) from None
 
 
-def check_runs(settings: "Settings", jobs: Sequence["Job"], store: "StateStore",
-               ran: Mapping[str, int], holder: str, alert: Callable[[Event], None] | None) -> None:
+def check_runs(
+    settings: "Settings",
+    jobs: Sequence["Job"],
+    store: "StateStore",
+    ran: Mapping[str, int],
+    holder: str,
+    alert: Callable[[Event], None] | None,
+) -> None:
     """Judge each run of ``ran`` ({app name: run id}, the runs that succeeded in this tick)
     against its job's checks: for each breach, ``alert(event)`` (None: no alert targets) and,
     with ``on_breach = pause``, pause the job (audited, the reason naming the breach). A job
@@ -251,6 +283,15 @@ def check_runs(settings: "Settings", jobs: Sequence["Job"], store: "StateStore",
         if found and checks.on_breach == "pause":
             reason = f"run {run.run_id} breached {found[0].rule}: {found[0].said}"
             until = store.now() + BREACH_PAUSE
-            store.pause(job.app_name, job.depends_on, until, AuditEntry(
-                f"crontabber@{holder}", "pause", job.app_name, reason,
-                {"outcome": "done", "breach": [b.rule for b in found], "run_id": run.run_id}))
+            store.pause(
+                job.app_name,
+                job.depends_on,
+                until,
+                AuditEntry(
+                    f"crontabber@{holder}",
+                    "pause",
+                    job.app_name,
+                    reason,
+                    {"outcome": "done", "breach": [b.rule for b in found], "run_id": run.run_id},
+                ),
+            )

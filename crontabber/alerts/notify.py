@@ -72,16 +72,29 @@ class Notice(NamedTuple):
         return f"crontabber/{self.app_name}/{self.kind}/{self.subject}"
 
     def document(self) -> dict[str, Any]:
-        return {"alert": self.alert_id, "notice": self.notice, "job": self.app_name,
-                "kind": self.kind, "subject": self.subject, "message": self.message,
-                "opened_at": self.opened_at, "opened_by": self.opened_by,
-                "detail": dict(self.detail), "sent_by": self.sent_by}
+        return {
+            "alert": self.alert_id,
+            "notice": self.notice,
+            "job": self.app_name,
+            "kind": self.kind,
+            "subject": self.subject,
+            "message": self.message,
+            "opened_at": self.opened_at,
+            "opened_by": self.opened_by,
+            "detail": dict(self.detail),
+            "sent_by": self.sent_by,
+        }
 
 
-_SLACK_ICONS = {"failing": ":red_circle:", "silent": ":hourglass:", "takeover": ":warning:",
-                "recovered": ":large_green_circle:", "superseded": ":repeat:",
-                "test": ":information_source:",
-                "old-code": ":construction:"}
+_SLACK_ICONS = {
+    "failing": ":red_circle:",
+    "silent": ":hourglass:",
+    "takeover": ":warning:",
+    "recovered": ":large_green_circle:",
+    "superseded": ":repeat:",
+    "test": ":information_source:",
+    "old-code": ":construction:",
+}
 
 
 def payloads(target: Target, notice: Notice, environ: Mapping[str, str]) -> list[dict[str, Any]]:
@@ -102,14 +115,21 @@ def payload(target: Target, notice: Notice, environ: Mapping[str, str]) -> dict[
         resolve = notice.kind in RESOLVING
         link = notice.detail.get("link") if isinstance(notice.detail, Mapping) else None
         links = [{"href": link, "text": f"{notice.app_name} on the dashboard"}] if link else []
-        return {"routing_key": target.secret("routing_key_env", environ),
-                **({"links": links} if links else {}),
-                "event_action": "resolve" if resolve else "trigger",
-                "dedup_key": notice.dedup_key,
-                "payload": {"summary": notice.message[:1024], "source": notice.sent_by,
-                            "severity": "info" if notice.kind in ("test", *RESOLVING) else "error",
-                            "component": notice.app_name, "group": "crontabber",
-                            "class": notice.kind, "custom_details": notice.document()}}
+        return {
+            "routing_key": target.secret("routing_key_env", environ),
+            **({"links": links} if links else {}),
+            "event_action": "resolve" if resolve else "trigger",
+            "dedup_key": notice.dedup_key,
+            "payload": {
+                "summary": notice.message[:1024],
+                "source": notice.sent_by,
+                "severity": "info" if notice.kind in ("test", *RESOLVING) else "error",
+                "component": notice.app_name,
+                "group": "crontabber",
+                "class": notice.kind,
+                "custom_details": notice.document(),
+            },
+        }
     return notice.document()
 
 
@@ -129,8 +149,14 @@ def signature(secret: str, timestamp: str, body: bytes) -> str:
     return "sha256=" + mac.hexdigest()
 
 
-def send(target: Target, notice: Notice, timeout: float, user_agent: str,
-         environ: Mapping[str, str] = os.environ, smtp: SmtpSettings | None = None) -> None:
+def send(
+    target: Target,
+    notice: Notice,
+    timeout: float,
+    user_agent: str,
+    environ: Mapping[str, str] = os.environ,
+    smtp: SmtpSettings | None = None,
+) -> None:
     """Deliver ``notice`` to ``target``.
 
     Raises:
@@ -165,8 +191,7 @@ def email_message(target: Target, notice: Notice, sender: str) -> Any:
         first = message_id(int(resolves["id"]), 1, sender)
         message["In-Reply-To"] = first
         message["References"] = first
-    facts = "\n".join(f"{key}: {value}" for key, value in notice.document().items()
-                      if key not in ("message", "detail"))
+    facts = "\n".join(f"{key}: {value}" for key, value in notice.document().items() if key not in ("message", "detail"))
     details = "\n".join(f"  {key}: {value}" for key, value in dict(notice.detail).items())
     message.set_content(f"{notice.message}\n\n{facts}\n" + (f"detail:\n{details}\n" if details else ""))
     return message
@@ -202,11 +227,13 @@ def send_email(target: Target, notice: Notice, smtp: SmtpSettings, timeout: floa
         import logging
 
         logging.getLogger("crontabber.alerts").warning(
-            "alert %s to %s: the SMTP server refused %s", notice.key, target.name, ", ".join(refused))
+            "alert %s to %s: the SMTP server refused %s", notice.key, target.name, ", ".join(refused)
+        )
 
 
-def send_webhook(target: Target, notice: Notice, timeout: float, user_agent: str,
-                 environ: Mapping[str, str] = os.environ) -> None:
+def send_webhook(
+    target: Target, notice: Notice, timeout: float, user_agent: str, environ: Mapping[str, str] = os.environ
+) -> None:
     """POST ``notice`` to a webhook ``target`` (each of its :func:`payloads`, in order): a
     2xx answer to each is delivered.
 
@@ -217,8 +244,14 @@ def send_webhook(target: Target, notice: Notice, timeout: float, user_agent: str
         post(target, notice, document, timeout, user_agent, environ)
 
 
-def post(target: Target, notice: Notice, document: Mapping[str, Any], timeout: float,
-         user_agent: str, environ: Mapping[str, str] = os.environ) -> None:
+def post(
+    target: Target,
+    notice: Notice,
+    document: Mapping[str, Any],
+    timeout: float,
+    user_agent: str,
+    environ: Mapping[str, str] = os.environ,
+) -> None:
     """POST one JSON ``document`` of ``notice`` to a webhook ``target``: a 2xx answer is
     delivered. A redirect is not followed (it could send the fleet's requests to any address,
     an internal one included): it fails like an error status.
@@ -235,8 +268,12 @@ def post(target: Target, notice: Notice, document: Mapping[str, Any], timeout: f
 
     body = json.dumps(document, default=str).encode("utf-8")
     timestamp = str(int(time.time()))
-    headers = {"Content-Type": "application/json", "User-Agent": user_agent,
-               "X-Crontabber-Notice": notice.key, "X-Crontabber-Timestamp": timestamp}
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": user_agent,
+        "X-Crontabber-Notice": notice.key,
+        "X-Crontabber-Timestamp": timestamp,
+    }
     secret = target.secret("secret_env", environ)
     if secret:
         headers["X-Crontabber-Signature"] = signature(secret, timestamp, body)
@@ -268,7 +305,7 @@ def status_line(code: int, reason: Any) -> str:
 
     text = one_line(str(reason or ""))
     if len(text) > REASON_CHARACTERS:
-        text = text[:REASON_CHARACTERS - 3] + "..."
+        text = text[: REASON_CHARACTERS - 3] + "..."
     redirect = " (a redirect: not followed)" if 300 <= code < 400 else ""
     return f"HTTP {code}{': ' + text if text else ''}{redirect}"
 

@@ -109,8 +109,7 @@ class OpenAlert:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "OpenAlert":
-        return cls(row["id"], row["app_name"], row["kind"], row["subject"], row["message"],
-                   row["next_notice"])
+        return cls(row["id"], row["app_name"], row["kind"], row["subject"], row["message"], row["next_notice"])
 
 
 @dataclass
@@ -138,8 +137,7 @@ def next_interval(state: JobState, schedule: Schedule, is_backfill: bool) -> dt.
     if is_backfill:
         when = state.last_success.astimezone(dt.timezone.utc)
         if schedule.time is not None:
-            when = when.replace(hour=schedule.time.hour, minute=schedule.time.minute, second=0,
-                                microsecond=0)
+            when = when.replace(hour=schedule.time.hour, minute=schedule.time.minute, second=0, microsecond=0)
         return when + schedule.interval
     return next_run_after(state.last_success, schedule, True, 0) - schedule.delay
 
@@ -158,15 +156,25 @@ def late(watched: Watched, now: dt.datetime, blocker: Blocker = lambda: "") -> E
     if interval is None or now < interval + rules.deadline:
         return None
     due, why = interval + rules.deadline, blocker()
-    return Event(watched.app_name, "late", f"interval {interval.isoformat()}",
-                 f"{watched.app_name}: the interval of {minute_text(interval)} was not done by its "
-                 f"deadline, {minute_text(due)}" + (f"; {why}" if why else ""),
-                 {"interval": interval, "deadline": due, "blocker": why})
+    return Event(
+        watched.app_name,
+        "late",
+        f"interval {interval.isoformat()}",
+        f"{watched.app_name}: the interval of {minute_text(interval)} was not done by its "
+        f"deadline, {minute_text(due)}" + (f"; {why}" if why else ""),
+        {"interval": interval, "deadline": due, "blocker": why},
+    )
 
 
-def failing(app_name: str, state: JobState | None, rules: AlertRules, *,
-            failed_by: str | None = None, blocks: tuple[str, ...] = (), link: str = ""
-            ) -> Event | None:
+def failing(
+    app_name: str,
+    state: JobState | None,
+    rules: AlertRules,
+    *,
+    failed_by: str | None = None,
+    blocks: tuple[str, ...] = (),
+    link: str = "",
+) -> Event | None:
     """The ``failing`` condition: ``after_failures`` failures in a row. The message names
     the last failed run and who ran it (``failed_by``: ``host:pid``), the jobs it blocks (its
     configured dependents, as ``--explain`` names them), the commands that show it, and its
@@ -179,19 +187,30 @@ def failing(app_name: str, state: JobState | None, rules: AlertRules, *,
 
     error = ErrorInfo.of_state(state.last_error)
     summary = error.summary[:300] if error else "no error recorded"
-    streak = f"after {state.last_success.isoformat() if state.last_success else 'never'}" \
+    streak = (
+        f"after {state.last_success.isoformat() if state.last_success else 'never'}"
         f" (first run {state.first_run.isoformat() if state.first_run else '?'})"
-    run = " ".join(part for part in (
-        f"run {state.run_id}" if state.run_id is not None else "",
-        f"on {failed_by}" if failed_by else "") if part)
-    message = (f"{app_name}: failed {counted(state.error_count, 'time')} in a row; last: {summary}"
-               + (f" ({run})" if run else "")
-               + (f"; blocks {', '.join(blocks)}" if blocks else "")
-               + f"; see --show-error {app_name}, --logs {app_name}"
-               + (f"; dashboard: {link}" if link else ""))
-    detail: dict[str, Any] = {"error_count": state.error_count, "error": summary,
-                              "run_id": state.run_id, "by": failed_by, "blocks": list(blocks),
-                              "last_success": state.last_success}
+    )
+    run = " ".join(
+        part
+        for part in (f"run {state.run_id}" if state.run_id is not None else "", f"on {failed_by}" if failed_by else "")
+        if part
+    )
+    message = (
+        f"{app_name}: failed {counted(state.error_count, 'time')} in a row; last: {summary}"
+        + (f" ({run})" if run else "")
+        + (f"; blocks {', '.join(blocks)}" if blocks else "")
+        + f"; see --show-error {app_name}, --logs {app_name}"
+        + (f"; dashboard: {link}" if link else "")
+    )
+    detail: dict[str, Any] = {
+        "error_count": state.error_count,
+        "error": summary,
+        "run_id": state.run_id,
+        "by": failed_by,
+        "blocks": list(blocks),
+        "last_success": state.last_success,
+    }
     if link:
         detail["link"] = link
     return Event(app_name, "failing", streak, message, detail)
@@ -199,22 +218,32 @@ def failing(app_name: str, state: JobState | None, rules: AlertRules, *,
 
 def failing_of(watched: Watched) -> Event | None:
     """:func:`failing` of a job as the plan sees it."""
-    return failing(watched.app_name, watched.state, watched.rules, failed_by=watched.failed_by,
-                   blocks=watched.blocks, link=watched.link)
+    return failing(
+        watched.app_name,
+        watched.state,
+        watched.rules,
+        failed_by=watched.failed_by,
+        blocks=watched.blocks,
+        link=watched.link,
+    )
 
 
-def silent(app_name: str, state: JobState | None, rules: AlertRules, now: dt.datetime,
-           blocker: Blocker = lambda: "") -> Event | None:
+def silent(
+    app_name: str, state: JobState | None, rules: AlertRules, now: dt.datetime, blocker: Blocker = lambda: ""
+) -> Event | None:
     """The ``silent`` condition: due longer than ``silence`` ago and not run (its message
     states times, never "ago", as :func:`late`'s)."""
     overdue = lateness(state, now)
     if overdue is None or not rules.silence or overdue < rules.silence:
         return None
     since, why = now - overdue, blocker()
-    return Event(app_name, "silent", f"due {since.isoformat()}",
-                 f"{app_name}: has not run since it was due at {utc_text(since)}"
-                 + (f"; {why}" if why else ""),
-                 {"due": since, "late_seconds": int(overdue.total_seconds()), "blocker": why})
+    return Event(
+        app_name,
+        "silent",
+        f"due {since.isoformat()}",
+        f"{app_name}: has not run since it was due at {utc_text(since)}" + (f"; {why}" if why else ""),
+        {"due": since, "late_seconds": int(overdue.total_seconds()), "blocker": why},
+    )
 
 
 def no_host(watched: Watched) -> Event | None:
@@ -223,11 +252,14 @@ def no_host(watched: Watched) -> Event | None:
         return None
     # one alert per job and due run: the next episode (after a run) opens a new one
     due = watched.state.next_run if watched.state is not None else None
-    return Event(watched.app_name, "no-host",
-                 f"needs {', '.join(watched.hosts)}; due {due.isoformat() if due else 'first run'}",
-                 f"{watched.app_name}: {watched.unplaced}; it runs nowhere until a host with "
-                 "the tag ticks (crontabber.host_tags) or one is undrained (--undrain HOST)",
-                 {"hosts": list(watched.hosts), "verdict": watched.unplaced})
+    return Event(
+        watched.app_name,
+        "no-host",
+        f"needs {', '.join(watched.hosts)}; due {due.isoformat() if due else 'first run'}",
+        f"{watched.app_name}: {watched.unplaced}; it runs nowhere until a host with "
+        "the tag ticks (crontabber.host_tags) or one is undrained (--undrain HOST)",
+        {"hosts": list(watched.hosts), "verdict": watched.unplaced},
+    )
 
 
 def muted(app_name: str, mutes: Mapping[str, dt.datetime], now: dt.datetime) -> bool:
@@ -235,9 +267,13 @@ def muted(app_name: str, mutes: Mapping[str, dt.datetime], now: dt.datetime) -> 
     return any(until > now for scope, until in mutes.items() if scope in (app_name, "*"))
 
 
-def plan(jobs: Iterable[Watched], open_alerts: Iterable[OpenAlert],
-         now: dt.datetime, blocker: Callable[[str], str] = lambda app_name: "",
-         mutes: Mapping[str, dt.datetime] | None = None) -> AlertPlan:
+def plan(
+    jobs: Iterable[Watched],
+    open_alerts: Iterable[OpenAlert],
+    now: dt.datetime,
+    blocker: Callable[[str], str] = lambda app_name: "",
+    mutes: Mapping[str, dt.datetime] | None = None,
+) -> AlertPlan:
     """What to do at ``now``: for each job (its name, state and rules), the conditions it is in
     against the alerts open. ``blocker(app_name)`` says why a late job has not run (from
     ``--explain``); it is called only for a job that is silent. ``mutes``: the maintenance
@@ -252,8 +288,16 @@ def plan(jobs: Iterable[Watched], open_alerts: Iterable[OpenAlert],
             by_job.pop(app_name, None)
             continue  # muted: nothing opens, ends or repeats while paused or in a window
         why = functools.partial(blocker, app_name)
-        found = [e for e in (failing_of(watched), silent(app_name, state, rules, now, why),
-                             late(watched, now, why), no_host(watched)) if e is not None]
+        found = [
+            e
+            for e in (
+                failing_of(watched),
+                silent(app_name, state, rules, now, why),
+                late(watched, now, why),
+                no_host(watched),
+            )
+            if e is not None
+        ]
         current = {e.key for e in found}
         opened = {a.key: a for a in by_job.pop(app_name, [])}
         ended = [a for key, a in opened.items() if key not in current]
@@ -275,8 +319,7 @@ def plan(jobs: Iterable[Watched], open_alerts: Iterable[OpenAlert],
     return result
 
 
-def held_back(jobs: Iterable[Watched], now: dt.datetime, mutes: Mapping[str, dt.datetime]
-              ) -> list[Event]:
+def held_back(jobs: Iterable[Watched], now: dt.datetime, mutes: Mapping[str, dt.datetime]) -> list[Event]:
     """What the maintenance windows ``mutes`` (``{scope: until}``) keep quiet at ``now``: the
     failing, silent and late conditions of each job inside a window (and not paused), which
     :func:`plan` would act on without it (``--alerts`` and the dashboard show them)."""
@@ -284,9 +327,16 @@ def held_back(jobs: Iterable[Watched], now: dt.datetime, mutes: Mapping[str, dt.
     for watched in jobs:
         if pause_active(watched.state, now) or not muted(watched.app_name, mutes, now):
             continue
-        found += [e for e in (failing_of(watched),
-                              silent(watched.app_name, watched.state, watched.rules, now),
-                              late(watched, now), no_host(watched)) if e is not None]
+        found += [
+            e
+            for e in (
+                failing_of(watched),
+                silent(watched.app_name, watched.state, watched.rules, now),
+                late(watched, now),
+                no_host(watched),
+            )
+            if e is not None
+        ]
     return found
 
 
@@ -298,15 +348,24 @@ def refreshed(alert: OpenAlert, event: Event) -> Event | None:
     if alert.message.startswith(event.message):
         return None
     tail = alert.message.rfind(" (supersedes alert ")
-    return Event(event.app_name, event.kind, event.subject,
-                 event.message + (alert.message[tail:] if tail >= 0 else ""), event.detail)
+    return Event(
+        event.app_name,
+        event.kind,
+        event.subject,
+        event.message + (alert.message[tail:] if tail >= 0 else ""),
+        event.detail,
+    )
 
 
 def superseding(event: Event, old: OpenAlert) -> Event:
     """The new streak's ``failing`` event, saying which alert it supersedes."""
-    return Event(event.app_name, event.kind, event.subject,
-                 f"{event.message} (supersedes alert {old.id})",
-                 {**event.detail, "supersedes": old.id})
+    return Event(
+        event.app_name,
+        event.kind,
+        event.subject,
+        f"{event.message} (supersedes alert {old.id})",
+        {**event.detail, "supersedes": old.id},
+    )
 
 
 def superseded(alert: OpenAlert, new_id: int | None, state: JobState | None) -> Event:
@@ -322,25 +381,28 @@ def superseded(alert: OpenAlert, new_id: int | None, state: JobState | None) -> 
     else:
         ended = "ended its streak"
     count = f" ({counted(state.error_count, 'time')} in a row now)" if state is not None else ""
-    return Event(alert.app_name, "superseded", str(alert.id),
-                 f"{alert.app_name}: alert {alert.id} superseded by {by}: it {ended}, then "
-                 f"failed again{count}",
-                 {"resolves": {"id": alert.id, "kind": alert.kind, "subject": alert.subject},
-                  "superseded_by": new_id})
+    return Event(
+        alert.app_name,
+        "superseded",
+        str(alert.id),
+        f"{alert.app_name}: alert {alert.id} superseded by {by}: it {ended}, then failed again{count}",
+        {"resolves": {"id": alert.id, "kind": alert.kind, "subject": alert.subject}, "superseded_by": new_id},
+    )
 
 
 def recovery(alert: OpenAlert, state: JobState | None, now: dt.datetime) -> Event:
     """The ``recovered`` event of an alert whose condition ended."""
-    detail: dict[str, Any] = {"resolves": {"id": alert.id, "kind": alert.kind,
-                                            "subject": alert.subject}}
+    detail: dict[str, Any] = {"resolves": {"id": alert.id, "kind": alert.kind, "subject": alert.subject}}
     word = "recovered"
     if state is None:
         how = "its state was reset"
     elif alert.kind == "failing":
         ended = _streak_end(alert, state)
         if ended is None:  # no success since: the rules changed (alert_after_failures raised)
-            word, how = (f"alert {alert.id} ended", f"{counted(state.error_count, 'failure')} in a row is "
-                         "below alert_after_failures now; no success since")
+            word, how = (
+                f"alert {alert.id} ended",
+                f"{counted(state.error_count, 'failure')} in a row is below alert_after_failures now; no success since",
+            )
         else:
             how = ended
     elif alert.kind == "no-host":
@@ -348,10 +410,14 @@ def recovery(alert: OpenAlert, state: JobState | None, now: dt.datetime) -> Even
     else:
         how = f"ran at {utc_text(state.last_run)}" if state.last_run else "no longer late"
     if state is not None and state.success_marked:
-        detail["marked"] = {"by": state.success_marked_by, "reason": state.success_marked_reason,
-                            "at": state.success_marked_at}
-    return Event(alert.app_name, "recovered", str(alert.id),
-                 f"{alert.app_name}: {word} ({how}); was: {alert.message}", detail)
+        detail["marked"] = {
+            "by": state.success_marked_by,
+            "reason": state.success_marked_reason,
+            "at": state.success_marked_at,
+        }
+    return Event(
+        alert.app_name, "recovered", str(alert.id), f"{alert.app_name}: {word} ({how}); was: {alert.message}", detail
+    )
 
 
 def _streak_end(alert: OpenAlert, state: JobState) -> str | None:
@@ -361,8 +427,7 @@ def _streak_end(alert: OpenAlert, state: JobState) -> str | None:
     rules now alert on)."""
     if state.success_marked:
         how = f"{state.mark_text()} at {utc_text(state.last_success)}; no run has succeeded since"
-    elif state.last_success is not None and not alert.subject.startswith(
-            f"after {state.last_success.isoformat()} "):
+    elif state.last_success is not None and not alert.subject.startswith(f"after {state.last_success.isoformat()} "):
         how = f"succeeded at {utc_text(state.last_success)}"
     elif state.error_count:
         return None
@@ -380,27 +445,39 @@ RUNNER = "crontabber"
 def old_code(host: str, behind: tuple[int, ...]) -> Event:
     """The ``old-code`` event: ``host``'s code lacks the database's migrations ``behind``."""
     listed = ", ".join(f"{number:04d}" for number in behind)
-    return Event(RUNNER, "old-code", f"{host}: {listed}",
-                 f"{host} runs code older than the database's schema (it lacks migration "
-                 f"{listed}): it claims no job until it is upgraded",
-                 {"host": host, "migrations": list(behind)})
+    return Event(
+        RUNNER,
+        "old-code",
+        f"{host}: {listed}",
+        f"{host} runs code older than the database's schema (it lacks migration "
+        f"{listed}): it claims no job until it is upgraded",
+        {"host": host, "migrations": list(behind)},
+    )
 
 
 def broken_entry(text: str, problem: str) -> Event:
     """The ``broken-entry`` event: the jobs entry ``text`` does not load (``problem``); told
     once across the fleet per entry and error (its subject), as ``old-code`` is."""
-    return Event(RUNNER, "broken-entry", f"{text}: {problem}",
-                 f"jobs entry {text!r} does not load: {problem}; the other jobs run without it "
-                 "(--list-jobs shows it; --configtest refuses the file)",
-                 {"entry": text, "error": problem})
+    return Event(
+        RUNNER,
+        "broken-entry",
+        f"{text}: {problem}",
+        f"jobs entry {text!r} does not load: {problem}; the other jobs run without it "
+        "(--list-jobs shows it; --configtest refuses the file)",
+        {"entry": text, "error": problem},
+    )
 
 
 def takeover(app_name: str, before: JobState, run_id: int) -> Event:
     """The ``takeover`` event: run ``run_id`` took the job over from a run whose host died
     or whose lease expired (``before`` is the state as the new run found it)."""
     beat = utc_text(before.heartbeat) if before.heartbeat else "never"
-    return Event(app_name, "takeover", f"run {before.run_id}",
-                 f"{app_name}: run {run_id} took over from {before.ongoing_by or 'an unknown runner'}"
-                 f" (run {before.run_id}, started {utc_text(before.ongoing)}, last heartbeat {beat}):"
-                 " that run stopped without ending",
-                 {"abandoned_run": before.run_id, "by": before.ongoing_by, "new_run": run_id})
+    return Event(
+        app_name,
+        "takeover",
+        f"run {before.run_id}",
+        f"{app_name}: run {run_id} took over from {before.ongoing_by or 'an unknown runner'}"
+        f" (run {before.run_id}, started {utc_text(before.ongoing)}, last heartbeat {beat}):"
+        " that run stopped without ending",
+        {"abandoned_run": before.run_id, "by": before.ongoing_by, "new_run": run_id},
+    )

@@ -47,14 +47,16 @@ class AlertStore:
 
         return self.state.in_transaction(work)
 
-    def mute(self, scope: str, until: dt.datetime, audit: AuditEntry, replace: bool = False
-             ) -> bool:
+    def mute(self, scope: str, until: dt.datetime, audit: AuditEntry, replace: bool = False) -> bool:
         """Mute the alerts of ``scope`` (an app name, or ``*``) until ``until``, audited; True
         if muted. A window of ``scope`` still in force stays (False, nothing audited) unless
         ``replace``."""
+
         def work(cur: Any) -> bool:
-            cur.execute(queries()["mute"], {"scope": scope, "until": until, "by": audit.actor,
-                                            "reason": audit.reason, "replace": replace})
+            cur.execute(
+                queries()["mute"],
+                {"scope": scope, "until": until, "by": audit.actor, "reason": audit.reason, "replace": replace},
+            )
             if cur.fetchone() is None:
                 return False
             write_audit(cur, audit)
@@ -64,6 +66,7 @@ class AlertStore:
 
     def unmute(self, scope: str, audit: AuditEntry) -> bool:
         """End the window of ``scope`` now; False (nothing audited) when none was in force."""
+
         def work(cur: Any) -> bool:
             cur.execute(queries()["unmute"], {"scope": scope})
             if cur.fetchone() is None:
@@ -77,30 +80,45 @@ class AlertStore:
         """The windows in force (those that cover ``scope``: its own and ``*``)."""
         return [MuteWindow.from_row(row) for row in self._rows("mutes", {"scope": scope})]
 
-    def notices_claim(self, host: str, claim_seconds: float, alert_ids: Sequence[int]
-                      ) -> list[dict[str, Any]]:
+    def notices_claim(self, host: str, claim_seconds: float, alert_ids: Sequence[int]) -> list[dict[str, Any]]:
         """Claim the pending notices of ``alert_ids`` (those no other host holds): the sweep's
         claim, for these alerts only."""
-        rows = self._rows("alerts_sweep", sweep_params(host, claim_seconds, None,
-                                                       alert_ids=alert_ids))
+        rows = self._rows("alerts_sweep", sweep_params(host, claim_seconds, None, alert_ids=alert_ids))
         return [r for r in rows if r["row_kind"] == "notice"]
 
-    def alert_open(self, app_name: str, kind: str, subject: str, message: str,
-                   detail: Mapping[str, Any], host: str, realert_seconds: float,
-                   targets: Sequence[str]) -> int | None:
+    def alert_open(
+        self,
+        app_name: str,
+        kind: str,
+        subject: str,
+        message: str,
+        detail: Mapping[str, Any],
+        host: str,
+        realert_seconds: float,
+        targets: Sequence[str],
+    ) -> int | None:
         """Open an alert with a notice per target: its id, or None when any host had
         opened it (the unique key (app_name, kind, subject) decides)."""
-        rows = self._rows("alert_open", {
-            "app_name": app_name, "kind": kind, "subject": subject, "message": message,
-            "detail": _detail_json(detail), "host": host,
-            "realert_seconds": realert_seconds, "targets": list(targets)})
+        rows = self._rows(
+            "alert_open",
+            {
+                "app_name": app_name,
+                "kind": kind,
+                "subject": subject,
+                "message": message,
+                "detail": _detail_json(detail),
+                "host": host,
+                "realert_seconds": realert_seconds,
+                "targets": list(targets),
+            },
+        )
         return rows[0]["id"] if rows else None
 
-    def alert_resolve(self, alert_id: int, recovery: Mapping[str, Any] | None = None
-                      ) -> tuple[bool, int | None]:
+    def alert_resolve(self, alert_id: int, recovery: Mapping[str, Any] | None = None) -> tuple[bool, int | None]:
         """End an open alert and, for the one caller that ended it, open ``recovery`` (the
         parameters of :meth:`alert_open`) in the same transaction, so a host that dies in
         between ends neither: (whether this caller ended it, the recovery's id or None)."""
+
         def work(cur: Any) -> tuple[bool, int | None]:
             cur.execute(queries()["alert_resolve"], {"id": alert_id})
             if cur.fetchone() is None:
@@ -113,15 +131,16 @@ class AlertStore:
 
         return self.state.in_transaction(work)
 
-    def alert_supersede(self, old_id: int, new: Mapping[str, Any],
-                        notice_of: Callable[[int | None], Mapping[str, Any] | None]
-                        ) -> tuple[bool, int | None, int | None]:
+    def alert_supersede(
+        self, old_id: int, new: Mapping[str, Any], notice_of: Callable[[int | None], Mapping[str, Any] | None]
+    ) -> tuple[bool, int | None, int | None]:
         """End open alert ``old_id`` and open ``new`` (the parameters of :meth:`alert_open`)
         in one transaction, with ``notice_of(new alert's id)`` (an alert's parameters, or
         None for no notice) opened between the new alert and its notices, so its notices
         come first (they are sent in the order they were made): (whether this caller ended
         ``old_id``, the new alert's id, the notice alert's id). Nothing is written when
         another caller had ended ``old_id``."""
+
         def work(cur: Any) -> tuple[bool, int | None, int | None]:
             sql = queries()
             cur.execute(sql["alert_resolve"], {"id": old_id})
@@ -146,27 +165,33 @@ class AlertStore:
         """Give open alert ``alert_id`` its condition's current text (``message``, and
         ``detail`` merged into its own): a longer streak's count. Any host may: the same
         state gives the same text."""
-        self._rows("alert_refresh", {"id": alert_id, "message": message,
-                                     "detail": _detail_json(detail)})
+        self._rows("alert_refresh", {"id": alert_id, "message": message, "detail": _detail_json(detail)})
 
     def alert_realert(self, alert_id: int, realert_seconds: float, targets: Sequence[str]) -> int | None:
         """Notify an open alert again if its next notice is due: the notice's number for
         the one caller that did, else None."""
-        rows = self._rows("alert_realert", {"id": alert_id, "realert_seconds": realert_seconds,
-                                            "targets": list(targets)})
+        rows = self._rows(
+            "alert_realert", {"id": alert_id, "realert_seconds": realert_seconds, "targets": list(targets)}
+        )
         return rows[0]["notified"] if rows else None
 
     def notice_sent(self, notice_id: int, host: str) -> None:
         """Record a delivered notice."""
         self._rows("notice_sent", {"id": notice_id, "host": host})
 
-    def notice_failed(self, notice_id: int, host: str, error: str, retry_seconds: float,
-                      max_attempts: int) -> bool:
+    def notice_failed(self, notice_id: int, host: str, error: str, retry_seconds: float, max_attempts: int) -> bool:
         """Record a failed attempt (retried after ``retry_seconds``); True when it was the
         last attempt (the notice is given up)."""
-        rows = self._rows("notice_failed", {"id": notice_id, "host": host, "error": error[:500],
-                                            "retry_seconds": retry_seconds,
-                                            "max_attempts": max_attempts})
+        rows = self._rows(
+            "notice_failed",
+            {
+                "id": notice_id,
+                "host": host,
+                "error": error[:500],
+                "retry_seconds": retry_seconds,
+                "max_attempts": max_attempts,
+            },
+        )
         return bool(rows and rows[0]["given_up"])
 
     def alerts(self, app_name: str | None, limit: int) -> list[dict[str, Any]]:

@@ -27,8 +27,7 @@ SWEEP_LIMIT = 50
 Swept = tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, dt.datetime]]
 
 
-def sweep(store: "StateStore", host: str, config: "AlertSettings",
-          pid_alive: Callable[[int], bool]) -> Swept:
+def sweep(store: "StateStore", host: str, config: "AlertSettings", pid_alive: Callable[[int], bool]) -> Swept:
     """Claim the notices due for ``host`` (``host:pid``); read the open alerts and the windows
     in force. A notice claimed by a process of this very host that is gone (killed while it
     sent) is claimed again at once, not after its claim's end: a second statement, only then
@@ -39,13 +38,13 @@ def sweep(store: "StateStore", host: str, config: "AlertSettings",
     this_host = parse_holder(host)[0]
     dead = [holder for holder in held if holder_gone(holder, this_host, pid_alive)]
     if dead:
-        claimed = claimed + _swept(store, host, config.claim_seconds,
-                                   SWEEP_LIMIT - len(claimed), dead)[0]
+        claimed = claimed + _swept(store, host, config.claim_seconds, SWEEP_LIMIT - len(claimed), dead)[0]
     return claimed, open_rows, mutes
 
 
-def _swept(store: "StateStore", host: str, claim_seconds: float, limit: int, dead: Sequence[str] = ()
-           ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, dt.datetime], list[str]]:
+def _swept(
+    store: "StateStore", host: str, claim_seconds: float, limit: int, dead: Sequence[str] = ()
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, dt.datetime], list[str]]:
     """One statement per tick: claim the notices due (``host``, ``host:pid``, holds each
     for ``claim_seconds``; so are those whose holder is in ``dead``, processes of this host
     that are gone), read the open failing and silent alerts, the maintenance windows in
@@ -56,19 +55,27 @@ def _swept(store: "StateStore", host: str, claim_seconds: float, limit: int, dea
         the holders of this host with claims that still run).
     """
     rows = store.alone(queries()["alerts_sweep"], sweep_params(host, claim_seconds, limit, dead))
-    return ([r for r in rows if r["row_kind"] == "notice"],
-            [r for r in rows if r["row_kind"] == "open"],
-            {r["app_name"]: r["next_notice"] for r in rows if r["row_kind"] == "mute"},
-            [r["app_name"] for r in rows if r["row_kind"] == "held"])
+    return (
+        [r for r in rows if r["row_kind"] == "notice"],
+        [r for r in rows if r["row_kind"] == "open"],
+        {r["app_name"]: r["next_notice"] for r in rows if r["row_kind"] == "mute"},
+        [r["app_name"] for r in rows if r["row_kind"] == "held"],
+    )
 
 
-def sweep_params(host: str, claim_seconds: float, limit: int | None, dead: Sequence[str] = (),
-                 alert_ids: Sequence[int] | None = None) -> dict[str, Any]:
+def sweep_params(
+    host: str, claim_seconds: float, limit: int | None, dead: Sequence[str] = (), alert_ids: Sequence[int] | None = None
+) -> dict[str, Any]:
     """The parameters of ``alerts_sweep`` (the sweep's, and
     :meth:`crontabber.alerts.store.AlertStore.notices_claim`'s for some alerts only)."""
-    return {"host": host, "claim_seconds": claim_seconds, "limit": limit, "dead": list(dead),
-            "alert_ids": None if alert_ids is None else list(alert_ids),
-            "this_host": host.rpartition(":")[0] or host}
+    return {
+        "host": host,
+        "claim_seconds": claim_seconds,
+        "limit": limit,
+        "dead": list(dead),
+        "alert_ids": None if alert_ids is None else list(alert_ids),
+        "this_host": host.rpartition(":")[0] or host,
+    }
 
 
 @functools.cache
@@ -100,8 +107,15 @@ class TickAlerts:
     imports, a second look at the state for a blocker) only when the sweep or a job's state
     gives it something to do."""
 
-    def __init__(self, settings: "Settings", jobs: list["Job"], store: "StateStore", holder: str,
-                 pid_alive: Callable[[int], bool], alerter: Callable[[], Any]) -> None:
+    def __init__(
+        self,
+        settings: "Settings",
+        jobs: list["Job"],
+        store: "StateStore",
+        holder: str,
+        pid_alive: Callable[[int], bool],
+        alerter: Callable[[], Any],
+    ) -> None:
         """``holder``: this process (``host:pid``), who claims notices; ``pid_alive``: whether
         a process of this host lives; ``alerter()``: the alerter, called once, when needed
         (:func:`crontabber.alerts.alerter.tick_alerter`: this module does not import it)."""

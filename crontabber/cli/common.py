@@ -30,9 +30,15 @@ class Context:
     (:func:`crontabber.config.catalog.load_catalog`). A handler is ``handler(ctx) -> exit code``.
     (A plain class, not a dataclass: see :mod:`crontabber.frozen`.)"""
 
-    def __init__(self, settings: Settings, jobs: list[Job], store: StateStore,
-                 args: argparse.Namespace, out: TextIO,
-                 broken: list[BrokenEntry] | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        jobs: list[Job],
+        store: StateStore,
+        args: argparse.Namespace,
+        out: TextIO,
+        broken: list[BrokenEntry] | None = None,
+    ) -> None:
         self.settings = settings
         self.jobs = jobs
         self.store = store
@@ -104,8 +110,7 @@ class Context:
 OVERRIDES = ("force", "replace", "yes")
 
 
-def audit_entry(action: str, app_name: str, args: Any, settings: Settings | None = None,
-                **detail: Any) -> "AuditEntry":
+def audit_entry(action: str, app_name: str, args: Any, settings: Settings | None = None, **detail: Any) -> "AuditEntry":
     """An audit entry for ``action``: who, the reason, the overrides of a refusal given
     (``overrides``: ``--force`` ...), the command line's option overrides (``options``:
     ``--crontabber.class-X.bucket=...``, secrets masked, from ``settings``), the outcome
@@ -115,8 +120,12 @@ def audit_entry(action: str, app_name: str, args: Any, settings: Settings | None
 
     overrides = [f"--{name}" for name in OVERRIDES if getattr(args, name, False)]
     options = given_options(settings.sources.cli) if settings is not None else []
-    detail = {"outcome": "done", **({"overrides": overrides} if overrides else {}),
-              **({"options": options} if options else {}), **detail}
+    detail = {
+        "outcome": "done",
+        **({"overrides": overrides} if overrides else {}),
+        **({"options": options} if options else {}),
+        **detail,
+    }
     return AuditEntry(actor(), action, app_name, getattr(args, "reason", None) or None, detail)
 
 
@@ -164,12 +173,22 @@ def secret_values_of(settings: Settings, overrides: Mapping[str, str] | None = N
 
     secrets = secret_values(os.environ, overrides or {})
     alerts = settings.alerts
-    secrets.update(secret_values(
-        {"dsn": settings.sentry_dsn, "password": settings.database.password,
-         "database_dsn": settings.database.dsn, "smtp_password": alerts.smtp.password if alerts.smtp else "",
-         **{f"{name}_secret": os.environ.get(name, "")
-            for target in alerts.targets for name in target.variables()}},
-        {"user": settings.database.user, "dbname": settings.database.dbname}))
+    secrets.update(
+        secret_values(
+            {
+                "dsn": settings.sentry_dsn,
+                "password": settings.database.password,
+                "database_dsn": settings.database.dsn,
+                "smtp_password": alerts.smtp.password if alerts.smtp else "",
+                **{
+                    f"{name}_secret": os.environ.get(name, "")
+                    for target in alerts.targets
+                    for name in target.variables()
+                },
+            },
+            {"user": settings.database.user, "dbname": settings.database.dbname},
+        )
+    )
     return secrets
 
 
@@ -177,5 +196,4 @@ def setup_logging(settings: Settings, overrides: Mapping[str, str] | None = None
     """Log to stderr at the configured level (stdout is for command output), every line
     redacted (:mod:`crontabber.redaction`): the secrets of the environment, the command line
     and the settings never reach a log, at DEBUG either."""
-    configure_logging(sys.stderr, settings.log_level, settings.log_format,
-                      secret_values_of(settings, overrides))
+    configure_logging(sys.stderr, settings.log_level, settings.log_format, secret_values_of(settings, overrides))

@@ -46,15 +46,48 @@ if TYPE_CHECKING:
 logger = logging.getLogger("crontabber")
 
 
-MODES = ("list_jobs", "nagios", "history", "show_error", "logs", "version", "reset_job", "release",
-         "explain", "pause", "resume", "rerun", "mark_success", "audit", "audit_ghosts",
-         "alerts", "test_alert", "mute", "unmute", "drain", "undrain", "configtest", "sentrytest",
-         "job")
+MODES = (
+    "list_jobs",
+    "nagios",
+    "history",
+    "show_error",
+    "logs",
+    "version",
+    "reset_job",
+    "release",
+    "explain",
+    "pause",
+    "resume",
+    "rerun",
+    "mark_success",
+    "audit",
+    "audit_ghosts",
+    "alerts",
+    "test_alert",
+    "mute",
+    "unmute",
+    "drain",
+    "undrain",
+    "configtest",
+    "sentrytest",
+    "job",
+)
 
 
 #: The actions that change a job (``--reason`` is recorded with each).
-ACTIONS = ("reset_job", "release", "pause", "resume", "rerun", "mark_success", "job", "mute",
-           "unmute", "drain", "undrain")
+ACTIONS = (
+    "reset_job",
+    "release",
+    "pause",
+    "resume",
+    "rerun",
+    "mark_success",
+    "job",
+    "mute",
+    "unmute",
+    "drain",
+    "undrain",
+)
 
 #: The actions that change or redo a job's data or state and need ``--reason`` unless
 #: ``require_reason`` is False (whoever reads the audit trail needs the why).
@@ -74,9 +107,13 @@ def require_reason(mode: str, args: argparse.Namespace, settings: Settings) -> N
         return
     if mode in ("pause", "mute", "drain") or settings.require_reason:
         option = "--" + mode.replace("_", "-")
-        why = ("it is shown to whoever looks" if mode in ("pause", "mute", "drain") else
-               "it goes to the audit trail; require_reason = False in [crontabber] makes it optional")
+        why = (
+            "it is shown to whoever looks"
+            if mode in ("pause", "mute", "drain")
+            else "it goes to the audit trail; require_reason = False in [crontabber] makes it optional"
+        )
         raise ConfigurationError(option, f"needs --reason TEXT ({why})")
+
 
 #: Each option that refines a mode, and the modes it refines. Given without one of them it
 #: is refused with one line: crontabber would have ignored it and run a whole cron tick (a
@@ -96,8 +133,11 @@ DETAILS: dict[str, tuple[tuple[str, ...], str]] = {
     "audit_job": (("audit", "alerts"), "--audit or --alerts"),
     "force": (("job", "rerun"), "--job NAME or --rerun NAME"),
     "replace": (("pause", "mute"), "--pause NAME or --mute NAME"),
-    "reason": (ACTIONS, "an action (--pause, --resume, --rerun, --mark-success, --release, "
-               "--reset-job, --job, --mute, --unmute, --drain, --undrain)"),
+    "reason": (
+        ACTIONS,
+        "an action (--pause, --resume, --rerun, --mark-success, --release, "
+        "--reset-job, --job, --mute, --unmute, --drain, --undrain)",
+    ),
     "metrics_file": (("run",), "a tick (no mode option)"),
 }
 
@@ -110,15 +150,13 @@ def refuse_stray_options(mode: str, args: argparse.Namespace) -> None:
     """
     modes = [m for m in MODES if getattr(args, m) not in (None, False, "")]
     if sorted(modes) == ["rerun", "resume"]:  # --resume NAME is the pause's
-        raise ConfigurationError("--resume", "resumes a paused job; --rerun NAME --resume-run "
-                                 "RUN continues a rerun")
+        raise ConfigurationError("--resume", "resumes a paused job; --rerun NAME --resume-run RUN continues a rerun")
     if len(modes) > 1:
         named = " and ".join("--" + m.replace("_", "-") for m in modes)
         raise ConfigurationError(named, "one mode at a time")
     for name, (owners, where) in DETAILS.items():
         if getattr(args, name) not in (None, False, "") and mode not in owners:
-            raise ConfigurationError("--" + name.replace("_", "-"),
-                                     f"only means something with {where}")
+            raise ConfigurationError("--" + name.replace("_", "-"), f"only means something with {where}")
     if args.wide and args.json:
         raise ConfigurationError("--wide", "is for the text table; --json has every field")
 
@@ -133,138 +171,261 @@ def build_parser(epilog: str = "") -> argparse.ArgumentParser:
         epilog=epilog,
         formatter_class=Formatter,
     )
-    parser.add_argument("--admin.conf", dest="conf", metavar="FILE",
-                        help="the INI file (default: ./config/crontabber.ini or ./crontabber.ini)")
+    parser.add_argument(
+        "--admin.conf",
+        dest="conf",
+        metavar="FILE",
+        help="the INI file (default: ./config/crontabber.ini or ./crontabber.ini)",
+    )
     _add_modes(parser.add_argument_group("modes (the first in this order wins, as in crontabber)"))
     _add_details(parser.add_argument_group("details of the modes"))
-    parser.add_argument("--json", action="store_true",
-                        help="print one JSON document instead of text (see crontabber/jsonout.py)")
-    parser.add_argument("--metrics-file", metavar="PATH", default="",
-                        help="with a tick (no mode): write the state as a Prometheus text file "
-                        "there, atomically (or set crontabber.metrics_file)")
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON document instead of text (see crontabber/jsonout.py)"
+    )
+    parser.add_argument(
+        "--metrics-file",
+        metavar="PATH",
+        default="",
+        help="with a tick (no mode): write the state as a Prometheus text file "
+        "there, atomically (or set crontabber.metrics_file)",
+    )
     return parser
 
 
 def _add_modes(modes: "argparse._ArgumentGroup") -> None:
     """The modes, in :data:`MODES` order (and ``--force``, which goes with ``--job``)."""
-    modes.add_argument("-l", "--list-jobs", nargs="*", metavar="NAME", default=None,
-                       help="show every job's state (or only the jobs named), 100 columns wide; "
-                       "--wide: every column, nothing cut")
-    modes.add_argument("-n", "--nagios", action="store_true",
-                       help="nagios check: failing, overdue, paused jobs, hosts silent, skewed "
-                       "or on different versions; status line, details, perfdata; exit 0/1/2")
-    modes.add_argument("--history", metavar="NAME", default="",
-                       help="the job's last runs, newest first, one line each (--limit N runs, "
-                       "default 20); --run ID: each log row (interval) of that run")
-    modes.add_argument("--show-error", metavar="NAME", default="",
-                       help="the full error and traceback of the job's last failed run "
-                       "(--run ID: of that run), with the end of what it logged and printed")
-    modes.add_argument("--logs", metavar="NAME", default="",
-                       help="what the job's newest run (--run ID: that run) logged and printed, "
-                       "as its runner kept it (the last output_tail_bytes, secrets masked)")
+    modes.add_argument(
+        "-l",
+        "--list-jobs",
+        nargs="*",
+        metavar="NAME",
+        default=None,
+        help="show every job's state (or only the jobs named), 100 columns wide; --wide: every column, nothing cut",
+    )
+    modes.add_argument(
+        "-n",
+        "--nagios",
+        action="store_true",
+        help="nagios check: failing, overdue, paused jobs, hosts silent, skewed "
+        "or on different versions; status line, details, perfdata; exit 0/1/2",
+    )
+    modes.add_argument(
+        "--history",
+        metavar="NAME",
+        default="",
+        help="the job's last runs, newest first, one line each (--limit N runs, "
+        "default 20); --run ID: each log row (interval) of that run",
+    )
+    modes.add_argument(
+        "--show-error",
+        metavar="NAME",
+        default="",
+        help="the full error and traceback of the job's last failed run "
+        "(--run ID: of that run), with the end of what it logged and printed",
+    )
+    modes.add_argument(
+        "--logs",
+        metavar="NAME",
+        default="",
+        help="what the job's newest run (--run ID: that run) logged and printed, "
+        "as its runner kept it (the last output_tail_bytes, secrets masked)",
+    )
     modes.add_argument("-v", "--version", action="store_true", help="print the version")
-    modes.add_argument("-r", "--reset-job", metavar="NAME", default="",
-                       help="forget a job's state (it runs as if new); a ghost's too; "
-                       "refused while the job runs")
-    modes.add_argument("--release", metavar="NAME", default="",
-                       help="clear a dead or expired 'ongoing' marker, keeping the job's "
-                       "history; refused while its lease is live")
-    modes.add_argument("--explain", metavar="NAME", default="",
-                       help="why the job would or would not run now: paused, running (lease), "
-                       "due, parents, error backoff, backfill intervals pending")
-    modes.add_argument("--pause", metavar="NAME", default="",
-                       help="cron ticks skip the job (all: every job) until --until (default "
-                       "24 h) or --resume; a run already going continues; needs --reason")
-    modes.add_argument("--resume", metavar="NAME", default="",
-                       help="end a job's pause (all: every paused job's)")
-    modes.add_argument("--rerun", metavar="NAME", default="",
-                       help="run a backfill job for the days --date [--to] (the dates it is "
-                       "called with, UTC), oldest first; last success and next run unchanged")
-    modes.add_argument("--mark-success", metavar="NAME", default="",
-                       help="record the job as just succeeded (errors cleared, pending backfill "
-                       "skipped), as Socorro's cronmarksuccess")
+    modes.add_argument(
+        "-r",
+        "--reset-job",
+        metavar="NAME",
+        default="",
+        help="forget a job's state (it runs as if new); a ghost's too; refused while the job runs",
+    )
+    modes.add_argument(
+        "--release",
+        metavar="NAME",
+        default="",
+        help="clear a dead or expired 'ongoing' marker, keeping the job's history; refused while its lease is live",
+    )
+    modes.add_argument(
+        "--explain",
+        metavar="NAME",
+        default="",
+        help="why the job would or would not run now: paused, running (lease), "
+        "due, parents, error backoff, backfill intervals pending",
+    )
+    modes.add_argument(
+        "--pause",
+        metavar="NAME",
+        default="",
+        help="cron ticks skip the job (all: every job) until --until (default "
+        "24 h) or --resume; a run already going continues; needs --reason",
+    )
+    modes.add_argument("--resume", metavar="NAME", default="", help="end a job's pause (all: every paused job's)")
+    modes.add_argument(
+        "--rerun",
+        metavar="NAME",
+        default="",
+        help="run a backfill job for the days --date [--to] (the dates it is "
+        "called with, UTC), oldest first; last success and next run unchanged",
+    )
+    modes.add_argument(
+        "--mark-success",
+        metavar="NAME",
+        default="",
+        help="record the job as just succeeded (errors cleared, pending backfill "
+        "skipped), as Socorro's cronmarksuccess",
+    )
     _add_audit_and_alert_modes(modes)
 
 
 def _add_audit_and_alert_modes(modes: "argparse._ArgumentGroup") -> None:
     """The rest of the modes, in :data:`MODES` order: the audit trail, the alerts, the
     checks, and running one job."""
-    modes.add_argument("--audit", action="store_true",
-                       help="list operator actions (force, rerun, reset, release, pause, resume, "
-                       "mark-success): who, when, what, why")
-    modes.add_argument("--audit-ghosts", action="store_true",
-                       help="list state rows of jobs that are no longer configured")
-    modes.add_argument("--alerts", action="store_true",
-                       help="the alerts, newest first: what was sent, to which target, when, by "
-                       "which host, and what failed to send (--limit N, --audit-job NAME)")
-    modes.add_argument("--mute", metavar="NAME", default="",
-                       help="a maintenance window: no alert of the job (or of every job: all) "
-                       "opens, ends or repeats until --until (default 2 h); the jobs still run; "
-                       "needs --reason")
-    modes.add_argument("--unmute", metavar="NAME", default="",
-                       help="end the maintenance window of the job (or all)")
-    modes.add_argument("--drain", metavar="HOST", default="",
-                       help="the host's ticks claim nothing new until --until (default: until "
-                       "--undrain); its running runs finish; needs --reason")
-    modes.add_argument("--undrain", metavar="HOST", default="",
-                       help="end the host's drain: its next tick claims jobs again")
-    modes.add_argument("--test-alert", metavar="NAME", default="",
-                       help="send a test alert of the job to its targets now; exit 5 if one "
-                       "could not be delivered")
-    modes.add_argument("--configtest", action="store_true",
-                       help="check the configuration and exit (no database)")
+    modes.add_argument(
+        "--audit",
+        action="store_true",
+        help="list operator actions (force, rerun, reset, release, pause, resume, mark-success): who, when, what, why",
+    )
+    modes.add_argument(
+        "--audit-ghosts", action="store_true", help="list state rows of jobs that are no longer configured"
+    )
+    modes.add_argument(
+        "--alerts",
+        action="store_true",
+        help="the alerts, newest first: what was sent, to which target, when, by "
+        "which host, and what failed to send (--limit N, --audit-job NAME)",
+    )
+    modes.add_argument(
+        "--mute",
+        metavar="NAME",
+        default="",
+        help="a maintenance window: no alert of the job (or of every job: all) "
+        "opens, ends or repeats until --until (default 2 h); the jobs still run; "
+        "needs --reason",
+    )
+    modes.add_argument("--unmute", metavar="NAME", default="", help="end the maintenance window of the job (or all)")
+    modes.add_argument(
+        "--drain",
+        metavar="HOST",
+        default="",
+        help="the host's ticks claim nothing new until --until (default: until "
+        "--undrain); its running runs finish; needs --reason",
+    )
+    modes.add_argument(
+        "--undrain", metavar="HOST", default="", help="end the host's drain: its next tick claims jobs again"
+    )
+    modes.add_argument(
+        "--test-alert",
+        metavar="NAME",
+        default="",
+        help="send a test alert of the job to its targets now; exit 5 if one could not be delivered",
+    )
+    modes.add_argument("--configtest", action="store_true", help="check the configuration and exit (no database)")
     modes.add_argument("--sentrytest", action="store_true", help="send a test message to Sentry")
-    modes.add_argument("-j", "--job", metavar="NAME", default="",
-                       help="run one job (app_name or module.Class) if due")
-    modes.add_argument("-f", "--force", action="store_true",
-                       help="with --job: run even if not due or a parent has not run")
+    modes.add_argument("-j", "--job", metavar="NAME", default="", help="run one job (app_name or module.Class) if due")
+    modes.add_argument(
+        "-f", "--force", action="store_true", help="with --job: run even if not due or a parent has not run"
+    )
 
 
 def _add_details(details: "argparse._ArgumentGroup") -> None:
     """The options that refine a mode."""
-    details.add_argument("--reason", metavar="TEXT", default="",
-                         help="why (required by --pause; recorded with any operator action)")
-    details.add_argument("--replace", action="store_true",
-                         help="with --pause or --mute: replace a pause or a maintenance window "
-                         "still in force (refused otherwise, naming it: exit 6)")
-    details.add_argument("--until", metavar="WHEN", default="",
-                         help="with --pause, --mute or --drain: 30m, 2h, 3d, or a UTC date/time "
-                         "(2026-11-24T06:00)")
+    details.add_argument(
+        "--reason", metavar="TEXT", default="", help="why (required by --pause; recorded with any operator action)"
+    )
+    details.add_argument(
+        "--replace",
+        action="store_true",
+        help="with --pause or --mute: replace a pause or a maintenance window "
+        "still in force (refused otherwise, naming it: exit 6)",
+    )
+    details.add_argument(
+        "--until",
+        metavar="WHEN",
+        default="",
+        help="with --pause, --mute or --drain: 30m, 2h, 3d, or a UTC date/time (2026-11-24T06:00)",
+    )
     details.add_argument("--date", metavar="YYYY-MM-DD", default="", help="with --rerun: the first day")
     details.add_argument("--to", metavar="YYYY-MM-DD", default="", help="with --rerun: the last day")
-    details.add_argument("--dry-run", action="store_true",
-                         help="with --rerun: list the intervals it would run, run nothing")
-    details.add_argument("--yes", action="store_true",
-                         help="with --rerun: run more intervals than rerun_confirm_over (31)")
-    details.add_argument("--only", metavar="failed|missing", default="",
-                         help="with --rerun: only the intervals whose last unit failed, or that "
-                         "have no recorded unit (failed,missing: both)")
-    details.add_argument("--newest-first", action="store_true",
-                         help="with --rerun: run the newest interval first")
-    details.add_argument("--resume-run", type=int, metavar="RUN", default=None,
-                         help="with --rerun: continue rerun RUN (killed, failed or stopped) with "
-                         "the intervals it did not finish, in its order")
-    details.add_argument("--audit-job", metavar="NAME", default="",
-                         help="with --audit or --alerts: one job's only")
+    details.add_argument(
+        "--dry-run", action="store_true", help="with --rerun: list the intervals it would run, run nothing"
+    )
+    details.add_argument(
+        "--yes", action="store_true", help="with --rerun: run more intervals than rerun_confirm_over (31)"
+    )
+    details.add_argument(
+        "--only",
+        metavar="failed|missing",
+        default="",
+        help="with --rerun: only the intervals whose last unit failed, or that "
+        "have no recorded unit (failed,missing: both)",
+    )
+    details.add_argument("--newest-first", action="store_true", help="with --rerun: run the newest interval first")
+    details.add_argument(
+        "--resume-run",
+        type=int,
+        metavar="RUN",
+        default=None,
+        help="with --rerun: continue rerun RUN (killed, failed or stopped) with "
+        "the intervals it did not finish, in its order",
+    )
+    details.add_argument("--audit-job", metavar="NAME", default="", help="with --audit or --alerts: one job's only")
     details.add_argument("--wide", action="store_true", help="with --list-jobs: every column")
-    details.add_argument("--limit", type=int, metavar="N", default=None,
-                         help="with --history: how many runs; with --audit or --alerts: how many "
-                         "actions or alerts (default 20)")
-    details.add_argument("--run", type=int, metavar="ID", default=None,
-                         help="with --show-error, --history or --logs: that run")
+    details.add_argument(
+        "--limit",
+        type=int,
+        metavar="N",
+        default=None,
+        help="with --history: how many runs; with --audit or --alerts: how many actions or alerts (default 20)",
+    )
+    details.add_argument(
+        "--run", type=int, metavar="ID", default=None, help="with --show-error, --history or --logs: that run"
+    )
 
 
 #: What the parser gives every option when none is given (a test compares them with
 #: :func:`build_parser`'s): a plain tick's command line is read without argparse.
 PARSER_DEFAULTS: dict[str, Any] = {
-    "conf": None, "list_jobs": None, "nagios": False, "history": "", "show_error": "", "logs": "",
-    "version": False, "reset_job": "", "release": "", "explain": "", "pause": "", "resume": "",
-    "rerun": "", "mark_success": "", "audit": False, "audit_ghosts": False, "alerts": False,
-    "mute": "", "unmute": "", "drain": "", "undrain": "", "test_alert": "", "configtest": False, "sentrytest": False,
-    "job": "", "force": False, "reason": "", "replace": False, "until": "", "date": "", "to": "",
-    "dry_run": False, "yes": False, "only": "", "newest_first": False, "resume_run": None,
-    "audit_job": "", "wide": False, "limit": None, "run": None,
-    "json": False, "metrics_file": "",
+    "conf": None,
+    "list_jobs": None,
+    "nagios": False,
+    "history": "",
+    "show_error": "",
+    "logs": "",
+    "version": False,
+    "reset_job": "",
+    "release": "",
+    "explain": "",
+    "pause": "",
+    "resume": "",
+    "rerun": "",
+    "mark_success": "",
+    "audit": False,
+    "audit_ghosts": False,
+    "alerts": False,
+    "mute": "",
+    "unmute": "",
+    "drain": "",
+    "undrain": "",
+    "test_alert": "",
+    "configtest": False,
+    "sentrytest": False,
+    "job": "",
+    "force": False,
+    "reason": "",
+    "replace": False,
+    "until": "",
+    "date": "",
+    "to": "",
+    "dry_run": False,
+    "yes": False,
+    "only": "",
+    "newest_first": False,
+    "resume_run": None,
+    "audit_job": "",
+    "wide": False,
+    "limit": None,
+    "run": None,
+    "json": False,
+    "metrics_file": "",
 }
 
 
@@ -287,15 +448,18 @@ def plain_tick(argv: list[str]) -> argparse.Namespace | None:
 def help_epilog(argv: list[str]) -> str:
     """Every option with its default; job options too when the config loads."""
     lines = ["options (--NAME=VALUE; environment: NAME upper-cased, '.' and '-' as '_'):"]
-    lines += [f"  --{name} (default {value})  {doc}" for name, value, doc
-              in iter_option_lines(runner_options(), (), None)]
+    lines += [
+        f"  --{name} (default {value})  {doc}" for name, value, doc in iter_option_lines(runner_options(), (), None)
+    ]
     try:
         args, rest = build_parser().parse_known_args([a for a in argv if a not in ("-h", "--help")])
         settings = load_settings(args.conf, split_overrides(rest))
         for job in load_jobs(settings):
             lines.append(f"options of job {job.app_name} ({job.class_path}):")
-            lines += [f"  --{name} (default {value})  {doc}" for name, value, doc
-                      in iter_option_lines(job_options(job.cls), job.namespace, None)]
+            lines += [
+                f"  --{name} (default {value})  {doc}"
+                for name, value, doc in iter_option_lines(job_options(job.cls), job.namespace, None)
+            ]
     except CrontabberError as exc:
         lines.append(f"(job options not shown: {exc})")
     lines.append(exit_codes_text())
@@ -345,8 +509,7 @@ def dispatch(mode: str, args: argparse.Namespace, rest: list[str], stdout: TextI
     # the rest go on without an entry whose class does not load (shown, alerted)
     catalog = load_catalog(settings)  # also refuses unknown option names (config.names)
     for broken in catalog.broken:
-        logger.error("%s; the other jobs go on without it (--configtest refuses the file)",
-                     broken.error)
+        logger.error("%s; the other jobs go on without it (--configtest refuses the file)", broken.error)
     jobs = catalog.jobs
     require_reason(mode, args, settings)
     if mode == "sentrytest":
@@ -377,8 +540,10 @@ def resume_collection() -> None:
 
 def configtest(settings: Settings, jobs: list[Job], out: TextIO) -> int:
     """``--configtest``: the database, each setting with where it came from, the notes."""
-    print(f"database: {settings.database.target} (password "
-          f"{'set' if settings.database.password else 'not set'})", file=out)
+    print(
+        f"database: {settings.database.target} (password {'set' if settings.database.password else 'not set'})",
+        file=out,
+    )
     print("settings (value, where from; a job's options when set):", file=out)
     lines = list(effective_lines(runner_options(), (), settings.sources))
     shown = {(name, value, origin) for name, value, origin in lines}
@@ -389,8 +554,9 @@ def configtest(settings: Settings, jobs: list[Job], out: TextIO) -> int:
             continue
         print(f"  {name} = {value}  [{origin}]", file=out)
     for job in jobs:
-        for name, value, origin in effective_lines(job_options(job.cls), job.namespace,
-                                                   settings.sources, defaults=False):
+        for name, value, origin in effective_lines(
+            job_options(job.cls), job.namespace, settings.sources, defaults=False
+        ):
             print(f"  {name} = {value}  [{origin}]", file=out)
     for note in configuration_notes(settings.sources, jobs):
         print(f"note: {note}", file=out)
@@ -416,8 +582,7 @@ def sentrytest(settings: Settings, out: TextIO) -> int:
     return ExitCode.OK
 
 
-def _audit_refusal(store: StateStore, mode: str, args: Any, settings: Settings,
-                   exc: BaseException) -> None:
+def _audit_refusal(store: StateStore, mode: str, args: Any, settings: Settings, exc: BaseException) -> None:
     """Record an operator action that was refused or failed, with its exit code (the done
     ones are recorded by the action itself): the audit trail says what happened, not what
     was asked. Never raises: the refusal is what the operator must see."""
@@ -425,12 +590,15 @@ def _audit_refusal(store: StateStore, mode: str, args: Any, settings: Settings,
     if not name or isinstance(exc, (DatabaseUnavailable, JobNotFound, HostNotFound)):
         return
     name = f"host:{name}" if mode in ("drain", "undrain") else name
-    action = {"reset_job": "reset", "mark_success": "mark-success",
-              "job": "force" if args.force else "job"}.get(mode, mode)
+    action = {"reset_job": "reset", "mark_success": "mark-success", "job": "force" if args.force else "job"}.get(
+        mode, mode
+    )
     try:
-        store.audit(audit_entry(action, name, args, settings,
-                                outcome=f"refused (exit {exit_code_for(exc)})",
-                                error=str(exc)[:300]))
+        store.audit(
+            audit_entry(
+                action, name, args, settings, outcome=f"refused (exit {exit_code_for(exc)})", error=str(exc)[:300]
+            )
+        )
     except CrontabberError:
         logger.debug("could not record the refusal of %s %s", action, name, exc_info=True)
 
@@ -466,6 +634,5 @@ MODE_HANDLERS: dict[str, str] = {
 def handler_for(mode: str) -> Callable[[Context], int]:
     """The function that carries out ``mode`` (a key of :data:`MODE_HANDLERS`)."""
     module, function = MODE_HANDLERS[mode].split(":")
-    handler: Callable[[Context], int] = getattr(importlib.import_module(f"{__package__}.{module}"),
-                                                function)
+    handler: Callable[[Context], int] = getattr(importlib.import_module(f"{__package__}.{module}"), function)
     return handler

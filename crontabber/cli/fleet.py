@@ -39,9 +39,11 @@ def drain(ctx: Context) -> int:
         raise HostNotFound(host, [row.host for row in store.fleet(0)])
     state = drain_text(host, store.states())
     ends = f"until {minute_text(until)}" if until else f"until --undrain {host}"
-    print(f"{host}: {state} ({ends}{'; replaced the drain in force' if replaced else ''}): its "
-          "ticks claim nothing new; its running runs finish; --list-jobs shows when none is left",
-          file=ctx.out)
+    print(
+        f"{host}: {state} ({ends}{'; replaced the drain in force' if replaced else ''}): its "
+        "ticks claim nothing new; its running runs finish; --list-jobs shows when none is left",
+        file=ctx.out,
+    )
     return ExitCode.OK
 
 

@@ -26,10 +26,16 @@ def nagios(ctx: Context) -> int:
     code."""
     overview = ctx.store.overview()
     marker = markers_from_here(lease_rules(ctx.settings))
-    result = nagios_check(ctx.jobs, overview.states, overview.hosts, overview.now,
-                          lambda state: marker(state, overview.now), ctx.settings.monitor,
-                          missed_deadlines(ctx.jobs, ctx.settings, overview.states, overview.now),
-                          {entry.name: entry.problem for entry in ctx.broken})
+    result = nagios_check(
+        ctx.jobs,
+        overview.states,
+        overview.hosts,
+        overview.now,
+        lambda state: marker(state, overview.now),
+        ctx.settings.monitor,
+        missed_deadlines(ctx.jobs, ctx.settings, overview.states, overview.now),
+        {entry.name: entry.problem for entry in ctx.broken},
+    )
     if ctx.args.json:
         jsonout.emit(result.as_json(), ctx.out)
     else:
@@ -42,11 +48,16 @@ def nagios_failure(exc: BaseException, args: Any, out: TextIO) -> int:
     in the format asked for; never a traceback."""
     problem = str(exc) or type(exc).__name__
     if getattr(args, "json", False):
-        jsonout.emit({"status": "CRITICAL", "code": NAGIOS_CRITICAL,
-                      "summary": f"CRITICAL - {problem}",
-                      "entries": [{"level": "CRITICAL", "kind": "error", "subject": "",
-                                   "text": problem}],
-                      "perfdata": {}}, out)
+        jsonout.emit(
+            {
+                "status": "CRITICAL",
+                "code": NAGIOS_CRITICAL,
+                "summary": f"CRITICAL - {problem}",
+                "entries": [{"level": "CRITICAL", "kind": "error", "subject": "", "text": problem}],
+                "perfdata": {},
+            },
+            out,
+        )
     else:
         print(f"CRITICAL - {problem}", file=out)
     return NAGIOS_CRITICAL
@@ -66,26 +77,35 @@ def alerts(ctx: Context) -> int:
     windows = store.mutes(name)
     for window in windows:
         scope = "every job" if window.scope == "*" else window.scope
-        print(f"muted: {scope} until {utc_text(window.until)} by {window.muted_by}: "
-              f"{one_line(window.reason)}", file=ctx.out)
+        print(
+            f"muted: {scope} until {utc_text(window.until)} by {window.muted_by}: {one_line(window.reason)}",
+            file=ctx.out,
+        )
     if windows:
         for event in held_back_now(ctx, windows):
             if name is None or event.app_name == name:
                 print(f"  not alerted (muted): {one_line(event.message)}", file=ctx.out)
     if not rows:
-        print("no alerts" + (f" of {name}" if name else "") +
-              ("" if ctx.settings.alerts.enabled else " (no alert targets: [alerts] targets)"),
-              file=ctx.out)
+        print(
+            "no alerts"
+            + (f" of {name}" if name else "")
+            + ("" if ctx.settings.alerts.enabled else " (no alert targets: [alerts] targets)"),
+            file=ctx.out,
+        )
     for row in rows:
-        state = ("open" if row["resolved_at"] is None else f"ended {utc_text(row['resolved_at'])}") \
-            if row["kind"] in LASTING else "event"
-        print(f"alert {row['id']}  {row['kind']}  {row['app_name']}  {state}; opened "
-              f"{utc_text(row['opened_at'])} by {row['opened_by']}; {_sent_text(row)}",
-              file=ctx.out)
+        state = (
+            ("open" if row["resolved_at"] is None else f"ended {utc_text(row['resolved_at'])}")
+            if row["kind"] in LASTING
+            else "event"
+        )
+        print(
+            f"alert {row['id']}  {row['kind']}  {row['app_name']}  {state}; opened "
+            f"{utc_text(row['opened_at'])} by {row['opened_by']}; {_sent_text(row)}",
+            file=ctx.out,
+        )
         print(f"  {one_line(row['message'])}", file=ctx.out)
         for notice in row["notices"]:
-            print(f"  {notice['target']} (notice {notice['notice']}): {_notice_text(notice)}",
-                  file=ctx.out)
+            print(f"  {notice['target']} (notice {notice['notice']}): {_notice_text(notice)}", file=ctx.out)
     return ExitCode.OK
 
 
@@ -98,8 +118,7 @@ def held_back_now(ctx: Context, windows: list[Any]) -> list[Any]:
 
 def _alerter(ctx: Context) -> Alerter:
     """The alerts of this command, held by this process."""
-    return tick_alerter(ctx.settings, ctx.jobs, ctx.store, default_holder(), lease_rules(ctx.settings),
-                        pid_alive)
+    return tick_alerter(ctx.settings, ctx.jobs, ctx.store, default_holder(), lease_rules(ctx.settings), pid_alive)
 
 
 def _sent_text(row: dict[str, Any]) -> str:
@@ -121,9 +140,11 @@ def _notice_text(notice: dict[str, Any]) -> str:
         return f"NOT SENT, given up{error} ({tries})"
     if notice["claimed_by"] and not notice["last_error"]:
         if holder_gone(notice["claimed_by"], this_host(), pid_alive):
-            return (f"claimed by {notice['claimed_by']} (dead: that process no longer exists); "
-                    "the next tick on this host sends it again, a tick on another host after "
-                    f"{utc_text(notice['claim_until'])} (its claim's end)")
+            return (
+                f"claimed by {notice['claimed_by']} (dead: that process no longer exists); "
+                "the next tick on this host sends it again, a tick on another host after "
+                f"{utc_text(notice['claim_until'])} (its claim's end)"
+            )
         return f"being sent by {notice['claimed_by']} (its claim lasts until {utc_text(notice['claim_until'])})"
     return f"not sent yet{error} ({tries}; next attempt {utc_text(notice['next_attempt'])})"
 
@@ -132,13 +153,11 @@ def test_alert(ctx: Context) -> int:
     """``--test-alert NAME``: a test alert of the job to each of its targets, now; one line
     per target; exit 5 when one was not delivered."""
     if not ctx.settings.alerts.enabled:
-        raise ConfigurationError("--test-alert", "no alert targets: set targets in [alerts] "
-                                 "(see docs/alerts.md)")
+        raise ConfigurationError("--test-alert", "no alert targets: set targets in [alerts] (see docs/alerts.md)")
     job = ctx.job(ctx.args.test_alert)
     deliveries = _alerter(ctx).test(job)
     for delivery in deliveries:
         outcome = "delivered" if delivery.error is None else f"NOT delivered: {delivery.error}"
-        print(f"{job.app_name}: test alert {delivery.alert_id} to {delivery.target}: {outcome}",
-              file=ctx.out)
+        print(f"{job.app_name}: test alert {delivery.alert_id} to {delivery.target}: {outcome}", file=ctx.out)
     failed = [d for d in deliveries if d.error is not None]
     return ExitCode.JOB_FAILED if failed else ExitCode.OK

@@ -40,8 +40,9 @@ def explain(ctx: Context) -> int:
     states, now = store.states(), store.now()
     deadline = alert_rules(job, settings.sources).deadline
     fleet = store.fleet(settings.monitor.silence_critical_minutes * 60) if job.hosts else None
-    result = explain_job(job, states, now, markers_from_here(rules)(states.get(job.app_name), now), rules,
-                         deadline, fleet)
+    result = explain_job(
+        job, states, now, markers_from_here(rules)(states.get(job.app_name), now), rules, deadline, fleet
+    )
     blocks = blocked_dependents(job, jobs, states, now)
     if args.json:
         jsonout.emit({**result.facts, "blocks": blocks, "database": settings.database.target}, out)
@@ -60,14 +61,26 @@ def _explain_broken(ctx: Context, broken: BrokenEntry) -> int:
     and why."""
     verdict = f"a tick skips it: its jobs entry does not load: {broken.problem}"
     if ctx.args.json:
-        jsonout.emit({"name": broken.name, "entry": broken.entry.text, "broken": True,
-                      "error": broken.problem, "would_run": False, "verdict": verdict,
-                      "database": ctx.settings.database.target}, ctx.out)
+        jsonout.emit(
+            {
+                "name": broken.name,
+                "entry": broken.entry.text,
+                "broken": True,
+                "error": broken.problem,
+                "would_run": False,
+                "verdict": verdict,
+                "database": ctx.settings.database.target,
+            },
+            ctx.out,
+        )
         return ExitCode.OK
     print(f"{broken.name}: {verdict}", file=ctx.out)
     print(f"  jobs entry: {broken.entry.text}", file=ctx.out)
-    print("  the other jobs run without it; fix the module or the entry and deploy again "
-          "(--configtest refuses the file until then)", file=ctx.out)
+    print(
+        "  the other jobs run without it; fix the module or the entry and deploy again "
+        "(--configtest refuses the file until then)",
+        file=ctx.out,
+    )
     print(f"  database: {ctx.settings.database.target}", file=ctx.out)
     return ExitCode.OK
 
@@ -98,18 +111,22 @@ def pause(ctx: Context) -> int:
     if args.pause == ALL:
         return _pause_all(ctx, until, chosen)
     job = ctx.job(args.pause)  # its --reason: checked by dispatch.require_reason
-    if not store.pause(job.app_name, job.depends_on, until,
-                       ctx.audit_entry("pause", job.app_name, until=until), args.replace):
-        _refuse_paused(store, job.app_name, "pause it again",
-                       f"--pause {job.app_name} --replace replaces that pause")
+    if not store.pause(
+        job.app_name, job.depends_on, until, ctx.audit_entry("pause", job.app_name, until=until), args.replace
+    ):
+        _refuse_paused(store, job.app_name, "pause it again", f"--pause {job.app_name} --replace replaces that pause")
     if args.json:
         state = store.state(job.app_name)
-        jsonout.emit({"name": job.app_name, "paused_until": until, "reason": args.reason,
-                      "running": _running(state)}, out)
+        jsonout.emit(
+            {"name": job.app_name, "paused_until": until, "reason": args.reason, "running": _running(state)}, out
+        )
         return ExitCode.OK
-    print(f"{job.app_name}: paused until {minute_text(until)}{chosen}; cron ticks skip it, "
-          f"--job runs it only with --force --reason TEXT; {_going(store, job.app_name)}; "
-          f"--resume {job.app_name} ends the pause", file=out)
+    print(
+        f"{job.app_name}: paused until {minute_text(until)}{chosen}; cron ticks skip it, "
+        f"--job runs it only with --force --reason TEXT; {_going(store, job.app_name)}; "
+        f"--resume {job.app_name} ends the pause",
+        file=out,
+    )
     return ExitCode.OK
 
 
@@ -133,8 +150,7 @@ def _going(store: StateStore, app_name: str) -> str:
     """What a pause does to a run already going: nothing (it ends as it would)."""
     state = store.state(app_name)
     if state is not None and state.ongoing is not None:
-        return (f"run {state.run_id} on {state.ongoing_by} is going and continues (a pause "
-                "stops no run)")
+        return f"run {state.run_id} on {state.ongoing_by} is going and continues (a pause stops no run)"
     return "a pause stops no run already going"
 
 
@@ -151,20 +167,35 @@ def _pause_all(ctx: Context, until: dt.datetime, chosen: str) -> int:
         state = store.state(job.app_name)
         assert state is not None and state.paused_until is not None  # refused: paused
         kept_states[job.app_name] = _pause_of(state)
-        kept.append(f"{job.app_name}: kept its pause until {minute_text(state.paused_until)} by "
-                    f"{state.paused_by}: {state.paused_reason} (--pause all --replace replaces it)")
+        kept.append(
+            f"{job.app_name}: kept its pause until {minute_text(state.paused_until)} by "
+            f"{state.paused_by}: {state.paused_reason} (--pause all --replace replaces it)"
+        )
     going = {name: s for name, s in store.states().items() if name in paused and s.ongoing is not None}
     if args.json:
-        jsonout.emit({"paused": paused, "paused_until": until, "reason": args.reason,
-                      "kept": kept_states,
-                      "running": {name: _running(s) for name, s in going.items()}}, out)
+        jsonout.emit(
+            {
+                "paused": paused,
+                "paused_until": until,
+                "reason": args.reason,
+                "kept": kept_states,
+                "running": {name: _running(s) for name, s in going.items()},
+            },
+            out,
+        )
         return ExitCode.OK
     running = [f"{name} (run {s.run_id} on {s.ongoing_by})" for name, s in going.items()]
-    print(f"every job paused until {minute_text(until)}{chosen}: {', '.join(paused) or 'none'}; "
-          "cron ticks skip them, --job runs one only with --force --reason TEXT; "
-          + (f"a run already going continues: {', '.join(running)}; " if running else
-             "a pause stops no run already going; ")
-          + "--resume all ends every pause", file=out)
+    print(
+        f"every job paused until {minute_text(until)}{chosen}: {', '.join(paused) or 'none'}; "
+        "cron ticks skip them, --job runs one only with --force --reason TEXT; "
+        + (
+            f"a run already going continues: {', '.join(running)}; "
+            if running
+            else "a pause stops no run already going; "
+        )
+        + "--resume all ends every pause",
+        file=out,
+    )
     for line in kept:
         print(f"  {line}", file=out)
     return ExitCode.OK
@@ -178,8 +209,7 @@ def _refuse_paused(store: StateStore, app_name: str, action: str, override: str)
     """
     state = store.state(app_name)
     if state is not None and pause_active(state, store.now()):
-        raise JobPaused(app_name, action, state.paused_until, state.paused_by,
-                        state.paused_reason, override)
+        raise JobPaused(app_name, action, state.paused_until, state.paused_by, state.paused_reason, override)
 
 
 def resume(ctx: Context) -> int:
@@ -199,8 +229,11 @@ def resume(ctx: Context) -> int:
     if args.json:
         jsonout.emit({"name": job.app_name, "resumed": True, "was": _pause_of(state)}, out)
         return ExitCode.OK
-    print(f"{job.app_name}: resumed (was paused until {minute_text(state.paused_until)} "
-          f"by {state.paused_by}: {state.paused_reason})", file=out)
+    print(
+        f"{job.app_name}: resumed (was paused until {minute_text(state.paused_until)} "
+        f"by {state.paused_by}: {state.paused_reason})",
+        file=out,
+    )
     return ExitCode.OK
 
 
@@ -219,8 +252,9 @@ def _resume_all(ctx: Context) -> int:
         jsonout.emit({"resumed": resumed}, out)
         return ExitCode.OK
     for name, was in resumed.items():
-        print(f"{name}: resumed (was paused until {minute_text(was['until'])} "
-              f"by {was['by']}: {was['reason']})", file=out)
+        print(
+            f"{name}: resumed (was paused until {minute_text(was['until'])} by {was['by']}: {was['reason']})", file=out
+        )
     if not resumed:
         print("no job was paused", file=out)
     return ExitCode.OK
@@ -242,7 +276,10 @@ def mark_success(ctx: Context) -> int:
     next_run = next_run_after(now, job.schedule, True, 0)
     audit = ctx.audit_entry("mark-success", job.app_name, next_run=next_run)
     state = store.locked_change(
-        job.app_name, "mark_success", decide, audit,
+        job.app_name,
+        "mark_success",
+        decide,
+        audit,
         {"next_run": next_run, "by": audit.actor, "reason": audit.reason},
     )
     if state is None:
@@ -250,9 +287,12 @@ def mark_success(ctx: Context) -> int:
         return ExitCode.OK
     old = state.last_success
     before_text = (minute_text(old) if old else "never") + (" (a mark too)" if state.success_marked else "")
-    print(f"{job.app_name}: marked successful by {audit.actor}: {audit.reason} (an operator's "
-          f"mark, not a run; the last success before it: {before_text}; errors cleared; next "
-          f"run {minute_text(next_run)})", file=out)
+    print(
+        f"{job.app_name}: marked successful by {audit.actor}: {audit.reason} (an operator's "
+        f"mark, not a run; the last success before it: {before_text}; errors cleared; next "
+        f"run {minute_text(next_run)})",
+        file=out,
+    )
     return ExitCode.OK
 
 
@@ -265,9 +305,14 @@ def reset_job(ctx: Context) -> int:
         ghost = "" if find_job(jobs, name) else " (it was a ghost: not configured)"
         # as --release does, name the run whose marker went (written into the log as abandoned)
         run = f" (run {was.run_id})" if was.run_id is not None else ""
-        held = "" if was.ongoing is None else (
-            f"; discarded the marker of {was.ongoing_by or 'an unknown runner'}{run}, recorded "
-            f"as abandoned: --history {name}")
+        held = (
+            ""
+            if was.ongoing is None
+            else (
+                f"; discarded the marker of {was.ongoing_by or 'an unknown runner'}{run}, recorded "
+                f"as abandoned: --history {name}"
+            )
+        )
         print(f"{name}: state reset{ghost}{held}", file=out)
     else:
         print(f"{name}: had no state (already reset)", file=out)
@@ -279,8 +324,10 @@ def release(ctx: Context) -> int:
     name = ctx.state_name(args.release)
     released = ctx.runner().release(name, ctx.audit_entry("release", name))
     if released:
-        print(f"{name}: released the marker of {released}; last run, last success and "
-              "backfill progress are kept", file=out)
+        print(
+            f"{name}: released the marker of {released}; last run, last success and backfill progress are kept",
+            file=out,
+        )
     else:
         print(f"{name}: not running: nothing to release", file=out)
     return ExitCode.OK
@@ -295,18 +342,32 @@ def audit(ctx: Context) -> int:
         raise ConfigurationError("--limit", "must be at least 1")
     entries = store.audit_entries(name, args.limit or 20)
     if args.json:
-        jsonout.emit([{"id": e.id, "at": e.at, "actor": e.actor, "action": e.action,
-                       "job": e.app_name, "reason": e.reason, "detail": dict(e.detail)}
-                      for e in entries], out)
+        jsonout.emit(
+            [
+                {
+                    "id": e.id,
+                    "at": e.at,
+                    "actor": e.actor,
+                    "action": e.action,
+                    "job": e.app_name,
+                    "reason": e.reason,
+                    "detail": dict(e.detail),
+                }
+                for e in entries
+            ],
+            out,
+        )
         return ExitCode.OK
     if not entries:
         print("no operator actions recorded" + (f" for {name}" if name else ""), file=out)
     for e in entries:
         detail = ", ".join(f"{k}={v}" for k, v in dict(e.detail).items())
         assert e.at is not None
-        print(f"{utc_text(e.at)}  {e.actor}  {e.action} {e.app_name}"
-              f"{f'  why: {e.reason}' if e.reason else ''}{f'  ({detail})' if detail else ''}",
-              file=out)
+        print(
+            f"{utc_text(e.at)}  {e.actor}  {e.action} {e.app_name}"
+            f"{f'  why: {e.reason}' if e.reason else ''}{f'  ({detail})' if detail else ''}",
+            file=out,
+        )
     return ExitCode.OK
 
 
@@ -318,8 +379,7 @@ def audit_ghosts(ctx: Context) -> int:
     if not found:
         print("No ghosts: every job in the state database is configured.", file=ctx.out)
         return ExitCode.OK
-    print("Found the following in the state database but not available as a configured job:",
-          file=ctx.out)
+    print("Found the following in the state database but not available as a configured job:", file=ctx.out)
     for name in found:
         print(f"\t{name}", file=ctx.out)
     return ExitCode.OK
@@ -348,16 +408,26 @@ def mute(ctx: Context) -> int:
     if not store.mute(scope, until, ctx.audit_entry("mute", scope, until=until), args.replace):
         window = next(iter(w for w in store.mutes(scope) if w.scope == scope), None)
         if window is not None:
-            raise MuteInForce(args.mute, window.until, window.muted_by, window.reason,
-                              f"--mute {args.mute} --replace replaces that window")
+            raise MuteInForce(
+                args.mute,
+                window.until,
+                window.muted_by,
+                window.reason,
+                f"--mute {args.mute} --replace replaces that window",
+            )
     what = "every job's alerts" if scope == "*" else f"{scope}'s alerts"
     runs = "the jobs still run" if scope == "*" else "the job still runs"
-    replaced = (f" (replaced the window until {minute_text(before[0].until)} by "
-                f"{before[0].muted_by}: {before[0].reason})" if before else "")
-    print(f"{what} muted until {minute_text(until)}"
-          f"{' (2 h: --until to choose)' if not args.until else ''}{replaced}: none opens, ends "
-          f"or repeats; {runs}; --alerts shows what it holds back; --unmute {args.mute} ends it",
-          file=ctx.out)
+    replaced = (
+        f" (replaced the window until {minute_text(before[0].until)} by {before[0].muted_by}: {before[0].reason})"
+        if before
+        else ""
+    )
+    print(
+        f"{what} muted until {minute_text(until)}"
+        f"{' (2 h: --until to choose)' if not args.until else ''}{replaced}: none opens, ends "
+        f"or repeats; {runs}; --alerts shows what it holds back; --unmute {args.mute} ends it",
+        file=ctx.out,
+    )
     return ExitCode.OK
 
 

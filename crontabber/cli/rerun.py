@@ -27,8 +27,10 @@ def rerun(ctx: Context) -> int:
         ctx.refuse_older_code()
     if not job.is_backfill:
         raise ConfigurationError(
-            "--rerun", f"{job.app_name} is not a backfill job (it has no days to redo); "
-            f"--job {job.app_name} --force runs it once now")
+            "--rerun",
+            f"{job.app_name} is not a backfill job (it has no days to redo); "
+            f"--job {job.app_name} --force runs it once now",
+        )
     resumed = _resumed(ctx, job) if args.resume_run is not None else None
     steps = _steps(ctx, job, resumed)
     dates = to_run(steps)
@@ -37,22 +39,32 @@ def rerun(ctx: Context) -> int:
         _print_plan(ctx, job, steps)
         return ExitCode.OK
     if not dates:
-        print(f"{job.app_name}: nothing to rerun: each of the {len(steps)} interval(s) is "
-              "skipped (--dry-run says why)", file=out)
+        print(
+            f"{job.app_name}: nothing to rerun: each of the {len(steps)} interval(s) is skipped (--dry-run says why)",
+            file=out,
+        )
         return ExitCode.NOT_RUN
     if len(dates) > settings.rerun_confirm_over and not args.yes:
         raise ConfigurationError(
-            "--rerun", f"{len(dates)} intervals of {job.app_name} ({day_text(min(dates))} to "
+            "--rerun",
+            f"{len(dates)} intervals of {job.app_name} ({day_text(min(dates))} to "
             f"{day_text(max(dates))}) is more than rerun_confirm_over ({settings.rerun_confirm_over})"
-            "; check the dates (--dry-run lists them) and add --yes")
-    check_pause(job.app_name, store.state(job.app_name), store.now(), "rerun it",
-                force=args.force, reason=args.reason,
-                override="--force --reason TEXT reruns it anyway (the pause stays)")
+            "; check the dates (--dry-run lists them) and add --yes",
+        )
+    check_pause(
+        job.app_name,
+        store.state(job.app_name),
+        store.now(),
+        "rerun it",
+        force=args.force,
+        reason=args.reason,
+        override="--force --reason TEXT reruns it anyway (the pause stays)",
+    )
     if resumed is not None and resumed.status == "running":
-        store.abandon_run(resumed.run_id, f"killed without recording its end; continued by "
-                          f"--resume-run on {ctx.runner().host}")
-    store.audit(ctx.audit_entry("rerun", job.app_name, dates=[d.isoformat() for d in dates],
-                                **_audited(args, resumed)))
+        store.abandon_run(
+            resumed.run_id, f"killed without recording its end; continued by --resume-run on {ctx.runner().host}"
+        )
+    store.audit(ctx.audit_entry("rerun", job.app_name, dates=[d.isoformat() for d in dates], **_audited(args, resumed)))
     with terminate_on_sigterm():
         result = ctx.runner().rerun(job, dates, resumed.run_id if resumed else None)
     if result.error is not None:
@@ -62,15 +74,17 @@ def rerun(ctx: Context) -> int:
     more = f"; {skipped} interval(s) skipped (--dry-run says why)" if skipped else ""
     done = [f"  {minute_text(when)}: {one_line(text) or 'done'}" for when, text in result.summaries]
     if result.status is not Status.RAN:
-        print(f"{job.app_name}: rerun of {listed} (run {result.run_id}) failed: {one_line(result.detail)} "
-              f"({len(done)} of {len(dates)} intervals done before the failure; see --history "
-              f"and --logs {job.app_name} --run {result.run_id}; --rerun {job.app_name} "
-              f"--resume-run {result.run_id} continues it){more}", file=out)
+        print(
+            f"{job.app_name}: rerun of {listed} (run {result.run_id}) failed: {one_line(result.detail)} "
+            f"({len(done)} of {len(dates)} intervals done before the failure; see --history "
+            f"and --logs {job.app_name} --run {result.run_id}; --rerun {job.app_name} "
+            f"--resume-run {result.run_id} continues it){more}",
+            file=out,
+        )
         for line in done:
             print(line, file=out)
         return ExitCode.JOB_FAILED
-    print(f"{job.app_name}: reran {listed} (run {result.run_id}); last success and next run "
-          f"unchanged{more}:", file=out)
+    print(f"{job.app_name}: reran {listed} (run {result.run_id}); last success and next run unchanged{more}:", file=out)
     print("\n".join(done), file=out)
     return ExitCode.OK
 
@@ -98,19 +112,18 @@ def _steps(ctx: Context, job: Job, resumed: RerunRecord | None) -> list[Step]:
 def _dates(ctx: Context, job: Job) -> list[dt.datetime]:
     store, args = ctx.store, ctx.args
     if not args.date:
-        raise ConfigurationError("--rerun", "needs --date YYYY-MM-DD [--to YYYY-MM-DD] "
-                                 "(or --resume-run RUN)")
+        raise ConfigurationError("--rerun", "needs --date YYYY-MM-DD [--to YYYY-MM-DD] (or --resume-run RUN)")
     try:
         first = parse_day(args.date)
         last = parse_day(args.to) if args.to else first
         state = store.state(job.app_name)
-        dates = rerun_dates(job.schedule, state.last_success if state else None, first, last,
-                            store.now())
+        dates = rerun_dates(job.schedule, state.last_success if state else None, first, last, store.now())
     except ValueError as exc:
         raise ConfigurationError("--date/--to", str(exc)) from None
     if not dates:
-        raise ConfigurationError("--date/--to", f"no interval of {job.app_name} starts between "
-                                 f"{first} and {last} before now")
+        raise ConfigurationError(
+            "--date/--to", f"no interval of {job.app_name} starts between {first} and {last} before now"
+        )
     return dates
 
 
@@ -124,20 +137,21 @@ def _resumed(ctx: Context, job: Job) -> RerunRecord:
     """
     args = ctx.args
     if args.date or args.to:
-        raise ConfigurationError("--resume-run", "takes the intervals of the run it continues; "
-                                 "leave out --date and --to")
+        raise ConfigurationError(
+            "--resume-run", "takes the intervals of the run it continues; leave out --date and --to"
+        )
     found = ctx.store.rerun_record(args.resume_run, ctx.settings.lease_seconds)
     if found is None or found.app_name != job.app_name or found.kind != "rerun":
         raise RunNotFound(job.app_name, args.resume_run)
     if found.status == "running" and not found.expired:
-        raise MarkerIsLive(job.app_name, f"resume run {found.run_id}",
-                           f"{found.holder} (its lease is live)")
+        raise MarkerIsLive(job.app_name, f"resume run {found.run_id}", f"{found.holder} (its lease is live)")
     if found.status == "succeeded":
-        raise ConfigurationError("--resume-run", f"run {found.run_id} of {job.app_name} "
-                                 "succeeded: nothing to continue")
+        raise ConfigurationError("--resume-run", f"run {found.run_id} of {job.app_name} succeeded: nothing to continue")
     if not found.plan:
-        raise ConfigurationError("--resume-run", f"run {found.run_id} of {job.app_name} has no "
-                                 "recorded plan (a rerun of an older release): rerun its dates")
+        raise ConfigurationError(
+            "--resume-run",
+            f"run {found.run_id} of {job.app_name} has no recorded plan (a rerun of an older release): rerun its dates",
+        )
     return found
 
 
@@ -161,10 +175,10 @@ def _print_plan(ctx: Context, job: Job, steps: list[Step]) -> None:
     runs = len(to_run(steps))
     order = "newest first" if ctx.args.newest_first else "oldest first"
     skipped = f", {len(steps) - runs} skipped" if runs < len(steps) else ""
-    resumes = (f", continuing run {ctx.args.resume_run} (its order)"
-               if ctx.args.resume_run is not None else "")
-    print(f"{job.app_name}: --rerun would run {runs} interval(s), {order}{skipped}{resumes} "
-          "(nothing ran):", file=ctx.out)
+    resumes = f", continuing run {ctx.args.resume_run} (its order)" if ctx.args.resume_run is not None else ""
+    print(
+        f"{job.app_name}: --rerun would run {runs} interval(s), {order}{skipped}{resumes} (nothing ran):", file=ctx.out
+    )
     for line in step_lines(steps, _planner(ctx.settings, job)):
         print(f"  {one_line(line)}", file=ctx.out)
 
@@ -176,8 +190,11 @@ def _warn_blocked(ctx: Context, job: Job) -> None:
         return
     why = dependency_block(job.depends_on, ctx.store.states(), ctx.store.now())
     if why is not None:
-        print(f"{job.app_name}: warning: {one_line(why)} (a tick would skip {job.app_name} "
-              "now); the rerun goes on, but its data may be incomplete", file=ctx.out)
+        print(
+            f"{job.app_name}: warning: {one_line(why)} (a tick would skip {job.app_name} "
+            "now); the rerun goes on, but its data may be incomplete",
+            file=ctx.out,
+        )
 
 
 def _planner(settings: Settings, job: Job) -> Callable[[dt.datetime], str | None]:
@@ -207,4 +224,3 @@ def _span(dates: list[dt.datetime]) -> str:
     if len(dates) == 1:
         return minute_text(dates[0])
     return f"{len(dates)} intervals, {minute_text(dates[0])} to {minute_text(dates[-1])}"
-

@@ -28,9 +28,15 @@ def run_all(ctx: Context) -> int:
     records its tick with the migrations it lacks, raises the ``old-code`` alert, and claims
     nothing), 1 for the configuration or the database, and when a jobs entry did not load
     (the other jobs ran; the ``broken-entry`` alert tells of it)."""
-    results = run_tick(ctx.settings, ctx.jobs, ctx.store, broken=ctx.broken,
-                       metrics_file=metrics_path(ctx.settings, ctx.args),
-                       reporters=ctx.reporters, guard=terminate_on_sigterm)
+    results = run_tick(
+        ctx.settings,
+        ctx.jobs,
+        ctx.store,
+        broken=ctx.broken,
+        metrics_file=metrics_path(ctx.settings, ctx.args),
+        reporters=ctx.reporters,
+        guard=terminate_on_sigterm,
+    )
     fenced = first_fenced(results)
     if fenced:
         return exit_code_for(fenced)
@@ -56,26 +62,43 @@ def run_one(ctx: Context) -> int:
     ctx.refuse_older_code()
     if args.force:
         # the one rule of every data-changing command: a pause is overridden with a reason
-        check_pause(job.app_name, ctx.store.state(job.app_name), ctx.store.now(), "run it",
-                    force=True, reason=args.reason, override="")
+        check_pause(
+            job.app_name,
+            ctx.store.state(job.app_name),
+            ctx.store.now(),
+            "run it",
+            force=True,
+            reason=args.reason,
+            override="",
+        )
         if job.is_backfill and not _backfill_pending(ctx, job):
-            print(f"{job.app_name}: nothing to backfill (every interval up to now is done); "
-                  f"--rerun {job.app_name} --date YYYY-MM-DD redoes a past day", file=out)
+            print(
+                f"{job.app_name}: nothing to backfill (every interval up to now is done); "
+                f"--rerun {job.app_name} --date YYYY-MM-DD redoes a past day",
+                file=out,
+            )
             return ExitCode.NOT_RUN
     with terminate_on_sigterm():
         result = ctx.runner().run_job(job, force=args.force)
     if result.error is not None:
         raise result.error  # locked, running elsewhere, fenced: audited as refused by dispatch
     if args.force:  # recorded once it ran, with how it went (a refused one said "done")
-        ctx.store.audit(ctx.audit_entry("force", job.app_name, outcome={
-            Status.FAILED: "done: the job failed (exit 5)"}.get(result.status, "done")))
+        ctx.store.audit(
+            ctx.audit_entry(
+                "force",
+                job.app_name,
+                outcome={Status.FAILED: "done: the job failed (exit 5)"}.get(result.status, "done"),
+            )
+        )
     if result.status is Status.PAUSED:
-        print(f"{job.app_name}: not run: {result.detail}; --force --reason TEXT runs it anyway",
-              file=out)
+        print(f"{job.app_name}: not run: {result.detail}; --force --reason TEXT runs it anyway", file=out)
         return ExitCode.PAUSED
     if result.status is Status.SKIPPED:
-        hint = f"; --rerun {job.app_name} --date YYYY-MM-DD redoes a past day" \
-            if job.is_backfill and result.detail == "not due yet" else ""
+        hint = (
+            f"; --rerun {job.app_name} --date YYYY-MM-DD redoes a past day"
+            if job.is_backfill and result.detail == "not due yet"
+            else ""
+        )
         print(f"{job.app_name}: skipped ({result.detail}); --force runs it anyway{hint}", file=out)
         return ExitCode.NOT_RUN  # a script asking for this job learns that nothing ran
     if result.status is Status.FAILED:
@@ -95,7 +118,8 @@ def unit_lines(job: Job, result: JobResult) -> list[str]:
     if not job.is_backfill:
         return [f"{job.app_name}: ran (run {result.run_id}): {one_line(result.summary)}"]
     return [f"{job.app_name}: ran (run {result.run_id}):"] + [
-        f"  {minute_text(when)}: {one_line(text) or 'done (no summary)'}" for when, text in result.summaries]
+        f"  {minute_text(when)}: {one_line(text) or 'done (no summary)'}" for when, text in result.summaries
+    ]
 
 
 def _backfill_pending(ctx: Context, job: Job) -> bool:

@@ -45,8 +45,7 @@ def list_jobs(ctx: Context) -> int:
         jsonout.emit(views.jobs_document(found, now), out)
         return 0
     beats = Beats(ctx.settings.heartbeat_seconds, ctx.settings.lease_seconds)
-    lines = (render.wide_table(found, now, beats) if args.wide
-             else render.list_table(found, now, _width(out), beats))
+    lines = render.wide_table(found, now, beats) if args.wide else render.list_table(found, now, _width(out), beats)
     print("\n".join(lines), file=out)
     for line in drained_lines(store):  # a drained host runs none of them: said under the table
         print(one_line(line), file=out)
@@ -86,9 +85,14 @@ def history(ctx: Context) -> int:
         if args.json:
             jsonout.emit(found.as_json(), out)
         else:
-            print("\n".join(render.run_rows_table(found.runs, found.now, found.is_backfill,
-                                                  _width(out), _offset(ctx, found.app_name))),
-                  file=out)
+            print(
+                "\n".join(
+                    render.run_rows_table(
+                        found.runs, found.now, found.is_backfill, _width(out), _offset(ctx, found.app_name)
+                    )
+                ),
+                file=out,
+            )
             _database_line(ctx)
         return 0
     limit = DEFAULT_LIMIT if args.limit is None else args.limit
@@ -101,8 +105,7 @@ def history(ctx: Context) -> int:
         print(f"{app_name}: no runs in the run log (crontabber_log)", file=out)
         _database_line(ctx)
         return 0
-    print("\n".join(render.history_table(runs, now, found.is_backfill, _width(out),
-                                          _offset(ctx, app_name))), file=out)
+    print("\n".join(render.history_table(runs, now, found.is_backfill, _width(out), _offset(ctx, app_name))), file=out)
     if found.is_backfill:
         print(f"(a backfill job: --history {app_name} --run RUN lists a run's intervals)", file=out)
     if found.more:
@@ -128,11 +131,13 @@ def show_error(ctx: Context) -> int:
         failure, message = _run_failure(store, app_name, args.run, state)
     if failure is not None:
         message = render.failure_headline(failure, now)
-    record = store.run_output(app_name, failure.run_id) \
-        if failure is not None and failure.run_id is not None else None
+    record = store.run_output(app_name, failure.run_id) if failure is not None and failure.run_id is not None else None
     # the last failure of a job that is healthy now is history: say so
-    superseded = render.superseded_note(state.error_count, state.last_run, now) \
-        if failure is not None and state is not None and args.run is None else None
+    superseded = (
+        render.superseded_note(state.error_count, state.last_run, now)
+        if failure is not None and state is not None and args.run is None
+        else None
+    )
     if args.json:
         document = views.failure_document(app_name, failure, message)
         document["run"] = record.as_json() if record is not None else None
@@ -173,8 +178,9 @@ def logs(ctx: Context) -> int:
         jsonout.emit(record.as_json(), out)
         return 0
     now = store.now()
-    print("\n".join(render.output_report(record, now, _gone(ctx, record, now),
-                                                _offset(ctx, record.app_name))), file=out)
+    print(
+        "\n".join(render.output_report(record, now, _gone(ctx, record, now), _offset(ctx, record.app_name))), file=out
+    )
     return 0
 
 
@@ -190,9 +196,11 @@ def _gone(ctx: Context, record: RunRecord, now: dt.datetime) -> str | None:
     state = ctx.store.state(record.app_name)
     if state is None or state.run_id != record.run_id or state.ongoing is None:
         return "it no longer holds the job"
-    return {Marker.DEAD: "its process no longer exists", Marker.EXPIRED: "its lease has expired",
-            Marker.STALE: "its marker is older than max_ongoing_age_hours"}.get(
-        markers_from_here(lease_rules(ctx.settings))(state, now))
+    return {
+        Marker.DEAD: "its process no longer exists",
+        Marker.EXPIRED: "its lease has expired",
+        Marker.STALE: "its marker is older than max_ongoing_age_hours",
+    }.get(markers_from_here(lease_rules(ctx.settings))(state, now))
 
 
 def _run_failure(

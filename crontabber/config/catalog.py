@@ -48,8 +48,15 @@ class Job(Frozen):
     depends_on: tuple[str, ...]
     hosts: tuple[str, ...]  # its ``hosts`` option: the tags of the hosts that may claim it
 
-    def __init__(self, app_name: str, cls: type, entry: JobEntry, schedule: Schedule,
-                 depends_on: tuple[str, ...], hosts: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        app_name: str,
+        cls: type,
+        entry: JobEntry,
+        schedule: Schedule,
+        depends_on: tuple[str, ...],
+        hosts: tuple[str, ...] = (),
+    ) -> None:
         setfield(self, "app_name", app_name)
         setfield(self, "cls", cls)
         setfield(self, "entry", entry)
@@ -132,9 +139,7 @@ def import_class(entry: JobEntry) -> type:
     except ImportError as exc:
         raise ConfigurationError(where, f"cannot import module {module_name!r}: {exc}") from None
     except Exception as exc:  # a job module that raises on import: report, don't crash
-        raise ConfigurationError(
-            where, f"importing {module_name!r} raised {type(exc).__name__}: {exc}"
-        ) from None
+        raise ConfigurationError(where, f"importing {module_name!r} raised {type(exc).__name__}: {exc}") from None
     cls = getattr(module, class_name, None)
     if not isinstance(cls, type):
         raise ConfigurationError(where, f"module {module_name!r} has no class {class_name!r}")
@@ -146,45 +151,97 @@ def job_options(cls: type) -> Namespace:
     base = Namespace()
     base.add_option("frequency", "", "how often the job runs (from the jobs list)")
     base.add_option("time", "", "UTC time of day HH:MM (from the jobs list)")
-    base.add_option("timeout", "", "seconds the job may run (0: no limit; "
-                    "empty: crontabber.default_timeout)", from_string_converter=_seconds)
-    base.add_option("error_retry_time", 300, "seconds after a failure before a retry",
-                    reference_value_from="crontabber")
-    base.add_option("error_backoff", 1.0, "retry wait multiplier per further failure in a row",
-                    reference_value_from="crontabber")
-    base.add_option("error_retry_max", 86400, "the longest retry wait, in seconds",
-                    reference_value_from="crontabber")
-    base.add_option("settle_lag", "0", "run interval T only after T + this (seconds, or 30m, 6h; "
-                    "with jitter, shorter than the job's frequency)",
-                    reference_value_from="crontabber", from_string_converter=parse_duration)
-    base.add_option("jitter", "0", "start a fixed offset within this after the job's time, "
-                    "derived from its name (seconds, or 10m)", reference_value_from="crontabber",
-                    from_string_converter=parse_duration)
-    base.add_option("alert_after_failures", 2, "alert after this many failures in a row (0: never)",
-                    reference_value_from="crontabber")
+    base.add_option(
+        "timeout",
+        "",
+        "seconds the job may run (0: no limit; empty: crontabber.default_timeout)",
+        from_string_converter=_seconds,
+    )
+    base.add_option(
+        "error_retry_time", 300, "seconds after a failure before a retry", reference_value_from="crontabber"
+    )
+    base.add_option(
+        "error_backoff", 1.0, "retry wait multiplier per further failure in a row", reference_value_from="crontabber"
+    )
+    base.add_option("error_retry_max", 86400, "the longest retry wait, in seconds", reference_value_from="crontabber")
+    base.add_option(
+        "settle_lag",
+        "0",
+        "run interval T only after T + this (seconds, or 30m, 6h; with jitter, shorter than the job's frequency)",
+        reference_value_from="crontabber",
+        from_string_converter=parse_duration,
+    )
+    base.add_option(
+        "jitter",
+        "0",
+        "start a fixed offset within this after the job's time, derived from its name (seconds, or 10m)",
+        reference_value_from="crontabber",
+        from_string_converter=parse_duration,
+    )
+    base.add_option(
+        "alert_after_failures",
+        2,
+        "alert after this many failures in a row (0: never)",
+        reference_value_from="crontabber",
+    )
     base.add_option("alert_on_recovery", True, "alert when it recovers", reference_value_from="crontabber")
-    base.add_option("alert_silence", "1h", "alert when not run this long after due (0: never)",
-                    reference_value_from="crontabber", from_string_converter=parse_duration)
-    base.add_option("alert_realert", "4h", "alert again this often while failing or silent (0: once)",
-                    reference_value_from="crontabber", from_string_converter=parse_duration)
-    base.add_option("alert_on_takeover", True, "alert when a dead host's run is taken over",
-                    reference_value_from="crontabber")
-    base.add_option("alert_to", "", "target names, comma-separated (empty: every target)",
-                    reference_value_from="crontabber")
-    base.add_option("hosts", "", "claimed only by hosts carrying one of these tags "
-                    "(comma-separated; a host's tags: crontabber.host_tags); empty: any host")
-    base.add_option("deadline", "0", "alert when an interval has not succeeded this long after its "
-                    "time (0: no deadline); seconds, or 30m, 6h, 1d",
-                    reference_value_from="crontabber", from_string_converter=parse_duration)
-    base.add_option("min_duration", "0", "a run that succeeded faster than this is a breach "
-                    "(0: no check); seconds, or 5m, 1h", from_string_converter=parse_duration)
-    base.add_option("slower_than", "", "a run that succeeded slower than K x the p95 of the "
-                    "last N good runs is a breach: K x p95(N), 3 x p95(20) (empty: no check)")
-    base.add_option("check", "", "assertions on the run's metrics, ';'-separated: METRIC OP "
-                    "[K x] median|mean|p95|min|max(N), or METRIC OP NUMBER (keys_deleted < 5 x "
-                    "median(10)); a run that breaks one is a breach (empty: none)")
-    base.add_option("on_breach", "alert", "what a breach does: alert (a breach alert), or "
-                    "pause (that, and the job is paused until --resume)")
+    base.add_option(
+        "alert_silence",
+        "1h",
+        "alert when not run this long after due (0: never)",
+        reference_value_from="crontabber",
+        from_string_converter=parse_duration,
+    )
+    base.add_option(
+        "alert_realert",
+        "4h",
+        "alert again this often while failing or silent (0: once)",
+        reference_value_from="crontabber",
+        from_string_converter=parse_duration,
+    )
+    base.add_option(
+        "alert_on_takeover", True, "alert when a dead host's run is taken over", reference_value_from="crontabber"
+    )
+    base.add_option(
+        "alert_to", "", "target names, comma-separated (empty: every target)", reference_value_from="crontabber"
+    )
+    base.add_option(
+        "hosts",
+        "",
+        "claimed only by hosts carrying one of these tags "
+        "(comma-separated; a host's tags: crontabber.host_tags); empty: any host",
+    )
+    base.add_option(
+        "deadline",
+        "0",
+        "alert when an interval has not succeeded this long after its time (0: no deadline); seconds, or 30m, 6h, 1d",
+        reference_value_from="crontabber",
+        from_string_converter=parse_duration,
+    )
+    base.add_option(
+        "min_duration",
+        "0",
+        "a run that succeeded faster than this is a breach (0: no check); seconds, or 5m, 1h",
+        from_string_converter=parse_duration,
+    )
+    base.add_option(
+        "slower_than",
+        "",
+        "a run that succeeded slower than K x the p95 of the "
+        "last N good runs is a breach: K x p95(N), 3 x p95(20) (empty: no check)",
+    )
+    base.add_option(
+        "check",
+        "",
+        "assertions on the run's metrics, ';'-separated: METRIC OP "
+        "[K x] median|mean|p95|min|max(N), or METRIC OP NUMBER (keys_deleted < 5 x "
+        "median(10)); a run that breaks one is a breach (empty: none)",
+    )
+    base.add_option(
+        "on_breach",
+        "alert",
+        "what a breach does: alert (a breach alert), or pause (that, and the job is paused until --resume)",
+    )
     required = getattr(cls, "required_config", None)
     return base.merged(required) if isinstance(required, Namespace) else base
 
@@ -203,8 +260,7 @@ def _schedule_for(entry: JobEntry, cls: type, sources: Sources) -> Schedule:
     path = ("crontabber", f"class-{cls.__name__}")
     frequency = sources.raw(path, "frequency")
     time = sources.raw(path, "time")
-    overridden = [name for name, value in (("frequency", frequency), ("time", time))
-                  if value not in (NO_VALUE, "")]
+    overridden = [name for name, value in (("frequency", frequency), ("time", time)) if value not in (NO_VALUE, "")]
     frequency = entry.frequency if frequency in (NO_VALUE, "") else frequency
     time = entry.time if time in (NO_VALUE, "") else time
     try:
@@ -274,11 +330,11 @@ def _load(settings: Settings, tolerant: bool) -> Catalog:
             )
         config = job_config(job, settings.sources)  # bad option values fail now, not mid-run
         try:
-            job = job.replace(schedule=with_delay(job.schedule, config, job.app_name),
-                              hosts=parse_tags(config["hosts"]))
+            job = job.replace(
+                schedule=with_delay(job.schedule, config, job.app_name), hosts=parse_tags(config["hosts"])
+            )
         except ValueError as exc:
-            raise ConfigurationError(f"crontabber.class-{job.cls.__name__}.settle_lag/jitter",
-                                     str(exc)) from None
+            raise ConfigurationError(f"crontabber.class-{job.cls.__name__}.settle_lag/jitter", str(exc)) from None
         by_name[job.app_name] = by_namespace[job.namespace] = job
         jobs.append(job)
     dependency_order({job.app_name: job.depends_on for job in jobs})
@@ -290,9 +346,12 @@ def names_known(sources: Sources, jobs: list[Job]) -> KnownNames:
     """The option names the runner and ``jobs`` declare (see :mod:`.known`)."""
     jobs_text = sources.raw(("crontabber",), "jobs")
     ini_text = sources.ini.get(("crontabber",), "jobs")
-    return known_names(runner_options(), ((job.namespace, job_options(job.cls)) for job in jobs),
-                       "" if jobs_text is NO_VALUE else str(jobs_text),
-                       "" if ini_text is NO_VALUE else str(ini_text))
+    return known_names(
+        runner_options(),
+        ((job.namespace, job_options(job.cls)) for job in jobs),
+        "" if jobs_text is NO_VALUE else str(jobs_text),
+        "" if ini_text is NO_VALUE else str(ini_text),
+    )
 
 
 def check_names_used(sources: Sources, jobs: list[Job]) -> list[str]:
@@ -313,8 +372,7 @@ def check_names_used(sources: Sources, jobs: list[Job]) -> list[str]:
 def configuration_notes(sources: Sources, jobs: list[Job]) -> list[str]:
     """What ``--configtest`` mentions without failing: crontabber 0.18 options
     that have no effect here, environment variables that match no option."""
-    notes = [f"{name}: a crontabber 0.18 option, ignored here"
-             for name in check_names_used(sources, jobs)]
+    notes = [f"{name}: a crontabber 0.18 option, ignored here" for name in check_names_used(sources, jobs)]
     return notes + environment_notes(names_known(sources, jobs), sources.environ)
 
 
@@ -333,7 +391,7 @@ def job_config(job: Job, sources: Sources) -> DotDict:
     config = DotDict()
     for path, option in job_options(job.cls).walk(job.namespace):
         target = config
-        for part in path[len(job.namespace):]:
+        for part in path[len(job.namespace) :]:
             target = target.setdefault(part, DotDict())
         target[option.name] = sources.value(path, option)
     config["frequency"] = job.schedule.frequency

@@ -49,9 +49,16 @@ class DatabaseSettings(Frozen):
     target_session_attrs: str
     dsn: str
 
-    def __init__(self, host: str = "localhost", port: int | str = 5432,
-                 dbname: str = "crontabber", user: str = "", password: str = "",
-                 target_session_attrs: str = "", dsn: str = "") -> None:
+    def __init__(
+        self,
+        host: str = "localhost",
+        port: int | str = 5432,
+        dbname: str = "crontabber",
+        user: str = "",
+        password: str = "",
+        target_session_attrs: str = "",
+        dsn: str = "",
+    ) -> None:
         """Raises ValueError: a ``port`` list that does not match ``host``'s, or a bad ``dsn``."""
         setfield(self, "host", host)
         setfield(self, "port", port)
@@ -74,19 +81,16 @@ class DatabaseSettings(Frozen):
         """``user@host:port/dbname`` (hosts and ports as given): safe to print and log."""
         if self.dsn:
             parts = _parsed_dsn(self.dsn)
-            return (f"{parts.get('user', '')}@{parts.get('host', '')}:{parts.get('port', '')}"
-                    f"/{parts.get('dbname', '')}")
+            return f"{parts.get('user', '')}@{parts.get('host', '')}:{parts.get('port', '')}/{parts.get('dbname', '')}"
         return f"{self.user}@{self.host}:{self.port}/{self.dbname}"
 
     def libpq(self) -> dict[str, Any]:
         """The keywords of :func:`psycopg2.connect` (an unset one is libpq's default or its
         environment's, e.g. ``PGTARGETSESSIONATTRS``)."""
-        given = {"password": self.password or None,
-                 "target_session_attrs": self.target_session_attrs or None}
+        given = {"password": self.password or None, "target_session_attrs": self.target_session_attrs or None}
         if self.dsn:
             return {"dsn": self.dsn, **{k: v for k, v in given.items() if v is not None}}
-        return {"host": self.host, "port": self.port, "dbname": self.dbname,
-                "user": self.user or None, **given}
+        return {"host": self.host, "port": self.port, "dbname": self.dbname, "user": self.user or None, **given}
 
 
 def _parsed_dsn(dsn: str) -> dict[str, str]:
@@ -102,23 +106,36 @@ def _parsed_dsn(dsn: str) -> dict[str, str]:
     try:
         return dict(parse_dsn(dsn))
     except ProgrammingError:
-        raise ValueError("not a libpq connection string (key=value ...) or URI "
-                         "(postgresql://...)") from None
+        raise ValueError("not a libpq connection string (key=value ...) or URI (postgresql://...)") from None
 
 
 #: (name, default, doc, parser or None): the options of a database.
 DATABASE_OPTIONS: tuple[tuple[str, Any, str, Callable[[str], Any] | None], ...] = (
-    ("host", "localhost", "database host; several, comma-separated, for a primary and its "
-     "standbys (libpq tries each: see target_session_attrs)", None),
+    (
+        "host",
+        "localhost",
+        "database host; several, comma-separated, for a primary and its "
+        "standbys (libpq tries each: see target_session_attrs)",
+        None,
+    ),
     ("port", 5432, "database port; a comma list gives one per host", parse_ports),
     ("dbname", "crontabber", "database name", None),
     ("user", "", "database user", None),
     ("password", "", "database password (use the environment)", None),
-    ("target_session_attrs", "", "libpq's: read-write (or primary) takes, of the hosts listed, the "
-     "one that accepts writes (the primary, a promoted standby too); empty: libpq's default",
-     None),
-    ("dsn", "", "a whole libpq connection string or URI instead of host, port, dbname and "
-     "user (password and target_session_attrs are added when set)", None),
+    (
+        "target_session_attrs",
+        "",
+        "libpq's: read-write (or primary) takes, of the hosts listed, the "
+        "one that accepts writes (the primary, a promoted standby too); empty: libpq's default",
+        None,
+    ),
+    (
+        "dsn",
+        "",
+        "a whole libpq connection string or URI instead of host, port, dbname and "
+        "user (password and target_session_attrs are added when set)",
+        None,
+    ),
 )
 
 #: The values of libpq's ``target_session_attrs`` that can reach a server taking writes (the
@@ -134,13 +151,19 @@ def database_settings(values: Mapping[str, Any], namespace: str) -> DatabaseSett
     """
     attrs = str(values.get("target_session_attrs") or "")
     if attrs not in SESSION_ATTRS:
-        raise ConfigurationError(f"{namespace}.target_session_attrs",
-                                 f"{attrs!r} is not one of {', '.join(SESSION_ATTRS[1:])}")
+        raise ConfigurationError(
+            f"{namespace}.target_session_attrs", f"{attrs!r} is not one of {', '.join(SESSION_ATTRS[1:])}"
+        )
     try:
         return DatabaseSettings(
-            host=str(values["host"]), port=values["port"], dbname=str(values["dbname"]),
-            user=str(values["user"]), password=str(values["password"]),
-            target_session_attrs=attrs, dsn=str(values.get("dsn") or ""))
+            host=str(values["host"]),
+            port=values["port"],
+            dbname=str(values["dbname"]),
+            user=str(values["user"]),
+            password=str(values["password"]),
+            target_session_attrs=attrs,
+            dsn=str(values.get("dsn") or ""),
+        )
     except ValueError as exc:
         option = "dsn" if values.get("dsn") else "port"
         raise ConfigurationError(f"{namespace}.{option}", str(exc)) from None

@@ -37,21 +37,34 @@ from .options import Namespace
 # crontabber 0.18's own options that
 # this runner does not use: class paths of its pluggable parts, its
 # syslog/stderr logging, configman's admin options.
-_LOGGING_0_18 = ("stderr_error_logging_level", "stderr_line_format_string",
-                 "syslog_error_logging_level", "syslog_facility_string",
-                 "syslog_line_format_string", "syslog_host", "syslog_port")
-LEGACY: frozenset[str] = frozenset({
-    "application",
-    "admin.strict", "admin.expose_secrets", "admin.print_conf", "admin.dump_conf",
-    "crontabber.job_state_db_class", "crontabber.database_class",
-    "crontabber.transaction_executor_class",
-    "resource.postgresql.database_class", "resource.postgresql.transaction_executor_class",
-    *(f"logging.{name}" for name in _LOGGING_0_18),
-    *(f"resource.logging.{name}" for name in _LOGGING_0_18),
-})
+_LOGGING_0_18 = (
+    "stderr_error_logging_level",
+    "stderr_line_format_string",
+    "syslog_error_logging_level",
+    "syslog_facility_string",
+    "syslog_line_format_string",
+    "syslog_host",
+    "syslog_port",
+)
+LEGACY: frozenset[str] = frozenset(
+    {
+        "application",
+        "admin.strict",
+        "admin.expose_secrets",
+        "admin.print_conf",
+        "admin.dump_conf",
+        "crontabber.job_state_db_class",
+        "crontabber.database_class",
+        "crontabber.transaction_executor_class",
+        "resource.postgresql.database_class",
+        "resource.postgresql.transaction_executor_class",
+        *(f"logging.{name}" for name in _LOGGING_0_18),
+        *(f"resource.logging.{name}" for name in _LOGGING_0_18),
+    }
+)
 # The same, under each configured job that has a ``database`` namespace.
-LEGACY_DATABASE = ("database_class", "database_transaction_executor_class",
-                   "transaction_executor_class")
+LEGACY_DATABASE = ("database_class", "database_transaction_executor_class", "transaction_executor_class")
+
 
 def _fold(names: Iterable[str]) -> dict[str, str]:
     """Lower-cased name -> name as declared (matching ignores case, as reading
@@ -77,8 +90,7 @@ class KnownNames(Frozen):
     legacy: Mapping[str, str]
     open_sections: Mapping[str, str]
 
-    def __init__(self, names: Mapping[str, str], legacy: Mapping[str, str],
-                 open_sections: Mapping[str, str]) -> None:
+    def __init__(self, names: Mapping[str, str], legacy: Mapping[str, str], open_sections: Mapping[str, str]) -> None:
         setfield(self, "names", names)
         setfield(self, "legacy", legacy)
         setfield(self, "open_sections", open_sections)
@@ -97,8 +109,7 @@ class KnownNames(Frozen):
 
     def sections(self) -> dict[str, str]:
         """Every ``crontabber.class-X`` a configuration may have, by lower case."""
-        found = _fold(_section(name) for name in self.names.values()
-                      if name.startswith("crontabber.class-"))
+        found = _fold(_section(name) for name in self.names.values() if name.startswith("crontabber.class-"))
         return {**found, **self.open_sections}
 
     def closest(self, dotted: str, pool: Mapping[str, str]) -> str | None:
@@ -124,12 +135,17 @@ def commented_classes(jobs_text: str, live_too: bool = False) -> set[str]:
     (``# jobs.prune.PruneS3CronApp|1d``), split as :func:`split_jobs_list` does;
     with ``live_too``, of every entry."""
     pieces = (piece.strip() for piece in re.split(r"[\n,;]", jobs_text or ""))
-    return {piece.lstrip("#").split("|")[0].strip().rpartition(".")[2]
-            for piece in pieces if (live_too or piece.startswith("#")) and "|" in piece}
+    return {
+        piece.lstrip("#").split("|")[0].strip().rpartition(".")[2]
+        for piece in pieces
+        if (live_too or piece.startswith("#")) and "|" in piece
+    }
 
 
 def known_names(
-    runner: Namespace, jobs: Iterable[tuple[tuple[str, ...], Namespace]], jobs_text: str,
+    runner: Namespace,
+    jobs: Iterable[tuple[tuple[str, ...], Namespace]],
+    jobs_text: str,
     ini_jobs_text: str = "",
 ) -> KnownNames:
     """The names a configuration may use.
@@ -154,8 +170,7 @@ def known_names(
     configured = {_section(name) for name in folded if name.startswith("crontabber.class-")}
     classes = commented_classes(jobs_text) | commented_classes(ini_jobs_text, live_too=True)
     open_sections = _fold(f"crontabber.class-{cls}" for cls in classes)
-    return KnownNames(folded, _fold(legacy),
-                      {k: v for k, v in open_sections.items() if k not in configured})
+    return KnownNames(folded, _fold(legacy), {k: v for k, v in open_sections.items() if k not in configured})
 
 
 def check_names(known: KnownNames, names: Iterable[str], source: str | None) -> list[str]:
@@ -209,9 +224,11 @@ def _job_section_message(known: KnownNames, dotted: str, setting: str) -> str:
     section = _section(dotted)
     found = known.closest(section, known.sections())
     guess = f"; did you mean [[{found.split('.')[1]}]]?" if found else ""
-    return (f"no configured job has the section [[{section.split('.')[1]}]]{setting}{guess}"
-            " (a job taken out of the jobs list keeps its section if its line is"
-            " commented out with #, not deleted)")
+    return (
+        f"no configured job has the section [[{section.split('.')[1]}]]{setting}{guess}"
+        " (a job taken out of the jobs list keeps its section if its line is"
+        " commented out with #, not deleted)"
+    )
 
 
 def _unknown_message(known: KnownNames, dotted: str, on_command_line: bool) -> str:
@@ -247,8 +264,9 @@ def environment_notes(known: KnownNames, environ: Mapping[str, str]) -> list[str
             guess = found
         else:
             continue
-        notes.append(f"environment variable {variable} matches no option"
-                     + (f" (did you mean {guess}?)" if guess else ""))
+        notes.append(
+            f"environment variable {variable} matches no option" + (f" (did you mean {guess}?)" if guess else "")
+        )
     return notes
 
 

@@ -53,8 +53,7 @@ class Option(Frozen):
     option of the same name supplies the value when this one is not set.
     """
 
-    __slots__ = ("name", "default", "doc", "parser", "reference_value_from", "secret",
-                 "url_paths_secret")
+    __slots__ = ("name", "default", "doc", "parser", "reference_value_from", "secret", "url_paths_secret")
     name: str
     default: Any
     doc: str
@@ -63,9 +62,16 @@ class Option(Frozen):
     secret: bool
     url_paths_secret: bool  # its URLs' paths may hold tokens (shown as /***)
 
-    def __init__(self, name: str, default: Any = None, doc: str = "",
-                 parser: Callable[[str], Any] = str, reference_value_from: str | None = None,
-                 secret: bool = False, url_paths_secret: bool = False) -> None:
+    def __init__(
+        self,
+        name: str,
+        default: Any = None,
+        doc: str = "",
+        parser: Callable[[str], Any] = str,
+        reference_value_from: str | None = None,
+        secret: bool = False,
+        url_paths_secret: bool = False,
+    ) -> None:
         setfield(self, "name", name)
         setfield(self, "default", default)
         setfield(self, "doc", doc)
@@ -109,8 +115,7 @@ class Namespace:
             secret = any(word in name.lower() for word in SECRET_WORDS)
         if isinstance(default, str) and from_string_converter is not None and default != "":
             default = from_string_converter(default)
-        option = Option(name, default, doc, parser, reference_value_from, secret,
-                        url_paths_secret)
+        option = Option(name, default, doc, parser, reference_value_from, secret, url_paths_secret)
         self._options[name] = option
         return option
 

@@ -48,71 +48,83 @@ def runner_options() -> Namespace:
     cron = root.namespace("crontabber")
     cron.add_option("jobs", "", "the job list: module.Class|FREQ[|HH:MM], one per line")
     cron.add_option("error_retry_time", 300, "seconds after a failed attempt before a retry")
-    cron.add_option("error_backoff", 1.0,
-                    "multiply the retry wait by this after each further failure in a row "
-                    "(1: constant, as crontabber)")
-    cron.add_option("error_retry_max", 86400,
-                    "the longest wait before a retry, in seconds (with error_backoff > 1)")
+    cron.add_option(
+        "error_backoff",
+        1.0,
+        "multiply the retry wait by this after each further failure in a row (1: constant, as crontabber)",
+    )
+    cron.add_option("error_retry_max", 86400, "the longest wait before a retry, in seconds (with error_backoff > 1)")
     _schedule_options(cron)
     cron.add_option(
-        "max_ongoing_age_hours", 12.0,
+        "max_ongoing_age_hours",
+        12.0,
         "a marker without heartbeat (a crontabber 0.18 runner's) older than this is ignored",
     )
     cron.add_option("heartbeat_seconds", 30.0, "how often a running job's lease is renewed")
-    cron.add_option("lease_seconds", 120.0,
-                    "a running job whose lease was not renewed for this long is taken over")
-    cron.add_option("default_timeout", 0.0,
-                    "seconds a job may run before it is stopped (0: no limit); "
-                    "per job: [[class-X]] timeout")
-    cron.add_option("kill_grace_seconds", 30.0,
-                    "after SIGTERM (timeout, lost lease), seconds before SIGKILL")
-    cron.add_option("rerun_confirm_over", 31,
-                    "--rerun of more intervals than this needs --yes (a typo of a year "
-                    "reran 692 days)")
-    cron.add_option("require_reason", True,
-                    "--rerun, --mark-success, --release, --reset-job and --pause refuse to run "
-                    "without --reason (the audit trail's why); False makes it optional (crontabber "
-                    "0.18 had no --reason; --pause always needs one)")
-    cron.add_option("host_tags", "",
-                    "this host's tags (comma-separated, e.g. spool,es; environment: "
-                    "CRONTABBER_HOST_TAGS): a job with hosts = TAG is claimed only by hosts "
-                    "carrying that tag")
-    cron.add_option("output_tail_bytes", 65536,
-                    "each run keeps the last this many bytes of what its job logged and "
-                    "printed in the run ledger (--logs); 0 keeps nothing")
+    cron.add_option("lease_seconds", 120.0, "a running job whose lease was not renewed for this long is taken over")
+    cron.add_option(
+        "default_timeout", 0.0, "seconds a job may run before it is stopped (0: no limit); per job: [[class-X]] timeout"
+    )
+    cron.add_option("kill_grace_seconds", 30.0, "after SIGTERM (timeout, lost lease), seconds before SIGKILL")
+    cron.add_option(
+        "rerun_confirm_over", 31, "--rerun of more intervals than this needs --yes (a typo of a year reran 692 days)"
+    )
+    cron.add_option(
+        "require_reason",
+        True,
+        "--rerun, --mark-success, --release, --reset-job and --pause refuse to run "
+        "without --reason (the audit trail's why); False makes it optional (crontabber "
+        "0.18 had no --reason; --pause always needs one)",
+    )
+    cron.add_option(
+        "host_tags",
+        "",
+        "this host's tags (comma-separated, e.g. spool,es; environment: "
+        "CRONTABBER_HOST_TAGS): a job with hosts = TAG is claimed only by hosts "
+        "carrying that tag",
+    )
+    cron.add_option(
+        "output_tail_bytes",
+        65536,
+        "each run keeps the last this many bytes of what its job logged and "
+        "printed in the run ledger (--logs); 0 keeps nothing",
+    )
     _monitor_options(cron)
     _alert_options(cron, root.namespace("alerts"))
     _database_options(cron, root)
     root.namespace("sentry").add_option(
-        "dsn", "", "Sentry DSN; job errors are reported when set",
+        "dsn",
+        "",
+        "Sentry DSN; job errors are reported when set",
         reference_value_from="secrets.sentry",
     )
     root.namespace("sentry").add_option(
-        "crons", False, "with a DSN: a Sentry Crons check-in when each run starts and ends "
-        "(in_progress, ok, error), the monitor made from the job's schedule")
+        "crons",
+        False,
+        "with a DSN: a Sentry Crons check-in when each run starts and ends "
+        "(in_progress, ok, error), the monitor made from the job's schedule",
+    )
     logging_ns = root.namespace("logging")
     logging_ns.add_option("level", "INFO", "log level on stderr (DEBUG, INFO, WARNING...)")
-    logging_ns.add_option(
-        "format", "%(asctime)s %(levelname)s %(name)s - %(message)s", "log line format"
-    )
+    logging_ns.add_option("format", "%(asctime)s %(levelname)s %(name)s - %(message)s", "log line format")
     return root
 
 
 def _monitor_options(cron: Namespace) -> None:
     """The options of ``--nagios`` and ``--metrics-file`` (see :class:`MonitorSettings`)."""
-    cron.add_option("overdue_warning_seconds", 1800.0,
-                    "--nagios: a job whose next run is this late is a WARNING")
-    cron.add_option("overdue_critical_seconds", 7200.0,
-                    "--nagios: a job whose next run is this late is CRITICAL")
-    cron.add_option("silence_critical_minutes", 15.0,
-                    "--nagios: no tick from any host for this long is CRITICAL")
-    cron.add_option("max_skew_seconds", 30.0,
-                    "--nagios: a host whose clock is this far from the database's is a WARNING")
-    cron.add_option("paused_warning_percent", 100.0,
-                    "--nagios: this share of the configured jobs paused (100: every one) is a "
-                    "WARNING (a forgotten --pause all runs nothing)")
-    cron.add_option("metrics_file", "",
-                    "write a Prometheus text file here after each tick (--metrics-file)")
+    cron.add_option("overdue_warning_seconds", 1800.0, "--nagios: a job whose next run is this late is a WARNING")
+    cron.add_option("overdue_critical_seconds", 7200.0, "--nagios: a job whose next run is this late is CRITICAL")
+    cron.add_option("silence_critical_minutes", 15.0, "--nagios: no tick from any host for this long is CRITICAL")
+    cron.add_option(
+        "max_skew_seconds", 30.0, "--nagios: a host whose clock is this far from the database's is a WARNING"
+    )
+    cron.add_option(
+        "paused_warning_percent",
+        100.0,
+        "--nagios: this share of the configured jobs paused (100: every one) is a "
+        "WARNING (a forgotten --pause all runs nothing)",
+    )
+    cron.add_option("metrics_file", "", "write a Prometheus text file here after each tick (--metrics-file)")
 
 
 def _database_options(cron: Namespace, root: Namespace) -> None:
@@ -125,45 +137,60 @@ def _database_options(cron: Namespace, root: Namespace) -> None:
 
 def _schedule_options(cron: Namespace) -> None:
     """When the jobs start against their time: the defaults of each job's own options."""
-    cron.add_option("settle_lag", "0",
-                    "how long after an interval's time a backfill job runs it (its data arrives "
-                    "late): seconds, or 30m, 6h, 1d; each job may set its own; settle_lag + "
-                    "jitter must be shorter than the job's frequency")
-    cron.add_option("jitter", "0",
-                    "spread the jobs' starts over this much (seconds, or 10m, 1h): each job "
-                    "starts a fixed offset after its time, derived from its name; each job may "
-                    "set its own (0: off)")
+    cron.add_option(
+        "settle_lag",
+        "0",
+        "how long after an interval's time a backfill job runs it (its data arrives "
+        "late): seconds, or 30m, 6h, 1d; each job may set its own; settle_lag + "
+        "jitter must be shorter than the job's frequency",
+    )
+    cron.add_option(
+        "jitter",
+        "0",
+        "spread the jobs' starts over this much (seconds, or 10m, 1h): each job "
+        "starts a fixed offset after its time, derived from its name; each job may "
+        "set its own (0: off)",
+    )
 
 
 def _alert_options(cron: Namespace, alerts: Namespace) -> None:
     """The alert rules' defaults (each job may set its own in ``[[class-X]]``) and the targets
     (see :mod:`crontabber.alerts.rules` and :mod:`crontabber.alerts.notify`)."""
-    cron.add_option("alert_after_failures", 2,
-                    "alert when a job failed this many times in a row (0: never)")
+    cron.add_option("alert_after_failures", 2, "alert when a job failed this many times in a row (0: never)")
     cron.add_option("alert_on_recovery", True, "alert when a job that was alerted about recovers")
-    cron.add_option("alert_silence", "1h",
-                    "alert when a job has not run this long after it was due (0: never); "
-                    "seconds, or 30m, 2h")
-    cron.add_option("alert_realert", "4h",
-                    "alert again this often while a job stays failing or silent (0: once)")
-    cron.add_option("alert_on_takeover", True,
-                    "alert when a run of a job was taken over from a host that died")
-    cron.add_option("alert_to", "", "the targets of a job's alerts, by name, comma-separated "
-                    "(empty: every target)")
-    cron.add_option("deadline", "0",
-                    "alert when a job's interval has not succeeded this long after the "
-                    "interval's time (0: none; usually set per job); seconds, or 30m, 6h, 1d")
-    alerts.add_option("targets", "", "where alerts go, one per line: NAME KIND ADDRESS "
-                      "[OPTION=VALUE ...] (see docs/alerts.md); empty: no alerts",
-                      url_paths_secret=True)  # a Slack webhook's path is its token
-    alerts.add_option("claim_seconds", 60.0,
-                      "a host that claimed a notice and did not send it within this long (it "
-                      "died) leaves it to the next tick of any host")
-    alerts.add_option("max_attempts", 10, "attempts to deliver one notice before giving up "
-                      "(retries back off from 30 s to 1 h)")
+    cron.add_option(
+        "alert_silence", "1h", "alert when a job has not run this long after it was due (0: never); seconds, or 30m, 2h"
+    )
+    cron.add_option("alert_realert", "4h", "alert again this often while a job stays failing or silent (0: once)")
+    cron.add_option("alert_on_takeover", True, "alert when a run of a job was taken over from a host that died")
+    cron.add_option("alert_to", "", "the targets of a job's alerts, by name, comma-separated (empty: every target)")
+    cron.add_option(
+        "deadline",
+        "0",
+        "alert when a job's interval has not succeeded this long after the "
+        "interval's time (0: none; usually set per job); seconds, or 30m, 6h, 1d",
+    )
+    alerts.add_option(
+        "targets",
+        "",
+        "where alerts go, one per line: NAME KIND ADDRESS [OPTION=VALUE ...] (see docs/alerts.md); empty: no alerts",
+        url_paths_secret=True,
+    )  # a Slack webhook's path is its token
+    alerts.add_option(
+        "claim_seconds",
+        60.0,
+        "a host that claimed a notice and did not send it within this long (it "
+        "died) leaves it to the next tick of any host",
+    )
+    alerts.add_option(
+        "max_attempts", 10, "attempts to deliver one notice before giving up (retries back off from 30 s to 1 h)"
+    )
     alerts.add_option("timeout_seconds", 5.0, "how long one delivery may take")
-    alerts.add_option("dashboard_url", "", "the dashboard's address (http://HOST:PORT): a failing "
-                      "alert links to its job's page there (empty: no link)")
+    alerts.add_option(
+        "dashboard_url",
+        "",
+        "the dashboard's address (http://HOST:PORT): a failing alert links to its job's page there (empty: no link)",
+    )
     alerts.add_option("smtp_host", "", "the SMTP server of e-mail targets")
     alerts.add_option("smtp_port", 25, "its port (465 with smtp_tls, 587 with smtp_starttls)")
     alerts.add_option("smtp_from", "", "the sender of alert e-mails (default crontabber@HOST)")
@@ -214,9 +241,7 @@ class EnvironSource:
 class Sources:
     """The stacked value sources: command line, environment, INI file."""
 
-    def __init__(
-        self, conf_path: str | None, cli: Mapping[str, str], environ: Mapping[str, str]
-    ) -> None:
+    def __init__(self, conf_path: str | None, cli: Mapping[str, str], environ: Mapping[str, str]) -> None:
         self.conf_path = resolve_conf_path(conf_path)
         self.ini = IniFile(self.conf_path)
         self.cli = dict(cli)
@@ -312,8 +337,8 @@ def resolve_conf_path(conf_path: str | None) -> str:
         if os.path.isfile(candidate):
             return os.path.realpath(candidate)
     raise ConfigurationError(
-        "--admin.conf", f"no configuration file: none given and no {' or '.join(DEFAULT_CONF_PATHS)}"
-        f" in {os.getcwd()}")
+        "--admin.conf", f"no configuration file: none given and no {' or '.join(DEFAULT_CONF_PATHS)} in {os.getcwd()}"
+    )
 
 
 class RunLimits(NamedTuple):
@@ -343,9 +368,14 @@ class MonitorSettings(Frozen):
     """The thresholds of ``--nagios`` and where ``--metrics-file`` writes (see
     :func:`runner_options` for their meaning and docs/reference/cli.md's ``--nagios``)."""
 
-    __slots__ = ("overdue_warning_seconds", "overdue_critical_seconds",
-                 "silence_critical_minutes", "max_skew_seconds", "metrics_file",
-                 "paused_warning_percent")
+    __slots__ = (
+        "overdue_warning_seconds",
+        "overdue_critical_seconds",
+        "silence_critical_minutes",
+        "max_skew_seconds",
+        "metrics_file",
+        "paused_warning_percent",
+    )
     overdue_warning_seconds: float
     overdue_critical_seconds: float
     silence_critical_minutes: float
@@ -353,9 +383,15 @@ class MonitorSettings(Frozen):
     metrics_file: str
     paused_warning_percent: float
 
-    def __init__(self, overdue_warning_seconds: float, overdue_critical_seconds: float,
-                 silence_critical_minutes: float, max_skew_seconds: float, metrics_file: str,
-                 paused_warning_percent: float = 100.0) -> None:
+    def __init__(
+        self,
+        overdue_warning_seconds: float,
+        overdue_critical_seconds: float,
+        silence_critical_minutes: float,
+        max_skew_seconds: float,
+        metrics_file: str,
+        paused_warning_percent: float = 100.0,
+    ) -> None:
         setfield(self, "overdue_warning_seconds", overdue_warning_seconds)
         setfield(self, "overdue_critical_seconds", overdue_critical_seconds)
         setfield(self, "silence_critical_minutes", silence_critical_minutes)
@@ -367,15 +403,15 @@ class MonitorSettings(Frozen):
     def defaults(cls) -> "MonitorSettings":
         """The settings when nothing is configured (the defaults are declared
         once, in :func:`runner_options`)."""
-        return _monitor_settings({".".join([*path, option.name]): option.default
-                                  for path, option in runner_options().walk()})
+        return _monitor_settings(
+            {".".join([*path, option.name]): option.default for path, option in runner_options().walk()}
+        )
 
 
 class AlertSettings(Frozen):
     """Where alerts go and how hard to try (``[alerts]``; the rules are per job)."""
 
-    __slots__ = ("targets", "claim_seconds", "max_attempts", "timeout_seconds", "smtp",
-                 "dashboard_url")
+    __slots__ = ("targets", "claim_seconds", "max_attempts", "timeout_seconds", "smtp", "dashboard_url")
     targets: tuple[Target, ...]
     claim_seconds: float
     max_attempts: int
@@ -383,9 +419,15 @@ class AlertSettings(Frozen):
     smtp: SmtpSettings | None  # None: no e-mail target
     dashboard_url: str  # without a trailing "/"; empty: alerts link nowhere
 
-    def __init__(self, targets: tuple[Target, ...], claim_seconds: float, max_attempts: int,
-                 timeout_seconds: float, smtp: SmtpSettings | None,
-                 dashboard_url: str = "") -> None:
+    def __init__(
+        self,
+        targets: tuple[Target, ...],
+        claim_seconds: float,
+        max_attempts: int,
+        timeout_seconds: float,
+        smtp: SmtpSettings | None,
+        dashboard_url: str = "",
+    ) -> None:
         setfield(self, "targets", targets)
         setfield(self, "claim_seconds", claim_seconds)
         setfield(self, "max_attempts", max_attempts)
@@ -409,11 +451,27 @@ class Settings(Frozen):
     """The runner's resolved settings (the repr leaves out the Sentry DSN and the sources;
     equality ignores the sources)."""
 
-    __slots__ = ("entries", "error_retry_time", "max_ongoing_age_hours", "heartbeat_seconds",
-                 "lease_seconds", "default_timeout", "kill_grace_seconds", "database",
-                 "rerun_confirm_over", "output_tail_bytes", "require_reason", "sentry_dsn",
-                 "sentry_crons", "log_level", "log_format", "sources", "monitor", "alerts",
-                 "host_tags")
+    __slots__ = (
+        "entries",
+        "error_retry_time",
+        "max_ongoing_age_hours",
+        "heartbeat_seconds",
+        "lease_seconds",
+        "default_timeout",
+        "kill_grace_seconds",
+        "database",
+        "rerun_confirm_over",
+        "output_tail_bytes",
+        "require_reason",
+        "sentry_dsn",
+        "sentry_crons",
+        "log_level",
+        "log_format",
+        "sources",
+        "monitor",
+        "alerts",
+        "host_tags",
+    )
     _hidden = frozenset({"sentry_dsn", "sources"})
     _uncompared = frozenset({"sources"})
     entries: tuple[JobEntry, ...]
@@ -436,13 +494,28 @@ class Settings(Frozen):
     alerts: AlertSettings
     host_tags: tuple[str, ...]
 
-    def __init__(self, entries: tuple[JobEntry, ...], error_retry_time: int,
-                 max_ongoing_age_hours: float, heartbeat_seconds: float, lease_seconds: float,
-                 default_timeout: float, kill_grace_seconds: float, database: DatabaseSettings,
-                 rerun_confirm_over: int, output_tail_bytes: int, require_reason: bool,
-                 sentry_dsn: str, sentry_crons: bool, log_level: str, log_format: str,
-                 sources: Sources, monitor: MonitorSettings, alerts: AlertSettings,
-                 host_tags: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        entries: tuple[JobEntry, ...],
+        error_retry_time: int,
+        max_ongoing_age_hours: float,
+        heartbeat_seconds: float,
+        lease_seconds: float,
+        default_timeout: float,
+        kill_grace_seconds: float,
+        database: DatabaseSettings,
+        rerun_confirm_over: int,
+        output_tail_bytes: int,
+        require_reason: bool,
+        sentry_dsn: str,
+        sentry_crons: bool,
+        log_level: str,
+        log_format: str,
+        sources: Sources,
+        monitor: MonitorSettings,
+        alerts: AlertSettings,
+        host_tags: tuple[str, ...] = (),
+    ) -> None:
         setfield(self, "entries", entries)
         setfield(self, "error_retry_time", error_retry_time)
         setfield(self, "max_ongoing_age_hours", max_ongoing_age_hours)
@@ -477,24 +550,24 @@ class Settings(Frozen):
 
 #: The fields of :class:`Settings` that are the value of an option outside ``[crontabber]``
 #: (one there gives the field of its name).
-_OTHER_FIELDS = {"sentry.dsn": "sentry_dsn", "sentry.crons": "sentry_crons",
-                 "logging.level": "log_level", "logging.format": "log_format"}
+_OTHER_FIELDS = {
+    "sentry.dsn": "sentry_dsn",
+    "sentry.crons": "sentry_crons",
+    "logging.level": "log_level",
+    "logging.format": "log_format",
+}
 
 
-def load_settings(
-    conf_path: str | None, cli: Mapping[str, str], environ: Mapping[str, str] | None = None
-) -> Settings:
+def load_settings(conf_path: str | None, cli: Mapping[str, str], environ: Mapping[str, str] | None = None) -> Settings:
     """Read the runner's settings.
 
     Raises:
         ConfigurationError: a missing file, a bad value or a bad jobs entry.
     """
     sources = Sources(conf_path, cli, os.environ if environ is None else environ)
-    values = {".".join([*path, opt.name]): sources.value(path, opt)
-              for path, opt in runner_options().walk()}
+    values = {".".join([*path, opt.name]): sources.value(path, opt) for path, opt in runner_options().walk()}
     entries = tuple(parse_job_entry(text) for text in split_jobs_list(values["crontabber.jobs"]))
-    database = database_settings({name: values[f"crontabber.{name}"]
-                                  for name, *_ in DATABASE_OPTIONS}, "crontabber")
+    database = database_settings({name: values[f"crontabber.{name}"] for name, *_ in DATABASE_OPTIONS}, "crontabber")
     heartbeat, lease = values["crontabber.heartbeat_seconds"], values["crontabber.lease_seconds"]
     if heartbeat <= 0 or lease < 2 * heartbeat:
         raise ConfigurationError(
@@ -504,13 +577,19 @@ def load_settings(
     for name in ("default_timeout", "kill_grace_seconds", "output_tail_bytes"):
         if values[f"crontabber.{name}"] < 0:
             raise ConfigurationError(f"crontabber.{name}", "must not be negative")
-    fields = {name: values[f"crontabber.{name}"] for name in Settings.__slots__
-              if f"crontabber.{name}" in values}  # an option's value as it is, by its name
+    fields = {
+        name: values[f"crontabber.{name}"] for name in Settings.__slots__ if f"crontabber.{name}" in values
+    }  # an option's value as it is, by its name
     fields.update({field: values[option] for option, field in _OTHER_FIELDS.items()})
-    fields.update(entries=entries, database=database, sources=sources,
-                  log_level=str(fields["log_level"]).upper(),
-                  host_tags=parse_tags(fields["host_tags"]),
-                  monitor=_monitor_settings(values), alerts=_alert_settings(values))
+    fields.update(
+        entries=entries,
+        database=database,
+        sources=sources,
+        log_level=str(fields["log_level"]).upper(),
+        host_tags=parse_tags(fields["host_tags"]),
+        monitor=_monitor_settings(values),
+        alerts=_alert_settings(values),
+    )
     return Settings(**fields)
 
 
@@ -534,18 +613,27 @@ def _alert_settings(values: Mapping[str, Any]) -> AlertSettings:
             import socket  # getfqdn may ask DNS: only for a sender not given
 
             if not values["alerts.smtp_host"]:
-                raise ConfigurationError("alerts.smtp_host",
-                                         f"the e-mail target {mailed[0]} needs an SMTP server")
-            smtp = SmtpSettings(str(values["alerts.smtp_host"]), int(values["alerts.smtp_port"]),
-                                str(values["alerts.smtp_from"]) or f"crontabber@{socket.getfqdn()}",
-                                str(values["alerts.smtp_user"]), str(values["alerts.smtp_password"]),
-                                bool(values["alerts.smtp_starttls"]), bool(values["alerts.smtp_tls"]))
+                raise ConfigurationError("alerts.smtp_host", f"the e-mail target {mailed[0]} needs an SMTP server")
+            smtp = SmtpSettings(
+                str(values["alerts.smtp_host"]),
+                int(values["alerts.smtp_port"]),
+                str(values["alerts.smtp_from"]) or f"crontabber@{socket.getfqdn()}",
+                str(values["alerts.smtp_user"]),
+                str(values["alerts.smtp_password"]),
+                bool(values["alerts.smtp_starttls"]),
+                bool(values["alerts.smtp_tls"]),
+            )
     for name in ("claim_seconds", "max_attempts", "timeout_seconds"):
         if values[f"alerts.{name}"] <= 0:
             raise ConfigurationError(f"alerts.{name}", "must be positive")
-    return AlertSettings(targets, float(values["alerts.claim_seconds"]),
-                         int(values["alerts.max_attempts"]), float(values["alerts.timeout_seconds"]),
-                         smtp, str(values["alerts.dashboard_url"] or "").strip().rstrip("/"))
+    return AlertSettings(
+        targets,
+        float(values["alerts.claim_seconds"]),
+        int(values["alerts.max_attempts"]),
+        float(values["alerts.timeout_seconds"]),
+        smtp,
+        str(values["alerts.dashboard_url"] or "").strip().rstrip("/"),
+    )
 
 
 def _monitor_settings(values: Mapping[str, Any]) -> MonitorSettings:
@@ -555,23 +643,33 @@ def _monitor_settings(values: Mapping[str, Any]) -> MonitorSettings:
         ConfigurationError: a threshold that is not positive, or a critical
             overdue threshold below the warning one.
     """
-    monitor = MonitorSettings(**{
-        name: values[f"crontabber.{name}"] for name in (
-            "overdue_warning_seconds", "overdue_critical_seconds", "silence_critical_minutes",
-            "max_skew_seconds", "metrics_file", "paused_warning_percent")
-    })
-    for name in ("overdue_warning_seconds", "overdue_critical_seconds",
-                 "silence_critical_minutes", "max_skew_seconds"):
+    monitor = MonitorSettings(
+        **{
+            name: values[f"crontabber.{name}"]
+            for name in (
+                "overdue_warning_seconds",
+                "overdue_critical_seconds",
+                "silence_critical_minutes",
+                "max_skew_seconds",
+                "metrics_file",
+                "paused_warning_percent",
+            )
+        }
+    )
+    for name in ("overdue_warning_seconds", "overdue_critical_seconds", "silence_critical_minutes", "max_skew_seconds"):
         if getattr(monitor, name) <= 0:
             raise ConfigurationError(f"crontabber.{name}", "must be positive")
     if not 0 < monitor.paused_warning_percent <= 100:
-        raise ConfigurationError("crontabber.paused_warning_percent",
-                                 f"must be above 0 and at most 100, not {monitor.paused_warning_percent:g}")
+        raise ConfigurationError(
+            "crontabber.paused_warning_percent",
+            f"must be above 0 and at most 100, not {monitor.paused_warning_percent:g}",
+        )
     if monitor.overdue_critical_seconds < monitor.overdue_warning_seconds:
         raise ConfigurationError(
             "crontabber.overdue_critical_seconds",
             f"must not be below overdue_warning_seconds: {monitor.overdue_critical_seconds:g} "
-            f"vs {monitor.overdue_warning_seconds:g}")
+            f"vs {monitor.overdue_warning_seconds:g}",
+        )
     return monitor
 
 

@@ -13,8 +13,7 @@ from typing import Mapping, NamedTuple
 
 KINDS = ("webhook", "email")
 FORMATS = ("json", "slack", "pagerduty")
-_OPTIONS: dict[str, tuple[str, ...]] = {"webhook": ("format", "secret_env", "routing_key_env"),
-                                        "email": ()}
+_OPTIONS: dict[str, tuple[str, ...]] = {"webhook": ("format", "secret_env", "routing_key_env"), "email": ()}
 
 
 class DeliveryError(Exception):
@@ -74,8 +73,11 @@ class Target(NamedTuple):
         (``env:`` address, ``secret_env``, ``routing_key_env``) that is not set (or, for the
         address, not an http(s) URL); empty when it has them all."""
         problems = []
-        for check in (lambda: self.url(environ), lambda: self.secret("secret_env", environ),
-                      lambda: self.secret("routing_key_env", environ)):
+        for check in (
+            lambda: self.url(environ),
+            lambda: self.secret("secret_env", environ),
+            lambda: self.secret("routing_key_env", environ),
+        ):
             try:
                 check()
             except DeliveryError as exc:
@@ -91,7 +93,7 @@ def url_problem(url: str) -> str:
 
     if not url.startswith(("http://", "https://")):
         return "is not an http(s) URL"
-    if any(ord(c) <= 0x20 or 0x7f <= ord(c) <= 0x9f for c in url):
+    if any(ord(c) <= 0x20 or 0x7F <= ord(c) <= 0x9F for c in url):
         return "holds a space or a control character"
     try:
         parts = urlsplit(url)
@@ -123,18 +125,17 @@ def parse_targets(text: str) -> tuple[Target, ...]:
         for word in rest:
             key, sep, value = word.partition("=")
             if not sep or key not in _OPTIONS[kind]:
-                raise ValueError(f"{line.strip()!r}: unknown option {word!r} (known: "
-                                 f"{', '.join(_OPTIONS[kind])})")
+                raise ValueError(f"{line.strip()!r}: unknown option {word!r} (known: {', '.join(_OPTIONS[kind])})")
             options[key] = value
         if options.get("format", "json") not in FORMATS:
             raise ValueError(f"{line.strip()!r}: format must be one of {', '.join(FORMATS)}")
         if options.get("format") == "pagerduty" and not options.get("routing_key_env"):
             raise ValueError(f"{line.strip()!r}: format=pagerduty needs routing_key_env=VARIABLE")
         if kind == "email":
-            if not all("@" in part and len(part.split("@")) == 2 and all(part.split("@"))
-                       for part in address.split(",")):
-                raise ValueError(f"{line.strip()!r}: the address must be e-mail addresses, "
-                                 "comma-separated")
+            if not all(
+                "@" in part and len(part.split("@")) == 2 and all(part.split("@")) for part in address.split(",")
+            ):
+                raise ValueError(f"{line.strip()!r}: the address must be e-mail addresses, comma-separated")
         elif not (address.startswith(("http://", "https://")) or address.startswith("env:")):
             raise ValueError(f"{line.strip()!r}: the address must be an http(s) URL or env:VARIABLE")
         targets.append(Target(name, kind, address, options))
@@ -152,5 +153,6 @@ class SmtpSettings(NamedTuple):
 
     def __repr__(self) -> str:  # never the password
         return f"SmtpSettings({self.host}:{self.port}, from {self.sender}, user {self.user or '-'})"
+
     starttls: bool = False
     tls: bool = False

@@ -24,5 +24,5 @@ def __getattr__(name: str) -> Any:
         return write_batch
     raise AttributeError(name)
 
-__all__ = ["MissingSymbolsCronApp", "MissingSymbolsReportCronApp",
-           "MissingSymbolsRetentionCronApp", "write_batch"]
+
+__all__ = ["MissingSymbolsCronApp", "MissingSymbolsReportCronApp", "MissingSymbolsRetentionCronApp", "write_batch"]

@@ -55,8 +55,7 @@ class BadBatch(CrontabberError):
     at fault, 0 when it is the stream itself) and ``batch`` (the label the
     caller gave the batch, None if it gave none)."""
 
-    def __init__(self, kind: str, detail: str, event: int = 0,
-                 batch: Hashable | None = None) -> None:
+    def __init__(self, kind: str, detail: str, event: int = 0, batch: Hashable | None = None) -> None:
         self.kind = kind
         self.detail = detail
         self.event = event
@@ -70,8 +69,7 @@ class BadBatches(CrontabberError):
 
     def __init__(self, faults: list[BadBatch]) -> None:
         self.faults = faults
-        super().__init__(f"{len(faults)} bad batches: " + "; ".join(
-            f"{fault.batch}: {fault}" for fault in faults[:3]))
+        super().__init__(f"{len(faults)} bad batches: " + "; ".join(f"{fault.batch}: {fault}" for fault in faults[:3]))
 
 
 @dataclass
@@ -114,17 +112,14 @@ class Aggregate:
         if faults:
             raise BadBatches(sorted(faults.values(), key=lambda fault: str(fault.batch)))
 
-    def _settle(self, fold: "_Folder", msgpack: Any,
-                faults: dict[Hashable, BadBatch] | None) -> None:
+    def _settle(self, fold: "_Folder", msgpack: Any, faults: dict[Hashable, BadBatch] | None) -> None:
         for day, held in self.pending.items():
             for data, (occurrences, first, last, batch, index) in held.items():  # Pending
                 try:
                     try:
                         item = msgpack.unpackb(data, raw=False)
-                    except (ValueError, msgpack.ExtraData, msgpack.FormatError,
-                            msgpack.StackError) as exc:
-                        raise BadBatch("malformed msgpack", f"{type(exc).__name__}: {exc}",
-                                       index, batch) from None
+                    except (ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as exc:
+                        raise BadBatch("malformed msgpack", f"{type(exc).__name__}: {exc}", index, batch) from None
                     try:
                         fold(item, occurrences, first, last, day)  # validates before counting
                     except EventError as exc:
@@ -194,13 +189,11 @@ def _merge_entries(mine: dict[Any, Any], theirs: dict[Any, Any]) -> None:
 class _Folder:
     """Folds decoded events into ``counts``: validation, ``seen_at``, ``count``."""
 
-    def __init__(self, counts: dict[Key, Entry],
-                 validated: set[tuple[str, str, str, str]]) -> None:
+    def __init__(self, counts: dict[Key, Entry], validated: set[tuple[str, str, str, str]]) -> None:
         self.counts = counts
         self.validated = validated
 
-    def __call__(self, item: Any, occurrences: int, first: float, last: float,
-                 day: int) -> None:
+    def __call__(self, item: Any, occurrences: int, first: float, last: float, day: int) -> None:
         """Count ``occurrences`` of event ``item``; ``first``/``last``/``day``: the
         default times, for an event without ``seen_at``.
 
@@ -216,8 +209,7 @@ class _Folder:
             day = day_of(first)
         if type(count) is not int or not 0 < count <= MAX_EVENT_COUNT:
             check_count(count)
-        symbol = (item.get("debug_file"), item.get("debug_id"), item.get("code_file", ""),
-                  item.get("code_id", ""))
+        symbol = (item.get("debug_file"), item.get("debug_id"), item.get("code_file", ""), item.get("code_id", ""))
         try:
             known = symbol in self.validated
         except TypeError:  # a field is a list or a map: validate_symbol says which
@@ -233,9 +225,13 @@ class _Folder:
             add_to(entry, count * occurrences, first, last)
 
 
-def aggregate_batch(chunks: Iterable[bytes], default_seen_at: float,
-                    chunk_size: int = 1 << 20, into: Aggregate | None = None,
-                    batch: Hashable | None = None) -> Aggregate:
+def aggregate_batch(
+    chunks: Iterable[bytes],
+    default_seen_at: float,
+    chunk_size: int = 1 << 20,
+    into: Aggregate | None = None,
+    batch: Hashable | None = None,
+) -> Aggregate:
     """Decode a stream of msgpack maps and count them per (symbol, day).
 
     ``default_seen_at`` (epoch seconds, the object's time) stands in for a
@@ -297,8 +293,9 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _read(chunks: Iterable[bytes], default_seen_at: float, chunk_size: int,
-          result: Aggregate, batch: Hashable | None) -> int:
+def _read(
+    chunks: Iterable[bytes], default_seen_at: float, chunk_size: int, result: Aggregate, batch: Hashable | None
+) -> int:
     """Count a batch's events by their bytes into ``result.pending``; return how many.
 
     Before an error about the stream itself is raised, the events read before it are
@@ -325,8 +322,7 @@ def _read(chunks: Iterable[bytes], default_seen_at: float, chunk_size: int,
     return index
 
 
-def _encoded_events(chunks: Iterable[bytes], chunk_size: int,
-                    batch: Hashable | None) -> Iterator[list[bytes]]:
+def _encoded_events(chunks: Iterable[bytes], chunk_size: int, batch: Hashable | None) -> Iterator[list[bytes]]:
     """A batch's stream cut into its encoded events, none decoded: a list per chunk fed
     (the whole events that chunk ends; a list, not an event at a time, because a
     generator step per event cost 30% of counting repetitive batches).
@@ -343,8 +339,9 @@ def _encoded_events(chunks: Iterable[bytes], chunk_size: int,
         try:
             unpacker.feed(chunk)
         except msgpack.BufferFull:
-            raise BadBatch("oversized event", f"an event is larger than {MAX_EVENT_BYTES} "
-                           "bytes", count + 1, batch) from None
+            raise BadBatch(
+                "oversized event", f"an event is larger than {MAX_EVENT_BYTES} bytes", count + 1, batch
+            ) from None
         events, fault = window.cut(chunk)
         count += len(events)
         yield events
@@ -352,8 +349,9 @@ def _encoded_events(chunks: Iterable[bytes], chunk_size: int,
             kind, detail = fault
             raise BadBatch(kind, detail, count + 1, batch)
     if window.left:
-        raise BadBatch("malformed msgpack", f"truncated: {window.left} bytes left over after "
-                       f"{count} events", count + 1, batch)
+        raise BadBatch(
+            "malformed msgpack", f"truncated: {window.left} bytes left over after {count} events", count + 1, batch
+        )
 
 
 class _Window:
@@ -376,7 +374,7 @@ class _Window:
         events it ends, and the fault (kind, detail) met after them, if any."""
         import msgpack
 
-        data = self._data = self._data[self._end - self._start:] + chunk
+        data = self._data = self._data[self._end - self._start :] + chunk
         base = self._start = self._end
         self._fed += len(chunk)
         events: list[bytes] = []
@@ -388,10 +386,9 @@ class _Window:
                 skip()
                 end = tell()
                 if end - start > MAX_EVENT_BYTES:
-                    fault = ("oversized event", f"{end - start} bytes (at most "
-                             f"{MAX_EVENT_BYTES})")
+                    fault = ("oversized event", f"{end - start} bytes (at most {MAX_EVENT_BYTES})")
                     break
-                append(data[start - base:end - base])
+                append(data[start - base : end - base])
                 start = end
         except msgpack.OutOfData:
             pass
@@ -421,12 +418,13 @@ def staging_chunks(aggregate: Aggregate, lines: int = 2000) -> Iterator[str]:
     md5 = hashlib.md5
     chunk: list[str] = []
     append = chunk.append
-    for (debug_file, debug_id, code_file, code_id, day), (count, first, last) in \
-            aggregate.counts.items():
+    for (debug_file, debug_id, code_file, code_id, day), (count, first, last) in aggregate.counts.items():
         symbol = f"{debug_file}\0{debug_id}\0{code_file}\0{code_id}"
         # symbol_hash, inlined: this runs once per (symbol, day)
-        line = (f"{md5(symbol.encode()).hexdigest()}\t{debug_file}\t{debug_id}\t"
-                f"{code_file}\t{code_id}\t{day}\t{count}\t{first!r}\t{last!r}\n")
+        line = (
+            f"{md5(symbol.encode()).hexdigest()}\t{debug_file}\t{debug_id}\t"
+            f"{code_file}\t{code_id}\t{day}\t{count}\t{first!r}\t{last!r}\n"
+        )
         if "\\" in symbol:
             line = line.replace("\\", "\\\\")
         append(line)

@@ -45,19 +45,16 @@ class MissingSymbolsCronApp(_StoreApp):
     app_name = "missing-symbols"
     app_description = "aggregate missing-symbol batches (msgpack in S3) into Postgres"
     required_config = Namespace()
-    required_config.add_option("inbox_bucket", default=defaults.INBOX_BUCKET,
-                               doc="bucket the batches are in")
-    required_config.add_option("prefix", default=defaults.MISSING_PREFIX,
-                               doc="key prefix of the batches")
-    required_config.add_option("workers", default=0,
-                               doc="decoding processes (0: one per core; 1: no pool)")
-    required_config.add_option("batches_per_transaction", default=100,
-                               doc="batches consumed per transaction")
-    required_config.add_option("max_batch_bytes", default=64 << 20,
-                               doc="a larger batch is quarantined unread")
-    required_config.add_option("worker_memory_mb", default=2048,
-                               doc="memory a decoding worker may use (MiB, 0: no limit); "
-                                   "a batch needing more is quarantined")
+    required_config.add_option("inbox_bucket", default=defaults.INBOX_BUCKET, doc="bucket the batches are in")
+    required_config.add_option("prefix", default=defaults.MISSING_PREFIX, doc="key prefix of the batches")
+    required_config.add_option("workers", default=0, doc="decoding processes (0: one per core; 1: no pool)")
+    required_config.add_option("batches_per_transaction", default=100, doc="batches consumed per transaction")
+    required_config.add_option("max_batch_bytes", default=64 << 20, doc="a larger batch is quarantined unread")
+    required_config.add_option(
+        "worker_memory_mb",
+        default=2048,
+        doc="memory a decoding worker may use (MiB, 0: no limit); a batch needing more is quarantined",
+    )
 
     def run(self) -> Summary:
         """Returns the run's summary and metrics (crontabber.base)."""
@@ -66,18 +63,24 @@ class MissingSymbolsCronApp(_StoreApp):
         from .consume import ConsumeSettings, consume
 
         settings = ConsumeSettings(
-            bucket=self.config.inbox_bucket, prefix=self.config.prefix,
+            bucket=self.config.inbox_bucket,
+            prefix=self.config.prefix,
             workers=self.config.workers or os.cpu_count() or 1,
             batches_per_transaction=self.config.batches_per_transaction,
             max_batch_bytes=self.config.max_batch_bytes,
-            worker_memory_mb=self.config.worker_memory_mb)
+            worker_memory_mb=self.config.worker_memory_mb,
+        )
         report = self.with_store(consume, make_s3_client(), settings)
-        return Summary(f"counted {report.batches} batches ({report.quarantined} quarantined): "
-                       f"{report.events} events, {report.lookups} lookups; {report.skipped} "
-                       "skipped (held by another runner)",
-                       batches=report.batches, batches_quarantined=report.quarantined,
-                       events_counted=report.events, lookups=report.lookups,
-                       batches_skipped=report.skipped)
+        return Summary(
+            f"counted {report.batches} batches ({report.quarantined} quarantined): "
+            f"{report.events} events, {report.lookups} lookups; {report.skipped} "
+            "skipped (held by another runner)",
+            batches=report.batches,
+            batches_quarantined=report.quarantined,
+            events_counted=report.events,
+            lookups=report.lookups,
+            batches_skipped=report.skipped,
+        )
 
 
 @using_postgres()
@@ -91,10 +94,8 @@ class MissingSymbolsReportCronApp(_StoreApp):
     depends_on = ["missing-symbols"]
     data_offset = REPORT_OFFSET  # --history shows the report days, not the run dates
     required_config = Namespace()
-    required_config.add_option("symbols_bucket", default=defaults.SYMBOLS_BUCKET,
-                               doc="bucket of the reports")
-    required_config.add_option("report_prefix", default=defaults.REPORTS_PREFIX,
-                               doc="key prefix of reports")
+    required_config.add_option("symbols_bucket", default=defaults.SYMBOLS_BUCKET, doc="bucket of the reports")
+    required_config.add_option("report_prefix", default=defaults.REPORTS_PREFIX, doc="key prefix of reports")
 
     def plan(self, date: dt.datetime) -> str:
         """``--rerun --dry-run``: the report a run for ``date`` writes (the day before), and where."""
@@ -108,18 +109,22 @@ class MissingSymbolsReportCronApp(_StoreApp):
         from .reports import publish_report
 
         day = report_day(date)
-        key, rows = self.with_store(publish_report, make_s3_client(),
-                                    self.config.symbols_bucket, day, self.config.report_prefix)
-        return Summary(f"wrote the report of {day} ({rows} rows) to "
-                       f"s3://{self.config.symbols_bucket}/{key}", report_rows=rows)
+        key, rows = self.with_store(
+            publish_report, make_s3_client(), self.config.symbols_bucket, day, self.config.report_prefix
+        )
+        return Summary(
+            f"wrote the report of {day} ({rows} rows) to s3://{self.config.symbols_bucket}/{key}", report_rows=rows
+        )
 
 
 def _planned(app: "MissingSymbolsReportCronApp", date: dt.datetime) -> str:
     from .reports import report_key
 
     day = report_day(date)
-    return (f"would write the report of {day} to "
-            f"s3://{app.config.symbols_bucket}/{report_key(day, app.config.report_prefix)}")
+    return (
+        f"would write the report of {day} to "
+        f"s3://{app.config.symbols_bucket}/{report_key(day, app.config.report_prefix)}"
+    )
 
 
 def report_day(date: dt.datetime) -> dt.date:
@@ -139,8 +144,9 @@ class MissingSymbolsRetentionCronApp(_StoreApp):
     required_config.add_option("batch_size", default=10000, doc="rows deleted per transaction")
 
     def run(self) -> Summary:
-        symbols, days = self.with_store(lambda store: store.delete_old(
-            self.config.keep_days, self.config.batch_size))
-        return Summary(f"deleted {symbols} symbols and {days} day rows older than "
-                       f"{self.config.keep_days} days", symbols_deleted=symbols,
-                       day_rows_deleted=days)
+        symbols, days = self.with_store(lambda store: store.delete_old(self.config.keep_days, self.config.batch_size))
+        return Summary(
+            f"deleted {symbols} symbols and {days} day rows older than {self.config.keep_days} days",
+            symbols_deleted=symbols,
+            day_rows_deleted=days,
+        )

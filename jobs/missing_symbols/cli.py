@@ -27,14 +27,31 @@ from .writer import read_jsonl, write_batch
 PROG = "python -m jobs.missing_symbols"
 
 DEMO_BATCHES: list[list[dict[str, Any]]] = [
-    [{"debug_file": "xul.pdb", "debug_id": "44E4EC8C2F41492B9369D6B9A059577C2",
-      "code_file": "xul.dll", "code_id": "5F3B1A2C1E4000", "count": 3},
-     {"debug_file": "libc.so", "debug_id": "8E5E7AE4D9B24C1D1B1F8C2A3D4E5F600"},
-     {"debug_file": "ntdll.pdb", "debug_id": "2F8B8E2CF7C849F8A9E2B3C4D5E6F7A81",
-      "code_file": "ntdll.dll", "code_id": "9A8B7C6D1F2000"}],
-    [{"debug_file": "xul.pdb", "debug_id": "44E4EC8C2F41492B9369D6B9A059577C2",
-      "code_file": "xul.dll", "code_id": "5F3B1A2C1E4000"},
-     {"debug_file": "libxul.so", "debug_id": "0A1B2C3D4E5F60718293A4B5C6D7E8F90", "count": 2}],
+    [
+        {
+            "debug_file": "xul.pdb",
+            "debug_id": "44E4EC8C2F41492B9369D6B9A059577C2",
+            "code_file": "xul.dll",
+            "code_id": "5F3B1A2C1E4000",
+            "count": 3,
+        },
+        {"debug_file": "libc.so", "debug_id": "8E5E7AE4D9B24C1D1B1F8C2A3D4E5F600"},
+        {
+            "debug_file": "ntdll.pdb",
+            "debug_id": "2F8B8E2CF7C849F8A9E2B3C4D5E6F7A81",
+            "code_file": "ntdll.dll",
+            "code_id": "9A8B7C6D1F2000",
+        },
+    ],
+    [
+        {
+            "debug_file": "xul.pdb",
+            "debug_id": "44E4EC8C2F41492B9369D6B9A059577C2",
+            "code_file": "xul.dll",
+            "code_id": "5F3B1A2C1E4000",
+        },
+        {"debug_file": "libxul.so", "debug_id": "0A1B2C3D4E5F60718293A4B5C6D7E8F90", "count": 2},
+    ],
 ]
 
 
@@ -52,8 +69,7 @@ def parser() -> argparse.ArgumentParser:
     return root
 
 
-def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout,
-         stderr: TextIO = sys.stderr) -> int:
+def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:
     def body(args: argparse.Namespace, overrides: dict[str, str]) -> int:
         from crontabber.config.job import load_job_config
 
@@ -86,4 +102,3 @@ def _write(path: Path, bucket: str, prefix: str, key: str | None, out: TextIO) -
 
     print(printable(write_batch(make_s3_client(), bucket, events, prefix, key)), file=out)
     return ExitCode.OK
-

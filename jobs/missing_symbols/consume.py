@@ -94,14 +94,14 @@ class ConsumeReport:
     skipped: int = 0
 
 
-def pending_batches(store: MissingSymbolStore, s3_client: Any, bucket: str,
-                    prefix: str) -> list[BatchObject]:
+def pending_batches(store: MissingSymbolStore, s3_client: Any, bucket: str, prefix: str) -> list[BatchObject]:
     """Listed batches without a ``missing_symbol_batch`` row, oldest first."""
     return pending_batches_listed(store, s3_client, bucket, prefix)[0]
 
 
-def pending_batches_listed(store: MissingSymbolStore, s3_client: Any, bucket: str, prefix: str,
-                           max_listed: int | None = None) -> tuple[list[BatchObject], bool]:
+def pending_batches_listed(
+    store: MissingSymbolStore, s3_client: Any, bucket: str, prefix: str, max_listed: int | None = None
+) -> tuple[list[BatchObject], bool]:
     """:func:`pending_batches`, the listing stopped after ``max_listed`` objects (the
     dashboard's bound); and whether it was stopped there (then more may wait)."""
     pending: list[BatchObject] = []
@@ -198,8 +198,11 @@ class Decoder:
         import multiprocessing
 
         return concurrent.futures.ProcessPoolExecutor(
-            workers, mp_context=multiprocessing.get_context("fork"),
-            initializer=_worker_setup, initargs=(self.worker_memory_mb,))
+            workers,
+            mp_context=multiprocessing.get_context("fork"),
+            initializer=_worker_setup,
+            initargs=(self.worker_memory_mb,),
+        )
 
     def close(self) -> None:
         """End the pool's processes (idle workers exit on their own: no SIGTERM)."""
@@ -338,9 +341,9 @@ def split(keys: list[str], parts: int) -> list[list[str]]:
     return [keys[index::parts] for index in range(min(parts, len(keys)))]
 
 
-def decode_group(bucket: str, keys: list[str], workers: int, decode: Decoder,
-                 bad: dict[str, BatchOutcome] | None = None
-                 ) -> tuple[Aggregate, list[BatchOutcome]]:
+def decode_group(
+    bucket: str, keys: list[str], workers: int, decode: Decoder, bad: dict[str, BatchOutcome] | None = None
+) -> tuple[Aggregate, list[BatchOutcome]]:
     """``keys``' events counted and settled, and each batch's outcome. Batches
     found bad when settling are quarantined and the others read again (once).
     ``bad``: batches already quarantined (oversized), not read.
@@ -374,8 +377,9 @@ def decode_group(bucket: str, keys: list[str], workers: int, decode: Decoder,
         bad.update(found)
 
 
-def _decode_once(bucket: str, keys: list[str], workers: int, decode: Decoder
-                 ) -> tuple[Aggregate, list[BatchOutcome], dict[str, BatchOutcome]]:
+def _decode_once(
+    bucket: str, keys: list[str], workers: int, decode: Decoder
+) -> tuple[Aggregate, list[BatchOutcome], dict[str, BatchOutcome]]:
     """``keys`` read by the workers, merged and settled here: the aggregate, each batch's
     outcome, and the batches found bad (stream or event), by key.
 
@@ -398,8 +402,9 @@ def _decode_once(bucket: str, keys: list[str], workers: int, decode: Decoder
     raise OutOfMemory(MERGING, in_job=True)
 
 
-def _settled(total: Aggregate, outcomes: list[BatchOutcome]
-             ) -> tuple[Aggregate, list[BatchOutcome], dict[str, BatchOutcome]]:
+def _settled(
+    total: Aggregate, outcomes: list[BatchOutcome]
+) -> tuple[Aggregate, list[BatchOutcome], dict[str, BatchOutcome]]:
     """``total`` settled here, with ``outcomes`` and the batches found bad, by key.
 
     Raises:
@@ -456,9 +461,15 @@ def _keep_first(found: dict[str, BatchOutcome], outcome: BatchOutcome) -> None:
         found[outcome.key] = outcome
 
 
-def consume_group(store: MissingSymbolStore, bucket: str, keys: list[str], workers: int,
-                  decode: Decoder, report: ConsumeReport,
-                  oversized: dict[str, BatchOutcome] | None = None) -> None:
+def consume_group(
+    store: MissingSymbolStore,
+    bucket: str,
+    keys: list[str],
+    workers: int,
+    decode: Decoder,
+    report: ConsumeReport,
+    oversized: dict[str, BatchOutcome] | None = None,
+) -> None:
     """Consume ``keys`` in one transaction (steps 1-5 of the module docstring);
     ``oversized`` ones are recorded as quarantined, unread."""
     with store.batches() as tx:
@@ -487,9 +498,15 @@ def consume(store: MissingSymbolStore, s3_client: Any, settings: ConsumeSettings
     pending = [obj.key for obj in listed]
     if not pending:
         return report
-    oversized = {obj.key: BatchOutcome(obj.key, 0, f"oversized batch: {obj.size} bytes, over "
-                                       f"max_batch_bytes ({settings.max_batch_bytes}); not read")
-                 for obj in listed if obj.size > settings.max_batch_bytes}
+    oversized = {
+        obj.key: BatchOutcome(
+            obj.key,
+            0,
+            f"oversized batch: {obj.size} bytes, over max_batch_bytes ({settings.max_batch_bytes}); not read",
+        )
+        for obj in listed
+        if obj.size > settings.max_batch_bytes
+    }
     size = max(1, settings.batches_per_transaction)
     # The collector paused for each group, until its aggregate is gone: running,
     # it rescanned the growing containers (unpickling a worker's 100,000 pending
@@ -498,6 +515,7 @@ def consume(store: MissingSymbolStore, s3_client: Any, settings: ConsumeSettings
     with decoder(min(settings.workers, len(pending)), settings.worker_memory_mb) as decode:
         for start in range(0, len(pending), size):
             with collector_paused():
-                consume_group(store, settings.bucket, pending[start:start + size],
-                              settings.workers, decode, report, oversized)
+                consume_group(
+                    store, settings.bucket, pending[start : start + size], settings.workers, decode, report, oversized
+                )
     return report

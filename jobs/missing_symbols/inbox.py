@@ -34,15 +34,15 @@ class BatchObject:
     modified: float
 
 
-def list_batches(s3_client: Any, bucket: str, prefix: str,
-                 max_items: int | None = None) -> Iterator[list[BatchObject]]:
+def list_batches(s3_client: Any, bucket: str, prefix: str, max_items: int | None = None) -> Iterator[list[BatchObject]]:
     """The objects under ``prefix`` (the first ``max_items``), one list per listing page
     (up to 1,000)."""
     paginator = s3_client.get_paginator("list_objects_v2")
     config = {"MaxItems": max_items, "PageSize": min(1000, max_items)} if max_items else {}
     for page in paginator.paginate(Bucket=bucket, Prefix=prefix, PaginationConfig=config):
-        yield [BatchObject(obj["Key"], obj["Size"], obj["LastModified"].timestamp())
-               for obj in page.get("Contents", [])]
+        yield [
+            BatchObject(obj["Key"], obj["Size"], obj["LastModified"].timestamp()) for obj in page.get("Contents", [])
+        ]
 
 
 @dataclass(frozen=True)
@@ -114,9 +114,13 @@ def decode_batches(task: DecodeTask, s3_client: Any = None) -> DecodeResult:
         before = total.events
         _die_here_for_tests(key)
         try:
-            aggregate_batch(response["Body"].iter_chunks(task.chunk_size),
-                            response["LastModified"].timestamp(), task.chunk_size,
-                            into=total, batch=key)
+            aggregate_batch(
+                response["Body"].iter_chunks(task.chunk_size),
+                response["LastModified"].timestamp(),
+                task.chunk_size,
+                into=total,
+                batch=key,
+            )
         except BadBatch as fault:
             outcomes.append(quarantined(fault))
             continue

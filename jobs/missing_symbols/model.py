@@ -58,8 +58,7 @@ def _check_string(name: str, value: Any, required: bool) -> None:
     if type(value) is not str:
         raise EventError("wrong type", f"{name} is {type(value).__name__}, not a string")
     if len(value) > MAX_FIELD_LENGTH:
-        raise EventError("oversized string",
-                         f"{name} has {len(value)} characters (at most {MAX_FIELD_LENGTH})")
+        raise EventError("oversized string", f"{name} has {len(value)} characters (at most {MAX_FIELD_LENGTH})")
     if not value.isprintable():  # no control characters (PostgreSQL text cannot hold NUL)
         raise EventError("wrong type", f"{name} contains a control or unprintable character")
     if required and not value:
@@ -79,11 +78,17 @@ def validate_symbol(item: Any) -> tuple[str, str, str, str]:
         code_file, code_id = item.get("code_file"), item.get("code_id")
         code_file = "" if code_file is None else code_file  # 0 or [] must stay wrong
         code_id = "" if code_id is None else code_id
-        if (type(debug_file) is str and type(debug_id) is str and type(code_file) is str
-                and type(code_id) is str and 0 < len(debug_file) <= MAX_FIELD_LENGTH
-                and len(code_file) <= MAX_FIELD_LENGTH and len(code_id) <= MAX_FIELD_LENGTH
-                and is_debug_id(debug_id)
-                and (debug_file + code_file + code_id).isprintable()):
+        if (
+            type(debug_file) is str
+            and type(debug_id) is str
+            and type(code_file) is str
+            and type(code_id) is str
+            and 0 < len(debug_file) <= MAX_FIELD_LENGTH
+            and len(code_file) <= MAX_FIELD_LENGTH
+            and len(code_id) <= MAX_FIELD_LENGTH
+            and is_debug_id(debug_id)
+            and (debug_file + code_file + code_id).isprintable()
+        ):
             return debug_file, debug_id.upper(), code_file, code_id
     _explain(item)
 
@@ -96,16 +101,17 @@ def _explain(item: Any) -> NoReturn:
         debug_file, debug_id = item["debug_file"], item["debug_id"]
     except KeyError as exc:
         raise EventError("missing key", f"no {exc.args[0]}") from None
-    for name, value, required in (("debug_file", debug_file, True),
-                                  ("debug_id", debug_id, True),
-                                  ("code_file", item.get("code_file", ""), False),
-                                  ("code_id", item.get("code_id", ""), False)):
+    for name, value, required in (
+        ("debug_file", debug_file, True),
+        ("debug_id", debug_id, True),
+        ("code_file", item.get("code_file", ""), False),
+        ("code_id", item.get("code_id", ""), False),
+    ):
         _check_string(name, "" if value is None else value, required)
     try:
         canonical_debug_id(debug_id)
     except BadKey:
-        raise EventError("invalid debug id",
-                         f"debug_id {debug_id!r} is not 33-40 hex digits") from None
+        raise EventError("invalid debug id", f"debug_id {debug_id!r} is not 33-40 hex digits") from None
     raise AssertionError(f"validate_symbol refused a valid event: {item!r}")
 
 

@@ -84,8 +84,9 @@ class BatchTransaction:
             return
         from psycopg2.extras import execute_values
 
-        execute_values(self._cur, Q["record_batches"],
-                       [(o.key, o.events, o.status, o.reason) for o in outcomes], page_size=1000)
+        execute_values(
+            self._cur, Q["record_batches"], [(o.key, o.events, o.status, o.reason) for o in outcomes], page_size=1000
+        )
 
 
 class MissingSymbolStore:
@@ -118,8 +119,10 @@ class MissingSymbolStore:
     def delete_old(self, keep_days: int, batch_size: int) -> tuple[int, int]:
         """Delete symbols not seen for ``keep_days`` and day rows older than that,
         ``batch_size`` rows per transaction; return (symbols, day rows) deleted."""
-        return (self._delete_all("delete_old_symbols", keep_days, batch_size),
-                self._delete_all("delete_old_days", keep_days, batch_size))
+        return (
+            self._delete_all("delete_old_symbols", keep_days, batch_size),
+            self._delete_all("delete_old_days", keep_days, batch_size),
+        )
 
     def _delete_all(self, query: str, keep_days: int, batch_size: int) -> int:
         total = 0

@@ -43,8 +43,13 @@ def encode_events(events: Iterable[Mapping[str, Any]]) -> bytes:
     return buffer.getvalue()
 
 
-def write_batch(s3_client: Any, bucket: str, events: Iterable[Mapping[str, Any]],
-                prefix: str = MISSING_PREFIX, key: str | None = None) -> str:
+def write_batch(
+    s3_client: Any,
+    bucket: str,
+    events: Iterable[Mapping[str, Any]],
+    prefix: str = MISSING_PREFIX,
+    key: str | None = None,
+) -> str:
     """Write one batch of missing-symbol events to S3; return its key.
 
     Parameters:
@@ -60,8 +65,7 @@ def write_batch(s3_client: Any, bucket: str, events: Iterable[Mapping[str, Any]]
         botocore.exceptions.ClientError: S3 refused the write (e.g. no such bucket).
     """
     key = key or batch_key(prefix)
-    s3_client.put_object(Bucket=bucket, Key=key, Body=encode_events(events),
-                         ContentType="application/x-msgpack")
+    s3_client.put_object(Bucket=bucket, Key=key, Body=encode_events(events), ContentType="application/x-msgpack")
     return key
 
 

@@ -45,40 +45,49 @@ class PruneS3CronApp(BaseCronApp):
     app_description = "delete expired inbox archives, consumed batches and old reports from S3"
     required_config = Namespace()
     add = required_config.add_option
-    add("inbox_bucket", default=defaults.INBOX_BUCKET,
-        doc="bucket of uploaded archives and batches")
-    add("uploads_prefix", default=defaults.UPLOADS_PREFIX,
-        doc="prefix of uploaded archives in the inbox (the upload job's inbox_prefix)")
+    add("inbox_bucket", default=defaults.INBOX_BUCKET, doc="bucket of uploaded archives and batches")
+    add(
+        "uploads_prefix",
+        default=defaults.UPLOADS_PREFIX,
+        doc="prefix of uploaded archives in the inbox (the upload job's inbox_prefix)",
+    )
     add("upload_days", default=30.0, doc="keep archives of finished uploads this many days (0: off)")
-    add("missing_prefix", default=defaults.MISSING_PREFIX,
-        doc="prefix of missing-symbol batches in the inbox")
+    add("missing_prefix", default=defaults.MISSING_PREFIX, doc="prefix of missing-symbol batches in the inbox")
     add("batch_days", default=30.0, doc="keep consumed batches this many days (0: off)")
     add("symbols_bucket", default=defaults.SYMBOLS_BUCKET, doc="bucket of symbol files and reports")
-    add("symbols_prefix", default=defaults.SYMBOLS_PREFIX,
-        doc="symbol files: never pruned unless a rule names it")
+    add("symbols_prefix", default=defaults.SYMBOLS_PREFIX, doc="symbol files: never pruned unless a rule names it")
     add("reports_prefix", default=defaults.REPORTS_PREFIX, doc="prefix of daily reports")
     add("report_days", default=90.0, doc="keep reports this many days (0: off)")
     add("extra_rules", default="", doc="more rules, BUCKET/PREFIX|DAYS per line")
     add("cap", default=100000, doc="at most this many deletions per run")
     add("threads", default=4, doc="threads calling delete_objects")
     add("dry_run", default=False, doc="only report what would be deleted")
-    add("deletes_per_second", default=0.0,
+    add(
+        "deletes_per_second",
+        default=0.0,
         doc="at most this many keys deleted a second under each rule's prefix, in chunks of "
-            "a second's worth (0: no limit; S3 allows 3,500 a second per prefix)")
-    add("source", default="list",
+        "a second's worth (0: no limit; S3 allows 3,500 a second per prefix)",
+    )
+    add(
+        "source",
+        default="list",
         doc="where the keys come from: list (list_objects_v2 of each rule's prefix) or "
-            "inventory (the newest S3 Inventory report of each rule's bucket)")
-    add("inventory_bucket", default="",
-        doc="source=inventory: the bucket S3 Inventory writes its reports to")
-    add("inventory_prefix", default="",
-        doc="source=inventory: the reports' prefix there (<prefix>/<bucket>/<id>/<date>/)")
-    add("inventory_id", default="",
-        doc="source=inventory: the inventory configuration's id (empty: the only one)")
-    add("inventory_max_age_hours", default=48.0,
-        doc="source=inventory: a report taken longer ago than this is refused")
-    add("lease_seconds", default=60.0,
+        "inventory (the newest S3 Inventory report of each rule's bucket)",
+    )
+    add("inventory_bucket", default="", doc="source=inventory: the bucket S3 Inventory writes its reports to")
+    add(
+        "inventory_prefix",
+        default="",
+        doc="source=inventory: the reports' prefix there (<prefix>/<bucket>/<id>/<date>/)",
+    )
+    add("inventory_id", default="", doc="source=inventory: the inventory configuration's id (empty: the only one)")
+    add("inventory_max_age_hours", default=48.0, doc="source=inventory: a report taken longer ago than this is refused")
+    add(
+        "lease_seconds",
+        default=60.0,
         doc="a run renews its lease on its prune_run row 4 times this often; a run killed "
-            "this long ago is dead, and the next run reconciles its batches in flight")
+        "this long ago is dead, and the next run reconciles its batches in flight",
+    )
     del add
 
     database_connection_factory: Any  # set by @using_postgres()
@@ -95,14 +104,17 @@ class PruneS3CronApp(BaseCronApp):
         client = make_s3_client(max_pool_connections=options.threads + 1)
         with self.database_connection_factory() as connection:
             try:
-                report = run_prune(client, PruneStore(connection, options.lease_seconds),
-                                   options, self._now(), terminal_listeners())
+                report = run_prune(
+                    client, PruneStore(connection, options.lease_seconds), options, self._now(), terminal_listeners()
+                )
             finally:
                 self.database_connection_factory.close_connection(connection, force=True)
         for line in format_report(report):
             logger.info("prune: %s", line)
-        return Summary("; ".join(format_report(report)) or "no rules",
-                       keys_deleted=sum(r.keys for r in report.results),
-                       bytes_freed=sum(r.bytes for r in report.results),
-                       delete_errors=sum(r.errors for r in report.results),
-                       capped=int(report.capped))
+        return Summary(
+            "; ".join(format_report(report)) or "no rules",
+            keys_deleted=sum(r.keys for r in report.results),
+            bytes_freed=sum(r.bytes for r in report.results),
+            delete_errors=sum(r.errors for r in report.results),
+            capped=int(report.capped),
+        )

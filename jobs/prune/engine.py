@@ -122,7 +122,7 @@ class Pace:
     def chunks(self, batch: list[tuple[str, int]]) -> Iterator[list[tuple[str, int]]]:
         size = BATCH if self.rate <= 0 else max(1, min(BATCH, int(self.rate)))
         for start in range(0, len(batch), size):
-            yield batch[start:start + size]
+            yield batch[start : start + size]
 
     def wait(self) -> None:
         """Return once the keys sent so far fit the rate."""
@@ -152,12 +152,12 @@ def shards(client: Any, bucket: str, prefix: str) -> tuple[list[dict], list[str]
     return direct, folders
 
 
-def _list_folder(client: Any, bucket: str, prefix: str, pages: "queue.Queue[list[dict] | None]",
-                 stop: threading.Event) -> None:
+def _list_folder(
+    client: Any, bucket: str, prefix: str, pages: "queue.Queue[list[dict] | None]", stop: threading.Event
+) -> None:
     try:
         paginator = client.get_paginator("list_objects_v2")
-        for page in paginator.paginate(Bucket=bucket, Prefix=prefix,
-                                       PaginationConfig={"PageSize": BATCH}):
+        for page in paginator.paginate(Bucket=bucket, Prefix=prefix, PaginationConfig={"PageSize": BATCH}):
             if stop.is_set():
                 return
             pages.put(page.get("Contents", []))
@@ -169,13 +169,12 @@ def listed_pages(client: Any, rule: Rule, threads: int, stop: threading.Event) -
     """Every object under the rule's prefix, a page at a time, listed on ``threads`` threads."""
     direct, folders = shards(client, rule.bucket, rule.prefix)
     for start in range(0, len(direct), BATCH):
-        yield direct[start:start + BATCH]
+        yield direct[start : start + BATCH]
     if not folders:
         return
     pages: queue.Queue[list[dict] | None] = queue.Queue(maxsize=threads * 4)
     with concurrent.futures.ThreadPoolExecutor(threads) as pool:
-        futures = [pool.submit(_list_folder, client, rule.bucket, folder, pages, stop)
-                   for folder in folders]
+        futures = [pool.submit(_list_folder, client, rule.bucket, folder, pages, stop) for folder in folders]
         remaining = len(folders)
         try:
             while remaining:
@@ -195,14 +194,17 @@ def listed_pages(client: Any, rule: Rule, threads: int, stop: threading.Event) -
             future.result()  # a listing error fails the rule
 
 
-def select_page(rule: Rule, page: Iterable[tuple[str, int, dt.datetime]], scope: Scope,
-           check: Check | None) -> list[tuple[str, int]]:
+def select_page(
+    rule: Rule, page: Iterable[tuple[str, int, dt.datetime]], scope: Scope, check: Check | None
+) -> list[tuple[str, int]]:
     """Of one page of ``(key, size, last_modified)``, the ``(key, size)`` the rule may
     delete: under its prefix, past its age, not protected, agreed by ``check`` (the
     database), within the budget (taken here). The one place every source selects."""
-    candidates = {key: size for key, size, modified in page
-                  if key.startswith(rule.prefix) and older(modified, rule, scope.now)
-                  and scope.protection.allows(rule, key)}
+    candidates = {
+        key: size
+        for key, size, modified in page
+        if key.startswith(rule.prefix) and older(modified, rule, scope.now) and scope.protection.allows(rule, key)
+    }
     if check is not None and candidates:
         allowed = check(rule, list(candidates), scope.now)
         candidates = {key: size for key, size in candidates.items() if key in allowed}
@@ -223,8 +225,9 @@ class ListSource:
         budget. Runs in the caller's thread (``check`` may use a database connection)."""
         stop = threading.Event()
         for page in listed_pages(self.client, self.rule, self.scope.threads, stop):
-            chosen = select_page(self.rule, ((obj["Key"], obj["Size"], obj["LastModified"])
-                                        for obj in page), self.scope, self.check)
+            chosen = select_page(
+                self.rule, ((obj["Key"], obj["Size"], obj["LastModified"]) for obj in page), self.scope, self.check
+            )
             if chosen:
                 yield chosen
             if self.scope.budget.exhausted:
@@ -248,13 +251,12 @@ def _delete(client: Any, bucket: str, batch: list[tuple[str, int]], intent: int 
     sizes = dict(batch)
     try:
         response = client.delete_objects(
-            Bucket=bucket, Delete={"Objects": [{"Key": key} for key in sizes], "Quiet": True})
+            Bucket=bucket, Delete={"Objects": [{"Key": key} for key in sizes], "Quiet": True}
+        )
     except ClientError as exc:
-        logger.warning("delete_objects of %d keys in %s failed (%s); deleting them one by one",
-                       len(sizes), bucket, exc)
+        logger.warning("delete_objects of %d keys in %s failed (%s); deleting them one by one", len(sizes), bucket, exc)
         return _delete_one_by_one(client, bucket, sizes, intent)
-    errors = [f"{e.get('Key')}: {e.get('Code')} {e.get('Message', '')}".strip()
-              for e in response.get("Errors", [])]
+    errors = [f"{e.get('Key')}: {e.get('Code')} {e.get('Message', '')}".strip() for e in response.get("Errors", [])]
     failed = {e.get("Key") for e in response.get("Errors", [])}
     done = [key for key in sizes if key not in failed]
     return Batch(len(done), sum(sizes[key] for key in done), errors, intent)
@@ -293,8 +295,9 @@ def _paced_chunks(source: Source, pace: Pace) -> Iterator[list[tuple[str, int]]]
             close()  # the listing threads stop now, not when collected
 
 
-def deleted_batches(client: Any, rule: Rule, source: Source, scope: Scope,
-                    intend: Intend) -> Generator[Batch, None, None]:
+def deleted_batches(
+    client: Any, rule: Rule, source: Source, scope: Scope, intend: Intend
+) -> Generator[Batch, None, None]:
     """Apply one rule: each batch once deleted (dry: once selected), as the deletions end.
 
     Selecting (``source``) runs in the caller's thread (a check and ``intend`` may use its
@@ -316,8 +319,7 @@ def deleted_batches(client: Any, rule: Rule, source: Source, scope: Scope,
             pending.add(pool.submit(_delete, client, rule.bucket, batch, intent))
             pace.sent(len(batch))
             if len(pending) >= scope.threads * 2:  # bound memory: wait for some to finish
-                done, pending = concurrent.futures.wait(
-                    pending, return_when=concurrent.futures.FIRST_COMPLETED)
+                done, pending = concurrent.futures.wait(pending, return_when=concurrent.futures.FIRST_COMPLETED)
                 for future in done:
                     yield future.result()
         for future in concurrent.futures.as_completed(pending):

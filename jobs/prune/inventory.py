@@ -108,8 +108,7 @@ class Manifest:
             doc = json.loads(body)
             file_format = doc.get("fileFormat")
             columns = [name.strip() for name in str(doc["fileSchema"]).split(",")]
-            files = [DataFile(f["key"], int(f["size"]), str(f["MD5checksum"]).lower())
-                     for f in doc["files"]]
+            files = [DataFile(f["key"], int(f["size"]), str(f["MD5checksum"]).lower()) for f in doc["files"]]
             created = _created(doc, key)
             source = str(doc["sourceBucket"])
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -128,14 +127,15 @@ class Manifest:
             InventoryRefused: naming the report and its age.
         """
         if self.source_bucket != source_bucket:
-            raise InventoryRefused(self.address, f"it lists bucket {self.source_bucket!r}, "
-                                                 f"not {source_bucket!r}")
+            raise InventoryRefused(self.address, f"it lists bucket {self.source_bucket!r}, not {source_bucket!r}")
         age = now - self.created
         if age > max_age:
             raise InventoryRefused(
-                self.address, f"taken {age.total_seconds() / 3600:.1f} h ago, over "
+                self.address,
+                f"taken {age.total_seconds() / 3600:.1f} h ago, over "
                 f"inventory_max_age_hours={max_age.total_seconds() / 3600:g}: it does not "
-                "know what changed since")
+                "know what changed since",
+            )
 
 
 def _created(doc: dict[str, Any], key: str) -> dt.datetime:
@@ -161,11 +161,17 @@ def newest_manifest(client: Any, location: InventoryLocation, source_bucket: str
     if not config_id:
         ids = _subfolders(client, location.bucket, folder)
         if len(ids) != 1:
-            raise InventoryRefused(where, "no inventory configuration there" if not ids else
-                                   f"several configurations ({', '.join(ids)}): set inventory_id")
+            raise InventoryRefused(
+                where,
+                "no inventory configuration there"
+                if not ids
+                else f"several configurations ({', '.join(ids)}): set inventory_id",
+            )
         config_id = ids[0]
-    reports = sorted((name for name in _subfolders(client, location.bucket, f"{folder}{config_id}/")
-                      if _STAMP.match(name)), reverse=True)
+    reports = sorted(
+        (name for name in _subfolders(client, location.bucket, f"{folder}{config_id}/") if _STAMP.match(name)),
+        reverse=True,
+    )
     for stamp in reports:
         key = f"{folder}{config_id}/{stamp}/manifest.json"
         body = _get_if_there(client, location.bucket, key)
@@ -176,7 +182,7 @@ def newest_manifest(client: Any, location: InventoryLocation, source_bucket: str
 
 def _subfolders(client: Any, bucket: str, prefix: str) -> list[str]:
     """The names of the first-level "folders" under ``prefix`` (:func:`.engine.shards`)."""
-    return [folder[len(prefix):].rstrip("/") for folder in shards(client, bucket, prefix)[1]]
+    return [folder[len(prefix) :].rstrip("/") for folder in shards(client, bucket, prefix)[1]]
 
 
 def _get_if_there(client: Any, bucket: str, key: str) -> bytes | None:
@@ -244,9 +250,12 @@ def _csv_rows(reader: Iterator[list[str]], index: dict[str, int], bucket: str) -
             continue
         if marker_at is not None and line[marker_at].lower() == "true":
             continue
-        yield Row(urllib.parse.unquote_plus(line[key_at]), int(line[size_at] or 0),
-                  dt.datetime.fromisoformat(line[modified_at]),
-                  line[etag_at].strip('"') if etag_at is not None else None)
+        yield Row(
+            urllib.parse.unquote_plus(line[key_at]),
+            int(line[size_at] or 0),
+            dt.datetime.fromisoformat(line[modified_at]),
+            line[etag_at].strip('"') if etag_at is not None else None,
+        )
 
 
 @dataclass
@@ -272,8 +281,9 @@ class InventorySource:
         """
         manifest = newest_manifest(self.client, self.location, self.rule.bucket)
         manifest.check(self.rule.bucket, self.scope.now, self.location.max_age)
-        logger.info("prune: %s: by inventory %s (taken %s)", self.rule.name, manifest.address,
-                    manifest.created.isoformat())
+        logger.info(
+            "prune: %s: by inventory %s (taken %s)", self.rule.name, manifest.address, manifest.created.isoformat()
+        )
         if self.seen is not None:
             self.seen(manifest)
         page: list[Row] = []
@@ -288,8 +298,7 @@ class InventorySource:
         yield from self._chosen(page)
 
     def _chosen(self, page: list[Row]) -> Iterator[list[tuple[str, int]]]:
-        chosen = select_page(self.rule, ((r.key, r.size, r.modified) for r in page), self.scope,
-                        self.check)
+        chosen = select_page(self.rule, ((r.key, r.size, r.modified) for r in page), self.scope, self.check)
         by_key = {r.key: r for r in page}
         self._expected = {key: (by_key[key].modified, by_key[key].etag) for key, _ in chosen}
         if chosen:
@@ -303,8 +312,12 @@ class InventorySource:
             same = list(pool.map(self._unchanged, [key for key, _ in chunk]))
         kept = [item for item, ok in zip(chunk, same) if ok]
         if len(kept) < len(chunk):
-            logger.info("prune: %s: %d of %d keys changed or gone since the inventory: kept",
-                        self.rule.name, len(chunk) - len(kept), len(chunk))
+            logger.info(
+                "prune: %s: %d of %d keys changed or gone since the inventory: kept",
+                self.rule.name,
+                len(chunk) - len(kept),
+                len(chunk),
+            )
         return kept
 
     def _unchanged(self, key: str) -> bool:

@@ -56,8 +56,11 @@ class Protection:
         A rule whose prefix lies inside the symbols prefix names it
         explicitly and is allowed; any other rule on that bucket is not.
         """
-        return (rule.bucket == self.symbols_bucket and bool(self.symbols_prefix)
-                and not rule.prefix.startswith(self.symbols_prefix))
+        return (
+            rule.bucket == self.symbols_bucket
+            and bool(self.symbols_prefix)
+            and not rule.prefix.startswith(self.symbols_prefix)
+        )
 
     def allows(self, rule: Rule, key: str) -> bool:
         return not (self.guards(rule) and key.startswith(self.symbols_prefix))
@@ -83,8 +86,15 @@ def parse_extra_rules(text: str) -> list[Rule]:
         match = _EXTRA.match(line)
         if not match:
             raise ConfigurationError(f"prune rule {line!r}", "expected BUCKET/PREFIX|DAYS")
-        rules.append(Rule(f"extra:{match['bucket']}/{match['prefix']}", Kind.AGE,
-                          match["bucket"], match["prefix"], float(match["days"])))
+        rules.append(
+            Rule(
+                f"extra:{match['bucket']}/{match['prefix']}",
+                Kind.AGE,
+                match["bucket"],
+                match["prefix"],
+                float(match["days"]),
+            )
+        )
     return rules
 
 

@@ -67,12 +67,9 @@ class PruneOptions:
             ConfigurationError: a bad ``extra_rules`` line.
         """
         rules = [
-            Rule("uploads", Kind.UPLOADS, config.inbox_bucket, config.uploads_prefix,
-                 config.upload_days),
-            Rule("batches", Kind.BATCHES, config.inbox_bucket, config.missing_prefix,
-                 config.batch_days),
-            Rule("reports", Kind.AGE, config.symbols_bucket, config.reports_prefix,
-                 config.report_days),
+            Rule("uploads", Kind.UPLOADS, config.inbox_bucket, config.uploads_prefix, config.upload_days),
+            Rule("batches", Kind.BATCHES, config.inbox_bucket, config.missing_prefix, config.batch_days),
+            Rule("reports", Kind.AGE, config.symbols_bucket, config.reports_prefix, config.report_days),
             *parse_extra_rules(config.extra_rules),
         ]
         lease = float(config.lease_seconds)
@@ -80,12 +77,17 @@ class PruneOptions:
             raise ConfigurationError("prune-s3.lease_seconds", f"must be positive, not {lease:g}")
         rate = float(config.deletes_per_second)
         if rate < 0:
-            raise ConfigurationError("prune-s3.deletes_per_second",
-                                     f"must be 0 (no limit) or positive, not {rate:g}")
-        return cls([rule for rule in rules if rule.max_age_days > 0],
-                   Protection(config.symbols_bucket, config.symbols_prefix),
-                   int(config.cap), bool(config.dry_run), int(config.threads), lease, rate,
-                   _inventory(config))
+            raise ConfigurationError("prune-s3.deletes_per_second", f"must be 0 (no limit) or positive, not {rate:g}")
+        return cls(
+            [rule for rule in rules if rule.max_age_days > 0],
+            Protection(config.symbols_bucket, config.symbols_prefix),
+            int(config.cap),
+            bool(config.dry_run),
+            int(config.threads),
+            lease,
+            rate,
+            _inventory(config),
+        )
 
 
 def _inventory(config: DotDict) -> InventoryLocation | None:
@@ -100,14 +102,15 @@ def _inventory(config: DotDict) -> InventoryLocation | None:
     if source == "list":
         return None
     if not config.inventory_bucket:
-        raise ConfigurationError("prune-s3.inventory_bucket",
-                                 "source=inventory needs the bucket S3 Inventory writes to")
+        raise ConfigurationError(
+            "prune-s3.inventory_bucket", "source=inventory needs the bucket S3 Inventory writes to"
+        )
     hours = float(config.inventory_max_age_hours)
     if hours <= 0:
-        raise ConfigurationError("prune-s3.inventory_max_age_hours",
-                                 f"must be positive, not {hours:g}")
-    return InventoryLocation(config.inventory_bucket, config.inventory_prefix,
-                             config.inventory_id, dt.timedelta(hours=hours))
+        raise ConfigurationError("prune-s3.inventory_max_age_hours", f"must be positive, not {hours:g}")
+    return InventoryLocation(
+        config.inventory_bucket, config.inventory_prefix, config.inventory_id, dt.timedelta(hours=hours)
+    )
 
 
 @dataclass(frozen=True)
@@ -195,8 +198,7 @@ class Heartbeat:
     def __init__(self, store: PruneStore, run_id: int) -> None:
         self._store, self._run_id = store, run_id
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, name=f"prune-lease-{run_id}",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._beat, name=f"prune-lease-{run_id}", daemon=True)
 
     def __enter__(self) -> "Heartbeat":
         self._thread.start()
@@ -210,12 +212,10 @@ class Heartbeat:
         while not self._stop.wait(self._store.lease_seconds / RENEWALS_PER_LEASE):
             try:
                 if not self._store.renew(self._run_id):
-                    logger.error("prune: run %d lost its lease; it stops at its next batch",
-                                 self._run_id)
+                    logger.error("prune: run %d lost its lease; it stops at its next batch", self._run_id)
                     return
             except Exception as exc:  # the database away for a moment: the next beat retries
-                logger.warning("prune: run %d: could not renew its lease: %s", self._run_id,
-                               first_line(exc))
+                logger.warning("prune: run %d: could not renew its lease: %s", self._run_id, first_line(exc))
 
 
 def reconcile(client: Any, store: PruneStore, run_id: int, threads: int) -> None:
@@ -236,8 +236,13 @@ def reconcile(client: Any, store: PruneStore, run_id: int, threads: int) -> None
             gone = _gone(client, bucket, keys, threads)
             count, size = sum(gone), sum(s for s, g in zip(sizes, gone) if g)
             store.reconcile_intent(intent_id, count, size)
-            logger.warning("prune: run %d died with a batch of %d keys in flight (%s): "
-                           "%d were deleted, now recorded", dead, len(keys), rule, count)
+            logger.warning(
+                "prune: run %d died with a batch of %d keys in flight (%s): %d were deleted, now recorded",
+                dead,
+                len(keys),
+                rule,
+                count,
+            )
 
 
 def _gone(client: Any, bucket: str, keys: list[str], threads: int) -> list[bool]:
@@ -274,8 +279,9 @@ def terminal_listeners() -> list[Listener]:
     return [ProgressBar()] if sys.stderr.isatty() else []
 
 
-def run_prune(client: Any, store: PruneStore, options: PruneOptions, now: dt.datetime,
-              listeners: Sequence[Listener] = ()) -> PruneReport:
+def run_prune(
+    client: Any, store: PruneStore, options: PruneOptions, now: dt.datetime, listeners: Sequence[Listener] = ()
+) -> PruneReport:
     """Apply the rules in order, recording the run; stop selecting at ``options.cap`` keys.
 
     ``now`` is the database's clock (every host agrees on ages). The run is recorded by a
@@ -290,26 +296,24 @@ def run_prune(client: Any, store: PruneStore, options: PruneOptions, now: dt.dat
     run_id = store.start_run(options.dry_run, options.cap, default_holder())
     recorder = RunRecorder(store, run_id)
     budget = Budget(options.cap)
-    scope = Scope(now, options.protection, budget, options.dry_run, options.threads,
-                  options.rate)
+    scope = Scope(now, options.protection, budget, options.dry_run, options.threads, options.rate)
     try:
         with Heartbeat(store, run_id):  # stopped before the end is written (a beat after it
             # would find the run finished and say its lease was lost)
             reconcile(client, store, run_id, options.threads)  # before this run deletes anything
-            results = _apply_rules(client, store, options, scope, recorder,
-                                   [recorder, *listeners])
+            results = _apply_rules(client, store, options, scope, recorder, [recorder, *listeners])
     except BaseException as exc:  # recorded, so `history` shows why, then re-raised
         _record_failure(store, run_id, exc)
         raise
     store.finish_run(run_id, budget.exhausted)
     if budget.exhausted:
-        logger.warning("prune: stopped at the cap of %d keys; the rest waits for the next run",
-                       options.cap)
+        logger.warning("prune: stopped at the cap of %d keys; the rest waits for the next run", options.cap)
     return PruneReport(run_id, options.dry_run, results, budget.exhausted, options.cap)
 
 
-def _apply_rules(client: Any, store: PruneStore, options: PruneOptions, scope: Scope,
-                 recorder: RunRecorder, told: Sequence[Listener]) -> list[RuleResult]:
+def _apply_rules(
+    client: Any, store: PruneStore, options: PruneOptions, scope: Scope, recorder: RunRecorder, told: Sequence[Listener]
+) -> list[RuleResult]:
     """Each rule in order until the budget is spent; what each did."""
     results = []
     for rule in options.rules:
@@ -321,8 +325,7 @@ def _apply_rules(client: Any, store: PruneStore, options: PruneOptions, scope: S
         try:
             # closing: on an error, the batches in flight end before the run is recorded as over
             source = _source(client, store, recorder.run_id, rule, scope, options.inventory)
-            with contextlib.closing(deleted_batches(client, rule, source, scope,
-                                                    recorder.intend)) as batches:
+            with contextlib.closing(deleted_batches(client, rule, source, scope, recorder.intend)) as batches:
                 for batch in batches:
                     result.add(batch)
                     for listener in told:
@@ -345,8 +348,9 @@ def _record_failure(store: PruneStore, run_id: int, exc: BaseException) -> None:
         logger.error("prune: run %d: could not record its failure: %s", run_id, unrecorded)
 
 
-def _source(client: Any, store: PruneStore, run_id: int, rule: Rule, scope: Scope,
-            inventory: InventoryLocation | None) -> Source:
+def _source(
+    client: Any, store: PruneStore, run_id: int, rule: Rule, scope: Scope, inventory: InventoryLocation | None
+) -> Source:
     """Where the rule's keys come from: its listing, or its bucket's newest inventory report
     (recorded with the rule once located)."""
     check = _check(store, rule)
@@ -371,8 +375,11 @@ def _check(store: PruneStore, rule: Rule) -> Check | None:
 def format_report(report: PruneReport) -> list[str]:
     """One line per rule (and one if the run was capped), for logs and the command."""
     verb = "would delete" if report.dry_run else "deleted"
-    lines = [f"{r.rule}: {verb} {r.keys} keys, {r.bytes} bytes, {r.errors} errors"
-             + (f" (e.g. {r.error_sample[0]})" if r.error_sample else "") for r in report.results]
+    lines = [
+        f"{r.rule}: {verb} {r.keys} keys, {r.bytes} bytes, {r.errors} errors"
+        + (f" (e.g. {r.error_sample[0]})" if r.error_sample else "")
+        for r in report.results
+    ]
     if report.capped:
         lines.append(f"stopped at the cap of {report.cap} keys: the rest waits for the next run")
     return lines

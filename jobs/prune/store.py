@@ -24,9 +24,11 @@ class PruneLeaseLost(LeaseLost):
 
     def __init__(self, run_id: int, lease_seconds: float) -> None:
         self.lease_seconds = lease_seconds
-        super().__init__("prune-s3", run_id, f"prune run {run_id} lost its lease (not renewed "
-                                             f"within {lease_seconds:g} s); stopped before "
-                                             "deleting more")
+        super().__init__(
+            "prune-s3",
+            run_id,
+            f"prune run {run_id} lost its lease (not renewed within {lease_seconds:g} s); stopped before deleting more",
+        )
 
 
 @dataclass(frozen=True)
@@ -96,8 +98,7 @@ class PruneStore:
             live = cur.fetchone()
             if live is not None:
                 raise PruneRunLive(live[0], live[1], live[2])
-            cur.execute(Q["start_run"], {"dry_run": dry_run, "cap": cap, "holder": holder,
-                                         "lease": self.lease_seconds})
+            cur.execute(Q["start_run"], {"dry_run": dry_run, "cap": cap, "holder": holder, "lease": self.lease_seconds})
             return int(cur.fetchone()[0])
 
     def renew(self, run_id: int) -> bool:
@@ -130,17 +131,32 @@ class PruneStore:
             if cur.fetchone() is None:
                 raise PruneLeaseLost(run_id, self.lease_seconds)  # rolls the transaction back
             if settled:
-                cur.execute(Q["settle"], {
-                    "run_id": run_id, "rule": rule, "intents": settled.intents,
-                    "keys": settled.keys, "bytes": settled.bytes, "errors": settled.errors,
-                    "error_sample": "\n".join(settled.error_sample[:5]) or None})
+                cur.execute(
+                    Q["settle"],
+                    {
+                        "run_id": run_id,
+                        "rule": rule,
+                        "intents": settled.intents,
+                        "keys": settled.keys,
+                        "bytes": settled.bytes,
+                        "errors": settled.errors,
+                        "error_sample": "\n".join(settled.error_sample[:5]) or None,
+                    },
+                )
             if intent is None:
                 return None
             # one array literal each: 1,000 keys as a Python list (ARRAY['..', ...]) cost
             # ~11 ms a batch to send and parse, as a literal ~3 ms
-            cur.execute(Q["intend"], {"run_id": run_id, "rule": rule, "bucket": intent.bucket,
-                                      "keys": _text_array([key for key, _ in intent.batch]),
-                                      "sizes": "{" + ",".join(str(size) for _, size in intent.batch) + "}"})
+            cur.execute(
+                Q["intend"],
+                {
+                    "run_id": run_id,
+                    "rule": rule,
+                    "bucket": intent.bucket,
+                    "keys": _text_array([key for key, _ in intent.batch]),
+                    "sizes": "{" + ",".join(str(size) for _, size in intent.batch) + "}",
+                },
+            )
             return int(cur.fetchone()[0])
 
     def unsettled_runs(self, run_id: int) -> list[int]:
@@ -149,8 +165,10 @@ class PruneStore:
 
     def intents(self, run_id: int) -> list[tuple[int, str, str, list[str], list[int]]]:
         """The run's unsettled intents: ``(id, rule, bucket, keys, sizes)``."""
-        return [(row[0], row[1], row[2], list(row[3]), [int(s) for s in row[4]])
-                for row in self._run("intents", {"run_id": run_id})]
+        return [
+            (row[0], row[1], row[2], list(row[3]), [int(s) for s in row[4]])
+            for row in self._run("intents", {"run_id": run_id})
+        ]
 
     def reconcile_intent(self, intent_id: int, keys: int, size: int) -> None:
         """A dead run's intent checked against S3: ``keys`` of it (``size`` bytes) were gone,
@@ -176,14 +194,27 @@ class PruneStore:
         return {row[0] for row in self._run("consumed_batches", {"keys": keys, "cutoff": cutoff})}
 
     def history(self, limit: int) -> list[dict[str, Any]]:
-        names = ("id", "started_at", "finished_at", "dry_run", "cap", "capped", "holder",
-                 "error", "rule", "keys_deleted", "bytes_freed", "errors", "error_sample", "inventory",
-                 "running")
+        names = (
+            "id",
+            "started_at",
+            "finished_at",
+            "dry_run",
+            "cap",
+            "capped",
+            "holder",
+            "error",
+            "rule",
+            "keys_deleted",
+            "bytes_freed",
+            "errors",
+            "error_sample",
+            "inventory",
+            "running",
+        )
         return [dict(zip(names, row)) for row in self._run("history", {"limit": limit})]
 
 
 def _text_array(items: list[str]) -> str:
     """PostgreSQL's literal of a ``text[]`` holding ``items`` (any characters: each element is
     double-quoted, with ``\\`` and ``"`` escaped)."""
-    return "{" + ",".join('"' + item.replace("\\", "\\\\").replace('"', '\\"') + '"'
-                          for item in items) + "}"
+    return "{" + ",".join('"' + item.replace("\\", "\\\\").replace('"', '\\"') + '"' for item in items) + "}"

@@ -44,10 +44,12 @@ class ProcessUploadsCronApp(BaseCronApp):
         from .worker import Worker
 
         with self.database_connection_factory() as connection:
-            outcomes = Worker.from_config(self.config, connection).drain(
-                keep_going=self.holds_lease)
+            outcomes = Worker.from_config(self.config, connection).drain(keep_going=self.holds_lease)
         failed = [o for o in outcomes if o.status is not UploadStatus.DONE]
         done = len(outcomes) - len(failed)
-        return Summary(f"{len(outcomes)} uploads: {done} done, {len(failed)} not done",
-                       uploads_done=done, uploads_not_done=len(failed),
-                       files_published=sum(o.files for o in outcomes))
+        return Summary(
+            f"{len(outcomes)} uploads: {done} done, {len(failed)} not done",
+            uploads_done=done,
+            uploads_not_done=len(failed),
+            files_published=sum(o.files for o in outcomes),
+        )

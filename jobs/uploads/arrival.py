@@ -38,8 +38,7 @@ class Directory:
     ends: dict[str, int]
 
 
-def read_directory(client: Any, settings: UploadSettings, upload: Upload,
-                   tmp: Path) -> Directory | None:
+def read_directory(client: Any, settings: UploadSettings, upload: Upload, tmp: Path) -> Directory | None:
     """The archive's central directory from a ranged GET of its tail into a sparse file,
     so that the existence checks and the verify pass need not wait for the download (which
     then asks for the same ETag). Best effort: None when the directory is not in the tail,
@@ -67,8 +66,7 @@ def read_directory(client: Any, settings: UploadSettings, upload: Upload,
         return None
     finally:
         sparse.unlink(missing_ok=True)
-    last = directory if isinstance(directory, int) and starts and starts[-1] < directory <= size \
-        else size
+    last = directory if isinstance(directory, int) and starts and starts[-1] < directory <= size else size
     after = dict(zip(starts, starts[1:] + [last]))
     return Directory(plan, etag, {info.filename: after[info.header_offset] for info in plan.members})
 
@@ -122,8 +120,9 @@ class Gate:
             self._ready.wait_for(lambda: self._have >= end or self._over or self._stopped)
 
 
-def download_archive(client: Any, settings: UploadSettings, upload: Upload, path: Path,
-                     directory: Directory | None, gate: Gate | None) -> None:
+def download_archive(
+    client: Any, settings: UploadSettings, upload: Upload, path: Path, directory: Directory | None, gate: Gate | None
+) -> None:
     """Download the archive to ``path`` (the version of ``directory`` if it was read
     first), telling ``gate`` as it goes and closing it at the end, whatever happens.
 
@@ -132,9 +131,14 @@ def download_archive(client: Any, settings: UploadSettings, upload: Upload, path
     """
     try:
         with open(path, "wb") as target:
-            storage.download(client, settings.inbox_bucket, upload.inbox_key, target,
-                             etag=directory.etag if directory else None,
-                             written=gate.written if gate else None)
+            storage.download(
+                client,
+                settings.inbox_bucket,
+                upload.inbox_key,
+                target,
+                etag=directory.etag if directory else None,
+                written=gate.written if gate else None,
+            )
     finally:
         if gate is not None:
             gate.close()

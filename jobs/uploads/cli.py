@@ -32,28 +32,33 @@ def build_parser() -> argparse.ArgumentParser:
     enqueue = commands.add_parser("enqueue", help="store an archive in the inbox and queue it")
     enqueue.add_argument("archive", type=Path)
     enqueue.add_argument("--uploaded-by", default=None)
-    reprocess = commands.add_parser("reprocess", help="process one upload now (exit 5 if it "
-                                    "is rejected or fails)")
+    reprocess = commands.add_parser("reprocess", help="process one upload now (exit 5 if it is rejected or fails)")
     reprocess.add_argument("id", type=int)
     commands.add_parser("demo", help="queue a few small demo archives (idempotent)")
     drain = commands.add_parser("drain", help="process queued uploads until none is left (one worker)")
     for command in (reprocess, drain):  # they publish: a pause of process-uploads stops them
-        command.add_argument("--force", action="store_true",
-                             help="run even while process-uploads is paused (needs --reason; "
-                             "recorded in --audit)")
+        command.add_argument(
+            "--force",
+            action="store_true",
+            help="run even while process-uploads is paused (needs --reason; recorded in --audit)",
+        )
         command.add_argument("--reason", default=None, help="why (recorded in the audit trail)")
-    listing = commands.add_parser("list", help="the latest uploads, newest first: id, status, "
-                                  "age, files, size, key, error")
-    listing.add_argument("--status", choices=[s.value for s in UploadStatus], default=None,
-                         help="only uploads of this status")
-    listing.add_argument("--limit", type=int, default=20, metavar="N",
-                         help="at most N uploads (default 20)")
+    listing = commands.add_parser(
+        "list", help="the latest uploads, newest first: id, status, age, files, size, key, error"
+    )
+    listing.add_argument(
+        "--status", choices=[s.value for s in UploadStatus], default=None, help="only uploads of this status"
+    )
+    listing.add_argument("--limit", type=int, default=20, metavar="N", help="at most N uploads (default 20)")
     listing.add_argument("--json", action="store_true", help="one JSON document")
-    show = commands.add_parser("show", help="one upload: key, timings, file counts, error, the "
-                               "objects it wrote (exit 1 if there is no such upload)")
+    show = commands.add_parser(
+        "show",
+        help="one upload: key, timings, file counts, error, the objects it wrote (exit 1 if there is no such upload)",
+    )
     show.add_argument("id", type=int)
-    show.add_argument("--files", type=int, default=20, metavar="N",
-                      help="list at most N objects written (default 20; 0: none)")
+    show.add_argument(
+        "--files", type=int, default=20, metavar="N", help="list at most N objects written (default 20; 0: none)"
+    )
     show.add_argument("--json", action="store_true", help="one JSON document")
     return parser
 
@@ -64,8 +69,7 @@ def _connect(config: DotDict) -> Any:
     return open_database(config, "jobs.uploads", [SQL_DIR])
 
 
-def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout,
-         stderr: TextIO = sys.stderr) -> int:
+def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:
     def body(args: argparse.Namespace, overrides: dict[str, str]) -> int:
         from crontabber.config.job import load_job_config
 
@@ -85,9 +89,14 @@ def cmd_enqueue(args: Any, config: DotDict, out: TextIO) -> int:
     check_local_archive(args.archive)
     connection = _connect(config)
     try:
-        upload_id = enqueue_archive(UploadStore(connection), make_client(config["concurrency"]),
-                                    config["inbox_bucket"], config["inbox_prefix"], args.archive,
-                                    args.uploaded_by)
+        upload_id = enqueue_archive(
+            UploadStore(connection),
+            make_client(config["concurrency"]),
+            config["inbox_bucket"],
+            config["inbox_prefix"],
+            args.archive,
+            args.uploaded_by,
+        )
     finally:
         connection.close()
     print(upload_id, file=out)
@@ -106,10 +115,16 @@ def cmd_reprocess(args: Any, config: DotDict, out: TextIO) -> int:
         row = worker.store.row(args.id) or {}
     finally:
         connection.close()
-    print(f"upload {args.id}: {outcome.status.value}" +
-          (f" ({outcome.error})" if outcome.error else
-           f" ({row.get('files_uploaded')} uploaded, {row.get('files_skipped')} skipped, "
-           f"{row.get('files_ignored')} ignored)"), file=out)
+    print(
+        f"upload {args.id}: {outcome.status.value}"
+        + (
+            f" ({outcome.error})"
+            if outcome.error
+            else f" ({row.get('files_uploaded')} uploaded, {row.get('files_skipped')} skipped, "
+            f"{row.get('files_ignored')} ignored)"
+        ),
+        file=out,
+    )
     return ExitCode.OK if outcome.status is UploadStatus.DONE else ExitCode.JOB_FAILED
 
 
@@ -122,8 +137,14 @@ def _refuse_while_paused(connection: Any, command: str, args: Any) -> None:
     """
     from crontabber.database import operator_command
 
-    operator_command(connection, ProcessUploadsCronApp.app_name, command, force=args.force,
-                     reason=args.reason, overrides=getattr(args, "overrides", None))
+    operator_command(
+        connection,
+        ProcessUploadsCronApp.app_name,
+        command,
+        force=args.force,
+        reason=args.reason,
+        overrides=getattr(args, "overrides", None),
+    )
 
 
 def cmd_demo(args: Any, config: DotDict, out: TextIO) -> int:
@@ -134,9 +155,13 @@ def cmd_demo(args: Any, config: DotDict, out: TextIO) -> int:
     connection = _connect(config)
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            results = demo(UploadStore(connection), make_client(config["concurrency"]),
-                           (config["inbox_bucket"], config["symbols_bucket"]),
-                           config["inbox_prefix"], Path(tmp))
+            results = demo(
+                UploadStore(connection),
+                make_client(config["concurrency"]),
+                (config["inbox_bucket"], config["symbols_bucket"]),
+                config["inbox_prefix"],
+                Path(tmp),
+            )
     finally:
         connection.close()
     for filename, upload_id, new in results:
@@ -155,8 +180,9 @@ def cmd_drain(args: Any, config: DotDict, out: TextIO) -> int:
     finally:
         connection.close()
     for outcome in outcomes:
-        print(f"{outcome.upload_id}\t{outcome.status.value}" +
-              (f"\t{outcome.error}" if outcome.error else ""), file=out)
+        print(
+            f"{outcome.upload_id}\t{outcome.status.value}" + (f"\t{outcome.error}" if outcome.error else ""), file=out
+        )
     return ExitCode.OK
 
 
@@ -216,8 +242,7 @@ def cmd_list(args: Any, config: DotDict, out: TextIO) -> int:
         raise ConfigurationError("--limit", f"must be at least 1, not {args.limit}")
     connection = _connect(config)
     try:
-        rows = UploadStore(connection).recent(
-            UploadStatus(args.status) if args.status else None, args.limit)
+        rows = UploadStore(connection).recent(UploadStatus(args.status) if args.status else None, args.limit)
     finally:
         connection.close()
     if args.json:
@@ -255,5 +280,10 @@ def cmd_show(args: Any, config: DotDict, out: TextIO) -> int:
 
 
 COMMANDS: dict[str, Callable[[Any, DotDict, TextIO], int]] = {
-    "enqueue": cmd_enqueue, "reprocess": cmd_reprocess, "demo": cmd_demo, "drain": cmd_drain,
-    "list": cmd_list, "show": cmd_show}
+    "enqueue": cmd_enqueue,
+    "reprocess": cmd_reprocess,
+    "demo": cmd_demo,
+    "drain": cmd_drain,
+    "list": cmd_list,
+    "show": cmd_show,
+}

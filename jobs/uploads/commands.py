@@ -42,8 +42,9 @@ def check_local_archive(path: Path) -> None:
         raise ArchiveUnusable(str(path), "not a zip archive")
 
 
-def enqueue_archive(store: UploadStore, client: Any, bucket: str, prefix: str, path: Path,
-                    uploaded_by: str | None) -> int:
+def enqueue_archive(
+    store: UploadStore, client: Any, bucket: str, prefix: str, path: Path, uploaded_by: str | None
+) -> int:
     """Store ``path`` in the inbox bucket, then queue it (as the web tier does); the new id.
 
     Raises:
@@ -54,8 +55,9 @@ def enqueue_archive(store: UploadStore, client: Any, bucket: str, prefix: str, p
     return store.enqueue(key, path.name, path.stat().st_size, uploaded_by)
 
 
-def demo(store: UploadStore, client: Any, buckets: tuple[str, str], prefix: str,
-         workdir: Path) -> list[tuple[str, int, bool]]:
+def demo(
+    store: UploadStore, client: Any, buckets: tuple[str, str], prefix: str, workdir: Path
+) -> list[tuple[str, int, bool]]:
     """Queue the demo archives not queued yet: ``[(filename, id, newly_queued)]``."""
     for bucket in buckets:
         ensure_bucket(client, bucket)
@@ -65,6 +67,5 @@ def demo(store: UploadStore, client: Any, buckets: tuple[str, str], prefix: str,
         if existing is not None:
             results.append((path.name, existing, False))
             continue
-        results.append((path.name, enqueue_archive(store, client, buckets[0], prefix, path,
-                                                   "demo"), True))
+        results.append((path.name, enqueue_archive(store, client, buckets[0], prefix, path, "demo"), True))
     return results

@@ -32,8 +32,9 @@ class StorageFailed(UploadError):
     ``unavailable``: the service itself failed (unreachable, timed out, a 5xx answer such
     as 503 SlowDown), not this object or request."""
 
-    def __init__(self, operation: str, bucket: str, key: str, reason: str,
-                 unavailable: bool = False, status: int | None = None) -> None:
+    def __init__(
+        self, operation: str, bucket: str, key: str, reason: str, unavailable: bool = False, status: int | None = None
+    ) -> None:
         self.operation = operation
         self.bucket = bucket
         self.key = key
@@ -60,8 +61,7 @@ class S3Unavailable(UploadError):
         self.endpoint = endpoint
         self.upload_id = upload_id
         self.error = error
-        super().__init__(f"S3 at {endpoint} unavailable, the run stops (upload {upload_id}: "
-                         f"{error})")
+        super().__init__(f"S3 at {endpoint} unavailable, the run stops (upload {upload_id}: {error})")
 
 
 class DiskFull(UploadError):
@@ -73,8 +73,10 @@ class DiskFull(UploadError):
     def __init__(self, upload_id: int, error: OSError) -> None:
         self.upload_id = upload_id
         where = f" ({error.filename})" if error.filename else ""
-        super().__init__(f"no space left on the upload spool's disk{where}, the run stops "
-                         f"(upload {upload_id} goes back to the queue)")
+        super().__init__(
+            f"no space left on the upload spool's disk{where}, the run stops "
+            f"(upload {upload_id} goes back to the queue)"
+        )
 
 
 def is_disk_full(exc: BaseException) -> TypeGuard[OSError]:
@@ -104,8 +106,7 @@ class NoSuchUpload(UploadError):
 
     def __init__(self, upload_id: int) -> None:
         self.upload_id = upload_id
-        super().__init__(f"upload {upload_id} does not exist (python -m jobs.uploads list shows "
-                         f"the latest)")
+        super().__init__(f"upload {upload_id} does not exist (python -m jobs.uploads list shows the latest)")
 
 
 class ArchiveUnusable(UploadError):
@@ -128,6 +129,8 @@ class VersioningOff(UploadError):
     def __init__(self, bucket: str, status: str) -> None:
         self.bucket = bucket
         self.status = status
-        super().__init__(f"overwrite = versioned, but versioning of bucket {bucket!r} is "
-                         f"{status}: enable it (put-bucket-versioning Status=Enabled) or choose "
-                         f"overwrite = replace or keep-first; no upload was claimed")
+        super().__init__(
+            f"overwrite = versioned, but versioning of bucket {bucket!r} is "
+            f"{status}: enable it (put-bucket-versioning Status=Enabled) or choose "
+            f"overwrite = replace or keep-first; no upload was claimed"
+        )

@@ -73,8 +73,7 @@ class Lookup:
     first. Use as a context manager (the threads stop at exit, pending checks cancelled).
     """
 
-    def __init__(self, client: Any, bucket: str, keys: list[str], mode: str = "auto",
-                 threads: int = 8) -> None:
+    def __init__(self, client: Any, bucket: str, keys: list[str], mode: str = "auto", threads: int = 8) -> None:
         self._client, self._bucket = client, bucket
         self._checks = ThreadPoolExecutor(max(1, threads), thread_name_prefix="exists")
         self._planner = ThreadPoolExecutor(1, thread_name_prefix="exists-plan")
@@ -84,9 +83,9 @@ class Lookup:
         dirs = list(by_dir)
         sample = dirs if mode in (LIST, HEAD) else dirs[:SAMPLE_DIRECTORIES]
         self._sampled: dict[str, Future[Found]] = {
-            directory: self._checks.submit(self._check, by_dir[directory], mode == HEAD)
-            for directory in sample}
-        rest = {directory: by_dir[directory] for directory in dirs[len(sample):]}
+            directory: self._checks.submit(self._check, by_dir[directory], mode == HEAD) for directory in sample
+        }
+        rest = {directory: by_dir[directory] for directory in dirs[len(sample) :]}
         self._rest: Future[Found] = self._planner.submit(self._plan, rest, len(keys), len(dirs))
 
     def __enter__(self) -> Lookup:
@@ -121,19 +120,23 @@ class Lookup:
 
     def _check(self, keys: list[str], head_only: bool) -> Found:
         """One directory's keys: HEADs, or a LIST and a HEAD for each key it holds."""
-        listed = None if head_only else storage.list_directory(self._client, self._bucket,
-                                                               _directory(keys[0]))
-        return {key: storage.head(self._client, self._bucket, key)
-                if listed is None or key in listed else None for key in keys}
+        listed = None if head_only else storage.list_directory(self._client, self._bucket, _directory(keys[0]))
+        return {
+            key: storage.head(self._client, self._bucket, key) if listed is None or key in listed else None
+            for key in keys
+        }
 
     def _plan(self, rest: dict[str, list[str]], keys: int, dirs: int) -> Found:
         """After the sample: the rest's way (fewest requests), and its answers."""
         if not rest:
             return {}
         sampled = [future.result() for future in self._sampled.values()]
-        way = choose(sum(map(len, sampled)),
-                     sum(found is not None for answers in sampled for found in answers.values()),
-                     keys, dirs)
+        way = choose(
+            sum(map(len, sampled)),
+            sum(found is not None for answers in sampled for found in answers.values()),
+            keys,
+            dirs,
+        )
         if way == CONDITIONAL:
             return {}
         answers: Found = {}
@@ -157,9 +160,15 @@ class Verdict:
 RULE_KEEP_FIRST = "the key holds another file (overwrite = keep-first)"
 
 
-def decide(found: Existing | None, key: str, digest: Digest, upload_id: int,
-           compressed: bool, overwrite: Overwrite = Overwrite.REPLACE,
-           member: str | None = None) -> Verdict:
+def decide(
+    found: Existing | None,
+    key: str,
+    digest: Digest,
+    upload_id: int,
+    compressed: bool,
+    overwrite: Overwrite = Overwrite.REPLACE,
+    member: str | None = None,
+) -> Verdict:
     """Pure: a key is written unless the object there holds the same bytes (Tecken's
     ``original_size`` and ``original_md5_hash``); such an object written by this upload
     gets its row back from its metadata. Over other bytes it is written by ``overwrite``'s
@@ -173,30 +182,37 @@ def decide(found: Existing | None, key: str, digest: Digest, upload_id: int,
         return Verdict(write=True)
     if not found.same(digest):
         if overwrite is Overwrite.KEEP_FIRST and found.upload_id != upload_id:
-            earlier = f"upload {found.upload_id}" if found.upload_id is not None else \
-                "an object of no known upload"
-            raise Rejected(RULE_KEEP_FIRST, member or key,
-                           f"{key} was written by {earlier}: {found.original_size} bytes, "
-                           f"MD5 {found.original_md5}; this one: {digest.size} bytes, "
-                           f"MD5 {digest.md5}")
+            earlier = f"upload {found.upload_id}" if found.upload_id is not None else "an object of no known upload"
+            raise Rejected(
+                RULE_KEEP_FIRST,
+                member or key,
+                f"{key} was written by {earlier}: {found.original_size} bytes, "
+                f"MD5 {found.original_md5}; this one: {digest.size} bytes, "
+                f"MD5 {digest.md5}",
+            )
         return Verdict(write=True, update=True, previous=found)
     if found.upload_id == upload_id:
-        return Verdict(write=False, row=Written(key, found.size, digest.size, digest.md5,
-                                                compressed, found.replaced))
+        return Verdict(write=False, row=Written(key, found.size, digest.size, digest.md5, compressed, found.replaced))
     return Verdict(write=False)
 
 
-def recheck(client: Any, bucket: str, key: str, digest: Digest, upload_id: int,
-            compressed: bool, overwrite: Overwrite = Overwrite.REPLACE,
-            member: str | None = None) -> Verdict:
+def recheck(
+    client: Any,
+    bucket: str,
+    key: str,
+    digest: Digest,
+    upload_id: int,
+    compressed: bool,
+    overwrite: Overwrite = Overwrite.REPLACE,
+    member: str | None = None,
+) -> Verdict:
     """HEAD a key that was not checked, and :func:`decide`.
 
     Raises:
         StorageFailed: S3 failed after retries.
         Rejected: as :func:`decide`.
     """
-    return decide(storage.head(client, bucket, key), key, digest, upload_id, compressed,
-                  overwrite, member)
+    return decide(storage.head(client, bucket, key), key, digest, upload_id, compressed, overwrite, member)
 
 
 @dataclass(frozen=True)
@@ -210,17 +226,20 @@ class ArchiveKeys:
     lookup: Lookup
 
     @classmethod
-    def start(cls, client: Any, settings: UploadSettings, plan: Plan,
-              recorder: Recorder) -> ArchiveKeys:
+    def start(cls, client: Any, settings: UploadSettings, plan: Plan, recorder: Recorder) -> ArchiveKeys:
         """Start the existence checks, largest member first, as the verify pass will mostly
         need them (it waits per key, so it starts on the first members while the rest are
         checked)."""
         keys = [key.object_key(settings.symbols_prefix) for key in plan.keys]
         largest_first = sorted(range(len(keys)), key=lambda i: -plan.members[i].file_size)
         done = recorder.written_keys()  # (the verify pass renews the lease when due)
-        lookup = Lookup(client, settings.symbols_bucket,
-                        [keys[i] for i in largest_first if keys[i] not in done],
-                        settings.existence_check, max(1, settings.concurrency - 1))
+        lookup = Lookup(
+            client,
+            settings.symbols_bucket,
+            [keys[i] for i in largest_first if keys[i] not in done],
+            settings.existence_check,
+            max(1, settings.concurrency - 1),
+        )
         return cls(keys, done, lookup)
 
     def __enter__(self) -> ArchiveKeys:

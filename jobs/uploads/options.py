@@ -22,19 +22,15 @@ OPTIONS: tuple[tuple[str, Any, str], ...] = (
     ("inbox_bucket", defaults.INBOX_BUCKET, "bucket holding uploaded archives"),
     ("inbox_prefix", defaults.UPLOADS_PREFIX, "key prefix of archives stored by `enqueue`"),
     ("symbols_bucket", defaults.SYMBOLS_BUCKET, "bucket symbol files are written to"),
-    ("symbols_prefix", defaults.SYMBOLS_PREFIX,
-     "key prefix: <prefix>/<debug_file>/<ID>/<file>"),
+    ("symbols_prefix", defaults.SYMBOLS_PREFIX, "key prefix: <prefix>/<debug_file>/<ID>/<file>"),
     # how objects are written
     ("compress_extensions", "sym", "comma-separated extensions stored gzipped"),
-    ("gzip_level", 1,
-     "isal deflate level (0-3) for stored members (deflated ones keep their stream)"),
+    ("gzip_level", 1, "isal deflate level (0-3) for stored members (deflated ones keep their stream)"),
     ("concurrency", 8, "threads (and S3 connections) per upload"),
-    ("multipart_threshold", 8 * MiB,
-     "objects larger than this (bytes, as stored) are written by multipart upload"),
+    ("multipart_threshold", 8 * MiB, "objects larger than this (bytes, as stored) are written by multipart upload"),
     ("part_size", 8 * MiB, "multipart part size in bytes (S3: >= 5 MiB)"),
     ("existence_check", "auto", "auto, list or head (see docs/jobs/uploads.md)"),
-    ("overwrite", "replace",
-     "a key holding other bytes: replace, keep-first or versioned (docs/security.md)"),
+    ("overwrite", "replace", "a key holding other bytes: replace, keep-first or versioned (docs/security.md)"),
     # the queue
     ("max_attempts", 3, "attempts before an upload stays failed"),
     ("lease_seconds", 600.0, "a claim not renewed for this long is taken over"),
@@ -74,5 +70,4 @@ CONVERTERS = {"overwrite": parse_overwrite}
 
 def parse_extensions(text: str) -> tuple[str, ...]:
     """``"sym, .TXT"`` -> ``("sym", "txt")``: the ``compress_extensions`` option."""
-    return tuple(part.strip().lower().lstrip(".") for part in str(text).split(",")
-                 if part.strip())
+    return tuple(part.strip().lower().lstrip(".") for part in str(text).split(",") if part.strip())

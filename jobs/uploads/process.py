@@ -46,8 +46,9 @@ __all__ = ["RULE_NOT_ZIP", "process"]
 logger = logging.getLogger(__name__)
 
 
-def process(upload: Upload, settings: UploadSettings, client: Any, recorder: Recorder,
-            progress: Progress | None = None) -> Counts:
+def process(
+    upload: Upload, settings: UploadSettings, client: Any, recorder: Recorder, progress: Progress | None = None
+) -> Counts:
     """Publish one upload's archive; return its counts.
 
     Raises:
@@ -60,8 +61,7 @@ def process(upload: Upload, settings: UploadSettings, client: Any, recorder: Rec
         directory = arrival.read_directory(client, settings, upload, Path(tmp))
         gate = Gate(directory.ends) if directory is not None else None
         with ThreadPoolExecutor(1, thread_name_prefix="download") as side:
-            downloading = side.submit(arrival.download_archive, client, settings, upload, path,
-                                      directory, gate)
+            downloading = side.submit(arrival.download_archive, client, settings, upload, path, directory, gate)
             try:
                 if directory is None:
                     downloading.result()
@@ -70,8 +70,7 @@ def process(upload: Upload, settings: UploadSettings, client: Any, recorder: Rec
                     plan = directory.plan
                 (Path(tmp) / "spool").mkdir()
                 spool = Spool(path, Path(tmp) / "spool", settings, gate)
-                _verify_and_publish(client, upload, plan, spool, recorder, progress or QuietProgress(),
-                                    downloading)
+                _verify_and_publish(client, upload, plan, spool, recorder, progress or QuietProgress(), downloading)
             finally:
                 if gate is not None:
                     gate.stop()  # published or failed: do not wait for the rest of the archive
@@ -79,20 +78,27 @@ def process(upload: Upload, settings: UploadSettings, client: Any, recorder: Rec
     return Counts(plan.total, len(plan.ignored))
 
 
-def _verify_and_publish(client: Any, upload: Upload, plan: Plan, spool: Spool,
-                        recorder: Recorder, progress: Progress,
-                        downloading: Future[None]) -> None:
+def _verify_and_publish(
+    client: Any,
+    upload: Upload,
+    plan: Plan,
+    spool: Spool,
+    recorder: Recorder,
+    progress: Progress,
+    downloading: Future[None],
+) -> None:
     """The existence checks, the verify pass and the writes, on one ``upload`` pool; after a
     failure, the pass stopped and every multipart upload aborted before the error goes on."""
     settings, gate = spool.settings, spool.gate
     publisher = Publisher(client, settings, upload.id, spool)
     try:
-        with ArchiveKeys.start(client, settings, plan, recorder) as keys, \
-                ThreadPoolExecutor(settings.concurrency, thread_name_prefix="upload") as pool:
+        with (
+            ArchiveKeys.start(client, settings, plan, recorder) as keys,
+            ThreadPoolExecutor(settings.concurrency, thread_name_prefix="upload") as pool,
+        ):
             try:
                 progress.start(len(plan.members))
-                members = VerifyPass(spool, plan, keys, publisher.stage_early).run(
-                    pool, recorder)
+                members = VerifyPass(spool, plan, keys, publisher.stage_early).run(pool, recorder)
                 publish(pool, publisher, members, keys, recorder, progress)
             except BaseException as exc:
                 if gate is not None:
@@ -113,5 +119,4 @@ def _after_publishing(downloading: Future[None], upload: Upload) -> None:
     try:
         downloading.result()
     except StorageFailed as exc:
-        logger.warning("upload %d: published; the archive's download then failed: %s",
-                       upload.id, exc)
+        logger.warning("upload %d: published; the archive's download then failed: %s", upload.id, exc)

@@ -37,10 +37,8 @@ class Publisher:
     and did not complete are aborted by :meth:`abort_staged` (called after a failure, and
     harmless after success: none is left)."""
 
-    def __init__(self, client: Any, settings: UploadSettings, upload_id: int,
-                 spool: Spool) -> None:
-        self._client, self._settings, self._upload_id, self._spool = \
-            client, settings, upload_id, spool
+    def __init__(self, client: Any, settings: UploadSettings, upload_id: int, spool: Spool) -> None:
+        self._client, self._settings, self._upload_id, self._spool = client, settings, upload_id, spool
         self._bucket = settings.symbols_bucket
         self._staged: dict[str, str] = {}  # multipart uploads not completed: {id: key}
         self._lock = threading.Lock()
@@ -61,8 +59,7 @@ class Publisher:
             written = self._written(member, member.body, verdict)
         return dataclasses.replace(member, staged=self._stage(written, member.body))
 
-    def write(self, member: Member, mode: WriteMode, verdict: Verdict | None = None
-              ) -> Written | None:
+    def write(self, member: Member, mode: WriteMode, verdict: Verdict | None = None) -> Written | None:
         """Write one object (the new row), or None when it turned out to be there already
         (``verdict``: what the checks decided for a ``REPLACE``). A member not spooled (its
         key existed with other bytes) is spooled now.
@@ -72,8 +69,7 @@ class Publisher:
                 ``overwrite`` rule is ``keep-first`` (a race with another upload: the files
                 of this upload written so far stay, each whole, with its row).
         """
-        body = member.body if member.body is not None else \
-            self._spool.spooled(member.index, member.info)[1]
+        body = member.body if member.body is not None else self._spool.spooled(member.index, member.info)[1]
         written = self._written(member, body, verdict if mode is WriteMode.REPLACE else None)
         large = written.size > self._settings.multipart_threshold
         if mode is WriteMode.IF_ABSENT and large:  # a multipart upload has no condition
@@ -84,8 +80,9 @@ class Publisher:
         if large:
             return self.complete(self._stage(written, body))
         content = body.read_bytes()
-        if storage.put(self._client, self._bucket, written, content, self._upload_id,
-                       only_if_new=mode is WriteMode.IF_ABSENT):
+        if storage.put(
+            self._client, self._bucket, written, content, self._upload_id, only_if_new=mode is WriteMode.IF_ABSENT
+        ):
             return written
         verdict = self._recheck(member)  # refused: the key existed after all
         if not verdict.write:
@@ -98,8 +95,7 @@ class Publisher:
         """Complete a staged multipart upload: its object becomes visible."""
         with self._lock:
             del self._staged[staged.upload]
-        storage.complete_multipart(self._client, self._bucket, staged.written.key,
-                                   staged.upload, staged.parts)
+        storage.complete_multipart(self._client, self._bucket, staged.written.key, staged.upload, staged.parts)
         return staged.written
 
     def abort_staged(self) -> None:
@@ -122,8 +118,8 @@ class Publisher:
         try:
             with open(body, "rb") as data:
                 upload, parts = storage.start_multipart(
-                    self._client, self._bucket, written, data, self._upload_id,
-                    self._settings.part_size, started)
+                    self._client, self._bucket, written, data, self._upload_id, self._settings.part_size, started
+                )
         except BaseException:
             with self._lock:  # start_multipart aborted it already: not twice
                 for upload in ids:
@@ -133,29 +129,53 @@ class Publisher:
 
     def verdict(self, member: Member, found: Existing | None) -> Verdict:
         """What to do with ``member``'s key, given the object the checks found there."""
-        return decide(found, member.key, member.digest, self._upload_id,
-                      self._settings.compresses(member.key), self._settings.overwrite,
-                      member.info.filename)
+        return decide(
+            found,
+            member.key,
+            member.digest,
+            self._upload_id,
+            self._settings.compresses(member.key),
+            self._settings.overwrite,
+            member.info.filename,
+        )
 
     def _written(self, member: Member, body: Path, verdict: Verdict | None) -> Written:
         """The row of ``member``'s object, written from ``body``, over the object
         ``verdict`` found (None: a new key)."""
         header = member.header
-        return Written(member.key, body.stat().st_size, member.digest.size, member.digest.md5,
-                       self._settings.compresses(member.key),
-                       verdict is not None and verdict.update,
-                       verdict.previous if verdict is not None else None,
-                       header.code_id if header is not None else None,
-                       header.code_file if header is not None else None)
+        return Written(
+            member.key,
+            body.stat().st_size,
+            member.digest.size,
+            member.digest.md5,
+            self._settings.compresses(member.key),
+            verdict is not None and verdict.update,
+            verdict.previous if verdict is not None else None,
+            header.code_id if header is not None else None,
+            header.code_file if header is not None else None,
+        )
 
     def _recheck(self, member: Member) -> Verdict:
-        return recheck(self._client, self._bucket, member.key, member.digest, self._upload_id,
-                       self._settings.compresses(member.key), self._settings.overwrite,
-                       member.info.filename)
+        return recheck(
+            self._client,
+            self._bucket,
+            member.key,
+            member.digest,
+            self._upload_id,
+            self._settings.compresses(member.key),
+            self._settings.overwrite,
+            member.info.filename,
+        )
 
 
-def publish(pool: Executor, publisher: Publisher, members: list[Member], keys: ArchiveKeys,
-            recorder: Recorder, progress: Progress) -> None:
+def publish(
+    pool: Executor,
+    publisher: Publisher,
+    members: list[Member],
+    keys: ArchiveKeys,
+    recorder: Recorder,
+    progress: Progress,
+) -> None:
     """Write the members' objects that are missing or changed, on ``pool``; record a row
     for each object written (and for one this upload wrote before its row was lost).
 
@@ -173,8 +193,7 @@ def publish(pool: Executor, publisher: Publisher, members: list[Member], keys: A
             plans.append((member, None, None))
         elif member.key in existing:
             found = publisher.verdict(member, existing[member.key])
-            mode = (WriteMode.REPLACE if found.update else WriteMode.NEW) \
-                if found.write else None
+            mode = (WriteMode.REPLACE if found.update else WriteMode.NEW) if found.write else None
             plans.append((member, mode, found))
         else:
             plans.append((member, WriteMode.IF_ABSENT, None))
@@ -185,8 +204,7 @@ def publish(pool: Executor, publisher: Publisher, members: list[Member], keys: A
         elif mode is not None:
             writes.append(pool.submit(publisher.write, member, mode, verdict))
         else:  # recorded already, settled early, or there with the same bytes
-            _member_done(verdict.row if verdict is not None else member.row, recorder,
-                         progress)
+            _member_done(verdict.row if verdict is not None else member.row, recorder, progress)
     for future in as_completed(writes):
         _member_done(future.result(), recorder, progress)
     recorder.flush()

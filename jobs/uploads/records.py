@@ -45,9 +45,18 @@ class Upload:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "Upload":
-        return cls(row["id"], row["inbox_key"], row["filename"], row["size"], row["uploaded_by"],
-                   UploadStatus(row["status"]), row["attempts"], row["claimed_by"], row["error"],
-                   row.get("created_at"))
+        return cls(
+            row["id"],
+            row["inbox_key"],
+            row["filename"],
+            row["size"],
+            row["uploaded_by"],
+            UploadStatus(row["status"]),
+            row["attempts"],
+            row["claimed_by"],
+            row["error"],
+            row.get("created_at"),
+        )
 
 
 @dataclass(frozen=True)
@@ -63,9 +72,13 @@ class Limits:
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> Limits:
         """The limits held by the job's options."""
-        return cls(int(config["max_members"]), int(config["max_total_size"]),
-                   int(config["max_member_size"]), float(config["max_ratio"]),
-                   int(config["ratio_min_size"]))
+        return cls(
+            int(config["max_members"]),
+            int(config["max_total_size"]),
+            int(config["max_member_size"]),
+            float(config["max_ratio"]),
+            int(config["ratio_min_size"]),
+        )
 
 
 @dataclass(frozen=True)
@@ -88,11 +101,19 @@ class UploadSettings:
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> UploadSettings:
         """The processing settings held by the job's options."""
-        return cls(config["inbox_bucket"], config["symbols_bucket"], config["symbols_prefix"],
-                   parse_extensions(config["compress_extensions"]), int(config["gzip_level"]),
-                   int(config["concurrency"]), config["existence_check"],
-                   Overwrite(parse_overwrite(config["overwrite"])), Limits.from_config(config),
-                   int(config["multipart_threshold"]), int(config["part_size"]))
+        return cls(
+            config["inbox_bucket"],
+            config["symbols_bucket"],
+            config["symbols_prefix"],
+            parse_extensions(config["compress_extensions"]),
+            int(config["gzip_level"]),
+            int(config["concurrency"]),
+            config["existence_check"],
+            Overwrite(parse_overwrite(config["overwrite"])),
+            Limits.from_config(config),
+            int(config["multipart_threshold"]),
+            int(config["part_size"]),
+        )
 
     def compresses(self, member: str) -> bool:
         return member.rsplit(".", 1)[-1].lower() in self.compress_extensions

@@ -32,8 +32,14 @@ def _s3_error_text(exc: Exception) -> str:
 
 # botocore's errors that mean the server could not be reached or did not answer in time
 # (by class name: botocore is imported only when a client is made)
-_UNREACHABLE = ("EndpointConnectionError", "ConnectionClosedError", "ReadTimeoutError",
-                "ConnectTimeoutError", "ConnectionError", "ProxyConnectionError")
+_UNREACHABLE = (
+    "EndpointConnectionError",
+    "ConnectionClosedError",
+    "ReadTimeoutError",
+    "ConnectTimeoutError",
+    "ConnectionError",
+    "ProxyConnectionError",
+)
 
 
 def _is_s3_unavailable(exc: Exception) -> bool:
@@ -47,15 +53,15 @@ def _is_s3_unavailable(exc: Exception) -> bool:
 
 
 def _failed(operation: str, bucket: str, key: str, exc: Exception) -> StorageFailed:
-    return StorageFailed(operation, bucket, key, _s3_error_text(exc),
-                         unavailable=_is_s3_unavailable(exc), status=_status(exc))
+    return StorageFailed(
+        operation, bucket, key, _s3_error_text(exc), unavailable=_is_s3_unavailable(exc), status=_status(exc)
+    )
 
 
 def _status(exc: Exception) -> int | None:
     """The HTTP status of S3's answer that ``exc`` carries (None: no answer)."""
     response = getattr(exc, "response", None)
-    status = response.get("ResponseMetadata", {}).get("HTTPStatusCode") \
-        if isinstance(response, dict) else None
+    status = response.get("ResponseMetadata", {}).get("HTTPStatusCode") if isinstance(response, dict) else None
     return status if isinstance(status, int) else None
 
 
@@ -104,8 +110,15 @@ def make_client(concurrency: int) -> Any:
     return make_s3_client(concurrency, validate_parameters=False, expect_continue=False)
 
 
-def download(client: Any, bucket: str, key: str, target: BinaryIO, tries: int = 3,
-             etag: str | None = None, written: Callable[[int], bool] | None = None) -> None:
+def download(
+    client: Any,
+    bucket: str,
+    key: str,
+    target: BinaryIO,
+    tries: int = 3,
+    etag: str | None = None,
+    written: Callable[[int], bool] | None = None,
+) -> None:
     """Stream an inbox archive into ``target`` (a temporary file), 8 MiB at a time.
 
     One GET read in order: about half the CPU of ``download_fileobj``'s ranged GETs on
@@ -208,15 +221,16 @@ def _headers(written: Written, upload_id: int) -> dict[str, Any]:
     extra: dict[str, Any] = {}
     if written.compressed:
         extra = {"ContentEncoding": "gzip", "ContentType": "text/plain"}
-    extra["Metadata"] = {"original_size": str(written.original_size),
-                         "original_md5_hash": written.original_md5,
-                         "upload_id": str(upload_id),
-                         "replaced": "true" if written.update else "false"}
+    extra["Metadata"] = {
+        "original_size": str(written.original_size),
+        "original_md5_hash": written.original_md5,
+        "upload_id": str(upload_id),
+        "replaced": "true" if written.update else "false",
+    }
     return extra
 
 
-def put(client: Any, bucket: str, written: Written, body: bytes, upload_id: int,
-        only_if_new: bool = False) -> bool:
+def put(client: Any, bucket: str, written: Written, body: bytes, upload_id: int, only_if_new: bool = False) -> bool:
     """Write one symbol object with Tecken's headers and metadata.
 
     ``only_if_new``: a conditional write (``If-None-Match: *``) that does nothing when the
@@ -243,9 +257,15 @@ def _is_precondition_failed(exc: Exception) -> bool:
     return code in ("PreconditionFailed", "412")
 
 
-def start_multipart(client: Any, bucket: str, written: Written, body: BinaryIO, upload_id: int,
-                    part_size: int,
-                    started: Callable[[str], None] = lambda _: None) -> tuple[str, list[dict]]:
+def start_multipart(
+    client: Any,
+    bucket: str,
+    written: Written,
+    body: BinaryIO,
+    upload_id: int,
+    part_size: int,
+    started: Callable[[str], None] = lambda _: None,
+) -> tuple[str, list[dict]]:
     """Upload ``written.size`` bytes read from ``body`` as the parts (``part_size`` each;
     memory: one part) of a new multipart upload; return its id and parts. Nothing is
     visible until :func:`complete_multipart`. Headers and metadata are set when the upload
@@ -256,16 +276,18 @@ def start_multipart(client: Any, bucket: str, written: Written, body: BinaryIO, 
         StorageFailed: a call failed after botocore's retries (the upload was aborted).
     """
     try:
-        upload = client.create_multipart_upload(Bucket=bucket, Key=written.key,
-                                                **_headers(written, upload_id))["UploadId"]
+        upload = client.create_multipart_upload(Bucket=bucket, Key=written.key, **_headers(written, upload_id))[
+            "UploadId"
+        ]
     except Exception as exc:
         raise _failed("CreateMultipartUpload", bucket, written.key, exc) from None
     started(upload)
     parts = []
     try:
         for number in range(1, max(1, -(-written.size // part_size)) + 1):
-            response = client.upload_part(Bucket=bucket, Key=written.key, UploadId=upload,
-                                          PartNumber=number, Body=body.read(part_size))
+            response = client.upload_part(
+                Bucket=bucket, Key=written.key, UploadId=upload, PartNumber=number, Body=body.read(part_size)
+            )
             parts.append({"PartNumber": number, "ETag": response["ETag"]})
     except BaseException as exc:
         abort(client, bucket, written.key, upload)
@@ -282,8 +304,7 @@ def complete_multipart(client: Any, bucket: str, key: str, upload: str, parts: l
         StorageFailed: S3 failed after retries (the upload was aborted).
     """
     try:
-        client.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=upload,
-                                         MultipartUpload={"Parts": parts})
+        client.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=upload, MultipartUpload={"Parts": parts})
     except Exception as exc:
         abort(client, bucket, key, upload)
         raise _failed("CompleteMultipartUpload", bucket, key, exc) from None
@@ -295,5 +316,4 @@ def abort(client: Any, bucket: str, key: str, upload: str) -> None:
     try:
         client.abort_multipart_upload(Bucket=bucket, Key=key, UploadId=upload)
     except Exception as exc:
-        logger.error("could not abort multipart upload %s of s3://%s/%s: %s", upload, bucket,
-                     key, _s3_error_text(exc))
+        logger.error("could not abort multipart upload %s of s3://%s/%s: %s", upload, bucket, key, _s3_error_text(exc))

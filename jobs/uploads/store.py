@@ -36,8 +36,9 @@ class UploadStore:
             return {column.name: value for column, value in zip(cur.description, row)}
 
     def enqueue(self, inbox_key: str, filename: str, size: int, uploaded_by: str | None) -> int:
-        row = self._one("enqueue", {"inbox_key": inbox_key, "filename": filename, "size": size,
-                                    "uploaded_by": uploaded_by})
+        row = self._one(
+            "enqueue", {"inbox_key": inbox_key, "filename": filename, "size": size, "uploaded_by": uploaded_by}
+        )
         assert row is not None
         return int(row["id"])
 
@@ -72,18 +73,25 @@ class UploadStore:
             names = [column.name for column in cur.description]
             return [dict(zip(names, row)) for row in cur.fetchall()]
 
-    def claim_next(self, worker: str, max_attempts: int, lease: float, retry_delay: float,
-                   exclude: list[int]) -> Upload | None:
+    def claim_next(
+        self, worker: str, max_attempts: int, lease: float, retry_delay: float, exclude: list[int]
+    ) -> Upload | None:
         """The oldest claimable upload, now ``processing`` by ``worker`` (attempts + 1)."""
-        row = self._one("claim_next", {"worker": worker, "max_attempts": max_attempts,
-                                       "lease": lease, "retry_delay": retry_delay,
-                                       "exclude": exclude})
+        row = self._one(
+            "claim_next",
+            {
+                "worker": worker,
+                "max_attempts": max_attempts,
+                "lease": lease,
+                "retry_delay": retry_delay,
+                "exclude": exclude,
+            },
+        )
         return Upload.from_row(row) if row else None
 
     def claimable(self, max_attempts: int, lease: float, retry_delay: float) -> int:
         """How many uploads :meth:`claim_next` would hand out now (a progress bar's total)."""
-        row = self._one("claimable", {"max_attempts": max_attempts, "lease": lease,
-                                      "retry_delay": retry_delay})
+        row = self._one("claimable", {"max_attempts": max_attempts, "lease": lease, "retry_delay": retry_delay})
         return int(row["n"]) if row else 0
 
     def claim_id(self, upload_id: int, worker: str, lease: float) -> Upload | None:
@@ -96,19 +104,28 @@ class UploadStore:
             return [row[0] for row in cur.fetchall()]
 
     def finish_done(self, upload_id: int, worker: str, counts: Counts) -> None:
-        row = self._one("finish_done", {"id": upload_id, "worker": worker,
-                                        "files_total": counts.total,
-                                        "files_ignored": counts.ignored})
+        row = self._one(
+            "finish_done",
+            {"id": upload_id, "worker": worker, "files_total": counts.total, "files_ignored": counts.ignored},
+        )
         if row is None:
             raise ClaimLost(upload_id, worker)
 
-    def finish_error(self, upload_id: int, worker: str, error: str, permanent: bool,
-                     max_attempts: int, counts: Counts | None) -> UploadStatus:
-        row = self._one("finish_error", {
-            "id": upload_id, "worker": worker, "error": error, "permanent": permanent,
-            "max_attempts": max_attempts,
-            "files_total": counts.total if counts else None,
-            "files_ignored": counts.ignored if counts else None})
+    def finish_error(
+        self, upload_id: int, worker: str, error: str, permanent: bool, max_attempts: int, counts: Counts | None
+    ) -> UploadStatus:
+        row = self._one(
+            "finish_error",
+            {
+                "id": upload_id,
+                "worker": worker,
+                "error": error,
+                "permanent": permanent,
+                "max_attempts": max_attempts,
+                "files_total": counts.total if counts else None,
+                "files_ignored": counts.ignored if counts else None,
+            },
+        )
         if row is None:
             raise ClaimLost(upload_id, worker)
         return UploadStatus(row["status"])
@@ -127,8 +144,9 @@ class ClaimRecorder:
     :class:`ClaimLost` if another worker took over).
     """
 
-    def __init__(self, store: UploadStore, upload_id: int, worker: str,
-                 heartbeat_seconds: float, batch_size: int = 200) -> None:
+    def __init__(
+        self, store: UploadStore, upload_id: int, worker: str, heartbeat_seconds: float, batch_size: int = 200
+    ) -> None:
         self._store = store
         self._id = upload_id
         self._worker = worker
@@ -144,14 +162,23 @@ class ClaimRecorder:
 
     def record(self, written: Written) -> None:
         previous = written.previous
-        self._pending.append((self._id, written.key, written.size, written.original_size,
-                              written.original_md5, written.compressed, written.update,
-                              previous.original_md5 if previous else None,
-                              previous.original_size if previous else None,
-                              previous.upload_id if previous else None,
-                              written.code_id, written.code_file))
-        if len(self._pending) >= self._batch_size or \
-                time.monotonic() - self._last >= self._every:
+        self._pending.append(
+            (
+                self._id,
+                written.key,
+                written.size,
+                written.original_size,
+                written.original_md5,
+                written.compressed,
+                written.update,
+                previous.original_md5 if previous else None,
+                previous.original_size if previous else None,
+                previous.upload_id if previous else None,
+                written.code_id,
+                written.code_file,
+            )
+        )
+        if len(self._pending) >= self._batch_size or time.monotonic() - self._last >= self._every:
             self.flush()
 
     def flush(self) -> None:

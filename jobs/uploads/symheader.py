@@ -49,8 +49,7 @@ def parse(head: bytes, whole: bool = False) -> Header | None:
     lines = head.split(b"\n")
     first = lines[0].rstrip(b"\r").decode("utf-8", "replace")
     fields = first.split(" ", 4)
-    if len(fields) != 5 or fields[0] != "MODULE" or not fields[4] or \
-            not fields[3] or fields[3].strip(HEX_DIGITS):
+    if len(fields) != 5 or fields[0] != "MODULE" or not fields[4] or not fields[3] or fields[3].strip(HEX_DIGITS):
         return None
     code_id = code_file = None
     for line in lines[1:] if whole else lines[1:-1]:  # (a cut last piece is never read)
@@ -80,7 +79,10 @@ def check(member: str, key: SymbolKey, head: bytes, whole: bool) -> Header | Non
         first = head.split(b"\n", 1)[0][:80].decode("utf-8", "replace")
         raise Rejected(RULE_NO_MODULE, member, f"first line {first!r}")
     if (header.debug_id, header.debug_file) != (key.debug_id, key.debug_file):
-        raise Rejected(RULE_MISMATCH, member,
-                       f"header: debug file {header.debug_file!r}, debug id {header.debug_id}; "
-                       f"path: debug file {key.debug_file!r}, debug id {key.debug_id}")
+        raise Rejected(
+            RULE_MISMATCH,
+            member,
+            f"header: debug file {header.debug_file!r}, debug id {header.debug_id}; "
+            f"path: debug file {key.debug_file!r}, debug id {key.debug_id}",
+        )
     return header

@@ -63,8 +63,7 @@ DIRECTORY_BYTES_PER_MEMBER = 1024
 
 
 # general-purpose flag bits (APPNOTE 4.4.4) that make a member unreadable as plain data
-_REFUSED_FLAGS = ((0x2000, RULE_MASKED), (0x0040, RULE_STRONG), (0x0001, RULE_ENCRYPTED),
-                  (0x0020, RULE_PATCHED))
+_REFUSED_FLAGS = ((0x2000, RULE_MASKED), (0x0040, RULE_STRONG), (0x0001, RULE_ENCRYPTED), (0x0020, RULE_PATCHED))
 FLAG_DESCRIPTOR = 0x0008  # CRC and sizes follow the data (zero in the local header)
 FLAG_UTF8 = 0x0800  # the name is UTF-8 (else code page 437)
 LOCAL_HEADER_SIZE = 30  # the fixed part of a local file header (4.3.7)
@@ -89,8 +88,7 @@ class Plan:
 
 def is_ignorable(name: str) -> bool:
     """A top-level ``*-symbols.txt`` or any ``.DS_Store`` (Tecken ignores both)."""
-    return ("/" not in name and name.endswith("-symbols.txt")) or \
-        name.rsplit("/", 1)[-1] == ".DS_Store"
+    return ("/" not in name and name.endswith("-symbols.txt")) or name.rsplit("/", 1)[-1] == ".DS_Store"
 
 
 def check_name(name: str, prefix: str = "") -> SymbolKey | None:
@@ -124,8 +122,7 @@ def check_safe(name: str) -> None:
 def raw_name(info: zipfile.ZipInfo) -> bytes:
     """The name's bytes as the central directory holds them (``orig_filename`` keeps what
     ``filename`` cuts at a NUL; code page 437 and UTF-8 both decode and encode back exactly)."""
-    return info.orig_filename.encode("utf-8" if info.flag_bits & FLAG_UTF8 else "cp437",
-                                      "replace")
+    return info.orig_filename.encode("utf-8" if info.flag_bits & FLAG_UTF8 else "cp437", "replace")
 
 
 def check_flags(name: str, flags: int) -> None:
@@ -157,11 +154,9 @@ def check_size(info: zipfile.ZipInfo, total: int, limits: Limits) -> None:
     The sizes are the central directory's; :mod:`.archive` refuses a member whose data
     inflates to more than its declared size while streaming, so they bound what is written."""
     if info.file_size > limits.max_member_size:
-        raise Rejected(RULE_MEMBER_SIZE, info.filename,
-                       f"{info.file_size} bytes > {limits.max_member_size}")
+        raise Rejected(RULE_MEMBER_SIZE, info.filename, f"{info.file_size} bytes > {limits.max_member_size}")
     if total > limits.max_total_size:
-        raise Rejected(RULE_TOTAL_SIZE, info.filename,
-                       f"{total} bytes > {limits.max_total_size}")
+        raise Rejected(RULE_TOTAL_SIZE, info.filename, f"{total} bytes > {limits.max_total_size}")
     # whatever the member's size or kind: many small members within a size floor were how
     # a 78 kB archive wrote 64 MiB (docs/security.md, "Upload archives")
     if info.file_size > limits.max_ratio * max(info.compress_size, 1):
@@ -180,12 +175,12 @@ def check_layout(infos: list[zipfile.ZipInfo], directory: int | None) -> None:
         limit = following.header_offset if following is not None else directory
         end = info.header_offset + LOCAL_HEADER_SIZE + len(raw_name(info)) + info.compress_size
         if limit is not None and end > limit:
-            raise Rejected(RULE_OVERLAP, info.filename,
-                           f"its data ends at {end} or later, the next record starts at {limit}")
+            raise Rejected(
+                RULE_OVERLAP, info.filename, f"its data ends at {end} or later, the next record starts at {limit}"
+            )
 
 
-def validate(infos: list[zipfile.ZipInfo], limits: Limits, directory: int | None = None,
-             prefix: str = "") -> Plan:
+def validate(infos: list[zipfile.ZipInfo], limits: Limits, directory: int | None = None, prefix: str = "") -> Plan:
     """Check every member of the central directory, in order; then that no two overlap
     (``directory``: where the central directory starts, the bound of the last member;
     ``prefix``: the key prefix the members will be stored under).
@@ -211,8 +206,7 @@ def validate(infos: list[zipfile.ZipInfo], limits: Limits, directory: int | None
     if not files:
         raise Rejected(RULE_EMPTY)
     if len(files) > limits.max_members:
-        raise Rejected(RULE_TOO_MANY, files[limits.max_members].filename,
-                       f"{len(files)} > {limits.max_members}")
+        raise Rejected(RULE_TOO_MANY, files[limits.max_members].filename, f"{len(files)} > {limits.max_members}")
     for info in files:
         key = check_name(info.filename, prefix)
         check_kind(info)
@@ -222,9 +216,11 @@ def validate(infos: list[zipfile.ZipInfo], limits: Limits, directory: int | None
         first = seen.get(name)
         if first is not None:
             if (first.CRC, first.file_size) != (info.CRC, info.file_size):
-                raise Rejected(RULE_DUPLICATE, info.filename,
-                               f"same key as {first.filename!r}" if first.filename != info.filename
-                               else "")
+                raise Rejected(
+                    RULE_DUPLICATE,
+                    info.filename,
+                    f"same key as {first.filename!r}" if first.filename != info.filename else "",
+                )
             continue
         seen[name] = info
         if key is None:
@@ -271,8 +267,12 @@ def check_archive_ratio(infos: list[zipfile.ZipInfo], archive_size: int, limits:
     (no member named: the archive as a whole is refused)."""
     total = sum(info.file_size for info in infos)
     if total > limits.max_ratio * max(archive_size, 1):
-        raise Rejected(RULE_RATIO, None, f"whole archive: {total / max(archive_size, 1):.0f}:1 "
-                       f"> {limits.max_ratio:.0f}:1 ({total} bytes from {archive_size})")
+        raise Rejected(
+            RULE_RATIO,
+            None,
+            f"whole archive: {total / max(archive_size, 1):.0f}:1 "
+            f"> {limits.max_ratio:.0f}:1 ({total} bytes from {archive_size})",
+        )
 
 
 def check_directory_bounds(record: EndRecord | None, limits: Limits) -> None:
@@ -285,12 +285,12 @@ def check_directory_bounds(record: EndRecord | None, limits: Limits) -> None:
     if record is None:
         return
     if record.entries > limits.max_members:
-        raise Rejected(RULE_TOO_MANY, None, f"{record.entries} entries declared in the end "
-                       f"record > {limits.max_members}")
+        raise Rejected(
+            RULE_TOO_MANY, None, f"{record.entries} entries declared in the end record > {limits.max_members}"
+        )
     bound = limits.max_members * DIRECTORY_BYTES_PER_MEMBER
     if record.directory_size > bound:
-        raise Rejected(RULE_DIRECTORY_SIZE, None,
-                       f"{record.directory_size} bytes declared in the end record > {bound}")
+        raise Rejected(RULE_DIRECTORY_SIZE, None, f"{record.directory_size} bytes declared in the end record > {bound}")
 
 
 @dataclass(frozen=True)
@@ -314,19 +314,18 @@ def _end_record(handle: BinaryIO) -> EndRecord | None:
     handle.seek(size - window)
     tail = handle.read(window)
     at = len(tail) - _END.size
-    if not (at >= 0 and tail[at:at + 4] == b"PK\x05\x06" and tail[-2:] == b"\0\0"):
+    if not (at >= 0 and tail[at : at + 4] == b"PK\x05\x06" and tail[-2:] == b"\0\0"):
         at = tail.rfind(b"PK\x05\x06")
         if at < 0 or at + _END.size > len(tail):
             return None
     _, disk, directory_disk, here, total, size = _END.unpack_from(tail, at)[:6]
     record = EndRecord(disk, directory_disk, here, total, 1, size)
     locator = at - _LOCATOR64.size
-    if locator >= 0 and tail[locator:locator + 4] == b"PK\x06\x07":
+    if locator >= 0 and tail[locator : locator + 4] == b"PK\x06\x07":
         disks = _LOCATOR64.unpack_from(tail, locator)[3]
         at64 = locator - _END64.size
-        if at64 >= 0 and tail[at64:at64 + 4] == b"PK\x06\x06":
-            _, _, _, _, disk, directory_disk, here, total, size = \
-                _END64.unpack_from(tail, at64)[:9]
+        if at64 >= 0 and tail[at64 : at64 + 4] == b"PK\x06\x06":
+            _, _, _, _, disk, directory_disk, here, total, size = _END64.unpack_from(tail, at64)[:9]
         record = EndRecord(disk, directory_disk, here, total, disks, size)
     return record
 
@@ -337,12 +336,14 @@ def check_end(record: EndRecord | None) -> None:
     without ZIP64 as if whole (its offsets then point into the missing parts)."""
     if record is None:
         return
-    if record.disk or record.directory_disk or record.disks > 1 or \
-            record.entries_here != record.entries:
-        raise Rejected(RULE_MULTI_DISK, None,
-                       f"disk {record.disk}, directory on disk {record.directory_disk}, "
-                       f"{record.disks} disk(s), {record.entries_here} of {record.entries} "
-                       "entries here")
+    if record.disk or record.directory_disk or record.disks > 1 or record.entries_here != record.entries:
+        raise Rejected(
+            RULE_MULTI_DISK,
+            None,
+            f"disk {record.disk}, directory on disk {record.directory_disk}, "
+            f"{record.disks} disk(s), {record.entries_here} of {record.entries} "
+            "entries here",
+        )
 
 
 def check_entry_count(record: EndRecord | None, found: int) -> None:

@@ -53,8 +53,7 @@ class Spool:
     :attr:`compute`, one per core, so the largest members (taken first) finish first and
     their parts travel while the rest is verified."""
 
-    def __init__(self, archive_path: Path, directory: Path, settings: UploadSettings,
-                 gate: Gate | None) -> None:
+    def __init__(self, archive_path: Path, directory: Path, settings: UploadSettings, gate: Gate | None) -> None:
         self.archive = archive_path
         self.directory = directory
         self.settings = settings
@@ -129,22 +128,22 @@ class VerifyPass:
         with spool.compute:
             if done or found is not None:
                 digest = spool.digest(info)
-                return Member(index, info, key, Digest(digest.size, digest.md5), None,
-                              header=self._header(index, digest))
+                return Member(
+                    index, info, key, Digest(digest.size, digest.md5), None, header=self._header(index, digest)
+                )
             digest, body = spool.spooled(index, info)
         # (the first bytes are checked here and not kept: 8 KiB a member, for every member
         # of a large archive until it is published, showed in the job's peak memory)
-        member = Member(index, info, key, Digest(digest.size, digest.md5), body,
-                        header=self._header(index, digest))
+        member = Member(index, info, key, Digest(digest.size, digest.md5), body, header=self._header(index, digest))
         if body.stat().st_size > spool.settings.multipart_threshold:
             return self._stage(member, not checked)
         return member
 
-
     def _header(self, index: int, digest: Digest) -> Header | None:
         """A ``.sym`` member's header, checked against its key (:mod:`.symheader`)."""
-        return symheader.check(self._plan.members[index].filename, self._plan.keys[index],
-                               digest.head, digest.size <= len(digest.head))
+        return symheader.check(
+            self._plan.members[index].filename, self._plan.keys[index], digest.head, digest.size <= len(digest.head)
+        )
 
 
 class VerifyQueue:
@@ -159,8 +158,9 @@ class VerifyQueue:
         self._lock = threading.Lock()
         self._ready: list[tuple[int, int]] = []  # a heap of (-size, index)
         indexes = range(len(plan.members))  # without a download, all are ready at once
-        self._arriving = collections.deque(indexes if gate is None else sorted(
-            indexes, key=lambda index: gate.ends[plan.members[index].filename]))
+        self._arriving = collections.deque(
+            indexes if gate is None else sorted(indexes, key=lambda index: gate.ends[plan.members[index].filename])
+        )
         self._closed = False
 
     def take(self) -> int | None:

@@ -39,9 +39,13 @@ class Policy:
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> Policy:
         """The queue behaviour held by the job's options."""
-        return cls(int(config["max_attempts"]), float(config["lease_seconds"]),
-                   float(config["retry_delay_seconds"]), float(config["heartbeat_seconds"]),
-                   int(config["max_uploads_per_run"]))
+        return cls(
+            int(config["max_attempts"]),
+            float(config["lease_seconds"]),
+            float(config["retry_delay_seconds"]),
+            float(config["heartbeat_seconds"]),
+            int(config["max_uploads_per_run"]),
+        )
 
 
 @dataclass(frozen=True)
@@ -59,8 +63,9 @@ class UploadOutcome:
 class Worker:
     """Processes uploads with one S3 client and one database connection."""
 
-    def __init__(self, store: UploadStore, settings: UploadSettings, client: Any, policy: Policy,
-                 name: str | None = None) -> None:
+    def __init__(
+        self, store: UploadStore, settings: UploadSettings, client: Any, policy: Policy, name: str | None = None
+    ) -> None:
         self.store = store
         self.settings = settings
         self.client = client
@@ -73,11 +78,11 @@ class Worker:
         from .storage import make_client
 
         settings = UploadSettings.from_config(config)
-        return cls(UploadStore(connection), settings, make_client(settings.concurrency),
-                   Policy.from_config(config))
+        return cls(UploadStore(connection), settings, make_client(settings.concurrency), Policy.from_config(config))
 
-    def drain(self, keep_going: Callable[[], bool] = lambda: True,
-              progress: Progress | None = None) -> list[UploadOutcome]:
+    def drain(
+        self, keep_going: Callable[[], bool] = lambda: True, progress: Progress | None = None
+    ) -> list[UploadOutcome]:
         """Process claimable uploads until none is left (or ``max_uploads_per_run``),
         claiming another only while ``keep_going()`` (the cron job's
         ``holds_lease``: a run that lost its lease claims nothing more).
@@ -101,24 +106,23 @@ class Worker:
             VersioningOff: ``overwrite = versioned`` on a bucket without versions.
         """
         self.check_overwrite()
-        for upload_id in self.store.abandon_expired(self.policy.max_attempts,
-                                                    self.policy.lease_seconds):
+        for upload_id in self.store.abandon_expired(self.policy.max_attempts, self.policy.lease_seconds):
             logger.warning("upload %d: abandoned, its worker died on the last attempt", upload_id)
         outcomes: list[UploadOutcome] = []
         tried: list[int] = []
         if progress is not None:
-            total = self.store.claimable(self.policy.max_attempts, self.policy.lease_seconds,
-                                         self.policy.retry_delay_seconds)
+            total = self.store.claimable(
+                self.policy.max_attempts, self.policy.lease_seconds, self.policy.retry_delay_seconds
+            )
             limit = self.policy.max_uploads_per_run
             progress.start(min(total, limit) if limit else total)
         while not self.policy.max_uploads_per_run or len(tried) < self.policy.max_uploads_per_run:
             if not keep_going():
-                logger.warning("the job no longer holds its lease: no more uploads claimed "
-                               "(%d processed)", len(tried))
+                logger.warning("the job no longer holds its lease: no more uploads claimed (%d processed)", len(tried))
                 break
-            upload = self.store.claim_next(self.name, self.policy.max_attempts,
-                                           self.policy.lease_seconds,
-                                           self.policy.retry_delay_seconds, tried)
+            upload = self.store.claim_next(
+                self.name, self.policy.max_attempts, self.policy.lease_seconds, self.policy.retry_delay_seconds, tried
+            )
             if upload is None:
                 break
             tried.append(upload.id)
@@ -127,8 +131,7 @@ class Worker:
             if progress is not None:
                 progress.advance(1)
             if outcome.unavailable and not self._only_this_upload(outcome):
-                raise S3Unavailable(_endpoint(self.client), outcome.upload_id,
-                                    outcome.error or "")
+                raise S3Unavailable(_endpoint(self.client), outcome.upload_id, outcome.error or "")
         return outcomes
 
     def reprocess(self, upload_id: int, progress: Progress | None = None) -> UploadOutcome:
@@ -156,17 +159,21 @@ class Worker:
             return UploadOutcome(upload.id, UploadStatus.PROCESSING, str(exc))
         except UploadError as exc:
             status = self._failed(upload, str(exc), exc.permanent)
-            logger.warning("upload %d (attempt %d): %s -> %s", upload.id, upload.attempts, exc,
-                           status.value, extra=extra)
-            return UploadOutcome(upload.id, status, str(exc),
-                                 unavailable=getattr(exc, "unavailable", False),
-                                 failure=exc if isinstance(exc, StorageFailed) else None)
+            logger.warning(
+                "upload %d (attempt %d): %s -> %s", upload.id, upload.attempts, exc, status.value, extra=extra
+            )
+            return UploadOutcome(
+                upload.id,
+                status,
+                str(exc),
+                unavailable=getattr(exc, "unavailable", False),
+                failure=exc if isinstance(exc, StorageFailed) else None,
+            )
         except BaseException as exc:  # a bug, the database, SIGTERM: record, then re-raise
             try:
                 self._failed(upload, f"{type(exc).__name__}: {exc}", permanent=False)
             except Exception as unrecorded:  # the database itself may be what failed
-                logger.error("upload %d: could not record the failure: %s", upload.id,
-                             unrecorded, extra=extra)
+                logger.error("upload %d: could not record the failure: %s", upload.id, unrecorded, extra=extra)
             if is_disk_full(exc):
                 raise DiskFull(upload.id, exc) from None
             raise
@@ -199,15 +206,17 @@ class Worker:
         failure = outcome.failure
         if failure is None or not failure.maybe_this_key or not answers(self.client, failure):
             return False
-        logger.warning("upload %d: S3 failed it but answers: the drain goes on (%s)",
-                       outcome.upload_id, outcome.error,
-                       extra={"app_name": "process-uploads", "upload_id": outcome.upload_id})
+        logger.warning(
+            "upload %d: S3 failed it but answers: the drain goes on (%s)",
+            outcome.upload_id,
+            outcome.error,
+            extra={"app_name": "process-uploads", "upload_id": outcome.upload_id},
+        )
         return True
 
     def _failed(self, upload: Upload, error: str, permanent: bool) -> UploadStatus:
         try:
-            return self.store.finish_error(upload.id, self.name, error, permanent,
-                                           self.policy.max_attempts, None)
+            return self.store.finish_error(upload.id, self.name, error, permanent, self.policy.max_attempts, None)
         except ClaimLost:
             return UploadStatus.PROCESSING
 

@@ -23,38 +23,39 @@ except ImportError:  # the original (Python 2.7): configman
 
 
 class BasicJob(BaseCronApp):
-    app_name = 'basic-job'
+    app_name = "basic-job"
 
     def run(self):
         pass
 
 
 class FooJob(BaseCronApp):
-    app_name = 'foo'
+    app_name = "foo"
 
     def run(self):
         pass
 
 
 class BarJob(BaseCronApp):
-    app_name = 'bar'
-    depends_on = 'foo'
+    app_name = "bar"
+    depends_on = "foo"
 
     def run(self):
         pass
 
 
 class TroubleJob(BaseCronApp):
-    app_name = 'trouble'
+    app_name = "trouble"
 
     def run(self):
-        raise NameError('Trouble!!')
+        raise NameError("Trouble!!")
 
 
 class SadJob(BaseCronApp):
     """Depends on ``trouble``, so it never runs while trouble fails."""
-    app_name = 'sad'
-    depends_on = 'trouble'
+
+    app_name = "sad"
+    depends_on = "trouble"
 
     def run(self):
         pass
@@ -62,7 +63,7 @@ class SadJob(BaseCronApp):
 
 @as_backfill_cron_app
 class FooBackfillJob(BaseCronApp):
-    app_name = 'foo-backfill'
+    app_name = "foo-backfill"
 
     def run(self, date):
         pass
@@ -72,10 +73,11 @@ class FooBackfillJob(BaseCronApp):
 class FailingBackfillJob(BaseCronApp):
     """Fails on the date (UTC, YYYY-MM-DD) given by its option ``fail_on``,
     set in the ini under ``[crontabber]`` ``[[class-FailingBackfillJob]]``."""
-    app_name = 'failing-backfill'
+
+    app_name = "failing-backfill"
     required_config = Namespace()
-    required_config.add_option('fail_on', default='', doc='YYYY-MM-DD to fail on')
+    required_config.add_option("fail_on", default="", doc="YYYY-MM-DD to fail on")
 
     def run(self, date):
-        if date.strftime('%Y-%m-%d') == self.config.fail_on:
-            raise NameError('bla bla')
+        if date.strftime("%Y-%m-%d") == self.config.fail_on:
+            raise NameError("bla bla")

@@ -50,13 +50,14 @@ PYTHON27 = "2.7.18"
 PG = {k: v for k, v in SERVICES.database().items() if k != "dbname"}
 JOBS_MODULE = "jobs_py2and3"
 # Tolerances, in seconds, on top of the scenario's skew (see Outcome.skew):
-AGE_TOL = 5.0    # ages of the same value in the two databases
+AGE_TOL = 5.0  # ages of the same value in the two databases
 DELTA_TOL = 1.0  # gaps between two columns of one row
 TIMESTAMPS = ("next_run", "first_run", "last_run", "last_success", "ongoing")
 ABSENT = "(absent)"
 
 
 # --------------------------------------------------------------- scenarios ---
+
 
 @dataclass(frozen=True)
 class Step:
@@ -103,123 +104,207 @@ class Scenario:
 
 #: --job that ran nothing (not due, blocked, nothing to backfill)
 NOT_RUN = Expected(
-    "§5.2, §6.7", "the original exits 0 when --job ran nothing; ours exits 7 "
-    "(ExitCode.NOT_RUN) so a script can tell that nothing ran", ("exit",))
+    "§5.2, §6.7",
+    "the original exits 0 when --job ran nothing; ours exits 7 "
+    "(ExitCode.NOT_RUN) so a script can tell that nothing ran",
+    ("exit",),
+)
 
 
 def scenarios() -> list[Scenario]:
     utc = dt.datetime.now(dt.timezone.utc)
     yesterday = (utc - dt.timedelta(days=1)).strftime("%Y-%m-%d")
     past, future = ((utc + dt.timedelta(minutes=m)).strftime("%H:%M") for m in (-2, 3))
-    marker = ("UPDATE crontabber SET next_run = now() - interval '1 second', "
-              "ongoing = now() - interval '{}'")
-    held = ("UPDATE crontabber SET next_run = now() - interval '1 second', ongoing = "
-            "CASE WHEN app_name = 'basic-job' THEN now() - interval '1 second' END")
+    marker = "UPDATE crontabber SET next_run = now() - interval '1 second', ongoing = now() - interval '{}'"
+    held = (
+        "UPDATE crontabber SET next_run = now() - interval '1 second', ongoing = "
+        "CASE WHEN app_name = 'basic-job' THEN now() - interval '1 second' END"
+    )
     return [
-        Scenario("basic-rerun", ("BasicJob|7d",), (
-            run("first run"),
-            run("immediate rerun: nothing due"),
-            run("--nagios: OK", "--nagios"),
-            run("--job basic-job --force: runs again", "--job=basic-job", "--force"),
-        )),
-        Scenario("dependency-chain", ("FooJob|3d", "BarJob|4d"), (
-            run("first run: foo then bar"),
-            run("immediate rerun: nothing due"),
-            wind("3 days"),
-            run("3 days later: foo only"),
-            wind("4 days"),
-            run("--job bar while foo is overdue: skipped", "--job=bar"),
-        ), expected={"--job bar while foo is overdue: skipped": NOT_RUN}),
-        Scenario("failing-and-blocked", ("TroubleJob|1d", "SadJob|1d", "BasicJob|1d"), (
-            run("trouble fails, sad blocked (no row)"),
-            run("--nagios: CRITICAL", "--nagios"),
-            run("immediate rerun: nothing due"),
-            wind("101 seconds"),
-            run("past error_retry_time: trouble retried, fails again"),
-            run("--job sad: still blocked", "--job=sad"),
-            run("--job sad --force: runs", "--job=sad", "--force"),
-        ), error_retry_time=100, expected={"--job sad: still blocked": NOT_RUN}),
-        Scenario("backfill", ("FooBackfillJob|1d",), (
-            run("first run: 1 call"),
-            wind("3 days"),
-            run("3 days later: 3 calls"),
-            run("immediate rerun: nothing due"),
-            run("--job --force, no interval due: no call", "--job=foo-backfill", "--force"),
-        ), expected={"--job --force, no interval due: no call": NOT_RUN}),
-        Scenario("backfill-failing-midway", ("FailingBackfillJob|1d",), (
-            run("first run: 1 call"),
-            wind("3 days"),
-            run("3 days later: ok, then fails on yesterday"),
-            run("--nagios: WARNING (first backfill failure)", "--nagios"),
-            wind("301 seconds"),
-            run("retry: fails again on the same date"),
-            run("--nagios: CRITICAL (second failure)", "--nagios"),
-        ), extra_ini=f"    [[class-FailingBackfillJob]]\n        fail_on={yesterday}\n"),
-        Scenario("timed-forced", ("BasicJob|1d|03:00",), (
-            run("--job --force: next_run at 03:00", "--job=basic-job", "--force"),
-            run("rerun: not due"),
-        )),
-        Scenario("timed-first-run", (f"BasicJob|1d|{past}", f"FooJob|1d|{future}",
-                                     f"FooBackfillJob|1d|{past}"), (
-            run(f"first run: jobs at {past} run, at {future} not"),
-            wind("3 days"),
-            run(f"3 days later: backfill anchored at {past}, 3 calls"),
-        )),
-        Scenario("reset-job", ("BasicJob|7d",), (
-            run("first run"),
-            run("--reset-job: row deleted, log kept", "--reset-job=basic-job"),
-            run("--reset-job again: already reset", "--reset-job=basic-job"),
-            run("run after reset: runs as new"),
-        )),
-        Scenario("reset-ghost", ("BasicJob|7d",), (
-            run("first run"),
-            sql("INSERT INTO crontabber (app_name, error_count, depends_on, last_error) "
-                "VALUES ('ghost', 0, '{}', '{}')"),
-            run("--audit-ghosts: lists it", "--audit-ghosts"),
-            run("--reset-job ghost", "--reset-job=ghost"),
-        ), expected={"--reset-job ghost": Expected(
-            "§6.4", "the original resets configured jobs only (JobNotFoundError, exit 1), "
-            "so a ghost cannot be cleared; ours deletes the ghost's row, exit 0",
-            ("exit", "row:ghost"))}),
-        Scenario("ongoing-marker", ("BasicJob|7d",), (
-            run("first run"),
-            sql(marker.format("1 second")),
-            run("marker 1 s old: no run"),
-            sql(marker.format("13 hours")),
-            run("marker 13 h old: stale, runs"),
-        ), expected={"marker 1 s old: no run": Expected(
-            "§8.1.4", "the original's tick exits 3 when a job runs elsewhere; ours exits 0: "
-            "in a fleet that is most ticks, not a failure (issue #32 item 13)", ("exit",)),
-            "marker 13 h old: stale, runs": Expected(
-            "§5.1", "the run that takes over a stale marker records the dead run in the log "
-            "(a RunAbandoned row: issue #23); the original leaves no trace of it",
-            ("log:basic-job:",))}),
-        Scenario("ongoing-marker-25h", ("BasicJob|7d",), (
-            run("first run"),
-            sql(marker.format("25 hours")),
-            run("marker 25 h old"),
-        ), expected={"marker 25 h old": Expected(
-            "§5.1, §8.1.1", "the original takes the marker's age from timedelta.seconds "
-            "(25 h counts as 1 h) and exits 3; ours counts whole days, finds it stale, runs",
-            ("exit", "row:basic-job", "log:basic-job:"))}),
-        Scenario("ongoing-other-jobs", ("BasicJob|7d", "FooJob|7d"), (
-            run("first run"),
-            sql(held),
-            run("--job basic-job while held", "--job=basic-job"),
-            run("basic-job held, foo due"),
-        ), expected={
-            "--job basic-job while held": Expected(
-                "§6.7, §8.1.5", "under --job the original lets OngoingJobError escape "
-                "(traceback, exit 1); ours exits 3 as in run-all mode", ("exit",)),
-            "basic-job held, foo due": Expected(
-                "§4.3, §8.1.4", "one held job aborts the original's whole run (foo is "
-                "not run, exit 3); ours reports it, still runs foo and exits 0 (a job held "
-                "elsewhere is no failure of a tick: issue #32 item 13)",
-                ("exit", "row:foo", "log:foo:"))}),
+        Scenario(
+            "basic-rerun",
+            ("BasicJob|7d",),
+            (
+                run("first run"),
+                run("immediate rerun: nothing due"),
+                run("--nagios: OK", "--nagios"),
+                run("--job basic-job --force: runs again", "--job=basic-job", "--force"),
+            ),
+        ),
+        Scenario(
+            "dependency-chain",
+            ("FooJob|3d", "BarJob|4d"),
+            (
+                run("first run: foo then bar"),
+                run("immediate rerun: nothing due"),
+                wind("3 days"),
+                run("3 days later: foo only"),
+                wind("4 days"),
+                run("--job bar while foo is overdue: skipped", "--job=bar"),
+            ),
+            expected={"--job bar while foo is overdue: skipped": NOT_RUN},
+        ),
+        Scenario(
+            "failing-and-blocked",
+            ("TroubleJob|1d", "SadJob|1d", "BasicJob|1d"),
+            (
+                run("trouble fails, sad blocked (no row)"),
+                run("--nagios: CRITICAL", "--nagios"),
+                run("immediate rerun: nothing due"),
+                wind("101 seconds"),
+                run("past error_retry_time: trouble retried, fails again"),
+                run("--job sad: still blocked", "--job=sad"),
+                run("--job sad --force: runs", "--job=sad", "--force"),
+            ),
+            error_retry_time=100,
+            expected={"--job sad: still blocked": NOT_RUN},
+        ),
+        Scenario(
+            "backfill",
+            ("FooBackfillJob|1d",),
+            (
+                run("first run: 1 call"),
+                wind("3 days"),
+                run("3 days later: 3 calls"),
+                run("immediate rerun: nothing due"),
+                run("--job --force, no interval due: no call", "--job=foo-backfill", "--force"),
+            ),
+            expected={"--job --force, no interval due: no call": NOT_RUN},
+        ),
+        Scenario(
+            "backfill-failing-midway",
+            ("FailingBackfillJob|1d",),
+            (
+                run("first run: 1 call"),
+                wind("3 days"),
+                run("3 days later: ok, then fails on yesterday"),
+                run("--nagios: WARNING (first backfill failure)", "--nagios"),
+                wind("301 seconds"),
+                run("retry: fails again on the same date"),
+                run("--nagios: CRITICAL (second failure)", "--nagios"),
+            ),
+            extra_ini=f"    [[class-FailingBackfillJob]]\n        fail_on={yesterday}\n",
+        ),
+        Scenario(
+            "timed-forced",
+            ("BasicJob|1d|03:00",),
+            (
+                run("--job --force: next_run at 03:00", "--job=basic-job", "--force"),
+                run("rerun: not due"),
+            ),
+        ),
+        Scenario(
+            "timed-first-run",
+            (f"BasicJob|1d|{past}", f"FooJob|1d|{future}", f"FooBackfillJob|1d|{past}"),
+            (
+                run(f"first run: jobs at {past} run, at {future} not"),
+                wind("3 days"),
+                run(f"3 days later: backfill anchored at {past}, 3 calls"),
+            ),
+        ),
+        Scenario(
+            "reset-job",
+            ("BasicJob|7d",),
+            (
+                run("first run"),
+                run("--reset-job: row deleted, log kept", "--reset-job=basic-job"),
+                run("--reset-job again: already reset", "--reset-job=basic-job"),
+                run("run after reset: runs as new"),
+            ),
+        ),
+        Scenario(
+            "reset-ghost",
+            ("BasicJob|7d",),
+            (
+                run("first run"),
+                sql(
+                    "INSERT INTO crontabber (app_name, error_count, depends_on, last_error) "
+                    "VALUES ('ghost', 0, '{}', '{}')"
+                ),
+                run("--audit-ghosts: lists it", "--audit-ghosts"),
+                run("--reset-job ghost", "--reset-job=ghost"),
+            ),
+            expected={
+                "--reset-job ghost": Expected(
+                    "§6.4",
+                    "the original resets configured jobs only (JobNotFoundError, exit 1), "
+                    "so a ghost cannot be cleared; ours deletes the ghost's row, exit 0",
+                    ("exit", "row:ghost"),
+                )
+            },
+        ),
+        Scenario(
+            "ongoing-marker",
+            ("BasicJob|7d",),
+            (
+                run("first run"),
+                sql(marker.format("1 second")),
+                run("marker 1 s old: no run"),
+                sql(marker.format("13 hours")),
+                run("marker 13 h old: stale, runs"),
+            ),
+            expected={
+                "marker 1 s old: no run": Expected(
+                    "§8.1.4",
+                    "the original's tick exits 3 when a job runs elsewhere; ours exits 0: "
+                    "in a fleet that is most ticks, not a failure (issue #32 item 13)",
+                    ("exit",),
+                ),
+                "marker 13 h old: stale, runs": Expected(
+                    "§5.1",
+                    "the run that takes over a stale marker records the dead run in the log "
+                    "(a RunAbandoned row: issue #23); the original leaves no trace of it",
+                    ("log:basic-job:",),
+                ),
+            },
+        ),
+        Scenario(
+            "ongoing-marker-25h",
+            ("BasicJob|7d",),
+            (
+                run("first run"),
+                sql(marker.format("25 hours")),
+                run("marker 25 h old"),
+            ),
+            expected={
+                "marker 25 h old": Expected(
+                    "§5.1, §8.1.1",
+                    "the original takes the marker's age from timedelta.seconds "
+                    "(25 h counts as 1 h) and exits 3; ours counts whole days, finds it stale, runs",
+                    ("exit", "row:basic-job", "log:basic-job:"),
+                )
+            },
+        ),
+        Scenario(
+            "ongoing-other-jobs",
+            ("BasicJob|7d", "FooJob|7d"),
+            (
+                run("first run"),
+                sql(held),
+                run("--job basic-job while held", "--job=basic-job"),
+                run("basic-job held, foo due"),
+            ),
+            expected={
+                "--job basic-job while held": Expected(
+                    "§6.7, §8.1.5",
+                    "under --job the original lets OngoingJobError escape "
+                    "(traceback, exit 1); ours exits 3 as in run-all mode",
+                    ("exit",),
+                ),
+                "basic-job held, foo due": Expected(
+                    "§4.3, §8.1.4",
+                    "one held job aborts the original's whole run (foo is "
+                    "not run, exit 3); ours reports it, still runs foo and exits 0 (a job held "
+                    "elsewhere is no failure of a tick: issue #32 item 13)",
+                    ("exit", "row:foo", "log:foo:"),
+                ),
+            },
+        ),
     ]
 
 
 # ---------------------------------------------------------- implementations ---
+
 
 @dataclass(frozen=True)
 class Impl:
@@ -252,11 +337,13 @@ def python27() -> str:
     if python.is_file():
         return str(python)
     try:  # a pyenv installed elsewhere
-        prefix = subprocess.run(["pyenv", "prefix", PYTHON27], check=True,
-                                capture_output=True, text=True).stdout.strip()
+        prefix = subprocess.run(
+            ["pyenv", "prefix", PYTHON27], check=True, capture_output=True, text=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError) as exc:
-        raise SystemExit(f"differential: no Python {PYTHON27}: not at {python}, "
-                         f"and `pyenv prefix {PYTHON27}` failed ({exc})") from None
+        raise SystemExit(
+            f"differential: no Python {PYTHON27}: not at {python}, and `pyenv prefix {PYTHON27}` failed ({exc})"
+        ) from None
     return str(Path(prefix) / "bin" / "python")
 
 
@@ -275,14 +362,30 @@ def ensure_original(python: str) -> None:
     tmp = Path(tempfile.mkdtemp(prefix=".py2crontabber-", dir=CACHE.parent))
     # Python 2.7's pip (19.2) knows no --no-python-version-warning: its
     # deprecation notice is captured with the rest and shown only on failure.
-    done = subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                           "--no-deps", "--target", str(tmp), "-r", str(REQUIREMENTS)],
-                          capture_output=True, text=True, env=clean_environ())
+    done = subprocess.run(
+        [
+            python,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            "--no-deps",
+            "--target",
+            str(tmp),
+            "-r",
+            str(REQUIREMENTS),
+        ],
+        capture_output=True,
+        text=True,
+        env=clean_environ(),
+    )
     if done.returncode != 0:
         shutil.rmtree(tmp, ignore_errors=True)
         tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-10:])
-        raise SystemExit(f"{tail}\ndifferential: pip could not install {REQUIREMENTS.name} "
-                         f"with {python} (exit {done.returncode})")
+        raise SystemExit(
+            f"{tail}\ndifferential: pip could not install {REQUIREMENTS.name} with {python} (exit {done.returncode})"
+        )
     (tmp / ".requirements").write_text(wanted)
     shutil.rmtree(CACHE, ignore_errors=True)
     tmp.rename(CACHE)
@@ -292,16 +395,15 @@ def implementations(py27: str) -> list[Impl]:
     venv = ROOT / ".venv" / "bin" / "python"
     ours = str(venv) if venv.exists() else sys.executable
     return [
-        Impl("original", (py27, "-c", "from crontabber.app import local_main; local_main()"),
-             (CACHE, HERE)),
+        Impl("original", (py27, "-c", "from crontabber.app import local_main; local_main()"), (CACHE, HERE)),
         # crontabber 0.18 has no --reason; ours requires one for --reset-job unless told not
         # to, as a site moving from crontabber would until its scripts give one
-        Impl("ours", (ours, "-m", "crontabber"), (ROOT, HERE),
-             (("CRONTABBER_REQUIRE_REASON", "False"),)),
+        Impl("ours", (ours, "-m", "crontabber"), (ROOT, HERE), (("CRONTABBER_REQUIRE_REASON", "False"),)),
     ]
 
 
 # ----------------------------------------------------------------- database ---
+
 
 def connect(dbname: str) -> Any:
     conn = psycopg2.connect(dbname=dbname, **PG)
@@ -324,9 +426,11 @@ def recreate_database(dbname: str, drop_only: bool = False) -> None:
 def write_ini(path: Path, dbname: str, sc: Scenario) -> None:
     jobs = "\n".join(f"    {JOBS_MODULE}.{job}" for job in sc.jobs)
     db = "\n".join(f"        {k}={v}" for k, v in {**PG, "dbname": dbname}.items())
-    path.write_text(f"[crontabber]\n    error_retry_time={sc.error_retry_time}\n"
-                    f"    jobs='''\n{jobs}\n    '''\n{sc.extra_ini}"
-                    f"[resource]\n    [[postgresql]]\n{db}\n")
+    path.write_text(
+        f"[crontabber]\n    error_retry_time={sc.error_retry_time}\n"
+        f"    jobs='''\n{jobs}\n    '''\n{sc.extra_ini}"
+        f"[resource]\n    [[postgresql]]\n{db}\n"
+    )
 
 
 def exc_name(text: str | None) -> str | None:
@@ -352,8 +456,10 @@ def observe(conn: Any) -> dict[str, Any]:
         cur.execute("SELECT clock_timestamp() AS now")
         now = cur.fetchone()["now"]
         # crontabber 0.18's columns only: ours may add its own (ongoing_by, ...).
-        cur.execute("SELECT app_name, next_run, first_run, last_run, last_success, ongoing,"
-                    " error_count, depends_on, last_error FROM crontabber ORDER BY app_name")
+        cur.execute(
+            "SELECT app_name, next_run, first_run, last_run, last_success, ongoing,"
+            " error_count, depends_on, last_error FROM crontabber ORDER BY app_name"
+        )
         for row in cur.fetchall():
             key = f"row:{row['app_name']}:"
             error = row["last_error"] or {}
@@ -384,6 +490,7 @@ def observe(conn: Any) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- comparing ---
+
 
 def entity(key: str) -> str:
     """``row:APP`` or ``log:APP:N``: the row a key describes."""
@@ -434,23 +541,29 @@ def invoke(impl: Impl, ini: Path, args: tuple[str, ...], workdir: Path) -> tuple
     """Run one CLI invocation; return its exit code, stdout and duration in
     seconds. Its output goes to ``workdir/<impl>.log`` too."""
     started = time.monotonic()
-    done = subprocess.run([*impl.command, f"--admin.conf={ini}", *args], cwd=workdir,
-                          env=impl.env(), capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [*impl.command, f"--admin.conf={ini}", *args],
+        cwd=workdir,
+        env=impl.env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     duration = time.monotonic() - started
     with (workdir / f"{impl.name}.log").open("a") as log:
-        log.write(f"\n===== {' '.join(args) or '(run all)'} -> exit {done.returncode}"
-                  f" ({duration:.2f} s)\n{done.stdout}{done.stderr}")
+        log.write(
+            f"\n===== {' '.join(args) or '(run all)'} -> exit {done.returncode}"
+            f" ({duration:.2f} s)\n{done.stdout}{done.stderr}"
+        )
     return done.returncode, done.stdout, duration
 
 
-def observe_step(impls: list[Impl], conns: dict[str, Any], step: Step, workdir: Path,
-                 outcome: Outcome) -> list[dict]:
+def observe_step(impls: list[Impl], conns: dict[str, Any], step: Step, workdir: Path, outcome: Outcome) -> list[dict]:
     """Run a step's invocation on every implementation at once (each has its
     own database), then observe each database; record the step's skew."""
     seen = []
     with ThreadPoolExecutor(len(impls)) as pool:
-        results = list(pool.map(
-            lambda impl: invoke(impl, workdir / f"{impl.name}.ini", step.args, workdir), impls))
+        results = list(pool.map(lambda impl: invoke(impl, workdir / f"{impl.name}.ini", step.args, workdir), impls))
     for code, out, duration in results:
         outcome.skew = max(outcome.skew, duration)
         obs: dict[str, Any] = {"exit": code}
@@ -482,8 +595,7 @@ def run_scenario(sc: Scenario, impls: list[Impl], workdir: Path, keep: bool) -> 
     """Run every step on both implementations, comparing after each invocation."""
     outcome = Outcome(sc.name)
     # The pid: two runs at once (two test sessions on one server) do not collide.
-    dbs = {impl.name: f"crontabber_diff_{sc.name.replace('-', '_')}_{impl.name}_{os.getpid()}"
-           for impl in impls}
+    dbs = {impl.name: f"crontabber_diff_{sc.name.replace('-', '_')}_{impl.name}_{os.getpid()}" for impl in impls}
     conns = {}
     for impl in impls:
         recreate_database(dbs[impl.name])
@@ -510,8 +622,7 @@ def run_scenario(sc: Scenario, impls: list[Impl], workdir: Path, keep: bool) -> 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--keep", action="store_true",
-                        help="keep the databases and the work dir (inis, stderr logs)")
+    parser.add_argument("--keep", action="store_true", help="keep the databases and the work dir (inis, stderr logs)")
     parser.add_argument("only", nargs="*", metavar="SCENARIO", help="run only these scenarios")
     args = parser.parse_args(argv)
     py27 = python27()

@@ -3,6 +3,7 @@ driven by Selenium through Debian's chromium-driver (the same package
 version as the browser, so they always match), installed by
 ``scripts/services.sh browser`` (``make test`` runs it). Screenshots go to
 ``tests/artifacts/`` (not committed). A missing browser fails: nothing skips."""
+
 from __future__ import annotations
 
 import shutil
@@ -27,18 +28,25 @@ def browser() -> Iterator[Any]:
 
     for path in (CHROMIUM, CHROMEDRIVER):
         if not shutil.which(path):
-            pytest.fail(f"{path} is missing: run `bash scripts/services.sh browser` (make test does)",
-                        pytrace=False)
+            pytest.fail(f"{path} is missing: run `bash scripts/services.sh browser` (make test does)", pytrace=False)
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     f"--window-size={WIDTH},{HEIGHT}", "--lang=en-US"):
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        f"--window-size={WIDTH},{HEIGHT}",
+        "--lang=en-US",
+    ):
         options.add_argument(argument)
     driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
     # The viewport itself is the laptop's screen (the window size includes no chrome headless,
     # but set it exactly).
-    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                           {"width": WIDTH, "height": HEIGHT, "deviceScaleFactor": 1, "mobile": False})
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": WIDTH, "height": HEIGHT, "deviceScaleFactor": 1, "mobile": False},
+    )
     yield driver
     driver.quit()
 

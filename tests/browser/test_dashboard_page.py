@@ -2,6 +2,7 @@
 services with real job state: every job, a failing job marked and its
 traceback one click away, paused and running jobs, the pipeline numbers the
 database holds, the history page, the refresh in place."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -30,13 +31,13 @@ def number(browser, key):
     return int(value(browser, key).replace(",", ""))
 
 
-def test_every_job_with_its_status_paused_and_running_shown(dashboard, browser, shot, s3_bucket,
-                                                            es_index):
+def test_every_job_with_its_status_paused_and_running_shown(dashboard, browser, shot, s3_bucket, es_index):
     pipeline_fleet(dashboard.crontab, s3_bucket, es_index)
     browser.get(dashboard.start(refresh_seconds=60))
     _, _, api = dashboard.get("/api/jobs")
     assert [(r.get_attribute("data-job"), r.get_attribute("data-status")) for r in rows(browser)] == [
-        (job["name"], job["status"]) for job in api["jobs"]]
+        (job["name"], job["status"]) for job in api["jobs"]
+    ]
     assert len(api["jobs"]) == 7
     shot("overview")
     paused = row(browser, "prune-s3")
@@ -78,8 +79,10 @@ def test_a_failing_job_is_marked_and_its_traceback_opens(dashboard, browser, sho
     assert "st-failing" in failing.get_attribute("class")
     background = failing.value_of_css_property("background-color")
     assert background != row(browser, "basic-job").value_of_css_property("background-color")
-    assert failing.find_element(By.CSS_SELECTOR, ".badge").value_of_css_property(
-        "background-color") == "rgba(201, 37, 45, 1)"  # red
+    assert (
+        failing.find_element(By.CSS_SELECTOR, ".badge").value_of_css_property("background-color")
+        == "rgba(201, 37, 45, 1)"
+    )  # red
     trace = failing.find_element(By.CSS_SELECTOR, "pre.traceback")
     assert not trace.is_displayed()
     failing.find_element(By.CSS_SELECTOR, "details.error summary").click()
@@ -91,8 +94,9 @@ def test_a_failing_job_is_marked_and_its_traceback_opens(dashboard, browser, sho
     # the refresh replaces the panel in place: the page is not reloaded, the traceback stays open
     browser.execute_script("window.notReloaded = true")
     before = int(browser.find_element(By.TAG_NAME, "body").get_attribute("data-refreshed") or 0)
-    WebDriverWait(browser, WAIT).until(lambda b: int(
-        b.find_element(By.TAG_NAME, "body").get_attribute("data-refreshed") or 0) >= before + 2)
+    WebDriverWait(browser, WAIT).until(
+        lambda b: int(b.find_element(By.TAG_NAME, "body").get_attribute("data-refreshed") or 0) >= before + 2
+    )
     assert browser.execute_script("return window.notReloaded") is True
     assert row(browser, "trouble").find_element(By.CSS_SELECTOR, "pre.traceback").is_displayed()
 
@@ -104,10 +108,11 @@ def test_refresh_shows_a_change_without_reloading(dashboard, browser):
     browser.get(dashboard.start(refresh_seconds=1))
     assert row(browser, "basic-job").get_attribute("data-status") == "ok"
     browser.execute_script("window.notReloaded = true")
-    crontab.sql("UPDATE crontabber SET paused_until = clock_timestamp() + interval '2 hours',"
-                " paused_reason = 'deploy', paused_by = 'bob@ops' WHERE app_name = 'basic-job'")
-    WebDriverWait(browser, WAIT).until(
-        lambda b: row(b, "basic-job").get_attribute("data-status") == "paused")
+    crontab.sql(
+        "UPDATE crontabber SET paused_until = clock_timestamp() + interval '2 hours',"
+        " paused_reason = 'deploy', paused_by = 'bob@ops' WHERE app_name = 'basic-job'"
+    )
+    WebDriverWait(browser, WAIT).until(lambda b: row(b, "basic-job").get_attribute("data-status") == "paused")
     assert browser.execute_script("return window.notReloaded") is True
     assert "deploy" in row(browser, "basic-job").text
 
@@ -116,18 +121,20 @@ def test_pipeline_panels_show_the_databases_numbers(dashboard, browser, shot, s3
     pipeline_fleet(dashboard.crontab, s3_bucket, es_index)
     browser.get(dashboard.start(refresh_seconds=60))
     sql = dashboard.crontab.sql
-    counts = sql("SELECT count(*) FILTER (WHERE status = 'pending') AS pending,"
-                 " count(*) FILTER (WHERE status = 'processing') AS processing,"
-                 " count(*) FILTER (WHERE status = 'failed' AND completed_at > clock_timestamp()"
-                 "   - interval '1 day') AS failed FROM upload")[0]
+    counts = sql(
+        "SELECT count(*) FILTER (WHERE status = 'pending') AS pending,"
+        " count(*) FILTER (WHERE status = 'processing') AS processing,"
+        " count(*) FILTER (WHERE status = 'failed' AND completed_at > clock_timestamp()"
+        "   - interval '1 day') AS failed FROM upload"
+    )[0]
     assert number(browser, "uploads.pending") == counts["pending"] == 3
     assert number(browser, "uploads.processing") == counts["processing"] == 1
     assert number(browser, "uploads.queue_depth") == 4
     assert number(browser, "uploads.failed_total") == counts["failed"] == 2
-    oldest = sql("SELECT extract(epoch FROM clock_timestamp() - min(created_at)) AS age FROM upload"
-                 " WHERE status = 'pending'")[0]["age"]
-    shown_age = int(browser.find_element(By.CSS_SELECTOR, '[data-k="uploads.oldest_age"]')
-                    .get_attribute("data-v"))
+    oldest = sql(
+        "SELECT extract(epoch FROM clock_timestamp() - min(created_at)) AS age FROM upload WHERE status = 'pending'"
+    )[0]["age"]
+    shown_age = int(browser.find_element(By.CSS_SELECTOR, '[data-k="uploads.oldest_age"]').get_attribute("data-v"))
     assert abs(shown_age - float(oldest)) < 60
     pipeline = browser.find_element(By.ID, "pipeline")
     assert "archive too large: 9 GiB > 8 GiB" in pipeline.text
@@ -135,10 +142,14 @@ def test_pipeline_panels_show_the_databases_numbers(dashboard, browser, shot, s3
     assert number(browser, "missing.quarantined") == quarantined[0]["n"] == 2
     assert number(browser, "missing.waiting") == 2  # the two S3 objects without a batch row
     today = dt.datetime.now(dt.timezone.utc).date()
-    top = sql("SELECT s.debug_file, d.count FROM missing_symbol_day d JOIN missing_symbol s"
-              " USING (hash) WHERE d.day = %s ORDER BY d.count DESC", (today,))
-    assert [(t["debug_file"], number(browser, f'missing.top.{t["debug_file"]}')) for t in top] == [
-        (t["debug_file"], t["count"]) for t in top]
+    top = sql(
+        "SELECT s.debug_file, d.count FROM missing_symbol_day d JOIN missing_symbol s"
+        " USING (hash) WHERE d.day = %s ORDER BY d.count DESC",
+        (today,),
+    )
+    assert [(t["debug_file"], number(browser, f"missing.top.{t['debug_file']}")) for t in top] == [
+        (t["debug_file"], t["count"]) for t in top
+    ]
     # a 33-character debug id stays on one line (it wrapped over five), whole in its title
     codes = browser.find_elements(By.CSS_SELECTOR, "#pipeline code.id")
     assert len(codes) == len(top) == 3
@@ -150,8 +161,10 @@ def test_pipeline_panels_show_the_databases_numbers(dashboard, browser, shot, s3
     assert value(browser, "search.index") == f"{es_index}-v2"
     assert number(browser, "search.documents") == 3
     assert value(browser, "search.rebuild_took") == "42.5s"
-    rules = sql("SELECT sum(keys_deleted) AS keys, sum(bytes_freed) AS bytes FROM prune_rule_result"
-                " WHERE run_id = (SELECT max(id) FROM prune_run)")[0]
+    rules = sql(
+        "SELECT sum(keys_deleted) AS keys, sum(bytes_freed) AS bytes FROM prune_rule_result"
+        " WHERE run_id = (SELECT max(id) FROM prune_run)"
+    )[0]
     assert number(browser, "prune.keys") == rules["keys"] == 1545
     assert number(browser, "prune.bytes") == rules["bytes"]
     assert "3.0 GiB" in pipeline.text
@@ -171,8 +184,10 @@ def test_history_page_lists_the_runs_newest_first(dashboard, browser, shot, s3_b
     WebDriverWait(browser, WAIT).until(lambda b: b.find_elements(By.CSS_SELECTOR, "table.runs"))
     assert browser.current_url.endswith("/jobs/process-uploads")
     _, _, api = dashboard.get("/api/jobs/process-uploads/history")
-    shown = [[cell.text for cell in tr.find_elements(By.TAG_NAME, "td")]
-             for tr in browser.find_elements(By.CSS_SELECTOR, "table.runs tbody tr")]
+    shown = [
+        [cell.text for cell in tr.find_elements(By.TAG_NAME, "td")]
+        for tr in browser.find_elements(By.CSS_SELECTOR, "table.runs tbody tr")
+    ]
     assert [cells[3] for cells in shown] == [str(run["run_id"]) for run in api["runs"]]
     assert [cells[5] for cells in shown] == ["running", "ok", "ok", "failed", "ok", "ok"]
     assert shown[1][2] == "symbols-cron-1:4242" and shown[1][1] == "3.00s"

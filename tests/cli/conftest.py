@@ -1,4 +1,5 @@
 """Run the real entry point, ``python -m crontabber``, as a subprocess."""
+
 from __future__ import annotations
 
 import os
@@ -37,14 +38,21 @@ class Cli:
             return argv
         return ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', host, *argv]
 
-    def run(self, *args: str, timeout: float = 60, host: str | None = None
-            ) -> subprocess.CompletedProcess:
-        return subprocess.run(self.argv(*args, host=host), env=self.env, cwd=REPO,
-                              capture_output=True, text=True, timeout=timeout)
+    def run(self, *args: str, timeout: float = 60, host: str | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            self.argv(*args, host=host), env=self.env, cwd=REPO, capture_output=True, text=True, timeout=timeout
+        )
 
     def spawn(self, *args: str, host: str | None = None, **kwargs: Any) -> subprocess.Popen:
-        return subprocess.Popen(self.argv(*args, host=host), env=self.env, cwd=REPO, text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)
+        return subprocess.Popen(
+            self.argv(*args, host=host),
+            env=self.env,
+            cwd=REPO,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            **kwargs,
+        )
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 releases it or resets it writes the dead run into the log, with its run id, host:pid and last
 heartbeat, so --history, --show-error, /api/jobs/NAME/history and the dashboard page show it.
 Before, the only trace was one WARNING on the stderr of the host that took over."""
+
 from __future__ import annotations
 
 import json
@@ -32,9 +33,14 @@ def abandoned_runs(cli):
     return [run for run in json.loads(done.stdout)["runs"] if run["outcome"] == "abandoned"]
 
 
-@pytest.mark.parametrize("found_by, action", [
-    ("taken over by", ()), ("released by", ("--release", "slow-job", "--reason", "test")),
-    ("reset by", ("--reset-job", "slow-job", "--reason", "test"))])
+@pytest.mark.parametrize(
+    "found_by, action",
+    [
+        ("taken over by", ()),
+        ("released by", ("--release", "slow-job", "--reason", "test")),
+        ("reset by", ("--reset-job", "slow-job", "--reason", "test")),
+    ],
+)
 def test_a_killed_run_is_in_the_history_whoever_finds_it(cli, found_by, action):
     run_id, pid = killed_run(cli)
     done = cli.run(*action)  # a tick takes it over at once: its process is gone

@@ -25,15 +25,16 @@ SECRET = "s3cret-hook-key"
 def alerts_ini(receiver, rules: str = "", targets: str | None = None, delivery: str = "") -> str:
     """The INI text after [crontabber]'s jobs: rules in [crontabber], targets in [alerts]."""
     if targets is None:
-        targets = (f"        hook webhook {receiver.url}/hook secret_env=HOOK_SECRET\n"
-                   f"        slack webhook {receiver.url}/slack format=slack\n")
-    return (f"{rules}[alerts]\n    targets='''\n{targets}    '''\n{delivery}")
+        targets = (
+            f"        hook webhook {receiver.url}/hook secret_env=HOOK_SECRET\n"
+            f"        slack webhook {receiver.url}/slack format=slack\n"
+        )
+    return f"{rules}[alerts]\n    targets='''\n{targets}    '''\n{delivery}"
 
 
 def make_due(crontab, app_name: str = "trouble") -> None:
     """The job's retry wait is over (only next_run moves: the streak's timestamps stay)."""
-    crontab.sql("UPDATE crontabber SET next_run = now() - interval '1 second' WHERE app_name = %s",
-                (app_name,))
+    crontab.sql("UPDATE crontabber SET next_run = now() - interval '1 second' WHERE app_name = %s", (app_name,))
 
 
 def fail_twice(crontab):
@@ -115,20 +116,22 @@ def test_a_paused_job_is_muted_until_it_resumes(crontab, receiver, secret):
 
 
 def test_the_job_rules_override_the_defaults_and_choose_targets(crontab, receiver, secret):
-    rules = ("    alert_after_failures=5\n    [[class-TroubleJob]]\n        alert_after_failures=1\n"
-             "        alert_to=slack\n")
+    rules = (
+        "    alert_after_failures=5\n    [[class-TroubleJob]]\n        alert_after_failures=1\n        alert_to=slack\n"
+    )
     crontab.configure(["TroubleJob|1d"], extra=alerts_ini(receiver, rules))
     assert crontab.run()[0] == 0
     assert len(receiver.at("/slack")) == 1 and receiver.at("/hook") == []
 
 
 def test_a_job_blocked_for_longer_than_its_silence_alerts_with_the_blocker(crontab, receiver, secret):
-    crontab.configure(["TroubleJob|1d", "SadJob|1d"],
-                      extra=alerts_ini(receiver, "    alert_after_failures=0\n"))
-    crontab.sql("INSERT INTO crontabber (app_name, next_run, first_run, last_run, last_success, "
-                "error_count, depends_on, last_error) VALUES ('sad', now() - interval '2 hours', "
-                "now() - interval '3 days', now() - interval '1 day', now() - interval '1 day', 0, "
-                "'{trouble}', '{}')")
+    crontab.configure(["TroubleJob|1d", "SadJob|1d"], extra=alerts_ini(receiver, "    alert_after_failures=0\n"))
+    crontab.sql(
+        "INSERT INTO crontabber (app_name, next_run, first_run, last_run, last_success, "
+        "error_count, depends_on, last_error) VALUES ('sad', now() - interval '2 hours', "
+        "now() - interval '3 days', now() - interval '1 day', now() - interval '1 day', 0, "
+        "'{trouble}', '{}')"
+    )
     assert crontab.run()[0] == 0  # trouble fails: sad waits for it, two hours after it was due
     (alert,) = alerts(crontab, "sad")
     assert alert["kind"] == "silent"
@@ -156,15 +159,23 @@ def test_a_failed_delivery_is_retried_and_shown(crontab, receiver, secret):
     code, out = crontab.run("--alerts", "--json")
     (row,) = json.loads(out)
     assert [(n["target"], n["attempts"], n["sent_at"] is not None) for n in row["notices"]] == [
-        ("hook", 2, True), ("slack", 2, True)]
+        ("hook", 2, True),
+        ("slack", 2, True),
+    ]
     code, out = crontab.run("--alerts")
     assert "hook (notice 1): sent 20" in out
 
 
 def test_delivery_gives_up_after_max_attempts(crontab, receiver, secret):
-    crontab.configure(["TroubleJob|1d"], extra=alerts_ini(
-        receiver, "    alert_after_failures=1\n", f"        hook webhook {receiver.url}/hook\n",
-        "    max_attempts=1\n"))
+    crontab.configure(
+        ["TroubleJob|1d"],
+        extra=alerts_ini(
+            receiver,
+            "    alert_after_failures=1\n",
+            f"        hook webhook {receiver.url}/hook\n",
+            "    max_attempts=1\n",
+        ),
+    )
     receiver.failures_left = 1
     assert crontab.run()[0] == 0
     crontab.sql("UPDATE crontabber_notice SET next_attempt = now()")
@@ -175,13 +186,17 @@ def test_delivery_gives_up_after_max_attempts(crontab, receiver, secret):
 
 
 def test_a_claim_left_by_a_dead_host_is_sent_once_it_expires(crontab, receiver, secret):
-    crontab.configure(["TroubleJob|1d"], extra=alerts_ini(
-        receiver, "    alert_after_failures=1\n", f"        hook webhook {receiver.url}/hook\n"))
+    crontab.configure(
+        ["TroubleJob|1d"],
+        extra=alerts_ini(receiver, "    alert_after_failures=1\n", f"        hook webhook {receiver.url}/hook\n"),
+    )
     receiver.failures_left = 1
     assert crontab.run()[0] == 0  # opened; the send failed
     # a host claimed it for its retry and was killed before sending: its claim holds ...
-    crontab.sql("UPDATE crontabber_notice SET claimed_by = 'dead-host:4242', next_attempt = now(), "
-                "claim_until = now() + interval '1 hour', last_error = NULL")
+    crontab.sql(
+        "UPDATE crontabber_notice SET claimed_by = 'dead-host:4242', next_attempt = now(), "
+        "claim_until = now() + interval '1 hour', last_error = NULL"
+    )
     assert crontab.run()[0] == 0
     assert receiver.received == []
     # ... until it expires: then the next tick of any host sends it
@@ -229,8 +244,10 @@ def test_a_takeover_of_a_dead_run_alerts(cli, receiver, secret):
 
 def test_test_alert_reaches_each_target_and_says_which_failed(crontab, receiver, secret, monkeypatch):
     monkeypatch.setenv("PD_KEY", "pd-routing-key")
-    targets = (f"        hook webhook {receiver.url}/hook secret_env=HOOK_SECRET\n"
-               f"        pd webhook {receiver.url}/pd format=pagerduty routing_key_env=PD_KEY\n")
+    targets = (
+        f"        hook webhook {receiver.url}/hook secret_env=HOOK_SECRET\n"
+        f"        pd webhook {receiver.url}/pd format=pagerduty routing_key_env=PD_KEY\n"
+    )
     crontab.configure(["BasicJob|1d"], extra=alerts_ini(receiver, targets=targets))
     code, out = crontab.run("--test-alert", "basic-job")
     assert code == 0, out
@@ -250,8 +267,9 @@ def test_bad_targets_are_refused_by_name(crontab, receiver):
     crontab.configure(["BasicJob|1d"], extra=alerts_ini(receiver, targets="        hook pager a@b\n"))
     code, out = crontab.run("--configtest")
     assert code == 1 and "alerts.targets" in out and "unknown kind 'pager'" in out
-    crontab.configure(["BasicJob|1d"], extra=alerts_ini(
-        receiver, targets="        pd webhook https://x.example format=pagerduty\n"))
+    crontab.configure(
+        ["BasicJob|1d"], extra=alerts_ini(receiver, targets="        pd webhook https://x.example format=pagerduty\n")
+    )
     code, out = crontab.run("--configtest")
     assert code == 1 and "format=pagerduty needs routing_key_env" in out
     crontab.configure(["BasicJob|1d"])
@@ -300,10 +318,10 @@ def test_an_idle_tick_costs_one_statement_more_with_alerts(crontab, receiver, mo
 
 def test_email_alerts_go_through_a_real_smtp_server_and_recoveries_thread(crontab, smtp_server):
     targets = "        oncall email oncall@example.net,dev@example.net\n"
-    delivery = (f"    smtp_host=127.0.0.1\n    smtp_port={smtp_server.port}\n"
-                "    smtp_from=crontabber@symbols.example.net\n")
-    crontab.configure(["TroubleJob|1d"], extra=alerts_ini(
-        None, "    alert_after_failures=1\n", targets, delivery))
+    delivery = (
+        f"    smtp_host=127.0.0.1\n    smtp_port={smtp_server.port}\n    smtp_from=crontabber@symbols.example.net\n"
+    )
+    crontab.configure(["TroubleJob|1d"], extra=alerts_ini(None, "    alert_after_failures=1\n", targets, delivery))
     smtp_server.failures_left = 1  # a temporary failure: retried
     assert crontab.run()[0] == 0
     assert smtp_server.mails == []
@@ -359,17 +377,17 @@ def test_muting_all_covers_every_job(crontab, receiver, secret):
     assert crontab.run()[0] == 0 and len(receiver.at("/hook")) == 1
 
 
-def test_an_interval_past_its_deadline_alerts_and_shows_in_nagios_and_metrics(
-        crontab, receiver, secret, tmp_path):
-    rules = ("    alert_after_failures=0\n    alert_silence=0\n"
-             "    [[class-SadJob]]\n        deadline=30m\n")
+def test_an_interval_past_its_deadline_alerts_and_shows_in_nagios_and_metrics(crontab, receiver, secret, tmp_path):
+    rules = "    alert_after_failures=0\n    alert_silence=0\n    [[class-SadJob]]\n        deadline=30m\n"
     crontab.configure(["TroubleJob|1d", "SadJob|1h"], extra=alerts_ini(receiver, rules))
     # sad last succeeded 3 hours ago: its next interval (2 hours ago) is 90 minutes past its
     # 30-minute deadline; it cannot run: its parent fails
-    crontab.sql("INSERT INTO crontabber (app_name, next_run, first_run, last_run, last_success, "
-                "error_count, depends_on, last_error) VALUES ('sad', now() - interval '2 hours', "
-                "now() - interval '3 days', now() - interval '3 hours', now() - interval '3 hours', 0, "
-                "'{trouble}', '{}')")
+    crontab.sql(
+        "INSERT INTO crontabber (app_name, next_run, first_run, last_run, last_success, "
+        "error_count, depends_on, last_error) VALUES ('sad', now() - interval '2 hours', "
+        "now() - interval '3 days', now() - interval '3 hours', now() - interval '3 hours', 0, "
+        "'{trouble}', '{}')"
+    )
     metrics = tmp_path / "crontabber.prom"
     assert crontab.run(f"--metrics-file={metrics}")[0] == 0
     (alert,) = alerts(crontab, "sad")
@@ -383,8 +401,9 @@ def test_an_interval_past_its_deadline_alerts_and_shows_in_nagios_and_metrics(
     code, out = crontab.run("--nagios")
     assert code == 2 and "sad: the interval of" in out  # CRITICAL: trouble fails
     # the interval gets done: the alert ends, with a recovery
-    crontab.sql("UPDATE crontabber SET last_success = now(), next_run = now() + interval '1 hour' "
-                "WHERE app_name = 'sad'")
+    crontab.sql(
+        "UPDATE crontabber SET last_success = now(), next_run = now() + interval '1 hour' WHERE app_name = 'sad'"
+    )
     assert crontab.run(f"--metrics-file={metrics}")[0] == 0
     assert alerts(crontab, "sad")[0]["resolved_at"] is not None
     assert receiver.at("/hook")[-1].json["kind"] == "recovered"
@@ -394,12 +413,15 @@ def test_an_interval_past_its_deadline_alerts_and_shows_in_nagios_and_metrics(
 
 
 def test_a_job_without_a_deadline_is_never_late(crontab, receiver, secret):
-    crontab.configure(["TroubleJob|1d", "SadJob|1h"],
-                      extra=alerts_ini(receiver, "    alert_after_failures=0\n    alert_silence=0\n"))
-    crontab.sql("INSERT INTO crontabber (app_name, next_run, first_run, last_run, last_success, "
-                "error_count, depends_on, last_error) VALUES ('sad', now() - interval '2 hours', "
-                "now() - interval '3 days', now() - interval '3 hours', now() - interval '3 hours', 0, "
-                "'{trouble}', '{}')")
+    crontab.configure(
+        ["TroubleJob|1d", "SadJob|1h"], extra=alerts_ini(receiver, "    alert_after_failures=0\n    alert_silence=0\n")
+    )
+    crontab.sql(
+        "INSERT INTO crontabber (app_name, next_run, first_run, last_run, last_success, "
+        "error_count, depends_on, last_error) VALUES ('sad', now() - interval '2 hours', "
+        "now() - interval '3 days', now() - interval '3 hours', now() - interval '3 hours', 0, "
+        "'{trouble}', '{}')"
+    )
     assert crontab.run()[0] == 0
     assert alerts(crontab) == [] and receiver.received == []
     code, out = crontab.run("--nagios")
@@ -412,19 +434,23 @@ def test_an_idle_tick_with_alerts_does_not_load_the_rules(cli, receiver):
     targets = f"        hook webhook {receiver.url}/h\n"
     cli.crontab.configure(["BasicJob|1d"], extra=alerts_ini(receiver, targets=targets))
     assert cli.run().returncode == 0  # runs BasicJob: the next tick is idle
-    probe = ("import runpy, sys\n"
-             f"sys.argv = ['crontabber', '--admin.conf={cli.crontab.ini}']\n"
-             "try:\n    runpy.run_module('crontabber', run_name='__main__')\n"
-             "except SystemExit as exit:\n    assert not exit.code, exit.code\n"
-             "print(' '.join(m for m in ('crontabber.alerts.alerter', 'crontabber.alerts.rules', "
-             "'crontabber.explain', 'urllib.request', 'smtplib') if m in sys.modules))\n")
-    done = subprocess.run([sys.executable, "-c", probe], env=cli.env, cwd=REPO,
-                          capture_output=True, text=True, timeout=60)
+    probe = (
+        "import runpy, sys\n"
+        f"sys.argv = ['crontabber', '--admin.conf={cli.crontab.ini}']\n"
+        "try:\n    runpy.run_module('crontabber', run_name='__main__')\n"
+        "except SystemExit as exit:\n    assert not exit.code, exit.code\n"
+        "print(' '.join(m for m in ('crontabber.alerts.alerter', 'crontabber.alerts.rules', "
+        "'crontabber.explain', 'urllib.request', 'smtplib') if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], env=cli.env, cwd=REPO, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     assert "1 skipped" in done.stderr
     assert done.stdout.split() == []
     cli.crontab.sql("UPDATE crontabber SET error_count = 1")  # a failing job: now it reads them
-    done = subprocess.run([sys.executable, "-c", probe], env=cli.env, cwd=REPO,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", probe], env=cli.env, cwd=REPO, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     assert "crontabber.alerts.rules" in done.stdout.split()

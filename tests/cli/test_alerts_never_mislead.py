@@ -14,14 +14,15 @@ from tests.cli.test_cli import wait_for
 from tests.fixtures.dashboard_data import Dashboard
 from tests.fixtures.receiver import receiver  # noqa: F401 - the fixture
 
-TARGETS = ("        hook webhook {url}/hook\n"
-           "        slack webhook {url}/slack format=slack\n"
-           "        pd webhook {url}/pd format=pagerduty routing_key_env=PD_KEY\n")
+TARGETS = (
+    "        hook webhook {url}/hook\n"
+    "        slack webhook {url}/slack format=slack\n"
+    "        pd webhook {url}/pd format=pagerduty routing_key_env=PD_KEY\n"
+)
 
 
 def configure(cli, receiver, jobs, rules="", targets=TARGETS):
-    cli.crontab.configure(jobs, extra=f"{rules}[alerts]\n    targets='''\n"
-                                      f"{targets.format(url=receiver.url)}    '''\n")
+    cli.crontab.configure(jobs, extra=f"{rules}[alerts]\n    targets='''\n{targets.format(url=receiver.url)}    '''\n")
     cli.env["PD_KEY"] = "pd-routing-key"
 
 
@@ -31,13 +32,11 @@ def ok(done):
 
 
 def make_due(cli, app_name):
-    cli.crontab.sql("UPDATE crontabber SET next_run = now() - interval '1 second' "
-                    "WHERE app_name = %s", (app_name,))
+    cli.crontab.sql("UPDATE crontabber SET next_run = now() - interval '1 second' WHERE app_name = %s", (app_name,))
 
 
 def not_due(cli, app_name):
-    cli.crontab.sql("UPDATE crontabber SET next_run = now() + interval '1 hour' "
-                    "WHERE app_name = %s", (app_name,))
+    cli.crontab.sql("UPDATE crontabber SET next_run = now() + interval '1 hour' WHERE app_name = %s", (app_name,))
 
 
 def test_a_success_then_a_new_streak_supersedes_the_alert_in_order(cli, receiver):
@@ -50,8 +49,7 @@ def test_a_success_then_a_new_streak_supersedes_the_alert_in_order(cli, receiver
     (first,) = receiver.at("/slack")
     assert first.json["text"].startswith(":red_circle: chatty: failed 2 times in a row")
     # between two evaluations: on-call fixes it by hand (a success), then it fails twice more
-    ok(cli.run("--job", "chatty", "--force", "--reason", "feed fixed",
-               "--crontabber.class-ChattyJob.fail=False"))
+    ok(cli.run("--job", "chatty", "--force", "--reason", "feed fixed", "--crontabber.class-ChattyJob.fail=False"))
     for _ in range(2):
         assert cli.run("--job", "chatty", "--force", "--reason", "retry").returncode == 5
     not_due(cli, "chatty")
@@ -59,10 +57,10 @@ def test_a_success_then_a_new_streak_supersedes_the_alert_in_order(cli, receiver
 
     texts = [r.json["text"] for r in receiver.at("/slack")]
     assert len(texts) == 3, texts
-    old_id, new_id = (a["id"] for a in cli.crontab.sql(
-        "SELECT id FROM crontabber_alert WHERE kind = 'failing' ORDER BY id"))
-    assert texts[1].startswith(f":repeat: chatty: alert {old_id} superseded by alert {new_id}: "
-                               "it succeeded at ")
+    old_id, new_id = (
+        a["id"] for a in cli.crontab.sql("SELECT id FROM crontabber_alert WHERE kind = 'failing' ORDER BY id")
+    )
+    assert texts[1].startswith(f":repeat: chatty: alert {old_id} superseded by alert {new_id}: it succeeded at ")
     assert "then failed again (2 times in a row now)" in texts[1]
     assert texts[2].startswith(":red_circle: chatty: failed 2 times in a row")
     assert f"(supersedes alert {old_id})" in texts[2]
@@ -98,8 +96,10 @@ def test_a_sigterm_stops_a_run_without_counting_a_failure(cli, receiver):
     ok(cli.run())  # the next tick runs it again, and nobody was paged
     assert len(cli.crontab.calls("slow-job")) == 2
     assert receiver.received == [] and cli.crontab.sql("SELECT * FROM crontabber_alert") == []
-    assert [r["status"] for r in cli.crontab.sql(
-        "SELECT status FROM crontabber_run ORDER BY run_id")] == ["stopped by signal", "succeeded"]
+    assert [r["status"] for r in cli.crontab.sql("SELECT status FROM crontabber_run ORDER BY run_id")] == [
+        "stopped by signal",
+        "succeeded",
+    ]
 
 
 def test_a_marked_success_is_shown_as_an_operators_mark_even_in_the_recovery(cli, receiver):
@@ -136,8 +136,10 @@ def test_a_marked_success_is_shown_as_an_operators_mark_even_in_the_recovery(cli
 
 def test_a_test_alert_resolves_its_pagerduty_incident_and_is_tried_once(cli, receiver):
     """Trial #8: no open test incident; a failed test is not sent by a later tick."""
-    targets = ("        pd webhook {url}/pd format=pagerduty routing_key_env=PD_KEY\n"
-               "        slack webhook env:SLACK_URL format=slack\n")
+    targets = (
+        "        pd webhook {url}/pd format=pagerduty routing_key_env=PD_KEY\n"
+        "        slack webhook env:SLACK_URL format=slack\n"
+    )
     configure(cli, receiver, ["BasicJob|1d"], targets=targets)
     cli.env.pop("SLACK_URL", None)
     done = cli.run("--test-alert", "basic-job")
@@ -158,9 +160,11 @@ def test_a_test_alert_resolves_its_pagerduty_incident_and_is_tried_once(cli, rec
 def test_configtest_checks_the_variables_the_targets_name(cli, receiver):
     """Trial #8: an unset env: address, secret_env or routing_key_env is a configuration
     error, named, before a tick finds out."""
-    targets = ("        pd webhook {url}/pd format=pagerduty routing_key_env=PD_KEY\n"
-               "        slack webhook env:SLACK_URL format=slack\n"
-               "        hook webhook {url}/hook secret_env=HOOK_SECRET\n")
+    targets = (
+        "        pd webhook {url}/pd format=pagerduty routing_key_env=PD_KEY\n"
+        "        slack webhook env:SLACK_URL format=slack\n"
+        "        hook webhook {url}/hook secret_env=HOOK_SECRET\n"
+    )
     configure(cli, receiver, ["BasicJob|1d"], targets=targets)
     for name in ("SLACK_URL", "HOOK_SECRET", "PD_KEY"):
         cli.env.pop(name, None)

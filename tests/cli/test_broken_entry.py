@@ -2,6 +2,7 @@
 fleet (issue #32, item 6): the healthy jobs run, every read command works and shows the entry as
 an error row, the fleet is told once, and ``--configtest`` still refuses the file. Through the
 real entry points (``python -m crontabber``, the dashboard) and the real PostgreSQL."""
+
 from __future__ import annotations
 
 import json
@@ -16,9 +17,10 @@ BROKEN = "no_such_module_after_deploy.BrokenApp"
 
 def configure(crontab, receiver) -> None:  # noqa: F811
     targets = f"        hook webhook {receiver.url}/hook\n"
-    crontab.configure(["BasicJob|1d", f"{BROKEN}|10m", "TroubleJob|1d"],
-                      extra="    [[class-BrokenApp]]\n        timeout=60\n"
-                      + alerts_ini(receiver, targets=targets))
+    crontab.configure(
+        ["BasicJob|1d", f"{BROKEN}|10m", "TroubleJob|1d"],
+        extra="    [[class-BrokenApp]]\n        timeout=60\n" + alerts_ini(receiver, targets=targets),
+    )
 
 
 def test_the_healthy_jobs_run_and_the_fleet_is_told_once(cli, receiver):  # noqa: F811
@@ -26,8 +28,10 @@ def test_the_healthy_jobs_run_and_the_fleet_is_told_once(cli, receiver):  # noqa
     configure(crontab, receiver)
     done = cli.run()
     assert done.returncode == 1, done.stderr  # a bad configuration, though the others ran
-    assert f"jobs entry '{BROKEN}|10m': cannot import module 'no_such_module_after_deploy'" \
-        in done.stderr and "the other jobs go on without it" in done.stderr
+    assert (
+        f"jobs entry '{BROKEN}|10m': cannot import module 'no_such_module_after_deploy'" in done.stderr
+        and "the other jobs go on without it" in done.stderr
+    )
     assert [c["app_name"] for c in crontab.calls()] == ["basic-job", "trouble"], done.stderr
     (hook,) = receiver.wait("/hook", 1)
     assert hook.json["kind"] == "broken-entry" and hook.json["job"] == "crontabber"
@@ -55,8 +59,7 @@ def test_every_read_command_works_and_shows_the_entry(cli, receiver):  # noqa: F
     assert done.returncode == 0 and done.stdout.startswith("basic-job: a tick now would run it")
     done = cli.run("--explain", BROKEN)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith(f"{BROKEN}: a tick skips it: its jobs entry does not load: "
-                                  "cannot import module")
+    assert done.stdout.startswith(f"{BROKEN}: a tick skips it: its jobs entry does not load: cannot import module")
     facts = json.loads(cli.run("--explain", "BrokenApp", "--json").stdout)
     assert facts["broken"] is True and facts["would_run"] is False
 
@@ -76,9 +79,9 @@ def test_the_dashboard_shows_the_entry_as_an_error_row(cli, receiver, dashboard)
     dashboard.start()
     status, _, page = dashboard.get("/")
     assert status == 200, page
-    row = page[page.index(f'data-job="{BROKEN}"'):]
-    assert 'data-status="broken"' in row[:row.index("</tr>")]
-    assert "does not load: cannot import module" in row[:row.index("</tr>")]
+    row = page[page.index(f'data-job="{BROKEN}"') :]
+    assert 'data-status="broken"' in row[: row.index("</tr>")]
+    assert "does not load: cannot import module" in row[: row.index("</tr>")]
     assert 'data-k="health.broken">1 broken<' in page
     status, _, body = dashboard.get("/api/jobs")
     assert status == 200 and [j["status"] for j in body["jobs"]][-1] == "broken"

@@ -1,4 +1,5 @@
 """The real entry point as a subprocess: exit codes, messages, signals, kills."""
+
 import datetime as dt
 import signal
 import subprocess
@@ -25,9 +26,15 @@ def test_version_and_help(cli):
     cli.crontab.configure(["FooJob|1d"])
     done = cli.run("--help")
     assert done.returncode == 0
-    for text in ("--crontabber.error_retry_time (default 300)", "--list-jobs", "--nagios",
-                 "--crontabber.class-FooJob.greeting (default 'hello')", "--reset-job",
-                 "--crontabber.max_ongoing_age_hours (default 12.0)", "exit codes"):
+    for text in (
+        "--crontabber.error_retry_time (default 300)",
+        "--list-jobs",
+        "--nagios",
+        "--crontabber.class-FooJob.greeting (default 'hello')",
+        "--reset-job",
+        "--crontabber.max_ongoing_age_hours (default 12.0)",
+        "exit codes",
+    ):
         assert text in done.stdout
 
 
@@ -161,9 +168,12 @@ def test_an_idle_tick_imports_no_heavy_library(cli):
     cli.crontab.ini.write_text((REPO / "crontabber.ini").read_text())
     # Every job has just run (without running them: they would touch the shared S3 and ES).
     for job in load_jobs(load_settings(str(cli.crontab.ini), {}, {})):
-        cli.crontab.sql("INSERT INTO crontabber (app_name, next_run, first_run, last_run, last_success,"
-                        " error_count, depends_on, last_error) VALUES (%s, now() + interval '1 day',"
-                        " now(), now(), now(), 0, '{}', '{}')", (job.app_name,))
+        cli.crontab.sql(
+            "INSERT INTO crontabber (app_name, next_run, first_run, last_run, last_success,"
+            " error_count, depends_on, last_error) VALUES (%s, now() + interval '1 day',"
+            " now(), now(), now(), 0, '{}', '{}')",
+            (job.app_name,),
+        )
     argv = [sys.executable, "-c", PROBE, f"--admin.conf={cli.crontab.ini}"]
     done = subprocess.run(argv, env=cli.env, cwd=REPO, capture_output=True, text=True, timeout=60)
     result = json.loads(done.stdout.splitlines()[-1])
@@ -185,29 +195,46 @@ def test_processes_a_job_forks_get_the_default_sigterm(cli, tmp_path):
         "    if pid == 0:\n"
         "        os._exit(0 if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL else 1)\n"
         "    _, status = os.waitpid(pid, 0)\n"
-        "    sys.exit(os.waitstatus_to_exitcode(status))\n")
+        "    sys.exit(os.waitstatus_to_exitcode(status))\n"
+    )
     done = subprocess.run([sys.executable, str(probe)], env=cli.env, cwd=REPO, timeout=30)
     assert done.returncode == 0
 
 
 # What an idle tick must not import: each is a few ms of every cron run on every
 # host (bench tick's goal), loaded only by the commands that need them.
-NOT_ON_THE_TICK = ("crontabber.records", "crontabber.cli.operate", "crontabber.nagios",
-                   "crontabber.metrics", "crontabber.sentry", "pathlib", "shutil", "difflib",
-                   "urllib.parse", "everett.manager", "argparse", "gettext", "locale",
-                   "dataclasses", "inspect")
+NOT_ON_THE_TICK = (
+    "crontabber.records",
+    "crontabber.cli.operate",
+    "crontabber.nagios",
+    "crontabber.metrics",
+    "crontabber.sentry",
+    "pathlib",
+    "shutil",
+    "difflib",
+    "urllib.parse",
+    "everett.manager",
+    "argparse",
+    "gettext",
+    "locale",
+    "dataclasses",
+    "inspect",
+)
 
 
 def test_an_idle_tick_imports_none_of_the_operator_modules(cli):
     cli.crontab.configure(["BasicJob|1d"])
     assert cli.run().returncode == 0  # runs BasicJob: the next tick has nothing due
-    probe = ("import runpy, sys\n"
-             f"sys.argv = ['crontabber', '--admin.conf={cli.crontab.ini}']\n"
-             "try:\n    runpy.run_module('crontabber', run_name='__main__')\n"
-             "except SystemExit as exit:\n    assert not exit.code, exit.code\n"
-             f"print(' '.join(m for m in {NOT_ON_THE_TICK!r} if m in sys.modules))\n")
-    done = subprocess.run([sys.executable, "-c", probe], env=cli.env, cwd=REPO,
-                          capture_output=True, text=True, timeout=60)
+    probe = (
+        "import runpy, sys\n"
+        f"sys.argv = ['crontabber', '--admin.conf={cli.crontab.ini}']\n"
+        "try:\n    runpy.run_module('crontabber', run_name='__main__')\n"
+        "except SystemExit as exit:\n    assert not exit.code, exit.code\n"
+        f"print(' '.join(m for m in {NOT_ON_THE_TICK!r} if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], env=cli.env, cwd=REPO, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     assert "1 skipped" in done.stderr
     assert done.stdout.split() == []

@@ -1,6 +1,7 @@
 """Every command has the runner's shape (crontabber.command): the one exit-code table at the
 end of its --help, and a bad argument as one line with exit 1 (argparse's own 2 means
 "locked" in the table)."""
+
 from __future__ import annotations
 
 import os
@@ -16,8 +17,14 @@ COMMANDS = ["crontabber", "jobs.uploads", "jobs.prune", "jobs.missing_symbols"]
 
 
 def run(module: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", module, *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(REPO)})
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
 
 
 @pytest.mark.parametrize("module", COMMANDS)

@@ -1,6 +1,7 @@
 """Strict configuration through the real entry point: each INI mistake an
 operator makes is one line on stderr and exit 1 before anything runs, and
 ``--configtest`` catches it too."""
+
 import subprocess
 import sys
 
@@ -14,18 +15,30 @@ PRUNE = "jobs.prune.PruneS3CronApp"
 # name: (jobs list, text after it, what the one line must say)
 MISTAKES = {
     # line 7 of the file the crontab fixture writes
-    "syntax error": ([f"{RUNLOG}|1d"], "    [[class-PruneRunLogCronApp]]\n        keep_days 90\n",
-                     ["crontabber.ini line 7:", "keep_days 90"]),
-    "misspelled option": ([f"{RUNLOG}|1d"], "    [[class-PruneRunLogCronApp]]\n        keep_dayz=90\n",
-                          ["no such option crontabber.class-PruneRunLogCronApp.keep_dayz",
-                           "did you mean crontabber.class-PruneRunLogCronApp.keep_days?"]),
-    "misspelled section": ([f"{PRUNE}|1d"], "    [[class-PruneS3CronAp]]\n        upload_days=7\n",
-                           ["no configured job has the section [[class-PruneS3CronAp]]",
-                            "did you mean [[class-PruneS3CronApp]]?"]),
+    "syntax error": (
+        [f"{RUNLOG}|1d"],
+        "    [[class-PruneRunLogCronApp]]\n        keep_days 90\n",
+        ["crontabber.ini line 7:", "keep_days 90"],
+    ),
+    "misspelled option": (
+        [f"{RUNLOG}|1d"],
+        "    [[class-PruneRunLogCronApp]]\n        keep_dayz=90\n",
+        [
+            "no such option crontabber.class-PruneRunLogCronApp.keep_dayz",
+            "did you mean crontabber.class-PruneRunLogCronApp.keep_days?",
+        ],
+    ),
+    "misspelled section": (
+        [f"{PRUNE}|1d"],
+        "    [[class-PruneS3CronAp]]\n        upload_days=7\n",
+        ["no configured job has the section [[class-PruneS3CronAp]]", "did you mean [[class-PruneS3CronApp]]?"],
+    ),
     "frequency 0m": ([f"{RUNLOG}|0m"], "", ["bad frequency '0m': it must be at least 1m"]),
-    "frequency override 0m": ([f"{RUNLOG}|1d"],
-                              "    [[class-PruneRunLogCronApp]]\n        frequency=0m\n",
-                              ["bad frequency '0m'"]),
+    "frequency override 0m": (
+        [f"{RUNLOG}|1d"],
+        "    [[class-PruneRunLogCronApp]]\n        frequency=0m\n",
+        ["bad frequency '0m'"],
+    ),
 }
 
 
@@ -33,8 +46,9 @@ def assert_one_line(done, *texts):
     assert done.returncode == 1, done.stdout + done.stderr
     lines = done.stderr.splitlines()
     # the configuration's errors say so; an argument's name the argument (issue #32 item 15)
-    assert len(lines) == 1 and lines[0].startswith(("crontabber: configuration error in ",
-                                                    "crontabber: --", "crontabber: the command line: ")), lines
+    assert len(lines) == 1 and lines[0].startswith(
+        ("crontabber: configuration error in ", "crontabber: --", "crontabber: the command line: ")
+    ), lines
     for text in texts:
         assert text in lines[0]
 
@@ -63,11 +77,9 @@ def test_no_configuration_file_is_an_error_not_an_empty_run(cli, tmp_path):
     empty.mkdir()
     argv = [sys.executable, "-m", "crontabber"]
     for extra in ([], ["--configtest"]):
-        done = subprocess.run([*argv, *extra], env=cli.env, cwd=empty, capture_output=True,
-                              text=True, timeout=60)
+        done = subprocess.run([*argv, *extra], env=cli.env, cwd=empty, capture_output=True, text=True, timeout=60)
         assert_one_line(done, "no configuration file", str(empty))
-    done = subprocess.run([*argv, "--nagios"], env=cli.env, cwd=empty, capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run([*argv, "--nagios"], env=cli.env, cwd=empty, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and done.stdout.startswith("CRITICAL - ")
     assert "no configuration file" in done.stdout
 
@@ -110,8 +122,7 @@ def test_a_crontabber_0_18_ini_loads_and_configtest_lists_what_is_ignored(cli):
     cli.env["CRONTABBER_ERROR_RETRY_TME"] = "5"
     done = cli.run("--configtest")
     assert done.returncode == 0, done.stderr
-    assert [line for line in done.stdout.splitlines() if not line.startswith(
-            ("database: ", "settings ", "  "))] == [
+    assert [line for line in done.stdout.splitlines() if not line.startswith(("database: ", "settings ", "  "))] == [
         "note: application: a crontabber 0.18 option, ignored here",
         "note: crontabber.job_state_db_class: a crontabber 0.18 option, ignored here",
         "note: crontabber.class-FooJob.database.database_class: a crontabber 0.18 option, ignored here",
@@ -129,8 +140,9 @@ def test_a_crontabber_0_18_ini_loads_and_configtest_lists_what_is_ignored(cli):
 def test_a_misspelled_command_line_option_suggests_the_name(cli):
     cli.crontab.configure(["FooJob|1d"])
     done = cli.run("--crontabber.class-FooJob.greting=hi", "--configtest")
-    assert_one_line(done, "--crontabber.class-FooJob.greting: no such option; "
-                    "did you mean --crontabber.class-FooJob.greeting?")
+    assert_one_line(
+        done, "--crontabber.class-FooJob.greting: no such option; did you mean --crontabber.class-FooJob.greeting?"
+    )
 
 
 def test_audit_ghosts_says_when_there_are_none(cli):
@@ -146,17 +158,23 @@ def test_configtest_lists_the_database_once_and_says_what_the_environment_overro
     INI file's ``dbname=oncall_scratch``; --list-jobs and --history did not say which database
     they read."""
     crontab = cli.crontab
-    crontab.configure(["BasicJob|1d"], extra="[resource]\n    [[postgresql]]\n"
-                      "        dbname=oncall_scratch\n        password=not-this-one\n")
+    crontab.configure(
+        ["BasicJob|1d"],
+        extra="[resource]\n    [[postgresql]]\n        dbname=oncall_scratch\n        password=not-this-one\n",
+    )
     done = cli.run("--configtest")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     dbname = [line for line in lines if line.split(" = ")[0].endswith(".dbname")]
-    assert dbname == [f"  crontabber.dbname = {crontab.database.dbname!r}  [environment "
-                      "RESOURCE_POSTGRESQL_DBNAME, over 'oncall_scratch' in the INI file]"], lines
+    assert dbname == [
+        f"  crontabber.dbname = {crontab.database.dbname!r}  [environment "
+        "RESOURCE_POSTGRESQL_DBNAME, over 'oncall_scratch' in the INI file]"
+    ], lines
     (password,) = [line for line in lines if line.split(" = ")[0].endswith(".password")]
-    assert password.endswith("[environment RESOURCE_POSTGRESQL_PASSWORD, over a value in the "
-                             "INI file]") and "not-this-one" not in done.stdout
+    assert (
+        password.endswith("[environment RESOURCE_POSTGRESQL_PASSWORD, over a value in the INI file]")
+        and "not-this-one" not in done.stdout
+    )
     assert not [line for line in lines if "resource.postgresql." in line]
     target = f"database: {crontab.database.target}"
     assert cli.run().returncode == 0

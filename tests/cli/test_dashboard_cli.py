@@ -1,5 +1,6 @@
 """``python -m dashboard`` as a subprocess: it serves what the configuration
 names, and refuses a bad configuration or database in one line."""
+
 import json
 import socket
 import subprocess
@@ -19,10 +20,22 @@ def _free_port():
 def test_serves_the_configured_jobs_and_logs_each_request(cli):
     cli.crontab.configure(["BasicJob|1d", "TroubleJob|1d"])
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "dashboard", f"--admin.conf={cli.crontab.ini}",
-                             "--port", str(port), "--crontabber.overdue_warning_seconds=60"],
-                            env=cli.env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "dashboard",
+            f"--admin.conf={cli.crontab.ini}",
+            "--port",
+            str(port),
+            "--crontabber.overdue_warning_seconds=60",
+        ],
+        env=cli.env,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline, body = time.monotonic() + 30, None
         while body is None and time.monotonic() < deadline:
@@ -45,20 +58,41 @@ def test_serves_the_configured_jobs_and_logs_each_request(cli):
 
 def test_a_bad_configuration_or_database_is_one_line(cli):
     cli.crontab.configure(["BasicJob|1d"])
-    done = subprocess.run([sys.executable, "-m", "dashboard", f"--admin.conf={cli.crontab.ini}",
-                           "--crontabber.overdue_warning_secondz=5"], env=cli.env, cwd=REPO,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dashboard",
+            f"--admin.conf={cli.crontab.ini}",
+            "--crontabber.overdue_warning_secondz=5",
+        ],
+        env=cli.env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.startswith("python -m dashboard: ") and done.stderr.count("\n") == 1
     assert "did you mean --crontabber.overdue_warning_seconds?" in done.stderr
-    done = subprocess.run([sys.executable, "-m", "dashboard", f"--admin.conf={cli.crontab.ini}"],
-                          env={**cli.env, "RESOURCE_POSTGRESQL_PORT": "1"}, cwd=REPO,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "dashboard", f"--admin.conf={cli.crontab.ini}"],
+        env={**cli.env, "RESOURCE_POSTGRESQL_PORT": "1"},
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 1 and done.stderr.count("\n") == 1
     assert "cannot use the state database" in done.stderr
-    done = subprocess.run([sys.executable, "-m", "dashboard", f"--admin.conf={cli.crontab.ini}",
-                           "--refresh", "0"], env=cli.env, cwd=REPO, capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "dashboard", f"--admin.conf={cli.crontab.ini}", "--refresh", "0"],
+        env=cli.env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 1 and "--refresh" in done.stderr
 
 
@@ -71,14 +105,17 @@ def test_a_busy_port_and_a_misspelled_option_are_one_line_each(cli):
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        done = subprocess.run([*argv, "--port", str(port)], env=cli.env, cwd=REPO,
-                              capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            [*argv, "--port", str(port)], env=cli.env, cwd=REPO, capture_output=True, text=True, timeout=60
+        )
     assert (done.returncode, done.stdout) == (1, "")
-    assert done.stderr == (f"python -m dashboard: --host/--port: 127.0.0.1:{port} is already in "
-                           "use (another process listens there): --port N picks another, 0 any "
-                           "free one\n")
-    done = subprocess.run([*argv, "--prot", "8100"], env=cli.env, cwd=REPO, capture_output=True,
-                          text=True, timeout=60)
-    assert (done.returncode, done.stderr) == (1, "python -m dashboard: the command line: "
-                                              "unrecognized argument '--prot' (did you mean "
-                                              "--port?)\n")
+    assert done.stderr == (
+        f"python -m dashboard: --host/--port: 127.0.0.1:{port} is already in "
+        "use (another process listens there): --port N picks another, 0 any "
+        "free one\n"
+    )
+    done = subprocess.run([*argv, "--prot", "8100"], env=cli.env, cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (
+        1,
+        "python -m dashboard: the command line: unrecognized argument '--prot' (did you mean --port?)\n",
+    )

@@ -1,6 +1,7 @@
 """A missed deadline is shown where on-call looks, not only in the alert (issue #32, item 9):
 ``--list-jobs`` (text and ``--json``), ``--explain`` (text and ``--json``) and the dashboard's
 rows and health line, through the real entry points and the real PostgreSQL."""
+
 from __future__ import annotations
 
 import json
@@ -14,10 +15,12 @@ RULES = "    [[class-SadJob]]\n        deadline=30m\n"
 def past_its_deadline(crontab) -> None:
     """sad last succeeded 3 hours ago: its next interval (2 hours ago) is 90 minutes past its
     30-minute deadline; it cannot run, its parent trouble fails."""
-    crontab.sql("INSERT INTO crontabber (app_name, next_run, first_run, last_run, last_success, "
-                "error_count, depends_on, last_error) VALUES ('sad', now() - interval '2 hours', "
-                "now() - interval '3 days', now() - interval '3 hours', now() - interval '3 hours', 0, "
-                "'{trouble}', '{}')")
+    crontab.sql(
+        "INSERT INTO crontabber (app_name, next_run, first_run, last_run, last_success, "
+        "error_count, depends_on, last_error) VALUES ('sad', now() - interval '2 hours', "
+        "now() - interval '3 days', now() - interval '3 hours', now() - interval '3 hours', 0, "
+        "'{trouble}', '{}')"
+    )
 
 
 def test_a_missed_deadline_shows_in_list_jobs_and_explain(cli):
@@ -44,8 +47,9 @@ def test_a_missed_deadline_shows_in_list_jobs_and_explain(cli):
     assert facts["deadline"]["missed"] is True and facts["deadline"]["seconds"] == 1800
     assert json.loads(cli.run("--explain", "basic-job", "--json").stdout)["deadline"] is None
 
-    crontab.sql("UPDATE crontabber SET last_success = now(), next_run = now() + interval '1 hour' "
-                "WHERE app_name = 'sad'")
+    crontab.sql(
+        "UPDATE crontabber SET last_success = now(), next_run = now() + interval '1 hour' WHERE app_name = 'sad'"
+    )
     out = cli.run("--explain", "sad").stdout
     assert "  deadline 30m: the interval of " in out and " is to be done by " in out
     assert "late" not in cli.run("--list-jobs", "sad").stdout.splitlines()[1]
@@ -59,7 +63,7 @@ def test_a_missed_deadline_shows_in_the_dashboard_rows_and_health(cli, dashboard
     dashboard.start()
     status, _, page = dashboard.get("/")
     assert status == 200
-    row = page[page.index('data-job="sad"'):]
-    row = row[:row.index("</tr>")]
+    row = page[page.index('data-job="sad"') :]
+    row = row[: row.index("</tr>")]
     assert 'data-status="late"' in row and "deadline missed" in row
     assert 'data-k="health.late">1 late<' in page

@@ -6,6 +6,7 @@ names of their own (tests/fixtures/netns.py), each reaching PostgreSQL through a
 - a job with ``hosts = TAG`` runs only on a host carrying the tag;
 - a job no live host may run opens the ``no-host`` alert, and ``--explain`` says why.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -35,9 +36,12 @@ class Fleet:
     def _argv_env(self, host: str, args: tuple[str, ...]) -> tuple[list[str], dict[str, str]]:
         n = ord(host[-1]) - ord("a") + 1  # host-a is the fixture's second namespace
         ns, address = self.namespaces[n]
-        env = {**self.cli.env, "RESOURCE_POSTGRESQL_HOST": address,
-               "RESOURCE_POSTGRESQL_PORT": str(self.proxies[n].port),
-               "CRONTABBER_HOST_TAGS": self.tags.get(host, "")}
+        env = {
+            **self.cli.env,
+            "RESOURCE_POSTGRESQL_HOST": address,
+            "RESOURCE_POSTGRESQL_PORT": str(self.proxies[n].port),
+            "CRONTABBER_HOST_TAGS": self.tags.get(host, ""),
+        }
         return on_host(ns, host, self.cli.argv(*args)), env
 
     def tick(self, host: str, *args: str) -> subprocess.CompletedProcess:
@@ -46,8 +50,7 @@ class Fleet:
 
     def spawn(self, host: str) -> subprocess.Popen:
         argv, env = self._argv_env(host, ())
-        return subprocess.Popen(argv, env=env, cwd=REPO, text=True, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE)
+        return subprocess.Popen(argv, env=env, cwd=REPO, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
     def close(self) -> None:
         for proxy in self.proxies:
@@ -63,19 +66,26 @@ def fleet(cli, namespaces):
 
 def runs(crontab) -> list[tuple[str, str, str]]:
     """(job, host, status) of every run, oldest first."""
-    return [(r["app_name"], r["host"], r["status"]) for r in crontab.sql(
-        "SELECT app_name, host, status FROM crontabber_run ORDER BY run_id")]
+    return [
+        (r["app_name"], r["host"], r["status"])
+        for r in crontab.sql("SELECT app_name, host, status FROM crontabber_run ORDER BY run_id")
+    ]
 
 
 def make_due(crontab, *names: str) -> None:
-    crontab.sql("UPDATE crontabber SET next_run = clock_timestamp() - interval '1 second' "
-                "WHERE app_name = ANY(%s)", (list(names),))
+    crontab.sql(
+        "UPDATE crontabber SET next_run = clock_timestamp() - interval '1 second' WHERE app_name = ANY(%s)",
+        (list(names),),
+    )
 
 
 def not_due(crontab, *names: str) -> None:
     for name in names:
-        crontab.sql("INSERT INTO crontabber (app_name, next_run, error_count, depends_on, last_error)"
-                    " VALUES (%s, now() + interval '1 day', 0, '{}', '{}')", (name,))
+        crontab.sql(
+            "INSERT INTO crontabber (app_name, next_run, error_count, depends_on, last_error)"
+            " VALUES (%s, now() + interval '1 day', 0, '{}', '{}')",
+            (name,),
+        )
 
 
 def wait_for(check, timeout: float = 30.0) -> None:
@@ -87,8 +97,7 @@ def wait_for(check, timeout: float = 30.0) -> None:
 
 def test_a_drained_host_claims_nothing_and_its_running_run_finishes(cli, fleet):
     crontab = cli.crontab
-    crontab.configure(["SlowJob|1d", "BasicJob|1d", "TroubleJob|1d"],
-                      extra="    [[class-SlowJob]]\n        sleep=4\n")
+    crontab.configure(["SlowJob|1d", "BasicJob|1d", "TroubleJob|1d"], extra="    [[class-SlowJob]]\n        sleep=4\n")
     not_due(crontab, "slow-job", "basic-job", "trouble")
     assert fleet.tick("host-b").returncode == 0  # host-b is in the fleet, idle
     make_due(crontab, "slow-job")
@@ -115,8 +124,7 @@ def test_a_drained_host_claims_nothing_and_its_running_run_finishes(cli, fleet):
     code, out = crontab.run("--list-jobs")
     assert "host host-a: drained (until --undrain by " in out
     assert fleet.tick("host-b").returncode == 0  # the other host runs them
-    assert sorted(runs(crontab)[1:]) == [("basic-job", "host-b", "succeeded"),
-                                         ("trouble", "host-b", "failed")]
+    assert sorted(runs(crontab)[1:]) == [("basic-job", "host-b", "succeeded"), ("trouble", "host-b", "failed")]
     code, out = crontab.run("--undrain", "host-a")
     assert code == 0 and "host-a: undrained: its next tick claims jobs again" in out
     code, out = crontab.run("--undrain", "host-a")
@@ -126,8 +134,7 @@ def test_a_drained_host_claims_nothing_and_its_running_run_finishes(cli, fleet):
     assert runs(crontab)[-1] == ("basic-job", "host-a", "succeeded")
     assert "drain" not in crontab.run("--list-jobs")[1]
     audit = crontab.sql("SELECT action, app_name, reason, detail FROM crontabber_audit ORDER BY id")
-    done = [(a["action"], a["app_name"], a["reason"]) for a in audit
-            if a["detail"].get("outcome") == "done"]
+    done = [(a["action"], a["app_name"], a["reason"]) for a in audit if a["detail"].get("outcome") == "done"]
     assert ("drain", "host:host-a", "kernel patch") in done
     assert ("undrain", "host:host-a", None) in done
 
@@ -175,26 +182,27 @@ def test_a_job_no_live_host_may_run_alerts_and_explain_says_why(cli, fleet):
         assert fleet.tick("host-a").returncode == 0
         (alert,) = crontab.sql("SELECT kind, message, resolved_at FROM crontabber_alert")
         assert alert["kind"] == "no-host" and alert["resolved_at"] is None
-        assert alert["message"].startswith(
-            "basic-job: no live host may run it: needs tag spool; hosts with it: none")
+        assert alert["message"].startswith("basic-job: no live host may run it: needs tag spool; hosts with it: none")
         code, out = crontab.run("--explain", "basic-job")
-        assert ("basic-job: a tick now would skip it: no live host may run it: needs tag spool; "
-                "hosts with it: none") in out
+        assert (
+            "basic-job: a tick now would skip it: no live host may run it: needs tag spool; hosts with it: none"
+        ) in out
         assert fleet.tick("host-a").returncode == 0  # still open: not opened twice
         assert len(crontab.sql("SELECT 1 FROM crontabber_alert WHERE kind = 'no-host'")) == 1
         fleet.tags = {"host-b": "spool"}
         assert fleet.tick("host-b").returncode == 0  # it may: runs the job, ends the alert
         assert runs(crontab) == [("basic-job", "host-b", "succeeded")]
-        kinds = [(r["kind"], r["resolved_at"] is not None) for r in
-                 crontab.sql("SELECT kind, resolved_at FROM crontabber_alert ORDER BY id")]
+        kinds = [
+            (r["kind"], r["resolved_at"] is not None)
+            for r in crontab.sql("SELECT kind, resolved_at FROM crontabber_alert ORDER BY id")
+        ]
         assert kinds == [("no-host", True), ("recovered", False)]
         assert crontab.run("--drain", "host-b", "--reason", "kernel patch")[0] == 0
         code, out = crontab.run("--explain", "basic-job")
         assert "no live host may run it: needs tag spool; hosts with it: host-b (drained)" in out
         assert "hosts with it: host-b (drained)" in crontab.run("--explain", "basic-job")[1]
         assert fleet.tick("host-a").returncode == 0
-        (again,) = crontab.sql("SELECT message FROM crontabber_alert WHERE kind = 'no-host' "
-                               "AND resolved_at IS NULL")
+        (again,) = crontab.sql("SELECT message FROM crontabber_alert WHERE kind = 'no-host' AND resolved_at IS NULL")
         assert "hosts with it: host-b (drained)" in again["message"]
     finally:
         receiver.close()

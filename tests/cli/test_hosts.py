@@ -16,6 +16,7 @@ while they run (a second copy running at the same time records
   started after the lease ran out, whichever ended first. The bound is the
   ticks' own record, not a wall-clock figure that a slow machine stretches.
 """
+
 from __future__ import annotations
 
 import json
@@ -64,22 +65,26 @@ def _takeover_due_by(host: str, killed_at: float, ticks: list[dict]) -> float:
     runner's pid is gone there) or any host's that started after the lease ran out (it was
     last renewed before the kill). A killed tick may take a run over too, but bounds
     nothing: it may have died first."""
-    able = [t["end"] for t in ticks if t["killed_at"] is None and (
-        (t["host"] == host and t["start"] > killed_at) or t["start"] > killed_at + LEASE)]
+    able = [
+        t["end"]
+        for t in ticks
+        if t["killed_at"] is None and ((t["host"] == host and t["start"] > killed_at) or t["start"] > killed_at + LEASE)
+    ]
     # None at the very end of the hosts' loops: a tick killed in its turn took it over.
     return min(able, default=float("inf"))
 
 
 def _settled(crontab) -> bool:
-    rows = crontab.sql("SELECT count(*) AS n FROM crontabber "
-                       "WHERE next_run > clock_timestamp() AND ongoing IS NULL")
+    rows = crontab.sql("SELECT count(*) AS n FROM crontabber WHERE next_run > clock_timestamp() AND ongoing IS NULL")
     return rows[0]["n"] == len(JOBS)
 
 
 def test_four_hosts_fifty_ticks_each_with_random_kills(cli, namespaces, tmp_path, capsys):
     crontab = cli.crontab
-    crontab.configure(["ExclusiveA|1d", "ExclusiveB|1d"], extra=(
-        "    [[class-ExclusiveA]]\n        sleep=1.2\n    [[class-ExclusiveB]]\n        sleep=1.2\n"))
+    crontab.configure(
+        ["ExclusiveA|1d", "ExclusiveB|1d"],
+        extra=("    [[class-ExclusiveA]]\n        sleep=1.2\n    [[class-ExclusiveB]]\n        sleep=1.2\n"),
+    )
     db = crontab.database
     proxies = [TcpProxy((db.host, int(db.port)), bind=address) for _, address in namespaces]
     expected = {job: 1 for job in JOBS}  # the first run of each
@@ -91,17 +96,44 @@ def test_four_hosts_fifty_ticks_each_with_random_kills(cli, namespaces, tmp_path
     try:
         driver.start()
         for n, ((ns, address), proxy) in enumerate(zip(namespaces, proxies), start=1):
-            env = {**cli.env, "RESOURCE_POSTGRESQL_HOST": address,
-                   "RESOURCE_POSTGRESQL_PORT": str(proxy.port)}
-            loop = [sys.executable, str(REPO / "tests/fixtures/host_loop.py"),
-                    "--ticks", str(TICKS), "--kill-probability", str(KILL_PROBABILITY),
-                    "--events", str(events), "--seed", str(n), "--",
-                    "-m", "crontabber", f"--admin.conf={crontab.ini}",
-                    f"--crontabber.heartbeat_seconds={BEAT}", f"--crontabber.lease_seconds={LEASE}"]
-            hosts.append(subprocess.Popen(
-                ["ip", "netns", "exec", ns, "unshare", "--uts", "sh", "-c",
-                 'hostname "$0" && exec "$@"', f"host-{n}", *loop],
-                env=env, cwd=REPO))
+            env = {**cli.env, "RESOURCE_POSTGRESQL_HOST": address, "RESOURCE_POSTGRESQL_PORT": str(proxy.port)}
+            loop = [
+                sys.executable,
+                str(REPO / "tests/fixtures/host_loop.py"),
+                "--ticks",
+                str(TICKS),
+                "--kill-probability",
+                str(KILL_PROBABILITY),
+                "--events",
+                str(events),
+                "--seed",
+                str(n),
+                "--",
+                "-m",
+                "crontabber",
+                f"--admin.conf={crontab.ini}",
+                f"--crontabber.heartbeat_seconds={BEAT}",
+                f"--crontabber.lease_seconds={LEASE}",
+            ]
+            hosts.append(
+                subprocess.Popen(
+                    [
+                        "ip",
+                        "netns",
+                        "exec",
+                        ns,
+                        "unshare",
+                        "--uts",
+                        "sh",
+                        "-c",
+                        'hostname "$0" && exec "$@"',
+                        f"host-{n}",
+                        *loop,
+                    ],
+                    env=env,
+                    cwd=REPO,
+                )
+            )
         for host in hosts:
             assert host.wait(timeout=600) == 0
         stop.set()
@@ -112,13 +144,20 @@ def test_four_hosts_fifty_ticks_each_with_random_kills(cli, namespaces, tmp_path
             assert time.monotonic() < deadline, crontab.sql("SELECT * FROM crontabber")
             ns, address = namespaces[0]
             started = time.time()
-            subprocess.run(["ip", "netns", "exec", ns, *cli.argv(
-                f"--crontabber.heartbeat_seconds={BEAT}", f"--crontabber.lease_seconds={LEASE}")],
-                env={**cli.env, "RESOURCE_POSTGRESQL_HOST": address,
-                     "RESOURCE_POSTGRESQL_PORT": str(proxies[0].port)},
-                cwd=REPO, capture_output=True, timeout=60)
-            settling.append({"host": "settling", "start": started, "end": time.time(),
-                             "killed_at": None})
+            subprocess.run(
+                [
+                    "ip",
+                    "netns",
+                    "exec",
+                    ns,
+                    *cli.argv(f"--crontabber.heartbeat_seconds={BEAT}", f"--crontabber.lease_seconds={LEASE}"),
+                ],
+                env={**cli.env, "RESOURCE_POSTGRESQL_HOST": address, "RESOURCE_POSTGRESQL_PORT": str(proxies[0].port)},
+                cwd=REPO,
+                capture_output=True,
+                timeout=60,
+            )
+            settling.append({"host": "settling", "start": started, "end": time.time(), "killed_at": None})
             time.sleep(0.2)
     finally:
         stop.set()
@@ -132,34 +171,47 @@ def test_four_hosts_fifty_ticks_each_with_random_kills(cli, namespaces, tmp_path
     kills = [t for t in ticks if t["killed_at"] is not None]
     unexpected = [t for t in ticks if t["code"] not in (0, 2, 3, -9)]
     calls = crontab.sql("SELECT * FROM test_job_calls ORDER BY at")
-    done = {job: len(crontab.sql("SELECT 1 FROM crontabber_log WHERE app_name = %s "
-                                 "AND success IS NOT NULL", (job,))) for job in JOBS}
+    done = {
+        job: len(crontab.sql("SELECT 1 FROM crontabber_log WHERE app_name = %s AND success IS NOT NULL", (job,)))
+        for job in JOBS
+    }
     # The ledger, kept beside the test's files for whoever reads a failure.
-    for name, rows in (("calls", calls), ("ticks", ticks),
-                       ("log", crontab.sql("SELECT * FROM crontabber_log ORDER BY id"))):
+    for name, rows in (
+        ("calls", calls),
+        ("ticks", ticks),
+        ("log", crontab.sql("SELECT * FROM crontabber_log ORDER BY id")),
+    ):
         (tmp_path / f"{name}.json").write_text(json.dumps(rows, default=str, indent=1))
     overlapped = [c for c in calls if c["overlapped"]]
     killed_mid_job = [c for c in calls if c["finished_at"] is None]
     delays, late = [], []
     for call in killed_mid_job:
         start = call["at"].timestamp()
-        kill = min((t["killed_at"] for t in kills
-                    if t["host"] == call["host"] and t["killed_at"] >= start), default=None)
-        following = [c["at"].timestamp() for c in calls
-                     if c["app_name"] == call["app_name"] and c["at"].timestamp() > start]
+        kill = min(
+            (t["killed_at"] for t in kills if t["host"] == call["host"] and t["killed_at"] >= start), default=None
+        )
+        following = [
+            c["at"].timestamp() for c in calls if c["app_name"] == call["app_name"] and c["at"].timestamp() > start
+        ]
         assert kill is not None and following, call
         delays.append(min(following) - kill)
         due_by = _takeover_due_by(call["host"], kill, ticks + settling)
         if min(following) > due_by + CLOCK_SLACK:
             late.append({"call": call, "killed_at": kill, "due_by": due_by})
     report = {
-        "hosts": HOSTS, "ticks": len(ticks), "kills": len(kills),
-        "kills_mid_job": len(killed_mid_job), "made_due": dict(expected), "recorded_done": done,
-        "executions": len(calls), "overlapped": len(overlapped),
-        "takeover_s": {"median": round(statistics.median(delays), 2) if delays else None,
-                       "max": round(max(delays), 2) if delays else None},
-        "exit_codes": {str(c): sum(t["code"] == c for t in ticks)
-                       for c in sorted({t["code"] for t in ticks})},
+        "hosts": HOSTS,
+        "ticks": len(ticks),
+        "kills": len(kills),
+        "kills_mid_job": len(killed_mid_job),
+        "made_due": dict(expected),
+        "recorded_done": done,
+        "executions": len(calls),
+        "overlapped": len(overlapped),
+        "takeover_s": {
+            "median": round(statistics.median(delays), 2) if delays else None,
+            "max": round(max(delays), 2) if delays else None,
+        },
+        "exit_codes": {str(c): sum(t["code"] == c for t in ticks) for c in sorted({t["code"] for t in ticks})},
     }
     with capsys.disabled():
         print("\nmulti-host figures:", json.dumps(report))

@@ -9,6 +9,7 @@ SIGKILL at a random moment, some between claiming a notice and sending it. Then:
 - no repeat but the one the design allows: a notice received twice is one whose first host
   was killed after sending and before recording it (it was claimed again, attempts >= 2).
 """
+
 from __future__ import annotations
 
 import collections
@@ -36,14 +37,16 @@ def _drive(crontab, stop: threading.Event, streaks: list[int]) -> None:
             "last_success = clock_timestamp(), next_run = clock_timestamp() + interval '1 hour' "
             "WHERE app_name = 'trouble' AND ongoing IS NULL AND error_count > 0 "
             "AND EXISTS (SELECT 1 FROM crontabber_alert WHERE kind = 'failing' AND resolved_at IS NULL) "
-            "RETURNING 1")
+            "RETURNING 1"
+        )
         if recovered:
             continue
         due = crontab.sql(
             "UPDATE crontabber SET next_run = clock_timestamp() WHERE app_name = 'trouble' "
             "AND ongoing IS NULL AND error_count = 0 AND next_run > clock_timestamp() "
             "AND NOT EXISTS (SELECT 1 FROM crontabber_alert WHERE kind = 'failing' AND resolved_at IS NULL) "
-            "RETURNING 1")
+            "RETURNING 1"
+        )
         streaks[0] += len(due)
 
 
@@ -54,18 +57,23 @@ def _pending(crontab) -> int:
 def test_four_hosts_alert_once_with_random_kills(cli, namespaces, tmp_path, capsys):
     crontab = cli.crontab
     receiver = Receiver(bind="0.0.0.0")
-    extra = ("    alert_after_failures=1\n"
-             "[alerts]\n    targets='''\n        hook webhook env:HOOK_URL\n    '''\n"
-             f"    claim_seconds={CLAIM}\n    timeout_seconds=2\n")
+    extra = (
+        "    alert_after_failures=1\n"
+        "[alerts]\n    targets='''\n        hook webhook env:HOOK_URL\n    '''\n"
+        f"    claim_seconds={CLAIM}\n    timeout_seconds=2\n"
+    )
     crontab.configure(["TroubleJob|1d"], extra=extra, error_retry_time=3600)
     db = crontab.database
     proxies = [TcpProxy((db.host, int(db.port)), bind=address) for _, address in namespaces]
 
     def env(n: int) -> dict[str, str]:
         address = namespaces[n][1]
-        return {**cli.env, "RESOURCE_POSTGRESQL_HOST": address,
-                "RESOURCE_POSTGRESQL_PORT": str(proxies[n].port),
-                "HOOK_URL": f"http://{address}:{receiver.port}/hook"}
+        return {
+            **cli.env,
+            "RESOURCE_POSTGRESQL_HOST": address,
+            "RESOURCE_POSTGRESQL_PORT": str(proxies[n].port),
+            "HOOK_URL": f"http://{address}:{receiver.port}/hook",
+        }
 
     events = tmp_path / "events.jsonl"
     stop, streaks = threading.Event(), [1]  # the first tick's failure is the first streak
@@ -74,13 +82,41 @@ def test_four_hosts_alert_once_with_random_kills(cli, namespaces, tmp_path, caps
     try:
         driver.start()
         for n, (ns, _) in enumerate(namespaces):
-            loop = [sys.executable, str(REPO / "tests/fixtures/host_loop.py"),
-                    "--ticks", str(TICKS), "--kill-probability", str(KILL_PROBABILITY),
-                    "--events", str(events), "--seed", str(100 + n), "--",
-                    "-m", "crontabber", f"--admin.conf={crontab.ini}"]
-            hosts.append(subprocess.Popen(
-                ["ip", "netns", "exec", ns, "unshare", "--uts", "sh", "-c",
-                 'hostname "$0" && exec "$@"', f"host-{n + 1}", *loop], env=env(n), cwd=REPO))
+            loop = [
+                sys.executable,
+                str(REPO / "tests/fixtures/host_loop.py"),
+                "--ticks",
+                str(TICKS),
+                "--kill-probability",
+                str(KILL_PROBABILITY),
+                "--events",
+                str(events),
+                "--seed",
+                str(100 + n),
+                "--",
+                "-m",
+                "crontabber",
+                f"--admin.conf={crontab.ini}",
+            ]
+            hosts.append(
+                subprocess.Popen(
+                    [
+                        "ip",
+                        "netns",
+                        "exec",
+                        ns,
+                        "unshare",
+                        "--uts",
+                        "sh",
+                        "-c",
+                        'hostname "$0" && exec "$@"',
+                        f"host-{n + 1}",
+                        *loop,
+                    ],
+                    env=env(n),
+                    cwd=REPO,
+                )
+            )
         for host in hosts:
             assert host.wait(timeout=600) == 0
         stop.set()
@@ -91,8 +127,14 @@ def test_four_hosts_alert_once_with_random_kills(cli, namespaces, tmp_path, caps
         while True:
             time.sleep(CLAIM / 2)
             ns, _ = namespaces[0]
-            done = subprocess.run(["ip", "netns", "exec", ns, *cli.argv()], env=env(0), cwd=REPO,
-                                  capture_output=True, text=True, timeout=60)
+            done = subprocess.run(
+                ["ip", "netns", "exec", ns, *cli.argv()],
+                env=env(0),
+                cwd=REPO,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
             assert done.returncode == 0, done.stderr
             if _pending(crontab) == 0:
                 break
@@ -117,12 +159,19 @@ def test_four_hosts_alert_once_with_random_kills(cli, namespaces, tmp_path, caps
     repeats = {key: count for key, count in received.items() if count > 1}
     failing = [a for a in alerts if a["kind"] == "failing"]
     recovered = collections.Counter(a["subject"] for a in alerts if a["kind"] == "recovered")
-    report = {"hosts": len(namespaces), "ticks": len(ticks), "kills": len(kills),
-              "streaks": streaks[0], "failing_alerts": len(failing),
-              "recoveries": sum(recovered.values()), "notices": len(notices),
-              "received": sum(received.values()), "repeats": len(repeats),
-              "reclaimed": sum(n["attempts"] > 1 for n in notices),
-              "senders": sorted({n["sent_by"].split(":")[0] for n in notices})}
+    report = {
+        "hosts": len(namespaces),
+        "ticks": len(ticks),
+        "kills": len(kills),
+        "streaks": streaks[0],
+        "failing_alerts": len(failing),
+        "recoveries": sum(recovered.values()),
+        "notices": len(notices),
+        "received": sum(received.values()),
+        "repeats": len(repeats),
+        "reclaimed": sum(n["attempts"] > 1 for n in notices),
+        "senders": sorted({n["sent_by"].split(":")[0] for n in notices}),
+    }
     with capsys.disabled():
         print("\nmulti-host alert figures:", json.dumps(report))
     assert len(kills) >= 10 and len(failing) >= 5  # the test's power

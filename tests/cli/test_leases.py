@@ -1,6 +1,7 @@
 """Heartbeat leases, fencing, job isolation and timeouts (issue #12), through
 the real entry point against the real PostgreSQL. Other hosts are runners in
 UTS namespaces of their own (``unshare --uts``), so their host name differs."""
+
 import datetime as dt
 import json
 import os
@@ -56,7 +57,7 @@ def test_kill_9_mid_job_another_host_takes_over_within_lease_plus_heartbeat(cli)
             assert f"taking over from host-a:{holder.pid} (run {first['run_id']})" in done.stderr
             assert "its lease has expired" in done.stderr
     took_over = crontab.calls("slow-job")[1]
-    delay = (crontab.sql("SELECT at FROM test_job_calls ORDER BY id")[1]["at"] - killed_at)
+    delay = crontab.sql("SELECT at FROM test_job_calls ORDER BY id")[1]["at"] - killed_at
     assert refused >= 1  # the lease was respected while it lasted
     # the lease runs from the last heartbeat, at most one heartbeat before the kill;
     # then a tick has to come by (one process start: ~0.2 s, more on a busy machine)
@@ -90,8 +91,9 @@ def test_a_run_stopped_past_its_lease_is_fenced_off_and_changes_nothing(cli):
         os.kill(pid, signal.SIGSTOP)
     try:
         slow_job(cli, 0)
-        wait_for(lambda: cli.run(*FAST, host="host-b").returncode == 0
-                 and len(crontab.calls("slow-job")) == 2, timeout=20)
+        wait_for(
+            lambda: cli.run(*FAST, host="host-b").returncode == 0 and len(crontab.calls("slow-job")) == 2, timeout=20
+        )
         newer = crontab.state("slow-job")
         assert newer.ongoing is None and newer.error_count == 0 and newer.run_id > first["run_id"]
     finally:
@@ -101,11 +103,12 @@ def test_a_run_stopped_past_its_lease_is_fenced_off_and_changes_nothing(cli):
     assert late.returncode == 4, err
     assert f"slow-job: run {first['run_id']} was fenced off" in err and "Traceback" not in err
     assert crontab.state("slow-job") == newer  # the late run overwrote nothing
-    fenced = crontab.sql("SELECT * FROM crontabber_log WHERE run_id = %s ORDER BY id",
-                         (first["run_id"],))
+    fenced = crontab.sql("SELECT * FROM crontabber_log WHERE run_id = %s ORDER BY id", (first["run_id"],))
     # host-b recorded it as abandoned when it took over; then it came back and was refused
-    assert [row["exc_type"] for row in fenced] == ["<class 'crontabber.errors.RunAbandoned'>",
-                                                   "<class 'crontabber.errors.LeaseLost'>"]
+    assert [row["exc_type"] for row in fenced] == [
+        "<class 'crontabber.errors.RunAbandoned'>",
+        "<class 'crontabber.errors.LeaseLost'>",
+    ]
     assert all(row["host"] == "host-a" and row["pid"] == late.pid for row in fenced)
     history = json.loads(cli.run("--history", "slow-job", "--json").stdout)
     assert [r["outcome"] for r in history["runs"] if r["run_id"] == first["run_id"]] == ["fenced_off"]
@@ -136,8 +139,7 @@ def test_a_job_past_its_timeout_is_stopped_recorded_and_released(cli):
     started = time.monotonic()
     done = cli.run("--job", "slow-job")
     assert done.returncode == 5 and time.monotonic() - started < 10, done.stderr  # job failed
-    assert "slow-job: failed: JobTimeout: timeout: slow-job ran longer than its timeout of 1 s" \
-        in done.stdout
+    assert "slow-job: failed: JobTimeout: timeout: slow-job ran longer than its timeout of 1 s" in done.stdout
     state = crontab.state("slow-job")
     assert state.ongoing is None and state.error_count == 1
     assert state.last_error["type"] == "<class 'crontabber.errors.JobTimeout'>"
@@ -179,8 +181,10 @@ def test_a_job_process_that_dies_is_a_failure_and_the_tick_goes_on(cli):
     crontab.configure(["VanishJob|1d"])
     done = cli.run("--job", "vanish-job")
     assert done.returncode == 5 and "Traceback" not in done.stderr
-    assert done.stdout == ("vanish-job: failed: JobProcessDied: vanish-job: the job's process died: "
-                           "exit status 3 without reporting how the job ended\n")
+    assert done.stdout == (
+        "vanish-job: failed: JobProcessDied: vanish-job: the job's process died: "
+        "exit status 3 without reporting how the job ended\n"
+    )
     assert crontab.state("vanish-job").ongoing is None
 
 
@@ -209,8 +213,12 @@ def test_reset_and_release_refuse_a_live_lease_and_release_keeps_history(cli):
     assert done.returncode == 0 and "that process no longer exists" in done.stdout
     after = crontab.state("slow-job")
     assert after.ongoing is None and after.ongoing_by is None and after.run_id is None
-    assert (after.last_run, after.last_success, after.next_run, after.first_run) == \
-        (before.last_run, before.last_success, before.next_run, before.first_run)
+    assert (after.last_run, after.last_success, after.next_run, after.first_run) == (
+        before.last_run,
+        before.last_success,
+        before.next_run,
+        before.first_run,
+    )
     assert "nothing to release" in cli.run("--release", "slow-job", "--reason", "test").stdout
     assert cli.run("--reset-job", "slow-job", "--reason", "test").returncode == 0
     assert crontab.state("slow-job") is None
@@ -226,8 +234,7 @@ def test_database_lost_briefly_mid_run_the_run_still_records_its_end(cli):
     proxy = TcpProxy((crontab.database.host, int(crontab.database.port)))
     try:
         slow_job(cli, 2.5)
-        runner = cli.spawn("--crontabber.heartbeat_seconds=0.3", "--crontabber.lease_seconds=8",
-                           *_through(cli, proxy))
+        runner = cli.spawn("--crontabber.heartbeat_seconds=0.3", "--crontabber.lease_seconds=8", *_through(cli, proxy))
         wait_for(lambda: crontab.calls("slow-job"))
         proxy.cut()
         time.sleep(1.5)

@@ -2,6 +2,7 @@
 (issue #32, items 8 and 10): ``--pause all`` / ``--resume all``, ``--nagios`` when every job is
 paused, what ``--pause`` says of a run already going, a second ``--mute`` that needs
 ``--replace``, and ``--alerts`` naming what a window holds back."""
+
 from __future__ import annotations
 
 import re
@@ -30,8 +31,10 @@ def test_pause_all_and_resume_all_and_nagios_warns_of_a_fleet_that_runs_nothing(
 
     done = cli.run("--nagios")
     assert done.returncode == 1, done.stdout
-    assert done.stdout.startswith("WARNING - every job is paused (paused_warning_percent 100): "
-                                  "basic-job, foo, trouble; --resume all ends every pause")
+    assert done.stdout.startswith(
+        "WARNING - every job is paused (paused_warning_percent 100): "
+        "basic-job, foo, trouble; --resume all ends every pause"
+    )
     done = cli.run("--nagios", "--crontabber.paused_warning_percent=200")
     assert done.returncode == 2 and "paused_warning_percent: must be above 0" in done.stdout
 
@@ -44,10 +47,16 @@ def test_pause_all_and_resume_all_and_nagios_warns_of_a_fleet_that_runs_nothing(
     assert done.returncode == 0, done.stderr
     assert [line.split(":")[0] for line in done.stdout.splitlines()] == ["basic-job", "foo"]
     assert cli.run("--resume", "all").stdout == "no job was paused\n"
-    audit = crontab.sql("SELECT action, app_name, detail->>'scope' AS scope FROM crontabber_audit"
-                        " WHERE detail->>'scope' = 'all' ORDER BY id")
+    audit = crontab.sql(
+        "SELECT action, app_name, detail->>'scope' AS scope FROM crontabber_audit"
+        " WHERE detail->>'scope' = 'all' ORDER BY id"
+    )
     assert [(a["action"], a["app_name"]) for a in audit] == [
-        ("pause", "basic-job"), ("pause", "foo"), ("resume", "basic-job"), ("resume", "foo")]
+        ("pause", "basic-job"),
+        ("pause", "foo"),
+        ("resume", "basic-job"),
+        ("resume", "foo"),
+    ]
 
 
 def test_pause_all_replace_replaces_every_pause(cli):
@@ -59,8 +68,7 @@ def test_pause_all_replace_replaces_every_pause(cli):
     assert {crontab.state(n).paused_reason for n in ("foo", "basic-job")} == {"second"}
 
 
-def test_a_second_mute_needs_replace_and_alerts_shows_what_a_window_holds_back(
-        cli, receiver, dashboard):  # noqa: F811
+def test_a_second_mute_needs_replace_and_alerts_shows_what_a_window_holds_back(cli, receiver, dashboard):  # noqa: F811
     crontab = cli.crontab
     crontab.configure(["TroubleJob|1d", "BasicJob|1d"], extra=alerts_ini(receiver))
     done = cli.run("--mute", "all", "--reason", "maintenance CHG-1", "--until", "1h")
@@ -71,8 +79,7 @@ def test_a_second_mute_needs_replace_and_alerts_shows_what_a_window_holds_back(
     assert "maintenance CHG-1; --mute all --replace replaces that window" in done.stderr
     assert cli.run("--alerts").stdout.startswith("muted: every job until ")
     assert "maintenance CHG-1" in cli.run("--alerts").stdout.splitlines()[0]
-    audit = crontab.sql("SELECT detail->>'outcome' AS outcome FROM crontabber_audit"
-                        " WHERE action = 'mute' ORDER BY id")
+    audit = crontab.sql("SELECT detail->>'outcome' AS outcome FROM crontabber_audit WHERE action = 'mute' ORDER BY id")
     assert [a["outcome"] for a in audit] == ["done", "refused (exit 6)"]
     done = cli.run("--mute", "all", "--reason", "again", "--replace")
     assert done.returncode == 0 and "(replaced the window until " in done.stdout
@@ -85,12 +92,13 @@ def test_a_second_mute_needs_replace_and_alerts_shows_what_a_window_holds_back(
     assert cli.run().returncode == 0
     assert crontab.sql("SELECT id FROM crontabber_alert") == [] and receiver.at("/hook") == []
     shown = cli.run("--alerts").stdout
-    held = r"  not alerted \(muted\): trouble: failed 2 times in a row; last: NameError: " \
+    held = (
+        r"  not alerted \(muted\): trouble: failed 2 times in a row; last: NameError: "
         r"Trouble!! \(run 2 on [^ :]+:\d+\); see --show-error trouble, --logs trouble"
+    )
     assert any(re.fullmatch(held, line) for line in shown.splitlines()), shown
     dashboard.start()
     page = dashboard.get("/")[2]
-    assert ('data-k="alerts.held_back">not alerted (muted): trouble: failed 2 times in a row'
-            in page)
+    assert 'data-k="alerts.held_back">not alerted (muted): trouble: failed 2 times in a row' in page
     assert cli.run("--unmute", "all").returncode == 0
     assert "not alerted" not in cli.run("--alerts").stdout

@@ -1,5 +1,6 @@
 """The fleet, ``--nagios`` and ``--metrics-file`` through the real entry point:
 ticks from hosts with their own host names (UTS namespaces), then the check."""
+
 import json
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -15,11 +16,15 @@ def test_ticks_from_two_hosts_make_the_fleet_and_nagios_sees_it(cli):
         out, err = proc.communicate(timeout=60)
         assert proc.returncode == 0, err
         pids[host] = proc.pid  # unshare and sh exec: the runner keeps the pid
-    rows = cli.crontab.sql("SELECT host, version, pid, abs(skew_seconds) < 1 AS synced,"
-                           " clock_timestamp() - last_tick < interval '1 minute' AS recent"
-                           " FROM crontabber_host ORDER BY host")
-    assert rows == [{"host": h, "version": __version__, "pid": pids[h], "synced": True,
-                     "recent": True} for h in ("cron-a", "cron-b")]
+    rows = cli.crontab.sql(
+        "SELECT host, version, pid, abs(skew_seconds) < 1 AS synced,"
+        " clock_timestamp() - last_tick < interval '1 minute' AS recent"
+        " FROM crontabber_host ORDER BY host"
+    )
+    assert rows == [
+        {"host": h, "version": __version__, "pid": pids[h], "synced": True, "recent": True}
+        for h in ("cron-a", "cron-b")
+    ]
     done = cli.run("--nagios")
     assert done.returncode == 0 and done.stderr == ""
     status, perfdata = done.stdout.splitlines()
@@ -48,8 +53,8 @@ def test_a_tick_writes_the_metrics_file(cli, tmp_path):
     done = cli.run(f"--metrics-file={tmp_path}/nowhere/x.prom")
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert done.stderr.endswith(
-        f"crontabber: cannot write the metrics file {tmp_path}/nowhere/x.prom: "
-        "No such file or directory\n")
+        f"crontabber: cannot write the metrics file {tmp_path}/nowhere/x.prom: No such file or directory\n"
+    )
 
 
 def test_a_job_just_resumed_is_not_overdue_until_no_tick_runs_it(cli):

@@ -2,6 +2,7 @@
 entry point against the real PostgreSQL: a first run killed with kill -9 and released,
 a job paused before its first tick and resumed, a reset; and a job that never ran while
 its schedule says it should have is flagged by --nagios."""
+
 import datetime as dt
 import json
 
@@ -82,6 +83,5 @@ def test_a_job_that_never_ran_although_a_tick_came_after_its_time_is_flagged(cli
     code, out = _nagios(cli, "--crontabber.overdue_warning_seconds=1")
     assert code in (1, 2) and "basic-job (BasicJob): never ran: due since" in out, out
     assert "did not run it" in out
-    (row,) = [r for r in json.loads(cli.run("--list-jobs", "--json").stdout)["jobs"]
-              if r["name"] == "basic-job"]
+    (row,) = [r for r in json.loads(cli.run("--list-jobs", "--json").stdout)["jobs"] if r["name"] == "basic-job"]
     assert row["status"] != "new", row

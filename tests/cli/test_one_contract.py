@@ -11,6 +11,7 @@ the real PostgreSQL and S3.
 - 15: ``--show-error`` says when the failure it shows is history, ``--reset-job`` names the
   run whose marker it discarded (trials #14, #16).
 """
+
 from __future__ import annotations
 
 import json
@@ -34,6 +35,7 @@ def commands_audited(cli):
 
 # ----------------------------------------------------------------------------- item 11
 
+
 def test_a_job_command_overrides_a_pause_only_with_a_reason(cli, buckets):  # noqa: F811
     inbox, symbols = buckets
     configure(cli, inbox, symbols)
@@ -54,12 +56,18 @@ def test_a_job_command_overrides_a_pause_only_with_a_reason(cli, buckets):  # no
     assert done.returncode == 0, done.stderr
     assert not keys_in(symbols) & set(doomed)
     seen = [(e["detail"]["outcome"], e["detail"]["force"], e["reason"]) for e in commands_audited(cli)]
-    assert seen == [("done", True, "INC-9 cleanup"), ("refused (exit 1)", True, None),
-                    ("refused (exit 6)", False, None)]  # newest first
+    assert seen == [
+        ("done", True, "INC-9 cleanup"),
+        ("refused (exit 1)", True, None),
+        ("refused (exit 6)", False, None),
+    ]  # newest first
     # the other job commands that override a pause follow the same rule
-    cli.crontab.configure(["jobs.uploads.ProcessUploadsCronApp|5m"], extra=(
-        f"    [[class-ProcessUploadsCronApp]]\n        inbox_bucket={inbox}\n"
-        f"        symbols_bucket={symbols}\n"))
+    cli.crontab.configure(
+        ["jobs.uploads.ProcessUploadsCronApp|5m"],
+        extra=(
+            f"    [[class-ProcessUploadsCronApp]]\n        inbox_bucket={inbox}\n        symbols_bucket={symbols}\n"
+        ),
+    )
     assert cli.run("--pause", "process-uploads", "--reason", "bad release").returncode == 0
     drained = job_command(cli, "jobs.uploads", "drain", "--force")
     assert drained.returncode == 1 and "only with --reason TEXT" in drained.stderr, drained.stderr
@@ -78,12 +86,15 @@ def test_job_force_overrides_a_pause_only_with_a_reason(cli):
     assert len(crontab.calls("basic-job")) == 1
     entries_ = json.loads(cli.run("--audit", "--json").stdout)
     assert [(e["action"], e["reason"], e["detail"]["outcome"]) for e in entries_[:2]] == [
-        ("force", "INC-11: run it once", "done"), ("force", None, "refused (exit 1)")]
+        ("force", "INC-11: run it once", "done"),
+        ("force", None, "refused (exit 1)"),
+    ]
     assert cli.run("--resume", "basic-job").returncode == 0
     assert cli.run("--job", "basic-job", "--force").returncode == 0  # no pause: no reason needed
 
 
 # ----------------------------------------------------------------------------- item 12
+
 
 def test_a_forced_runs_overrides_and_the_error_naming_the_bucket_are_kept(cli, s3_bucket):
     crontab = cli.crontab
@@ -105,22 +116,26 @@ def test_a_forced_runs_overrides_and_the_error_naming_the_bucket_are_kept(cli, s
     # a run without overrides records none; the old failure is then history (item 15)
     assert cli.run("--job", "missing-symbols", "--force").returncode == 0
     assert crontab.sql("SELECT options FROM crontabber_run ORDER BY run_id") == [
-        {"options": [OVERRIDE]}, {"options": None}]
+        {"options": [OVERRIDE]},
+        {"options": None},
+    ]
     shown = cli.run("--show-error", "missing-symbols").stdout.splitlines()
-    assert shown[3].startswith("superseded: the job has no error now (an older failure); "
-                               "its last run: "), shown
+    assert shown[3].startswith("superseded: the job has no error now (an older failure); its last run: "), shown
     assert json.loads(cli.run("--show-error", "missing-symbols", "--json").stdout)["superseded"]
 
 
 # ----------------------------------------------------------------------------- item 13
 
+
 def test_a_tick_exits_0_when_another_runner_holds_a_job(cli):
     crontab = cli.crontab
     crontab.configure(["BasicJob|7d", "FooJob|7d"])
     assert cli.run().returncode == 0
-    crontab.sql("UPDATE crontabber SET next_run = clock_timestamp() - interval '1 second',"
-                " ongoing = clock_timestamp(), ongoing_by = 'cron-b:4242'"
-                " WHERE app_name = 'basic-job'")
+    crontab.sql(
+        "UPDATE crontabber SET next_run = clock_timestamp() - interval '1 second',"
+        " ongoing = clock_timestamp(), ongoing_by = 'cron-b:4242'"
+        " WHERE app_name = 'basic-job'"
+    )
     tick = cli.run()
     assert tick.returncode == 0, tick.stderr  # a fleet's normal case
     assert "basic-job: already running since" in tick.stderr and "WARNING" not in tick.stderr
@@ -128,8 +143,7 @@ def test_a_tick_exits_0_when_another_runner_holds_a_job(cli):
     # its row locked by another runner that very moment: the same
     crontab.sql("UPDATE crontabber SET ongoing = NULL, ongoing_by = NULL")
     db = crontab.database
-    holder = psycopg2.connect(host=db.host, port=db.port, dbname=db.dbname, user=db.user,
-                              password=db.password)
+    holder = psycopg2.connect(host=db.host, port=db.port, dbname=db.dbname, user=db.user, password=db.password)
     try:
         with holder.cursor() as cur:
             cur.execute("SELECT 1 FROM crontabber WHERE app_name = 'basic-job' FOR UPDATE")
@@ -147,29 +161,34 @@ def test_the_exit_code_table_and_the_systemd_unit_agree_on_a_tick():
 
     assert 2 not in TICK_EXIT_CODES and 3 not in TICK_EXIT_CODES
     unit = (REPO / "docs" / "deploy.md").read_text()
-    success = [int(code) for line in re.findall(r"^SuccessExitStatus=(.*)$", unit, re.M)
-               for code in line.split()]
+    success = [int(code) for line in re.findall(r"^SuccessExitStatus=(.*)$", unit, re.M) for code in line.split()]
     assert all(code in TICK_EXIT_CODES for code in success), success
     table = (REPO / "docs" / "reference" / "exit-codes.md").read_text()
     assert "A cron tick (no mode option) exits with one of 0, 1, 4, 8, 130, 143" in table
     runbook = (REPO / "docs" / "operations.md").read_text()
-    assert "| 3 | the job is running elsewhere: `--job`, or a reset or release refused for " \
-           "that reason; a cron tick exits 0 |" in runbook
+    assert (
+        "| 3 | the job is running elsewhere: `--job`, or a reset or release refused for "
+        "that reason; a cron tick exits 0 |" in runbook
+    )
 
 
 # ----------------------------------------------------------------------------- item 15
+
 
 def test_reset_job_names_the_run_whose_marker_it_discarded(cli):
     crontab = cli.crontab
     crontab.configure(["BasicJob|7d"])
     assert cli.run().returncode == 0
     run_id = crontab.state("basic-job").run_id
-    crontab.sql("UPDATE crontabber SET ongoing = clock_timestamp() - interval '13 hours',"
-                " ongoing_by = 'gone-host:4242'")
+    crontab.sql(
+        "UPDATE crontabber SET ongoing = clock_timestamp() - interval '13 hours', ongoing_by = 'gone-host:4242'"
+    )
     done = cli.run("--reset-job", "basic-job", "--reason", "host lost")
     assert done.returncode == 0, done.stderr
-    assert done.stdout == (f"basic-job: state reset; discarded the marker of gone-host:4242 "
-                           f"(run {run_id}), recorded as abandoned: --history basic-job\n")
+    assert done.stdout == (
+        f"basic-job: state reset; discarded the marker of gone-host:4242 "
+        f"(run {run_id}), recorded as abandoned: --history basic-job\n"
+    )
 
 
 def test_argument_errors_are_not_called_configuration_errors(cli):
@@ -179,7 +198,6 @@ def test_argument_errors_are_not_called_configuration_errors(cli):
     assert done.returncode == 1
     assert done.stderr.startswith("crontabber: --release: needs --reason TEXT ("), done.stderr
     done = cli.run("--until", "2h")
-    assert done.stderr == ("crontabber: --until: only means something with --pause NAME, "
-                           "--mute NAME or --drain HOST\n")
+    assert done.stderr == ("crontabber: --until: only means something with --pause NAME, --mute NAME or --drain HOST\n")
     done = cli.run("--crontabber.error_retry_time=soon")  # the configuration's: still called so
     assert done.returncode == 1 and "configuration error in crontabber.error_retry_time" in done.stderr

@@ -15,9 +15,15 @@ REFUSED = "URLError: <urlopen error [Errno 111] Connection refused>"
 def test_an_error_reads_the_same_in_every_command(cli):
     cli.crontab.configure(["UnreachableJob|1d"])
     assert cli.run().returncode == 0
-    outputs = {" ".join(args): cli.run(*args).stdout for args in (
-        ("--list-jobs", "--wide"), ("--show-error", "unreachable"), ("--explain", "unreachable"),
-        ("--nagios",))}
+    outputs = {
+        " ".join(args): cli.run(*args).stdout
+        for args in (
+            ("--list-jobs", "--wide"),
+            ("--show-error", "unreachable"),
+            ("--explain", "unreachable"),
+            ("--nagios",),
+        )
+    }
     # the tables cut their last column to 100 columns: the same words, cut
     assert f"1x {REFUSED[:40]}" in cli.run("--list-jobs").stdout
     assert f"  failed   {REFUSED[:30]}" in cli.run("--history", "unreachable").stdout

@@ -1,6 +1,7 @@
 """The on-call commands (issue #13) through the real entry point against the
 real PostgreSQL: --explain, --pause/--resume, --rerun, --mark-success,
 --audit, and what --job says and exits with."""
+
 import datetime as dt
 import getpass
 import json
@@ -119,17 +120,19 @@ def test_rerun_runs_exactly_those_days_and_moves_nothing_backwards(cli):
     done = cli.run("--rerun", "foo-backfill", "--reason", "test", "--date", f"{third:%Y-%m-%d}")
     assert done.returncode == 0, done.stderr
     run_id = crontab.log("foo-backfill")[-1]["run_id"]
-    assert done.stdout == (f"foo-backfill: reran {third:%Y-%m-%d %H:%M} UTC (run {run_id}); last "
-                           "success and next run unchanged:\n"  # and what each interval did:
-                           f"  {third:%Y-%m-%d %H:%M} UTC: recorded the day of {third:%Y-%m-%d}\n")
+    assert done.stdout == (
+        f"foo-backfill: reran {third:%Y-%m-%d %H:%M} UTC (run {run_id}); last "
+        "success and next run unchanged:\n"  # and what each interval did:
+        f"  {third:%Y-%m-%d %H:%M} UTC: recorded the day of {third:%Y-%m-%d}\n"
+    )
     assert [c["day"] for c in crontab.calls("foo-backfill")][-1] == days[2]
-    done = cli.run("--rerun", "foo-backfill", "--reason", "test", "--date", f"{days[0]:%Y-%m-%d}",
-                   "--to", f"{days[1]:%Y-%m-%d}")
+    done = cli.run(
+        "--rerun", "foo-backfill", "--reason", "test", "--date", f"{days[0]:%Y-%m-%d}", "--to", f"{days[1]:%Y-%m-%d}"
+    )
     assert done.returncode == 0
     assert [c["day"] for c in crontab.calls("foo-backfill")][-2:] == days[:2]  # oldest first
     after = crontab.state("foo-backfill")
-    assert (after.last_success, after.next_run, after.error_count) == \
-        (before.last_success, before.next_run, 0)
+    assert (after.last_success, after.next_run, after.error_count) == (before.last_success, before.next_run, 0)
     # its own lane: the job's row (last run included) is the schedule's
     assert after.ongoing is None and after.last_run == before.last_run
 
@@ -144,12 +147,14 @@ def test_rerun_refusals_and_a_failing_rerun(cli):
     assert done.returncode == 1 and "is not a day (YYYY-MM-DD)" in one_line(done)
     done = cli.run("--rerun", "foo-backfill", "--reason", "test", "--date", "2099-01-01")
     assert done.returncode == 1 and "before now" in one_line(done)
-    done = cli.run("--rerun", "foo-backfill", "--reason", "test", "--date", f"{days[2]:%Y-%m-%d}",
-                   "--to", f"{days[0]:%Y-%m-%d}")
+    done = cli.run(
+        "--rerun", "foo-backfill", "--reason", "test", "--date", f"{days[2]:%Y-%m-%d}", "--to", f"{days[0]:%Y-%m-%d}"
+    )
     assert done.returncode == 1 and "is before --date" in one_line(done)
     day = days[1].astimezone(dt.timezone.utc)
-    crontab.configure(["FailingBackfillJob|1d"],
-                      extra=f"    [[class-FailingBackfillJob]]\n        fail_on={day:%Y-%m-%d}\n")
+    crontab.configure(
+        ["FailingBackfillJob|1d"], extra=f"    [[class-FailingBackfillJob]]\n        fail_on={day:%Y-%m-%d}\n"
+    )
     done = cli.run("--rerun", "failing-backfill", "--reason", "test", "--date", f"{day:%Y-%m-%d}")
     assert done.returncode == 5 and "rerun of" in done.stdout and "failed: NameError: bla bla" in done.stdout
 
@@ -206,15 +211,23 @@ def test_every_operator_action_is_audited(cli):
     cli.run("--rerun", "foo-backfill", "--reason", "test", "--date", f"{crontab.now() - DAY:%Y-%m-%d}")
     cli.run("--mark-success", "basic-job", "--reason", "test")
     assert cli.run("--release", "basic-job", "--reason", "test").stdout.endswith("nothing to release\n")  # not audited
-    crontab.sql("UPDATE crontabber SET ongoing = clock_timestamp(), heartbeat = clock_timestamp(),"
-                " ongoing_by = %s WHERE app_name = 'basic-job'", (f"{socket.gethostname()}:999999",))
+    crontab.sql(
+        "UPDATE crontabber SET ongoing = clock_timestamp(), heartbeat = clock_timestamp(),"
+        " ongoing_by = %s WHERE app_name = 'basic-job'",
+        (f"{socket.gethostname()}:999999",),
+    )
     assert "released the marker" in cli.run("--release", "basic-job", "--reason", "test").stdout
     cli.run("--reset-job", "basic-job", "--reason", "start over")
     entries = json.loads(cli.run("--audit", "--json").stdout)
     assert [(e["action"], e["job"]) for e in entries] == [
-        ("reset", "basic-job"), ("release", "basic-job"), ("mark-success", "basic-job"),
-        ("rerun", "foo-backfill"), ("force", "basic-job"), ("resume", "basic-job"),
-        ("pause", "basic-job")]
+        ("reset", "basic-job"),
+        ("release", "basic-job"),
+        ("mark-success", "basic-job"),
+        ("rerun", "foo-backfill"),
+        ("force", "basic-job"),
+        ("resume", "basic-job"),
+        ("pause", "basic-job"),
+    ]
     assert all(e["actor"] == ME for e in entries)
     assert entries[0]["reason"] == "start over" and entries[-1]["reason"] == "incident 7"
     assert entries[3]["detail"]["dates"] and entries[-1]["detail"]["until"]
@@ -233,19 +246,40 @@ def test_a_rerun_range_is_listed_by_dry_run_and_a_long_one_needs_yes(cli):
     days = _backfilled(cli, days=40)
     calls = len(crontab.calls("foo-backfill"))
     first, last = days[0].astimezone(dt.timezone.utc), days[-1].astimezone(dt.timezone.utc)
-    dry = cli.run("--rerun", "foo-backfill", "--reason", "test", "--date", f"{first:%Y-%m-%d}", "--to",
-                  f"{last:%Y-%m-%d}", "--dry-run")
+    dry = cli.run(
+        "--rerun",
+        "foo-backfill",
+        "--reason",
+        "test",
+        "--date",
+        f"{first:%Y-%m-%d}",
+        "--to",
+        f"{last:%Y-%m-%d}",
+        "--dry-run",
+    )
     assert dry.returncode == 0, dry.stderr
     lines = dry.stdout.splitlines()
     assert lines[0] == "foo-backfill: --rerun would run 40 interval(s), oldest first (nothing ran):"
     assert len(lines) == 41 and lines[1] == f"  {first:%Y-%m-%d %H:%M} UTC"
-    refused = cli.run("--rerun", "foo-backfill", "--reason", "test", "--date", f"{first:%Y-%m-%d}", "--to",
-                      f"{last:%Y-%m-%d}")
+    refused = cli.run(
+        "--rerun", "foo-backfill", "--reason", "test", "--date", f"{first:%Y-%m-%d}", "--to", f"{last:%Y-%m-%d}"
+    )
     assert refused.returncode == 1
-    assert (f"40 intervals of foo-backfill ({first:%Y-%m-%d} to {last:%Y-%m-%d}) is more than "
-            "rerun_confirm_over (31); check the dates (--dry-run lists them) and add --yes") in refused.stderr
+    assert (
+        f"40 intervals of foo-backfill ({first:%Y-%m-%d} to {last:%Y-%m-%d}) is more than "
+        "rerun_confirm_over (31); check the dates (--dry-run lists them) and add --yes"
+    ) in refused.stderr
     assert len(crontab.calls("foo-backfill")) == calls  # neither ran anything
-    done = cli.run("--rerun", "foo-backfill", "--reason", "test", "--date", f"{first:%Y-%m-%d}", "--to",
-                   f"{last:%Y-%m-%d}", "--yes")
+    done = cli.run(
+        "--rerun",
+        "foo-backfill",
+        "--reason",
+        "test",
+        "--date",
+        f"{first:%Y-%m-%d}",
+        "--to",
+        f"{last:%Y-%m-%d}",
+        "--yes",
+    )
     assert done.returncode == 0 and len(crontab.calls("foo-backfill")) == calls + 40
     assert cli.run("--list-jobs", "--yes").returncode == 1  # --yes belongs to --rerun

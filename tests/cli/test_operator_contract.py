@@ -2,6 +2,7 @@
 real PostgreSQL: an option without its mode is refused (it used to run a whole tick), a
 second pause does not silently replace another operator's, a pause stops --rerun unless
 --force, --job exits non-zero when nothing ran, and a closed pipe ends quietly."""
+
 import datetime as dt
 import json
 import subprocess
@@ -19,8 +20,7 @@ STRAY = {
     "--replace": "--replace: only means something with --pause NAME",
     "--list-jobs --reason x": "--reason: only means something with an action",
     "--list-jobs --nagios": "--list-jobs and --nagios: one mode at a time",
-    "--pause basic-job --reset-job basic-job --reason x":
-        "--reset-job and --pause: one mode at a time",
+    "--pause basic-job --reset-job basic-job --reason x": "--reset-job and --pause: one mode at a time",
 }
 
 
@@ -48,7 +48,9 @@ def test_a_second_pause_is_refused_naming_the_first_unless_replace(cli):
     assert (after.paused_until, after.paused_reason) == (first.paused_until, first.paused_reason)
     audited = crontab.sql("SELECT action, detail FROM crontabber_audit ORDER BY id")
     assert [(a["action"], a["detail"]["outcome"]) for a in audited] == [
-        ("pause", "done"), ("pause", "refused (exit 6)")]  # the refusal is recorded as one
+        ("pause", "done"),
+        ("pause", "refused (exit 6)"),
+    ]  # the refusal is recorded as one
     done = cli.run("--pause", "basic-job", "--until", "30m", "--reason", "shorter", "--replace")
     assert done.returncode == 0, done.stderr
     replaced = crontab.state("basic-job")
@@ -88,11 +90,15 @@ def test_a_closed_pipe_ends_quietly(cli):
     crontab = cli.crontab
     crontab.configure(["BasicJob|1d"])
     for i in range(400):  # more than a pipe's buffer of audit lines
-        crontab.sql("INSERT INTO crontabber_audit (actor, action, app_name, reason, detail)"
-                    " VALUES ('me', 'pause', 'basic-job', %s, '{}')", (f"reason {i} " * 8,))
+        crontab.sql(
+            "INSERT INTO crontabber_audit (actor, action, app_name, reason, detail)"
+            " VALUES ('me', 'pause', 'basic-job', %s, '{}')",
+            (f"reason {i} " * 8,),
+        )
     shell = " ".join(cli.argv("--audit", "--limit", "400")) + " | head -1"
-    done = subprocess.run(["bash", "-o", "pipefail", "-c", shell], env=cli.env, cwd=cli_cwd(),
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", shell], env=cli.env, cwd=cli_cwd(), capture_output=True, text=True, timeout=60
+    )
     assert done.stdout.count("\n") == 1
     assert done.stderr == "", done.stderr
     assert done.returncode in (0, 141)  # head may exit before or after the runner writes
@@ -119,8 +125,10 @@ def test_configtest_shows_each_setting_where_it_came_from_and_the_database(cli):
     assert "  crontabber.password = ********  [environment RESOURCE_POSTGRESQL_PASSWORD]" in lines
     assert "  crontabber.error_backoff = 1.0  [default]" in lines
     assert "  alerts.smtp_password = (not set)  [default]" in lines  # a secret with no value
-    assert not any("password" in line and "********" not in line and "(password set)" not in line
-                   and "(not set)" not in line for line in lines)  # (the test database's password is its user's name)
+    assert not any(
+        "password" in line and "********" not in line and "(password set)" not in line and "(not set)" not in line
+        for line in lines
+    )  # (the test database's password is its user's name)
     assert lines[-1] == "configtest OK: 1 jobs"
 
 
@@ -154,17 +162,25 @@ def test_the_audit_records_each_actions_outcome_reason_and_overrides(cli):
         holder.kill()
         holder.communicate(timeout=20)
     entries = json.loads(cli.run("--audit", "--json").stdout)
-    seen = [(e["action"], e["reason"], e["detail"]["outcome"], e["detail"].get("overrides"))
-            for e in reversed(entries)]
-    assert seen == [("force", "try again", "refused (exit 3)", ["--force"]),
-                    ("pause", "first", "done", None),
-                    ("pause", "second", "refused (exit 6)", None),
-                    ("pause", "third", "done", ["--replace"])]
+    seen = [(e["action"], e["reason"], e["detail"]["outcome"], e["detail"].get("overrides")) for e in reversed(entries)]
+    assert seen == [
+        ("force", "try again", "refused (exit 3)", ["--force"]),
+        ("pause", "first", "done", None),
+        ("pause", "second", "refused (exit 6)", None),
+        ("pause", "third", "done", ["--replace"]),
+    ]
 
 
-@pytest.mark.parametrize("action", ["--reset-job basic-job", "--release basic-job",
-                                    "--mark-success basic-job", "--pause basic-job",
-                                    "--rerun foo-backfill --date 2026-11-01"])
+@pytest.mark.parametrize(
+    "action",
+    [
+        "--reset-job basic-job",
+        "--release basic-job",
+        "--mark-success basic-job",
+        "--pause basic-job",
+        "--rerun foo-backfill --date 2026-11-01",
+    ],
+)
 def test_a_destructive_action_needs_a_reason_unless_configured(cli, action):
     """--reason is required by rerun, mark-success, release, reset and pause (issue #23
     section 3); require_reason = False makes it optional, except for --pause."""

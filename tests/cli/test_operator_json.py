@@ -41,8 +41,7 @@ def test_pause_and_resume_answer_in_json(cli):
     assert every["paused"] == ["foo"] and list(every["kept"]) == ["basic-job"]
     assert every["kept"]["basic-job"]["reason"] == "INC-1"
     resumed = json.loads(ok(cli.run("--resume", "basic-job", "--json")).stdout)
-    assert resumed == {"name": "basic-job", "resumed": True,
-                       "was": {**resumed["was"], "reason": "INC-1"}}
+    assert resumed == {"name": "basic-job", "resumed": True, "was": {**resumed["was"], "reason": "INC-1"}}
     again = json.loads(ok(cli.run("--resume", "basic-job", "--json")).stdout)
     assert again == {"name": "basic-job", "resumed": False, "was": None}
     rest = json.loads(ok(cli.run("--resume", "all", "--json")).stdout)
@@ -54,8 +53,7 @@ def test_explain_of_a_running_job_does_not_say_due_since(cli):
     crontab.configure(["SlowJob|1d"], extra="    [[class-SlowJob]]\n        sleep=0\n")
     ok(cli.run())  # a first run: next_run set
     crontab.configure(["SlowJob|1d"], extra="    [[class-SlowJob]]\n        sleep=60\n")
-    crontab.sql("UPDATE crontabber SET next_run = now() - interval '1 minute' "
-                "WHERE app_name = 'slow-job'")
+    crontab.sql("UPDATE crontabber SET next_run = now() - interval '1 minute' WHERE app_name = 'slow-job'")
     holder = cli.spawn()
     try:
         wait_for(lambda: len(crontab.calls("slow-job")) == 2)
@@ -83,16 +81,17 @@ def test_list_jobs_says_when_a_running_jobs_beats_are_missing(cli):
     crontab = cli.crontab
     # Beats 1.5 s apart: "missed" needs two (3 s), which a loaded machine does not delay a
     # live runner by (at 0.3 s, 0.6 s late under load read as two beats missed).
-    crontab.configure(["SlowJob|1d"], extra="    heartbeat_seconds=1.5\n    lease_seconds=600\n"
-                                             "    [[class-SlowJob]]\n        sleep=60\n")
+    crontab.configure(
+        ["SlowJob|1d"],
+        extra="    heartbeat_seconds=1.5\n    lease_seconds=600\n    [[class-SlowJob]]\n        sleep=60\n",
+    )
     holder = cli.spawn()
     try:
         wait_for(lambda: crontab.calls("slow-job"))
         assert "beats missed" not in ok(cli.run("--list-jobs")).stdout
         holder.send_signal(signal.SIGSTOP)  # a host that stopped answering: no more beats
         wait_for(lambda: "beats missed" in cli.run("--list-jobs").stdout)
-        (row,) = [line for line in ok(cli.run("--list-jobs")).stdout.splitlines()
-                  if line.startswith("slow-job")]
+        (row,) = [line for line in ok(cli.run("--list-jobs")).stdout.splitlines() if line.startswith("slow-job")]
         assert " running " in row and re.search(r", beat [^;]+; \d+ beats missed", row), row
         assert " beats missed: taken over after " in ok(cli.run("--list-jobs", "--wide")).stdout
     finally:

@@ -3,6 +3,7 @@ new virtual environment outside the checkout, gives working commands whose SQL c
 installed sql/ (beside the packages, as in a checkout), and a runner configured without the
 symbol server's jobs creates only crontabber's tables. Real PostgreSQL; the dependencies are the
 project venv's (a .pth file), so the test needs no network."""
+
 from __future__ import annotations
 
 import os
@@ -17,8 +18,19 @@ import pytest
 from crontabber.store import connect
 from tests.cli.conftest import REPO
 
-SKIP = shutil.ignore_patterns(".git", ".venv", ".services", "__pycache__", "*.egg-info", "build",
-                              ".mypy_cache", ".pytest_cache", "bench", "tests", "faults")
+SKIP = shutil.ignore_patterns(
+    ".git",
+    ".venv",
+    ".services",
+    "__pycache__",
+    "*.egg-info",
+    "build",
+    ".mypy_cache",
+    ".pytest_cache",
+    "bench",
+    "tests",
+    "faults",
+)
 
 
 def run(argv, **kwargs):
@@ -34,25 +46,54 @@ def installed(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("package")
     source = root / "source"
     shutil.copytree(REPO, source, ignore=SKIP)  # the build writes build/ and egg-info beside it
-    run([sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "--no-build-isolation",
-         "--disable-pip-version-check", "-q", "-w", str(root / "dist")])
+    run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            str(source),
+            "--no-deps",
+            "--no-build-isolation",
+            "--disable-pip-version-check",
+            "-q",
+            "-w",
+            str(root / "dist"),
+        ]
+    )
     (wheel,) = (root / "dist").glob("symbols_crontabber-*.whl")
     venv = root / "venv"
     run([sys.executable, "-m", "venv", str(venv)])
     python = venv / "bin" / "python"
-    site = Path(run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]
-                    ).stdout.strip())
+    site = Path(run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip())
     (site / "project_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    run([str(python), "-m", "pip", "install", "--no-deps", "--no-index", "-q",
-         "--disable-pip-version-check", str(wheel)])
+    run(
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--no-index",
+            "-q",
+            "--disable-pip-version-check",
+            str(wheel),
+        ]
+    )
     return venv / "bin"
 
 
 def environ(database) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env.update({"RESOURCE_POSTGRESQL_HOST": database.host, "RESOURCE_POSTGRESQL_PORT": str(database.port),
-                "RESOURCE_POSTGRESQL_DBNAME": database.dbname, "RESOURCE_POSTGRESQL_USER": database.user,
-                "RESOURCE_POSTGRESQL_PASSWORD": database.password})
+    env.update(
+        {
+            "RESOURCE_POSTGRESQL_HOST": database.host,
+            "RESOURCE_POSTGRESQL_PORT": str(database.port),
+            "RESOURCE_POSTGRESQL_DBNAME": database.dbname,
+            "RESOURCE_POSTGRESQL_USER": database.user,
+            "RESOURCE_POSTGRESQL_PASSWORD": database.password,
+        }
+    )
     return env
 
 
@@ -67,10 +108,16 @@ def tables(database) -> set[str]:
 
 
 def test_the_installed_commands_run_from_the_package_not_the_checkout(installed, tmp_path):
-    where = run([str(installed / "python"), "-c",
-                 "import crontabber, jobs, dashboard.store as d, crontabber.sqlfiles as q;"
-                 " print(crontabber.__file__); print(q.SQL_DIR); print(jobs.SQL_DIR);"
-                 " print(d.SQL_DIR)"], cwd=tmp_path).stdout.split()
+    where = run(
+        [
+            str(installed / "python"),
+            "-c",
+            "import crontabber, jobs, dashboard.store as d, crontabber.sqlfiles as q;"
+            " print(crontabber.__file__); print(q.SQL_DIR); print(jobs.SQL_DIR);"
+            " print(d.SQL_DIR)",
+        ],
+        cwd=tmp_path,
+    ).stdout.split()
     assert all(str(installed.parent) in path and str(REPO) not in path for path in where), where
     # the one loader finds the top-level sql/ beside the packages, as in a checkout
     site = os.path.dirname(os.path.dirname(where[0]))
@@ -80,34 +127,51 @@ def test_the_installed_commands_run_from_the_package_not_the_checkout(installed,
     assert os.path.isfile(os.path.join(where[2], "migrations", "0002_uploads.sql"))
     assert os.path.isfile(os.path.join(where[3], "dashboard.sql"))
     assert not os.path.exists(os.path.join(site, "sql", "faults"))  # the fault suite's: not shipped
-    for command, said in (("crontabber", "--logs NAME"), ("symbols-uploads", "enqueue"),
-                          ("symbols-missing-symbols", "write"), ("symbols-prune", "history"),
-                          ("symbols-search", "query"), ("symbols-dashboard", "--port")):
+    for command, said in (
+        ("crontabber", "--logs NAME"),
+        ("symbols-uploads", "enqueue"),
+        ("symbols-missing-symbols", "write"),
+        ("symbols-prune", "history"),
+        ("symbols-search", "query"),
+        ("symbols-dashboard", "--port"),
+    ):
         done = run([str(installed / command), "--help"], cwd=tmp_path)
         assert said in done.stdout, (command, done.stdout)
     assert run([str(installed / "crontabber"), "--version"], cwd=tmp_path).stdout.strip()
 
 
-def test_a_tick_from_the_package_creates_only_the_tables_its_jobs_need(installed, tmp_path,
-                                                                     empty_database):
+def test_a_tick_from_the_package_creates_only_the_tables_its_jobs_need(installed, tmp_path, empty_database):
     ini = tmp_path / "crontabber.ini"
     ini.write_text("[crontabber]\n    jobs='''\n    jobs.runlog.PruneRunLogCronApp|1d\n    '''\n")
     env = environ(empty_database)
     done = run([str(installed / "crontabber"), f"--admin.conf={ini}"], cwd=tmp_path, env=env)
     assert "Traceback" not in done.stderr
-    assert tables(empty_database) == {"crontabber", "crontabber_log", "crontabber_run",
-                                      "crontabber_audit", "crontabber_host", "crontabber_alert", "crontabber_interval",
-                                      "crontabber_notice", "crontabber_mute", "schema_migrations"}
-    listed = run([str(installed / "crontabber"), f"--admin.conf={ini}", "--list-jobs"],
-                 cwd=tmp_path, env=env).stdout
+    assert tables(empty_database) == {
+        "crontabber",
+        "crontabber_log",
+        "crontabber_run",
+        "crontabber_audit",
+        "crontabber_host",
+        "crontabber_alert",
+        "crontabber_interval",
+        "crontabber_notice",
+        "crontabber_mute",
+        "schema_migrations",
+    }
+    listed = run([str(installed / "crontabber"), f"--admin.conf={ini}", "--list-jobs"], cwd=tmp_path, env=env).stdout
     assert "prune-run-log" in listed and " ok " in listed
     # the same site adds a job with tables of its own: the next tick brings them
-    ini.write_text("[crontabber]\n    jobs='''\n    jobs.runlog.PruneRunLogCronApp|1d\n"
-                   "    jobs.missing_symbols.MissingSymbolsRetentionCronApp|1d\n    '''\n")
+    ini.write_text(
+        "[crontabber]\n    jobs='''\n    jobs.runlog.PruneRunLogCronApp|1d\n"
+        "    jobs.missing_symbols.MissingSymbolsRetentionCronApp|1d\n    '''\n"
+    )
     run([str(installed / "crontabber"), f"--admin.conf={ini}"], cwd=tmp_path, env=env)
     assert {"missing_symbol", "upload", "prune_run"} <= tables(empty_database)
-    logs = run([str(installed / "crontabber"), f"--admin.conf={ini}", "--logs",
-                "missing-symbols-retention"], cwd=tmp_path, env=env).stdout
+    logs = run(
+        [str(installed / "crontabber"), f"--admin.conf={ini}", "--logs", "missing-symbols-retention"],
+        cwd=tmp_path,
+        env=env,
+    ).stdout
     assert "succeeded" in logs.splitlines()[0]
 
 

@@ -1,6 +1,7 @@
 """A pause stops the jobs' own data-changing commands too (issue #23 section 3):
 ``python -m jobs.prune run`` deleted objects while prune-s3 was paused, with no warning and no
 audit entry. Now it refuses (exit 6, naming the pause) unless --force, and --audit has both."""
+
 from __future__ import annotations
 
 import json
@@ -13,8 +14,14 @@ from tests.integration.test_prune import keys_in, put_many
 
 
 def job_command(cli, module, *args):
-    return subprocess.run([sys.executable, "-m", module, f"--admin.conf={cli.crontab.ini}", *args],
-                          env=cli.env, cwd=REPO, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", module, f"--admin.conf={cli.crontab.ini}", *args],
+        env=cli.env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_prune_run_refuses_while_prune_s3_is_paused_unless_forced(cli, buckets):  # noqa: F811
@@ -36,15 +43,20 @@ def test_prune_run_refuses_while_prune_s3_is_paused_unless_forced(cli, buckets):
     assert audit.returncode == 0
     entries = [e for e in json.loads(audit.stdout) if e["action"] == "command"]
     assert [(e["detail"]["outcome"], e["detail"]["force"], e["reason"]) for e in entries] == [
-        ("done", True, "INC-7 cleanup"), ("refused (exit 6)", False, None)]  # newest first
+        ("done", True, "INC-7 cleanup"),
+        ("refused (exit 6)", False, None),
+    ]  # newest first
     assert all(e["detail"]["command"] == "python -m jobs.prune run" for e in entries)
 
 
 def test_uploads_drain_refuses_while_process_uploads_is_paused(cli, buckets):  # noqa: F811
     inbox, symbols = buckets
-    cli.crontab.configure(["jobs.uploads.ProcessUploadsCronApp|5m"], extra=(
-        f"    [[class-ProcessUploadsCronApp]]\n        inbox_bucket={inbox}\n"
-        f"        symbols_bucket={symbols}\n"))
+    cli.crontab.configure(
+        ["jobs.uploads.ProcessUploadsCronApp|5m"],
+        extra=(
+            f"    [[class-ProcessUploadsCronApp]]\n        inbox_bucket={inbox}\n        symbols_bucket={symbols}\n"
+        ),
+    )
     assert cli.run("--pause", "process-uploads", "--reason", "bad release").returncode == 0
     done = job_command(cli, "jobs.uploads", "drain")
     assert done.returncode == 6 and "paused until" in done.stderr, done.stderr

@@ -6,6 +6,7 @@ PgBouncer before 1.20 refuses the ``options`` startup parameter, which the runne
 set the session's time zone: it could not connect at all. Nothing may lean on session state
 behind a transaction pooler, and nothing needs the session's time zone.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -31,9 +32,14 @@ def database(template_database: str) -> Iterator[DatabaseSettings]:
 def test_the_pooler_is_one_that_refuses_startup_options(database):
     """What made the runner unusable behind PgBouncer 1.18: it refuses ``options``."""
     with pytest.raises(psycopg2.OperationalError, match="unsupported startup parameter: options"):
-        psycopg2.connect(host=database.host, port=database.port, dbname=database.dbname,
-                         user=database.user, password=database.password,
-                         options="-c timezone=UTC")
+        psycopg2.connect(
+            host=database.host,
+            port=database.port,
+            dbname=database.dbname,
+            user=database.user,
+            password=database.password,
+            options="-c timezone=UTC",
+        )
 
 
 def test_a_tick_runs_through_pgbouncer_and_its_times_are_utc(cli, crontab):

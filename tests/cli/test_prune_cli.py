@@ -1,4 +1,5 @@
 """jobs.prune from the command line: the operator command, the runner's --job, a kill."""
+
 from __future__ import annotations
 
 import re
@@ -30,15 +31,28 @@ def buckets(s3_bucket):
 
 
 def configure(cli, inbox, symbols, **extra):
-    options = {"inbox_bucket": inbox, "symbols_bucket": symbols, "report_days": AGE,
-               "upload_days": AGE, "batch_days": AGE, "lease_seconds": LEASE, **extra}
+    options = {
+        "inbox_bucket": inbox,
+        "symbols_bucket": symbols,
+        "report_days": AGE,
+        "upload_days": AGE,
+        "batch_days": AGE,
+        "lease_seconds": LEASE,
+        **extra,
+    }
     section = "".join(f"        {k}={v}\n" for k, v in options.items())
     cli.crontab.configure(["jobs.prune.PruneS3CronApp|1d"], extra=f"    [[class-PruneS3CronApp]]\n{section}")
 
 
 def prune_cmd(cli, *args):
-    return subprocess.run([sys.executable, "-m", "jobs.prune", f"--admin.conf={cli.crontab.ini}", *args],
-                          env=cli.env, cwd=REPO, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "jobs.prune", f"--admin.conf={cli.crontab.ini}", *args],
+        env=cli.env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_dry_run_then_run_then_history(cli, buckets):
@@ -96,8 +110,13 @@ def test_killed_midway_then_rerun_deletes_the_rest_and_nothing_else(cli, buckets
     doomed = [f"reports/missing-symbols/{i:05d}.csv" for i in range(3000)]
     put_many(symbols, doomed + ["v1/keep/1/keep.sym", "keep/me"])
     time.sleep(1.2)
-    proc = subprocess.Popen([sys.executable, "-m", "jobs.prune", f"--admin.conf={cli.crontab.ini}", "run"],
-                            env=cli.env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jobs.prune", f"--admin.conf={cli.crontab.ini}", "run"],
+        env=cli.env,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         rows = cli.crontab.sql("SELECT coalesce(sum(keys_deleted), 0) AS n FROM prune_rule_result")
@@ -125,8 +144,13 @@ def test_killed_right_after_a_batch_is_deleted_the_audit_still_equals_what_is_go
     put_many(symbols, doomed + ["keep/me"])
     time.sleep(1.2)
     client = s3_client()
-    proc = subprocess.Popen([sys.executable, "-m", "jobs.prune", f"--admin.conf={cli.crontab.ini}", "run"],
-                            env=cli.env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jobs.prune", f"--admin.conf={cli.crontab.ini}", "run"],
+        env=cli.env,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
         try:  # the last key of the second batch (keys are deleted in listing order)
@@ -151,10 +175,14 @@ def test_killed_right_after_a_batch_is_deleted_the_audit_still_equals_what_is_go
     time.sleep(LEASE + 0.2)  # the killed run's lease passes: the next run reconciles it
     assert prune_cmd(cli, "run").returncode == 0
     assert keys_in(symbols) == {"keep/me"}
-    audit = cli.crontab.sql("SELECT run_id, sum(keys_deleted) AS keys, sum(bytes_freed) AS bytes"
-                            " FROM prune_rule_result GROUP BY run_id ORDER BY run_id")
+    audit = cli.crontab.sql(
+        "SELECT run_id, sum(keys_deleted) AS keys, sum(bytes_freed) AS bytes"
+        " FROM prune_rule_result GROUP BY run_id ORDER BY run_id"
+    )
     assert [(r["keys"], r["bytes"]) for r in audit] == [
-        (len(gone), 10 * len(gone)), (6000 - len(gone), 10 * (6000 - len(gone)))]
+        (len(gone), 10 * len(gone)),
+        (6000 - len(gone), 10 * (6000 - len(gone))),
+    ]
     assert "unfinished (killed?)" in prune_cmd(cli, "history").stdout
 
 
@@ -167,8 +195,9 @@ def test_progress_bar_on_a_terminal_only(cli, buckets):
     put_many(symbols, [f"reports/missing-symbols/{i}.csv" for i in range(3)])
     time.sleep(1.2)
     leader, follower = pty.openpty()
-    proc = subprocess.Popen(cli.argv("--job", "prune-s3", "--force"), env=cli.env, cwd=REPO,
-                            stdout=subprocess.DEVNULL, stderr=follower)
+    proc = subprocess.Popen(
+        cli.argv("--job", "prune-s3", "--force"), env=cli.env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=follower
+    )
     os.close(follower)
     seen = b""
     while True:
@@ -203,5 +232,8 @@ def test_a_failed_run_exits_5_in_one_line_and_history_shows_its_error(cli, bucke
     stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC"
     assert len(lines) == 2 and "unfinished" not in "".join(lines), lines
     for line in lines:
-        assert re.match(rf"#\d+ run {stamp} -> failed {stamp} \(S3 \(bucket {missing}\): .*NoSuchBucket.*\): "
-                        r"reports: 0 keys", line), line
+        assert re.match(
+            rf"#\d+ run {stamp} -> failed {stamp} \(S3 \(bucket {missing}\): .*NoSuchBucket.*\): "
+            r"reports: 0 keys",
+            line,
+        ), line

@@ -1,5 +1,6 @@
 """jobs.prune with source=inventory, through its entry points, against a real S3 Inventory
 report written into the local S3 server (issue #34 item 5)."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -30,8 +31,7 @@ def inventory(s3_bucket):
 
 def by_inventory(cli, buckets, inventory, inbox_report=True, **extra):
     """Prune by inventory; the inbox (whose rules come first) has an empty report."""
-    configure(cli, *buckets, source="inventory", inventory_bucket=inventory,
-              inventory_prefix="inv", **extra)
+    configure(cli, *buckets, source="inventory", inventory_bucket=inventory, inventory_prefix="inv", **extra)
     if inbox_report:
         write_inventory(s3_client(), inventory, "inv", buckets[0], [])
 
@@ -44,8 +44,9 @@ def test_inventory_mode_deletes_what_the_newest_report_allows_and_nothing_else(c
     put_many(symbols, old + ["v1/a/1/a.sym", "other/keep.txt", f"{REPORTS}only-in-older-report.csv"])
     before = listing(client, symbols)
     # an older report lists one more key, which the newest one does not: only the newest counts
-    write_inventory(client, inventory, "inv", symbols, before,
-                    taken=dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=2))
+    write_inventory(
+        client, inventory, "inv", symbols, before, taken=dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=2)
+    )
     newest = [obj for obj in before if not obj["Key"].endswith("only-in-older-report.csv")]
     manifest = write_inventory(client, inventory, "inv", symbols, newest)
     wait_a_second()
@@ -61,8 +62,13 @@ def test_inventory_mode_deletes_what_the_newest_report_allows_and_nothing_else(c
 
     done = cli.run("--job", "prune-s3", "--force")
     assert done.returncode == 0, done.stderr
-    assert keys_in(symbols) == {old[0], "v1/a/1/a.sym", "other/keep.txt",
-                                f"{REPORTS}only-in-older-report.csv", f"{REPORTS}after.csv"}
+    assert keys_in(symbols) == {
+        old[0],
+        "v1/a/1/a.sym",
+        "other/keep.txt",
+        f"{REPORTS}only-in-older-report.csv",
+        f"{REPORTS}after.csv",
+    }
     history = prune_cmd(cli, "history").stdout
     assert f"reports (by s3://{inventory}/{manifest}): 28 keys, 280 bytes, 0 errors" in history
     assert cli.crontab.sql("SELECT count(*) AS n FROM prune_intent")[0]["n"] == 0
@@ -72,14 +78,22 @@ def test_a_report_older_than_the_maximum_age_is_refused_in_one_line(cli, buckets
     inbox, symbols = buckets
     by_inventory(cli, buckets, inventory, inventory_max_age_hours=48)
     put_many(symbols, [f"{REPORTS}{i}.csv" for i in range(3)])
-    manifest = write_inventory(s3_client(), inventory, "inv", symbols, listing(s3_client(), symbols),
-                               taken=dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=49))
+    manifest = write_inventory(
+        s3_client(),
+        inventory,
+        "inv",
+        symbols,
+        listing(s3_client(), symbols),
+        taken=dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=49),
+    )
     time.sleep(1.2)
     done = prune_cmd(cli, "run")
     assert done.returncode == 1
-    assert done.stderr == (f"python -m jobs.prune: inventory s3://{inventory}/{manifest} refused: "
-                           "taken 49.0 h ago, over inventory_max_age_hours=48: it does not know "
-                           "what changed since\n")
+    assert done.stderr == (
+        f"python -m jobs.prune: inventory s3://{inventory}/{manifest} refused: "
+        "taken 49.0 h ago, over inventory_max_age_hours=48: it does not know "
+        "what changed since\n"
+    )
     assert len(keys_in(symbols)) == 3
     assert "refused: taken 49.0 h ago" in prune_cmd(cli, "history").stdout
 
@@ -93,8 +107,7 @@ def test_a_corrupt_data_file_is_refused_by_its_md5(cli, buckets, inventory):
     time.sleep(1.2)
     done = prune_cmd(cli, "run")
     assert done.returncode == 1
-    assert done.stderr.startswith(f"python -m jobs.prune: inventory s3://{inventory}/{data} "
-                                  "refused: MD5 ")
+    assert done.stderr.startswith(f"python -m jobs.prune: inventory s3://{inventory}/{data} refused: MD5 ")
     assert done.stderr.count("\n") == 1 and "the manifest says" in done.stderr
     assert len(keys_in(symbols)) == 3
 

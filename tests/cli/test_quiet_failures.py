@@ -1,6 +1,7 @@
 """A job that fails because a service is down says so in one line naming the
 service and its address; the traceback goes to crontabber_log (and Sentry, and
 the DEBUG log), not to the terminal (issue #13)."""
+
 import contextlib
 import socket
 import struct
@@ -15,8 +16,10 @@ def closed_port():
 
 def test_elasticsearch_down_is_one_line_naming_it(cli):
     port = closed_port()
-    cli.crontab.configure(["jobs.search_index.RebuildSearchIndexCronApp|1h"], extra=(
-        f"    [[class-RebuildSearchIndexCronApp]]\n        es_url=http://127.0.0.1:{port}\n"))
+    cli.crontab.configure(
+        ["jobs.search_index.RebuildSearchIndexCronApp|1h"],
+        extra=(f"    [[class-RebuildSearchIndexCronApp]]\n        es_url=http://127.0.0.1:{port}\n"),
+    )
     done = cli.run("--job", "rebuild-search-index")
     assert done.returncode == 5
     expected = f"Elasticsearch at http://127.0.0.1:{port}: connection refused"
@@ -36,8 +39,10 @@ def test_elasticsearch_resetting_connections_is_one_line_naming_it(cli):
     """A reset carries no address in the client's exceptions (found by the fault suite
     when Elasticsearch was stopped mid-rebuild): the line still names it."""
     with resetting_server() as port:
-        cli.crontab.configure(["jobs.search_index.RebuildSearchIndexCronApp|1h"], extra=(
-            f"    [[class-RebuildSearchIndexCronApp]]\n        es_url=http://127.0.0.1:{port}\n"))
+        cli.crontab.configure(
+            ["jobs.search_index.RebuildSearchIndexCronApp|1h"],
+            extra=(f"    [[class-RebuildSearchIndexCronApp]]\n        es_url=http://127.0.0.1:{port}\n"),
+        )
         done = cli.run("--job", "rebuild-search-index")
     assert done.returncode == 5, done.stderr
     expected = f"Elasticsearch at http://127.0.0.1:{port}: connection reset by peer"

@@ -15,8 +15,7 @@ FAST = ("--crontabber.heartbeat_seconds=0.5", "--crontabber.lease_seconds=3")
 
 
 def _slow(cli, sleep: float) -> None:
-    cli.crontab.configure(["SlowBackfillJob|1d"],
-                          extra=f"    [[class-SlowBackfillJob]]\n        sleep={sleep}\n")
+    cli.crontab.configure(["SlowBackfillJob|1d"], extra=f"    [[class-SlowBackfillJob]]\n        sleep={sleep}\n")
 
 
 def _started(cli, days: int) -> dt.datetime:
@@ -31,8 +30,10 @@ def _started(cli, days: int) -> dt.datetime:
 
 
 def _calls(cli) -> list[dict]:
-    return cli.crontab.sql("SELECT c.day, c.run_id, c.at, c.finished_at, r.kind FROM test_job_calls c"
-                           " JOIN crontabber_run r USING (run_id) ORDER BY c.id")
+    return cli.crontab.sql(
+        "SELECT c.day, c.run_id, c.at, c.finished_at, r.kind FROM test_job_calls c"
+        " JOIN crontabber_run r USING (run_id) ORDER BY c.id"
+    )
 
 
 def _day(when: dt.datetime) -> str:
@@ -45,8 +46,18 @@ def test_a_backfill_runs_beside_the_schedule_and_no_interval_runs_twice_at_once(
     rerun goes on; each interval is run by one run at a time."""
     anchor = _started(cli, 6)  # the schedule has 6 intervals to do: anchor + 1 .. anchor + 6
     _slow(cli, 1.0)
-    rerun = cli.spawn("--rerun", "slow-backfill", "--reason", "test", "--newest-first",
-                      "--date", _day(anchor - 2 * DAY), "--to", _day(anchor + DAY), *FAST)
+    rerun = cli.spawn(
+        "--rerun",
+        "slow-backfill",
+        "--reason",
+        "test",
+        "--newest-first",
+        "--date",
+        _day(anchor - 2 * DAY),
+        "--to",
+        _day(anchor + DAY),
+        *FAST,
+    )
     wait_for(lambda: _calls(cli), what="the rerun's first interval")
     tick = cli.run(*FAST, timeout=120)
     out, err = rerun.communicate(timeout=120)
@@ -64,22 +75,24 @@ def test_a_backfill_runs_beside_the_schedule_and_no_interval_runs_twice_at_once(
         for other in calls:
             if one is not other and one["day"] == other["day"]:
                 assert one["finished_at"] <= other["at"] or other["finished_at"] <= one["at"]
-    ledger = cli.crontab.sql("SELECT kind, status FROM crontabber_run WHERE app_name = "
-                             "'slow-backfill' ORDER BY run_id")
-    assert ledger[-2:] == [{"kind": "rerun", "status": "succeeded"},
-                           {"kind": "scheduled", "status": "succeeded"}]
+    ledger = cli.crontab.sql("SELECT kind, status FROM crontabber_run WHERE app_name = 'slow-backfill' ORDER BY run_id")
+    assert ledger[-2:] == [{"kind": "rerun", "status": "succeeded"}, {"kind": "scheduled", "status": "succeeded"}]
 
 
 def test_a_rerun_killed_mid_range_is_resumed_without_redoing_what_it_finished(cli):
     anchor = _started(cli, 1)
     _slow(cli, 1.0)
     days = [anchor - i * DAY for i in range(6, 1, -1)]
-    rerun = cli.spawn("--rerun", "slow-backfill", "--reason", "test", "--date", _day(days[0]),
-                      "--to", _day(days[-1]), *FAST)
-    logged = ("SELECT success FROM crontabber_log WHERE app_name = 'slow-backfill' "
-              "AND run_id = %s AND success IS NOT NULL ORDER BY success")
-    run_id = wait_for(lambda: cli.crontab.sql(
-        "SELECT run_id FROM crontabber_run WHERE kind = 'rerun'"), what="the rerun")[0]["run_id"]
+    rerun = cli.spawn(
+        "--rerun", "slow-backfill", "--reason", "test", "--date", _day(days[0]), "--to", _day(days[-1]), *FAST
+    )
+    logged = (
+        "SELECT success FROM crontabber_log WHERE app_name = 'slow-backfill' "
+        "AND run_id = %s AND success IS NOT NULL ORDER BY success"
+    )
+    run_id = wait_for(
+        lambda: cli.crontab.sql("SELECT run_id FROM crontabber_run WHERE kind = 'rerun'"), what="the rerun"
+    )[0]["run_id"]
     wait_for(lambda: len(cli.crontab.sql(logged, (run_id,))) >= 2, what="two intervals done")
     os.kill(rerun.pid, signal.SIGKILL)
     rerun.wait(timeout=30)
@@ -87,23 +100,27 @@ def test_a_rerun_killed_mid_range_is_resumed_without_redoing_what_it_finished(cl
     assert 2 <= len(done) < len(days)
     live = cli.run("--rerun", "slow-backfill", "--reason", "test", "--resume-run", str(run_id), *FAST)
     assert live.returncode == 3 and "its lease is live" in live.stderr  # not before it expired
-    wait_for(lambda: cli.crontab.sql(
-        "SELECT 1 FROM crontabber_run WHERE run_id = %s AND heartbeat < clock_timestamp() "
-        "- interval '3 seconds'", (run_id,)), what="the killed run's lease to expire")
+    wait_for(
+        lambda: cli.crontab.sql(
+            "SELECT 1 FROM crontabber_run WHERE run_id = %s AND heartbeat < clock_timestamp() - interval '3 seconds'",
+            (run_id,),
+        ),
+        what="the killed run's lease to expire",
+    )
     dry = cli.run("--rerun", "slow-backfill", "--resume-run", str(run_id), "--dry-run", *FAST)
     assert dry.returncode == 0, dry.stderr
     assert f"{len(done)} skipped, continuing run {run_id}" in dry.stdout
     assert dry.stdout.count(f"skipped: done by run {run_id} before it stopped") == len(done)
     calls_before = len(_calls(cli))
-    resumed = cli.run("--rerun", "slow-backfill", "--reason", "test", "--resume-run", str(run_id),
-                      *FAST, timeout=120)
+    resumed = cli.run("--rerun", "slow-backfill", "--reason", "test", "--resume-run", str(run_id), *FAST, timeout=120)
     assert resumed.returncode == 0, resumed.stderr
     again = [c["day"] for c in _calls(cli)[calls_before:]]
     assert again == [d for d in days if d not in done]  # the rest, in the killed run's order
     (killed,) = cli.crontab.sql("SELECT status FROM crontabber_run WHERE run_id = %s", (run_id,))
     assert killed["status"] == "abandoned"
-    (new,) = cli.crontab.sql("SELECT resumed_from, status FROM crontabber_run WHERE kind = 'rerun' "
-                             "AND run_id > %s", (run_id,))
+    (new,) = cli.crontab.sql(
+        "SELECT resumed_from, status FROM crontabber_run WHERE kind = 'rerun' AND run_id > %s", (run_id,)
+    )
     assert new == {"resumed_from": run_id, "status": "succeeded"}
 
 
@@ -116,19 +133,20 @@ def test_only_failed_or_missing_and_the_dry_run_says_what_each_interval_would_do
     crontab.wind(back, "failing-backfill")
     anchor = first.astimezone(dt.timezone.utc) - back
     bad = anchor + 2 * DAY
-    crontab.configure(["FailingBackfillJob|1d"],
-                      extra=f"    [[class-FailingBackfillJob]]\n        fail_on={_day(bad)}\n")
+    crontab.configure(
+        ["FailingBackfillJob|1d"], extra=f"    [[class-FailingBackfillJob]]\n        fail_on={_day(bad)}\n"
+    )
     assert cli.run("--job", "failing-backfill").returncode == 5  # anchor+1 done, anchor+2 failed
     span = ("--date", _day(anchor - DAY), "--to", _day(anchor + 4 * DAY))
-    dry = cli.run("--rerun", "failing-backfill", "--only", "failed", "--newest-first",
-                  "--dry-run", *span)
+    dry = cli.run("--rerun", "failing-backfill", "--only", "failed", "--newest-first", "--dry-run", *span)
     assert dry.returncode == 0, dry.stderr
     lines = dry.stdout.splitlines()
-    assert lines[0] == ("failing-backfill: --rerun would run 1 interval(s), newest first, "
-                        "5 skipped (nothing ran):")
+    assert lines[0] == ("failing-backfill: --rerun would run 1 interval(s), newest first, 5 skipped (nothing ran):")
     stamp = "%Y-%m-%d %H:%M UTC"
-    first_run, second_run = [r["run_id"] for r in crontab.sql(
-        "SELECT run_id FROM crontabber_run WHERE app_name = 'failing-backfill' ORDER BY run_id")]
+    first_run, second_run = [
+        r["run_id"]
+        for r in crontab.sql("SELECT run_id FROM crontabber_run WHERE app_name = 'failing-backfill' ORDER BY run_id")
+    ]
     none = "skipped: no unit recorded; --only failed leaves it"
     assert lines[1:] == [
         f"  {anchor + 4 * DAY:{stamp}}: skipped: its last unit succeeded (run {first_run})",
@@ -141,8 +159,7 @@ def test_only_failed_or_missing_and_the_dry_run_says_what_each_interval_would_do
     crontab.sql("DELETE FROM test_job_calls")
     missing = cli.run("--rerun", "failing-backfill", "--reason", "test", "--only", "missing", *span)
     assert missing.returncode == 0, missing.stderr
-    assert [c["day"] for c in crontab.calls("failing-backfill")] == \
-        [anchor - DAY, anchor, anchor + 3 * DAY]
+    assert [c["day"] for c in crontab.calls("failing-backfill")] == [anchor - DAY, anchor, anchor + 3 * DAY]
     failed = cli.run("--rerun", "failing-backfill", "--reason", "test", "--only", "failed", *span)
     assert failed.returncode == 5 and "--resume-run" in failed.stdout  # it fails on that day again
     nothing = cli.run("--rerun", "failing-backfill", "--reason", "test", "--only", "missing", *span)

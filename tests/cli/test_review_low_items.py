@@ -16,10 +16,14 @@ TOKEN = "InlineSecretToken999"
 
 
 def test_configtest_masks_the_path_of_an_inline_webhook_address(cli):
-    cli.crontab.configure(["BasicJob|1d"], extra=(
-        "[alerts]\n    targets='''\n"
-        f"        ops webhook https://hooks.slack.com/services/T000/B000/{TOKEN} format=slack\n"
-        "        hook webhook http://127.0.0.1:9/\n    '''\n"))
+    cli.crontab.configure(
+        ["BasicJob|1d"],
+        extra=(
+            "[alerts]\n    targets='''\n"
+            f"        ops webhook https://hooks.slack.com/services/T000/B000/{TOKEN} format=slack\n"
+            "        hook webhook http://127.0.0.1:9/\n    '''\n"
+        ),
+    )
     done = cli.run("--configtest")
     assert done.returncode == 0, done.stdout + done.stderr
     assert TOKEN not in done.stdout + done.stderr
@@ -37,12 +41,16 @@ def test_the_trusted_user_header_needs_a_loopback_address(cli):
     cli.crontab.configure(["BasicJob|1d"])
     env = {**cli.env, "DASHBOARD_TRUSTED_USER_HEADER": "X-Forwarded-User"}
     for host in ("0.0.0.0", "::", "10.1.2.3"):
-        done = subprocess.run([sys.executable, "-m", "dashboard", f"--admin.conf={cli.crontab.ini}",
-                               "--host", host, "--port", "0"], env=env, cwd=REPO,
-                              capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            [sys.executable, "-m", "dashboard", f"--admin.conf={cli.crontab.ini}", "--host", host, "--port", "0"],
+            env=env,
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
-        assert f"DASHBOARD_TRUSTED_USER_HEADER trusts a header anyone can send to {host}" \
-            in done.stderr
+        assert f"DASHBOARD_TRUSTED_USER_HEADER trusts a header anyone can send to {host}" in done.stderr
 
 
 def test_an_underscore_header_never_stands_for_the_trusted_one(cli):
@@ -51,9 +59,14 @@ def test_an_underscore_header_never_stands_for_the_trusted_one(cli):
     cli.crontab.configure(["BasicJob|1d"])
     port = _free_port()
     env = {**cli.env, "DASHBOARD_TRUSTED_USER_HEADER": "X-Forwarded-User"}
-    proc = subprocess.Popen([sys.executable, "-m", "dashboard", f"--admin.conf={cli.crontab.ini}",
-                             "--port", str(port)], env=env, cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dashboard", f"--admin.conf={cli.crontab.ini}", "--port", str(port)],
+        env=env,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
     def status(header: str) -> int:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)

@@ -5,6 +5,7 @@ one-line summary, and the tail of what the job logged and printed, secrets maske
 ``--logs``, ``--show-error``, ``--history`` and the dashboard show them, so on-call
 never needs the host that ran it. Real PostgreSQL, the real entry point as a
 subprocess, kill -9 and SIGTERM."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -26,8 +27,7 @@ def chatty(cli, **options):
 
 
 def ledger(cli, app_name="chatty"):
-    return cli.crontab.sql("SELECT * FROM crontabber_run WHERE app_name = %s ORDER BY run_id",
-                           (app_name,))
+    return cli.crontab.sql("SELECT * FROM crontabber_run WHERE app_name = %s ORDER BY run_id", (app_name,))
 
 
 def test_a_failed_run_keeps_its_output_for_logs_and_show_error(cli):
@@ -45,8 +45,13 @@ def test_a_failed_run_keeps_its_output_for_logs_and_show_error(cli):
     lines = logs.stdout.splitlines()
     assert lines[0].startswith(f"chatty run {run['run_id']} (scheduled) on {run['host']}:{run['pid']}")
     assert lines[0].endswith(": failed") and "error: RuntimeError: chatty failed" in logs.stdout
-    for said in ("chatty: starting run", "chatty stdout line 0", "chatty stdout line 2",
-                 "chatty child stderr", "chatty failed: RuntimeError"):  # the log, stdout, a subprocess
+    for said in (
+        "chatty: starting run",
+        "chatty stdout line 0",
+        "chatty stdout line 2",
+        "chatty child stderr",
+        "chatty failed: RuntimeError",
+    ):  # the log, stdout, a subprocess
         assert said in logs.stdout, said
     assert SECRET not in logs.stdout and "chatty: connecting with ***" in logs.stdout
     shown = cli.run("--show-error", "chatty")
@@ -57,8 +62,10 @@ def test_a_failed_run_keeps_its_output_for_logs_and_show_error(cli):
     assert document["run"]["status"] == "failed" and "chatty child stderr" in document["run"]["output"]
     assert SECRET not in json.dumps(document)
     by_id = cli.run("--logs", "chatty", "--run", str(run["run_id"]), "--json")
-    assert json.loads(by_id.stdout)["output"] == cli.crontab.sql(
-        "SELECT output FROM crontabber_run WHERE run_id = %s", (run["run_id"],))[0]["output"]
+    assert (
+        json.loads(by_id.stdout)["output"]
+        == cli.crontab.sql("SELECT output FROM crontabber_run WHERE run_id = %s", (run["run_id"],))[0]["output"]
+    )
     missing = cli.run("--logs", "chatty", "--run", "999999")
     assert missing.returncode == 1 and "no run 999999" in missing.stderr
 
@@ -71,7 +78,8 @@ def test_a_success_stores_and_prints_the_jobs_summary(cli):
     assert run["status"] == "succeeded" and run["kind"] == "forced" and run["summary"] == "said 2 lines"
     assert f"chatty: ran (run {run['run_id']}): said 2 lines" in done.stdout
     assert cli.crontab.sql("SELECT summary FROM crontabber_log WHERE app_name = 'chatty'") == [
-        {"summary": "said 2 lines"}]
+        {"summary": "said 2 lines"}
+    ]
     history = cli.run("--history", "chatty")
     header, line, _ = history.stdout.splitlines()
     assert header.split() == ["STARTED", "(UTC)", "TOOK", "BY", "RUN", "KIND", "OUTCOME", "DETAIL"]
@@ -96,8 +104,7 @@ def test_the_output_kept_is_capped_at_its_tail(cli):
 def test_a_killed_run_is_running_in_the_ledger_with_its_output_then_abandoned(cli):
     chatty(cli, sleep=30)
     holder = cli.spawn(*FAST)
-    wait_for(lambda: (ledger(cli) or [{}])[0].get("output", "").count("chatty: sleeping") == 1,
-             timeout=20)
+    wait_for(lambda: (ledger(cli) or [{}])[0].get("output", "").count("chatty: sleeping") == 1, timeout=20)
     (run,) = ledger(cli)
     assert run["status"] == "running" and run["ended"] is None and run["pid"] == holder.pid
     assert SECRET not in run["output"]
@@ -126,14 +133,12 @@ def test_timed_out_and_stopped_by_signal_are_outcomes_of_their_own(cli):
     assert "timed out" in history.stdout.splitlines()[1]
     chatty(cli, sleep=30)
     runner = cli.spawn("--job", "chatty", "--force", *FAST)
-    wait_for(lambda: len(ledger(cli)) == 2 and "chatty: sleeping" in ledger(cli)[-1]["output"],
-             timeout=20)
+    wait_for(lambda: len(ledger(cli)) == 2 and "chatty: sleeping" in ledger(cli)[-1]["output"], timeout=20)
     runner.send_signal(signal.SIGTERM)
     runner.communicate(timeout=30)
     last = ledger(cli)[-1]
     assert last["status"] == "stopped by signal" and last["kind"] == "forced"
-    assert json.loads(cli.run("--history", "chatty", "--json").stdout)["runs"][0]["outcome"] == \
-        "stopped_by_signal"
+    assert json.loads(cli.run("--history", "chatty", "--json").stdout)["runs"][0]["outcome"] == "stopped_by_signal"
 
 
 def test_a_rerun_of_many_intervals_is_one_line_of_history(cli):
@@ -203,13 +208,15 @@ def test_a_rerun_dry_run_says_what_each_interval_would_write(cli, s3_bucket):
     cli.crontab.configure(entries(f"{AGGREGATE}|5m", f"{REPORT}|1d"), extra=ini(s3_bucket))
     assert cli.run().returncode == 0
     day = cli.crontab.state("missing-symbols-report").last_success.astimezone(dt.timezone.utc).date()
-    done = cli.run("--rerun", "missing-symbols-report", "--date", f"{day - dt.timedelta(days=1)}",
-                   "--to", f"{day}", "--dry-run")
+    done = cli.run(
+        "--rerun", "missing-symbols-report", "--date", f"{day - dt.timedelta(days=1)}", "--to", f"{day}", "--dry-run"
+    )
     assert done.returncode == 0, done.stderr
     said = [line for line in done.stdout.splitlines() if line.startswith("  ")]
     assert len(said) == 2 and said[1].endswith(
         f"would write the report of {day - dt.timedelta(days=1)} to "
-        f"s3://{s3_bucket}/reports/missing-symbols/{day - dt.timedelta(days=1)}.csv")
+        f"s3://{s3_bucket}/reports/missing-symbols/{day - dt.timedelta(days=1)}.csv"
+    )
     assert len(ledger(cli, "missing-symbols-report")) == 1  # nothing ran
 
 

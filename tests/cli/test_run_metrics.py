@@ -2,6 +2,7 @@
 summary (``crontabber.base.Summary``); the run ledger keeps them, ``--history``, ``--logs``,
 ``--json`` and the metrics file show them, and the job's checks over them and over the run's
 duration open a ``breach`` alert or pause the job. The real entry point as a subprocess."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -14,8 +15,9 @@ def measuring(cli, **options):
 
 
 def runs(cli):
-    return cli.crontab.sql("SELECT run_id, status, summary, metrics FROM crontabber_run "
-                           "WHERE app_name = 'measuring' ORDER BY run_id")
+    return cli.crontab.sql(
+        "SELECT run_id, status, summary, metrics FROM crontabber_run WHERE app_name = 'measuring' ORDER BY run_id"
+    )
 
 
 def test_a_runs_metrics_are_stored_and_shown(cli):
@@ -31,8 +33,7 @@ def test_a_runs_metrics_are_stored_and_shown(cli):
     logs = cli.run("--logs", "measuring")
     assert "metrics: bytes_freed=40960 keys_deleted=12 ratio=0.25" in logs.stdout
     document = json.loads(cli.run("--history", "measuring", "--json").stdout)
-    assert document["runs"][0]["metrics"] == {"keys_deleted": 12, "bytes_freed": 40960,
-                                              "ratio": 0.25}
+    assert document["runs"][0]["metrics"] == {"keys_deleted": 12, "bytes_freed": 40960, "ratio": 0.25}
     logged = json.loads(cli.run("--logs", "measuring", "--json").stdout)
     assert logged["metrics"]["keys_deleted"] == 12
 
@@ -52,8 +53,7 @@ TARGETS = "[alerts]\n    targets='''\n        hook webhook http://127.0.0.1:9/ho
 
 def checked(cli, targets=TARGETS, **options):
     extra = "".join(f"        {name}={value}\n" for name, value in options.items())
-    cli.crontab.configure(["MeasuringJob|1d"],
-                          extra=f"    [[class-MeasuringJob]]\n{extra}{targets}")
+    cli.crontab.configure(["MeasuringJob|1d"], extra=f"    [[class-MeasuringJob]]\n{extra}{targets}")
 
 
 def tick(cli):
@@ -65,8 +65,7 @@ def tick(cli):
 
 
 def breaches(cli):
-    return cli.crontab.sql("SELECT subject, message, detail FROM crontabber_alert "
-                           "WHERE kind = 'breach' ORDER BY id")
+    return cli.crontab.sql("SELECT subject, message, detail FROM crontabber_alert WHERE kind = 'breach' ORDER BY id")
 
 
 def test_a_run_faster_than_min_duration_opens_a_breach_alert(cli):
@@ -106,8 +105,9 @@ def test_a_metric_check_with_on_breach_pause_pauses_the_job_naming_the_breach(cl
     state = cli.crontab.state("measuring")
     last = runs(cli)[-1]["run_id"]
     assert state.paused_until is not None  # no alert targets: paused all the same
-    assert state.paused_reason == (f"run {last} breached check {check}: keys_deleted = 100, "
-                                   "not < 50 (median of 3 good runs: 10)")
+    assert state.paused_reason == (
+        f"run {last} breached check {check}: keys_deleted = 100, not < 50 (median of 3 good runs: 10)"
+    )
     (audit,) = cli.crontab.sql("SELECT actor, action, detail FROM crontabber_audit")
     assert audit["action"] == "pause" and audit["actor"].startswith("crontabber@")
     assert audit["detail"]["breach"] == [f"check {check}"]

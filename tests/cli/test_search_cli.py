@@ -18,13 +18,13 @@ REPO = Path(__file__).resolve().parent.parent.parent
 
 
 def env(alias):
-    return {**os.environ, "PYTHONPATH": str(REPO), "ES_URL": ENV.get("ES_URL", ""),
-            "SEARCH_ALIAS": alias}
+    return {**os.environ, "PYTHONPATH": str(REPO), "ES_URL": ENV.get("ES_URL", ""), "SEARCH_ALIAS": alias}
 
 
 def search(alias, *args):
-    return subprocess.run([sys.executable, "-m", "search", *args], env=env(alias), cwd=REPO,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "search", *args], env=env(alias), cwd=REPO, capture_output=True, text=True, timeout=60
+    )
 
 
 def test_the_cli_prints_a_table(corpus_index):  # noqa: F811
@@ -32,8 +32,7 @@ def test_the_cli_prints_a_table(corpus_index):  # noqa: F811
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == "query: firefix   terms: firefix (1.1), firefox (0.8571)"
-    assert lines[2].split() == ["score", "debug_file", "debug_id", "filename", "code_file",
-                                "code_id", "matched"]
+    assert lines[2].split() == ["score", "debug_file", "debug_id", "filename", "code_file", "code_id", "matched"]
     assert len(lines) == 5 and lines[3].split()[1].startswith("firefox.")
     assert lines[3].split()[-1] == "firefox"
 
@@ -45,8 +44,10 @@ def test_the_cli_exit_codes(corpus_index):  # noqa: F811
     assert (done.returncode, done.stderr) == (1, "search: the query is empty\n")
     assert search(corpus_index[0]).returncode == 1  # argparse's own error: 2 otherwise
     done = search(corpus_index[0], "\ufb2c" * 170)  # 510 characters once normalised
-    assert (done.returncode, done.stderr) == (1, "search: the query is longer than 200 "
-                                              "characters (after Unicode normalisation)\n")
+    assert (done.returncode, done.stderr) == (
+        1,
+        "search: the query is longer than 200 characters (after Unicode normalisation)\n",
+    )
     done = search(corpus_index[0], "xul", "--es-url", "http://elastic:s3cret@127.0.0.1:9")
     assert done.returncode == 5 and "Elasticsearch unreachable" in done.stderr
     assert "(Elasticsearch at http://127.0.0.1:9)" in done.stderr
@@ -61,15 +62,19 @@ def free_port():
 
 def test_the_server_serves_until_terminated(corpus_index):  # noqa: F811
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "search.server", "--port", str(port)],
-                            env=env(corpus_index[0]), cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "search.server", "--port", str(port)],
+        env=env(corpus_index[0]),
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         body = None
         for _ in range(100):
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/search?q=xlu.pdb&size=1",
-                                            timeout=10) as response:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/search?q=xlu.pdb&size=1", timeout=10) as response:
                     body = json.load(response)
                 break
             except OSError:
@@ -85,9 +90,14 @@ def test_the_server_logs_one_line_per_request_with_elasticsearch_down():
     the 503's warning and the access line, not the client's request lines and
     retry tracebacks (356-514 lines before)."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "search.server", "--port", str(port)],
-                            env={**env("symbols"), "ES_URL": "http://127.0.0.1:9"}, cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "search.server", "--port", str(port)],
+        env={**env("symbols"), "ES_URL": "http://127.0.0.1:9"},
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
     reader.start()
@@ -112,8 +122,10 @@ def test_the_server_logs_one_line_per_request_with_elasticsearch_down():
         reader.join(timeout=10)
     assert "serving on" in lines[0] and len(lines) == 7, "".join(lines)
     assert sum(" INFO search.access: GET /search 503 " in line for line in lines) == 3
-    assert sum(" WARNING search.server: search unavailable (symbols): Elasticsearch unreachable"
-               in line for line in lines) == 3
+    assert (
+        sum(" WARNING search.server: search unavailable (symbols): Elasticsearch unreachable" in line for line in lines)
+        == 3
+    )
 
 
 def test_the_cli_takes_several_words_and_says_what_an_option_was_meant(corpus_index):  # noqa: F811
@@ -129,10 +141,10 @@ def test_the_cli_takes_several_words_and_says_what_an_option_was_meant(corpus_in
     assert done.returncode == 1
     assert done.stderr.endswith("unrecognized arguments: --sizee 3 (did you mean --size?)\n")
     server = [sys.executable, "-m", "search.server"]
-    done = subprocess.run([*server, "--help"], env=env(alias), cwd=REPO, capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run([*server, "--help"], env=env(alias), cwd=REPO, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and "``" not in done.stdout
     assert "(default 127.0.0.1)" in done.stdout and "(default 8000;" in done.stdout
-    done = subprocess.run([*server, "--prot", "1"], env=env(alias), cwd=REPO,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [*server, "--prot", "1"], env=env(alias), cwd=REPO, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 1 and "(did you mean --port?)" in done.stderr

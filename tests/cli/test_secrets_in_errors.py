@@ -2,6 +2,7 @@
 second security review's N2-N6): secrets in the database, every command, the dashboard and
 every alert payload; control characters in every human output and log line; Slack markup; the
 webhooks' redirects and answers; a malformed target address; the signed notice id."""
+
 from __future__ import annotations
 
 import json
@@ -30,12 +31,19 @@ RAW = ("\x1b", "\x07", "\x9b", "\u202e")
 def leaky(cli, receiver, error: str, targets: str | None = None) -> None:
     """LeakyJob fails with ``error``; alerts after 2 failures to a signed JSON hook, a Slack
     hook read from the environment (its token in the path) and PagerDuty."""
-    cli.env.update(UPSTREAM_TOKEN=TOKEN, HOOK_SECRET=SIGNING, PD_KEY="pd-routing-key",
-                   HOOK_URL=f"{receiver.url}/slack/{HOOK_TOKEN}", LEAKY_ERROR=error)
+    cli.env.update(
+        UPSTREAM_TOKEN=TOKEN,
+        HOOK_SECRET=SIGNING,
+        PD_KEY="pd-routing-key",
+        HOOK_URL=f"{receiver.url}/slack/{HOOK_TOKEN}",
+        LEAKY_ERROR=error,
+    )
     if targets is None:
-        targets = (f"        hook webhook {receiver.url}/hook secret_env=HOOK_SECRET\n"
-                   "        slack webhook env:HOOK_URL format=slack\n"
-                   f"        pd webhook {receiver.url}/pd format=pagerduty routing_key_env=PD_KEY\n")
+        targets = (
+            f"        hook webhook {receiver.url}/hook secret_env=HOOK_SECRET\n"
+            "        slack webhook env:HOOK_URL format=slack\n"
+            f"        pd webhook {receiver.url}/pd format=pagerduty routing_key_env=PD_KEY\n"
+        )
     cli.crontab.configure(["LeakyJob|1d"], extra=f"[alerts]\n    targets='''\n{targets}    '''\n")
 
 
@@ -63,21 +71,34 @@ def found(texts: list[str], needles: tuple[str, ...]) -> list[tuple[int, str]]:
 
 def test_a_secret_in_a_job_error_is_masked_wherever_it_is_stored_or_shown(cli, receiver, dashboard):  # noqa: F811
     hook_url = f"{receiver.url}/slack/{HOOK_TOKEN}"
-    leaky(cli, receiver, f"upstream said: key={TOKEN} password=hunter2xyz "
-                         f"url=http://u:PwInUrl99@h.example/ hook={hook_url}")
+    leaky(
+        cli,
+        receiver,
+        f"upstream said: key={TOKEN} password=hunter2xyz url=http://u:PwInUrl99@h.example/ hook={hook_url}",
+    )
     texts = fail_twice(cli)
-    assert "leaky: failed: RuntimeError: upstream said: key=*** password=*** url=http://u:***@h.example/" \
-        in texts[0]
+    assert "leaky: failed: RuntimeError: upstream said: key=*** password=*** url=http://u:***@h.example/" in texts[0]
     assert len(receiver.wait("/hook", 1)) == 1 and len(receiver.at("/pd")) == 1
     assert len(receiver.at(f"/slack/{HOOK_TOKEN}")) == 1
     texts += [r.body.decode() for r in receiver.received]
-    for args in (("--show-error", "leaky"), ("--logs", "leaky"), ("--explain", "leaky"),
-                 ("--explain", "leaky", "--json"), ("--nagios",), ("--list-jobs",),
-                 ("--list-jobs", "--json"), ("--history", "leaky"), ("--history", "leaky", "--json"),
-                 ("--alerts",), ("--alerts", "--json")):
+    for args in (
+        ("--show-error", "leaky"),
+        ("--logs", "leaky"),
+        ("--explain", "leaky"),
+        ("--explain", "leaky", "--json"),
+        ("--nagios",),
+        ("--list-jobs",),
+        ("--list-jobs", "--json"),
+        ("--history", "leaky"),
+        ("--history", "leaky", "--json"),
+        ("--alerts",),
+        ("--alerts", "--json"),
+    ):
         texts.append(shown(cli, *args))
-    texts += [repr(cli.crontab.sql(f"SELECT * FROM {table}")) for table in (
-        "crontabber", "crontabber_log", "crontabber_alert", "crontabber_notice")]
+    texts += [
+        repr(cli.crontab.sql(f"SELECT * FROM {table}"))
+        for table in ("crontabber", "crontabber_log", "crontabber_alert", "crontabber_notice")
+    ]
     dashboard.start()
     for path in ("/", "/api/jobs", "/api/alerts", "/jobs/leaky", "/api/jobs/leaky/history"):
         status, _, body = dashboard.get(path)
@@ -93,8 +114,15 @@ def test_control_characters_are_escaped_in_every_human_output_and_log_line(cli, 
     assert r"leaky: failed: RuntimeError: boom \x1b]0;ERR-TITLE\x07 \x1b[2J \x9b31m \u202eevil" in texts[0]
     assert r"leaky: about to fail: boom \x1b]0;ERR-TITLE\x07" in texts[1]  # the job's own log line
     assert r"leaky failed: RuntimeError: boom \x1b]0;" in texts[1]  # the runner's
-    for args in (("--explain", "leaky"), ("--nagios",), ("--alerts",), ("--show-error", "leaky"),
-                 ("--logs", "leaky"), ("--list-jobs",), ("--history", "leaky")):
+    for args in (
+        ("--explain", "leaky"),
+        ("--nagios",),
+        ("--alerts",),
+        ("--show-error", "leaky"),
+        ("--logs", "leaky"),
+        ("--list-jobs",),
+        ("--history", "leaky"),
+    ):
         texts.append(shown(cli, *args))
     assert found(texts, RAW) == []
     nagios = texts[-6]
@@ -119,8 +147,7 @@ def test_slack_text_is_escaped(cli, receiver):  # noqa: F811
     assert "&lt;!channel&gt; &lt;https://evil.example/fix|see runbook&gt; &amp; more" in text
     assert "<" not in text and ">" not in text
     # the plain webhook keeps the text as it is (its receiver escapes for its own medium)
-    assert "<!channel> <https://evil.example/fix|see runbook> & more" in \
-        receiver.at("/hook")[0].json["message"]
+    assert "<!channel> <https://evil.example/fix|see runbook> & more" in receiver.at("/hook")[0].json["message"]
 
 
 @pytest.fixture
@@ -133,19 +160,32 @@ def internal():
 
 def test_webhooks_follow_no_redirect_and_keep_only_a_short_status_line(cli, receiver, internal):  # noqa: F811
     receiver.answers["/redirect"] = (302, None, {"Location": f"{internal.url}/latest/meta-data/"}, b"")
-    receiver.answers["/err"] = (500, None, {"Content-Type": "text/plain"},
-                                b"internal metadata: AKIA-SECRET-FROM-INTERNAL-SERVICE iam creds")
+    receiver.answers["/err"] = (
+        500,
+        None,
+        {"Content-Type": "text/plain"},
+        b"internal metadata: AKIA-SECRET-FROM-INTERNAL-SERVICE iam creds",
+    )
     # the reason phrase is the answerer's text too: escaped, and cut short
     receiver.answers["/reason"] = (503, "\x1b]0;PWN\x07 " + "x" * 300, {}, b"")
-    leaky(cli, receiver, "Trouble", targets=(
-        f"        redir webhook {receiver.url}/redirect\n"
-        f"        err webhook {receiver.url}/err\n"
-        f"        reason webhook {receiver.url}/reason\n"))
+    leaky(
+        cli,
+        receiver,
+        "Trouble",
+        targets=(
+            f"        redir webhook {receiver.url}/redirect\n"
+            f"        err webhook {receiver.url}/err\n"
+            f"        reason webhook {receiver.url}/reason\n"
+        ),
+    )
     texts = fail_twice(cli)
     assert len(receiver.at("/redirect")) == 1 and len(receiver.at("/err")) == 1
     assert internal.received == []  # the redirect was not followed
-    texts += [shown(cli, "--alerts"), shown(cli, "--alerts", "--json"),
-              repr(cli.crontab.sql("SELECT * FROM crontabber_notice"))]
+    texts += [
+        shown(cli, "--alerts"),
+        shown(cli, "--alerts", "--json"),
+        repr(cli.crontab.sql("SELECT * FROM crontabber_notice")),
+    ]
     assert "redir (notice 1): not sent yet: HTTP 302: Found (a redirect: not followed)" in texts[-3]
     assert "err (notice 1): not sent yet: HTTP 500: Internal Server Error (1 attempt" in texts[-3]
     assert "reason (notice 1): not sent yet: HTTP 503: \\x1b]0;PWN\\x07 xxx" in texts[-3]
@@ -156,20 +196,27 @@ def test_webhooks_follow_no_redirect_and_keep_only_a_short_status_line(cli, rece
 def test_a_malformed_target_address_is_that_targets_error_not_a_crashed_tick(cli, receiver):  # noqa: F811
     cli.env["BAD_URL"] = "http://127.0.0.1:84x1/hook"
     cli.env["WORSE_URL"] = f"{receiver.url}/hook/{HOOK_TOKEN}\x01"
-    targets = ("        a-bad webhook env:BAD_URL\n"
-               "        a-worse webhook env:WORSE_URL\n"
-               f"        b-good webhook {receiver.url}/good\n")
-    cli.crontab.configure(["BasicJob|1d", "TroubleJob|1d"], extra=(
-        "    alert_after_failures=1\n"
-        f"[alerts]\n    targets='''\n{targets}    '''\n"))
+    targets = (
+        "        a-bad webhook env:BAD_URL\n"
+        "        a-worse webhook env:WORSE_URL\n"
+        f"        b-good webhook {receiver.url}/good\n"
+    )
+    cli.crontab.configure(
+        ["BasicJob|1d", "TroubleJob|1d"],
+        extra=(f"    alert_after_failures=1\n[alerts]\n    targets='''\n{targets}    '''\n"),
+    )
     done = cli.run("--test-alert", "basic-job")
     assert done.returncode == 5, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
     assert "to b-good: delivered" in done.stdout
-    assert "to a-bad: NOT delivered: environment variable BAD_URL (the address of a-bad) is not a " \
+    assert (
+        "to a-bad: NOT delivered: environment variable BAD_URL (the address of a-bad) is not a "
         "valid URL (bad port)" in done.stdout
-    assert "to a-worse: NOT delivered: environment variable WORSE_URL (the address of a-worse) holds " \
+    )
+    assert (
+        "to a-worse: NOT delivered: environment variable WORSE_URL (the address of a-worse) holds "
         "a space or a control character" in done.stdout
+    )
     tick = cli.run()  # TroubleJob fails: its alert goes to b-good, the tick ends normally
     assert tick.returncode == 0 and "Traceback" not in tick.stderr, tick.stderr[-2000:]
     assert len(receiver.wait("/good", 2)) == 2
@@ -202,13 +249,17 @@ def test_the_notice_id_a_receiver_dedupes_on_is_signed(cli, receiver):  # noqa: 
     assert forged != sent.body and docs["notice_key"](sent.headers, forged, SIGNING.encode()) is None
 
 
-
 def test_the_dashboards_log_escapes_a_requests_control_characters(cli):
     """The access line quotes the request's path, which the client chooses byte for byte."""
     cli.crontab.configure(["BasicJob|1d"])
-    proc = subprocess.Popen([sys.executable, "-m", "dashboard", f"--admin.conf={cli.crontab.ini}",
-                             "--port", "0"], env=cli.env, cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dashboard", f"--admin.conf={cli.crontab.ini}", "--port", "0"],
+        env=cli.env,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         seen = _stderr_until(proc, "serving on")
         port = int(re.search(r"serving on http://127\.0\.0\.1:(\d+)/", seen).group(1))

@@ -1,5 +1,6 @@
 """No secret reaches the output at --logging.level=DEBUG (issue #24 items 2 and 11): a
 password on the command line, an Elasticsearch URL with user:password, the S3 secret key."""
+
 from __future__ import annotations
 
 import os
@@ -15,19 +16,25 @@ PASSWORD = "Wr0ng-Pass-4242"
 
 
 def job_command(cli, module, *args):
-    return subprocess.run([sys.executable, "-m", module, f"--admin.conf={cli.crontab.ini}", *args],
-                          env=cli.env, cwd=REPO, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", module, f"--admin.conf={cli.crontab.ini}", *args],
+        env=cli.env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_a_job_command_at_debug_never_prints_a_password_given_on_its_command_line(cli, buckets):  # noqa: F811
     inbox, symbols = buckets
     configure(cli, inbox, symbols)
-    done = job_command(cli, "jobs.prune", "--logging.level=DEBUG", "history",
-                       f"--resource.postgresql.password={PASSWORD}")
+    done = job_command(
+        cli, "jobs.prune", "--logging.level=DEBUG", "history", f"--resource.postgresql.password={PASSWORD}"
+    )
     assert done.returncode == 1, done  # the wrong password: the database refuses it
     # PostgreSQL's words, or PgBouncer's (the pooled lane)
-    assert "password authentication failed" in done.stderr or \
-        "SASL authentication failed" in done.stderr, done.stderr
+    assert "password authentication failed" in done.stderr or "SASL authentication failed" in done.stderr, done.stderr
     output = done.stdout + done.stderr
     assert PASSWORD not in output, [line for line in output.splitlines() if PASSWORD in line][:3]
 
@@ -49,8 +56,10 @@ def test_the_runner_at_debug_never_prints_elasticsearch_credentials(cli):
     secret = "Es-Secret-7788"
     with resetting_server() as port:
         url = f"http://elastic:{secret}@127.0.0.1:{port}"
-        cli.crontab.configure(["jobs.search_index.RebuildSearchIndexCronApp|1h"], extra=(
-            f"    [[class-RebuildSearchIndexCronApp]]\n        es_url={url}\n"))
+        cli.crontab.configure(
+            ["jobs.search_index.RebuildSearchIndexCronApp|1h"],
+            extra=(f"    [[class-RebuildSearchIndexCronApp]]\n        es_url={url}\n"),
+        )
         done = cli.run("--job", "rebuild-search-index", "--logging.level=DEBUG")
     assert done.returncode == 5, done.stderr[-2000:]
     assert f"Elasticsearch at http://127.0.0.1:{port}: connection reset" in done.stdout

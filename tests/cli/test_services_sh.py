@@ -10,6 +10,7 @@ a copy of the script in a private directory; the shared services of the test
 session are only checked to be still answering at the end. Elasticsearch (the
 other service user) and s3proxy (run as root) are not started here.
 """
+
 from __future__ import annotations
 
 import os
@@ -61,16 +62,24 @@ class Checkout:
     def services(self, *args: str) -> subprocess.CompletedProcess:
         # No SYMBOLS_* from the caller: SYMBOLS_STATE_DIR may name the shared services' state.
         env = {k: v for k, v in os.environ.items() if not k.startswith("SYMBOLS_")}
-        env.update(SYMBOLS_PG_PORT=str(self.pg_port), SYMBOLS_ES_PORT=str(free_port()),
-                   SYMBOLS_S3_PORT=str(free_port()), SYMBOLS_PGB_PORT=str(self.pgb_port),
-                   SYMBOLS_PG_FAST="1")
-        return subprocess.run(["bash", str(self.root / "scripts" / "services.sh"), *args],
-                              env=env, capture_output=True, text=True, timeout=240)
+        env.update(
+            SYMBOLS_PG_PORT=str(self.pg_port),
+            SYMBOLS_ES_PORT=str(free_port()),
+            SYMBOLS_S3_PORT=str(free_port()),
+            SYMBOLS_PGB_PORT=str(self.pgb_port),
+            SYMBOLS_PG_FAST="1",
+        )
+        return subprocess.run(
+            ["bash", str(self.root / "scripts" / "services.sh"), *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
 
     def service_dirs(self) -> list[Path]:
         """The directories under SERVICES_ROOT whose ``checkout`` file names this state dir."""
-        return [d for d in service_dirs()
-                if (d / "checkout").read_text().splitlines()[0] == str(self.state_dir)]
+        return [d for d in service_dirs() if (d / "checkout").read_text().splitlines()[0] == str(self.state_dir)]
 
 
 def service_dirs() -> set[Path]:
@@ -86,8 +95,9 @@ def alive(pid: str) -> bool:
 
 
 def select_one(port: int, dbname: str = "crontabber") -> int:
-    conn = psycopg2.connect(host="127.0.0.1", port=port, dbname=dbname, user="crontabber",
-                            password="crontabber", connect_timeout=5)
+    conn = psycopg2.connect(
+        host="127.0.0.1", port=port, dbname=dbname, user="crontabber", password="crontabber", connect_timeout=5
+    )
     try:
         with conn.cursor() as cur:
             cur.execute("SELECT 1")
@@ -103,8 +113,12 @@ def private(tmp_path: Path) -> Iterator[Path]:
     private.mkdir(mode=0o700)
     yield private
     for services_sh in private.glob("*/scripts/services.sh"):
-        subprocess.run(["bash", str(services_sh), "clean"], capture_output=True, timeout=240,
-                       env={k: v for k, v in os.environ.items() if not k.startswith("SYMBOLS_")})
+        subprocess.run(
+            ["bash", str(services_sh), "clean"],
+            capture_output=True,
+            timeout=240,
+            env={k: v for k, v in os.environ.items() if not k.startswith("SYMBOLS_")},
+        )
 
 
 def new_checkout(root: Path) -> Checkout:
@@ -152,8 +166,9 @@ def test_a_clone_deleted_without_clean_leaves_nothing_to_the_next_clone_at_its_p
     assert started.returncode == 0, started.stderr
     (data,) = checkout.service_dirs()
     old_pid = (data / "pg" / "data" / "postmaster.pid").read_text().split()[0]
-    conn = psycopg2.connect(host="127.0.0.1", port=checkout.pg_port, dbname="crontabber",
-                            user="crontabber", password="crontabber")
+    conn = psycopg2.connect(
+        host="127.0.0.1", port=checkout.pg_port, dbname="crontabber", user="crontabber", password="crontabber"
+    )
     conn.autocommit = True
     with conn.cursor() as cur:
         cur.execute("CREATE DATABASE left_by_the_old_clone")
@@ -166,8 +181,9 @@ def test_a_clone_deleted_without_clean_leaves_nothing_to_the_next_clone_at_its_p
     assert "earlier checkout" in started.stderr
     assert not alive(old_pid)
     assert checkout.service_dirs() == [data]
-    conn = psycopg2.connect(host="127.0.0.1", port=checkout.pg_port, dbname="crontabber",
-                            user="crontabber", password="crontabber")
+    conn = psycopg2.connect(
+        host="127.0.0.1", port=checkout.pg_port, dbname="crontabber", user="crontabber", password="crontabber"
+    )
     with conn.cursor() as cur:
         cur.execute("SELECT datname FROM pg_database WHERE datname = 'left_by_the_old_clone'")
         assert cur.fetchall() == []  # a fresh cluster

@@ -2,6 +2,7 @@
 the local PostgreSQL, a second cluster on its own port): a runner whose database is the
 standby says so in one line, and one given both servers in libpq's multi-host form with
 ``target_session_attrs = read-write`` runs on the primary, whichever is listed first."""
+
 from __future__ import annotations
 
 import os
@@ -23,8 +24,7 @@ SERVICES_SH = ["bash", str(REPO / "scripts" / "services.sh")]
 @pytest.fixture(scope="module")
 def standby_port() -> Iterator[int]:
     """A fresh hot standby of the test PostgreSQL for this module; stopped afterwards."""
-    started = subprocess.run([*SERVICES_SH, "start", "pgs"], capture_output=True, text=True,
-                             timeout=120)
+    started = subprocess.run([*SERVICES_SH, "start", "pgs"], capture_output=True, text=True, timeout=120)
     assert started.returncode == 0, started.stderr
     yield int(SERVICES.env.get("SYMBOLS_PGS_PORT", 54349))
     subprocess.run([*SERVICES_SH, "stop", "pgs"], capture_output=True, timeout=120)
@@ -35,8 +35,9 @@ def replicated(database: DatabaseSettings, port: int, seconds: float = 30.0) -> 
     deadline = time.monotonic() + seconds
     while True:
         try:
-            psycopg2.connect(host=database.host, port=port, dbname=database.dbname,
-                             user=database.user, password=database.password).close()
+            psycopg2.connect(
+                host=database.host, port=port, dbname=database.dbname, user=database.user, password=database.password
+            ).close()
             return
         except psycopg2.OperationalError:
             assert time.monotonic() < deadline, "the standby never replayed the test database"
@@ -44,13 +45,16 @@ def replicated(database: DatabaseSettings, port: int, seconds: float = 30.0) -> 
 
 
 def pointed_at(cli, host: str, port: str, attrs: str = "") -> dict[str, str]:
-    return {**cli.env, "RESOURCE_POSTGRESQL_HOST": host, "RESOURCE_POSTGRESQL_PORT": port,
-            "RESOURCE_POSTGRESQL_TARGET_SESSION_ATTRS": attrs}
+    return {
+        **cli.env,
+        "RESOURCE_POSTGRESQL_HOST": host,
+        "RESOURCE_POSTGRESQL_PORT": port,
+        "RESOURCE_POSTGRESQL_TARGET_SESSION_ATTRS": attrs,
+    }
 
 
 def run(cli, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(cli.argv(*args), env=env, cwd=REPO, capture_output=True, text=True,
-                          timeout=60)
+    return subprocess.run(cli.argv(*args), env=env, cwd=REPO, capture_output=True, text=True, timeout=60)
 
 
 def test_a_runner_on_the_standby_says_so_in_one_line(cli, crontab, standby_port):
@@ -72,9 +76,14 @@ def test_a_runner_on_the_standby_says_so_in_one_line(cli, crontab, standby_port)
 def test_a_job_command_on_the_standby_says_so_in_one_line(cli, crontab, standby_port):
     crontab.configure(["jobs.prune.PruneS3CronApp|1d"])
     replicated(crontab.database, standby_port)
-    done = subprocess.run([sys.executable, "-m", "jobs.prune", f"--admin.conf={crontab.ini}",
-                           "history"], env=pointed_at(cli, "127.0.0.1", str(standby_port)),
-                          cwd=REPO, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "jobs.prune", f"--admin.conf={crontab.ini}", "history"],
+        env=pointed_at(cli, "127.0.0.1", str(standby_port)),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 1
     assert done.stderr.count("\n") == 1 and "is a read-only standby" in done.stderr, done.stderr
 

@@ -3,14 +3,23 @@ symbol-server jobs (none of their tables) gets the whole page, each pipeline car
 is not configured; a panel whose query fails is drawn as its error, the rest as usual, and
 ``/__heartbeat__`` is not ``ok`` while it does. The dashboard served over the test's real
 PostgreSQL."""
+
 from __future__ import annotations
 
 from tests.fixtures.dashboard_data import dashboard  # noqa: F401 - the fixture
 
 #: The symbol server's jobs' tables (sql/jobs/schema.sql): a runner of other apps has none.
-JOB_TABLES = ("file_upload", "upload", "missing_symbol_day", "missing_symbol_batch",
-              "missing_symbol", "prune_rule_result", "prune_intent", "prune_run",
-              "search_index_watermark")
+JOB_TABLES = (
+    "file_upload",
+    "upload",
+    "missing_symbol_day",
+    "missing_symbol_batch",
+    "missing_symbol",
+    "prune_rule_result",
+    "prune_intent",
+    "prune_run",
+    "search_index_watermark",
+)
 
 
 def drop(crontab, *tables: str) -> None:
@@ -25,15 +34,20 @@ def test_a_runner_without_the_symbol_server_jobs_gets_the_whole_page(dashboard):
     status, kind, page = dashboard.get("/")
     assert (status, kind) == (200, "text/html; charset=utf-8"), page
     assert 'data-job="basic-job"' in page
-    for key, job in (("uploads", "process-uploads"), ("prune", "prune-s3"),
-                     ("missing_symbols", "missing-symbols"),
-                     ("search_index", "rebuild-search-index")):
+    for key, job in (
+        ("uploads", "process-uploads"),
+        ("prune", "prune-s3"),
+        ("missing_symbols", "missing-symbols"),
+        ("search_index", "rebuild-search-index"),
+    ):
         assert f'data-k="{key}.unavailable">{job} is not configured on this runner<' in page
     status, _, body = dashboard.get("/?panels")
     assert status == 200 and set(body["panels"]) == {"health", "jobs", "alerts", "pipeline", "fleet"}
     status, _, body = dashboard.get("/api/pipeline")
     assert status == 200 and body["prune"] == {
-        "unavailable": "prune-s3 is not configured on this runner", "query_failed": False}
+        "unavailable": "prune-s3 is not configured on this runner",
+        "query_failed": False,
+    }
     status, _, body = dashboard.get("/__heartbeat__")
     assert (status, body["status"]) == (200, "ok")
 

@@ -1,6 +1,7 @@
 """The dashboard's job page shows the job's state now above its runs, and the health line
 shows error types (issue #32, item 14). The dashboard served over the test's real PostgreSQL;
 the job runs through the runner's own entry point."""
+
 from __future__ import annotations
 
 from tests.cli.test_deadline_views import RULES, past_its_deadline
@@ -9,7 +10,7 @@ from tests.fixtures.dashboard_data import dashboard  # noqa: F401 - the fixture
 
 def cell(page: str, key: str) -> str:
     start = page.index(f'data-k="job.{key}">') + len(f'data-k="job.{key}">')
-    return page[start:page.index("</td>", start)]
+    return page[start : page.index("</td>", start)]
 
 
 def test_the_job_page_shows_its_state_above_its_runs(dashboard):  # noqa: F811
@@ -53,7 +54,7 @@ def test_the_health_line_names_error_types_not_python_reprs(dashboard):  # noqa:
     assert crontab.run()[0] == 0  # a tick: trouble fails
     dashboard.start()
     page = dashboard.get("/")[2]
-    line = page[page.index('<span class="line">'):]
-    line = line[:line.index("</span>")]
+    line = page[page.index('<span class="line">') :]
+    line = line[: line.index("</span>")]
     assert "CRITICAL - trouble: NameError: Trouble!!" in line, line
     assert "&lt;class" not in line and "TroubleJob" not in line

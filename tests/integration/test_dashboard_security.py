@@ -1,6 +1,7 @@
 """The dashboard against untrusted browsers (issue #24 item 6), over HTTP against a real
 database and S3: security headers on every response, the Host allow-list, the optional
 token and trusted-proxy header, a capped ?limit, the S3 listing cached and bounded."""
+
 from __future__ import annotations
 
 import base64
@@ -13,12 +14,21 @@ from jobs.missing_symbols import write_batch
 from tests.conftest import s3_client
 from tests.fixtures.dashboard_data import dashboard, pipeline_fleet  # noqa: F401 - fixtures
 
-PATHS = ["/", "/jobs/prune-s3", "/api/jobs", "/api/pipeline", "/api/fleet", "/static/dashboard.js",
-         "/__heartbeat__", "/__lbheartbeat__", "/nope", "/api/jobs/prune-s3/history?limit=x"]
+PATHS = [
+    "/",
+    "/jobs/prune-s3",
+    "/api/jobs",
+    "/api/pipeline",
+    "/api/fleet",
+    "/static/dashboard.js",
+    "/__heartbeat__",
+    "/__lbheartbeat__",
+    "/nope",
+    "/api/jobs/prune-s3/history?limit=x",
+]
 
 
-def test_every_response_carries_the_security_headers_and_the_page_no_inline_code(
-        dashboard, s3_bucket, es_index):  # noqa: F811
+def test_every_response_carries_the_security_headers_and_the_page_no_inline_code(dashboard, s3_bucket, es_index):  # noqa: F811
     pipeline_fleet(dashboard.crontab, s3_bucket, es_index)
     dashboard.start()
     for path in PATHS:
@@ -31,8 +41,11 @@ def test_every_response_carries_the_security_headers_and_the_page_no_inline_code
     for path in ("/", "/jobs/prune-s3"):
         page = dashboard.request(path)[2]
         assert re.findall(r"<script(?![^>]*\bsrc=)[^>]*>", page) == []  # no inline script
-        assert "<style" not in page and " style=" not in page and " on" not in re.sub(
-            r">[^<]*<", "><", page).replace(" one", "")  # no inline style, no on* handlers
+        assert (
+            "<style" not in page
+            and " style=" not in page
+            and " on" not in re.sub(r">[^<]*<", "><", page).replace(" one", "")
+        )  # no inline style, no on* handlers
 
 
 def raw_get(url: str, path: str, host: str) -> tuple[int, bytes]:
@@ -75,8 +88,7 @@ def test_a_token_is_required_when_configured(dashboard, s3_bucket, es_index):  #
     assert dashboard.request("/__heartbeat__")[0] == 401
 
 
-def test_a_trusted_proxy_user_header_is_required_when_configured(
-        dashboard, s3_bucket, es_index):  # noqa: F811
+def test_a_trusted_proxy_user_header_is_required_when_configured(dashboard, s3_bucket, es_index):  # noqa: F811
     pipeline_fleet(dashboard.crontab, s3_bucket, es_index)
     dashboard.start(guard=Guard(user_header="X-Forwarded-User"))
     assert dashboard.request("/api/jobs")[0] == 401

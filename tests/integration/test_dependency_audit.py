@@ -1,5 +1,6 @@
 """The dependency audit (issue #24 item 12) against the real PyPI: every pin and every
 installed distribution; a yanked or advised version fails it."""
+
 from __future__ import annotations
 
 import subprocess
@@ -13,8 +14,9 @@ REPO = Path(__file__).resolve().parent.parent.parent
 
 
 def test_the_pinned_and_installed_dependencies_pass_the_audit():
-    done = subprocess.run([sys.executable, "scripts/audit_dependencies.py"], cwd=REPO,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "scripts/audit_dependencies.py"], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.startswith("audited ") and " 0 with problems" in done.stdout
 
@@ -30,8 +32,11 @@ def test_a_yanked_release_and_an_unknown_version_fail_it():
 
 
 def test_an_advisory_on_the_latest_release_fails_it_and_older_pins_too():
-    document = {"info": {"version": "2.0"}, "releases": {"1.0": [{}], "2.0": [{}]},
-                "vulnerabilities": [{"id": "GHSA-x", "aliases": ["CVE-1"], "fixed_in": ["2.1"]}]}
+    document = {
+        "info": {"version": "2.0"},
+        "releases": {"1.0": [{}], "2.0": [{}]},
+        "vulnerabilities": [{"id": "GHSA-x", "aliases": ["CVE-1"], "fixed_in": ["2.1"]}],
+    }
     assert audit.judge("pkg", "2.0", document).problems == ["advisory GHSA-x, CVE-1 (fixed in 2.1)"]
     behind = audit.judge("pkg", "1.0", document)  # the latest still has it: so has 1.0
     assert behind.problems == ["advisory GHSA-x, CVE-1 (fixed in 2.1)"] and behind.behind
@@ -40,10 +45,8 @@ def test_an_advisory_on_the_latest_release_fails_it_and_older_pins_too():
 def test_a_pin_behind_a_release_that_fixes_an_advisory_fails_it():
     """Security review I-6: pip 23.2.1 (CVE-2023-5752, fixed in 23.3) was only listed as
     behind. Its release document names the advisory: the audit fails on it."""
-    document = {"info": {"version": "26.3"}, "releases": {"23.2.1": [{}], "26.3": [{}]},
-                "vulnerabilities": []}
-    release = {"vulnerabilities": [{"id": "GHSA-mq26-g339-26xf", "aliases": ["CVE-2023-5752"],
-                                    "fixed_in": ["23.3"]}]}
+    document = {"info": {"version": "26.3"}, "releases": {"23.2.1": [{}], "26.3": [{}]}, "vulnerabilities": []}
+    release = {"vulnerabilities": [{"id": "GHSA-mq26-g339-26xf", "aliases": ["CVE-2023-5752"], "fixed_in": ["23.3"]}]}
     old = audit.judge("pip", "23.2.1", document, release)
     assert old.problems == ["advisory GHSA-mq26-g339-26xf, CVE-2023-5752 (fixed in 23.3)"]
     clean = audit.judge("pip", "23.2.1", document, {"vulnerabilities": []})

@@ -1,6 +1,7 @@
 """--list-jobs, --history and --show-error in-process against a real
 PostgreSQL: the text, the --json shapes checked against the database, and
 every refusal."""
+
 import datetime as dt
 import json
 
@@ -77,36 +78,74 @@ def test_list_jobs_json_matches_the_database(crontab):
     jobs, document = jobs_json(crontab)
     now = crontab.now()
     assert abs((dt.datetime.fromisoformat(document["now"]) - now).total_seconds()) < 5
-    assert [job["name"] for job in document["jobs"]] == ["prune-run-log", "missing-symbols",
-                                                         "missing-symbols-report",
-                                                         "missing-symbols-retention",
-                                                         "process-uploads", "rebuild-search-index",
-                                                         "prune-s3"]
+    assert [job["name"] for job in document["jobs"]] == [
+        "prune-run-log",
+        "missing-symbols",
+        "missing-symbols-report",
+        "missing-symbols-retention",
+        "process-uploads",
+        "rebuild-search-index",
+        "prune-s3",
+    ]
     for name, job in jobs.items():
         state = crontab.state(name)
-        assert set(job) == {"name", "class", "schedule", "status", "last_run", "last_success",
-                            "last_success_marked", "next_run", "error_count", "last_error",
-                            "ongoing", "paused", "waiting_for", "late_seconds", "deadline_missed",
-                            "depends_on", "is_backfill"}
+        assert set(job) == {
+            "name",
+            "class",
+            "schedule",
+            "status",
+            "last_run",
+            "last_success",
+            "last_success_marked",
+            "next_run",
+            "error_count",
+            "last_error",
+            "ongoing",
+            "paused",
+            "waiting_for",
+            "late_seconds",
+            "deadline_missed",
+            "depends_on",
+            "is_backfill",
+        }
         assert (job["last_run"], job["last_success"], job["next_run"], job["error_count"]) == (
-            iso(state.last_run), iso(state.last_success), iso(state.next_run), state.error_count)
+            iso(state.last_run),
+            iso(state.last_success),
+            iso(state.next_run),
+            state.error_count,
+        )
     assert {name: job["status"] for name, job in jobs.items()} == {
-        "prune-run-log": "ok", "missing-symbols": "overdue", "missing-symbols-report": "ok",
-        "missing-symbols-retention": "failing", "process-uploads": "running",
-        "rebuild-search-index": "orphaned", "prune-s3": "paused"}
+        "prune-run-log": "ok",
+        "missing-symbols": "overdue",
+        "missing-symbols-report": "ok",
+        "missing-symbols-retention": "failing",
+        "process-uploads": "running",
+        "rebuild-search-index": "orphaned",
+        "prune-s3": "paused",
+    }
     retention = jobs["missing-symbols-retention"]
-    assert retention["last_error"] == {"type": "psycopg2.errors.UndefinedTable", "value": LONG_ERROR,
-                                       "traceback": '  File "x.py", line 1, in run\n    cur.execute(q)\n'}
+    assert retention["last_error"] == {
+        "type": "psycopg2.errors.UndefinedTable",
+        "value": LONG_ERROR,
+        "traceback": '  File "x.py", line 1, in run\n    cur.execute(q)\n',
+    }
     assert retention["class"] == "jobs.missing_symbols.apps.MissingSymbolsRetentionCronApp"
     assert retention["schedule"] == "1d @ 04:00" and retention["depends_on"] == []
     uploads = crontab.state("process-uploads")
     assert jobs["process-uploads"]["ongoing"] == {
-        "since": iso(uploads.ongoing), "by": "symbols-cron-2.prod.example.net:31337", "run_id": 812,
-        "heartbeat": iso(uploads.heartbeat), "verdict": "live"}
+        "since": iso(uploads.ongoing),
+        "by": "symbols-cron-2.prod.example.net:31337",
+        "run_id": 812,
+        "heartbeat": iso(uploads.heartbeat),
+        "verdict": "live",
+    }
     assert jobs["rebuild-search-index"]["ongoing"]["verdict"] == "expired"
     prune = crontab.state("prune-s3")
-    assert jobs["prune-s3"]["paused"] == {"until": iso(prune.paused_until),
-                                          "reason": prune.paused_reason, "by": "alice@ops-laptop-7"}
+    assert jobs["prune-s3"]["paused"] == {
+        "until": iso(prune.paused_until),
+        "reason": prune.paused_reason,
+        "by": "alice@ops-laptop-7",
+    }
     assert jobs["prune-run-log"]["paused"] is None and jobs["prune-run-log"]["ongoing"] is None
     assert 3 * 3600 - 5 < jobs["missing-symbols"]["late_seconds"] < 3 * 3600 + 5
     assert jobs["missing-symbols-report"]["is_backfill"] is True
@@ -117,14 +156,21 @@ def test_statuses_of_sample_jobs(crontab):
     crontab.configure(["TroubleJob|1d", "SadJob|1d", "BasicJob|7d", "FooJob|1d"])
     jobs, _ = jobs_json(crontab)
     assert {name: job["status"] for name, job in jobs.items()} == {
-        "trouble": "due", "sad": "waiting", "basic-job": "due", "foo": "due"}
+        "trouble": "due",
+        "sad": "waiting",
+        "basic-job": "due",
+        "foo": "due",
+    }
     assert jobs["sad"]["waiting_for"] == "'trouble' hasn't been run yet"
     crontab.run()
-    crontab.sql("UPDATE crontabber SET next_run = clock_timestamp() - interval '10 minutes'"
-                " WHERE app_name = 'foo'")
+    crontab.sql("UPDATE crontabber SET next_run = clock_timestamp() - interval '10 minutes' WHERE app_name = 'foo'")
     jobs, _ = jobs_json(crontab)
     assert {name: job["status"] for name, job in jobs.items()} == {
-        "trouble": "failing", "sad": "waiting", "basic-job": "ok", "foo": "due"}
+        "trouble": "failing",
+        "sad": "waiting",
+        "basic-job": "ok",
+        "foo": "due",
+    }
     assert jobs["sad"]["waiting_for"] == "'trouble' errored last time it ran"
     assert 590 < jobs["foo"]["late_seconds"] < 610  # late, but within the overdue threshold
 
@@ -132,8 +178,10 @@ def test_statuses_of_sample_jobs(crontab):
 def test_a_pause_that_ended_is_not_a_pause(crontab):
     crontab.configure(["BasicJob|1d"])
     crontab.run()
-    crontab.sql("UPDATE crontabber SET paused_until = clock_timestamp() - interval '1 minute',"
-                " paused_reason = 'over', paused_by = 'bob@h'")
+    crontab.sql(
+        "UPDATE crontabber SET paused_until = clock_timestamp() - interval '1 minute',"
+        " paused_reason = 'over', paused_by = 'bob@h'"
+    )
     jobs, _ = jobs_json(crontab)
     assert jobs["basic-job"]["status"] == "ok" and jobs["basic-job"]["paused"] is None
     assert " paused " not in crontab.run("--list-jobs")[1]
@@ -144,6 +192,7 @@ def test_a_pause_that_ended_is_not_a_pause(crontab):
 
 
 # ---------------------------------------------------------------------------- --history
+
 
 def backfill_history(crontab):
     """foo-backfill: a first run, a run over three intervals, then a failed run
@@ -169,20 +218,16 @@ def test_history_of_a_backfill_job_shows_each_interval_and_its_run(crontab):
     newest, first = log[-1], log[0]
     # one line per run: the newest covered three intervals, the first one
     days = [entry["success"].strftime("%Y-%m-%d") for entry in log[1:]]
-    assert lines[1].split()[4:9] == [str(newest["run_id"]), "scheduled", "ok",
-                                     f"{days[0]}..{days[-1]}", "(3)"]
-    assert lines[2].split()[4:8] == [str(first["run_id"]), "scheduled", "ok",
-                                     first["success"].strftime("%Y-%m-%d")]
+    assert lines[1].split()[4:9] == [str(newest["run_id"]), "scheduled", "ok", f"{days[0]}..{days[-1]}", "(3)"]
+    assert lines[2].split()[4:8] == [str(first["run_id"]), "scheduled", "ok", first["success"].strftime("%Y-%m-%d")]
     assert f"{newest['host']}:{newest['pid']}" in lines[1]
     assert lines[3] == "(a backfill job: --history foo-backfill --run RUN lists a run's intervals)"
     # --run: that run's rows, one per interval, newest first
     code, out = crontab.run("--history", "foo-backfill", "--run", str(newest["run_id"]))
     lines = out.splitlines()
-    assert code == 0 and lines[0].split() == ["STARTED", "(UTC)", "TOOK", "BY", "RUN", "OUTCOME",
-                                              "INTERVAL", "DETAIL"]
+    assert code == 0 and lines[0].split() == ["STARTED", "(UTC)", "TOOK", "BY", "RUN", "OUTCOME", "INTERVAL", "DETAIL"]
     rows = lines[1:-1]
-    assert [row.split()[4:7] for row in rows] == [[str(newest["run_id"]), "ok", day]
-                                                  for day in reversed(days)]
+    assert [row.split()[4:7] for row in rows] == [[str(newest["run_id"]), "ok", day] for day in reversed(days)]
 
 
 def test_history_of_a_failed_backfill_run(crontab):
@@ -214,17 +259,34 @@ def test_history_of_a_failed_backfill_run(crontab):
     assert failed["ended"] == iso(log[-1]["log_time"])
     assert abs(failed["duration"] - sum(e["duration"] for e in failed["entries"])) < 1
     assert first["outcome"] == "ok" and len(first["entries"]) == 1
-    assert set(failed) == {"run_id", "by", "host", "pid", "started", "ended", "duration", "outcome",
-                           "error", "heartbeat", "verdict", "kind", "summary", "output_bytes",
-                           "entries", "metrics"}
+    assert set(failed) == {
+        "run_id",
+        "by",
+        "host",
+        "pid",
+        "started",
+        "ended",
+        "duration",
+        "outcome",
+        "error",
+        "heartbeat",
+        "verdict",
+        "kind",
+        "summary",
+        "output_bytes",
+        "entries",
+        "metrics",
+    }
     assert failed["kind"] == "scheduled" and first["summary"] is None
 
 
 def test_history_limit_counts_runs_and_old_rows_have_no_run_id(crontab):
     crontab.configure(["BasicJob|1d"])
-    crontab.sql("INSERT INTO crontabber_log (app_name, log_time, duration, success) VALUES"
-                " ('basic-job', clock_timestamp() - interval '2 days', interval '3 seconds',"
-                "  clock_timestamp() - interval '2 days')")
+    crontab.sql(
+        "INSERT INTO crontabber_log (app_name, log_time, duration, success) VALUES"
+        " ('basic-job', clock_timestamp() - interval '2 days', interval '3 seconds',"
+        "  clock_timestamp() - interval '2 days')"
+    )
     for _ in range(3):
         crontab.run("--job", "basic-job", "--force")
     code, out = crontab.run("--history", "basic-job")
@@ -245,12 +307,16 @@ def test_history_limit_counts_runs_and_old_rows_have_no_run_id(crontab):
 def test_history_shows_the_run_in_progress_and_a_fenced_off_run(crontab):
     crontab.configure(["BasicJob|1d"])
     crontab.run()
-    crontab.sql("INSERT INTO crontabber_log (app_name, duration, exc_type, exc_value, exc_traceback,"
-                " run_id, host, pid) VALUES ('basic-job', interval '5 seconds',"
-                " '<class ''crontabber.errors.LeaseLost''>',"
-                " 'LeaseLost(''run 41 was fenced off; the job succeeded'')', '', 41, 'cron-9', 77)")
-    crontab.sql("UPDATE crontabber SET ongoing = clock_timestamp() - interval '90 seconds',"
-                " ongoing_by = 'cron-7:555', run_id = 42, heartbeat = clock_timestamp() - interval '2 seconds'")
+    crontab.sql(
+        "INSERT INTO crontabber_log (app_name, duration, exc_type, exc_value, exc_traceback,"
+        " run_id, host, pid) VALUES ('basic-job', interval '5 seconds',"
+        " '<class ''crontabber.errors.LeaseLost''>',"
+        " 'LeaseLost(''run 41 was fenced off; the job succeeded'')', '', 41, 'cron-9', 77)"
+    )
+    crontab.sql(
+        "UPDATE crontabber SET ongoing = clock_timestamp() - interval '90 seconds',"
+        " ongoing_by = 'cron-7:555', run_id = 42, heartbeat = clock_timestamp() - interval '2 seconds'"
+    )
     code, out = crontab.run("--history", "basic-job")
     running, fenced, ok, _ = out.splitlines()[1:]
     assert running.split()[2:8] == ["1m30s+", "cron-7:555", "42", "-", "running", "heartbeat"]
@@ -271,14 +337,16 @@ def test_history_of_a_ghost_and_of_a_job_without_runs(crontab):
     assert code == 0 and len(out.splitlines()) == 3 and " ok" in out
     crontab.configure(["FooJob|1d", "BasicJob|1d"])
     assert crontab.run("--history", "basic-job") == (
-        0, "basic-job: no runs in the run log (crontabber_log)\n"
-        f"database: {crontab.database.target}\n")
+        0,
+        f"basic-job: no runs in the run log (crontabber_log)\ndatabase: {crontab.database.target}\n",
+    )
     code, out = crontab.run("--history", "nope")
     assert code == 1 and out.startswith("crontabber: no configured job is called 'nope'")
     assert json.loads(crontab.run("--history", "basic-job", "--json")[1])["runs"] == []
 
 
 # ---------------------------------------------------------------------------- --show-error
+
 
 def test_show_error_prints_the_whole_traceback_of_the_last_failure(crontab):
     crontab.configure(["TroubleJob|1d"])
@@ -288,8 +356,9 @@ def test_show_error_prints_the_whole_traceback_of_the_last_failure(crontab):
     code, out = crontab.run("--show-error", "trouble")
     lines = out.splitlines()
     assert code == 0
-    assert lines[0].startswith(f"trouble: run {last['run_id']} failed "
-                               f"{last['log_time'].astimezone(dt.timezone.utc):%Y-%m-%d %H:%M:%S} UTC")
+    assert lines[0].startswith(
+        f"trouble: run {last['run_id']} failed {last['log_time'].astimezone(dt.timezone.utc):%Y-%m-%d %H:%M:%S} UTC"
+    )
     assert f"on {last['host']}:{last['pid']} after " in lines[0]
     assert lines[1] == "NameError: Trouble!!"
     assert lines[3] == "Traceback (most recent call last):"
@@ -303,10 +372,14 @@ def test_show_error_and_history_escape_control_characters_in_the_error(crontab):
     crontab.configure(["TroubleJob|1d"])
     crontab.run()
     hostile = "member 'a\x1b]0;pwned\x07\u202e.sym'\nsecond line"
-    crontab.sql("UPDATE crontabber_log SET exc_value = %s, exc_traceback = %s",
-                (hostile, f"  File 'x'\nNameError: {hostile}\n"))
-    crontab.sql("UPDATE crontabber SET last_error = jsonb_set(last_error::jsonb, '{value}',"
-                " to_jsonb(%s::text))::json WHERE last_error IS NOT NULL", (hostile,))
+    crontab.sql(
+        "UPDATE crontabber_log SET exc_value = %s, exc_traceback = %s", (hostile, f"  File 'x'\nNameError: {hostile}\n")
+    )
+    crontab.sql(
+        "UPDATE crontabber SET last_error = jsonb_set(last_error::jsonb, '{value}',"
+        " to_jsonb(%s::text))::json WHERE last_error IS NOT NULL",
+        (hostile,),
+    )
     for args in (("--show-error", "trouble"), ("--history", "trouble"), ("--list-jobs",)):
         code, out = crontab.run(*args)
         assert code == 0 and "\x1b" not in out and "\x07" not in out and "\u202e" not in out, out
@@ -316,18 +389,25 @@ def test_show_error_and_history_escape_control_characters_in_the_error(crontab):
 def test_show_error_says_so_in_one_line_when_there_is_none(crontab):
     crontab.configure(["BasicJob|1d", "FooBackfillJob|1d"])
     crontab.run()
-    assert crontab.run("--show-error", "basic-job") == (
-        0, "basic-job: no failed run in the run log\n")
+    assert crontab.run("--show-error", "basic-job") == (0, "basic-job: no failed run in the run log\n")
     run = crontab.log("basic-job")[0]["run_id"]
     assert crontab.run("--show-error", "basic-job", "--run", str(run)) == (
-        0, f"basic-job: run {run} succeeded (1 row in the log): no error\n")
+        0,
+        f"basic-job: run {run} succeeded (1 row in the log): no error\n",
+    )
     code, out = crontab.run("--show-error", "basic-job", "--run", "99999")
-    assert code == 1 and out == ("crontabber: basic-job: no run 99999 in the run log "
-                                 "(crontabber_log) or the run ledger (crontabber_run); "
-                                 "--history basic-job lists its runs\n")
+    assert code == 1 and out == (
+        "crontabber: basic-job: no run 99999 in the run log "
+        "(crontabber_log) or the run ledger (crontabber_run); "
+        "--history basic-job lists its runs\n"
+    )
     document = json.loads(crontab.run("--show-error", "basic-job", "--json")[1])
-    assert document == {"job": "basic-job", "failure": None, "run": None,
-                        "message": "basic-job: no failed run in the run log"}
+    assert document == {
+        "job": "basic-job",
+        "failure": None,
+        "run": None,
+        "message": "basic-job: no failed run in the run log",
+    }
 
 
 def test_show_error_falls_back_to_the_state_row_when_the_log_was_pruned(crontab):
@@ -349,22 +429,32 @@ def test_show_error_json_matches_the_log(crontab):
     assert document["message"].startswith(f"trouble: run {row['run_id']} failed ")
     failure = document["failure"]
     assert failure == {
-        "run_id": row["run_id"], "outcome": "failed", "at": iso(row["log_time"]),
-        "duration": row["duration"].total_seconds(), "by": f"{row['host']}:{row['pid']}",
-        "host": row["host"], "pid": row["pid"], "source": "log",
-        "error": {"type": "NameError", "value": "Trouble!!", "traceback": row["exc_traceback"]}}
+        "run_id": row["run_id"],
+        "outcome": "failed",
+        "at": iso(row["log_time"]),
+        "duration": row["duration"].total_seconds(),
+        "by": f"{row['host']}:{row['pid']}",
+        "host": row["host"],
+        "pid": row["pid"],
+        "source": "log",
+        "error": {"type": "NameError", "value": "Trouble!!", "traceback": row["exc_traceback"]},
+    }
 
 
 # ---------------------------------------------------------------------------- refusals
 
+
 def test_flags_without_their_command_are_refused(crontab):
     crontab.configure(["BasicJob|1d"])
-    for args, flag in ((["--wide"], "--wide"), (["--history", "basic-job", "--wide"], "--wide"),
-                       (["--list-jobs", "--limit", "3"], "--limit"),
-                       (["--show-error", "basic-job", "--limit", "3"], "--limit"),
-                       (["--list-jobs", "--run", "3"], "--run"),
-                       (["--history", "basic-job", "--run", "3", "--limit", "2"], "--limit"),
-                       (["--list-jobs", "--wide", "--json"], "--wide")):
+    for args, flag in (
+        (["--wide"], "--wide"),
+        (["--history", "basic-job", "--wide"], "--wide"),
+        (["--list-jobs", "--limit", "3"], "--limit"),
+        (["--show-error", "basic-job", "--limit", "3"], "--limit"),
+        (["--list-jobs", "--run", "3"], "--run"),
+        (["--history", "basic-job", "--run", "3", "--limit", "2"], "--limit"),
+        (["--list-jobs", "--wide", "--json"], "--wide"),
+    ):
         code, out = crontab.run(*args)
         assert code == 1 and out.startswith(f"crontabber: {flag}: "), args
         assert out.count("\n") == 1

@@ -2,6 +2,7 @@
 over the size limit, one whose worker dies, one that needs more memory than a worker may
 use. Each is quarantined with its reason; the good batches of the same group are counted;
 the run ends in seconds, not after the 30-minute worker timeout."""
+
 from __future__ import annotations
 
 import random
@@ -21,8 +22,7 @@ def limits_ini(bucket: str, **options: object) -> str:
 
 
 def batch_rows(crontab):
-    return {r["key"]: r for r in crontab.sql(
-        "SELECT key, status, reason, events FROM missing_symbol_batch")}
+    return {r["key"]: r for r in crontab.sql("SELECT key, status, reason, events FROM missing_symbol_batch")}
 
 
 def test_a_batch_over_the_size_limit_is_quarantined_unread(crontab, s3_bucket):
@@ -37,7 +37,8 @@ def test_a_batch_over_the_size_limit_is_quarantined_unread(crontab, s3_bucket):
     rows = batch_rows(crontab)
     assert rows["missing/huge.msgpack"]["status"] == "quarantined"
     assert rows["missing/huge.msgpack"]["reason"] == (
-        "oversized batch: 300000 bytes, over max_batch_bytes (200000); not read")
+        "oversized batch: 300000 bytes, over max_batch_bytes (200000); not read"
+    )
     assert len(rows) == 4 and table_totals(crontab) == brute_force(written)
 
 
@@ -46,8 +47,9 @@ def test_a_worker_killed_while_decoding_is_noticed_in_seconds(crontab, s3_bucket
     """A worker SIGKILLed as the kernel's OOM killer would (the test hook kills the real
     worker process when it starts reading the marked batch)."""
     written = write_random(s3_bucket, (300, 40, 200))
-    write_batch(s3_client(), s3_bucket, [{"debug_file": "a.pdb", "debug_id": "A" * 33}],
-                key="missing/kills-its-worker.msgpack")
+    write_batch(
+        s3_client(), s3_bucket, [{"debug_file": "a.pdb", "debug_id": "A" * 33}], key="missing/kills-its-worker.msgpack"
+    )
     written += write_random(s3_bucket, (25,), seed=9)
     monkeypatch.setenv("MISSING_SYMBOLS_DIE_ON", "kills-its-worker")
     crontab.configure(entries(f"{AGGREGATE}|5m"), extra=limits_ini(s3_bucket))
@@ -80,5 +82,6 @@ def test_a_batch_needing_more_memory_than_a_worker_may_use_is_quarantined(cronta
         # tests/cli/test_missing_symbols_memory.py, a batch made for each)
         "out of memory: decoding it alone needed more than worker_memory_mb (64 MiB)",
         "out of memory: settling its events alone needed more than worker_memory_mb (64 MiB)",
-        "worker died: the process decoding it alone was killed (out of memory?)")
+        "worker died: the process decoding it alone was killed (out of memory?)",
+    )
     assert len(rows) == 4 and table_totals(crontab) == brute_force(written)

@@ -1,5 +1,6 @@
 """``--nagios`` (lateness, the fleet, pauses, ghosts, perfdata, ``--json``) and the
 fleet record every tick writes, against the real PostgreSQL."""
+
 import datetime as dt
 import json
 import os
@@ -9,8 +10,15 @@ import socket
 from crontabber import __version__
 
 MINUTE = dt.timedelta(minutes=1)
-PERFDATA_LABELS = ["jobs_failing", "jobs_overdue", "jobs_running", "jobs_paused", "hosts",
-                   "max_skew_s", "seconds_since_last_tick"]
+PERFDATA_LABELS = [
+    "jobs_failing",
+    "jobs_overdue",
+    "jobs_running",
+    "jobs_paused",
+    "hosts",
+    "max_skew_s",
+    "seconds_since_last_tick",
+]
 
 
 def nagios(crontab, *args):
@@ -27,8 +35,11 @@ def perf(perfdata):
 
 
 def add_host(crontab, host, version=__version__, ago=dt.timedelta(0), skew=0.0):
-    crontab.sql("INSERT INTO crontabber_host (host, version, last_tick, skew_seconds, pid)"
-                " VALUES (%s, %s, clock_timestamp() - %s, %s, 4242)", (host, version, ago, skew))
+    crontab.sql(
+        "INSERT INTO crontabber_host (host, version, last_tick, skew_seconds, pid)"
+        " VALUES (%s, %s, clock_timestamp() - %s, %s, 4242)",
+        (host, version, ago, skew),
+    )
 
 
 def test_a_tick_records_its_host_and_other_commands_do_not(crontab):
@@ -42,31 +53,37 @@ def test_a_tick_records_its_host_and_other_commands_do_not(crontab):
     crontab.sql("UPDATE crontabber_host SET last_tick = last_tick - interval '1 hour'")
     for command in (["--nagios"], ["--list-jobs"], ["--job", "basic-job"]):
         crontab.run(*command)
-    assert crontab.sql("SELECT clock_timestamp() - last_tick > interval '59 minutes' AS old"
-                       " FROM crontabber_host") == [{"old": True}]
+    assert crontab.sql("SELECT clock_timestamp() - last_tick > interval '59 minutes' AS old FROM crontabber_host") == [
+        {"old": True}
+    ]
     crontab.configure([])  # an empty job list still ticks
     crontab.run()
-    assert crontab.sql("SELECT clock_timestamp() - last_tick < interval '5 seconds' AS new"
-                       " FROM crontabber_host") == [{"new": True}]
+    assert crontab.sql("SELECT clock_timestamp() - last_tick < interval '5 seconds' AS new FROM crontabber_host") == [
+        {"new": True}
+    ]
 
 
 def test_an_overdue_job_is_a_warning_then_critical(crontab):
     crontab.configure(["BasicJob|5m", "FooJob|1d"])
     crontab.run()
-    crontab.sql("UPDATE crontabber SET next_run = clock_timestamp() - interval '31 minutes'"
-                " WHERE app_name = 'basic-job'")
+    crontab.sql(
+        "UPDATE crontabber SET next_run = clock_timestamp() - interval '31 minutes' WHERE app_name = 'basic-job'"
+    )
     code, status, details, perfdata = nagios(crontab)
     assert code == 1 and status.startswith("WARNING - basic-job (BasicJob): overdue: its next run")
-    assert "(31m ago)" in status and details == [status[len("WARNING - "):]]
+    assert "(31m ago)" in status and details == [status[len("WARNING - ") :]]
     assert perf(perfdata)["jobs_overdue"] == "1"
-    crontab.sql("UPDATE crontabber SET next_run = clock_timestamp() - interval '2 hours 1 minute'"
-                " WHERE app_name = 'basic-job'")
+    crontab.sql(
+        "UPDATE crontabber SET next_run = clock_timestamp() - interval '2 hours 1 minute' WHERE app_name = 'basic-job'"
+    )
     code, status, _, _ = nagios(crontab)
     assert code == 2 and status.startswith("CRITICAL - basic-job (BasicJob): overdue")
     code, status, _, _ = nagios(crontab, "--crontabber.overdue_critical_seconds=86400")
     assert code == 1
-    crontab.sql("UPDATE crontabber SET ongoing = clock_timestamp(), heartbeat = clock_timestamp(),"
-                " ongoing_by = 'web-1:1' WHERE app_name = 'basic-job'")
+    crontab.sql(
+        "UPDATE crontabber SET ongoing = clock_timestamp(), heartbeat = clock_timestamp(),"
+        " ongoing_by = 'web-1:1' WHERE app_name = 'basic-job'"
+    )
     code, status, _, perfdata = nagios(crontab)  # running: its next run is set when it ends
     assert (code, status) == (0, "OK - All systems nominal")
     assert perf(perfdata)["jobs_running"] == "1" and perf(perfdata)["jobs_overdue"] == "0"
@@ -75,9 +92,11 @@ def test_an_overdue_job_is_a_warning_then_critical(crontab):
 def test_a_job_waiting_for_a_failing_parent_is_not_overdue(crontab):
     crontab.configure(["TroubleJob|1d", "SadJob|1d"])
     crontab.run()  # trouble fails; sad is blocked and gets no row
-    crontab.sql("INSERT INTO crontabber (app_name, next_run, last_run, error_count, last_error)"
-                " VALUES ('sad', clock_timestamp() - interval '3 hours',"
-                " clock_timestamp() - interval '1 day', 0, '{}')")
+    crontab.sql(
+        "INSERT INTO crontabber (app_name, next_run, last_run, error_count, last_error)"
+        " VALUES ('sad', clock_timestamp() - interval '3 hours',"
+        " clock_timestamp() - interval '1 day', 0, '{}')"
+    )
     code, status, details, perfdata = nagios(crontab)
     assert code == 2 and status == "CRITICAL - trouble (TroubleJob) | <class 'NameError'> | Trouble!!"
     assert details[0] == "trouble (TroubleJob): NameError: Trouble!!"
@@ -108,11 +127,9 @@ def test_a_skewed_host_is_a_warning_while_it_ticks(crontab):
     add_host(crontab, "web-9", skew=-45.25)
     code, status, details, perfdata = nagios(crontab)
     assert code == 1
-    assert status == ("WARNING - host web-9: its clock is -45.2 s off the database's "
-                      "(max_skew_seconds 30)")
+    assert status == ("WARNING - host web-9: its clock is -45.2 s off the database's (max_skew_seconds 30)")
     assert perf(perfdata)["max_skew_s"] == "45.25" and perf(perfdata)["hosts"] == "2"
-    crontab.sql("UPDATE crontabber_host SET last_tick = last_tick - interval '16 minutes'"
-                " WHERE host = 'web-9'")
+    crontab.sql("UPDATE crontabber_host SET last_tick = last_tick - interval '16 minutes' WHERE host = 'web-9'")
     code, status, _, perfdata = nagios(crontab)  # gone quiet: no longer counted
     assert code == 0 and perf(perfdata)["hosts"] == "1"
 
@@ -123,24 +140,28 @@ def test_hosts_on_two_versions_are_a_warning(crontab):
     add_host(crontab, "web-8", version="0.9.0", ago=MINUTE)
     code, status, _, _ = nagios(crontab)
     assert code == 1
-    assert status == (f"WARNING - hosts run different versions: 0.9.0 on web-8; "
-                      f"{__version__} on {socket.gethostname()}")
-    crontab.sql("UPDATE crontabber_host SET last_tick = last_tick - interval '1 hour'"
-                " WHERE host = 'web-8'")
+    assert status == (
+        f"WARNING - hosts run different versions: 0.9.0 on web-8; {__version__} on {socket.gethostname()}"
+    )
+    crontab.sql("UPDATE crontabber_host SET last_tick = last_tick - interval '1 hour' WHERE host = 'web-8'")
     assert nagios(crontab)[0] == 0  # an old host that stopped ticking is not the fleet
 
 
 def test_a_paused_job_is_listed_and_its_failure_waits_for_the_pause_to_end(crontab):
     crontab.configure(["TroubleJob|1d", "BasicJob|1d"])
     crontab.run()
-    crontab.sql("UPDATE crontabber SET paused_until = clock_timestamp() + interval '2 hours',"
-                " paused_reason = 'ES migration', paused_by = 'alice@laptop',"
-                " next_run = clock_timestamp() - interval '5 hours' WHERE app_name = 'trouble'")
+    crontab.sql(
+        "UPDATE crontabber SET paused_until = clock_timestamp() + interval '2 hours',"
+        " paused_reason = 'ES migration', paused_by = 'alice@laptop',"
+        " next_run = clock_timestamp() - interval '5 hours' WHERE app_name = 'trouble'"
+    )
     code, status, details, perfdata = nagios(crontab)
     assert (code, status) == (0, "OK - All systems nominal; paused: trouble")
-    assert re.fullmatch(r"trouble \(TroubleJob\): paused until \S+ \S+ \(in 1h59m\) by "
-                        r"alice@laptop: ES migration; failing: NameError: Trouble!!",
-                        details[0]), details[0]
+    assert re.fullmatch(
+        r"trouble \(TroubleJob\): paused until \S+ \S+ \(in 1h59m\) by "
+        r"alice@laptop: ES migration; failing: NameError: Trouble!!",
+        details[0],
+    ), details[0]
     assert perf(perfdata)["jobs_paused"] == "1" and perf(perfdata)["jobs_failing"] == "0"
     # Ended a minute ago: failing again, but not overdue (lateness counts from the pause's end).
     crontab.sql("UPDATE crontabber SET paused_until = clock_timestamp() - interval '1 minute'")
@@ -186,7 +207,9 @@ def test_nagios_json_is_the_same_check(crontab):
     assert code == text_code == doc["code"] == 2 and doc["status"] == "CRITICAL"
     assert doc["summary"] == status
     assert [(e["level"], e["kind"], e["subject"]) for e in doc["entries"]] == [
-        ("CRITICAL", "failing", "trouble"), ("WARNING", "versions", "")]
+        ("CRITICAL", "failing", "trouble"),
+        ("WARNING", "versions", ""),
+    ]
     assert [e["text"] for e in doc["entries"]] == details
     assert list(doc["perfdata"]) == PERFDATA_LABELS
     assert doc["perfdata"]["jobs_failing"] == 1 and doc["perfdata"]["hosts"] == 2
@@ -205,7 +228,8 @@ def test_nagios_json_when_the_database_is_down(crontab, monkeypatch):
 def test_monitoring_thresholds_are_checked(crontab):
     crontab.configure(["BasicJob|1d"])
     code, out = crontab.run("--nagios", "--crontabber.overdue_critical_seconds=60")
-    assert code == 2 and out.startswith("CRITICAL - configuration error in "
-                                        "crontabber.overdue_critical_seconds: must not be below")
+    assert code == 2 and out.startswith(
+        "CRITICAL - configuration error in crontabber.overdue_critical_seconds: must not be below"
+    )
     code, out = crontab.run("--crontabber.max_skew_seconds=0")
     assert code == 1 and "crontabber.max_skew_seconds: must be positive" in out

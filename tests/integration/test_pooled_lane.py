@@ -2,6 +2,7 @@
 run) every test database is reached through PgBouncer, whose own statistics count this
 test's transactions; without it, directly. Either way its sessions are not in UTC. A setting that
 silently fell back to a direct connection would fail here."""
+
 from __future__ import annotations
 
 from tests.conftest import POOLED, SERVICES, TEST_TIME_ZONE

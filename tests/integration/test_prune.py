@@ -1,4 +1,5 @@
 """jobs.prune against the real S3 server and PostgreSQL."""
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -58,10 +59,12 @@ def prune(database, s3_bucket, symbols_bucket):
         protection = Protection(symbols_bucket, "v1/")
 
         def rules(self, extra=()):
-            return [Rule("uploads", Kind.UPLOADS, s3_bucket, "uploads/", 30),
-                    Rule("batches", Kind.BATCHES, s3_bucket, "missing/", 30),
-                    Rule("reports", Kind.AGE, symbols_bucket, "reports/missing-symbols/", 90),
-                    *extra]
+            return [
+                Rule("uploads", Kind.UPLOADS, s3_bucket, "uploads/", 30),
+                Rule("batches", Kind.BATCHES, s3_bucket, "missing/", 30),
+                Rule("reports", Kind.AGE, symbols_bucket, "reports/missing-symbols/", 90),
+                *extra,
+            ]
 
         def run(self, now_offset=OFFSET, cap=100000, dry_run=False, extra=(), client=None):
             with conn.cursor() as cur:
@@ -77,13 +80,18 @@ def prune(database, s3_bucket, symbols_bucket):
 
         def upload(self, key, status, age_days):
             when = OFFSET - age_days * DAY
-            self.sql("INSERT INTO upload (inbox_key, filename, size, status, created_at, completed_at)"
-                     " VALUES (%s, 'a.zip', 1, %s, now() + %s, CASE WHEN %s IN ('done','failed')"
-                     " THEN now() + %s END)", (key, status, when, status, when))
+            self.sql(
+                "INSERT INTO upload (inbox_key, filename, size, status, created_at, completed_at)"
+                " VALUES (%s, 'a.zip', 1, %s, now() + %s, CASE WHEN %s IN ('done','failed')"
+                " THEN now() + %s END)",
+                (key, status, when, status, when),
+            )
 
         def batch(self, key, status, age_days):
-            self.sql("INSERT INTO missing_symbol_batch (key, events, status, processed_at)"
-                     " VALUES (%s, 1, %s, now() + %s)", (key, status, OFFSET - age_days * DAY))
+            self.sql(
+                "INSERT INTO missing_symbol_batch (key, events, status, processed_at) VALUES (%s, 1, %s, now() + %s)",
+                (key, status, OFFSET - age_days * DAY),
+            )
 
     yield Prune()
     conn.close()
@@ -94,33 +102,47 @@ def by_rule(report):
 
 
 def test_each_rule_deletes_only_what_it_may(prune):
-    inbox = ["uploads/done-old.zip", "uploads/failed-old.zip", "uploads/done-new.zip",
-             "uploads/pending-old.zip", "uploads/processing-old.zip", "uploads/unknown.zip",
-             "missing/ok-old.msgpack", "missing/quarantined-old.msgpack", "missing/unknown.msgpack",
-             "missing/ok-new.msgpack", "elsewhere/file.bin"]
+    inbox = [
+        "uploads/done-old.zip",
+        "uploads/failed-old.zip",
+        "uploads/done-new.zip",
+        "uploads/pending-old.zip",
+        "uploads/processing-old.zip",
+        "uploads/unknown.zip",
+        "missing/ok-old.msgpack",
+        "missing/quarantined-old.msgpack",
+        "missing/unknown.msgpack",
+        "missing/ok-new.msgpack",
+        "elsewhere/file.bin",
+    ]
     symbols = ["reports/missing-symbols/2026-01-01.csv", "v1/xul.pdb/ABC/xul.sym", "other/keep.txt"]
     put_many(prune.inbox, inbox)
     put_many(prune.symbols, symbols)
-    for key, status, age in (("done-old", "done", 200), ("failed-old", "failed", 200),
-                             ("done-new", "done", 1), ("pending-old", "pending", 200),
-                             ("processing-old", "processing", 200)):
+    for key, status, age in (
+        ("done-old", "done", 200),
+        ("failed-old", "failed", 200),
+        ("done-new", "done", 1),
+        ("pending-old", "pending", 200),
+        ("processing-old", "processing", 200),
+    ):
         prune.upload(f"uploads/{key}.zip", status, age)
     # the same archive uploaded twice: one upload done long ago, one pending now -> keep it
     prune.upload("uploads/done-old.zip", "done", 300)
-    for key, status, age in (("ok-old", "ok", 200), ("quarantined-old", "quarantined", 200),
-                             ("ok-new", "ok", 1)):
+    for key, status, age in (("ok-old", "ok", 200), ("quarantined-old", "quarantined", 200), ("ok-new", "ok", 1)):
         prune.batch(f"missing/{key}.msgpack", status, age)
     report = prune.run()
     assert by_rule(report) == {"uploads": (2, 20, 0), "batches": (1, 10, 0), "reports": (1, 10, 0)}
     assert keys_in(prune.inbox) == set(inbox) - {
-        "uploads/done-old.zip", "uploads/failed-old.zip", "missing/ok-old.msgpack"}
+        "uploads/done-old.zip",
+        "uploads/failed-old.zip",
+        "missing/ok-old.msgpack",
+    }
     assert keys_in(prune.symbols) == {"v1/xul.pdb/ABC/xul.sym", "other/keep.txt"}
 
 
 def test_objects_younger_than_the_rule_stay(prune):
     put_many(prune.symbols, ["reports/missing-symbols/a.csv"])
-    assert by_rule(prune.run(now_offset=DAY * 89)) == {"uploads": (0, 0, 0), "batches": (0, 0, 0),
-                                                      "reports": (0, 0, 0)}
+    assert by_rule(prune.run(now_offset=DAY * 89)) == {"uploads": (0, 0, 0), "batches": (0, 0, 0), "reports": (0, 0, 0)}
     assert keys_in(prune.symbols) == {"reports/missing-symbols/a.csv"}
 
 
@@ -154,8 +176,7 @@ def test_dry_run_deletes_nothing_and_predicts_the_real_run(prune):
     dry = prune.run(dry_run=True)
     assert keys_in(prune.symbols) | keys_in(prune.inbox) == before
     real = prune.run()
-    assert by_rule(dry) == by_rule(real) == {"uploads": (1, 10, 0), "batches": (1, 10, 0),
-                                            "reports": (25, 250, 0)}
+    assert by_rule(dry) == by_rule(real) == {"uploads": (1, 10, 0), "batches": (1, 10, 0), "reports": (25, 250, 0)}
 
 
 def test_cap_stops_the_run_and_the_next_run_goes_on(prune):
@@ -183,8 +204,7 @@ def test_a_key_the_server_cannot_delete_is_reported_and_retried_next_run(prune):
         assert (reports.keys, reports.errors) == (4, 1)
         assert reports.error_sample[0].startswith(keys[2] + ": ")
         assert keys_in(prune.symbols) == {keys[2]}
-        recorded = prune.sql("SELECT keys_deleted, errors, error_sample FROM prune_rule_result"
-                             " WHERE rule = 'reports'")
+        recorded = prune.sql("SELECT keys_deleted, errors, error_sample FROM prune_rule_result WHERE rule = 'reports'")
         assert recorded[0][:2] == (4, 1) and keys[2] in recorded[0][2]
     finally:
         subprocess.run(["chattr", "-i", str(stuck)], check=True)
@@ -208,12 +228,12 @@ def test_a_batch_is_written_before_it_is_sent_and_counted_with_the_next_one(prun
         recorder.batch_done(result, batch)
 
     def recorded():
-        return prune.sql("SELECT keys_deleted, bytes_freed, errors, error_sample"
-                         " FROM prune_rule_result WHERE run_id = %s", (run_id,))[0]
+        return prune.sql(
+            "SELECT keys_deleted, bytes_freed, errors, error_sample FROM prune_rule_result WHERE run_id = %s", (run_id,)
+        )[0]
 
     def intents():
-        return prune.sql("SELECT id, bucket, keys, sizes FROM prune_intent WHERE run_id = %s"
-                         " ORDER BY id", (run_id,))
+        return prune.sql("SELECT id, bucket, keys, sizes FROM prune_intent WHERE run_id = %s ORDER BY id", (run_id,))
 
     odd = 'p/a "quoted", {braced}\\back\nline'  # any character survives the array literal
     first = recorder.intend([(odd, 4), ("p/b", 6)])
@@ -254,8 +274,9 @@ def test_a_dead_runs_batches_are_reconciled_with_s3(prune, database):
     dead_conn.close()  # then it died: nothing renews its lease
     wait_until_lease_passed(prune, dead)
     prune.run()
-    assert prune.sql("SELECT run_id, keys_deleted, bytes_freed FROM prune_rule_result"
-                     " WHERE run_id = %s", (dead,)) == [(dead, 1, 7)]
+    assert prune.sql("SELECT run_id, keys_deleted, bytes_freed FROM prune_rule_result WHERE run_id = %s", (dead,)) == [
+        (dead, 1, 7)
+    ]
     assert prune.sql("SELECT run_id, keys FROM prune_intent") == []
     assert prune.sql("SELECT finished_at FROM prune_run WHERE id = %s", (dead,)) == [(None,)]
     assert keys_in(prune.symbols) == {"keep/there"}
@@ -285,14 +306,12 @@ def test_a_run_never_starts_while_another_is_live(prune, database):
 def wait_until_lease_passed(prune, run_id, seconds=10.0):
     """Until the database's clock is past the run's lease (the test's own clock may differ)."""
     deadline = time.monotonic() + seconds
-    while prune.sql("SELECT lease_until > clock_timestamp() FROM prune_run WHERE id = %s",
-                    (run_id,)) == [(True,)]:
+    while prune.sql("SELECT lease_until > clock_timestamp() FROM prune_run WHERE id = %s", (run_id,)) == [(True,)]:
         assert time.monotonic() < deadline, f"run {run_id}'s lease never passed"
         time.sleep(0.1)
 
 
-def test_a_run_killed_with_a_batch_in_flight_is_reconciled_only_once_its_lease_passed(
-        prune, database):
+def test_a_run_killed_with_a_batch_in_flight_is_reconciled_only_once_its_lease_passed(prune, database):
     """The lease tells a run in flight from a dead one: before it passes, the next run leaves
     the batch alone (its delete_objects may still be going); after, it reconciles it."""
     from jobs.prune.store import Intent, Settled
@@ -313,8 +332,7 @@ def test_a_run_killed_with_a_batch_in_flight_is_reconciled_only_once_its_lease_p
     assert prune.sql("SELECT count(*) FROM prune_intent WHERE run_id = %s", (run_id,)) == [(1,)]
     wait_until_lease_passed(prune, run_id, seconds=30)
     prune.run()
-    assert prune.sql("SELECT keys_deleted FROM prune_rule_result WHERE run_id = %s",
-                     (run_id,)) == [(1,)]
+    assert prune.sql("SELECT keys_deleted FROM prune_rule_result WHERE run_id = %s", (run_id,)) == [(1,)]
     assert prune.sql("SELECT count(*) FROM prune_intent") == [(0,)]
 
 
@@ -334,13 +352,11 @@ def test_a_run_that_lost_its_lease_sends_no_more_batches(prune):
     wait_until_lease_passed(prune, run_id)
     assert not store.renew(run_id)  # passed: never renewed again
     with pytest.raises(PruneLeaseLost, match=f"prune run {run_id} lost its lease") as lost:
-        store.record(run_id, "reports", Settled([first], keys=1, bytes=1),
-                     Intent(prune.symbols, [("b", 1)]))
+        store.record(run_id, "reports", Settled([first], keys=1, bytes=1), Intent(prune.symbols, [("b", 1)]))
     assert exit_code_for(lost.value) == ExitCode.FENCED
     with pytest.raises(PruneLeaseLost):  # the rule's end writes nothing either
         store.record(run_id, "reports", Settled([first], keys=1, bytes=1), None)
-    assert prune.sql("SELECT keys_deleted FROM prune_rule_result WHERE run_id = %s",
-                     (run_id,)) == [(0,)]
+    assert prune.sql("SELECT keys_deleted FROM prune_rule_result WHERE run_id = %s", (run_id,)) == [(0,)]
     # the first batch's intent stays for the run that reconciles it (which counts it once)
     assert prune.sql("SELECT keys FROM prune_intent WHERE run_id = %s", (run_id,)) == [(["a"],)]
 
@@ -385,9 +401,11 @@ def test_a_run_of_the_release_before_the_lease_is_judged_by_its_advisory_lock(pr
     old = connect(database.replace(port=SERVICES.pg_port))
     old.autocommit = True
     with old.cursor() as cur:  # what that release's start_run did
-        cur.execute("WITH run AS (INSERT INTO prune_run (dry_run, cap, holder)"
-                    " VALUES (false, 10, 'old:1') RETURNING id)"
-                    " SELECT id, pg_advisory_lock(hashtext('prune_run'), id::int) FROM run")
+        cur.execute(
+            "WITH run AS (INSERT INTO prune_run (dry_run, cap, holder)"
+            " VALUES (false, 10, 'old:1') RETURNING id)"
+            " SELECT id, pg_advisory_lock(hashtext('prune_run'), id::int) FROM run"
+        )
         run_id = cur.fetchone()[0]
     store = PruneStore(prune.db)
     try:

@@ -1,5 +1,6 @@
 """jobs.prune by inventory against the real S3 server and PostgreSQL: the database's say
 and the cap hold as when listing."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -19,8 +20,7 @@ def run_by_inventory(prune, dest, cap=100000):
     with prune.db.cursor() as cur:
         cur.execute("SELECT clock_timestamp()")
         now = cur.fetchone()[0] + OFFSET
-    options = dataclasses.replace(PruneOptions(prune.rules(), prune.protection, cap, False, 4),
-                                  inventory=location)
+    options = dataclasses.replace(PruneOptions(prune.rules(), prune.protection, cap, False, 4), inventory=location)
     return run_prune(make_s3_client(), PruneStore(prune.db), options, now)
 
 
@@ -32,8 +32,13 @@ def reports(prune, dest):
 
 
 def test_the_database_decides_for_uploads_and_batches(prune):
-    inbox = ["uploads/done-old.zip", "uploads/pending-old.zip", "uploads/unknown.zip",
-             "missing/ok-old.msgpack", "missing/quarantined-old.msgpack"]
+    inbox = [
+        "uploads/done-old.zip",
+        "uploads/pending-old.zip",
+        "uploads/unknown.zip",
+        "missing/ok-old.msgpack",
+        "missing/quarantined-old.msgpack",
+    ]
     put_many(prune.inbox, inbox)
     put_many(prune.symbols, ["reports/missing-symbols/a.csv", "v1/xul.pdb/ABC/xul.sym"])
     prune.upload("uploads/done-old.zip", "done", 200)
@@ -43,8 +48,7 @@ def test_the_database_decides_for_uploads_and_batches(prune):
     reports(prune, prune.symbols)  # the reports go to the symbols bucket, under inv/
     report = run_by_inventory(prune, prune.symbols)
     assert by_rule(report) == {"uploads": (1, 10, 0), "batches": (1, 10, 0), "reports": (1, 10, 0)}
-    assert keys_in(prune.inbox) == {"uploads/pending-old.zip", "uploads/unknown.zip",
-                                    "missing/quarantined-old.msgpack"}
+    assert keys_in(prune.inbox) == {"uploads/pending-old.zip", "uploads/unknown.zip", "missing/quarantined-old.msgpack"}
     assert "v1/xul.pdb/ABC/xul.sym" in keys_in(prune.symbols)
 
 

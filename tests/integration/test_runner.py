@@ -1,5 +1,6 @@
 """The runner against a real PostgreSQL: crontabber's behaviours (spec §7)
 and the bugs we fixed (§8)."""
+
 import datetime as dt
 import re
 
@@ -99,8 +100,7 @@ def test_time_of_day_sets_next_run(crontab):
     crontab.run("--job", "basic-job", "--force")
     state = crontab.state("basic-job")
     # in UTC: the test databases' sessions are in another zone (tests/conftest.py)
-    next_run, last_run = (state.next_run.astimezone(dt.timezone.utc),
-                          state.last_run.astimezone(dt.timezone.utc))
+    next_run, last_run = (state.next_run.astimezone(dt.timezone.utc), state.last_run.astimezone(dt.timezone.utc))
     assert (next_run.hour, next_run.minute, next_run.second) == (3, 0, 0)
     assert (last_run + 7 * DAY).date() == next_run.date()
 
@@ -168,7 +168,9 @@ def test_reset_job(crontab):
     code, out = crontab.run("--reset-job", "nope", "--reason", "test")
     assert code == 1 and "nope" in out
     assert crontab.run("--reset-job", "basic-job", "--reason", "test") == (
-        0, "basic-job: had no state (already reset)\n")
+        0,
+        "basic-job: had no state (already reset)\n",
+    )
     crontab.run()
     assert crontab.run("--reset-job", "basic-job", "--reason", "test")[0] == 0
     assert crontab.state("basic-job") is None
@@ -236,8 +238,10 @@ def test_keyboard_interrupt_in_a_job_releases_the_lock_and_stops(crontab):
 def test_ongoing_marker_blocks_then_goes_stale(crontab):
     crontab.configure(["BasicJob|7d"])
     crontab.run()
-    crontab.sql("UPDATE crontabber SET next_run = clock_timestamp() - interval '1 second',"
-                " ongoing = clock_timestamp() - interval '1 second', ongoing_by = 'other:1'")
+    crontab.sql(
+        "UPDATE crontabber SET next_run = clock_timestamp() - interval '1 second',"
+        " ongoing = clock_timestamp() - interval '1 second', ongoing_by = 'other:1'"
+    )
     code, out = crontab.run()
     assert code == 0 and len(crontab.calls()) == 1  # a tick: another runner has it, no failure
     code, out = crontab.run("--job", "basic-job", "--force")
@@ -252,8 +256,10 @@ def test_stale_marker_counts_days(crontab):
     """crontabber's .seconds bug let a 25-hour-old marker block again."""
     crontab.configure(["BasicJob|7d"])
     crontab.run()
-    crontab.sql("UPDATE crontabber SET next_run = clock_timestamp() - interval '1 second',"
-                " ongoing = clock_timestamp() - interval '25 hours'")
+    crontab.sql(
+        "UPDATE crontabber SET next_run = clock_timestamp() - interval '1 second',"
+        " ongoing = clock_timestamp() - interval '25 hours'"
+    )
     assert crontab.run()[0] == 0 and len(crontab.calls()) == 2
 
 
@@ -291,7 +297,7 @@ def test_list_jobs_table(crontab):
     assert next(line for line in lines if line.startswith("sad")).split()[2:4] == ["waiting", "never"]
     # columns line up: every row's STATUS column starts at the same offset
     offset = lines[0].index("STATUS")
-    assert all(line[offset - 2:offset] == "  " for line in lines[:-1])  # then the database
+    assert all(line[offset - 2 : offset] == "  " for line in lines[:-1])  # then the database
     wide = crontab.run("--list-jobs", "--wide")[1]
     basic = next(line for line in wide.splitlines() if line.startswith("basic-job"))
     assert basic.split()[1:5] == ["tests.fixtures.sample_jobs.BasicJob", "7d", "@", "03:00"]
@@ -301,8 +307,10 @@ def test_list_jobs_table(crontab):
 def test_list_jobs_shows_who_holds_the_job(crontab):
     crontab.configure(["BasicJob|1d"])
     crontab.run()
-    crontab.sql("UPDATE crontabber SET ongoing = clock_timestamp() - interval '61 seconds',"
-                " ongoing_by = 'web-3:4242', heartbeat = NULL")
+    crontab.sql(
+        "UPDATE crontabber SET ongoing = clock_timestamp() - interval '61 seconds',"
+        " ongoing_by = 'web-3:4242', heartbeat = NULL"
+    )
     out = crontab.run("--list-jobs")[1]
     assert out.splitlines()[1].split()[2] == "running"
     assert re.search(r"  1m(\d+s)? on web-3, no heartbeat$", out.splitlines()[1])  # 1m and the test's seconds
@@ -347,9 +355,11 @@ def test_a_job_that_outlives_its_database_connection_still_releases_its_lock(cro
         deadline = time.monotonic() + 10
         while not crontab.calls("slow-job") and time.monotonic() < deadline:
             time.sleep(0.05)
-        crontab.sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                    "WHERE application_name = 'crontabber' AND datname = current_database() "
-                    "AND pid <> pg_backend_pid()")
+        crontab.sql(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE application_name = 'crontabber' AND datname = current_database() "
+            "AND pid <> pg_backend_pid()"
+        )
 
     killer = threading.Thread(target=kill_runner_connection)
     killer.start()
@@ -360,9 +370,14 @@ def test_a_job_that_outlives_its_database_connection_still_releases_its_lock(cro
 
 
 def test_per_job_retry_time_with_exponential_backoff_and_a_cap(crontab):
-    crontab.configure(["TroubleJob|1d", "ExitJob|1d"], error_retry_time=100, extra=(
-        "    [[class-TroubleJob]]\n        error_retry_time=10\n        error_backoff=2\n"
-        "        error_retry_max=25\n"))
+    crontab.configure(
+        ["TroubleJob|1d", "ExitJob|1d"],
+        error_retry_time=100,
+        extra=(
+            "    [[class-TroubleJob]]\n        error_retry_time=10\n        error_backoff=2\n"
+            "        error_retry_max=25\n"
+        ),
+    )
     waits = []
     for _ in range(4):
         crontab.run("--job", "trouble", "--force")

@@ -1,6 +1,7 @@
 """The runner's schema (sql/crontabber) and the jobs' (sql/jobs): each schema.sql agrees with
 its migrations; a runner without the jobs creates none of their tables; a site that adds the
 jobs later gets them; existing crontabber 0.18 databases keep working."""
+
 from crontabber import sqlfiles
 from crontabber.schema import (
     RUNNER,
@@ -26,12 +27,19 @@ SELECT 'constraint', conrelid::regclass || '.' || conname, pg_get_constraintdef(
 FROM pg_constraint WHERE connamespace = 'public'::regnamespace
 ORDER BY 1, 2
 """
-TABLES = ("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' "
-          "ORDER BY 1")
-RUNNER_TABLES = ["crontabber", "crontabber_alert", "crontabber_audit", "crontabber_host",
-                 "crontabber_interval",
-                 "crontabber_log", "crontabber_mute", "crontabber_notice", "crontabber_run",
-                 "schema_migrations"]
+TABLES = "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1"
+RUNNER_TABLES = [
+    "crontabber",
+    "crontabber_alert",
+    "crontabber_audit",
+    "crontabber_host",
+    "crontabber_interval",
+    "crontabber_log",
+    "crontabber_mute",
+    "crontabber_notice",
+    "crontabber_run",
+    "schema_migrations",
+]
 
 
 def catalog(settings):
@@ -72,8 +80,7 @@ def test_ensure_schema_is_idempotent_and_records_migrations(database):
         conn.close()
 
 
-def test_a_runner_without_the_jobs_creates_only_crontabbers_tables_and_gets_them_later(
-        empty_database):
+def test_a_runner_without_the_jobs_creates_only_crontabbers_tables_and_gets_them_later(empty_database):
     """Another project's crontabber apps: the runner's tables only. Adding the symbol
     server's jobs later brings theirs (their schema.sql, their numbers recorded)."""
     conn = connect(empty_database)

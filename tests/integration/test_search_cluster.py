@@ -3,6 +3,7 @@ the rebuild loads with no replica, raises them (``replicas``, default ``0-1``: o
 second node is) and waits until they are active before the alias moves; the clients take the
 nodes as a comma-separated list, so a node lost (SIGKILL, the one holding the primary) costs
 no query; a replica count the cluster cannot hold fails the run and leaves the alias."""
+
 from __future__ import annotations
 
 import subprocess
@@ -42,14 +43,13 @@ def source(crontab, es_index, cluster):
     install_tables(crontab.conn, crontab.database.dbname)
     insert_files(crontab.conn, [symbol_file(name, version) for name in NAMES for version in range(40)])
     yield crontab
-    make_es_client(cluster).indices.delete(index=f"{es_index}*", ignore_unavailable=True,
-                                           allow_no_indices=True)
+    make_es_client(cluster).indices.delete(index=f"{es_index}*", ignore_unavailable=True, allow_no_indices=True)
 
 
 def configure(crontab: Any, alias: str, urls: str, extra: str = "") -> None:
-    crontab.configure([JOB], extra=(
-        f"    [[class-RebuildSearchIndexCronApp]]\n        alias={alias}\n"
-        f"        es_url={urls}\n{extra}"))
+    crontab.configure(
+        [JOB], extra=(f"    [[class-RebuildSearchIndexCronApp]]\n        alias={alias}\n        es_url={urls}\n{extra}")
+    )
 
 
 def node_of_primary(es: Any, index: str) -> int:
@@ -93,8 +93,7 @@ def test_the_rebuild_raises_replicas_and_a_node_lost_fails_no_query(source, es_i
         time.sleep(0.5)
 
 
-def test_replicas_the_cluster_cannot_hold_fail_the_run_and_the_alias_stays(source, es_index,
-                                                                            cluster):
+def test_replicas_the_cluster_cannot_hold_fail_the_run_and_the_alias_stays(source, es_index, cluster):
     configure(source, es_index, cluster)
     code, output = source.run("--job", "rebuild-search-index", "--force")
     assert code == 0, output
@@ -111,20 +110,28 @@ def test_replicas_the_cluster_cannot_hold_fail_the_run_and_the_alias_stays(sourc
 
 def finish_upload(crontab: Any, name: str) -> None:
     """An upload as the upload job leaves it: its row, done, and its published file."""
-    [row] = crontab.sql("INSERT INTO upload (inbox_key, filename, size, status, attempts, "
-                        "completed_at) VALUES ('inbox/x.zip', 'x.zip', 1, 'done', 1, "
-                        "clock_timestamp()) RETURNING id")
-    crontab.sql("INSERT INTO file_upload (upload_id, key, size, original_size, original_md5,"
-                " compressed, \"update\") VALUES (%s, %s, 10, 20, 'md5', true, false)",
-                (row["id"], symbol_file(name).key))
+    [row] = crontab.sql(
+        "INSERT INTO upload (inbox_key, filename, size, status, attempts, "
+        "completed_at) VALUES ('inbox/x.zip', 'x.zip', 1, 'done', 1, "
+        "clock_timestamp()) RETURNING id"
+    )
+    crontab.sql(
+        "INSERT INTO file_upload (upload_id, key, size, original_size, original_md5,"
+        " compressed, \"update\") VALUES (%s, %s, 10, 20, 'md5', true, false)",
+        (row["id"], symbol_file(name).key),
+    )
 
 
 def test_the_incremental_indexer_adds_to_the_cluster_with_a_node_down(crontab, es_index, cluster):
     source = crontab  # the jobs' own tables: uploads and their published files
     finish_upload(source, "xul.pdb")
-    source.configure([JOB, "jobs.search_index.IndexNewUploadsCronApp|5m"], extra=(
-        f"    [[class-RebuildSearchIndexCronApp]]\n        alias={es_index}\n        es_url={cluster}\n"
-        f"    [[class-IndexNewUploadsCronApp]]\n        alias={es_index}\n        es_url={cluster}\n"))
+    source.configure(
+        [JOB, "jobs.search_index.IndexNewUploadsCronApp|5m"],
+        extra=(
+            f"    [[class-RebuildSearchIndexCronApp]]\n        alias={es_index}\n        es_url={cluster}\n"
+            f"    [[class-IndexNewUploadsCronApp]]\n        alias={es_index}\n        es_url={cluster}\n"
+        ),
+    )
     for job in ("rebuild-search-index", "index-new-uploads"):
         code, output = source.run(f"--job={job}", "--force")
         assert code == 0, output

@@ -19,32 +19,45 @@ def top(searcher, query, n=5):
     return [hit.debug_file for hit in searcher.search(query, n).hits]
 
 
-@pytest.mark.parametrize("typo, target", [
-    ("xlu.pdb", "xul.pdb"),                  # transposed letters
-    ("kernelbse.dll", "kernelbase.pdb"),     # one deletion (the dll is the code file)
-    ("ntdl.pdb", "ntdll.pdb"),
-    ("libgtk-4.so.0", "libgtk-3.so.0"),      # one substitution
-    ("libxull.so", "libxul.so"),             # one insertion
-    ("mozglu.pdb", "mozglue.pdb"),
-])
+@pytest.mark.parametrize(
+    "typo, target",
+    [
+        ("xlu.pdb", "xul.pdb"),  # transposed letters
+        ("kernelbse.dll", "kernelbase.pdb"),  # one deletion (the dll is the code file)
+        ("ntdl.pdb", "ntdll.pdb"),
+        ("libgtk-4.so.0", "libgtk-3.so.0"),  # one substitution
+        ("libxull.so", "libxul.so"),  # one insertion
+        ("mozglu.pdb", "mozglue.pdb"),
+    ],
+)
 def test_one_edit_typos_find_the_symbol_first(searcher, typo, target):
     assert top(searcher, typo)[0] == target
 
 
-@pytest.mark.parametrize("typo, target", [
-    ("krenelbse.pdb", "kernelbase.pdb"),     # a transposition and a deletion
-    ("libgdk_pixbf-2.0.so.O", "libgdk_pixbuf-2.0.so.0"),
-    ("CoreFoundaton", "CoreFoundation"),
-    ("mozglue.pbd.", "mozglue.pdb"),
-    ("freebl3pdv", "freebl3.pdb"),           # a separator lost and a letter wrong
-])
+@pytest.mark.parametrize(
+    "typo, target",
+    [
+        ("krenelbse.pdb", "kernelbase.pdb"),  # a transposition and a deletion
+        ("libgdk_pixbf-2.0.so.O", "libgdk_pixbuf-2.0.so.0"),
+        ("CoreFoundaton", "CoreFoundation"),
+        ("mozglue.pbd.", "mozglue.pdb"),
+        ("freebl3pdv", "freebl3.pdb"),  # a separator lost and a letter wrong
+    ],
+)
 def test_two_edit_typos_find_the_symbol_in_the_top_five(searcher, typo, target):
     assert target in top(searcher, typo)
 
 
-@pytest.mark.parametrize("query, target", [
-    ("libxul.so.dbg", "libxul.so.dbg"), ("libxul", "libxul.so"), ("ntdll", "ntdll.pdb"),
-    ("libgstaudio-1.0", "libgstaudio-1.0.so.0"), ("XUL", "xul.pdb")])
+@pytest.mark.parametrize(
+    "query, target",
+    [
+        ("libxul.so.dbg", "libxul.so.dbg"),
+        ("libxul", "libxul.so"),
+        ("ntdll", "ntdll.pdb"),
+        ("libgstaudio-1.0", "libgstaudio-1.0.so.0"),
+        ("XUL", "xul.pdb"),
+    ],
+)
 def test_a_missing_extension_still_finds_the_symbol(searcher, query, target):
     assert target in top(searcher, query)
 
@@ -80,17 +93,17 @@ def test_an_exact_id_ranks_above_a_prefix_match(es_index):
     from search.documents import SymbolRow
     from search.indexer import rebuild
 
-    rows = [SymbolRow("a.pdb", "6B42A54E1" + "0" * 24, "a.sym", "a.dll", None, 1, None, None),
-            SymbolRow("b.pdb", "F" * 33, "b.sym", "b.dll", "6b42a54e", 1, None, None)]
+    rows = [
+        SymbolRow("a.pdb", "6B42A54E1" + "0" * 24, "a.sym", "a.dll", None, 1, None, None),
+        SymbolRow("b.pdb", "F" * 33, "b.sym", "b.dll", "6b42a54e", 1, None, None),
+    ]
     rebuild(es(), es_index, rows, 2)
     hits = Searcher(es(), es_index).search("6B42A54E", 5).hits
-    assert [(h.debug_file, h.matched) for h in hits] == [
-        ("b.pdb", "6B42A54E"), ("a.pdb", "6B42A54E*")]
+    assert [(h.debug_file, h.matched) for h in hits] == [("b.pdb", "6B42A54E"), ("a.pdb", "6B42A54E*")]
     assert hits[0].score > hits[1].score
 
 
-NON_ASCII = ["xül.pdb", "libxül.so", "ñandú.pdb", "日本語.dll", "xul.pdb", "libxul.so",
-             "nandu.pdb", "x-l.pdb"]
+NON_ASCII = ["xül.pdb", "libxül.so", "ñandú.pdb", "日本語.dll", "xul.pdb", "libxul.so", "nandu.pdb", "x-l.pdb"]
 
 
 @pytest.fixture(scope="module")
@@ -105,11 +118,20 @@ def non_ascii():
     es().indices.delete(index=f"{alias}*", ignore_unavailable=True, allow_no_indices=True)
 
 
-@pytest.mark.parametrize("query, target", [
-    ("xül", "xül.pdb"), ("XÜL.PDB", "xül.pdb"), ("xu\u0308l", "xül.pdb"),  # decomposed ü
-    ("libxül.so", "libxül.so"), ("ñandú", "ñandú.pdb"), ("ñandu.pdb", "ñandú.pdb"),  # a typo
-    ("日本語", "日本語.dll"), ("xul", "xul.pdb"), ("nandu", "nandu.pdb"),
-])
+@pytest.mark.parametrize(
+    "query, target",
+    [
+        ("xül", "xül.pdb"),
+        ("XÜL.PDB", "xül.pdb"),
+        ("xu\u0308l", "xül.pdb"),  # decomposed ü
+        ("libxül.so", "libxül.so"),
+        ("ñandú", "ñandú.pdb"),
+        ("ñandu.pdb", "ñandú.pdb"),  # a typo
+        ("日本語", "日本語.dll"),
+        ("xul", "xul.pdb"),
+        ("nandu", "nandu.pdb"),
+    ],
+)
 def test_names_with_non_ascii_letters_are_found_as_words(non_ascii, query, target):
     result = non_ascii.search(query, 3)
     assert result.hits and result.hits[0].debug_file == target, (query, result)

@@ -43,8 +43,7 @@ def test_a_rebuild_merges_the_new_index_into_one_segment(es_index):
     # requests on one indexing thread (one segment): then build again, a few times at most.
     bulk = BulkSettings(chunk_size=20, threads=2)
     for attempt in range(5):
-        unmerged = rebuild(client, es_index, rows, len(rows), bulk=bulk, now=at(attempt),
-                           merge=False)
+        unmerged = rebuild(client, es_index, rows, len(rows), bulk=bulk, now=at(attempt), merge=False)
         if segment_count(client, unmerged.index) >= 2:
             break
     assert segment_count(client, unmerged.index) >= 2
@@ -129,8 +128,15 @@ def test_searches_keep_working_during_a_rebuild(es_index):
     def rebuild_twice():
         try:
             for minute in (1, 2, 3):  # keep=2: an in-flight search never loses its index
-                rebuild(client, es_index, rows, len(rows), keep=2,
-                        bulk=BulkSettings(chunk_size=20, threads=1), now=at(minute))
+                rebuild(
+                    client,
+                    es_index,
+                    rows,
+                    len(rows),
+                    keep=2,
+                    bulk=BulkSettings(chunk_size=20, threads=1),
+                    now=at(minute),
+                )
         except Exception as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
         finally:

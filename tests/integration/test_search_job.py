@@ -21,9 +21,9 @@ NAMES = ["xul.pdb", "libxul.so", "libxul.so.dbg", "ntdll.pdb", "firefox.pdb"]
 def source(crontab, es_index):
     """The crontab fixture with the contract tables and the job configured on ``es_index``."""
     install_tables(crontab.conn, crontab.database.dbname)
-    crontab.configure([JOB], extra=(
-        f"    [[class-RebuildSearchIndexCronApp]]\n        alias={es_index}\n"
-        f"        chunk_size=3\n"))
+    crontab.configure(
+        [JOB], extra=(f"    [[class-RebuildSearchIndexCronApp]]\n        alias={es_index}\n        chunk_size=3\n")
+    )
     return crontab
 
 
@@ -34,8 +34,7 @@ def test_the_job_indexes_each_distinct_symbol_file(source, es_index):
     insert_files(source.conn, files[:2], size=5, start=later)  # uploaded again: latest size wins
     insert_missing(source.conn, [files[0]], count=4)
     insert_missing(source.conn, [files[0]], count=3)
-    source.sql("INSERT INTO file_upload (key, size) VALUES ('v1/not-a-symbol-key', 1),"
-               " ('v1/a/b/c/d', 1)")
+    source.sql("INSERT INTO file_upload (key, size) VALUES ('v1/not-a-symbol-key', 1), ('v1/a/b/c/d', 1)")
     code, output = source.run()
     assert code == 0, output
     assert source.state("rebuild-search-index").last_error in (None, {})
@@ -44,9 +43,15 @@ def test_the_job_indexes_each_distinct_symbol_file(source, es_index):
     assert client.count(index=es_index)["count"] == 10
     doc = client.get(index=es_index, id=files[0].key.removeprefix("v1/"))["_source"]
     assert doc == {
-        "debug_file": "xul.pdb", "debug_id": files[0].debug_id, "filename": "xul.sym",
-        "code_file": "xul.dll", "code_id": files[0].code_id, "size": 5,
-        "last_uploaded": later.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), "missing_count": 7}
+        "debug_file": "xul.pdb",
+        "debug_id": files[0].debug_id,
+        "filename": "xul.sym",
+        "code_file": "xul.dll",
+        "code_id": files[0].code_id,
+        "size": 5,
+        "last_uploaded": later.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "missing_count": 7,
+    }
     other = client.get(index=es_index, id=files[3].key.removeprefix("v1/"))["_source"]
     assert (other["code_file"], other["missing_count"], other["size"]) == (None, None, 1003)
     assert Searcher(client, es_index).search("libxl.so", 1).hits[0].debug_file == "libxul.so"
@@ -72,7 +77,8 @@ def test_a_failing_source_fails_the_job_and_leaves_the_alias(source, es_index):
     state = source.state("rebuild-search-index")
     assert state.error_count == 1 and "SearchSourceError" in str(state.last_error)
     assert state.last_error["value"] == (
-        "search index source query 'symbol_files' failed: column \"size\" does not exist")
+        "search index source query 'symbol_files' failed: column \"size\" does not exist"
+    )
     assert aliased(client, es_index) == before and versions(client, es_index) == before
 
 

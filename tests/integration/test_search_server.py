@@ -54,15 +54,19 @@ def test_search_answers_the_documented_shape(url):
     assert get(url, "/search", q="xul.pdb")[2]["hits"][0]["filename"] == "xul.sym"
 
 
-@pytest.mark.parametrize("params, error", [
-    ({}, "the query is empty"), ({"q": "  "}, "the query is empty"),
-    ({"q": "x" * 201}, "the query is longer than 200 characters (after Unicode normalisation)"),
-    # 170 characters, 510 once NFC-normalised: Elasticsearch answered 500 ("Term too complex")
-    ({"q": "\ufb2c" * 170}, "the query is longer than 200 characters (after Unicode normalisation)"),
-    ({"q": "xul", "size": "ten"}, "size must be a whole number"),
-    ({"q": "xul", "size": "0"}, "size must be between 1 and 100"),
-    ({"q": "xul", "size": "101"}, "size must be between 1 and 100"),
-])
+@pytest.mark.parametrize(
+    "params, error",
+    [
+        ({}, "the query is empty"),
+        ({"q": "  "}, "the query is empty"),
+        ({"q": "x" * 201}, "the query is longer than 200 characters (after Unicode normalisation)"),
+        # 170 characters, 510 once NFC-normalised: Elasticsearch answered 500 ("Term too complex")
+        ({"q": "\ufb2c" * 170}, "the query is longer than 200 characters (after Unicode normalisation)"),
+        ({"q": "xul", "size": "ten"}, "size must be a whole number"),
+        ({"q": "xul", "size": "0"}, "size must be between 1 and 100"),
+        ({"q": "xul", "size": "101"}, "size must be between 1 and 100"),
+    ],
+)
 def test_bad_input_is_a_400_with_a_json_error(url, params, error):
     assert get(url, "/search", **params) == (400, "application/json", {"error": error})
 
@@ -75,15 +79,17 @@ def test_long_words_within_the_limit_are_searched(url):
         assert (status, kind) == (200, "application/json"), (query[:3], status, body)
 
 
-@pytest.mark.parametrize("query, error", [
-    ("q=xul&q=nss3", "parameter 'q' is given 2 times; give it once"),
-    ("q=xul&size=1&size=2", "parameter 'size' is given 2 times; give it once"),
-    ("q=&q=xul", "parameter 'q' is given 2 times; give it once"),
-    ("q=xul&size=", "size must be a whole number"),
-])
+@pytest.mark.parametrize(
+    "query, error",
+    [
+        ("q=xul&q=nss3", "parameter 'q' is given 2 times; give it once"),
+        ("q=xul&size=1&size=2", "parameter 'size' is given 2 times; give it once"),
+        ("q=&q=xul", "parameter 'q' is given 2 times; give it once"),
+        ("q=xul&size=", "size must be a whole number"),
+    ],
+)
 def test_a_repeated_or_blank_parameter_is_a_400(url, query, error):
-    assert raw(url, f"GET /search?{query} HTTP/1.0\r\n\r\n".encode()) == (
-        400, "application/json", {"error": error})
+    assert raw(url, f"GET /search?{query} HTTP/1.0\r\n\r\n".encode()) == (400, "application/json", {"error": error})
 
 
 def raw(url, request):
@@ -111,10 +117,8 @@ def test_every_error_is_json_never_html(url):
     long_url = "/search?q=" + "x" * 100_000
     cases = [
         (b"GET /nope HTTP/1.0\r\n\r\n", 404, "no such endpoint: /nope"),
-        (b"POST /search?q=xul HTTP/1.0\r\nContent-Length: 0\r\n\r\n", 405,
-         "only GET is supported"),
-        (f"GET {long_url} HTTP/1.0\r\n\r\n".encode(), 414,
-         "the request line is longer than 65536 bytes"),
+        (b"POST /search?q=xul HTTP/1.0\r\nContent-Length: 0\r\n\r\n", 405, "only GET is supported"),
+        (f"GET {long_url} HTTP/1.0\r\n\r\n".encode(), 414, "the request line is longer than 65536 bytes"),
         (b"GET /search?q=xul HTTP/1.0 junk\r\n\r\n", 400, "Bad request version ('junk')"),
         (b"GET\r\n\r\n", 400, "Bad request syntax ('GET')"),
         (b"GET /search?q=xul HTTP/9.9\r\n\r\n", 505, "Invalid HTTP version (9.9)"),
@@ -124,7 +128,10 @@ def test_every_error_is_json_never_html(url):
     server = serve(Broken())
     try:
         assert get(f"http://127.0.0.1:{server.server_address[1]}", "/search", q="xul") == (
-            500, "application/json", {"error": "internal error"})
+            500,
+            "application/json",
+            {"error": "internal error"},
+        )
     finally:
         server.shutdown()
         server.server_close()

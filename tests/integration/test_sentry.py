@@ -1,5 +1,6 @@
 """Job errors reach Sentry (a local HTTP server stands in for the Sentry endpoint:
 sentry-sdk itself runs for real and sends its envelope over HTTP)."""
+
 import datetime as dt
 import gzip
 import http.server
@@ -47,8 +48,12 @@ def test_job_error_is_sent_to_sentry_and_still_recorded(crontab, sentry_server):
     crontab.configure(["TroubleJob|1d", "BasicJob|1d"])
     done = subprocess.run(
         [sys.executable, "-m", "crontabber", f"--admin.conf={crontab.ini}", f"--sentry.dsn={dsn}"],
-        env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=REPO, capture_output=True, text=True,
-        timeout=60)
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert crontab.state("trouble").error_count == 1
     assert len(crontab.calls("basic-job")) == 1
@@ -82,8 +87,12 @@ def test_no_secret_reaches_sentry_from_a_jobs_local_variables(crontab, sentry_se
     crontab.configure(["SecretsInLocalsJob|1d"])
     done = subprocess.run(
         [sys.executable, "-m", "crontabber", f"--admin.conf={crontab.ini}", f"--sentry.dsn={dsn}"],
-        env={**os.environ, "PYTHONPATH": str(REPO), "JOB_DATABASE_PASSWORD": db_secret,
-             "JOB_ES_PASSWORD": es_secret}, cwd=REPO, capture_output=True, text=True, timeout=60)
+        env={**os.environ, "PYTHONPATH": str(REPO), "JOB_DATABASE_PASSWORD": db_secret, "JOB_ES_PASSWORD": es_secret},
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     events = [body for path, body in bodies if path.startswith("/api/42/")]
     assert len(events) == 1 and "cannot reach db" in events[0]
@@ -107,12 +116,27 @@ def _checkins(bodies):
 
 def test_sentry_crons_check_ins_frame_each_run_with_the_monitor_from_the_schedule(crontab, sentry_server):
     dsn, bodies = sentry_server
-    crontab.configure(["BasicJob|1d|03:00", "TroubleJob|2h"],
-                      extra="    jitter=10m\n    [[class-TroubleJob]]\n        timeout=90\n")
+    crontab.configure(
+        ["BasicJob|1d|03:00", "TroubleJob|2h"], extra="    jitter=10m\n    [[class-TroubleJob]]\n        timeout=90\n"
+    )
     done = subprocess.run(
-        [sys.executable, "-m", "crontabber", f"--admin.conf={crontab.ini}", f"--sentry.dsn={dsn}",
-         "--sentry.crons=True", "--job", "basic-job", "--force"],
-        env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=REPO, capture_output=True, text=True, timeout=60)
+        [
+            sys.executable,
+            "-m",
+            "crontabber",
+            f"--admin.conf={crontab.ini}",
+            f"--sentry.dsn={dsn}",
+            "--sentry.crons=True",
+            "--job",
+            "basic-job",
+            "--force",
+        ],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     started, ended = _checkins(bodies)
     assert (started["monitor_slug"], started["status"]) == ("basic-job", "in_progress")
@@ -125,9 +149,20 @@ def test_sentry_crons_check_ins_frame_each_run_with_the_monitor_from_the_schedul
     assert ended["duration"] > 0
     bodies.clear()
     done = subprocess.run(
-        [sys.executable, "-m", "crontabber", f"--admin.conf={crontab.ini}", f"--sentry.dsn={dsn}",
-         "--sentry.crons=True"],
-        env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=REPO, capture_output=True, text=True, timeout=60)
+        [
+            sys.executable,
+            "-m",
+            "crontabber",
+            f"--admin.conf={crontab.ini}",
+            f"--sentry.dsn={dsn}",
+            "--sentry.crons=True",
+        ],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     trouble = [c for c in _checkins(bodies) if c["monitor_slug"] == "trouble"]
     assert [c["status"] for c in trouble] == ["in_progress", "error"]

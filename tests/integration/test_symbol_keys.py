@@ -24,20 +24,17 @@ XUL = f"xul.pdb/{XUL_ID}/xul.sym"
 
 
 def _good(tmp_path, index: int):
-    return write_zip(tmp_path / f"good{index}.zip", symbol_members(2, 3000, seed=index,
-                                                                   prefix=f"g{index}_"))
+    return write_zip(tmp_path / f"good{index}.zip", symbol_members(2, 3000, seed=index, prefix=f"g{index}_"))
 
 
-def test_each_refused_form_is_its_uploads_rejection_and_the_good_uploads_all_publish(
-        uploads, tmp_path):
+def test_each_refused_form_is_its_uploads_rejection_and_the_good_uploads_all_publish(uploads, tmp_path):
     """The review's N7 names and headers, each in its own upload between good ones: one
     drain publishes every good upload and nothing of a bad one; each bad one is failed for
     good, its error naming the member and the rule."""
     good = [uploads.enqueue(_good(tmp_path, 0))]
     bad: dict[int, tuple[str, str]] = {}
     for at, (label, name, rule) in enumerate(KEY_FORMS):
-        path = write_zip(tmp_path / f"bad-{label}.zip",
-                         [(name, b"MODULE windows x86_64 " + b"0" * 33 + b" x.pdb\n")])
+        path = write_zip(tmp_path / f"bad-{label}.zip", [(name, b"MODULE windows x86_64 " + b"0" * 33 + b" x.pdb\n")])
         bad[uploads.enqueue(path)] = (name, rule)
         if at % 5 == 4:
             good.append(uploads.enqueue(_good(tmp_path, len(good))))
@@ -87,8 +84,9 @@ def test_the_code_id_and_file_are_kept_with_the_file(uploads, tmp_path):
     text = sym_text("xul.pdb", XUL_ID, 5000)  # INFO CODE_ID <first 16 digits> xul.pdb
     upload_id = uploads.enqueue(write_zip(tmp_path / "a.zip", [(XUL, text)]))
     uploads.worker().drain()
-    assert uploads.sql("SELECT code_id, code_file FROM file_upload WHERE upload_id = %s",
-                       (upload_id,)) == [{"code_id": XUL_ID[:16], "code_file": "xul.pdb"}]
+    assert uploads.sql("SELECT code_id, code_file FROM file_upload WHERE upload_id = %s", (upload_id,)) == [
+        {"code_id": XUL_ID[:16], "code_file": "xul.pdb"}
+    ]
 
 
 def _two_versions(uploads, tmp_path, overwrite: Overwrite):
@@ -97,31 +95,32 @@ def _two_versions(uploads, tmp_path, overwrite: Overwrite):
     first_text = sym_text("xul.pdb", XUL_ID, 5000, seed=1)
     second_text = sym_text("xul.pdb", XUL_ID, 5000, seed=2)
     extra = symbol_members(1, 2000, seed=9, prefix="extra")
-    first = uploads.enqueue(write_zip(tmp_path / "first.zip", [(XUL, first_text)]),
-                            uploaded_by="eve")
+    first = uploads.enqueue(write_zip(tmp_path / "first.zip", [(XUL, first_text)]), uploaded_by="eve")
     uploads.worker().drain()
-    second = uploads.enqueue(write_zip(tmp_path / "second.zip", [(XUL, second_text)] + extra),
-                             uploaded_by="mallory")
+    second = uploads.enqueue(write_zip(tmp_path / "second.zip", [(XUL, second_text)] + extra), uploaded_by="mallory")
     outcomes = uploads.worker(overwrite=overwrite).drain()
     return first, second, first_text, second_text, extra[0][0], outcomes
 
 
 def test_replace_writes_over_and_records_what_it_replaced(uploads, tmp_path):
-    first, second, first_text, second_text, extra, _ = _two_versions(uploads, tmp_path,
-                                                                      Overwrite.REPLACE)
+    first, second, first_text, second_text, extra, _ = _two_versions(uploads, tmp_path, Overwrite.REPLACE)
     assert uploads.row(second)["status"] == "done"
     assert uploads.symbol(f"v1/{XUL}") == second_text
-    (row,) = uploads.sql("SELECT \"update\", previous_upload_id, previous_md5, previous_size "
-                         "FROM file_upload WHERE upload_id = %s AND key = %s",
-                         (second, f"v1/{XUL}"))
-    assert row == {"update": True, "previous_upload_id": first,
-                   "previous_md5": md5(first_text), "previous_size": len(first_text)}
+    (row,) = uploads.sql(
+        'SELECT "update", previous_upload_id, previous_md5, previous_size '
+        "FROM file_upload WHERE upload_id = %s AND key = %s",
+        (second, f"v1/{XUL}"),
+    )
+    assert row == {
+        "update": True,
+        "previous_upload_id": first,
+        "previous_md5": md5(first_text),
+        "previous_size": len(first_text),
+    }
 
 
-def test_keep_first_refuses_the_upload_naming_the_earlier_one_and_publishes_nothing(
-        uploads, tmp_path):
-    first, second, first_text, _, extra, outcomes = _two_versions(uploads, tmp_path,
-                                                                  Overwrite.KEEP_FIRST)
+def test_keep_first_refuses_the_upload_naming_the_earlier_one_and_publishes_nothing(uploads, tmp_path):
+    first, second, first_text, _, extra, outcomes = _two_versions(uploads, tmp_path, Overwrite.KEEP_FIRST)
     row = uploads.row(second)
     assert row["status"] == "failed" and row["attempts"] == 1
     assert RULE_KEEP_FIRST in row["error"] and f"written by upload {first}" in row["error"]
@@ -145,8 +144,9 @@ def test_versioned_refuses_to_start_on_a_bucket_without_versions(uploads, tmp_pa
     import botocore.exceptions
 
     with pytest.raises(botocore.exceptions.ClientError, match="NotImplemented"):
-        uploads.client.put_bucket_versioning(Bucket=uploads.bucket, VersioningConfiguration={
-            "Status": "Enabled"})  # (why the versioned path itself cannot be run here)
+        uploads.client.put_bucket_versioning(
+            Bucket=uploads.bucket, VersioningConfiguration={"Status": "Enabled"}
+        )  # (why the versioned path itself cannot be run here)
     upload_id = uploads.enqueue(_good(tmp_path, 0))
     with pytest.raises(VersioningOff) as caught:
         uploads.worker(overwrite=Overwrite.VERSIONED).drain()
@@ -164,11 +164,11 @@ def test_an_s3_error_about_one_uploads_key_fails_that_upload_only(uploads, tmp_p
     the uploads after it are published in the same run."""
     proxy = S3FaultProxy(uploads.client.meta.endpoint_url, "poison")
     try:
-        client = make_s3_client(8, endpoint_url=proxy.url, max_attempts=2,
-                                validate_parameters=False, expect_continue=False)
+        client = make_s3_client(
+            8, endpoint_url=proxy.url, max_attempts=2, validate_parameters=False, expect_continue=False
+        )
         before = uploads.enqueue(_good(tmp_path, 0))
-        poison = uploads.enqueue(write_zip(tmp_path / "p.zip", symbol_members(
-            2, 3000, seed=5, prefix="poison")))
+        poison = uploads.enqueue(write_zip(tmp_path / "p.zip", symbol_members(2, 3000, seed=5, prefix="poison")))
         after = [uploads.enqueue(_good(tmp_path, index)) for index in (1, 2)]
         outcomes = uploads.worker(client=client).drain()
     finally:
@@ -186,10 +186,12 @@ def test_s3_down_still_stops_the_drain(uploads, tmp_path):
     upload, as before (docs/reliability.md), the others untouched."""
     proxy = S3FaultProxy(uploads.client.meta.endpoint_url, "/")
     try:
-        client = make_s3_client(8, endpoint_url=proxy.url, max_attempts=1,
-                                validate_parameters=False, expect_continue=False)
+        client = make_s3_client(
+            8, endpoint_url=proxy.url, max_attempts=1, validate_parameters=False, expect_continue=False
+        )
         ids = [uploads.enqueue(_good(tmp_path, index)) for index in range(3)]
         from jobs.uploads.errors import S3Unavailable
+
         with pytest.raises(S3Unavailable):
             uploads.worker(client=client).drain()
     finally:
@@ -212,8 +214,10 @@ def _real_files() -> list[tuple[str, bytes]]:
     from pathlib import Path
 
     here = Path(__file__).resolve().parent.parent / "fixtures" / "breakpad"
-    texts = [(here / "libdemo.so.sym").read_bytes(),
-             lzma.decompress((here / "libpython3.11.so.1.0.sym.xz").read_bytes())]
+    texts = [
+        (here / "libdemo.so.sym").read_bytes(),
+        lzma.decompress((here / "libpython3.11.so.1.0.sym.xz").read_bytes()),
+    ]
     files = []
     for text in texts:
         _, _, _, debug_id, debug_file = text.split(b"\n", 1)[0].decode().split(" ", 4)
@@ -227,11 +231,18 @@ def test_real_breakpad_files_pass_unchanged(uploads, tmp_path):
     assert uploads.worker().drain()[0].status is UploadStatus.DONE
     for name, text in files:
         assert uploads.symbol(f"v1/{name}") == text  # byte for byte
-    rows = uploads.sql("SELECT key, code_id, code_file FROM file_upload WHERE upload_id = %s "
-                       "ORDER BY key", (upload_id,))
+    rows = uploads.sql(
+        "SELECT key, code_id, code_file FROM file_upload WHERE upload_id = %s ORDER BY key", (upload_id,)
+    )
     assert rows == [
-        {"key": "v1/libdemo.so/D59EFD2A1FCF6360D63C673972D1C9F80/libdemo.so.sym",
-         "code_id": "2AFD9ED5CF1F6063D63C673972D1C9F84589F8AF", "code_file": None},
-        {"key": "v1/libpython3.11.so.1.0/4EF8DA4969D358FE9B73EA876F2591CD0/"
-                "libpython3.11.so.1.0.sym",
-         "code_id": "49DAF84ED369FE589B73EA876F2591CD4C3588BB", "code_file": None}]
+        {
+            "key": "v1/libdemo.so/D59EFD2A1FCF6360D63C673972D1C9F80/libdemo.so.sym",
+            "code_id": "2AFD9ED5CF1F6063D63C673972D1C9F84589F8AF",
+            "code_file": None,
+        },
+        {
+            "key": "v1/libpython3.11.so.1.0/4EF8DA4969D358FE9B73EA876F2591CD0/libpython3.11.so.1.0.sym",
+            "code_id": "49DAF84ED369FE589B73EA876F2591CD4C3588BB",
+            "code_file": None,
+        },
+    ]

@@ -13,15 +13,23 @@ from tests.fixtures.uploads_queue import md5, uploads  # noqa: F401 - the fixtur
 
 
 def test_a_good_archive_is_published_with_tecken_headers_and_metadata(uploads, tmp_path):
-    members = symbol_members(3, 20_000) + [("app.pdb/ABCDEF01ABCDEF01ABCDEF01ABCDEF011/app.exe", b"MZ" + b"\0" * 500),
-                                           ("firefox-symbols.txt", b"list"),
-                                           ("xul.pdb/.DS_Store", b"junk")]
+    members = symbol_members(3, 20_000) + [
+        ("app.pdb/ABCDEF01ABCDEF01ABCDEF01ABCDEF011/app.exe", b"MZ" + b"\0" * 500),
+        ("firefox-symbols.txt", b"list"),
+        ("xul.pdb/.DS_Store", b"junk"),
+    ]
     upload_id = uploads.enqueue(write_zip(tmp_path / "a.zip", members))
     outcomes = uploads.worker().drain()
     assert [(o.upload_id, o.status) for o in outcomes] == [(upload_id, UploadStatus.DONE)]
     row = uploads.row(upload_id)
-    assert (row["status"], row["attempts"], row["files_total"], row["files_uploaded"],
-            row["files_skipped"], row["files_ignored"]) == ("done", 1, 6, 4, 0, 2)
+    assert (
+        row["status"],
+        row["attempts"],
+        row["files_total"],
+        row["files_uploaded"],
+        row["files_skipped"],
+        row["files_ignored"],
+    ) == ("done", 1, 6, 4, 0, 2)
     assert row["completed_at"] is not None and row["error"] is None
     assert uploads.keys() == sorted(f"v1/{name}" for name, _ in members[:4])
     name, content = members[0]
@@ -37,16 +45,20 @@ def test_a_good_archive_is_published_with_tecken_headers_and_metadata(uploads, t
     assert {f["key"]: (f["compressed"], f["update"]) for f in files}[f"v1/{name}"] == (True, False)
 
 
-def test_puts_carry_a_crc32_checksum_unsigned_and_without_waiting_for_100_continue(uploads,
-                                                                                  tmp_path):
+def test_puts_carry_a_crc32_checksum_unsigned_and_without_waiting_for_100_continue(uploads, tmp_path):
     """The job's client: no SHA-256 of the body (not even on this http endpoint), a CRC-32
     the server checks instead, and the body sent with the headers. A body whose bytes do not
     match its checksum is refused, so the checksum is really checked."""
     sent: list[dict[str, str]] = []
     uploads.client.meta.events.register(
         "before-send.s3.PutObject",
-        lambda request, **_: sent.append({name.lower(): value.decode() if isinstance(value, bytes)
-                                          else value for name, value in request.headers.items()}))
+        lambda request, **_: sent.append(
+            {
+                name.lower(): value.decode() if isinstance(value, bytes) else value
+                for name, value in request.headers.items()
+            }
+        ),
+    )
     members = symbol_members(2, 3000)
     uploads.enqueue(write_zip(tmp_path / "a.zip", members))
     assert [o.status for o in uploads.worker().drain()] == [UploadStatus.DONE]
@@ -58,8 +70,7 @@ def test_puts_carry_a_crc32_checksum_unsigned_and_without_waiting_for_100_contin
     assert uploads.symbol(f"v1/{members[0][0]}") == members[0][1]
     # (a top-level key: s3proxy leaves a refused key's directories behind)
     with pytest.raises(botocore.exceptions.ClientError, match="BadDigest"):
-        uploads.client.put_object(Bucket=uploads.bucket, Key="x.sym", Body=b"abc",
-                                  ChecksumCRC32="AAAAAA==")
+        uploads.client.put_object(Bucket=uploads.bucket, Key="x.sym", Body=b"abc", ChecksumCRC32="AAAAAA==")
     with pytest.raises(botocore.exceptions.ClientError, match="404"):
         uploads.client.head_object(Bucket=uploads.bucket, Key="x.sym")
 
@@ -77,8 +88,7 @@ def test_an_archive_with_stored_members_and_directory_entries(uploads, tmp_path)
     assert uploads.symbol("v1/a.pdb/AB12AB12AB12AB12AB12AB12AB12AB121/a.sym") == content
 
 
-def test_an_identical_reupload_is_skipped_and_a_changed_file_overwritten(uploads, tmp_path,
-                                                                        monkeypatch):
+def test_an_identical_reupload_is_skipped_and_a_changed_file_overwritten(uploads, tmp_path, monkeypatch):
     from jobs.uploads import archive
 
     members = symbol_members(4, 10_000)
@@ -89,9 +99,11 @@ def test_an_identical_reupload_is_skipped_and_a_changed_file_overwritten(uploads
     second = uploads.enqueue(write_zip(tmp_path / "2.zip", changed))
     compressed: list[str] = []
     spool = archive.spool
-    monkeypatch.setattr(archive, "spool",
-                        lambda path, info, level, target: compressed.append(info.filename) or
-                        spool(path, info, level, target))
+    monkeypatch.setattr(
+        archive,
+        "spool",
+        lambda path, info, level, target: compressed.append(info.filename) or spool(path, info, level, target),
+    )
     uploads.worker().drain()
     assert compressed == [members[3][0]]  # the identical files were not recompressed
     row = uploads.row(second)
@@ -109,8 +121,7 @@ def test_existence_check_modes_agree(uploads, tmp_path):
     uploads.enqueue(write_zip(tmp_path / "old.zip", old))
     uploads.worker().drain()
     for number, mode in enumerate(("list", "head", "auto")):
-        uploads.settings = type(uploads.settings)(**{**uploads.settings.__dict__,
-                                                     "existence_check": mode})
+        uploads.settings = type(uploads.settings)(**{**uploads.settings.__dict__, "existence_check": mode})
         new = symbol_members(2, 500, seed=20 + number)
         upload_id = uploads.enqueue(write_zip(tmp_path / f"{mode}.zip", old + new))
         uploads.worker().drain()
@@ -119,8 +130,7 @@ def test_existence_check_modes_agree(uploads, tmp_path):
 
 
 @pytest.mark.parametrize("tail", [64, 1024 * 1024])
-def test_the_directory_is_read_from_the_tail_while_downloading_or_after_it(uploads, tmp_path,
-                                                                         monkeypatch, tail):
+def test_the_directory_is_read_from_the_tail_while_downloading_or_after_it(uploads, tmp_path, monkeypatch, tail):
     """The central directory in the fetched tail: checked (and members verified) during the
     download; not in it (a 64-byte tail): all after the download, from the archive itself."""
     from jobs.uploads import arrival, storage
@@ -128,12 +138,10 @@ def test_the_directory_is_read_from_the_tail_while_downloading_or_after_it(uploa
     monkeypatch.setattr(arrival, "TAIL", tail)
     tails: list[int] = []
     fetch_tail = storage.fetch_tail
-    monkeypatch.setattr(storage, "fetch_tail", lambda *args: tails.append(args[-1]) or
-                        fetch_tail(*args))
+    monkeypatch.setattr(storage, "fetch_tail", lambda *args: tails.append(args[-1]) or fetch_tail(*args))
     early: list[object] = []
     directory = arrival.read_directory
-    monkeypatch.setattr(arrival, "read_directory",
-                        lambda *args: early.append(directory(*args)) or early[-1])
+    monkeypatch.setattr(arrival, "read_directory", lambda *args: early.append(directory(*args)) or early[-1])
     members = symbol_members(3, 5000, seed=4)
     upload_id = uploads.enqueue(write_zip(tmp_path / "a.zip", members))
     assert [o.status for o in uploads.worker().drain()] == [UploadStatus.DONE]
@@ -142,9 +150,7 @@ def test_the_directory_is_read_from_the_tail_while_downloading_or_after_it(uploa
     assert [uploads.symbol(f"v1/{name}") for name, _ in members] == [c for _, c in members]
 
 
-def test_an_archive_replaced_after_its_directory_was_read_is_a_retryable_failure(uploads,
-                                                                                 tmp_path,
-                                                                                 monkeypatch):
+def test_an_archive_replaced_after_its_directory_was_read_is_a_retryable_failure(uploads, tmp_path, monkeypatch):
     """The download asks for the ETag the tail had: another version fails it (412), and
     the verify pass, already waiting on the download, reports that, not a corrupt member."""
     from jobs.uploads import storage

@@ -22,15 +22,15 @@ BIG_ID = "0123456789ABCDEF00123456789ABCDEF0"
 @functools.lru_cache(maxsize=None)
 def _large() -> list[tuple[str, bytes]]:
     """A .sym of ~5.7 MB gzipped (2 parts) and a binary of 11 MB stored as is (3 parts)."""
-    return [(f"big.pdb/{BIG_ID}/big.sym", sym_text("big.pdb", f"{BIG_ID}",
-                                                          19_000_000, 5)),
-            (f"big.pdb/{BIG_ID}/big.dll", random.Random(1).randbytes(11_000_000))]
+    return [
+        (f"big.pdb/{BIG_ID}/big.sym", sym_text("big.pdb", f"{BIG_ID}", 19_000_000, 5)),
+        (f"big.pdb/{BIG_ID}/big.dll", random.Random(1).randbytes(11_000_000)),
+    ]
 
 
 @pytest.fixture
 def multipart(uploads):  # noqa: F811 - the fixture
-    uploads.settings = dataclasses.replace(uploads.settings, multipart_threshold=PART,
-                                           part_size=PART)
+    uploads.settings = dataclasses.replace(uploads.settings, multipart_threshold=PART, part_size=PART)
     return uploads
 
 
@@ -38,8 +38,7 @@ def _pending_multipart(uploads) -> list:  # noqa: F811
     return uploads.client.list_multipart_uploads(Bucket=uploads.bucket).get("Uploads", [])
 
 
-def test_large_members_round_trip_with_tecken_headers_and_metadata(multipart, tmp_path,
-                                                                  monkeypatch):
+def test_large_members_round_trip_with_tecken_headers_and_metadata(multipart, tmp_path, monkeypatch):
     # a sample of one directory, the largest member's (checked: new); the binary's own
     # directory is not checked, so it is written conditionally: HEADed before its multipart
     # upload (which takes no condition)
@@ -49,8 +48,7 @@ def test_large_members_round_trip_with_tecken_headers_and_metadata(multipart, tm
     upload_id = multipart.enqueue(write_zip(tmp_path / "large.zip", members))
     heads: list[str] = []
     head = storage.head
-    monkeypatch.setattr(storage, "head", lambda client, bucket, key: heads.append(key) or
-                        head(client, bucket, key))
+    monkeypatch.setattr(storage, "head", lambda client, bucket, key: heads.append(key) or head(client, bucket, key))
     assert [o.status for o in multipart.worker().drain()] == [UploadStatus.DONE]
     assert heads == [f"v1/dll.pdb/{BIG_ID}/big.dll"]
     row = multipart.row(upload_id)
@@ -72,14 +70,14 @@ def test_large_members_round_trip_with_tecken_headers_and_metadata(multipart, tm
     assert (multipart.row(again)["files_uploaded"], multipart.row(again)["files_skipped"]) == (0, 22)
 
 
-def test_a_rejected_archive_aborts_the_staged_multipart_uploads(multipart, tmp_path,
-                                                               monkeypatch):
+def test_a_rejected_archive_aborts_the_staged_multipart_uploads(multipart, tmp_path, monkeypatch):
     members = _large() + symbol_members(3, 2000)
     upload_id = multipart.enqueue(zip_with_bad_crc(tmp_path / "bad.zip", members, 4))
     aborted: list[str] = []
     abort = storage.abort
-    monkeypatch.setattr(storage, "abort", lambda client, bucket, key, upload:
-                        aborted.append(key) or abort(client, bucket, key, upload))
+    monkeypatch.setattr(
+        storage, "abort", lambda client, bucket, key, upload: aborted.append(key) or abort(client, bucket, key, upload)
+    )
     assert [o.status for o in multipart.worker().drain()] == [UploadStatus.FAILED]
     assert aborted  # parts had been uploaded while the archive was being verified
     assert "CRC" in multipart.row(upload_id)["error"]
@@ -87,8 +85,7 @@ def test_a_rejected_archive_aborts_the_staged_multipart_uploads(multipart, tmp_p
     assert _pending_multipart(multipart) == []
 
 
-def test_a_failing_part_aborts_the_upload_once_and_publishes_nothing(multipart, tmp_path,
-                                                                     caplog):
+def test_a_failing_part_aborts_the_upload_once_and_publishes_nothing(multipart, tmp_path, caplog):
     members = symbol_members(3, 2000) + _large()
     upload_id = multipart.enqueue(write_zip(tmp_path / "a.zip", members))
 
@@ -96,8 +93,7 @@ def test_a_failing_part_aborts_the_upload_once_and_publishes_nothing(multipart, 
         if params.get("PartNumber") == 2:
             raise ConnectionError("connection reset by peer (injected)")
 
-    multipart.client.meta.events.register("before-parameter-build.s3.UploadPart",
-                                          refuse_second_part)
+    multipart.client.meta.events.register("before-parameter-build.s3.UploadPart", refuse_second_part)
     # A connection reset after botocore's retries is S3 itself failing: the run stops there.
     with pytest.raises(S3Unavailable):
         multipart.worker().drain()
@@ -107,8 +103,7 @@ def test_a_failing_part_aborts_the_upload_once_and_publishes_nothing(multipart, 
     assert multipart.keys() == [] and multipart.files() == []
     assert _pending_multipart(multipart) == []
     assert "could not abort" not in caplog.text  # aborted once (a second abort logs this)
-    multipart.client.meta.events.unregister("before-parameter-build.s3.UploadPart",
-                                            refuse_second_part)
+    multipart.client.meta.events.unregister("before-parameter-build.s3.UploadPart", refuse_second_part)
     assert multipart.worker().reprocess(upload_id).status is UploadStatus.DONE
     assert multipart.symbol(f"v1/{members[-1][0]}") == members[-1][1]
     assert _pending_multipart(multipart) == []

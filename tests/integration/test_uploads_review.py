@@ -19,10 +19,13 @@ def test_conditional_writes_skip_identical_and_overwrite_changed_with_update(upl
     new = symbol_members(20, 2000, seed=8, prefix="aa")
     puts: list[tuple[str, bool]] = []
     put = storage.put
+
     def spy(client, bucket, written, body, upload_id, only_if_new=False):
         puts.append((written.key, only_if_new))
         return put(client, bucket, written, body, upload_id, only_if_new)
+
     import pytest
+
     mp = pytest.MonkeyPatch()
     mp.setattr(storage, "put", spy)
     try:
@@ -59,16 +62,19 @@ class _Broken:
 def _break_download(uploads, monkeypatch, after):
     client = uploads.client
     get = client.get_object
+
     def get_object(**kwargs):
         response = get(**kwargs)
         if "Range" not in kwargs:
             response["Body"] = _Broken(response["Body"], after)
         return response
+
     monkeypatch.setattr(client, "get_object", get_object)
 
 
 def test_a_download_failing_midway_while_members_wait_reports_it(uploads, tmp_path, monkeypatch):
     import tempfile
+
     monkeypatch.setattr(storage, "DOWNLOAD_CHUNK", 4096)
     spool = tmp_path / "tmp"
     spool.mkdir()
@@ -92,19 +98,23 @@ def test_ctrl_c_during_the_verify_pass_aborts_staged_uploads(uploads, tmp_path, 
 
     from jobs.uploads.store import ClaimRecorder
     from tests.integration.test_uploads_multipart import PART, _large, _pending_multipart
-    uploads.settings = dataclasses.replace(uploads.settings, multipart_threshold=PART,
-                                           part_size=PART)
+
+    uploads.settings = dataclasses.replace(uploads.settings, multipart_threshold=PART, part_size=PART)
     members = symbol_members(3, 2000) + _large()
     upload_id = uploads.enqueue(write_zip(tmp_path / "a.zip", members))
     started: list[str] = []
     start = storage.start_multipart
+
     def spy(*args, **kwargs):
         result = start(*args, **kwargs)
         started.append(result[0])
         return result
+
     monkeypatch.setattr(storage, "start_multipart", spy)
+
     def tick(self):
         raise KeyboardInterrupt
+
     monkeypatch.setattr(ClaimRecorder, "tick", tick)
     with pytest.raises(KeyboardInterrupt):
         uploads.worker().drain()
@@ -118,11 +128,14 @@ def test_ctrl_c_is_not_swallowed_by_a_failing_download(uploads, tmp_path, monkey
     import pytest
 
     from jobs.uploads.store import ClaimRecorder
+
     monkeypatch.setattr(storage, "DOWNLOAD_CHUNK", 4096)
     upload_id = uploads.enqueue(write_zip(tmp_path / "a.zip", symbol_members(30, 3000)))
     _break_download(uploads, monkeypatch, 3)
+
     def tick(self):
         raise KeyboardInterrupt
+
     monkeypatch.setattr(ClaimRecorder, "tick", tick)
     with pytest.raises(KeyboardInterrupt):
         uploads.worker().drain()
@@ -136,17 +149,21 @@ def test_a_member_rejected_early_stops_the_download(uploads, tmp_path, monkeypat
     import time
 
     from tests.fixtures.uploads_archives import zip_with_bad_crc
+
     monkeypatch.setattr(storage, "DOWNLOAD_CHUNK", 16 * 1024)
     path = zip_with_bad_crc(tmp_path / "bad.zip", symbol_members(60, 20_000), 0)
     upload_id = uploads.enqueue(path)
     sizes: list[int] = []
     download = storage.download
+
     def slow(client, bucket, key, target, tries=3, etag=None, written=None):
         def seen(size):
             sizes.append(size)
             time.sleep(0.002)
             return written(size)
+
         return download(client, bucket, key, target, tries, etag, seen if written else None)
+
     monkeypatch.setattr(storage, "download", slow)
     assert [o.status for o in uploads.worker().drain()] == [UploadStatus.FAILED]
     assert "CRC" in uploads.row(upload_id)["error"]
@@ -154,11 +171,11 @@ def test_a_member_rejected_early_stops_the_download(uploads, tmp_path, monkeypat
     assert uploads.keys() == []
 
 
-def test_a_download_failing_after_the_last_member_does_not_undo_a_published_upload(
-        uploads, tmp_path, monkeypatch):
+def test_a_download_failing_after_the_last_member_does_not_undo_a_published_upload(uploads, tmp_path, monkeypatch):
     """Every member's bytes arrived, then the connection broke in the central directory
     (already read from the tail): the upload is done, not sent back to pending."""
     import zipfile
+
     monkeypatch.setattr(storage, "DOWNLOAD_CHUNK", 4096)
     path = write_zip(tmp_path / "a.zip", symbol_members(30, 3000))
     with zipfile.ZipFile(path) as zipped:

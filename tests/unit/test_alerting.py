@@ -33,17 +33,26 @@ H = dt.timedelta(hours=1)
 
 
 def state(**fields):
-    base = {"app_name": "job", "next_run": NOW + H, "first_run": NOW - 100 * H, "last_run": NOW - H,
-            "last_success": NOW - 2 * H, "ongoing": None, "error_count": 0, "depends_on": [],
-            "last_error": {}}
+    base = {
+        "app_name": "job",
+        "next_run": NOW + H,
+        "first_run": NOW - 100 * H,
+        "last_run": NOW - H,
+        "last_success": NOW - 2 * H,
+        "ongoing": None,
+        "error_count": 0,
+        "depends_on": [],
+        "last_error": {},
+    }
     return JobState.from_row({**base, **fields})
 
 
 def test_failing_needs_the_count_and_names_the_streak():
     rules = AlertRules(after_failures=2)
     assert failing("job", state(error_count=1), rules) is None
-    event = failing("job", state(error_count=2, last_error={"type": "<class 'ValueError'>",
-                                                            "value": "bad\nmore"}), rules)
+    event = failing(
+        "job", state(error_count=2, last_error={"type": "<class 'ValueError'>", "value": "bad\nmore"}), rules
+    )
     assert event is not None and "failed 2 times in a row; last: ValueError: bad" in event.message
     later = failing("job", state(error_count=3), rules)
     assert later is not None and later.subject == event.subject  # the same streak
@@ -55,12 +64,20 @@ def test_failing_needs_the_count_and_names_the_streak():
 def test_a_failing_alert_says_who_failed_what_it_blocks_and_where_to_look():
     rules = AlertRules(after_failures=1)
     bare = failing("job", state(error_count=1, run_id=7), rules)
-    told = failing("job", state(error_count=1, run_id=7), rules, failed_by="cron-2:4242",
-                   blocks=("child", "report"), link="http://dash/jobs/job")
+    told = failing(
+        "job",
+        state(error_count=1, run_id=7),
+        rules,
+        failed_by="cron-2:4242",
+        blocks=("child", "report"),
+        link="http://dash/jobs/job",
+    )
     assert bare is not None and told is not None and told.subject == bare.subject  # the key
     assert bare.message.endswith(" (run 7); see --show-error job, --logs job")
-    assert told.message.endswith(" (run 7 on cron-2:4242); blocks child, report; see "
-                                 "--show-error job, --logs job; dashboard: http://dash/jobs/job")
+    assert told.message.endswith(
+        " (run 7 on cron-2:4242); blocks child, report; see "
+        "--show-error job, --logs job; dashboard: http://dash/jobs/job"
+    )
     assert told.detail["blocks"] == ["child", "report"] and told.detail["link"] == "http://dash/jobs/job"
     assert "link" not in bare.detail
 
@@ -102,14 +119,17 @@ def test_next_interval_and_deadline():
     assert event.message.endswith("deadline, 2026-11-25 11:30 UTC; why")  # no "ago": stored
 
 
-@pytest.mark.parametrize("line, problem", [
-    ("a webhook", "expected NAME KIND ADDRESS"),
-    ("a pager https://x", "unknown kind 'pager'"),
-    ("a webhook ftp://x", r"http\(s\) URL or env:VARIABLE"),
-    ("a webhook https://x colour=red", "unknown option 'colour=red'"),
-    ("a webhook https://x format=xml", "format must be one of"),
-    ("a email not-an-address", "e-mail addresses"),
-])
+@pytest.mark.parametrize(
+    "line, problem",
+    [
+        ("a webhook", "expected NAME KIND ADDRESS"),
+        ("a pager https://x", "unknown kind 'pager'"),
+        ("a webhook ftp://x", r"http\(s\) URL or env:VARIABLE"),
+        ("a webhook https://x colour=red", "unknown option 'colour=red'"),
+        ("a webhook https://x format=xml", "format must be one of"),
+        ("a email not-an-address", "e-mail addresses"),
+    ],
+)
 def test_bad_target_lines(line, problem):
     with pytest.raises(ValueError, match=problem):
         parse_targets(line)
@@ -123,15 +143,27 @@ def test_targets_parse_and_names_are_unique():
         parse_targets("a webhook https://x\na webhook https://y")
 
 
-NOTICE = Notice(7, 2, "job", "recovered", "3", "job: recovered", "2026-11-25T12:00:00+00:00", "h:1",
-                {"resolves": {"id": 3, "kind": "failing", "subject": "after never"}}, "h:2")
+NOTICE = Notice(
+    7,
+    2,
+    "job",
+    "recovered",
+    "3",
+    "job: recovered",
+    "2026-11-25T12:00:00+00:00",
+    "h:1",
+    {"resolves": {"id": 3, "kind": "failing", "subject": "after never"}},
+    "h:2",
+)
 
 
 def test_payloads():
     assert payload(Target("s", "webhook", "https://x", {"format": "slack"}), NOTICE, {}) == {
-        "text": ":large_green_circle: job: recovered"}
-    pd = payload(Target("p", "webhook", "https://x", {"format": "pagerduty", "routing_key_env": "K"}),
-                 NOTICE, {"K": "key"})
+        "text": ":large_green_circle: job: recovered"
+    }
+    pd = payload(
+        Target("p", "webhook", "https://x", {"format": "pagerduty", "routing_key_env": "K"}), NOTICE, {"K": "key"}
+    )
     assert (pd["event_action"], pd["dedup_key"]) == ("resolve", "crontabber/job/failing/after never")
     assert payload(Target("j", "webhook", "https://x"), NOTICE, {})["alert"] == 7
     assert signature("k", "1", b"{}") == signature("k", "1", b"{}") != signature("k", "2", b"{}")
@@ -171,8 +203,17 @@ def test_a_recovery_never_contradicts_itself():
     assert "failed 1 time since, fewer than alert_after_failures" in once_more.message
     raised = recovery(opened, state(error_count=2), NOW)  # no success: the rules changed
     assert raised.message.startswith("job: alert 5 ended (2 failures in a row is below")
-    marked = recovery(opened, state(error_count=0, last_success=NOW, success_marked_at=NOW,
-                                    success_marked_by="op@host", success_marked_reason="INC-7"), NOW)
+    marked = recovery(
+        opened,
+        state(
+            error_count=0,
+            last_success=NOW,
+            success_marked_at=NOW,
+            success_marked_by="op@host",
+            success_marked_reason="INC-7",
+        ),
+        NOW,
+    )
     assert "marked successful by op@host: INC-7" in marked.message
     assert marked.detail["marked"]["reason"] == "INC-7"
 
@@ -183,13 +224,15 @@ def test_a_pagerduty_test_is_resolved_and_a_superseded_notice_resolves():
     trigger, resolve = payloads(target, test, {"K": "key"})
     assert (trigger["event_action"], resolve["event_action"]) == ("trigger", "resolve")
     assert trigger["dedup_key"] == resolve["dedup_key"]
-    assert [p["event_action"] for p in payloads(target, NOTICE._replace(kind="superseded"),
-                                                {"K": "key"})] == ["resolve"]
+    assert [p["event_action"] for p in payloads(target, NOTICE._replace(kind="superseded"), {"K": "key"})] == [
+        "resolve"
+    ]
 
 
 def test_a_target_says_which_variables_are_missing():
     target = Target("p", "webhook", "env:URL", {"secret_env": "S", "routing_key_env": "K"})
     assert len(target.missing({})) == 3
     assert target.missing({"URL": "ftp://x", "S": "s", "K": "k"}) == [
-        "environment variable URL (the address of p) is not an http(s) URL"]
+        "environment variable URL (the address of p) is not an http(s) URL"
+    ]
     assert target.missing({"URL": "https://x", "S": "s", "K": "k"}) == []

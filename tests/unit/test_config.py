@@ -1,4 +1,5 @@
 """Configuration: precedence, spellings, job loading errors (no database)."""
+
 import pytest
 
 from crontabber.config.catalog import job_config, load_jobs, run_order
@@ -19,8 +20,12 @@ def test_precedence_cli_over_env_over_file_over_default(tmp_path):
     ini = write_ini(tmp_path, [])
     assert load_settings(ini, {}, {}).error_retry_time == 50
     assert load_settings(ini, {}, {"CRONTABBER_ERROR_RETRY_TIME": "42"}).error_retry_time == 42
-    assert load_settings(ini, {"crontabber.error_retry_time": "44"},
-                         {"CRONTABBER_ERROR_RETRY_TIME": "42"}).error_retry_time == 44
+    assert (
+        load_settings(
+            ini, {"crontabber.error_retry_time": "44"}, {"CRONTABBER_ERROR_RETRY_TIME": "42"}
+        ).error_retry_time
+        == 44
+    )
     assert load_settings(ini, {}, {}).max_ongoing_age_hours == 12.0
 
 
@@ -57,8 +62,7 @@ def test_job_options_from_ini_section_env_and_cli(tmp_path):
     assert job_config(job, settings.sources).greeting == "hi"
     env = load_settings(ini, {}, {"CRONTABBER_CLASS_FOOJOB_GREETING": "env"})
     assert job_config(job, env.sources).greeting == "env"
-    cli = load_settings(ini, {"crontabber.class-FooJob.greeting": "cli"},
-                        {"CRONTABBER_CLASS_FOOJOB_GREETING": "env"})
+    cli = load_settings(ini, {"crontabber.class-FooJob.greeting": "cli"}, {"CRONTABBER_CLASS_FOOJOB_GREETING": "env"})
     assert job_config(job, cli.sources).greeting == "cli"
     config = job_config(job, settings.sources)
     assert config.frequency == "1d" and config.time is None and config.sleep == 0.0
@@ -67,22 +71,26 @@ def test_job_options_from_ini_section_env_and_cli(tmp_path):
 
 def test_schedule_override_per_job(tmp_path):
     ini = write_ini(tmp_path, [f"{JOBS}.BasicJob|1d"])
-    settings = load_settings(ini, {"crontabber.class-BasicJob.frequency": "7d",
-                                   "crontabber.class-BasicJob.time": "03:00"}, {})
+    settings = load_settings(
+        ini, {"crontabber.class-BasicJob.frequency": "7d", "crontabber.class-BasicJob.time": "03:00"}, {}
+    )
     (job,) = load_jobs(settings)
     assert str(job.schedule) == "7d @ 03:00"
 
 
-@pytest.mark.parametrize("entries,problem", [
-    ([f"{JOBS}.Nope|1d"], "has no class 'Nope'"),
-    (["no_such_module.Job|1d"], "cannot import module 'no_such_module'"),
-    ([f"{JOBS}.NoAppName|1d"], "has no app_name"),
-    ([f"{JOBS}.FooJob|1d", f"{JOBS}.DuplicateFoo|1d"], "app_name 'foo' is already used"),
-    ([f"{JOBS}.FooJob|1d", f"{JOBS}.FooJob|2d"], "already used"),
-    ([f"{JOBS}.CycleA|1d", f"{JOBS}.CycleB|1d"], "dependency cycle"),
-    ([f"{JOBS}.FooJob|5"], "bad frequency"),
-    ([f"{JOBS}.FooJob|1d|24:00"], "bad time"),
-])
+@pytest.mark.parametrize(
+    "entries,problem",
+    [
+        ([f"{JOBS}.Nope|1d"], "has no class 'Nope'"),
+        (["no_such_module.Job|1d"], "cannot import module 'no_such_module'"),
+        ([f"{JOBS}.NoAppName|1d"], "has no app_name"),
+        ([f"{JOBS}.FooJob|1d", f"{JOBS}.DuplicateFoo|1d"], "app_name 'foo' is already used"),
+        ([f"{JOBS}.FooJob|1d", f"{JOBS}.FooJob|2d"], "already used"),
+        ([f"{JOBS}.CycleA|1d", f"{JOBS}.CycleB|1d"], "dependency cycle"),
+        ([f"{JOBS}.FooJob|5"], "bad frequency"),
+        ([f"{JOBS}.FooJob|1d|24:00"], "bad time"),
+    ],
+)
 def test_bad_job_lists_name_the_offending_entry(tmp_path, entries, problem):
     settings_or_error = None
     with pytest.raises(ConfigurationError) as info:
@@ -99,8 +107,7 @@ def test_bad_job_option_value_fails_at_load(tmp_path):
 
 
 def test_run_order_parents_first_then_alphabetical(tmp_path):
-    ini = write_ini(tmp_path, [f"{JOBS}.FooBarJob|1d", f"{JOBS}.BarJob|1d", f"{JOBS}.FooJob|1d",
-                               f"{JOBS}.BasicJob|1d"])
+    ini = write_ini(tmp_path, [f"{JOBS}.FooBarJob|1d", f"{JOBS}.BarJob|1d", f"{JOBS}.FooJob|1d", f"{JOBS}.BasicJob|1d"])
     jobs = load_jobs(load_settings(ini, {}, {}))
     assert [j.app_name for j in jobs] == ["foobar", "bar", "foo", "basic-job"]
     assert [j.app_name for j in run_order(jobs)] == ["basic-job", "foo", "bar", "foobar"]
@@ -116,8 +123,9 @@ def test_decorators_do_not_leak_options_into_parents():
     assert "greeting" not in {o.name for _, o in sample_jobs.BarJob.required_config.walk()}
 
 
-@pytest.mark.parametrize("text", ["t", "TRUE", "Yes", "y", "1", "on", "f", "False", "NO", "n",
-                                  "0", "Off", "maybe", "", "2"])
+@pytest.mark.parametrize(
+    "text", ["t", "TRUE", "Yes", "y", "1", "on", "f", "False", "NO", "n", "0", "Off", "maybe", "", "2"]
+)
 def test_the_bool_parser_is_everetts(text):
     """crontabber.config.options.parse_bool stands in for everett's (whose module costs a
     tick its import of inspect): the same answer, the same error."""
@@ -136,8 +144,10 @@ def test_the_bool_parser_is_everetts(text):
     assert got == expected
 
 
-@pytest.mark.parametrize("key, namespace", [("bucket", ["crontabber", "class-Foo"]), ("dsn", None),
-                                            ("host", []), ("x", ["", "resource", "postgresql"])])
+@pytest.mark.parametrize(
+    "key, namespace",
+    [("bucket", ["crontabber", "class-Foo"]), ("dsn", None), ("host", []), ("x", ["", "resource", "postgresql"])],
+)
 def test_the_command_line_and_environment_names_are_everetts(key, namespace):
     from everett.manager import ConfigDictEnv, generate_uppercase_key
 

@@ -42,8 +42,7 @@ def test_a_timed_job_with_jitter_is_due_that_much_later_every_day():
     assert is_due(None, schedule, start)
     assert first_due_at(schedule, start + M) == start
     # after a run that started late in its tick, the next is due at 06:00 + offset again
-    assert next_run_after(start + 40 * dt.timedelta(seconds=1), schedule, True, 0) == \
-        start + dt.timedelta(days=1)
+    assert next_run_after(start + 40 * dt.timedelta(seconds=1), schedule, True, 0) == start + dt.timedelta(days=1)
 
 
 def test_a_delay_across_midnight_keeps_the_day():
@@ -60,10 +59,14 @@ def test_a_backfill_interval_runs_only_after_its_settle_lag():
     last = at("2026-11-23T00:00:00")
     assert backfill_dates(last, schedule, at("2026-11-25T05:59:00")) == [at("2026-11-24T00:00:00")]
     assert backfill_dates(last, schedule, at("2026-11-25T06:01:00")) == [
-        at("2026-11-24T00:00:00"), at("2026-11-25T00:00:00")]
+        at("2026-11-24T00:00:00"),
+        at("2026-11-25T00:00:00"),
+    ]
     plain = parse_schedule("1d", None)
     assert backfill_dates(last, plain, at("2026-11-25T05:59:00")) == [
-        at("2026-11-24T00:00:00"), at("2026-11-25T00:00:00")]
+        at("2026-11-24T00:00:00"),
+        at("2026-11-25T00:00:00"),
+    ]
 
 
 def test_a_delay_of_a_whole_interval_is_refused():
@@ -73,8 +76,9 @@ def test_a_delay_of_a_whole_interval_is_refused():
         parse_schedule("1h", None).delayed(-M, dt.timedelta(0), "x")
 
 
-@pytest.mark.parametrize("text, seconds", [("0", 0), ("600", 600), ("10m", 600), ("6h", 21600),
-                                           ("1d", 86400), (" 90 ", 90), ("", 0)])
+@pytest.mark.parametrize(
+    "text, seconds", [("0", 0), ("600", 600), ("10m", 600), ("6h", 21600), ("1d", 86400), (" 90 ", 90), ("", 0)]
+)
 def test_parse_duration(text, seconds):
     assert parse_duration(text) == dt.timedelta(seconds=seconds)
 

@@ -11,17 +11,29 @@ def test_the_defaults_of_a_plain_tick_are_the_parsers():
     assert rest == [] and vars(args) == PARSER_DEFAULTS
 
 
-@pytest.mark.parametrize("argv", [[], ["--admin.conf=crontabber.ini"], ["--admin.conf", "x.ini"],
-                                  ["--admin.conf="], ["--admin.conf=a=b.ini"]])
+@pytest.mark.parametrize(
+    "argv",
+    [[], ["--admin.conf=crontabber.ini"], ["--admin.conf", "x.ini"], ["--admin.conf="], ["--admin.conf=a=b.ini"]],
+)
 def test_a_plain_tick_reads_as_argparse_reads_it(argv):
     plain = plain_tick(argv)
     args, rest = build_parser().parse_known_args(argv)
     assert plain is not None and rest == [] and vars(plain) == vars(args)
 
 
-@pytest.mark.parametrize("argv", [["--list-jobs"], ["--admin.conf=a", "--nagios"], ["--admin=x"],
-                                  ["--admin.conf", "-x"], ["--admin.conf"], ["-h"],
-                                  ["--crontabber.error_retry_time=5"], ["--admin.conf=a", "x"],
-                                  ["--admin.conf", "a", "--admin.conf", "b"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--list-jobs"],
+        ["--admin.conf=a", "--nagios"],
+        ["--admin=x"],
+        ["--admin.conf", "-x"],
+        ["--admin.conf"],
+        ["-h"],
+        ["--crontabber.error_retry_time=5"],
+        ["--admin.conf=a", "x"],
+        ["--admin.conf", "a", "--admin.conf", "b"],
+    ],
+)
 def test_any_other_command_line_goes_to_argparse(argv):
     assert plain_tick(argv) is None

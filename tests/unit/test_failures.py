@@ -1,5 +1,6 @@
 """One-line failure descriptions (crontabber/failures.py), on the real client
 libraries' exception classes."""
+
 import logging
 
 import psycopg2
@@ -14,8 +15,10 @@ def test_a_plain_error_is_type_and_first_line():
 
 
 def test_s3_unreachable_names_the_endpoint():
-    exc = EndpointConnectionError(endpoint_url="http://s3.internal:9000/bucket?list-type=2",
-                                  error=ConnectionRefusedError(111, "Connection refused"))
+    exc = EndpointConnectionError(
+        endpoint_url="http://s3.internal:9000/bucket?list-type=2",
+        error=ConnectionRefusedError(111, "Connection refused"),
+    )
     assert describe(exc) == "S3 at http://s3.internal:9000: connection refused"
 
 
@@ -47,8 +50,9 @@ def test_a_reset_carries_no_connection_so_the_address_comes_from_the_code_that_k
     from search.client import naming_address
 
     reset = ConnectionResetError(104, "Connection reset by peer")
-    cause = EsConnectionError("Connection error caused by: ProtocolError(...)",
-                              errors=(ProtocolError("Connection aborted.", reset),))
+    cause = EsConnectionError(
+        "Connection error caused by: ProtocolError(...)", errors=(ProtocolError("Connection aborted.", reset),)
+    )
     cause.__context__ = reset
     assert describe(cause) == "Elasticsearch: connection reset by peer"
     try:
@@ -59,8 +63,10 @@ def test_a_reset_carries_no_connection_so_the_address_comes_from_the_code_that_k
 
 
 def test_postgresql_is_named():
-    assert describe(psycopg2.OperationalError("connection to server failed\nhint")) == \
-        "PostgreSQL: connection to server failed"
+    assert (
+        describe(psycopg2.OperationalError("connection to server failed\nhint"))
+        == "PostgreSQL: connection to server failed"
+    )
 
 
 def test_client_library_records_lose_their_tracebacks_ours_keep_them():

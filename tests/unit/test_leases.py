@@ -1,4 +1,5 @@
 """Pure rules of ongoing markers and retries (crontabber/leases.py), "now" passed in."""
+
 import datetime as dt
 
 import pytest
@@ -21,8 +22,13 @@ S = dt.timedelta(seconds=1)
 
 
 def marker(by="cron-2:77", ongoing_ago=600 * S, beat_ago=None, run_id=9):
-    return JobState("job", ongoing=NOW - ongoing_ago, ongoing_by=by, run_id=run_id,
-                    heartbeat=None if beat_ago is None else NOW - beat_ago)
+    return JobState(
+        "job",
+        ongoing=NOW - ongoing_ago,
+        ongoing_by=by,
+        run_id=run_id,
+        heartbeat=None if beat_ago is None else NOW - beat_ago,
+    )
 
 
 def status(state, alive=True):
@@ -79,8 +85,7 @@ def test_lease_expiry():
 
 def test_describe_marker_names_holder_run_heartbeat_and_verdict():
     text = describe_marker(marker(beat_ago=130 * S), Marker.EXPIRED, NOW)
-    assert text == ("cron-2:77 (run 9) since 2026-11-23 11:50:00 UTC, last heartbeat 2m10s ago; "
-                    "its lease has expired")
+    assert text == ("cron-2:77 (run 9) since 2026-11-23 11:50:00 UTC, last heartbeat 2m10s ago; its lease has expired")
     assert "no heartbeat" in describe_marker(marker(run_id=None), Marker.LIVE, NOW)
 
 

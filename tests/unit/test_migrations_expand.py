@@ -4,6 +4,7 @@ or changes what older code reads or writes (dropping or renaming a table or colu
 column's type, a new NOT NULL) is a contract step: allowed only in a migration that says, in a
 ``-- contract:`` line, which release's code stopped using what it removes (a release after
 the one that stopped, so that no host still runs code that uses it)."""
+
 import re
 
 import pytest
@@ -12,8 +13,11 @@ from crontabber.schema import migrations
 from crontabber.sqlfiles import SQL_DIR
 from jobs import SQL_DIR as JOBS_SQL
 
-CONTRACT = re.compile(r"""\b(DROP\s+TABLE|DROP\s+COLUMN|RENAME|ALTER\s+COLUMN\s+\w+\s+(SET\s+DATA\s+)?TYPE|
-                          SET\s+NOT\s+NULL|DROP\s+VIEW|DROP\s+FUNCTION)\b""", re.I | re.X)
+CONTRACT = re.compile(
+    r"""\b(DROP\s+TABLE|DROP\s+COLUMN|RENAME|ALTER\s+COLUMN\s+\w+\s+(SET\s+DATA\s+)?TYPE|
+                          SET\s+NOT\s+NULL|DROP\s+VIEW|DROP\s+FUNCTION)\b""",
+    re.I | re.X,
+)
 
 
 def contract_statements(sql: str) -> list[str]:
@@ -29,7 +33,8 @@ def test_a_migration_is_an_expand_step_or_says_it_contracts(migration):
     found = contract_statements(sql)
     assert not found or re.search(r"^-- contract: .{20,}", sql, re.M), (
         f"{migration.name} removes or changes what older code uses ({', '.join(found)}): "
-        "split it (expand now; contract in a later release, with a '-- contract:' line)")
+        "split it (expand now; contract in a later release, with a '-- contract:' line)"
+    )
 
 
 def test_the_check_finds_contract_statements():

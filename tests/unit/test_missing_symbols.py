@@ -1,4 +1,5 @@
 """Pure parts of jobs.missing_symbols: validation, streaming aggregation, CSV."""
+
 from __future__ import annotations
 
 import collections
@@ -21,7 +22,7 @@ ID = "0123456789ABCDEF0123456789ABCDEF1"
 
 
 def chunks(data: bytes, size: int):
-    return [data[i:i + size] for i in range(0, len(data), size)]
+    return [data[i : i + size] for i in range(0, len(data), size)]
 
 
 def as_totals(aggregate: Aggregate):
@@ -43,9 +44,11 @@ def test_aggregation_equals_a_brute_force_count_whatever_the_chunking(chunk_size
 
 
 def test_first_and_last_seen_and_merging():
-    events = [{"debug_file": "a.pdb", "debug_id": ID, "seen_at": T0 + 10},
-              {"debug_file": "a.pdb", "debug_id": ID, "seen_at": T0 + 5, "count": 4},
-              {"debug_file": "a.pdb", "debug_id": ID, "code_file": None, "code_id": ""}]
+    events = [
+        {"debug_file": "a.pdb", "debug_id": ID, "seen_at": T0 + 10},
+        {"debug_file": "a.pdb", "debug_id": ID, "seen_at": T0 + 5, "count": 4},
+        {"debug_file": "a.pdb", "debug_id": ID, "code_file": None, "code_id": ""},
+    ]
     one = aggregate_batch([encode_events(events)], T0 + 7)
     key = ("a.pdb", ID, "", "", int((T0 + 7) // 86400))
     assert one.counts == {key: [6, T0 + 5, T0 + 10]}
@@ -57,31 +60,36 @@ def test_first_and_last_seen_and_merging():
 def test_a_lowercase_debug_id_counts_as_the_uppercase_one():
     """One canonical id (jobs.symbolkey): the report and search see one symbol, the one the
     upload job stores (issue #33)."""
-    events = [{"debug_file": "a.pdb", "debug_id": ID.lower()},
-              {"debug_file": "a.pdb", "debug_id": ID, "count": 2},
-              {"debug_file": "a.pdb", "debug_id": ID.lower(), "count": 3}]
+    events = [
+        {"debug_file": "a.pdb", "debug_id": ID.lower()},
+        {"debug_file": "a.pdb", "debug_id": ID, "count": 2},
+        {"debug_file": "a.pdb", "debug_id": ID.lower(), "count": 3},
+    ]
     aggregate = aggregate_batch([encode_events(events)], T0)
     assert aggregate.counts == {("a.pdb", ID, "", "", int(T0 // 86400)): [6, T0, T0]}
     assert validate_symbol({"debug_file": "a.pdb", "debug_id": ID.lower()})[1] == ID
     assert aggregate.one_day_per_symbol()  # validated holds the canonical symbol once
 
 
-@pytest.mark.parametrize("event, reason", [
-    ({"debug_id": ID}, "missing key"),
-    ({"debug_file": "a.pdb", "debug_id": ID.lower()[:-1]}, "invalid debug id"),
-    ({"debug_file": b"a.pdb", "debug_id": ID}, "wrong type"),
-    ({"debug_file": "a.pdb", "debug_id": ID, "count": 0}, "wrong type"),
-    ({"debug_file": "a.pdb", "debug_id": ID, "count": 1.5}, "wrong type"),
-    ({"debug_file": "a.pdb", "debug_id": ID, "seen_at": True}, "wrong type"),
-    ({"debug_file": "a.pdb", "debug_id": ID, "code_file": "x" * 151}, "oversized string"),
-    ({"debug_file": "a\tb.pdb", "debug_id": ID}, "wrong type"),
-    ({"debug_file": "a.pdb", "debug_id": ID, "code_file": 0}, "wrong type"),
-    ({"debug_file": "a.pdb", "debug_id": ID, "code_id": False}, "wrong type"),
-    ({"debug_file": "a.pdb", "debug_id": ID + "0" * 8}, "invalid debug id"),
-    ("just a string", "wrong type"),
-    ({"debug_file": ["a.pdb"], "debug_id": ID}, "wrong type"),
-    ({"debug_file": "a.pdb", "debug_id": ID, "code_file": {"x": 1}}, "wrong type"),
-])
+@pytest.mark.parametrize(
+    "event, reason",
+    [
+        ({"debug_id": ID}, "missing key"),
+        ({"debug_file": "a.pdb", "debug_id": ID.lower()[:-1]}, "invalid debug id"),
+        ({"debug_file": b"a.pdb", "debug_id": ID}, "wrong type"),
+        ({"debug_file": "a.pdb", "debug_id": ID, "count": 0}, "wrong type"),
+        ({"debug_file": "a.pdb", "debug_id": ID, "count": 1.5}, "wrong type"),
+        ({"debug_file": "a.pdb", "debug_id": ID, "seen_at": True}, "wrong type"),
+        ({"debug_file": "a.pdb", "debug_id": ID, "code_file": "x" * 151}, "oversized string"),
+        ({"debug_file": "a\tb.pdb", "debug_id": ID}, "wrong type"),
+        ({"debug_file": "a.pdb", "debug_id": ID, "code_file": 0}, "wrong type"),
+        ({"debug_file": "a.pdb", "debug_id": ID, "code_id": False}, "wrong type"),
+        ({"debug_file": "a.pdb", "debug_id": ID + "0" * 8}, "invalid debug id"),
+        ("just a string", "wrong type"),
+        ({"debug_file": ["a.pdb"], "debug_id": ID}, "wrong type"),
+        ({"debug_file": "a.pdb", "debug_id": ID, "code_file": {"x": 1}}, "wrong type"),
+    ],
+)
 def test_a_bad_event_names_its_kind_and_position(event, reason):
     good = {"debug_file": "a.pdb", "debug_id": ID}
     with pytest.raises(BadBatch) as caught:
@@ -99,8 +107,11 @@ def test_malformed_and_truncated_streams():
 
 def test_validation_and_seen_at_parsing():
     assert validate_symbol({"debug_file": "a", "debug_id": ID, "code_id": None}) == ("a", ID, "", "")
-    assert parse_seen_at("2026-11-20T10:00:00Z") == parse_seen_at("2026-11-20T10:00:00") \
+    assert (
+        parse_seen_at("2026-11-20T10:00:00Z")
+        == parse_seen_at("2026-11-20T10:00:00")
         == dt.datetime(2026, 11, 20, 10, tzinfo=dt.timezone.utc).timestamp()
+    )
     with pytest.raises(EventError):
         parse_seen_at(float("nan"))
     assert symbol_hash("a", "b", "", "") != symbol_hash("a", "", "b", "")
@@ -110,9 +121,13 @@ def test_validation_and_seen_at_parsing():
 def test_staging_rows_carry_the_hash_and_epoch_times_with_backslashes_escaped():
     name = 'a\\,"b".pdb'  # a backslash, a comma and quotes
     aggregate = aggregate_batch([encode_events([{"debug_file": name, "debug_id": ID}])], T0)
-    assert "".join(staging_chunks(aggregate)) == "\t".join([
-        symbol_hash(name, ID, "", ""), 'a\\\\,"b".pdb', ID, "", "", str(int(T0 // 86400)), "1",
-        repr(T0), repr(T0)]) + "\n"
+    assert (
+        "".join(staging_chunks(aggregate))
+        == "\t".join(
+            [symbol_hash(name, ID, "", ""), 'a\\\\,"b".pdb', ID, "", "", str(int(T0 // 86400)), "1", repr(T0), repr(T0)]
+        )
+        + "\n"
+    )
 
 
 def test_report_csv_and_report_day():
@@ -157,8 +172,13 @@ def brute_first_last(batches):
     for events, object_time in batches:
         for event in events:
             seen = parse_seen_at(event["seen_at"]) if "seen_at" in event else object_time
-            key = (event["debug_file"], event["debug_id"], event.get("code_file") or "",
-                   event.get("code_id") or "", int(seen // 86400))
+            key = (
+                event["debug_file"],
+                event["debug_id"],
+                event.get("code_file") or "",
+                event.get("code_id") or "",
+                int(seen // 86400),
+            )
             first, last = seen_range.get(key, (seen, seen))
             seen_range[key] = (min(first, seen), max(last, seen))
     return seen_range
@@ -173,12 +193,10 @@ def test_batches_settled_together_equal_a_brute_force_count(monkeypatch, pending
     monkeypatch.setattr(aggregate_module, "PENDING_ENTRIES", pending_bound)
     rng = random.Random(pending_bound)
     pool = symbols(rng, 30)
-    batches = [(random_events(rng, pool, 400), T0 + offset)
-               for offset in (0, 50, -20, 86400, 86400 + 5)]
+    batches = [(random_events(rng, pool, 400), T0 + offset) for offset in (0, 50, -20, 86400, 86400 + 5)]
     total = Aggregate()
     for events, object_time in batches:
-        aggregate_batch(chunks(encode_events(events), 999), object_time, chunk_size=1024,
-                        into=total, batch=object_time)
+        aggregate_batch(chunks(encode_events(events), 999), object_time, chunk_size=1024, into=total, batch=object_time)
     total.settle()
     assert total.events == 2000
     assert as_totals(total) == brute_force(batches)
@@ -194,8 +212,7 @@ def test_a_bad_event_found_when_settling_names_its_batch_and_position():
     aggregate_batch([encode_events([good])], T0, into=total, batch="third")
     with pytest.raises(BadBatch) as caught:
         total.settle()
-    assert (caught.value.batch, caught.value.event, caught.value.kind) == \
-        ("second", 3, "invalid debug id")
+    assert (caught.value.batch, caught.value.event, caught.value.kind) == ("second", 3, "invalid debug id")
 
 
 def test_an_invalid_event_before_a_malformed_byte_is_the_fault_reported():
@@ -252,12 +269,13 @@ def test_settling_every_fault_names_each_bad_batch_once_at_its_first_fault():
     total = Aggregate()
     aggregate_batch([encode_events([good, no_id, good, bad_count])], T0, into=total, batch="one")
     aggregate_batch([encode_events([good, good])], T0, into=total, batch="fine")
-    aggregate_batch([encode_events([good, good, good, bad_count])], T0 - 86400, into=total,
-                    batch="two")
+    aggregate_batch([encode_events([good, good, good, bad_count])], T0 - 86400, into=total, batch="two")
     with pytest.raises(BadBatches) as caught:
         total.settle(every_fault=True)
     assert [(f.batch, f.event, f.kind) for f in caught.value.faults] == [
-        ("one", 2, "missing key"), ("two", 4, "wrong type")]
+        ("one", 2, "missing key"),
+        ("two", 4, "wrong type"),
+    ]
 
 
 def test_csv_cells_a_spreadsheet_evaluates_get_a_quote():

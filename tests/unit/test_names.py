@@ -1,4 +1,5 @@
 """The strict check of option names (no database)."""
+
 import pytest
 
 from crontabber.config.names import check_names, commented_classes, environment_notes, known_names
@@ -12,8 +13,7 @@ JOBS = "tests.fixtures.sample_jobs"
 def foo_options():
     options = Namespace()
     options.add_option("greeting", "hello")
-    options.namespace("database").add_option("host", "localhost",
-                                             reference_value_from="resource.postgresql")
+    options.namespace("database").add_option("host", "localhost", reference_value_from="resource.postgresql")
     return options
 
 
@@ -39,8 +39,10 @@ def test_a_newly_declared_runner_option_is_known_without_listing_it():
 
 
 def test_unknown_names_are_refused_with_the_closest_one():
-    with pytest.raises(ConfigurationError, match="no such option crontabber.class-FooJob.greting; "
-                       "did you mean crontabber.class-FooJob.greeting"):
+    with pytest.raises(
+        ConfigurationError,
+        match="no such option crontabber.class-FooJob.greting; did you mean crontabber.class-FooJob.greeting",
+    ):
         check_names(known(), ["crontabber.class-FooJob.greting"], "crontabber.ini")
     with pytest.raises(ConfigurationError, match=r"section \[\[class-FoJob\]\].*did you mean \[\[class-FooJob\]\]"):
         check_names(known(), ["crontabber.class-FoJob.greeting"], "crontabber.ini")
@@ -61,13 +63,19 @@ def test_a_commented_out_job_keeps_its_section_unchecked():
 
 def test_environment_notes_only_for_crontabber_looking_names():
     names = known("# jobs.x.Paused|1d")
-    environ = {"CRONTABBER_ERROR_RETRY_TIME": "1", "CRONTABBER_CLASS_FOOJOB_GREETING": "x",
-               "CRONTABBER_CLASS-FOOJOB_GREETING": "x", "CRONTABBER_CLASS_PAUSED_X": "1",
-               "CRONTABBER_EROR_RETRY_TIME": "1", "crontabber.class-FooJob.greting": "x",
-               "RESOURCE_POSTGRESQL_HOSTNAME": "x", "HOME": "/root", "other.dotted": "x"}
+    environ = {
+        "CRONTABBER_ERROR_RETRY_TIME": "1",
+        "CRONTABBER_CLASS_FOOJOB_GREETING": "x",
+        "CRONTABBER_CLASS-FOOJOB_GREETING": "x",
+        "CRONTABBER_CLASS_PAUSED_X": "1",
+        "CRONTABBER_EROR_RETRY_TIME": "1",
+        "crontabber.class-FooJob.greting": "x",
+        "RESOURCE_POSTGRESQL_HOSTNAME": "x",
+        "HOME": "/root",
+        "other.dotted": "x",
+    }
     assert environment_notes(names, environ) == [
-        "environment variable CRONTABBER_EROR_RETRY_TIME matches no option"
-        " (did you mean CRONTABBER_ERROR_RETRY_TIME?)",
+        "environment variable CRONTABBER_EROR_RETRY_TIME matches no option (did you mean CRONTABBER_ERROR_RETRY_TIME?)",
         "environment variable crontabber.class-FooJob.greting matches no option"
         " (did you mean crontabber.class-FooJob.greeting?)",
     ]
@@ -86,7 +94,8 @@ def test_a_replaced_jobs_list_keeps_the_sections_of_the_ini_list(tmp_path):
     from crontabber.config.catalog import load_jobs
 
     path = tmp_path / "crontabber.ini"
-    path.write_text(f"[crontabber]\n    jobs={JOBS}.FooJob|1d, {JOBS}.BarJob|1d\n"
-                    "    [[class-FooJob]]\n        greeting=x\n")
+    path.write_text(
+        f"[crontabber]\n    jobs={JOBS}.FooJob|1d, {JOBS}.BarJob|1d\n    [[class-FooJob]]\n        greeting=x\n"
+    )
     (job,) = load_jobs(load_settings(str(path), {"crontabber.jobs": f"{JOBS}.BarJob|1d"}, {}))
     assert job.app_name == "bar"

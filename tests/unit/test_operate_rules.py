@@ -1,4 +1,5 @@
 """Pure rules behind --pause and --rerun (crontabber/scheduling.py)."""
+
 import datetime as dt
 
 import pytest
@@ -10,14 +11,17 @@ UTC = dt.timezone.utc
 NOW = dt.datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("30m", NOW + dt.timedelta(minutes=30)),
-    ("2h", NOW + dt.timedelta(hours=2)),
-    ("3d", NOW + dt.timedelta(days=3)),
-    ("2026-11-24", dt.datetime(2026, 11, 24, tzinfo=UTC)),
-    ("2026-11-24T06:00", dt.datetime(2026, 11, 24, 6, tzinfo=UTC)),
-    ("2026-11-24 06:00", dt.datetime(2026, 11, 24, 6, tzinfo=UTC)),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("30m", NOW + dt.timedelta(minutes=30)),
+        ("2h", NOW + dt.timedelta(hours=2)),
+        ("3d", NOW + dt.timedelta(days=3)),
+        ("2026-11-24", dt.datetime(2026, 11, 24, tzinfo=UTC)),
+        ("2026-11-24T06:00", dt.datetime(2026, 11, 24, 6, tzinfo=UTC)),
+        ("2026-11-24 06:00", dt.datetime(2026, 11, 24, 6, tzinfo=UTC)),
+    ],
+)
 def test_parse_until(text, expected):
     assert parse_until(text, NOW) == expected
 
@@ -36,21 +40,20 @@ def test_a_pause_is_active_until_it_ends():
 
 
 def test_rerun_dates_use_the_jobs_time_of_day():
-    days = rerun_dates(parse_schedule("1d", "00:30"), None, dt.date(2026, 11, 20),
-                       dt.date(2026, 11, 22), NOW)
+    days = rerun_dates(parse_schedule("1d", "00:30"), None, dt.date(2026, 11, 20), dt.date(2026, 11, 22), NOW)
     assert days == [dt.datetime(2026, 11, d, 0, 30, tzinfo=UTC) for d in (20, 21, 22)]
 
 
 def test_rerun_dates_without_a_time_of_day_follow_the_last_success():
     last = dt.datetime(2026, 11, 22, 5, 17, 19, tzinfo=UTC)
-    assert rerun_dates(parse_schedule("1d", None), last, dt.date(2026, 11, 21),
-                       dt.date(2026, 11, 21), NOW) == [dt.datetime(2026, 11, 21, 5, 17, 19, tzinfo=UTC)]
+    assert rerun_dates(parse_schedule("1d", None), last, dt.date(2026, 11, 21), dt.date(2026, 11, 21), NOW) == [
+        dt.datetime(2026, 11, 21, 5, 17, 19, tzinfo=UTC)
+    ]
 
 
 def test_rerun_dates_of_a_sub_daily_job_cover_the_whole_day_and_stop_before_now():
     last = dt.datetime(2026, 11, 22, 5, 0, tzinfo=UTC)
-    days = rerun_dates(parse_schedule("6h", None), last, dt.date(2026, 11, 23),
-                       dt.date(2026, 11, 23), NOW)
+    days = rerun_dates(parse_schedule("6h", None), last, dt.date(2026, 11, 23), dt.date(2026, 11, 23), NOW)
     assert days == [dt.datetime(2026, 11, 23, h, 0, tzinfo=UTC) for h in (5, 11)]
 
 

@@ -1,4 +1,5 @@
 """The prune job's inventory mode, pure parts: the manifest's checks, the CSV rows, the pace."""
+
 from __future__ import annotations
 
 import csv
@@ -18,9 +19,13 @@ NOW = dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.timezone.utc)
 
 
 def manifest_body(**changes):
-    doc = {"sourceBucket": "symbols", "creationTimestamp": str(int(NOW.timestamp() * 1000)),
-           "fileFormat": "CSV", "fileSchema": "Bucket, Key, Size, LastModifiedDate, ETag",
-           "files": [{"key": "inv/symbols/daily/data/a.csv.gz", "size": 10, "MD5checksum": "AB"}]}
+    doc = {
+        "sourceBucket": "symbols",
+        "creationTimestamp": str(int(NOW.timestamp() * 1000)),
+        "fileFormat": "CSV",
+        "fileSchema": "Bucket, Key, Size, LastModifiedDate, ETag",
+        "files": [{"key": "inv/symbols/daily/data/a.csv.gz", "size": 10, "MD5checksum": "AB"}],
+    }
     doc.update(changes)
     return json.dumps(doc).encode()
 
@@ -39,11 +44,14 @@ def test_without_a_creation_time_the_folder_says_when():
     assert m.created == dt.datetime(2026, 11, 20, 1, 0, tzinfo=dt.timezone.utc)
 
 
-@pytest.mark.parametrize("changes, problem", [
-    ({"fileFormat": "Parquet"}, "fileFormat is 'Parquet', only CSV is read"),
-    ({"fileSchema": "Bucket, Key, Size"}, "fileSchema lacks LastModifiedDate"),
-    ({"files": [{"key": "x"}]}, "not a readable manifest"),
-])
+@pytest.mark.parametrize(
+    "changes, problem",
+    [
+        ({"fileFormat": "Parquet"}, "fileFormat is 'Parquet', only CSV is read"),
+        ({"fileSchema": "Bucket, Key, Size"}, "fileSchema lacks LastModifiedDate"),
+        ({"files": [{"key": "x"}]}, "not a readable manifest"),
+    ],
+)
 def test_what_a_manifest_lacks_is_refused(changes, problem):
     with pytest.raises(InventoryRefused, match=problem):
         Manifest.parse("d", "k/x/y/2026-11-22T12-00Z/manifest.json", manifest_body(**changes))
@@ -58,12 +66,13 @@ def test_an_old_report_or_another_buckets_is_refused():
 
 
 def test_rows_decode_keys_and_skip_other_versions_and_delete_markers():
-    columns = ["Bucket", "Key", "VersionId", "IsLatest", "IsDeleteMarker", "Size",
-               "LastModifiedDate", "ETag"]
-    lines = [["symbols", "a+b%2Bc/d%20e.sym", "1", "true", "false", "5", "2026-01-01T00:00:00.000Z", "e1"],
-             ["symbols", "old", "0", "false", "false", "5", "2026-01-01T00:00:00.000Z", "e2"],
-             ["symbols", "gone", "2", "true", "true", "", "2026-01-01T00:00:00.000Z", ""],
-             ["elsewhere", "x", "1", "true", "false", "5", "2026-01-01T00:00:00.000Z", "e3"]]
+    columns = ["Bucket", "Key", "VersionId", "IsLatest", "IsDeleteMarker", "Size", "LastModifiedDate", "ETag"]
+    lines = [
+        ["symbols", "a+b%2Bc/d%20e.sym", "1", "true", "false", "5", "2026-01-01T00:00:00.000Z", "e1"],
+        ["symbols", "old", "0", "false", "false", "5", "2026-01-01T00:00:00.000Z", "e2"],
+        ["symbols", "gone", "2", "true", "true", "", "2026-01-01T00:00:00.000Z", ""],
+        ["elsewhere", "x", "1", "true", "false", "5", "2026-01-01T00:00:00.000Z", "e3"],
+    ]
     text = io.StringIO()
     csv.writer(text).writerows(lines)
     text.seek(0)
@@ -105,31 +114,53 @@ def test_no_pace_cuts_batches_of_a_thousand_and_never_sleeps():
 
 
 def config(**changes):
-    values = {"inbox_bucket": "inbox", "uploads_prefix": "inbox/", "upload_days": 30,
-              "missing_prefix": "missing/", "batch_days": 30, "symbols_bucket": "symbols",
-              "symbols_prefix": "v1/", "reports_prefix": "reports/", "report_days": 90,
-              "extra_rules": "", "cap": 10, "threads": 4, "dry_run": False, "lease_seconds": 60,
-              "deletes_per_second": 0, "source": "list", "inventory_bucket": "",
-              "inventory_prefix": "", "inventory_id": "", "inventory_max_age_hours": 48}
+    values = {
+        "inbox_bucket": "inbox",
+        "uploads_prefix": "inbox/",
+        "upload_days": 30,
+        "missing_prefix": "missing/",
+        "batch_days": 30,
+        "symbols_bucket": "symbols",
+        "symbols_prefix": "v1/",
+        "reports_prefix": "reports/",
+        "report_days": 90,
+        "extra_rules": "",
+        "cap": 10,
+        "threads": 4,
+        "dry_run": False,
+        "lease_seconds": 60,
+        "deletes_per_second": 0,
+        "source": "list",
+        "inventory_bucket": "",
+        "inventory_prefix": "",
+        "inventory_id": "",
+        "inventory_max_age_hours": 48,
+    }
     values.update(changes)
     return DotDict(values)
 
 
 def test_options_say_where_the_keys_come_from():
     assert PruneOptions.from_config(config()).inventory is None
-    options = PruneOptions.from_config(config(source="inventory", inventory_bucket="inv",
-                                              inventory_prefix="reports", deletes_per_second=3000))
+    options = PruneOptions.from_config(
+        config(source="inventory", inventory_bucket="inv", inventory_prefix="reports", deletes_per_second=3000)
+    )
     assert options.inventory is not None and options.inventory.folder("symbols") == "reports/symbols/"
     assert options.rate == 3000
 
 
-@pytest.mark.parametrize("changes, where", [
-    ({"source": "both"}, "prune-s3.source"),
-    ({"source": "inventory"}, "prune-s3.inventory_bucket"),
-    ({"source": "inventory", "inventory_bucket": "i", "inventory_max_age_hours": 0},
-     "prune-s3.inventory_max_age_hours"),
-    ({"deletes_per_second": -1}, "prune-s3.deletes_per_second"),
-])
+@pytest.mark.parametrize(
+    "changes, where",
+    [
+        ({"source": "both"}, "prune-s3.source"),
+        ({"source": "inventory"}, "prune-s3.inventory_bucket"),
+        (
+            {"source": "inventory", "inventory_bucket": "i", "inventory_max_age_hours": 0},
+            "prune-s3.inventory_max_age_hours",
+        ),
+        ({"deletes_per_second": -1}, "prune-s3.deletes_per_second"),
+    ],
+)
 def test_bad_options_are_refused(changes, where):
     with pytest.raises(ConfigurationError, match=where):
         PruneOptions.from_config(config(**changes))

@@ -1,5 +1,6 @@
 """The generated reference pages (options, exit codes) match the code: a new option or exit
 code without `scripts/gen_reference.py` fails here (issue #26: references that cannot drift)."""
+
 import importlib.util
 from pathlib import Path
 
@@ -25,8 +26,7 @@ def test_every_runner_option_and_exit_code_is_listed():
 
     options = (REPO / "docs/reference/options.md").read_text()
     assert "`crontabber.require_reason`" in options and "`crontabber.output_tail_bytes`" in options
-    assert all(f"| `{'.'.join([*path, option.name])}` |" in options
-               for path, option in runner_options().walk(()))
+    assert all(f"| `{'.'.join([*path, option.name])}` |" in options for path, option in runner_options().walk(()))
     codes = (REPO / "docs/reference/exit-codes.md").read_text()
     assert all(f"| {int(code)} |" in codes for code, _ in EXIT_CODES)
 

@@ -34,15 +34,14 @@ def test_only_failed_takes_failed_and_dead_claims_only_missing_the_never_run():
     assert skips[DATES[4]] == "no unit recorded; --only failed leaves it"
     missing = plan_steps(DATES, RECORDS, parse_only("missing"))
     assert to_run(missing) == [DATES[4]]
-    assert {s.when: s.skip for s in missing}[DATES[1]] == \
-        "its last unit failed (failed, run 4); --only missing leaves it"
-    assert to_run(plan_steps(DATES, RECORDS, parse_only("failed,missing"), True)) == \
-        [DATES[4], DATES[3], DATES[1]]
+    assert {s.when: s.skip for s in missing}[
+        DATES[1]
+    ] == "its last unit failed (failed, run 4); --only missing leaves it"
+    assert to_run(plan_steps(DATES, RECORDS, parse_only("failed,missing"), True)) == [DATES[4], DATES[3], DATES[1]]
 
 
 def test_a_resume_skips_what_the_stopped_run_finished_in_its_order():
-    stopped = RerunRecord(12, "x", "rerun", "cron-1:5", "abandoned", tuple(DATES[::-1]), True,
-                          frozenset(DATES[3:]))
+    stopped = RerunRecord(12, "x", "rerun", "cron-1:5", "abandoned", tuple(DATES[::-1]), True, frozenset(DATES[3:]))
     steps = plan_steps(list(stopped.plan), RECORDS, done_by=stopped)
     assert to_run(steps) == [DATES[2], DATES[1], DATES[0]]
     assert steps[0].skip == "done by run 12 before it stopped"
@@ -53,11 +52,12 @@ def test_a_held_interval_is_run_after_a_wait_and_the_dry_run_says_so():
     steps = plan_steps(DATES[:2], held)
     assert to_run(steps) == DATES[:2]
     lines = step_lines(steps, lambda when: f"would write {when:%d}")
-    assert lines == ["2026-11-01 00:00 UTC: would write 01; held now by run 8 (scheduled) on "
-                     "cron-2:7: waits for it", "2026-11-02 00:00 UTC: would write 02"]
+    assert lines == [
+        "2026-11-01 00:00 UTC: would write 01; held now by run 8 (scheduled) on cron-2:7: waits for it",
+        "2026-11-02 00:00 UTC: would write 02",
+    ]
     only = plan_steps(DATES[:1], held, parse_only("failed"))
-    assert step_lines(only) == ["2026-11-01 00:00 UTC: skipped: running now (run 8, scheduled, "
-                                "on cron-2:7)"]
+    assert step_lines(only) == ["2026-11-01 00:00 UTC: skipped: running now (run 8, scheduled, on cron-2:7)"]
 
 
 def test_only_refuses_other_values():

@@ -1,4 +1,5 @@
 """The run checks' pure rules (crontabber.alerts.checks): parsing and judging."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -12,24 +13,35 @@ T0 = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
 
 
 def run(run_id, seconds=1.0, status="succeeded", **metrics):
-    return RunRecord(run_id, "job", "scheduled", "h", 1, T0, status,
-                     ended=T0 + dt.timedelta(seconds=seconds), metrics=metrics)
+    return RunRecord(
+        run_id, "job", "scheduled", "h", 1, T0, status, ended=T0 + dt.timedelta(seconds=seconds), metrics=metrics
+    )
 
 
 def test_parse_reads_each_option():
-    checks = parse_checks({"min_duration": "30", "slower_than": "3 x p95(20)",
-                           "check": "keys_deleted < 5 x median(10); bytes_freed <= 1000",
-                           "on_breach": "pause"})
+    checks = parse_checks(
+        {
+            "min_duration": "30",
+            "slower_than": "3 x p95(20)",
+            "check": "keys_deleted < 5 x median(10); bytes_freed <= 1000",
+            "on_breach": "pause",
+        }
+    )
     assert checks.min_duration == dt.timedelta(seconds=30)
     assert (checks.slower_factor, checks.slower_runs, checks.on_breach) == (3.0, 20, "pause")
-    assert [c.text for c in checks.metric_checks] == ["keys_deleted < 5 x median(10)",
-                                                      "bytes_freed <= 1000"]
+    assert [c.text for c in checks.metric_checks] == ["keys_deleted < 5 x median(10)", "bytes_freed <= 1000"]
     assert checks.history == 20 and not parse_checks({})
 
 
-@pytest.mark.parametrize("values, says", [
-    ({"on_breach": "page"}, "on_breach"), ({"slower_than": "3 x p50(20)"}, "slower_than"),
-    ({"check": "keys < lots"}, "check"), ({"min_duration": "soon"}, "min_duration")])
+@pytest.mark.parametrize(
+    "values, says",
+    [
+        ({"on_breach": "page"}, "on_breach"),
+        ({"slower_than": "3 x p50(20)"}, "slower_than"),
+        ({"check": "keys < lots"}, "check"),
+        ({"min_duration": "soon"}, "min_duration"),
+    ],
+)
 def test_parse_refuses_what_it_cannot_read_naming_the_option(values, says):
     with pytest.raises(ValueError, match=says):
         parse_checks(values)

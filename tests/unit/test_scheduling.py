@@ -1,4 +1,5 @@
 """Pure scheduling rules, with "now" passed in."""
+
 import datetime as dt
 
 import pytest
@@ -30,25 +31,41 @@ def at(text):
     return dt.datetime.fromisoformat(text).replace(tzinfo=UTC)
 
 
-@pytest.mark.parametrize("text,seconds", [
-    ("5m", 300), ("1h", 3600), ("1d", 86400), ("7d", 7 * 86400), (" 3d ", 3 * 86400),
-    ("1m", 60), ("366d", 366 * 86400), ("8784h", 366 * 86400),
-])
+@pytest.mark.parametrize(
+    "text,seconds",
+    [
+        ("5m", 300),
+        ("1h", 3600),
+        ("1d", 86400),
+        ("7d", 7 * 86400),
+        (" 3d ", 3 * 86400),
+        ("1m", 60),
+        ("366d", 366 * 86400),
+        ("8784h", 366 * 86400),
+    ],
+)
 def test_parse_frequency(text, seconds):
     assert parse_frequency(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["5", "10", "1D", "3e", "1d2h", "m", "", "1w", "-1d", "1 d x",
-                                  "0m", "0d", "00h", "367d", "8785h", "99999999999d"])
+@pytest.mark.parametrize(
+    "text",
+    ["5", "10", "1D", "3e", "1d2h", "m", "", "1w", "-1d", "1 d x", "0m", "0d", "00h", "367d", "8785h", "99999999999d"],
+)
 def test_parse_frequency_rejects(text):
     with pytest.raises(ValueError, match="bad frequency"):
         parse_frequency(text)
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("1:1", TimeOfDay(1, 1)), ("01:05", TimeOfDay(1, 5)), ("23:59", TimeOfDay(23, 59)),
-    ("00:00", TimeOfDay(0, 0)),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("1:1", TimeOfDay(1, 1)),
+        ("01:05", TimeOfDay(1, 5)),
+        ("23:59", TimeOfDay(23, 59)),
+        ("00:00", TimeOfDay(0, 0)),
+    ],
+)
 def test_parse_time(text, expected):
     assert parse_time(text) == expected
     assert str(expected) == f"{expected.hour:02d}:{expected.minute:02d}"
@@ -81,16 +98,19 @@ def test_parse_job_entry_forms():
     assert entry.class_name == "Cls"
 
 
-@pytest.mark.parametrize("text,problem", [
-    ("pkg.Cls", "no frequency"),
-    ("pkg.Cls|", "no frequency"),
-    ("pkg.Cls|1d|10:00|x", "too many"),
-    ("pkg.Cls|5", "bad frequency"),
-    ("pkg.Cls|1d|25:00", "bad time"),
-    ("pkg.Cls|3h|23:59", "at least 1d"),
-    ("Cls|1d", "not a dotted"),
-    ("pkg/x.Cls|1d", "not a dotted"),
-])
+@pytest.mark.parametrize(
+    "text,problem",
+    [
+        ("pkg.Cls", "no frequency"),
+        ("pkg.Cls|", "no frequency"),
+        ("pkg.Cls|1d|10:00|x", "too many"),
+        ("pkg.Cls|5", "bad frequency"),
+        ("pkg.Cls|1d|25:00", "bad time"),
+        ("pkg.Cls|3h|23:59", "at least 1d"),
+        ("Cls|1d", "not a dotted"),
+        ("pkg/x.Cls|1d", "not a dotted"),
+    ],
+)
 def test_parse_job_entry_errors_name_the_entry(text, problem):
     with pytest.raises(ConfigurationError) as info:
         parse_job_entry(text)
@@ -163,8 +183,7 @@ def test_backfill_without_success_runs_once_now():
 def test_backfill_each_missed_interval_oldest_first():
     last = at("2026-01-01 10:30")
     now = at("2026-01-04 11:00")
-    assert backfill_dates(last, DAILY, now) == [
-        at("2026-01-02 10:30"), at("2026-01-03 10:30"), at("2026-01-04 10:30")]
+    assert backfill_dates(last, DAILY, now) == [at("2026-01-02 10:30"), at("2026-01-03 10:30"), at("2026-01-04 10:30")]
     # nothing whole has elapsed
     assert backfill_dates(last, DAILY, at("2026-01-02 10:30")) == []
 
@@ -172,8 +191,7 @@ def test_backfill_each_missed_interval_oldest_first():
 def test_backfill_anchors_to_the_time_of_day():
     # bug 781010: a slow day-1 run at 18:02 must not push day 2 to 18:02.
     anchored = parse_schedule("1d", "18:00")
-    assert backfill_dates(at("2026-01-01 18:02"), anchored, at("2026-01-02 18:01")) == [
-        at("2026-01-02 18:00")]
+    assert backfill_dates(at("2026-01-01 18:02"), anchored, at("2026-01-02 18:01")) == [at("2026-01-02 18:00")]
 
 
 def test_backfill_anchor_is_utc_whatever_the_input_zone():
@@ -216,11 +234,14 @@ def test_dependency_order_external_parents_and_empty_list():
     assert dependency_order({}) == []
 
 
-@pytest.mark.parametrize("graph", [
-    {"A": ["B"], "B": ["A"]},
-    {"A": ["C"], "B": ["A"], "C": ["B"], "X": [], "Y": ["X"]},
-    {"A": ["A"]},
-])
+@pytest.mark.parametrize(
+    "graph",
+    [
+        {"A": ["B"], "B": ["A"]},
+        {"A": ["C"], "B": ["A"], "C": ["B"], "X": [], "Y": ["X"]},
+        {"A": ["A"]},
+    ],
+)
 def test_dependency_cycle_is_a_configuration_error(graph):
     with pytest.raises(ConfigurationError, match="dependency cycle"):
         dependency_order(graph)

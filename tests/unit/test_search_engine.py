@@ -25,8 +25,10 @@ def _entry(text, *options):
 
 
 def test_alternatives_keep_scores_from_0_6_best_first_merged_across_fields():
-    suggest = {"name": [_entry("firefix", ("firefox", 0.857), ("fire", 0.5))],
-               "code": [_entry("firefix", ("firefly", 0.714), ("firefox", 0.8))]}
+    suggest = {
+        "name": [_entry("firefix", ("firefox", 0.857), ("fire", 0.5))],
+        "code": [_entry("firefix", ("firefly", 0.714), ("firefox", 0.8))],
+    }
     assert alternatives(suggest) == {"firefix": [(0.857, "firefox"), (0.714, "firefly")]}
 
 
@@ -39,11 +41,14 @@ def test_search_terms_put_the_original_first_and_combine_corrections():
 
 
 def test_search_terms_merge_joined_twins_and_cap_the_count():
-    terms = search_terms(["firefix", "pdb"], {"firefix": [(0.857, "firefox")]},
-                         [(0.9, "firefoxpdb"), (0.7, "firefixpdb")])
+    terms = search_terms(
+        ["firefix", "pdb"], {"firefix": [(0.857, "firefox")]}, [(0.9, "firefoxpdb"), (0.7, "firefixpdb")]
+    )
     assert terms == [(ORIGINAL_SCORE, "firefix pdb"), (0.9, "firefox pdb")]
-    many = {"a" * 5: [(0.9 - i / 100, f"b{i}") for i in range(3)],
-            "c" * 5: [(0.9 - i / 100, f"d{i}") for i in range(3)]}
+    many = {
+        "a" * 5: [(0.9 - i / 100, f"b{i}") for i in range(3)],
+        "c" * 5: [(0.9 - i / 100, f"d{i}") for i in range(3)],
+    }
     assert len(search_terms(["a" * 5, "c" * 5], many)) == MAX_TERMS
 
 
@@ -75,4 +80,3 @@ def test_the_fallback_ranks_fuzzy_parts_above_any_word():
     fuzzy, anyword = (c["match"]["name_parts"] for c in should)
     assert (fuzzy["query"], fuzzy["operator"], fuzzy["fuzziness"]) == ("combaseoscdec pdb", "and", "AUTO")
     assert anyword["query"] == "combaseoscdec pdb combase" and anyword["boost"] < fuzzy["boost"]
-

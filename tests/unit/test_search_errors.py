@@ -18,10 +18,11 @@ def test_search_errors_are_one_tree_outside_the_runners():
 
 
 def test_the_http_service_does_not_import_the_cron_runner():
-    code = ("import sys, search.server, search.cli, search.engine, search.indexer;"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('crontabber', 'jobs')))")
-    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
-                          timeout=60)
+    code = (
+        "import sys, search.server, search.cli, search.engine, search.indexer;"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('crontabber', 'jobs')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout.strip()) == (0, "[]"), done.stderr
 
 
@@ -30,7 +31,11 @@ def test_the_search_cli_uses_the_runners_exit_codes():
     from search import cli
 
     assert (cli.EXIT_OK, cli.EXIT_ERROR, cli.EXIT_FAILED, cli.EXIT_PIPE_CLOSED) == (
-        ExitCode.OK, ExitCode.ERROR, ExitCode.JOB_FAILED, ExitCode.PIPE_CLOSED)
+        ExitCode.OK,
+        ExitCode.ERROR,
+        ExitCode.JOB_FAILED,
+        ExitCode.PIPE_CLOSED,
+    )
 
 
 def test_an_address_printed_drops_user_password_path_and_query():

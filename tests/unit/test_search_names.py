@@ -5,7 +5,16 @@ def test_names_split_on_every_separator_and_lower_case():
     assert split_name("xul.pdb") == "xul pdb"
     assert split_name("libxul.so.dbg") == "libxul so dbg"
     assert name_parts("api-ms-win-core-synch-l1-2-0.dll") == [
-        "api", "ms", "win", "core", "synch", "l1", "2", "0", "dll"]
+        "api",
+        "ms",
+        "win",
+        "core",
+        "synch",
+        "l1",
+        "2",
+        "0",
+        "dll",
+    ]
     assert split_name("libSystem.B.dylib") == "libsystem b dylib"
     assert split_name("vcruntime140_1.pdb") == "vcruntime140 1 pdb"
     assert split_name("...") == "" and name_parts("") == []

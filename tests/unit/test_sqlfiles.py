@@ -1,14 +1,16 @@
 """crontabber.sqlfiles: named blocks, whole-line comments dropped (psycopg2 fills
 %(name)s in a comment too, and a value with a newline became SQL: the run ledger's
 heartbeat, whose captured output has newlines, failed with a syntax error)."""
+
 import pytest
 
 from crontabber import sqlfiles
 
 
 def test_blocks_are_split_and_comment_lines_dropped():
-    parsed = sqlfiles.parse("-- name: one\n-- uses %(x)s\nSELECT %(x)s;  -- kept\n\n"
-                           "-- name: two\n  -- indented comment\nSELECT 2;\n")
+    parsed = sqlfiles.parse(
+        "-- name: one\n-- uses %(x)s\nSELECT %(x)s;  -- kept\n\n-- name: two\n  -- indented comment\nSELECT 2;\n"
+    )
     assert parsed == {"one": "SELECT %(x)s;  -- kept", "two": "SELECT 2;"}
 
 

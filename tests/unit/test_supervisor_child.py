@@ -1,5 +1,6 @@
 """The forked job process and its runner: a runner that dies right after the fork, before the
 child has set its death signal, must still take the job with it (no runs at once)."""
+
 from __future__ import annotations
 
 import subprocess
@@ -38,7 +39,6 @@ SCRIPT = textwrap.dedent("""
 
 
 def test_a_child_whose_runner_died_before_prctl_does_not_run_the_job():
-    result = subprocess.run([sys.executable, "-c", SCRIPT], cwd=REPO, capture_output=True,
-                            text=True, timeout=30)
+    result = subprocess.run([sys.executable, "-c", SCRIPT], cwd=REPO, capture_output=True, text=True, timeout=30)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "71"

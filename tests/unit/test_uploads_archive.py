@@ -26,7 +26,7 @@ def _member(path: Path) -> tuple[zipfile.ZipInfo, bytes]:
     data = path.read_bytes()
     name, extra = struct.unpack_from("<HH", data, info.header_offset + 26)
     start = info.header_offset + 30 + name + extra
-    return info, data[start:start + info.compress_size]
+    return info, data[start : start + info.compress_size]
 
 
 def test_a_deflated_member_is_gzipped_by_reusing_its_deflate_stream(tmp_path):
@@ -44,8 +44,9 @@ def test_a_deflated_member_is_gzipped_by_reusing_its_deflate_stream(tmp_path):
 
 
 def test_a_stored_member_is_deflated_with_isal(tmp_path):
-    path = write_zip(tmp_path / "a.zip", [("a.pdb/ABABABABABABABABABABABABABABABAB1/a.sym", TEXT)],
-                     compression=zipfile.ZIP_STORED)
+    path = write_zip(
+        tmp_path / "a.zip", [("a.pdb/ABABABABABABABABABABABABABABABAB1/a.sym", TEXT)], compression=zipfile.ZIP_STORED
+    )
     info, _ = _member(path)
     out = io.BytesIO()
     archive.spool(path, info, 1, out)
@@ -62,7 +63,7 @@ def test_a_damaged_deflate_stream_is_rejected_while_spooling(tmp_path, damage):
         data[start + len(raw) // 2] ^= 0x55
     else:  # bytes after the deflate stream, inside the member's declared compressed size
         info.compress_size += 4
-        data[start + len(raw):start + len(raw)] = b"JUNK"
+        data[start + len(raw) : start + len(raw)] = b"JUNK"
     path.write_bytes(bytes(data))
     with pytest.raises(Rejected) as rejected:
         archive.spool(path, info, 1, io.BytesIO())

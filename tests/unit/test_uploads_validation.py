@@ -48,12 +48,14 @@ def test_a_good_archive_gives_a_plan_and_digests(tmp_path):
     assert [info.filename for info in plan.members] == [name for name, _ in GOOD]
     assert plan.ignored == ["a-symbols.txt", "a.pdb/.DS_Store"] and plan.total == 4
     import hashlib
+
     assert [(d.size, d.md5) for d in digests] == [(len(c), hashlib.md5(c).hexdigest()) for _, c in GOOD]
 
 
 def test_an_identical_duplicate_is_published_once(tmp_path):
     path = tmp_path / "dup.zip"
     import warnings
+
     with zipfile.ZipFile(path, "w") as zipped, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         zipped.writestr(f"a.pdb/{ID_A}/a.sym", b"same")
@@ -77,19 +79,31 @@ def test_duplicate_with_different_size_is_found_from_the_central_directory():
     assert caught.value.rule == RULE_DUPLICATE
 
 
-@pytest.mark.parametrize("name, ok", [
-    ("xul.pdb/ABCDEF0123456789ABCDEF0123456789A/xul.sym", True),
-    ("libxul.so/0123abcd0123abcd0123abcd0123abcd0/libxul.so.sym", True),
-    ("xul.pdb/ABCDEFG/xul.sym", False), (f"xul.pdb/{'A' * 33}/xul.sym/", False), ("xul.sym", False),
-    (f"x#y.pdb/{'A' * 33}/x.sym", False), (f"x.pdb/{'A' * 33}/x|y.sym", False),
-    (f"Google Chrome Framework/{'A' * 33}/Google Chrome Framework.sym", True),
-    (f"libstdc++.so.6/{'A' * 33}/libstdc++.so.6.sym", True), (f"x.pdb/{'A' * 33}/x.sym\n", False),
-    (f"x.pdb/{'A' * 40}/x.sym", True), (f"x.pdb/{'A' * 41}/x.sym", False),
-    (f"{'x' * 255}/{'A' * 33}/{'y' * 255}", True), (f"{'x' * 256}/{'A' * 33}/y", False),
-    (f"xul.pdb/{'A' * 33}/xul.sym:s", False), (f"aux.pdb/{'A' * 33}/x.sym", False),
-    (f"auxiliary.pdb/{'A' * 33}/x.sym", True), (f"CONSOLE/{'A' * 33}/x.sym", True),
-    (f".hidden/{'A' * 33}/x.sym", True), (f"xul.pdb/{'A' * 33}/x..sym", True),
-])
+@pytest.mark.parametrize(
+    "name, ok",
+    [
+        ("xul.pdb/ABCDEF0123456789ABCDEF0123456789A/xul.sym", True),
+        ("libxul.so/0123abcd0123abcd0123abcd0123abcd0/libxul.so.sym", True),
+        ("xul.pdb/ABCDEFG/xul.sym", False),
+        (f"xul.pdb/{'A' * 33}/xul.sym/", False),
+        ("xul.sym", False),
+        (f"x#y.pdb/{'A' * 33}/x.sym", False),
+        (f"x.pdb/{'A' * 33}/x|y.sym", False),
+        (f"Google Chrome Framework/{'A' * 33}/Google Chrome Framework.sym", True),
+        (f"libstdc++.so.6/{'A' * 33}/libstdc++.so.6.sym", True),
+        (f"x.pdb/{'A' * 33}/x.sym\n", False),
+        (f"x.pdb/{'A' * 40}/x.sym", True),
+        (f"x.pdb/{'A' * 41}/x.sym", False),
+        (f"{'x' * 255}/{'A' * 33}/{'y' * 255}", True),
+        (f"{'x' * 256}/{'A' * 33}/y", False),
+        (f"xul.pdb/{'A' * 33}/xul.sym:s", False),
+        (f"aux.pdb/{'A' * 33}/x.sym", False),
+        (f"auxiliary.pdb/{'A' * 33}/x.sym", True),
+        (f"CONSOLE/{'A' * 33}/x.sym", True),
+        (f".hidden/{'A' * 33}/x.sym", True),
+        (f"xul.pdb/{'A' * 33}/x..sym", True),
+    ],
+)
 def test_the_canonical_key_form(name, ok):
     try:
         symbolkey.parse(name)
@@ -152,6 +166,7 @@ def test_a_large_member_streams_in_chunks_with_bounded_chunk_size(tmp_path):
     chunks = list(archive.iter_member(path, info, chunk=64 * 1024))
     assert b"".join(chunks) == content and max(map(len, chunks)) <= 64 * 1024
     import gzip
+
     assert gzip.decompress(archive.gzipped(path, info, 1)) == content
     assert archive.gzipped(path, info, 1) == archive.gzipped(path, info, 1)  # deterministic
 
@@ -163,7 +178,7 @@ def test_settings_compression():
 
 
 def test_symbol_members_are_realistic():
-    (name, content), = symbol_members(1, 5000)
+    ((name, content),) = symbol_members(1, 5000)
     assert content.startswith(b"MODULE windows x86_64 ") and b"\nFUNC " in content
     assert b"\nFILE 0 " in content and name.endswith(".sym")
 
@@ -180,10 +195,11 @@ def test_what_the_specification_allows_is_read_right(tmp_path, make, members):
     plan, digests = _verify(path)
     assert [info.filename for info in plan.members] == list(members)
     import hashlib
-    assert [(d.size, d.md5) for d in digests] == \
-        [(len(c), hashlib.md5(c).hexdigest()) for c in members.values()]
+
+    assert [(d.size, d.md5) for d in digests] == [(len(c), hashlib.md5(c).hexdigest()) for c in members.values()]
     for info in plan.members:  # the reused deflate stream makes the same bytes too
         import gzip
+
         assert gzip.decompress(archive.gzipped(path, info, 1)) == members[info.filename]
 
 
@@ -195,12 +211,15 @@ def test_an_archive_of_ignorable_names_only_is_valid_with_nothing_to_publish(tmp
 
 def test_an_archive_level_rejection_names_no_member():
     assert str(Rejected(RULE_EMPTY)) == "rejected: archive has no files"
-    assert str(Rejected(RULE_ENCRYPTED, f"a.pdb/{ID_A}/a.sym")) == \
-        f"rejected: member 'a.pdb/{ID_A}/a.sym': encrypted (flag bit 0)"
+    assert (
+        str(Rejected(RULE_ENCRYPTED, f"a.pdb/{ID_A}/a.sym"))
+        == f"rejected: member 'a.pdb/{ID_A}/a.sym': encrypted (flag bit 0)"
+    )
 
 
 def test_the_whole_archive_ratio_is_checked_from_the_archive_size():
     from jobs.uploads.validation import RULE_RATIO, check_archive_ratio
+
     info = zipfile.ZipInfo(f"a.pdb/{ID_A}/a.sym")
     info.file_size, info.compress_size = 10_000, 10
     check_archive_ratio([info], 100, Limits(max_ratio=100))
@@ -214,40 +233,52 @@ def test_a_member_inflating_past_its_declared_size_is_refused_while_streaming(tm
     import zlib
 
     from tests.fixtures.raw_zip import Entry, deflate, raw_zip
+
     content = b"\0" * 100_000
     data = deflate(content)
     lie = {"usize": 1000, "crc": zlib.crc32(content[:1000])}
-    path = raw_zip(tmp_path / "lie.zip", [Entry(f"a.pdb/{ID_A}/a.sym", content, data=data,
-                                                local=lie, central=lie)])
+    path = raw_zip(tmp_path / "lie.zip", [Entry(f"a.pdb/{ID_A}/a.sym", content, data=data, local=lie, central=lie)])
     plan = read_plan(path, Limits())
     with pytest.raises(Rejected) as caught:
         archive.digest(path, plan.members[0])
     assert "more data than declared" in str(caught.value)
 
 
-@pytest.mark.parametrize("raw, safe", [
-    ("symbols.zip", "symbols.zip"), ("a\u202egnp.zip ", "a_gnp.zip"), ("ｆ∕x?&=;.zip", "__x____.zip"),
-    ("", "_"), ("Google Chrome.zip", "Google Chrome.zip"), ("a:b.zip", "a_b.zip"),
-    ("con.zip", "_con.zip"), ("x.zip.", "x.zip"),
-])
+@pytest.mark.parametrize(
+    "raw, safe",
+    [
+        ("symbols.zip", "symbols.zip"),
+        ("a\u202egnp.zip ", "a_gnp.zip"),
+        ("ｆ∕x?&=;.zip", "__x____.zip"),
+        ("", "_"),
+        ("Google Chrome.zip", "Google Chrome.zip"),
+        ("a:b.zip", "a_b.zip"),
+        ("con.zip", "_con.zip"),
+        ("x.zip.", "x.zip"),
+    ],
+)
 def test_safe_part_keeps_only_the_key_set(raw, safe):
     assert symbolkey.safe_part(raw) == safe
 
 
 def test_the_header_gives_the_code_id_and_file_and_reads_no_cut_line():
-    text = (b"MODULE windows x86_64 44e4ec8c2f41492b9369d6b9a059577c2 xul.pdb\r\n"
-            b"INFO CODE_ID 5A4CD0E9F1C64000 xul.dll\nINFO GENERATOR mozilla/dump_syms 2.3.3\n"
-            b"FILE 0 a.cpp\n")
+    text = (
+        b"MODULE windows x86_64 44e4ec8c2f41492b9369d6b9a059577c2 xul.pdb\r\n"
+        b"INFO CODE_ID 5A4CD0E9F1C64000 xul.dll\nINFO GENERATOR mozilla/dump_syms 2.3.3\n"
+        b"FILE 0 a.cpp\n"
+    )
     header = symheader.parse(text, whole=True)
-    assert header == symheader.Header("44E4EC8C2F41492B9369D6B9A059577C2", "xul.pdb",
-                                      "5A4CD0E9F1C64000", "xul.dll")
+    assert header == symheader.Header("44E4EC8C2F41492B9369D6B9A059577C2", "xul.pdb", "5A4CD0E9F1C64000", "xul.dll")
     cut = text.split(b"INFO GENERATOR")[0] + b"INFO CODE_ID 5A4C"  # the head ends mid-line
-    assert symheader.parse(b"MODULE Linux x86_64 " + b"0" * 33 + b" libxul.so\n" + cut[-17:]) \
-        == symheader.Header("0" * 33, "libxul.so")
-    spaced = symheader.parse(b"MODULE mac x86_64 " + b"A" * 33 + b" Google Chrome Framework\n"
-                             b"INFO CODE_ID ABCDEF\n", whole=True)
+    assert symheader.parse(b"MODULE Linux x86_64 " + b"0" * 33 + b" libxul.so\n" + cut[-17:]) == symheader.Header(
+        "0" * 33, "libxul.so"
+    )
+    spaced = symheader.parse(
+        b"MODULE mac x86_64 " + b"A" * 33 + b" Google Chrome Framework\nINFO CODE_ID ABCDEF\n", whole=True
+    )
     assert spaced == symheader.Header("A" * 33, "Google Chrome Framework", "ABCDEF", None)
     key = symbolkey.parse(f"Google Chrome Framework/{'a' * 33}/Google Chrome Framework.sym")
-    assert symheader.check("m", key, b"MODULE mac x86_64 " + b"A" * 33 +
-                           b" Google Chrome Framework\n", True) is not None
+    assert (
+        symheader.check("m", key, b"MODULE mac x86_64 " + b"A" * 33 + b" Google Chrome Framework\n", True) is not None
+    )
     assert symheader.check("m", symbolkey.parse(f"x.pdb/{'A' * 33}/x.dll"), b"MZ", True) is None

@@ -1,5 +1,6 @@
 """The inspection views and their text, pure: statuses, error records, runs
 from log rows, short times, the width limit."""
+
 import datetime as dt
 
 import pytest
@@ -46,8 +47,7 @@ def status(state, marker=Marker.NONE, states=None, overdue=1800.0, the_job=None)
 
 
 def ran(**changes):
-    base = dict(app_name="child", last_run=NOW - 10 * MIN, last_success=NOW - 10 * MIN,
-                next_run=NOW + 50 * MIN)
+    base = dict(app_name="child", last_run=NOW - 10 * MIN, last_success=NOW - 10 * MIN, next_run=NOW + 50 * MIN)
     return JobState(**{**base, **changes})
 
 
@@ -78,81 +78,111 @@ def test_lateness_after_a_pause_counts_from_its_end():
     assert view.status is JobStatus.DUE and view.late == 5 * MIN
 
 
-@pytest.mark.parametrize("raw, name", [
-    ("<class 'NameError'>", "NameError"),
-    ("<class 'psycopg2.errors.UndefinedTable'>", "psycopg2.errors.UndefinedTable"),
-    ("<type 'exceptions.ValueError'>", "ValueError"),
-    ("<class 'builtins.OSError'>", "OSError"),
-    ("weird", "weird"),
-])
+@pytest.mark.parametrize(
+    "raw, name",
+    [
+        ("<class 'NameError'>", "NameError"),
+        ("<class 'psycopg2.errors.UndefinedTable'>", "psycopg2.errors.UndefinedTable"),
+        ("<type 'exceptions.ValueError'>", "ValueError"),
+        ("<class 'builtins.OSError'>", "OSError"),
+        ("weird", "weird"),
+    ],
+)
 def test_type_name(raw, name):
     assert type_name(raw) == name
 
 
-@pytest.mark.parametrize("text, kind, value", [
-    ("NameError('Trouble!!')", "NameError", "Trouble!!"),
-    ('ValueError("it\'s\\nbad")', "ValueError", "it's\nbad"),
-    ("KeyError('a', 'b')", "KeyError", "'a', 'b'"),
-    ("OSError()", "OSError", ""),
-    ("Other('x')", "NameError", "Other('x')"),
-    ("NameError(__import__('os'))", "NameError", "NameError(__import__('os'))"),  # not evaluated
-])
+@pytest.mark.parametrize(
+    "text, kind, value",
+    [
+        ("NameError('Trouble!!')", "NameError", "Trouble!!"),
+        ('ValueError("it\'s\\nbad")', "ValueError", "it's\nbad"),
+        ("KeyError('a', 'b')", "KeyError", "'a', 'b'"),
+        ("OSError()", "OSError", ""),
+        ("Other('x')", "NameError", "Other('x')"),
+        ("NameError(__import__('os'))", "NameError", "NameError(__import__('os'))"),  # not evaluated
+    ],
+)
 def test_value_from_repr(text, kind, value):
     assert value_from_repr(text, kind) == value
 
 
 def test_error_summary_is_one_line():
-    error = ErrorInfo.of_state({"type": "<class 'OSError'>", "value": "first\nsecond",
-                                "traceback": ""})
+    error = ErrorInfo.of_state({"type": "<class 'OSError'>", "value": "first\nsecond", "traceback": ""})
     assert error is not None and error.summary == "OSError: first"
     assert ErrorInfo.of_state({}) is None
 
 
 def entry(id, run_id, minutes_ago, ok=True, **more):
-    fields = dict(id=id, app_name="job", log_time=NOW - minutes_ago * MIN,
-                  duration=dt.timedelta(seconds=30), run_id=run_id, host="h" if run_id else None,
-                  pid=7 if run_id else None)
+    fields = dict(
+        id=id,
+        app_name="job",
+        log_time=NOW - minutes_ago * MIN,
+        duration=dt.timedelta(seconds=30),
+        run_id=run_id,
+        host="h" if run_id else None,
+        pid=7 if run_id else None,
+    )
     if ok:
         fields["success"] = NOW - minutes_ago * MIN
     else:
-        fields.update(exc_type="<class 'NameError'>", exc_value="NameError('boom')",
-                      exc_traceback="  File x\n")
+        fields.update(exc_type="<class 'NameError'>", exc_value="NameError('boom')", exc_traceback="  File x\n")
     return LogEntry(**{**fields, **more})
 
 
 def test_runs_from_log_rows():
-    rows = [entry(6, 9, 1, ok=False), entry(5, 9, 2), entry(4, 9, 3), entry(3, 8, 10),
-            entry(2, None, 100), entry(1, None, 200)]
+    rows = [
+        entry(6, 9, 1, ok=False),
+        entry(5, 9, 2),
+        entry(4, 9, 3),
+        entry(3, 8, 10),
+        entry(2, None, 100),
+        entry(1, None, 200),
+    ]
     runs = group_runs(rows, None, lambda s: Marker.NONE)
     assert [(r.run_id, r.outcome, len(r.entries)) for r in runs] == [
-        (9, Outcome.FAILED, 3), (8, Outcome.OK, 1), (None, Outcome.OK, 1), (None, Outcome.OK, 1)]
+        (9, Outcome.FAILED, 3),
+        (8, Outcome.OK, 1),
+        (None, Outcome.OK, 1),
+        (None, Outcome.OK, 1),
+    ]
     assert runs[0].started == NOW - 3 * MIN - dt.timedelta(seconds=30)
     assert runs[0].ended == NOW - MIN and runs[0].by == "h:7"
     assert runs[0].error == ErrorInfo("NameError", "boom", "  File x\n")
-    fenced = entry(7, 10, 0, ok=False, exc_type="<class 'crontabber.errors.LeaseLost'>",
-                   exc_value="LeaseLost('run 10 was fenced off; the job succeeded')")
+    fenced = entry(
+        7,
+        10,
+        0,
+        ok=False,
+        exc_type="<class 'crontabber.errors.LeaseLost'>",
+        exc_value="LeaseLost('run 10 was fenced off; the job succeeded')",
+    )
     assert group_runs([fenced], None, lambda s: Marker.NONE)[0].outcome is Outcome.FENCED_OFF
 
 
 def test_the_run_in_progress_comes_first():
-    holding = JobState("job", ongoing=NOW - 5 * MIN, ongoing_by="cron-1:42", run_id=9,
-                       heartbeat=NOW - MIN)
+    holding = JobState("job", ongoing=NOW - 5 * MIN, ongoing_by="cron-1:42", run_id=9, heartbeat=NOW - MIN)
     runs = group_runs([entry(5, 9, 2), entry(3, 8, 10)], holding, lambda s: Marker.LIVE)
     assert [(r.run_id, r.outcome) for r in runs] == [(9, Outcome.RUNNING), (8, Outcome.OK)]
     assert runs[0].started == NOW - 5 * MIN and runs[0].ended is None
     runs = group_runs([entry(3, 8, 10)], holding, lambda s: Marker.EXPIRED)
-    assert [(r.run_id, r.outcome, r.by) for r in runs] == [(9, Outcome.RUNNING, "cron-1:42"),
-                                                           (8, Outcome.OK, "h:7")]
+    assert [(r.run_id, r.outcome, r.by) for r in runs] == [(9, Outcome.RUNNING, "cron-1:42"), (8, Outcome.OK, "h:7")]
     assert runs[0].ongoing is not None and runs[0].ongoing.verdict is Marker.EXPIRED
 
 
 def test_short_times():
     assert [short_span(s) for s in (0, 59, 60, 3599, 3600, 47 * 3600, 48 * 3600)] == [
-        "0s", "59s", "1m", "59m59s", "1h", "1d23h", "2d"]
+        "0s",
+        "59s",
+        "1m",
+        "59m59s",
+        "1h",
+        "1d23h",
+        "2d",
+    ]
     assert relative(NOW - 3 * MIN, NOW) == "3m ago" and relative(NOW + 4 * 60 * MIN, NOW) == "in 4h"
     assert relative(NOW, NOW) == "now" and relative(None, NOW, "never") == "never"
-    assert [took(dt.timedelta(seconds=s)) for s in (0.4213, 12.34, 192, 3720)] == [
-        "0.42s", "12.3s", "3m12s", "1h02m"]
+    assert [took(dt.timedelta(seconds=s)) for s in (0.4213, 12.34, 192, 3720)] == ["0.42s", "12.3s", "3m12s", "1h02m"]
     assert took(None) == "-"
 
 
