@@ -19,9 +19,11 @@ package before its ``__main__`` can turn the garbage collector off for the start
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from .command import EXIT_CODES, ExitCode, exit_codes_text, exit_quietly, run_command
     from .failures import describe as describe_failure
     from .formats import one_line, printable, utc_text

@@ -37,10 +37,13 @@ import datetime as dt
 import logging
 import math
 import re
-from typing import Any, Callable, Iterator, Mapping
 
 from .config.options import DotDict, Namespace, RequiredConfig
 from .scheduling import backfill_dates, parse_schedule, with_delay
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterator, Mapping
 
 __all__ = ["BaseCronApp", "Namespace", "Summary"]
 

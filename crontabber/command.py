@@ -18,7 +18,6 @@ import enum
 import logging
 import os
 import sys
-from typing import TYPE_CHECKING, Callable, Mapping, NoReturn, Sequence, TextIO
 
 from .errors import (
     CodeOlderThanSchema,
@@ -33,8 +32,10 @@ from .errors import (
 )
 from .formats import one_line
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from typing import Callable, Mapping, NoReturn, Sequence, TextIO, TypeAlias
 
 logger = logging.getLogger(__name__)
 
@@ -175,7 +176,7 @@ def error_line(exc: BaseException) -> str:
     return one_line(str(exc)) or type(exc).__name__
 
 
-Body = Callable[["argparse.Namespace", dict[str, str]], int]
+Body: TypeAlias = "Callable[[argparse.Namespace, dict[str, str]], int]"
 
 
 def run_command(

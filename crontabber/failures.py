@@ -10,7 +10,10 @@ the client libraries (an idle tick must not pay for them).
 from __future__ import annotations
 
 import logging
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # Loggers of the client libraries: their retry warnings lose their tracebacks
 # unless the log level is DEBUG.

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Mapping
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Mapping
 
 
 def utc_text(moment: dt.datetime | None) -> str:

@@ -14,11 +14,14 @@ Classes that only operator commands or a running job build stay dataclasses.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, TypeVar
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, ClassVar, TypeVar
+
+    R = TypeVar("R", bound="Frozen")
 
 __all__ = ["Frozen", "FrozenError", "setfield"]
 
-R = TypeVar("R", bound="Frozen")
 
 #: Sets a field in ``__init__`` (``setfield(self, "name", name)``): ``self.name = ...`` raises.
 setfield = object.__setattr__

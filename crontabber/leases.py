@@ -21,11 +21,14 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
-from typing import Callable
 
 from .formats import relative, utc_text
 from .frozen import Frozen, setfield
 from .state import JobState
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable
 
 
 class Marker(enum.Enum):

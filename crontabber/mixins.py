@@ -19,13 +19,17 @@ from __future__ import annotations
 
 import functools
 import importlib
-from typing import Any, Callable, TypeVar
 
 from .base import BaseCronApp
 from .config.database import DATABASE_OPTIONS
 from .config.options import Namespace
 
-C = TypeVar("C", bound=type)
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, TypeVar
+
+    C = TypeVar("C", bound=type)
+
 
 DEFAULT_RESOURCE = "crontabber.connection_factory.ConnectionFactory"
 DEFAULT_EXECUTOR = "crontabber.transaction_executor.TransactionExecutor"

@@ -8,11 +8,14 @@ Pure: the state and the database's ``now`` come in, a refusal or a record goes o
 from __future__ import annotations
 
 import datetime as dt
-from typing import Mapping
 
 from .errors import JobPaused, PauseOverrideNeedsReason
 from .scheduling import pause_active
 from .state import JobState
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Mapping
 
 
 def check_pause(

@@ -9,11 +9,12 @@ job without it, by any host.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
-
 from .state import FleetHost, JobState
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Iterable, Mapping, Sequence
+
     from .records import HostState
 
 

@@ -24,9 +24,12 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any, Iterable, Mapping
 
 from .formats import printable, printable_lines
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Iterable, Mapping
 
 MASK = "***"
 #: An option or variable whose name holds one of these words is secret (its value masked).

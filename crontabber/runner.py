@@ -20,7 +20,6 @@ import logging
 import os
 import socket
 import time
-from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from .config.catalog import Job, job_config, run_order
 from .config.settings import Settings
@@ -42,12 +41,15 @@ from .scheduling import dependency_block, is_due, next_run_after, pause_active
 from .state import Claim, FinishRecord, FleetHost, JobState, RunEnd, RunKind, RunStatus, Tick
 from .store import StateStore
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Callable, TypeAlias, TypeVar
+
     from .records import AuditEntry
 
-logger = logging.getLogger(__name__)
+    T = TypeVar("T")
 
-T = TypeVar("T")
+logger = logging.getLogger(__name__)
 
 
 #: How a run ends when SIGTERM (to the runner or the job's processes: a deploy, ``systemctl
@@ -146,7 +148,7 @@ def markers_from_here(rules: LeaseRules) -> Callable[[JobState | None, dt.dateti
 
 NOT_DUE = "not due yet"
 
-Reporter = Callable[[BaseException, Job], object]
+Reporter: TypeAlias = "Callable[[BaseException, Job], object]"
 
 
 def _no_report(exc: BaseException, job: Job) -> None:

@@ -10,15 +10,19 @@ The semantics are crontabber 0.18's, with its bugs fixed where noted
 
 from __future__ import annotations
 
+import collections.abc
 import datetime as dt
 import graphlib
 import re
-from typing import Any, Iterable, Mapping, Sequence
 
 from .errors import ConfigurationError
 from .formats import minute_text
 from .frozen import Frozen, setfield
 from .state import JobState
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Mapping, Sequence
 
 UNIT_SECONDS = {"m": 60, "h": 3600, "d": 86400}
 DAY = 86400
@@ -380,7 +384,7 @@ def normalize_depends_on(value: object) -> tuple[str, ...]:
         return ()
     if isinstance(value, str):
         return (value,)
-    if isinstance(value, Iterable):
+    if isinstance(value, collections.abc.Iterable):
         return tuple(str(item) for item in value)
     raise TypeError(f"depends_on must be a string or a list of strings, not {value!r}")
 

@@ -16,9 +16,13 @@ import contextlib
 import logging
 import os
 import re
-from typing import Any, Callable, Iterator, NamedTuple, Sequence, Union
 
 from . import sqlfiles
+from .frozen import Frozen, setfield
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterator, Sequence, TypeAlias
 
 logger = logging.getLogger(__name__)
 
@@ -27,7 +31,7 @@ _MIGRATION = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 
 # A directory: a str or a pathlib.Path (tests pass tmp_path); os.path, not
 # pathlib, because every cron tick runs ensure_schema (see sqlfiles.SQL_DIR).
-SqlDir = Union[str, "os.PathLike[str]"]
+SqlDir: TypeAlias = "str | os.PathLike[str]"
 
 #: The runner's own schema: every runner applies it.
 RUNNER: tuple[SqlDir, ...] = (sqlfiles.SQL_DIR,)
@@ -60,10 +64,18 @@ def round_trip_cursor(connection: Any, cursor: Callable[[], Any] | None = None) 
 _IDLE = 0
 
 
-class Migration(NamedTuple):
+class Migration(Frozen):
+    """One migration file: its number, its name (the file name without ``.sql``), its path."""
+
+    __slots__ = ("number", "name", "path")
     number: int
     name: str
     path: str
+
+    def __init__(self, number: int, name: str, path: str) -> None:
+        setfield(self, "number", number)
+        setfield(self, "name", name)
+        setfield(self, "path", path)
 
 
 class Applied(list[str]):

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
-from typing import Any, Mapping
 
 from .frozen import Frozen, setfield
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Mapping
 
 
 class JobState(Frozen):

@@ -17,7 +17,6 @@ import functools
 import json
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, TypeVar
 
 import psycopg2
 import psycopg2.errors
@@ -29,17 +28,20 @@ from .failures import first_line
 from .schema import round_trip_cursor
 from .state import Claim, FinishRecord, FleetHost, JobState, RunEnd, RunKind, RunStatus, Tick, Unit
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Callable, Mapping, Sequence, TypeVar
+
     # Built only by the operator commands' queries, imported there: an idle
     # tick does not load crontabber.records (see crontabber.state).
     from .records import AuditEntry, LogEntry, Overview, RunRecord
     from .reruns import IntervalRecord, RerunRecord
 
+    R = TypeVar("R")
+
 logger = logging.getLogger(__name__)
 
 Q = sqlfiles.load("crontabber.sql")
-
-R = TypeVar("R")
 
 
 def connect(db: DatabaseSettings, application_name: str = "crontabber") -> Any:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from typing import TYPE_CHECKING, Any, Callable, ContextManager, Sequence
 
 from . import __version__
 from .config.catalog import BrokenEntry, Job
@@ -23,7 +22,10 @@ from .runner import JobResult, Runner, Status, default_holder, lease_rules, pid_
 from .state import Tick
 from .store import StateStore
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Callable, ContextManager, Sequence
+
     from .alerts.alerter import Alerter
     from .alerts.sweep import TickAlerts
     from .runner import Reporter

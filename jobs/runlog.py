@@ -3,13 +3,15 @@ run ledger ``crontabber_run`` and the alerts (``crontabber_alert``, with their n
 
 from __future__ import annotations
 
-from typing import Any
-
 from crontabber import sqlfiles
 from crontabber.base import BaseCronApp
 from crontabber.config.options import Namespace
 from crontabber.mixins import using_postgres
 from jobs import SQL_DIR
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @using_postgres()

@@ -19,17 +19,20 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import functools
-from typing import TYPE_CHECKING, Any, Iterator, NamedTuple
 
 from crontabber import sqlfiles
 from crontabber.base import BaseCronApp, Summary
 from crontabber.config.options import Namespace
 from crontabber.errors import ConfigurationError, CrontabberError
 from crontabber.formats import utc_text
+from crontabber.frozen import Frozen, setfield
 from crontabber.mixins import using_postgres
 from jobs import SQL_DIR
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Iterator
+
     from search.documents import SymbolRow
     from search.indexer import BulkSettings, LiveIndex, RebuildResult, Replicas
 
@@ -43,30 +46,47 @@ class SearchSourceError(CrontabberError):
         super().__init__(f"search index source query {query!r} failed: {reason}")
 
 
-class Snapshot(NamedTuple):
+class Snapshot(Frozen):
     """The source of a rebuild: ``row_count`` rows, streamed by ``rows``, as of
     ``as_of`` (the database time no later than the snapshot)."""
 
+    __slots__ = ("row_count", "rows", "as_of")
     row_count: int
-    rows: Iterator["SymbolRow"]
+    rows: Iterator[SymbolRow]
     as_of: dt.datetime
 
+    def __init__(self, row_count: int, rows: Iterator[SymbolRow], as_of: dt.datetime) -> None:
+        setfield(self, "row_count", row_count)
+        setfield(self, "rows", rows)
+        setfield(self, "as_of", as_of)
 
-class Window(NamedTuple):
+
+class Window(Frozen):
     """The source of an incremental update: the symbol files of uploads
     finished after ``since``, read in a snapshot no earlier than ``as_of``."""
 
+    __slots__ = ("since", "rows", "as_of")
     since: dt.datetime | None
-    rows: Iterator["SymbolRow"]
+    rows: Iterator[SymbolRow]
     as_of: dt.datetime
 
+    def __init__(self, since: dt.datetime | None, rows: Iterator[SymbolRow], as_of: dt.datetime) -> None:
+        setfield(self, "since", since)
+        setfield(self, "rows", rows)
+        setfield(self, "as_of", as_of)
 
-class Watermark(NamedTuple):
+
+class Watermark(Frozen):
     """``index_name`` holds every upload finished up to ``indexed_to`` (less
     the incremental job's overlap)."""
 
+    __slots__ = ("index_name", "indexed_to")
     index_name: str
     indexed_to: dt.datetime
+
+    def __init__(self, index_name: str, indexed_to: dt.datetime) -> None:
+        setfield(self, "index_name", index_name)
+        setfield(self, "indexed_to", indexed_to)
 
 
 class SymbolFileStore:

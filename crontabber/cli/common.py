@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from typing import TYPE_CHECKING, Any, Mapping, TextIO
 
 from ..command import configure_logging
 from ..config.catalog import BrokenEntry, Job, find_job
@@ -17,8 +16,10 @@ from ..errors import CodeOlderThanSchema, JobNotFound, Terminated
 from ..runner import Runner, this_host
 from ..store import StateStore
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from typing import Any, Mapping, TextIO
 
     from ..records import AuditEntry
     from ..runner import Reporter

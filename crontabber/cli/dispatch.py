@@ -19,7 +19,6 @@ import logging
 import os
 import sys
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any, Callable, TextIO
 
 from .. import __version__
 from ..command import ExitCode, exit_code_for, exit_codes_text, split_overrides
@@ -37,8 +36,10 @@ from ..errors import (
 from ..store import StateStore, open_store
 from .common import Context, audit_entry, secret_values_of, setup_logging
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from typing import Any, Callable, TextIO
 
 # The handlers' modules are imported when their mode runs (MODE_HANDLERS): an idle cron
 # tick loads only run (and crontabber.tick), and neither the nagios check nor Sentry.

@@ -5,8 +5,6 @@ the running :class:`crontabber.runner.Runner`'s.
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..command import ExitCode, exit_code_for
 from ..config.catalog import Job
 from ..config.settings import Settings
@@ -15,6 +13,10 @@ from ..overrides import check_pause
 from ..runner import JobResult, Status, first_fenced
 from ..tick import run_tick
 from .common import Context, terminate_on_sigterm
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def run_all(ctx: Context) -> int:

@@ -18,8 +18,6 @@ from __future__ import annotations
 import importlib
 import logging
 
-from everett import NO_VALUE
-
 from ..errors import ConfigurationError
 from ..frozen import Frozen, setfield
 from ..placement import parse_tags
@@ -33,7 +31,7 @@ from ..scheduling import (
     with_delay,
 )
 from .names import KnownNames, check_names, check_sections, environment_notes, known_names
-from .options import DotDict, Namespace
+from .options import NO_VALUE, DotDict, Namespace
 from .settings import Settings, Sources, runner_options
 
 

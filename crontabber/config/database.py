@@ -9,10 +9,12 @@ for a primary with standbys), or a whole ``dsn``.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
-
 from ..errors import ConfigurationError
 from ..frozen import Frozen, setfield
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Mapping
 
 
 def parse_ports(text: str) -> int | str:

@@ -11,13 +11,16 @@ source) and the strict check of names (:mod:`crontabber.config.names`).
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
 
 from configobj import ConfigObj, ConfigObjError, Section
-from everett import NO_VALUE
 
 from ..errors import ConfigurationError
 from ..frozen import Frozen, setfield
+from .options import NO_VALUE
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Iterator
 
 _AT_LINE = re.compile(r"\s*at line \d+\.?$")
 _QUOTED_LINE = re.compile(r"\('\s+")

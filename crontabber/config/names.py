@@ -28,11 +28,14 @@ nothing, for ``--configtest`` to show.
 from __future__ import annotations
 
 import re
-from typing import Iterable, Mapping
 
 from ..errors import ConfigurationError
 from ..frozen import Frozen, setfield
 from .options import Namespace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Iterable, Mapping
 
 # crontabber 0.18's own options that
 # this runner does not use: class paths of its pluggable parts, its

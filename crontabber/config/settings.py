@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, NamedTuple
-
-from everett import NO_VALUE, InvalidValueError
+import sys
 
 from ..errors import ConfigurationError
 from ..frozen import Frozen, setfield
@@ -32,9 +30,12 @@ from ..placement import parse_tags
 from ..scheduling import JobEntry, parse_job_entry, split_jobs_list
 from .database import DATABASE_OPTIONS, DatabaseSettings, database_settings
 from .inifile import IniFile, IniSource
-from .options import Namespace, Option
+from .options import NO_VALUE, Namespace, Option
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Iterator, Mapping
+
     from .targets import SmtpSettings, Target
 
 DEFAULT_CONF_PATHS = ("config/crontabber.ini", "crontabber.ini")
@@ -315,8 +316,20 @@ class Sources:
             return option.default
         try:
             return option.parse(raw)
-        except (ValueError, TypeError, InvalidValueError) as exc:
+        except Exception as exc:  # noqa: BLE001 - a parser's bad value, whatever it raises for it
+            if not _bad_value(exc):
+                raise
             raise ConfigurationError(".".join([*path, option.name]), f"bad value {raw!r}: {exc}") from None
+
+
+def _bad_value(exc: Exception) -> bool:
+    """``exc`` is a parser's "bad value": ValueError or TypeError, or everett's
+    InvalidValueError (a parser written for everett raises it; only a process that imported
+    everett can, so a tick does not import it to check)."""
+    everett = sys.modules.get("everett")
+    return isinstance(exc, (ValueError, TypeError)) or (
+        everett is not None and isinstance(exc, everett.InvalidValueError)
+    )
 
 
 def resolve_conf_path(conf_path: str | None) -> str:
@@ -341,15 +354,23 @@ def resolve_conf_path(conf_path: str | None) -> str:
     )
 
 
-class RunLimits(NamedTuple):
+class RunLimits(Frozen):
     """Time limits of one run: lease renewal, lease length, timeout (0: none),
-    and the grace between SIGTERM and SIGKILL (what :mod:`crontabber.supervisor` enforces;
-    a NamedTuple: every tick imports this module, and a frozen dataclass costs more to define)."""
+    and the grace between SIGTERM and SIGKILL (what :mod:`crontabber.supervisor` enforces)."""
 
+    __slots__ = ("heartbeat_seconds", "lease_seconds", "timeout", "kill_grace_seconds")
     heartbeat_seconds: float
     lease_seconds: float
     timeout: float
     kill_grace_seconds: float
+
+    def __init__(
+        self, heartbeat_seconds: float, lease_seconds: float, timeout: float, kill_grace_seconds: float
+    ) -> None:
+        setfield(self, "heartbeat_seconds", heartbeat_seconds)
+        setfield(self, "lease_seconds", lease_seconds)
+        setfield(self, "timeout", timeout)
+        setfield(self, "kill_grace_seconds", kill_grace_seconds)
 
     @property
     def hold_seconds(self) -> float:

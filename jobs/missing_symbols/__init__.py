@@ -11,9 +11,13 @@ inbox (S3 and worker processes), consume (transactions), store (all SQL),
 reports (CSV), writer (the batch format), apps (crontabber apps), cli.
 """
 
-from typing import Any
+from __future__ import annotations
 
 from .apps import MissingSymbolsCronApp, MissingSymbolsReportCronApp, MissingSymbolsRetentionCronApp
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def __getattr__(name: str) -> Any:

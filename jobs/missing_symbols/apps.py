@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from typing import Any
 
 from crontabber.base import BaseCronApp, Summary
 from crontabber.config.options import Namespace
 from crontabber.mixins import as_backfill_cron_app, using_postgres
 from jobs import SQL_DIR, defaults
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # The work (consume, reports, store) is imported in run(): a cron tick where
 # these jobs are not due must not pay for it.

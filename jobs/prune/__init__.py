@@ -25,12 +25,15 @@ the rules in :mod:`.rules`, its SQL in :mod:`.store`.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from crontabber.base import BaseCronApp, Summary
 from crontabber.config.options import Namespace
 from crontabber.mixins import using_postgres
 from jobs import SQL_DIR, defaults
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 logger = logging.getLogger(__name__)
 

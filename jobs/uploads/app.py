@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from crontabber.base import BaseCronApp, Summary
 from crontabber.config.options import Namespace
 from crontabber.mixins import using_postgres
 from jobs import SQL_DIR
 
 from .options import CONVERTERS, OPTIONS
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _options() -> Namespace:

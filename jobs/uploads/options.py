@@ -10,9 +10,11 @@ job runs).
 
 from __future__ import annotations
 
-from typing import Any
-
 from jobs import defaults
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MiB, GiB = 1024**2, 1024**3
 

@@ -151,6 +151,7 @@ def test_the_bool_parser_is_everetts(text):
 def test_the_command_line_and_environment_names_are_everetts(key, namespace):
     from everett.manager import ConfigDictEnv, generate_uppercase_key
 
+    from crontabber.config.options import NO_VALUE
     from crontabber.config.settings import CommandLineSource, uppercase_key
 
     assert uppercase_key(key, namespace) == generate_uppercase_key(key, namespace)
@@ -158,4 +159,6 @@ def test_the_command_line_and_environment_names_are_everetts(key, namespace):
     cli = {dotted: "v", "other.name": "w"}
     everett_env = ConfigDictEnv({d.replace(".", "_"): v for d, v in cli.items()})
     assert CommandLineSource(cli).get(key, namespace) == everett_env.get(key, namespace) == "v"
-    assert CommandLineSource(cli).get("nope", namespace) is everett_env.get("nope", namespace)
+    # Missing from both: ours is our NO_VALUE (a tick does not import everett), false as everett's.
+    assert CommandLineSource(cli).get("nope", namespace) is NO_VALUE
+    assert not everett_env.get("nope", namespace) and not NO_VALUE
