@@ -44,11 +44,12 @@ def build(es: Any, alias: str, merge: bool) -> int:
 
     conn = connect(source_database(corpus()))
     try:
-        with SymbolFileStore(conn).snapshot() as source:
-            if es.indices.exists_alias(name=alias) and es.count(index=alias)["count"] == source.row_count:
-                return int(source.row_count)
-            rebuild(es, alias, source.rows, source.row_count, keep=1, merge=merge)
-            return int(source.row_count)
+        store = SymbolFileStore(conn)
+        count = store.count()
+        if es.indices.exists_alias(name=alias) and es.count(index=alias)["count"] == count:
+            return count
+        with store.snapshot() as source:
+            return rebuild(es, alias, source.rows, keep=1, merge=merge).documents
     finally:
         conn.close()
 

@@ -127,7 +127,6 @@ def rebuild_once(es: Any, settings: Any, side: Side) -> float:
                 es,
                 ALIAS,
                 source.rows,
-                source.row_count,
                 keep=2,
                 bulk=BulkSettings(chunk_size=CHUNK, threads=STREAMS),
                 source_as_of=source.as_of,
@@ -260,7 +259,6 @@ def profiled(es: Any, settings: Any, top: int = 8) -> str:
                 es,
                 alias,
                 source.rows,
-                source.row_count,
                 keep=0,
                 merge=False,
                 bulk=BulkSettings(chunk_size=CHUNK, threads=STREAMS),
@@ -288,7 +286,7 @@ def comparisons(documents: int, ours: Side, engine: Side, load: float) -> list[C
     name = f"rebuild {documents:,} documents"
     notes = [
         f"{documents} documents, {CHUNK}-document bulk requests on {STREAMS} streams both sides; "
-        "ours: the job's path (snapshot and count query, server-side cursor, bodies built "
+        "ours: the job's path (snapshot, server-side cursor, bodies built "
         "by search.documents.bulk_lines, es.bulk), 'load' from the snapshot to the last "
         "acknowledged document, 'whole' to the alias swap (count check, refresh, merge into "
         "one segment, pruning); engine alone: the same bytes pre-encoded, posted by "

@@ -51,8 +51,7 @@ def rebuild_count() -> int:
 
     conn = connect(database(DBNAME))
     try:
-        with SymbolFileStore(conn).snapshot() as snap:
-            return snap.row_count
+        return SymbolFileStore(conn).count()
     finally:
         conn.close()
 

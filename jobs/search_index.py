@@ -47,16 +47,17 @@ class SearchSourceError(CrontabberError):
 
 
 class Snapshot(Frozen):
-    """The source of a rebuild: ``row_count`` rows, streamed by ``rows``, as of
-    ``as_of`` (the database time no later than the snapshot)."""
+    """The source of a rebuild: every symbol file, streamed by ``rows`` (plain tuples in
+    ``SymbolRow``'s order), as of ``as_of`` (the database time no later than the snapshot).
+    No count comes first: the rebuild checks Elasticsearch's count against the rows it read,
+    all from this one snapshot (a count query of the same snapshot could not differ, and
+    cost a second aggregation of the uploads before the first document was sent)."""
 
-    __slots__ = ("row_count", "rows", "as_of")
-    row_count: int
+    __slots__ = ("rows", "as_of")
     rows: Iterator[SymbolRow]
     as_of: dt.datetime
 
-    def __init__(self, row_count: int, rows: Iterator[SymbolRow], as_of: dt.datetime) -> None:
-        setfield(self, "row_count", row_count)
+    def __init__(self, rows: Iterator[SymbolRow], as_of: dt.datetime) -> None:
         setfield(self, "rows", rows)
         setfield(self, "as_of", as_of)
 
@@ -109,13 +110,11 @@ class SymbolFileStore:
         sql = sqlfiles.load("search_index.sql", SQL_DIR)
         conn = self.connection
         try:
-            with self._translated("count_symbol_files"), conn.cursor() as cur:
+            with self._translated("snapshot"), conn.cursor() as cur:
                 cur.execute(sql["snapshot"])
                 cur.execute(sql["source_as_of"])
                 as_of = cur.fetchone()[0]
-                cur.execute(sql["count_symbol_files"])
-                count = int(cur.fetchone()[0])
-            yield Snapshot(count, self._stream("symbol_files", {}), as_of)
+            yield Snapshot(self._stream("symbol_files", {}, tuples=True), as_of)
         finally:
             conn.rollback()
 
@@ -155,20 +154,32 @@ class SymbolFileStore:
                 {"alias": alias, "index_name": mark.index_name, "indexed_to": mark.indexed_to},
             )
 
-    def _stream(self, query: str, params: dict[str, Any]) -> Iterator["SymbolRow"]:
+    def count(self) -> int:
+        """How many symbol files a rebuild reads now (its own snapshot)."""
+        with self._translated("count_symbol_files"), self.connection, self.connection.cursor() as cur:
+            cur.execute(sqlfiles.load("search_index.sql", SQL_DIR)["count_symbol_files"])
+            return int(cur.fetchone()[0])
+
+    def _stream(self, query: str, params: dict[str, Any], tuples: bool = False) -> Iterator["SymbolRow"]:
+        """The rows of ``query`` through a server-side cursor: ``SymbolRow`` records, or with
+        ``tuples`` the cursor's own tuples in the same order (a rebuild's million rows go
+        straight to ``search.documents.bulk_lines``, which unpacks them)."""
         cursor = self.connection.cursor(name=f"search_index_{query}")
         cursor.itersize = self.itersize
         with self._translated(query):
             cursor.execute(sqlfiles.load("search_index.sql", SQL_DIR)[query], params or None)
-        return self._rows(cursor, query)
+        return self._tuples(cursor, query) if tuples else self._rows(cursor, query)
 
     def _rows(self, cursor: Any, query: str) -> Iterator["SymbolRow"]:
         from search.documents import SymbolRow
 
-        # a million rows per rebuild: each made a SymbolRow in C (tuple.__new__), not
-        # through a Python call per row (from_row), which cost more than reading it
+        # each made a SymbolRow in C (tuple.__new__), not through a Python call per row
         with self._translated(query):
             yield from map(functools.partial(tuple.__new__, SymbolRow), cursor)
+
+    def _tuples(self, cursor: Any, query: str) -> Iterator["SymbolRow"]:
+        with self._translated(query):
+            yield from cursor
 
     @staticmethod
     @contextlib.contextmanager
@@ -278,7 +289,6 @@ def rebuild_from(
             es,
             alias,
             source.rows,
-            source.row_count,
             keep=keep,
             bulk=bulk,
             source_as_of=source.as_of,

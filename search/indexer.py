@@ -106,7 +106,7 @@ def rebuild(
     es: Any,
     alias: str,
     rows: Iterable[SymbolRow],
-    expected: int,
+    expected: int | None = None,
     keep: int = 2,
     bulk: BulkSettings = BulkSettings(),
     now: dt.datetime | None = None,
@@ -114,11 +114,12 @@ def rebuild(
     merge: bool = True,
     replicas: Replicas = Replicas(),
 ) -> RebuildResult:
-    """Build a new version of ``alias`` from ``rows`` (``expected`` of them);
-    ``source_as_of`` is the time of the source's snapshot (kept in ``_meta``
-    for :func:`live_index`). ``merge=False`` leaves the index in the segments
-    the load wrote (for the benchmark that measures what merging gains); ``replicas``:
-    the copies raised (and waited for) before the alias moves.
+    """Build a new version of ``alias`` from ``rows`` (``expected`` of them when given; else
+    as many as ``rows`` yields: the index must then hold every one of them); ``source_as_of``
+    is the time of the source's snapshot (kept in ``_meta`` for :func:`live_index`).
+    ``merge=False`` leaves the index in the segments the load wrote (for the benchmark that
+    measures what merging gains); ``replicas``: the copies raised (and waited for) before
+    the alias moves.
 
     First deletes the versions a killed build left (:func:`abandoned`): a build killed
     with SIGKILL never runs its clean-up.
@@ -134,9 +135,9 @@ def rebuild(
     meta = {"source_as_of": source_as_of.isoformat()} if source_as_of else None
     es.indices.create(index=name, **index_body(meta=meta))
     try:
-        loaded = _load(es, name, rows, bulk)
+        sent, loaded = _load(es, name, rows, bulk)
         load_seconds = time.perf_counter() - start
-        _finish(es, name, expected, loaded)
+        _finish(es, name, sent if expected is None else expected, loaded)
         if merge:
             _merge(es, name)
         _replicate(es, name, replicas)
@@ -182,10 +183,10 @@ def _oldest(pending: collections.deque[tuple[int, Any]]) -> tuple[int, Any]:
     return sent, future.result()
 
 
-def _load(es: Any, name: str, rows: Iterable[SymbolRow], bulk: BulkSettings) -> int:
+def _load(es: Any, name: str, rows: Iterable[SymbolRow], bulk: BulkSettings) -> tuple[int, int]:
     """Bulk-load ``rows``, ``bulk.threads`` requests in flight (the client's persistent
-    connections) while the next bodies are built; the number of documents
-    Elasticsearch acknowledged. Any error (of the rows or of a request) waits for the
+    connections) while the next bodies are built; the number of documents sent and
+    the number Elasticsearch acknowledged. Any error (of the rows or of a request) waits for the
     requests in flight before it leaves, so none lands after the caller deletes the index.
 
     Raises:
@@ -194,6 +195,7 @@ def _load(es: Any, name: str, rows: Iterable[SymbolRow], bulk: BulkSettings) -> 
     from concurrent.futures import Future, ThreadPoolExecutor
 
     tally = _Tally()
+    total = 0
     pending: collections.deque[tuple[int, Future[Any]]] = collections.deque()
     with ThreadPoolExecutor(max_workers=bulk.threads, thread_name_prefix=f"bulk-{name}") as pool:
         try:
@@ -201,6 +203,7 @@ def _load(es: Any, name: str, rows: Iterable[SymbolRow], bulk: BulkSettings) -> 
                 if len(pending) >= bulk.threads + bulk.queue_size:
                     tally.add(*_oldest(pending))
                 pending.append((sent, pool.submit(_post, es, name, body)))
+                total += sent
             while pending:
                 tally.add(*_oldest(pending))
         finally:
@@ -208,7 +211,7 @@ def _load(es: Any, name: str, rows: Iterable[SymbolRow], bulk: BulkSettings) -> 
                 future.cancel()
     if tally.failed:
         raise RebuildFailed(name, f"{tally.failed} documents rejected, first: {tally.first_error}")
-    return tally.written
+    return total, tally.written
 
 
 def _finish(es: Any, name: str, expected: int, loaded: int) -> None:

@@ -134,8 +134,8 @@ def test_an_alias_swap_between_runs_loses_nothing(search, es_index):
             old = aliased(es(), es_index)
             assert found(es_index, "racing") == ["racing.pdb"]
             rows = list(source.rows)
-            assert "racing.pdb" not in [row.debug_file for row in rows]
-            rebuild(es(), es_index, rows, source.row_count, source_as_of=source.as_of)
+            assert "racing.pdb" not in [row[0] for row in rows]  # debug_file
+            rebuild(es(), es_index, rows, source_as_of=source.as_of)
     finally:
         conn.close()
     assert aliased(es(), es_index) != old and found(es_index, "racing") == []
