@@ -61,7 +61,9 @@ docs: venv
 check: lint
 	$(PY) -m pytest -q -p no:cacheprovider tests/unit
 
+# Every benchmark; search_rebuild_cluster runs on the 3-node cluster (started here, 1 GB heaps).
 bench: setup
+	SYMBOLS_ESC_HEAP=1g bash scripts/services.sh start esc
 	$(WITH_ENV) $(PY) -m bench
 
 # The fault suite (~30 minutes; not part of `make test`): writes docs/reliability.md.

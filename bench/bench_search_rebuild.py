@@ -153,18 +153,19 @@ def encoded(settings: Any) -> tuple[int, list[bytes]]:
     return sum(count for count, _ in bodies), [body for _, body in bodies]
 
 
-def post_all(url: str, index: str, bodies: list[bytes]) -> None:
-    """POST ``bodies`` to ``index``'s ``_bulk`` on STREAMS connections, as curl would.
+def post_all(urls: list[str], index: str, bodies: list[bytes]) -> None:
+    """POST ``bodies`` to ``index``'s ``_bulk`` on STREAMS connections, as curl would (stream
+    N to node N of ``urls``, round the list).
 
     Raises:
         RuntimeError: a request failed or a document was rejected.
     """
-    parts = urllib.parse.urlsplit(url)
     queue: Iterator[bytes] = iter(bodies)
     lock = threading.Lock()
     errors: list[str] = []
 
-    def stream() -> None:
+    def stream(url: str) -> None:
+        parts = urllib.parse.urlsplit(url)
         conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 9200)
         headers = {"Content-Type": "application/x-ndjson"}
         try:
@@ -180,7 +181,7 @@ def post_all(url: str, index: str, bodies: list[bytes]) -> None:
         finally:
             conn.close()
 
-    threads = [threading.Thread(target=stream) for _ in range(STREAMS)]
+    threads = [threading.Thread(target=stream, args=(urls[n % len(urls)],)) for n in range(STREAMS)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -189,17 +190,19 @@ def post_all(url: str, index: str, bodies: list[bytes]) -> None:
         raise RuntimeError(f"engine-alone load failed: {errors[0]}")
 
 
-def engine_alone(es: Any, url: str, documents: int, bodies: list[bytes], side: Side) -> float:
+def engine_alone(es: Any, urls: list[str], documents: int, bodies: list[bytes], side: Side) -> float:
     """The pre-encoded documents into a new index of the same mapping and load settings,
-    then the rebuild's finish (settings restored, refresh, merge); returns the documents."""
+    then the rebuild's finish (settings restored, refresh, merge, the replicas the rebuild
+    raises: one on a cluster, waited for); returns the documents."""
     from search.documents import index_body
+    from search.indexer import Replicas
 
     name = f"{ALIAS}-engine-alone"
     es.indices.delete(index=name, ignore_unavailable=True)
     es.indices.create(index=name, **index_body())
     try:
         es_before, cpu, start = es_cpu_seconds(es), time.process_time(), time.perf_counter()
-        post_all(url, name, bodies)
+        post_all(urls, name, bodies)
         load = time.perf_counter() - start
         es.indices.put_settings(
             index=name, settings={"index": {"refresh_interval": None, "translog.durability": "request"}}
@@ -208,6 +211,8 @@ def engine_alone(es: Any, url: str, documents: int, bodies: list[bytes], side: S
         es.options(request_timeout=3600).indices.forcemerge(index=name, max_num_segments=1, wait_for_completion=True)
         es.indices.refresh(index=name)
         counted = es.count(index=name)["count"]
+        es.indices.put_settings(index=name, settings={"index": Replicas().settings()})
+        es.options(request_timeout=900).cluster.health(index=name, wait_for_status="green", timeout="600s")
         side.record(load, time.perf_counter() - start, time.process_time() - cpu, es_cpu_seconds(es) - es_before)
     finally:
         es.indices.delete(index=name, ignore_unavailable=True)
@@ -216,25 +221,29 @@ def engine_alone(es: Any, url: str, documents: int, bodies: list[bytes], side: S
     return counted
 
 
-def run(rounds: int) -> list[Comparison]:
+def run(rounds: int, url: str | None = None, where: str = "") -> list[Comparison]:
+    """The rounds against the Elasticsearch at ``url`` (default: ``ES_URL``, the single
+    node); ``where`` names it in the results (the cluster's bench:
+    :mod:`bench.bench_search_rebuild_cluster`). The profile runs on the single node only."""
     from search.client import es_url, make_es_client, node_urls
     from tests.fixtures.search_corpus import corpus
 
-    es = make_es_client(request_timeout=120)
+    es = make_es_client(url, request_timeout=120)
     settings = source_database(corpus())
-    url = node_urls(es_url())[0]
+    urls = node_urls(es_url(url))
     documents, bodies = encoded(settings)
     ours, engine = Side(), Side()
     load = os.getloadavg()[0]
     interleave(
         lambda: rebuild_once(es, settings, ours),
-        lambda: engine_alone(es, url, documents, bodies, engine),
+        lambda: engine_alone(es, urls, documents, bodies, engine),
         rounds,
         warmup=0,
     )
     bodies.clear()  # ~460 MB for 1M documents
-    result = comparisons(documents, ours, engine, load)
-    result[0].notes.append(profiled(es, settings))
+    result = comparisons(documents, ours, engine, load, where)
+    if not where:
+        result[0].notes.append(profiled(es, settings))
     return result
 
 
@@ -281,9 +290,9 @@ def profiled(es: Any, settings: Any, top: int = 8) -> str:
     )
 
 
-def comparisons(documents: int, ours: Side, engine: Side, load: float) -> list[Comparison]:
+def comparisons(documents: int, ours: Side, engine: Side, load: float, where: str = "") -> list[Comparison]:
     """What a run of :func:`run` reports."""
-    name = f"rebuild {documents:,} documents"
+    name = f"rebuild {documents:,} documents{where}"
     notes = [
         f"{documents} documents, {CHUNK}-document bulk requests on {STREAMS} streams both sides; "
         "ours: the job's path (snapshot, server-side cursor, bodies built "
@@ -306,7 +315,7 @@ def comparisons(documents: int, ours: Side, engine: Side, load: float) -> list[C
             Sample("ours", [documents / s for s in ours.load]),
             Sample(label, [documents / s for s in engine.load]),
             higher_is_better=True,
-            goal=">= 0.70x",
+            goal="" if where else ">= 0.70x",
             notes=notes,
         ),
         Comparison(
@@ -316,7 +325,7 @@ def comparisons(documents: int, ours: Side, engine: Side, load: float) -> list[C
             Sample("ours (alias swapped)", ours.whole),
             Sample(label, engine.whole),
             higher_is_better=False,
-            goal="ours < 30 s (1M, quiet machine)",
+            goal="" if where else "ours < 30 s (1M, quiet machine)",
         ),
         Comparison(
             name,
