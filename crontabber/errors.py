@@ -207,6 +207,13 @@ class JobProcessDied(CrontabberError):
         return self.how.startswith("killed by signal")
 
 
+class WorkRefused(CrontabberError):
+    """A job's work started and stopped at something it will not act on (an input it checks
+    only once it reads it: a stale or corrupt report, say): the work ran and failed (exit 5,
+    as any failed work), not a configuration a command could check first (exit 1). Jobs
+    subclass it for their own refusals."""
+
+
 class DatabaseUnavailable(CrontabberError):
     """The state database cannot be reached or refused the login."""
 
