@@ -45,8 +45,6 @@ logger = logging.getLogger("crontabber.alerts")
 
 #: The fewest earlier good runs a relative rule needs before it judges a run.
 MIN_HISTORY = 3
-#: How long ``on_breach = pause`` pauses a job: until someone resumes it (``--resume``).
-BREACH_PAUSE = dt.timedelta(days=3650)
 #: The option names of the checks, in ``[[class-X]]``.
 OPTIONS = ("min_duration", "slower_than", "check", "on_breach")
 
@@ -281,12 +279,11 @@ def check_runs(
             if alert is not None:
                 alert(event)
         if found and checks.on_breach == "pause":
-            reason = f"run {run.run_id} breached {found[0].rule}: {found[0].said}"
-            until = store.now() + BREACH_PAUSE
-            store.pause(
+            reason = f"breach of {found[0].rule} by run {run.run_id}: {found[0].said}"
+            store.pause(  # no end: until someone resumes it (PostgreSQL's infinity)
                 job.app_name,
                 job.depends_on,
-                until,
+                None,
                 AuditEntry(
                     f"crontabber@{holder}",
                     "pause",
