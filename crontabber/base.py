@@ -111,6 +111,10 @@ class BaseCronApp(RequiredConfig):
     # from D that interval starts (the missing-symbols report's run for D reports the day
     # before: ``-1 day``); ``--history`` and ``--logs`` show the intervals really processed.
     data_offset: dt.timedelta = dt.timedelta(0)
+    # The names of the metrics run() returns with its Summary, when the job declares them:
+    # --configtest then refuses a ``check`` over any other name (it would never judge a run).
+    # None: not declared, any name is accepted.
+    metric_names: tuple[str, ...] | None = None
 
     def __init__(self, config: DotDict, job_information: dict | None) -> None:
         self.config = config
@@ -193,6 +197,9 @@ class BaseCronApp(RequiredConfig):
         if isinstance(result, Summary):
             self.last_metrics = dict(result.metrics) or None
             result = result.text
+            undeclared = sorted(set(self.last_metrics or ()) - set(self.metric_names or ()))
+            if self.metric_names is not None and undeclared:  # kept: its checks are refused
+                logger.warning("%s returned metrics its metric_names lacks: %s", self.app_name, ", ".join(undeclared))
         if isinstance(result, str) and result.strip():
             line = " ".join(result.split())
             self.last_summary = line if len(line) <= 500 else line[:499] + "…"

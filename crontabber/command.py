@@ -29,6 +29,7 @@ from .errors import (
     LeaseLost,
     MarkerIsLive,
     Terminated,
+    WorkRefused,
 )
 from .formats import one_line
 
@@ -130,6 +131,8 @@ def exit_code_for(exc: BaseException) -> int:
         return ExitCode.PAUSED
     if isinstance(exc, CodeOlderThanSchema):
         return ExitCode.CODE_TOO_OLD
+    if isinstance(exc, WorkRefused):
+        return ExitCode.JOB_FAILED
     if isinstance(exc, Terminated):
         return ExitCode.TERMINATED
     if isinstance(exc, KeyboardInterrupt):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from .formats import minute_text, short_span, utc_text
+from .formats import minute_text, pause_end, short_span, utc_text
 
 
 class CrontabberError(Exception):
@@ -134,8 +134,8 @@ class JobPaused(CrontabberError):
     def __init__(self, app_name: str, action: str, until: object, by: object, reason: object, override: str) -> None:
         self.app_name = app_name
         self.action = action
-        until_text = minute_text(until) if isinstance(until, dt.datetime) else str(until)
-        super().__init__(f"{app_name}: refusing to {action}: paused until {until_text} by {by}: {reason}; {override}")
+        until_text = pause_end(until) if isinstance(until, dt.datetime) else f"until {until}"
+        super().__init__(f"{app_name}: refusing to {action}: paused {until_text} by {by}: {reason}; {override}")
 
 
 class MuteInForce(JobPaused):
@@ -158,9 +158,9 @@ class PauseOverrideNeedsReason(CrontabberError):
 
     def __init__(self, app_name: str, until: object, by: object, reason: object) -> None:
         self.app_name = app_name
-        until_text = minute_text(until) if isinstance(until, dt.datetime) else str(until)
+        until_text = pause_end(until) if isinstance(until, dt.datetime) else f"until {until}"
         super().__init__(
-            f"{app_name}: --force overrides its pause (until {until_text} by {by}: {reason}) "
+            f"{app_name}: --force overrides its pause ({until_text} by {by}: {reason}) "
             f"only with --reason TEXT (recorded in --audit beside the pause)"
         )
 
@@ -205,6 +205,13 @@ class JobProcessDied(CrontabberError):
     def by_signal(self) -> bool:
         """Whether a signal killed it (the run was stopped rather than failed)."""
         return self.how.startswith("killed by signal")
+
+
+class WorkRefused(CrontabberError):
+    """A job's work started and stopped at something it will not act on (an input it checks
+    only once it reads it: a stale or corrupt report, say): the work ran and failed (exit 5,
+    as any failed work), not a configuration a command could check first (exit 1). Jobs
+    subclass it for their own refusals."""
 
 
 class DatabaseUnavailable(CrontabberError):

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from .config.catalog import Job
-from .formats import counted, minute_text, span_text, utc_text
+from .formats import counted, minute_text, pause_end, span_text, utc_text
 from .leases import LeaseRules, Marker, describe_marker, lease_expiry
 from .placement import may_claim, no_live_host
 from .scheduling import backfill_dates, dependency_block, is_due, pause_active
@@ -132,7 +132,7 @@ def _pause(notes: _Notes, job: Job, state: JobState | None) -> None:
     }
     if active:
         notes.lines.append(
-            f"paused until {notes.at(state.paused_until)} by {state.paused_by}: "
+            f"paused {pause_end(state.paused_until, notes.at)} by {state.paused_by}: "
             f"{state.paused_reason}; --resume {job.app_name} ends it"
         )
         notes.blocking.append("paused")

@@ -17,7 +17,7 @@ import re
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Mapping
+    from typing import Callable, Mapping
 
 
 def utc_text(moment: dt.datetime | None) -> str:
@@ -31,6 +31,19 @@ def minute_text(moment: dt.datetime) -> str:
     """``2026-11-23 12:00 UTC``: a time people choose to the minute (a pause's end, an
     interval, a next run)."""
     return f"{moment.astimezone(dt.timezone.utc):%Y-%m-%d %H:%M} UTC"
+
+
+def until_resumed(until: dt.datetime | None) -> bool:
+    """Whether ``until`` is the end of a pause that has none (``on_breach = pause``): stored
+    as PostgreSQL's ``infinity``, which psycopg2 reads as the largest datetime. Such a pause
+    is shown as ``until resumed``, never as a date; ``--json`` carries ``null``."""
+    return until is not None and until.replace(tzinfo=None) == dt.datetime.max
+
+
+def pause_end(until: dt.datetime, shown: Callable[[dt.datetime], str] = minute_text) -> str:
+    """``until 2026-11-23 12:00 UTC`` (the time as ``shown`` writes it), or ``until resumed``
+    for a pause without an end (:func:`until_resumed`)."""
+    return "until resumed" if until_resumed(until) else f"until {shown(until)}"
 
 
 def stamp(when: dt.datetime) -> str:

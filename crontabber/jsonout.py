@@ -1,6 +1,7 @@
 """``--json`` output: one JSON document on stdout, the same shapes the
 dashboard serves. Times are ISO 8601 in UTC (``2026-11-23T12:00:00Z``),
-durations are seconds (float), absent values are ``null``."""
+durations are seconds (float), absent values are ``null``, and so is the end of a pause
+that has none (PostgreSQL's ``infinity``: ``on_breach = pause``)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ def _default(value: Any) -> Any:
         TypeError: a value of no such convention.
     """
     if isinstance(value, dt.datetime):
+        if value.replace(tzinfo=None) == dt.datetime.max:  # infinity: a pause until resumed
+            return None
         if value.tzinfo is not None:
             value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
         return value.isoformat(timespec="seconds") + "Z"

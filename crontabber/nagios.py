@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from .config.catalog import Job
-from .formats import absolute, one_line, short_span, stamp
+from .formats import absolute, one_line, pause_end, short_span, stamp
 from .leases import Marker, describe_marker
 from .placement import drain_line, drain_text
 from .records import HostState
@@ -248,7 +248,7 @@ def _error_line(state: JobState) -> str:
 def _paused_entry(app_name: str, name: str, state: JobState, now: dt.datetime) -> NagiosEntry:
     assert state.paused_until is not None
     text = (
-        f"{name}: paused until {absolute(state.paused_until, now)} by "
+        f"{name}: paused {pause_end(state.paused_until, lambda until: absolute(until, now))} by "
         f"{state.paused_by or 'unknown'}: {state.paused_reason or 'no reason given'}"
     )
     if state.error_count:

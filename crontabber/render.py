@@ -16,11 +16,13 @@ from .formats import (
     metrics_text,
     minute_text,
     one_line,
+    pause_end,
     printable,
     relative,
     short_span,
     stamp,
     took,
+    until_resumed,
     utc_text,
 )
 from .leases import Beats, Marker, beats_missed, parse_holder
@@ -101,9 +103,15 @@ def pause_text(view: JobView, now: dt.datetime) -> str:
     if view.paused is None:
         return "-"
     return (
-        f"until {minute_text(view.paused.until)} ({relative(view.paused.until, now)}) by {view.paused.by or '?'}: "
+        f"{pause_end(view.paused.until, lambda until: f'{minute_text(until)} ({relative(until, now)})')} "
+        f"by {view.paused.by or '?'}: "
         f"{one_line(view.paused.reason or '')}"
     )
+
+
+def _pause_ends(until: dt.datetime, now: dt.datetime) -> str:
+    """``ends in 4h``, or ``until resumed`` (a pause without an end)."""
+    return "until resumed" if until_resumed(until) else f"ends {relative(until, now)}"
 
 
 def detail(view: JobView, now: dt.datetime, beats: Beats | None = None) -> str:
@@ -124,8 +132,7 @@ def detail(view: JobView, now: dt.datetime, beats: Beats | None = None) -> str:
         )
     if view.paused is not None and view.status is JobStatus.PAUSED:
         return (
-            f"ends {relative(view.paused.until, now)}: {one_line(view.paused.reason or '')}"
-            f" (by {view.paused.by or '?'})"
+            f"{_pause_ends(view.paused.until, now)}: {one_line(view.paused.reason or '')} (by {view.paused.by or '?'})"
         )
     if view.status is JobStatus.FAILING and view.last_error is not None:
         return f"{view.error_count}x {one_line(view.last_error.summary)}"

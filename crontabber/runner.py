@@ -32,7 +32,7 @@ from .errors import (
     LeaseLost,
     MarkerIsLive,
 )
-from .formats import minute_text
+from .formats import minute_text, pause_end
 from .frozen import Frozen, setfield
 from .leases import LeaseRules, Marker, describe_marker, holder_name, marker_status, retry_delay
 from .overrides import given_options
@@ -243,7 +243,7 @@ class Runner:
         if not force and pause_active(state, now):
             assert state is not None and state.paused_until is not None
             paused = (
-                f"paused until {minute_text(state.paused_until)} by "
+                f"paused {pause_end(state.paused_until)} by "
                 f"{state.paused_by or 'unknown'}: {state.paused_reason or 'no reason given'}"
             )
             logger.info("skipping %s: %s", job.app_name, paused, extra={"job": job.app_name})

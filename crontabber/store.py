@@ -644,12 +644,13 @@ class StateStore:
         self,
         app_name: str,
         depends_on: tuple[str, ...],
-        until: dt.datetime,
+        until: dt.datetime | None,
         audit: AuditEntry,
         replace: bool = False,
     ) -> bool:
-        """Pause the job until ``until``; True if paused. A pause still in force stays
-        (False, nothing audited) unless ``replace``."""
+        """Pause the job until ``until`` (None: until someone resumes it, stored as
+        ``infinity``); True if paused. A pause still in force stays (False, nothing audited)
+        unless ``replace``."""
         with self._conn, self._cursor() as cur:
             cur.execute(
                 Q["pause"],

@@ -6,7 +6,7 @@ Read-only: it answers GET and HEAD only, and reads the database in a
 
 ============================  ===============================================
 ``/``                         the page: jobs, pipeline panels, fleet
-``/jobs/NAME``                a job's page: its state now (status, next run, pause, deadline), its runs
+``/jobs/NAME``                a job's page: its state now (status, next run, pause, deadline), its metrics, its runs
 ``/api/jobs``                 ``--list-jobs --json``
 ``/api/jobs/NAME/history``    ``--history NAME --json`` (``?limit=N``, default 20)
 ``/api/jobs/NAME/runs/ID``    ``--logs NAME --run ID --json``: the run and what it logged and printed
@@ -59,9 +59,9 @@ from crontabber import jsonout
 from crontabber.errors import CrontabberError, DatabaseUnavailable, JobNotFound
 from crontabber.views import JobStatus
 
-from . import page
+from . import charts, page
 from .pipeline import failed_panels, pipeline_document
-from .source import HISTORY_LIMIT, SPARK_RUNS, Source
+from .source import HISTORY_LIMIT, METRIC_RUNS, SPARK_RUNS, Source
 
 #: The alerts the overview page shows (the newest).
 ALERTS_SHOWN = 10
@@ -427,11 +427,14 @@ class DashboardApp:
                     raise HttpError(404, str(exc)) from None
                 return html_response(404, _error_page(str(exc)))
             view, _ = self.source.job_view(session, found.app_name)
-        panels = {
-            "state": page.state_panel(found.app_name, view, found.now),
-            "history": page.history_panel(found.app_name, found.runs, found.more, found.now),
-            "output": page.output_panel(record, found.now),
-        }
+            metrics = charts.metrics_panel(
+                found.app_name, self.source.metric_runs(session, found.app_name, METRIC_RUNS), METRIC_RUNS
+            )
+        panels = {"state": page.state_panel(found.app_name, view, found.now)}
+        if metrics is not None:  # a job whose runs returned no metric has no such panel
+            panels["metrics"] = metrics
+        panels["history"] = page.history_panel(found.app_name, found.runs, found.more, found.now)
+        panels["output"] = page.output_panel(record, found.now)
         if panels_only:
             return json_response(200, {"now": found.now, "panels": panels})
         return html_response(

@@ -17,7 +17,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from urllib.parse import quote
 
 from crontabber.alerts.rules import LASTING
-from crontabber.formats import interval_range, iso_z, one_line, relative, stamp, took
+from crontabber.formats import interval_range, iso_z, one_line, relative, stamp, took, until_resumed
 from crontabber.leases import Marker
 from crontabber.render import detail, short_host
 from crontabber.views import JobStatus, JobView, Outcome, RunView
@@ -56,6 +56,14 @@ def when_html(when: dt.datetime | None, now: dt.datetime, empty: str = "-") -> s
         f'<time datetime="{iso_z(when)}">{stamp(when)}</time> '
         f'<span class="rel" data-t="{iso_z(when)}">{esc(relative(when, now))}</span>'
     )
+
+
+def pause_until_html(until: dt.datetime, now: dt.datetime) -> str:
+    """``until <time>`` of a pause, or ``until resumed`` for one without an end
+    (``on_breach = pause``): never a made-up date."""
+    if until_resumed(until):
+        return '<span class="until-resumed">until resumed</span>'
+    return f"until {when_html(until, now)}"
 
 
 def number(value: int | float | None, key: str, empty: str = "-") -> str:
@@ -132,7 +140,7 @@ def status_html(view: JobView, now: dt.datetime) -> str:
         )
     elif paused is not None and view.status is JobStatus.PAUSED:
         about = (
-            f"until {when_html(paused.until, now)} by {esc(paused.by or '?')}: "
+            f"{pause_until_html(paused.until, now)} by {esc(paused.by or '?')}: "
             f'<span class="reason">{esc(paused.reason or "no reason given")}</span>'
         )
     elif view.status is JobStatus.BROKEN and view.last_error is not None:
@@ -256,7 +264,7 @@ def state_panel(app_name: str, view: JobView | None, now: dt.datetime) -> str:
         else "0"
     )
     pause = (
-        f"until {when_html(view.paused.until, now)} by {esc(view.paused.by or '?')}: "
+        f"{pause_until_html(view.paused.until, now)} by {esc(view.paused.by or '?')}: "
         f'<span class="reason">{esc(view.paused.reason or "no reason given")}</span>'
         if view.paused is not None
         else '<span class="none">not paused</span>'

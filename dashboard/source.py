@@ -6,6 +6,8 @@ command line has one, built by the same functions:
 
 - ``jobs``: ``--list-jobs --json`` (:func:`crontabber.inspection.job_views_now`);
 - ``history``: ``--history NAME --json`` (:func:`crontabber.inspection.job_runs`);
+- a job's metric charts: its last runs in the run ledger (``StateStore.recent_runs``, what
+  the run checks judge against), each with the metrics it returned;
 - ``fleet``: ``--nagios --json`` (:func:`crontabber.nagios.nagios_check`) plus
   every host of ``crontabber_host`` (what ``--metrics-file`` exports);
 - ``pipeline``: the panels (no command shows them): see :mod:`dashboard.pipeline`.
@@ -31,6 +33,7 @@ from .store import PipelineStore
 
 HISTORY_LIMIT = 20  # runs in a job's history page, as --history's default
 SPARK_RUNS = 20  # runs in a job's duration chart
+METRIC_RUNS = 50  # runs in a job's metric charts
 
 
 @dataclasses.dataclass
@@ -139,6 +142,11 @@ class Source:
             JobNotFound: no configured job and no ghost has that name.
         """
         return inspection.job_runs(self.settings, self.jobs, session.state, name, limit)
+
+    def metric_runs(self, session: Session, app_name: str, limit: int = METRIC_RUNS) -> list[Any]:
+        """The job's newest ``limit`` runs in the run ledger, newest first, with the metrics
+        each returned (``RunRecord``s, without output): what its metric charts draw."""
+        return session.state.recent_runs(app_name, limit)
 
     def run_output(self, session: Session, name: str, run_id: int | None = None) -> Any:
         """Run ``run_id`` of the job (its newest when None) from the run ledger, with what

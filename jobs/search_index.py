@@ -203,6 +203,7 @@ class RebuildSearchIndexCronApp(BaseCronApp):
     schema_dir = SQL_DIR  # its tables: sql/jobs/schema.sql
 
     app_name = "rebuild-search-index"
+    metric_names = ("documents_indexed", "build_seconds", "indices_deleted")  # run()'s Summary
     app_description = "rebuild the symbol search index in Elasticsearch and swap its alias"
     app_version = "1.0"
     required_config = Namespace()
@@ -320,6 +321,7 @@ class IndexNewUploadsCronApp(BaseCronApp):
     schema_dir = SQL_DIR  # its tables: sql/jobs/schema.sql
 
     app_name = "index-new-uploads"
+    metric_names = ("documents_indexed",)  # run()'s Summary
     app_description = "add the symbol files of newly finished uploads to the live search index"
     app_version = "1.0"
     required_config = Namespace()

@@ -45,8 +45,6 @@ logger = logging.getLogger("crontabber.alerts")
 
 #: The fewest earlier good runs a relative rule needs before it judges a run.
 MIN_HISTORY = 3
-#: How long ``on_breach = pause`` pauses a job: until someone resumes it (``--resume``).
-BREACH_PAUSE = dt.timedelta(days=3650)
 #: The option names of the checks, in ``[[class-X]]``.
 OPTIONS = ("min_duration", "slower_than", "check", "on_breach")
 
@@ -60,6 +58,16 @@ _OPERATORS: Mapping[str, Callable[[float, float], bool]] = {
     ">": operator.gt,
     ">=": operator.ge,
 }
+
+
+class CheckOptionError(ValueError):
+    """A check option whose value does not parse: ``option`` names it, ``problem`` says why
+    (``str()``: ``option: problem``)."""
+
+    def __init__(self, option: str, problem: str) -> None:
+        self.option = option
+        self.problem = problem
+        super().__init__(f"{option}: {problem}")
 
 
 @dataclass(frozen=True)
@@ -98,36 +106,40 @@ def parse_checks(values: Mapping[str, Any]) -> Checks:
     """The checks of a job's option ``values`` (see the module docstring).
 
     Raises:
-        ValueError: a value that does not parse, naming the option.
+        CheckOptionError: a value that does not parse, naming the option.
     """
     on_breach = str(values.get("on_breach") or "alert").strip()
     if on_breach not in ("alert", "pause"):
-        raise ValueError(f"on_breach: {on_breach!r} is not alert or pause")
+        raise CheckOptionError("on_breach", f"{on_breach!r} is not alert or pause")
     slower = str(values.get("slower_than") or "").strip()
     factor, runs = 0.0, 0
     if slower:
         match = _SLOWER.match(slower)
         if match is None:
-            raise ValueError(f"slower_than: {slower!r} is not K x p95(N) (3 x p95(20))")
+            raise CheckOptionError("slower_than", f"{slower!r} is not K x p95(N) (3 x p95(20))")
         factor, runs = float(match[1]), int(match[2])
+        if runs < 1:
+            raise CheckOptionError("slower_than", f"{slower!r}: N must be at least 1 run")
     checks = tuple(_metric_check(text) for text in str(values.get("check") or "").split(";") if text.strip())
     minimum = values.get("min_duration") or dt.timedelta(0)
     try:
         if not isinstance(minimum, dt.timedelta):  # converted already when read from the INI
             minimum = parse_duration(str(minimum))
     except ValueError as exc:
-        raise ValueError(f"min_duration: {exc}") from None
+        raise CheckOptionError("min_duration", str(exc)) from None
     return Checks(minimum, factor, runs, checks, on_breach)
 
 
 def _metric_check(text: str) -> MetricCheck:
     match = _CHECK.match(text)
     if match is None:
-        raise ValueError(
-            f"check: {text.strip()!r} is not METRIC OP [K x] AGGREGATE(N) "
-            "(keys_deleted < 5 x median(10)) or METRIC OP NUMBER"
+        raise CheckOptionError(
+            "check",
+            f"{text.strip()!r} is not METRIC OP [K x] AGGREGATE(N) (keys_deleted < 5 x median(10)) or METRIC OP NUMBER",
         )
     metric, op, factor, aggregate, runs, number = match.groups()
+    if aggregate and int(runs) < 1:
+        raise CheckOptionError("check", f"{text.strip()!r}: {aggregate}(N) needs N of at least 1 run")
     if aggregate:
         return MetricCheck(" ".join(text.split()), metric, op, float(factor or 1), aggregate, int(runs))
     return MetricCheck(" ".join(text.split()), metric, op, number=float(number))
@@ -235,15 +247,51 @@ def job_checks(job: "Job", settings: "Settings") -> Checks:
     """The checks of ``job`` (its ``[[class-X]]`` options).
 
     Raises:
-        ConfigurationError: a value that does not parse, naming the option.
+        ConfigurationError: a value that does not parse, naming the option and the job.
     """
     from ..config.catalog import job_config
 
     config = job_config(job, settings.sources)
     try:
         return parse_checks({name: config.get(name) for name in OPTIONS})
-    except ValueError as exc:
-        raise ConfigurationError(f"crontabber.class-{job.cls.__name__}", str(exc)) from None
+    except CheckOptionError as exc:
+        raise ConfigurationError(
+            f"crontabber.class-{job.cls.__name__}.{exc.option}", f"{job.app_name}: {exc.problem}"
+        ) from None
+
+
+def unknown_metric(checks: Checks, declared: Sequence[str] | None) -> str | None:
+    """What is wrong with the first check of ``checks`` over a metric not in ``declared``
+    (the names a job class says its runs return; None: not declared, any name goes), or
+    None. Such a check would never judge a run: the metric is never there."""
+    if declared is None:
+        return None
+    for check in checks.metric_checks:
+        if check.metric not in declared:
+            import difflib
+
+            close = difflib.get_close_matches(check.metric, declared, n=1)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            return (
+                f"{check.text!r}: the job returns no metric {check.metric} "
+                f"(it returns {', '.join(declared) or 'none'}){hint}"
+            )
+    return None
+
+
+def validate_checks(job: "Job", settings: "Settings") -> Checks:
+    """The checks of ``job``, refused as ``--configtest`` refuses a configuration: a value that
+    does not parse, or a ``check`` over a metric the job's class does not return (when it
+    declares its ``metric_names``).
+
+    Raises:
+        ConfigurationError: naming the option and the job, saying what is wrong.
+    """
+    checks = job_checks(job, settings)
+    problem = unknown_metric(checks, getattr(job.cls, "metric_names", None))
+    if problem is not None:
+        raise ConfigurationError(f"crontabber.class-{job.cls.__name__}.check", f"{job.app_name}: {problem}")
+    return checks
 
 
 def check_runs(
@@ -281,12 +329,11 @@ def check_runs(
             if alert is not None:
                 alert(event)
         if found and checks.on_breach == "pause":
-            reason = f"run {run.run_id} breached {found[0].rule}: {found[0].said}"
-            until = store.now() + BREACH_PAUSE
-            store.pause(
+            reason = f"breach of {found[0].rule} by run {run.run_id}: {found[0].said}"
+            store.pause(  # no end: until someone resumes it (PostgreSQL's infinity)
                 job.app_name,
                 job.depends_on,
-                until,
+                None,
                 AuditEntry(
                     f"crontabber@{holder}",
                     "pause",

@@ -559,6 +559,10 @@ def configtest(settings: Settings, jobs: list[Job], out: TextIO) -> int:
             job_options(job.cls), job.namespace, settings.sources, defaults=False
         ):
             print(f"  {name} = {value}  [{origin}]", file=out)
+    from ..alerts.checks import validate_checks
+
+    for job in jobs:  # a tick would only log them, once the job ran
+        validate_checks(job, settings)
     for note in configuration_notes(settings.sources, jobs):
         print(f"note: {note}", file=out)
     missing = [problem for target in settings.alerts.targets for problem in target.missing(os.environ)]

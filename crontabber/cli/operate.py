@@ -16,7 +16,7 @@ from ..alerts.store import AlertStore
 from ..command import ExitCode
 from ..config.catalog import BrokenEntry, Job, find_job
 from ..errors import ConfigurationError, JobPaused, MuteInForce
-from ..formats import minute_text, one_line, utc_text
+from ..formats import minute_text, one_line, pause_end, utc_text
 from ..runner import lease_rules, markers_from_here
 from ..scheduling import dependency_block, next_run_after, parse_until, pause_active
 from ..state import JobState
@@ -168,7 +168,7 @@ def _pause_all(ctx: Context, until: dt.datetime, chosen: str) -> int:
         assert state is not None and state.paused_until is not None  # refused: paused
         kept_states[job.app_name] = _pause_of(state)
         kept.append(
-            f"{job.app_name}: kept its pause until {minute_text(state.paused_until)} by "
+            f"{job.app_name}: kept its pause {pause_end(state.paused_until)} by "
             f"{state.paused_by}: {state.paused_reason} (--pause all --replace replaces it)"
         )
     going = {name: s for name, s in store.states().items() if name in paused and s.ongoing is not None}
@@ -230,7 +230,7 @@ def resume(ctx: Context) -> int:
         jsonout.emit({"name": job.app_name, "resumed": True, "was": _pause_of(state)}, out)
         return ExitCode.OK
     print(
-        f"{job.app_name}: resumed (was paused until {minute_text(state.paused_until)} "
+        f"{job.app_name}: resumed (was paused {pause_end(state.paused_until)} "
         f"by {state.paused_by}: {state.paused_reason})",
         file=out,
     )
@@ -252,9 +252,7 @@ def _resume_all(ctx: Context) -> int:
         jsonout.emit({"resumed": resumed}, out)
         return ExitCode.OK
     for name, was in resumed.items():
-        print(
-            f"{name}: resumed (was paused until {minute_text(was['until'])} by {was['by']}: {was['reason']})", file=out
-        )
+        print(f"{name}: resumed (was paused {pause_end(was['until'])} by {was['by']}: {was['reason']})", file=out)
     if not resumed:
         print("no job was paused", file=out)
     return ExitCode.OK

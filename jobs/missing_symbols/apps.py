@@ -46,6 +46,7 @@ class MissingSymbolsCronApp(_StoreApp):
     and ``missing_symbol_day``, exactly once (see jobs/missing_symbols/consume.py)."""
 
     app_name = "missing-symbols"
+    metric_names = ("batches", "batches_quarantined", "events_counted", "lookups", "batches_skipped")
     app_description = "aggregate missing-symbol batches (msgpack in S3) into Postgres"
     required_config = Namespace()
     required_config.add_option("inbox_bucket", default=defaults.INBOX_BUCKET, doc="bucket the batches are in")
@@ -93,6 +94,7 @@ class MissingSymbolsReportCronApp(_StoreApp):
     down for three days produces the three missing reports)."""
 
     app_name = "missing-symbols-report"
+    metric_names = ("report_rows",)
     app_description = "daily CSV of missing symbols to the symbols bucket"
     depends_on = ["missing-symbols"]
     data_offset = REPORT_OFFSET  # --history shows the report days, not the run dates
@@ -141,6 +143,7 @@ class MissingSymbolsRetentionCronApp(_StoreApp):
     ``batch_size`` rows per transaction."""
 
     app_name = "missing-symbols-retention"
+    metric_names = ("symbols_deleted", "day_rows_deleted")
     app_description = "delete missing symbols not seen for keep_days"
     required_config = Namespace()
     required_config.add_option("keep_days", default=30, doc="keep this many days")

@@ -45,6 +45,7 @@ class PruneS3CronApp(BaseCronApp):
     schema_dir = SQL_DIR  # its tables: sql/jobs/schema.sql
 
     app_name = "prune-s3"
+    metric_names = ("keys_deleted", "bytes_freed", "delete_errors", "capped")  # run()'s Summary
     app_description = "delete expired inbox archives, consumed batches and old reports from S3"
     required_config = Namespace()
     add = required_config.add_option

@@ -31,7 +31,7 @@ import urllib.parse
 from dataclasses import dataclass, field
 from typing import IO, Any, Iterator
 
-from crontabber.errors import CrontabberError
+from crontabber.errors import WorkRefused
 from jobs.s3 import is_not_found
 
 from .engine import BATCH, Check, Scope, select_page, shards
@@ -45,9 +45,10 @@ _NEEDED = ("Bucket", "Key", "Size", "LastModifiedDate")
 _CHUNK = 1 << 20  # bytes read at a time from a data file
 
 
-class InventoryRefused(CrontabberError):
+class InventoryRefused(WorkRefused):
     """An inventory report the prune job will not delete by: ``where`` names it (an
-    ``s3://`` address), ``problem`` says why. Nothing of it is used (exit 1, one line)."""
+    ``s3://`` address), ``problem`` says why. Nothing of it is used; the run fails (exit 5,
+    one line)."""
 
     def __init__(self, where: str, problem: str) -> None:
         self.where = where

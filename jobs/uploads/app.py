@@ -34,6 +34,7 @@ class ProcessUploadsCronApp(BaseCronApp):
     schema_dir = SQL_DIR  # its tables: sql/jobs/schema.sql
 
     app_name = "process-uploads"
+    metric_names = ("uploads_done", "uploads_not_done", "files_published")  # run()'s Summary
     app_description = "publish queued symbol archives to the symbols bucket"
     required_config = _options()
 

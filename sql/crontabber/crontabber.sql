@@ -327,10 +327,12 @@ DELETE FROM crontabber WHERE app_name = %(app_name)s RETURNING app_name;
 -- Insert the row if the job never ran, so a new job can be paused before its first tick.
 -- A pause still in force is replaced only when asked (--replace): no row comes back
 -- otherwise, and the caller names the pause that stays. One statement, so two operators
--- pausing at once cannot both replace nothing.
+-- pausing at once cannot both replace nothing. No until (NULL): a pause without an end,
+-- 'infinity' (on_breach = pause): it lasts until someone resumes it.
 INSERT INTO crontabber (app_name, error_count, depends_on, last_error,
                         paused_until, paused_reason, paused_by)
-VALUES (%(app_name)s, 0, %(depends_on)s, '{}', %(until)s, %(reason)s, %(by)s)
+VALUES (%(app_name)s, 0, %(depends_on)s, '{}', COALESCE(%(until)s::timestamptz, 'infinity'),
+        %(reason)s, %(by)s)
 ON CONFLICT (app_name) DO UPDATE
 SET paused_until = EXCLUDED.paused_until, paused_reason = EXCLUDED.paused_reason,
     paused_by = EXCLUDED.paused_by

@@ -197,3 +197,23 @@ def test_history_page_lists_the_runs_newest_first(dashboard, browser, shot, s3_b
     shot("history")
     browser.get(dashboard.url + "/jobs/prune-s4")
     assert "no configured job is called 'prune-s4'" in browser.find_element(By.TAG_NAME, "body").text
+
+
+def test_a_jobs_metric_charts_are_drawn_under_the_pages_policy(dashboard, browser, shot):
+    """The charts are plain SVG styled by the page's stylesheet (the CSP allows no inline
+    style): drawn, their line stroked, their values one click away."""
+    crontab = dashboard.crontab
+    for metrics in ("keys_deleted=10,bytes_freed=4096", "keys_deleted=30,bytes_freed=1024", "keys_deleted=20"):
+        crontab.configure(["MeasuringJob|1d"], extra=f"    [[class-MeasuringJob]]\n        metrics={metrics}\n")
+        assert crontab.run("--job", "measuring", "--force")[0] == 0
+    browser.get(dashboard.start(refresh_seconds=60) + "/jobs/measuring")
+    WebDriverWait(browser, WAIT).until(lambda b: b.find_elements(By.CSS_SELECTOR, "svg.mchart"))
+    charts = browser.find_elements(By.CSS_SELECTOR, "svg.mchart")
+    assert [c.get_attribute("data-points") for c in charts] == ["2", "3"]  # bytes_freed, keys_deleted
+    assert all(c.size == {"width": 300, "height": 48} for c in charts)
+    line = charts[1].find_element(By.CSS_SELECTOR, "polyline.line")
+    assert line.value_of_css_property("stroke") != "none" and line.value_of_css_property("fill") == "none"
+    values = browser.find_elements(By.CSS_SELECTOR, "details.values")[1]
+    values.find_element(By.TAG_NAME, "summary").click()
+    assert [td.text for td in values.find_elements(By.CSS_SELECTOR, "tbody td:nth-child(3)")] == ["20", "30", "10"]
+    shot("metrics", browser.find_element(By.ID, "metrics"))

@@ -181,3 +181,34 @@ def test_configtest_lists_the_database_once_and_says_what_the_environment_overro
     for command in (("--list-jobs",), ("--history", "basic-job")):
         shown = cli.run(*command)
         assert shown.returncode == 0 and shown.stdout.splitlines()[-1] == target, shown.stdout
+
+
+# option = value: (what the one line must say); every job is prune-s3 (PruneS3CronApp)
+CHECK_MISTAKES = {
+    "check = keys_deleted <> 5": ["PruneS3CronApp.check: prune-s3: 'keys_deleted <> 5' is not METRIC OP"],
+    "check = keys_deleted < 5 x median(10); keys_deletd > 0": [
+        "PruneS3CronApp.check: prune-s3: 'keys_deletd > 0': the job returns no metric keys_deletd",
+        "(it returns keys_deleted, bytes_freed, delete_errors, capped); did you mean keys_deleted?",
+    ],
+    "check = keys_deleted < 2 x median(0)": ["PruneS3CronApp.check: prune-s3: ", "median(N) needs N of at least 1"],
+    "slower_than = 3 x p50(20)": ["PruneS3CronApp.slower_than: prune-s3: '3 x p50(20)' is not K x p95(N)"],
+    "on_breach = page": ["PruneS3CronApp.on_breach: prune-s3: 'page' is not alert or pause"],
+    "min_duration = soon": ["PruneS3CronApp.min_duration", "soon"],
+}
+
+
+@pytest.mark.parametrize("mistake", CHECK_MISTAKES)
+def test_configtest_refuses_a_bad_check_naming_the_job_and_the_option(cli, mistake):
+    cli.crontab.configure([f"{PRUNE}|1d"], extra=f"    [[class-PruneS3CronApp]]\n        {mistake}\n")
+    assert_one_line(cli.run("--configtest"), "configuration error in crontabber.class-", *CHECK_MISTAKES[mistake])
+
+
+def test_configtest_passes_good_checks_and_any_metric_of_an_undeclared_job(cli):
+    good = "check = keys_deleted < 5 x median(10); bytes_freed <= 1000000000\n        on_breach = pause"
+    cli.crontab.configure(
+        [f"{PRUNE}|1d", "MeasuringJob|1d"],
+        extra=f"    [[class-PruneS3CronApp]]\n        {good}\n"
+        "    [[class-MeasuringJob]]\n        check = whatever_it_returns < 3 x p95(5)\n",
+    )
+    done = cli.run("--configtest")
+    assert done.returncode == 0 and "configtest OK: 2 jobs" in done.stdout, done.stderr

@@ -105,11 +105,35 @@ def test_a_metric_check_with_on_breach_pause_pauses_the_job_naming_the_breach(cl
     state = cli.crontab.state("measuring")
     last = runs(cli)[-1]["run_id"]
     assert state.paused_until is not None  # no alert targets: paused all the same
-    assert state.paused_reason == (
-        f"run {last} breached check {check}: keys_deleted = 100, not < 50 (median of 3 good runs: 10)"
-    )
+    reason = f"breach of check {check} by run {last}: keys_deleted = 100, not < 50 (median of 3 good runs: 10)"
+    assert state.paused_reason == reason
     (audit,) = cli.crontab.sql("SELECT actor, action, detail FROM crontabber_audit")
     assert audit["action"] == "pause" and audit["actor"].startswith("crontabber@")
     assert audit["detail"]["breach"] == [f"check {check}"]
     done = tick(cli)  # the next tick skips it until someone looks
     assert len(runs(cli)) == 4 and "1 paused" in done.stderr
+
+
+def test_a_breach_pause_has_no_end_and_says_until_resumed(cli):
+    """on_breach = pause: PostgreSQL's infinity, not a far-off date; every command that shows
+    the pause says "until resumed" (JSON: null), and --resume ends it."""
+    checked(cli, targets="", metrics="keys_deleted=10", min_duration="1h", on_breach="pause")
+    tick(cli)
+    (row,) = cli.crontab.sql("SELECT paused_until = 'infinity' AS endless, paused_by FROM crontabber")
+    assert row["endless"], row
+    by = row["paused_by"]
+    shown = {
+        "--list-jobs": cli.run("--list-jobs", "--wide").stdout,
+        "--nagios": cli.run("--nagios").stdout,
+        "--explain": cli.run("--explain", "measuring").stdout,
+        "--job": cli.run("--job", "measuring").stderr,
+        "--pause": cli.run("--pause", "measuring", "--reason", "again").stderr,
+    }
+    for command, text in shown.items():
+        assert "until resumed" in text and "9999" not in text, (command, text)
+    assert f"paused until resumed by {by}: breach of min_duration 1h00m by run " in shown["--nagios"]
+    listed = json.loads(cli.run("--list-jobs", "--json").stdout)["jobs"][0]["paused"]
+    assert listed["until"] is None and listed["reason"].startswith("breach of min_duration 1h00m by run ")
+    resumed = cli.run("--resume", "measuring", "--reason", "looked at it")
+    assert resumed.returncode == 0 and "resumed (was paused until resumed by " in resumed.stdout
+    assert cli.crontab.state("measuring").paused_until < dt.datetime.now(dt.timezone.utc) + dt.timedelta(minutes=1)

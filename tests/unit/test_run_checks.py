@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from crontabber.alerts.checks import breaches, parse_checks
+from crontabber.alerts.checks import breaches, parse_checks, unknown_metric
 from crontabber.records import RunRecord
 
 T0 = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
@@ -63,3 +63,27 @@ def test_duration_rules():
     assert breaches(run(4, 40), earlier, checks) == []
     assert [b.rule for b in breaches(run(4, 5), earlier, checks)] == ["min_duration 10.0s"]
     assert [b.rule for b in breaches(run(4, 61), earlier, checks)] == ["slower_than 2 x p95(5)"]
+
+
+def test_a_check_over_a_metric_the_job_does_not_declare_is_named():
+    checks = parse_checks({"check": "keys_deleted < 5 x median(10); byte_freed <= 9"})
+    declared = ("keys_deleted", "bytes_freed")
+    assert unknown_metric(checks, declared) == (
+        "'byte_freed <= 9': the job returns no metric byte_freed (it returns keys_deleted, "
+        "bytes_freed); did you mean bytes_freed?"
+    )
+    assert unknown_metric(checks, None) is None  # not declared: any name
+    assert unknown_metric(parse_checks({"check": "bytes_freed < 1"}), declared) is None
+
+
+def test_a_job_returning_a_metric_it_does_not_declare_is_warned_about(caplog):
+    from crontabber.base import BaseCronApp, Summary
+
+    class Declared(BaseCronApp):
+        app_name = "declared"
+        metric_names = ("kept",)
+
+    job = Declared({}, None)
+    job._summarise(Summary("did it", kept=1, extra=2))
+    assert job.last_metrics == {"kept": 1, "extra": 2}
+    assert "declared returned metrics its metric_names lacks: extra" in caplog.text
