@@ -283,10 +283,11 @@ def check_runs(
         if found and checks.on_breach == "pause":
             reason = f"run {run.run_id} breached {found[0].rule}: {found[0].said}"
             until = store.now() + BREACH_PAUSE
-            store.pause(
+            store.breach_pause(
                 job.app_name,
                 job.depends_on,
                 until,
+                run.run_id,
                 AuditEntry(
                     f"crontabber@{holder}",
                     "pause",

@@ -25,6 +25,19 @@ SELECT 'index', indexname, indexdef FROM pg_indexes WHERE schemaname = 'public'
 UNION ALL
 SELECT 'constraint', conrelid::regclass || '.' || conname, pg_get_constraintdef(oid)
 FROM pg_constraint WHERE connamespace = 'public'::regnamespace
+UNION ALL
+SELECT 'function', p.oid::regprocedure::text,
+       concat_ws(' ', pg_get_functiondef(p.oid), p.proacl::text)
+FROM pg_proc AS p WHERE p.pronamespace = 'public'::regnamespace
+UNION ALL
+SELECT 'trigger', tgrelid::regclass || '.' || tgname, pg_get_triggerdef(oid)
+FROM pg_trigger WHERE NOT tgisinternal
+UNION ALL
+SELECT 'grants', c.oid::regclass::text,
+       concat_ws(' ', c.relacl::text,
+                 (SELECT string_agg(a.attname || '=' || a.attacl::text, ' ' ORDER BY a.attnum)
+                  FROM pg_attribute AS a WHERE a.attrelid = c.oid AND a.attacl IS NOT NULL))
+FROM pg_class AS c WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'S')
 ORDER BY 1, 2
 """
 TABLES = "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1"
@@ -32,6 +45,7 @@ RUNNER_TABLES = [
     "crontabber",
     "crontabber_alert",
     "crontabber_audit",
+    "crontabber_audit_head",
     "crontabber_host",
     "crontabber_interval",
     "crontabber_log",
