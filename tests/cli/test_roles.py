@@ -206,6 +206,17 @@ def test_the_operator_acts_through_the_functions_audited_with_its_database_user(
     assert shown[0]["db_user"] == operator.name and shown[0]["actor"].endswith(f"@{HOST}")
     assert f"(db: {operator.name})" in operator.run("--audit").stdout
 
+    # the functions answer as the statements did: a drain replaced, no such host, not drained
+    assert operator.run("--drain", HOST, "--reason", "a").returncode == 0
+    assert "replaced the drain in force" in operator.run("--drain", HOST, "--reason", "b").stdout
+    assert "no host called 'nohost'" in operator.run("--drain", "nohost", "--reason", "c").stderr
+    assert operator.run("--undrain", HOST).returncode == 0
+    assert operator.run("--undrain", HOST).stdout == f"{HOST}: not drained\n"
+    assert operator.run("--pause", "basic-job", "--reason", "again").returncode == 0
+    assert operator.run("--pause", "basic-job", "--reason", "once more").returncode == 6  # the pause stays
+    assert operator.run("--mute", "foo", "--reason", "m").returncode == 0
+    assert operator.run("--mute", "foo", "--reason", "m").returncode == 6
+
     # only through the functions: not the columns themselves
     denied(operator, db, "UPDATE crontabber SET paused_until = NULL")
     denied(operator, db, "DELETE FROM crontabber_mute")
@@ -322,3 +333,21 @@ def test_the_read_only_user_lists_and_checks_and_writes_nothing(cli, logins, mon
     ):
         denied(readonly, cli.crontab.database, query)
     assert cli.crontab.state("basic-job").next_run > cli.crontab.now() - dt.timedelta(minutes=5)
+
+
+def test_a_runners_tick_pauses_a_job_that_breached_a_check_and_no_other(cli, logins):
+    """on_breach = pause is the runner's one pause: after a succeeded run of that job only."""
+    runner, db = logins["runner"], cli.crontab.database
+    cli.crontab.configure(
+        ["MeasuringJob|1d"], extra="    [[class-MeasuringJob]]\n        min_duration=1h\n        on_breach=pause\n"
+    )
+    done = runner.run()
+    assert done.returncode == 0 and "breached" in done.stderr, done.stderr
+    assert cli.crontab.state("measuring").paused_reason.startswith("run ")
+    (row,) = audit_rows(cli)
+    assert (row["action"], row["app_name"], row["db_user"]) == ("pause", "measuring", runner.name)
+    run_id = cli.crontab.sql("SELECT run_id FROM crontabber_run WHERE app_name = 'measuring'")[0]["run_id"]
+    for app_name, run in (("basic-job", run_id), ("measuring", run_id + 1)):
+        denied(
+            runner, db, f"SELECT crontabber_breach_pause('{app_name}', '{{}}', now() + interval '1d', {run}, '{{}}')"
+        )
