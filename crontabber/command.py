@@ -45,7 +45,7 @@ class ExitCode(enum.IntEnum):
     """Exit codes of every command (``--nagios`` uses nagios's 0/1/2 instead)."""
 
     OK = 0
-    ERROR = 1  # bad configuration or arguments, unknown job or id, database unavailable
+    ERROR = 1  # bad configuration or arguments, unknown job or id, database unavailable, not permitted
     LOCKED = 2  # held by another process right now (a job's row: SELECT ... FOR UPDATE NOWAIT)
     ONGOING = 3  # a job is held by a live run elsewhere (also: reset/release refused)
     FENCED = 4  # a run lost its lease to another run: its outcome was not recorded
@@ -68,8 +68,9 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
     ),
     (
         ExitCode.ERROR,
-        "bad argument or configuration, unknown job or id, database unavailable; "
-        "a tick with a jobs entry that does not load (the other jobs ran)",
+        "bad argument or configuration, unknown job or id, database unavailable, or the "
+        "database user may not do it (docs/deploy.md#roles); a tick with a jobs entry that "
+        "does not load (the other jobs ran); --verify-audit: the audit trail's chain is broken",
     ),
     (
         ExitCode.LOCKED,

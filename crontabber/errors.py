@@ -238,6 +238,29 @@ class DatabaseReadOnly(DatabaseUnavailable):
         )
 
 
+class NotPermitted(CrontabberError):
+    """The database user may not do what was asked (SQLSTATE 42501): its role lacks the right,
+    as deployed (docs/deploy.md#roles: a runner login may tick and run, not pause, reset,
+    release, mark, mute or drain; a read-only one only reads). Exit 1."""
+
+    def __init__(self, user: str, doing: str, operators: bool = True) -> None:
+        self.user = user
+        self.doing = doing
+        hint = "use an operator login" if operators else "which login may is in"
+        super().__init__(f"this database user ({user}) may not {doing}; {hint} (docs/deploy.md#roles)")
+
+
+class AuditChainBroken(CrontabberError):
+    """``--verify-audit``: the audit trail's hash chain is broken at row ``row_id`` (a row
+    changed, or rows missing before it or after it): someone with the owner's rights changed
+    the trail. Exit 1."""
+
+    def __init__(self, row_id: int | None, problem: str) -> None:
+        self.row_id = row_id
+        self.problem = problem
+        super().__init__(f"the audit trail's hash chain is broken: {problem}")
+
+
 class CodeOlderThanSchema(CrontabberError):
     """The database's schema is newer than this host's code: a newer release migrated it,
     and this host has not been upgraded. It claims no job (its runs would write to a schema it

@@ -33,6 +33,8 @@ class AuditEntry:
     detail: Mapping[str, Any] = field(default_factory=dict)
     at: dt.datetime | None = None
     id: int | None = None
+    #: The database user that wrote the row (``session_user``: migration 0025; None before it).
+    db_user: str | None = None
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "AuditEntry":
@@ -44,7 +46,36 @@ class AuditEntry:
             detail=row["detail"] or {},
             at=row["at"],
             id=row["id"],
+            db_user=row.get("db_user"),
         )
+
+
+@dataclass(frozen=True)
+class AuditCheck:
+    """What ``--verify-audit`` found of the audit trail's hash chain (migration 0025): how many
+    rows, the newest row's id, and the first problem (None: the chain is whole)."""
+
+    rows: int
+    newest_id: int | None
+    bad_id: int | None = None
+    problem: str | None = None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> "AuditCheck":
+        """From the ``audit_verify`` query: the first bad row by id, then a cut tail."""
+        bad, before = row["bad_id"], row["before"]
+        if bad is not None and row["changed"]:
+            problem = f"row {bad} was changed after it was written"
+        elif bad is not None:
+            missing = f"after row {before} " if before is not None else ""
+            problem = f"rows {missing}before row {bad} are missing (deleted)"
+        elif row["tail_cut"]:
+            bad = row["newest_id"]
+            which = f"rows after row {bad} are" if bad is not None else "every row is"
+            problem = f"{which} missing (deleted; the newest written was row {row['head_id']})"
+        else:
+            return cls(row["rows"], row["newest_id"])
+        return cls(row["rows"], row["newest_id"], bad, problem)
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ import psycopg2.errors
 
 from . import sqlfiles
 from .config.database import DatabaseSettings
-from .errors import DatabaseReadOnly, DatabaseUnavailable, HostDrained, JobLocked, LeaseLost
+from .errors import DatabaseReadOnly, DatabaseUnavailable, HostDrained, JobLocked, LeaseLost, NotPermitted
 from .failures import first_line
 from .schema import round_trip_cursor
 from .state import Claim, FinishRecord, FleetHost, JobState, RunEnd, RunKind, RunStatus, Tick, Unit
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     # Built only by the operator commands' queries, imported there: an idle
     # tick does not load crontabber.records (see crontabber.state).
-    from .records import AuditEntry, LogEntry, Overview, RunRecord
+    from .records import AuditCheck, AuditEntry, LogEntry, Overview, RunRecord
     from .reruns import IntervalRecord, RerunRecord
 
     R = TypeVar("R")
@@ -104,6 +104,8 @@ def translated(method: Callable[..., R]) -> Callable[..., R]:
         for attempt in (1, 2):
             try:
                 return method(self, *args, **kwargs)
+            except psycopg2.errors.InsufficientPrivilege as exc:
+                raise self.not_permitted(method.__name__, exc) from None
             except (psycopg2.OperationalError, psycopg2.InterfaceError, psycopg2.errors.ReadOnlySqlTransaction) as exc:
                 if isinstance(exc, psycopg2.errors.LockNotAvailable):
                     raise
@@ -168,6 +170,17 @@ class StateStore:
                 server = "the server"
             return DatabaseReadOnly(self.target, server)
         return DatabaseUnavailable(self.target, first_line(exc))
+
+    def not_permitted(self, doing: str, exc: Exception) -> NotPermitted:
+        """The error a refused privilege (SQLSTATE 42501) in method ``doing`` means: what the
+        database user may not do, in an operator's words where the method is an operator's."""
+        try:
+            user = self._conn.info.user
+        except psycopg2.Error:
+            user = "this database user"
+        if doing in _DOING:
+            return NotPermitted(user, _DOING[doing])
+        return NotPermitted(user, f"do this ({first_line(exc)})", operators=False)
 
     def fds(self) -> tuple[int, ...]:
         """File descriptors of the connection (a forked job closes its copies)."""
@@ -256,23 +269,15 @@ class StateStore:
         """Drain ``host`` until ``until`` (None: until :meth:`undrain`), audited: whether it
         was drained already (its drain replaced), or None (nothing written) when no host of
         that name ever ticked."""
-        with self._conn, self._cursor() as cur:
-            cur.execute(Q["drain"], {"host": host, "until": until, "by": audit.actor, "reason": audit.reason})
-            row = cur.fetchone()
-            if row is None:
-                return None
-            write_audit(cur, audit)
-            return bool(row[0])
+        row = self._one("drain", {"host": host, "until": until, "audit": audit_json(audit)})
+        assert row is not None
+        return None if row["was_drained"] is None else bool(row["was_drained"])
 
     @translated
     def undrain(self, host: str, audit: AuditEntry) -> bool:
         """End ``host``'s drain now, audited; False (nothing audited) when it was not drained."""
-        with self._conn, self._cursor() as cur:
-            cur.execute(Q["undrain"], {"host": host})
-            if cur.fetchone() is None:
-                return False
-            write_audit(cur, audit)
-            return True
+        row = self._one("undrain", {"host": host, "audit": audit_json(audit)})
+        return bool(row and row["undrained"])
 
     @translated
     def overview(self, app_names: Sequence[str] = ()) -> Overview:
@@ -612,12 +617,14 @@ class StateStore:
     ) -> JobState | None:
         """Lock the job's row and apply ``change`` (``"release"``, ``"reset"`` or
         ``"mark_success"``, with ``params``) if ``decide(state, now)`` allows it,
-        recording ``audit`` in the same transaction; the state as it was, or
+        recording ``audit`` in the same transaction (the operator function does:
+        migration 0025; None: audited as the database user); the state as it was, or
         None when there is no row. ``decide`` may raise to refuse (nothing is
         written).
 
         Raises:
             JobLocked: another transaction holds the row lock (NOWAIT).
+            NotPermitted: the database user may not make the change (an operator's).
         """
         query = {"release": Q["release"], "reset": Q["delete_state"], "mark_success": Q["mark_success"]}[change]
         try:
@@ -632,12 +639,15 @@ class StateStore:
                     if change in ("release", "reset") and state.ongoing is not None:
                         by = audit.actor if audit is not None else "an operator"
                         _log_abandoned(cur, state, f"{'released' if change == 'release' else 'reset'} by {by}")
-                    cur.execute(query, {"app_name": app_name, "now": found["now"], **(params or {})})
-                    if audit is not None:
-                        write_audit(cur, audit)
+                    cur.execute(
+                        query,
+                        {"app_name": app_name, "now": found["now"], "audit": audit_json(audit), **(params or {})},
+                    )
                 return state
         except psycopg2.errors.LockNotAvailable:
             raise JobLocked(app_name) from None
+        except psycopg2.errors.InsufficientPrivilege as exc:
+            raise self.not_permitted(change, exc) from None
 
     @translated
     def pause(
@@ -651,30 +661,31 @@ class StateStore:
         """Pause the job until ``until`` (None: until someone resumes it, stored as
         ``infinity``); True if paused. A pause still in force stays (False, nothing audited)
         unless ``replace``."""
-        with self._conn, self._cursor() as cur:
-            cur.execute(
-                Q["pause"],
-                {
-                    "app_name": app_name,
-                    "depends_on": list(depends_on),
-                    "until": until,
-                    "reason": audit.reason,
-                    "by": audit.actor,
-                    "replace": replace,
-                },
-            )
-            if cur.fetchone() is None:
-                return False
-            write_audit(cur, audit)
-            return True
+        params = {"app_name": app_name, "depends_on": list(depends_on), "until": until, "replace": replace}
+        row = self._one("pause", {**params, "audit": audit_json(audit)})
+        return bool(row and row["paused"])
+
+    @translated
+    def breach_pause(
+        self,
+        app_name: str,
+        depends_on: tuple[str, ...],
+        until: dt.datetime | None,
+        run_id: int,
+        audit: AuditEntry,
+    ) -> bool:
+        """:meth:`pause` by a tick, after run ``run_id`` of the job breached a check (``on_breach =
+        pause``): the one pause the runner's database role may make. A pause in force stays."""
+        params = {"app_name": app_name, "depends_on": list(depends_on), "until": until, "run_id": run_id}
+        row = self._one("breach_pause", {**params, "audit": audit_json(audit)})
+        return bool(row and row["paused"])
 
     @translated
     def resume(self, app_name: str, audit: AuditEntry) -> None:
         """End the job's pause, if any, now: ``paused_until`` becomes the database's clock
         (lateness counts from it: :func:`crontabber.scheduling.lateness`)."""
         with self._conn, self._cursor() as cur:
-            cur.execute(Q["resume"], {"app_name": app_name})
-            write_audit(cur, audit)
+            cur.execute(Q["resume"], {"app_name": app_name, "audit": audit_json(audit)})
 
     @translated
     def audit(self, entry: AuditEntry) -> None:
@@ -691,15 +702,32 @@ class StateStore:
             cur.execute(Q["audit_list"], {"app_name": app_name, "limit": limit})
             return [AuditEntry.from_row(_as_dict(cur, row)) for row in cur.fetchall()]
 
+    @translated
+    def verify_audit(self) -> AuditCheck:
+        """Check the audit trail's hash chain (migration 0025), in one snapshot."""
+        from .records import AuditCheck
+
+        row = self._one("audit_verify")
+        assert row is not None
+        return AuditCheck.from_row(row)
+
     # ------------------------------------------------ for the alerts' queries
 
     @translated
-    def in_transaction(self, work: Callable[[Any], R]) -> R:
+    def in_transaction(self, work: Callable[[Any], R], doing: str = "") -> R:
         """``work(cursor)`` as one transaction on this store's connection, retried as every
         method here is (:func:`translated`): what :class:`crontabber.alerts.store.AlertStore`
-        runs its queries with, over the same connection."""
-        with self._conn, self._cursor() as cur:
-            return work(cur)
+        runs its queries with, over the same connection. ``doing``: the work's name for
+        :class:`NotPermitted` (``"mute"``...).
+
+        Raises:
+            NotPermitted: the database user may not do it.
+        """
+        try:
+            with self._conn, self._cursor() as cur:
+                return work(cur)
+        except psycopg2.errors.InsufficientPrivilege as exc:
+            raise self.not_permitted(doing, exc) from None
 
     @translated
     def alone(self, query: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -839,6 +867,33 @@ def write_audit(cur: Any, entry: AuditEntry) -> None:
             "detail": json.dumps(dict(entry.detail), default=str),
         },
     )
+
+
+def audit_json(entry: AuditEntry | None) -> str | None:
+    """``entry`` as the operator functions of migration 0025 take it (they record the
+    action and its subject themselves); None: they name the database user."""
+    if entry is None:
+        return None
+    return json.dumps(
+        {"actor": entry.actor, "reason": entry.reason, "detail": dict(entry.detail)},
+        default=str,
+    )
+
+
+#: What each store method that a database role may be refused does, in an operator's words
+#: (:class:`NotPermitted`); the others' refusals name the statement's error.
+_DOING = {
+    "pause": "pause jobs",
+    "resume": "resume jobs",
+    "reset": "reset jobs",
+    "release": "release jobs",
+    "mark_success": "mark jobs successful",
+    "drain": "drain hosts",
+    "undrain": "undrain hosts",
+    "mute": "mute alerts",
+    "unmute": "unmute alerts",
+    "audit": "write the audit trail",
+}
 
 
 def _identity(claim: Claim) -> dict[str, Any]:

@@ -330,10 +330,11 @@ def check_runs(
                 alert(event)
         if found and checks.on_breach == "pause":
             reason = f"breach of {found[0].rule} by run {run.run_id}: {found[0].said}"
-            store.pause(  # no end: until someone resumes it (PostgreSQL's infinity)
+            store.breach_pause(  # no end: until someone resumes it (PostgreSQL's infinity)
                 job.app_name,
                 job.depends_on,
                 None,
+                run.run_id,
                 AuditEntry(
                     f"crontabber@{holder}",
                     "pause",

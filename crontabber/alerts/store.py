@@ -11,7 +11,7 @@ import datetime as dt
 from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple, Sequence
 
 from .. import jsonout
-from ..store import StateStore, rows_of, write_audit
+from ..store import StateStore, audit_json, rows_of
 from .sweep import queries, sweep_params
 
 if TYPE_CHECKING:
@@ -53,28 +53,20 @@ class AlertStore:
         ``replace``."""
 
         def work(cur: Any) -> bool:
-            cur.execute(
-                queries()["mute"],
-                {"scope": scope, "until": until, "by": audit.actor, "reason": audit.reason, "replace": replace},
-            )
-            if cur.fetchone() is None:
-                return False
-            write_audit(cur, audit)
-            return True
+            params = {"scope": scope, "until": until, "replace": replace, "audit": audit_json(audit)}
+            cur.execute(queries()["mute"], params)
+            return bool(cur.fetchone()[0])
 
-        return self.state.in_transaction(work)
+        return self.state.in_transaction(work, "mute")
 
     def unmute(self, scope: str, audit: AuditEntry) -> bool:
         """End the window of ``scope`` now; False (nothing audited) when none was in force."""
 
         def work(cur: Any) -> bool:
-            cur.execute(queries()["unmute"], {"scope": scope})
-            if cur.fetchone() is None:
-                return False
-            write_audit(cur, audit)
-            return True
+            cur.execute(queries()["unmute"], {"scope": scope, "audit": audit_json(audit)})
+            return bool(cur.fetchone()[0])
 
-        return self.state.in_transaction(work)
+        return self.state.in_transaction(work, "unmute")
 
     def mutes(self, scope: str | None = None) -> list[MuteWindow]:
         """The windows in force (those that cover ``scope``: its own and ``*``)."""

@@ -6,7 +6,7 @@ and the mode's handler called with one :class:`~crontabber.cli.common.Context`. 
     python -m crontabber --list-jobs [NAME ...] [--wide] | --nagios | --job NAME [--force]
                          --history NAME [--limit N | --run ID] | --show-error NAME [--run ID]
                          --logs NAME [--run ID]
-                         --reset-job NAME | --release NAME | --audit-ghosts | --configtest
+                         --reset-job NAME | --release NAME | --audit-ghosts | --verify-audit | --configtest
                          --sentrytest | --version | --help
     python -m crontabber --crontabber.error_retry_time=60 ...   override any option
 """
@@ -63,6 +63,7 @@ MODES = (
     "mark_success",
     "audit",
     "audit_ghosts",
+    "verify_audit",
     "alerts",
     "test_alert",
     "mute",
@@ -289,6 +290,12 @@ def _add_audit_and_alert_modes(modes: "argparse._ArgumentGroup") -> None:
         "--audit-ghosts", action="store_true", help="list state rows of jobs that are no longer configured"
     )
     modes.add_argument(
+        "--verify-audit",
+        action="store_true",
+        help="check the audit trail's hash chain: exit 0 when whole, else 1 naming the first "
+        "changed or missing row (docs/security.md)",
+    )
+    modes.add_argument(
         "--alerts",
         action="store_true",
         help="the alerts, newest first: what was sent, to which target, when, by "
@@ -401,6 +408,7 @@ PARSER_DEFAULTS: dict[str, Any] = {
     "mark_success": "",
     "audit": False,
     "audit_ghosts": False,
+    "verify_audit": False,
     "alerts": False,
     "mute": "",
     "unmute": "",
@@ -625,6 +633,7 @@ MODE_HANDLERS: dict[str, str] = {
     "mark_success": "operate:mark_success",
     "audit": "operate:audit",
     "audit_ghosts": "operate:audit_ghosts",
+    "verify_audit": "operate:verify_audit",
     "alerts": "monitor:alerts",
     "test_alert": "monitor:test_alert",
     "mute": "operate:mute",

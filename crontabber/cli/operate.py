@@ -15,7 +15,7 @@ from .. import jsonout
 from ..alerts.store import AlertStore
 from ..command import ExitCode
 from ..config.catalog import BrokenEntry, Job, find_job
-from ..errors import ConfigurationError, JobPaused, MuteInForce
+from ..errors import AuditChainBroken, ConfigurationError, JobPaused, MuteInForce
 from ..formats import minute_text, one_line, pause_end, utc_text
 from ..runner import lease_rules, markers_from_here
 from ..scheduling import dependency_block, next_run_after, parse_until, pause_active
@@ -346,6 +346,7 @@ def audit(ctx: Context) -> int:
                     "id": e.id,
                     "at": e.at,
                     "actor": e.actor,
+                    "db_user": e.db_user,
                     "action": e.action,
                     "job": e.app_name,
                     "reason": e.reason,
@@ -362,10 +363,24 @@ def audit(ctx: Context) -> int:
         detail = ", ".join(f"{k}={v}" for k, v in dict(e.detail).items())
         assert e.at is not None
         print(
-            f"{utc_text(e.at)}  {e.actor}  {e.action} {e.app_name}"
+            f"{utc_text(e.at)}  {e.actor}{f' (db: {e.db_user})' if e.db_user else ''}  {e.action} {e.app_name}"
             f"{f'  why: {e.reason}' if e.reason else ''}{f'  ({detail})' if detail else ''}",
             file=out,
         )
+    return ExitCode.OK
+
+
+def verify_audit(ctx: Context) -> int:
+    """``--verify-audit``: check the audit trail's hash chain (migration 0025).
+
+    Raises:
+        AuditChainBroken: naming the first changed or missing row.
+    """
+    check = ctx.store.verify_audit()
+    if check.problem is not None:
+        raise AuditChainBroken(check.bad_id, check.problem)
+    newest = f" (rows up to {check.newest_id})" if check.newest_id is not None else ""
+    print(f"audit trail: {check.rows} rows{newest}, hash chain whole", file=ctx.out)
     return ExitCode.OK
 
 

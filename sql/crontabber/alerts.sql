@@ -142,19 +142,12 @@ ORDER BY a.id DESC
 LIMIT %(limit)s;
 
 -- name: mute
--- Start a maintenance window of one job or of all ('*'): its scope, or no row when a window
--- of that scope is in force and %(replace)s is false (it stays as it was).
-INSERT INTO crontabber_mute (scope, until, muted_by, reason)
-VALUES (%(scope)s, %(until)s, %(by)s, %(reason)s)
-ON CONFLICT (scope) DO UPDATE
-SET until = EXCLUDED.until, muted_by = EXCLUDED.muted_by, reason = EXCLUDED.reason,
-    at = clock_timestamp()
-WHERE %(replace)s OR crontabber_mute.until <= clock_timestamp()
-RETURNING scope;
+-- Start a maintenance window of one job or of all ('*'); false when a window of that scope is
+-- in force and %(replace)s is false (it stays as it was). Audited by the function (0025).
+SELECT crontabber_mute(%(scope)s, %(until)s, %(replace)s, %(audit)s::json) AS muted;
 
 -- name: unmute
-DELETE FROM crontabber_mute WHERE scope = %(scope)s AND until > clock_timestamp()
-RETURNING scope;
+SELECT crontabber_unmute(%(scope)s, %(audit)s::json) AS unmuted;
 
 -- name: mutes
 -- The windows in force, or the one of a scope.

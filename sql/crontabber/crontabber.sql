@@ -53,22 +53,13 @@ ORDER BY host;
 
 -- name: drain
 -- An operator drains a host that ticked: it claims nothing new until %(until)s (NULL: until
--- --undrain); the row as it was before comes back (no row: no such host).
-UPDATE crontabber_host AS h
-SET drained_at = clock_timestamp(), drain_until = %(until)s, drained_by = %(by)s,
-    drain_reason = %(reason)s
-FROM crontabber_host AS before
-WHERE h.host = %(host)s AND before.host = h.host
-RETURNING before.drained_at IS NOT NULL
-          AND (before.drain_until IS NULL OR before.drain_until > clock_timestamp()) AS was_drained;
+-- --undrain); whether it was drained already (NULL: no such host, nothing written). Audited
+-- by the function (migration 0025), as every operator action below.
+SELECT crontabber_drain(%(host)s, %(until)s, %(audit)s::json) AS was_drained;
 
 -- name: undrain
--- The drain ends now; no row: the host was not drained.
-UPDATE crontabber_host
-SET drained_at = NULL, drain_until = NULL, drained_by = NULL, drain_reason = NULL
-WHERE host = %(host)s AND drained_at IS NOT NULL
-  AND (drain_until IS NULL OR drain_until > clock_timestamp())
-RETURNING host;
+-- The drain ends now; false: the host was not drained (nothing audited).
+SELECT crontabber_undrain(%(host)s, %(audit)s::json) AS undrained;
 
 -- name: hosts
 -- drained: an operator's drain in force (migration 0021).
@@ -315,59 +306,73 @@ RETURNING app_name;
 -- backfill anchor stay. run_id goes too, so the dead run is fenced off. A first run
 -- that died has no next_run: the release makes it due now, so the next tick runs it
 -- and lateness (--nagios, the list) counts from the release.
-UPDATE crontabber
-SET ongoing = NULL, ongoing_by = NULL, heartbeat = NULL, run_id = NULL,
-    next_run = COALESCE(next_run, clock_timestamp())
-WHERE app_name = %(app_name)s;
+SELECT crontabber_release(%(app_name)s, %(audit)s::json);
 
 -- name: delete_state
-DELETE FROM crontabber WHERE app_name = %(app_name)s RETURNING app_name;
+SELECT crontabber_reset(%(app_name)s, %(audit)s::json);
 
 -- name: pause
 -- Insert the row if the job never ran, so a new job can be paused before its first tick.
--- A pause still in force is replaced only when asked (--replace): no row comes back
--- otherwise, and the caller names the pause that stays. One statement, so two operators
--- pausing at once cannot both replace nothing. No until (NULL): a pause without an end,
--- 'infinity' (on_breach = pause): it lasts until someone resumes it.
-INSERT INTO crontabber (app_name, error_count, depends_on, last_error,
-                        paused_until, paused_reason, paused_by)
-VALUES (%(app_name)s, 0, %(depends_on)s, '{}', COALESCE(%(until)s::timestamptz, 'infinity'),
-        %(reason)s, %(by)s)
-ON CONFLICT (app_name) DO UPDATE
-SET paused_until = EXCLUDED.paused_until, paused_reason = EXCLUDED.paused_reason,
-    paused_by = EXCLUDED.paused_by
-WHERE %(replace)s OR crontabber.paused_until IS NULL
-   OR crontabber.paused_until <= clock_timestamp()
-RETURNING app_name;
+-- A pause still in force is replaced only when asked (--replace): false otherwise, and the
+-- caller names the pause that stays. One statement, so two operators pausing at once cannot
+-- both replace nothing. No until (NULL): 'infinity', a pause that lasts until someone
+-- resumes it (on_breach = pause).
+SELECT crontabber_pause(%(app_name)s, %(depends_on)s, %(until)s, %(replace)s, %(audit)s::json)
+       AS paused;
+
+-- name: breach_pause
+-- on_breach = pause: the pause a tick makes after run %(run_id)s of the job breached a check
+-- (never replacing a pause in force); the runner's role may make this one only.
+SELECT crontabber_breach_pause(%(app_name)s, %(depends_on)s, %(until)s, %(run_id)s,
+                               %(audit)s::json) AS paused;
 
 -- name: resume
 -- The pause ends now rather than vanishing: lateness (--nagios, --list-jobs) counts from its
 -- end, so a job that was due during the pause is not overdue the moment it is resumed;
 -- who paused it and why stay for --explain ("a pause ended ...").
-UPDATE crontabber SET paused_until = clock_timestamp()
-WHERE app_name = %(app_name)s AND paused_until > clock_timestamp();
+SELECT crontabber_resume(%(app_name)s, %(audit)s::json);
 
 -- name: mark_success
 -- Socorro's cronmarksuccess: as if the job had just succeeded (pending backfill
 -- intervals up to now are skipped); its next run is one interval away. Recorded as an
 -- operator's mark (who, why): the last success is a mark while last_success equals
 -- success_marked_at.
-UPDATE crontabber
-SET last_success = %(now)s, error_count = 0, last_error = '{}', next_run = %(next_run)s,
-    first_run = COALESCE(first_run, %(now)s),
-    success_marked_at = %(now)s, success_marked_by = %(by)s, success_marked_reason = %(reason)s
-WHERE app_name = %(app_name)s;
+SELECT crontabber_mark_success(%(app_name)s, %(now)s, %(next_run)s, %(audit)s::json);
 
 -- name: audit
 INSERT INTO crontabber_audit (actor, action, app_name, reason, detail)
 VALUES (%(actor)s, %(action)s, %(app_name)s, %(reason)s, %(detail)s);
 
 -- name: audit_list
-SELECT id, at, actor, action, app_name, reason, detail
+-- db_user: the database user that wrote the row (migration 0025; NULL before it).
+SELECT id, at, actor, db_user, action, app_name, reason, detail
 FROM crontabber_audit
 WHERE %(app_name)s::text IS NULL OR app_name = %(app_name)s
 ORDER BY id DESC
 LIMIT %(limit)s;
+
+-- name: audit_verify
+-- --verify-audit: the first row (by id) whose hash is not that of its columns (changed), or
+-- whose prev_hash is not the row before's (a row before it is missing: before is the id of
+-- the row now before it); the number of rows; the newest row and the head's (the newest row
+-- ever written: differing, rows after the newest were deleted). One snapshot.
+WITH chain AS (
+    SELECT a.id,
+           a.row_hash IS DISTINCT FROM crontabber_audit_hash(a) AS changed,
+           a.prev_hash IS DISTINCT FROM lag(a.row_hash) OVER (ORDER BY a.id) AS unlinked,
+           lag(a.id) OVER (ORDER BY a.id) AS before
+    FROM crontabber_audit AS a
+), newest AS (
+    SELECT id, row_hash FROM crontabber_audit ORDER BY id DESC LIMIT 1
+)
+SELECT (SELECT count(*) FROM chain) AS rows, bad.id AS bad_id, bad.changed, bad.before,
+       newest.id AS newest_id, h.last_id AS head_id,
+       h.last_id IS DISTINCT FROM newest.id OR h.row_hash IS DISTINCT FROM newest.row_hash
+           AS tail_cut
+FROM crontabber_audit_head AS h
+LEFT JOIN newest ON true
+LEFT JOIN LATERAL (SELECT id, changed, before FROM chain WHERE changed OR unlinked
+                   ORDER BY id LIMIT 1) AS bad ON true;
 
 -- name: start_rerun
 -- A --rerun's run: its ledger row only. It runs in a lane of its own: it leaves the job's

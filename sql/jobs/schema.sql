@@ -130,3 +130,13 @@ CREATE TABLE IF NOT EXISTS search_index_watermark (
 );
 CREATE INDEX IF NOT EXISTS upload_completed_at_idx ON upload (completed_at)
     WHERE completed_at IS NOT NULL;
+
+-- The runner's roles get their rights on these tables too (crontabber_grant_rights, the
+-- runner's migration 0025; a database that gets this file before that migration gets them
+-- from the migration).
+DO $$
+BEGIN
+    IF to_regprocedure('crontabber_grant_rights()') IS NOT NULL THEN
+        PERFORM crontabber_grant_rights();
+    END IF;
+END $$;

@@ -234,7 +234,7 @@ def test_every_operator_action_is_audited(cli):
     rows = crontab.sql("SELECT count(*) AS n FROM crontabber_audit")
     assert rows[0]["n"] == len(entries)
     out = cli.run("--audit", "--audit-job", "foo-backfill").stdout.splitlines()
-    assert len(out) == 1 and f"{ME}  rerun foo-backfill" in out[0]
+    assert len(out) == 1 and f"{ME} (db: {crontab.database.user})  rerun foo-backfill" in out[0]
     assert len(cli.run("--audit", "--limit", "2").stdout.splitlines()) == 2
 
 

@@ -25,6 +25,19 @@ SELECT 'index', indexname, indexdef FROM pg_indexes WHERE schemaname = 'public'
 UNION ALL
 SELECT 'constraint', conrelid::regclass || '.' || conname, pg_get_constraintdef(oid)
 FROM pg_constraint WHERE connamespace = 'public'::regnamespace
+UNION ALL
+SELECT 'function', p.oid::regprocedure::text,
+       concat_ws(' ', pg_get_functiondef(p.oid), p.proacl::text)
+FROM pg_proc AS p WHERE p.pronamespace = 'public'::regnamespace
+UNION ALL
+SELECT 'trigger', tgrelid::regclass || '.' || tgname, pg_get_triggerdef(oid)
+FROM pg_trigger WHERE NOT tgisinternal
+UNION ALL
+SELECT 'grants', c.oid::regclass::text,
+       concat_ws(' ', c.relacl::text,
+                 (SELECT string_agg(a.attname || '=' || a.attacl::text, ' ' ORDER BY a.attnum)
+                  FROM pg_attribute AS a WHERE a.attrelid = c.oid AND a.attacl IS NOT NULL))
+FROM pg_class AS c WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'S')
 ORDER BY 1, 2
 """
 TABLES = "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1"
@@ -32,6 +45,7 @@ RUNNER_TABLES = [
     "crontabber",
     "crontabber_alert",
     "crontabber_audit",
+    "crontabber_audit_head",
     "crontabber_host",
     "crontabber_interval",
     "crontabber_log",
@@ -176,3 +190,30 @@ def test_a_round_trip_cursor_sends_each_statement_as_its_own_transaction(empty_d
         other.close()
     finally:
         conn.close()
+
+
+def test_migration_0025_chains_the_audit_rows_written_before_it(empty_database):
+    """A database at 0024 with audit rows: 0025 hashes them in id order (their database user
+    unknown), then chains new rows after them; --verify-audit's check finds the chain whole."""
+    from crontabber.store import StateStore
+
+    conn = connect(empty_database)
+    with conn, conn.cursor() as cur:
+        for migration in migrations(*BOTH):
+            if migration.number < 25:
+                cur.execute(open(migration.path, encoding="utf-8").read())
+        cur.execute(
+            "INSERT INTO crontabber_audit (actor, action, app_name) "
+            "VALUES ('a@h', 'pause', 'x'), ('b@h', 'resume', 'x')"
+        )
+        cur.execute(open(next(m.path for m in migrations(*BOTH) if m.number == 25), encoding="utf-8").read())
+        cur.execute("INSERT INTO crontabber_audit (actor, action, app_name) VALUES ('c@h', 'reset', 'x')")
+        cur.execute("SELECT db_user, prev_hash IS NULL, row_hash IS NOT NULL FROM crontabber_audit ORDER BY id")
+        assert cur.fetchall() == [(None, True, True), (None, False, True), (empty_database.user, False, True)]
+    store = StateStore(conn)
+    check = store.verify_audit()
+    assert (check.rows, check.problem) == (3, None)
+    with conn, conn.cursor() as cur:
+        cur.execute("UPDATE crontabber_audit SET actor = 'z@h' WHERE actor = 'a@h'")
+    assert store.verify_audit().problem == "row 1 was changed after it was written"
+    conn.close()

@@ -1,0 +1,345 @@
+-- 0025: rights in PostgreSQL (issue #34 item 4). Expand only: the release before this one,
+-- connecting as the schema's owner, reads and writes as it did (the owner may do everything;
+-- its audit rows are chained by the trigger all the same).
+--
+-- Three group roles (NOLOGIN; docs/deploy.md#roles shows the LOGIN users a deployer grants
+-- them to): crontabber_runner ticks and records runs; crontabber_operator does that and the
+-- operator actions, only through the SECURITY DEFINER functions below, each of which writes
+-- its audit row in the same transaction; crontabber_readonly reads. The audit trail records
+-- the database user (session_user) beside the actor the process names, and each row carries
+-- a hash of itself and of the row before it (crontabber_audit_head holds the newest), so a
+-- changed or missing row shows (--verify-audit).
+
+-- The audit's database user and hash chain.
+ALTER TABLE crontabber_audit ADD COLUMN IF NOT EXISTS db_user text;
+ALTER TABLE crontabber_audit ADD COLUMN IF NOT EXISTS prev_hash text;
+ALTER TABLE crontabber_audit ADD COLUMN IF NOT EXISTS row_hash text;
+CREATE TABLE IF NOT EXISTS crontabber_audit_head (
+    one      boolean PRIMARY KEY DEFAULT true CHECK (one),
+    last_id  bigint,
+    row_hash text
+);
+INSERT INTO crontabber_audit_head (one) VALUES (true) ON CONFLICT DO NOTHING;
+
+-- A row's hash: sha256 (built in since PostgreSQL 11) of a canonical text of its columns
+-- (times in UTC, whatever the session's zone) and of the previous row's hash.
+CREATE OR REPLACE FUNCTION crontabber_audit_hash(a crontabber_audit) RETURNS text
+LANGUAGE sql STABLE AS $$
+    SELECT encode(sha256(convert_to(json_build_array(
+        a.id, to_char(a.at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), a.actor, a.db_user,
+        a.action, a.app_name, a.reason, a.detail, a.prev_hash)::text, 'UTF8')), 'hex')
+$$;
+
+-- The rows written before this migration, chained in id order (their database user unknown).
+DO $$
+DECLARE
+    r crontabber_audit;
+    prev text := (SELECT row_hash FROM crontabber_audit_head);
+BEGIN
+    FOR r IN SELECT * FROM crontabber_audit WHERE row_hash IS NULL ORDER BY id LOOP
+        r.prev_hash := prev;
+        r.row_hash := crontabber_audit_hash(r);
+        UPDATE crontabber_audit SET prev_hash = r.prev_hash, row_hash = r.row_hash WHERE id = r.id;
+        UPDATE crontabber_audit_head SET last_id = r.id, row_hash = r.row_hash;
+        prev := r.row_hash;
+    END LOOP;
+END $$;
+
+-- Every new row, whoever inserts it: under the head row's lock (writers queue; a writer in a
+-- REPEATABLE READ transaction that raced another fails rather than forking the chain), a new
+-- id taken after the lock (so id order is chain order), the session's user, the hashes.
+CREATE OR REPLACE FUNCTION crontabber_audit_chain() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
+DECLARE
+    head crontabber_audit_head;
+BEGIN
+    SELECT * INTO head FROM crontabber_audit_head WHERE one FOR UPDATE;
+    NEW.id := nextval('crontabber_audit_id_seq');
+    NEW.at := clock_timestamp();
+    NEW.db_user := session_user;
+    NEW.prev_hash := head.row_hash;
+    NEW.row_hash := crontabber_audit_hash(NEW);
+    UPDATE crontabber_audit_head SET last_id = NEW.id, row_hash = NEW.row_hash WHERE one;
+    RETURN NEW;
+END $$;
+DROP TRIGGER IF EXISTS crontabber_audit_chain ON crontabber_audit;
+CREATE TRIGGER crontabber_audit_chain BEFORE INSERT ON crontabber_audit
+    FOR EACH ROW EXECUTE FUNCTION crontabber_audit_chain();
+
+-- Only the tables' owner (or a superuser) may do what the other roles are refused: change or
+-- delete audit rows, clear a job's run id (a release). Defence beside the grants, for a role
+-- granted more than crontabber_grant_rights() gives.
+CREATE OR REPLACE FUNCTION crontabber_owner_only() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF NOT pg_has_role(current_user, (SELECT relowner FROM pg_class WHERE oid = TG_RELID), 'MEMBER') THEN
+        RAISE EXCEPTION '% on % is for its owner only (current user %)', TG_OP, TG_TABLE_NAME, current_user
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    RETURN CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
+END $$;
+DROP TRIGGER IF EXISTS crontabber_audit_append_only ON crontabber_audit;
+CREATE TRIGGER crontabber_audit_append_only BEFORE UPDATE OR DELETE ON crontabber_audit
+    FOR EACH ROW EXECUTE FUNCTION crontabber_owner_only();
+DROP TRIGGER IF EXISTS crontabber_audit_no_truncate ON crontabber_audit;
+CREATE TRIGGER crontabber_audit_no_truncate BEFORE TRUNCATE ON crontabber_audit
+    FOR EACH STATEMENT EXECUTE FUNCTION crontabber_owner_only();
+DROP TRIGGER IF EXISTS crontabber_release_owner_only ON crontabber;
+CREATE TRIGGER crontabber_release_owner_only BEFORE UPDATE ON crontabber
+    FOR EACH ROW WHEN (OLD.run_id IS NOT NULL AND NEW.run_id IS NULL)
+    EXECUTE FUNCTION crontabber_owner_only();
+
+-- An operator action's audit row (called by the functions below, as the owner): the action and
+-- its subject are the function's; actor, reason and detail the caller's (actor: the database
+-- user when the caller names none).
+CREATE OR REPLACE FUNCTION crontabber_audit_action(p_action text, p_app_name text, p_audit json)
+RETURNS void LANGUAGE sql AS $$
+    INSERT INTO crontabber_audit (actor, action, app_name, reason, detail)
+    VALUES (COALESCE(p_audit ->> 'actor', session_user), p_action,
+            p_app_name, p_audit ->> 'reason',
+            COALESCE(p_audit -> 'detail', '{}'::json))
+$$;
+
+-- The operator actions. Each is the statement the store ran before this migration, and its
+-- audit row, in one call; true when it changed something (and was audited).
+CREATE OR REPLACE FUNCTION crontabber_pause(
+    p_app_name text, p_depends_on text[], p_until timestamptz, p_replace boolean, p_audit json
+) RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
+BEGIN
+    INSERT INTO crontabber (app_name, error_count, depends_on, last_error,
+                            paused_until, paused_reason, paused_by)
+    VALUES (p_app_name, 0, p_depends_on, '{}', COALESCE(p_until, 'infinity'), p_audit ->> 'reason',
+            COALESCE(p_audit ->> 'actor', session_user))
+    ON CONFLICT (app_name) DO UPDATE
+    SET paused_until = EXCLUDED.paused_until, paused_reason = EXCLUDED.paused_reason,
+        paused_by = EXCLUDED.paused_by
+    WHERE p_replace OR crontabber.paused_until IS NULL
+       OR crontabber.paused_until <= clock_timestamp();
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    PERFORM crontabber_audit_action('pause', p_app_name, p_audit);
+    RETURN true;
+END $$;
+
+-- on_breach = pause (crontabber/alerts/checks.py): the runner's one way to pause a job, and
+-- only after a run of that job that succeeded and breached a check (named by its run id).
+CREATE OR REPLACE FUNCTION crontabber_breach_pause(
+    p_app_name text, p_depends_on text[], p_until timestamptz, p_run_id bigint, p_audit json
+) RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM crontabber_run
+                   WHERE run_id = p_run_id AND app_name = p_app_name AND status = 'succeeded') THEN
+        RAISE EXCEPTION 'no succeeded run % of % to pause it for', p_run_id, p_app_name
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    RETURN crontabber_pause(p_app_name, p_depends_on, p_until, false, p_audit);
+END $$;
+
+CREATE OR REPLACE FUNCTION crontabber_resume(p_app_name text, p_audit json) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
+BEGIN
+    UPDATE crontabber SET paused_until = clock_timestamp()
+    WHERE app_name = p_app_name AND paused_until > clock_timestamp();
+    PERFORM crontabber_audit_action('resume', p_app_name, p_audit);
+END $$;
+
+-- release, reset and mark-success run under the row lock the caller took (lock_state).
+CREATE OR REPLACE FUNCTION crontabber_release(p_app_name text, p_audit json) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
+BEGIN
+    UPDATE crontabber
+    SET ongoing = NULL, ongoing_by = NULL, heartbeat = NULL, run_id = NULL,
+        next_run = COALESCE(next_run, clock_timestamp())
+    WHERE app_name = p_app_name;
+    PERFORM crontabber_audit_action('release', p_app_name, p_audit);
+END $$;
+
+CREATE OR REPLACE FUNCTION crontabber_reset(p_app_name text, p_audit json) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
+BEGIN
+    DELETE FROM crontabber WHERE app_name = p_app_name;
+    PERFORM crontabber_audit_action('reset', p_app_name, p_audit);
+END $$;
+
+CREATE OR REPLACE FUNCTION crontabber_mark_success(
+    p_app_name text, p_now timestamptz, p_next_run timestamptz, p_audit json
+) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
+BEGIN
+    UPDATE crontabber
+    SET last_success = p_now, error_count = 0, last_error = '{}', next_run = p_next_run,
+        first_run = COALESCE(first_run, p_now), success_marked_at = p_now,
+        success_marked_by = COALESCE(p_audit ->> 'actor', session_user),
+        success_marked_reason = p_audit ->> 'reason'
+    WHERE app_name = p_app_name;
+    PERFORM crontabber_audit_action('mark-success', p_app_name, p_audit);
+END $$;
+
+CREATE OR REPLACE FUNCTION crontabber_mute(
+    p_scope text, p_until timestamptz, p_replace boolean, p_audit json
+) RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
+BEGIN
+    INSERT INTO crontabber_mute (scope, until, muted_by, reason)
+    VALUES (p_scope, p_until, COALESCE(p_audit ->> 'actor', session_user), p_audit ->> 'reason')
+    ON CONFLICT (scope) DO UPDATE
+    SET until = EXCLUDED.until, muted_by = EXCLUDED.muted_by, reason = EXCLUDED.reason,
+        at = clock_timestamp()
+    WHERE p_replace OR crontabber_mute.until <= clock_timestamp();
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    PERFORM crontabber_audit_action('mute', p_scope, p_audit);
+    RETURN true;
+END $$;
+
+CREATE OR REPLACE FUNCTION crontabber_unmute(p_scope text, p_audit json) RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
+BEGIN
+    DELETE FROM crontabber_mute WHERE scope = p_scope AND until > clock_timestamp();
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    PERFORM crontabber_audit_action('unmute', p_scope, p_audit);
+    RETURN true;
+END $$;
+
+-- NULL: no host of that name ever ticked (nothing written); else whether it was drained.
+CREATE OR REPLACE FUNCTION crontabber_drain(p_host text, p_until timestamptz, p_audit json)
+RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
+DECLARE
+    was boolean;
+BEGIN
+    UPDATE crontabber_host AS h
+    SET drained_at = clock_timestamp(), drain_until = p_until,
+        drained_by = COALESCE(p_audit ->> 'actor', session_user), drain_reason = p_audit ->> 'reason'
+    FROM crontabber_host AS before
+    WHERE h.host = p_host AND before.host = h.host
+    RETURNING before.drained_at IS NOT NULL
+              AND (before.drain_until IS NULL OR before.drain_until > clock_timestamp())
+    INTO was;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    PERFORM crontabber_audit_action('drain', 'host:' || p_host, p_audit);
+    RETURN was;
+END $$;
+
+CREATE OR REPLACE FUNCTION crontabber_undrain(p_host text, p_audit json) RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
+BEGIN
+    UPDATE crontabber_host
+    SET drained_at = NULL, drain_until = NULL, drained_by = NULL, drain_reason = NULL
+    WHERE host = p_host AND drained_at IS NOT NULL
+      AND (drain_until IS NULL OR drain_until > clock_timestamp());
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    PERFORM crontabber_audit_action('undrain', 'host:' || p_host, p_audit);
+    RETURN true;
+END $$;
+
+REVOKE ALL ON FUNCTION crontabber_pause(text, text[], timestamptz, boolean, json),
+    crontabber_breach_pause(text, text[], timestamptz, bigint, json),
+    crontabber_resume(text, json), crontabber_release(text, json), crontabber_reset(text, json),
+    crontabber_mark_success(text, timestamptz, timestamptz, json),
+    crontabber_mute(text, timestamptz, boolean, json), crontabber_unmute(text, json),
+    crontabber_drain(text, timestamptz, json), crontabber_undrain(text, json),
+    crontabber_audit_action(text, text, json), crontabber_audit_chain()
+FROM PUBLIC;
+
+-- The grants to the three roles, on the tables the owner has in this schema (the jobs' too:
+-- sql/jobs/schema.sql calls it again). Idempotent; a role that does not exist is skipped
+-- (its name returned as such). Run it again after creating the roles by hand
+-- (docs/deploy.md#roles).
+CREATE OR REPLACE FUNCTION crontabber_grant_rights() RETURNS text[]
+LANGUAGE plpgsql AS $$
+DECLARE
+    -- written only through the operator functions, or column by column
+    control constant text[] := ARRAY['crontabber', 'crontabber_host', 'crontabber_mute',
+                                     'crontabber_audit', 'crontabber_audit_head',
+                                     'schema_migrations'];
+    operator_functions constant text[] := ARRAY[
+        'crontabber_pause(text, text[], timestamptz, boolean, json)',
+        'crontabber_resume(text, json)', 'crontabber_release(text, json)',
+        'crontabber_reset(text, json)', 'crontabber_mark_success(text, timestamptz, timestamptz, json)',
+        'crontabber_mute(text, timestamptz, boolean, json)', 'crontabber_unmute(text, json)',
+        'crontabber_drain(text, timestamptz, json)', 'crontabber_undrain(text, json)'];
+    done text[] := '{}';
+    role text;
+    t text;
+    f text;
+BEGIN
+    IF to_regrole('crontabber_readonly') IS NOT NULL THEN
+        FOR t IN SELECT c.oid::regclass::text FROM pg_class AS c
+                 WHERE c.relnamespace = to_regnamespace(current_schema()) AND c.relkind IN ('r', 'p')
+                   AND c.relowner = to_regrole(current_user) LOOP
+            EXECUTE format('GRANT SELECT ON %s TO crontabber_readonly', t);
+        END LOOP;
+        done := done || 'crontabber_readonly'::text;
+    END IF;
+    FOREACH role IN ARRAY ARRAY['crontabber_runner', 'crontabber_operator'] LOOP
+        CONTINUE WHEN to_regrole(role) IS NULL;
+        FOR t IN SELECT c.oid::regclass::text FROM pg_class AS c
+                 WHERE c.relnamespace = to_regnamespace(current_schema()) AND c.relkind IN ('r', 'p', 'S')
+                   AND c.relowner = to_regrole(current_user) LOOP
+            IF (SELECT relkind FROM pg_class WHERE oid = t::regclass) = 'S' THEN
+                EXECUTE format('GRANT USAGE, SELECT ON SEQUENCE %s TO %I', t, role);
+            ELSIF t = ANY(control) THEN
+                EXECUTE format('GRANT SELECT ON %s TO %I', t, role);
+                EXECUTE format('REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON %s FROM %I', t, role);
+            ELSE
+                EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON %s TO %I', t, role);
+            END IF;
+        END LOOP;
+        -- what a tick writes of the mixed tables: its runs' columns of a job's row (not the
+        -- pause, the mark; not a DELETE: a reset), its host's record (not a drain), audit rows
+        -- of runs (id, time, database user and hashes are the trigger's)
+        EXECUTE format('GRANT INSERT (app_name, error_count, depends_on, last_error), '
+                       'UPDATE (next_run, first_run, last_run, last_success, ongoing, ongoing_by, '
+                       'error_count, depends_on, last_error, run_id, heartbeat) ON crontabber TO %I', role);
+        EXECUTE format('GRANT INSERT (host, version, last_tick, skew_seconds, pid, schema_behind, tags), '
+                       'UPDATE (version, last_tick, skew_seconds, pid, schema_behind, tags) '
+                       'ON crontabber_host TO %I', role);
+        EXECUTE format('GRANT INSERT (actor, action, app_name, reason, detail) ON crontabber_audit TO %I', role);
+        EXECUTE format('GRANT EXECUTE ON FUNCTION '
+                       'crontabber_breach_pause(text, text[], timestamptz, bigint, json) TO %I', role);
+        done := done || role;
+    END LOOP;
+    IF to_regrole('crontabber_operator') IS NOT NULL THEN
+        FOREACH f IN ARRAY operator_functions LOOP
+            EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO crontabber_operator', f);
+        END LOOP;
+    END IF;
+    RETURN done;
+END $$;
+REVOKE ALL ON FUNCTION crontabber_grant_rights() FROM PUBLIC;
+
+-- The roles, when the owner may create them (a superuser, or CREATEROLE); otherwise a DBA
+-- creates them (docs/deploy.md#roles) and runs SELECT crontabber_grant_rights() as the owner.
+-- Roles are the cluster's: databases migrating at once race to create them (the loser's
+-- CREATE fails with duplicate_object or unique_violation: the role is there, which is all
+-- it wanted).
+DO $$
+DECLARE
+    role text;
+BEGIN
+    FOREACH role IN ARRAY ARRAY['crontabber_runner', 'crontabber_operator', 'crontabber_readonly'] LOOP
+        CONTINUE WHEN to_regrole(role) IS NOT NULL;
+        IF NOT (SELECT rolsuper OR rolcreaterole FROM pg_roles WHERE rolname = current_user) THEN
+            RAISE NOTICE 'role % does not exist and % may not create it (docs/deploy.md#roles)',
+                role, current_user;
+            CONTINUE;
+        END IF;
+        BEGIN
+            EXECUTE format('CREATE ROLE %I NOLOGIN', role);
+        EXCEPTION WHEN duplicate_object OR unique_violation THEN
+            NULL;
+        END;
+    END LOOP;
+END $$;
+SELECT crontabber_grant_rights();
