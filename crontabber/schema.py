@@ -172,7 +172,7 @@ def ensure_schema(connection: Any, sql_dirs: Sequence[SqlDir] = RUNNER) -> Appli
                     )
             else:
                 replay += [(m, _label(sql_dir)) for m in found if m.number not in done]
-        for migration, schema in sorted(replay):
+        for migration, schema in sorted(replay, key=lambda replayed: replayed[0].number):
             cur.execute(_sql_text(migration.path))
             applied.append(migration.name)
             cur.execute(q["record"], {"number": migration.number, "name": migration.name, "schema": schema})

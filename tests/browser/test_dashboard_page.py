@@ -89,7 +89,7 @@ def test_a_failing_job_is_marked_and_its_traceback_opens(dashboard, browser, sho
     trace = row(browser, "trouble").find_element(By.CSS_SELECTOR, "pre.traceback")
     assert trace.is_displayed()
     assert trace.text.startswith("Traceback (most recent call last):")
-    assert trace.text.endswith("NameError: Trouble!!") and "raise NameError('Trouble!!')" in trace.text
+    assert trace.text.endswith("NameError: Trouble!!") and 'raise NameError("Trouble!!")' in trace.text
     shot("failing-traceback")
     # the refresh replaces the panel in place: the page is not reloaded, the traceback stays open
     browser.execute_script("window.notReloaded = true")

@@ -85,7 +85,7 @@ def test_show_error_text_and_refusals(cli):
     lines = done.stdout.splitlines()
     # the traceback, then the end of what the run logged (its one ERROR line)
     end = lines.index("NameError: Trouble!!", 2)
-    assert lines[end - 1 : end + 1] == ["    raise NameError('Trouble!!')", "NameError: Trouble!!"]
+    assert lines[end - 1 : end + 1] == ['    raise NameError("Trouble!!")', "NameError: Trouble!!"]
     assert lines[end + 2].startswith("--- the last line of what run ") and "trouble failed" in lines[-1]
     done = cli.run("--show-error", "trouble", "--run", "424242")
     assert done.returncode == 1 and done.stdout == "" and done.stderr.count("\n") == 1

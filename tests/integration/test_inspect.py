@@ -252,7 +252,7 @@ def test_history_of_a_failed_backfill_run(crontab):
     failed, first = document["runs"]
     assert failed["run_id"] == log[-1]["run_id"] and failed["outcome"] == "failed"
     assert failed["error"]["type"] == "NameError" and failed["error"]["value"] == "bla bla"
-    assert "raise NameError('bla bla')" in failed["error"]["traceback"]
+    assert 'raise NameError("bla bla")' in failed["error"]["traceback"]
     assert [e["id"] for e in failed["entries"]] == [row["id"] for row in reversed(log[1:])]
     assert [e["outcome"] for e in failed["entries"]] == ["failed", "ok", "ok"]
     assert failed["by"] == f"{log[-1]['host']}:{log[-1]['pid']}"
@@ -362,7 +362,7 @@ def test_show_error_prints_the_whole_traceback_of_the_last_failure(crontab):
     assert f"on {last['host']}:{last['pid']} after " in lines[0]
     assert lines[1] == "NameError: Trouble!!"
     assert lines[3] == "Traceback (most recent call last):"
-    assert "    raise NameError('Trouble!!')" in lines and lines[-1] == "NameError: Trouble!!"
+    assert '    raise NameError("Trouble!!")' in lines and lines[-1] == "NameError: Trouble!!"
     first = crontab.log("trouble")[0]["run_id"]
     code, out = crontab.run("--show-error", "trouble", "--run", str(first))
     assert code == 0 and out.startswith(f"trouble: run {first} failed ")
@@ -416,7 +416,7 @@ def test_show_error_falls_back_to_the_state_row_when_the_log_was_pruned(crontab)
     crontab.sql("DELETE FROM crontabber_log")
     code, out = crontab.run("--show-error", "trouble")
     assert code == 0 and "(from the job's state row: the log has no row of it)" in out.splitlines()[0]
-    assert "raise NameError('Trouble!!')" in out
+    assert 'raise NameError("Trouble!!")' in out
 
 
 def test_show_error_json_matches_the_log(crontab):

@@ -60,7 +60,7 @@ def test_failing_job_is_recorded_and_others_continue(crontab):
     assert trouble.error_count == 1 and trouble.last_success is None and trouble.ongoing is None
     assert trouble.last_error["type"] == "<class 'NameError'>"
     assert trouble.last_error["value"] == "Trouble!!"
-    assert "raise NameError('Trouble!!')" in trouble.last_error["traceback"]
+    assert 'raise NameError("Trouble!!")' in trouble.last_error["traceback"]
     assert trouble.next_run == trouble.last_run + dt.timedelta(seconds=100)
     assert crontab.state("sad") is None  # blocked children get no row
     (row,) = crontab.log("trouble")
