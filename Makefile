@@ -51,10 +51,11 @@ lint: venv
 	.venv/bin/ruff format --check $(LINTED)
 	$(PY) -m mypy
 
-# The docs site (mkdocs.yml): a dead link, a page out of the nav or a stale generated reference
-# page fails it.
+# The docs site (mkdocs.yml): a dead link, a page out of the nav, a stale generated reference
+# page or a Markdown file pointing outside the repository (scripts/check_links.py) fails it.
 docs: venv
 	$(PY) scripts/gen_reference.py --check
+	$(PY) scripts/check_links.py
 	NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet
 
 # The fast lane: lint, types and the unit tests (no services), in well under a minute.

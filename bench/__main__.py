@@ -1,4 +1,5 @@
-"""``python -m bench [NAME ...] [--rounds N]``: run benchmarks, rewrite bench/RESULTS.md."""
+"""``python -m bench [NAME ...] [--rounds N]``: run benchmarks, rewrite bench/RESULTS.md (its
+table and notes; the lab notes at its end, kept by hand, stay as they are)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,9 @@ from pathlib import Path
 from .harness import Comparison, Sample
 
 HERE = Path(__file__).resolve().parent
+#: RESULTS.md's hand-kept part: from this heading to the end, a rewrite keeps what is there
+#: (dated measurements made by hand, which the docs link to for their figures).
+LAB_NOTES = "## Lab notes"
 
 
 def machine() -> str:
@@ -88,6 +92,13 @@ def render(records: dict[str, dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def lab_notes(results: str) -> str:
+    """The hand-kept lab notes of RESULTS.md's text ``results`` (from :data:`LAB_NOTES` to its
+    end, after a blank line), or ``""``."""
+    at = results.find("\n" + LAB_NOTES + "\n")
+    return "\n" + results[at + 1 :] if at >= 0 else ""
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench")
     parser.add_argument("names", nargs="*", help="benchmarks to run (default: all)")
@@ -106,7 +117,8 @@ def main(argv: list[str]) -> int:
                 file=sys.stderr,
             )
         save(name, comparisons, command)
-    (HERE / "RESULTS.md").write_text(render(load_all()))
+    results = HERE / "RESULTS.md"
+    results.write_text(render(load_all()) + lab_notes(results.read_text() if results.exists() else ""))
     return 0
 
 

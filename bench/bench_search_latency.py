@@ -18,7 +18,6 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import random
 import socket
 import statistics
 import subprocess
@@ -28,6 +27,8 @@ import time
 import urllib.parse
 from pathlib import Path
 
+from tests.fixtures.search_source import queries
+
 from .harness import Comparison, Sample, interleave
 
 ROUNDS = 5
@@ -35,19 +36,6 @@ CLIENTS = 4
 WARM_UP_SECONDS = 150
 REPO = Path(__file__).resolve().parent.parent
 ALIAS = "bench-search-1m"
-
-
-def queries(seed: int = 7) -> list[str]:
-    from tests.fixtures.search_corpus import corpus, debug_id
-    from tests.fixtures.search_typos import typos
-
-    names = corpus()
-    rng = random.Random(seed)
-    found = [t.typo for t in typos(names, 1, 120, seed)] + [t.typo for t in typos(names, 2, 60, seed)]
-    found += rng.sample(names, 30)
-    found += [debug_id(name, rng.randint(1, 295)) for name in rng.sample(names, 30)]
-    rng.shuffle(found)
-    return found
 
 
 def serve_seed(port: int) -> None:

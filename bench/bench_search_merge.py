@@ -39,8 +39,7 @@ def build(es: Any, alias: str, merge: bool) -> int:
     from jobs.search_index import SymbolFileStore
     from search.indexer import rebuild
     from tests.fixtures.search_corpus import corpus
-
-    from .bench_search_rebuild import source_database
+    from tests.fixtures.search_source import source_database
 
     conn = connect(source_database(corpus()))
     try:
@@ -61,11 +60,11 @@ def es_cpu_ms(es: Any) -> float:
 
 
 def run(rounds: int) -> list[Comparison]:
-    from bench.bench_search_latency import queries
     from faults import net
     from faults.search_load import Gunicorn, level, summary
     from search.client import make_es_client
     from search.indexer import segment_count
+    from tests.fixtures.search_source import queries
 
     es = make_es_client(request_timeout=300)
     documents = build(es, MERGED, merge=True)

@@ -2,9 +2,9 @@
 over 1M symbol files vs the same documents posted by a client that costs almost
 nothing, interleaved in one run.
 
-The source is a PostgreSQL database ``bench_search`` holding the contract
-tables (``tests/fixtures/search_tables.sql``) with 1,000,000 symbol files: the
-3,400 corpus names x 295 debug ids (+ 1 of each, uploaded twice), a tenth of
+The source (``tests.fixtures.search_source``, shared with the fault suite) is a PostgreSQL
+database ``bench_search`` holding the contract tables (``tests/fixtures/search_tables.sql``)
+with 1,000,000 symbol files: the 3,400 corpus names x 295 debug ids (+ 1 of each, uploaded twice), a tenth of
 them with a missing-symbol row. It is built once and reused while it holds
 that many rows. ``BENCH_REBUILD_VERSIONS=30 python -m bench search_rebuild``
 uses 30 debug ids per name instead (102,000 documents, database
@@ -35,60 +35,13 @@ import urllib.parse
 from pathlib import Path
 from typing import Any, Iterator
 
+from tests.fixtures.search_source import ALIAS, source_database
+
 from .harness import Comparison, Sample, interleave
-from .services import database
 
 ROUNDS = 3
-VERSIONS = int(os.environ.get("BENCH_REBUILD_VERSIONS", "295"))
-DBNAME = "bench_search" if VERSIONS == 295 else f"bench_search_v{VERSIONS}"
-ALIAS = "bench-search-1m" if VERSIONS == 295 else f"bench-search-v{VERSIONS}"
 CHUNK = 5000  # documents per bulk request, both sides
 STREAMS = 2  # requests in flight, both sides
-REPO = Path(__file__).resolve().parent.parent
-
-POPULATE = """
-CREATE TEMP TABLE names (name text PRIMARY KEY);
-INSERT INTO names SELECT unnest(%(names)s::text[]);
-INSERT INTO file_upload (key, size, created_at)
-SELECT 'v1/' || name || '/' || upper(md5(name || '/' || v)) || '0/'
-       || CASE WHEN name LIKE '%%.pdb' THEN left(name, -4) ELSE name END || '.sym',
-       1000 + (v * 7919) %% 100000,
-       '2026-01-01'::timestamptz + v * interval '1 hour'
-FROM names CROSS JOIN generate_series(1, %(versions)s) AS v;
-INSERT INTO file_upload (key, size, created_at)
-SELECT key, size + 1, created_at + interval '1 day' FROM file_upload WHERE id %% 1000 = 0;
-INSERT INTO missing_symbol (debug_file, debug_id, code_file, code_id, count)
-SELECT split_part(key, '/', 2), split_part(key, '/', 3), '', '', 1 + id %% 50
-FROM file_upload WHERE id %% 10 = 0;
-ANALYZE;
-"""
-
-
-def source_database(names: list[str], dbname: str = DBNAME, versions: int = VERSIONS) -> Any:
-    """Settings of a source database of ``versions`` rows per name (the cached 1M-row one
-    by default; the fault suite's smaller one), built on first use and rebuilt when its
-    row count differs."""
-    from crontabber.store import connect
-
-    admin = connect(database("postgres"))
-    admin.autocommit = True
-    with admin.cursor() as cur:
-        cur.execute("SELECT 1 FROM pg_database WHERE datname = %s", (dbname,))
-        if not cur.fetchone():
-            cur.execute(f"CREATE DATABASE {dbname}")
-            cur.execute(f"ALTER DATABASE {dbname} SET search_path = search_fixture, public")
-    admin.close()
-    settings = database(dbname)
-    conn = connect(settings)
-    conn.autocommit = True
-    with conn.cursor() as cur:
-        cur.execute((REPO / "tests/fixtures/search_tables.sql").read_text())
-        cur.execute("SELECT count(*) FROM search_fixture.file_upload")
-        if cur.fetchone()[0] != len(names) * versions + len(names) * versions // 1000:
-            cur.execute("TRUNCATE search_fixture.file_upload, search_fixture.missing_symbol")
-            cur.execute(POPULATE, {"names": names, "versions": versions})
-    conn.close()
-    return settings
 
 
 def es_cpu_seconds(es: Any) -> float:

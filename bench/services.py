@@ -1,32 +1,16 @@
-"""The local services for benchmarks: a database's settings, a fresh database, s3proxy's pid
-and a process's CPU time. Addresses and places come from :mod:`devservices`."""
+"""The local services for benchmarks: a database's settings, a fresh database (both from
+:mod:`devservices.databases`), s3proxy's pid and a process's CPU time. Addresses and places
+come from :mod:`devservices`."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Mapping
 
 import devservices
-from crontabber.config.database import DatabaseSettings
-from crontabber.store import connect
+from devservices.databases import database, fresh_database
 
-
-def database(dbname: str, env: Mapping[str, str] = os.environ) -> DatabaseSettings:
-    """The local PostgreSQL's database ``dbname`` (tests/conftest.py uses it too)."""
-    where = devservices.Services(env).database(dbname)
-    return DatabaseSettings(**where)
-
-
-def fresh_database(dbname: str) -> DatabaseSettings:
-    """Drop and create ``dbname``; return its settings."""
-    conn = connect(database("postgres"))
-    conn.autocommit = True
-    with conn.cursor() as cur:
-        cur.execute(f"DROP DATABASE IF EXISTS {dbname} WITH (FORCE)")
-        cur.execute(f"CREATE DATABASE {dbname}")
-    conn.close()
-    return database(dbname)
+__all__ = ["cpu_seconds", "database", "fresh_database", "s3proxy_pid"]
 
 
 def cpu_seconds(pid: int | str) -> float:

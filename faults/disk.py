@@ -111,8 +111,8 @@ def run(scale: float) -> list[FaultResult]:
 
 
 def _row(bench: Bench, upload_id: int) -> tuple[str, str | None]:
-    from bench.services import database
     from crontabber.store import connect
+    from devservices.databases import database
 
     conn = connect(database(bench.env["RESOURCE_POSTGRESQL_DBNAME"]))
     try:

@@ -14,7 +14,7 @@ Elasticsearch was down and answers 200 again by itself once it is back (the seco
 took are a figure); the next rebuild succeeds and moves the alias; indices left behind by
 the cut builds are counted.
 
-The source is the search benchmark's generator (``bench.bench_search_rebuild.POPULATE``)
+The source is the search benchmarks' generator (``tests.fixtures.search_source.POPULATE``)
 at a reduced size in a database of its own (``faults_es``).
 """
 
@@ -37,16 +37,16 @@ THROWS = 5  # per kind at scale 1.0
 
 def source() -> int:
     """Build the source database (once; reused while it holds the same rows): its row count."""
-    from bench.bench_search_rebuild import source_database
     from tests.fixtures.search_corpus import corpus
+    from tests.fixtures.search_source import source_database
 
     source_database(corpus(), DBNAME, VERSIONS)
     return rebuild_count()
 
 
 def rebuild_count() -> int:
-    from bench.services import database
     from crontabber.store import connect
+    from devservices.databases import database
     from jobs.search_index import SymbolFileStore
 
     conn = connect(database(DBNAME))
@@ -58,9 +58,9 @@ def rebuild_count() -> int:
 
 def rebuild_main(es_url: str) -> int:
     """``python -m faults.elasticsearch rebuild ES_URL``: one rebuild, the job's code path."""
-    from bench.services import database
     from crontabber.failures import describe
     from crontabber.store import connect
+    from devservices.databases import database
     from jobs.search_index import rebuild_from
     from search.indexer import BulkSettings
 

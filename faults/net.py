@@ -231,9 +231,9 @@ def run_job(app_name: str, options: dict[str, Any], env: dict[str, str]) -> Run:
 def fresh_database(dbname: str) -> dict[str, str]:
     """Drop and create ``dbname`` on the services' PostgreSQL, apply the schema; the
     environment that points the runner and the jobs at it."""
-    from bench.services import fresh_database as create
     from crontabber.schema import ensure_schema, with_runner
     from crontabber.store import connect
+    from devservices.databases import fresh_database as create
     from jobs import SQL_DIR as JOBS_SQL
 
     conn = connect(create(dbname))

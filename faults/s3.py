@@ -137,7 +137,7 @@ class Bench:
 
 
 def _settings(env: dict[str, str]) -> Any:
-    from bench.services import database
+    from devservices.databases import database
 
     return database(env["RESOURCE_POSTGRESQL_DBNAME"])
 

@@ -4,7 +4,7 @@ driven by hey (a real HTTP load generator), and a fuzzed query set sent over HTT
 
 - **Load**: 4, 16 and 64 concurrent connections, each level for a while, every connection
   cycling through the search benchmark's queries (typos, exact names, debug ids;
-  ``bench.bench_search_latency.queries``): hey sends one URL, so a level runs hey once
+  ``tests.fixtures.search_source.queries``): hey sends one URL, so a level runs hey once
   per query, for an equal share of the level's time, at the level's concurrency, and the
   per-request rows (``-o csv``) of all of them give the level's p50/p99 and error rate
   (any answer but 200, or a request hey could not complete). Goal: p99 <= 30 ms at 4 connections, 0 errors.
@@ -20,7 +20,8 @@ driven by hey (a real HTTP load generator), and a fuzzed query set sent over HTT
   answers a request line over 4094 bytes itself, 414 in HTML: counted apart).
 
 The index: at scale >= 1 the 1M-document alias of the search benchmarks
-(``bench-search-1m``, built by ``bench.bench_search_rebuild`` when missing, then reused);
+(``bench-search-1m``, built by the rebuild job's path when missing, then reused:
+``tests.fixtures.search_source.build_alias``);
 below that, ``faults.elasticsearch``'s smaller index (~68,000 documents), so a quick run
 stays quick; its figures say which. Latency figures mean something only on a quiet machine.
 """
@@ -64,11 +65,11 @@ def index(scale: float) -> tuple[str, int]:
 
     es = make_es_client(request_timeout=120)
     if scale >= 1.0:
-        from bench import bench_search_rebuild
+        from tests.fixtures import search_source
 
-        alias = bench_search_rebuild.ALIAS
+        alias = search_source.ALIAS
         if not es.indices.exists_alias(name=alias):
-            bench_search_rebuild.run(1)
+            search_source.build_alias()
     else:
         from faults import elasticsearch
 
@@ -197,7 +198,7 @@ def warm_up(tools: Path, port: int, texts: list[str], scale: float) -> str:
 
 
 def load(tools: Path, server: Gunicorn, scale: float) -> FaultResult:
-    from bench.bench_search_latency import queries
+    from tests.fixtures.search_source import queries
 
     texts = queries()[:12]  # hey runs one URL: 12 of the benchmark's queries, each in turn
     seconds = max(12.0, LEVEL_SECONDS * scale)
@@ -222,7 +223,7 @@ def load(tools: Path, server: Gunicorn, scale: float) -> FaultResult:
 
 
 def soak(tools: Path, server: Gunicorn, scale: float) -> FaultResult:
-    from bench.bench_search_latency import queries
+    from tests.fixtures.search_source import queries
 
     seconds = max(30.0, SOAK_SECONDS * scale)
     texts = queries()[:40]

@@ -13,7 +13,13 @@ vendored parts) with :mod:`ast` and prints:
   through others (imports inside functions count: deferring an import hides a circle, it does
   not end it);
 - modules of ``crontabber/`` without a docstring (``--list`` prints each module's first
-  docstring line, which must say what the module owns).
+  docstring line, which must say what the module owns);
+- the largest class (lines and methods);
+- imports inside functions (deferred imports: each hides a dependency from the module's head);
+- test cross-imports: modules of the whole repository importing a test module or a
+  ``conftest.py`` (shared test code lives in ``tests/helpers.py`` and ``tests/fixtures/``);
+- bench imports: modules outside ``bench/`` importing it (the benchmarks are a leaf: what they
+  share with tests and the fault suite lives in ``devservices/`` or ``tests/fixtures/``).
 
 Nothing is run or imported; the figures are reproducible from a checkout alone.
 """
@@ -27,6 +33,8 @@ import sys
 from pathlib import Path
 
 ROOTS = ("crontabber", "jobs", "search")
+#: Every directory of Python code in the repository, for the cross-import counts.
+EVERYWHERE = ROOTS + ("dashboard", "configman", "devservices", "tests", "bench", "faults", "scripts")
 LONG = 50
 SAME_IDEA = {"main"}  # each ``python -m`` module's entry point
 
@@ -123,6 +131,58 @@ def runner_modules(repo: Path) -> tuple[dict[str, set[str]], dict[str, str]]:
     return graph, firsts
 
 
+def classes(tree: ast.AST) -> list[tuple[str, int, int]]:
+    """``(qualified name, lines, methods)`` of every class in ``tree``."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            assert node.end_lineno is not None
+            methods = sum(isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef)) for c in node.body)
+            found.append((node.name, node.end_lineno - node.lineno + 1, methods))
+    return found
+
+
+def deferred_imports(tree: ast.AST) -> int:
+    """How many import statements in ``tree`` sit inside a function (at any depth)."""
+    count = 0
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        nonlocal count
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                count += in_function
+            visit(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
+    visit(tree, False)
+    return count
+
+
+def is_test_module(name: str) -> bool:
+    """A test module or a ``conftest`` under ``tests/`` (``tests.cli.test_cli``, ``tests.conftest``)."""
+    last = name.rpartition(".")[2]
+    return name.split(".")[0] == "tests" and (last.startswith("test_") or last == "conftest")
+
+
+def import_graph(repo: Path) -> dict[str, set[str]]:
+    """Each module of :data:`EVERYWHERE` and the repository's modules it imports, anywhere in it."""
+    paths = sorted(p for root in EVERYWHERE if (repo / root).is_dir() for p in (repo / root).rglob("*.py"))
+    known = {module_name(repo, p) for p in paths}
+    return {module_name(repo, p): imports(repo, p, known) for p in paths}
+
+
+def test_cross_imports(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """``(importer, test module)``: a test module or conftest imported as a library."""
+    return sorted((name, other) for name, found in graph.items() for other in found if is_test_module(other))
+
+
+def bench_imports(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """``(importer, bench module)``: ``bench`` imported from outside it."""
+    inside = lambda name: name == "bench" or name.startswith("bench.")  # noqa: E731
+    return sorted(
+        (name, other) for name, found in graph.items() for other in found if inside(other) and not inside(name)
+    )
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python scripts/metrics.py")
     parser.add_argument("--list", action="store_true", help="list the long functions and names")
@@ -131,12 +191,16 @@ def main(argv: list[str]) -> int:
     sizes: dict[str, int] = {}
     funcs: list[tuple[str, int]] = []
     defined: dict[str, set[str]] = collections.defaultdict(set)
+    klasses: list[tuple[str, int, int]] = []
+    deferred = 0
     for path in modules(repo):
         rel = str(path.relative_to(repo))
         text = path.read_text()
         sizes[rel] = len(text.splitlines())
         tree = ast.parse(text, rel)
         funcs += [(f"{rel}:{name}", n) for name, n in functions(tree)]
+        klasses += [(f"{rel}:{name}", n, methods) for name, n, methods in classes(tree)]
+        deferred += deferred_imports(tree)
         for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name not in SAME_IDEA:
                 defined[node.name].add(rel)
@@ -152,6 +216,13 @@ def main(argv: list[str]) -> int:
     loops = circles(graph)
     print(f"import circles in crontabber/: {len(loops)}")
     print(f"modules of crontabber/ without a docstring: {sum(not line for line in firsts.values())}")
+    biggest = max(klasses, key=lambda kv: kv[1])
+    print(f"largest class: {biggest[0]} ({biggest[1]} lines, {biggest[2]} methods)")
+    print(f"imports inside functions: {deferred}")
+    everywhere = import_graph(repo)
+    crossed, benched = test_cross_imports(everywhere), bench_imports(everywhere)
+    print(f"test cross-imports: {len(crossed)} in {len({name for name, _ in crossed})} modules")
+    print(f"bench imports: {len(benched)} in {len({name for name, _ in benched})} modules")
     if args.list:
         for name, n in long:
             print(f"  long: {name} ({n} lines)")
@@ -161,6 +232,10 @@ def main(argv: list[str]) -> int:
             print(f"  circle: {' <-> '.join(loop)}")
         for name, line in firsts.items():
             print(f"  module {name}: {line or '(no docstring)'}")
+        for name, other in crossed:
+            print(f"  test cross-import: {name} -> {other}")
+        for name, other in benched:
+            print(f"  bench import: {name} -> {other}")
     return 0
 
 

@@ -9,7 +9,7 @@ defaults otherwise. A missing service fails the test: nothing here skips.
   built once per session with the current schema (``CREATE DATABASE ...
   TEMPLATE``, a few ms), dropped afterwards.
 
-Every test database's sessions are in a zone other than UTC (``TEST_TIME_ZONE``): nothing
+Every test database's sessions are in a zone other than UTC (``tests.helpers.TEST_TIME_ZONE``): nothing
 the runner and the jobs do may lean on the session's time zone (they set none: a transaction
 pooler would refuse or lose it).
 
@@ -24,60 +24,17 @@ databases stays direct.
 
 from __future__ import annotations
 
-import contextlib
-import itertools
 import os
-import time
 import uuid
-from pathlib import Path
 from typing import Any, Iterator
 
-import psycopg2
-import psycopg2.errors
 import pytest
 
-import devservices
-from bench.services import database as service_database
 from crontabber.config.database import DatabaseSettings
 from crontabber.schema import ensure_schema, with_runner
 from crontabber.store import connect
 from jobs import SQL_DIR as JOBS_SQL
-
-REPO = Path(__file__).resolve().parent.parent
-
-
-# .services/env's values under os.environ's
-ENV = devservices.environment()
-SERVICES = devservices.Services(ENV)
-#: The pooled lane: test databases reached through PgBouncer.
-POOLED = ENV.get("SYMBOLS_TEST_POOLED", "") not in ("", "0")
-#: The test databases' sessions' zone: a half-hour offset and daylight saving time, so a
-#: day or an hour taken in the session's zone instead of UTC shows.
-TEST_TIME_ZONE = "America/St_Johns"
-
-
-def admin_settings(dbname: str = "postgres") -> DatabaseSettings:
-    return service_database(dbname, ENV)
-
-
-def _admin_execute(sql: str) -> None:
-    conn = connect(admin_settings())
-    conn.autocommit = True
-    try:
-        with conn.cursor() as cur:
-            for attempt in range(20):
-                try:
-                    cur.execute(sql)
-                    return
-                except psycopg2.errors.InsufficientPrivilege:
-                    # DROP DATABASE ... WITH (FORCE) may not terminate a superuser's
-                    # process in the database (an autovacuum worker, seen under load):
-                    # it ends within moments, so try again rather than fail a teardown.
-                    if attempt == 19 or not sql.startswith("DROP DATABASE"):
-                        raise
-                    time.sleep(0.25)
-    finally:
-        conn.close()
+from tests.helpers import admin_execute, admin_settings, es_client, fresh_database, s3_client
 
 
 @pytest.fixture(scope="session")
@@ -85,35 +42,17 @@ def template_database() -> Iterator[str]:
     """A database holding the current schema, cloned by ``database``."""
     name = f"test_template_{os.getpid()}"
     try:
-        _admin_execute(f"DROP DATABASE IF EXISTS {name}")
+        admin_execute(f"DROP DATABASE IF EXISTS {name}")
     except Exception as exc:  # noqa: BLE001 - turn any connection problem into a failure
         pytest.fail(f"PostgreSQL is not reachable ({exc}); run `make services` first", pytrace=False)
-    _admin_execute(f"CREATE DATABASE {name}")
+    admin_execute(f"CREATE DATABASE {name}")
     conn = connect(admin_settings(name))
     try:
         ensure_schema(conn, with_runner([JOBS_SQL]))
     finally:
         conn.close()
     yield name
-    _admin_execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-
-
-_counter = itertools.count()
-
-
-@contextlib.contextmanager
-def fresh_database(prefix: str, template: str | None = None, pooled: bool = POOLED) -> Iterator[DatabaseSettings]:
-    """A new database (a copy of ``template``, or empty), its sessions in ``TEST_TIME_ZONE``,
-    as a test and the commands it starts reach it: directly, or through PgBouncer when
-    ``pooled``; dropped afterwards."""
-    name = f"{prefix}_{os.getpid()}_{next(_counter)}"
-    _admin_execute(f"CREATE DATABASE {name}" + (f" TEMPLATE {template}" if template else ""))
-    _admin_execute(f"ALTER DATABASE {name} SET timezone TO '{TEST_TIME_ZONE}'")
-    settings = admin_settings(name)
-    try:
-        yield settings.replace(port=SERVICES.pgb_port) if pooled else settings
-    finally:
-        _admin_execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    admin_execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 @pytest.fixture
@@ -139,20 +78,6 @@ def db_conn(database: DatabaseSettings) -> Iterator[Any]:
     conn.close()
 
 
-def s3_client() -> Any:
-    import boto3
-    from botocore.config import Config
-
-    return boto3.client(
-        "s3",
-        endpoint_url=SERVICES.s3_endpoint,
-        aws_access_key_id=ENV.get("AWS_ACCESS_KEY_ID", "symbols"),
-        aws_secret_access_key=ENV.get("AWS_SECRET_ACCESS_KEY", "symbols-secret"),
-        region_name=ENV.get("AWS_DEFAULT_REGION", "us-east-1"),
-        config=Config(s3={"addressing_style": "path"}, retries={"mode": "standard"}),
-    )
-
-
 @pytest.fixture
 def s3_bucket() -> Iterator[str]:
     """A new, empty S3 bucket for one test; removed with its objects afterwards."""
@@ -166,12 +91,6 @@ def s3_bucket() -> Iterator[str]:
         if keys:
             client.delete_objects(Bucket=name, Delete={"Objects": keys})
     client.delete_bucket(Bucket=name)
-
-
-def es_client() -> Any:
-    from elasticsearch import Elasticsearch
-
-    return Elasticsearch(SERVICES.es_url, request_timeout=30)
 
 
 @pytest.fixture

@@ -5,15 +5,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.fixtures.crontab import crontab  # noqa: F401 - the fixture
 from tests.fixtures.netns import network_namespaces
-
-REPO = Path(__file__).resolve().parent.parent.parent
+from tests.helpers import REPO
 
 
 class Cli:

@@ -10,21 +10,9 @@ import re
 
 import pytest
 
-from tests.cli.test_cli import wait_for
-from tests.cli.test_leases import slow_job
 from tests.fixtures.dashboard_data import Dashboard
-
-
-def killed_run(cli):
-    """A slow job's runner killed with -9 mid-run: (its run id, its pid)."""
-    slow_job(cli, 30)
-    holder = cli.spawn()
-    wait_for(lambda: cli.crontab.calls("slow-job"))
-    run_id = cli.crontab.state("slow-job").run_id
-    holder.kill()
-    holder.communicate(timeout=20)
-    slow_job(cli, 0)
-    return run_id, holder.pid
+from tests.fixtures.runs import killed_run, slow_job
+from tests.fixtures.waiting import wait_for
 
 
 def abandoned_runs(cli):

@@ -12,19 +12,20 @@ import re
 import signal
 import socket
 
-from tests.cli.test_alerts_never_mislead import TARGETS, configure, make_due, not_due, ok
-from tests.cli.test_cli import wait_for
+from tests.fixtures.alerting import TARGETS, configure_alerts, make_due, not_due
 from tests.fixtures.receiver import receiver  # noqa: F401 - the fixture
 from tests.fixtures.smtp import smtp_server  # noqa: F401 - the fixture
+from tests.fixtures.waiting import wait_for
+from tests.helpers import ok
 
 HOOK = "        hook webhook {url}/hook\n"
 ISO_Z = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 
 
 def test_a_failing_alert_names_its_run_and_keeps_its_count_current(cli, receiver):
-    configure(cli, receiver, ["ChattyJob|1d"], "    [[class-ChattyJob]]\n        fail=True\n", targets=HOOK)
+    configure_alerts(cli, receiver, ["ChattyJob|1d"], "    [[class-ChattyJob]]\n        fail=True\n", targets=HOOK)
     ok(cli.run())
-    make_due(cli, "chatty")
+    make_due(cli.crontab, "chatty")
     ok(cli.run())  # a second failure: the alert
     (first,) = receiver.at("/hook")
     run_id = cli.crontab.state("chatty").run_id
@@ -36,14 +37,14 @@ def test_a_failing_alert_names_its_run_and_keeps_its_count_current(cli, receiver
         "message"
     ]  # no dashboard configured: no link
     assert first.json["detail"]["run_id"] == run_id and first.json["detail"]["by"] == holder
-    make_due(cli, "chatty")
+    make_due(cli.crontab, "chatty")
     ok(cli.run())  # a third: the alert says so, not "2 times"
     (alert,) = cli.crontab.sql("SELECT id, message, detail FROM crontabber_alert")
     assert alert["message"].startswith("chatty: failed 3 times in a row")
     assert alert["detail"]["error_count"] == 3
     assert "failed 3 times in a row" in ok(cli.run("--alerts")).stdout
     # the re-alert sends the current count
-    not_due(cli, "chatty")
+    not_due(cli.crontab, "chatty")
     cli.crontab.sql("UPDATE crontabber_alert SET next_notice = now()")
     ok(cli.run())
     assert [r.json["message"][:33] for r in receiver.at("/hook")] == [
@@ -51,7 +52,7 @@ def test_a_failing_alert_names_its_run_and_keeps_its_count_current(cli, receiver
         "chatty: failed 3 times in a row; ",
     ]
     # the recovery quotes the streak as it ended
-    make_due(cli, "chatty")
+    make_due(cli.crontab, "chatty")
     ok(cli.run("--crontabber.class-ChattyJob.fail=False"))
     recovered = receiver.at("/hook")[-1].json
     assert recovered["kind"] == "recovered" and "was: chatty: failed 3 times in a row" in recovered["message"]
@@ -64,7 +65,7 @@ def test_a_failing_alert_names_its_host_what_it_blocks_and_its_dashboard_page(cl
     smtp = (
         f"    smtp_host=127.0.0.1\n    smtp_port={smtp_server.port}\n    dashboard_url=http://dash.example.net:8112/\n"
     )
-    configure(
+    configure_alerts(
         cli,
         receiver,
         ["TroubleJob|1d", "SadJob|1d"],
@@ -100,7 +101,7 @@ def test_a_failing_alert_names_its_host_what_it_blocks_and_its_dashboard_page(cl
 
 def test_stored_messages_state_times_and_the_json_times_are_iso(cli, receiver):
     rules = "    alert_after_failures=0\n    alert_silence=0\n    [[class-SadJob]]\n        deadline=30m\n"
-    configure(cli, receiver, ["TroubleJob|1d", "SadJob|1h"], rules, targets=HOOK)
+    configure_alerts(cli, receiver, ["TroubleJob|1d", "SadJob|1h"], rules, targets=HOOK)
     # sad's next interval (2 hours ago) is 90 minutes past its 30-minute deadline
     cli.crontab.sql(
         "INSERT INTO crontabber (app_name, next_run, first_run, last_run, last_success, "

@@ -13,28 +13,14 @@ import sys
 import pytest
 
 from crontabber.store import StateStore
-from tests.cli.conftest import REPO
-from tests.cli.test_cli import wait_for
+from tests.fixtures.alerting import alerts, alerts_ini, make_due
 from tests.fixtures.receiver import receiver  # noqa: F401 - the fixture
 from tests.fixtures.smtp import smtp_server  # noqa: F401 - the fixture
+from tests.fixtures.waiting import wait_for
+from tests.helpers import REPO
 
 HOUR = dt.timedelta(hours=1)
 SECRET = "s3cret-hook-key"
-
-
-def alerts_ini(receiver, rules: str = "", targets: str | None = None, delivery: str = "") -> str:
-    """The INI text after [crontabber]'s jobs: rules in [crontabber], targets in [alerts]."""
-    if targets is None:
-        targets = (
-            f"        hook webhook {receiver.url}/hook secret_env=HOOK_SECRET\n"
-            f"        slack webhook {receiver.url}/slack format=slack\n"
-        )
-    return f"{rules}[alerts]\n    targets='''\n{targets}    '''\n{delivery}"
-
-
-def make_due(crontab, app_name: str = "trouble") -> None:
-    """The job's retry wait is over (only next_run moves: the streak's timestamps stay)."""
-    crontab.sql("UPDATE crontabber SET next_run = now() - interval '1 second' WHERE app_name = %s", (app_name,))
 
 
 def fail_twice(crontab):
@@ -43,11 +29,6 @@ def fail_twice(crontab):
         code, out = crontab.run()
         assert code == 0, out
         make_due(crontab)
-
-
-def alerts(crontab, app_name: str | None = None) -> list[dict]:
-    where = "WHERE app_name = %s" if app_name else ""
-    return crontab.sql(f"SELECT * FROM crontabber_alert {where} ORDER BY id", (app_name,) if app_name else None)
 
 
 def notices(crontab) -> list[dict]:

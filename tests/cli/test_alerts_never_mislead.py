@@ -10,41 +10,19 @@ from __future__ import annotations
 import json
 import signal
 
-from tests.cli.test_cli import wait_for
+from tests.fixtures.alerting import configure_alerts, make_due, not_due
 from tests.fixtures.dashboard_data import Dashboard
 from tests.fixtures.receiver import receiver  # noqa: F401 - the fixture
-
-TARGETS = (
-    "        hook webhook {url}/hook\n"
-    "        slack webhook {url}/slack format=slack\n"
-    "        pd webhook {url}/pd format=pagerduty routing_key_env=PD_KEY\n"
-)
-
-
-def configure(cli, receiver, jobs, rules="", targets=TARGETS):
-    cli.crontab.configure(jobs, extra=f"{rules}[alerts]\n    targets='''\n{targets.format(url=receiver.url)}    '''\n")
-    cli.env["PD_KEY"] = "pd-routing-key"
-
-
-def ok(done):
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done
-
-
-def make_due(cli, app_name):
-    cli.crontab.sql("UPDATE crontabber SET next_run = now() - interval '1 second' WHERE app_name = %s", (app_name,))
-
-
-def not_due(cli, app_name):
-    cli.crontab.sql("UPDATE crontabber SET next_run = now() + interval '1 hour' WHERE app_name = %s", (app_name,))
+from tests.fixtures.waiting import wait_for
+from tests.helpers import ok
 
 
 def test_a_success_then_a_new_streak_supersedes_the_alert_in_order(cli, receiver):
     """Trial #1: the old alert ends before the new one opens, and nothing says "recovered"
     while the job is failing."""
-    configure(cli, receiver, ["ChattyJob|1d"], "    [[class-ChattyJob]]\n        fail=True\n")
+    configure_alerts(cli, receiver, ["ChattyJob|1d"], "    [[class-ChattyJob]]\n        fail=True\n")
     ok(cli.run())
-    make_due(cli, "chatty")
+    make_due(cli.crontab, "chatty")
     ok(cli.run())  # a second failure: alert A
     (first,) = receiver.at("/slack")
     assert first.json["text"].startswith(":red_circle: chatty: failed 2 times in a row")
@@ -52,7 +30,7 @@ def test_a_success_then_a_new_streak_supersedes_the_alert_in_order(cli, receiver
     ok(cli.run("--job", "chatty", "--force", "--reason", "feed fixed", "--crontabber.class-ChattyJob.fail=False"))
     for _ in range(2):
         assert cli.run("--job", "chatty", "--force", "--reason", "retry").returncode == 5
-    not_due(cli, "chatty")
+    not_due(cli.crontab, "chatty")
     ok(cli.run())  # the next tick evaluates
 
     texts = [r.json["text"] for r in receiver.at("/slack")]
@@ -80,7 +58,7 @@ def test_a_sigterm_stops_a_run_without_counting_a_failure(cli, receiver):
     """Trial #11: a deploy's SIGTERM is "stopped by signal", pages nobody, and the next tick
     runs the job again."""
     rules = "    alert_after_failures=1\n    [[class-SlowJob]]\n        sleep=30\n"
-    configure(cli, receiver, ["SlowJob|1d"], rules)
+    configure_alerts(cli, receiver, ["SlowJob|1d"], rules)
     tick = cli.spawn()
     wait_for(lambda: cli.crontab.calls("slow-job"))
     tick.send_signal(signal.SIGTERM)
@@ -92,7 +70,7 @@ def test_a_sigterm_stops_a_run_without_counting_a_failure(cli, receiver):
     assert state.ongoing is None and state.error_count == 0 and state.last_error == {}
     nagios = cli.run("--nagios")
     assert nagios.returncode == 0, nagios.stdout
-    configure(cli, receiver, ["SlowJob|1d"], rules.replace("sleep=30", "sleep=0"))
+    configure_alerts(cli, receiver, ["SlowJob|1d"], rules.replace("sleep=30", "sleep=0"))
     ok(cli.run())  # the next tick runs it again, and nobody was paged
     assert len(cli.crontab.calls("slow-job")) == 2
     assert receiver.received == [] and cli.crontab.sql("SELECT * FROM crontabber_alert") == []
@@ -104,7 +82,7 @@ def test_a_sigterm_stops_a_run_without_counting_a_failure(cli, receiver):
 
 def test_a_marked_success_is_shown_as_an_operators_mark_even_in_the_recovery(cli, receiver):
     """Trial #12: --mark-success is never a real success."""
-    configure(cli, receiver, ["TroubleJob|1d"], "    alert_after_failures=1\n")
+    configure_alerts(cli, receiver, ["TroubleJob|1d"], "    alert_after_failures=1\n")
     ok(cli.run())
     assert receiver.at("/hook")[0].json["kind"] == "failing"
     done = ok(cli.run("--mark-success", "trouble", "--reason", "declared ok: INC-7"))
@@ -140,7 +118,7 @@ def test_a_test_alert_resolves_its_pagerduty_incident_and_is_tried_once(cli, rec
         "        pd webhook {url}/pd format=pagerduty routing_key_env=PD_KEY\n"
         "        slack webhook env:SLACK_URL format=slack\n"
     )
-    configure(cli, receiver, ["BasicJob|1d"], targets=targets)
+    configure_alerts(cli, receiver, ["BasicJob|1d"], targets=targets)
     cli.env.pop("SLACK_URL", None)
     done = cli.run("--test-alert", "basic-job")
     assert done.returncode == 5
@@ -165,7 +143,7 @@ def test_configtest_checks_the_variables_the_targets_name(cli, receiver):
         "        slack webhook env:SLACK_URL format=slack\n"
         "        hook webhook {url}/hook secret_env=HOOK_SECRET\n"
     )
-    configure(cli, receiver, ["BasicJob|1d"], targets=targets)
+    configure_alerts(cli, receiver, ["BasicJob|1d"], targets=targets)
     for name in ("SLACK_URL", "HOOK_SECRET", "PD_KEY"):
         cli.env.pop(name, None)
     done = cli.run("--configtest")

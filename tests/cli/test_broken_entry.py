@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 
-from tests.cli.test_alerts import alerts_ini
+from tests.fixtures.alerting import alerts_ini
 from tests.fixtures.dashboard_data import dashboard  # noqa: F401 - the fixture
 from tests.fixtures.receiver import receiver  # noqa: F401 - the fixture
 

@@ -6,18 +6,10 @@ import subprocess
 import sys
 import time
 
-from tests.cli.conftest import REPO
+from tests.fixtures.waiting import wait_for
+from tests.helpers import REPO
 
 DAY = dt.timedelta(days=1)
-
-
-def wait_for(predicate, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting")
 
 
 def test_version_and_help(cli):

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from crontabber import exit_codes_text
-from tests.cli.conftest import REPO
+from tests.helpers import REPO
 
 COMMANDS = ["crontabber", "jobs.uploads", "jobs.prune", "jobs.missing_symbols"]
 

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tests.cli.conftest import REPO
+from tests.helpers import REPO
 
 RUNLOG = "jobs.runlog.PruneRunLogCronApp"
 PRUNE = "jobs.prune.PruneS3CronApp"

@@ -8,7 +8,7 @@ import sys
 import time
 import urllib.request
 
-from tests.cli.conftest import REPO
+from tests.helpers import REPO
 
 
 def _free_port():

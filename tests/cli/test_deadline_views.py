@@ -8,24 +8,12 @@ import json
 import re
 
 from tests.fixtures.dashboard_data import dashboard  # noqa: F401 - the fixture
-
-RULES = "    [[class-SadJob]]\n        deadline=30m\n"
-
-
-def past_its_deadline(crontab) -> None:
-    """sad last succeeded 3 hours ago: its next interval (2 hours ago) is 90 minutes past its
-    30-minute deadline; it cannot run, its parent trouble fails."""
-    crontab.sql(
-        "INSERT INTO crontabber (app_name, next_run, first_run, last_run, last_success, "
-        "error_count, depends_on, last_error) VALUES ('sad', now() - interval '2 hours', "
-        "now() - interval '3 days', now() - interval '3 hours', now() - interval '3 hours', 0, "
-        "'{trouble}', '{}')"
-    )
+from tests.fixtures.runs import DEADLINE_RULES, past_its_deadline
 
 
 def test_a_missed_deadline_shows_in_list_jobs_and_explain(cli):
     crontab = cli.crontab
-    crontab.configure(["TroubleJob|1d", "SadJob|1h", "BasicJob|1d"], extra=RULES)
+    crontab.configure(["TroubleJob|1d", "SadJob|1h", "BasicJob|1d"], extra=DEADLINE_RULES)
     assert cli.run("--job", "trouble").returncode == 5
     past_its_deadline(crontab)
     done = cli.run("--list-jobs", "sad", "--wide")
@@ -57,7 +45,7 @@ def test_a_missed_deadline_shows_in_list_jobs_and_explain(cli):
 
 def test_a_missed_deadline_shows_in_the_dashboard_rows_and_health(cli, dashboard):  # noqa: F811
     crontab = cli.crontab
-    crontab.configure(["TroubleJob|1d", "SadJob|1h"], extra=RULES)
+    crontab.configure(["TroubleJob|1d", "SadJob|1h"], extra=DEADLINE_RULES)
     assert cli.run("--job", "trouble").returncode == 5
     past_its_deadline(crontab)
     dashboard.start()

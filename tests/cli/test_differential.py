@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import ENV
+from tests.helpers import ENV
 
 REPO = Path(__file__).resolve().parent.parent.parent
 

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from tests.cli.conftest import REPO
 from tests.fixtures.netns import on_host
 from tests.fixtures.receiver import Receiver
 from tests.fixtures.tcp_proxy import TcpProxy
+from tests.helpers import REPO
 
 
 class Fleet:

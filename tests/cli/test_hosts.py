@@ -30,8 +30,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import REPO
 from tests.fixtures.tcp_proxy import TcpProxy
+from tests.helpers import REPO
 
 HOSTS = 4  # the namespaces fixture (tests/cli/conftest.py)
 TICKS = 50

@@ -19,9 +19,9 @@ import sys
 import threading
 import time
 
-from tests.cli.conftest import REPO
 from tests.fixtures.receiver import Receiver
 from tests.fixtures.tcp_proxy import TcpProxy
+from tests.helpers import REPO
 
 TICKS = 30
 KILL_PROBABILITY = 0.35

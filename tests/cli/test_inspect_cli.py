@@ -9,8 +9,8 @@ import struct
 import subprocess
 import termios
 
-from tests.cli.conftest import REPO
 from tests.fixtures.inspect_states import realistic_fleet
+from tests.helpers import REPO
 
 
 def test_help_lists_the_inspection_commands(cli):

@@ -8,16 +8,13 @@ import os
 import signal
 import time
 
-from tests.cli.test_cli import wait_for
+from tests.fixtures.runs import slow_job
 from tests.fixtures.tcp_proxy import TcpProxy
+from tests.fixtures.waiting import wait_for
 
 FAST = ("--crontabber.heartbeat_seconds=0.3", "--crontabber.lease_seconds=1.5")
 HOLD = 1.5  # lease_seconds of FAST
 BEAT = 0.3
-
-
-def slow_job(cli, sleep, job="SlowJob", extra=""):
-    cli.crontab.configure([f"{job}|1d"], extra=f"    [[class-{job}]]\n        sleep={sleep}\n{extra}")
 
 
 def gone(pid, within=5.0):

@@ -9,10 +9,8 @@ import datetime as dt
 import json
 
 from crontabber.formats import took
-from tests.cli.test_abandoned_runs import killed_run
-from tests.cli.test_cli import wait_for
-from tests.cli.test_leases import slow_job
-from tests.cli.test_run_ledger import chatty, ledger
+from tests.fixtures.runs import chatty, killed_run, ledger, slow_job
+from tests.fixtures.waiting import wait_for
 
 
 def took_text(seconds: float) -> str:

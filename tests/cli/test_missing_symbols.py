@@ -14,10 +14,8 @@ import uuid
 import pytest
 
 from jobs.missing_symbols.consume import PAUSE_ENV, PAUSE_FILE_ENV
-from tests.cli.conftest import REPO
-from tests.conftest import s3_client
-from tests.fixtures.missing_symbols_data import AGGREGATE, brute_force, entries, ini, table_totals
-from tests.integration.test_missing_symbols import write_random
+from tests.fixtures.missing_symbols_data import AGGREGATE, brute_force, entries, ini, table_totals, write_random
+from tests.helpers import REPO, s3_client
 
 
 def wait_for(predicate, timeout=30.0):

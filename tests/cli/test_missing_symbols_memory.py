@@ -16,8 +16,6 @@ import sys
 import pytest
 
 from jobs.missing_symbols import write_batch
-from tests.cli.conftest import REPO
-from tests.conftest import s3_client
 from tests.fixtures.missing_symbols_data import (
     AGGREGATE,
     brute_force,
@@ -28,6 +26,7 @@ from tests.fixtures.missing_symbols_data import (
     symbols,
     table_totals,
 )
+from tests.helpers import REPO, s3_client
 
 #: ``python -m crontabber`` (argv[2:]) with its address space limited to what it holds once
 #: what a run imports is imported (and its S3 client made), plus argv[1] MiB: the job's own

@@ -6,8 +6,8 @@ its schedule says it should have is flagged by --nagios."""
 import datetime as dt
 import json
 
-from tests.cli.test_cli import wait_for
-from tests.cli.test_leases import slow_job
+from tests.fixtures.runs import slow_job
+from tests.fixtures.waiting import wait_for
 
 LATE = ("--crontabber.overdue_warning_seconds=60", "--crontabber.overdue_critical_seconds=7200")
 

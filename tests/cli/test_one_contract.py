@@ -19,11 +19,9 @@ import re
 
 import psycopg2
 
-from tests.cli.conftest import REPO
-from tests.cli.test_paused_commands import job_command
-from tests.cli.test_prune_cli import buckets, configure  # noqa: F401 - the fixture
 from tests.fixtures.missing_symbols_data import AGGREGATE, entries, ini
-from tests.integration.test_prune import keys_in, put_many
+from tests.fixtures.prune_buckets import buckets, configure_prune  # noqa: F401 - the fixture
+from tests.helpers import REPO, job_command, keys_in, put_many
 
 BAD_BUCKET = "no-such-bucket-contract"
 OVERRIDE = f"--crontabber.class-MissingSymbolsCronApp.inbox_bucket={BAD_BUCKET}"
@@ -38,7 +36,7 @@ def commands_audited(cli):
 
 def test_a_job_command_overrides_a_pause_only_with_a_reason(cli, buckets):  # noqa: F811
     inbox, symbols = buckets
-    configure(cli, inbox, symbols)
+    configure_prune(cli, inbox, symbols)
     doomed = [f"reports/missing-symbols/{i}.csv" for i in range(3)]
     put_many(symbols, doomed)
     assert cli.run("--pause", "prune-s3", "--reason", "S3 incident INC-9", "--until", "1h").returncode == 0

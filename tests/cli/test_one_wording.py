@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from tests.cli.test_alerts_never_mislead import ok
+from tests.helpers import ok
 
 REFUSED = "URLError: <urlopen error [Errno 111] Connection refused>"
 

@@ -7,16 +7,12 @@ import getpass
 import json
 import socket
 
-from tests.cli.test_cli import wait_for
+from tests.fixtures.runs import backfilled
+from tests.fixtures.waiting import wait_for
+from tests.helpers import one_line
 
 DAY = dt.timedelta(days=1)
 ME = f"{getpass.getuser()}@{socket.gethostname()}"
-
-
-def one_line(done):
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
-    return lines[0]
 
 
 def test_explain_says_what_a_tick_would_do_and_why(cli):
@@ -102,19 +98,9 @@ def test_a_new_job_can_be_paused_before_its_first_run(cli):
     assert crontab.state("basic-job").last_run is None
 
 
-def _backfilled(cli, days=5):
-    """foo-backfill with ``days`` intervals done after its first run; the call days."""
-    crontab = cli.crontab
-    crontab.configure(["FooBackfillJob|1d", "BasicJob|1d", "FailingBackfillJob|1d"])
-    assert cli.run("--job", "foo-backfill").returncode == 0
-    crontab.wind(days * DAY + dt.timedelta(minutes=1), "foo-backfill")
-    assert cli.run("--job", "foo-backfill").returncode == 0
-    return [c["day"] for c in crontab.calls("foo-backfill")][1:]
-
-
 def test_rerun_runs_exactly_those_days_and_moves_nothing_backwards(cli):
     crontab = cli.crontab
-    days = _backfilled(cli)
+    days = backfilled(cli)
     before = crontab.state("foo-backfill")
     third = days[2].astimezone(dt.timezone.utc)
     done = cli.run("--rerun", "foo-backfill", "--reason", "test", "--date", f"{third:%Y-%m-%d}")
@@ -139,7 +125,7 @@ def test_rerun_runs_exactly_those_days_and_moves_nothing_backwards(cli):
 
 def test_rerun_refusals_and_a_failing_rerun(cli):
     crontab = cli.crontab
-    days = _backfilled(cli)
+    days = backfilled(cli)
     done = cli.run("--rerun", "basic-job", "--reason", "test", "--date", "2026-01-01")
     assert done.returncode == 1 and "basic-job is not a backfill job" in one_line(done)
     assert cli.run("--rerun", "foo-backfill", "--reason", "test").returncode == 1
@@ -161,7 +147,7 @@ def test_rerun_refusals_and_a_failing_rerun(cli):
 
 def test_job_on_a_backfill_job_with_nothing_due_says_so(cli):
     crontab = cli.crontab
-    _backfilled(cli)
+    backfilled(cli)
     calls = len(crontab.calls("foo-backfill"))
     done = cli.run("--job", "foo-backfill")
     assert done.returncode == 7 and "--rerun foo-backfill --date YYYY-MM-DD" in done.stdout
@@ -243,7 +229,7 @@ def test_a_rerun_range_is_listed_by_dry_run_and_a_long_one_needs_yes(cli):
     --dry-run lists the intervals and runs nothing; more than rerun_confirm_over (31 by
     default) is refused without --yes, naming the count and the range."""
     crontab = cli.crontab
-    days = _backfilled(cli, days=40)
+    days = backfilled(cli, days=40)
     calls = len(crontab.calls("foo-backfill"))
     first, last = days[0].astimezone(dt.timezone.utc), days[-1].astimezone(dt.timezone.utc)
     dry = cli.run(

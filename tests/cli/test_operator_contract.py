@@ -9,7 +9,9 @@ import subprocess
 
 import pytest
 
-from tests.cli.test_operate import _backfilled, one_line
+from tests.fixtures.runs import backfilled, slow_job
+from tests.fixtures.waiting import wait_for
+from tests.helpers import REPO, one_line
 
 STRAY = {
     "--until 2h": "--until: only means something with --pause NAME",
@@ -62,7 +64,7 @@ def test_a_second_pause_is_refused_naming_the_first_unless_replace(cli):
 
 def test_a_pause_stops_rerun_unless_force(cli):
     crontab = cli.crontab
-    days = _backfilled(cli)
+    days = backfilled(cli)
     calls = len(crontab.calls("foo-backfill"))
     assert cli.run("--pause", "foo-backfill", "--reason", "INC-2").returncode == 0
     day = f"{days[1]:%Y-%m-%d}"
@@ -105,8 +107,6 @@ def test_a_closed_pipe_ends_quietly(cli):
 
 
 def cli_cwd():
-    from tests.cli.conftest import REPO
-
     return REPO
 
 
@@ -146,9 +146,6 @@ def test_explain_of_a_failing_job_names_the_jobs_it_blocks(cli):
 
 def test_the_audit_records_each_actions_outcome_reason_and_overrides(cli):
     """A refused --job --force was recorded as if done (issue #23 section 3)."""
-    from tests.cli.test_cli import wait_for
-    from tests.cli.test_leases import slow_job
-
     slow_job(cli, 30)
     holder = cli.spawn()  # holds slow-job with a live lease
     try:
@@ -203,6 +200,6 @@ def test_a_destructive_action_needs_a_reason_unless_configured(cli, action):
 
 
 def test_a_rerun_dry_run_needs_no_reason(cli):
-    days = _backfilled(cli)
+    days = backfilled(cli)
     done = cli.run("--rerun", "foo-backfill", "--date", f"{days[0]:%Y-%m-%d}", "--dry-run")
     assert done.returncode == 0 and "nothing ran" in done.stdout

@@ -10,12 +10,8 @@ import json
 import re
 import signal
 
-from tests.cli.test_cli import wait_for
-
-
-def ok(done):
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done
+from tests.fixtures.waiting import wait_for
+from tests.helpers import ok
 
 
 def test_explain_json_has_the_last_error_and_the_retry_time(cli):

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from crontabber.store import connect
-from tests.cli.conftest import REPO
+from tests.helpers import REPO
 
 SKIP = shutil.ignore_patterns(
     ".git",

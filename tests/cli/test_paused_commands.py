@@ -8,25 +8,13 @@ import json
 import subprocess
 import sys
 
-from tests.cli.conftest import REPO
-from tests.cli.test_prune_cli import buckets, configure  # noqa: F401 - the fixture
-from tests.integration.test_prune import keys_in, put_many
-
-
-def job_command(cli, module, *args):
-    return subprocess.run(
-        [sys.executable, "-m", module, f"--admin.conf={cli.crontab.ini}", *args],
-        env=cli.env,
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+from tests.fixtures.prune_buckets import buckets, configure_prune  # noqa: F401 - the fixture
+from tests.helpers import job_command, keys_in, put_many
 
 
 def test_prune_run_refuses_while_prune_s3_is_paused_unless_forced(cli, buckets):  # noqa: F811
     inbox, symbols = buckets
-    configure(cli, inbox, symbols)
+    configure_prune(cli, inbox, symbols)
     doomed = [f"reports/missing-symbols/{i}.csv" for i in range(5)]
     put_many(symbols, doomed + ["keep/me"])
     assert cli.run("--pause", "prune-s3", "--reason", "S3 incident INC-7", "--until", "2h").returncode == 0

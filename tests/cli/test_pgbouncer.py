@@ -18,8 +18,8 @@ import pytest
 
 from crontabber.config.database import DatabaseSettings
 from crontabber.store import connect
-from tests.conftest import SERVICES, fresh_database
-from tests.conftest import TEST_TIME_ZONE as ZONE
+from tests.helpers import SERVICES, fresh_database
+from tests.helpers import TEST_TIME_ZONE as ZONE
 
 
 @pytest.fixture

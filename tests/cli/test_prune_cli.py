@@ -11,53 +11,13 @@ import uuid
 
 import pytest
 
-from tests.cli.conftest import REPO
-from tests.conftest import s3_client
-from tests.integration.test_prune import keys_in, put_many
-
-AGE = "0.00001"  # days (under a second): S3 objects cannot be backdated
-LEASE = 3.0  # seconds: a killed run is dead, and its batches reconciled, this long after
-
-
-@pytest.fixture
-def buckets(s3_bucket):
-    client = s3_client()
-    symbols = f"test-sym-{uuid.uuid4().hex[:16]}"
-    client.create_bucket(Bucket=symbols)
-    yield s3_bucket, symbols
-    for key in keys_in(symbols):
-        client.delete_object(Bucket=symbols, Key=key)
-    client.delete_bucket(Bucket=symbols)
-
-
-def configure(cli, inbox, symbols, **extra):
-    options = {
-        "inbox_bucket": inbox,
-        "symbols_bucket": symbols,
-        "report_days": AGE,
-        "upload_days": AGE,
-        "batch_days": AGE,
-        "lease_seconds": LEASE,
-        **extra,
-    }
-    section = "".join(f"        {k}={v}\n" for k, v in options.items())
-    cli.crontab.configure(["jobs.prune.PruneS3CronApp|1d"], extra=f"    [[class-PruneS3CronApp]]\n{section}")
-
-
-def prune_cmd(cli, *args):
-    return subprocess.run(
-        [sys.executable, "-m", "jobs.prune", f"--admin.conf={cli.crontab.ini}", *args],
-        env=cli.env,
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+from tests.fixtures.prune_buckets import LEASE, buckets, configure_prune, prune_cmd  # noqa: F401 - the fixture
+from tests.helpers import REPO, keys_in, put_many, s3_client
 
 
 def test_dry_run_then_run_then_history(cli, buckets):
     inbox, symbols = buckets
-    configure(cli, inbox, symbols)
+    configure_prune(cli, inbox, symbols)
     put_many(symbols, [f"reports/missing-symbols/{i}.csv" for i in range(3)] + ["v1/a/1/a.sym"])
     time.sleep(1.2)
     dry = prune_cmd(cli, "run", "--dry-run")
@@ -78,7 +38,7 @@ def test_dry_run_then_run_then_history(cli, buckets):
 
 def test_cap_from_the_command_line_says_so(cli, buckets):
     inbox, symbols = buckets
-    configure(cli, inbox, symbols)
+    configure_prune(cli, inbox, symbols)
     put_many(symbols, [f"reports/missing-symbols/{i}.csv" for i in range(5)])
     time.sleep(1.2)
     done = prune_cmd(cli, "run", "--cap", "2")
@@ -88,7 +48,7 @@ def test_cap_from_the_command_line_says_so(cli, buckets):
 
 def test_the_runners_overrides_are_accepted(cli, buckets):
     inbox, symbols = buckets
-    configure(cli, inbox, symbols)
+    configure_prune(cli, inbox, symbols)
     put_many(symbols, [f"reports/missing-symbols/{i}.csv" for i in range(5)])
     time.sleep(1.2)
     done = prune_cmd(cli, "run", "--crontabber.class-PruneS3CronApp.cap=2")
@@ -98,7 +58,7 @@ def test_the_runners_overrides_are_accepted(cli, buckets):
 
 
 def test_a_bad_argument_is_one_line_and_exit_1(cli, buckets):
-    configure(cli, *buckets)
+    configure_prune(cli, *buckets)
     done = prune_cmd(cli, "history", "stray")
     assert done.returncode == 1
     assert done.stderr.startswith("python -m jobs.prune: ") and done.stderr.count("\n") == 1
@@ -106,7 +66,7 @@ def test_a_bad_argument_is_one_line_and_exit_1(cli, buckets):
 
 def test_killed_midway_then_rerun_deletes_the_rest_and_nothing_else(cli, buckets):
     inbox, symbols = buckets
-    configure(cli, inbox, symbols, threads=1)
+    configure_prune(cli, inbox, symbols, threads=1)
     doomed = [f"reports/missing-symbols/{i:05d}.csv" for i in range(3000)]
     put_many(symbols, doomed + ["v1/keep/1/keep.sym", "keep/me"])
     time.sleep(1.2)
@@ -139,7 +99,7 @@ def test_killed_right_after_a_batch_is_deleted_the_audit_still_equals_what_is_go
     last key answers 404), before the run can write it down; after the next run, each run's
     record equals what it deleted (issue #15)."""
     inbox, symbols = buckets
-    configure(cli, inbox, symbols, threads=1)
+    configure_prune(cli, inbox, symbols, threads=1)
     doomed = [f"reports/missing-symbols/{i:05d}.csv" for i in range(6000)]
     put_many(symbols, doomed + ["keep/me"])
     time.sleep(1.2)
@@ -191,7 +151,7 @@ def test_progress_bar_on_a_terminal_only(cli, buckets):
     import pty
 
     inbox, symbols = buckets
-    configure(cli, inbox, symbols)
+    configure_prune(cli, inbox, symbols)
     put_many(symbols, [f"reports/missing-symbols/{i}.csv" for i in range(3)])
     time.sleep(1.2)
     leader, follower = pty.openpty()
@@ -220,7 +180,7 @@ def test_progress_bar_on_a_terminal_only(cli, buckets):
 def test_a_failed_run_exits_5_in_one_line_and_history_shows_its_error(cli, buckets):
     inbox, _ = buckets
     missing = f"test-gone-{uuid.uuid4().hex[:12]}"
-    configure(cli, inbox, missing, upload_days=0, batch_days=0)
+    configure_prune(cli, inbox, missing, upload_days=0, batch_days=0)
     done = prune_cmd(cli, "run")
     assert done.returncode == 5, done
     # the failure names the resource (issue #23)

@@ -9,10 +9,9 @@ import time
 
 import pytest
 
-from tests.cli.test_prune_cli import buckets, configure, prune_cmd  # noqa: F401 - a fixture
-from tests.conftest import s3_client
+from tests.fixtures.prune_buckets import buckets, configure_prune, prune_cmd  # noqa: F401 - the fixture
 from tests.fixtures.s3_inventory import corrupt_first_data_file, listing, wait_a_second, write_inventory
-from tests.integration.test_prune import keys_in, put_many
+from tests.helpers import keys_in, put_many, s3_client
 
 REPORTS = "reports/missing-symbols/"
 
@@ -31,7 +30,7 @@ def inventory(s3_bucket):
 
 def by_inventory(cli, buckets, inventory, inbox_report=True, **extra):
     """Prune by inventory; the inbox (whose rules come first) has an empty report."""
-    configure(cli, *buckets, source="inventory", inventory_bucket=inventory, inventory_prefix="inv", **extra)
+    configure_prune(cli, *buckets, source="inventory", inventory_bucket=inventory, inventory_prefix="inv", **extra)
     if inbox_report:
         write_inventory(s3_client(), inventory, "inv", buckets[0], [])
 

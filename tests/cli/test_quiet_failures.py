@@ -7,6 +7,8 @@ import socket
 import struct
 import threading
 
+from tests.helpers import resetting_server
+
 
 def closed_port():
     with socket.socket() as sock:
@@ -48,36 +50,6 @@ def test_elasticsearch_resetting_connections_is_one_line_naming_it(cli):
     expected = f"Elasticsearch at http://127.0.0.1:{port}: connection reset by peer"
     assert done.stdout == f"rebuild-search-index: failed: {expected}\n", done.stderr
     assert "Traceback" not in done.stderr
-
-
-@contextlib.contextmanager
-def resetting_server():
-    """A real TCP server on 127.0.0.1 that answers every connection with a reset (RST:
-    SO_LINGER 0, then close), until the block ends."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(16)
-    server.settimeout(0.2)
-    stop = threading.Event()
-
-    def serve():
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except socket.timeout:
-                continue
-            conn.recv(1024)
-            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            conn.close()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield server.getsockname()[1]
-    finally:
-        stop.set()
-        thread.join()
-        server.close()
 
 
 def test_s3_down_is_one_line_naming_it(cli):

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 
-from tests.cli.conftest import REPO
+from tests.helpers import REPO
 
 TOKEN = "InlineSecretToken999"
 

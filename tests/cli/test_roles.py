@@ -26,8 +26,7 @@ import psycopg2.errors
 import pytest
 
 from crontabber.config.database import DatabaseSettings
-from tests.cli.conftest import REPO, Cli
-from tests.conftest import SERVICES
+from tests.helpers import REPO, SERVICES
 
 GROUPS = ("crontabber_runner", "crontabber_operator", "crontabber_readonly")
 HOST = socket.gethostname()
@@ -45,7 +44,7 @@ def superuser() -> Any:
 class Login:
     """One LOGIN user granted a group role, and the CLI as that user."""
 
-    def __init__(self, cli: Cli, group: str) -> None:
+    def __init__(self, cli: Any, group: str) -> None:
         self.group = group
         self.name = f"test_{group.split('_')[1]}_{uuid.uuid4().hex[:10]}"
         self.password = uuid.uuid4().hex
@@ -85,7 +84,7 @@ def group_roles() -> None:
 
 
 @pytest.fixture
-def logins(cli: Cli, group_roles: None) -> Iterator[dict[str, Login]]:
+def logins(cli: Any, group_roles: None) -> Iterator[dict[str, Login]]:
     """A runner, an operator and a read-only login (unique names, dropped afterwards), with the
     rights granted on the test's database (its sample tables too)."""
     made = {group.split("_")[1]: Login(cli, group) for group in GROUPS}
@@ -117,7 +116,7 @@ def denied(login: Login, db: DatabaseSettings, query: str) -> None:
         login.sql(db, query)
 
 
-def dead_marker(cli: Cli, app_name: str) -> None:
+def dead_marker(cli: Any, app_name: str) -> None:
     """The job held by a run whose host died two hours ago."""
     cli.crontab.sql(
         "UPDATE crontabber SET ongoing = now() - interval '2 hours', ongoing_by = 'gone:1', run_id = 999, "
@@ -126,7 +125,7 @@ def dead_marker(cli: Cli, app_name: str) -> None:
     )
 
 
-def audit_rows(cli: Cli) -> list[dict]:
+def audit_rows(cli: Any) -> list[dict]:
     return cli.crontab.sql("SELECT id, actor, db_user, action, app_name FROM crontabber_audit ORDER BY id")
 
 

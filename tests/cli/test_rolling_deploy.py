@@ -15,11 +15,11 @@ import sys
 import time
 from pathlib import Path
 
-from tests.cli.conftest import REPO
 from tests.fixtures.dashboard_data import dashboard  # noqa: F401 - the fixture
 from tests.fixtures.netns import on_host
 from tests.fixtures.receiver import Receiver
 from tests.fixtures.tcp_proxy import TcpProxy
+from tests.helpers import REPO
 
 NEWER = 9001  # the newer release's migration: more than any of this one's
 

@@ -12,22 +12,11 @@ import datetime as dt
 import json
 import signal
 
-from tests.cli.test_cli import wait_for
 from tests.fixtures.dashboard_data import Dashboard
+from tests.fixtures.runs import CHATTY_SECRET, chatty, ledger
+from tests.fixtures.waiting import wait_for
 
-SECRET = "hunter2-do-not-print"
 FAST = ("--crontabber.heartbeat_seconds=0.3", "--crontabber.lease_seconds=1.5")
-
-
-def chatty(cli, **options):
-    extra = "".join(f"        {name}={value}\n" for name, value in options.items())
-    cli.crontab.configure(["ChattyJob|1d"], extra=f"    [[class-ChattyJob]]\n{extra}")
-    cli.env["CHATTY_SECRET"] = SECRET
-    cli.env["CHATTY_PASSWORD"] = SECRET  # a secret-named variable: its value is masked
-
-
-def ledger(cli, app_name="chatty"):
-    return cli.crontab.sql("SELECT * FROM crontabber_run WHERE app_name = %s ORDER BY run_id", (app_name,))
 
 
 def test_a_failed_run_keeps_its_output_for_logs_and_show_error(cli):
@@ -53,14 +42,14 @@ def test_a_failed_run_keeps_its_output_for_logs_and_show_error(cli):
         "chatty failed: RuntimeError",
     ):  # the log, stdout, a subprocess
         assert said in logs.stdout, said
-    assert SECRET not in logs.stdout and "chatty: connecting with ***" in logs.stdout
+    assert CHATTY_SECRET not in logs.stdout and "chatty: connecting with ***" in logs.stdout
     shown = cli.run("--show-error", "chatty")
     assert shown.returncode == 0 and "RuntimeError: chatty failed after talking" in shown.stdout
     assert f"--logs chatty --run {run['run_id']}" in shown.stdout
-    assert "chatty stdout line 1" in shown.stdout and SECRET not in shown.stdout
+    assert "chatty stdout line 1" in shown.stdout and CHATTY_SECRET not in shown.stdout
     document = json.loads(cli.run("--show-error", "chatty", "--json").stdout)
     assert document["run"]["status"] == "failed" and "chatty child stderr" in document["run"]["output"]
-    assert SECRET not in json.dumps(document)
+    assert CHATTY_SECRET not in json.dumps(document)
     by_id = cli.run("--logs", "chatty", "--run", str(run["run_id"]), "--json")
     assert (
         json.loads(by_id.stdout)["output"]
@@ -107,7 +96,7 @@ def test_a_killed_run_is_running_in_the_ledger_with_its_output_then_abandoned(cl
     wait_for(lambda: (ledger(cli) or [{}])[0].get("output", "").count("chatty: sleeping") == 1, timeout=20)
     (run,) = ledger(cli)
     assert run["status"] == "running" and run["ended"] is None and run["pid"] == holder.pid
-    assert SECRET not in run["output"]
+    assert CHATTY_SECRET not in run["output"]
     shown = cli.run("--logs", "chatty")
     assert ": running" in shown.stdout.splitlines()[0] and "last heartbeat" in shown.stdout
     holder.kill()
@@ -175,7 +164,7 @@ def test_the_dashboard_job_page_shows_the_last_runs_output(cli):
     dashboard.start()
     try:
         status, _, page = dashboard.get("/jobs/chatty")
-        assert status == 200 and "chatty stdout line 2" in page and SECRET not in page
+        assert status == 200 and "chatty stdout line 2" in page and CHATTY_SECRET not in page
         assert f"run {run['run_id']}" in page
         status, _, document = dashboard.get(f"/api/jobs/chatty/runs/{run['run_id']}")
         assert status == 200 and "chatty child stderr" in document["output"]

@@ -15,8 +15,7 @@ import sys
 
 from crontabber.config.catalog import load_jobs
 from crontabber.config.settings import load_settings
-from tests.cli.conftest import REPO
-from tests.conftest import ENV
+from tests.helpers import ENV, REPO
 
 RUNBOOK = REPO / "docs" / "operations.md"
 COMMAND = re.compile(r"^\$ (python -m (?:crontabber|jobs\.\w+)[^#]*?)\s*(?:#\s*(?:exit (\d+))?.*)?$")

@@ -11,8 +11,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from tests.conftest import ENV
 from tests.fixtures.search_data import corpus_index  # noqa: F401 - the fixture
+from tests.helpers import ENV
 
 REPO = Path(__file__).resolve().parent.parent.parent
 

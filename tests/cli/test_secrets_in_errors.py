@@ -13,10 +13,10 @@ import sys
 
 import pytest
 
-from tests.cli.conftest import REPO
-from tests.cli.test_alerts import alerts, make_due
+from tests.fixtures.alerting import alerts, make_due
 from tests.fixtures.dashboard_data import dashboard  # noqa: F401 - the fixture
 from tests.fixtures.receiver import Received, Receiver, receiver  # noqa: F401 - the fixture
+from tests.helpers import REPO
 
 TOKEN = "Upstream-T0ken-8841"  # in UPSTREAM_TOKEN: a secret by its name
 HOOK_TOKEN = "T0SECRETHOOKTOKEN"  # in the path of the Slack target's env: address

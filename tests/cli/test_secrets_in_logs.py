@@ -7,28 +7,15 @@ import os
 import subprocess
 import sys
 
-from tests.cli.conftest import REPO
-from tests.cli.test_prune_cli import buckets, configure  # noqa: F401 - the fixture
-from tests.cli.test_quiet_failures import resetting_server
-from tests.integration.test_prune import put_many
+from tests.fixtures.prune_buckets import buckets, configure_prune  # noqa: F401 - the fixture
+from tests.helpers import REPO, job_command, put_many, resetting_server
 
 PASSWORD = "Wr0ng-Pass-4242"
 
 
-def job_command(cli, module, *args):
-    return subprocess.run(
-        [sys.executable, "-m", module, f"--admin.conf={cli.crontab.ini}", *args],
-        env=cli.env,
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
 def test_a_job_command_at_debug_never_prints_a_password_given_on_its_command_line(cli, buckets):  # noqa: F811
     inbox, symbols = buckets
-    configure(cli, inbox, symbols)
+    configure_prune(cli, inbox, symbols)
     done = job_command(
         cli, "jobs.prune", "--logging.level=DEBUG", "history", f"--resource.postgresql.password={PASSWORD}"
     )
@@ -41,7 +28,7 @@ def test_a_job_command_at_debug_never_prints_a_password_given_on_its_command_lin
 
 def test_a_job_command_at_debug_on_real_s3_prints_no_secret_key(cli, buckets):  # noqa: F811
     inbox, symbols = buckets
-    configure(cli, inbox, symbols)
+    configure_prune(cli, inbox, symbols)
     put_many(symbols, ["reports/missing-symbols/1.csv"])
     done = job_command(cli, "jobs.prune", "--logging.level=DEBUG", "run")
     assert done.returncode == 0, done.stderr[-2000:]

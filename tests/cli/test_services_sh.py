@@ -25,7 +25,7 @@ import psycopg2
 import pytest
 
 import devservices
-from tests.conftest import ENV
+from tests.helpers import ENV
 
 REPO = Path(__file__).resolve().parent.parent.parent
 SERVICES_ROOT = Path("/var/lib/symbols-services")

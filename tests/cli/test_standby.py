@@ -15,8 +15,7 @@ import psycopg2
 import pytest
 
 from crontabber.config.database import DatabaseSettings
-from tests.cli.conftest import REPO
-from tests.conftest import SERVICES
+from tests.helpers import REPO, SERVICES
 
 SERVICES_SH = ["bash", str(REPO / "scripts" / "services.sh")]
 

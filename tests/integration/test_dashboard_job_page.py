@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 import re
 
-from tests.cli.test_deadline_views import RULES, past_its_deadline
 from tests.fixtures.dashboard_data import dashboard  # noqa: F401 - the fixture
+from tests.fixtures.runs import DEADLINE_RULES, past_its_deadline
 
 
 def cell(page: str, key: str) -> str:
@@ -18,7 +18,7 @@ def cell(page: str, key: str) -> str:
 
 def test_the_job_page_shows_its_state_above_its_runs(dashboard):  # noqa: F811
     crontab = dashboard.crontab
-    crontab.configure(["TroubleJob|1d", "SadJob|1h", "BasicJob|1d"], extra=RULES)
+    crontab.configure(["TroubleJob|1d", "SadJob|1h", "BasicJob|1d"], extra=DEADLINE_RULES)
     assert crontab.run("--job", "trouble")[0] == 5
     past_its_deadline(crontab)
     assert crontab.run("--pause", "basic-job", "--reason", "INC-5 <disk>", "--until", "2h")[0] == 0

@@ -11,8 +11,8 @@ import time
 
 from dashboard.app import Guard
 from jobs.missing_symbols import write_batch
-from tests.conftest import s3_client
 from tests.fixtures.dashboard_data import dashboard, pipeline_fleet  # noqa: F401 - fixtures
+from tests.helpers import s3_client
 
 PATHS = [
     "/",

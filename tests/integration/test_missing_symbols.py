@@ -13,7 +13,6 @@ from crontabber.store import connect
 from jobs.missing_symbols import write_batch
 from jobs.missing_symbols.consume import ConsumeSettings, consume
 from jobs.missing_symbols.store import MissingSymbolStore
-from tests.conftest import s3_client
 from tests.fixtures.missing_symbols_data import (
     AGGREGATE,
     REPORT,
@@ -25,19 +24,9 @@ from tests.fixtures.missing_symbols_data import (
     random_events,
     symbols,
     table_totals,
+    write_random,
 )
-
-
-def write_random(s3_bucket, sizes, seed=5, n_symbols=300):
-    rng = random.Random(seed)
-    s3 = s3_client()
-    pool = symbols(rng, n_symbols)
-    written = []
-    for size in sizes:
-        events = random_events(rng, pool, size)
-        key = write_batch(s3, s3_bucket, events)
-        written.append((events, object_time(s3, s3_bucket, key)))
-    return written
+from tests.helpers import s3_client
 
 
 def test_totals_equal_a_brute_force_count_on_random_data(crontab, s3_bucket):

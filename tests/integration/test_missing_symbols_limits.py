@@ -11,9 +11,8 @@ import time
 import pytest
 
 from jobs.missing_symbols import write_batch
-from tests.conftest import s3_client
-from tests.fixtures.missing_symbols_data import AGGREGATE, brute_force, entries, ini, table_totals
-from tests.integration.test_missing_symbols import write_random
+from tests.fixtures.missing_symbols_data import AGGREGATE, brute_force, entries, ini, table_totals, write_random
+from tests.helpers import s3_client
 
 
 def limits_ini(bucket: str, **options: object) -> str:

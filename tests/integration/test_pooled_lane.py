@@ -5,7 +5,7 @@ silently fell back to a direct connection would fail here."""
 
 from __future__ import annotations
 
-from tests.conftest import POOLED, SERVICES, TEST_TIME_ZONE
+from tests.helpers import POOLED, SERVICES, TEST_TIME_ZONE
 
 
 def test_the_test_databases_are_reached_as_the_lane_says(database, db_conn):

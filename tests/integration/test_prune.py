@@ -18,87 +18,8 @@ from jobs.prune.rules import Kind, Protection, Rule
 from jobs.prune.runs import PruneOptions, run_prune
 from jobs.prune.store import PruneStore
 from jobs.s3 import make_s3_client
-from tests.conftest import REPO, SERVICES, s3_client
-
-DAY = dt.timedelta(days=1)
-# S3 cannot backdate objects, so prune runs with "now" 100 days ahead; ages
-# given to upload() and batch() are counted back from that "now".
-OFFSET = 100 * DAY
-
-
-def put_many(bucket: str, keys: list[str], body: bytes = b"x" * 10) -> None:
-    client = make_s3_client(max_pool_connections=16)
-    with concurrent.futures.ThreadPoolExecutor(16) as pool:
-        list(pool.map(lambda key: client.put_object(Bucket=bucket, Key=key, Body=body), keys))
-
-
-def keys_in(bucket: str) -> set[str]:
-    pages = s3_client().get_paginator("list_objects_v2").paginate(Bucket=bucket)
-    return {obj["Key"] for page in pages for obj in page.get("Contents", [])}
-
-
-@pytest.fixture
-def symbols_bucket():
-    client = s3_client()
-    name = f"test-sym-{uuid.uuid4().hex[:16]}"
-    client.create_bucket(Bucket=name)
-    yield name
-    for key in keys_in(name):
-        client.delete_object(Bucket=name, Key=key)
-    client.delete_bucket(Bucket=name)
-
-
-@pytest.fixture
-def prune(database, s3_bucket, symbols_bucket):
-    conn = connect(database)
-    conn.autocommit = True
-    store = PruneStore(conn)
-
-    class Prune:
-        inbox, symbols, db = s3_bucket, symbols_bucket, conn
-        protection = Protection(symbols_bucket, "v1/")
-
-        def rules(self, extra=()):
-            return [
-                Rule("uploads", Kind.UPLOADS, s3_bucket, "uploads/", 30),
-                Rule("batches", Kind.BATCHES, s3_bucket, "missing/", 30),
-                Rule("reports", Kind.AGE, symbols_bucket, "reports/missing-symbols/", 90),
-                *extra,
-            ]
-
-        def run(self, now_offset=OFFSET, cap=100000, dry_run=False, extra=(), client=None):
-            with conn.cursor() as cur:
-                cur.execute("SELECT clock_timestamp()")
-                now = cur.fetchone()[0] + now_offset
-            options = PruneOptions(self.rules(extra), self.protection, cap, dry_run, threads=4)
-            return run_prune(client or make_s3_client(), store, options, now)
-
-        def sql(self, query, params=None):
-            with conn.cursor() as cur:
-                cur.execute(query, params)
-                return cur.fetchall() if cur.description else []
-
-        def upload(self, key, status, age_days):
-            when = OFFSET - age_days * DAY
-            self.sql(
-                "INSERT INTO upload (inbox_key, filename, size, status, created_at, completed_at)"
-                " VALUES (%s, 'a.zip', 1, %s, now() + %s, CASE WHEN %s IN ('done','failed')"
-                " THEN now() + %s END)",
-                (key, status, when, status, when),
-            )
-
-        def batch(self, key, status, age_days):
-            self.sql(
-                "INSERT INTO missing_symbol_batch (key, events, status, processed_at) VALUES (%s, 1, %s, now() + %s)",
-                (key, status, OFFSET - age_days * DAY),
-            )
-
-    yield Prune()
-    conn.close()
-
-
-def by_rule(report):
-    return {r.rule: (r.keys, r.bytes, r.errors) for r in report.results}
+from tests.fixtures.prune_buckets import DAY, OFFSET, by_rule, prune, symbols_bucket  # noqa: F401 - fixtures
+from tests.helpers import REPO, SERVICES, keys_in, put_many, s3_client
 
 
 def test_each_rule_deletes_only_what_it_may(prune):

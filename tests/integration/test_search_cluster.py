@@ -15,9 +15,9 @@ import pytest
 from search.client import make_es_client
 from search.engine import Searcher
 from search.indexer import aliased
-from tests.conftest import ENV, REPO
 from tests.fixtures.search_corpus import symbol_file
 from tests.fixtures.search_data import insert_files, install_tables
+from tests.helpers import ENV, REPO
 
 SERVICES_SH = ["bash", str(REPO / "scripts" / "services.sh")]
 JOB = "jobs.search_index.RebuildSearchIndexCronApp|1h"

@@ -1,6 +1,6 @@
 """The local S3 and Elasticsearch the later jobs use: the per-test fixtures work and clean up."""
 
-from tests.conftest import es_client, s3_client
+from tests.helpers import es_client, s3_client
 
 
 def test_s3_bucket_fixture_round_trip(s3_bucket):

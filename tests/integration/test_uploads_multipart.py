@@ -12,20 +12,16 @@ import pytest
 from jobs.uploads import existence, storage
 from jobs.uploads.errors import S3Unavailable
 from jobs.uploads.records import UploadStatus
-from tests.fixtures.uploads_archives import sym_text, symbol_members, write_zip, zip_with_bad_crc
-from tests.fixtures.uploads_queue import md5, uploads  # noqa: F401 - the fixture
-
-PART = 5 * 1024 * 1024
-BIG_ID = "0123456789ABCDEF00123456789ABCDEF0"
-
-
-@functools.lru_cache(maxsize=None)
-def _large() -> list[tuple[str, bytes]]:
-    """A .sym of ~5.7 MB gzipped (2 parts) and a binary of 11 MB stored as is (3 parts)."""
-    return [
-        (f"big.pdb/{BIG_ID}/big.sym", sym_text("big.pdb", f"{BIG_ID}", 19_000_000, 5)),
-        (f"big.pdb/{BIG_ID}/big.dll", random.Random(1).randbytes(11_000_000)),
-    ]
+from tests.fixtures.uploads_archives import (
+    BIG_ID,
+    PART,
+    large_members,
+    sym_text,
+    symbol_members,
+    write_zip,
+    zip_with_bad_crc,
+)
+from tests.fixtures.uploads_queue import md5, pending_multipart, uploads  # noqa: F401 - the fixture
 
 
 @pytest.fixture
@@ -34,16 +30,12 @@ def multipart(uploads):  # noqa: F811 - the fixture
     return uploads
 
 
-def _pending_multipart(uploads) -> list:  # noqa: F811
-    return uploads.client.list_multipart_uploads(Bucket=uploads.bucket).get("Uploads", [])
-
-
 def test_large_members_round_trip_with_tecken_headers_and_metadata(multipart, tmp_path, monkeypatch):
     # a sample of one directory, the largest member's (checked: new); the binary's own
     # directory is not checked, so it is written conditionally: HEADed before its multipart
     # upload (which takes no condition)
     monkeypatch.setattr(existence, "SAMPLE_DIRECTORIES", 1)
-    sym, dll = _large()
+    sym, dll = large_members()
     members = symbol_members(20, 2000) + [sym, (f"dll.pdb/{BIG_ID}/big.dll", dll[1])]
     upload_id = multipart.enqueue(write_zip(tmp_path / "large.zip", members))
     heads: list[str] = []
@@ -63,7 +55,7 @@ def test_large_members_round_trip_with_tecken_headers_and_metadata(multipart, tm
     sym = multipart.get(f"v1/{members[-2][0]}")[1]
     assert (sym["ContentEncoding"], sym["ContentType"]) == ("gzip", "text/plain")
     assert multipart.get(f"v1/{members[-1][0]}")[1].get("ContentEncoding") is None
-    assert _pending_multipart(multipart) == []
+    assert pending_multipart(multipart) == []
     # the same archive again: every file skipped, nothing written
     again = multipart.enqueue(write_zip(tmp_path / "again.zip", members))
     multipart.worker().drain()
@@ -71,7 +63,7 @@ def test_large_members_round_trip_with_tecken_headers_and_metadata(multipart, tm
 
 
 def test_a_rejected_archive_aborts_the_staged_multipart_uploads(multipart, tmp_path, monkeypatch):
-    members = _large() + symbol_members(3, 2000)
+    members = large_members() + symbol_members(3, 2000)
     upload_id = multipart.enqueue(zip_with_bad_crc(tmp_path / "bad.zip", members, 4))
     aborted: list[str] = []
     abort = storage.abort
@@ -82,11 +74,11 @@ def test_a_rejected_archive_aborts_the_staged_multipart_uploads(multipart, tmp_p
     assert aborted  # parts had been uploaded while the archive was being verified
     assert "CRC" in multipart.row(upload_id)["error"]
     assert multipart.keys() == [] and multipart.files() == []
-    assert _pending_multipart(multipart) == []
+    assert pending_multipart(multipart) == []
 
 
 def test_a_failing_part_aborts_the_upload_once_and_publishes_nothing(multipart, tmp_path, caplog):
-    members = symbol_members(3, 2000) + _large()
+    members = symbol_members(3, 2000) + large_members()
     upload_id = multipart.enqueue(write_zip(tmp_path / "a.zip", members))
 
     def refuse_second_part(params, **_):
@@ -101,9 +93,9 @@ def test_a_failing_part_aborts_the_upload_once_and_publishes_nothing(multipart, 
     assert row["status"] == "pending"
     assert "UploadPart" in row["error"] and "injected" in row["error"]
     assert multipart.keys() == [] and multipart.files() == []
-    assert _pending_multipart(multipart) == []
+    assert pending_multipart(multipart) == []
     assert "could not abort" not in caplog.text  # aborted once (a second abort logs this)
     multipart.client.meta.events.unregister("before-parameter-build.s3.UploadPart", refuse_second_part)
     assert multipart.worker().reprocess(upload_id).status is UploadStatus.DONE
     assert multipart.symbol(f"v1/{members[-1][0]}") == members[-1][1]
-    assert _pending_multipart(multipart) == []
+    assert pending_multipart(multipart) == []

@@ -7,8 +7,8 @@ import pytest
 from jobs.uploads import storage
 from jobs.uploads.errors import S3Unavailable
 from jobs.uploads.records import UploadStatus
-from tests.fixtures.uploads_archives import symbol_members, write_zip
-from tests.fixtures.uploads_queue import uploads  # noqa: F401 - the fixture
+from tests.fixtures.uploads_archives import PART, large_members, symbol_members, write_zip
+from tests.fixtures.uploads_queue import pending_multipart, uploads  # noqa: F401 - the fixture
 
 
 def test_conditional_writes_skip_identical_and_overwrite_changed_with_update(uploads, tmp_path):
@@ -97,10 +97,9 @@ def test_ctrl_c_during_the_verify_pass_aborts_staged_uploads(uploads, tmp_path, 
     import pytest
 
     from jobs.uploads.store import ClaimRecorder
-    from tests.integration.test_uploads_multipart import PART, _large, _pending_multipart
 
     uploads.settings = dataclasses.replace(uploads.settings, multipart_threshold=PART, part_size=PART)
-    members = symbol_members(3, 2000) + _large()
+    members = symbol_members(3, 2000) + large_members()
     upload_id = uploads.enqueue(write_zip(tmp_path / "a.zip", members))
     started: list[str] = []
     start = storage.start_multipart
@@ -120,7 +119,7 @@ def test_ctrl_c_during_the_verify_pass_aborts_staged_uploads(uploads, tmp_path, 
         uploads.worker().drain()
     assert started
     assert uploads.keys() == [] and uploads.files() == []
-    assert _pending_multipart(uploads) == []
+    assert pending_multipart(uploads) == []
     assert uploads.row(upload_id)["status"] == "pending"
 
 

@@ -5,15 +5,9 @@ import pytest
 from crontabber.config.catalog import job_config, load_jobs, run_order
 from crontabber.config.settings import load_settings
 from crontabber.errors import ConfigurationError
+from tests.helpers import write_ini
 
 JOBS = "tests.fixtures.sample_jobs"
-
-
-def write_ini(tmp_path, jobs, extra=""):
-    path = tmp_path / "crontabber.ini"
-    lines = "\n".join(f"    {job}" for job in jobs)
-    path.write_text(f"[crontabber]\n    error_retry_time=50\n    jobs='''\n{lines}\n    '''\n{extra}")
-    return str(path)
 
 
 def test_precedence_cli_over_env_over_file_over_default(tmp_path):

@@ -6,7 +6,7 @@ import pytest
 from crontabber.config.database import DatabaseSettings, parse_ports
 from crontabber.config.settings import load_settings
 from crontabber.errors import ConfigurationError
-from tests.unit.test_config import write_ini
+from tests.helpers import write_ini
 
 
 def test_a_primary_and_its_standby_in_libpqs_multi_host_form(tmp_path):

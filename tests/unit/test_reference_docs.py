@@ -1,10 +1,15 @@
 """The generated reference pages (options, exit codes) match the code: a new option or exit
-code without `scripts/gen_reference.py` fails here (issue #26: references that cannot drift)."""
+code without `scripts/gen_reference.py` fails here (issue #26: references that cannot drift);
+and no Markdown file points outside the repository (`scripts/check_links.py`)."""
 
 import importlib.util
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent.parent
+_spec = importlib.util.spec_from_file_location("check_links", REPO / "scripts" / "check_links.py")
+assert _spec and _spec.loader
+check_links = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(check_links)
 
 
 def load_generator():
@@ -38,10 +43,24 @@ def test_spans_are_shown_as_written_in_the_ini():
     assert "| `crontabber.class-MissingSymbolsCronApp.alert_silence` | `'1h'` |" in options
 
 
-def test_the_docs_link_nothing_outside_the_repository():
-    """Trial 2026-11-26 #17: docs/crontabber-0.18.md pointed into ../shared."""
-    for page in (REPO / "docs").rglob("*.md"):
-        assert "../shared/" not in page.read_text(), page
+def test_no_markdown_file_points_outside_the_repository(tmp_path):
+    """Trial 2026-11-26 #17: docs/crontabber-0.18.md pointed into ../shared. ``make docs``
+    runs scripts/check_links.py over every Markdown file."""
+    assert check_links.leaving(REPO) == []
+    (tmp_path / "docs" / "jobs").mkdir(parents=True)
+    (tmp_path / "README.md").write_text("[docs](docs/jobs/a.md)\n")
+    (tmp_path / "docs" / "jobs" / "a.md").write_text(
+        "[up](../../README.md) [web](https://example.org/../x) [here](#top) s3://.../manifest.json\n"
+        "[style](../../../shared/STYLE.md#models)\n"
+        "read `../../../shared/reference/spec.md` first\n"
+        '[spec]: ../../../spec.md\n<img src="/etc/logo.png">\n'
+    )
+    assert check_links.leaving(tmp_path) == [
+        "docs/jobs/a.md:2: ../../../shared/STYLE.md",
+        "docs/jobs/a.md:3: ../../../shared/reference/spec.md",
+        "docs/jobs/a.md:4: ../../../spec.md",
+        "docs/jobs/a.md:5: /etc/logo.png",
+    ]
 
 
 def test_the_settle_lag_and_jitter_limit_is_documented():
