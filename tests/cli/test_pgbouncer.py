@@ -43,7 +43,7 @@ def test_the_pooler_is_one_that_refuses_startup_options(database):
 
 
 def test_a_tick_runs_through_pgbouncer_and_its_times_are_utc(cli, crontab):
-    crontab.configure(["BasicJob|1d|02:00", "FooJob|1h"])
+    crontab.configure(["BasicJob|1d|00:00", "FooJob|1h"])  # 00:00: due at any hour
     before = SERVICES.pgbouncer_stats().get(crontab.database.dbname, {}).get("total_xact_count", 0)
     done = cli.run()
     assert done.returncode == 0, done.stderr
@@ -51,14 +51,14 @@ def test_a_tick_runs_through_pgbouncer_and_its_times_are_utc(cli, crontab):
     with crontab.conn.cursor() as cur:
         cur.execute("SHOW timezone")
         assert cur.fetchone()[0] == ZONE  # the sessions' zone is not UTC
-    # the daily job's next run is 02:00 UTC, whatever the sessions' zone
+    # the daily job's next run is 00:00 UTC, whatever the sessions' zone
     next_run = crontab.state("basic-job").next_run.astimezone(dt.timezone.utc)
-    assert (next_run.hour, next_run.minute) == (2, 0)
+    assert (next_run.hour, next_run.minute) == (0, 0)
     explained = cli.run("--explain", "basic-job")
     assert explained.returncode == 0, explained.stderr
-    assert re.search(rf"{next_run:%Y-%m-%d} 02:00(:00)? UTC", explained.stdout), explained.stdout
+    assert re.search(rf"{next_run:%Y-%m-%d} 00:00(:00)? UTC", explained.stdout), explained.stdout
     listed = cli.run("--list-jobs", "--json")
-    assert f'"{next_run:%Y-%m-%dT}02:00:00' in listed.stdout, listed.stdout
+    assert f'"{next_run:%Y-%m-%dT}00:00:00' in listed.stdout, listed.stdout
     # the proof it went through PgBouncer: its own count of this database's transactions
     after = SERVICES.pgbouncer_stats()[crontab.database.dbname]["total_xact_count"]
     assert after - before >= 10, (before, after)

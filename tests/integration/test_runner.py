@@ -129,10 +129,10 @@ def test_backfill_failing_midway_stops_there(crontab):
     assert state.error_count == 1
     assert state.last_success == first.last_success - 3 * DAY  # one interval after the old one
     assert [c["day"].strftime("%Y-%m-%d") for c in crontab.calls()][-1] == fail_on
-    # the next attempt restarts at the failed date (and may run one day more if the
-    # hour wound crosses midnight UTC, so count from the retry's first call)
+    # the next attempt (due now, its retry wait skipped; nothing else moved, so the days
+    # stay those of the intervals after the last success) restarts at the failed date
     before = len(crontab.calls())
-    crontab.wind(HOUR)
+    crontab.sql("UPDATE crontabber SET next_run = clock_timestamp() WHERE app_name = 'failing-backfill'")
     crontab.run()
     assert crontab.calls()[before]["day"].strftime("%Y-%m-%d") == fail_on
     assert crontab.state("failing-backfill").error_count == 0
@@ -282,7 +282,8 @@ def test_a_row_locked_job_does_not_stop_the_other_jobs(crontab, database):
 
 
 def test_list_jobs_table(crontab):
-    crontab.configure(["TroubleJob|1d", "SadJob|1d", "BasicJob|7d|03:00"])
+    # 00:00 UTC: the first tick runs it at any hour (a later time would wait for it)
+    crontab.configure(["TroubleJob|1d", "SadJob|1d", "BasicJob|7d|00:00"])
     code, out = crontab.run("--list-jobs")
     # the LAST OK column; a job with a time of day not yet reached also says "never ran"
     assert code == 0 and [line.split()[3] for line in out.splitlines()[1:-1]] == ["never"] * 3
@@ -293,15 +294,15 @@ def test_list_jobs_table(crontab):
     trouble = next(line for line in lines if line.startswith("trouble"))
     assert trouble.split()[2] == "failing" and trouble.endswith("1x NameError: Trouble!!")
     basic = next(line for line in lines if line.startswith("basic-job"))
-    assert basic.split()[1:3] == ["7d@03:00", "ok"] and re.search(r" in 6d(\d+h)? ", basic)
+    assert basic.split()[1:3] == ["7d@00:00", "ok"] and re.search(r" in 6d(\d+h)? ", basic)
     assert next(line for line in lines if line.startswith("sad")).split()[2:4] == ["waiting", "never"]
     # columns line up: every row's STATUS column starts at the same offset
     offset = lines[0].index("STATUS")
     assert all(line[offset - 2 : offset] == "  " for line in lines[:-1])  # then the database
     wide = crontab.run("--list-jobs", "--wide")[1]
     basic = next(line for line in wide.splitlines() if line.startswith("basic-job"))
-    assert basic.split()[1:5] == ["tests.fixtures.sample_jobs.BasicJob", "7d", "@", "03:00"]
-    assert re.search(r"03:00:00 \(in 6d(\d+h)?\)", basic)
+    assert basic.split()[1:5] == ["tests.fixtures.sample_jobs.BasicJob", "7d", "@", "00:00"]
+    assert re.search(r"00:00:00 \(in 6d(\d+h)?\)", basic)
 
 
 def test_list_jobs_shows_who_holds_the_job(crontab):
