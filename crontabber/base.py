@@ -109,7 +109,7 @@ class BaseCronApp(RequiredConfig):
     # before: ``-1 day``); ``--history`` and ``--logs`` show the intervals really processed.
     data_offset: dt.timedelta = dt.timedelta(0)
 
-    def __init__(self, config: DotDict, job_information: dict | None) -> None:
+    def __init__(self, config: DotDict, job_information: dict[str, Any] | None) -> None:
         self.config = config
         self.job_information = job_information
         # The database time at which the runner claimed this attempt; set by the runner.

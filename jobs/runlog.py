@@ -3,13 +3,16 @@ run ledger ``crontabber_run`` and the alerts (``crontabber_alert``, with their n
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from crontabber import sqlfiles
 from crontabber.base import BaseCronApp
 from crontabber.config.options import Namespace
 from crontabber.mixins import using_postgres
 from jobs import SQL_DIR
+
+if TYPE_CHECKING:
+    from crontabber.transaction_executor import TransactionExecutor
 
 
 @using_postgres()
@@ -23,7 +26,7 @@ class PruneRunLogCronApp(BaseCronApp):
     required_config.add_option("keep_days", default=90, doc="keep log rows this many days")
     required_config.add_option("batch_size", default=10000, doc="rows deleted per transaction")
 
-    database_transaction_executor: Any  # set by @using_postgres()
+    database_transaction_executor: TransactionExecutor  # set by @using_postgres()
 
     def run(self) -> str:
         """Returns the run's one-line summary."""
@@ -48,4 +51,5 @@ class PruneRunLogCronApp(BaseCronApp):
                 sqlfiles.load("runlog.sql", SQL_DIR)[query],
                 {"keep_days": self.config.keep_days, "batch_size": self.config.batch_size},
             )
-            return cur.rowcount
+            deleted: int = cur.rowcount
+            return deleted

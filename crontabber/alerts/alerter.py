@@ -25,12 +25,13 @@ from typing import Any, Callable, Mapping
 from .. import __version__, jsonout
 from ..config.catalog import BrokenEntry, Job, job_options
 from ..config.settings import Settings, Sources
+from ..config.targets import DeliveryError, Target
 from ..errors import ConfigurationError, CrontabberError
 from ..leases import LeaseRules, marker_status
 from ..scheduling import needs_attention, parse_duration
 from ..state import JobState
 from ..store import StateStore
-from .notify import DeliveryError, Notice, Target, send
+from .notify import Notice, send
 from .rules import (
     LASTING,
     AlertPlan,

@@ -124,7 +124,7 @@ class Namespace:
         return self._namespaces.setdefault(name, Namespace(doc))
 
     def __getattr__(self, name: str) -> "Namespace":
-        namespaces = self.__dict__.get("_namespaces", {})
+        namespaces: dict[str, Namespace] = self.__dict__.get("_namespaces", {})
         if name in namespaces:
             return namespaces[name]
         raise AttributeError(name)
@@ -148,7 +148,7 @@ class Namespace:
         return result
 
 
-class DotDict(dict):
+class DotDict(dict[str, Any]):
     """A dict whose keys are also attributes: ``config.bucket`` or ``config['bucket']``."""
 
     def __getattr__(self, name: str) -> Any:
