@@ -18,8 +18,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Iterable
 
-from . import __version__
 from .redaction import redact
+from .version import version
 
 #: Names of variables and keys masked whatever their value (added to sentry-sdk's list):
 #: the project's secret settings under the names jobs and configs give them.
@@ -80,7 +80,7 @@ class SentryReporter:
 
             sentry_sdk.init(
                 dsn=self.dsn,
-                release=f"crontabber@{__version__}",
+                release=f"crontabber@{version()}",
                 default_integrations=False,
                 event_scrubber=EventScrubber(denylist=DEFAULT_DENYLIST + DENYLIST, recursive=True),
                 before_send=lambda event, hint: self.redacted(event),
