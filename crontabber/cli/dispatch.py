@@ -23,7 +23,14 @@ from typing import TYPE_CHECKING, Any, Callable, TextIO
 
 from ..command import ExitCode, exit_code_for, exit_codes_text, split_overrides
 from ..config.catalog import Job, configuration_notes, job_options, load_catalog, load_jobs, schema_dirs
-from ..config.settings import Settings, effective_lines, iter_option_lines, load_settings, runner_options
+from ..config.settings import (
+    Settings,
+    effective_lines,
+    iter_option_lines,
+    load_settings,
+    renamed_message,
+    runner_options,
+)
 from ..errors import (
     ConfigurationError,
     CrontabberError,
@@ -505,6 +512,8 @@ def dispatch(mode: str, args: argparse.Namespace, rest: list[str], stdout: TextI
     overrides = split_overrides(rest)
     settings = load_settings(args.conf, overrides)
     setup_logging(settings, overrides)
+    for old, new in settings.sources.renamed.items():  # deprecated names (DeprecationWarning too)
+        logger.warning("%s", renamed_message(old, new))
     if mode == "configtest":  # the whole file, or nothing: a broken entry is refused
         return configtest(settings, load_jobs(settings), stdout)
     # the rest go on without an entry whose class does not load (shown, alerted)
