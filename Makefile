@@ -45,7 +45,7 @@ test-pooled: venv
 	$(WITH_ENV) SYMBOLS_TEST_POOLED=1 $(PY) -m pytest $(POOLED_TESTS)
 
 # Lint, format and types (ruff and mypy, configured in pyproject.toml and mypy.ini): seconds.
-LINTED := crontabber jobs search dashboard tests faults bench scripts devservices
+LINTED := crontabber jobs search dashboard tests faults bench scripts devservices setup.py
 lint: venv
 	.venv/bin/ruff check $(LINTED)
 	.venv/bin/ruff format --check $(LINTED)

@@ -14,6 +14,8 @@ and its address.
 
 The names exported here load on first use (PEP 562): ``python -m crontabber`` imports this
 package before its ``__main__`` can turn the garbage collector off for the start-up.
+``__version__`` too: in a checkout it asks git (:func:`crontabber.version.version`), which a
+cron tick never does.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ if TYPE_CHECKING:
     from .formats import one_line, printable, utc_text
     from .parsing import command_parser
 
-__version__ = "1.0.0a1"
+    __version__: str
 
 __all__ = [
     "EXIT_CODES",
@@ -62,6 +64,11 @@ _EXPORTS = {
 
 def __getattr__(name: str) -> Any:
     """An exported name, imported from its module on first use."""
+    if name == "__version__":
+        from .version import version
+
+        globals()[name] = version()
+        return globals()[name]
     if name not in _EXPORTS:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     module, attribute = _EXPORTS[name]

@@ -116,7 +116,7 @@ class BaseCronApp(RequiredConfig):
     # None: not declared, any name is accepted.
     metric_names: tuple[str, ...] | None = None
 
-    def __init__(self, config: DotDict, job_information: dict | None) -> None:
+    def __init__(self, config: DotDict, job_information: dict[str, Any] | None) -> None:
         self.config = config
         self.job_information = job_information
         # The database time at which the runner claimed this attempt; set by the runner.

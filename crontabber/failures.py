@@ -120,7 +120,7 @@ def describe(exc: BaseException) -> str:
             )
             return f"Elasticsearch{where}: {_cause(exceptions)}"
         if library == "botocore":
-            kwargs: dict = getattr(current, "kwargs", {}) or {}
+            kwargs: dict[str, Any] = getattr(current, "kwargs", {}) or {}
             if "endpoint_url" in kwargs:
                 return f"S3 at {_base(str(kwargs['endpoint_url']))}: {_cause(exceptions)}"
             # botocore's modeled errors (NoSuchBucket, ...) subclass ClientError

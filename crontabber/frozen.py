@@ -55,9 +55,9 @@ class Frozen:
         return f"{type(self).__qualname__}({shown})"
 
     def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
+        if not isinstance(other, Frozen) or other.__class__ is not self.__class__:
             return NotImplemented
-        return self._compared() == other._compared()  # type: ignore[attr-defined]
+        return self._compared() == other._compared()
 
     def __hash__(self) -> int:
         return hash(self._compared())

@@ -18,8 +18,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Iterable
 
-from . import __version__
 from .redaction import redact
+from .version import version
 
 #: Names of variables and keys masked whatever their value (added to sentry-sdk's list):
 #: the project's secret settings under the names jobs and configs give them.
@@ -80,7 +80,7 @@ class SentryReporter:
 
             sentry_sdk.init(
                 dsn=self.dsn,
-                release=f"crontabber@{__version__}",
+                release=f"crontabber@{version()}",
                 default_integrations=False,
                 event_scrubber=EventScrubber(denylist=DEFAULT_DENYLIST + DENYLIST, recursive=True),
                 before_send=lambda event, hint: self.redacted(event),
@@ -97,7 +97,7 @@ class SentryReporter:
             with sdk.new_scope() as scope:
                 scope.set_tag("job", job.app_name)
                 scope.set_tag("job_class", job.class_path)
-                event_id = sdk.capture_exception(exc)
+                event_id: str | None = sdk.capture_exception(exc)
             sdk.flush(timeout=5)
         except Exception:  # noqa: BLE001 - never let reporting break a run
             logger.debug("Failed to capture and send error to Sentry", exc_info=True)
@@ -152,6 +152,6 @@ class SentryReporter:
     def send_test_message(self) -> str | None:
         """``--sentrytest``: send one message and return its event id."""
         sdk = self._client()
-        event_id = sdk.capture_message("Sentry test sent from crontabber")
+        event_id: str | None = sdk.capture_message("Sentry test sent from crontabber")
         sdk.flush(timeout=5)
         return event_id

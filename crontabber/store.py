@@ -30,7 +30,7 @@ from .state import Claim, FinishRecord, FleetHost, JobState, RunEnd, RunKind, Ru
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable, Mapping, Sequence, TypeVar
+    from typing import Any, Callable, Concatenate, Mapping, ParamSpec, Sequence, TypeVar
 
     # Built only by the operator commands' queries, imported there: an idle
     # tick does not load crontabber.records (see crontabber.state).
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from .reruns import IntervalRecord, RerunRecord
 
     R = TypeVar("R")
+    P = ParamSpec("P")
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +78,7 @@ def _read_only(conn: Any) -> bool:
     )
 
 
-def _as_dict(cursor: Any, row: tuple) -> dict[str, Any]:
+def _as_dict(cursor: Any, row: tuple[Any, ...]) -> dict[str, Any]:
     """A row as ``{column: value}`` (psycopg2.extras costs a tick ~2 ms to import)."""
     return {column.name: value for column, value in zip(cursor.description, row)}
 
@@ -88,7 +89,7 @@ def rows_of(cursor: Any) -> list[dict[str, Any]]:
     return [_as_dict(cursor, row) for row in cursor.fetchall()] if cursor.description else []
 
 
-def translated(method: Callable[..., R]) -> Callable[..., R]:
+def translated(method: Callable[Concatenate[StateStore, P], R]) -> Callable[Concatenate[StateStore, P], R]:
     """Decorate a store method: a lost connection, or one to a server that no longer takes
     writes (a primary demoted to a standby), is reopened and the call made once more (each
     method is one transaction, so a retry is safe; reopened with a multi-host address and
@@ -100,7 +101,7 @@ def translated(method: Callable[..., R]) -> Callable[..., R]:
     """
 
     @functools.wraps(method)
-    def wrapper(self: "StateStore", *args: Any, **kwargs: Any) -> R:
+    def wrapper(self: StateStore, /, *args: P.args, **kwargs: P.kwargs) -> R:
         for attempt in (1, 2):
             try:
                 return method(self, *args, **kwargs)
@@ -197,7 +198,7 @@ class StateStore:
         (:func:`crontabber.schema.round_trip_cursor`): no ``BEGIN``, ``COMMIT``."""
         return round_trip_cursor(self._conn, self._cursor)
 
-    def _one(self, name: str, params: Mapping[str, Any] | None = None) -> dict | None:
+    def _one(self, name: str, params: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
         with self._conn, self._cursor() as cur:
             cur.execute(Q[name], params)
             row = cur.fetchone()
@@ -208,7 +209,8 @@ class StateStore:
         """The database's clock (``clock_timestamp()``), in UTC."""
         row = self._one("clock")
         assert row is not None
-        return row["now"]
+        now: dt.datetime = row["now"]
+        return now
 
     @translated
     def states(self) -> dict[str, JobState]:

@@ -349,7 +349,7 @@ class Supervisor:
                 return
             self._on_message(message, reader)
 
-    def _on_message(self, message: tuple, reader: Any = None) -> None:
+    def _on_message(self, message: tuple[Any, ...], reader: Any = None) -> None:
         kind = message[0]
         if kind == "unit":
             self._record((message[1], dt.timedelta(seconds=message[2]), message[3], message[4]))

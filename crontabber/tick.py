@@ -14,7 +14,7 @@ import contextlib
 import logging
 import os
 
-from . import __version__
+from . import version
 from .config.catalog import BrokenEntry, Job
 from .config.settings import Settings
 from .errors import CodeOlderThanSchema
@@ -36,10 +36,11 @@ logger = logging.getLogger("crontabber")
 def fleet_tick(settings: Settings, schema_behind: tuple[int, ...] = ()) -> Tick:
     """What this invocation records in ``crontabber_host`` when it runs as a cron tick
     (``schema_behind``: the database's migrations its code lacks; its tags), and how recent
-    a tick makes a host live (``silence_critical_minutes``, as ``--nagios``)."""
+    a tick makes a host live (``silence_critical_minutes``, as ``--nagios``). The version is
+    the build's (:func:`crontabber.version.built`): a tick never asks git."""
     return Tick(
         this_host(),
-        __version__,
+        version.built(),
         os.getpid(),
         schema_behind,
         settings.host_tags,

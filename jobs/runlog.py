@@ -13,6 +13,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from crontabber.transaction_executor import TransactionExecutor
+
 
 @using_postgres()
 class PruneRunLogCronApp(BaseCronApp):
@@ -25,7 +27,7 @@ class PruneRunLogCronApp(BaseCronApp):
     required_config.add_option("keep_days", default=90, doc="keep log rows this many days")
     required_config.add_option("batch_size", default=10000, doc="rows deleted per transaction")
 
-    database_transaction_executor: Any  # set by @using_postgres()
+    database_transaction_executor: TransactionExecutor  # set by @using_postgres()
 
     def run(self) -> str:
         """Returns the run's one-line summary."""
@@ -50,4 +52,5 @@ class PruneRunLogCronApp(BaseCronApp):
                 sqlfiles.load("runlog.sql", SQL_DIR)[query],
                 {"keep_days": self.config.keep_days, "batch_size": self.config.batch_size},
             )
-            return cur.rowcount
+            deleted: int = cur.rowcount
+            return deleted

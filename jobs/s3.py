@@ -30,7 +30,9 @@ def parse_timestamp(value: Any) -> dt.datetime:
             return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)
     from botocore.utils import parse_timestamp as botocore_parse
 
-    return botocore_parse(value)
+    # botocore has no type stubs: its parser's return is declared here (a datetime, aware)
+    parsed_by_botocore: dt.datetime = botocore_parse(value)
+    return parsed_by_botocore
 
 
 def is_not_found(exc: BaseException) -> bool:

@@ -82,7 +82,7 @@ class SymbolRow(NamedTuple):
     missing_count: int | None
 
     @classmethod
-    def from_row(cls, row: tuple) -> "SymbolRow":
+    def from_row(cls, row: tuple[Any, ...]) -> "SymbolRow":
         return cls._make(row)
 
     @property

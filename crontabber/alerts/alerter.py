@@ -22,15 +22,17 @@ import os
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping
 
-from .. import __version__, jsonout
+from .. import jsonout
 from ..config.catalog import BrokenEntry, Job, job_options
 from ..config.settings import Settings, Sources
+from ..config.targets import DeliveryError, Target
 from ..errors import ConfigurationError, CrontabberError
 from ..leases import LeaseRules, marker_status
 from ..scheduling import needs_attention, parse_duration
 from ..state import JobState
 from ..store import StateStore
-from .notify import DeliveryError, Notice, Target, send
+from ..version import version
+from .notify import Notice, send
 from .rules import (
     LASTING,
     AlertPlan,
@@ -334,7 +336,7 @@ class Alerter:
         notice is given up at once (a test is tried once, never re-sent by a later tick)."""
         deliveries = []
         targets: dict[str, Target] = {t.name: t for t in self.config.targets}
-        agent = f"crontabber/{__version__}"
+        agent = f"crontabber/{version()}"
         for row in sorted(claimed, key=lambda r: r["notice_id"]):  # in the order they were made
             delivery = Delivery(row["notice_id"], row["id"], row["target"])
             target = targets.get(row["target"])

@@ -20,10 +20,16 @@ import os
 import sys
 from types import SimpleNamespace
 
-from .. import __version__
 from ..command import ExitCode, exit_code_for, exit_codes_text, split_overrides
 from ..config.catalog import Job, configuration_notes, job_options, load_catalog, load_jobs, schema_dirs
-from ..config.settings import Settings, effective_lines, iter_option_lines, load_settings, runner_options
+from ..config.settings import (
+    Settings,
+    effective_lines,
+    iter_option_lines,
+    load_settings,
+    renamed_message,
+    runner_options,
+)
 from ..errors import (
     ConfigurationError,
     CrontabberError,
@@ -486,7 +492,9 @@ def main(argv: list[str], stdout: TextIO = sys.stdout, stderr: TextIO = sys.stde
         return ExitCode.ERROR
     mode = next((m for m in MODES if getattr(args, m) not in (None, False, "")), "run")
     if mode == "version":  # no configuration or database needed
-        print(__version__, file=stdout)
+        from ..version import version
+
+        print(version(), file=stdout)
         return ExitCode.OK
     try:
         return dispatch(mode, args, rest, stdout)
@@ -513,6 +521,8 @@ def dispatch(mode: str, args: argparse.Namespace, rest: list[str], stdout: TextI
     overrides = split_overrides(rest)
     settings = load_settings(args.conf, overrides)
     setup_logging(settings, overrides)
+    for old, new in settings.sources.renamed.items():  # deprecated names (DeprecationWarning too)
+        logger.warning("%s", renamed_message(old, new))
     if mode == "configtest":  # the whole file, or nothing: a broken entry is refused
         return configtest(settings, load_jobs(settings), stdout)
     # the rest go on without an entry whose class does not load (shown, alerted)
@@ -548,11 +558,15 @@ def resume_collection() -> None:
 
 
 def configtest(settings: Settings, jobs: list[Job], out: TextIO) -> int:
-    """``--configtest``: the database, each setting with where it came from, the notes."""
+    """``--configtest``: the database, this code's version, each setting with where it came
+    from, the notes."""
+    from ..version import version
+
     print(
         f"database: {settings.database.target} (password {'set' if settings.database.password else 'not set'})",
         file=out,
     )
+    print(f"version: {version()}", file=out)
     print("settings (value, where from; a job's options when set):", file=out)
     lines = list(effective_lines(runner_options(), (), settings.sources))
     shown = {(name, value, origin) for name, value, origin in lines}

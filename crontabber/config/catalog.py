@@ -32,7 +32,7 @@ from ..scheduling import (
 )
 from .names import KnownNames, check_names, check_sections, environment_notes, known_names
 from .options import NO_VALUE, DotDict, Namespace
-from .settings import Settings, Sources, runner_options
+from .settings import Settings, Sources, renamed_message, runner_options
 
 
 class Job(Frozen):
@@ -152,7 +152,7 @@ def job_options(cls: type) -> Namespace:
     base.add_option(
         "timeout",
         "",
-        "seconds the job may run (0: no limit; empty: crontabber.default_timeout)",
+        "seconds the job may run (0: no limit; empty: crontabber.default_timeout_seconds)",
         from_string_converter=_seconds,
     )
     base.add_option(
@@ -369,8 +369,10 @@ def check_names_used(sources: Sources, jobs: list[Job]) -> list[str]:
 
 def configuration_notes(sources: Sources, jobs: list[Job]) -> list[str]:
     """What ``--configtest`` mentions without failing: crontabber 0.18 options
-    that have no effect here, environment variables that match no option."""
+    that have no effect here, the old names of renamed options in use (once their values
+    were read), environment variables that match no option."""
     notes = [f"{name}: a crontabber 0.18 option, ignored here" for name in check_names_used(sources, jobs)]
+    notes += [renamed_message(old, new) for old, new in sources.renamed.items()]
     return notes + environment_notes(names_known(sources, jobs), sources.environ)
 
 

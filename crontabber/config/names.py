@@ -124,10 +124,13 @@ class KnownNames(Frozen):
 
 
 def declared_names(namespace: Namespace, prefix: tuple[str, ...] = ()) -> set[str]:
-    """Every option of ``namespace`` and every option one of them refers to."""
+    """Every option of ``namespace``, every option one of them refers to, and the old name
+    of every renamed one (still read: deprecated)."""
     names: set[str] = set()
     for path, option in namespace.walk(prefix):
         names.add(".".join([*path, option.name]))
+        if option.formerly:  # a renamed option's old name: still read (deprecated)
+            names.add(".".join([*path, option.formerly]))
         if option.reference_value_from:
             names.add(f"{option.reference_value_from}.{option.name}")
     return names

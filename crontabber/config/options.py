@@ -69,10 +69,21 @@ class Option(Frozen):
     """One declared option.
 
     ``reference_value_from`` names a namespace (``resource.postgresql``) whose
-    option of the same name supplies the value when this one is not set.
+    option of the same name supplies the value when this one is not set. ``formerly`` is
+    the option's old name in the same namespace (a renamed option): still read, when the new
+    name is not set, with a deprecation warning (docs/conventions.md, "Deprecation policy").
     """
 
-    __slots__ = ("name", "default", "doc", "parser", "reference_value_from", "secret", "url_paths_secret")
+    __slots__ = (
+        "name",
+        "default",
+        "doc",
+        "parser",
+        "reference_value_from",
+        "secret",
+        "url_paths_secret",
+        "formerly",
+    )
     name: str
     default: Any
     doc: str
@@ -80,6 +91,7 @@ class Option(Frozen):
     reference_value_from: str | None
     secret: bool
     url_paths_secret: bool  # its URLs' paths may hold tokens (shown as /***)
+    formerly: str | None  # its name before a rename, still read (deprecated)
 
     def __init__(
         self,
@@ -90,6 +102,7 @@ class Option(Frozen):
         reference_value_from: str | None = None,
         secret: bool = False,
         url_paths_secret: bool = False,
+        formerly: str | None = None,
     ) -> None:
         setfield(self, "name", name)
         setfield(self, "default", default)
@@ -98,6 +111,7 @@ class Option(Frozen):
         setfield(self, "reference_value_from", reference_value_from)
         setfield(self, "secret", secret)
         setfield(self, "url_paths_secret", url_paths_secret)
+        setfield(self, "formerly", formerly)
 
     def parse(self, text: str) -> Any:
         return self.parser(text)
@@ -120,11 +134,13 @@ class Namespace:
         reference_value_from: str | None = None,
         secret: bool | None = None,
         url_paths_secret: bool = False,
+        formerly: str | None = None,
         **_ignored: Any,
     ) -> Option:
         """Declare an option; unknown configman keywords are accepted and ignored.
         ``url_paths_secret``: the value holds URLs whose paths may carry a token (a webhook's
-        address): listings show them as ``https://host/***``.
+        address): listings show them as ``https://host/***``. ``formerly``: the option's old
+        name (a rename), still read when the new one is not set, with a ``DeprecationWarning``.
 
         A ``default`` given as a string is parsed by ``from_string_converter``
         when one is given, as configman did.
@@ -134,7 +150,7 @@ class Namespace:
             secret = any(word in name.lower() for word in SECRET_WORDS)
         if isinstance(default, str) and from_string_converter is not None and default != "":
             default = from_string_converter(default)
-        option = Option(name, default, doc, parser, reference_value_from, secret, url_paths_secret)
+        option = Option(name, default, doc, parser, reference_value_from, secret, url_paths_secret, formerly)
         self._options[name] = option
         return option
 
@@ -143,7 +159,7 @@ class Namespace:
         return self._namespaces.setdefault(name, Namespace(doc))
 
     def __getattr__(self, name: str) -> "Namespace":
-        namespaces = self.__dict__.get("_namespaces", {})
+        namespaces: dict[str, Namespace] = self.__dict__.get("_namespaces", {})
         if name in namespaces:
             return namespaces[name]
         raise AttributeError(name)
@@ -167,7 +183,7 @@ class Namespace:
         return result
 
 
-class DotDict(dict):
+class DotDict(dict[str, Any]):
     """A dict whose keys are also attributes: ``config.bucket`` or ``config['bucket']``."""
 
     def __getattr__(self, name: str) -> Any:

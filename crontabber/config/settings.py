@@ -23,6 +23,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import sys
+import warnings
 
 from ..errors import ConfigurationError
 from ..frozen import Frozen, setfield
@@ -64,7 +65,11 @@ def runner_options() -> Namespace:
     cron.add_option("heartbeat_seconds", 30.0, "how often a running job's lease is renewed")
     cron.add_option("lease_seconds", 120.0, "a running job whose lease was not renewed for this long is taken over")
     cron.add_option(
-        "default_timeout", 0.0, "seconds a job may run before it is stopped (0: no limit); per job: [[class-X]] timeout"
+        "default_timeout_seconds",
+        0.0,
+        "seconds a job may run before it is stopped (0: no limit); per job: [[class-X]] timeout "
+        "(formerly default_timeout: deprecated, still read)",
+        formerly="default_timeout",
     )
     cron.add_option("kill_grace_seconds", 30.0, "after SIGTERM (timeout, lost lease), seconds before SIGKILL")
     cron.add_option(
@@ -248,6 +253,8 @@ class Sources:
         self.cli = dict(cli)
         self.environ = environ
         self._sources = (CommandLineSource(cli), EnvironSource(environ), IniSource(self.ini))
+        #: The old names of renamed options this configuration sets: old dotted name -> new.
+        self.renamed: dict[str, str] = {}
 
     def raw(self, path: tuple[str, ...], name: str) -> Any:
         """The raw string set for ``path.name`` anywhere, or ``NO_VALUE``.
@@ -267,20 +274,17 @@ class Sources:
         """Where ``path.option``'s effective value comes from: ``command line``,
         ``environment VARIABLE``, ``INI file PATH`` or ``default`` (following
         ``reference_value_from`` as :meth:`value` does, unless not ``follow``)."""
-        paths = [path]
-        if option.reference_value_from and follow:
-            paths.append(tuple(option.reference_value_from.split(".")))
         cli, environ, ini = self._sources
-        for where in paths:
+        for where, name in _spellings(path, option, follow):
             namespace = list(where)
-            dotted = ".".join([*where, option.name])
-            if cli.get(option.name, namespace=namespace) is not NO_VALUE:
+            dotted = ".".join([*where, name])
+            if cli.get(name, namespace=namespace) is not NO_VALUE:
                 return f"command line (--{dotted})"
-            variable = environ.variable(option.name, namespace)
+            variable = environ.variable(name, namespace)
             if variable is not None:
                 return f"environment {variable}"
-            if ini.get(option.name, namespace=namespace) is not NO_VALUE:
-                return f"INI file {self.conf_path}"
+            if ini.get(name, namespace=namespace) is not NO_VALUE:
+                return f"INI file {self.conf_path}" + (f" (as {dotted})" if name != option.name else "")
         return "default"
 
     def ini_value(self, path: tuple[str, ...], option: Option) -> Any:
@@ -288,11 +292,8 @@ class Sources:
         ``reference_value_from``), or ``NO_VALUE``: what an environment variable or the
         command line may have overridden."""
         ini = self._sources[2]
-        paths = [path]
-        if option.reference_value_from:
-            paths.append(tuple(option.reference_value_from.split(".")))
-        for where in paths:
-            raw = ini.get(option.name, namespace=list(where))
+        for where, name in _spellings(path, option):
+            raw = ini.get(name, namespace=list(where))
             if raw is not NO_VALUE:
                 return raw
         return NO_VALUE
@@ -301,8 +302,23 @@ class Sources:
         """The raw string that sets ``path.option`` (following ``reference_value_from``),
         or ``NO_VALUE``."""
         raw = self.raw(path, option.name)
+        if option.formerly:  # the old name warns when set, even when the new one wins
+            old = self._formerly(path, option.formerly, option.name)
+            raw = old if raw is NO_VALUE else raw
         if raw is NO_VALUE and option.reference_value_from:
             raw = self.raw(tuple(option.reference_value_from.split(".")), option.name)
+        return raw
+
+    def _formerly(self, path: tuple[str, ...], old: str, new: str) -> Any:
+        """The raw string set under a renamed option's old name, or ``NO_VALUE``; the first
+        use warns (``DeprecationWarning``, :func:`renamed_message`) and is kept in
+        :attr:`renamed` (the command line logs it, ``--configtest`` lists it)."""
+        raw = self.raw(path, old)
+        if raw is not NO_VALUE:
+            dotted_old, dotted_new = ".".join([*path, old]), ".".join([*path, new])
+            if dotted_old not in self.renamed:
+                self.renamed[dotted_old] = dotted_new
+                warnings.warn(renamed_message(dotted_old, dotted_new), DeprecationWarning, stacklevel=2)
         return raw
 
     def value(self, path: tuple[str, ...], option: Option) -> Any:
@@ -330,6 +346,22 @@ def _bad_value(exc: Exception) -> bool:
     return isinstance(exc, (ValueError, TypeError)) or (
         everett is not None and isinstance(exc, everett.InvalidValueError)
     )
+
+
+def _spellings(path: tuple[str, ...], option: Option, follow: bool = True) -> Iterator[tuple[tuple[str, ...], str]]:
+    """Where ``path.option`` may be set, first to last: its name, its old name (a renamed
+    option), then (with ``follow``) the option it takes its value from."""
+    yield path, option.name
+    if option.formerly:
+        yield path, option.formerly
+    if option.reference_value_from and follow:
+        yield tuple(option.reference_value_from.split(".")), option.name
+
+
+def renamed_message(old: str, new: str) -> str:
+    """The one line that says a renamed option's old name was used (docs/conventions.md,
+    "Deprecation policy")."""
+    return f"{old} is deprecated: it is renamed {new}; the old name is read until the next major release"
 
 
 def resolve_conf_path(conf_path: str | None) -> str:
@@ -478,7 +510,7 @@ class Settings(Frozen):
         "max_ongoing_age_hours",
         "heartbeat_seconds",
         "lease_seconds",
-        "default_timeout",
+        "default_timeout_seconds",
         "kill_grace_seconds",
         "database",
         "rerun_confirm_over",
@@ -500,7 +532,7 @@ class Settings(Frozen):
     max_ongoing_age_hours: float
     heartbeat_seconds: float
     lease_seconds: float
-    default_timeout: float
+    default_timeout_seconds: float
     kill_grace_seconds: float
     database: DatabaseSettings
     rerun_confirm_over: int
@@ -522,7 +554,7 @@ class Settings(Frozen):
         max_ongoing_age_hours: float,
         heartbeat_seconds: float,
         lease_seconds: float,
-        default_timeout: float,
+        default_timeout_seconds: float,
         kill_grace_seconds: float,
         database: DatabaseSettings,
         rerun_confirm_over: int,
@@ -542,7 +574,7 @@ class Settings(Frozen):
         setfield(self, "max_ongoing_age_hours", max_ongoing_age_hours)
         setfield(self, "heartbeat_seconds", heartbeat_seconds)
         setfield(self, "lease_seconds", lease_seconds)
-        setfield(self, "default_timeout", default_timeout)
+        setfield(self, "default_timeout_seconds", default_timeout_seconds)
         setfield(self, "kill_grace_seconds", kill_grace_seconds)
         setfield(self, "database", database)
         setfield(self, "rerun_confirm_over", rerun_confirm_over)
@@ -564,7 +596,7 @@ class Settings(Frozen):
         return RunLimits(
             heartbeat_seconds=self.heartbeat_seconds,
             lease_seconds=self.lease_seconds,
-            timeout=self.default_timeout if timeout is None or timeout == "" else float(timeout),
+            timeout=self.default_timeout_seconds if timeout is None or timeout == "" else float(timeout),
             kill_grace_seconds=self.kill_grace_seconds,
         )
 
@@ -595,7 +627,7 @@ def load_settings(conf_path: str | None, cli: Mapping[str, str], environ: Mappin
             "crontabber.lease_seconds",
             f"must be at least twice heartbeat_seconds (> 0): {lease:g} vs {heartbeat:g}",
         )
-    for name in ("default_timeout", "kill_grace_seconds", "output_tail_bytes"):
+    for name in ("default_timeout_seconds", "kill_grace_seconds", "output_tail_bytes"):
         if values[f"crontabber.{name}"] < 0:
             raise ConfigurationError(f"crontabber.{name}", "must not be negative")
     fields = {

@@ -9,7 +9,7 @@ records are NamedTuples (a frozen dataclass costs a tick about 1 ms to define).
 
 from __future__ import annotations
 
-from typing import Mapping, NamedTuple
+from typing import Callable, Mapping, NamedTuple
 
 KINDS = ("webhook", "email")
 FORMATS = ("json", "slack", "pagerduty")
@@ -73,11 +73,12 @@ class Target(NamedTuple):
         (``env:`` address, ``secret_env``, ``routing_key_env``) that is not set (or, for the
         address, not an http(s) URL); empty when it has them all."""
         problems = []
-        for check in (
+        checks: tuple[Callable[[], str], ...] = (
             lambda: self.url(environ),
             lambda: self.secret("secret_env", environ),
             lambda: self.secret("routing_key_env", environ),
-        ):
+        )
+        for check in checks:
             try:
                 check()
             except DeliveryError as exc:

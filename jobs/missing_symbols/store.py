@@ -129,8 +129,9 @@ class MissingSymbolStore:
         while True:
             with self.conn, self.conn.cursor() as cur:
                 cur.execute(Q[query], {"keep_days": keep_days, "batch_size": batch_size})
-                total += cur.rowcount
-            if cur.rowcount < batch_size:
+                deleted: int = cur.rowcount
+            total += deleted
+            if deleted < batch_size:
                 return total
 
     def totals(self) -> tuple[int, int]:

@@ -25,6 +25,10 @@ logger = logging.getLogger(__name__)
 
 BATCH = 1000  # delete_objects' maximum
 
+# One entry of a ListObjectsV2 page's ``Contents`` (``Key``, ``Size``, ``LastModified``, ...),
+# as boto3 returns it (boto3 has no type stubs here).
+Listed = dict[str, Any]
+
 # Given the keys of one listed page (already past the age), return those the
 # database agrees may go (or None: no database check for this rule).
 Check = Callable[[Rule, list[str], dt.datetime], set[str]]
@@ -135,7 +139,7 @@ class Pace:
             self._next = self.clock() + keys / self.rate
 
 
-def shards(client: Any, bucket: str, prefix: str) -> tuple[list[dict], list[str]]:
+def shards(client: Any, bucket: str, prefix: str) -> tuple[list[Listed], list[str]]:
     """Split a rule's prefix for parallel listing: the objects directly under it,
     and its first-level "folders" (``Delimiter='/'``), each listed on its own.
 
@@ -143,7 +147,7 @@ def shards(client: Any, bucket: str, prefix: str) -> tuple[list[dict], list[str]
     flat listing (quadratic in the number of keys); listing each folder
     separately, in parallel, is fast there and no slower on S3.
     """
-    direct: list[dict] = []
+    direct: list[Listed] = []
     folders: list[str] = []
     paginator = client.get_paginator("list_objects_v2")
     for page in paginator.paginate(Bucket=bucket, Prefix=prefix, Delimiter="/"):
@@ -153,7 +157,7 @@ def shards(client: Any, bucket: str, prefix: str) -> tuple[list[dict], list[str]
 
 
 def _list_folder(
-    client: Any, bucket: str, prefix: str, pages: "queue.Queue[list[dict] | None]", stop: threading.Event
+    client: Any, bucket: str, prefix: str, pages: "queue.Queue[list[Listed] | None]", stop: threading.Event
 ) -> None:
     try:
         paginator = client.get_paginator("list_objects_v2")
@@ -165,14 +169,14 @@ def _list_folder(
         pages.put(None)  # this folder is done
 
 
-def listed_pages(client: Any, rule: Rule, threads: int, stop: threading.Event) -> Iterator[list[dict]]:
+def listed_pages(client: Any, rule: Rule, threads: int, stop: threading.Event) -> Iterator[list[Listed]]:
     """Every object under the rule's prefix, a page at a time, listed on ``threads`` threads."""
     direct, folders = shards(client, rule.bucket, rule.prefix)
     for start in range(0, len(direct), BATCH):
         yield direct[start : start + BATCH]
     if not folders:
         return
-    pages: queue.Queue[list[dict] | None] = queue.Queue(maxsize=threads * 4)
+    pages: queue.Queue[list[Listed] | None] = queue.Queue(maxsize=threads * 4)
     with concurrent.futures.ThreadPoolExecutor(threads) as pool:
         futures = [pool.submit(_list_folder, client, rule.bucket, folder, pages, stop) for folder in folders]
         remaining = len(folders)

@@ -78,7 +78,7 @@ class PruneStore:
         self.lease_seconds = lease_seconds
         self._turn = threading.Lock()
 
-    def _run(self, name: str, params: dict[str, Any]) -> list[tuple]:
+    def _run(self, name: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
         with self._turn, self._conn, self._conn.cursor() as cur:
             cur.execute(Q[name], params)
             return cur.fetchall() if cur.description else []

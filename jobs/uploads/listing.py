@@ -9,6 +9,7 @@ are short (``45s``, ``12m``, ``3h``, ``2d``) and counted on the database's clock
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any, Mapping
 
 from crontabber import one_line, printable, utc_text
@@ -93,7 +94,8 @@ def _duration(row: Row) -> float | None:
     """From queued to completed (None until it completes)."""
     if row["completed_at"] is None:
         return None
-    return (row["completed_at"] - row["created_at"]).total_seconds()
+    elapsed: dt.timedelta = row["completed_at"] - row["created_at"]
+    return elapsed.total_seconds()
 
 
 def show_json(row: Row, files: list[dict[str, Any]]) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Protocol
+from typing import Any, Mapping, Protocol, TypedDict
 
 from .options import DEFAULTS, parse_extensions, parse_overwrite
 
@@ -160,13 +160,20 @@ class Written:
     code_file: str | None = None
 
 
+class Part(TypedDict):
+    """One written part of a multipart upload, as ``CompleteMultipartUpload`` takes it."""
+
+    PartNumber: int
+    ETag: str
+
+
 @dataclass(frozen=True)
 class Staged:
     """A large object's multipart upload with all its parts, not completed (invisible)."""
 
     written: Written
     upload: str  # the multipart upload's id
-    parts: list[dict]
+    parts: list[Part]
 
 
 @dataclass

@@ -15,7 +15,7 @@ from typing import Any, BinaryIO, Callable
 from jobs.s3 import is_not_found
 
 from .errors import StorageFailed, is_disk_full
-from .records import Existing, Written
+from .records import Existing, Part, Written
 
 logger = logging.getLogger(__name__)
 
@@ -265,7 +265,7 @@ def start_multipart(
     upload_id: int,
     part_size: int,
     started: Callable[[str], None] = lambda _: None,
-) -> tuple[str, list[dict]]:
+) -> tuple[str, list[Part]]:
     """Upload ``written.size`` bytes read from ``body`` as the parts (``part_size`` each;
     memory: one part) of a new multipart upload; return its id and parts. Nothing is
     visible until :func:`complete_multipart`. Headers and metadata are set when the upload
@@ -282,7 +282,7 @@ def start_multipart(
     except Exception as exc:
         raise _failed("CreateMultipartUpload", bucket, written.key, exc) from None
     started(upload)
-    parts = []
+    parts: list[Part] = []
     try:
         for number in range(1, max(1, -(-written.size // part_size)) + 1):
             response = client.upload_part(
@@ -297,7 +297,7 @@ def start_multipart(
     return upload, parts
 
 
-def complete_multipart(client: Any, bucket: str, key: str, upload: str, parts: list[dict]) -> None:
+def complete_multipart(client: Any, bucket: str, key: str, upload: str, parts: list[Part]) -> None:
     """Publish a multipart upload's object.
 
     Raises:

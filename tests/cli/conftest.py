@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from typing import Any
+from pathlib import Path
+from typing import Any, Iterator
 
 import pytest
 
@@ -17,6 +18,7 @@ from tests.helpers import REPO
 class Cli:
     def __init__(self, crontab: Any) -> None:
         self.crontab = crontab
+        self.spawned: list[subprocess.Popen] = []
         db = crontab.database
         self.env = {
             **os.environ,
@@ -42,7 +44,7 @@ class Cli:
         )
 
     def spawn(self, *args: str, host: str | None = None, **kwargs: Any) -> subprocess.Popen:
-        return subprocess.Popen(
+        proc = subprocess.Popen(
             self.argv(*args, host=host),
             env=self.env,
             cwd=REPO,
@@ -51,11 +53,30 @@ class Cli:
             stderr=subprocess.PIPE,
             **kwargs,
         )
+        self.spawned.append(proc)
+        return proc
+
+    def close(self) -> None:
+        """Kill what is still running of the spawned runners and close their pipes (an open
+        pipe left to the garbage collector is a ResourceWarning: an error under pytest.ini's
+        ``filterwarnings = error``, blamed on whichever test runs then)."""
+        for proc in self.spawned:
+            if proc.poll() is None:
+                proc.kill()
+            try:
+                proc.communicate(timeout=30)
+            except subprocess.TimeoutExpired:  # a job's process still holds the pipes
+                for pipe in (proc.stdout, proc.stderr):
+                    if pipe is not None:
+                        pipe.close()
+                proc.wait()
 
 
 @pytest.fixture
-def cli(crontab: Any) -> Cli:
-    return Cli(crontab)
+def cli(crontab: Any) -> Iterator[Cli]:
+    cli = Cli(crontab)
+    yield cli
+    cli.close()
 
 
 @pytest.fixture

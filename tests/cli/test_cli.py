@@ -283,10 +283,13 @@ NOT_ON_THE_TICK = (
     "locale",
     "dataclasses",
     "inspect",
+    # the version: a tick records the build's (crontabber.version.built), never asks
+    # importlib.metadata or git (--version, --configtest and the dashboard do)
+    "importlib.metadata",
 )
 
 
-def test_an_idle_tick_imports_none_of_the_operator_modules(cli):
+def test_an_idle_tick_imports_none_of_the_operator_modules(cli, tmp_path):
     cli.crontab.configure(["BasicJob|1d"])
     assert cli.run().returncode == 0  # runs BasicJob: the next tick has nothing due
     probe = (
@@ -296,9 +299,15 @@ def test_an_idle_tick_imports_none_of_the_operator_modules(cli):
         "except SystemExit as exit:\n    assert not exit.code, exit.code\n"
         f"print(' '.join(m for m in {NOT_ON_THE_TICK!r} if m in sys.modules))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], env=cli.env, cwd=REPO, capture_output=True, text=True, timeout=60
-    )
+    # a git first on the PATH that leaves a mark: the tick must not run it
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "git").write_text(f"#!/bin/sh\ntouch {tmp_path / 'git-ran'}\nexit 1\n")
+    (tmp_path / "bin" / "git").chmod(0o755)
+    env = {**cli.env, "PATH": f"{tmp_path / 'bin'}:{cli.env['PATH']}"}
+    done = subprocess.run([sys.executable, "-c", probe], env=env, cwd=REPO, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "1 skipped" in done.stderr
     assert done.stdout.split() == []
+    assert not (tmp_path / "git-ran").exists()
+    version = subprocess.run([sys.executable, "-m", "crontabber", "--version"], env=env, cwd=REPO, timeout=60)
+    assert version.returncode == 0 and (tmp_path / "git-ran").exists()  # the mark works

@@ -79,6 +79,7 @@ def _settled(crontab) -> bool:
     return rows[0]["n"] == len(JOBS)
 
 
+@pytest.mark.slow  # four hosts, fifty ticks each, kill -9s
 def test_four_hosts_fifty_ticks_each_with_random_kills(cli, namespaces, tmp_path, capsys):
     crontab = cli.crontab
     crontab.configure(

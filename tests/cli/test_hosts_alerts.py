@@ -19,6 +19,8 @@ import sys
 import threading
 import time
 
+import pytest
+
 from tests.fixtures.receiver import Receiver
 from tests.fixtures.tcp_proxy import TcpProxy
 from tests.helpers import REPO
@@ -54,6 +56,7 @@ def _pending(crontab) -> int:
     return crontab.sql("SELECT count(*) AS n FROM crontabber_notice WHERE sent_at IS NULL")[0]["n"]
 
 
+@pytest.mark.slow  # four hosts ticking with kill -9s
 def test_four_hosts_alert_once_with_random_kills(cli, namespaces, tmp_path, capsys):
     crontab = cli.crontab
     receiver = Receiver(bind="0.0.0.0")

@@ -161,8 +161,23 @@ def test_a_job_that_ignores_sigterm_is_killed_after_the_grace_period(cli):
 
 def test_the_default_timeout_applies_to_every_job(cli):
     slow_job(cli, 30)
+    done = cli.run("--crontabber.default_timeout_seconds=0.5", "--job", "slow-job")
+    assert done.returncode == 5 and "timeout of 0.5 s" in done.stdout
+    assert "deprecated" not in done.stderr
+
+
+def test_the_old_name_of_the_default_timeout_still_works_and_says_so(cli):
+    """crontabber.default_timeout was renamed default_timeout_seconds (docs/conventions.md,
+    "Deprecation policy"): the old name still sets it, and the command line says so in one
+    line on stderr (the DeprecationWarning itself is for Python callers: tests/unit)."""
+    slow_job(cli, 30)
     done = cli.run("--crontabber.default_timeout=0.5", "--job", "slow-job")
     assert done.returncode == 5 and "timeout of 0.5 s" in done.stdout
+    said = [line for line in done.stderr.splitlines() if "deprecated" in line]
+    assert len(said) == 1 and said[0].endswith(
+        "WARNING crontabber - crontabber.default_timeout is deprecated: it is renamed "
+        "crontabber.default_timeout_seconds; the old name is read until the next major release"
+    ), done.stderr
 
 
 def test_a_job_process_that_dies_is_a_failure_and_the_tick_goes_on(cli):

@@ -176,6 +176,7 @@ def test_mistakes_are_one_line_with_the_shared_exit_codes(s3_bucket, tmp_path):
         assert message in done.stderr and done.stderr.count("\n") == 1, (args, done.stderr)
 
 
+@pytest.mark.slow  # ~25 s: botocore retries an S3 that is down
 def test_s3_down_is_one_line_naming_it_and_exit_5(tmp_path):
     source = tmp_path / "events.jsonl"
     source.write_text(json.dumps({"debug_file": "a.pdb", "debug_id": "A" * 33}) + "\n")

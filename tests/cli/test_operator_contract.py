@@ -9,6 +9,7 @@ import subprocess
 
 import pytest
 
+from crontabber.version import version
 from tests.fixtures.runs import backfilled, slow_job
 from tests.fixtures.waiting import wait_for
 from tests.helpers import REPO, one_line
@@ -119,6 +120,7 @@ def test_configtest_shows_each_setting_where_it_came_from_and_the_database(cli):
     db = cli.crontab.database
     lines = done.stdout.splitlines()
     assert lines[0] == f"database: {db.user}@{db.host}:{db.port}/{db.dbname} (password set)"
+    assert lines[1] == f"version: {version()}"  # git's, in a checkout (crontabber.version)
     assert f"  crontabber.lease_seconds = 99.0  [INI file {cli.crontab.ini}]" in lines
     assert "  crontabber.kill_grace_seconds = 7.0  [command line (--crontabber.kill_grace_seconds)]" in lines
     assert f"  crontabber.dbname = '{db.dbname}'  [environment RESOURCE_POSTGRESQL_DBNAME]" in lines

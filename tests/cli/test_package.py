@@ -46,6 +46,12 @@ def installed(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("package")
     source = root / "source"
     shutil.copytree(REPO, source, ignore=SKIP)  # the build writes build/ and egg-info beside it
+    # a release: the source committed and tagged in a repository of its own (setup.py's version)
+    git = ["git", "-C", str(source), "-c", "user.name=test", "-c", "user.email=test@example.invalid"]
+    run([*git, "init", "-q"])
+    run([*git, "add", "-A"])
+    run([*git, "-c", "commit.gpgsign=false", "commit", "-q", "-m", "release"])
+    run([*git, "-c", "tag.gpgsign=false", "tag", "v9.8.7"])
     run(
         [
             sys.executable,
@@ -61,7 +67,7 @@ def installed(tmp_path_factory) -> Path:
             str(root / "dist"),
         ]
     )
-    (wheel,) = (root / "dist").glob("symbols_crontabber-*.whl")
+    (wheel,) = (root / "dist").glob("symbols_crontabber-9.8.7-*.whl")
     venv = root / "venv"
     run([sys.executable, "-m", "venv", str(venv)])
     python = venv / "bin" / "python"
@@ -107,6 +113,16 @@ def tables(database) -> set[str]:
         conn.close()
 
 
+def host_versions(database) -> list[str]:
+    conn = connect(database)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT version FROM crontabber_host")
+            return [row[0] for row in cur.fetchall()]
+    finally:
+        conn.close()
+
+
 def test_the_installed_commands_run_from_the_package_not_the_checkout(installed, tmp_path):
     where = run(
         [
@@ -137,7 +153,8 @@ def test_the_installed_commands_run_from_the_package_not_the_checkout(installed,
     ):
         done = run([str(installed / command), "--help"], cwd=tmp_path)
         assert said in done.stdout, (command, done.stdout)
-    assert run([str(installed / "crontabber"), "--version"], cwd=tmp_path).stdout.strip()
+    # the tag's version, written into the wheel by setup.py: no git where it is installed
+    assert run([str(installed / "crontabber"), "--version"], cwd=tmp_path).stdout.strip() == "9.8.7"
 
 
 def test_a_tick_from_the_package_creates_only_the_tables_its_jobs_need(installed, tmp_path, empty_database):
@@ -158,6 +175,7 @@ def test_a_tick_from_the_package_creates_only_the_tables_its_jobs_need(installed
         "crontabber_mute",
         "schema_migrations",
     }
+    assert host_versions(empty_database) == ["9.8.7"]  # what the tick recorded: the build's
     listed = run([str(installed / "crontabber"), f"--admin.conf={ini}", "--list-jobs"], cwd=tmp_path, env=env).stdout
     assert "prune-run-log" in listed and " ok " in listed
     # the same site adds a job with tables of its own: the next tick brings them

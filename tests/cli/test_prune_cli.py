@@ -64,6 +64,7 @@ def test_a_bad_argument_is_one_line_and_exit_1(cli, buckets):
     assert done.stderr.startswith("python -m jobs.prune: ") and done.stderr.count("\n") == 1
 
 
+@pytest.mark.slow  # ~15 s: a kill drill
 def test_killed_midway_then_rerun_deletes_the_rest_and_nothing_else(cli, buckets):
     inbox, symbols = buckets
     configure_prune(cli, inbox, symbols, threads=1)
@@ -94,6 +95,7 @@ def test_killed_midway_then_rerun_deletes_the_rest_and_nothing_else(cli, buckets
     assert "unfinished (killed?)" in prune_cmd(cli, "history").stdout
 
 
+@pytest.mark.slow  # ~22 s: a kill drill
 def test_killed_right_after_a_batch_is_deleted_the_audit_still_equals_what_is_gone(cli, buckets):
     """kill -9 as soon as S3 shows a second batch gone (observed from outside: a HEAD of its
     last key answers 404), before the run can write it down; after the next run, each run's

@@ -15,6 +15,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.fixtures.dashboard_data import dashboard  # noqa: F401 - the fixture
 from tests.fixtures.netns import on_host
 from tests.fixtures.receiver import Receiver
@@ -36,6 +38,7 @@ def newer_release(root: Path) -> Path:
     return root
 
 
+@pytest.mark.slow  # two hosts, a deploy, a dashboard
 def test_a_host_on_old_code_claims_nothing_and_is_named_until_upgraded(cli, namespaces, tmp_path, dashboard):  # noqa: F811
     crontab = cli.crontab
     receiver = Receiver(bind="0.0.0.0")  # reached from the hosts at their host-side address

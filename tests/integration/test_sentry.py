@@ -39,6 +39,7 @@ def sentry_server():
     thread.start()
     yield f"http://public@127.0.0.1:{server.server_address[1]}/42", _Collector.bodies
     server.shutdown()
+    server.server_close()  # the listening socket (a ResourceWarning otherwise)
 
 
 def test_job_error_is_sent_to_sentry_and_still_recorded(crontab, sentry_server):

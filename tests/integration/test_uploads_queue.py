@@ -86,7 +86,7 @@ def test_a_worker_killed_mid_upload_then_rerun_equals_a_clean_run(uploads, tmp_p
         assert child.poll() is None, child.stderr.read() if child.stderr else ""
         time.sleep(0.02)
     child.send_signal(signal.SIGKILL)
-    child.wait()
+    child.communicate()  # and its pipes closed
     written = len(uploads.files(upload_id))
     assert 5 <= written < 120 and uploads.row(upload_id)["status"] == "processing"
     assert uploads.worker().drain() == []  # the lease still holds
