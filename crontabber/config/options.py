@@ -183,7 +183,7 @@ class Namespace:
         return result
 
 
-class DotDict(dict[str, Any]):
+class DotDict(dict[str, "Any"]):  # "Any": typing is not imported at run time
     """A dict whose keys are also attributes: ``config.bucket`` or ``config['bucket']``."""
 
     def __getattr__(self, name: str) -> Any:

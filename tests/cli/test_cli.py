@@ -179,6 +179,7 @@ TICK_IMPORTS = (
     "crontabber.state",
     "crontabber.store",
     "crontabber.tick",
+    "crontabber.version",
     "gc",
     "graphlib",
     "jobs",

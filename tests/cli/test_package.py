@@ -168,6 +168,7 @@ def test_a_tick_from_the_package_creates_only_the_tables_its_jobs_need(installed
         "crontabber_log",
         "crontabber_run",
         "crontabber_audit",
+        "crontabber_audit_head",
         "crontabber_host",
         "crontabber_alert",
         "crontabber_interval",

@@ -2,6 +2,8 @@
 its migrations; a runner without the jobs creates none of their tables; a site that adds the
 jobs later gets them; existing crontabber 0.18 databases keep working."""
 
+from pathlib import Path
+
 from crontabber import sqlfiles
 from crontabber.schema import (
     RUNNER,
@@ -201,12 +203,12 @@ def test_migration_0025_chains_the_audit_rows_written_before_it(empty_database):
     with conn, conn.cursor() as cur:
         for migration in migrations(*BOTH):
             if migration.number < 25:
-                cur.execute(open(migration.path, encoding="utf-8").read())
+                cur.execute(Path(migration.path).read_text(encoding="utf-8"))
         cur.execute(
             "INSERT INTO crontabber_audit (actor, action, app_name) "
             "VALUES ('a@h', 'pause', 'x'), ('b@h', 'resume', 'x')"
         )
-        cur.execute(open(next(m.path for m in migrations(*BOTH) if m.number == 25), encoding="utf-8").read())
+        cur.execute(Path(next(m.path for m in migrations(*BOTH) if m.number == 25)).read_text(encoding="utf-8"))
         cur.execute("INSERT INTO crontabber_audit (actor, action, app_name) VALUES ('c@h', 'reset', 'x')")
         cur.execute("SELECT db_user, prev_hash IS NULL, row_hash IS NOT NULL FROM crontabber_audit ORDER BY id")
         assert cur.fetchall() == [(None, True, True), (None, False, True), (empty_database.user, False, True)]
