@@ -15,6 +15,7 @@ and are still shown; any other problem still refuses the file.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 
@@ -144,8 +145,11 @@ def import_class(entry: JobEntry) -> type:
     return cls
 
 
+@functools.cache
 def job_options(cls: type) -> Namespace:
-    """The options of a job: ``frequency``, ``time`` and its ``required_config``."""
+    """The options of a job: ``frequency``, ``time`` and its ``required_config``; built once
+    per class (a tick reads them twice per job: its values, then the names in use), and
+    never changed by its readers."""
     base = Namespace()
     base.add_option("frequency", "", "how often the job runs (from the jobs list)")
     base.add_option("time", "", "UTC time of day HH:MM (from the jobs list)")
