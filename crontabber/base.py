@@ -37,7 +37,7 @@ import datetime as dt
 import logging
 import math
 import re
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from .config.options import DotDict, Namespace, RequiredConfig
 from .scheduling import backfill_dates, parse_schedule, with_delay
@@ -108,6 +108,10 @@ class BaseCronApp(RequiredConfig):
     # from D that interval starts (the missing-symbols report's run for D reports the day
     # before: ``-1 day``); ``--history`` and ``--logs`` show the intervals really processed.
     data_offset: dt.timedelta = dt.timedelta(0)
+    # A backfill job whose intervals do not depend on each other (each reads and writes its
+    # own interval's data only) declares it: ``--rerun NAME --parallel N`` may then run N of
+    # them at once, on one host or several. Without it a rerun takes them in order, one at a time.
+    parallel_reruns: bool = False
 
     def __init__(self, config: DotDict, job_information: dict | None) -> None:
         self.config = config
@@ -117,8 +121,9 @@ class BaseCronApp(RequiredConfig):
         # This run's id (its fencing token) and lease; set by the runner.
         self.run_id: int | None = None
         self.lease: Any = None
-        # --rerun: the dates a backfill job is called with instead of the missed ones.
-        self.rerun_dates: list[dt.datetime] | None = None
+        # --rerun: the dates a backfill job is called with instead of the missed ones (in the
+        # runner's child: each asked for when the last is done, claimed for this run).
+        self.rerun_dates: Iterable[dt.datetime] | None = None
         # A backfill job's claim of each interval before it runs it (crontabber_interval):
         # returns once this run holds the interval, waiting while another run does; set in
         # the runner's child. None: nothing to claim (an instance run outside the runner).
