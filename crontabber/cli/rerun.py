@@ -96,6 +96,11 @@ def _run_stage(ctx: Context, stage: Stage, first: bool, top: int | None, named: 
     job = ctx.job(stage.app_name)
     record = stage.record
     runner = ctx.runner()
+    if record is not None and not first:  # (the first's dead runs are recorded by rerun())
+        for worker in record.dead(runner.gone_here):
+            store.abandon_run(
+                worker.run_id, f"killed without recording its end; continued by --resume-run on {runner.host}"
+            )
     if first:
         result = runner.rerun(
             job,
