@@ -74,8 +74,13 @@ def test_a_parallel_rerun_across_two_hosts_with_kills(cli, namespaces):
         return cut
 
     def busy(proc: subprocess.Popen) -> bool:
+        """In an interval it started less than half its length ago: still in it when killed."""
         run = runs().get(proc.pid)
-        return run is not None and any(c["run_id"] == run["run_id"] and c["finished_at"] is None for c in calls(cli))
+        now = crontab.now()
+        return run is not None and any(
+            c["run_id"] == run["run_id"] and c["finished_at"] is None and (now - c["at"]).total_seconds() < 0.7
+            for c in calls(cli)
+        )
 
     try:
         lead = spawn(1, "--parallel", "2", "--date", day(dates[0]), "--to", day(dates[-1]))
