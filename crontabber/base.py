@@ -43,7 +43,7 @@ from .scheduling import backfill_dates, parse_schedule, with_delay
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable, Iterator, Mapping
+    from typing import Any, Callable, Iterable, Iterator, Mapping
 
 __all__ = ["BaseCronApp", "Namespace", "Summary"]
 
@@ -115,6 +115,10 @@ class BaseCronApp(RequiredConfig):
     # --configtest then refuses a ``check`` over any other name (it would never judge a run).
     # None: not declared, any name is accepted.
     metric_names: tuple[str, ...] | None = None
+    # A backfill job whose intervals do not depend on each other (each reads and writes its
+    # own interval's data only) declares it: ``--rerun NAME --parallel N`` may then run N of
+    # them at once, on one host or several. Without it a rerun takes them in order, one at a time.
+    parallel_reruns: bool = False
 
     def __init__(self, config: DotDict, job_information: dict[str, Any] | None) -> None:
         self.config = config
@@ -124,8 +128,9 @@ class BaseCronApp(RequiredConfig):
         # This run's id (its fencing token) and lease; set by the runner.
         self.run_id: int | None = None
         self.lease: Any = None
-        # --rerun: the dates a backfill job is called with instead of the missed ones.
-        self.rerun_dates: list[dt.datetime] | None = None
+        # --rerun: the dates a backfill job is called with instead of the missed ones (in the
+        # runner's child: each asked for when the last is done, claimed for this run).
+        self.rerun_dates: Iterable[dt.datetime] | None = None
         # A backfill job's claim of each interval before it runs it (crontabber_interval):
         # returns once this run holds the interval, waiting while another run does; set in
         # the runner's child. None: nothing to claim (an instance run outside the runner).

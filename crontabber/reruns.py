@@ -5,18 +5,29 @@ that claimed it, and ``crontabber_log``, whether a unit of it ever succeeded).
 A rerun runs in a lane of its own (:meth:`crontabber.runner.Runner.rerun`): it never holds
 the job's marker, and claims each interval before it runs it, as the job's scheduled runs
 do, so the two never run one interval at once and the schedule goes on during a backfill.
+
+A rerun is a group of runs: the run that started it (its plan, ``--parallel N``,
+``--downstream``) and the runs that work on it after it (``resumed_from`` names the first):
+one that continues it after a kill, or a worker that joins it from another host. Each run of
+the group asks for its next interval (:func:`pick_next`): the first of the plan that no run of
+the group did, that nobody holds, while fewer than N are held by the group; a job that does
+not declare ``parallel_reruns`` takes them strictly in order, one at a time.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .formats import minute_text
 
 #: ``--only``'s values.
 ONLY = ("failed", "missing")
+
+#: How an interval ends that a rerun group does not try again until it is resumed: the job
+#: failed on it (a kill, a SIGTERM or a lost lease leave it to the next run of the group).
+FAILED_HERE = ("failed", "timed out")
 
 
 @dataclass(frozen=True)
@@ -68,8 +79,24 @@ class IntervalRecord:
 
 
 @dataclass(frozen=True)
+class Worker:
+    """A run of a rerun group that the ledger shows running: ``expired``, its heartbeat is
+    older than the lease (it died elsewhere, or is cut off)."""
+
+    run_id: int
+    holder: str
+    expired: bool
+
+    def gone(self, gone_here: Callable[[str], bool]) -> bool:
+        """Whether it is dead: its lease expired, or its process on this host is gone."""
+        return self.expired or gone_here(self.holder)
+
+
+@dataclass(frozen=True)
 class RerunRecord:
-    """A rerun in the ledger, as ``--resume-run`` reads it."""
+    """A rerun in the ledger, as ``--resume-run`` reads it: the first run of its group (its
+    row, its plan, ``parallel``, ``downstream``, ``downstream_of``), the intervals any run of
+    the group finished (``done``), and the group's runs still recorded as running."""
 
     run_id: int
     app_name: str
@@ -79,19 +106,143 @@ class RerunRecord:
     plan: tuple[dt.datetime, ...]
     expired: bool
     done: frozenset[dt.datetime]
+    parallel: int = 1
+    downstream: bool = False
+    downstream_of: int | None = None
+    workers: tuple[Worker, ...] = ()
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> "RerunRecord":
+    def from_row(cls, row: Mapping[str, Any], workers: Sequence[Worker] = ()) -> "RerunRecord":
         return cls(
             row["run_id"],
             row["app_name"],
             row["kind"],
             f"{row['host']}:{row['pid']}",
             row["status"],
-            tuple(row["plan"] or ()),
+            tuple(_utc(when) for when in row["plan"] or ()),
             bool(row["expired"]),
-            frozenset(row["done"] or ()),
+            frozenset(_utc(when) for when in row["done"] or ()),
+            int(row.get("parallel") or 1),
+            bool(row.get("downstream")),
+            row.get("downstream_of"),
+            tuple(workers),
         )
+
+    def live(self, gone_here: Callable[[str], bool]) -> list[Worker]:
+        """The group's runs that may still be working on it."""
+        return [w for w in self.workers if not w.gone(gone_here)]
+
+    def dead(self, gone_here: Callable[[str], bool]) -> list[Worker]:
+        """The group's runs recorded as running that are dead (to record as abandoned)."""
+        return [w for w in self.workers if w.gone(gone_here)]
+
+    @property
+    def left(self) -> list[dt.datetime]:
+        """Its plan's intervals no run of the group finished, in the plan's order."""
+        return [when for when in self.plan if when not in self.done]
+
+
+@dataclass(frozen=True)
+class PlanRow:
+    """One interval of a rerun's plan as a run of its group picks its next interval: whether
+    a run of the group finished it (``done``), and its claim now (``crontabber_interval``: the
+    last run that claimed it, how that run stands in the ledger, whether the claim expired,
+    whether that run is one of the group)."""
+
+    starts: dt.datetime
+    done: bool = False
+    status: str | None = None
+    run_id: int | None = None
+    kind: str | None = None
+    holder: str | None = None
+    ended: dt.datetime | None = None
+    expired: bool = False
+    run_status: str | None = None
+    in_group: bool = False
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> "PlanRow":
+        return cls(
+            _utc(row["starts"]),
+            bool(row["done"]),
+            row["status"],
+            row["run_id"],
+            row["kind"],
+            row["holder"],
+            row["ended"],
+            bool(row["expired"]),
+            row["run_status"],
+            bool(row["in_group"]),
+        )
+
+    @property
+    def held(self) -> bool:
+        """Whether a run holds it now: claimed, renewed within the lease, by a run the
+        ledger shows running (``claim_interval``'s rule for what is free)."""
+        return self.status == "running" and not self.expired and self.run_status == "running"
+
+    def failed_since(self, since: dt.datetime) -> bool:
+        """Whether the job failed on it in a run of the group since ``since``."""
+        return self.in_group and self.status in FAILED_HERE and self.ended is not None and self.ended >= since
+
+
+@dataclass(frozen=True)
+class Pick:
+    """What a run of a rerun group does next: claim ``when``; first record ``gone`` (runs of
+    this host whose process is gone, holding intervals) as abandoned and look again; wait
+    (``wait`` says for what); or stop, nothing left for it (all None)."""
+
+    when: dt.datetime | None = None
+    wait: str | None = None
+    gone: tuple[int, ...] = ()
+
+
+def pick_next(
+    rows: Sequence[PlanRow],
+    parallel: int,
+    strict: bool,
+    since: dt.datetime,
+    gone_here: Callable[[str], bool],
+) -> Pick:
+    """The next interval for a run of a rerun group that started at ``since`` (it holds none
+    now), ``rows`` in the plan's order.
+
+    Left are the intervals no run of the group finished and the job did not fail on in the
+    group since ``since`` (those wait for a resume). A rerun run of this host holding one
+    while its process is gone (``gone_here(holder)``: killed) is to be recorded abandoned
+    first: its interval is free at once, as a dead holder's marker is. ``strict`` (a job
+    without ``parallel_reruns``): the first left, waiting while anyone holds it. Else the
+    first left that nobody holds, while the group holds fewer than ``parallel``; a run waits
+    while the intervals left are held (a peer's may still fail or die: it takes it over)."""
+    dead = sorted(
+        {r.run_id for r in rows if r.held and r.kind == "rerun" and r.run_id is not None and gone_here(r.holder or "")}
+    )
+    if dead:
+        return Pick(gone=tuple(dead))
+    left = [r for r in rows if not r.done and not r.failed_since(since)]
+    if not left:
+        return Pick()
+    held = sum(1 for r in rows if r.held and r.in_group)
+    for row in left:
+        if row.held:
+            if strict:
+                return Pick(wait=f"{minute_text(row.starts)}: held by {_holder(row)}")
+            continue
+        if held >= max(parallel, 1):
+            return Pick(wait=f"{held} interval(s) of the rerun are running, at most {parallel} at once")
+        return Pick(when=row.starts)
+    first = left[0]
+    return Pick(wait=f"the {len(left)} interval(s) left are running ({minute_text(first.starts)}: {_holder(first)})")
+
+
+def _utc(when: dt.datetime) -> dt.datetime:
+    """A time read from the database (in the session's time zone) in UTC, as the job is called
+    with its dates (its ``run(date)`` may format the day)."""
+    return when.astimezone(dt.timezone.utc)
+
+
+def _holder(row: PlanRow) -> str:
+    return f"run {row.run_id} ({row.kind}) on {row.holder}"
 
 
 @dataclass(frozen=True)
@@ -175,3 +326,52 @@ def step_lines(steps: Iterable[Step], plan: Any = None) -> list[str]:
         said = [text for text in (plan(step.when) if plan else None, step.note) if text]
         lines.append(f"{minute_text(step.when)}{': ' + '; '.join(said) if said else ''}")
     return lines
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One job's part of a rerun, in the order they run: the job named (first), then with
+    ``--downstream`` each dependant, parents before children, each after the one before has
+    finished every interval. ``steps``: its plan; ``parallel``: how many of its intervals
+    may run at once; ``record``: the rerun group it continues or joins (None: a new one);
+    ``not_rerun``: why a dependant is left out (it is not a backfill job)."""
+
+    app_name: str
+    steps: tuple[Step, ...] = ()
+    parallel: int = 1
+    record: RerunRecord | None = None
+    not_rerun: str | None = None
+
+    @property
+    def dates(self) -> list[dt.datetime]:
+        return to_run(self.steps)
+
+
+def dependants(graph: Mapping[str, Sequence[str]], name: str) -> list[str]:
+    """The jobs of ``graph`` (app name: its parents) that depend on ``name``, directly or
+    through others, parents first (crontabber's order)."""
+    from .scheduling import dependency_order
+
+    below: set[str] = set()
+    grew = True
+    while grew:
+        grew = False
+        for child, parents in graph.items():
+            if child not in below and child != name and (name in parents or below.intersection(parents)):
+                below.add(child)
+                grew = True
+    return [job for job in dependency_order(graph) if job in below]
+
+
+def same_days(dates: Sequence[dt.datetime], intervals: Callable[[dt.date], list[dt.datetime]]) -> list[dt.datetime]:
+    """A dependant's intervals for the UTC days of ``dates``, the days in the order ``dates``
+    takes them (``intervals(day)``: the dependant's intervals starting that day)."""
+    days: list[dt.date] = []
+    for when in dates:
+        day = when.astimezone(dt.timezone.utc).date()
+        if day not in days:
+            days.append(day)
+    out: list[dt.datetime] = []
+    for day in days:
+        out.extend(when for when in intervals(day) if when not in out)
+    return out

@@ -34,7 +34,7 @@ from .errors import (
 )
 from .formats import minute_text, pause_end
 from .frozen import Frozen, setfield
-from .leases import LeaseRules, Marker, describe_marker, holder_name, marker_status, retry_delay
+from .leases import LeaseRules, Marker, describe_marker, holder_gone, holder_name, marker_status, retry_delay
 from .overrides import given_options
 from .placement import may_claim, placement_text
 from .scheduling import dependency_block, is_due, next_run_after, pause_active
@@ -147,6 +147,29 @@ def markers_from_here(rules: LeaseRules) -> Callable[[JobState | None, dt.dateti
 
 
 NOT_DUE = "not due yet"
+
+
+class Lane(Frozen):
+    """The rerun a run of the rerun lane works on: the first run of its group (``root``), how
+    many of its intervals may run at once, and whether they are taken strictly in order (a
+    job that does not declare ``parallel_reruns``)."""
+
+    __slots__ = ("root", "parallel", "strict")
+    root: int
+    parallel: int
+    strict: bool
+
+    def __init__(self, root: int, parallel: int, strict: bool) -> None:
+        setfield(self, "root", root)
+        setfield(self, "parallel", parallel)
+        setfield(self, "strict", strict)
+
+
+def _span_text(dates: list[dt.datetime]) -> str:
+    if len(dates) <= 3:
+        return ", ".join(minute_text(d) for d in dates)
+    return f"{len(dates)} intervals, {minute_text(dates[0])} to {minute_text(dates[-1])}"
+
 
 Reporter: TypeAlias = "Callable[[BaseException, Job], object]"
 
@@ -355,35 +378,57 @@ class Runner:
 
         return decide
 
-    def rerun(self, job: Job, dates: list[dt.datetime], resumed_from: int | None = None) -> JobResult:
-        """Run a backfill job for exactly ``dates``, in that order, whatever is due.
+    def rerun(
+        self,
+        job: Job,
+        dates: list[dt.datetime],
+        resumed_from: int | None = None,
+        parallel: int | None = None,
+        downstream: bool = False,
+        downstream_of: int | None = None,
+    ) -> JobResult:
+        """Run a backfill job for exactly ``dates``, in that order, whatever is due; with
+        ``resumed_from``, work on that rerun instead (its plan: continue it after a kill, or
+        join it as one more worker when it runs ``parallel`` intervals at once).
 
         In a lane of its own: the run is a ledger row, never the job's marker, so the job's
         scheduled runs go on meanwhile; each interval is claimed before it runs
         (``crontabber_interval``), waiting while another run holds it, so no interval runs
         twice at once. The job's row is left alone: ``last_success``, ``next_run`` and its
-        health are the schedule's. ``resumed_from``: the killed rerun this one continues.
+        health are the schedule's. ``downstream``: the rerun goes on to the job's dependants
+        (recorded for a resume); ``downstream_of``: this is a dependant's part of that rerun
+        (a second worker arriving joins the first's).
         """
         self._snapshot = None
-        claim = self.store.start_rerun(job.app_name, (self.host, self.pid), dates, self.options, resumed_from)
+        claim, root, cap = self.store.start_rerun(
+            job.app_name, (self.host, self.pid), dates, self.options, resumed_from, parallel, downstream, downstream_of
+        )
+        joined = f", working on rerun {root}" if root != claim.run_id else ""
         logger.info(
-            "rerunning %s for %s (run %s%s)",
+            "rerunning %s for %s (run %s%s%s)",
             job.app_name,
-            ", ".join(minute_text(d) for d in dates),
+            _span_text(dates) if dates else "the intervals left of its plan",
             claim.run_id,
-            f", continuing run {resumed_from}" if resumed_from else "",
+            joined,
+            f", up to {cap} intervals at once" if cap > 1 else "",
             extra={"job": job.app_name},
         )
         before = self.store.state(job.app_name) or JobState(job.app_name)
-        return self._execute(job, before, claim, dates, kind=RunKind.RERUN)
+        lane = Lane(root, cap, not job.parallel_reruns)
+        return self._execute(job, before, claim, kind=RunKind.RERUN, lane=lane)
+
+    def gone_here(self, holder: str) -> bool:
+        """Whether ``holder`` (``host:pid``) was a process of this host that is gone
+        (:func:`crontabber.leases.holder_gone`): what it holds is taken over at once."""
+        return holder_gone(holder, self.host, pid_alive)
 
     def _execute(
         self,
         job: Job,
         before: JobState,
         claim: Claim,
-        dates: list[dt.datetime] | None = None,
         kind: RunKind = RunKind.SCHEDULED,
+        lane: Lane | None = None,
     ) -> JobResult:
         from .capture import OutputTail
         from .supervisor import Ending, Failure, Supervisor
@@ -396,12 +441,11 @@ class Runner:
             instance.started_at = claim.started
             instance.run_id = claim.run_id
             instance.lease = lease
-            instance.rerun_dates = dates
             return instance
 
-        lane = kind is RunKind.RERUN
         record = self.store.record_lane_unit if lane else self.store.record_success
         beat = self.store.lane_heartbeat if lane else self.store.heartbeat
+        lease_seconds = self.settings.lease_seconds
         supervisor = Supervisor(
             claim,
             self.settings.limits_for(config),
@@ -412,8 +456,15 @@ class Runner:
             inherited_fds=self.store.fds(),
             defer_units=not job.is_backfill,
             tail=OutputTail(self.settings.output_tail_bytes) if self.settings.output_tail_bytes else None,
-            claim_interval=(lambda when: self.store.claim_interval(claim, kind, when, self.settings.lease_seconds))
-            if job.is_backfill
+            claim_interval=(lambda when: self.store.claim_interval(claim, kind, when, lease_seconds, self.gone_here))
+            if job.is_backfill and lane is None
+            else None,
+            next_interval=(
+                lambda: self.store.next_interval(
+                    claim, lane.root, lease_seconds, lane.parallel, lane.strict, self.gone_here
+                )
+            )
+            if lane is not None
             else None,
         )
         checkin = self._checkin_start(job, config)

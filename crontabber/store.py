@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     # Built only by the operator commands' queries, imported there: an idle
     # tick does not load crontabber.records (see crontabber.state).
     from .records import AuditCheck, AuditEntry, LogEntry, Overview, RunRecord
-    from .reruns import IntervalRecord, RerunRecord
+    from .reruns import IntervalRecord, Pick, RerunRecord
 
     R = TypeVar("R")
     P = ParamSpec("P")
@@ -508,23 +508,49 @@ class StateStore:
         plan: Sequence[dt.datetime],
         options: Sequence[str] = (),
         resumed_from: int | None = None,
-    ) -> Claim:
-        """A rerun's run in its own lane: its ledger row (kind rerun, its ``plan``, the run it
-        continues), and nothing on the job's row: the job's scheduled runs go on."""
+        parallel: int | None = None,
+        downstream: bool = False,
+        downstream_of: int | None = None,
+    ) -> tuple[Claim, int, int]:
+        """A rerun's run in its own lane: its ledger row, and nothing on the job's row: the
+        job's scheduled runs go on. ``resumed_from`` None: the first run of a new rerun (its
+        ``plan``, ``parallel``, ``downstream``, ``downstream_of``); else a run joining or
+        continuing that rerun (its plan is the first run's). A dependant's rerun
+        (``downstream_of``) is started once: under the lock of the rerun it follows, a
+        second run of it joins the first. Returns the claim, the first run of its group and
+        how many of the group's intervals may run at once."""
         host, pid = holder
-        row = self._one(
-            "start_rerun",
-            {
-                "app_name": app_name,
-                "host": host,
-                "pid": pid,
-                "options": list(options) or None,
-                "plan": list(plan),
-                "resumed_from": resumed_from,
-            },
-        )
-        assert row is not None
-        return Claim(app_name, row["run_id"], host, pid, row["started"])
+        with self._conn, self._cursor() as cur:
+            if resumed_from is None and downstream_of is not None:
+                cur.execute(Q["lock_rerun"], {"run_id": downstream_of})
+                cur.execute(Q["downstream_rerun"], {"root": downstream_of, "app_name": app_name})
+                found = cur.fetchone()
+                if found is not None:
+                    resumed_from = found[0]
+            if resumed_from is not None:
+                cur.execute(Q["lock_rerun"], {"run_id": resumed_from})
+                row = cur.fetchone()
+                if row is None:
+                    raise ValueError(f"no run {resumed_from} to join")
+                parallel = row[1]
+                plan, downstream, downstream_of = (), False, None
+            cur.execute(
+                Q["start_rerun"],
+                {
+                    "app_name": app_name,
+                    "host": host,
+                    "pid": pid,
+                    "options": list(options) or None,
+                    "plan": list(plan) or None,
+                    "resumed_from": resumed_from,
+                    "parallel": parallel if parallel and parallel > 1 else None,
+                    "downstream": downstream or None,
+                    "downstream_of": downstream_of,
+                },
+            )
+            made = _as_dict(cur, cur.fetchone())
+        claim = Claim(app_name, made["run_id"], host, pid, made["started"])
+        return claim, resumed_from if resumed_from is not None else claim.run_id, max(parallel or 1, 1)
 
     @translated
     def lane_heartbeat(self, claim: Claim, output: tuple[str, int] | None = None) -> dt.datetime | None:
@@ -535,9 +561,18 @@ class StateStore:
         return row["heartbeat"] if row else None
 
     @translated
-    def claim_interval(self, claim: Claim, kind: RunKind, starts: dt.datetime, lease_seconds: float) -> str | None:
+    def claim_interval(
+        self,
+        claim: Claim,
+        kind: RunKind,
+        starts: dt.datetime,
+        lease_seconds: float,
+        gone_here: Callable[[str], bool] | None = None,
+    ) -> str | None:
         """Take interval ``starts`` of the job for the run (under the interval row's lock);
-        None when taken, else who holds it now (``run 12 (rerun) on cron-2:811``)."""
+        None when taken, else who holds it now (``run 12 (rerun) on cron-2:811``). A rerun of
+        this host holding it whose process is gone (``gone_here(holder)``) is recorded
+        abandoned and the interval taken at once."""
         params = {
             **_identity(claim),
             "starts": starts,
@@ -546,12 +581,62 @@ class StateStore:
             "lease_seconds": lease_seconds,
         }
         with self._conn, self._cursor() as cur:
-            cur.execute(Q["claim_interval"], params)
-            if cur.fetchone() is not None:
-                return None
-            cur.execute(Q["interval_holder"], params)
-            row = cur.fetchone()
-            return f"run {row[0]} ({row[1]}) on {row[2]}" if row else "another run"
+            for _ in range(2):
+                cur.execute(Q["claim_interval"], params)
+                if cur.fetchone() is not None:
+                    return None
+                cur.execute(Q["interval_holder"], params)
+                row = cur.fetchone()
+                if row is None:
+                    return "another run"
+                if row[1] != RunKind.RERUN.value or gone_here is None or not gone_here(row[2]):
+                    break
+                _abandon(cur, row[0], row[2], claim)
+            return f"run {row[0]} ({row[1]}) on {row[2]}"
+
+    @translated
+    def next_interval(
+        self,
+        claim: Claim,
+        root: int,
+        lease_seconds: float,
+        parallel: int,
+        strict: bool,
+        gone_here: Callable[[str], bool],
+    ) -> Pick:
+        """Claim the next interval of rerun group ``root`` for its run ``claim``
+        (:func:`crontabber.reruns.pick_next` over the plan, under the lock of the group's
+        first run, so its runs pick one at a time): runs of this host found gone are
+        recorded abandoned first. The pick: the interval claimed, why it waits, or nothing left."""
+        from .reruns import Pick, PlanRow, pick_next
+
+        params = {"root": root, "app_name": claim.app_name, "lease_seconds": lease_seconds}
+        with self._conn, self._cursor() as cur:
+            cur.execute(Q["lock_rerun"], {"run_id": root})
+            for _ in range(5):
+                cur.execute(Q["rerun_intervals"], params)
+                rows = [PlanRow.from_row(_as_dict(cur, row)) for row in cur.fetchall()]
+                pick = pick_next(rows, parallel, strict, claim.started, gone_here)
+                if pick.gone:
+                    holders = {r.run_id: r.holder or "" for r in rows}
+                    for run_id in pick.gone:
+                        _abandon(cur, run_id, holders.get(run_id, ""), claim)
+                    continue
+                if pick.when is None:
+                    return pick
+                cur.execute(
+                    Q["claim_interval"],
+                    {
+                        **_identity(claim),
+                        "starts": pick.when,
+                        "kind": RunKind.RERUN.value,
+                        "holder": claim.holder,
+                        "lease_seconds": lease_seconds,
+                    },
+                )
+                if cur.fetchone() is not None:
+                    return pick
+            return Pick(wait="the intervals it would take were just claimed by other runs")
 
     @translated
     def record_lane_unit(
@@ -595,11 +680,29 @@ class StateStore:
 
     @translated
     def rerun_record(self, run_id: int, lease_seconds: float) -> RerunRecord | None:
-        """Run ``run_id`` as ``--resume-run`` reads it; None when the ledger has no such run."""
-        from .reruns import RerunRecord
+        """The rerun run ``run_id`` belongs to, as ``--resume-run`` reads it (the first run of
+        its group, what the group finished, its runs recorded as running); None when the
+        ledger has no such run."""
+        from .reruns import RerunRecord, Worker
 
-        row = self._one("rerun_run", {"run_id": run_id, "lease_seconds": lease_seconds})
-        return RerunRecord.from_row(row) if row else None
+        with self._conn, self._cursor() as cur:
+            cur.execute(Q["rerun_root"], {"run_id": run_id})
+            found = cur.fetchone()
+            if found is None:
+                return None
+            params = {"root": found[0], "lease_seconds": lease_seconds}
+            cur.execute(Q["rerun_run"], params)
+            row = _as_dict(cur, cur.fetchone())
+            cur.execute(Q["rerun_workers"], params)
+            workers = [Worker(r[0], r[1], bool(r[2])) for r in cur.fetchall()]
+            return RerunRecord.from_row(row, workers)
+
+    @translated
+    def downstream_record(self, root: int, app_name: str, lease_seconds: float) -> RerunRecord | None:
+        """The rerun of dependant ``app_name`` that rerun ``root`` started (``--downstream``),
+        if it started one."""
+        row = self._one("downstream_rerun", {"root": root, "app_name": app_name})
+        return self.rerun_record(row["run_id"], lease_seconds) if row else None
 
     @translated
     def abandon_run(self, run_id: int, error: str) -> bool:
@@ -855,6 +958,22 @@ def _log_abandoned(cur: Any, state: JobState, found_by: str) -> None:
         f"stopped renewing its lease without recording its end ({beat}); {found_by}')"
     )
     cur.execute(Q["log_abandoned"], {"app_name": state.app_name, "exc_type": repr(RunAbandoned), "exc_value": value})
+
+
+def _abandon(cur: Any, run_id: int, holder: str, by: Claim) -> None:
+    """Record rerun ``run_id``, whose process on this host is gone, as abandoned: what it held
+    is free at once (``claim_interval``'s rule)."""
+    logger.warning(
+        "%s: run %s (rerun) on %s is gone; taking its interval over",
+        by.app_name,
+        run_id,
+        holder,
+        extra={"job": by.app_name},
+    )
+    cur.execute(
+        Q["abandon_run"],
+        {"run_id": run_id, "error": f"its process {holder} is gone; taken over by run {by.run_id} on {by.host}"},
+    )
 
 
 def write_audit(cur: Any, entry: AuditEntry) -> None:

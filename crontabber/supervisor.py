@@ -48,7 +48,7 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, NoReturn
+from typing import Any, Callable, Iterator, Mapping, NoReturn
 
 from .capture import OutputTail, forward
 from .config.settings import RunLimits
@@ -194,8 +194,12 @@ class Supervisor:
         defer_units: bool = False,
         tail: OutputTail | None = None,
         claim_interval: Callable[[dt.datetime], str | None] | None = None,
+        next_interval: Callable[[], Any] | None = None,
     ) -> None:
         self.claim = claim
+        # A rerun's run asks for each next interval of its rerun (already claimed for it), a
+        # reason to wait, or nothing left (crontabber.reruns.Pick).
+        self.next_interval = next_interval
         # A backfill job's intervals are claimed one by one (crontabber_interval) before the
         # job runs each: None when taken, else who holds it (the job waits and asks again).
         self.claim_interval = claim_interval
@@ -365,8 +369,29 @@ class Supervisor:
                     reader.send(("claim", held_by))
                 except OSError:
                     pass
+        elif kind == "next":
+            when, wait = self._next()
+            if reader is not None:
+                try:
+                    reader.send(("next", when, wait))
+                except OSError:
+                    pass
         elif kind == "failed":
             self._child_failure = message[1]
+
+    def _next(self) -> tuple[dt.datetime | None, str | None]:
+        """A rerun's next interval, claimed for the run: ``(when, None)``; ``(None, why)``: it
+        waits; ``(None, None)``: nothing left. With the database away, or the lease lost, it waits."""
+        if self.next_interval is None:
+            return None, None
+        if self.ending.fenced is not None:
+            return None, "nobody: this run lost its lease"
+        try:
+            pick = self.next_interval()
+        except DatabaseUnavailable as exc:
+            self._database_down(exc)
+            return None, "the state database is away"
+        return pick.when, pick.wait
 
     def _claim(self, when: dt.datetime) -> str | None:
         """Claim interval ``when`` for the run: None when taken (or nothing to claim), else
@@ -690,11 +715,34 @@ def _interval_gate(connection: Any, app_name: str) -> Callable[[dt.datetime], No
     return gate
 
 
+def _rerun_intervals(connection: Any, app_name: str) -> Iterator[dt.datetime]:
+    """The child's side of a rerun: each next interval of its rerun, asked of the runner when
+    the last is done (the runner has claimed it for this run); while it must wait (another
+    run holds what is left, or the rerun runs as many intervals as it may at once) it asks
+    again every ``CLAIM_POLL_SECONDS`` (one log line per reason); it ends when nothing is left."""
+    said = None
+    while True:  # pragma: no cover - the child
+        connection.send(("next",))
+        _, when, wait = connection.recv()
+        if when is not None:
+            said = None
+            yield when
+            continue
+        if wait is None:
+            return
+        if wait != said:
+            logger.info("%s: waiting: %s", app_name, wait, extra={"job": app_name})
+            said = wait
+        time.sleep(CLAIM_POLL_SECONDS)
+
+
 def _run_job(supervisor: Supervisor, writer: Any) -> None:  # pragma: no cover
     unit_start = time.monotonic()
     try:
         app = supervisor.make_app(supervisor.clock)
-        if supervisor.claim_interval is not None:
+        if supervisor.next_interval is not None:
+            app.rerun_dates = _rerun_intervals(writer, supervisor.claim.app_name)
+        elif supervisor.claim_interval is not None:
             app.interval_gate = _interval_gate(writer, supervisor.claim.app_name)
         for when in app.main():
             writer.send(

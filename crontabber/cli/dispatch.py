@@ -138,6 +138,8 @@ DETAILS: dict[str, tuple[tuple[str, ...], str]] = {
     "only": (("rerun",), "--rerun NAME"),
     "newest_first": (("rerun",), "--rerun NAME"),
     "resume_run": (("rerun",), "--rerun NAME"),
+    "parallel": (("rerun",), "--rerun NAME"),
+    "downstream": (("rerun",), "--rerun NAME"),
     "audit_job": (("audit", "alerts"), "--audit or --alerts"),
     "force": (("job", "rerun"), "--job NAME or --rerun NAME"),
     "replace": (("pause", "mute"), "--pause NAME or --mute NAME"),
@@ -379,7 +381,20 @@ def _add_details(details: "argparse._ArgumentGroup") -> None:
         metavar="RUN",
         default=None,
         help="with --rerun: continue rerun RUN (killed, failed or stopped) with "
-        "the intervals it did not finish, in its order",
+        "the intervals it did not finish, in its order; join it when it runs --parallel",
+    )
+    details.add_argument(
+        "--parallel",
+        type=int,
+        metavar="N",
+        default=None,
+        help="with --rerun: run up to N intervals at once (a job with parallel_reruns = True); "
+        "more runs join it with --resume-run RUN, on this host or others",
+    )
+    details.add_argument(
+        "--downstream",
+        action="store_true",
+        help="with --rerun: then rerun the job's dependants (depends_on) for the same days, parents first",
     )
     details.add_argument("--audit-job", metavar="NAME", default="", help="with --audit or --alerts: one job's only")
     details.add_argument("--wide", action="store_true", help="with --list-jobs: every column")
@@ -435,6 +450,8 @@ PARSER_DEFAULTS: dict[str, Any] = {
     "only": "",
     "newest_first": False,
     "resume_run": None,
+    "parallel": None,
+    "downstream": False,
     "audit_job": "",
     "wide": False,
     "limit": None,

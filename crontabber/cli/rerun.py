@@ -1,6 +1,7 @@
 """``--rerun NAME``: redo a backfill job's past intervals (``--date``/``--to``, ``--only
-failed|missing``, ``--newest-first``, ``--resume-run RUN``, ``--dry-run``). Parses, asks the
-store what the ledger knows (:mod:`crontabber.reruns` plans), calls the runner, prints."""
+failed|missing``, ``--newest-first``, ``--parallel N``, ``--downstream``, ``--resume-run RUN``,
+``--dry-run``). Parses, asks the store what the ledger knows (:mod:`crontabber.reruns` plans),
+calls the runner once per job of the rerun (the job, then its dependants), prints."""
 
 from __future__ import annotations
 
@@ -12,15 +13,14 @@ from ..config.catalog import Job
 from ..config.settings import Settings
 from ..errors import ConfigurationError, MarkerIsLive, RunNotFound
 from ..formats import day_text, minute_text, one_line
+from ..leases import holder_gone
 from ..overrides import check_pause
-from ..reruns import RerunRecord, Step, parse_only, plan_steps, step_lines, to_run
+from ..reruns import RerunRecord, Stage, dependants, parse_only, plan_steps, same_days, step_lines, to_run
 from ..scheduling import dependency_block, parse_day, rerun_dates
 from .common import Context, terminate_on_sigterm
 
 
 def rerun(ctx: Context) -> int:
-    from ..runner import Status
-
     settings, store, args, out = ctx.settings, ctx.store, ctx.args, ctx.out
     job = ctx.job(args.rerun)
     if not args.dry_run:
@@ -31,16 +31,18 @@ def rerun(ctx: Context) -> int:
             f"{job.app_name} is not a backfill job (it has no days to redo); "
             f"--job {job.app_name} --force runs it once now",
         )
+    _check_parallel(ctx, job)
     resumed = _resumed(ctx, job) if args.resume_run is not None else None
-    steps = _steps(ctx, job, resumed)
-    dates = to_run(steps)
+    stages = _stages(ctx, job, resumed)
+    dates = stages[0].dates
     _warn_blocked(ctx, job)
     if args.dry_run:
-        _print_plan(ctx, job, steps)
+        _print_plan(ctx, stages, resumed)
         return ExitCode.OK
-    if not dates:
+    if not any(stage.dates for stage in stages):
         print(
-            f"{job.app_name}: nothing to rerun: each of the {len(steps)} interval(s) is skipped (--dry-run says why)",
+            f"{job.app_name}: nothing to rerun: each of the {len(stages[0].steps)} interval(s) is skipped "
+            "(--dry-run says why)",
             file=out,
         )
         return ExitCode.NOT_RUN
@@ -51,47 +53,141 @@ def rerun(ctx: Context) -> int:
             f"{day_text(max(dates))}) is more than rerun_confirm_over ({settings.rerun_confirm_over})"
             "; check the dates (--dry-run lists them) and add --yes",
         )
-    check_pause(
-        job.app_name,
-        store.state(job.app_name),
-        store.now(),
-        "rerun it",
-        force=args.force,
-        reason=args.reason,
-        override="--force --reason TEXT reruns it anyway (the pause stays)",
+    for stage in stages:
+        if stage.dates:
+            check_pause(
+                stage.app_name,
+                store.state(stage.app_name),
+                store.now(),
+                "rerun it",
+                force=args.force,
+                reason=args.reason,
+                override="--force --reason TEXT reruns it anyway (the pause stays)",
+            )
+    runner = ctx.runner()
+    if resumed is not None:
+        for worker in resumed.dead(runner.gone_here):
+            store.abandon_run(
+                worker.run_id, f"killed without recording its end; continued by --resume-run on {runner.host}"
+            )
+    store.audit(
+        ctx.audit_entry("rerun", job.app_name, dates=[d.isoformat() for d in dates], **_audited(args, resumed, stages))
     )
-    if resumed is not None and resumed.status == "running":
-        store.abandon_run(
-            resumed.run_id, f"killed without recording its end; continued by --resume-run on {ctx.runner().host}"
-        )
-    store.audit(ctx.audit_entry("rerun", job.app_name, dates=[d.isoformat() for d in dates], **_audited(args, resumed)))
+    top = resumed.run_id if resumed is not None else None
     with terminate_on_sigterm():
-        result = ctx.runner().rerun(job, dates, resumed.run_id if resumed else None)
+        for n, stage in enumerate(stages):
+            if stage.not_rerun is not None:
+                print(f"{stage.app_name}: not rerun: {stage.not_rerun}", file=out)
+                continue
+            if not stage.dates:
+                continue
+            code, top = _run_stage(ctx, stage, n == 0, top, job)
+            if code != ExitCode.OK:
+                return code
+    return ExitCode.OK
+
+
+def _run_stage(ctx: Context, stage: Stage, first: bool, top: int | None, named: Job) -> tuple[int, int | None]:
+    """Run one job's part of the rerun (start it, join it, or continue it), print how it went;
+    the exit code so far and the rerun's first run (``--resume-run`` continues it all)."""
+    from ..runner import Status
+
+    store, args, out = ctx.store, ctx.args, ctx.out
+    job = ctx.job(stage.app_name)
+    record = stage.record
+    runner = ctx.runner()
+    if record is not None and not first:  # (the first's dead runs are recorded by rerun())
+        for worker in record.dead(runner.gone_here):
+            store.abandon_run(
+                worker.run_id, f"killed without recording its end; continued by --resume-run on {runner.host}"
+            )
+    if first:
+        result = runner.rerun(
+            job,
+            [] if record is not None else stage.dates,
+            record.run_id if record is not None else None,
+            parallel=args.parallel,
+            downstream=args.downstream,
+        )
+        top = record.run_id if record is not None else result.run_id
+    else:
+        result = runner.rerun(
+            job,
+            [] if record is not None else stage.dates,
+            record.run_id if record is not None else None,
+            parallel=stage.parallel,
+            downstream_of=top,
+        )
     if result.error is not None:
         raise result.error
-    listed = _span(dates)
-    skipped = len(steps) - len(dates)
-    more = f"; {skipped} interval(s) skipped (--dry-run says why)" if skipped else ""
+    continues = f"--rerun {named.app_name} --resume-run {top} continues it"
+    skipped = len(stage.steps) - len(stage.dates)
+    more = f"; {skipped} interval(s) skipped (--dry-run says why)" if skipped and first and record is None else ""
+    ran = [when for when, _ in result.summaries]
     done = [f"  {minute_text(when)}: {one_line(text) or 'done'}" for when, text in result.summaries]
     if result.status is not Status.RAN:
         print(
-            f"{job.app_name}: rerun of {listed} (run {result.run_id}) failed: {one_line(result.detail)} "
-            f"({len(done)} of {len(dates)} intervals done before the failure; see --history "
-            f"and --logs {job.app_name} --run {result.run_id}; --rerun {job.app_name} "
-            f"--resume-run {result.run_id} continues it){more}",
+            f"{job.app_name}: rerun of {_span(stage.dates)} (run {result.run_id}) failed: {one_line(result.detail)} "
+            f"({len(done)} of {len(stage.dates)} intervals done before the failure; see --history "
+            f"and --logs {job.app_name} --run {result.run_id}; {continues}){more}",
             file=out,
         )
         for line in done:
             print(line, file=out)
-        return ExitCode.JOB_FAILED
-    print(f"{job.app_name}: reran {listed} (run {result.run_id}); last success and next run unchanged{more}:", file=out)
+        return ExitCode.JOB_FAILED, top
+    did = _span(ran) if ran else "no interval (the other runs of the rerun ran them)"
+    print(f"{job.app_name}: reran {did} (run {result.run_id}); last success and next run unchanged{more}:", file=out)
     print("\n".join(done), file=out)
-    return ExitCode.OK
+    after = store.rerun_record(result.run_id, ctx.settings.lease_seconds) if result.run_id is not None else None
+    left = after.left if after is not None else []
+    if left:
+        print(
+            f"{job.app_name}: {len(left)} interval(s) of the rerun not done ({_span(left)}): the job failed on "
+            f"them in another run of it (--history {job.app_name}); {continues}",
+            file=out,
+        )
+        return ExitCode.JOB_FAILED, top
+    return ExitCode.OK, top
 
 
-def _steps(ctx: Context, job: Job, resumed: RerunRecord | None) -> list[Step]:
-    """The rerun's plan: the intervals of ``--date``/``--to`` (or of the run it resumes, in
-    its order), each to run or skipped with why.
+def _check_parallel(ctx: Context, job: Job) -> None:
+    """``--parallel N``: N at least 1; above 1 only for a job that declares ``parallel_reruns``;
+    ``--parallel``, ``--downstream``, ``--only`` and ``--newest-first`` not with
+    ``--resume-run`` (it takes the rerun's own plan and options).
+
+    Raises:
+        ConfigurationError: one line naming the job and the option.
+    """
+    args = ctx.args
+    if args.resume_run is not None:
+        given = {
+            "--parallel": args.parallel is not None,
+            "--downstream": args.downstream,
+            "--only": bool(args.only),
+            "--newest-first": args.newest_first,
+        }
+        for option, present in given.items():
+            if present:
+                raise ConfigurationError(
+                    option,
+                    f"--resume-run takes the plan and options of the rerun it continues or joins; leave out {option}",
+                )
+    if args.parallel is None:
+        return
+    if args.parallel < 1:
+        raise ConfigurationError("--parallel", f"takes a number of intervals at once, 1 or more (not {args.parallel})")
+    if args.parallel > 1 and not job.parallel_reruns:
+        raise ConfigurationError(
+            "--parallel",
+            f"{job.app_name} does not declare parallel_reruns = True (its intervals may depend on each other): "
+            "it reruns one interval at a time; leave out --parallel",
+        )
+
+
+def _stages(ctx: Context, job: Job, resumed: RerunRecord | None) -> list[Stage]:
+    """The rerun's parts in the order they run: ``job``'s (the intervals of ``--date``/``--to``,
+    or of the rerun it continues, in its order), then with ``--downstream`` (given, or
+    recorded by the rerun it continues) each dependant's, for the days of ``job``'s intervals.
 
     Raises:
         ConfigurationError: a bad ``--date``, ``--to`` or ``--only``, or no interval at all.
@@ -101,12 +197,43 @@ def _steps(ctx: Context, job: Job, resumed: RerunRecord | None) -> list[Step]:
         only = parse_only(args.only)
     except ValueError as exc:
         raise ConfigurationError("--only", str(exc)) from None
-    if resumed is not None:
-        dates = list(resumed.plan)
-    else:
-        dates = _dates(ctx, job)
+    dates = list(resumed.plan) if resumed is not None else _dates(ctx, job)
     records = store.interval_records(job.app_name, dates, settings.lease_seconds)
-    return plan_steps(dates, records, only, args.newest_first, resumed)
+    steps = plan_steps(dates, records, only, args.newest_first, resumed)
+    parallel = resumed.parallel if resumed is not None else (args.parallel or 1)
+    stages = [Stage(job.app_name, tuple(steps), parallel, resumed)]
+    downstream = resumed.downstream if resumed is not None else args.downstream
+    if not downstream:
+        return stages
+    days = list(resumed.plan) if resumed is not None else to_run(steps)
+    graph = {j.app_name: j.depends_on for j in ctx.jobs}
+    now = store.now()
+    for name in dependants(graph, job.app_name):
+        child = ctx.job(name)
+        if not child.is_backfill:
+            stages.append(Stage(name, not_rerun=f"not a backfill job (--job {name} --force runs it once)"))
+            continue
+        found = store.downstream_record(resumed.run_id, name, settings.lease_seconds) if resumed else None
+        if found is not None:
+            planned = list(found.plan)
+        else:
+            state = store.state(name)
+            planned = same_days(days, _intervals_of(child, state.last_success if state else None, now))
+        child_records = store.interval_records(name, planned, settings.lease_seconds)
+        cap = found.parallel if found is not None else (args.parallel or 1) if child.parallel_reruns else 1
+        stages.append(Stage(name, tuple(plan_steps(planned, child_records, done_by=found)), cap, found))
+    return stages
+
+
+def _intervals_of(
+    job: Job, last_success: dt.datetime | None, now: dt.datetime
+) -> Callable[[dt.date], list[dt.datetime]]:
+    """A dependant's intervals starting on a day (as ``--date DAY`` would rerun them)."""
+
+    def intervals(day: dt.date) -> list[dt.datetime]:
+        return rerun_dates(job.schedule, last_success, day, day, now)
+
+    return intervals
 
 
 def _dates(ctx: Context, job: Job) -> list[dt.datetime]:
@@ -128,12 +255,16 @@ def _dates(ctx: Context, job: Job) -> list[dt.datetime]:
 
 
 def _resumed(ctx: Context, job: Job) -> RerunRecord:
-    """The rerun ``--resume-run RUN`` continues: one of the job's reruns that did not finish.
+    """The rerun ``--resume-run RUN`` continues or joins: one of the job's reruns (RUN may be
+    any run of it) that did not finish. Its runs still recorded as running that are dead
+    (lease expired, or a process of this host that is gone) are left to the caller to record
+    abandoned.
 
     Raises:
-        ConfigurationError: ``--date``/``--to`` given too, or the run finished.
+        ConfigurationError: ``--date``/``--to`` given too, or the run has no plan.
         RunNotFound: no such rerun of the job.
-        MarkerIsLive: it is still running (its lease is live): exit 3.
+        MarkerIsLive: a run of it is still running (its lease is live) and it runs one
+            interval at a time: exit 3 (a ``--parallel`` rerun is joined instead).
     """
     args = ctx.args
     if args.date or args.to:
@@ -143,19 +274,25 @@ def _resumed(ctx: Context, job: Job) -> RerunRecord:
     found = ctx.store.rerun_record(args.resume_run, ctx.settings.lease_seconds)
     if found is None or found.app_name != job.app_name or found.kind != "rerun":
         raise RunNotFound(job.app_name, args.resume_run)
-    if found.status == "running" and not found.expired:
-        raise MarkerIsLive(job.app_name, f"resume run {found.run_id}", f"{found.holder} (its lease is live)")
-    if found.status == "succeeded":
-        raise ConfigurationError("--resume-run", f"run {found.run_id} of {job.app_name} succeeded: nothing to continue")
     if not found.plan:
         raise ConfigurationError(
             "--resume-run",
             f"run {found.run_id} of {job.app_name} has no recorded plan (a rerun of an older release): rerun its dates",
         )
+    live = found.live(_gone_here)
+    if live and found.parallel <= 1:
+        raise MarkerIsLive(job.app_name, f"resume run {found.run_id}", f"{live[0].holder} (its lease is live)")
     return found
 
 
-def _audited(args: object, resumed: RerunRecord | None) -> dict[str, object]:
+def _gone_here(holder: str) -> bool:
+    """Whether ``holder`` was a process of this host that is gone (it died holding the rerun)."""
+    from ..runner import pid_alive, this_host
+
+    return holder_gone(holder, this_host(), pid_alive)
+
+
+def _audited(args: object, resumed: RerunRecord | None, stages: list[Stage]) -> dict[str, object]:
     """What the audit records of the rerun's options besides its dates."""
     detail: dict[str, object] = {}
     if getattr(args, "force", False):
@@ -164,23 +301,58 @@ def _audited(args: object, resumed: RerunRecord | None) -> dict[str, object]:
         detail["only"] = getattr(args, "only")
     if getattr(args, "newest_first", False):
         detail["newest_first"] = True
+    if getattr(args, "parallel", None):
+        detail["parallel"] = getattr(args, "parallel")
+    if len(stages) > 1:
+        detail["downstream"] = [stage.app_name for stage in stages[1:] if stage.not_rerun is None]
     if resumed is not None:
         detail["resumed_from"] = resumed.run_id
     return detail
 
 
-def _print_plan(ctx: Context, job: Job, steps: list[Step]) -> None:
-    """``--dry-run``: every interval in the order the rerun would take them, what each
-    would write (the job's ``plan``) or why it is skipped, and what it would wait for."""
-    runs = len(to_run(steps))
-    order = "newest first" if ctx.args.newest_first else "oldest first"
-    skipped = f", {len(steps) - runs} skipped" if runs < len(steps) else ""
-    resumes = f", continuing run {ctx.args.resume_run} (its order)" if ctx.args.resume_run is not None else ""
-    print(
-        f"{job.app_name}: --rerun would run {runs} interval(s), {order}{skipped}{resumes} (nothing ran):", file=ctx.out
-    )
-    for line in step_lines(steps, _planner(ctx.settings, job)):
-        print(f"  {one_line(line)}", file=ctx.out)
+def _print_plan(ctx: Context, stages: list[Stage], resumed: RerunRecord | None) -> None:
+    """``--dry-run``: each job of the rerun in the order it would run (the job, then with
+    ``--downstream`` its dependants, each after the one before finished), how many intervals
+    at once, and every interval in the order it would take them: what it would write (the
+    job's ``plan``), why it is skipped, what it would wait for."""
+    out = ctx.out
+    for n, stage in enumerate(stages):
+        if n == 1:
+            print(
+                f"then, with --downstream, its dependants for the same days, each after the one before "
+                f"has done every interval ({len(stages) - 1}):",
+                file=out,
+            )
+        if stage.not_rerun is not None:
+            print(f"{stage.app_name}: not rerun: {stage.not_rerun}", file=out)
+            continue
+        steps = list(stage.steps)
+        runs = len(to_run(steps))
+        parts = [f"{stage.app_name}: --rerun would run {runs} interval(s)"]
+        if stage.record is None:
+            parts.append(("newest first" if ctx.args.newest_first else "oldest first") if n == 0 else "by day as above")
+        if runs < len(steps):
+            parts.append(f"{len(steps) - runs} skipped")
+        if stage.record is not None:
+            live = stage.record.live(_gone_here)
+            parts.append(
+                f"joining run {stage.record.run_id}" if live else f"continuing run {stage.record.run_id} (its order)"
+            )
+        parts.extend(_at_once(ctx, stage, n == 0))
+        print(", ".join(parts) + (" (nothing ran):" if n == 0 else ":"), file=out)
+        job = ctx.job(stage.app_name)
+        for line in step_lines(steps, _planner(ctx.settings, job)):
+            print(f"  {one_line(line)}", file=out)
+
+
+def _at_once(ctx: Context, stage: Stage, first: bool) -> list[str]:
+    """The dry run's word on parallelism: nothing for a rerun of one interval at a time."""
+    if stage.parallel > 1:
+        joins = f" (more runs join it with --rerun {ctx.args.rerun} --resume-run RUN, on this host or others)"
+        return [f"up to {stage.parallel} at once" + (joins if first else "")]
+    if not first and ctx.args.parallel and ctx.args.parallel > 1:
+        return ["one at a time (it does not declare parallel_reruns)"]
+    return []
 
 
 def _warn_blocked(ctx: Context, job: Job) -> None:

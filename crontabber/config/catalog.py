@@ -76,6 +76,12 @@ class Job(Frozen):
     def is_backfill(self) -> bool:
         return bool(getattr(self.cls, "_is_backfill_app", False))
 
+    @property
+    def parallel_reruns(self) -> bool:
+        """Whether the job declares that its intervals may be rerun at once (``--rerun
+        --parallel N``): its class's ``parallel_reruns``."""
+        return bool(getattr(self.cls, "parallel_reruns", False))
+
     def matches(self, name: str) -> bool:
         """Whether ``--job NAME`` means this job (app name or dotted class path)."""
         return name in (self.app_name, self.class_path, self.entry.class_path)

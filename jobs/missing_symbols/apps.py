@@ -98,6 +98,8 @@ class MissingSymbolsReportCronApp(_StoreApp):
     app_description = "daily CSV of missing symbols to the symbols bucket"
     depends_on = ["missing-symbols"]
     data_offset = REPORT_OFFSET  # --history shows the report days, not the run dates
+    # each run reads one day's counts and writes that day's report: --rerun --parallel N is safe
+    parallel_reruns = True
     required_config = Namespace()
     required_config.add_option("symbols_bucket", default=defaults.SYMBOLS_BUCKET, doc="bucket of the reports")
     required_config.add_option("report_prefix", default=defaults.REPORTS_PREFIX, doc="key prefix of reports")

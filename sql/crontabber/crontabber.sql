@@ -377,13 +377,74 @@ LEFT JOIN LATERAL (SELECT id, changed, before FROM chain WHERE changed OR unlink
 -- name: start_rerun
 -- A --rerun's run: its ledger row only. It runs in a lane of its own: it leaves the job's
 -- row and marker alone, so the job's scheduled runs go on; each interval is claimed in
--- crontabber_interval before it runs (claim_interval). plan: its intervals in order.
+-- crontabber_interval before it runs (rerun_intervals, claim_interval). The first run of a
+-- rerun holds its plan (its intervals in order), parallel (NULL: one at a time), downstream
+-- and downstream_of; a run that joins it or continues it names it (resumed_from), plan NULL.
 INSERT INTO crontabber_run (run_id, app_name, kind, host, pid, started, heartbeat, options,
-                            plan, resumed_from)
+                            plan, resumed_from, parallel, downstream, downstream_of)
 VALUES (nextval('crontabber_run_id_seq'), %(app_name)s, 'rerun', %(host)s, %(pid)s,
         clock_timestamp(), clock_timestamp(), %(options)s::text[], %(plan)s::timestamptz[],
-        %(resumed_from)s)
+        %(resumed_from)s, %(parallel)s, %(downstream)s, %(downstream_of)s)
 RETURNING run_id, started;
+
+-- name: lock_rerun
+-- The first run of a rerun group, locked: its runs pick their intervals one at a time, and a
+-- dependant's rerun is started once (downstream_rerun).
+SELECT run_id, COALESCE(parallel, 1) AS parallel FROM crontabber_run WHERE run_id = %(run_id)s FOR UPDATE;
+
+-- name: downstream_rerun
+-- The rerun of dependant app_name that rerun root started (--downstream), if any.
+SELECT run_id, COALESCE(parallel, 1) AS parallel FROM crontabber_run
+WHERE downstream_of = %(root)s AND app_name = %(app_name)s AND resumed_from IS NULL
+ORDER BY run_id LIMIT 1;
+
+-- name: rerun_root
+-- The first run of the rerun group run_id belongs to (resumed_from, followed up).
+WITH RECURSIVE up AS (
+    SELECT run_id, resumed_from FROM crontabber_run WHERE run_id = %(run_id)s
+    UNION
+    SELECT r.run_id, r.resumed_from FROM crontabber_run AS r JOIN up ON r.run_id = up.resumed_from
+)
+SELECT run_id FROM up WHERE resumed_from IS NULL;
+
+-- name: rerun_workers
+-- The runs of rerun group root that the ledger shows running, and whether each one's lease
+-- expired.
+WITH RECURSIVE grp AS (
+    SELECT run_id FROM crontabber_run WHERE run_id = %(root)s
+    UNION
+    SELECT r.run_id FROM crontabber_run AS r JOIN grp ON r.resumed_from = grp.run_id
+)
+SELECT r.run_id, r.host || ':' || r.pid AS holder,
+       r.heartbeat < clock_timestamp() - make_interval(secs => %(lease_seconds)s) AS expired
+FROM crontabber_run AS r JOIN grp USING (run_id)
+WHERE r.status = 'running'
+ORDER BY r.run_id;
+
+-- name: rerun_intervals
+-- The plan of rerun group root in its order, as a run of the group picks its next interval
+-- (crontabber.reruns.pick_next): whether a run of the group logged it done, and its claim now
+-- (the last run that claimed it, that run's ledger status, whether the claim expired, whether
+-- that run is one of the group).
+WITH RECURSIVE grp AS (
+    SELECT run_id FROM crontabber_run WHERE run_id = %(root)s
+    UNION
+    SELECT r.run_id FROM crontabber_run AS r JOIN grp ON r.resumed_from = grp.run_id
+)
+SELECT p.starts,
+       EXISTS (SELECT 1 FROM crontabber_log AS l
+               WHERE l.app_name = %(app_name)s AND l.success = p.starts
+                 AND l.run_id IN (SELECT run_id FROM grp)) AS done,
+       i.status, i.run_id, i.kind, i.holder, i.ended,
+       COALESCE(i.heartbeat < clock_timestamp() - make_interval(secs => %(lease_seconds)s), false) AS expired,
+       h.status AS run_status,
+       COALESCE(i.run_id IN (SELECT run_id FROM grp), false) AS in_group
+FROM crontabber_run AS root
+CROSS JOIN LATERAL unnest(root.plan) WITH ORDINALITY AS p (starts, n)
+LEFT JOIN crontabber_interval AS i ON i.app_name = %(app_name)s AND i.starts = p.starts
+LEFT JOIN crontabber_run AS h ON h.run_id = i.run_id
+WHERE root.run_id = %(root)s
+ORDER BY p.n;
 
 -- name: lane_heartbeat
 -- A rerun's lease: its ledger row and the interval it holds. No row: the run no longer
@@ -453,18 +514,26 @@ FROM unnest(%(dates)s::timestamptz[]) AS d (starts)
 LEFT JOIN crontabber_interval AS i ON i.app_name = %(app_name)s AND i.starts = d.starts;
 
 -- name: rerun_run
--- A rerun to continue (--resume-run): its ledger row, whether its lease expired, and the
--- intervals it finished.
+-- A rerun to continue or join (--resume-run): the first run of its group (root), whether its
+-- lease expired, and the intervals any run of the group finished.
+WITH RECURSIVE grp AS (
+    SELECT run_id FROM crontabber_run WHERE run_id = %(root)s
+    UNION
+    SELECT r.run_id FROM crontabber_run AS r JOIN grp ON r.resumed_from = grp.run_id
+)
 SELECT r.run_id, r.app_name, r.kind, r.host, r.pid, r.status, r.plan, r.heartbeat,
+       r.parallel, r.downstream, r.downstream_of,
        r.heartbeat < clock_timestamp() - make_interval(secs => %(lease_seconds)s) AS expired,
-       ARRAY(SELECT l.success FROM crontabber_log AS l
-             WHERE l.app_name = r.app_name AND l.run_id = r.run_id AND l.success IS NOT NULL
+       ARRAY(SELECT DISTINCT l.success FROM crontabber_log AS l
+             WHERE l.app_name = r.app_name AND l.run_id IN (SELECT run_id FROM grp)
+               AND l.success IS NOT NULL
              ORDER BY l.success) AS done
 FROM crontabber_run AS r
-WHERE r.run_id = %(run_id)s;
+WHERE r.run_id = %(root)s;
 
 -- name: abandon_run
--- A rerun killed without recording its end, found by --resume-run once its lease expired.
+-- A rerun killed without recording its end: found by --resume-run once its lease expired, or
+-- at once on its own host, where its process is gone (a run of its group, a tick's claim).
 UPDATE crontabber_run
 SET status = 'abandoned', ended = clock_timestamp(), error = %(error)s
 WHERE run_id = %(run_id)s AND status = 'running';

@@ -548,3 +548,13 @@ BEGIN
     END LOOP;
 END $$;
 SELECT crontabber_grant_rights();
+-- A rerun is a group: its first run (the plan, --parallel N, --downstream) and the runs that
+-- worked on it after (resumed_from names the first); a dependant's rerun names the rerun whose
+-- dates it redoes (downstream_of).
+ALTER TABLE crontabber_run ADD COLUMN IF NOT EXISTS parallel integer;
+ALTER TABLE crontabber_run ADD COLUMN IF NOT EXISTS downstream boolean;
+ALTER TABLE crontabber_run ADD COLUMN IF NOT EXISTS downstream_of bigint;
+CREATE INDEX IF NOT EXISTS crontabber_run_resumed_from_idx ON crontabber_run (resumed_from)
+    WHERE resumed_from IS NOT NULL;
+CREATE INDEX IF NOT EXISTS crontabber_run_downstream_of_idx ON crontabber_run (downstream_of)
+    WHERE downstream_of IS NOT NULL;

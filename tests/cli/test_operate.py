@@ -112,8 +112,9 @@ def test_rerun_runs_exactly_those_days_and_moves_nothing_backwards(cli):
         f"  {third:%Y-%m-%d %H:%M} UTC: recorded the day of {third:%Y-%m-%d}\n"
     )
     assert [c["day"] for c in crontab.calls("foo-backfill")][-1] == days[2]
+    utc = [d.astimezone(dt.timezone.utc) for d in days]  # --date is a UTC day (the session's zone is not)
     done = cli.run(
-        "--rerun", "foo-backfill", "--reason", "test", "--date", f"{days[0]:%Y-%m-%d}", "--to", f"{days[1]:%Y-%m-%d}"
+        "--rerun", "foo-backfill", "--reason", "test", "--date", f"{utc[0]:%Y-%m-%d}", "--to", f"{utc[1]:%Y-%m-%d}"
     )
     assert done.returncode == 0
     assert [c["day"] for c in crontab.calls("foo-backfill")][-2:] == days[:2]  # oldest first

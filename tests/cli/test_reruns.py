@@ -12,6 +12,8 @@ from tests.fixtures.waiting import wait_for
 
 DAY = dt.timedelta(days=1)
 FAST = ("--crontabber.heartbeat_seconds=0.5", "--crontabber.lease_seconds=3")
+# A lease no test waits for: what is taken over under it was taken over for a dead pid.
+SLOW = ("--crontabber.heartbeat_seconds=0.5", "--crontabber.lease_seconds=60")
 
 
 def _slow(cli, sleep: float) -> None:
@@ -84,7 +86,7 @@ def test_a_rerun_killed_mid_range_is_resumed_without_redoing_what_it_finished(cl
     _slow(cli, 1.0)
     days = [anchor - i * DAY for i in range(6, 1, -1)]
     rerun = cli.spawn(
-        "--rerun", "slow-backfill", "--reason", "test", "--date", _day(days[0]), "--to", _day(days[-1]), *FAST
+        "--rerun", "slow-backfill", "--reason", "test", "--date", _day(days[0]), "--to", _day(days[-1]), *SLOW
     )
     logged = (
         "SELECT success FROM crontabber_log WHERE app_name = 'slow-backfill' "
@@ -98,21 +100,18 @@ def test_a_rerun_killed_mid_range_is_resumed_without_redoing_what_it_finished(cl
     rerun.wait(timeout=30)
     done = [r["success"] for r in cli.crontab.sql(logged, (run_id,))]
     assert 2 <= len(done) < len(days)
-    live = cli.run("--rerun", "slow-backfill", "--reason", "test", "--resume-run", str(run_id), *FAST)
-    assert live.returncode == 3 and "its lease is live" in live.stderr  # not before it expired
-    wait_for(
-        lambda: cli.crontab.sql(
-            "SELECT 1 FROM crontabber_run WHERE run_id = %s AND heartbeat < clock_timestamp() - interval '3 seconds'",
-            (run_id,),
-        ),
-        what="the killed run's lease to expire",
+    # From another host the killed run may still be alive: refused until its lease expires.
+    elsewhere = cli.run(
+        "--rerun", "slow-backfill", "--reason", "test", "--resume-run", str(run_id), *SLOW, host="cron-9"
     )
-    dry = cli.run("--rerun", "slow-backfill", "--resume-run", str(run_id), "--dry-run", *FAST)
+    assert elsewhere.returncode == 3 and "its lease is live" in elsewhere.stderr
+    # On its own host its pid is gone: continued at once, the lease (60 s) not waited for.
+    dry = cli.run("--rerun", "slow-backfill", "--resume-run", str(run_id), "--dry-run", *SLOW)
     assert dry.returncode == 0, dry.stderr
     assert f"{len(done)} skipped, continuing run {run_id}" in dry.stdout
     assert dry.stdout.count(f"skipped: done by run {run_id} before it stopped") == len(done)
     calls_before = len(_calls(cli))
-    resumed = cli.run("--rerun", "slow-backfill", "--reason", "test", "--resume-run", str(run_id), *FAST, timeout=120)
+    resumed = cli.run("--rerun", "slow-backfill", "--reason", "test", "--resume-run", str(run_id), *SLOW, timeout=40)
     assert resumed.returncode == 0, resumed.stderr
     again = [c["day"] for c in _calls(cli)[calls_before:]]
     assert again == [d for d in days if d not in done]  # the rest, in the killed run's order
@@ -167,3 +166,24 @@ def test_only_failed_or_missing_and_the_dry_run_says_what_each_interval_would_do
     assert cli.run("--rerun", "failing-backfill", "--only", "done", "--dry-run", *span).returncode == 1
     mixed = cli.run("--rerun", "failing-backfill", "--resume", "failing-backfill")
     assert mixed.returncode == 1 and "--resume-run RUN continues a rerun" in mixed.stderr
+
+
+def test_a_tick_takes_over_at_once_the_interval_a_killed_rerun_held_on_its_host(cli):
+    """The rerun is killed (SIGKILL) in the middle of an interval the schedule also has to
+    do: the next tick on the same host does not wait out the rerun's lease (60 s; the tick
+    could not finish in time), its pid is gone: the interval is taken over at once."""
+    anchor = _started(cli, 2)  # the schedule has anchor + 1 and anchor + 2 to do
+    _slow(cli, 2.0)
+    held = anchor + DAY
+    rerun = cli.spawn("--rerun", "slow-backfill", "--reason", "test", "--date", _day(held), *SLOW)
+    (call,) = wait_for(lambda: _calls(cli), what="the rerun in its interval")
+    assert call["day"] == held and call["finished_at"] is None
+    os.kill(rerun.pid, signal.SIGKILL)
+    rerun.wait(timeout=30)
+    tick = cli.run(*SLOW, timeout=30)
+    assert tick.returncode == 0, tick.stderr
+    assert f"run {call['run_id']} (rerun) on" in tick.stderr and "is gone; taking its interval over" in tick.stderr
+    scheduled = [c["day"] for c in _calls(cli) if c["kind"] == "scheduled"]
+    assert scheduled == [anchor + DAY, anchor + 2 * DAY]
+    (killed,) = cli.crontab.sql("SELECT status, error FROM crontabber_run WHERE run_id = %s", (call["run_id"],))
+    assert killed["status"] == "abandoned" and "is gone; taken over by run" in killed["error"]

@@ -64,3 +64,61 @@ def test_only_refuses_other_values():
     with pytest.raises(ValueError, match="'done' is not one of failed, missing"):
         parse_only("failed,done")
     assert parse_only("") == frozenset()
+
+
+def _row(when, **kw):
+    from crontabber.reruns import PlanRow
+
+    return PlanRow(when, **kw)
+
+
+SINCE = D0 + 30 * DAY
+RUNNING = {"status": "running", "run_status": "running", "kind": "rerun"}
+
+
+def test_pick_next_takes_the_first_free_interval_while_fewer_than_n_are_held():
+    from crontabber.reruns import Pick, pick_next
+
+    rows = [
+        _row(DATES[0], done=True),
+        _row(DATES[1], run_id=5, holder="a:1", in_group=True, **RUNNING),
+        _row(DATES[2], run_id=9, holder="b:1", **{**RUNNING, "kind": "scheduled"}),
+        _row(DATES[3]),
+        _row(DATES[4]),
+    ]
+    never = lambda holder: False  # noqa: E731
+    assert pick_next(rows, 2, False, SINCE, never) == Pick(when=DATES[3])
+    assert pick_next(rows, 1, False, SINCE, never).wait == "1 interval(s) of the rerun are running, at most 1 at once"
+    # strictly in order: the first left is held, so it waits for it
+    assert pick_next(rows, 1, True, SINCE, never).wait == "2026-11-02 00:00 UTC: held by run 5 (rerun) on a:1"
+    # a holder of this host whose pid is gone is abandoned first
+    assert pick_next(rows, 2, True, SINCE, lambda holder: holder == "a:1") == Pick(gone=(5,))
+    # expired claims and claims of runs no longer running are free
+    free = [_row(DATES[1], run_id=5, holder="a:1", expired=True, **RUNNING)]
+    free.append(_row(DATES[2], run_id=6, holder="a:2", **{**RUNNING, "run_status": "abandoned"}))
+    assert pick_next(free, 1, True, SINCE, never) == Pick(when=DATES[1])
+    assert pick_next(free[1:], 1, True, SINCE, never) == Pick(when=DATES[2])
+
+
+def test_pick_next_leaves_what_failed_in_the_group_since_it_started_and_ends_when_nothing_is_left():
+    from crontabber.reruns import Pick, pick_next
+
+    failed = {"status": "failed", "run_id": 5, "in_group": True, "run_status": "failed"}
+    rows = [_row(DATES[0], done=True), _row(DATES[1], ended=SINCE + DAY, **failed)]
+    assert pick_next(rows, 2, False, SINCE, lambda h: False) == Pick()  # nothing left for it
+    # a run started after that failure (a resume) tries it again
+    assert pick_next(rows, 2, False, SINCE + 2 * DAY, lambda h: False) == Pick(when=DATES[1])
+    # what other runs hold is waited for, not left: a peer may still die holding it
+    held = [_row(DATES[0], done=True), _row(DATES[1], run_id=7, holder="c:1", in_group=True, **RUNNING)]
+    assert pick_next(held, 3, False, SINCE, lambda h: False).wait.startswith("the 1 interval(s) left are running")
+
+
+def test_dependants_parents_first_and_their_intervals_on_the_same_days():
+    from crontabber.reruns import dependants, same_days
+
+    graph = {"a": (), "b": ("a",), "c": ("b",), "d": ("a", "c"), "e": (), "f": ("e",)}
+    assert dependants(graph, "a") == ["b", "c", "d"]
+    assert dependants(graph, "c") == ["d"] and dependants(graph, "d") == []
+    hourly = lambda day: [dt.datetime.combine(day, dt.time(h, tzinfo=dt.timezone.utc)) for h in (0, 12)]  # noqa: E731
+    newest_first = [DATES[2] + dt.timedelta(hours=3), DATES[0] + dt.timedelta(hours=3)]
+    assert same_days(newest_first, hourly) == [*hourly(DATES[2].date()), *hourly(DATES[0].date())]

@@ -1,0 +1,150 @@
+"""A ``--rerun --parallel 2`` worked on from two hosts (network namespaces, each reaching
+PostgreSQL through a TCP forwarder, each with a host name of its own), with SIGKILLs in the
+middle of intervals (issue #34 item 2):
+
+- a run killed on host-2 while a peer of host-2 runs: its interval is taken over at once
+  there (the pid is gone on that host), not after the lease;
+- the rerun's first run, killed on host-1: its interval waits for the lease on host-2 (from
+  there the process may be alive), then is taken over;
+- every run killed: ``--resume-run`` from host-2 continues where the rerun stopped.
+
+Then: no interval ran twice at once, never more than 2 at once, none was missed, and both
+hosts worked on it."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import signal
+import subprocess
+
+from tests.fixtures.reruns import (
+    calls,
+    configure,
+    day,
+    days_back,
+    group_done,
+    most_at_once,
+    never_twice_at_once,
+)
+from tests.fixtures.tcp_proxy import TcpProxy
+from tests.fixtures.waiting import wait_for
+from tests.helpers import REPO
+
+LEASE, BEAT = 6.0, 1.0
+TIMES = (f"--crontabber.heartbeat_seconds={BEAT}", f"--crontabber.lease_seconds={LEASE}")
+
+
+def test_a_parallel_rerun_across_two_hosts_with_kills(cli, namespaces):
+    crontab = cli.crontab
+    configure(cli, 1.5)
+    dates = days_back(cli, 18, 3)  # 16 intervals
+    db = crontab.database
+    hosts = namespaces[:2]
+    proxies = [TcpProxy((db.host, int(db.port)), bind=address) for _, address in hosts]
+    procs: dict[int, subprocess.Popen] = {}
+
+    def spawn(n: int, *args: str) -> subprocess.Popen:
+        ns, address = hosts[n - 1]
+        env = {**cli.env, "RESOURCE_POSTGRESQL_HOST": address, "RESOURCE_POSTGRESQL_PORT": str(proxies[n - 1].port)}
+        argv = [
+            "ip",
+            "netns",
+            "exec",
+            ns,
+            *cli.argv("--rerun", "parallel-backfill", "--reason", "t", *args, *TIMES, host=f"host-{n}"),
+        ]
+        proc = subprocess.Popen(argv, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        procs[proc.pid] = proc
+        return proc
+
+    def runs() -> dict[int, dict]:
+        return {r["pid"]: r for r in crontab.sql("SELECT run_id, pid, host FROM crontabber_run")}
+
+    ended: dict[int, dt.datetime] = {}
+
+    def kill(proc: subprocess.Popen) -> list[dict]:
+        run_id = runs()[proc.pid]["run_id"]
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        now = crontab.now()
+        cut = [c for c in calls(cli) if c["run_id"] == run_id and c["finished_at"] is None]
+        for call in cut:
+            ended[call["id"]] = now
+        return cut
+
+    def busy(proc: subprocess.Popen) -> bool:
+        """In an interval it started less than half its length ago: still in it when killed."""
+        run = runs().get(proc.pid)
+        now = crontab.now()
+        return run is not None and any(
+            c["run_id"] == run["run_id"] and c["finished_at"] is None and (now - c["at"]).total_seconds() < 0.7
+            for c in calls(cli)
+        )
+
+    try:
+        lead = spawn(1, "--parallel", "2", "--date", day(dates[0]), "--to", day(dates[-1]))
+        wait_for(lambda: lead.pid in runs(), what="the rerun on host-1")
+        root = runs()[lead.pid]["run_id"]
+        second = spawn(2, "--resume-run", str(root))
+        third = spawn(2, "--resume-run", str(root))
+        wait_for(lambda: len(runs()) == 3, what="two runs joining from host-2")
+        assert {r["host"] for r in runs().values()} == {"host-1", "host-2"}
+
+        # host-2: a run killed mid-interval while its peer there waits (2 at once at most)
+        victim = wait_for(
+            lambda: next((p for p in (second, third) if busy(p) and len(group_done(cli, root)) >= 2), None),
+            timeout=60,
+            what="a host-2 run in an interval",
+        )
+        (cut,) = kill(victim)
+        taken = wait_for(
+            lambda: [c for c in calls(cli) if c["day"] == cut["day"] and c["id"] > cut["id"]],
+            timeout=30,
+            what="host-2's killed interval taken over",
+        )
+        # at once (its pid is gone there), by a run of host-2 or, later, of host-1
+        assert (taken[0]["at"] - ended[cut["id"]]).total_seconds() < LEASE or taken[0]["host"] == "host-1"
+
+        # host-1: the first run, killed mid-interval: host-2 must wait out its lease
+        wait_for(lambda: busy(lead), timeout=60, what="host-1's run in an interval")
+        (lead_cut,) = kill(lead)
+        lead_taken = wait_for(
+            lambda: [c for c in calls(cli) if c["day"] == lead_cut["day"] and c["id"] > lead_cut["id"]],
+            timeout=60,
+            what="host-1's killed interval taken over by host-2",
+        )
+        assert lead_taken[0]["host"] == "host-2"
+        (beat,) = crontab.sql("SELECT heartbeat FROM crontabber_run WHERE pid = %s", (lead.pid,))
+        assert (lead_taken[0]["at"] - beat["heartbeat"]).total_seconds() >= LEASE  # not before its lease ran out
+
+        # every run killed, mid-interval: --resume-run from host-2 continues where it stopped
+        survivor = next(p for p in (second, third) if p is not victim)
+        wait_for(lambda: busy(survivor), timeout=60, what="the last run in an interval")
+        kill(survivor)
+        done_before = group_done(cli, root)
+        assert len(done_before) < len(dates)
+        before = len(calls(cli))
+        resumed = spawn(2, "--resume-run", str(root))
+        out, err = resumed.communicate(timeout=120)
+        assert resumed.returncode == 0, err
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        for proxy in proxies:
+            proxy.close()
+
+    again = [c["day"] for c in calls(cli)[before:]]
+    assert again == [d for d in dates if d not in done_before]  # the rest, in the plan's order
+    rows = calls(cli)
+    never_twice_at_once(rows, ended)
+    assert most_at_once(rows, ended) <= 2
+    assert group_done(cli, root) == dates  # none missed
+    assert {c["host"] for c in rows} == {"host-1", "host-2"}
+    statuses = crontab.sql(
+        "SELECT status, count(*) AS n FROM crontabber_run WHERE run_id = %s OR resumed_from = %s GROUP BY status",
+        (root, root),
+    )
+    assert {r["status"]: r["n"] for r in statuses} == {"abandoned": 3, "succeeded": 1}
