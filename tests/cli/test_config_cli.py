@@ -122,7 +122,9 @@ def test_a_crontabber_0_18_ini_loads_and_configtest_lists_what_is_ignored(cli):
     cli.env["CRONTABBER_ERROR_RETRY_TME"] = "5"
     done = cli.run("--configtest")
     assert done.returncode == 0, done.stderr
-    assert [line for line in done.stdout.splitlines() if not line.startswith(("database: ", "settings ", "  "))] == [
+    assert [
+        line for line in done.stdout.splitlines() if not line.startswith(("version: ", "database: ", "settings ", "  "))
+    ] == [
         "note: application: a crontabber 0.18 option, ignored here",
         "note: crontabber.job_state_db_class: a crontabber 0.18 option, ignored here",
         "note: crontabber.class-FooJob.database.database_class: a crontabber 0.18 option, ignored here",
