@@ -5,22 +5,26 @@ sections are ``[[...]]``, multi-line values use ``'''``, and a section name may
 be a dotted path (``[resource.postgresql]`` means ``[resource]``/``[[postgresql]]``).
 This module parses the file once and keeps every value with its option path,
 so the same parse serves value look-ups (:class:`IniSource`, an everett
-source) and the strict check of names (:mod:`crontabber.config.names`).
+source) and the strict check of names (:mod:`crontabber.config.names`). The parse
+is kept between ticks while the file is unchanged (:mod:`crontabber.config.inicache`):
+a tick that finds it imports no configobj.
 """
 
 from __future__ import annotations
 
+import os
 import re
-
-from configobj import ConfigObj, ConfigObjError, Section
 
 from ..errors import ConfigurationError
 from ..frozen import Frozen, setfield
+from . import inicache
 from .options import NO_VALUE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Iterator
+
+    from configobj import Section
 
 _AT_LINE = re.compile(r"\s*at line \d+\.?$")
 _QUOTED_LINE = re.compile(r"\('\s+")
@@ -54,9 +58,22 @@ class IniFile:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        root = _parse(path)
-        self.values = tuple(_flatten(root, ()))
-        self.sections = tuple(".".join(p) for p in _section_paths(root, ()))
+        where, directory = os.path.abspath(path), inicache.cache_dir()
+        try:
+            key: tuple[int, ...] | None = inicache.file_key(path)
+        except OSError:
+            key = None  # _parse says why
+        kept = inicache.load(directory, where, key) if key is not None else None
+        if kept is None:
+            root = _parse(path)
+            self.values = tuple(_flatten(root, ()))
+            self.sections = tuple(".".join(p) for p in _section_paths(root, ()))
+            if key is not None:
+                values = tuple((v.path, v.name, v.value) for v in self.values)
+                inicache.save(directory, where, key, (values, self.sections))
+        else:
+            self.values = tuple(IniValue(*value) for value in kept[0])
+            self.sections = kept[1]
         # Look-ups ignore case, as everett's INI source did before this one.
         self._by_key = {_key(v.path, v.name): v.value for v in self.values}
 
@@ -70,6 +87,8 @@ def _key(path: tuple[str, ...], name: str) -> tuple[str, ...]:
 
 
 def _parse(path: str) -> Section:
+    from configobj import ConfigObj, ConfigObjError
+
     try:
         # No interpolation: ``%(asctime)s`` in a log format is text, not a reference.
         return ConfigObj(path, list_values=False, interpolation=False, file_error=True)
