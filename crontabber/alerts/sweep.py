@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from .. import sqlfiles
 from ..placement import no_live_host
 from ..scheduling import needs_attention
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Callable, Iterable, Mapping, Sequence, TypeAlias
+
     from ..config.catalog import BrokenEntry, Job
     from ..config.settings import AlertSettings, Settings
     from ..state import FleetHost, JobState
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
 #: How many notices one tick claims at most (the rest wait for the next tick).
 SWEEP_LIMIT = 50
 
-Swept = tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, dt.datetime]]
+Swept: TypeAlias = "tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, dt.datetime]]"
 
 
 def sweep(store: "StateStore", host: str, config: "AlertSettings", pid_alive: Callable[[int], bool]) -> Swept:

@@ -4,12 +4,17 @@ server of e-mail targets, and what a target reads from the environment.
 
 Settings, read at every tick of a site with alerts (:mod:`crontabber.config.settings` imports
 this module only when targets are set): :mod:`crontabber.alerts.notify` sends to them. The
-records are NamedTuples (a frozen dataclass costs a tick about 1 ms to define).
+records are :class:`~crontabber.frozen.Frozen` (a frozen dataclass costs a tick about 1 ms to
+define, and a NamedTuple the import of :mod:`typing`).
 """
 
 from __future__ import annotations
 
-from typing import Callable, Mapping, NamedTuple
+from ..frozen import Frozen, setfield
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable, Mapping
 
 KINDS = ("webhook", "email")
 FORMATS = ("json", "slack", "pagerduty")
@@ -20,13 +25,20 @@ class DeliveryError(Exception):
     """A notice could not be delivered; the message says why in one line."""
 
 
-class Target(NamedTuple):
+class Target(Frozen):
     """One place alerts go (see the module docstring)."""
 
+    __slots__ = ("name", "kind", "address", "options")
     name: str
     kind: str
     address: str
-    options: Mapping[str, str] = {}
+    options: Mapping[str, str]
+
+    def __init__(self, name: str, kind: str, address: str, options: Mapping[str, str] | None = None) -> None:
+        setfield(self, "name", name)
+        setfield(self, "kind", kind)
+        setfield(self, "address", address)
+        setfield(self, "options", options if options is not None else {})
 
     def url(self, environ: Mapping[str, str]) -> str:
         """The address, read from the environment for ``env:NAME``, checked
@@ -143,17 +155,35 @@ def parse_targets(text: str) -> tuple[Target, ...]:
     return tuple(targets)
 
 
-class SmtpSettings(NamedTuple):
+class SmtpSettings(Frozen):
     """The SMTP server e-mail targets go through (``[alerts] smtp_*``)."""
 
-    host: str = ""
-    port: int = 25
-    sender: str = ""
-    user: str = ""
-    password: str = ""
+    __slots__ = ("host", "port", "sender", "user", "password", "starttls", "tls")
+    host: str
+    port: int
+    sender: str
+    user: str
+    password: str
+    starttls: bool
+    tls: bool
+
+    def __init__(
+        self,
+        host: str = "",
+        port: int = 25,
+        sender: str = "",
+        user: str = "",
+        password: str = "",
+        starttls: bool = False,
+        tls: bool = False,
+    ) -> None:
+        setfield(self, "host", host)
+        setfield(self, "port", port)
+        setfield(self, "sender", sender)
+        setfield(self, "user", user)
+        setfield(self, "password", password)
+        setfield(self, "starttls", starttls)
+        setfield(self, "tls", tls)
 
     def __repr__(self) -> str:  # never the password
         return f"SmtpSettings({self.host}:{self.port}, from {self.sender}, user {self.user or '-'})"
-
-    starttls: bool = False
-    tls: bool = False
