@@ -11,10 +11,9 @@ while they run (a second copy running at the same time records
   recorded as done twice;
 - no missed run: every time a job was made due, a run of it was recorded as
   done (after a settling phase in which the hosts keep ticking);
-- every run killed mid-job was taken over by the first tick that could: the
-  killed host's next tick (its runner's pid is gone), or any host's tick that
-  started after the lease ran out, whichever ended first. The bound is the
-  ticks' own record, not a wall-clock figure that a slow machine stretches.
+- every run killed mid-job was taken over no later than the first tick (of
+  any host) that started after its lease ran out had ended: the ticks' own
+  record, not a wall-clock figure that a slow machine stretches.
 """
 
 from __future__ import annotations
@@ -59,17 +58,15 @@ def _make_due(crontab, expected: dict[str, int], stop: threading.Event) -> None:
             expected[row["app_name"]] += 1
 
 
-def _takeover_due_by(host: str, killed_at: float, ticks: list[dict]) -> float:
-    """When a run killed on ``host`` at ``killed_at`` must have been taken over: by the end
-    of the first unkilled tick that could take it, the same host's next one (the dead
-    runner's pid is gone there) or any host's that started after the lease ran out (it was
-    last renewed before the kill). A killed tick may take a run over too, but bounds
-    nothing: it may have died first."""
-    able = [
-        t["end"]
-        for t in ticks
-        if t["killed_at"] is None and ((t["host"] == host and t["start"] > killed_at) or t["start"] > killed_at + LEASE)
-    ]
+def _takeover_due_by(killed_at: float, ticks: list[dict]) -> float:
+    """When a run killed at ``killed_at`` must have been taken over: by the end of the first
+    unkilled tick, of any host, that started after its lease ran out (it was last renewed
+    before the kill). A killed tick may take a run over too, but bounds nothing: it may have
+    died first. The killed host's own next tick usually takes it over at once (its runner's
+    pid is gone: the median below); that is not asserted here, because a CI run saw the
+    host's next tick, started 0.25 s after the kill, run the other job and leave this one
+    to the tick after it (2.0 s after the kill, within the lease)."""
+    able = [t["end"] for t in ticks if t["killed_at"] is None and t["start"] > killed_at + LEASE]
     # None at the very end of the hosts' loops: a tick killed in its turn took it over.
     return min(able, default=float("inf"))
 
@@ -196,7 +193,7 @@ def test_four_hosts_fifty_ticks_each_with_random_kills(cli, namespaces, tmp_path
         ]
         assert kill is not None and following, call
         delays.append(min(following) - kill)
-        due_by = _takeover_due_by(call["host"], kill, ticks + settling)
+        due_by = _takeover_due_by(kill, ticks + settling)
         if min(following) > due_by + CLOCK_SLACK:
             late.append({"call": call, "killed_at": kill, "due_by": due_by})
     report = {
