@@ -28,7 +28,7 @@ import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import TypeAlias
+    from typing import Mapping, TypeAlias
 
     #: What is kept: ``(path, name, value)`` of each value, and each section's path.
     Parsed: TypeAlias = tuple[tuple[tuple[tuple[str, ...], str, str], ...], tuple[str, ...]]
@@ -37,7 +37,7 @@ FORMAT = 1  # bumped when what is kept changes
 KEEP = 64
 
 
-def cache_dir(environ: dict[str, str] | os._Environ[str] = os.environ) -> str | None:
+def cache_dir(environ: Mapping[str, str] = os.environ) -> str | None:
     """The cache's directory, or None when it is turned off (``CRONTABBER_INI_CACHE=0``) or
     there is no home to keep it in."""
     if environ.get("CRONTABBER_INI_CACHE", "1").strip().lower() in ("0", "false", "no", "off"):

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.netns import on_host
 from tests.fixtures.tcp_proxy import TcpProxy
 from tests.helpers import REPO
 
@@ -115,19 +116,7 @@ def test_four_hosts_fifty_ticks_each_with_random_kills(cli, namespaces, tmp_path
             ]
             hosts.append(
                 subprocess.Popen(
-                    [
-                        "ip",
-                        "netns",
-                        "exec",
-                        ns,
-                        "unshare",
-                        "--uts",
-                        "sh",
-                        "-c",
-                        'hostname "$0" && exec "$@"',
-                        f"host-{n}",
-                        *loop,
-                    ],
+                    on_host(ns, f"host-{n}", loop),
                     env=env,
                     cwd=REPO,
                 )

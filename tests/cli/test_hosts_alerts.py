@@ -21,6 +21,7 @@ import time
 
 import pytest
 
+from tests.fixtures.netns import on_host
 from tests.fixtures.receiver import Receiver
 from tests.fixtures.tcp_proxy import TcpProxy
 from tests.helpers import REPO
@@ -103,19 +104,7 @@ def test_four_hosts_alert_once_with_random_kills(cli, namespaces, tmp_path, caps
             ]
             hosts.append(
                 subprocess.Popen(
-                    [
-                        "ip",
-                        "netns",
-                        "exec",
-                        ns,
-                        "unshare",
-                        "--uts",
-                        "sh",
-                        "-c",
-                        'hostname "$0" && exec "$@"',
-                        f"host-{n + 1}",
-                        *loop,
-                    ],
+                    on_host(ns, f"host-{n + 1}", loop),
                     env=env(n),
                     cwd=REPO,
                 )
