@@ -195,10 +195,11 @@ def test_parallel_workers_on_one_host_killed_mid_interval(cli):
     ended: dict[int, dt.datetime] = {}
 
     def kill(pid: int) -> None:
-        running = [c for c in calls(cli) if c["run_id"] == run_of[pid] and c["finished_at"] is None]
         os.kill(pid, signal.SIGKILL)
         workers[pid].wait(timeout=30)
         now = cli.crontab.now()
+        # Read once the process is gone: a call it began between a read and the kill is cut too.
+        running = [c for c in calls(cli) if c["run_id"] == run_of[pid] and c["finished_at"] is None]
         for call in running:
             ended[call["id"]] = now
 
