@@ -39,8 +39,11 @@ SERVICES = devservices.Services(ENV)
 #: The pooled lane: test databases reached through PgBouncer.
 POOLED = ENV.get("SYMBOLS_TEST_POOLED", "") not in ("", "0")
 #: The test databases' sessions' zone: a half-hour offset and daylight saving time, so a
-#: day or an hour taken in the session's zone instead of UTC shows.
-TEST_TIME_ZONE = "America/St_Johns"
+#: day or an hour taken in the session's zone instead of UTC shows. Its day differs from
+#: UTC's only from 00:00 to 03:30 UTC; ``SYMBOLS_TEST_TIME_ZONE=Pacific/Pago_Pago`` (UTC-11:
+#: until 11:00 UTC) or ``Pacific/Kiritimati`` (UTC+14: from 10:00 UTC) shows such a bug at
+#: other hours.
+TEST_TIME_ZONE = ENV.get("SYMBOLS_TEST_TIME_ZONE") or "America/St_Johns"
 
 
 def admin_settings(dbname: str = "postgres") -> DatabaseSettings:

@@ -54,8 +54,9 @@ def test_list_jobs_uses_a_wider_terminal(cli):
         if not chunk:
             break
         output += chunk
-    assert proc.wait(timeout=60) == 0
+    _, err = proc.communicate(timeout=60)  # its stderr pipe closed here
     os.close(primary)
+    assert proc.returncode == 0, err
     lines = output.decode().splitlines()
     widest = max(map(len, lines))
     assert 100 < widest <= 160, lines

@@ -127,12 +127,14 @@ def test_a_parallel_rerun_across_two_hosts_with_kills(cli, namespaces):
         before = len(calls(cli))
         resumed = spawn(2, "--resume-run", str(root))
         out, err = resumed.communicate(timeout=120)
-        assert resumed.returncode == 0, err
+        ledger = crontab.sql("SELECT run_id, kind, host, pid, status, error, started, ended FROM crontabber_run")
+        claims = crontab.sql("SELECT * FROM crontabber_interval ORDER BY starts")
+        assert resumed.returncode == 0, (out, err, ledger, claims)
     finally:
         for proc in procs.values():
             if proc.poll() is None:
                 proc.kill()
-                proc.wait()
+            proc.communicate(timeout=30)  # its pipes closed here, not left to the garbage collector
         for proxy in proxies:
             proxy.close()
 

@@ -120,6 +120,8 @@ def test_the_server_logs_one_line_per_request_with_elasticsearch_down():
         proc.terminate()
         proc.wait(timeout=20)
         reader.join(timeout=10)
+        for pipe in (proc.stdout, proc.stderr):
+            pipe.close()
     assert "serving on" in lines[0] and len(lines) == 7, "".join(lines)
     assert sum(" INFO search.access: GET /search 503 " in line for line in lines) == 3
     assert (
