@@ -492,13 +492,15 @@ class Supervisor:
                 self._stop(JobTimeout(self.claim.app_name, self.limits.timeout))
             elif not self.clock.holds(self.limits.stop_grace_seconds):
                 self.clock.lose()
-                self._stop(
-                    LeaseLost(
-                        self.claim.app_name,
-                        self.claim.run_id,
-                        f"its lease could not be renewed for {self.limits.hold_seconds:g} s",
-                    )
+                why = f"its lease could not be renewed for {self.limits.hold_seconds:g} s"
+                logger.error(
+                    "%s: run %s lost the job: %s; stopping it",
+                    self.claim.app_name,
+                    self.claim.run_id,
+                    why,
+                    extra={"job": self.claim.app_name},
                 )
+                self._stop(LeaseLost(self.claim.app_name, self.claim.run_id, why))
         if self._kill_at is not None and now >= self._kill_at:
             logger.error(
                 "%s: still running %g s after SIGTERM; SIGKILL",
@@ -544,6 +546,7 @@ class Supervisor:
             ending.failure = Failure.of(reason if reason is not None else died, "")
             ending.failure.seconds = time.monotonic() - self._last_unit_at
             if reason is None:
+                logger.error("%s", died, extra={"job": self.claim.app_name})
                 self.report(died)
         if ending.failure is not None and ending.failure.kind == "interrupt" and not ending.interrupt:
             ending.interrupt = KeyboardInterrupt()  # the job itself raised it: stop the run

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import signal
+import time
 
 from tests.fixtures.waiting import wait_for
 
@@ -61,11 +62,23 @@ def test_a_backfill_runs_beside_the_schedule_and_no_interval_runs_twice_at_once(
         *FAST,
     )
     wait_for(lambda: _calls(cli), what="the rerun's first interval")
-    tick = cli.run(*FAST, timeout=120)
+    # The rerun's job stays in that interval (stopped) until the tick has met it: a tick
+    # starting slowly on a loaded machine would otherwise find it done.
+    (job,) = cli.crontab.sql("SELECT pid FROM test_job_calls")
+    os.kill(job["pid"], signal.SIGSTOP)
+    try:
+        tick = cli.spawn(*FAST)
+        wait_for(
+            lambda: cli.crontab.sql("SELECT 1 FROM crontabber_run WHERE kind = 'scheduled'"), what="the tick's run"
+        )
+        time.sleep(2)  # its job forks and asks for the interval at once, then every second
+    finally:
+        os.kill(job["pid"], signal.SIGCONT)
+    tick_out, tick_err = tick.communicate(timeout=120)
     out, err = rerun.communicate(timeout=120)
     assert rerun.returncode == 0, err
-    assert tick.returncode == 0, tick.stderr
-    assert "waiting for" in tick.stderr and "(rerun)" in tick.stderr  # held by the rerun
+    assert tick.returncode == 0, tick_err
+    assert "waiting for" in tick_err and "(rerun)" in tick_err  # held by the rerun
     calls = _calls(cli)
     by_kind = {kind: [c for c in calls if c["kind"] == kind] for kind in ("rerun", "scheduled")}
     assert [c["day"] for c in by_kind["rerun"]] == [anchor + i * DAY for i in (1, 0, -1, -2)]

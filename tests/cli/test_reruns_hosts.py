@@ -24,6 +24,7 @@ from tests.fixtures.reruns import (
     day,
     days_back,
     group_done,
+    hold_in_interval,
     most_at_once,
     never_twice_at_once,
 )
@@ -66,11 +67,11 @@ def test_a_parallel_rerun_across_two_hosts_with_kills(cli, namespaces):
     def kill(proc: subprocess.Popen) -> list[dict]:
         run_id = runs()[proc.pid]["run_id"]
         os.kill(proc.pid, signal.SIGKILL)
+        now = crontab.now()  # before a peer, seeing the pid gone, may take its interval over
         proc.wait(timeout=30)
-        now = crontab.now()
         cut = [c for c in calls(cli) if c["run_id"] == run_id and c["finished_at"] is None]
         for call in cut:
-            ended[call["id"]] = now
+            ended[call["id"]] = max(now, call["at"])
         return cut
 
     def busy(proc: subprocess.Popen) -> bool:
@@ -81,6 +82,10 @@ def test_a_parallel_rerun_across_two_hosts_with_kills(cli, namespaces):
             c["run_id"] == run["run_id"] and c["finished_at"] is None and (now - c["at"]).total_seconds() < 0.7
             for c in calls(cli)
         )
+
+    def held(proc: subprocess.Popen) -> bool:
+        """:func:`busy`, and its job stopped in that interval (``hold_in_interval``) until the kill."""
+        return busy(proc) and hold_in_interval(cli, runs()[proc.pid]["run_id"]) is not None
 
     try:
         lead = spawn(1, "--parallel", "2", "--date", day(dates[0]), "--to", day(dates[-1]))
@@ -93,7 +98,7 @@ def test_a_parallel_rerun_across_two_hosts_with_kills(cli, namespaces):
 
         # host-2: a run killed mid-interval while its peer there waits (2 at once at most)
         victim = wait_for(
-            lambda: next((p for p in (second, third) if busy(p) and len(group_done(cli, root)) >= 2), None),
+            lambda: next((p for p in (second, third) if len(group_done(cli, root)) >= 2 and held(p)), None),
             timeout=60,
             what="a host-2 run in an interval",
         )
@@ -107,7 +112,7 @@ def test_a_parallel_rerun_across_two_hosts_with_kills(cli, namespaces):
         assert (taken[0]["at"] - ended[cut["id"]]).total_seconds() < LEASE or taken[0]["host"] == "host-1"
 
         # host-1: the first run, killed mid-interval: host-2 must wait out its lease
-        wait_for(lambda: busy(lead), timeout=60, what="host-1's run in an interval")
+        wait_for(lambda: held(lead), timeout=60, what="host-1's run in an interval")
         (lead_cut,) = kill(lead)
         lead_taken = wait_for(
             lambda: [c for c in calls(cli) if c["day"] == lead_cut["day"] and c["id"] > lead_cut["id"]],
@@ -120,7 +125,7 @@ def test_a_parallel_rerun_across_two_hosts_with_kills(cli, namespaces):
 
         # every run killed, mid-interval: --resume-run from host-2 continues where it stopped
         survivor = next(p for p in (second, third) if p is not victim)
-        wait_for(lambda: busy(survivor), timeout=60, what="the last run in an interval")
+        wait_for(lambda: held(survivor), timeout=60, what="the last run in an interval")
         kill(survivor)
         done_before = group_done(cli, root)
         assert len(done_before) < len(dates)
