@@ -72,6 +72,7 @@ def operator_command(
         PauseOverrideNeedsReason: it is paused and ``force`` comes without ``reason`` (exit 1).
         Both refusals are recorded too.
     """
+    from .audit_store import AuditStore
     from .command import exit_code_for
     from .errors import CrontabberError
     from .overrides import check_pause, given_options
@@ -79,6 +80,7 @@ def operator_command(
     from .store import StateStore
 
     store = StateStore(connection)
+    audits = AuditStore(store)
     options = given_options(overrides or {})
     detail: dict[str, Any] = {"command": command, "force": force, **({"options": options} if options else {})}
     try:
@@ -92,7 +94,7 @@ def operator_command(
             override="--force --reason TEXT runs it anyway (recorded in --audit)",
         )
     except CrontabberError as refused:
-        store.audit(
+        audits.audit(
             AuditEntry(
                 actor(),
                 "command",
@@ -102,7 +104,7 @@ def operator_command(
             )
         )
         raise
-    store.audit(AuditEntry(actor(), "command", app_name, reason or None, {**detail, "outcome": "done"}))
+    audits.audit(AuditEntry(actor(), "command", app_name, reason or None, {**detail, "outcome": "done"}))
 
 
 def database_now(connection: Any) -> dt.datetime:

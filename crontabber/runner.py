@@ -1,5 +1,6 @@
 """Run due jobs: the due and dependency checks, the lock, the job, the
-bookkeeping. All state goes through :class:`~crontabber.store.StateStore`;
+bookkeeping. All state goes through :class:`~crontabber.store.StateStore` (a rerun's
+through :class:`~crontabber.rerun_store.RerunStore`, over its connection);
 "now" is always the database's clock.
 
 The claim is one transaction (see ``StateStore.claim``): the row is locked
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
+import functools
 import logging
 import os
 import socket
@@ -46,6 +48,7 @@ if TYPE_CHECKING:
     from typing import Any, Callable, TypeAlias, TypeVar
 
     from .records import AuditEntry
+    from .rerun_store import RerunStore
 
     T = TypeVar("T")
 
@@ -214,6 +217,14 @@ class Runner:
         self.crons = crons
         # recorded with each run it claims: which bucket a forced run really used
         self.options = tuple(given_options(settings.sources.cli))
+
+    @functools.cached_property
+    def reruns(self) -> RerunStore:
+        """The rerun lane's queries over this runner's store, built on first use (a cron tick
+        never imports :mod:`crontabber.rerun_store`)."""
+        from .rerun_store import RerunStore
+
+        return RerunStore(self.store)
 
     def _states_and_now(self) -> tuple[dict[str, JobState], dt.datetime]:
         """The state rows and the database time, read once and reused until a job is
@@ -400,7 +411,7 @@ class Runner:
         (a second worker arriving joins the first's).
         """
         self._snapshot = None
-        claim, root, cap = self.store.start_rerun(
+        claim, root, cap = self.reruns.start_rerun(
             job.app_name, (self.host, self.pid), dates, self.options, resumed_from, parallel, downstream, downstream_of
         )
         joined = f", working on rerun {root}" if root != claim.run_id else ""
@@ -443,8 +454,8 @@ class Runner:
             instance.lease = lease
             return instance
 
-        record = self.store.record_lane_unit if lane else self.store.record_success
-        beat = self.store.lane_heartbeat if lane else self.store.heartbeat
+        record = self.reruns.record_lane_unit if lane else self.store.record_success
+        beat = self.reruns.lane_heartbeat if lane else self.store.heartbeat
         lease_seconds = self.settings.lease_seconds
         supervisor = Supervisor(
             claim,
@@ -460,7 +471,7 @@ class Runner:
             if job.is_backfill and lane is None
             else None,
             next_interval=(
-                lambda: self.store.next_interval(
+                lambda: self.reruns.next_interval(
                     claim, lane.root, lease_seconds, lane.parallel, lane.strict, self.gone_here
                 )
             )
@@ -538,7 +549,7 @@ class Runner:
         )
         logged = (dt.timedelta(seconds=seconds), failure.error, failure.exc_repr) if failure is not None else None
         if kind is RunKind.RERUN:  # its own lane: the job's row is the schedule's
-            held = self._keep_trying(job, claim, lambda: self.store.finish_lane(claim, end, logged))
+            held = self._keep_trying(job, claim, lambda: self.reruns.finish_lane(claim, end, logged))
         else:
             held = self._keep_trying(
                 job,

@@ -1,8 +1,11 @@
-"""The runner's state store: every query on the runner's tables runs here
-(``crontabber``, ``crontabber_log``, the run ledger ``crontabber_run``, the audit trail
-``crontabber_audit`` and the hosts ``crontabber_host``). The alert tables' queries are
-:class:`crontabber.alerts.store.AlertStore`'s, run over this store's connection
-(:meth:`StateStore.in_transaction`, :meth:`StateStore.alone`).
+"""The runner's state store: the queries of the job's row and its scheduled runs
+(``crontabber``, ``crontabber_log``, the run ledger ``crontabber_run``, the intervals a
+scheduled backfill run claims ``crontabber_interval``, the hosts ``crontabber_host``) and the
+connection the other stores run over (:meth:`StateStore.in_transaction`,
+:meth:`StateStore.alone`): the rerun lane's queries are
+:class:`crontabber.rerun_store.RerunStore`'s, the audit trail's
+:class:`crontabber.audit_store.AuditStore`'s, the alert tables'
+:class:`crontabber.alerts.store.AlertStore`'s.
 
 Driver errors are translated here and never escape: a row lock held by
 another transaction (SQLSTATE 55P03) becomes :class:`JobLocked`, a lost or
@@ -34,8 +37,7 @@ if TYPE_CHECKING:
 
     # Built only by the operator commands' queries, imported there: an idle
     # tick does not load crontabber.records (see crontabber.state).
-    from .records import AuditCheck, AuditEntry, LogEntry, Overview, RunRecord
-    from .reruns import IntervalRecord, Pick, RerunRecord
+    from .records import AuditEntry, LogEntry, Overview, RunRecord
 
     R = TypeVar("R")
     P = ParamSpec("P")
@@ -462,7 +464,7 @@ class StateStore:
             if not held and _finished_already(cur, claim, outcome):
                 return True  # a retry after a commit whose reply was lost
             end = end or RunEnd(RunStatus.SUCCEEDED if failure is None else RunStatus.FAILED)
-            return _close_run(cur, claim, end, held, failure)
+            return close_run(cur, claim, end, held, failure)
 
     @translated
     def recent_runs(self, app_name: str, limit: int) -> list[RunRecord]:
@@ -501,66 +503,6 @@ class StateStore:
         return RunRecord.from_row(row) if row else None
 
     @translated
-    def start_rerun(
-        self,
-        app_name: str,
-        holder: tuple[str, int],
-        plan: Sequence[dt.datetime],
-        options: Sequence[str] = (),
-        resumed_from: int | None = None,
-        parallel: int | None = None,
-        downstream: bool = False,
-        downstream_of: int | None = None,
-    ) -> tuple[Claim, int, int]:
-        """A rerun's run in its own lane: its ledger row, and nothing on the job's row: the
-        job's scheduled runs go on. ``resumed_from`` None: the first run of a new rerun (its
-        ``plan``, ``parallel``, ``downstream``, ``downstream_of``); else a run joining or
-        continuing that rerun (its plan is the first run's). A dependant's rerun
-        (``downstream_of``) is started once: under the lock of the rerun it follows, a
-        second run of it joins the first. Returns the claim, the first run of its group and
-        how many of the group's intervals may run at once."""
-        host, pid = holder
-        with self._conn, self._cursor() as cur:
-            if resumed_from is None and downstream_of is not None:
-                cur.execute(Q["lock_rerun"], {"run_id": downstream_of})
-                cur.execute(Q["downstream_rerun"], {"root": downstream_of, "app_name": app_name})
-                found = cur.fetchone()
-                if found is not None:
-                    resumed_from = found[0]
-            if resumed_from is not None:
-                cur.execute(Q["lock_rerun"], {"run_id": resumed_from})
-                row = cur.fetchone()
-                if row is None:
-                    raise ValueError(f"no run {resumed_from} to join")
-                parallel = row[1]
-                plan, downstream, downstream_of = (), False, None
-            cur.execute(
-                Q["start_rerun"],
-                {
-                    "app_name": app_name,
-                    "host": host,
-                    "pid": pid,
-                    "options": list(options) or None,
-                    "plan": list(plan) or None,
-                    "resumed_from": resumed_from,
-                    "parallel": parallel if parallel and parallel > 1 else None,
-                    "downstream": downstream or None,
-                    "downstream_of": downstream_of,
-                },
-            )
-            made = _as_dict(cur, cur.fetchone())
-        claim = Claim(app_name, made["run_id"], host, pid, made["started"])
-        return claim, resumed_from if resumed_from is not None else claim.run_id, max(parallel or 1, 1)
-
-    @translated
-    def lane_heartbeat(self, claim: Claim, output: tuple[str, int] | None = None) -> dt.datetime | None:
-        """:meth:`heartbeat` of a rerun's lane: its ledger row and the interval it holds;
-        None when the run no longer counts as running (fenced off)."""
-        text, dropped = output if output is not None else (None, None)
-        row = self._one("lane_heartbeat", {"run_id": claim.run_id, "output": text, "dropped": dropped})
-        return row["heartbeat"] if row else None
-
-    @translated
     def claim_interval(
         self,
         claim: Claim,
@@ -572,9 +514,13 @@ class StateStore:
         """Take interval ``starts`` of the job for the run (under the interval row's lock);
         None when taken, else who holds it now (``run 12 (rerun) on cron-2:811``). A rerun of
         this host holding it whose process is gone (``gone_here(holder)``) is recorded
-        abandoned and the interval taken at once."""
+        abandoned and the interval taken at once.
+
+        A scheduled backfill run's claim, made with the job's marker held (the runner's
+        supervisor calls it before each interval); a rerun's run claims through its group
+        instead (:meth:`crontabber.rerun_store.RerunStore.next_interval`)."""
         params = {
-            **_identity(claim),
+            **identity(claim),
             "starts": starts,
             "kind": kind.value,
             "holder": f"{claim.host}:{claim.pid}",
@@ -591,125 +537,8 @@ class StateStore:
                     return "another run"
                 if row[1] != RunKind.RERUN.value or gone_here is None or not gone_here(row[2]):
                     break
-                _abandon(cur, row[0], row[2], claim)
+                abandon_gone(cur, row[0], row[2], claim)
             return f"run {row[0]} ({row[1]}) on {row[2]}"
-
-    @translated
-    def next_interval(
-        self,
-        claim: Claim,
-        root: int,
-        lease_seconds: float,
-        parallel: int,
-        strict: bool,
-        gone_here: Callable[[str], bool],
-    ) -> Pick:
-        """Claim the next interval of rerun group ``root`` for its run ``claim``
-        (:func:`crontabber.reruns.pick_next` over the plan, under the lock of the group's
-        first run, so its runs pick one at a time): runs of this host found gone are
-        recorded abandoned first. The pick: the interval claimed, why it waits, or nothing left."""
-        from .reruns import Pick, PlanRow, pick_next
-
-        params = {"root": root, "app_name": claim.app_name, "lease_seconds": lease_seconds}
-        with self._conn, self._cursor() as cur:
-            cur.execute(Q["lock_rerun"], {"run_id": root})
-            for _ in range(5):
-                cur.execute(Q["rerun_intervals"], params)
-                rows = [PlanRow.from_row(_as_dict(cur, row)) for row in cur.fetchall()]
-                pick = pick_next(rows, parallel, strict, claim.started, gone_here)
-                if pick.gone:
-                    holders = {r.run_id: r.holder or "" for r in rows}
-                    for run_id in pick.gone:
-                        _abandon(cur, run_id, holders.get(run_id, ""), claim)
-                    continue
-                if pick.when is None:
-                    return pick
-                cur.execute(
-                    Q["claim_interval"],
-                    {
-                        **_identity(claim),
-                        "starts": pick.when,
-                        "kind": RunKind.RERUN.value,
-                        "holder": claim.holder,
-                        "lease_seconds": lease_seconds,
-                    },
-                )
-                if cur.fetchone() is not None:
-                    return pick
-            return Pick(wait="the intervals it would take were just claimed by other runs")
-
-    @translated
-    def record_lane_unit(
-        self,
-        claim: Claim,
-        success: dt.datetime,
-        duration: dt.timedelta,
-        summary: str | None = None,
-        metrics: Mapping[str, float] | None = None,
-    ) -> bool:
-        """:meth:`record_success` of a rerun's lane: the interval's row, its log row and the
-        run's progress; False (nothing written) when the run no longer holds the interval."""
-        with self._conn, self._cursor() as cur:
-            return _record_lane_units(cur, claim, [(success, duration, summary, metrics)])
-
-    @translated
-    def finish_lane(
-        self, claim: Claim, end: RunEnd, failure: tuple[dt.timedelta, Mapping[str, str], str] | None = None
-    ) -> bool:
-        """The end of a rerun's run: its ledger row, the interval it held, a log row for a
-        failure; False when it no longer counted as running (found abandoned: fenced off)."""
-        with self._conn, self._cursor() as cur:
-            cur.execute(Q["lane_status"], {"run_id": claim.run_id})
-            row = cur.fetchone()
-            held = row is not None and row[0] == RunStatus.RUNNING.value
-            return _close_run(cur, claim, end, held, failure)
-
-    @translated
-    def interval_records(
-        self, app_name: str, dates: Sequence[dt.datetime], lease_seconds: float
-    ) -> dict[dt.datetime, IntervalRecord]:
-        """What the ledger knows of each of the job's intervals ``dates``."""
-        from .reruns import IntervalRecord
-
-        with self._conn, self._cursor() as cur:
-            cur.execute(
-                Q["interval_records"], {"app_name": app_name, "dates": list(dates), "lease_seconds": lease_seconds}
-            )
-            records = [IntervalRecord.from_row(_as_dict(cur, row)) for row in cur.fetchall()]
-            return {record.starts: record for record in records}
-
-    @translated
-    def rerun_record(self, run_id: int, lease_seconds: float) -> RerunRecord | None:
-        """The rerun run ``run_id`` belongs to, as ``--resume-run`` reads it (the first run of
-        its group, what the group finished, its runs recorded as running); None when the
-        ledger has no such run."""
-        from .reruns import RerunRecord, Worker
-
-        with self._conn, self._cursor() as cur:
-            cur.execute(Q["rerun_root"], {"run_id": run_id})
-            found = cur.fetchone()
-            if found is None:
-                return None
-            params = {"root": found[0], "lease_seconds": lease_seconds}
-            cur.execute(Q["rerun_run"], params)
-            row = _as_dict(cur, cur.fetchone())
-            cur.execute(Q["rerun_workers"], params)
-            workers = [Worker(r[0], r[1], bool(r[2])) for r in cur.fetchall()]
-            return RerunRecord.from_row(row, workers)
-
-    @translated
-    def downstream_record(self, root: int, app_name: str, lease_seconds: float) -> RerunRecord | None:
-        """The rerun of dependant ``app_name`` that rerun ``root`` started (``--downstream``),
-        if it started one."""
-        row = self._one("downstream_rerun", {"root": root, "app_name": app_name})
-        return self.rerun_record(row["run_id"], lease_seconds) if row else None
-
-    @translated
-    def abandon_run(self, run_id: int, error: str) -> bool:
-        """Record a running run whose lease expired as abandoned; False when it was not running."""
-        with self._conn, self._cursor() as cur:
-            cur.execute(Q["abandon_run"], {"run_id": run_id, "error": error})
-            return bool(cur.rowcount)
 
     @translated
     def locked_change(
@@ -792,37 +621,14 @@ class StateStore:
         with self._conn, self._cursor() as cur:
             cur.execute(Q["resume"], {"app_name": app_name, "audit": audit_json(audit)})
 
-    @translated
-    def audit(self, entry: AuditEntry) -> None:
-        """Record one operator action."""
-        with self._conn, self._cursor() as cur:
-            write_audit(cur, entry)
-
-    @translated
-    def audit_entries(self, app_name: str | None, limit: int) -> list[AuditEntry]:
-        """Operator actions, newest first (one job's, or everyone's)."""
-        from .records import AuditEntry
-
-        with self._conn, self._cursor() as cur:
-            cur.execute(Q["audit_list"], {"app_name": app_name, "limit": limit})
-            return [AuditEntry.from_row(_as_dict(cur, row)) for row in cur.fetchall()]
-
-    @translated
-    def verify_audit(self) -> AuditCheck:
-        """Check the audit trail's hash chain (migration 0025), in one snapshot."""
-        from .records import AuditCheck
-
-        row = self._one("audit_verify")
-        assert row is not None
-        return AuditCheck.from_row(row)
-
-    # ------------------------------------------------ for the alerts' queries
+    # ------------------------------------------------ for the other stores' queries
 
     @translated
     def in_transaction(self, work: Callable[[Any], R], doing: str = "") -> R:
         """``work(cursor)`` as one transaction on this store's connection, retried as every
-        method here is (:func:`translated`): what :class:`crontabber.alerts.store.AlertStore`
-        runs its queries with, over the same connection. ``doing``: the work's name for
+        method here is (:func:`translated`): what :class:`crontabber.alerts.store.AlertStore`,
+        :class:`crontabber.rerun_store.RerunStore` and :class:`crontabber.audit_store.AuditStore`
+        run their queries with, over the same connection. ``doing``: the work's name for
         :class:`NotPermitted` (``"mute"``...).
 
         Raises:
@@ -857,28 +663,17 @@ def _record_units(cur: Any, claim: Claim, units: Sequence[Unit]) -> bool:
         cur.execute(Q["record_success"], {"app_name": claim.app_name, "success": when, "run_id": claim.run_id})
         if cur.fetchone() is None:
             return False
-        cur.execute(Q["log_success"], _unit_params(claim, when, took, summary, metrics))
-        cur.execute(Q["interval_done"], {**_identity(claim), "starts": when})
+        cur.execute(Q["log_success"], unit_params(claim, when, took, summary, metrics))
+        cur.execute(Q["interval_done"], {**identity(claim), "starts": when})
     return True
 
 
-def _record_lane_units(cur: Any, claim: Claim, units: Sequence[Unit]) -> bool:
-    """:func:`_record_units` for a rerun's lane: fenced by the interval's claim, not by the
-    job's marker (which the rerun never holds); the job's row is left alone."""
-    for when, took, summary, metrics in units:
-        cur.execute(Q["interval_done"], {**_identity(claim), "starts": when})
-        if cur.fetchone() is None:
-            return False
-        cur.execute(Q["log_success"], _unit_params(claim, when, took, summary, metrics))
-    return True
-
-
-def _unit_params(
+def unit_params(
     claim: Claim, when: dt.datetime, took: dt.timedelta, summary: str | None, metrics: Mapping[str, float] | None
 ) -> dict[str, Any]:
     """``log_success``'s parameters: the unit, its summary and its metrics (JSON, or None)."""
     return {
-        **_identity(claim),
+        **identity(claim),
         "success": when,
         "duration": took,
         "summary": summary,
@@ -903,11 +698,12 @@ def _end_run(cur: Any, claim: Claim, end: RunEnd, held: bool) -> None:
     cur.execute(Q["end_intervals"], {"run_id": claim.run_id, "status": status.value, "error": end.error})
 
 
-def _close_run(
+def close_run(
     cur: Any, claim: Claim, end: RunEnd, held: bool, failure: tuple[dt.timedelta, Mapping[str, str], str] | None
 ) -> bool:
     """A run's ledger end and, for a failure or a fenced-off run, its log row; True when the
-    run still held what it ended (a success recorded as such)."""
+    run still held what it ended (a success recorded as such). A scheduled run's
+    (:meth:`StateStore.finish`) and a rerun's (:meth:`crontabber.rerun_store.RerunStore.finish_lane`)."""
     _end_run(cur, claim, end, held)
     if held and failure is None:
         return True
@@ -937,7 +733,7 @@ def _log_failure(
     cur.execute(
         Q["log_failure"],
         {
-            **_identity(claim),
+            **identity(claim),
             "duration": duration,
             "exc_type": error["type"],
             "exc_value": exc_repr,
@@ -960,9 +756,10 @@ def _log_abandoned(cur: Any, state: JobState, found_by: str) -> None:
     cur.execute(Q["log_abandoned"], {"app_name": state.app_name, "exc_type": repr(RunAbandoned), "exc_value": value})
 
 
-def _abandon(cur: Any, run_id: int, holder: str, by: Claim) -> None:
-    """Record rerun ``run_id``, whose process on this host is gone, as abandoned: what it held
-    is free at once (``claim_interval``'s rule)."""
+def abandon_gone(cur: Any, run_id: int, holder: str, by: Claim) -> None:
+    """Record rerun ``run_id``, whose process on this host is gone, as abandoned, in the
+    transaction of ``cur``: what it held is free at once (``claim_interval``'s rule, and a
+    rerun's :meth:`crontabber.rerun_store.RerunStore.next_interval`'s)."""
     logger.warning(
         "%s: run %s (rerun) on %s is gone; taking its interval over",
         by.app_name,
@@ -973,20 +770,6 @@ def _abandon(cur: Any, run_id: int, holder: str, by: Claim) -> None:
     cur.execute(
         Q["abandon_run"],
         {"run_id": run_id, "error": f"its process {holder} is gone; taken over by run {by.run_id} on {by.host}"},
-    )
-
-
-def write_audit(cur: Any, entry: AuditEntry) -> None:
-    """Record ``entry`` in the audit trail, in the transaction of ``cur`` (the action's own)."""
-    cur.execute(
-        Q["audit"],
-        {
-            "actor": entry.actor,
-            "action": entry.action,
-            "app_name": entry.app_name,
-            "reason": entry.reason,
-            "detail": json.dumps(dict(entry.detail), default=str),
-        },
     )
 
 
@@ -1017,7 +800,7 @@ _DOING = {
 }
 
 
-def _identity(claim: Claim) -> dict[str, Any]:
+def identity(claim: Claim) -> dict[str, Any]:
     """The columns naming who wrote a log row."""
     return {"app_name": claim.app_name, "run_id": claim.run_id, "host": claim.host, "pid": claim.pid}
 

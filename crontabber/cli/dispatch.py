@@ -633,12 +633,14 @@ def _audit_refusal(store: StateStore, mode: str, args: Any, settings: Settings, 
     name = str(getattr(args, mode, "") or "")
     if not name or isinstance(exc, (DatabaseUnavailable, JobNotFound, HostNotFound)):
         return
+    from ..audit_store import AuditStore  # here, not at the top: a cron tick never loads it
+
     name = f"host:{name}" if mode in ("drain", "undrain") else name
     action = {"reset_job": "reset", "mark_success": "mark-success", "job": "force" if args.force else "job"}.get(
         mode, mode
     )
     try:
-        store.audit(
+        AuditStore(store).audit(
             audit_entry(
                 action, name, args, settings, outcome=f"refused (exit {exit_code_for(exc)})", error=str(exc)[:300]
             )

@@ -13,6 +13,7 @@ from typing import Any
 
 from .. import jsonout
 from ..alerts.store import AlertStore
+from ..audit_store import AuditStore
 from ..command import ExitCode
 from ..config.catalog import BrokenEntry, Job, find_job
 from ..errors import AuditChainBroken, ConfigurationError, JobPaused, MuteInForce
@@ -338,7 +339,7 @@ def audit(ctx: Context) -> int:
         name = ctx.state_name(args.audit_job)
     if args.limit is not None and args.limit < 1:
         raise ConfigurationError("--limit", "must be at least 1")
-    entries = store.audit_entries(name, args.limit or 20)
+    entries = AuditStore(store).audit_entries(name, args.limit or 20)
     if args.json:
         jsonout.emit(
             [
@@ -376,7 +377,7 @@ def verify_audit(ctx: Context) -> int:
     Raises:
         AuditChainBroken: naming the first changed or missing row.
     """
-    check = ctx.store.verify_audit()
+    check = AuditStore(ctx.store).verify_audit()
     if check.problem is not None:
         raise AuditChainBroken(check.bad_id, check.problem)
     newest = f" (rows up to {check.newest_id})" if check.newest_id is not None else ""

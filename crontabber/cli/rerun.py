@@ -1,6 +1,6 @@
 """``--rerun NAME``: redo a backfill job's past intervals (``--date``/``--to``, ``--only
 failed|missing``, ``--newest-first``, ``--parallel N``, ``--downstream``, ``--resume-run RUN``,
-``--dry-run``). Parses, asks the store what the ledger knows (:mod:`crontabber.reruns` plans),
+``--dry-run``). Parses, asks the rerun store what the ledger knows (:mod:`crontabber.reruns` plans),
 calls the runner once per job of the rerun (the job, then its dependants), prints."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Callable
 
+from ..audit_store import AuditStore
 from ..command import ExitCode
 from ..config.catalog import Job
 from ..config.settings import Settings
@@ -15,6 +16,7 @@ from ..errors import ConfigurationError, MarkerIsLive, RunNotFound
 from ..formats import day_text, minute_text, one_line
 from ..leases import holder_gone
 from ..overrides import check_pause
+from ..rerun_store import RerunStore
 from ..reruns import RerunRecord, Stage, dependants, parse_only, plan_steps, same_days, step_lines, to_run
 from ..scheduling import dependency_block, parse_day, rerun_dates
 from .common import Context, terminate_on_sigterm
@@ -67,10 +69,10 @@ def rerun(ctx: Context) -> int:
     runner = ctx.runner()
     if resumed is not None:
         for worker in resumed.dead(runner.gone_here):
-            store.abandon_run(
+            runner.reruns.abandon_run(
                 worker.run_id, f"killed without recording its end; continued by --resume-run on {runner.host}"
             )
-    store.audit(
+    AuditStore(store).audit(
         ctx.audit_entry("rerun", job.app_name, dates=[d.isoformat() for d in dates], **_audited(args, resumed, stages))
     )
     top = resumed.run_id if resumed is not None else None
@@ -92,13 +94,13 @@ def _run_stage(ctx: Context, stage: Stage, first: bool, top: int | None, named: 
     the exit code so far and the rerun's first run (``--resume-run`` continues it all)."""
     from ..runner import Status
 
-    store, args, out = ctx.store, ctx.args, ctx.out
+    args, out = ctx.args, ctx.out
     job = ctx.job(stage.app_name)
     record = stage.record
     runner = ctx.runner()
     if record is not None and not first:  # (the first's dead runs are recorded by rerun())
         for worker in record.dead(runner.gone_here):
-            store.abandon_run(
+            runner.reruns.abandon_run(
                 worker.run_id, f"killed without recording its end; continued by --resume-run on {runner.host}"
             )
     if first:
@@ -138,7 +140,7 @@ def _run_stage(ctx: Context, stage: Stage, first: bool, top: int | None, named: 
     did = _span(ran) if ran else "no interval (the other runs of the rerun ran them)"
     print(f"{job.app_name}: reran {did} (run {result.run_id}); last success and next run unchanged{more}:", file=out)
     print("\n".join(done), file=out)
-    after = store.rerun_record(result.run_id, ctx.settings.lease_seconds) if result.run_id is not None else None
+    after = runner.reruns.rerun_record(result.run_id, ctx.settings.lease_seconds) if result.run_id is not None else None
     left = after.left if after is not None else []
     if left:
         print(
@@ -193,12 +195,13 @@ def _stages(ctx: Context, job: Job, resumed: RerunRecord | None) -> list[Stage]:
         ConfigurationError: a bad ``--date``, ``--to`` or ``--only``, or no interval at all.
     """
     settings, store, args = ctx.settings, ctx.store, ctx.args
+    reruns = RerunStore(store)
     try:
         only = parse_only(args.only)
     except ValueError as exc:
         raise ConfigurationError("--only", str(exc)) from None
     dates = list(resumed.plan) if resumed is not None else _dates(ctx, job)
-    records = store.interval_records(job.app_name, dates, settings.lease_seconds)
+    records = reruns.interval_records(job.app_name, dates, settings.lease_seconds)
     steps = plan_steps(dates, records, only, args.newest_first, resumed)
     parallel = resumed.parallel if resumed is not None else (args.parallel or 1)
     stages = [Stage(job.app_name, tuple(steps), parallel, resumed)]
@@ -213,13 +216,13 @@ def _stages(ctx: Context, job: Job, resumed: RerunRecord | None) -> list[Stage]:
         if not child.is_backfill:
             stages.append(Stage(name, not_rerun=f"not a backfill job (--job {name} --force runs it once)"))
             continue
-        found = store.downstream_record(resumed.run_id, name, settings.lease_seconds) if resumed else None
+        found = reruns.downstream_record(resumed.run_id, name, settings.lease_seconds) if resumed else None
         if found is not None:
             planned = list(found.plan)
         else:
             state = store.state(name)
             planned = same_days(days, _intervals_of(child, state.last_success if state else None, now))
-        child_records = store.interval_records(name, planned, settings.lease_seconds)
+        child_records = reruns.interval_records(name, planned, settings.lease_seconds)
         cap = found.parallel if found is not None else (args.parallel or 1) if child.parallel_reruns else 1
         stages.append(Stage(name, tuple(plan_steps(planned, child_records, done_by=found)), cap, found))
     return stages
@@ -271,7 +274,7 @@ def _resumed(ctx: Context, job: Job) -> RerunRecord:
         raise ConfigurationError(
             "--resume-run", "takes the intervals of the run it continues; leave out --date and --to"
         )
-    found = ctx.store.rerun_record(args.resume_run, ctx.settings.lease_seconds)
+    found = RerunStore(ctx.store).rerun_record(args.resume_run, ctx.settings.lease_seconds)
     if found is None or found.app_name != job.app_name or found.kind != "rerun":
         raise RunNotFound(job.app_name, args.resume_run)
     if not found.plan:

@@ -85,7 +85,9 @@ def run_one(ctx: Context) -> int:
     if result.error is not None:
         raise result.error  # locked, running elsewhere, fenced: audited as refused by dispatch
     if args.force:  # recorded once it ran, with how it went (a refused one said "done")
-        ctx.store.audit(
+        from ..audit_store import AuditStore
+
+        AuditStore(ctx.store).audit(
             ctx.audit_entry(
                 "force",
                 job.app_name,

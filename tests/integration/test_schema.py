@@ -208,6 +208,7 @@ def test_a_round_trip_cursor_sends_each_statement_as_its_own_transaction(empty_d
 def test_migration_0025_chains_the_audit_rows_written_before_it(empty_database):
     """A database at 0024 with audit rows: 0025 hashes them in id order (their database user
     unknown), then chains new rows after them; --verify-audit's check finds the chain whole."""
+    from crontabber.audit_store import AuditStore
     from crontabber.store import StateStore
 
     conn = connect(empty_database)
@@ -223,7 +224,7 @@ def test_migration_0025_chains_the_audit_rows_written_before_it(empty_database):
         cur.execute("INSERT INTO crontabber_audit (actor, action, app_name) VALUES ('c@h', 'reset', 'x')")
         cur.execute("SELECT db_user, prev_hash IS NULL, row_hash IS NOT NULL FROM crontabber_audit ORDER BY id")
         assert cur.fetchall() == [(None, True, True), (None, False, True), (empty_database.user, False, True)]
-    store = StateStore(conn)
+    store = AuditStore(StateStore(conn))
     check = store.verify_audit()
     assert (check.rows, check.problem) == (3, None)
     with conn, conn.cursor() as cur:
