@@ -37,10 +37,11 @@ def fleet_tick(settings: Settings, schema_behind: tuple[int, ...] = ()) -> Tick:
     """What this invocation records in ``crontabber_host`` when it runs as a cron tick
     (``schema_behind``: the database's migrations its code lacks; its tags), and how recent
     a tick makes a host live (``silence_critical_minutes``, as ``--nagios``). The version is
-    the build's (:func:`crontabber.version.built`): a tick never asks git."""
+    the build's, or a checkout's commit (:func:`crontabber.version.recorded`): a tick never
+    runs git."""
     return Tick(
         this_host(),
-        version.built(),
+        version.recorded(),
         os.getpid(),
         schema_behind,
         settings.host_tags,

@@ -4,7 +4,9 @@ Two answers, for two costs:
 
 - :func:`built`: what the build wrote into ``crontabber/_version.py`` (``setup.py``'s hook:
   a wheel, an sdist), or :data:`UNBUILT` in a source tree. The tick's fleet record
-  (``crontabber_host.version``) reads it: a constant, no git, no ``importlib.metadata``.
+  (``crontabber_host.version``) reads :func:`recorded`: the built one, or in a git checkout
+  :data:`UNBUILT` with the commit read from the checkout's files (no git process, no
+  ``importlib.metadata``), so two hosts running different checkouts show different versions.
 - :func:`version`: the whole answer (``crontabber.__version__``), read lazily by
   ``--version``, ``--configtest``, the dashboard, Sentry's release and the webhooks' agent:
   the built one, else in a git checkout ``git describe`` (:func:`from_describe`), else
@@ -34,6 +36,61 @@ def built() -> str:
     except ImportError:
         return UNBUILT
     return str(written)
+
+
+def recorded() -> str:
+    """What a tick records as this host's version: :func:`built`, or in a git checkout
+    ``0+unbuilt.g<commit>`` (its first 7 hex digits, :func:`checkout_commit`), else
+    :data:`UNBUILT`. Uncommitted changes do not show: git would have to be asked."""
+    found = built()
+    if found != UNBUILT:
+        return found
+    import os
+
+    commit = checkout_commit(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return f"{UNBUILT}.g{commit[:7]}" if commit else UNBUILT
+
+
+def checkout_commit(root: str) -> str | None:
+    """The commit the git checkout at ``root`` is on, read from its files: ``.git/HEAD``
+    (a commit, or a branch), the branch's ref file or ``packed-refs``; a linked worktree's
+    ``.git`` file (``gitdir:``) and its ``commondir`` followed. None when ``root`` is no
+    checkout or its files say nothing readable (an unborn branch, another layout)."""
+    import os
+
+    def read(path: str) -> str:
+        with open(path, encoding="utf-8") as file:
+            return file.read().strip()
+
+    try:
+        git = os.path.join(root, ".git")
+        if os.path.isfile(git):  # a linked worktree or a submodule
+            pointer = read(git)
+            if not pointer.startswith("gitdir:"):
+                return None
+            git = os.path.join(root, pointer.removeprefix("gitdir:").strip())
+        common = git
+        if os.path.isfile(os.path.join(git, "commondir")):
+            common = os.path.join(git, read(os.path.join(git, "commondir")))
+        head = read(os.path.join(git, "HEAD"))
+        if not head.startswith("ref:"):
+            return head if _is_commit(head) else None
+        ref = head.removeprefix("ref:").strip()
+        for where in (git, common):
+            if os.path.isfile(os.path.join(where, ref)):
+                found = read(os.path.join(where, ref))
+                return found if _is_commit(found) else None
+        for line in read(os.path.join(common, "packed-refs")).splitlines():
+            commit, _, name = line.partition(" ")
+            if name == ref and _is_commit(commit):
+                return commit
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None
+
+
+def _is_commit(text: str) -> bool:
+    return len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text)
 
 
 def version() -> str:

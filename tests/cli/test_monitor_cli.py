@@ -5,10 +5,10 @@ import json
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from crontabber.version import built
+from crontabber.version import recorded
 
-# what a tick records: the build's version (0+unbuilt in a source tree), never git's
-TICK_VERSION = built()
+# what a tick records: the build's version, or a checkout's commit (0+unbuilt.g<commit>), never git's
+TICK_VERSION = recorded()
 
 
 def test_ticks_from_two_hosts_make_the_fleet_and_nagios_sees_it(cli):

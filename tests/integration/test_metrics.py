@@ -9,10 +9,10 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from crontabber.metrics import HOST_METRICS, JOB_METRICS
-from crontabber.version import built
+from crontabber.version import recorded
 
-# what a tick records: the build's version (0+unbuilt in a source tree), never git's
-TICK_VERSION = built()
+# what a tick records: the build's version, or a checkout's commit (0+unbuilt.g<commit>), never git's
+TICK_VERSION = recorded()
 
 DAY = dt.timedelta(days=1)
 

@@ -7,10 +7,10 @@ import os
 import re
 import socket
 
-from crontabber.version import built
+from crontabber.version import recorded
 
-# what a tick records: the build's version (0+unbuilt in a source tree), never git's
-TICK_VERSION = built()
+# what a tick records: the build's version, or a checkout's commit (0+unbuilt.g<commit>), never git's
+TICK_VERSION = recorded()
 
 MINUTE = dt.timedelta(minutes=1)
 PERFDATA_LABELS = [

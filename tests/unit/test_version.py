@@ -54,3 +54,37 @@ def test_a_checkout_says_what_git_describe_says():
 
 def test_outside_a_checkout_git_is_not_asked(tmp_path):
     assert version.from_git(str(tmp_path)) is None
+
+
+def _git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def test_a_tick_in_this_checkout_records_its_commit_without_git():
+    head = _git(REPO, "rev-parse", "HEAD")
+    assert version.checkout_commit(str(REPO)) == head
+    assert version.recorded() == f"0+unbuilt.g{head[:7]}"
+
+
+def test_the_commit_is_read_from_a_branch_packed_refs_a_detached_head_and_a_worktree(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "one")
+    first = _git(repo, "rev-parse", "HEAD")
+    assert version.checkout_commit(str(repo)) == first  # refs/heads/main
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "two")
+    second = _git(repo, "rev-parse", "HEAD")
+    _git(repo, "pack-refs", "--all")
+    assert not (repo / ".git/refs/heads/main").exists()
+    assert version.checkout_commit(str(repo)) == second  # packed-refs
+    _git(repo, "worktree", "add", "-q", "-b", "side", str(tmp_path / "side"), first)
+    assert version.checkout_commit(str(tmp_path / "side")) == first  # .git file, commondir
+    _git(repo, "checkout", "-q", "--detach", first)
+    assert version.checkout_commit(str(repo)) == first  # a detached HEAD
+    assert version.checkout_commit(str(tmp_path)) is None  # no checkout
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    _git(empty, "init", "-q")
+    assert version.checkout_commit(str(empty)) is None  # an unborn branch
