@@ -468,17 +468,22 @@ class Supervisor:
             )
 
     def _fenced(self, why: str) -> None:
+        """The database says another run holds the job now: stop, and claim nothing more."""
         if self.ending.fenced is None:
             self.ending.fenced = why
-            self.clock.lose()
-            logger.error(
-                "%s: run %s lost the job: %s; stopping it",
-                self.claim.app_name,
-                self.claim.run_id,
-                why,
-                extra={"job": self.claim.app_name},
-            )
-            self._stop(LeaseLost(self.claim.app_name, self.claim.run_id, why))
+            self._lost(why)
+
+    def _lost(self, why: str) -> None:
+        """The run no longer holds the job (``why``): say so on the log, stop the job."""
+        self.clock.lose()
+        logger.error(
+            "%s: run %s lost the job: %s; stopping it",
+            self.claim.app_name,
+            self.claim.run_id,
+            why,
+            extra={"job": self.claim.app_name},
+        )
+        self._stop(LeaseLost(self.claim.app_name, self.claim.run_id, why))
 
     def _enforce(self, started: float, now: float) -> None:
         if self._stop_reason is None:
@@ -491,16 +496,7 @@ class Supervisor:
                 )
                 self._stop(JobTimeout(self.claim.app_name, self.limits.timeout))
             elif not self.clock.holds(self.limits.stop_grace_seconds):
-                self.clock.lose()
-                why = f"its lease could not be renewed for {self.limits.hold_seconds:g} s"
-                logger.error(
-                    "%s: run %s lost the job: %s; stopping it",
-                    self.claim.app_name,
-                    self.claim.run_id,
-                    why,
-                    extra={"job": self.claim.app_name},
-                )
-                self._stop(LeaseLost(self.claim.app_name, self.claim.run_id, why))
+                self._lost(f"its lease could not be renewed for {self.limits.hold_seconds:g} s")
         if self._kill_at is not None and now >= self._kill_at:
             logger.error(
                 "%s: still running %g s after SIGTERM; SIGKILL",
