@@ -20,7 +20,7 @@ import re
 import psycopg2
 
 from tests.fixtures.missing_symbols_data import AGGREGATE, entries, ini
-from tests.fixtures.prune_buckets import buckets, configure_prune  # noqa: F401 - the fixture
+from tests.fixtures.prune_buckets import buckets, configure_prune, wait_past_retention  # noqa: F401 - the fixture
 from tests.helpers import REPO, job_command, keys_in, put_many
 
 BAD_BUCKET = "no-such-bucket-contract"
@@ -50,6 +50,7 @@ def test_a_job_command_overrides_a_pause_only_with_a_reason(cli, buckets):  # no
     assert line.startswith("python -m jobs.prune: prune-s3: --force overrides its pause (until ")
     assert "S3 incident INC-9" in line and "only with --reason TEXT" in line
     assert keys_in(symbols) >= set(doomed)  # nothing deleted
+    wait_past_retention(cli, symbols, doomed)
     done = job_command(cli, "jobs.prune", "run", "--force", "--reason", "INC-9 cleanup")
     assert done.returncode == 0, done.stderr
     assert not keys_in(symbols) & set(doomed)

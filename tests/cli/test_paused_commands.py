@@ -8,7 +8,7 @@ import json
 import subprocess
 import sys
 
-from tests.fixtures.prune_buckets import buckets, configure_prune  # noqa: F401 - the fixture
+from tests.fixtures.prune_buckets import buckets, configure_prune, wait_past_retention  # noqa: F401 - the fixture
 from tests.helpers import job_command, keys_in, put_many
 
 
@@ -24,6 +24,7 @@ def test_prune_run_refuses_while_prune_s3_is_paused_unless_forced(cli, buckets):
     assert "S3 incident INC-7" in refused.stderr and "--force" in refused.stderr
     assert keys_in(symbols) >= set(doomed)  # nothing deleted
     assert job_command(cli, "jobs.prune", "run", "--dry-run").returncode == 0  # deletes nothing
+    wait_past_retention(cli, symbols, doomed)
     forced = job_command(cli, "jobs.prune", "run", "--force", "--reason", "INC-7 cleanup")
     assert forced.returncode == 0, forced.stderr
     assert not keys_in(symbols) & set(doomed)
