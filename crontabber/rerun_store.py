@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping, Sequence
 from . import sqlfiles
 from .reruns import IntervalRecord, Pick, PlanRow, RerunRecord, Worker, pick_next
 from .state import Claim, RunEnd, RunKind, RunStatus, Unit
-from .store import StateStore, abandon_gone, close_run, identity, rows_of, unit_params
+from .store import StateStore, abandon_gone, close_run, first_row, identity, rows_of, unit_params
 
 Q = sqlfiles.load("crontabber.sql")
 
@@ -31,7 +31,7 @@ class RerunStore:
     def _one(self, name: str, params: Mapping[str, Any], doing: str) -> dict[str, Any] | None:
         def work(cur: Any) -> dict[str, Any] | None:
             cur.execute(Q[name], params)
-            return _first(cur)
+            return first_row(cur)
 
         return self.state.in_transaction(work, doing)
 
@@ -88,7 +88,7 @@ class RerunStore:
                     "downstream_of": of,
                 },
             )
-            made = _first(cur)
+            made = first_row(cur)
             assert made is not None
             return made, joins, cap
 
@@ -203,7 +203,7 @@ class RerunStore:
                 return None
             params = {"root": found[0], "lease_seconds": lease_seconds}
             cur.execute(Q["rerun_run"], params)
-            row = _first(cur)
+            row = first_row(cur)
             assert row is not None
             cur.execute(Q["rerun_workers"], params)
             workers = [Worker(r[0], r[1], bool(r[2])) for r in cur.fetchall()]
@@ -225,12 +225,6 @@ class RerunStore:
             return bool(cur.rowcount)
 
         return self.state.in_transaction(work, "abandon_run")
-
-
-def _first(cur: Any) -> dict[str, Any] | None:
-    """The first row of the statement ``cur`` ran, as ``{column: value}``; None when none."""
-    rows = rows_of(cur)
-    return rows[0] if rows else None
 
 
 def _record_lane_units(cur: Any, claim: Claim, units: Sequence[Unit]) -> bool:

@@ -85,6 +85,12 @@ def _as_dict(cursor: Any, row: tuple[Any, ...]) -> dict[str, Any]:
     return {column.name: value for column, value in zip(cursor.description, row)}
 
 
+def first_row(cursor: Any) -> dict[str, Any] | None:
+    """The first row of the statement ``cursor`` ran, as ``{column: value}``; None when none."""
+    row = cursor.fetchone()
+    return _as_dict(cursor, row) if row is not None else None
+
+
 def rows_of(cursor: Any) -> list[dict[str, Any]]:
     """The rows of the statement ``cursor`` ran, each as ``{column: value}`` ([] when it
     returns none)."""
@@ -203,8 +209,7 @@ class StateStore:
     def _one(self, name: str, params: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
         with self._conn, self._cursor() as cur:
             cur.execute(Q[name], params)
-            row = cur.fetchone()
-            return _as_dict(cur, row) if row is not None else None
+            return first_row(cur)
 
     @translated
     def now(self) -> dt.datetime:

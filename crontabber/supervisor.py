@@ -467,6 +467,11 @@ class Supervisor:
                 extra={"job": self.claim.app_name},
             )
 
+    def _holds(self) -> bool:
+        """Whether the lease still holds, the job's grace to stop by itself included: when it
+        does not, the runner and the job's watchdog (:func:`_watchdog`) both stop the job."""
+        return self.clock.holds(self.limits.stop_grace_seconds)
+
     def _fenced(self, why: str) -> None:
         """The database says another run holds the job now: stop, and claim nothing more."""
         if self.ending.fenced is None:
@@ -495,7 +500,7 @@ class Supervisor:
                     extra={"job": self.claim.app_name},
                 )
                 self._stop(JobTimeout(self.claim.app_name, self.limits.timeout))
-            elif not self.clock.holds(self.limits.stop_grace_seconds):
+            elif not self._holds():
                 self._lost(f"its lease could not be renewed for {self.limits.hold_seconds:g} s")
         if self._kill_at is not None and now >= self._kill_at:
             logger.error(
@@ -527,6 +532,11 @@ class Supervisor:
         self._flush_units()
         child = self._child_failure
         reason = self._stop_reason
+        if reason is None and child is not None and child.kind == "terminate" and not self._holds():
+            # the job's own lease watchdog stopped it before the runner's check did: the same
+            # loss, recorded and logged the same way
+            self._lost(f"its lease could not be renewed for {self.limits.hold_seconds:g} s")
+            reason = self._stop_reason
         if isinstance(reason, (JobTimeout, LeaseLost)):
             # The runner's reason wins; the child's traceback says where the job was.
             frames = child.error["traceback"] if child else ""

@@ -6,7 +6,7 @@ calls the runner once per job of the rerun (the job, then its dependants), print
 from __future__ import annotations
 
 import datetime as dt
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from ..audit_store import AuditStore
 from ..command import ExitCode
@@ -20,6 +20,9 @@ from ..rerun_store import RerunStore
 from ..reruns import RerunRecord, Stage, dependants, parse_only, plan_steps, same_days, step_lines, to_run
 from ..scheduling import dependency_block, parse_day, rerun_dates
 from .common import Context, terminate_on_sigterm
+
+if TYPE_CHECKING:
+    from ..runner import Runner
 
 
 def rerun(ctx: Context) -> int:
@@ -68,10 +71,7 @@ def rerun(ctx: Context) -> int:
             )
     runner = ctx.runner()
     if resumed is not None:
-        for worker in resumed.dead(runner.gone_here):
-            runner.reruns.abandon_run(
-                worker.run_id, f"killed without recording its end; continued by --resume-run on {runner.host}"
-            )
+        _abandon_dead(runner, resumed)
     AuditStore(store).audit(
         ctx.audit_entry("rerun", job.app_name, dates=[d.isoformat() for d in dates], **_audited(args, resumed, stages))
     )
@@ -99,10 +99,7 @@ def _run_stage(ctx: Context, stage: Stage, first: bool, top: int | None, named: 
     record = stage.record
     runner = ctx.runner()
     if record is not None and not first:  # (the first's dead runs are recorded by rerun())
-        for worker in record.dead(runner.gone_here):
-            runner.reruns.abandon_run(
-                worker.run_id, f"killed without recording its end; continued by --resume-run on {runner.host}"
-            )
+        _abandon_dead(runner, record)
     if first:
         result = runner.rerun(
             job,
@@ -150,6 +147,15 @@ def _run_stage(ctx: Context, stage: Stage, first: bool, top: int | None, named: 
         )
         return ExitCode.JOB_FAILED, top
     return ExitCode.OK, top
+
+
+def _abandon_dead(runner: Runner, record: RerunRecord) -> None:
+    """Record the runs of ``record`` found dead (lease expired, or gone on this host) as
+    abandoned: ``--resume-run`` continues what they held."""
+    for worker in record.dead(runner.gone_here):
+        runner.reruns.abandon_run(
+            worker.run_id, f"killed without recording its end; continued by --resume-run on {runner.host}"
+        )
 
 
 def _check_parallel(ctx: Context, job: Job) -> None:

@@ -285,6 +285,8 @@ def test_database_lost_for_longer_than_the_lease_one_line_then_the_lease_expires
     last = err.strip().splitlines()[-1]
     assert last.startswith("crontabber: cannot use the state database at ")
     assert "the end of slow-job's run" in last and "its marker expires with its lease" in last
+    # why the job was stopped, whichever stopped it first (the runner, or the job's watchdog)
+    assert f"lost the job: its lease could not be renewed for {HOLD - BEAT:g} s; stopping it" in err, err
     (call,) = crontab.sql("SELECT pid FROM test_job_calls")
     assert gone(call["pid"], within=1)  # the job was stopped when the lease ran out
     assert crontab.state("slow-job").ongoing is not None
