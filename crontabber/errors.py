@@ -151,6 +151,23 @@ class MuteInForce(JobPaused):
         )
 
 
+class DrainInForce(JobPaused):
+    """A second ``--drain`` of a host refused (exit 6, as a second ``--pause`` or ``--mute``):
+    another operator's drain is in force. Names it and ``--replace``."""
+
+    def __init__(self, host: str, until: object, by: object, reason: object) -> None:
+        self.app_name = f"host:{host}"
+        self.action = "drain it again"
+        until_text = minute_text(until) if isinstance(until, dt.datetime) else "until --undrain"
+        if isinstance(until, dt.datetime):
+            until_text = f"until {until_text}"
+        CrontabberError.__init__(
+            self,
+            f"{host}: refusing to drain it again: drained {until_text} by {by}: {reason}; "
+            f"--drain {host} --replace replaces that drain",
+        )
+
+
 class PauseOverrideNeedsReason(CrontabberError):
     """``--force`` given to go past an operator's pause, without ``--reason``: refused
     (exit 1), whatever ``require_reason`` says, as a pause itself needs one. The reason goes

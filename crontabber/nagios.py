@@ -271,7 +271,8 @@ def _paused_share_entries(
             "paused-share",
             "",
             f"{share} (paused_warning_percent {limits.paused_warning_percent:g}): "
-            f"{', '.join(paused)}; --resume all ends every pause",
+            f"{', '.join(paused)}; --resume all ends the pauses --pause all made, --resume NAME "
+            "any one (a job's own pause and a breach pause stay until then)",
         )
     ]
 

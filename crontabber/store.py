@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
     # Built only by the operator commands' queries, imported there: an idle
     # tick does not load crontabber.records (see crontabber.state).
-    from .records import AuditEntry, LogEntry, Overview, RunRecord
+    from .records import AuditEntry, HostState, LogEntry, Overview, RunRecord
 
     R = TypeVar("R")
     P = ParamSpec("P")
@@ -274,10 +274,20 @@ class StateStore:
             return tuple(FleetHost(host, tuple(tags), live, drained) for host, tags, live, drained in cur.fetchall())
 
     @translated
+    def hosts(self) -> tuple[HostState, ...]:
+        """Every host that ticked, with its drain (``crontabber_host``)."""
+        from .records import HostState
+
+        with self._conn, self._cursor() as cur:
+            cur.execute(Q["hosts"])
+            return tuple(HostState.from_row(_as_dict(cur, r)) for r in cur.fetchall())
+
+    @translated
     def drain(self, host: str, until: dt.datetime | None, audit: AuditEntry) -> bool | None:
         """Drain ``host`` until ``until`` (None: until :meth:`undrain`), audited: whether it
-        was drained already (its drain replaced), or None (nothing written) when no host of
-        that name ever ticked."""
+        was drained already (its drain replaced: only when ``audit`` carries ``--replace``),
+        or None (nothing written) when no host of that name ever ticked or a drain in force
+        stays."""
         row = self._one("drain", {"host": host, "until": until, "audit": audit_json(audit)})
         assert row is not None
         return None if row["was_drained"] is None else bool(row["was_drained"])
@@ -622,9 +632,20 @@ class StateStore:
     @translated
     def resume(self, app_name: str, audit: AuditEntry) -> None:
         """End the job's pause, if any, now: ``paused_until`` becomes the database's clock
-        (lateness counts from it: :func:`crontabber.scheduling.lateness`)."""
+        (lateness counts from it: :func:`crontabber.scheduling.lateness`). An ``audit`` of
+        scope ``all`` (``--resume all``) ends only a pause ``--pause all`` made (nothing is
+        audited otherwise): another operator's pause or a breach pause stays."""
         with self._conn, self._cursor() as cur:
             cur.execute(Q["resume"], {"app_name": app_name, "audit": audit_json(audit)})
+
+    @translated
+    def pause_scopes(self) -> dict[str, str | None]:
+        """The jobs paused now, each with its pause's scope: ``"all"`` for a pause made by
+        ``--pause all`` (the only pauses ``--resume all`` ends), None for a job's own pause
+        or a breach pause."""
+        with self._conn, self._cursor() as cur:
+            cur.execute(Q["pause_scopes"])
+            return {name: scope for name, scope in cur.fetchall()}
 
     # ------------------------------------------------ for the other stores' queries
 

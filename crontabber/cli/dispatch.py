@@ -142,7 +142,7 @@ DETAILS: dict[str, tuple[tuple[str, ...], str]] = {
     "downstream": (("rerun",), "--rerun NAME"),
     "audit_job": (("audit", "alerts"), "--audit or --alerts"),
     "force": (("job", "rerun"), "--job NAME or --rerun NAME"),
-    "replace": (("pause", "mute"), "--pause NAME or --mute NAME"),
+    "replace": (("pause", "mute", "drain"), "--pause NAME, --mute NAME or --drain HOST"),
     "reason": (
         ACTIONS,
         "an action (--pause, --resume, --rerun, --mark-success, --release, "
@@ -350,8 +350,8 @@ def _add_details(details: "argparse._ArgumentGroup") -> None:
     details.add_argument(
         "--replace",
         action="store_true",
-        help="with --pause or --mute: replace a pause or a maintenance window "
-        "still in force (refused otherwise, naming it: exit 6)",
+        help="with --pause, --mute or --drain: replace a pause, a maintenance window or a "
+        "drain still in force (refused otherwise, naming it: exit 6)",
     )
     details.add_argument(
         "--until",

@@ -7,9 +7,9 @@
 from __future__ import annotations
 
 from ..command import ExitCode
-from ..errors import ConfigurationError, HostNotFound
+from ..errors import ConfigurationError, DrainInForce, HostNotFound
 from ..formats import minute_text
-from ..placement import drain_text
+from ..placement import drain_text, no_live_host
 from ..scheduling import parse_until
 from .common import Context
 
@@ -21,10 +21,12 @@ def audit_name(host: str) -> str:
 
 def drain(ctx: Context) -> int:
     """``--drain HOST --reason TEXT [--until WHEN]``: the host claims nothing new until
-    ``--until`` (default: until ``--undrain``); a drain in force is replaced.
+    ``--until`` (default: until ``--undrain``); a drain in force is replaced only with
+    ``--replace``. Names the placed jobs the drain leaves without a live host.
 
     Raises:
         HostNotFound: no host of that name ever ticked (nothing is written).
+        DrainInForce: the host is drained already and ``--replace`` was not given.
         ConfigurationError: ``--until`` does not parse or is not in the future.
     """
     store, args, host = ctx.store, ctx.args, ctx.args.drain
@@ -36,7 +38,10 @@ def drain(ctx: Context) -> int:
     audit = ctx.audit_entry("drain", audit_name(host), host=host, until=until)
     replaced = store.drain(host, until, audit)
     if replaced is None:
-        raise HostNotFound(host, [row.host for row in store.fleet(0)])
+        found = next((row for row in store.hosts() if row.host == host), None)
+        if found is None:
+            raise HostNotFound(host, [row.host for row in store.fleet(0)])
+        raise DrainInForce(host, found.drain_until, found.drained_by, found.drain_reason)
     state = drain_text(host, store.states())
     ends = f"until {minute_text(until)}" if until else f"until --undrain {host}"
     print(
@@ -44,7 +49,20 @@ def drain(ctx: Context) -> int:
         "ticks claim nothing new; its running runs finish; --list-jobs shows when none is left",
         file=ctx.out,
     )
+    for line in stranded(ctx, host):
+        print(f"  {line}", file=ctx.out)
     return ExitCode.OK
+
+
+def stranded(ctx: Context, host: str) -> list[str]:
+    """The placed jobs that no live, undrained host may run now that ``host`` is drained,
+    each with its verdict (which tag, which hosts carry it) and the way back."""
+    fleet = ctx.store.fleet(ctx.settings.monitor.silence_critical_minutes * 60)
+    return [
+        f"{job.app_name}: stranded: {verdict} (--undrain {host}, or give another host the tag)"
+        for job in ctx.jobs
+        if job.hosts and (verdict := no_live_host(job.hosts, fleet))
+    ]
 
 
 def undrain(ctx: Context) -> int:

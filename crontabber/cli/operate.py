@@ -194,7 +194,7 @@ def _pause_all(ctx: Context, until: dt.datetime, chosen: str) -> int:
             if running
             else "a pause stops no run already going; "
         )
-        + "--resume all ends every pause",
+        + "--resume all ends the pauses --pause all made (a job's own pause stays)",
         file=out,
     )
     for line in kept:
@@ -239,23 +239,35 @@ def resume(ctx: Context) -> int:
 
 
 def _resume_all(ctx: Context) -> int:
-    """``--resume all``: end the pause of every configured job that has one, each audited."""
+    """``--resume all``: end every pause ``--pause all`` made, each audited; a job's own pause
+    (``--pause NAME``, another operator's decision) and a breach pause (``on_breach = pause``)
+    stay, listed with the command that ends each."""
     store, out = ctx.store, ctx.out
-    states, now = store.states(), store.now()
+    states, scopes = store.states(), store.pause_scopes()
     resumed: dict[str, dict[str, Any]] = {}
+    kept: dict[str, dict[str, Any]] = {}
     for job in ctx.jobs:
         state = states.get(job.app_name)
-        if state is None or not pause_active(state, now):
+        if state is None or job.app_name not in scopes:
+            continue
+        if scopes[job.app_name] != ALL:
+            kept[job.app_name] = _pause_of(state)
             continue
         store.resume(job.app_name, ctx.audit_entry("resume", job.app_name, scope=ALL))
         resumed[job.app_name] = _pause_of(state)
     if ctx.args.json:
-        jsonout.emit({"resumed": resumed}, out)
+        jsonout.emit({"resumed": resumed, "kept": kept}, out)
         return ExitCode.OK
     for name, was in resumed.items():
         print(f"{name}: resumed (was paused {pause_end(was['until'])} by {was['by']}: {was['reason']})", file=out)
     if not resumed:
-        print("no job was paused", file=out)
+        print("no job was paused by --pause all", file=out)
+    for name, was in kept.items():
+        print(
+            f"{name}: kept its pause {pause_end(was['until'])} by {was['by']}: {was['reason']} "
+            f"(not made by --pause all; --resume {name} ends it)",
+            file=out,
+        )
     return ExitCode.OK
 
 

@@ -332,6 +332,13 @@ SELECT crontabber_breach_pause(%(app_name)s, %(depends_on)s, %(until)s, %(run_id
 -- who paused it and why stay for --explain ("a pause ended ...").
 SELECT crontabber_resume(%(app_name)s, %(audit)s::json);
 
+-- name: pause_scopes
+-- The pauses in force and who may end them: scope 'all' (made by --pause all: --resume all
+-- ends it) or NULL (a job's own pause or a breach pause: only --resume NAME ends it).
+SELECT app_name, paused_scope AS scope
+FROM crontabber
+WHERE paused_until > clock_timestamp();
+
 -- name: mark_success
 -- Socorro's cronmarksuccess: as if the job had just succeeded (pending backfill
 -- intervals up to now are skipped); its next run is one interval away. Recorded as an

@@ -36,6 +36,9 @@ ALTER TABLE crontabber ADD COLUMN IF NOT EXISTS heartbeat timestamptz;
 ALTER TABLE crontabber ADD COLUMN IF NOT EXISTS paused_until timestamptz;
 ALTER TABLE crontabber ADD COLUMN IF NOT EXISTS paused_reason text;
 ALTER TABLE crontabber ADD COLUMN IF NOT EXISTS paused_by text;
+-- Ours (migration 0027): 'all' for a pause made by --pause all (the only pauses --resume all
+-- ends); NULL for a job's own pause (--pause NAME) and a breach pause (on_breach = pause).
+ALTER TABLE crontabber ADD COLUMN IF NOT EXISTS paused_scope text;
 -- Ours (migration 0017): a success declared by an operator (--mark-success): when, who, why;
 -- the last success is a mark while last_success = success_marked_at.
 ALTER TABLE crontabber ADD COLUMN IF NOT EXISTS success_marked_at timestamptz;
@@ -313,12 +316,12 @@ CREATE OR REPLACE FUNCTION crontabber_pause(
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
 BEGIN
     INSERT INTO crontabber (app_name, error_count, depends_on, last_error,
-                            paused_until, paused_reason, paused_by)
+                            paused_until, paused_reason, paused_by, paused_scope)
     VALUES (p_app_name, 0, p_depends_on, '{}', COALESCE(p_until, 'infinity'), p_audit ->> 'reason',
-            COALESCE(p_audit ->> 'actor', session_user))
+            COALESCE(p_audit ->> 'actor', session_user), p_audit -> 'detail' ->> 'scope')
     ON CONFLICT (app_name) DO UPDATE
     SET paused_until = EXCLUDED.paused_until, paused_reason = EXCLUDED.paused_reason,
-        paused_by = EXCLUDED.paused_by
+        paused_by = EXCLUDED.paused_by, paused_scope = EXCLUDED.paused_scope
     WHERE p_replace OR crontabber.paused_until IS NULL
        OR crontabber.paused_until <= clock_timestamp();
     IF NOT FOUND THEN
@@ -343,11 +346,18 @@ BEGIN
     RETURN crontabber_pause(p_app_name, p_depends_on, p_until, false, p_audit);
 END $$;
 
+-- A resume of scope 'all' (--resume all) ends only a pause of that scope (--pause all's): a
+-- job's own pause and a breach pause are someone's decision, ended by --resume NAME. Nothing
+-- ended: nothing audited.
 CREATE OR REPLACE FUNCTION crontabber_resume(p_app_name text, p_audit json) RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
 BEGIN
     UPDATE crontabber SET paused_until = clock_timestamp()
-    WHERE app_name = p_app_name AND paused_until > clock_timestamp();
+    WHERE app_name = p_app_name AND paused_until > clock_timestamp()
+      AND (p_audit -> 'detail' ->> 'scope' IS DISTINCT FROM 'all' OR paused_scope = 'all');
+    IF NOT FOUND AND p_audit -> 'detail' ->> 'scope' = 'all' THEN
+        RETURN;
+    END IF;
     PERFORM crontabber_audit_action('resume', p_app_name, p_audit);
 END $$;
 
@@ -413,6 +423,9 @@ BEGIN
 END $$;
 
 -- NULL: no host of that name ever ticked (nothing written); else whether it was drained.
+-- A drain in force is replaced only when asked (--replace, recorded in the audit's overrides):
+-- NULL otherwise, as for a host that never ticked (the caller tells the two apart), and
+-- nothing audited. One statement, so two operators draining at once cannot both replace none.
 CREATE OR REPLACE FUNCTION crontabber_drain(p_host text, p_until timestamptz, p_audit json)
 RETURNS boolean
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
@@ -424,6 +437,9 @@ BEGIN
         drained_by = COALESCE(p_audit ->> 'actor', session_user), drain_reason = p_audit ->> 'reason'
     FROM crontabber_host AS before
     WHERE h.host = p_host AND before.host = h.host
+      AND (COALESCE((p_audit -> 'detail' -> 'overrides')::jsonb ? '--replace', false)
+           OR before.drained_at IS NULL
+           OR (before.drain_until IS NOT NULL AND before.drain_until <= clock_timestamp()))
     RETURNING before.drained_at IS NOT NULL
               AND (before.drain_until IS NULL OR before.drain_until > clock_timestamp())
     INTO was;

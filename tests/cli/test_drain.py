@@ -206,3 +206,38 @@ def test_a_job_no_live_host_may_run_alerts_and_explain_says_why(cli, fleet):
         assert "hosts with it: host-b (drained)" in again["message"]
     finally:
         receiver.close()
+
+
+def test_a_second_drain_needs_replace_and_a_drain_names_the_jobs_it_strands(cli, fleet):
+    """Issue #42 item 6: ``--drain`` refuses to replace another operator's drain without
+    ``--replace`` (exit 6, naming it, audited as refused), as ``--pause`` and ``--mute`` do;
+    draining the last live host of a tag names the jobs it leaves without one."""
+    crontab = cli.crontab
+    crontab.configure(["BasicJob|1d", "FooJob|1d"], extra="    [[class-BasicJob]]\n        hosts=spool\n")
+    not_due(crontab, "basic-job", "foo")
+    fleet.tags = {"host-b": "spool"}
+    assert fleet.tick("host-a").returncode == 0 and fleet.tick("host-b").returncode == 0
+    code, out = crontab.run("--drain", "host-b", "--reason", "kernel patch CHG-97", "--until", "1h")
+    assert code == 0 and "host-b: drained (until " in out and "replaced" not in out
+    stranded = [line.strip() for line in out.splitlines() if "stranded" in line]
+    assert stranded == [
+        "basic-job: stranded: no live host may run it: needs tag spool; hosts with it: host-b (drained) "
+        "(--undrain host-b, or give another host the tag)"
+    ]
+    code, out = crontab.run("--drain", "host-b", "--reason", "someone else CHG-98", "--until", "10m")
+    assert code == 6, out
+    assert "host-b: refusing to drain it again: drained until " in out
+    assert "kernel patch CHG-97; --drain host-b --replace replaces that drain" in out
+    (host,) = crontab.sql("SELECT drain_reason FROM crontabber_host WHERE host = 'host-b'")
+    assert host["drain_reason"] == "kernel patch CHG-97"
+    code, out = crontab.run("--drain", "host-b", "--reason", "someone else CHG-98", "--replace")
+    assert code == 0 and "replaced the drain in force" in out and "until --undrain host-b" in out
+    code, out = crontab.run("--drain", "host-a", "--reason", "a host without the tag")
+    assert code == 0 and "stranded" in out  # basic-job is still stranded by host-b's drain
+    outcomes = [
+        a["outcome"]
+        for a in crontab.sql(
+            "SELECT detail->>'outcome' AS outcome FROM crontabber_audit WHERE action = 'drain' ORDER BY id"
+        )
+    ]
+    assert outcomes == ["done", "refused (exit 6)", "done", "done"]

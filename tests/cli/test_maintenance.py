@@ -33,7 +33,8 @@ def test_pause_all_and_resume_all_and_nagios_warns_of_a_fleet_that_runs_nothing(
     assert done.returncode == 1, done.stdout
     assert done.stdout.startswith(
         "WARNING - every job is paused (paused_warning_percent 100): "
-        "basic-job, foo, trouble; --resume all ends every pause"
+        "basic-job, foo, trouble; --resume all ends the pauses --pause all made, --resume NAME "
+        "any one (a job's own pause and a breach pause stay until then)"
     )
     done = cli.run("--nagios", "--crontabber.paused_warning_percent=200")
     assert done.returncode == 2 and "paused_warning_percent: must be above 0" in done.stdout
@@ -46,7 +47,7 @@ def test_pause_all_and_resume_all_and_nagios_warns_of_a_fleet_that_runs_nothing(
     done = cli.run("--resume", "all", "--reason", "CHG-9 done")
     assert done.returncode == 0, done.stderr
     assert [line.split(":")[0] for line in done.stdout.splitlines()] == ["basic-job", "foo"]
-    assert cli.run("--resume", "all").stdout == "no job was paused\n"
+    assert cli.run("--resume", "all").stdout == "no job was paused by --pause all\n"
     audit = crontab.sql(
         "SELECT action, app_name, detail->>'scope' AS scope FROM crontabber_audit"
         " WHERE detail->>'scope' = 'all' ORDER BY id"
@@ -57,6 +58,48 @@ def test_pause_all_and_resume_all_and_nagios_warns_of_a_fleet_that_runs_nothing(
         ("resume", "basic-job"),
         ("resume", "foo"),
     ]
+
+
+def test_resume_all_ends_only_the_pauses_pause_all_made(cli):
+    """Issue #42 item 1: another operator's incident pause and a breach pause survive
+    ``--resume all`` (the on-call trial's job ran 6 h early), each named with the command
+    that ends it; ``--pause all --replace`` makes a pause ``--resume all`` may end."""
+    crontab = cli.crontab
+    crontab.configure(["BasicJob|1d", "FooJob|1d", "TroubleJob|1d"])
+    assert cli.run().returncode == 0
+    done = cli.run("--pause", "trouble", "--reason", "INC-1234 bucket policy", "--until", "6h")
+    assert done.returncode == 0, done.stderr
+    # a breach pause, as a tick makes it after a run that breached a check (on_breach = pause)
+    run_id = crontab.sql(
+        "INSERT INTO crontabber_run (run_id, app_name, kind, status, host, pid, started, ended)"
+        " VALUES (nextval('crontabber_run_id_seq'), 'foo', 'scheduled', 'succeeded', 'h', 1, now(), now())"
+        " RETURNING run_id"
+    )[0]["run_id"]
+    crontab.sql(
+        "SELECT crontabber_breach_pause('foo', '{}', NULL, %s,"
+        ' \'{"actor": "crontabber@h:1", "reason": "breach", "detail": {}}\')',
+        (run_id,),
+    )
+    assert cli.run("--pause", "all", "--reason", "CHG-90").returncode == 0
+    done = cli.run("--resume", "all", "--reason", "CHG-90 done")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("basic-job: resumed (was paused until ")
+    assert lines[1].startswith("foo: kept its pause until resumed by crontabber@h:1: breach")
+    assert lines[1].endswith("(not made by --pause all; --resume foo ends it)")
+    assert lines[2].startswith("trouble: kept its pause until ") and "INC-1234 bucket policy" in lines[2]
+    assert lines[2].endswith("(not made by --pause all; --resume trouble ends it)") and len(lines) == 3
+    assert crontab.state("trouble").paused_reason == "INC-1234 bucket policy"
+    states = cli.run("--resume", "all", "--json")
+    assert '"resumed": {}' in states.stdout and '"trouble"' in states.stdout
+    audit = crontab.sql("SELECT app_name FROM crontabber_audit WHERE action = 'resume' ORDER BY id")
+    assert [a["app_name"] for a in audit] == ["basic-job"]  # nothing ended: nothing audited
+    # --pause all --replace takes the incident pause over: --resume all may end it then
+    assert cli.run("--pause", "all", "--reason", "CHG-91", "--replace").returncode == 0
+    done = cli.run("--resume", "all", "--reason", "CHG-91 done")
+    assert [line.split(":")[0] for line in done.stdout.splitlines()] == ["basic-job", "foo", "trouble"]
+    assert "kept" not in done.stdout
+    assert cli.run("--resume", "trouble").stdout == "trouble: not paused\n"
 
 
 def test_pause_all_replace_replaces_every_pause(cli):

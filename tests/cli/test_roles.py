@@ -205,9 +205,10 @@ def test_the_operator_acts_through_the_functions_audited_with_its_database_user(
     assert shown[0]["db_user"] == operator.name and shown[0]["actor"].endswith(f"@{HOST}")
     assert f"(db: {operator.name})" in operator.run("--audit").stdout
 
-    # the functions answer as the statements did: a drain replaced, no such host, not drained
+    # the functions answer as the statements did: a drain kept, replaced, no such host, not drained
     assert operator.run("--drain", HOST, "--reason", "a").returncode == 0
-    assert "replaced the drain in force" in operator.run("--drain", HOST, "--reason", "b").stdout
+    assert "refusing to drain it again" in operator.run("--drain", HOST, "--reason", "b").stderr
+    assert "replaced the drain in force" in operator.run("--drain", HOST, "--reason", "b", "--replace").stdout
     assert "no host called 'nohost'" in operator.run("--drain", "nohost", "--reason", "c").stderr
     assert operator.run("--undrain", HOST).returncode == 0
     assert operator.run("--undrain", HOST).stdout == f"{HOST}: not drained\n"
