@@ -102,6 +102,24 @@ class Context:
             raise JobNotFound(name, [j.app_name for j in self.jobs])
         return name
 
+    def subject_name(self, name: str) -> str:
+        """What ``--audit-job NAME`` / ``--alerts --audit-job NAME`` means: a configured
+        job's or a ghost's app name (:meth:`state_name`), ``*`` for ``all`` or ``*`` (the
+        windows and actions of every job: ``--mute all``), or the name as written for a host
+        (``host:NAME``: ``--drain``) and for the runner's own rows (``crontabber``: its
+        ``old-code`` and ``broken-entry`` alerts).
+
+        Raises:
+            JobNotFound: none of these.
+        """
+        from ..alerts.rules import RUNNER
+
+        if name in ("all", "*"):
+            return "*"
+        if name.startswith("host:") and len(name) > len("host:") or name == RUNNER:
+            return name
+        return self.state_name(name)
+
     def audit_entry(self, action: str, app_name: str, **detail: Any) -> "AuditEntry":
         """:func:`audit_entry` of this command line (with its overrides)."""
         return audit_entry(action, app_name, self.args, self.settings, **detail)

@@ -396,7 +396,13 @@ def _add_details(details: "argparse._ArgumentGroup") -> None:
         action="store_true",
         help="with --rerun: then rerun the job's dependants (depends_on) for the same days, parents first",
     )
-    details.add_argument("--audit-job", metavar="NAME", default="", help="with --audit or --alerts: one job's only")
+    details.add_argument(
+        "--audit-job",
+        metavar="NAME",
+        default="",
+        help="with --audit or --alerts: one subject's only: a job, host:HOST, all (every job at "
+        "once: --mute all) or crontabber (the runner's own)",
+    )
     details.add_argument("--wide", action="store_true", help="with --list-jobs: every column")
     details.add_argument(
         "--limit",
@@ -636,6 +642,7 @@ def _audit_refusal(store: StateStore, mode: str, args: Any, settings: Settings, 
     from ..audit_store import AuditStore  # here, not at the top: a cron tick never loads it
 
     name = f"host:{name}" if mode in ("drain", "undrain") else name
+    name = "*" if name == "all" else name  # every job at once: the subject --mute all writes
     action = {"reset_job": "reset", "mark_success": "mark-success", "job": "force" if args.force else "job"}.get(
         mode, mode
     )

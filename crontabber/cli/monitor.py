@@ -68,7 +68,7 @@ def alerts(ctx: Context) -> int:
     with its notices: sent (when, by which host) or not (the error, the attempts, the next)."""
     if ctx.args.limit is not None and ctx.args.limit < 1:
         raise ConfigurationError("--limit", "must be at least 1")
-    name = ctx.state_name(ctx.args.audit_job) if ctx.args.audit_job else None
+    name = ctx.subject_name(ctx.args.audit_job) if ctx.args.audit_job else None
     store = AlertStore(ctx.store)
     rows = store.alerts(name, ctx.args.limit or 20)
     if ctx.args.json:

@@ -348,7 +348,7 @@ def audit(ctx: Context) -> int:
     store, args, out = ctx.store, ctx.args, ctx.out
     name = None
     if args.audit_job:
-        name = ctx.state_name(args.audit_job)
+        name = ctx.subject_name(args.audit_job)
     if args.limit is not None and args.limit < 1:
         raise ConfigurationError("--limit", "must be at least 1")
     entries = AuditStore(store).audit_entries(name, args.limit or 20)

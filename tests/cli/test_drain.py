@@ -10,6 +10,7 @@ names of their own (tests/fixtures/netns.py), each reaching PostgreSQL through a
 from __future__ import annotations
 
 import datetime as dt
+import json
 import subprocess
 import time
 from typing import Any
@@ -241,3 +242,7 @@ def test_a_second_drain_needs_replace_and_a_drain_names_the_jobs_it_strands(cli,
         )
     ]
     assert outcomes == ["done", "refused (exit 6)", "done", "done"]
+    # issue #42 item 7: the runbook's --audit --audit-job host:NAME
+    code, out = crontab.run("--audit", "--audit-job", "host:host-b", "--json")
+    assert code == 0, out
+    assert [(e["action"], e["job"]) for e in json.loads(out)] == [("drain", "host:host-b")] * 3

@@ -5,6 +5,7 @@ paused, what ``--pause`` says of a run already going, a second ``--mute`` that n
 
 from __future__ import annotations
 
+import json
 import re
 
 from tests.fixtures.alerting import alerts_ini
@@ -145,3 +146,20 @@ def test_a_second_mute_needs_replace_and_alerts_shows_what_a_window_holds_back(c
     assert 'data-k="alerts.held_back">not alerted (muted): trouble: failed 2 times in a row' in page
     assert cli.run("--unmute", "all").returncode == 0
     assert "not alerted" not in cli.run("--alerts").stdout
+    # issue #42 item 7: --audit-job all and '*' are the scope every-job mutes are written under
+    for name in ("all", "*"):
+        done = cli.run("--audit", "--audit-job", name, "--json")
+        assert done.returncode == 0, done.stderr
+        rows = [(e["action"], e["job"], e["detail"]["outcome"]) for e in json.loads(done.stdout)]
+        assert rows == [
+            ("unmute", "*", "done"),
+            ("mute", "*", "done"),
+            ("mute", "*", "refused (exit 6)"),
+            ("mute", "*", "done"),
+        ]
+    # the runner's own alerts (old-code, broken-entry) are under crontabber
+    crontab.configure(["TroubleJob|1d", "tests.fixtures.nowhere.NoJob|1d"], extra=alerts_ini(receiver))
+    assert cli.run().returncode == 1  # the broken entry: the other jobs ran
+    done = cli.run("--alerts", "--audit-job", "crontabber")
+    assert done.returncode == 0 and "broken-entry" in done.stdout, done.stdout
+    assert cli.run("--audit", "--audit-job", "nope").returncode == 1
