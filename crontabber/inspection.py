@@ -85,7 +85,14 @@ def job_views_now(
         name: views.DeadlineView(event.detail["interval"], event.detail["deadline"])
         for name, event in deadline_events(chosen, settings, states, now).items()
     }
-    found = views.job_views(chosen, states, now, lambda state: marker(state, now), _overdue_seconds(settings), missed)
+    no_host = {}
+    if any(job.hosts for job in chosen):  # the fleet is read only where placement matters
+        from .placement import unplaced
+
+        no_host = unplaced(chosen, store.fleet(settings.monitor.silence_critical_minutes * 60))
+    found = views.job_views(
+        chosen, states, now, lambda state: marker(state, now), _overdue_seconds(settings), missed, no_host
+    )
     return found + [views.broken_view(b) for b in shown], now
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 from .config.catalog import Job
 from .formats import absolute, one_line, pause_end, short_span, stamp
 from .leases import Marker, describe_marker
-from .placement import drain_line, drain_text
+from .placement import drain_line, drain_text, fleet_of, unplaced
 from .records import HostState
 from .scheduling import dependency_block, first_due_at, lateness, pause_active
 from .state import JobState
@@ -33,8 +33,8 @@ class NagiosEntry:
 
     ``level`` is ``NAGIOS_*`` (OK for what is only listed: a paused job, a job
     waiting for its parents); ``kind`` one of ``broken``, ``failing``, ``marker``,
-    ``overdue``, ``waiting``, ``paused``, ``paused-share``, ``ghost``, ``silence``,
-    ``skew``, ``versions``; ``subject`` the job or host; ``text`` one line without
+    ``overdue``, ``waiting``, ``paused``, ``paused-share``, ``no-host``, ``ghost``,
+    ``silence``, ``skew``, ``versions``; ``subject`` the job or host; ``text`` one line without
     ``|`` (Nagios reads what follows a ``|`` as performance data).
     ``status_text``, when set, is what the status line shows instead: the
     ``name (Class) | type | value`` of a failing job, crontabber's own.
@@ -107,7 +107,10 @@ def nagios_check(
     - a job past its deadline (``missed``: app name to the line saying so, from
       :func:`crontabber.alerts.alerter.missed_deadlines`): WARNING, unless paused;
     - a paused job: listed, OK (an operator's decision, with a reason and an
-      end); its failure does not raise the status while the pause lasts;
+      end); its failure does not raise the status while the pause lasts; a breach pause
+      (``on_breach = pause``: the runner's, until someone looks) is a WARNING;
+    - a job no live, undrained host may run (its ``hosts`` tags: none carries one, or all
+      that do are drained): WARNING, unless paused, from before its first run;
     - ``paused_warning_percent`` of the configured jobs paused or more (by default every
       one: a ``--pause all`` that was forgotten runs nothing): WARNING;
     - a ghost (a state row no configured job has: a job taken out of the
@@ -130,6 +133,7 @@ def nagios_check(
             if not pause_active(states.get(name), now)
         ),
         *_never_ran_entries(jobs, states, hosts, now, limits),
+        *_no_host_entries(jobs, states, hosts, now, limits),
         *_ghost_entries(jobs, states),
         *_fleet_entries(hosts, now, limits),
         *_drain_entries(hosts, states),
@@ -246,6 +250,8 @@ def _error_line(state: JobState) -> str:
 
 
 def _paused_entry(app_name: str, name: str, state: JobState, now: dt.datetime) -> NagiosEntry:
+    """A paused job: OK (an operator's decision, with a reason and an end), but a WARNING for
+    a breach pause, which lasts until someone looks."""
     assert state.paused_until is not None
     text = (
         f"{name}: paused {pause_end(state.paused_until, lambda until: absolute(until, now))} by "
@@ -253,7 +259,30 @@ def _paused_entry(app_name: str, name: str, state: JobState, now: dt.datetime) -
     )
     if state.error_count:
         text += f"; failing: {_error_line(state)}"
+    if state.paused_scope == "breach":
+        text += f"; a breach pause runs nothing until someone looks (--history {app_name}; --resume {app_name})"
+        return NagiosEntry(NAGIOS_WARNING, "paused", app_name, text)
     return NagiosEntry(NAGIOS_OK, "paused", app_name, text)
+
+
+def _no_host_entries(
+    jobs: Sequence[Job],
+    states: Mapping[str, JobState],
+    hosts: Sequence[HostState],
+    now: dt.datetime,
+    limits: "MonitorSettings",
+) -> Iterator[NagiosEntry]:
+    """A WARNING for each placed job no live, undrained host may run (a job paused is listed
+    as paused): it runs nowhere, and a job that never ran is never late."""
+    fleet = fleet_of(hosts, recent_hosts(hosts, now, limits))
+    for name, verdict in unplaced(jobs, fleet).items():
+        if not pause_active(states.get(name), now):
+            yield NagiosEntry(
+                NAGIOS_WARNING,
+                "no-host",
+                name,
+                f"{name}: {verdict} (--explain {name}; --undrain HOST, or give a host the tag: crontabber.host_tags)",
+            )
 
 
 def _paused_share_entries(

@@ -15,6 +15,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Iterable, Mapping, Sequence
 
+    from .config.catalog import Job
     from .records import HostState
 
 
@@ -52,6 +53,24 @@ def no_live_host(wanted: Sequence[str], fleet: Sequence[FleetHost]) -> str | Non
     listed = ", ".join(f"{host.host} (drained)" for host in carrying) or "none"
     needs = " or ".join(wanted)
     return f"no live host may run it: needs tag {needs}; hosts with it: {listed}"
+
+
+def unplaced(jobs: Iterable["Job"], fleet: Iterable["FleetHost"]) -> dict[str, str]:
+    """The configured jobs no live host of ``fleet`` may run (their ``hosts`` tags: none
+    carries one, or all that do are drained), each with the verdict saying so; {} when
+    ``fleet`` is empty (not read: not a tick) or no job is placed."""
+    hosts = tuple(fleet)
+    if not hosts:
+        return {}
+    found = {job.app_name: no_live_host(job.hosts, hosts) for job in jobs if job.hosts}
+    return {name: verdict for name, verdict in found.items() if verdict}
+
+
+def fleet_of(hosts: Sequence[HostState], live: Sequence[HostState]) -> tuple[FleetHost, ...]:
+    """``hosts`` as placement sees them, ``live`` those that ticked recently enough (the
+    views' and ``--nagios``'s reading of the fleet, as a tick's is read with its states)."""
+    recent = {host.host for host in live}
+    return tuple(FleetHost(h.host, h.tags, h.host in recent, h.drained) for h in hosts)
 
 
 def runs_on(host: str, states: Mapping[str, JobState]) -> int:

@@ -134,6 +134,8 @@ def detail(view: JobView, now: dt.datetime, beats: Beats | None = None) -> str:
         return (
             f"{_pause_ends(view.paused.until, now)}: {one_line(view.paused.reason or '')} (by {view.paused.by or '?'})"
         )
+    if view.status is JobStatus.NO_HOST and view.no_host is not None:
+        return view.no_host
     if view.status is JobStatus.FAILING and view.last_error is not None:
         return f"{view.error_count}x {one_line(view.last_error.summary)}"
     if view.status is JobStatus.LATE and view.deadline_missed is not None:

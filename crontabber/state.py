@@ -38,6 +38,7 @@ class JobState(Frozen):
         "paused_until",
         "paused_reason",
         "paused_by",
+        "paused_scope",
         "success_marked_at",
         "success_marked_by",
         "success_marked_reason",
@@ -58,6 +59,8 @@ class JobState(Frozen):
     paused_until: dt.datetime | None
     paused_reason: str | None
     paused_by: str | None
+    # migration 0027: "all" (--pause all made it), "breach" (on_breach = pause), None (--pause NAME)
+    paused_scope: str | None
     success_marked_at: dt.datetime | None
     success_marked_by: str | None
     success_marked_reason: str | None
@@ -79,6 +82,7 @@ class JobState(Frozen):
         paused_until: dt.datetime | None = None,
         paused_reason: str | None = None,
         paused_by: str | None = None,
+        paused_scope: str | None = None,
         success_marked_at: dt.datetime | None = None,
         success_marked_by: str | None = None,
         success_marked_reason: str | None = None,
@@ -98,6 +102,7 @@ class JobState(Frozen):
         setfield(self, "paused_until", paused_until)
         setfield(self, "paused_reason", paused_reason)
         setfield(self, "paused_by", paused_by)
+        setfield(self, "paused_scope", paused_scope)
         setfield(self, "success_marked_at", success_marked_at)
         setfield(self, "success_marked_by", success_marked_by)
         setfield(self, "success_marked_reason", success_marked_reason)
@@ -134,6 +139,7 @@ class JobState(Frozen):
             paused_until=row.get("paused_until"),
             paused_reason=row.get("paused_reason"),
             paused_by=row.get("paused_by"),
+            paused_scope=row.get("paused_scope"),
             success_marked_at=row.get("success_marked_at"),
             success_marked_by=row.get("success_marked_by"),
             success_marked_reason=row.get("success_marked_reason"),

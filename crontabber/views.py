@@ -48,6 +48,7 @@ class JobStatus(enum.Enum):
     RUNNING = "running"
     ORPHANED = "orphaned"
     PAUSED = "paused"
+    NO_HOST = "no-host"
     FAILING = "failing"
     LATE = "late"
     WAITING = "waiting"
@@ -248,6 +249,7 @@ class JobView:
     late: dt.timedelta | None = None
     deadline_missed: DeadlineView | None = None
     marked: str | None = None  # the last success is an operator's mark: "marked successful by ..."
+    no_host: str | None = None  # no live, undrained host may run it: why (crontabber.placement)
 
     def as_json(self) -> dict[str, Any]:
         """The ``--list-jobs --json`` object of the job (times ISO 8601 UTC via jsonout)."""
@@ -265,6 +267,7 @@ class JobView:
             "ongoing": self.ongoing.as_json() if self.ongoing else None,
             "paused": self.paused.as_json() if self.paused else None,
             "waiting_for": self.waiting_for,
+            "no_host": self.no_host,
             "late_seconds": self.late,
             "deadline_missed": self.deadline_missed.as_json() if self.deadline_missed else None,
             "depends_on": list(self.depends_on),
@@ -279,13 +282,15 @@ def job_view(
     marker: MarkerOf,
     overdue_seconds: float,
     missed: DeadlineView | None = None,
+    no_host: str | None = None,
 ) -> JobView:
     """The view of one configured job at ``now``.
 
     ``marker`` classifies an ``ongoing`` marker (the runner's rules, from this
     host); ``overdue_seconds`` is how late a due job may be before it is
     ``overdue`` rather than ``due`` (a tick every few minutes makes any job a
-    little late); ``missed``: its interval past its deadline, if one is.
+    little late); ``missed``: its interval past its deadline, if one is; ``no_host``: why no
+    live, undrained host may run it (:func:`crontabber.placement.unplaced`), if none may.
     """
     state = states.get(job.app_name)
     ongoing = _ongoing(state, marker)
@@ -296,7 +301,9 @@ def job_view(
     waiting_for = dependency_block(job.depends_on, states, now) if due else None
     late = lateness(state, now) if due else None
     status = _status(state, ongoing, paused, due, waiting_for, late, overdue_seconds)
-    if missed is not None and status in _BELOW_LATE:
+    if no_host is not None and status not in (JobStatus.RUNNING, JobStatus.ORPHANED, JobStatus.PAUSED):
+        status = JobStatus.NO_HOST  # whatever else: it runs nowhere until a host may
+    elif missed is not None and status in _BELOW_LATE:
         status = JobStatus.LATE
     return JobView(
         name=job.app_name,
@@ -316,6 +323,7 @@ def job_view(
         late=late,
         deadline_missed=missed,
         marked=state.mark_text() if state is not None and state.success_marked else None,
+        no_host=no_host,
     )
 
 
@@ -383,10 +391,15 @@ def job_views(
     marker: MarkerOf,
     overdue_seconds: float,
     missed: Mapping[str, DeadlineView] | None = None,
+    no_host: Mapping[str, str] | None = None,
 ) -> list[JobView]:
     """:func:`job_view` of each job, in the order given (config order); ``missed``: the
-    jobs past a deadline, by app name."""
-    return [job_view(job, states, now, marker, overdue_seconds, (missed or {}).get(job.app_name)) for job in jobs]
+    jobs past a deadline, ``no_host``: those no live host may run (why), by app name."""
+    missed, no_host = missed or {}, no_host or {}
+    return [
+        job_view(job, states, now, marker, overdue_seconds, missed.get(job.app_name), no_host.get(job.app_name))
+        for job in jobs
+    ]
 
 
 def jobs_document(views: Sequence[JobView], now: dt.datetime) -> dict[str, Any]:

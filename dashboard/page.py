@@ -30,6 +30,7 @@ STATUS_TITLES = {
     JobStatus.RUNNING: "a run holds the job and its lease is live",
     JobStatus.ORPHANED: "its runner is gone; the next tick takes it over",
     JobStatus.PAUSED: "paused by an operator",
+    JobStatus.NO_HOST: "no live host may run it (its hosts tags: none carries one, or all are drained)",
     JobStatus.FAILING: "its last attempt failed",
     JobStatus.LATE: "its next interval is past its deadline",
     JobStatus.WAITING: "due, but a parent blocks it",
@@ -507,13 +508,14 @@ def error_panel(title: str, message: str) -> str:
 def health_panel(check: Mapping[str, Any], views: Sequence[JobView]) -> str:
     """The overall health, first on the page (visible without scrolling at 1366x768):
     ``--nagios``'s status and summary line, and how many jobs are in each status that
-    needs someone (broken, failing, late, overdue, orphaned, waiting, paused)."""
+    needs someone (broken, no-host, failing, late, overdue, orphaned, waiting, paused)."""
     status = str(check["status"])
     counts = {s: sum(view.status is s for view in views) for s in JobStatus}
     needing = [
         f'<span class="st {s.value}" data-k="health.{s.value}">{counts[s]} {s.value}</span>'
         for s in (
             JobStatus.BROKEN,
+            JobStatus.NO_HOST,
             JobStatus.FAILING,
             JobStatus.LATE,
             JobStatus.OVERDUE,

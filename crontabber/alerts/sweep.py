@@ -11,7 +11,7 @@ import datetime as dt
 import functools
 
 from .. import sqlfiles
-from ..placement import no_live_host
+from ..placement import unplaced
 from ..scheduling import needs_attention
 
 TYPE_CHECKING = False
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from ..config.catalog import BrokenEntry, Job
     from ..config.settings import AlertSettings, Settings
-    from ..state import FleetHost, JobState
+    from ..state import JobState
     from ..store import StateStore
 
 #: How many notices one tick claims at most (the rest wait for the next tick).
@@ -91,17 +91,6 @@ def quiet(swept: Swept, states: Mapping[str, "JobState"], names: Iterable[str], 
     """Nothing to send, nothing open, no window, and no configured job failing, overdue or
     running: the rules need not be read."""
     return not any(swept) and not any(needs_attention(states.get(name), now) for name in names)
-
-
-def unplaced(jobs: Iterable["Job"], fleet: Iterable["FleetHost"]) -> dict[str, str]:
-    """The configured jobs no live host of ``fleet`` may run (their ``hosts`` tags: none
-    carries one, or all that do are drained), each with the verdict saying so; {} when
-    ``fleet`` is empty (not read: not a tick) or no job is placed."""
-    hosts = tuple(fleet)
-    if not hosts:
-        return {}
-    found = {job.app_name: no_live_host(job.hosts, hosts) for job in jobs if job.hosts}
-    return {name: verdict for name, verdict in found.items() if verdict}
 
 
 class TickAlerts:

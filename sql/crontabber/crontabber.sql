@@ -97,14 +97,14 @@ FROM latest;
 -- name: all_states
 SELECT app_name, next_run, first_run, last_run, last_success, ongoing, ongoing_by,
        error_count, depends_on, last_error, run_id, heartbeat,
-       paused_until, paused_reason, paused_by,
+       paused_until, paused_reason, paused_by, paused_scope,
        success_marked_at, success_marked_by, success_marked_reason
 FROM crontabber;
 
 -- name: get_state
 SELECT app_name, next_run, first_run, last_run, last_success, ongoing, ongoing_by,
        error_count, depends_on, last_error, run_id, heartbeat,
-       paused_until, paused_reason, paused_by,
+       paused_until, paused_reason, paused_by, paused_scope,
        success_marked_at, success_marked_by, success_marked_reason
 FROM crontabber
 WHERE app_name = %(app_name)s;

@@ -37,7 +37,7 @@ ALTER TABLE crontabber ADD COLUMN IF NOT EXISTS paused_until timestamptz;
 ALTER TABLE crontabber ADD COLUMN IF NOT EXISTS paused_reason text;
 ALTER TABLE crontabber ADD COLUMN IF NOT EXISTS paused_by text;
 -- Ours (migration 0027): 'all' for a pause made by --pause all (the only pauses --resume all
--- ends); NULL for a job's own pause (--pause NAME) and a breach pause (on_breach = pause).
+-- ends), 'breach' for a breach pause (on_breach = pause), NULL for a job's own (--pause NAME).
 ALTER TABLE crontabber ADD COLUMN IF NOT EXISTS paused_scope text;
 -- Ours (migration 0017): a success declared by an operator (--mark-success): when, who, why;
 -- the last success is a mark while last_success = success_marked_at.
@@ -343,7 +343,12 @@ BEGIN
         RAISE EXCEPTION 'no succeeded run % of % to pause it for', p_run_id, p_app_name
             USING ERRCODE = 'insufficient_privilege';
     END IF;
-    RETURN crontabber_pause(p_app_name, p_depends_on, p_until, false, p_audit);
+    -- its scope is 'breach' whatever the caller says (--nagios warns of it; --resume all keeps it)
+    RETURN crontabber_pause(
+        p_app_name, p_depends_on, p_until, false,
+        json_build_object('actor', p_audit -> 'actor', 'reason', p_audit -> 'reason',
+                          'detail', COALESCE((p_audit -> 'detail')::jsonb, '{}')
+                                    || '{"scope": "breach"}'::jsonb));
 END $$;
 
 -- A resume of scope 'all' (--resume all) ends only a pause of that scope (--pause all's): a

@@ -218,6 +218,8 @@ def test_a_second_drain_needs_replace_and_a_drain_names_the_jobs_it_strands(cli,
     not_due(crontab, "basic-job", "foo")
     fleet.tags = {"host-b": "spool"}
     assert fleet.tick("host-a").returncode == 0 and fleet.tick("host-b").returncode == 0
+    code, out = crontab.run("--list-jobs", "basic-job")
+    assert code == 0 and "no-host" not in out, out
     code, out = crontab.run("--drain", "host-b", "--reason", "kernel patch CHG-97", "--until", "1h")
     assert code == 0 and "host-b: drained (until " in out and "replaced" not in out
     stranded = [line.strip() for line in out.splitlines() if "stranded" in line]
@@ -225,6 +227,17 @@ def test_a_second_drain_needs_replace_and_a_drain_names_the_jobs_it_strands(cli,
         "basic-job: stranded: no live host may run it: needs tag spool; hosts with it: host-b (drained) "
         "(--undrain host-b, or give another host the tag)"
     ]
+    # issue #42 item 5: a job no live host may run is not "ok" anywhere
+    code, out = crontab.run("--list-jobs", "basic-job")
+    assert code == 0 and "no-host" in out.splitlines()[1], out
+    assert "  no live host may run it" in out.splitlines()[1]  # DETAIL, cut to the terminal's width
+    code, out = crontab.run("--list-jobs", "--json")
+    (shown,) = [job for job in json.loads(out)["jobs"] if job["name"] == "basic-job"]
+    assert shown["status"] == "no-host"
+    assert shown["no_host"] == "no live host may run it: needs tag spool; hosts with it: host-b (drained)"
+    code, out = crontab.run("--nagios")
+    assert code == 1, out
+    assert out.startswith("WARNING - basic-job: no live host may run it: needs tag spool; hosts with it: host-b")
     code, out = crontab.run("--drain", "host-b", "--reason", "someone else CHG-98", "--until", "10m")
     assert code == 6, out
     assert "host-b: refusing to drain it again: drained until " in out

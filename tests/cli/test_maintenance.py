@@ -81,6 +81,13 @@ def test_resume_all_ends_only_the_pauses_pause_all_made(cli):
         ' \'{"actor": "crontabber@h:1", "reason": "breach", "detail": {}}\')',
         (run_id,),
     )
+    # issue #42 item 5: a breach pause runs nothing until someone looks: not "nominal"
+    done = cli.run("--nagios")
+    assert done.returncode == 1, done.stdout
+    assert done.stdout.startswith("WARNING - foo (FooJob): paused until resumed by crontabber@h:1: breach")
+    assert "a breach pause runs nothing until someone looks (--history foo; --resume foo)" in done.stdout
+    assert crontab.state("foo").paused_scope == "breach"
+    assert crontab.state("trouble").paused_scope is None
     assert cli.run("--pause", "all", "--reason", "CHG-90").returncode == 0
     done = cli.run("--resume", "all", "--reason", "CHG-90 done")
     assert done.returncode == 0, done.stderr

@@ -1,6 +1,6 @@
 -- 0027: pauses that only their owner ends, and drains too (issue #42 items 1 and 6). --resume all ended every pause,
 -- another operator's incident pause and an on_breach pause included. A pause now records its
--- scope ('all': made by --pause all; NULL: a job's own or a breach pause) and a resume of
+-- scope ('all': made by --pause all; 'breach': on_breach = pause; NULL: a job's own) and a resume of
 -- scope 'all' ends only pauses of that scope. Expand only: the release before this one never
 -- reads the column (its --resume all, run against this schema, ends only --pause all's).
 ALTER TABLE crontabber ADD COLUMN IF NOT EXISTS paused_scope text;
@@ -67,4 +67,23 @@ BEGIN
     END IF;
     PERFORM crontabber_audit_action('drain', 'host:' || p_host, p_audit);
     RETURN was;
+END $$;
+
+-- A breach pause records its scope ('breach'), so that --nagios can warn of it.
+CREATE OR REPLACE FUNCTION crontabber_breach_pause(
+    p_app_name text, p_depends_on text[], p_until timestamptz, p_run_id bigint, p_audit json
+) RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM crontabber_run
+                   WHERE run_id = p_run_id AND app_name = p_app_name AND status = 'succeeded') THEN
+        RAISE EXCEPTION 'no succeeded run % of % to pause it for', p_run_id, p_app_name
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    -- its scope is 'breach' whatever the caller says (--nagios warns of it; --resume all keeps it)
+    RETURN crontabber_pause(
+        p_app_name, p_depends_on, p_until, false,
+        json_build_object('actor', p_audit -> 'actor', 'reason', p_audit -> 'reason',
+                          'detail', COALESCE((p_audit -> 'detail')::jsonb, '{}')
+                                    || '{"scope": "breach"}'::jsonb));
 END $$;
