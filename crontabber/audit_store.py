@@ -26,13 +26,13 @@ class AuditStore:
     def __init__(self, state: StateStore) -> None:
         self.state = state
 
-    def audit(self, entry: AuditEntry) -> None:
-        """Record one operator action.
+    def audit(self, entry: AuditEntry) -> int:
+        """Record one operator action; its row's id.
 
         Raises:
             NotPermitted: the database user may not write the audit trail.
         """
-        self.state.in_transaction(lambda cur: write_audit(cur, entry), "audit")
+        return self.state.in_transaction(lambda cur: write_audit(cur, entry), "audit")
 
     def audit_entries(self, app_name: str | None, limit: int) -> list[AuditEntry]:
         """Operator actions, newest first (one job's, or everyone's)."""
@@ -55,8 +55,8 @@ class AuditStore:
         return self.state.in_transaction(work, "verify_audit")
 
 
-def write_audit(cur: Any, entry: AuditEntry) -> None:
-    """Record ``entry`` in the audit trail, in the transaction of ``cur``."""
+def write_audit(cur: Any, entry: AuditEntry) -> int:
+    """Record ``entry`` in the audit trail, in the transaction of ``cur``; its row's id."""
     cur.execute(
         Q["audit"],
         {
@@ -67,3 +67,5 @@ def write_audit(cur: Any, entry: AuditEntry) -> None:
             "detail": json.dumps(dict(entry.detail), default=str),
         },
     )
+    row_id: int = cur.fetchone()[0]
+    return row_id

@@ -46,6 +46,9 @@ class Context:
         self.args = args
         self.out = out
         self.broken: list[BrokenEntry] = [] if broken is None else broken
+        # the audit row of an action that takes time (a forced run, a rerun), written when it
+        # started (outcome "started"): (its id, the action, its subject)
+        self.started: tuple[int, str, str] | None = None
 
     def broken_entry(self, name: str) -> BrokenEntry | None:
         """The jobs entry that did not load that ``name`` means, if any."""
@@ -101,6 +104,26 @@ class Context:
         if name not in self.store.states():
             raise JobNotFound(name, [j.app_name for j in self.jobs])
         return name
+
+    def audit_start(self, action: str, app_name: str, **detail: Any) -> None:
+        """Record ``action`` in the audit trail as it starts (outcome ``started``): a run
+        killed, or still going, is in the trail with who started it and why;
+        :meth:`audit_end` records how it went, in a row of its own (the trail is
+        append-only: its hash chain)."""
+        from ..audit_store import AuditStore
+
+        row_id = AuditStore(self.store).audit(self.audit_entry(action, app_name, outcome="started", **detail))
+        self.started = (row_id, action, app_name)
+
+    def audit_end(self, outcome: str, **detail: Any) -> None:
+        """Record how the action :meth:`audit_start` recorded ended (``done``, ``failed
+        (exit 5)``, ``stopped by signal (exit 143)``...), naming its first row (``started``)."""
+        from ..audit_store import AuditStore
+
+        assert self.started is not None
+        row_id, action, app_name = self.started
+        self.started = None
+        AuditStore(self.store).audit(self.audit_entry(action, app_name, outcome=outcome, started=row_id, **detail))
 
     def subject_name(self, name: str) -> str:
         """What ``--audit-job NAME`` / ``--alerts --audit-job NAME`` means: a configured

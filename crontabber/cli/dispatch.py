@@ -560,10 +560,13 @@ def dispatch(mode: str, args: argparse.Namespace, rest: list[str], stdout: TextI
     try:
         handler = handler_for(mode)
         resume_collection()
+        ctx = Context(settings, jobs, store, args, stdout, catalog.broken)
         try:
-            return handler(Context(settings, jobs, store, args, stdout, catalog.broken))
+            return handler(ctx)
         except (CrontabberError, KeyboardInterrupt, Terminated) as exc:
-            if mode in ACTIONS:
+            if ctx.started is not None:
+                _audit_ended(ctx, exc)
+            elif mode in ACTIONS:
                 _audit_refusal(store, mode, args, settings, exc)
             raise
     finally:
@@ -654,6 +657,27 @@ def _audit_refusal(store: StateStore, mode: str, args: Any, settings: Settings, 
         )
     except CrontabberError:
         logger.debug("could not record the refusal of %s %s", action, name, exc_info=True)
+
+
+def _audit_ended(ctx: Context, exc: BaseException) -> None:
+    """Complete the audit row of an action that had started (a forced run, a rerun) with how
+    an exception ended it: stopped by a signal, interrupted, refused (locked, running
+    elsewhere: nothing ran) or failed. Never raises: the exception is what the operator sees."""
+    from ..errors import JobLockError
+
+    code = exit_code_for(exc)
+    if isinstance(exc, Terminated):
+        outcome = f"stopped by signal (exit {code})"
+    elif isinstance(exc, KeyboardInterrupt):
+        outcome = f"interrupted (exit {code})"
+    elif isinstance(exc, JobLockError):
+        outcome = f"refused (exit {code})"
+    else:
+        outcome = f"failed (exit {code})"
+    try:
+        ctx.audit_end(outcome, error=str(exc)[:300])
+    except CrontabberError:
+        logger.debug("could not record the end of %s", ctx.started, exc_info=True)
 
 
 # Each mode's handler as "module:function", imported when its mode runs: a plain

@@ -372,12 +372,16 @@ def audit(ctx: Context) -> int:
         return ExitCode.OK
     if not entries:
         print("no operator actions recorded" + (f" for {name}" if name else ""), file=out)
+    ended = {e.detail.get("started") for e in entries}
     for e in entries:
         detail = ", ".join(f"{k}={v}" for k, v in dict(e.detail).items())
         assert e.at is not None
+        # a forced run or a rerun whose end is not recorded: still going, or its command killed
+        open_ = e.detail.get("outcome") == "started" and e.id not in ended
         print(
             f"{utc_text(e.at)}  {e.actor}{f' (db: {e.db_user})' if e.db_user else ''}  {e.action} {e.app_name}"
-            f"{f'  why: {e.reason}' if e.reason else ''}{f'  ({detail})' if detail else ''}",
+            f"{f'  why: {e.reason}' if e.reason else ''}{f'  ({detail})' if detail else ''}"
+            f"{'  [no end recorded: still going, or its command was killed]' if open_ else ''}",
             file=out,
         )
     return ExitCode.OK

@@ -8,7 +8,6 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING, Callable
 
-from ..audit_store import AuditStore
 from ..command import ExitCode
 from ..config.catalog import Job
 from ..config.settings import Settings
@@ -72,10 +71,10 @@ def rerun(ctx: Context) -> int:
     runner = ctx.runner()
     if resumed is not None:
         _abandon_dead(runner, resumed)
-    AuditStore(store).audit(
-        ctx.audit_entry("rerun", job.app_name, dates=[d.isoformat() for d in dates], **_audited(args, resumed, stages))
-    )
+    # in the trail from its start (a rerun killed or still going is there too), then its end
+    ctx.audit_start("rerun", job.app_name, dates=[d.isoformat() for d in dates], **_audited(args, resumed, stages))
     top = resumed.run_id if resumed is not None else None
+    code: int = ExitCode.OK
     with terminate_on_sigterm():
         for n, stage in enumerate(stages):
             if stage.not_rerun is not None:
@@ -85,8 +84,9 @@ def rerun(ctx: Context) -> int:
                 continue
             code, top = _run_stage(ctx, stage, n == 0, top, job)
             if code != ExitCode.OK:
-                return code
-    return ExitCode.OK
+                break
+    ctx.audit_end("done" if code == ExitCode.OK else f"failed (exit {code})", **({"run_id": top} if top else {}))
+    return code
 
 
 def _run_stage(ctx: Context, stage: Stage, first: bool, top: int | None, named: Job) -> tuple[int, int | None]:

@@ -80,19 +80,16 @@ def run_one(ctx: Context) -> int:
                 file=out,
             )
             return ExitCode.NOT_RUN
+    if args.force:  # in the trail from its start: a run killed or still going is there too
+        ctx.audit_start("force", job.app_name)
     with terminate_on_sigterm():
         result = ctx.runner().run_job(job, force=args.force)
     if result.error is not None:
-        raise result.error  # locked, running elsewhere, fenced: audited as refused by dispatch
-    if args.force:  # recorded once it ran, with how it went (a refused one said "done")
-        from ..audit_store import AuditStore
-
-        AuditStore(ctx.store).audit(
-            ctx.audit_entry(
-                "force",
-                job.app_name,
-                outcome={Status.FAILED: "done: the job failed (exit 5)"}.get(result.status, "done"),
-            )
+        raise result.error  # locked, running elsewhere, fenced: its end audited by dispatch
+    if args.force:
+        ctx.audit_end(
+            {Status.FAILED: "failed (exit 5)"}.get(result.status, "done"),
+            **({"run_id": result.run_id} if result.run_id is not None else {}),
         )
     if result.status is Status.PAUSED:
         print(f"{job.app_name}: not run: {result.detail}; --force --reason TEXT runs it anyway", file=out)

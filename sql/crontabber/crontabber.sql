@@ -348,7 +348,8 @@ SELECT crontabber_mark_success(%(app_name)s, %(now)s, %(next_run)s, %(audit)s::j
 
 -- name: audit
 INSERT INTO crontabber_audit (actor, action, app_name, reason, detail)
-VALUES (%(actor)s, %(action)s, %(app_name)s, %(reason)s, %(detail)s);
+VALUES (%(actor)s, %(action)s, %(app_name)s, %(reason)s, %(detail)s)
+RETURNING id;
 
 -- name: audit_list
 -- db_user: the database user that wrote the row (migration 0025; NULL before it).

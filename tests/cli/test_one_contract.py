@@ -84,10 +84,13 @@ def test_job_force_overrides_a_pause_only_with_a_reason(cli):
     assert done.returncode == 0, done.stderr
     assert len(crontab.calls("basic-job")) == 1
     entries_ = json.loads(cli.run("--audit", "--json").stdout)
-    assert [(e["action"], e["reason"], e["detail"]["outcome"]) for e in entries_[:2]] == [
+    assert [(e["action"], e["reason"], e["detail"]["outcome"]) for e in entries_[:3]] == [
         ("force", "INC-11: run it once", "done"),
+        ("force", "INC-11: run it once", "started"),  # in the trail from its start
         ("force", None, "refused (exit 1)"),
     ]
+    assert entries_[0]["detail"]["started"] == entries_[1]["id"]
+    assert "[no end recorded" not in cli.run("--audit").stdout
     assert cli.run("--resume", "basic-job").returncode == 0
     assert cli.run("--job", "basic-job", "--force").returncode == 0  # no pause: no reason needed
 
@@ -108,9 +111,9 @@ def test_a_forced_runs_overrides_and_the_error_naming_the_bucket_are_kept(cli, s
     as_json = json.loads(cli.run("--show-error", "missing-symbols", "--json").stdout)
     assert as_json["run"]["options"] == [OVERRIDE] and BAD_BUCKET in as_json["run"]["error"]
     assert f"ran with: {OVERRIDE}" in cli.run("--logs", "missing-symbols").stdout
-    (force,) = [e for e in json.loads(cli.run("--audit", "--json").stdout) if e["action"] == "force"]
-    assert force["detail"]["options"] == [OVERRIDE]
-    assert force["detail"]["outcome"] == "done: the job failed (exit 5)"
+    ended, started = [e for e in json.loads(cli.run("--audit", "--json").stdout) if e["action"] == "force"]
+    assert ended["detail"]["options"] == started["detail"]["options"] == [OVERRIDE]
+    assert (started["detail"]["outcome"], ended["detail"]["outcome"]) == ("started", "failed (exit 5)")
     assert f"options=['{OVERRIDE}']" in cli.run("--audit", "--limit", "1").stdout
     # a run without overrides records none; the old failure is then history (item 15)
     assert cli.run("--job", "missing-symbols", "--force").returncode == 0

@@ -210,18 +210,21 @@ def test_every_operator_action_is_audited(cli):
         ("reset", "basic-job"),
         ("release", "basic-job"),
         ("mark-success", "basic-job"),
-        ("rerun", "foo-backfill"),
+        ("rerun", "foo-backfill"),  # its end
+        ("rerun", "foo-backfill"),  # its start
+        ("force", "basic-job"),
         ("force", "basic-job"),
         ("resume", "basic-job"),
         ("pause", "basic-job"),
     ]
     assert all(e["actor"] == ME for e in entries)
     assert entries[0]["reason"] == "start over" and entries[-1]["reason"] == "incident 7"
-    assert entries[3]["detail"]["dates"] and entries[-1]["detail"]["until"]
+    assert entries[4]["detail"]["dates"] and entries[-1]["detail"]["until"]
+    assert [entries[n]["detail"]["outcome"] for n in (3, 4, 5, 6)] == ["done", "started", "done", "started"]
     rows = crontab.sql("SELECT count(*) AS n FROM crontabber_audit")
     assert rows[0]["n"] == len(entries)
     out = cli.run("--audit", "--audit-job", "foo-backfill").stdout.splitlines()
-    assert len(out) == 1 and f"{ME} (db: {crontab.database.user})  rerun foo-backfill" in out[0]
+    assert len(out) == 2 and f"{ME} (db: {crontab.database.user})  rerun foo-backfill" in out[0]
     assert len(cli.run("--audit", "--limit", "2").stdout.splitlines()) == 2
 
 

@@ -163,6 +163,7 @@ def test_the_audit_records_each_actions_outcome_reason_and_overrides(cli):
     entries = json.loads(cli.run("--audit", "--json").stdout)
     seen = [(e["action"], e["reason"], e["detail"]["outcome"], e["detail"].get("overrides")) for e in reversed(entries)]
     assert seen == [
+        ("force", "try again", "started", ["--force"]),  # audited from its start (issue #42 item 8)
         ("force", "try again", "refused (exit 3)", ["--force"]),
         ("pause", "first", "done", None),
         ("pause", "second", "refused (exit 6)", None),

@@ -128,6 +128,26 @@ def test_timed_out_and_stopped_by_signal_are_outcomes_of_their_own(cli):
     last = ledger(cli)[-1]
     assert last["status"] == "stopped by signal" and last["kind"] == "forced"
     assert json.loads(cli.run("--history", "chatty", "--json").stdout)["runs"][0]["outcome"] == "stopped_by_signal"
+    # issue #42 item 8: in the audit from its start, completed with how it ended (never "refused")
+    end, start = json.loads(cli.run("--audit", "--json").stdout)[:2]
+    assert (start["action"], start["detail"]["outcome"]) == ("force", "started")
+    assert (end["action"], end["detail"]["outcome"]) == ("force", "stopped by signal (exit 143)")
+    assert end["detail"]["started"] == start["id"]
+
+
+def test_a_forced_run_is_audited_from_its_start_killed_or_still_going(cli):
+    """Issue #42 item 8: a forced run still going, then killed with -9, is in --audit with who
+    started it and why, marked as having no recorded end."""
+    chatty(cli, sleep=30)
+    runner = cli.spawn("--job", "chatty", "--force", "--reason", "drill: long run", *FAST)
+    wait_for(lambda: ledger(cli) and "chatty: sleeping" in ledger(cli)[-1]["output"], timeout=20)
+    (going,) = json.loads(cli.run("--audit", "--json").stdout)
+    assert (going["action"], going["reason"], going["detail"]["outcome"]) == ("force", "drill: long run", "started")
+    runner.kill()
+    runner.communicate(timeout=20)
+    (line,) = cli.run("--audit").stdout.splitlines()
+    assert "force chatty  why: drill: long run  (outcome=started, overrides=" in line
+    assert line.endswith("[no end recorded: still going, or its command was killed]")
 
 
 def test_a_rerun_of_many_intervals_is_one_line_of_history(cli):
