@@ -13,10 +13,19 @@ from .state import FleetHost, JobState
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Iterable, Mapping, Sequence
+    from typing import Iterable, Mapping, Protocol, Sequence
 
-    from .config.catalog import Job
     from .records import HostState
+
+    class Placed(Protocol):
+        """A job as placement reads it (:class:`crontabber.config.catalog.Job`, without
+        importing the catalog, which imports this module)."""
+
+        @property
+        def app_name(self) -> str: ...
+
+        @property
+        def hosts(self) -> tuple[str, ...]: ...
 
 
 def parse_tags(text: object) -> tuple[str, ...]:
@@ -55,7 +64,7 @@ def no_live_host(wanted: Sequence[str], fleet: Sequence[FleetHost]) -> str | Non
     return f"no live host may run it: needs tag {needs}; hosts with it: {listed}"
 
 
-def unplaced(jobs: Iterable["Job"], fleet: Iterable["FleetHost"]) -> dict[str, str]:
+def unplaced(jobs: Iterable[Placed], fleet: Iterable[FleetHost]) -> dict[str, str]:
     """The configured jobs no live host of ``fleet`` may run (their ``hosts`` tags: none
     carries one, or all that do are drained), each with the verdict saying so; {} when
     ``fleet`` is empty (not read: not a tick) or no job is placed."""

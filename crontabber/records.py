@@ -218,6 +218,8 @@ class RunRecord:
     options: tuple[str, ...] = ()
     # The named numbers the job returned with its summary (migration 0024); {}: none.
     metrics: Mapping[str, float] = field(default_factory=dict)
+    # The checks it breached (migration 0027): left out of later runs' baseline.
+    breach: str | None = None
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "RunRecord":
@@ -256,4 +258,5 @@ _RUN_COLUMNS = (
     "output",
     "options",
     "metrics",
+    "breach",
 )

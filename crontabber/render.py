@@ -259,7 +259,7 @@ def history_table(
             short_host(run.by, pid=True) if run.by else "-",
             str(run.run_id) if run.run_id is not None else "-",
             run.kind or "-",
-            run.outcome.text,
+            run.outcome_text,
             one_line(detail),
         ]
         if is_backfill:

@@ -492,6 +492,13 @@ class StateStore:
             return [RunRecord.from_row(_as_dict(cur, row)) for row in cur.fetchall()]
 
     @translated
+    def mark_breach(self, app_name: str, run_id: int, rules: Sequence[str]) -> None:
+        """Record that run ``run_id`` of the job breached ``rules`` (its checks): it is left
+        out of the baseline later runs are judged against."""
+        with self._conn, self._cursor() as cur:
+            cur.execute(Q["mark_breach"], {"app_name": app_name, "run_id": run_id, "breach": "; ".join(rules)})
+
+    @translated
     def run_records(self, app_name: str, run_ids: Sequence[int]) -> dict[int, RunRecord]:
         """The ledger rows of the job's runs ``run_ids`` (those it has), without output."""
         from .records import RunRecord

@@ -447,6 +447,16 @@ class RunView:
         return next((entry.summary for entry in self.entries if entry.summary), None)
 
     @property
+    def breach(self) -> str | None:
+        """The checks it breached, if any (the ledger's; ``--history`` shows ``ok, breach``)."""
+        return self.record.breach if self.record is not None else None
+
+    @property
+    def outcome_text(self) -> str:
+        """The outcome in words, ``ok, breach`` for a success that breached a check."""
+        return f"{self.outcome.text}, breach" if self.breach and self.outcome is Outcome.OK else self.outcome.text
+
+    @property
     def metrics(self) -> Mapping[str, float]:
         """The named numbers the job returned with its summary ({}: none, or before 0024)."""
         return self.record.metrics if self.record is not None else {}
@@ -496,6 +506,7 @@ class RunView:
             "kind": self.kind,
             "summary": self.summary,
             "metrics": dict(self.metrics),
+            "breach": self.breach,
             "output_bytes": self.record.output_bytes if self.record else None,
             "entries": [_entry_json(entry) for entry in self.entries],
         }

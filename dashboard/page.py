@@ -109,7 +109,7 @@ def sparkline(runs: Sequence[RunView], now: dt.datetime) -> str:
         seconds = run.duration(now).total_seconds()
         height = max(2.0, (SPARK_HEIGHT - 6) * min(1.0, seconds / longest))
         x, y = index * SPARK_BAR, SPARK_HEIGHT - height
-        label = f"{stamp(run.started)} UTC: {took(run.duration(now))} {run.outcome.text}"
+        label = f"{stamp(run.started)} UTC: {took(run.duration(now))} {run.outcome_text}"
         bars.append(
             f'<rect class="bar {run.outcome.value}" x="{x}" y="{y:.1f}" '
             f'width="{SPARK_BAR - 1}" height="{height:.1f}"><title>{esc(label)}</title></rect>'
@@ -243,7 +243,7 @@ def history_rows(runs: Sequence[RunView], now: dt.datetime) -> list[list[str]]:
                 esc(short_host(run.by, pid=True) if run.by else "-"),
                 esc(run.run_id if run.run_id is not None else "-"),
                 esc(run.kind or "-"),
-                f'<span class="badge {run.outcome.value}">{esc(run.outcome.text)}</span>{covered}',
+                f'<span class="badge {run.outcome.value}">{esc(run.outcome_text)}</span>{covered}',
                 error,
             ]
         )

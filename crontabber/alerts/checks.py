@@ -172,8 +172,9 @@ def _aggregate(name: str, values: Sequence[float]) -> float:
 
 def breaches(run: "RunRecord", earlier: Sequence["RunRecord"], checks: Checks) -> list[Breach]:
     """The rules ``run`` (succeeded) broke, judged against ``earlier``: the job's runs before
-    it, newest first (only the succeeded ones count)."""
-    good = [r for r in earlier if r.status == "succeeded" and r.run_id < run.run_id]
+    it, newest first (only the succeeded ones that breached nothing count: a breach does not
+    become the new normal)."""
+    good = [r for r in earlier if r.status == "succeeded" and r.breach is None and r.run_id < run.run_id]
     found = []
     seconds = _took_seconds(run)
     if seconds is not None and checks.min_duration and seconds < checks.min_duration.total_seconds():
@@ -229,6 +230,7 @@ def breach_event(run: "RunRecord", breach: Breach, on_breach: str) -> Event:
         "breach",
         f"run {run.run_id}: {breach.rule}",
         f"{run.app_name}: run {run.run_id} breached {breach.rule}: {breach.said}{then}; "
+        "it is left out of the good runs later runs are judged against; "
         f"see --history {run.app_name}, --logs {run.app_name} --run {run.run_id}",
         {
             "run_id": run.run_id,
@@ -323,6 +325,8 @@ def check_runs(
         if run is None:
             continue
         found = breaches(run, [r for r in records if r.run_id != run.run_id], checks)
+        if found:
+            store.mark_breach(job.app_name, run.run_id, [b.rule for b in found])
         for breach in found:
             event = breach_event(run, breach, checks.on_breach)
             logger.warning("%s", event.message, extra={"job": job.app_name})

@@ -268,6 +268,12 @@ SET ended = clock_timestamp(), status = %(status)s,
     error = %(error)s, output = %(output)s, output_dropped = %(dropped)s
 WHERE run_id = %(run_id)s AND status IN ('running', 'abandoned');
 
+-- name: mark_breach
+-- The checks run %(run_id)s of the job breached (crontabber.alerts.checks): it is left out of
+-- the baseline of later runs, and --history shows it "ok, breach".
+UPDATE crontabber_run SET breach = %(breach)s
+WHERE run_id = %(run_id)s AND app_name = %(app_name)s;
+
 -- name: run_records
 -- Ledger rows of a job, newest first: the runs run_ids (NULL: any), at most "limit" (NULL: no
 -- limit), with their captured output only when with_output (--history reads many runs
@@ -275,7 +281,7 @@ WHERE run_id = %(run_id)s AND status IN ('running', 'abandoned');
 SELECT run_id, app_name, kind, host, pid, started, heartbeat, ended, status, intervals,
        first_interval, last_interval, summary, error, octet_length(output) AS output_bytes,
        output_dropped, CASE WHEN %(with_output)s THEN output ELSE '' END AS output, options,
-       metrics
+       metrics, breach
 FROM crontabber_run
 WHERE app_name = %(app_name)s AND (%(run_ids)s::bigint[] IS NULL OR run_id = ANY(%(run_ids)s))
 ORDER BY run_id DESC

@@ -215,6 +215,9 @@ ALTER TABLE crontabber_run ADD COLUMN IF NOT EXISTS resumed_from bigint;
 -- The named numbers a job returned with its summary (the last unit's): --history, --logs,
 -- the metrics file, the checks (min_duration, slower_than, check).
 ALTER TABLE crontabber_run ADD COLUMN IF NOT EXISTS metrics jsonb;
+-- Ours (migration 0027): the checks a succeeded run breached ('; '-joined rules), written by the
+-- tick that judged it: such a run is left out of the baseline later runs are judged against.
+ALTER TABLE crontabber_run ADD COLUMN IF NOT EXISTS breach text;
 
 -- Ours (migration 0025): rights in PostgreSQL, see migrations/0025_roles.sql: the audit's
 -- database user and hash chain, the operator actions as SECURITY DEFINER functions that write

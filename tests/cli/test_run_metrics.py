@@ -92,6 +92,17 @@ def test_a_run_slower_than_k_times_the_p95_of_good_runs_opens_a_breach_alert(cli
     (alert,) = breaches(cli)
     assert alert["subject"].endswith(": slower_than 2 x p95(5)")
     assert "(slower_than 2 x p95(5) of 3 good runs)" in alert["message"]
+    assert "it is left out of the good runs later runs are judged against" in alert["message"]
+    # issue #42 item 9: the breach is not the new normal: the next slow run breaches too,
+    # judged against the same 3 good runs (the breaching run left out of the p95)
+    tick(cli)
+    first, second = breaches(cli)
+    assert "(slower_than 2 x p95(5) of 3 good runs)" in second["message"]
+    history = cli.run("--history", "measuring")
+    outcomes = [line.split()[6:8] for line in history.stdout.splitlines()[1:6]]
+    assert outcomes[:2] == [["ok,", "breach"], ["ok,", "breach"]] and ["ok,", "breach"] not in outcomes[2:]
+    shown = json.loads(cli.run("--history", "measuring", "--json").stdout)["runs"]
+    assert [r["breach"] for r in shown[:3]] == ["slower_than 2 x p95(5)"] * 2 + [None]
 
 
 def test_a_metric_check_with_on_breach_pause_pauses_the_job_naming_the_breach(cli):

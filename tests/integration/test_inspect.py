@@ -103,6 +103,7 @@ def test_list_jobs_json_matches_the_database(crontab):
             "ongoing",
             "paused",
             "waiting_for",
+            "no_host",
             "late_seconds",
             "deadline_missed",
             "depends_on",
@@ -276,6 +277,7 @@ def test_history_of_a_failed_backfill_run(crontab):
         "output_bytes",
         "entries",
         "metrics",
+        "breach",
     }
     assert failed["kind"] == "scheduled" and first["summary"] is None
 

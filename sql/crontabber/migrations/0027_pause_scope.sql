@@ -1,9 +1,12 @@
--- 0027: pauses that only their owner ends, and drains too (issue #42 items 1 and 6). --resume all ended every pause,
+-- 0027: pauses that only their owner ends, and drains too; breaches left out of the baseline
+-- (issue #42 items 1, 5, 6 and 9). --resume all ended every pause,
 -- another operator's incident pause and an on_breach pause included. A pause now records its
 -- scope ('all': made by --pause all; 'breach': on_breach = pause; NULL: a job's own) and a resume of
 -- scope 'all' ends only pauses of that scope. Expand only: the release before this one never
 -- reads the column (its --resume all, run against this schema, ends only --pause all's).
 ALTER TABLE crontabber ADD COLUMN IF NOT EXISTS paused_scope text;
+-- A breach does not become the new normal (issue #42 item 9): the rules a run breached.
+ALTER TABLE crontabber_run ADD COLUMN IF NOT EXISTS breach text;
 
 CREATE OR REPLACE FUNCTION crontabber_pause(
     p_app_name text, p_depends_on text[], p_until timestamptz, p_replace boolean, p_audit json
