@@ -50,7 +50,7 @@ class AuditStore:
             cur.execute(Q["audit_verify"])
             rows = rows_of(cur)
             assert rows
-            return AuditCheck.from_row(rows[0])
+            return AuditCheck.from_rows(rows)
 
         return self.state.in_transaction(work, "verify_audit")
 

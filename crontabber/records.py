@@ -9,7 +9,7 @@ import getpass
 import os
 import socket
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from .state import JobState
 
@@ -35,6 +35,8 @@ class AuditEntry:
     id: int | None = None
     #: The database user that wrote the row (``session_user``: migration 0025; None before it).
     db_user: str | None = None
+    #: Its hash is not that of its columns: changed after it was written (``--verify-audit``).
+    changed: bool = False
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "AuditEntry":
@@ -47,35 +49,53 @@ class AuditEntry:
             at=row["at"],
             id=row["id"],
             db_user=row.get("db_user"),
+            changed=bool(row.get("changed")),
         )
 
 
 @dataclass(frozen=True)
 class AuditCheck:
     """What ``--verify-audit`` found of the audit trail's hash chain (migration 0025): how many
-    rows, the newest row's id, and the first problem (None: the chain is whole)."""
+    rows, the newest row's id, and every break, oldest first (``(row id, what is wrong)``;
+    none: the chain is whole)."""
 
     rows: int
     newest_id: int | None
-    bad_id: int | None = None
-    problem: str | None = None
+    breaks: tuple[tuple[int | None, str], ...] = ()
+
+    @property
+    def whole(self) -> bool:
+        return not self.breaks
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> "AuditCheck":
-        """From the ``audit_verify`` query: the first bad row by id, then a cut tail."""
-        bad, before = row["bad_id"], row["before"]
-        if bad is not None and row["changed"]:
-            problem = f"row {bad} was changed after it was written"
-        elif bad is not None:
-            missing = f"after row {before} " if before is not None else ""
-            problem = f"rows {missing}before row {bad} are missing (deleted)"
-        elif row["tail_cut"]:
-            bad = row["newest_id"]
-            which = f"rows after row {bad} are" if bad is not None else "every row is"
-            problem = f"{which} missing (deleted; the newest written was row {row['head_id']})"
-        else:
-            return cls(row["rows"], row["newest_id"])
-        return cls(row["rows"], row["newest_id"], bad, problem)
+    def from_rows(cls, rows: Sequence[Mapping[str, Any]]) -> "AuditCheck":
+        """From the ``audit_verify`` query: a row per bad row by id (a changed row, rows
+        missing before a row; one row may be both), then a cut tail."""
+        first = rows[0]
+        breaks: list[tuple[int | None, str]] = []
+        for row in rows:
+            bad, before = row["bad_id"], row["before"]
+            if bad is None:
+                continue
+            if row["unlinked"]:
+                missing = f"after row {before} " if before is not None else ""
+                breaks.append((bad, f"rows {missing}before row {bad} are missing (deleted)"))
+            if row["changed"]:
+                breaks.append((bad, f"row {bad} was changed after it was written"))
+        if first["tail_cut"]:
+            newest = first["newest_id"]
+            which = f"rows after row {newest} are" if newest is not None else "every row is"
+            breaks.append((newest, f"{which} missing (deleted; the newest written was row {first['head_id']})"))
+        return cls(first["rows"], first["newest_id"], tuple(breaks))
+
+    def as_json(self) -> dict[str, Any]:
+        """``--verify-audit --json``."""
+        return {
+            "rows": self.rows,
+            "newest_id": self.newest_id,
+            "whole": self.whole,
+            "breaks": [{"row": row, "problem": problem} for row, problem in self.breaks],
+        }
 
 
 @dataclass(frozen=True)

@@ -364,6 +364,7 @@ def audit(ctx: Context) -> int:
                     "job": e.app_name,
                     "reason": e.reason,
                     "detail": dict(e.detail),
+                    "changed": e.changed,
                 }
                 for e in entries
             ],
@@ -381,23 +382,33 @@ def audit(ctx: Context) -> int:
         print(
             f"{utc_text(e.at)}  {e.actor}{f' (db: {e.db_user})' if e.db_user else ''}  {e.action} {e.app_name}"
             f"{f'  why: {e.reason}' if e.reason else ''}{f'  ({detail})' if detail else ''}"
-            f"{'  [no end recorded: still going, or its command was killed]' if open_ else ''}",
+            f"{'  [no end recorded: still going, or its command was killed]' if open_ else ''}"
+            f"{'  [CHANGED after it was written: --verify-audit]' if e.changed else ''}",
             file=out,
         )
     return ExitCode.OK
 
 
 def verify_audit(ctx: Context) -> int:
-    """``--verify-audit``: check the audit trail's hash chain (migration 0025).
+    """``--verify-audit [--json]``: check the audit trail's hash chain (migration 0025), and
+    report every break in one pass (a line each, oldest first; ``--json``: one document).
 
     Raises:
-        AuditChainBroken: naming the first changed or missing row.
+        AuditChainBroken: the chain is broken, naming how many breaks and the first (exit 1).
     """
     check = AuditStore(ctx.store).verify_audit()
-    if check.problem is not None:
-        raise AuditChainBroken(check.bad_id, check.problem)
-    newest = f" (rows up to {check.newest_id})" if check.newest_id is not None else ""
-    print(f"audit trail: {check.rows} rows{newest}, hash chain whole", file=ctx.out)
+    if ctx.args.json:
+        jsonout.emit(check.as_json(), ctx.out)
+    elif check.whole:
+        newest = f" (rows up to {check.newest_id})" if check.newest_id is not None else ""
+        print(f"audit trail: {check.rows} rows{newest}, hash chain whole", file=ctx.out)
+    else:
+        for _, problem in check.breaks:
+            print(f"audit trail: {problem}", file=ctx.out)
+    if not check.whole:
+        row, problem = check.breaks[0]
+        more = f" (and {len(check.breaks) - 1} more: see above)" if len(check.breaks) > 1 else ""
+        raise AuditChainBroken(row, problem + more)
     return ExitCode.OK
 
 

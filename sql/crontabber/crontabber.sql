@@ -358,18 +358,21 @@ VALUES (%(actor)s, %(action)s, %(app_name)s, %(reason)s, %(detail)s)
 RETURNING id;
 
 -- name: audit_list
--- db_user: the database user that wrote the row (migration 0025; NULL before it).
-SELECT id, at, actor, db_user, action, app_name, reason, detail
+-- db_user: the database user that wrote the row (migration 0025; NULL before it); changed:
+-- its hash is not that of its columns (someone changed it after it was written).
+SELECT id, at, actor, db_user, action, app_name, reason, detail,
+       row_hash IS DISTINCT FROM crontabber_audit_hash(crontabber_audit) AS changed
 FROM crontabber_audit
 WHERE %(app_name)s::text IS NULL OR app_name = %(app_name)s
 ORDER BY id DESC
 LIMIT %(limit)s;
 
 -- name: audit_verify
--- --verify-audit: the first row (by id) whose hash is not that of its columns (changed), or
--- whose prev_hash is not the row before's (a row before it is missing: before is the id of
--- the row now before it); the number of rows; the newest row and the head's (the newest row
--- ever written: differing, rows after the newest were deleted). One snapshot.
+-- --verify-audit, every break in one pass: each row (by id) whose hash is not that of its
+-- columns (changed), or whose prev_hash is not the row before's (rows before it are missing:
+-- before is the id of the row now before it); with each, the number of rows and the newest
+-- row and the head's (the newest row ever written: differing, rows after the newest were
+-- deleted). A whole chain gives one row without a bad id. One snapshot.
 WITH chain AS (
     SELECT a.id,
            a.row_hash IS DISTINCT FROM crontabber_audit_hash(a) AS changed,
@@ -379,14 +382,15 @@ WITH chain AS (
 ), newest AS (
     SELECT id, row_hash FROM crontabber_audit ORDER BY id DESC LIMIT 1
 )
-SELECT (SELECT count(*) FROM chain) AS rows, bad.id AS bad_id, bad.changed, bad.before,
-       newest.id AS newest_id, h.last_id AS head_id,
+SELECT (SELECT count(*) FROM chain) AS rows, bad.id AS bad_id, bad.changed, bad.unlinked,
+       bad.before, newest.id AS newest_id, h.last_id AS head_id,
        h.last_id IS DISTINCT FROM newest.id OR h.row_hash IS DISTINCT FROM newest.row_hash
            AS tail_cut
 FROM crontabber_audit_head AS h
 LEFT JOIN newest ON true
-LEFT JOIN LATERAL (SELECT id, changed, before FROM chain WHERE changed OR unlinked
-                   ORDER BY id LIMIT 1) AS bad ON true;
+LEFT JOIN LATERAL (SELECT id, changed, unlinked, before FROM chain WHERE changed OR unlinked)
+    AS bad ON true
+ORDER BY bad.id;
 
 -- name: start_rerun
 -- A --rerun's run: its ledger row only. It runs in a lane of its own: it leaves the job's

@@ -352,3 +352,32 @@ def test_a_runners_tick_pauses_a_job_that_breached_a_check_and_no_other(cli, log
         denied(
             runner, db, f"SELECT crontabber_breach_pause('{app_name}', '{{}}', now() + interval '1d', {run}, '{{}}')"
         )
+
+
+def test_every_break_in_one_pass_with_json_and_audit_marks_a_changed_row(cli, logins):
+    """Issue #42 item 12: a changed row, a deleted row and a cut tail, all in one pass (the
+    trial saw one at a time), the same as JSON; --audit marks the changed row."""
+    operator, readonly = logins["operator"], logins["readonly"]
+    for n in range(6):
+        assert operator.run("--pause", "basic-job", "--reason", f"pause {n}", "--replace").returncode == 0
+    ids = [r["id"] for r in audit_rows(cli)]
+    cli.crontab.sql("UPDATE crontabber_audit SET reason = 'nothing to see' WHERE id = %s", (ids[1],))
+    cli.crontab.sql("DELETE FROM crontabber_audit WHERE id = %s", (ids[3],))
+    cli.crontab.sql("DELETE FROM crontabber_audit WHERE id = %s", (ids[5],))
+    done = readonly.run("--verify-audit")
+    assert done.returncode == 1, done.stdout
+    assert done.stdout.splitlines() == [
+        f"audit trail: row {ids[1]} was changed after it was written",
+        f"audit trail: rows after row {ids[2]} before row {ids[4]} are missing (deleted)",
+        f"audit trail: rows after row {ids[4]} are missing (deleted; the newest written was row {ids[5]})",
+    ]
+    assert done.stderr.strip().endswith("(and 2 more: see above)")
+    shown = readonly.run("--verify-audit", "--json")
+    assert shown.returncode == 1
+    document = json.loads(shown.stdout)
+    assert document["whole"] is False and document["rows"] == 4
+    assert [b["row"] for b in document["breaks"]] == [ids[1], ids[4], ids[4]]
+    listed = readonly.run("--audit").stdout.splitlines()
+    marked = [line for line in listed if "[CHANGED after it was written: --verify-audit]" in line]
+    assert len(marked) == 1 and "why: nothing to see" in marked[0]
+    assert [e["changed"] for e in json.loads(readonly.run("--audit", "--json").stdout)] == [False, False, True, False]

@@ -226,8 +226,8 @@ def test_migration_0025_chains_the_audit_rows_written_before_it(empty_database):
         assert cur.fetchall() == [(None, True, True), (None, False, True), (empty_database.user, False, True)]
     store = AuditStore(StateStore(conn))
     check = store.verify_audit()
-    assert (check.rows, check.problem) == (3, None)
+    assert (check.rows, check.breaks) == (3, ())
     with conn, conn.cursor() as cur:
         cur.execute("UPDATE crontabber_audit SET actor = 'z@h' WHERE actor = 'a@h'")
-    assert store.verify_audit().problem == "row 1 was changed after it was written"
+    assert store.verify_audit().breaks == ((1, "row 1 was changed after it was written"),)
     conn.close()
