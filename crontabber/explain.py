@@ -75,11 +75,13 @@ def explain_job(
     rules: LeaseRules,
     deadline: dt.timedelta = dt.timedelta(0),
     fleet: Sequence[FleetHost] | None = None,
+    error_line: str | None = None,
 ) -> Explanation:
     """What a cron tick at ``now`` would do with ``job``, and why (the runner's
     checks, in its order: placement, paused, held by a live run, due, parents), and where
     its ``deadline`` (zero: none) stands. ``fleet``: the hosts as placement sees them
-    (None: not read; placement is not judged)."""
+    (None: not read; placement is not judged); ``error_line``: its last failure in one plain
+    line (the run ledger's), if it has one."""
     state = states.get(job.app_name)
     notes = _Notes(job, now)
     notes.lines.append(
@@ -88,7 +90,7 @@ def explain_job(
     _placement(notes, job, fleet)
     _pause(notes, job, state)
     _lease(notes, state, marker, rules)
-    _last_runs(notes, state)
+    _last_runs(notes, state, error_line)
     _due(notes, job, state)
     _parents(notes, job, states)
     _deadline(notes, job, state, deadline)
@@ -163,7 +165,7 @@ def _lease(notes: _Notes, state: JobState | None, marker: Marker, rules: LeaseRu
         notes.lines.append(f"marker left by a dead run: {text}; a tick takes the job over")
 
 
-def _last_runs(notes: _Notes, state: JobState | None) -> None:
+def _last_runs(notes: _Notes, state: JobState | None, error_line: str | None = None) -> None:
     notes.facts["last_run"] = state.last_run if state else None
     notes.facts["last_success"] = state.last_success if state else None
     notes.facts["next_run"] = state.next_run if state else None
@@ -180,7 +182,7 @@ def _last_runs(notes: _Notes, state: JobState | None) -> None:
     if state.error_count:
         from .views import ErrorInfo  # the one spelling of an error (--list-jobs, --history)
 
-        error = ErrorInfo.of_state(state.last_error)
+        error = ErrorInfo.of_state(state.last_error, error_line)
         notes.facts["last_error"] = error.as_json() if error else None
         notes.facts["retry_at"] = state.next_run
         retry = notes.at(state.next_run) if state.next_run else "now"

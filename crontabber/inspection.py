@@ -90,8 +90,10 @@ def job_views_now(
         from .placement import unplaced
 
         no_host = unplaced(chosen, store.fleet(settings.monitor.silence_critical_minutes * 60))
+    failing = [job.app_name for job in chosen if (s := states.get(job.app_name)) is not None and s.error_count]
+    errors = store.last_errors(failing)  # no query when none fails
     found = views.job_views(
-        chosen, states, now, lambda state: marker(state, now), _overdue_seconds(settings), missed, no_host
+        chosen, states, now, lambda state: marker(state, now), _overdue_seconds(settings), missed, no_host, errors
     )
     return found + [views.broken_view(b) for b in shown], now
 

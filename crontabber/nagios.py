@@ -90,6 +90,7 @@ def nagios_check(
     limits: "MonitorSettings",
     missed: Mapping[str, str] | None = None,
     broken: Mapping[str, str] | None = None,
+    errors: Mapping[str, str] | None = None,
 ) -> NagiosResult:
     """crontabber's nagios check, plus lateness, deadlines and the fleet.
 
@@ -115,6 +116,8 @@ def nagios_check(
       one: a ``--pause all`` that was forgotten runs nothing): WARNING;
     - a ghost (a state row no configured job has: a job taken out of the
       jobs list instead of paused): WARNING;
+    - ``errors``: the failing jobs' last error in one plain line (the run ledger's), shown
+      in each failing entry (crontabber's status line keeps its ``name | type | value``);
     - a jobs entry that does not load (``broken``: its class path to its error, from
       :func:`crontabber.config.catalog.load_catalog`): CRITICAL, the other jobs checked as usual;
     - no tick recorded by any host for ``silence_critical_minutes``: CRITICAL;
@@ -126,7 +129,7 @@ def nagios_check(
             NagiosEntry(NAGIOS_CRITICAL, "broken", name, f"jobs entry {name} does not load: {problem}")
             for name, problem in (broken or {}).items()
         ),
-        *_job_entries(jobs, states, now, marker, limits),
+        *_job_entries(jobs, states, now, marker, limits, errors or {}),
         *(
             NagiosEntry(NAGIOS_WARNING, "late", name, text)
             for name, text in (missed or {}).items()
@@ -162,6 +165,7 @@ def _job_entries(
     now: dt.datetime,
     marker: MarkerOf,
     limits: "MonitorSettings",
+    errors: Mapping[str, str],
 ) -> Iterator[NagiosEntry]:
     for job in jobs:
         state = states.get(job.app_name)
@@ -177,7 +181,7 @@ def _job_entries(
                 f"{name}: ongoing marker not live: {describe_marker(state, status, now)}",
             )
         if pause_active(state, now):
-            yield _paused_entry(job.app_name, name, state, now)
+            yield _paused_entry(job.app_name, name, state, now, errors.get(job.app_name))
             continue
         if state.error_count:
             kind, value = _error_parts(state)
@@ -186,7 +190,7 @@ def _job_entries(
                 level,
                 "failing",
                 job.app_name,
-                f"{name}: {_error_line(state)}",
+                f"{name}: {_error_line(state, errors.get(job.app_name))}",
                 status_text=f"{name} | {kind} | {value}",
             )  # crontabber's, parsed
         late = lateness(state, now)
@@ -241,15 +245,16 @@ def _error_parts(state: JobState) -> tuple[str, str]:
     return str(state.last_error.get("type", "")), value.replace("|", "/")  # "|": perfdata next
 
 
-def _error_line(state: JobState) -> str:
-    """The last error in the one short form of every command (``Type: message``)."""
+def _error_line(state: JobState, line: str | None = None) -> str:
+    """The last error in the one short form of every command: the run ledger's plain ``line``
+    (``Elasticsearch at http://...: connection refused``), else ``Type: message``."""
     from .views import ErrorInfo  # only for a failing job: the check of a quiet fleet skips it
 
-    error = ErrorInfo.of_state(state.last_error)
+    error = ErrorInfo.of_state(state.last_error, line)
     return error.summary.replace("|", "/") if error else "no error recorded"
 
 
-def _paused_entry(app_name: str, name: str, state: JobState, now: dt.datetime) -> NagiosEntry:
+def _paused_entry(app_name: str, name: str, state: JobState, now: dt.datetime, line: str | None = None) -> NagiosEntry:
     """A paused job: OK (an operator's decision, with a reason and an end), but a WARNING for
     a breach pause, which lasts until someone looks."""
     assert state.paused_until is not None
@@ -258,7 +263,7 @@ def _paused_entry(app_name: str, name: str, state: JobState, now: dt.datetime) -
         f"{state.paused_by or 'unknown'}: {state.paused_reason or 'no reason given'}"
     )
     if state.error_count:
-        text += f"; failing: {_error_line(state)}"
+        text += f"; failing: {_error_line(state, line)}"
     if state.paused_scope == "breach":
         text += f"; a breach pause runs nothing until someone looks (--history {app_name}; --resume {app_name})"
         return NagiosEntry(NAGIOS_WARNING, "paused", app_name, text)

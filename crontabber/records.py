@@ -206,6 +206,8 @@ class Overview:
     hosts: tuple[HostState, ...]
     durations: Mapping[str, dt.timedelta] = field(default_factory=dict)
     metrics: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    # the failing jobs' last error in one plain line (the run ledger's: StateStore.last_errors)
+    errors: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

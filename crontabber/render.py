@@ -202,7 +202,9 @@ def wide_table(views: Sequence[JobView], now: dt.datetime, beats: Beats | None =
         ]
     ]
     for view in views:
-        error = one_line(f"{view.last_error.short_type}: {view.last_error.value}") if view.last_error else "-"
+        error = "-"
+        if view.last_error is not None:  # the ledger's plain line, else the whole message
+            error = one_line(view.last_error.line or f"{view.last_error.short_type}: {view.last_error.value}")
         rows.append(
             [
                 view.name,

@@ -318,7 +318,12 @@ class StateStore:
                 durations = {name: took for name, took in cur.fetchall() if took is not None}
                 cur.execute(Q["last_metrics"], {"app_names": list(app_names)})
                 metrics = {name: dict(values) for name, _, values in cur.fetchall()}
-        return Overview(now, states, hosts, durations, metrics)
+            failing = [name for name, state in states.items() if state.error_count]
+            errors: dict[str, str] = {}
+            if failing:  # a quiet fleet reads nothing more
+                cur.execute(Q["last_errors"], {"app_names": failing})
+                errors = dict(cur.fetchall())
+        return Overview(now, states, hosts, durations, metrics, errors)
 
     @translated
     def state(self, app_name: str) -> JobState | None:
@@ -490,6 +495,17 @@ class StateStore:
         with self._conn, self._cursor() as cur:
             cur.execute(Q["run_records"], {"app_name": app_name, "run_ids": None, "limit": limit, "with_output": False})
             return [RunRecord.from_row(_as_dict(cur, row)) for row in cur.fetchall()]
+
+    @translated
+    def last_errors(self, app_names: Sequence[str]) -> dict[str, str]:
+        """The newest failure of each job of ``app_names`` in one plain line (the run
+        ledger's: ``Elasticsearch at http://...: connection refused``), for the jobs that have
+        one; crontabber's ``last_error`` keeps the raw type and message."""
+        if not app_names:
+            return {}
+        with self._conn, self._cursor() as cur:
+            cur.execute(Q["last_errors"], {"app_names": list(app_names)})
+            return dict(cur.fetchall())
 
     @translated
     def mark_breach(self, app_name: str, run_id: int, rules: Sequence[str]) -> None:

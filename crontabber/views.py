@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from .config.catalog import BrokenEntry, Job
+from .formats import one_line
 from .leases import Marker
 from .records import LogEntry, RunRecord
 from .scheduling import dependency_block, is_due, lateness, pause_active
@@ -128,6 +129,9 @@ class ErrorInfo:
     type: str
     value: str
     traceback: str
+    # the failure in one plain line, when the run ledger has it (``Elasticsearch at http://...:
+    # connection refused``: crontabber.failures.describe); None: derived from type and value
+    line: str | None = None
 
     @property
     def short_type(self) -> str:
@@ -135,32 +139,38 @@ class ErrorInfo:
 
     @property
     def summary(self) -> str:
-        """``Type: first line of the value``, on one line."""
+        """The one line every command shows: the ledger's plain line, else ``Type: first line
+        of the value``."""
+        if self.line:
+            return one_line(self.line)
         first = (self.value.strip().splitlines() or [""])[0]
         return f"{self.short_type}: {first}" if first else self.short_type
 
     @classmethod
-    def of_state(cls, last_error: Mapping[str, Any]) -> "ErrorInfo | None":
-        """From a state row's ``last_error`` (None when it is empty)."""
+    def of_state(cls, last_error: Mapping[str, Any], line: str | None = None) -> "ErrorInfo | None":
+        """From a state row's ``last_error`` (None when it is empty); ``line``: the run
+        ledger's plain line of it (:meth:`crontabber.store.StateStore.last_errors`)."""
         if not last_error:
             return None
         return cls(
             type_name(str(last_error.get("type", ""))),
             str(last_error.get("value", "")),
             str(last_error.get("traceback", "")),
+            line,
         )
 
     @classmethod
-    def of_entry(cls, entry: LogEntry) -> "ErrorInfo | None":
-        """From a log row (None for a success row)."""
+    def of_entry(cls, entry: LogEntry, line: str | None = None) -> "ErrorInfo | None":
+        """From a log row (None for a success row); ``line``: its run's error in one plain
+        line, from the run ledger."""
         if entry.exc_type is None:
             return None
         kind = type_name(entry.exc_type)
         value = value_from_repr(entry.exc_value or "", kind.rsplit(".", 1)[-1])
-        return cls(kind, value, entry.exc_traceback or "")
+        return cls(kind, value, entry.exc_traceback or "", line)
 
     def as_json(self) -> dict[str, Any]:
-        return {"type": self.type, "value": self.value, "traceback": self.traceback}
+        return {"type": self.type, "value": self.value, "traceback": self.traceback, "summary": self.summary}
 
 
 def entry_outcome(entry: LogEntry) -> Outcome:
@@ -283,6 +293,7 @@ def job_view(
     overdue_seconds: float,
     missed: DeadlineView | None = None,
     no_host: str | None = None,
+    error_line: str | None = None,
 ) -> JobView:
     """The view of one configured job at ``now``.
 
@@ -290,7 +301,8 @@ def job_view(
     host); ``overdue_seconds`` is how late a due job may be before it is
     ``overdue`` rather than ``due`` (a tick every few minutes makes any job a
     little late); ``missed``: its interval past its deadline, if one is; ``no_host``: why no
-    live, undrained host may run it (:func:`crontabber.placement.unplaced`), if none may.
+    live, undrained host may run it (:func:`crontabber.placement.unplaced`), if none may;
+    ``error_line``: its last failure in one plain line (the run ledger's), if it has one.
     """
     state = states.get(job.app_name)
     ongoing = _ongoing(state, marker)
@@ -314,7 +326,7 @@ def job_view(
         last_success=state.last_success if state else None,
         next_run=state.next_run if state else None,
         error_count=state.error_count if state else 0,
-        last_error=ErrorInfo.of_state(state.last_error) if state else None,
+        last_error=ErrorInfo.of_state(state.last_error, error_line) if state else None,
         ongoing=ongoing,
         paused=paused,
         depends_on=job.depends_on,
@@ -392,12 +404,23 @@ def job_views(
     overdue_seconds: float,
     missed: Mapping[str, DeadlineView] | None = None,
     no_host: Mapping[str, str] | None = None,
+    errors: Mapping[str, str] | None = None,
 ) -> list[JobView]:
     """:func:`job_view` of each job, in the order given (config order); ``missed``: the
-    jobs past a deadline, ``no_host``: those no live host may run (why), by app name."""
-    missed, no_host = missed or {}, no_host or {}
+    jobs past a deadline, ``no_host``: those no live host may run (why), ``errors``: the
+    failing jobs' last error in one plain line, by app name."""
+    missed, no_host, errors = missed or {}, no_host or {}, errors or {}
     return [
-        job_view(job, states, now, marker, overdue_seconds, missed.get(job.app_name), no_host.get(job.app_name))
+        job_view(
+            job,
+            states,
+            now,
+            marker,
+            overdue_seconds,
+            missed.get(job.app_name),
+            no_host.get(job.app_name),
+            errors.get(job.app_name),
+        )
         for job in jobs
     ]
 
@@ -606,7 +629,7 @@ def _run(rows: list[LogEntry], holding: OngoingView | None, record: RunRecord | 
         started,
         None if ongoing else last.log_time,
         outcome,
-        ErrorInfo.of_entry(failure) if failure else None,
+        ErrorInfo.of_entry(failure, record.error if record is not None else None) if failure else None,
         tuple(rows),
         ongoing,
         record,

@@ -554,6 +554,17 @@ def health_line(check: Mapping[str, Any], views: Sequence[JobView]) -> str:
     return f"{check['status']} - " + "; ".join(parts)
 
 
+def plain_summary(check: Mapping[str, Any]) -> str:
+    """``--nagios``'s status line in the dashboard's words: its entries of the status's level
+    (a failing job's error as its one plain line), not crontabber's ``name (Class) |
+    <class '...'> | value`` (which ``--nagios`` keeps for crontabber's monitors)."""
+    if check["status"] == "OK":
+        return str(check["summary"])
+    return f"{check['status']} - " + "; ".join(
+        str(entry["text"]) for entry in check["entries"] if entry["level"] == check["status"]
+    )
+
+
 # ---------------------------------------------------------------------------- alerts
 
 
@@ -642,7 +653,7 @@ def fleet_panel(document: Mapping[str, Any]) -> str:
     return (
         f'<h2>Fleet <span class="badge nagios-{esc(check["status"].lower())}" '
         f'data-k="check.status">{esc(check["status"])}</span></h2>'
-        f'<p class="summary">{esc(check["summary"])}</p>'
+        f'<p class="summary">{esc(plain_summary(check))}</p>'
         + table(["host", "version", "code", "last tick", "clock skew", "in the fleet", "tags", "drain"], rows, "small")
     )
 

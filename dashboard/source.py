@@ -202,6 +202,7 @@ class Source:
             limits,
             missed_deadlines(self.jobs, self.settings, overview.states, overview.now),
             {entry.name: entry.problem for entry in self.broken},
+            overview.errors,
         )
         recent = {host.host for host in nagios.recent_hosts(overview.hosts, overview.now, limits)}
         hosts = sorted(overview.hosts, key=lambda host: host.last_tick, reverse=True)

@@ -20,7 +20,7 @@ import datetime as dt
 import logging
 import os
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from .. import jsonout
 from ..config.catalog import BrokenEntry, Job, job_options
@@ -49,6 +49,9 @@ from .rules import (
     superseded,
     takeover,
 )
+
+if TYPE_CHECKING:
+    from ..records import RunRecord
 from .store import AlertStore, MuteWindow
 from .sweep import Swept
 
@@ -145,19 +148,21 @@ class Alerter:
         )
         if state is None or not rules.after_failures or state.error_count < rules.after_failures:
             return watched
+        record = self._failed_run(state)
         return replace(
             watched,
-            failed_by=self._failed_by(state),
+            failed_by=record.by if record is not None else None,
             blocks=tuple(name for name, child in self.jobs.items() if app_name in child.depends_on),
             link=self.config.job_link(app_name),
+            error_line=record.error if record is not None else None,
         )
 
-    def _failed_by(self, state: JobState) -> str | None:
-        """``host:pid`` of the job's last run (the failed one), from the run ledger."""
+    def _failed_run(self, state: JobState) -> RunRecord | None:
+        """The job's last run (the failed one) in the run ledger: who ran it (``host:pid``)
+        and its error in one plain line."""
         if state.run_id is None:
             return None
-        record = self.store.run_records(state.app_name, [state.run_id]).get(state.run_id)
-        return record.by if record is not None else None
+        return self.store.run_records(state.app_name, [state.run_id]).get(state.run_id)
 
     def targets_of(self, app_name: str) -> list[str]:
         """The target names of a job's alerts: its ``alert_to``, else every target. A name

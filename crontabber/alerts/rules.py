@@ -73,6 +73,7 @@ class Watched:
     failed_by: str | None = None
     blocks: tuple[str, ...] = ()
     link: str = ""
+    error_line: str | None = None  # the failed run's error in one plain line (the ledger's)
     unplaced: str = ""  # why no live host may run it (crontabber.placement.no_live_host)
     hosts: tuple[str, ...] = ()  # the tags it needs (its ``hosts`` option)
 
@@ -174,6 +175,7 @@ def failing(
     failed_by: str | None = None,
     blocks: tuple[str, ...] = (),
     link: str = "",
+    error_line: str | None = None,
 ) -> Event | None:
     """The ``failing`` condition: ``after_failures`` failures in a row. The message names
     the last failed run and who ran it (``failed_by``: ``host:pid``), the jobs it blocks (its
@@ -185,7 +187,7 @@ def failing(
         return None
     from ..views import ErrorInfo  # imported once a job fails: views is not a tick's
 
-    error = ErrorInfo.of_state(state.last_error)
+    error = ErrorInfo.of_state(state.last_error, error_line)
     summary = error.summary[:300] if error else "no error recorded"
     streak = (
         f"after {state.last_success.isoformat() if state.last_success else 'never'}"
@@ -225,6 +227,7 @@ def failing_of(watched: Watched) -> Event | None:
         failed_by=watched.failed_by,
         blocks=watched.blocks,
         link=watched.link,
+        error_line=watched.error_line,
     )
 
 

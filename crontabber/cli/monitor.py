@@ -35,6 +35,7 @@ def nagios(ctx: Context) -> int:
         ctx.settings.monitor,
         missed_deadlines(ctx.jobs, ctx.settings, overview.states, overview.now),
         {entry.name: entry.problem for entry in ctx.broken},
+        overview.errors,
     )
     if ctx.args.json:
         jsonout.emit(result.as_json(), ctx.out)

@@ -41,9 +41,9 @@ def explain(ctx: Context) -> int:
     states, now = store.states(), store.now()
     deadline = alert_rules(job, settings.sources).deadline
     fleet = store.fleet(settings.monitor.silence_critical_minutes * 60) if job.hosts else None
-    result = explain_job(
-        job, states, now, markers_from_here(rules)(states.get(job.app_name), now), rules, deadline, fleet
-    )
+    state = states.get(job.app_name)
+    line = store.last_errors([job.app_name]).get(job.app_name) if state is not None and state.error_count else None
+    result = explain_job(job, states, now, markers_from_here(rules)(state, now), rules, deadline, fleet, line)
     blocks = blocked_dependents(job, jobs, states, now)
     if args.json:
         jsonout.emit({**result.facts, "blocks": blocks, "database": settings.database.target}, out)

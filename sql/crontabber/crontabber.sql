@@ -268,6 +268,15 @@ SET ended = clock_timestamp(), status = %(status)s,
     error = %(error)s, output = %(output)s, output_dropped = %(dropped)s
 WHERE run_id = %(run_id)s AND status IN ('running', 'abandoned');
 
+-- name: last_errors
+-- The failing jobs' newest failure in one plain line, from the run ledger (the line naming the
+-- service and its address: crontabber.failures.describe), where crontabber's last_error holds
+-- the exception's type and raw message.
+SELECT DISTINCT ON (app_name) app_name, error
+FROM crontabber_run
+WHERE app_name = ANY(%(app_names)s) AND error IS NOT NULL AND status <> 'succeeded'
+ORDER BY app_name, run_id DESC;
+
 -- name: mark_breach
 -- The checks run %(run_id)s of the job breached (crontabber.alerts.checks): it is left out of
 -- the baseline of later runs, and --history shows it "ok, breach".

@@ -35,6 +35,18 @@ def test_elasticsearch_down_is_one_line_naming_it(cli):
     state = cli.crontab.state("rebuild-search-index")
     assert "Traceback" not in state.last_error["traceback"]  # the frames, as crontabber keeps them
     assert "File " in state.last_error["traceback"]
+    # issue #42 item 11: the same one line everywhere, never the client's nested repr
+    shown = {
+        "--list-jobs": cli.run("--list-jobs", "--wide").stdout,  # LAST ERROR column in full
+        "--explain": cli.run("--explain", "rebuild-search-index").stdout,
+        "--history --json": cli.run("--history", "rebuild-search-index", "--json").stdout,
+        "--nagios": "\n".join(cli.run("--nagios").stdout.splitlines()[1:]),  # crontabber's status line first
+        "--explain --json": cli.run("--explain", "rebuild-search-index", "--json").stdout,
+    }
+    for command, text in shown.items():
+        assert expected in text, (command, text)
+        if "--json" not in command:  # the JSON keeps the raw value beside its summary
+            assert "NewConnectionError" not in text and "<class" not in text, (command, text)
 
 
 def test_elasticsearch_resetting_connections_is_one_line_naming_it(cli):

@@ -129,6 +129,7 @@ def test_list_jobs_json_matches_the_database(crontab):
         "type": "psycopg2.errors.UndefinedTable",
         "value": LONG_ERROR,
         "traceback": '  File "x.py", line 1, in run\n    cur.execute(q)\n',
+        "summary": "UndefinedTable: " + LONG_ERROR.splitlines()[0],  # no run in the ledger: from the value
     }
     assert retention["class"] == "jobs.missing_symbols.apps.MissingSymbolsRetentionCronApp"
     assert retention["schedule"] == "1d @ 04:00" and retention["depends_on"] == []
@@ -439,7 +440,12 @@ def test_show_error_json_matches_the_log(crontab):
         "host": row["host"],
         "pid": row["pid"],
         "source": "log",
-        "error": {"type": "NameError", "value": "Trouble!!", "traceback": row["exc_traceback"]},
+        "error": {
+            "type": "NameError",
+            "value": "Trouble!!",
+            "traceback": row["exc_traceback"],
+            "summary": "NameError: Trouble!!",
+        },
     }
 
 
