@@ -181,7 +181,9 @@ class BaseCronApp(RequiredConfig):
             yield now
             return
         schedule = with_delay(
-            parse_schedule(self.config["frequency"], self.config.get("time")), self.config, self.app_name
+            parse_schedule(self.config["frequency"], self.config.get("time"), self.config.get("time_zone") or "UTC"),
+            self.config,
+            self.app_name,
         )
         last_success = (self.job_information or {}).get("last_success")
         dates = self.rerun_dates

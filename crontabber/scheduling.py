@@ -13,6 +13,7 @@ from __future__ import annotations
 import collections.abc
 import datetime as dt
 import graphlib
+import itertools
 import re
 
 from .errors import ConfigurationError
@@ -35,7 +36,7 @@ _TIME = re.compile(r"^\s*(\d{1,2}):(\d{1,2})\s*$")
 
 
 class TimeOfDay(Frozen):
-    """A UTC time of day (``HH:MM``) at which a job runs."""
+    """A time of day (``HH:MM``) at which a job runs, in its schedule's time zone."""
 
     __slots__ = ("hour", "minute")
     hour: int
@@ -50,23 +51,31 @@ class TimeOfDay(Frozen):
 
 
 class Schedule(Frozen):
-    """How often a job runs: its frequency and optional time of day, and how late it sees
-    the clock.
+    """When a job runs, of one of two kinds, in a time zone, and how late it sees the clock.
 
-    ``lag`` (the settle lag) and ``jitter`` (a fixed offset derived from the job's name,
-    :func:`jitter_offset`) add up to :attr:`delay`: the job runs as if the time were ``now -
-    delay``. A daily job at 06:00 with a delay of 7 minutes is due at 06:07; a backfill job's
-    interval ``T`` runs once ``T + delay`` has passed (its data has settled). ``next_run`` is
-    stored as the wall-clock time it is due (the delay included), so the due check, lateness
-    and every view read it as they always did.
+    - crontabber's frequency (``5m``, ``1d``) and optional time of day (``05:00``, read on
+      the clocks of ``zone``); ``seconds`` is the frequency;
+    - a cron expression (``0 3 * * 1-5``, ``@daily``): ``frequency`` holds it as written,
+      ``expression`` its five fields (macros expanded), ``seconds`` is 0; its fire times are
+      :mod:`crontabber.cron`'s, on the clocks of ``zone``.
+
+    ``zone`` is an IANA name, ``UTC`` by default (crontabber's only zone). ``lag`` (the settle
+    lag) and ``jitter`` (a fixed offset derived from the job's name, :func:`jitter_offset`) add
+    up to :attr:`delay`: the job runs as if the time were ``now - delay``. A daily job at 06:00
+    with a delay of 7 minutes is due at 06:07; a backfill job's interval ``T`` runs once ``T +
+    delay`` has passed (its data has settled). ``next_run`` is stored as the wall-clock time it
+    is due (the delay included), so the due check, lateness and every view read it as they
+    always did.
     """
 
-    __slots__ = ("frequency", "seconds", "time", "lag", "jitter")
+    __slots__ = ("frequency", "seconds", "time", "lag", "jitter", "zone", "expression")
     frequency: str
     seconds: int
     time: TimeOfDay | None
     lag: dt.timedelta
     jitter: dt.timedelta
+    zone: str
+    expression: str | None
 
     def __init__(
         self,
@@ -75,24 +84,56 @@ class Schedule(Frozen):
         time: TimeOfDay | None,
         lag: dt.timedelta = dt.timedelta(0),
         jitter: dt.timedelta = dt.timedelta(0),
+        zone: str = "UTC",
+        expression: str | None = None,
     ) -> None:
         setfield(self, "frequency", frequency)
         setfield(self, "seconds", seconds)
         setfield(self, "time", time)
         setfield(self, "lag", lag)
         setfield(self, "jitter", jitter)
+        setfield(self, "zone", zone)
+        setfield(self, "expression", expression)
 
     def __str__(self) -> str:
-        return f"{self.frequency} @ {self.time}" if self.time else self.frequency
+        """The schedule as written, and its zone when it has one and it matters:
+        ``1d @ 05:00``, ``0 3 * * 1-5 Europe/Berlin``."""
+        text = f"{self.frequency} @ {self.time}" if self.time else self.frequency
+        return f"{text} {self.zone}" if self.zoned else text
+
+    @property
+    def is_cron(self) -> bool:
+        """Whether this is a cron expression (else crontabber's frequency)."""
+        return self.expression is not None
+
+    @property
+    def zoned(self) -> bool:
+        """Whether the schedule reads the clocks of a zone other than UTC (a frequency
+        without a time of day reads none)."""
+        return self.zone != "UTC" and (self.is_cron or self.time is not None)
 
     @property
     def interval(self) -> dt.timedelta:
+        """crontabber's frequency; for a cron expression, the shortest time between two
+        of its fire times (:func:`crontabber.cron.shortest_gap`)."""
+        if self.expression is not None:
+            from .cron import shortest_gap
+
+            return shortest_gap(self.expression, self.zone)
         return dt.timedelta(seconds=self.seconds)
 
     @property
     def delay(self) -> dt.timedelta:
         """How late the job sees the clock: its settle lag plus its jitter."""
         return self.lag + self.jitter
+
+    def in_zone(self, zone: str) -> "Schedule":
+        """This schedule read on the clocks of ``zone`` (checked: :func:`crontabber.cron.check_zone`).
+
+        Raises:
+            ValueError: an unknown zone.
+        """
+        return self.replace(zone=check_zone(zone))
 
     def delayed(self, lag: dt.timedelta, spread: dt.timedelta, app_name: str) -> "Schedule":
         """This schedule with a settle ``lag`` and the jitter of ``app_name`` within ``spread``.
@@ -107,9 +148,12 @@ class Schedule(Frozen):
             return self  # most jobs: nothing to derive
         jitter = jitter_offset(app_name, spread)
         if lag + spread >= self.interval:
-            raise ValueError(
-                f"settle lag + jitter ({lag + spread}) must be shorter than the job's frequency ({self.frequency})"
+            what = (
+                f"the shortest time between the job's fire times ({self.interval})"
+                if self.is_cron
+                else f"the job's frequency ({self.frequency})"
             )
+            raise ValueError(f"settle lag + jitter ({lag + spread}) must be shorter than {what}")
         return self.replace(lag=lag, jitter=jitter)
 
 
@@ -219,33 +263,77 @@ def parse_time(text: str) -> TimeOfDay:
     return TimeOfDay(hour, minute)
 
 
-def parse_schedule(frequency: str, time: str | None) -> Schedule:
-    """Validate a frequency and optional time together.
+def parse_schedule(frequency: str, time: str | None, zone: str = "UTC") -> Schedule:
+    """Validate a frequency and optional time together, or a cron expression, read on the
+    clocks of ``zone``.
 
     A time of day needs a frequency of at least one day (crontabber only
-    checked this in ``--configtest``; we refuse it up front).
+    checked this in ``--configtest``; we refuse it up front). A cron expression
+    (:func:`crontabber.cron.looks_like_cron`) takes no time of day.
 
     Raises:
-        ValueError: naming the bad part.
+        ValueError: naming the bad part (``bad minute field '61'``, an unknown zone).
     """
-    seconds = parse_frequency(frequency)
-    time_of_day = parse_time(time) if time else None
-    if time_of_day is not None and seconds < DAY:
-        raise ValueError(f"a time of day ({time}) needs a frequency of at least 1d, not {frequency!r}")
-    return Schedule(frequency.strip(), seconds, time_of_day)
+    if looks_like_cron(frequency):
+        from .cron import check_expression
+
+        if time:
+            raise ValueError(f"a cron expression ({frequency.strip()!r}) takes no time of day ({time})")
+        text = " ".join(frequency.split())
+        schedule = Schedule(text, 0, None, expression=check_expression(text))
+    else:
+        seconds = parse_frequency(frequency)
+        time_of_day = parse_time(time) if time else None
+        if time_of_day is not None and seconds < DAY:
+            raise ValueError(f"a time of day ({time}) needs a frequency of at least 1d, not {frequency!r}")
+        schedule = Schedule(frequency.strip(), seconds, time_of_day)
+    return schedule if zone in ("", "UTC") else schedule.in_zone(zone)
+
+
+def check_zone(text: str) -> str:
+    """A ``time_zone`` option's value: an IANA zone name (``UTC`` when empty), checked
+    (zoneinfo is imported only for a zone other than UTC).
+
+    Raises:
+        ValueError: ``unknown time zone 'Europe/Berln'``.
+    """
+    if str(text).strip() in ("", "UTC"):
+        return "UTC"
+    from .cron import check_zone as check
+
+    return check(str(text))
+
+
+def looks_like_cron(text: str) -> bool:
+    """Whether a schedule's text is a cron expression (a macro, or fields separated by
+    spaces) rather than crontabber's frequency (``5m``, ``1d``)."""
+    stripped = text.strip()
+    return stripped.startswith("@") or len(stripped.split()) > 1
+
+
+# Entries are separated by newlines, semicolons and commas, as in crontabber; a comma inside a
+# cron expression (``0 9,17 * * *``) is none: a separating comma is followed by the end, a
+# separator, a comment or the next entry's ``module.Class|``.
+_SEPARATOR = re.compile(r"[\n;]|,(?=\s*(?:$|[,;#\n]|[A-Za-z_][\w.]*\s*\|))")
+
+
+def split_pieces(text: str) -> list[str]:
+    """The pieces of a ``jobs`` option, stripped, blank and commented ones included."""
+    return [piece.strip() for piece in _SEPARATOR.split(text or "")]
 
 
 def split_jobs_list(text: str) -> list[str]:
-    """Split the ``jobs`` option on newlines, commas and semicolons.
+    """Split the ``jobs`` option on newlines, commas and semicolons (not on the commas of a
+    cron expression's lists).
 
     Blank pieces and pieces starting with ``#`` are dropped, as crontabber does.
     """
-    pieces = (piece.strip() for piece in re.split(r"[\n,;]", text or ""))
-    return [piece for piece in pieces if piece and not piece.startswith("#")]
+    return [piece for piece in split_pieces(text) if piece and not piece.startswith("#")]
 
 
 def parse_job_entry(text: str) -> JobEntry:
-    """Parse ``module.Class|FREQ``, ``module.Class|FREQ|HH:MM`` or ``module.Class|HH:MM``.
+    """Parse ``module.Class|FREQ``, ``module.Class|FREQ|HH:MM``, ``module.Class|HH:MM`` or
+    ``module.Class|CRON EXPRESSION`` (``0 3 * * 1-5``, ``@daily``).
 
     A single metadata field holding ``:`` is a time with a frequency of ``1d``.
     Whitespace around the fields is allowed (crontabber broke on ``A | 5m``).
@@ -257,7 +345,9 @@ def parse_job_entry(text: str) -> JobEntry:
     if len(fields) < 2 or not fields[1]:
         raise ConfigurationError(f"jobs entry {text!r}", "no frequency and/or time defined")
     if len(fields) > 3:
-        raise ConfigurationError(f"jobs entry {text!r}", "too many '|' fields; expected module.Class|FREQ[|HH:MM]")
+        raise ConfigurationError(
+            f"jobs entry {text!r}", "too many '|' fields; expected module.Class|FREQ[|HH:MM] or module.Class|CRON"
+        )
     class_path = fields[0]
     if not re.fullmatch(r"[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)+", class_path):
         raise ConfigurationError(f"jobs entry {text!r}", f"{class_path!r} is not a dotted module.Class path")
@@ -283,12 +373,12 @@ def never_ran(state: JobState | None) -> bool:
 
 
 def first_run_due(schedule: Schedule, now: dt.datetime) -> bool:
-    """The first-run rule: due at once, or with a time of day once UTC ``now`` reached it
-    (plus the schedule's delay)."""
-    if schedule.time is None:
+    """The first-run rule: due at once, or, with a time of day or a cron expression, once
+    one of its times of today (in its zone) has passed by ``now`` (less the schedule's
+    delay): crontabber's rule for ``HH:MM``, the same for the fire times of an expression."""
+    if schedule.time is None and not schedule.is_cron:
         return True
-    utc = (now - schedule.delay).astimezone(dt.timezone.utc)
-    return (utc.hour, utc.minute) >= (schedule.time.hour, schedule.time.minute)
+    return first_due_at(schedule, now) is not None
 
 
 def is_due(state: JobState | None, schedule: Schedule, now: dt.datetime) -> bool:
@@ -310,54 +400,132 @@ def is_due(state: JobState | None, schedule: Schedule, now: dt.datetime) -> bool
 
 
 def first_due_at(schedule: Schedule, now: dt.datetime) -> dt.datetime | None:
-    """When a job that never ran became due today by its time of day (UTC), if ``now`` has
-    reached it; None without a time of day (then it is due from whenever it was added)."""
-    if schedule.time is None or not first_run_due(schedule, now):
+    """When a job that never ran became due today (in its zone) by its time of day or its
+    last fire time of today, if ``now`` has reached it; None without one (then it is due
+    from whenever it was added)."""
+    clock = now - schedule.delay
+    if schedule.expression is not None:
+        from .cron import previous_fire
+
+        fired = previous_fire(schedule.expression, schedule.zone, clock)
+        if fired is None or _local(fired, schedule).date() != _local(clock, schedule).date():
+            return None
+        return fired + schedule.delay
+    if schedule.time is None:
         return None
-    return (now - schedule.delay).astimezone(dt.timezone.utc).replace(
-        hour=schedule.time.hour, minute=schedule.time.minute, second=0, microsecond=0
-    ) + schedule.delay
+    today = _resolve(_anchored(clock, schedule), schedule)
+    return today + schedule.delay if clock >= today else None
 
 
 def next_run_after(started: dt.datetime, schedule: Schedule, succeeded: bool, error_retry_time: float) -> dt.datetime:
     """The ``next_run`` written when an attempt that began at ``started`` ends.
 
     After a failure: ``started + error_retry_time`` seconds (the runner passes
-    :func:`crontabber.leases.retry_delay`, which may grow with each failure). After a success:
-    ``started + frequency``, with the hour and minute replaced by the time of
-    day if there is one (keeping that calendar date, as crontabber does), counted on the
-    job's clock (``started - delay``) and given back on the wall clock (``+ delay``): a
-    job at 23:55 with 10 minutes of jitter that started at 00:05 is next due at 00:05 the
-    day after, not two days later.
+    :func:`crontabber.leases.retry_delay`, which may grow with each failure). After a success,
+    counted on the job's clock (``started - delay``) and given back on the wall clock (``+
+    delay``): a cron expression's first fire time after it; else ``started + frequency``,
+    with the hour and minute replaced by the time of day (in the schedule's zone) if there is
+    one (keeping that calendar date, as crontabber does). A job at 23:55 with 10 minutes of
+    jitter that started at 00:05 is next due at 00:05 the day after, not two days later.
     """
     if not succeeded:
         return started + dt.timedelta(seconds=error_retry_time)
-    nxt = (started - schedule.delay).astimezone(dt.timezone.utc) + schedule.interval
-    if schedule.time is not None:
-        nxt = nxt.replace(hour=schedule.time.hour, minute=schedule.time.minute, second=0, microsecond=0)
-    return nxt + schedule.delay
+    clock = started - schedule.delay
+    if schedule.expression is not None:
+        from .cron import next_fire
+
+        return next_fire(schedule.expression, schedule.zone, clock) + schedule.delay
+    if schedule.time is None:
+        return clock.astimezone(dt.timezone.utc) + schedule.interval + schedule.delay
+    return _resolve(_anchored(clock, schedule, plus=schedule.interval), schedule) + schedule.delay
+
+
+def upcoming(schedule: Schedule, after: dt.datetime, count: int) -> list[dt.datetime]:
+    """The next ``count`` times the job is due after ``after`` if each run starts on time
+    and succeeds (``--next``): a cron expression's next fire times (plus the delay); for
+    crontabber's form, ``next_run_after`` of a run at ``after``, then of each."""
+    times: list[dt.datetime] = []
+    when = after
+    for _ in range(count):
+        when = next_run_after(when, schedule, True, 0)
+        times.append(when)
+    return times
 
 
 def backfill_dates(last_success: dt.datetime | None, schedule: Schedule, now: dt.datetime) -> list[dt.datetime]:
     """The dates a backfill job is called with, oldest first.
 
-    With no previous success the job runs once with ``now``. Otherwise each
-    whole interval since ``last_success`` (anchored to the time of day in UTC,
-    so a job reached a minute late on some days does not drift) gives one date,
-    strictly before ``now``. ``now`` is the job's clock: the schedule's delay (settle lag
-    and jitter) is taken off first, so interval ``T`` comes once ``T + delay`` has passed.
+    ``now`` is the job's clock: the schedule's delay (settle lag and jitter) is taken off
+    first, so interval ``T`` comes once ``T + delay`` has passed. A cron expression's
+    intervals are its fire times: those after ``last_success`` and before ``now``; with no
+    previous success, its last fire time. crontabber's form: with no previous success the
+    job runs once with ``now``; otherwise each whole interval since ``last_success``
+    (anchored to the time of day in the schedule's zone, so a job reached a minute late on
+    some days does not drift) gives one date, strictly before ``now``.
     """
     now = now - schedule.delay
+    if schedule.expression is not None:
+        from .cron import fires, previous_fire
+
+        if last_success is None:
+            return [previous_fire(schedule.expression, schedule.zone, now) or now]
+        return list(
+            itertools.takewhile(lambda when: when < now, fires(schedule.expression, schedule.zone, last_success))
+        )
     if last_success is None:
         return [now]
-    when = last_success.astimezone(dt.timezone.utc)
-    if schedule.time is not None:
-        when = when.replace(hour=schedule.time.hour, minute=schedule.time.minute, second=0, microsecond=0)
+    if schedule.time is None:
+        when = last_success.astimezone(dt.timezone.utc)
+        dates = []
+        while when + schedule.interval < now:
+            when += schedule.interval
+            dates.append(when)
+        return dates
+    local = _anchored(last_success, schedule)  # stepped on the zone's clock
     dates = []
-    while when + schedule.interval < now:
-        when += schedule.interval
-        dates.append(when)
+    while _resolve(local + schedule.interval, schedule) < now:
+        local += schedule.interval
+        dates.append(_resolve(local, schedule))
     return dates
+
+
+def next_interval_after(schedule: Schedule, when: dt.datetime) -> dt.datetime:
+    """The interval a backfill job runs after the one at ``when``: the next fire time of a
+    cron expression; crontabber's form: ``when`` (on its time of day) plus the frequency."""
+    if schedule.expression is not None:
+        from .cron import next_fire
+
+        return next_fire(schedule.expression, schedule.zone, when)
+    if schedule.time is None:
+        return when.astimezone(dt.timezone.utc) + schedule.interval
+    return _resolve(_anchored(when, schedule) + schedule.interval, schedule)
+
+
+def _local(when: dt.datetime, schedule: Schedule) -> dt.datetime:
+    """``when`` on the clocks of the schedule's zone."""
+    if schedule.zone == "UTC":
+        return when.astimezone(dt.timezone.utc)
+    from .cron import zone_of
+
+    return when.astimezone(zone_of(schedule.zone))
+
+
+def _anchored(when: dt.datetime, schedule: Schedule, plus: dt.timedelta = dt.timedelta(0)) -> dt.datetime:
+    """The naive wall-clock time of ``when`` in the schedule's zone, ``plus`` later on that
+    clock, on the schedule's time of day."""
+    assert schedule.time is not None
+    local = _local(when, schedule).replace(tzinfo=None) + plus
+    return local.replace(hour=schedule.time.hour, minute=schedule.time.minute, second=0, microsecond=0)
+
+
+def _resolve(local: dt.datetime, schedule: Schedule) -> dt.datetime:
+    """The instant (UTC) at which the schedule's zone reads the naive wall-clock time
+    ``local``, by the fixed-time DST rule (:func:`crontabber.cron.wall_time`)."""
+    if schedule.zone == "UTC":
+        return local.replace(tzinfo=dt.timezone.utc)
+    from .cron import wall_time
+
+    return wall_time(local.date(), local.time(), schedule.zone)
 
 
 def dependency_block(depends_on: Sequence[str], states: Mapping[str, JobState | None], now: dt.datetime) -> str | None:
@@ -495,15 +663,18 @@ def rerun_dates(
     now: dt.datetime,
 ) -> list[dt.datetime]:
     """The dates a backfill job is called with to redo the days ``first`` to
-    ``last``, oldest first: the intervals starting on those UTC days, anchored
-    as the job's own backfill anchors them (its time of day, else the time of
-    day of its last success, else midnight), and only those before ``now``.
+    ``last``, oldest first, only those before ``now``: a cron expression's fire times on
+    those days of its zone; for crontabber's form, the intervals starting on those days
+    (UTC, or the zone's with a zoned time of day), anchored as the job's own backfill
+    anchors them (its time of day, else the time of day of its last success, else midnight).
 
     Raises:
         ValueError: ``last`` before ``first``.
     """
     if last < first:
         raise ValueError(f"--to {last} is before --date {first}")
+    if schedule.expression is not None or schedule.zoned:
+        return _zoned_rerun_dates(schedule, first, last, now)
     if schedule.time is not None:
         anchor = dt.time(schedule.time.hour, schedule.time.minute, tzinfo=dt.timezone.utc)
     elif last_success is not None:
@@ -524,4 +695,23 @@ def rerun_dates(
     while when < end and when < now:
         dates.append(when)
         when += schedule.interval
+    return dates
+
+
+def _zoned_rerun_dates(schedule: Schedule, first: dt.date, last: dt.date, now: dt.datetime) -> list[dt.datetime]:
+    """:func:`rerun_dates` of a cron expression or a zoned time of day: the days are the
+    zone's (from the first instant of ``first`` to the first of the day after ``last``)."""
+    midnight = dt.time(0, 0)
+    start = _resolve(dt.datetime.combine(first, midnight), schedule)
+    end = min(now, _resolve(dt.datetime.combine(last + dt.timedelta(days=1), midnight), schedule))
+    if schedule.expression is not None:
+        from .cron import fires_between
+
+        return fires_between(schedule.expression, schedule.zone, start, end)
+    assert schedule.time is not None
+    local = dt.datetime.combine(first, dt.time(schedule.time.hour, schedule.time.minute))
+    dates = []
+    while (when := _resolve(local, schedule)) < end:
+        dates.append(when)
+        local += schedule.interval
     return dates

@@ -25,6 +25,7 @@ from ..placement import parse_tags
 from ..scheduling import (
     JobEntry,
     Schedule,
+    check_zone,
     dependency_order,
     normalize_depends_on,
     parse_duration,
@@ -157,8 +158,17 @@ def job_options(cls: type) -> Namespace:
     per class (a tick reads them twice per job: its values, then the names in use), and
     never changed by its readers."""
     base = Namespace()
-    base.add_option("frequency", "", "how often the job runs (from the jobs list)")
-    base.add_option("time", "", "UTC time of day HH:MM (from the jobs list)")
+    base.add_option(
+        "frequency", "", "how often the job runs (from the jobs list): 5m, 1d, or a cron expression (0 3 * * 1-5)"
+    )
+    base.add_option("time", "", "time of day HH:MM, in the job's time_zone (from the jobs list)")
+    base.add_option(
+        "time_zone",
+        "UTC",
+        "the zone whose clocks the job's cron expression or HH:MM reads (an IANA name: Europe/Berlin)",
+        reference_value_from="crontabber",
+        from_string_converter=check_zone,
+    )
     base.add_option(
         "timeout",
         "",
@@ -338,9 +348,8 @@ def _load(settings: Settings, tolerant: bool) -> Catalog:
             )
         config = job_config(job, settings.sources)  # bad option values fail now, not mid-run
         try:
-            job = job.replace(
-                schedule=with_delay(job.schedule, config, job.app_name), hosts=parse_tags(config["hosts"])
-            )
+            schedule = job.schedule.in_zone(config["time_zone"])
+            job = job.replace(schedule=with_delay(schedule, config, job.app_name), hosts=parse_tags(config["hosts"]))
         except ValueError as exc:
             raise ConfigurationError(f"crontabber.class-{job.cls.__name__}.settle_lag/jitter", str(exc)) from None
         by_name[job.app_name] = by_namespace[job.namespace] = job

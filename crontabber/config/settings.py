@@ -28,7 +28,7 @@ import warnings
 from ..errors import ConfigurationError
 from ..frozen import Frozen, setfield
 from ..placement import parse_tags
-from ..scheduling import JobEntry, parse_job_entry, split_jobs_list
+from ..scheduling import JobEntry, check_zone, parse_job_entry, split_jobs_list
 from .database import DATABASE_OPTIONS, DatabaseSettings, database_settings
 from .inifile import IniFile, IniSource
 from .options import NO_VALUE, Namespace, Option
@@ -143,6 +143,13 @@ def _database_options(cron: Namespace, root: Namespace) -> None:
 
 def _schedule_options(cron: Namespace) -> None:
     """When the jobs start against their time: the defaults of each job's own options."""
+    cron.add_option(
+        "time_zone",
+        "UTC",
+        "the zone whose clocks the jobs' cron expressions and HH:MM read, an IANA name "
+        "(Europe/Berlin); each job may set its own",
+        check_zone,
+    )
     cron.add_option(
         "settle_lag",
         "0",
