@@ -1,0 +1,99 @@
+"""A zoned cron job and a zoned backfill job run by the real runner across a DST change.
+
+The database's clock is the runner's clock, and cannot be set: as the leases' tests do,
+the state rows are moved against it (``crontab.wind``, rows written at chosen times), and
+the transition used is the one of Europe/Berlin nearest to the database's now, found with
+zoneinfo, so the tests hold whatever the date they run on. Each expected time is built by
+the written rule (02:30 on the zone's clocks; a skipped 02:30 is the first minute after the
+gap; a repeated one is its first pass), not by the code under test.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import zoneinfo
+
+from tests.fixtures.crontab import crontab  # noqa: F401 - the fixture
+
+BERLIN = zoneinfo.ZoneInfo("Europe/Berlin")
+UTC = dt.timezone.utc
+ZONED = "    [[class-{cls}]]\n        time_zone = Europe/Berlin\n"
+
+
+def transition(start: dt.datetime, step: dt.timedelta) -> dt.datetime:
+    """The first instant (UTC, to the minute) after or before ``start`` (by the sign of
+    ``step``) at which Berlin's offset changes."""
+    when = start.replace(minute=0, second=0, microsecond=0)
+    while (when + step).astimezone(BERLIN).utcoffset() == when.astimezone(BERLIN).utcoffset():
+        when += step
+    low, high = sorted((when, when + step))
+    while high - low > dt.timedelta(minutes=1):
+        middle = low + (high - low) / 2
+        same = low.astimezone(BERLIN).utcoffset() == middle.astimezone(BERLIN).utcoffset()
+        low, high = (middle, high) if same else (low, middle)
+    return high
+
+
+def at_0230(day: dt.date) -> dt.datetime:
+    """02:30 on Berlin's clocks on ``day`` by the rule, in UTC."""
+    local = dt.datetime.combine(day, dt.time(2, 30), tzinfo=BERLIN)  # fold 0: the first pass
+    while local.astimezone(UTC).astimezone(BERLIN).replace(tzinfo=None) != local.replace(tzinfo=None):
+        local += dt.timedelta(minutes=1)  # skipped: the first minute after the gap
+    return local.astimezone(UTC)
+
+
+def test_a_zoned_backfill_job_runs_each_fire_time_across_the_last_transition(crontab):
+    now = crontab.now()
+    changed = transition(now, -dt.timedelta(hours=1))  # the last change before now
+    first = changed.astimezone(BERLIN).date() - dt.timedelta(days=3)
+    crontab.configure(["FooBackfillJob|30 2 * * *"], extra=ZONED.format(cls="FooBackfillJob"))
+    crontab.sql(
+        "INSERT INTO crontabber (app_name, next_run, first_run, last_run, last_success, error_count,"
+        " depends_on, last_error) VALUES ('foo-backfill', %(last)s, %(last)s, %(last)s, %(last)s,"
+        " 0, '{}', '{}')",
+        {"last": at_0230(first)},
+    )
+    assert crontab.run() == (0, "")
+    expected = []
+    day = first + dt.timedelta(days=1)
+    while at_0230(day) < now:
+        expected.append(at_0230(day))
+        day += dt.timedelta(days=1)
+    ran = crontab.calls("foo-backfill")
+    days = [call["day"] for call in ran]
+    assert days[: len(expected)] == expected  # one run per day, the transition's day once
+    assert len(days) in (len(expected), len(expected) + 1)  # a fire passed while it ran
+    assert {day.astimezone(BERLIN).time() for day in days} == {dt.time(2, 30)}
+    state = crontab.state("foo-backfill")
+    assert state.last_success == days[-1] and state.error_count == 0
+    assert state.next_run == at_0230(days[-1].astimezone(BERLIN).date() + dt.timedelta(days=1))
+
+
+def test_a_zoned_cron_job_is_due_at_its_fire_time_on_the_next_transitions_day(crontab):
+    now = crontab.now()
+    changed = transition(now, dt.timedelta(hours=1))  # the next change after now
+    day = changed.astimezone(BERLIN).date()
+    expression = f"30 2 {day.day} {day.month} *"
+    crontab.configure([f"BasicJob|{expression}"], extra=ZONED.format(cls="BasicJob"))
+    assert crontab.run() == (0, "")  # never ran, no fire time today: not due
+    assert crontab.calls("basic-job") == []
+    assert crontab.run("--job", "basic-job", "--force", "--reason", "first run")[0] == 0
+    # spring: 02:30 is skipped, due at 03:00 CEST (the transition itself); autumn: the
+    # first pass of 02:30, CEST, half an hour before the transition
+    fire = at_0230(day)
+    assert fire in (changed, changed - dt.timedelta(minutes=30))
+    state = crontab.state("basic-job")
+    assert state.next_run == fire
+    code, out = crontab.run("--list-jobs", "basic-job", "--json")
+    (view,) = json.loads(out)["jobs"]
+    assert view["schedule"] == f"{expression} Europe/Berlin" and view["time_zone"] == "Europe/Berlin"
+    assert view["next_run_local"] == fire.astimezone(BERLIN).isoformat()
+    # the job's row reaches the database's clock (the clock cannot be moved): the tick runs
+    # the job once, and its next run is again the first fire time after the clock
+    # (set, not wound: an interval of days moves by calendar days in the session's zone)
+    crontab.sql("UPDATE crontabber SET next_run = clock_timestamp() - interval '1 second'")
+    assert crontab.run() == (0, "")
+    assert len(crontab.calls("basic-job")) == 2
+    assert crontab.state("basic-job").next_run == fire
+    assert crontab.run() == (0, "") and len(crontab.calls("basic-job")) == 2  # not due again
