@@ -97,3 +97,18 @@ def test_a_zoned_cron_job_is_due_at_its_fire_time_on_the_next_transitions_day(cr
     assert len(crontab.calls("basic-job")) == 2
     assert crontab.state("basic-job").next_run == fire
     assert crontab.run() == (0, "") and len(crontab.calls("basic-job")) == 2  # not due again
+
+
+def test_the_metrics_file_shows_each_schedule_as_written_and_its_zone(crontab, tmp_path):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    crontab.configure(["BasicJob|0 3 * * 1-5", "FooJob|1d|05:00"], extra=ZONED.format(cls="BasicJob"))
+    path = tmp_path / "crontabber.prom"
+    assert crontab.run(f"--metrics-file={path}")[0] == 0
+    (family,) = [
+        f for f in text_string_to_metric_families(path.read_text()) if f.name == "crontabber_job_schedule_info"
+    ]
+    assert sorted((s.labels["job"], s.labels["schedule"], s.labels["time_zone"], s.value) for s in family.samples) == [
+        ("basic-job", "0 3 * * 1-5", "Europe/Berlin", 1),
+        ("foo", "1d|05:00", "UTC", 1),
+    ]
