@@ -11,8 +11,17 @@ import sys
 
 import pytest
 
-from tests.cli.test_config_cli import assert_one_line
 from tests.helpers import REPO
+
+
+def assert_one_line(done, *texts):
+    """Exit 1 and one line on stderr naming the argument or the configuration, holding each
+    of ``texts`` (as tests/cli/test_config_cli.py checks the INI mistakes)."""
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(("crontabber: configuration error in ", "crontabber: --")), lines
+    for text in texts:
+        assert text in lines[0]
 
 
 def bare(tmp_path, *args):
