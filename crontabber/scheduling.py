@@ -440,6 +440,22 @@ def next_run_after(started: dt.datetime, schedule: Schedule, succeeded: bool, er
     return _resolve(_anchored(clock, schedule, plus=schedule.interval), schedule) + schedule.delay
 
 
+def schedule_key(schedule: Schedule) -> str | None:
+    """What the audit trail records of a job's schedule (:mod:`crontabber.schedule_store`):
+    the schedule as written with its zone; None for crontabber's form in UTC, the schedule
+    every state row written before cron expressions and zones was computed under."""
+    return str(schedule) if schedule.is_cron or schedule.zoned else None
+
+
+def rescheduled_next_run(state: JobState, schedule: Schedule) -> dt.datetime | None:
+    """The ``next_run`` of a job whose schedule changed: as if the new schedule had been in
+    force when its last run started (a fire time missed since is due at once). None: keep
+    ``next_run``: no run yet, a run going (its end computes it), or a failure's retry."""
+    if state.ongoing is not None or state.error_count or state.last_run is None or state.next_run is None:
+        return None
+    return next_run_after(state.last_run, schedule, True, 0)
+
+
 def upcoming(schedule: Schedule, after: dt.datetime, count: int) -> list[dt.datetime]:
     """The next ``count`` times the job is due after ``after`` if each run starts on time
     and succeeds (``--next``): a cron expression's next fire times (plus the delay); for

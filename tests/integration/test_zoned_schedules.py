@@ -112,3 +112,54 @@ def test_the_metrics_file_shows_each_schedule_as_written_and_its_zone(crontab, t
         ("basic-job", "0 3 * * 1-5", "Europe/Berlin", 1),
         ("foo", "1d|05:00", "UTC", 1),
     ]
+
+
+def at_0300_after(when: dt.datetime, zone: zoneinfo.ZoneInfo) -> dt.datetime:
+    """The first 03:00 on ``zone``'s clocks after ``when`` (03:00 exists on every day of the
+    zones used here around now: none of them changes its clocks at 03:00 in November)."""
+    day = when.astimezone(zone).date()
+    while (fire := dt.datetime.combine(day, dt.time(3, 0), tzinfo=zone).astimezone(UTC)) <= when:
+        day += dt.timedelta(days=1)
+    return fire
+
+
+def schedule_rows(crontab):
+    return crontab.sql(
+        "SELECT action, app_name, reason, detail FROM crontabber_audit WHERE action = 'schedule' ORDER BY id"
+    )
+
+
+def test_a_schedule_change_recomputes_the_next_run_once_and_audits_it(crontab):
+    crontab.configure(["BasicJob|1d|05:00"])
+    assert crontab.run("--job", "basic-job", "--force", "--reason", "first")[0] == 0
+    ran = crontab.state("basic-job")
+    assert schedule_rows(crontab) == []  # crontabber's form in UTC: nothing to record
+    # to a cron expression in Berlin: next run recomputed from the last start, audited once
+    crontab.configure(["BasicJob|0 3 * * *"], extra=ZONED.format(cls="BasicJob"))
+    assert crontab.run() == (0, "")
+    assert crontab.state("basic-job").next_run == at_0300_after(ran.last_run, BERLIN)
+    (row,) = schedule_rows(crontab)
+    assert row["detail"]["schedule"] == "0 3 * * * Europe/Berlin" and row["detail"]["previous"] is None
+    assert row["reason"] == "schedule crontabber's form in UTC -> 0 3 * * * Europe/Berlin: next run recomputed"
+    assert row["detail"]["next_run_before"] == ran.next_run.isoformat()
+    assert crontab.run() == (0, "") and len(schedule_rows(crontab)) == 1  # once
+    # its zone changes: recomputed again
+    crontab.configure(["BasicJob|0 3 * * *"], extra="    [[class-BasicJob]]\n        time_zone = America/New_York\n")
+    assert crontab.run() == (0, "")
+    new_york = zoneinfo.ZoneInfo("America/New_York")
+    assert crontab.state("basic-job").next_run == at_0300_after(ran.last_run, new_york)
+    assert [r["detail"]["previous"] for r in schedule_rows(crontab)] == [None, "0 3 * * * Europe/Berlin"]
+    # and back to crontabber's form in UTC (looked at while another job has a cron
+    # expression): 05:00 UTC after the last start, as it first was
+    crontab.configure(["BasicJob|1d|05:00", "FooJob|@yearly"])
+    assert crontab.run() == (0, "")
+    assert crontab.state("basic-job").next_run == ran.next_run
+    assert [r["detail"].get("schedule") for r in schedule_rows(crontab)[-2:]] == [None, "@yearly"]
+    assert len(crontab.calls("basic-job")) == 1  # no fire time was missed: it did not run
+
+
+def test_a_new_cron_jobs_schedule_is_recorded_before_its_first_run(crontab):
+    crontab.configure(["BasicJob|0 3 * * 1-5"], extra=ZONED.format(cls="BasicJob"))
+    assert crontab.run() == (0, "")
+    (row,) = schedule_rows(crontab)
+    assert row["reason"].endswith(": next run unchanged") and "next_run" not in row["detail"]
