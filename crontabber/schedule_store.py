@@ -72,9 +72,9 @@ def _record(cur: Any, job: Job) -> AuditEntry | None:
         cur.execute(Q["reschedule"], {"app_name": job.app_name, "next_run": now, "was": was})
         if first_row(cur) is None:
             return None
-    entry = AuditEntry(
-        actor(), "schedule", job.app_name, _reason(previous, key, was, now), _detail(key, previous, was, now)
-    )
+    ran = state is not None and state.last_run is not None
+    reason = _reason(previous, key, was, now) if ran else f"schedule {_text(key)}: not run yet"
+    entry = AuditEntry(actor(), "schedule", job.app_name, reason, _detail(key, previous, was, now))
     write_audit(cur, entry)
     return entry
 

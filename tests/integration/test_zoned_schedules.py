@@ -162,4 +162,4 @@ def test_a_new_cron_jobs_schedule_is_recorded_before_its_first_run(crontab):
     crontab.configure(["BasicJob|0 3 * * 1-5"], extra=ZONED.format(cls="BasicJob"))
     assert crontab.run() == (0, "")
     (row,) = schedule_rows(crontab)
-    assert row["reason"].endswith(": next run unchanged") and "next_run" not in row["detail"]
+    assert row["reason"] == "schedule 0 3 * * 1-5 Europe/Berlin: not run yet" and "next_run" not in row["detail"]
