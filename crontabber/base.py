@@ -181,7 +181,11 @@ class BaseCronApp(RequiredConfig):
             yield now
             return
         schedule = with_delay(
-            parse_schedule(self.config["frequency"], self.config.get("time"), self.config.get("time_zone") or "UTC"),
+            parse_schedule(
+                self.config["frequency"],
+                self.config.get("time"),
+                self.config.get("time_zone") or "UTC",
+            ),
             self.config,
             self.app_name,
         )

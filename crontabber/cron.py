@@ -40,7 +40,13 @@ MACROS = {
 }
 FIELDS = ("minute", "hour", "day-of-month", "month", "day-of-week")
 # cronsim's messages name its six fields (seconds first); ours are Debian's five.
-_CRONSIM_FIELDS = {"Bad minute": 0, "Bad hour": 1, "Bad day-of-month": 2, "Bad month": 3, "Bad day-of-week": 4}
+_CRONSIM_FIELDS = {
+    "Bad minute": 0,
+    "Bad hour": 1,
+    "Bad day-of-month": 2,
+    "Bad month": 3,
+    "Bad day-of-week": 4,
+}
 # Where "never fires" is checked from; cronsim gives up after 50 years without a match.
 _PROBE_START = dt.datetime(2000, 1, 1, tzinfo=UTC)
 
@@ -68,8 +74,8 @@ def check_expression(text: str) -> str:
         raise ValueError(f"unknown macro {text.strip()!r}: expected one of {', '.join(MACROS)}")
     if len(parts) != 5:
         raise ValueError(
-            f"bad cron expression {text.strip()!r}: expected 5 fields (minute hour day-of-month month "
-            f"day-of-week), got {len(parts)}"
+            f"bad cron expression {text.strip()!r}: expected 5 fields (minute hour "
+            f"day-of-month month day-of-week), got {len(parts)}"
         )
     try:
         iterator = CronSim(fields, _PROBE_START)
@@ -96,7 +102,8 @@ def _field_problem(message: str, parts: list[str]) -> str:
         except CronSimError:
             pass
         else:
-            return f"cron expression {' '.join(parts)!r} never fires (no month {parts[3]!r} has day {parts[2]!r})"
+            written, days, months = " ".join(parts), parts[2], parts[3]
+            return f"cron expression {written!r} never fires (no month {months!r} has day {days!r})"
     return f"bad {FIELDS[index]} field {parts[index]!r}"
 
 
@@ -194,7 +201,12 @@ def previous_fire(expression: str, zone: str, at: dt.datetime) -> dt.datetime | 
     return None
 
 
-def fires_between(expression: str, zone: str, start: dt.datetime, end: dt.datetime) -> list[dt.datetime]:
+def fires_between(
+    expression: str,
+    zone: str,
+    start: dt.datetime,
+    end: dt.datetime,
+) -> list[dt.datetime]:
     """The fire times ``t`` with ``start <= t < end`` (UTC), oldest first."""
     found = []
     for when in fires(expression, zone, start - SECOND):

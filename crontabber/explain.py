@@ -68,6 +68,9 @@ class _Notes:
         return _at(when, self.now)
 
 
+BACKFILL_NOTE = " (backfill: one run per interval)"
+
+
 def explain_job(
     job: Job,
     states: Mapping[str, JobState],
@@ -84,9 +87,8 @@ def explain_job(
     state = states.get(job.app_name)
     notes = _Notes(job, now)
     kind = "cron" if job.schedule.is_cron else "every"
-    notes.lines.append(
-        f"schedule: {kind} {job.schedule}" + (" (backfill: one run per interval)" if job.is_backfill else "")
-    )
+    backfill = BACKFILL_NOTE if job.is_backfill else ""
+    notes.lines.append(f"schedule: {kind} {job.schedule}{backfill}")
     _placement(notes, job, fleet)
     _pause(notes, job, state)
     _lease(notes, state, marker, rules)

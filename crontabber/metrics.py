@@ -83,7 +83,8 @@ def _schedule_sample(name: str, job: Job) -> str:
     """``crontabber_job_schedule_info{job, schedule, time_zone} 1``: the schedule as written."""
     schedule = job.schedule
     written = f"{schedule.frequency}|{schedule.time}" if schedule.time else schedule.frequency
-    labels = f'job="{_label(job.app_name)}",schedule="{_label(written)}",time_zone="{_label(schedule.zone)}"'
+    job_label, zone = _label(job.app_name), _label(schedule.zone)
+    labels = f'job="{job_label}",schedule="{_label(written)}",time_zone="{zone}"'
     return f"{name}{{{labels}}} 1"
 
 

@@ -26,6 +26,7 @@ from .state import JobState
 from .store import StateStore, first_row, rows_of
 
 Q = sqlfiles.load("schedules.sql")
+Time = dt.datetime | None
 
 
 def record_schedules(store: StateStore, jobs: list[Job]) -> list[AuditEntry]:
@@ -79,7 +80,7 @@ def _record(cur: Any, job: Job) -> AuditEntry | None:
     return entry
 
 
-def _reason(previous: str | None, key: str | None, was: dt.datetime | None, now: dt.datetime | None) -> str:
+def _reason(previous: str | None, key: str | None, was: Time, now: Time) -> str:
     change = f"schedule {_text(previous)} -> {_text(key)}"
     if now is None or now == was:
         return f"{change}: next run unchanged"
@@ -94,8 +95,9 @@ def _text(key: str | None) -> str:
     return key if key is not None else "crontabber's form in UTC"
 
 
-def _detail(key: str | None, previous: str | None, was: dt.datetime | None, now: dt.datetime | None) -> dict[str, Any]:
+def _detail(key: str | None, previous: str | None, was: Time, now: Time) -> dict[str, Any]:
     detail: dict[str, Any] = {"schedule": key, "previous": previous, "outcome": "done"}
     if now is not None and now != was:
         detail.update(next_run_before=_utc(was), next_run=_utc(now))
-    return {name: value for name, value in detail.items() if value is not None or name == "previous"}
+    kept = {name: value for name, value in detail.items() if value is not None}
+    return {"previous": previous, **kept}

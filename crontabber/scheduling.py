@@ -128,7 +128,7 @@ class Schedule(Frozen):
         return self.lag + self.jitter
 
     def in_zone(self, zone: str) -> "Schedule":
-        """This schedule read on the clocks of ``zone`` (checked: :func:`crontabber.cron.check_zone`).
+        """This schedule read on the clocks of ``zone`` (checked: :func:`check_zone`).
 
         Raises:
             ValueError: an unknown zone.
@@ -278,7 +278,8 @@ def parse_schedule(frequency: str, time: str | None, zone: str = "UTC") -> Sched
         from .cron import check_expression
 
         if time:
-            raise ValueError(f"a cron expression ({frequency.strip()!r}) takes no time of day ({time})")
+            written = frequency.strip()
+            raise ValueError(f"a cron expression ({written!r}) takes no time of day ({time})")
         text = " ".join(frequency.split())
         schedule = Schedule(text, 0, None, expression=check_expression(text))
     else:
@@ -346,7 +347,8 @@ def parse_job_entry(text: str) -> JobEntry:
         raise ConfigurationError(f"jobs entry {text!r}", "no frequency and/or time defined")
     if len(fields) > 3:
         raise ConfigurationError(
-            f"jobs entry {text!r}", "too many '|' fields; expected module.Class|FREQ[|HH:MM] or module.Class|CRON"
+            f"jobs entry {text!r}",
+            "too many '|' fields; expected module.Class|FREQ[|HH:MM] or module.Class|CRON",
         )
     class_path = fields[0]
     if not re.fullmatch(r"[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)+", class_path):
@@ -451,7 +453,9 @@ def rescheduled_next_run(state: JobState, schedule: Schedule) -> dt.datetime | N
     """The ``next_run`` of a job whose schedule changed: as if the new schedule had been in
     force when its last run started (a fire time missed since is due at once). None: keep
     ``next_run``: no run yet, a run going (its end computes it), or a failure's retry."""
-    if state.ongoing is not None or state.error_count or state.last_run is None or state.next_run is None:
+    if state.ongoing is not None or state.error_count:
+        return None
+    if state.last_run is None or state.next_run is None:
         return None
     return next_run_after(state.last_run, schedule, True, 0)
 
@@ -485,9 +489,8 @@ def backfill_dates(last_success: dt.datetime | None, schedule: Schedule, now: dt
 
         if last_success is None:
             return [previous_fire(schedule.expression, schedule.zone, now) or now]
-        return list(
-            itertools.takewhile(lambda when: when < now, fires(schedule.expression, schedule.zone, last_success))
-        )
+        after = fires(schedule.expression, schedule.zone, last_success)
+        return list(itertools.takewhile(lambda when: when < now, after))
     if last_success is None:
         return [now]
     if schedule.time is None:
@@ -526,7 +529,11 @@ def _local(when: dt.datetime, schedule: Schedule) -> dt.datetime:
     return when.astimezone(zone_of(schedule.zone))
 
 
-def _anchored(when: dt.datetime, schedule: Schedule, plus: dt.timedelta = dt.timedelta(0)) -> dt.datetime:
+def _anchored(
+    when: dt.datetime,
+    schedule: Schedule,
+    plus: dt.timedelta = dt.timedelta(0),
+) -> dt.datetime:
     """The naive wall-clock time of ``when`` in the schedule's zone, ``plus`` later on that
     clock, on the schedule's time of day."""
     assert schedule.time is not None
@@ -714,7 +721,12 @@ def rerun_dates(
     return dates
 
 
-def _zoned_rerun_dates(schedule: Schedule, first: dt.date, last: dt.date, now: dt.datetime) -> list[dt.datetime]:
+def _zoned_rerun_dates(
+    schedule: Schedule,
+    first: dt.date,
+    last: dt.date,
+    now: dt.datetime,
+) -> list[dt.datetime]:
     """:func:`rerun_dates` of a cron expression or a zoned time of day: the days are the
     zone's (from the first instant of ``first`` to the first of the day after ``last``)."""
     midnight = dt.time(0, 0)

@@ -7,7 +7,8 @@ and the mode's handler called with one :class:`~crontabber.cli.common.Context`. 
                          --history NAME [--limit N | --run ID] | --show-error NAME [--run ID]
                          --logs NAME [--run ID]
                          --reset-job NAME | --release NAME | --audit-ghosts | --verify-audit | --configtest
-                         --next N (--schedule EXPR [--time-zone ZONE] | --job NAME) [--after ISO-8601]
+                         --next N (--schedule EXPR [--time-zone ZONE] | --job NAME)
+                                  [--after ISO-8601]
                          --sentrytest | --version | --help
     python -m crontabber --crontabber.error_retry_time=60 ...   override any option
 """
@@ -416,16 +417,19 @@ def _add_details(details: "argparse._ArgumentGroup") -> None:
         "--schedule",
         metavar="EXPR",
         default="",
-        help="with --next: a cron expression ('0 3 * * 1-5', @daily) or crontabber's form (5m, 1d|05:00)",
+        help="with --next: a cron expression ('0 3 * * 1-5', @daily) or 5m, 1d|05:00",
     )
     details.add_argument(
-        "--time-zone", metavar="ZONE", default="", help="with --next --schedule: its zone (IANA: Europe/Berlin)"
+        "--time-zone",
+        metavar="ZONE",
+        default="",
+        help="with --next --schedule: its zone (IANA: Europe/Berlin)",
     )
     details.add_argument(
         "--after",
         metavar="ISO-8601",
         default="",
-        help="with --next: the times after this (default now; without an offset: in the schedule's zone)",
+        help="with --next: times after this (default now; no offset: the schedule's zone)",
     )
     details.add_argument("--audit-job", metavar="NAME", default="", help="with --audit or --alerts: one job's only")
     details.add_argument("--wide", action="store_true", help="with --list-jobs: every column")

@@ -72,7 +72,8 @@ def _print(schedule: Schedule, args: argparse.Namespace, out: TextIO) -> int:
     zone = _tzinfo(schedule.zone)
     for when in times:
         local = when.astimezone(zone).isoformat()
-        print(local if schedule.zone == "UTC" else f"{local}  ({jsonout.time_text(when)})", file=out)
+        utc = jsonout.time_text(when)
+        print(local if schedule.zone == "UTC" else f"{local}  ({utc})", file=out)
     return 0
 
 
@@ -84,7 +85,7 @@ def _count(text: str) -> int:
     """
     value = int(text) if text.strip().isdigit() else 0
     if not 1 <= value <= MOST:
-        raise ConfigurationError("--next", f"N must be a whole number from 1 to {MOST}, not {text!r}")
+        raise ConfigurationError("--next", f"N must be from 1 to {MOST}, not {text!r}")
     return value
 
 
@@ -100,7 +101,8 @@ def _after(text: str, zone: str) -> dt.datetime:
         when = dt.datetime.fromisoformat(text.strip())
     except ValueError:
         raise ConfigurationError(
-            "--after", f"{text!r} is not an ISO 8601 time (2026-03-29T01:00, 2026-03-29T01:00+02:00)"
+            "--after",
+            f"{text!r} is not an ISO 8601 time (2026-03-29T01:00, 2026-03-29T01:00+02:00)",
         ) from None
     return when.replace(tzinfo=_tzinfo(zone)) if when.tzinfo is None else when
 

@@ -159,13 +159,15 @@ def job_options(cls: type) -> Namespace:
     never changed by its readers."""
     base = Namespace()
     base.add_option(
-        "frequency", "", "how often the job runs (from the jobs list): 5m, 1d, or a cron expression (0 3 * * 1-5)"
+        "frequency",
+        "",
+        "how often the job runs (from the jobs list): 5m, 1d, or a cron expression (0 3 * * 1-5)",
     )
     base.add_option("time", "", "time of day HH:MM, in the job's time_zone (from the jobs list)")
     base.add_option(
         "time_zone",
         "UTC",
-        "the zone whose clocks the job's cron expression or HH:MM reads (an IANA name: Europe/Berlin)",
+        "the zone whose clocks its cron expression or HH:MM reads (IANA name: Europe/Berlin)",
         reference_value_from="crontabber",
         from_string_converter=check_zone,
     )
@@ -349,7 +351,8 @@ def _load(settings: Settings, tolerant: bool) -> Catalog:
         config = job_config(job, settings.sources)  # bad option values fail now, not mid-run
         try:
             schedule = job.schedule.in_zone(config["time_zone"])
-            job = job.replace(schedule=with_delay(schedule, config, job.app_name), hosts=parse_tags(config["hosts"]))
+            schedule = with_delay(schedule, config, job.app_name)
+            job = job.replace(schedule=schedule, hosts=parse_tags(config["hosts"]))
         except ValueError as exc:
             raise ConfigurationError(f"crontabber.class-{job.cls.__name__}.settle_lag/jitter", str(exc)) from None
         by_name[job.app_name] = by_namespace[job.namespace] = job

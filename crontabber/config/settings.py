@@ -48,7 +48,11 @@ def runner_options() -> Namespace:
     """The runner's own options (a job's options live under ``crontabber.class-X``)."""
     root = Namespace()
     cron = root.namespace("crontabber")
-    cron.add_option("jobs", "", "the job list: module.Class|FREQ[|HH:MM] or module.Class|CRON EXPRESSION, one per line")
+    cron.add_option(
+        "jobs",
+        "",
+        "the job list: module.Class|FREQ[|HH:MM] or module.Class|CRON EXPRESSION, one per line",
+    )
     cron.add_option("error_retry_time", 300, "seconds after a failed attempt before a retry")
     cron.add_option(
         "error_backoff",

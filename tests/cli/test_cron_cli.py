@@ -19,7 +19,8 @@ def assert_one_line(done, *texts):
     of ``texts`` (as tests/cli/test_config_cli.py checks the INI mistakes)."""
     assert done.returncode == 1, done.stdout + done.stderr
     lines = done.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith(("crontabber: configuration error in ", "crontabber: --")), lines
+    prefixes = ("crontabber: configuration error in ", "crontabber: --")
+    assert len(lines) == 1 and lines[0].startswith(prefixes), lines
     for text in texts:
         assert text in lines[0]
 
@@ -30,7 +31,12 @@ def bare(tmp_path, *args):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RESOURCE_", "CRONTABBER_"))}
     env["PYTHONPATH"] = str(REPO)
     return subprocess.run(
-        [sys.executable, "-m", "crontabber", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "crontabber", *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 
@@ -38,7 +44,15 @@ def test_next_prints_fire_times_with_their_offset_without_configuration(tmp_path
     # 02:30 in Berlin around the spring-forward of 2026-03-29: 02:30 CET, then 03:00 CEST
     # (02:30 does not exist that day), then 02:30 CEST
     done = bare(
-        tmp_path, "--next", "3", "--schedule", "30 2 * * *", "--time-zone", "Europe/Berlin", "--after", "2026-03-28"
+        tmp_path,
+        "--next",
+        "3",
+        "--schedule",
+        "30 2 * * *",
+        "--time-zone",
+        "Europe/Berlin",
+        "--after",
+        "2026-03-28",
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
@@ -46,7 +60,8 @@ def test_next_prints_fire_times_with_their_offset_without_configuration(tmp_path
         "2026-03-29T03:00:00+02:00  (2026-03-29T01:00:00Z)",
         "2026-03-30T02:30:00+02:00  (2026-03-30T00:30:00Z)",
     ]
-    done = bare(tmp_path, "--next", "2", "--schedule", "@weekly", "--after", "2026-11-28T12:00Z", "--json")
+    weekly = ["--next", "2", "--schedule", "@weekly", "--after", "2026-11-28T12:00Z", "--json"]
+    done = bare(tmp_path, *weekly)
     assert json.loads(done.stdout) == ["2026-11-29T00:00:00Z", "2026-12-06T00:00:00Z"]
     # crontabber's form too, as in the jobs list
     done = bare(tmp_path, "--next", "1", "--schedule", "1d|05:00", "--after", "2026-11-28T06:00Z")
@@ -62,8 +77,14 @@ def test_next_prints_fire_times_with_their_offset_without_configuration(tmp_path
         (["--schedule", "0 0 * *"], "expected 5 fields"),
         (["--schedule", "@reboot"], "unknown macro '@reboot'"),
         (["--schedule", "5x"], "bad frequency '5x'"),
-        (["--schedule", "0 3 * * *", "--time-zone", "Europe/Berln"], "--time-zone: unknown time zone 'Europe/Berln'"),
-        (["--schedule", "0 3 * * *", "--after", "yesterday"], "--after: 'yesterday' is not an ISO 8601 time"),
+        (
+            ["--schedule", "0 3 * * *", "--time-zone", "Europe/Berln"],
+            "--time-zone: unknown time zone 'Europe/Berln'",
+        ),
+        (
+            ["--schedule", "0 3 * * *", "--after", "yesterday"],
+            "--after: 'yesterday' is not an ISO 8601 time",
+        ),
         ([], "--next: needs --schedule EXPR or --job NAME"),
     ],
 )
@@ -74,7 +95,8 @@ def test_next_refuses_each_malformed_case_in_one_line(tmp_path, args, text):
 def test_next_refuses_a_bad_count_and_stray_details(tmp_path):
     assert_one_line(bare(tmp_path, "--next", "0", "--schedule", "@daily"), "--next: N must be")
     assert_one_line(bare(tmp_path, "--next", "many", "--schedule", "@daily"), "--next: N must be")
-    assert_one_line(bare(tmp_path, "--schedule", "@daily"), "--schedule: only means something with --next N")
+    stray = bare(tmp_path, "--schedule", "@daily")
+    assert_one_line(stray, "--schedule: only means something with --next N")
 
 
 # name: (jobs entry, [[class-BasicJob]] lines, what the one line must say)
@@ -82,7 +104,11 @@ MISTAKES = {
     "bad field": ("BasicJob|0 25 * * *", "", "bad hour field '25'"),
     "never fires": ("BasicJob|0 0 31 2 *", "", "never fires"),
     "cron and a time": ("BasicJob|0 3 * * *|05:00", "", "takes no time of day"),
-    "bad job zone": ("BasicJob|0 3 * * *", "time_zone = Mars/Olympus", "unknown time zone 'Mars/Olympus'"),
+    "bad job zone": (
+        "BasicJob|0 3 * * *",
+        "time_zone = Mars/Olympus",
+        "unknown time zone 'Mars/Olympus'",
+    ),
     "bad override": ("BasicJob|1d", "frequency = 0 3 * * 9", "bad day-of-week field '9'"),
 }
 
@@ -90,7 +116,8 @@ MISTAKES = {
 @pytest.mark.parametrize("mistake", MISTAKES)
 def test_configtest_refuses_a_bad_expression_or_zone_in_one_line(cli, mistake):
     entry, option, text = MISTAKES[mistake]
-    cli.crontab.configure([entry], extra=f"    [[class-BasicJob]]\n        {option}\n" if option else "")
+    section = f"    [[class-BasicJob]]\n        {option}\n" if option else ""
+    cli.crontab.configure([entry], extra=section)
     assert_one_line(cli.run("--configtest"), text)
     assert_one_line(cli.run(), text)
     assert cli.crontab.calls() == []
@@ -98,7 +125,8 @@ def test_configtest_refuses_a_bad_expression_or_zone_in_one_line(cli, mistake):
 
 def test_a_runner_default_zone_is_refused_when_unknown_and_used_when_known(cli):
     cli.crontab.configure(["BasicJob|30 2 * * *"], extra="    time_zone = Europe/Berln\n")
-    assert_one_line(cli.run("--configtest"), "crontabber.time_zone", "unknown time zone 'Europe/Berln'")
+    unknown_zone = "unknown time zone 'Europe/Berln'"
+    assert_one_line(cli.run("--configtest"), "crontabber.time_zone", unknown_zone)
     cli.crontab.configure(["BasicJob|30 2 * * *"], extra="    time_zone = America/New_York\n")
     done = cli.run("--configtest")
     assert done.returncode == 0, done.stderr
@@ -107,4 +135,5 @@ def test_a_runner_default_zone_is_refused_when_unknown_and_used_when_known(cli):
     assert json.loads(done.stdout) == ["2026-11-29T07:30:00Z"], done.stderr
     unknown = cli.run("--next", "1", "--job", "nope")
     assert unknown.returncode != 0 and "no configured job is called 'nope'" in unknown.stderr
-    assert_one_line(cli.run("--next", "1", "--job", "basic-job", "--time-zone", "UTC"), "--time-zone")
+    zoned = cli.run("--next", "1", "--job", "basic-job", "--time-zone", "UTC")
+    assert_one_line(zoned, "--time-zone")

@@ -126,7 +126,8 @@ def test_crontabbers_time_of_day_follows_the_same_rule_in_its_zone():
     assert next_run_after(at("2026-03-28 01:30"), schedule, True, 0) == at("2026-03-29 01:00")
     assert next_run_after(at("2026-03-29 01:00"), schedule, True, 0) == at("2026-03-30 00:30")
     # and in UTC it is crontabber's rule, unchanged
-    assert next_run_after(at("2026-03-28 01:30"), parse_schedule("1d", "02:30"), True, 0) == at("2026-03-29 02:30")
+    utc = parse_schedule("1d", "02:30")
+    assert next_run_after(at("2026-03-28 01:30"), utc, True, 0) == at("2026-03-29 02:30")
 
 
 def test_a_cron_job_that_never_ran_is_due_once_a_fire_time_of_today_passed():
@@ -178,7 +179,8 @@ def test_a_bad_expression_is_one_line_naming_the_field(expression, problem):
 def test_expressions_as_written():
     assert parse_schedule("@daily", None).expression == "0 0 * * *"
     assert parse_schedule("0  3 * *   mon-fri", None).expression == "0 3 * * MON-FRI"
-    assert str(parse_schedule("0  3 * *   mon-fri", None, "Europe/Berlin")) == "0 3 * * mon-fri Europe/Berlin"
+    zoned = parse_schedule("0  3 * *   mon-fri", None, "Europe/Berlin")
+    assert str(zoned) == "0 3 * * mon-fri Europe/Berlin"
     assert str(parse_schedule("1d", "05:00", "Europe/Berlin")) == "1d @ 05:00 Europe/Berlin"
     assert str(parse_schedule("5m", None, "Europe/Berlin")) == "5m"  # no clock read: no zone shown
     with pytest.raises(ValueError, match="takes no time of day"):
@@ -189,7 +191,12 @@ def test_expressions_as_written():
 
 def test_the_jobs_list_keeps_a_cron_expressions_commas():
     text = "a.B|0 9,17 * * MON,FRI, c.D|5m\ne.F|1d|05:00; g.H|@daily,\n# x.Y|0 1,2 * * *"
-    assert split_jobs_list(text) == ["a.B|0 9,17 * * MON,FRI", "c.D|5m", "e.F|1d|05:00", "g.H|@daily"]
+    assert split_jobs_list(text) == [
+        "a.B|0 9,17 * * MON,FRI",
+        "c.D|5m",
+        "e.F|1d|05:00",
+        "g.H|@daily",
+    ]
     entry = parse_job_entry("a.B | 0 9,17 * * MON,FRI")
     assert (entry.frequency, entry.time) == ("0 9,17 * * MON,FRI", None)
 
@@ -202,4 +209,5 @@ def test_a_delay_must_be_shorter_than_the_shortest_gap_between_fire_times():
         every_quarter.delayed(10 * minute, 5 * minute, "x")
     # 01:00 and 03:00 in New York are an hour apart on the day 02:00 is skipped
     with pytest.raises(ValueError, match=r"\(1:00:00\)"):
-        parse_schedule("0 1,3 * * *", None, "America/New_York").delayed(61 * minute, dt.timedelta(0), "x")
+        twice = parse_schedule("0 1,3 * * *", None, "America/New_York")
+        twice.delayed(61 * minute, dt.timedelta(0), "x")

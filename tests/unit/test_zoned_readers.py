@@ -16,34 +16,37 @@ from crontabber.views import job_view
 
 UTC = dt.timezone.utc
 H = dt.timedelta(hours=1)
+FRIDAY, SATURDAY, MONDAY = dt.date(2026, 11, 27), dt.date(2026, 11, 28), dt.date(2026, 11, 30)
+SPRING_EVE, SPRING_AFTER = dt.date(2026, 3, 7), dt.date(2026, 3, 9)  # New York's spring forward
 
 
 def at(text: str) -> dt.datetime:
     return dt.datetime.fromisoformat(text).replace(tzinfo=UTC)
 
 
+MONDAY_0300 = at("2026-11-30 02:00")  # 03:00 in Berlin (CET)
+
+
 def test_a_cron_jobs_rerun_intervals_are_its_fire_times_on_the_zones_days():
     # Weekdays at 03:00 in Berlin, 2026-11-27 (Friday) to 2026-11-30 (Monday): Friday's and
     # Monday's, 03:00 CET = 02:00 UTC; Saturday and Sunday have none.
     schedule = parse_schedule("0 3 * * 1-5", None, "Europe/Berlin")
-    days = rerun_dates(schedule, None, dt.date(2026, 11, 27), dt.date(2026, 11, 30), at("2026-12-05 00:00"))
+    days = rerun_dates(schedule, None, FRIDAY, MONDAY, at("2026-12-05 00:00"))
     assert days == [at("2026-11-27 02:00"), at("2026-11-30 02:00")]
     # only those before now: at 01:00 UTC on Monday, Monday's has not come
-    assert rerun_dates(schedule, None, dt.date(2026, 11, 27), dt.date(2026, 11, 30), at("2026-11-30 01:00")) == [
-        at("2026-11-27 02:00")
-    ]
+    early = at("2026-11-30 01:00")
+    assert rerun_dates(schedule, None, FRIDAY, MONDAY, early) == [at("2026-11-27 02:00")]
     # Berlin's day 2026-11-28 runs from 2026-11-27 23:00 UTC: a 23:30 UTC fire is on it
     late_evening = parse_schedule("30 0 * * *", None, "Europe/Berlin")
-    assert rerun_dates(late_evening, None, dt.date(2026, 11, 28), dt.date(2026, 11, 28), at("2026-12-01 00:00")) == [
-        at("2026-11-27 23:30")
-    ]
+    later = at("2026-12-01 00:00")
+    assert rerun_dates(late_evening, None, SATURDAY, SATURDAY, later) == [at("2026-11-27 23:30")]
 
 
 def test_a_zoned_time_of_day_reruns_on_that_zones_clock_across_a_transition():
     # 1d|02:30 in New York around 2026-03-08 (spring forward): 02:30 EST = 07:30Z, then
     # 03:00 EDT = 07:00Z (02:30 skipped), then 02:30 EDT = 06:30Z
     schedule = parse_schedule("1d", "02:30", "America/New_York")
-    days = rerun_dates(schedule, None, dt.date(2026, 3, 7), dt.date(2026, 3, 9), at("2026-04-01 00:00"))
+    days = rerun_dates(schedule, None, SPRING_EVE, SPRING_AFTER, at("2026-04-01 00:00"))
     assert days == [at("2026-03-07 07:30"), at("2026-03-08 07:00"), at("2026-03-09 06:30")]
     # a backfill job's own intervals step the same way from its last success
     assert backfill_dates(at("2026-03-06 07:30"), schedule, at("2026-03-09 12:00")) == days
@@ -59,7 +62,7 @@ def test_the_late_rule_counts_from_a_cron_jobs_next_fire_time():
     # a backfill job at 03:00 Berlin on weekdays whose last interval was Friday 2026-11-27
     # 02:00Z: the next is Monday 2026-11-30 02:00Z, late after its 6 h deadline (08:00Z)
     schedule = parse_schedule("0 3 * * 1-5", None, "Europe/Berlin")
-    state = JobState(app_name="job", last_success=at("2026-11-27 02:00"), next_run=at("2026-11-30 02:00"))
+    state = JobState(app_name="job", last_success=at("2026-11-27 02:00"), next_run=MONDAY_0300)
     assert next_interval(state, schedule, True) == at("2026-11-30 02:00")
     rules = AlertRules(deadline=6 * H)
     watched = Watched("job", state, rules, schedule, True)
@@ -73,9 +76,11 @@ def test_the_late_rule_counts_from_a_cron_jobs_next_fire_time():
 
 def test_sentry_gets_the_expression_and_its_zone():
     cron = monitor_config(parse_schedule("@weekly", None, "Europe/Berlin"), 0, 2)
-    assert cron["schedule"] == {"type": "crontab", "value": "0 0 * * 0"} and cron["timezone"] == "Europe/Berlin"
+    assert cron["schedule"] == {"type": "crontab", "value": "0 0 * * 0"}
+    assert cron["timezone"] == "Europe/Berlin"
     daily = monitor_config(parse_schedule("1d", "05:00", "America/New_York"), 0, 2)
-    assert daily["schedule"] == {"type": "crontab", "value": "0 5 * * *"} and daily["timezone"] == "America/New_York"
+    assert daily["schedule"] == {"type": "crontab", "value": "0 5 * * *"}
+    assert daily["timezone"] == "America/New_York"
     assert monitor_config(parse_schedule("5m", None), 0, 2)["timezone"] == "UTC"
 
 
@@ -84,12 +89,14 @@ class Weekly:
 
 
 @pytest.mark.parametrize(
-    "zone,local", [("Europe/Berlin", "2026-11-30T03:00:00+01:00"), ("UTC", "2026-11-30T02:00:00+00:00")]
+    "zone,local",
+    [("Europe/Berlin", "2026-11-30T03:00:00+01:00"), ("UTC", "2026-11-30T02:00:00+00:00")],
 )
 def test_the_view_shows_the_schedule_as_written_and_the_next_run_in_its_zone(zone, local):
     entry = parse_job_entry("tests.unit.test_zoned_readers.Weekly|0 3 * * 1-5")
     job = Job("weekly", Weekly, entry, parse_schedule(entry.frequency, None, zone), ())
-    state = JobState(app_name="weekly", last_success=at("2026-11-27 02:00"), next_run=at("2026-11-30 02:00"))
-    view = job_view(job, {"weekly": state}, at("2026-11-28 12:00"), lambda s: None, 1800.0).as_json()
+    state = JobState(app_name="weekly", last_success=at("2026-11-27 02:00"), next_run=MONDAY_0300)
+    now = at("2026-11-28 12:00")
+    view = job_view(job, {"weekly": state}, now, lambda s: None, 1800.0).as_json()
     expected = "0 3 * * 1-5" + ("" if zone == "UTC" else f" {zone}")
     assert (view["schedule"], view["time_zone"], view["next_run_local"]) == (expected, zone, local)
