@@ -8,22 +8,26 @@ once (:func:`record_schedules`); for each job whose schedule differs it takes th
 (an advisory lock: one host at a time), recomputes ``next_run`` by
 :func:`crontabber.scheduling.rescheduled_next_run` (only if no run took the job meanwhile)
 and records the schedule, in one transaction. SQL: ``sql/crontabber/schedules.sql``. Not
-imported by a tick without cron expressions or zones.
+imported by a tick without cron expressions or zones; a tick with them imports the audit's
+modules only when it records a change.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import functools
-from typing import Any
 
 from . import sqlfiles
-from .audit_store import write_audit
-from .config.catalog import Job
-from .records import AuditEntry, actor
 from .scheduling import rescheduled_next_run, schedule_key
 from .state import JobState
 from .store import StateStore, first_row, rows_of
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .config.catalog import Job
+    from .records import AuditEntry
 
 Q = sqlfiles.load("schedules.sql")
 Time = dt.datetime | None
@@ -73,6 +77,9 @@ def _record(cur: Any, job: Job) -> AuditEntry | None:
         cur.execute(Q["reschedule"], {"app_name": job.app_name, "next_run": now, "was": was})
         if first_row(cur) is None:
             return None
+    from .audit_store import write_audit  # only when a change is recorded: dataclasses, ~10 ms
+    from .records import AuditEntry, actor
+
     ran = state is not None and state.last_run is not None
     reason = _reason(previous, key, was, now) if ran else f"schedule {_text(key)}: not run yet"
     entry = AuditEntry(actor(), "schedule", job.app_name, reason, _detail(key, previous, was, now))
