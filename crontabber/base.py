@@ -39,7 +39,8 @@ import math
 import re
 
 from .config.options import DotDict, Namespace, RequiredConfig
-from .scheduling import backfill_dates, parse_schedule, with_delay
+from .schedule import parse_schedule, with_delay
+from .scheduling import backfill_dates
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

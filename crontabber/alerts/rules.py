@@ -39,7 +39,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
 from ..formats import counted, minute_text, utc_text
-from ..scheduling import Schedule, lateness, next_interval_after, next_run_after, pause_active
+from ..schedule import Schedule
+from ..scheduling import lateness, next_interval_after, next_run_after, pause_active
 from ..state import JobState
 
 #: The kinds of alert that stay open while their condition lasts.

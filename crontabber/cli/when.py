@@ -20,7 +20,8 @@ from typing import TextIO
 from .. import jsonout
 from ..config.catalog import Job, find_job
 from ..errors import ConfigurationError, JobNotFound
-from ..scheduling import Schedule, check_zone, parse_schedule, upcoming
+from ..schedule import Schedule, check_zone, parse_schedule
+from ..scheduling import upcoming
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -22,16 +22,8 @@ import logging
 from ..errors import ConfigurationError
 from ..frozen import Frozen, setfield
 from ..placement import parse_tags
-from ..scheduling import (
-    JobEntry,
-    Schedule,
-    check_zone,
-    dependency_order,
-    normalize_depends_on,
-    parse_duration,
-    parse_schedule,
-    with_delay,
-)
+from ..schedule import JobEntry, Schedule, check_zone, parse_duration, parse_schedule, with_delay
+from ..scheduling import dependency_order, normalize_depends_on
 from .names import KnownNames, check_names, check_sections, environment_notes, known_names
 from .options import NO_VALUE, DotDict, Namespace
 from .settings import Settings, Sources, renamed_message, runner_options

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from ..errors import ConfigurationError
 from ..frozen import Frozen, setfield
-from ..scheduling import split_pieces
+from ..schedule import split_pieces
 from .options import Namespace
 
 TYPE_CHECKING = False

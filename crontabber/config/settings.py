@@ -28,7 +28,7 @@ import warnings
 from ..errors import ConfigurationError
 from ..frozen import Frozen, setfield
 from ..placement import parse_tags
-from ..scheduling import JobEntry, check_zone, parse_job_entry, split_jobs_list
+from ..schedule import JobEntry, check_zone, parse_job_entry, split_jobs_list
 from .database import DATABASE_OPTIONS, DatabaseSettings, database_settings
 from .inifile import IniFile, IniSource
 from .options import NO_VALUE, Namespace, Option

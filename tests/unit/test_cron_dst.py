@@ -9,16 +9,8 @@ import datetime as dt
 import pytest
 
 from crontabber.errors import ConfigurationError
-from crontabber.scheduling import (
-    first_due_at,
-    first_run_due,
-    is_due,
-    next_run_after,
-    parse_job_entry,
-    parse_schedule,
-    split_jobs_list,
-    upcoming,
-)
+from crontabber.schedule import parse_job_entry, parse_schedule, split_jobs_list
+from crontabber.scheduling import first_due_at, first_run_due, is_due, next_run_after, upcoming
 
 UTC = dt.timezone.utc
 

@@ -18,7 +18,8 @@ import pytest
 from cronsim import CronSim
 
 from crontabber.cron import fires_between, previous_fire
-from crontabber.scheduling import backfill_dates, next_run_after, parse_schedule
+from crontabber.schedule import parse_schedule
+from crontabber.scheduling import backfill_dates, next_run_after
 
 UTC = dt.timezone.utc
 ZONES = (
