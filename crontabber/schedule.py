@@ -300,8 +300,11 @@ def check_zone(text: str) -> str:
 
 def looks_like_cron(text: str) -> bool:
     """Whether a schedule's text is a cron expression (a macro, or fields separated by
-    spaces) rather than crontabber's frequency (``5m``, ``1d``)."""
+    spaces) rather than crontabber's frequency (``5m``, ``1d``, and ``5 m``, which crontabber
+    read as ``5m``)."""
     stripped = text.strip()
+    if _FREQUENCY.match(stripped):
+        return False
     return stripped.startswith("@") or len(stripped.split()) > 1
 
 

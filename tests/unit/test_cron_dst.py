@@ -168,6 +168,15 @@ def test_a_bad_expression_is_one_line_naming_the_field(expression, problem):
         parse_job_entry(f"pkg.Cls|{expression}")
 
 
+def test_crontabbers_frequency_with_a_space_is_still_one():
+    # crontabber's pattern allows spaces between the number and the unit: not a cron expression
+    spaced = parse_schedule("5 m", None)
+    assert spaced.seconds == 300 and spaced.expression is None
+    assert parse_job_entry("pkg.Cls| 2 h").frequency == "2 h"
+    with pytest.raises(ValueError, match="expected 5 fields"):
+        parse_schedule("5 m 3", None)
+
+
 def test_expressions_as_written():
     assert parse_schedule("@daily", None).expression == "0 0 * * *"
     assert parse_schedule("0  3 * *   mon-fri", None).expression == "0 3 * * MON-FRI"
