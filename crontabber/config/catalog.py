@@ -22,7 +22,15 @@ import logging
 from ..errors import ConfigurationError
 from ..frozen import Frozen, setfield
 from ..placement import parse_tags
-from ..schedule import JobEntry, Schedule, check_zone, parse_duration, parse_schedule, with_delay
+from ..schedule import (
+    JobEntry,
+    Schedule,
+    check_zone,
+    looks_like_cron,
+    parse_duration,
+    parse_schedule,
+    with_delay,
+)
 from ..scheduling import dependency_order, normalize_depends_on
 from .names import KnownNames, check_names, check_sections, environment_notes, known_names
 from .options import NO_VALUE, DotDict, Namespace
@@ -274,7 +282,9 @@ def _schedule_for(entry: JobEntry, cls: type, sources: Sources) -> Schedule:
     time = sources.raw(path, "time")
     overridden = [name for name, value in (("frequency", frequency), ("time", time)) if value not in (NO_VALUE, "")]
     frequency = entry.frequency if frequency in (NO_VALUE, "") else frequency
-    time = entry.time if time in (NO_VALUE, "") else time
+    if time in (NO_VALUE, ""):
+        # a cron expression set in [[class-X]] replaces the entry's schedule, time of day too
+        time = None if overridden and looks_like_cron(frequency) else entry.time
     try:
         schedule = parse_schedule(frequency, time)
     except ValueError as exc:

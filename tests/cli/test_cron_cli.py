@@ -137,3 +137,13 @@ def test_a_runner_default_zone_is_refused_when_unknown_and_used_when_known(cli):
     assert unknown.returncode != 0 and "no configured job is called 'nope'" in unknown.stderr
     zoned = cli.run("--next", "1", "--job", "basic-job", "--time-zone", "UTC")
     assert_one_line(zoned, "--time-zone")
+
+
+def test_a_cron_expression_in_the_jobs_section_replaces_the_entrys_time(cli):
+    override = "    [[class-BasicJob]]\n        frequency = 30 2 * * 1\n"
+    cli.crontab.configure(["BasicJob|1d|05:00"], extra=override)
+    assert cli.run("--configtest").returncode == 0
+    done = cli.run("--next", "1", "--job", "basic-job", "--after", "2026-11-28T12:00Z", "--json")
+    assert json.loads(done.stdout) == ["2026-11-30T02:30:00Z"], done.stderr  # Monday 02:30 UTC
+    cli.crontab.configure(["BasicJob|1d|05:00"], extra=override + "        time = 06:00\n")
+    assert_one_line(cli.run("--configtest"), "takes no time of day")
