@@ -178,3 +178,25 @@ def test_a_new_cron_jobs_schedule_is_recorded_before_its_first_run(crontab):
     (row,) = schedule_rows(crontab)
     assert row["reason"] == "schedule 0 3 * * 1-5 Europe/Berlin: not run yet"
     assert "next_run" not in row["detail"]
+
+
+def test_a_rerun_of_a_zoned_cron_backfill_job_takes_the_fire_times_of_those_days(crontab):
+    # 02:30 in Berlin from 2026-10-24 to 2026-10-26: 02:30 CEST (00:30Z) on the 24th, once at
+    # its first pass on the 25th (clocks back at 03:00 CEST), 02:30 CET (01:30Z) on the 26th
+    crontab.configure(["FooBackfillJob|30 2 * * *"], extra=ZONED.format(cls="FooBackfillJob"))
+    assert crontab.run()[0] == 0  # its first run: today's fire time
+    days = ["--date", "2026-10-24", "--to", "2026-10-26"]
+    code, out = crontab.run("--rerun", "foo-backfill", *days, "--dry-run")
+    assert code == 0, out
+    assert out.splitlines()[1:4] == [
+        "  2026-10-24 00:30 UTC",
+        "  2026-10-25 00:30 UTC",
+        "  2026-10-26 01:30 UTC",
+    ]
+    assert crontab.run("--rerun", "foo-backfill", *days, "--reason", "zoned")[0] == 0
+    reran = [call["day"] for call in crontab.calls("foo-backfill")][1:]
+    assert reran == [at("2026-10-24 00:30"), at("2026-10-25 00:30"), at("2026-10-26 01:30")]
+
+
+def at(text: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(text).replace(tzinfo=UTC)
