@@ -39,7 +39,8 @@ import math
 import re
 
 from .config.options import DotDict, Namespace, RequiredConfig
-from .scheduling import backfill_dates, parse_schedule, with_delay
+from .schedule import parse_schedule, with_delay
+from .scheduling import backfill_dates
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -181,7 +182,13 @@ class BaseCronApp(RequiredConfig):
             yield now
             return
         schedule = with_delay(
-            parse_schedule(self.config["frequency"], self.config.get("time")), self.config, self.app_name
+            parse_schedule(
+                self.config["frequency"],
+                self.config.get("time"),
+                self.config.get("time_zone") or "UTC",
+            ),
+            self.config,
+            self.app_name,
         )
         last_success = (self.job_information or {}).get("last_success")
         dates = self.rerun_dates

@@ -16,7 +16,7 @@ from .config.catalog import Job
 from .formats import counted, minute_text, pause_end, span_text, utc_text
 from .leases import LeaseRules, Marker, describe_marker, lease_expiry
 from .placement import may_claim, no_live_host
-from .scheduling import backfill_dates, dependency_block, is_due, pause_active
+from .scheduling import backfill_dates, dependency_block, is_due, pause_active, upcoming
 from .state import FleetHost, JobState
 
 
@@ -58,6 +58,7 @@ class _Notes:
         self.facts: dict[str, Any] = {
             "name": job.app_name,
             "schedule": str(job.schedule),
+            "time_zone": job.schedule.zone,
             "is_backfill": job.is_backfill,
             "now": now,
         }
@@ -65,6 +66,9 @@ class _Notes:
 
     def at(self, when: dt.datetime) -> str:
         return _at(when, self.now)
+
+
+BACKFILL_NOTE = " (backfill: one run per interval)"
 
 
 def explain_job(
@@ -84,9 +88,9 @@ def explain_job(
     line (the run ledger's), if it has one."""
     state = states.get(job.app_name)
     notes = _Notes(job, now)
-    notes.lines.append(
-        f"schedule: every {job.schedule}" + (" (backfill: one run per interval)" if job.is_backfill else "")
-    )
+    kind = "cron" if job.schedule.is_cron else "every"
+    backfill = BACKFILL_NOTE if job.is_backfill else ""
+    notes.lines.append(f"schedule: {kind} {job.schedule}{backfill}")
     _placement(notes, job, fleet)
     _pause(notes, job, state)
     _lease(notes, state, marker, rules)
@@ -222,10 +226,12 @@ def _due(notes: _Notes, job: Job, state: JobState | None) -> None:
         )
         return
     when = state.next_run if state is not None else None
+    if when is None and job.schedule.is_cron:  # never ran: its first fire time of a day
+        when = upcoming(job.schedule, notes.now, 1)[0]
     notes.lines.append(
         f"not due until {notes.at(when)}"
         if when
-        else f"not due until {job.schedule.time} UTC today"
+        else f"not due until {job.schedule.time} {job.schedule.zone} today"
         + (f" + {span_text(job.schedule.delay)}" if job.schedule.delay else "")
     )
 

@@ -44,6 +44,11 @@ JOB_METRICS = (
         "gauge",
         "1 while the job's next interval is past its deadline (0 otherwise, or without one).",
     ),
+    (
+        "crontabber_job_schedule_info",
+        "gauge",
+        "Always 1: the job's schedule as written (schedule) and the zone it reads (time_zone).",
+    ),
 )
 HOST_METRICS = (
     ("crontabber_host_last_tick_timestamp_seconds", "gauge", "When the host's runner last ticked (database clock)."),
@@ -61,6 +66,9 @@ def render_textfile(jobs: Sequence[Job], overview: Overview, missed: Mapping[str
         if name == "crontabber_job_deadline_missed":
             lines += [f'{name}{{job="{_label(job.app_name)}"}} {int(job.app_name in (missed or {}))}' for job in jobs]
             continue
+        if name == "crontabber_job_schedule_info":
+            lines += [_schedule_sample(name, job) for job in jobs]
+            continue
         lines += list(_samples(name, jobs, overview))
     lines += list(_run_metrics(jobs, overview))
     lines += [
@@ -69,6 +77,15 @@ def render_textfile(jobs: Sequence[Job], overview: Overview, missed: Mapping[str
         f"crontabber_metrics_timestamp_seconds {_number(overview.now.timestamp())}",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _schedule_sample(name: str, job: Job) -> str:
+    """``crontabber_job_schedule_info{job, schedule, time_zone} 1``: the schedule as written."""
+    schedule = job.schedule
+    written = f"{schedule.frequency}|{schedule.time}" if schedule.time else schedule.frequency
+    job_label, zone = _label(job.app_name), _label(schedule.zone)
+    labels = f'job="{job_label}",schedule="{_label(written)}",time_zone="{zone}"'
+    return f"{name}{{{labels}}} 1"
 
 
 def _run_metrics(jobs: Sequence[Job], overview: Overview) -> Iterator[str]:

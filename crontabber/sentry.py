@@ -43,19 +43,22 @@ def monitor_slug(app_name: str) -> str:
 
 
 def monitor_config(schedule: Any, timeout: float, failures: int) -> dict[str, Any]:
-    """The Sentry Crons monitor of a job, from its schedule: a crontab for a daily job at a
-    time of day, an interval otherwise; a check-in margin that covers its jitter and settle
+    """The Sentry Crons monitor of a job, from its schedule: a crontab for a cron expression
+    (macros expanded) and for a daily job at a time of day, in the schedule's zone; an
+    interval otherwise; a check-in margin that covers its jitter and settle
     lag plus a cron tick's period (5 minutes); its timeout as the longest run; an issue after
     ``failures`` failed check-ins in a row (the job's ``alert_after_failures``)."""
     seconds = int(schedule.seconds)
-    if schedule.time is not None and seconds == 86400:
-        plan: dict[str, Any] = {"type": "crontab", "value": f"{schedule.time.minute} {schedule.time.hour} * * *"}
+    if schedule.expression is not None:
+        plan: dict[str, Any] = {"type": "crontab", "value": schedule.expression}
+    elif schedule.time is not None and seconds == 86400:
+        plan = {"type": "crontab", "value": f"{schedule.time.minute} {schedule.time.hour} * * *"}
     else:
         unit, size = next((u, s) for u, s in (("day", 86400), ("hour", 3600), ("minute", 60)) if seconds % s == 0)
         plan = {"type": "interval", "value": seconds // size, "unit": unit}
     config: dict[str, Any] = {
         "schedule": plan,
-        "timezone": "UTC",
+        "timezone": schedule.zone,
         "checkin_margin": int(schedule.delay.total_seconds() // 60) + 5,
         "failure_issue_threshold": max(1, failures),
         "recovery_threshold": 1,

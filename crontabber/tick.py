@@ -1,4 +1,5 @@
-"""A cron tick, whole: what this host records of itself, every due job run
+"""A cron tick, whole: what this host records of itself, the schedule changes (a job's
+next run recomputed once: :mod:`crontabber.schedule_store`), every due job run
 (:class:`crontabber.runner.Runner`), then the after-steps: the alerts (when targets are
 configured: :class:`crontabber.alerts.sweep.TickAlerts`) and the metrics file. The command
 line (:func:`crontabber.cli.run.run_all`) parses, calls :func:`run_tick` and turns what it
@@ -82,6 +83,7 @@ def run_tick(
         if alerts is not None:
             alerts.old_code(tick.host, tick.schema_behind)
         raise CodeOlderThanSchema(this_host(), store.unknown_migrations)
+    _record_schedules(jobs, store)
     report, crons = reporters() if reporters is not None else (None, None)
     runner = Runner(
         settings,
@@ -105,6 +107,23 @@ def run_tick(
     logger.info("done: %s", ", ".join(done) or "no jobs")
     write_metrics(settings, jobs, store, metrics_file)
     return results
+
+
+def _record_schedules(jobs: list[Job], store: StateStore) -> None:
+    """A job whose schedule changed gets its next run recomputed once, audited
+    (:mod:`crontabber.schedule_store`): looked at when a job has a cron expression or a zone
+    (a jobs list of crontabber's form in UTC, as crontabber's, never changes form). A
+    database error is logged: the tick goes on."""
+    if not any(job.schedule.is_cron or job.schedule.zoned for job in jobs):
+        return
+    from .errors import CrontabberError
+    from .schedule_store import record_schedules
+
+    try:
+        for entry in record_schedules(store, jobs):
+            logger.info("%s: %s", entry.app_name, entry.reason, extra={"app_name": entry.app_name})
+    except CrontabberError as exc:
+        logger.error("schedule changes not recorded: %s", exc)
 
 
 def _check_runs(

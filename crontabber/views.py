@@ -260,13 +260,18 @@ class JobView:
     deadline_missed: DeadlineView | None = None
     marked: str | None = None  # the last success is an operator's mark: "marked successful by ..."
     no_host: str | None = None  # no live, undrained host may run it: why (crontabber.placement)
+    time_zone: str = "UTC"  # the zone its cron expression or HH:MM reads
+    next_run_local: str | None = None  # next_run on that zone's clocks, ISO 8601 with its offset
 
     def as_json(self) -> dict[str, Any]:
-        """The ``--list-jobs --json`` object of the job (times ISO 8601 UTC via jsonout)."""
+        """The ``--list-jobs --json`` object of the job (times ISO 8601 UTC via jsonout;
+        ``next_run_local``: on the clocks of its ``time_zone``)."""
         return {
             "name": self.name,
             "class": self.class_path,
             "schedule": self.schedule,
+            "time_zone": self.time_zone,
+            "next_run_local": self.next_run_local,
             "status": self.status,
             "last_run": self.last_run,
             "last_success": self.last_success,
@@ -336,7 +341,20 @@ def job_view(
         deadline_missed=missed,
         marked=state.mark_text() if state is not None and state.success_marked else None,
         no_host=no_host,
+        time_zone=job.schedule.zone,
+        next_run_local=_local_text(state.next_run if state else None, job.schedule.zone),
     )
+
+
+def _local_text(when: dt.datetime | None, zone: str) -> str | None:
+    """``when`` on the clocks of ``zone``, ISO 8601 with its offset (None: None)."""
+    if when is None:
+        return None
+    if zone == "UTC":
+        return when.astimezone(dt.timezone.utc).isoformat()
+    from .cron import zone_of
+
+    return when.astimezone(zone_of(zone)).isoformat()
 
 
 #: The statuses a missed deadline overrides (those after ``late`` in the module docstring).

@@ -39,7 +39,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
 from ..formats import counted, minute_text, utc_text
-from ..scheduling import Schedule, lateness, next_run_after, pause_active
+from ..schedule import Schedule
+from ..scheduling import lateness, next_interval_after, next_run_after, pause_active
 from ..state import JobState
 
 #: The kinds of alert that stay open while their condition lasts.
@@ -131,15 +132,12 @@ class AlertPlan:
 
 def next_interval(state: JobState, schedule: Schedule, is_backfill: bool) -> dt.datetime | None:
     """The time of the first interval the job has not done: after a backfill job's last
-    interval (its ``last_success``) one interval later, on the time of day; after another
+    interval (its ``last_success``) the next (:func:`next_interval_after`); after another
     job's last successful start, its next nominal run (``next_run`` before the delay)."""
     if state.last_success is None:
         return None
     if is_backfill:
-        when = state.last_success.astimezone(dt.timezone.utc)
-        if schedule.time is not None:
-            when = when.replace(hour=schedule.time.hour, minute=schedule.time.minute, second=0, microsecond=0)
-        return when + schedule.interval
+        return next_interval_after(schedule, state.last_success)
     return next_run_after(state.last_success, schedule, True, 0) - schedule.delay
 
 

@@ -7,6 +7,8 @@ and the mode's handler called with one :class:`~crontabber.cli.common.Context`. 
                          --history NAME [--limit N | --run ID] | --show-error NAME [--run ID]
                          --logs NAME [--run ID]
                          --reset-job NAME | --release NAME | --audit-ghosts | --verify-audit | --configtest
+                         --next N (--schedule EXPR [--time-zone ZONE] | --job NAME)
+                                  [--after ISO-8601]
                          --sentrytest | --version | --help
     python -m crontabber --crontabber.error_retry_time=60 ...   override any option
 """
@@ -76,6 +78,7 @@ MODES = (
     "unmute",
     "drain",
     "undrain",
+    "next",
     "configtest",
     "sentrytest",
     "job",
@@ -149,6 +152,9 @@ DETAILS: dict[str, tuple[tuple[str, ...], str]] = {
         "--reset-job, --job, --mute, --unmute, --drain, --undrain)",
     ),
     "metrics_file": (("run",), "a tick (no mode option)"),
+    "schedule": (("next",), "--next N"),
+    "time_zone": (("next",), "--next N"),
+    "after": (("next",), "--next N"),
 }
 
 
@@ -159,6 +165,8 @@ def refuse_stray_options(mode: str, args: argparse.Namespace) -> None:
         ConfigurationError: naming the option and the mode(s) it belongs to.
     """
     modes = [m for m in MODES if getattr(args, m) not in (None, False, "")]
+    if "next" in modes and "job" in modes:  # --next N --job NAME: the job is what it asks about
+        modes.remove("job")
     if sorted(modes) == ["rerun", "resume"]:  # --resume NAME is the pause's
         raise ConfigurationError("--resume", "resumes a paused job; --rerun NAME --resume-run RUN continues a rerun")
     if len(modes) > 1:
@@ -169,6 +177,8 @@ def refuse_stray_options(mode: str, args: argparse.Namespace) -> None:
             raise ConfigurationError("--" + name.replace("_", "-"), f"only means something with {where}")
     if args.wide and args.json:
         raise ConfigurationError("--wide", "is for the text table; --json has every field")
+    if mode == "next" and bool(args.schedule) == bool(args.job):
+        raise ConfigurationError("--next", "needs --schedule EXPR or --job NAME (one of them)")
 
 
 def build_parser(epilog: str = "") -> argparse.ArgumentParser:
@@ -334,6 +344,13 @@ def _add_audit_and_alert_modes(modes: "argparse._ArgumentGroup") -> None:
         default="",
         help="send a test alert of the job to its targets now; exit 5 if one could not be delivered",
     )
+    modes.add_argument(
+        "--next",
+        metavar="N",
+        default="",
+        help="the next N times a schedule fires: --schedule EXPR [--time-zone ZONE] (no "
+        "configuration or database) or --job NAME; --after ISO-8601 (default now); --json",
+    )
     modes.add_argument("--configtest", action="store_true", help="check the configuration and exit (no database)")
     modes.add_argument("--sentrytest", action="store_true", help="send a test message to Sentry")
     modes.add_argument("-j", "--job", metavar="NAME", default="", help="run one job (app_name or module.Class) if due")
@@ -397,6 +414,24 @@ def _add_details(details: "argparse._ArgumentGroup") -> None:
         help="with --rerun: then rerun the job's dependants (depends_on) for the same days, parents first",
     )
     details.add_argument(
+        "--schedule",
+        metavar="EXPR",
+        default="",
+        help="with --next: a cron expression ('0 3 * * 1-5', @daily) or 5m, 1d|05:00",
+    )
+    details.add_argument(
+        "--time-zone",
+        metavar="ZONE",
+        default="",
+        help="with --next --schedule: its zone (IANA: Europe/Berlin)",
+    )
+    details.add_argument(
+        "--after",
+        metavar="ISO-8601",
+        default="",
+        help="with --next: times after this (default now; no offset: the schedule's zone)",
+    )
+    details.add_argument(
         "--audit-job",
         metavar="NAME",
         default="",
@@ -442,6 +477,7 @@ PARSER_DEFAULTS: dict[str, Any] = {
     "drain": "",
     "undrain": "",
     "test_alert": "",
+    "next": "",
     "configtest": False,
     "sentrytest": False,
     "job": "",
@@ -464,6 +500,9 @@ PARSER_DEFAULTS: dict[str, Any] = {
     "run": None,
     "json": False,
     "metrics_file": "",
+    "schedule": "",
+    "time_zone": "",
+    "after": "",
 }
 
 
@@ -541,6 +580,10 @@ def _parse_command_line(argv: list[str]) -> tuple[argparse.Namespace, list[str]]
 
 def dispatch(mode: str, args: argparse.Namespace, rest: list[str], stdout: TextIO) -> int:
     refuse_stray_options(mode, args)
+    if mode == "next" and args.schedule:  # any expression: no configuration, no database
+        from .when import next_for_expression
+
+        return next_for_expression(args, stdout)
     overrides = split_overrides(rest)
     settings = load_settings(args.conf, overrides)
     setup_logging(settings, overrides)
@@ -556,6 +599,10 @@ def dispatch(mode: str, args: argparse.Namespace, rest: list[str], stdout: TextI
     require_reason(mode, args, settings)
     if mode == "sentrytest":
         return sentrytest(settings, stdout)
+    if mode == "next":  # the job's schedule: no database
+        from .when import next_for_job
+
+        return next_for_job(jobs, args, stdout)
     store = open_store(settings.database, schema_dirs(jobs))
     try:
         handler = handler_for(mode)

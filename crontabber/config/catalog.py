@@ -22,15 +22,16 @@ import logging
 from ..errors import ConfigurationError
 from ..frozen import Frozen, setfield
 from ..placement import parse_tags
-from ..scheduling import (
+from ..schedule import (
     JobEntry,
     Schedule,
-    dependency_order,
-    normalize_depends_on,
+    check_zone,
+    looks_like_cron,
     parse_duration,
     parse_schedule,
     with_delay,
 )
+from ..scheduling import dependency_order, normalize_depends_on
 from .names import KnownNames, check_names, check_sections, environment_notes, known_names
 from .options import NO_VALUE, DotDict, Namespace
 from .settings import Settings, Sources, renamed_message, runner_options
@@ -157,8 +158,19 @@ def job_options(cls: type) -> Namespace:
     per class (a tick reads them twice per job: its values, then the names in use), and
     never changed by its readers."""
     base = Namespace()
-    base.add_option("frequency", "", "how often the job runs (from the jobs list)")
-    base.add_option("time", "", "UTC time of day HH:MM (from the jobs list)")
+    base.add_option(
+        "frequency",
+        "",
+        "how often the job runs (from the jobs list): 5m, 1d, or a cron expression (0 3 * * 1-5)",
+    )
+    base.add_option("time", "", "time of day HH:MM, in the job's time_zone (from the jobs list)")
+    base.add_option(
+        "time_zone",
+        "UTC",
+        "the zone whose clocks its cron expression or HH:MM reads (IANA name: Europe/Berlin)",
+        reference_value_from="crontabber",
+        from_string_converter=check_zone,
+    )
     base.add_option(
         "timeout",
         "",
@@ -270,7 +282,9 @@ def _schedule_for(entry: JobEntry, cls: type, sources: Sources) -> Schedule:
     time = sources.raw(path, "time")
     overridden = [name for name, value in (("frequency", frequency), ("time", time)) if value not in (NO_VALUE, "")]
     frequency = entry.frequency if frequency in (NO_VALUE, "") else frequency
-    time = entry.time if time in (NO_VALUE, "") else time
+    if time in (NO_VALUE, ""):
+        # a cron expression set in [[class-X]] replaces the entry's schedule, time of day too
+        time = None if overridden and looks_like_cron(frequency) else entry.time
     try:
         schedule = parse_schedule(frequency, time)
     except ValueError as exc:
@@ -338,9 +352,9 @@ def _load(settings: Settings, tolerant: bool) -> Catalog:
             )
         config = job_config(job, settings.sources)  # bad option values fail now, not mid-run
         try:
-            job = job.replace(
-                schedule=with_delay(job.schedule, config, job.app_name), hosts=parse_tags(config["hosts"])
-            )
+            schedule = job.schedule.in_zone(config["time_zone"])
+            schedule = with_delay(schedule, config, job.app_name)
+            job = job.replace(schedule=schedule, hosts=parse_tags(config["hosts"]))
         except ValueError as exc:
             raise ConfigurationError(f"crontabber.class-{job.cls.__name__}.settle_lag/jitter", str(exc)) from None
         by_name[job.app_name] = by_namespace[job.namespace] = job

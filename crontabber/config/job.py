@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from ..scheduling import JobEntry, parse_schedule
+from ..schedule import JobEntry, parse_schedule
 from .catalog import Job, job_config, names_known
 from .names import check_names
 from .options import DotDict

@@ -27,10 +27,9 @@ nothing, for ``--configtest`` to show.
 
 from __future__ import annotations
 
-import re
-
 from ..errors import ConfigurationError
 from ..frozen import Frozen, setfield
+from ..schedule import split_pieces
 from .options import Namespace
 
 TYPE_CHECKING = False
@@ -140,7 +139,7 @@ def commented_classes(jobs_text: str, live_too: bool = False) -> set[str]:
     """Class names of the commented-out entries of a ``jobs`` list
     (``# jobs.prune.PruneS3CronApp|1d``), split as :func:`split_jobs_list` does;
     with ``live_too``, of every entry."""
-    pieces = (piece.strip() for piece in re.split(r"[\n,;]", jobs_text or ""))
+    pieces = split_pieces(jobs_text)
     return {
         piece.lstrip("#").split("|")[0].strip().rpartition(".")[2]
         for piece in pieces

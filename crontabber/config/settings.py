@@ -28,7 +28,7 @@ import warnings
 from ..errors import ConfigurationError
 from ..frozen import Frozen, setfield
 from ..placement import parse_tags
-from ..scheduling import JobEntry, parse_job_entry, split_jobs_list
+from ..schedule import JobEntry, check_zone, parse_job_entry, split_jobs_list
 from .database import DATABASE_OPTIONS, DatabaseSettings, database_settings
 from .inifile import IniFile, IniSource
 from .options import NO_VALUE, Namespace, Option
@@ -48,7 +48,11 @@ def runner_options() -> Namespace:
     """The runner's own options (a job's options live under ``crontabber.class-X``)."""
     root = Namespace()
     cron = root.namespace("crontabber")
-    cron.add_option("jobs", "", "the job list: module.Class|FREQ[|HH:MM], one per line")
+    cron.add_option(
+        "jobs",
+        "",
+        "the job list: module.Class|FREQ[|HH:MM] or module.Class|CRON EXPRESSION, one per line",
+    )
     cron.add_option("error_retry_time", 300, "seconds after a failed attempt before a retry")
     cron.add_option(
         "error_backoff",
@@ -143,6 +147,13 @@ def _database_options(cron: Namespace, root: Namespace) -> None:
 
 def _schedule_options(cron: Namespace) -> None:
     """When the jobs start against their time: the defaults of each job's own options."""
+    cron.add_option(
+        "time_zone",
+        "UTC",
+        "the zone whose clocks the jobs' cron expressions and HH:MM read, an IANA name "
+        "(Europe/Berlin); each job may set its own",
+        check_zone,
+    )
     cron.add_option(
         "settle_lag",
         "0",

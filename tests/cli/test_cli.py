@@ -175,6 +175,7 @@ TICK_IMPORTS = (
     "crontabber.placement",
     "crontabber.redaction",
     "crontabber.runner",
+    "crontabber.schedule",
     "crontabber.scheduling",
     "crontabber.schema",
     "crontabber.sqlfiles",

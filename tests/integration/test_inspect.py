@@ -93,11 +93,13 @@ def test_list_jobs_json_matches_the_database(crontab):
             "name",
             "class",
             "schedule",
+            "time_zone",
             "status",
             "last_run",
             "last_success",
             "last_success_marked",
             "next_run",
+            "next_run_local",
             "error_count",
             "last_error",
             "ongoing",
@@ -115,6 +117,8 @@ def test_list_jobs_json_matches_the_database(crontab):
             iso(state.next_run),
             state.error_count,
         )
+        local = state.next_run.isoformat() if state.next_run else None  # every job here is UTC's
+        assert (job["time_zone"], job["next_run_local"]) == ("UTC", local)
     assert {name: job["status"] for name, job in jobs.items()} == {
         "prune-run-log": "ok",
         "missing-symbols": "overdue",
