@@ -213,7 +213,7 @@ def wide_table(views: Sequence[JobView], now: dt.datetime, beats: Beats | None =
                 view.status.value,
                 absolute(view.last_run, now, "never"),
                 absolute(view.last_success, now, "never") + (" (marked)" if view.marked else ""),
-                absolute(view.next_run, now),
+                absolute(view.next_run, now) + _local(view),
                 str(view.error_count),
                 ongoing_text(view, now, beats),
                 pause_text(view, now),
@@ -221,6 +221,13 @@ def wide_table(views: Sequence[JobView], now: dt.datetime, beats: Beats | None =
             ]
         )
     return fit(rows, None)
+
+
+def _local(view: JobView) -> str:
+    """`` = 06:00 Europe/Berlin``: a zoned job's next run on its zone's clocks ('' in UTC)."""
+    if view.time_zone == "UTC" or not view.next_run_local:
+        return ""
+    return f" = {view.next_run_local[11:16]} {view.time_zone}"
 
 
 # ---------------------------------------------------------------------------- --history

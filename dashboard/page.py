@@ -280,7 +280,15 @@ def state_panel(app_name: str, view: JobView | None, now: dt.datetime) -> str:
     rows = [
         ("status", status_html(view, now)),
         ("schedule", esc(view.schedule)),
-        ("next run", when_html(view.next_run, now)),
+        (
+            "next run",
+            when_html(view.next_run, now)
+            + (
+                f' <span class="local">({esc(view.next_run_local[11:16])} {esc(view.time_zone)})</span>'
+                if view.time_zone != "UTC" and view.next_run_local
+                else ""
+            ),
+        ),
         ("last success", when_html(view.last_success, now, "never")),
         ("errors", error),
         ("pause", pause),

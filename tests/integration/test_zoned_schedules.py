@@ -92,6 +92,9 @@ def test_a_zoned_cron_job_is_due_at_its_fire_time_on_the_next_transitions_day(cr
     assert view["schedule"] == f"{expression} Europe/Berlin"
     assert view["time_zone"] == "Europe/Berlin"
     assert view["next_run_local"] == fire.astimezone(BERLIN).isoformat()
+    code, out = crontab.run("--list-jobs", "basic-job", "--wide")
+    local = fire.astimezone(BERLIN).strftime("%H:%M")
+    assert f" = {local} Europe/Berlin" in out.splitlines()[1], out  # the next run on its clocks too
     # the job's row reaches the database's clock (the clock cannot be moved): the tick runs
     # the job once, and its next run is again the first fire time after the clock
     # (set, not wound: an interval of days moves by calendar days in the session's zone)
