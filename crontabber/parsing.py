@@ -47,8 +47,10 @@ def did_you_mean(name: str, known: Sequence[str]) -> str:
     else ``""`` (argparse does not guess before Python 3.12)."""
     import difflib
 
-    found = difflib.get_close_matches(name, [flag for flag in known if flag.startswith("--")], n=1, cutoff=0.6)
-    return f" (did you mean {found[0]}?)" if found else ""
+    # compared without the dashes, which every option shares (--prot is not close to --to)
+    stems = {flag[2:]: flag for flag in known if flag.startswith("--")}
+    found = difflib.get_close_matches(name.lstrip("-"), list(stems), n=1, cutoff=0.6)
+    return f" (did you mean {stems[found[0]]}?)" if found else ""
 
 
 def _terminal_columns() -> int:

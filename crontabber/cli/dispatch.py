@@ -578,12 +578,33 @@ def _parse_command_line(argv: list[str]) -> tuple[argparse.Namespace, list[str]]
     return build_parser(epilog).parse_known_args(argv)
 
 
+def _names_after(args: argparse.Namespace, rest: list[str]) -> list[str]:
+    """``--list-jobs --wide NAME``: argparse ends ``--list-jobs``'s names at the next option
+    and leaves the names after it in ``rest``; they join ``args.list_jobs`` (what is left: the
+    overrides, ``--namespace.option value`` pairs included)."""
+    kept: list[str] = []
+    items = iter(rest)
+    for item in items:
+        if item.startswith("--") and "." in item and "=" not in item:
+            kept.append(item)
+            following = next(items, None)
+            if following is not None:
+                kept.append(following)
+        elif item.startswith("-"):
+            kept.append(item)
+        else:
+            args.list_jobs.append(item)
+    return kept
+
+
 def dispatch(mode: str, args: argparse.Namespace, rest: list[str], stdout: TextIO) -> int:
     refuse_stray_options(mode, args)
     if mode == "next" and args.schedule:  # any expression: no configuration, no database
         from .when import next_for_expression
 
         return next_for_expression(args, stdout)
+    if mode == "list_jobs":  # --list-jobs --wide NAME: the names after another option
+        rest = _names_after(args, rest)
     overrides = split_overrides(rest)
     settings = load_settings(args.conf, overrides)
     setup_logging(settings, overrides)

@@ -17,7 +17,7 @@ from ..audit_store import AuditStore
 from ..command import ExitCode
 from ..config.catalog import BrokenEntry, Job, find_job
 from ..errors import AuditChainBroken, ConfigurationError, JobPaused, MuteInForce
-from ..formats import minute_text, one_line, pause_end, utc_text
+from ..formats import counted, minute_text, one_line, pause_end, utc_text
 from ..runner import lease_rules, markers_from_here
 from ..scheduling import dependency_block, next_run_after, parse_until, pause_active
 from ..state import JobState
@@ -324,7 +324,11 @@ def reset_job(ctx: Context) -> int:
                 f"as abandoned: --history {name}"
             )
         )
-        print(f"{name}: state reset{ghost}{held}", file=out)
+        last = minute_text(was.last_success) if was.last_success else "never"
+        errors = f", {counted(was.error_count, 'failure')} in a row" if was.error_count else ""
+        forgot = f"forgot its last success ({last}){errors}, its next run and its backfill anchor"
+        then = "its log and run history stay; the next tick runs it as a new job" if not ghost else "its log stays"
+        print(f"{name}: state reset{ghost}{held}: {forgot}; {then}", file=out)
     else:
         print(f"{name}: had no state (already reset)", file=out)
     return ExitCode.OK
@@ -375,7 +379,7 @@ def audit(ctx: Context) -> int:
         print("no operator actions recorded" + (f" for {name}" if name else ""), file=out)
     ended = {e.detail.get("started") for e in entries}
     for e in entries:
-        detail = ", ".join(f"{k}={v}" for k, v in dict(e.detail).items())
+        detail = ", ".join(f"{k}={_detail_text(v)}" for k, v in dict(e.detail).items())
         assert e.at is not None
         # a forced run or a rerun whose end is not recorded: still going, or its command killed
         open_ = e.detail.get("outcome") == "started" and e.id not in ended
@@ -387,6 +391,18 @@ def audit(ctx: Context) -> int:
             file=out,
         )
     return ExitCode.OK
+
+
+def _detail_text(value: Any) -> str:
+    """An audit detail as ``--audit`` prints it: a time (stored as text) in the commands' one
+    form (``2026-11-28 07:35:50 UTC``, whatever the session's zone), anything else as is."""
+    if isinstance(value, str) and len(value) >= 19 and value[4] == "-" and value[10] in " T":
+        try:
+            moment = dt.datetime.fromisoformat(value)
+        except ValueError:
+            return value
+        return utc_text(moment) if moment.tzinfo is not None else value
+    return str(value)
 
 
 def verify_audit(ctx: Context) -> int:

@@ -135,8 +135,13 @@ def _run_stage(ctx: Context, stage: Stage, first: bool, top: int | None, named: 
             print(line, file=out)
         return ExitCode.JOB_FAILED, top
     did = _span(ran) if ran else "no interval (the other runs of the rerun ran them)"
-    print(f"{job.app_name}: reran {did} (run {result.run_id}); last success and next run unchanged{more}:", file=out)
-    print("\n".join(done), file=out)
+    listed = ":" if done else ""
+    print(
+        f"{job.app_name}: reran {did} (run {result.run_id}); last success and next run unchanged{more}{listed}",
+        file=out,
+    )
+    for line in done:
+        print(line, file=out)
     after = runner.reruns.rerun_record(result.run_id, ctx.settings.lease_seconds) if result.run_id is not None else None
     left = after.left if after is not None else []
     if left:
@@ -401,7 +406,8 @@ def _planner(settings: Settings, job: Job) -> Callable[[dt.datetime], str | None
 
 def _span(dates: list[dt.datetime]) -> str:
     """``2026-11-21 00:00 UTC``, or ``24 intervals, 2026-11-01 00:00 UTC to 2026-11-24 00:00 UTC``
-    (first and last in the order they ran)."""
+    (the earliest and the latest, whatever order they ran in: parallel runs and --newest-first
+    run them out of order)."""
     if len(dates) == 1:
         return minute_text(dates[0])
-    return f"{len(dates)} intervals, {minute_text(dates[0])} to {minute_text(dates[-1])}"
+    return f"{len(dates)} intervals, {minute_text(min(dates))} to {minute_text(max(dates))}"

@@ -164,6 +164,8 @@ def test_a_second_mute_needs_replace_and_alerts_shows_what_a_window_holds_back(c
             ("mute", "*", "refused (exit 6)"),
             ("mute", "*", "done"),
         ]
+    shown = cli.run("--audit", "--audit-job", "all").stdout  # times in the commands' one form
+    assert re.search(r"until=\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", shown) and "-03:30" not in shown, shown
     # the runner's own alerts (old-code, broken-entry) are under crontabber
     crontab.configure(["TroubleJob|1d", "tests.fixtures.nowhere.NoJob|1d"], extra=alerts_ini(receiver))
     assert cli.run().returncode == 1  # the broken entry: the other jobs ran

@@ -187,10 +187,15 @@ def test_reset_job_names_the_run_whose_marker_it_discarded(cli):
     )
     done = cli.run("--reset-job", "basic-job", "--reason", "host lost")
     assert done.returncode == 0, done.stderr
-    assert done.stdout == (
+    last = crontab.state  # gone: the row was deleted
+    assert done.stdout.startswith(
         f"basic-job: state reset; discarded the marker of gone-host:4242 "
-        f"(run {run_id}), recorded as abandoned: --history basic-job\n"
+        f"(run {run_id}), recorded as abandoned: --history basic-job: forgot its last success ("
+    )  # issue #42 item 13: what a reset forgot, and what stays
+    assert done.stdout.endswith(
+        "), its next run and its backfill anchor; its log and run history stay; the next tick runs it as a new job\n"
     )
+    assert last("basic-job") is None
 
 
 def test_argument_errors_are_not_called_configuration_errors(cli):
@@ -203,3 +208,18 @@ def test_argument_errors_are_not_called_configuration_errors(cli):
     assert done.stderr == ("crontabber: --until: only means something with --pause NAME, --mute NAME or --drain HOST\n")
     done = cli.run("--crontabber.error_retry_time=soon")  # the configuration's: still called so
     assert done.returncode == 1 and "configuration error in crontabber.error_retry_time" in done.stderr
+
+
+def test_list_jobs_takes_its_names_after_wide_and_no_far_fetched_guess(cli):
+    """Issue #42 item 13: ``--list-jobs --wide NAME`` was refused (``--list-jobs NAME --wide``
+    worked); ``--prot`` suggested ``--to``."""
+    cli.crontab.configure(["BasicJob|1d", "FooJob|1d"])
+    for argv in (("--list-jobs", "--wide", "foo"), ("--list-jobs", "foo", "--wide")):
+        done = cli.run(*argv)
+        assert done.returncode == 0, done.stderr
+        assert [line.split()[0] for line in done.stdout.splitlines()[1:2]] == ["foo"], done.stdout
+    done = cli.run("--list-jobs", "--wide", "foo", "--crontabber.lease_seconds", "90")
+    assert done.returncode == 0 and "basic-job" not in done.stdout, done.stderr
+    done = cli.run("--prot", "8080")
+    assert done.returncode == 1 and done.stderr == "crontabber: the command line: unrecognized argument '--prot'\n"
+    assert "(did you mean --list-jobs?)" in cli.run("--list-jbos").stderr

@@ -82,6 +82,9 @@ def test_a_backfill_runs_beside_the_schedule_and_no_interval_runs_twice_at_once(
     calls = _calls(cli)
     by_kind = {kind: [c for c in calls if c["kind"] == kind] for kind in ("rerun", "scheduled")}
     assert [c["day"] for c in by_kind["rerun"]] == [anchor + i * DAY for i in (1, 0, -1, -2)]
+    # newest first: the span still reads earliest to latest (issue #42 item 13)
+    first, last = (anchor - 2 * DAY).strftime("%Y-%m-%d"), (anchor + DAY).strftime("%Y-%m-%d")
+    assert f"slow-backfill: reran 4 intervals, {first} " in out and f" to {last} " in out, out
     assert [c["day"] for c in by_kind["scheduled"]] == [anchor + i * DAY for i in range(1, 7)]
     # the schedule went on during the backfill: a scheduled interval ran while the rerun did
     rerun_end = max(c["finished_at"] for c in by_kind["rerun"])
