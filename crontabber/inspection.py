@@ -150,6 +150,8 @@ def job_runs(settings: Settings, jobs: list[Job], store: StateStore, name: str, 
     if state is not None and state.ongoing is not None and state.run_id is not None:
         run_ids.add(state.run_id)
     records = store.run_records(app_name, sorted(run_ids))
+    # the newest runs of the ledger too: a rerun's joiners killed before they logged anything
+    records.update({record.run_id: record for record in store.recent_runs(app_name, limit)})
     marker = marker_of(settings)
     runs = views.group_runs(entries, state, lambda s: marker(s, now), records)
     return JobRuns(app_name, is_backfill, runs[:limit], len(runs) > limit, now)

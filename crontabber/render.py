@@ -438,11 +438,15 @@ def _run_line(record: RunRecord, now: dt.datetime, gone: str | None = None) -> s
     ended = (
         f"ended {absolute(record.ended, now)}" if record.ended else f"last heartbeat {absolute(record.heartbeat, now)}"
     )
-    status = (
-        (f"not running: {gone}; a tick takes the job over (--release {record.app_name} clears it now)")
-        if gone
-        else record.status
-    )
+    if gone and record.kind == "rerun":  # its own lane: no marker to release
+        status = (
+            f"not running: {gone}; the next tick, or the run taking its interval over, records it "
+            f"abandoned (--rerun {record.app_name} --resume-run {record.run_id} continues the rerun)"
+        )
+    elif gone:
+        status = f"not running: {gone}; a tick takes the job over (--release {record.app_name} clears it now)"
+    else:
+        status = record.status
     return (
         f"{record.app_name} run {record.run_id} ({record.kind}) on {record.by}, started "
         f"{absolute(record.started, now)}, {ended}: {status}"

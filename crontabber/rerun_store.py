@@ -122,6 +122,12 @@ class RerunStore:
 
         def work(cur: Any) -> Pick:
             cur.execute(Q["lock_rerun"], {"run_id": root})
+            # the job's rerun runs killed without recording their end: abandoned before their
+            # intervals are taken over (a later tick would record them too)
+            cur.execute(
+                Q["abandon_expired_lanes"],
+                {**params, "run_id": claim.run_id, "host": claim.host},
+            )
             for _ in range(5):
                 cur.execute(Q["rerun_intervals"], params)
                 rows = [PlanRow.from_row(row) for row in rows_of(cur)]

@@ -285,13 +285,14 @@ class Tick(Frozen):
     """What a tick records about itself in ``crontabber_host``: also the migrations the
     database has that its code lacks (``schema_behind``: it claims nothing)."""
 
-    __slots__ = ("host", "version", "pid", "schema_behind", "tags", "live_seconds")
+    __slots__ = ("host", "version", "pid", "schema_behind", "tags", "live_seconds", "lease_seconds")
     host: str
     version: str
     pid: int
     schema_behind: tuple[int, ...]
     tags: tuple[str, ...]  # crontabber.host_tags: the jobs placed on them it may claim
     live_seconds: float  # a host that ticked this recently is in the fleet
+    lease_seconds: float  # a rerun run without a heartbeat this long is abandoned (0: none)
 
     def __init__(
         self,
@@ -301,6 +302,7 @@ class Tick(Frozen):
         schema_behind: tuple[int, ...] = (),
         tags: tuple[str, ...] = (),
         live_seconds: float = 900.0,
+        lease_seconds: float = 0.0,
     ) -> None:
         setfield(self, "host", host)
         setfield(self, "version", version)
@@ -308,6 +310,7 @@ class Tick(Frozen):
         setfield(self, "schema_behind", schema_behind)
         setfield(self, "tags", tags)
         setfield(self, "live_seconds", live_seconds)
+        setfield(self, "lease_seconds", lease_seconds)
 
 
 class FleetHost(Frozen):

@@ -256,6 +256,7 @@ class StateStore:
                     "behind": list(tick.schema_behind),
                     "tags": list(tick.tags),
                     "live_seconds": tick.live_seconds,
+                    "lease_seconds": tick.lease_seconds,
                 },
             )
             rows = [_as_dict(cur, row) for row in cur.fetchall()]

@@ -47,6 +47,7 @@ def fleet_tick(settings: Settings, schema_behind: tuple[int, ...] = ()) -> Tick:
         schema_behind,
         settings.host_tags,
         settings.monitor.silence_critical_minutes * 60,
+        settings.lease_seconds,
     )
 
 

@@ -582,7 +582,16 @@ def group_runs(
     for entry in entries:
         groups.setdefault(entry.run_id if entry.run_id is not None else -entry.id, []).append(entry)
     holding = _ongoing(state, marker)
-    runs = [_run(rows, holding, records.get(key)) for key, rows in groups.items()]
+    runs = [
+        _run(rows, _lane_holding(records.get(key), marker) or holding, records.get(key)) for key, rows in groups.items()
+    ]
+    # the runs the ledger has and the log does not (yet): a rerun's joiner killed before its
+    # first interval ended, a run claimed that logged nothing
+    held = holding.run_id if holding is not None else None
+    for run_id in sorted((r for r in records if r not in groups and r != held), reverse=True):
+        # by run id among the others (ids grow with time; a run without one is older)
+        at = next((n for n, run in enumerate(runs) if run.run_id is None or run.run_id < run_id), len(runs))
+        runs.insert(at, _ledger_run(records[run_id], marker))
     if holding is not None and not any(run.ongoing for run in runs):
         host, _, pid = (holding.by or "").rpartition(":")
         record = records.get(holding.run_id) if holding.run_id is not None else None
@@ -602,6 +611,36 @@ def group_runs(
             ),
         )
     return runs
+
+
+def lane_state(record: RunRecord) -> JobState:
+    """A rerun's run (its own lane: never the job's marker) as a marker would hold it, so that
+    the runner's rules judge it (live, expired, dead): its lease is its ledger row's heartbeat."""
+    return JobState(
+        record.app_name,
+        ongoing=record.started,
+        ongoing_by=record.by,
+        run_id=record.run_id,
+        heartbeat=record.heartbeat or record.started,
+    )
+
+
+def _lane_holding(record: RunRecord | None, marker: MarkerOf) -> OngoingView | None:
+    """The holder view of a rerun's run the ledger says is running (None otherwise): live,
+    or expired or dead until a tick or the run taking its interval over records it abandoned."""
+    if record is None or record.kind != "rerun" or record.status != RunStatus.RUNNING.value:
+        return None
+    return _ongoing(lane_state(record), marker)
+
+
+def _ledger_run(record: RunRecord, marker: MarkerOf) -> RunView:
+    """A run known to the ledger only, a running rerun's with its holder's verdict."""
+    holding = _lane_holding(record, marker)
+    if holding is None:
+        return record_run(record)
+    return RunView(
+        record.run_id, record.host, record.pid, record.started, None, Outcome.RUNNING, None, (), holding, record
+    )
 
 
 def record_run(record: RunRecord) -> RunView:

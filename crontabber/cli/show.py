@@ -19,7 +19,7 @@ from ..inspection import job_runs, job_views_now, known_name, one_run
 from ..leases import Beats
 from ..records import RunRecord
 from ..render import DEFAULT_WIDTH
-from ..state import JobState, RunStatus
+from ..state import JobState, RunKind, RunStatus
 from ..store import StateStore
 from ..views import FailureView
 from .common import Context
@@ -193,6 +193,11 @@ def _gone(ctx: Context, record: RunRecord, now: dt.datetime) -> str | None:
 
     if record.status != RunStatus.RUNNING.value:
         return None
+    if record.kind == RunKind.RERUN.value:  # its own lane: judged by its ledger row's heartbeat
+        from ..views import lane_state
+
+        verdict = markers_from_here(lease_rules(ctx.settings))(lane_state(record), now)
+        return {Marker.DEAD: "its process no longer exists", Marker.EXPIRED: "its lease has expired"}.get(verdict)
     state = ctx.store.state(record.app_name)
     if state is None or state.run_id != record.run_id or state.ongoing is None:
         return "it no longer holds the job"

@@ -14,8 +14,21 @@ SELECT clock_timestamp() AS now;
 -- operator's drain alone. Sent as one query string outside psycopg2's transaction: one
 -- implicit transaction, one round trip. The host record may be lost in a crash without
 -- harm: no fsync wait (SET LOCAL holds in the implicit transaction block).
+-- lanes: the rerun runs killed without recording their end (no heartbeat for lease_seconds;
+-- 0: not swept) are recorded abandoned by whichever tick comes next (an index on the running
+-- runs keeps it cheap), as a scheduled run's marker is taken over.
 SET LOCAL synchronous_commit = off;
-WITH tick AS (
+WITH lanes AS (
+    UPDATE crontabber_run AS r
+    SET status = 'abandoned', ended = clock_timestamp(),
+        error = 'killed without recording its end: no heartbeat since '
+                || to_char(COALESCE(r.heartbeat, r.started) AT TIME ZONE 'UTC',
+                           'YYYY-MM-DD HH24:MI:SS')
+                || ' UTC (its lease expired); recorded by the tick of ' || %(host)s
+    WHERE r.status = 'running' AND r.kind = 'rerun' AND %(lease_seconds)s > 0
+      AND COALESCE(r.heartbeat, r.started) < %(now)s - make_interval(secs => %(lease_seconds)s)
+    RETURNING r.run_id
+), tick AS (
     INSERT INTO crontabber_host (host, version, last_tick, skew_seconds, pid, schema_behind, tags)
     VALUES (%(host)s, %(version)s, %(now)s, %(skew)s, %(pid)s, %(behind)s::integer[],
             %(tags)s::text[])
@@ -557,6 +570,19 @@ SELECT r.run_id, r.app_name, r.kind, r.host, r.pid, r.status, r.plan, r.heartbea
              ORDER BY l.success) AS done
 FROM crontabber_run AS r
 WHERE r.run_id = %(root)s;
+
+-- name: abandon_expired_lanes
+-- The job's rerun runs killed without recording their end (no heartbeat for lease_seconds):
+-- abandoned, by the run that is about to take their intervals over (%(run_id)s on %(host)s).
+UPDATE crontabber_run AS r
+SET status = 'abandoned', ended = clock_timestamp(),
+    error = 'killed without recording its end: no heartbeat since '
+            || to_char(COALESCE(r.heartbeat, r.started) AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')
+            || ' UTC (its lease expired); recorded by run ' || %(run_id)s || ' on ' || %(host)s
+WHERE r.app_name = %(app_name)s AND r.status = 'running' AND r.kind = 'rerun'
+  AND r.run_id <> %(run_id)s
+  AND COALESCE(r.heartbeat, r.started) < clock_timestamp() - make_interval(secs => %(lease_seconds)s)
+RETURNING r.run_id;
 
 -- name: abandon_run
 -- A rerun killed without recording its end: found by --resume-run once its lease expired, or

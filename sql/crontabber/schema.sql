@@ -218,6 +218,9 @@ ALTER TABLE crontabber_run ADD COLUMN IF NOT EXISTS metrics jsonb;
 -- Ours (migration 0027): the checks a succeeded run breached ('; '-joined rules), written by the
 -- tick that judged it: such a run is left out of the baseline later runs are judged against.
 ALTER TABLE crontabber_run ADD COLUMN IF NOT EXISTS breach text;
+-- The running runs (a tick sweeps the rerun runs killed without recording their end).
+CREATE INDEX IF NOT EXISTS crontabber_run_running_idx ON crontabber_run (kind, heartbeat)
+    WHERE status = 'running';
 
 -- Ours (migration 0025): rights in PostgreSQL, see migrations/0025_roles.sql: the audit's
 -- database user and hash chain, the operator actions as SECURITY DEFINER functions that write

@@ -5,6 +5,7 @@ beside the job's schedule, claiming interval by interval; ``--only``, ``--newest
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import signal
 import time
@@ -203,3 +204,46 @@ def test_a_tick_takes_over_at_once_the_interval_a_killed_rerun_held_on_its_host(
     assert scheduled == [anchor + DAY, anchor + 2 * DAY]
     (killed,) = cli.crontab.sql("SELECT status, error FROM crontabber_run WHERE run_id = %s", (call["run_id"],))
     assert killed["status"] == "abandoned" and "is gone; taken over by run" in killed["error"]
+
+
+def test_a_killed_rerun_reads_as_what_it_was_then_a_tick_records_it_abandoned(cli):
+    """Issue #42 item 2: a rerun killed with -9 before it logged an interval is listed by
+    --history (it was not), as running with its holder's verdict (not ok), --logs does not
+    suggest --release (a lane run holds no marker), and a later tick records it abandoned
+    (it stayed running in the ledger forever)."""
+    anchor = _started(cli, 0)
+    _slow(cli, 30.0)
+    rerun = cli.spawn(
+        "--rerun",
+        "slow-backfill",
+        "--reason",
+        "test",
+        "--date",
+        _day(anchor - 3 * DAY),
+        "--to",
+        _day(anchor - DAY),
+        *FAST,
+    )
+    wait_for(lambda: _calls(cli), what="the rerun's first interval")
+    (run,) = cli.crontab.sql("SELECT run_id FROM crontabber_run WHERE kind = 'rerun'")
+    os.kill(rerun.pid, signal.SIGKILL)
+    rerun.wait(timeout=30)
+    history = json.loads(cli.run("--history", "slow-backfill", "--json").stdout)["runs"]
+    (shown,) = [r for r in history if r["run_id"] == run["run_id"]]
+    assert (shown["outcome"], shown["kind"], shown["verdict"]) == ("running", "rerun", "dead")
+    logs = cli.run("--logs", "slow-backfill", "--run", str(run["run_id"]))
+    assert "not running: its process no longer exists; the next tick" in logs.stdout, logs.stdout
+    assert "--release" not in logs.stdout and f"--resume-run {run['run_id']}" in logs.stdout
+
+    def abandoned() -> bool:
+        assert cli.run(*FAST).returncode == 0
+        (row,) = cli.crontab.sql("SELECT status, error FROM crontabber_run WHERE run_id = %s", (run["run_id"],))
+        return row["status"] == "abandoned"
+
+    wait_for(abandoned, timeout=30, what="a tick past the lease to record it")
+    (row,) = cli.crontab.sql("SELECT error FROM crontabber_run WHERE run_id = %s", (run["run_id"],))
+    assert row["error"].startswith("killed without recording its end: no heartbeat since ")
+    assert "(its lease expired); recorded by the tick of " in row["error"]
+    history = json.loads(cli.run("--history", "slow-backfill", "--json").stdout)["runs"]
+    (shown,) = [r for r in history if r["run_id"] == run["run_id"]]
+    assert shown["outcome"] == "abandoned"

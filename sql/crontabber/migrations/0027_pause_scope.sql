@@ -7,6 +7,10 @@
 ALTER TABLE crontabber ADD COLUMN IF NOT EXISTS paused_scope text;
 -- A breach does not become the new normal (issue #42 item 9): the rules a run breached.
 ALTER TABLE crontabber_run ADD COLUMN IF NOT EXISTS breach text;
+-- A killed rerun reads as what it was (issue #42 item 2): a tick records it abandoned.
+-- The running runs (a tick sweeps the rerun runs killed without recording their end).
+CREATE INDEX IF NOT EXISTS crontabber_run_running_idx ON crontabber_run (kind, heartbeat)
+    WHERE status = 'running';
 
 CREATE OR REPLACE FUNCTION crontabber_pause(
     p_app_name text, p_depends_on text[], p_until timestamptz, p_replace boolean, p_audit json
