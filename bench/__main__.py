@@ -1,5 +1,9 @@
-"""``python -m bench [NAME ...] [--rounds N]``: run benchmarks, rewrite bench/RESULTS.md (its
-table and notes; the lab notes at its end, kept by hand, stay as they are)."""
+"""``python -m bench [NAME ...] [--rounds N] [--save-to DIR] [OPTIONS]``: run benchmarks, rewrite
+bench/RESULTS.md (its table and notes; the lab notes at its end, kept by hand, stay as they are).
+
+A bench module with an ``options(argv)`` function takes the command line's other options
+(``python -m bench fleet --jobs 10,100``); ``--save-to DIR`` writes the results there and
+leaves bench/results and RESULTS.md alone (a test's run)."""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ import platform
 import shlex
 import sys
 from pathlib import Path
+from typing import Sequence
 
 from .harness import Comparison, Sample
 
@@ -41,16 +46,21 @@ def machine() -> str:
 RESULTS_DIR = HERE / "results"
 
 
-def save(name: str, comparisons: list[Comparison], command: str) -> None:
-    """Keep one benchmark's latest results (bench/results/NAME.json)."""
-    RESULTS_DIR.mkdir(exist_ok=True)
+def save(
+    name: str, comparisons: list[Comparison], command: str, table: Sequence[str] = (), directory: Path = RESULTS_DIR
+) -> None:
+    """Keep one benchmark's latest results (bench/results/NAME.json), with its own ``table``
+    (markdown lines, if any)."""
+    directory.mkdir(exist_ok=True)
     record = {
         "date": f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M UTC}",
         "machine": machine(),
         "command": command,
         "comparisons": [dataclasses.asdict(c) for c in comparisons],
     }
-    (RESULTS_DIR / f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")
+    if table:
+        record["table"] = list(table)
+    (directory / f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")
 
 
 def load_all() -> dict[str, dict]:
@@ -89,6 +99,10 @@ def render(records: dict[str, dict]) -> str:
             notes += [f"- {module}: {note}" for note in c.notes]
     if notes:
         lines += ["", "## Notes", "", *notes]
+    for module, record in records.items():
+        if record.get("table"):
+            lines += ["", f"## {module}", "", f"Run {record['date']} with `{record['command']}`.", ""]
+            lines += record["table"]
     return "\n".join(lines) + "\n"
 
 
@@ -103,20 +117,32 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench")
     parser.add_argument("names", nargs="*", help="benchmarks to run (default: all)")
     parser.add_argument("--rounds", type=int, default=0, help="rounds (default: each bench's own)")
-    args = parser.parse_args(argv)
+    parser.add_argument("--save-to", type=Path, help="write NAME.json there; RESULTS.md is left alone")
+    args, extra = parser.parse_known_args(argv)
     names = args.names or sorted(p.stem.removeprefix("bench_") for p in HERE.glob("bench_*.py"))
     command = ("python -m bench " + " ".join(shlex.quote(a) for a in argv)).strip()
     for name in names:
         module = importlib.import_module(f"bench.bench_{name}")
         print(f"== {name}", file=sys.stderr)
-        comparisons = module.run(args.rounds or module.ROUNDS)
+        rounds = args.rounds or module.ROUNDS
+        if hasattr(module, "options"):
+            result = module.run(rounds, module.options(extra))
+        elif extra:
+            parser.error(f"unrecognized arguments: {' '.join(extra)} (bench {name} takes no options)")
+        else:
+            result = module.run(rounds)
+        comparisons, table = result if isinstance(result, tuple) else (result, [])
         for c in comparisons:
             print(
                 f"   {c.name}: ours {c.ours.median:.4g} {c.unit}, {c.baseline.label} "
                 f"{c.baseline.median:.4g} {c.unit}, ratio {c.ratio:.2f}x",
                 file=sys.stderr,
             )
-        save(name, comparisons, command)
+        if table:
+            print("\n".join(table))
+        save(name, comparisons, command, table, args.save_to or RESULTS_DIR)
+    if args.save_to is not None:
+        return 0
     results = HERE / "RESULTS.md"
     results.write_text(render(load_all()) + lab_notes(results.read_text() if results.exists() else ""))
     return 0

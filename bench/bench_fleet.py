@@ -1,0 +1,291 @@
+"""The runner at fleet scale (issue #45 item 5): M no-op jobs due at once, H runners started
+together, directly and through PgBouncer.
+
+Each scenario (M jobs x H hosts x path x mode) has its own database, a copy of a template
+holding the runner's schema, with M hourly no-op jobs (:mod:`bench.fleet_jobs`) whose state
+rows say they ran an hour ago. A round makes every job due (``next_run`` set to the
+database's ``now()`` by hand, as the issue's figures were taken), starts H runners at once
+(cron ticks: ``python -m crontabber --admin.conf=INI``, each in a UTS namespace with a host
+name of its own), waits for them, then starts H idle ticks (nothing is due any more).
+Measured per round:
+
+- executions/s of the fleet (runs / first start to last exit) and per host (the median
+  over the hosts of a host's runs / its own wall time, interpreter start included);
+- transactions per execution and per idle pass (``pg_stat_database``), queries per
+  execution and per idle pass (PgBouncer's ``SHOW STATS``, pooled path only): what counted
+  them is in :mod:`bench.fleet`; the busy figure includes the H ticks' own statements;
+- lateness of a due job: its run's ``started`` in the ledger minus the instant it fell due
+  (p99 of the round's runs);
+- runs twice (a job with two ledger runs in one round), jobs not run, runs not succeeded,
+  runner exits other than 0: all must be 0.
+
+Beside it, measured in the same run and interleaved with the rounds: the machine's limit on
+runs as processes (forks + exits of a no-op child of a process that has imported the
+runner, per second), and the floor of what a run must write (every job claimed and ended by
+two statements in two transactions over one connection of the scenario's path). The 1-minute
+load average is recorded at the start and end of each scenario (the machine is shared).
+
+``--serve`` runners are measured only when the runner's ``--help`` has that mode; otherwise
+the results say "not available".
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import statistics
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .fleet import PATHS, FleetDatabase, drop_database, fork_rate, load_average, make_template, serve_available
+from .harness import Comparison, Sample
+
+ROUNDS = 3
+JOBS = (10, 100, 1000)
+HOSTS = (1, 4, 8)
+MODES = ("cron", "serve")
+BIG = 1000  # scenarios with this many jobs or more take --big-rounds rounds
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of numbers: {text!r}") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"numbers of at least 1 expected: {text!r}")
+    return values
+
+
+def _names(allowed: tuple[str, ...]):
+    def parse(text: str) -> tuple[str, ...]:
+        values = tuple(text.split(","))
+        unknown = [value for value in values if value not in allowed]
+        if unknown:
+            raise argparse.ArgumentTypeError(f"{', '.join(unknown)}: not one of {', '.join(allowed)}")
+        return values
+
+    return parse
+
+
+def options(argv: list[str]) -> argparse.Namespace:
+    """This bench's own options (``python -m bench fleet --jobs 10,100 --hosts 1,4``)."""
+    parser = argparse.ArgumentParser(prog="python -m bench fleet")
+    parser.add_argument("--jobs", type=_ints, default=JOBS, help="M: no-op jobs due at once (default 10,100,1000)")
+    parser.add_argument("--hosts", type=_ints, default=HOSTS, help="H: runners started together (default 1,4,8)")
+    parser.add_argument("--paths", type=_names(PATHS), default=PATHS, help="direct,pgbouncer (default both)")
+    parser.add_argument("--modes", type=_names(MODES), default=MODES, help="cron,serve (default both)")
+    parser.add_argument("--big-rounds", type=int, default=0, help=f"rounds of scenarios of {BIG}+ jobs")
+    parser.add_argument("--skip", default="", help="MxH scenarios left out, comma-separated (1000x8)")
+    return parser.parse_args(argv)
+
+
+@dataclass
+class Rounds:
+    """One scenario's measurements, one value per round (lists) or summed over them."""
+
+    fleet_rate: list[float] = field(default_factory=list)
+    host_rate: list[float] = field(default_factory=list)
+    xacts_per_run: list[float] = field(default_factory=list)
+    queries_per_run: list[float] = field(default_factory=list)
+    idle_xacts: list[float] = field(default_factory=list)
+    idle_queries: list[float] = field(default_factory=list)
+    idle_seconds: list[float] = field(default_factory=list)
+    p99_late: list[float] = field(default_factory=list)
+    floor_rate: list[float] = field(default_factory=list)
+    floor_xacts: list[float] = field(default_factory=list)
+    floor_queries: list[float] = field(default_factory=list)
+    twice: int = 0
+    not_run: int = 0
+    not_succeeded: int = 0
+    bad_exits: int = 0
+    load: list[str] = field(default_factory=list)
+
+
+def p99(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(0.99 * len(ordered)) - 1)]
+
+
+def cron_round(db: FleetDatabase, hosts: int, tag: str, into: Rounds) -> None:
+    """One round of cron ticks on ``db``: H busy ticks over every job due, H idle ticks,
+    then the floor of the same runs."""
+    before_id = db.last_run_id()
+    start = db.counts()
+    due = db.make_due()  # just before the runners start: lateness is theirs alone
+    ticks = db.ticks(hosts, tag)
+    after = db.counts()
+    idle = db.ticks(hosts, tag)
+    busy, idle_counts = after - start, db.counts() - after
+    busy.transactions -= db.own
+    runs = db.runs_since(before_id)
+    per_job = Counter(app for app, _, _, _ in runs)
+    into.twice += sum(n - 1 for n in per_job.values())
+    into.not_run += db.jobs - len(per_job)
+    into.not_succeeded += sum(status != "succeeded" for _, _, status, _ in runs)
+    into.bad_exits += sum(t.code != 0 for t in ticks + idle)
+    by_host = Counter(host for _, host, _, _ in runs)
+    into.fleet_rate.append(len(runs) / (max(t.end for t in ticks) - min(t.start for t in ticks)))
+    into.host_rate.append(statistics.median(by_host[t.host] / t.seconds for t in ticks))
+    into.xacts_per_run.append(busy.transactions / max(1, len(runs)))
+    into.idle_xacts.append(idle_counts.transactions / hosts)
+    into.idle_seconds.append(statistics.median(t.seconds for t in idle))
+    into.p99_late.append(p99([(started - due).total_seconds() for _, _, _, started in runs]))
+    if busy.queries is not None and idle_counts.queries is not None:
+        into.queries_per_run.append(busy.queries / max(1, len(runs)))
+        into.idle_queries.append(idle_counts.queries / hosts)
+    rate, floor = db.floor()
+    into.floor_rate.append(rate)
+    into.floor_xacts.append(floor.transactions / db.jobs)
+    if floor.queries is not None:
+        into.floor_queries.append(floor.queries / db.jobs)
+
+
+def _number(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def _spread(values: list[float]) -> str:
+    """``median (min-max)``, or the one value, or ``-`` for none."""
+    if not values:
+        return "-"
+    if len(values) == 1:
+        return _number(values[0])
+    return f"{_number(statistics.median(values))} ({_number(min(values))}-{_number(max(values))})"
+
+
+@dataclass
+class Scenario:
+    jobs: int
+    hosts: int
+    path: str
+    mode: str
+    rounds: Rounds = field(default_factory=Rounds)
+    forks: list[float] = field(default_factory=list)  # the machine's limit, same rounds
+
+    @property
+    def name(self) -> str:
+        runner = "cron ticks" if self.mode == "cron" else "--serve runners"
+        return f"M={self.jobs:,} H={self.hosts} {self.path}, {runner}"
+
+    def row(self) -> str:
+        r = self.rounds
+        checks = f"{r.twice} / {r.not_run} / {r.not_succeeded} / {r.bad_exits}"
+        return (
+            f"| {self.jobs:,} | {self.hosts} | {self.path} | {self.mode} | {len(r.fleet_rate)} | "
+            f"{_spread(r.fleet_rate)} | {_spread(r.host_rate)} | {_spread(r.xacts_per_run)} | "
+            f"{_spread(r.queries_per_run)} | {_spread(r.idle_xacts)} | {_spread(r.idle_queries)} | "
+            f"{_spread(r.idle_seconds)} | {_spread(r.p99_late)} | {checks} | {_spread(r.floor_rate)} | "
+            f"{_spread(r.floor_xacts)} | {_spread(r.floor_queries)} | {_spread(self.forks)} | "
+            f"{' '.join(r.load)} |"
+        )
+
+
+HEADER = [
+    "| M jobs | H runners | path | mode | rounds | fleet runs/s | runs/s per host | PG transactions "
+    "per run | queries per run | idle pass: PG transactions | idle pass: queries | idle tick (s) "
+    "| p99 lateness (s) | twice / not run / failed / exit != 0 | floor runs/s | floor transactions "
+    "per run | floor queries per run | fork+exit/s | load average at each scenario's start, end |",
+    "|" + "---|" * 19,
+]
+LEGEND = (
+    "Medians over the rounds (min-max). Runs/s per host: the median host's runs over its own "
+    "wall time (interpreter start included). PG transactions: pg_stat_database xact_commit + "
+    "xact_rollback of the scenario's own database (every client backend ended before each "
+    "reading, so each has sent its counts); a busy round's count includes the H ticks' own "
+    "statements. Queries: PgBouncer's SHOW STATS total_query_count (query messages: a string of "
+    "several statements counts once), so only on the pgbouncer path (pg_stat_statements is not "
+    "loaded on the shared server). Idle pass: one tick with nothing due. Lateness: a run's "
+    "ledger start minus the instant its job fell due (next_run set to now() by hand just before "
+    "the runners start, so it includes their start-up). Floor: every job claimed and ended by "
+    "the two statements a run must write (claim + ledger start; end + state + log), one "
+    "connection of the path, serial. fork+exit/s: a process that imported the runner forks "
+    "and reaps no-op children, interleaved with the rounds."
+)
+
+
+def run_scenarios(opts: argparse.Namespace, rounds: int, workdir: Path) -> list[Scenario]:
+    """Every cron scenario of ``opts``, the paths interleaved round by round, the fork
+    limit measured between them (its order flipped every round)."""
+    template = make_template(f"bench_fleet_{os.getpid()}_template")
+    skip = {part.strip() for part in opts.skip.split(",") if part.strip()}
+    done: list[Scenario] = []
+    try:
+        for jobs in opts.jobs:
+            for hosts in opts.hosts:
+                if f"{jobs}x{hosts}" in skip or "cron" not in opts.modes:
+                    continue
+                count = (opts.big_rounds or rounds) if jobs >= BIG else rounds
+                done += _cron(jobs, hosts, opts.paths, count, template, workdir)
+    finally:
+        drop_database(template)
+    return done
+
+
+def _cron(jobs: int, hosts: int, paths: tuple[str, ...], rounds: int, template: str, workdir: Path) -> list[Scenario]:
+    scenarios = {path: Scenario(jobs, hosts, path, "cron") for path in paths}
+    dbs = {
+        path: FleetDatabase(f"bench_fleet_{os.getpid()}_{jobs}_{hosts}_{path}", template, jobs, path, workdir)
+        for path in paths
+    }
+    forks: list[float] = []
+    try:
+        for db in dbs.values():
+            db.ticks(hosts, "warm")  # the INI's parse cached, PgBouncer's pool opened
+        for scenario in scenarios.values():
+            scenario.rounds.load.append(load_average())
+        for index in range(rounds):
+            order = list(paths) if index % 2 == 0 else list(reversed(paths))
+            if index % 2 == 0:
+                forks.append(fork_rate())
+            for path in order:
+                cron_round(dbs[path], hosts, f"{jobs}-{hosts}", scenarios[path].rounds)
+            if index % 2 == 1:
+                forks.append(fork_rate())
+        for scenario in scenarios.values():
+            scenario.rounds.load.append(load_average())
+            scenario.forks = forks
+    finally:
+        for db in dbs.values():
+            db.drop()
+    return list(scenarios.values())
+
+
+def run(rounds: int, opts: argparse.Namespace | None = None) -> tuple[list[Comparison], list[str]]:
+    opts = opts or options([])
+    with tempfile.TemporaryDirectory(prefix="bench-fleet-") as workdir:
+        scenarios = run_scenarios(opts, rounds, Path(workdir))
+    serve = "serve" in opts.modes and serve_available()
+    notes = [
+        "the machine limit (baseline) is forks + exits of a no-op child per second from a "
+        "process that imported the runner, measured between the rounds; the ratio is the share "
+        "of it the fleet reaches. Every figure of the scenario in the table below.",
+    ]
+    if "serve" in opts.modes:
+        notes.append(
+            "--serve runners: "
+            + (
+                "the runner has --serve, but this bench does not measure it yet"
+                if serve
+                else "not available (python -m crontabber --help has no --serve)"
+            )
+        )
+    comparisons = [
+        Comparison(
+            s.name,
+            "fleet executions",
+            "runs/s",
+            Sample("ours", s.rounds.fleet_rate),
+            Sample("fork+exit of a no-op child", s.forks),
+            higher_is_better=True,
+            notes=notes if index == 0 else [],
+        )
+        for index, s in enumerate(scenarios)
+    ]
+    table = [*HEADER, *(s.row() for s in scenarios), "", LEGEND]
+    if "serve" in opts.modes and not serve:
+        table += ["", "`--serve` runners: not available (python -m crontabber --help has no --serve)."]
+    return comparisons, table

@@ -1,0 +1,310 @@
+"""The pieces of ``python -m bench fleet``: a scenario's own database with M no-op jobs, H
+runner processes started together (each its own host name), what PostgreSQL and PgBouncer
+counted meanwhile, what the run ledger says of the runs, and the machine's own limits.
+
+Counting: PostgreSQL's transactions are ``pg_stat_database``'s ``xact_commit +
+xact_rollback`` of the scenario's database. A backend sends its counts to the statistics
+only at exit or after an idle second, so before each reading every client backend of that
+database is ended (``pg_terminate_backend``: the ticks' are gone already, PgBouncer's pooled
+server connections are what stay; PgBouncer opens new ones) and the reading waits until none
+is left. Statements are PgBouncer's ``SHOW STATS`` ``total_query_count`` of the database,
+so they are counted on the pooled path only (pg_stat_statements is not loaded on the shared
+server, and it is not restarted for a benchmark); PgBouncer counts a query message, so a
+string of two statements sent at once counts once: round trips, as the server sees them.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import devservices
+from crontabber.schema import ensure_schema
+from crontabber.store import connect
+from devservices.databases import database
+
+from .fleet_jobs import app_name, class_name
+
+REPO = Path(__file__).resolve().parent.parent
+PATHS = ("direct", "pgbouncer")
+
+#: Every job due again at one instant (the issue's figures: next_run set in the past by
+#: hand); returns that instant.
+MAKE_DUE = "UPDATE crontabber SET next_run = now() RETURNING now()"
+#: The floor: the least a run must write, as two statements in two transactions (the claim
+#: with its ledger row; the end with the state, the ledger and crontabber's log row).
+FLOOR_CLAIM = """
+WITH claimed AS (
+    UPDATE crontabber SET ongoing = clock_timestamp(), ongoing_by = %(holder)s,
+        run_id = nextval('crontabber_run_id_seq'), heartbeat = clock_timestamp()
+    WHERE app_name = %(app_name)s AND ongoing IS NULL AND next_run < clock_timestamp()
+    RETURNING run_id, ongoing
+)
+INSERT INTO crontabber_run (run_id, app_name, kind, host, pid, started, heartbeat)
+SELECT run_id, %(app_name)s, 'scheduled', %(host)s, %(pid)s, ongoing, ongoing FROM claimed
+RETURNING run_id"""
+FLOOR_END = """
+WITH ended AS (
+    UPDATE crontabber SET first_run = COALESCE(first_run, ongoing), last_run = ongoing,
+        last_success = ongoing, next_run = ongoing + interval '1 hour', error_count = 0,
+        ongoing = NULL, ongoing_by = NULL, heartbeat = NULL
+    WHERE app_name = %(app_name)s AND run_id = %(run_id)s AND ongoing IS NOT NULL
+    RETURNING app_name, last_run
+), ledger AS (
+    UPDATE crontabber_run SET ended = clock_timestamp(), status = 'succeeded', intervals = 1
+    WHERE run_id = %(run_id)s
+)
+INSERT INTO crontabber_log (app_name, duration, success, run_id, host, pid)
+SELECT app_name, clock_timestamp() - last_run, last_run, %(run_id)s, %(host)s, %(pid)s
+FROM ended"""
+#: A child process that has imported what a tick imports, forking and reaping no-op
+#: children for ``argv[1]`` seconds; prints forks per second.
+FORK_LOOP = """
+import os, sys, time
+import crontabber.cli.dispatch, crontabber.tick, crontabber.supervisor, crontabber.capture
+import bench.fleet_jobs
+seconds, count, start = float(sys.argv[1]), 0, time.perf_counter()
+while time.perf_counter() - start < seconds:
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    count += 1
+print(count / (time.perf_counter() - start))
+"""
+
+
+def load_average() -> str:
+    """The 1-minute load average (/proc/loadavg)."""
+    return Path("/proc/loadavg").read_text().split()[0]
+
+
+def serve_available() -> bool:
+    """Whether the runner's command line has a ``--serve`` mode (its ``--help`` says)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "crontabber", "--help"], capture_output=True, text=True, env=_env({}), cwd=REPO
+    )
+    return "--serve" in done.stdout
+
+
+def fork_rate(seconds: float = 1.0) -> float:
+    """Forks + exits + reaps of a no-op child per second, from a process that imported the
+    runner (the machine's own limit on runs as processes)."""
+    done = subprocess.run(
+        [sys.executable, "-c", FORK_LOOP, str(seconds)], capture_output=True, text=True, check=True, env=_env({})
+    )
+    return float(done.stdout.split()[-1])
+
+
+def _env(extra: dict[str, str]) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO), **extra}
+
+
+@dataclass
+class Counts:
+    """What the server and the pooler counted of one database so far."""
+
+    transactions: int
+    queries: int | None  # PgBouncer's, on the pooled path only
+
+    def __sub__(self, other: Counts) -> Counts:
+        queries = None if self.queries is None or other.queries is None else self.queries - other.queries
+        return Counts(self.transactions - other.transactions, queries)
+
+
+@dataclass
+class Tick:
+    """One runner process: its host name, start and end (perf_counter), exit code."""
+
+    host: str
+    start: float
+    end: float
+    code: int
+
+    @property
+    def seconds(self) -> float:
+        return self.end - self.start
+
+
+class FleetDatabase:
+    """A scenario's own database (a copy of ``template``) with M no-op jobs in an INI, reached
+    directly or through PgBouncer (``path``); dropped by :meth:`drop`."""
+
+    def __init__(self, name: str, template: str, jobs: int, path: str, workdir: Path) -> None:
+        self.name = name
+        self.jobs = jobs
+        self.pooled = path == "pgbouncer"
+        self.services = devservices.current()
+        self.admin = connect(database("postgres"))
+        self.admin.autocommit = True
+        self._admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        self._admin(f"CREATE DATABASE {name} TEMPLATE {template}")
+        self.direct = database(name)  # the bench's own reads and writes: never counted
+        self.settings = self.direct.replace(port=self.services.pgb_port) if self.pooled else self.direct
+        self.ini = workdir / f"{name}.ini"
+        entries = "\n".join(f"        bench.fleet_jobs.{class_name(i)}|1h" for i in range(jobs))
+        self.ini.write_text(f"[crontabber]\n    jobs='''\n{entries}\n    '''\n")
+        self._seed()
+        before = self.counts()
+        self.sql("SELECT now()")
+        #: What one of the bench's own statements on a connection of its own adds to the
+        #: counts (PostgreSQL counts a login as a transaction; 0 through PgBouncer, which
+        #: the bench's statements bypass): subtracted from a span that :meth:`make_due` opens.
+        self.own = (self.counts() - before).transactions
+
+    def _admin(self, query: str, params: Any = None) -> list[tuple]:
+        with self.admin.cursor() as cur:
+            cur.execute(query, params)
+            return cur.fetchall() if cur.description else []
+
+    def sql(self, query: str, params: Any = None) -> list[tuple]:
+        """Run ``query`` on the scenario's database (a direct connection of its own, closed
+        after: never through PgBouncer, never inside a counted span)."""
+        conn = connect(self.direct)
+        conn.autocommit = True
+        try:
+            with conn.cursor() as cur:
+                cur.execute(query, params)
+                return cur.fetchall() if cur.description else []
+        finally:
+            conn.close()
+
+    def _seed(self) -> None:
+        """Every job's state row, as after a run an hour ago (due when :meth:`make_due`)."""
+        self.sql(
+            "INSERT INTO crontabber (app_name, next_run, first_run, last_run, last_success,"
+            " error_count, depends_on, last_error)"
+            " SELECT a, now() + interval '1 hour', now(), now(), now(), 0, '{}', '{}'"
+            " FROM unnest(%s::text[]) AS a; ANALYZE",
+            ([app_name(i) for i in range(self.jobs)],),
+        )
+
+    def make_due(self) -> Any:
+        """Make every job due now; the instant (the database clock) they fell due."""
+        return self.sql(MAKE_DUE)[0][0]
+
+    def last_run_id(self) -> int:
+        return int(self.sql("SELECT COALESCE(max(run_id), 0) FROM crontabber_run")[0][0])
+
+    def counts(self) -> Counts:
+        """The transactions run on the database so far, and on the pooled path the queries:
+        PostgreSQL's count directly (once every client backend of the database has ended
+        and sent its counts), PgBouncer's through it (its pooled server connections stay:
+        ending them would make it log in again in the next round)."""
+        if self.pooled:
+            stats = self.services.pgbouncer_stats().get(self.name, {})
+            return Counts(stats.get("total_xact_count", 0), stats.get("total_query_count", 0))
+        deadline = time.monotonic() + 30
+        while self._admin(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+            " WHERE datname = %s AND backend_type = 'client backend'",
+            (self.name,),
+        )[0][0]:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{self.name}: client backends do not end")
+            time.sleep(0.05)
+        transactions = self._transactions()
+        while (settled := self._transactions()) != transactions:  # a backend's exit sends its
+            transactions = settled  # counts after it leaves pg_stat_activity
+        return Counts(transactions, None)
+
+    def _transactions(self) -> int:
+        time.sleep(0.1)
+        self._admin("SELECT pg_stat_clear_snapshot()")
+        query = "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = %s"
+        return int(self._admin(query, (self.name,))[0][0])
+
+    def runs_since(self, run_id: int) -> list[tuple[str, str, str, Any]]:
+        """The ledger's runs after ``run_id``: (app name, host, status, started)."""
+        return [
+            (row[0], row[1], row[2], row[3])
+            for row in self.sql(
+                "SELECT app_name, host, status, started FROM crontabber_run WHERE run_id > %s ORDER BY run_id",
+                (run_id,),
+            )
+        ]
+
+    def ticks(self, hosts: int, tag: str) -> list[Tick]:
+        """Start ``hosts`` cron ticks together, each in a UTS namespace of its own (host
+        name ``fleet-<tag>-<n>``, as separate hosts have); wait for every one."""
+        env = _env(
+            {
+                "RESOURCE_POSTGRESQL_DBNAME": self.name,
+                "RESOURCE_POSTGRESQL_PORT": str(self.settings.port),
+            }
+        )
+        argv = [sys.executable, "-m", "crontabber", f"--admin.conf={self.ini}"]
+        done: list[Tick] = []
+        gate = threading.Barrier(hosts)
+
+        def one(host: str) -> None:
+            gate.wait()
+            start = time.perf_counter()
+            code = subprocess.run(
+                ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', host, *argv],
+                env=env,
+                cwd=REPO,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            ).returncode
+            done.append(Tick(host, start, time.perf_counter(), code))
+
+        threads = [threading.Thread(target=one, args=(f"fleet-{tag}-{n}",)) for n in range(hosts)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return done
+
+    def floor(self) -> tuple[float, Counts]:
+        """Run every job once as the least a run must write (:data:`FLOOR_CLAIM`,
+        :data:`FLOOR_END`) over one connection of the scenario's path; executions per second
+        and what the server and the pooler counted."""
+        self.make_due()
+        before = self.counts()
+        conn = connect(self.settings)
+        conn.autocommit = True
+        host, pid = "fleet-floor", os.getpid()
+        start = time.perf_counter()
+        with conn.cursor() as cur:
+            for index in range(self.jobs):
+                params = {"app_name": app_name(index), "holder": f"{host}:{pid}", "host": host, "pid": pid}
+                cur.execute(FLOOR_CLAIM, params)
+                cur.execute(FLOOR_END, {**params, "run_id": cur.fetchone()[0]})
+        rate = self.jobs / (time.perf_counter() - start)
+        conn.close()
+        return rate, self.counts() - before
+
+    def drop(self) -> None:
+        self._admin(f"DROP DATABASE IF EXISTS {self.name} WITH (FORCE)")
+        self.admin.close()
+
+
+def make_template(name: str) -> str:
+    """A database holding the runner's schema, which every scenario's database copies."""
+    admin = connect(database("postgres"))
+    admin.autocommit = True
+    with admin.cursor() as cur:
+        cur.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        cur.execute(f"CREATE DATABASE {name}")
+    admin.close()
+    conn = connect(database(name))
+    try:
+        ensure_schema(conn)
+    finally:
+        conn.close()
+    return name
+
+
+def drop_database(name: str) -> None:
+    admin = connect(database("postgres"))
+    admin.autocommit = True
+    with admin.cursor() as cur:
+        cur.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    admin.close()
