@@ -17,9 +17,8 @@ import platform
 import shlex
 import sys
 from pathlib import Path
-from typing import Sequence
 
-from .harness import Comparison, Sample
+from .harness import Comparison, Report, Sample
 
 HERE = Path(__file__).resolve().parent
 #: RESULTS.md's hand-kept part: from this heading to the end, a rewrite keeps what is there
@@ -46,20 +45,20 @@ def machine() -> str:
 RESULTS_DIR = HERE / "results"
 
 
-def save(
-    name: str, comparisons: list[Comparison], command: str, table: Sequence[str] = (), directory: Path = RESULTS_DIR
-) -> None:
-    """Keep one benchmark's latest results (bench/results/NAME.json), with its own ``table``
-    (markdown lines, if any)."""
+def save(name: str, report: Report, command: str, directory: Path = RESULTS_DIR) -> None:
+    """Keep one benchmark's latest results (bench/results/NAME.json), with its own table and
+    data, if any."""
     directory.mkdir(exist_ok=True)
-    record = {
+    record: dict[str, object] = {
         "date": f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M UTC}",
         "machine": machine(),
         "command": command,
-        "comparisons": [dataclasses.asdict(c) for c in comparisons],
+        "comparisons": [dataclasses.asdict(c) for c in report.comparisons],
     }
-    if table:
-        record["table"] = list(table)
+    if report.table:
+        record["table"] = report.table
+    if report.data:
+        record["data"] = report.data
     (directory / f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")
 
 
@@ -131,16 +130,16 @@ def main(argv: list[str]) -> int:
             parser.error(f"unrecognized arguments: {' '.join(extra)} (bench {name} takes no options)")
         else:
             result = module.run(rounds)
-        comparisons, table = result if isinstance(result, tuple) else (result, [])
-        for c in comparisons:
+        report = result if isinstance(result, Report) else Report(result)
+        for c in report.comparisons:
             print(
                 f"   {c.name}: ours {c.ours.median:.4g} {c.unit}, {c.baseline.label} "
                 f"{c.baseline.median:.4g} {c.unit}, ratio {c.ratio:.2f}x",
                 file=sys.stderr,
             )
-        if table:
-            print("\n".join(table))
-        save(name, comparisons, command, table, args.save_to or RESULTS_DIR)
+        if report.table:
+            print("\n".join(report.table))
+        save(name, report, command, args.save_to or RESULTS_DIR)
     if args.save_to is not None:
         return 0
     results = HERE / "RESULTS.md"

@@ -32,16 +32,28 @@ the results say "not available".
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import os
 import statistics
 import tempfile
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .fleet import PATHS, FleetDatabase, drop_database, fork_rate, load_average, make_template, serve_available
-from .harness import Comparison, Sample
+from .fleet import (
+    PATHS,
+    TICK_SECONDS,
+    FleetDatabase,
+    Servers,
+    drop_database,
+    fork_rate,
+    load_average,
+    make_template,
+    serve_available,
+)
+from .harness import Comparison, Report, Sample
 
 ROUNDS = 3
 JOBS = (10, 100, 1000)
@@ -79,6 +91,9 @@ def options(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--paths", type=_names(PATHS), default=PATHS, help="direct,pgbouncer (default both)")
     parser.add_argument("--modes", type=_names(MODES), default=MODES, help="cron,serve (default both)")
     parser.add_argument("--big-rounds", type=int, default=0, help=f"rounds of scenarios of {BIG}+ jobs")
+    parser.add_argument(
+        "--idle-seconds", type=float, default=10.0, help="--serve: seconds of serving with nothing due, per round"
+    )
     parser.add_argument("--skip", default="", help="MxH scenarios left out, comma-separated (1000x8)")
     return parser.parse_args(argv)
 
@@ -103,6 +118,7 @@ class Rounds:
     not_succeeded: int = 0
     bad_exits: int = 0
     load: list[str] = field(default_factory=list)
+    died: list[str] = field(default_factory=list)  # serving runners that exited by themselves
 
 
 def p99(values: list[float]) -> float:
@@ -142,6 +158,54 @@ def cron_round(db: FleetDatabase, hosts: int, tag: str, into: Rounds) -> None:
     into.floor_xacts.append(floor.transactions / db.jobs)
     if floor.queries is not None:
         into.floor_queries.append(floor.queries / db.jobs)
+
+
+def serve_round(db: FleetDatabase, hosts: int, tag: str, workdir: Path, idle_seconds: float, into: Rounds) -> None:
+    """One round of ``hosts`` serving runners started on ``db``: an idle window, then every
+    job due at once until each has run (or a timeout), then SIGTERM. Idle passes are counted
+    as the window over ``tick_seconds`` per runner; the busy span's count has the idle passes
+    it held taken out at that rate."""
+    servers = Servers(db, hosts, tag, workdir)
+    try:
+        _serve(db, servers, idle_seconds, into)
+    finally:
+        into.died += servers.died()  # before the stop: those that exited by themselves
+        into.bad_exits += sum(code != 0 for code in servers.stop())
+
+
+def _serve(db: FleetDatabase, servers: Servers, idle_seconds: float, into: Rounds) -> None:
+    hosts = len(servers.hosts)
+    time.sleep(2 * TICK_SECONDS)  # every runner up and past its first pass
+    start, t0 = db.counts(serving=True), time.perf_counter()
+    time.sleep(idle_seconds)
+    after_idle, t1 = db.counts(serving=True), time.perf_counter()
+    passes = hosts * (t1 - t0) / TICK_SECONDS
+    idle = after_idle - start
+    into.idle_xacts.append(idle.transactions / passes)
+    before_id = db.last_run_id()
+    busy_start, t2 = db.counts(serving=True), time.perf_counter()
+    due = db.make_due()
+    deadline = time.monotonic() + 60 + db.jobs
+    while (ended := db.ended_runs(before_id))[0] < db.jobs and time.monotonic() < deadline and not servers.died():
+        time.sleep(0.1)
+    busy, t3 = db.counts(serving=True) - busy_start, time.perf_counter()
+    busy_passes = hosts * (t3 - t2) / TICK_SECONDS
+    runs = db.runs_since(before_id)
+    per_job = Counter(app for app, _, _, _ in runs)
+    into.twice += sum(n - 1 for n in per_job.values())
+    into.not_run += db.jobs - len(per_job)
+    into.not_succeeded += sum(status != "succeeded" for _, _, status, _ in runs)
+    if not runs or ended[1] is None:
+        return
+    span = (ended[1] - due).total_seconds()
+    by_host = Counter(host for _, host, _, _ in runs)
+    into.fleet_rate.append(len(runs) / span)
+    into.host_rate.append(statistics.median(by_host[host] / span for host in servers.hosts))
+    into.xacts_per_run.append((busy.transactions - db.own - busy_passes * idle.transactions / passes) / len(runs))
+    into.p99_late.append(p99([(started - due).total_seconds() for _, _, _, started in runs]))
+    if busy.queries is not None and idle.queries is not None:
+        into.idle_queries.append(idle.queries / passes)
+        into.queries_per_run.append((busy.queries - busy_passes * idle.queries / passes) / len(runs))
 
 
 def _number(value: float) -> str:
@@ -207,42 +271,47 @@ LEGEND = (
 )
 
 
-def run_scenarios(opts: argparse.Namespace, rounds: int, workdir: Path) -> list[Scenario]:
-    """Every cron scenario of ``opts``, the paths interleaved round by round, the fork
-    limit measured between them (its order flipped every round)."""
+def run_scenarios(opts: argparse.Namespace, rounds: int, workdir: Path, serve: bool) -> list[Scenario]:
+    """Every scenario of ``opts`` (the serve ones only when ``serve``): for each M x H, its
+    paths and modes interleaved round by round, the fork limit measured between them."""
     template = make_template(f"bench_fleet_{os.getpid()}_template")
     skip = {part.strip() for part in opts.skip.split(",") if part.strip()}
+    modes = tuple(mode for mode in opts.modes if mode == "cron" or serve)
     done: list[Scenario] = []
     try:
         for jobs in opts.jobs:
             for hosts in opts.hosts:
-                if f"{jobs}x{hosts}" in skip or "cron" not in opts.modes:
+                if f"{jobs}x{hosts}" in skip or not modes:
                     continue
                 count = (opts.big_rounds or rounds) if jobs >= BIG else rounds
-                done += _cron(jobs, hosts, opts.paths, count, template, workdir)
+                done += _interleaved(jobs, hosts, opts, modes, count, template, workdir)
     finally:
         drop_database(template)
     return done
 
 
-def _cron(jobs: int, hosts: int, paths: tuple[str, ...], rounds: int, template: str, workdir: Path) -> list[Scenario]:
-    scenarios = {path: Scenario(jobs, hosts, path, "cron") for path in paths}
-    dbs = {
-        path: FleetDatabase(f"bench_fleet_{os.getpid()}_{jobs}_{hosts}_{path}", template, jobs, path, workdir)
-        for path in paths
-    }
+def _interleaved(
+    jobs: int, hosts: int, opts: argparse.Namespace, modes: tuple[str, ...], rounds: int, template: str, workdir: Path
+) -> list[Scenario]:
+    keys = [(mode, path) for mode in modes for path in opts.paths]
+    scenarios = {key: Scenario(jobs, hosts, key[1], key[0]) for key in keys}
+    prefix = f"bench_fleet_{os.getpid()}_{jobs}_{hosts}"
+    dbs = {key: FleetDatabase(f"{prefix}_{key[1]}_{key[0]}", template, jobs, key[1], workdir) for key in keys}
     forks: list[float] = []
+    tag = f"{jobs}-{hosts}"
     try:
         for db in dbs.values():
             db.ticks(hosts, "warm")  # the INI's parse cached, PgBouncer's pool opened
         for scenario in scenarios.values():
             scenario.rounds.load.append(load_average())
         for index in range(rounds):
-            order = list(paths) if index % 2 == 0 else list(reversed(paths))
             if index % 2 == 0:
                 forks.append(fork_rate())
-            for path in order:
-                cron_round(dbs[path], hosts, f"{jobs}-{hosts}", scenarios[path].rounds)
+            for key in keys if index % 2 == 0 else reversed(keys):
+                if key[0] == "serve":
+                    serve_round(dbs[key], hosts, tag, workdir, opts.idle_seconds, scenarios[key].rounds)
+                else:
+                    cron_round(dbs[key], hosts, tag, scenarios[key].rounds)
             if index % 2 == 1:
                 forks.append(fork_rate())
         for scenario in scenarios.values():
@@ -254,25 +323,26 @@ def _cron(jobs: int, hosts: int, paths: tuple[str, ...], rounds: int, template: 
     return list(scenarios.values())
 
 
-def run(rounds: int, opts: argparse.Namespace | None = None) -> tuple[list[Comparison], list[str]]:
-    opts = opts or options([])
-    with tempfile.TemporaryDirectory(prefix="bench-fleet-") as workdir:
-        scenarios = run_scenarios(opts, rounds, Path(workdir))
-    serve = "serve" in opts.modes and serve_available()
-    notes = [
+def _notes(serve: str) -> list[str]:
+    return [
         "the machine limit (baseline) is forks + exits of a no-op child per second from a "
         "process that imported the runner, measured between the rounds; the ratio is the share "
-        "of it the fleet reaches. Every figure of the scenario in the table below.",
+        "of it the fleet reaches. Every figure of each scenario is in the fleet table below.",
+        f"--serve runners: {serve}",
     ]
-    if "serve" in opts.modes:
-        notes.append(
-            "--serve runners: "
-            + (
-                "the runner has --serve, but this bench does not measure it yet"
-                if serve
-                else "not available (python -m crontabber --help has no --serve)"
-            )
-        )
+
+
+def run(rounds: int, opts: argparse.Namespace | None = None) -> Report:
+    opts = opts or options([])
+    available = serve_available()
+    if "serve" not in opts.modes:
+        serve = "not asked for (--modes)"
+    elif available:
+        serve = f"measured (python -m crontabber --serve, tick_seconds={TICK_SECONDS:g})"
+    else:
+        serve = "not available (python -m crontabber --help has no --serve)"
+    with tempfile.TemporaryDirectory(prefix="bench-fleet-") as workdir:
+        scenarios = run_scenarios(opts, rounds, Path(workdir), available)
     comparisons = [
         Comparison(
             s.name,
@@ -281,11 +351,11 @@ def run(rounds: int, opts: argparse.Namespace | None = None) -> tuple[list[Compa
             Sample("ours", s.rounds.fleet_rate),
             Sample("fork+exit of a no-op child", s.forks),
             higher_is_better=True,
-            notes=notes if index == 0 else [],
+            notes=_notes(serve) if index == 0 else [],
         )
         for index, s in enumerate(scenarios)
     ]
-    table = [*HEADER, *(s.row() for s in scenarios), "", LEGEND]
-    if "serve" in opts.modes and not serve:
-        table += ["", "`--serve` runners: not available (python -m crontabber --help has no --serve)."]
-    return comparisons, table
+    table = [*HEADER, *(s.row() for s in scenarios), "", LEGEND, "", f"`--serve` runners: {serve}."]
+    table += [f"- {s.name}: runner died: {line}" for s in scenarios for line in s.rounds.died]
+    data = {"serve": serve, "scenarios": [dataclasses.asdict(s) for s in scenarios]}
+    return Report(comparisons, table, data)

@@ -33,6 +33,10 @@ from .fleet_jobs import app_name, class_name
 
 REPO = Path(__file__).resolve().parent.parent
 PATHS = ("direct", "pgbouncer")
+#: A serving runner (issue #45 item 2) and how often it ticks (``tick_seconds``, set in the
+#: INI of the serve scenarios).
+SERVE = ("-m", "crontabber", "--serve")
+TICK_SECONDS = 1.0
 
 #: Every job due again at one instant (the issue's figures: next_run set in the past by
 #: hand); returns that instant.
@@ -192,14 +196,20 @@ class FleetDatabase:
     def last_run_id(self) -> int:
         return int(self.sql("SELECT COALESCE(max(run_id), 0) FROM crontabber_run")[0][0])
 
-    def counts(self) -> Counts:
+    def counts(self, serving: bool = False) -> Counts:
         """The transactions run on the database so far, and on the pooled path the queries:
         PostgreSQL's count directly (once every client backend of the database has ended
         and sent its counts), PgBouncer's through it (its pooled server connections stay:
-        ending them would make it log in again in the next round)."""
+        ending them would make it log in again in the next round). ``serving``: runners
+        that stay connected are up, so their backends are not ended: the reading waits
+        until they have sent what they counted more than a second ago (PostgreSQL sends a
+        busy backend's counts at most once a second)."""
         if self.pooled:
             stats = self.services.pgbouncer_stats().get(self.name, {})
-            return Counts(stats.get("total_xact_count", 0), stats.get("total_query_count", 0))
+            return Counts(int(stats.get("total_xact_count", 0)), int(stats.get("total_query_count", 0)))
+        if serving:
+            time.sleep(1.2)
+            return Counts(self._transactions(), None)
         deadline = time.monotonic() + 30
         while self._admin(
             "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
@@ -230,15 +240,21 @@ class FleetDatabase:
             )
         ]
 
+    def env(self) -> dict[str, str]:
+        """The environment of this database's runners."""
+        return _env({"RESOURCE_POSTGRESQL_DBNAME": self.name, "RESOURCE_POSTGRESQL_PORT": str(self.settings.port)})
+
+    def ended_runs(self, run_id: int) -> tuple[int, Any]:
+        """How many runs after ``run_id`` have ended, and the last end (database clock)."""
+        row = self.sql(
+            "SELECT count(*), max(ended) FROM crontabber_run WHERE run_id > %s AND ended IS NOT NULL", (run_id,)
+        )[0]
+        return int(row[0]), row[1]
+
     def ticks(self, hosts: int, tag: str) -> list[Tick]:
         """Start ``hosts`` cron ticks together, each in a UTS namespace of its own (host
         name ``fleet-<tag>-<n>``, as separate hosts have); wait for every one."""
-        env = _env(
-            {
-                "RESOURCE_POSTGRESQL_DBNAME": self.name,
-                "RESOURCE_POSTGRESQL_PORT": str(self.settings.port),
-            }
-        )
+        env = self.env()
         argv = [sys.executable, "-m", "crontabber", f"--admin.conf={self.ini}"]
         done: list[Tick] = []
         gate = threading.Barrier(hosts)
@@ -247,7 +263,7 @@ class FleetDatabase:
             gate.wait()
             start = time.perf_counter()
             code = subprocess.run(
-                ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', host, *argv],
+                in_namespace(host, argv),
                 env=env,
                 cwd=REPO,
                 stdout=subprocess.DEVNULL,
@@ -255,7 +271,7 @@ class FleetDatabase:
             ).returncode
             done.append(Tick(host, start, time.perf_counter(), code))
 
-        threads = [threading.Thread(target=one, args=(f"fleet-{tag}-{n}",)) for n in range(hosts)]
+        threads = [threading.Thread(target=one, args=(host_name(tag, n),)) for n in range(hosts)]
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -284,6 +300,62 @@ class FleetDatabase:
     def drop(self) -> None:
         self._admin(f"DROP DATABASE IF EXISTS {self.name} WITH (FORCE)")
         self.admin.close()
+
+
+def host_name(tag: str, index: int) -> str:
+    return f"fleet-{tag}-{index}"
+
+
+def in_namespace(host: str, argv: list[str]) -> list[str]:
+    """``argv`` run in a UTS namespace of its own whose host name is ``host``."""
+    return ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', host, *argv]
+
+
+class Servers:
+    """``hosts`` serving runners (:data:`SERVE`) on ``db``, each its own host, until
+    :meth:`stop`. Their INI is the database's with ``tick_seconds`` (:data:`TICK_SECONDS`)."""
+
+    def __init__(self, db: FleetDatabase, hosts: int, tag: str, workdir: Path) -> None:
+        self.ini = workdir / f"{db.name}-serve.ini"
+        self.ini.write_text(
+            db.ini.read_text().replace("[crontabber]\n", f"[crontabber]\n    tick_seconds={TICK_SECONDS:g}\n", 1)
+        )
+        self.logs = [workdir / f"{db.name}-serve-{n}.log" for n in range(hosts)]
+        argv = [sys.executable, *SERVE, f"--admin.conf={self.ini}"]
+        self.hosts = [host_name(tag, n) for n in range(hosts)]
+        self.procs = [
+            subprocess.Popen(
+                in_namespace(host, argv), env=db.env(), cwd=REPO, stdout=subprocess.DEVNULL, stderr=log.open("wb")
+            )
+            for host, log in zip(self.hosts, self.logs)
+        ]
+
+    def died(self) -> list[str]:
+        """The runners that exited already: host, exit code, the last line they wrote."""
+        return [
+            f"{host} exited {proc.returncode}: {_last_line(log)}"
+            for host, proc, log in zip(self.hosts, self.procs, self.logs)
+            if proc.poll() is not None
+        ]
+
+    def stop(self, grace: float = 60.0) -> list[int]:
+        """SIGTERM every runner, wait up to ``grace`` seconds (then SIGKILL); exit codes."""
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.terminate()
+        deadline = time.monotonic() + grace
+        for proc in self.procs:
+            try:
+                proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        return [proc.returncode for proc in self.procs]
+
+
+def _last_line(path: Path) -> str:
+    lines = path.read_text(errors="replace").strip().splitlines()
+    return lines[-1] if lines else "(nothing)"
 
 
 def make_template(name: str) -> str:
