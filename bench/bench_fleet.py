@@ -36,6 +36,7 @@ import dataclasses
 import math
 import os
 import statistics
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -317,6 +318,7 @@ def _interleaved(
         for scenario in scenarios.values():
             scenario.rounds.load.append(load_average())
             scenario.forks = forks
+            print(f"   {scenario.row()}", file=sys.stderr, flush=True)  # a long run's progress
     finally:
         for db in dbs.values():
             db.drop()
