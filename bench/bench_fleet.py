@@ -106,6 +106,8 @@ class Rounds:
     fleet_rate: list[float] = field(default_factory=list)
     host_rate: list[float] = field(default_factory=list)
     xacts_per_run: list[float] = field(default_factory=list)
+    rows_per_run: list[float] = field(default_factory=list)  # direct path: pg_stat_database
+    idle_rows: list[float] = field(default_factory=list)
     queries_per_run: list[float] = field(default_factory=list)
     idle_xacts: list[float] = field(default_factory=list)
     idle_queries: list[float] = field(default_factory=list)
@@ -130,14 +132,14 @@ def p99(values: list[float]) -> float:
 def cron_round(db: FleetDatabase, hosts: int, tag: str, into: Rounds) -> None:
     """One round of cron ticks on ``db``: H busy ticks over every job due, H idle ticks,
     then the floor of the same runs."""
+    db.vacuum()
     before_id = db.last_run_id()
     start = db.counts()
     due = db.make_due()  # just before the runners start: lateness is theirs alone
     ticks = db.ticks(hosts, tag)
     after = db.counts()
     idle = db.ticks(hosts, tag)
-    busy, idle_counts = after - start, db.counts() - after
-    busy.transactions -= db.own
+    busy, idle_counts = after - start - db.own, db.counts() - after
     runs = db.runs_since(before_id)
     per_job = Counter(app for app, _, _, _ in runs)
     into.twice += sum(n - 1 for n in per_job.values())
@@ -148,6 +150,9 @@ def cron_round(db: FleetDatabase, hosts: int, tag: str, into: Rounds) -> None:
     into.fleet_rate.append(len(runs) / (max(t.end for t in ticks) - min(t.start for t in ticks)))
     into.host_rate.append(statistics.median(by_host[t.host] / t.seconds for t in ticks))
     into.xacts_per_run.append(busy.transactions / max(1, len(runs)))
+    if busy.rows is not None and idle_counts.rows is not None:
+        into.rows_per_run.append(busy.rows / max(1, len(runs)))
+        into.idle_rows.append(idle_counts.rows / hosts)
     into.idle_xacts.append(idle_counts.transactions / hosts)
     into.idle_seconds.append(statistics.median(t.seconds for t in idle))
     into.p99_late.append(p99([(started - due).total_seconds() for _, _, _, started in runs]))
@@ -176,6 +181,7 @@ def serve_round(db: FleetDatabase, hosts: int, tag: str, workdir: Path, idle_sec
 
 def _serve(db: FleetDatabase, servers: Servers, idle_seconds: float, into: Rounds) -> None:
     hosts = len(servers.hosts)
+    db.vacuum()
     time.sleep(2 * TICK_SECONDS)  # every runner up and past its first pass
     start, t0 = db.counts(serving=True), time.perf_counter()
     time.sleep(idle_seconds)
@@ -189,7 +195,7 @@ def _serve(db: FleetDatabase, servers: Servers, idle_seconds: float, into: Round
     deadline = time.monotonic() + 60 + db.jobs
     while (ended := db.ended_runs(before_id))[0] < db.jobs and time.monotonic() < deadline and not servers.died():
         time.sleep(0.1)
-    busy, t3 = db.counts(serving=True) - busy_start, time.perf_counter()
+    busy, t3 = db.counts(serving=True) - busy_start - db.own, time.perf_counter()
     busy_passes = hosts * (t3 - t2) / TICK_SECONDS
     runs = db.runs_since(before_id)
     per_job = Counter(app for app, _, _, _ in runs)
@@ -202,7 +208,7 @@ def _serve(db: FleetDatabase, servers: Servers, idle_seconds: float, into: Round
     by_host = Counter(host for _, host, _, _ in runs)
     into.fleet_rate.append(len(runs) / span)
     into.host_rate.append(statistics.median(by_host[host] / span for host in servers.hosts))
-    into.xacts_per_run.append((busy.transactions - db.own - busy_passes * idle.transactions / passes) / len(runs))
+    into.xacts_per_run.append((busy.transactions - busy_passes * idle.transactions / passes) / len(runs))
     into.p99_late.append(p99([(started - due).total_seconds() for _, _, _, started in runs]))
     if busy.queries is not None and idle.queries is not None:
         into.idle_queries.append(idle.queries / passes)
@@ -242,7 +248,8 @@ class Scenario:
         return (
             f"| {self.jobs:,} | {self.hosts} | {self.path} | {self.mode} | {len(r.fleet_rate)} | "
             f"{_spread(r.fleet_rate)} | {_spread(r.host_rate)} | {_spread(r.xacts_per_run)} | "
-            f"{_spread(r.queries_per_run)} | {_spread(r.idle_xacts)} | {_spread(r.idle_queries)} | "
+            f"{_spread(r.queries_per_run)} | {_spread(r.rows_per_run)} | {_spread(r.idle_xacts)} | "
+            f"{_spread(r.idle_queries)} | {_spread(r.idle_rows)} | "
             f"{_spread(r.idle_seconds)} | {_spread(r.p99_late)} | {checks} | {_spread(r.floor_rate)} | "
             f"{_spread(r.floor_xacts)} | {_spread(r.floor_queries)} | {_spread(self.forks)} | "
             f"{' '.join(r.load)} |"
@@ -251,24 +258,30 @@ class Scenario:
 
 HEADER = [
     "| M jobs | H runners | path | mode | rounds | fleet runs/s | runs/s per host | PG transactions "
-    "per run | queries per run | idle pass: PG transactions | idle pass: queries | idle tick (s) "
-    "| p99 lateness (s) | twice / not run / failed / exit != 0 | floor runs/s | floor transactions "
-    "per run | floor queries per run | fork+exit/s | load average at each scenario's start, end |",
-    "|" + "---|" * 19,
+    "per run | queries per run | rows read per run | idle pass: PG transactions | idle pass: queries "
+    "| idle pass: rows read | idle tick (s) | p99 lateness (s) | twice / not run / failed / exit != 0 "
+    "| floor runs/s | floor transactions per run | floor queries per run | fork+exit/s "
+    "| load average at each scenario's start, end |",
+    "|" + "---|" * 21,
 ]
 LEGEND = (
     "Medians over the rounds (min-max). Runs/s per host: the median host's runs over its own "
-    "wall time (interpreter start included). PG transactions: pg_stat_database xact_commit + "
-    "xact_rollback of the scenario's own database (every client backend ended before each "
-    "reading, so each has sent its counts); a busy round's count includes the H ticks' own "
-    "statements. Queries: PgBouncer's SHOW STATS total_query_count (query messages: a string of "
-    "several statements counts once), so only on the pgbouncer path (pg_stat_statements is not "
-    "loaded on the shared server). Idle pass: one tick with nothing due. Lateness: a run's "
-    "ledger start minus the instant its job fell due (next_run set to now() by hand just before "
-    "the runners start, so it includes their start-up). Floor: every job claimed and ended by "
-    "the two statements a run must write (claim + ledger start; end + state + log), one "
-    "connection of the path, serial. fork+exit/s: a process that imported the runner forks "
-    "and reaps no-op children, interleaved with the rounds."
+    "wall time (interpreter start included). PG transactions: directly, pg_stat_database "
+    "xact_commit + xact_rollback of the scenario's own database (every client backend ended "
+    "before each reading, so each has sent its counts; a connection's login counts one); "
+    "through PgBouncer, its SHOW STATS total_xact_count (its pooled server connections stay "
+    "open, as in production, so no login is counted). Queries: PgBouncer's total_query_count "
+    "(query messages: a string of several statements counts once; BEGIN and COMMIT count), so "
+    "only on the pgbouncer path (pg_stat_statements is not loaded on the shared server, which "
+    "is not restarted for a benchmark). Rows read: pg_stat_database tup_returned (catalog "
+    "reads of each login included), direct path only. A busy round's counts include the H "
+    "ticks' own statements; the bench's own statement that makes the jobs due is taken out. "
+    "Idle pass: one tick with nothing due. Lateness: a run's ledger start minus the instant "
+    "its job fell due (next_run set to now() by hand just before the runners start, so it "
+    "includes their start-up). Floor: every job claimed and ended by the two statements a "
+    "run must write (claim + ledger start; end + state + ledger + log), over one connection of "
+    "the path, serial. fork+exit/s: a process that imported the runner forks and reaps no-op "
+    "children, interleaved with the rounds."
 )
 
 

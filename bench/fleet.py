@@ -116,10 +116,16 @@ class Counts:
 
     transactions: int
     queries: int | None  # PgBouncer's, on the pooled path only
+    rows: int | None = None  # rows read (pg_stat_database's tup_returned), direct path only
 
     def __sub__(self, other: Counts) -> Counts:
-        queries = None if self.queries is None or other.queries is None else self.queries - other.queries
-        return Counts(self.transactions - other.transactions, queries)
+        return Counts(
+            self.transactions - other.transactions, _minus(self.queries, other.queries), _minus(self.rows, other.rows)
+        )
+
+
+def _minus(a: int | None, b: int | None) -> int | None:
+    return None if a is None or b is None else a - b
 
 
 @dataclass
@@ -156,11 +162,11 @@ class FleetDatabase:
         self.ini.write_text(f"[crontabber]\n    jobs='''\n{entries}\n    '''\n")
         self._seed()
         before = self.counts()
-        self.sql("SELECT now()")
-        #: What one of the bench's own statements on a connection of its own adds to the
-        #: counts (PostgreSQL counts a login as a transaction; 0 through PgBouncer, which
-        #: the bench's statements bypass): subtracted from a span that :meth:`make_due` opens.
-        self.own = (self.counts() - before).transactions
+        self.sql(MAKE_DUE.replace("now()", "next_run", 1))  # make_due's cost, changing nothing
+        #: What :meth:`make_due` adds to the counts (PostgreSQL counts a login as a
+        #: transaction, and its catalog reads as rows; nothing through PgBouncer, which the
+        #: bench's own statements bypass): taken out of the span it opens.
+        self.own = self.counts() - before
 
     def _admin(self, query: str, params: Any = None) -> list[tuple]:
         with self.admin.cursor() as cur:
@@ -189,6 +195,11 @@ class FleetDatabase:
             ([app_name(i) for i in range(self.jobs)],),
         )
 
+    def vacuum(self) -> None:
+        """VACUUM ANALYZE the runner's tables (autovacuum is off in the scenario databases),
+        between measured spans: the last round's dead rows do not slow the next one."""
+        self.sql("VACUUM ANALYZE crontabber, crontabber_run, crontabber_log, crontabber_host")
+
     def make_due(self) -> Any:
         """Make every job due now; the instant (the database clock) they fell due."""
         return self.sql(MAKE_DUE)[0][0]
@@ -209,7 +220,7 @@ class FleetDatabase:
             return Counts(int(stats.get("total_xact_count", 0)), int(stats.get("total_query_count", 0)))
         if serving:
             time.sleep(1.2)
-            return Counts(self._transactions(), None)
+            return Counts(*self._stat())
         deadline = time.monotonic() + 30
         while self._admin(
             "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
@@ -219,16 +230,18 @@ class FleetDatabase:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{self.name}: client backends do not end")
             time.sleep(0.05)
-        transactions = self._transactions()
-        while (settled := self._transactions()) != transactions:  # a backend's exit sends its
-            transactions = settled  # counts after it leaves pg_stat_activity
-        return Counts(transactions, None)
+        stat = self._stat()
+        while (settled := self._stat()) != stat:  # a backend's exit sends its counts after it
+            stat = settled  # has left pg_stat_activity
+        return Counts(*stat)
 
-    def _transactions(self) -> int:
+    def _stat(self) -> tuple[int, None, int]:
+        """pg_stat_database's transactions and rows read of the database."""
         time.sleep(0.1)
         self._admin("SELECT pg_stat_clear_snapshot()")
-        query = "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = %s"
-        return int(self._admin(query, (self.name,))[0][0])
+        query = "SELECT xact_commit + xact_rollback, tup_returned FROM pg_stat_database WHERE datname = %s"
+        transactions, rows = self._admin(query, (self.name,))[0]
+        return int(transactions), None, int(rows)
 
     def runs_since(self, run_id: int) -> list[tuple[str, str, str, Any]]:
         """The ledger's runs after ``run_id``: (app name, host, status, started)."""
@@ -282,6 +295,7 @@ class FleetDatabase:
         """Run every job once as the least a run must write (:data:`FLOOR_CLAIM`,
         :data:`FLOOR_END`) over one connection of the scenario's path; executions per second
         and what the server and the pooler counted."""
+        self.vacuum()
         self.make_due()
         before = self.counts()
         conn = connect(self.settings)
@@ -369,6 +383,12 @@ def make_template(name: str) -> str:
     conn = connect(database(name))
     try:
         ensure_schema(conn)
+        with conn, conn.cursor() as cur:
+            # autovacuum's own transactions and reads would land in the counts at random:
+            # FleetDatabase.vacuum runs between the measured spans instead
+            cur.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+            for (table,) in cur.fetchall():
+                cur.execute(f'ALTER TABLE "{table}" SET (autovacuum_enabled = false)')
     finally:
         conn.close()
     return name

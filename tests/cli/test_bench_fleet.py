@@ -46,6 +46,7 @@ def test_the_fleet_bench_runs_every_job_once_and_writes_its_results(tmp_path):
         assert rounds["idle_xacts"][0] > 0 and rounds["p99_late"][0] > 0
         pooled = scenario["path"] == "pgbouncer"
         assert bool(rounds["queries_per_run"]) == pooled  # PgBouncer counts the queries
+        assert bool(rounds["rows_per_run"]) == (not pooled)  # PostgreSQL the rows read
         if scenario["mode"] == "cron":
             # the floor: 2 transactions a run; directly, its connection's login is one more
             assert rounds["floor_xacts"] == [2.0 if pooled else 2.2]
@@ -54,4 +55,4 @@ def test_the_fleet_bench_runs_every_job_once_and_writes_its_results(tmp_path):
         f"M=5 H=2 {s['path']}, {'cron ticks' if s['mode'] == 'cron' else '--serve runners'}" for s in scenarios
     ]
     rows = [line for line in done.stdout.splitlines() if line.startswith("| 5 | 2 |")]
-    assert len(rows) == len(scenarios) and all(row.count("|") == 20 for row in rows)
+    assert len(rows) == len(scenarios) and all(row.count("|") == 22 for row in rows)
