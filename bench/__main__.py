@@ -100,7 +100,8 @@ def render(records: dict[str, dict]) -> str:
         lines += ["", "## Notes", "", *notes]
     for module, record in records.items():
         if record.get("table"):
-            lines += ["", f"## {module}", "", f"Run {record['date']} with `{record['command']}`.", ""]
+            run = f"Run {record['date']} with `{record['command']}`."
+            lines += ["", f"## {module}", "", run, ""]
             lines += record["table"]
     return "\n".join(lines) + "\n"
 
@@ -116,7 +117,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench")
     parser.add_argument("names", nargs="*", help="benchmarks to run (default: all)")
     parser.add_argument("--rounds", type=int, default=0, help="rounds (default: each bench's own)")
-    parser.add_argument("--save-to", type=Path, help="write NAME.json there; RESULTS.md is left alone")
+    parser.add_argument("--save-to", type=Path, help="write NAME.json there, not RESULTS.md")
     args, extra = parser.parse_known_args(argv)
     names = args.names or sorted(p.stem.removeprefix("bench_") for p in HERE.glob("bench_*.py"))
     command = ("python -m bench " + " ".join(shlex.quote(a) for a in argv)).strip()
@@ -127,7 +128,7 @@ def main(argv: list[str]) -> int:
         if hasattr(module, "options"):
             result = module.run(rounds, module.options(extra))
         elif extra:
-            parser.error(f"unrecognized arguments: {' '.join(extra)} (bench {name} takes no options)")
+            parser.error(f"unrecognized arguments: {' '.join(extra)} ({name} takes no options)")
         else:
             result = module.run(rounds)
         report = result if isinstance(result, Report) else Report(result)

@@ -11,9 +11,10 @@ Measured per round:
 
 - executions/s of the fleet (runs / first start to last exit) and per host (the median
   over the hosts of a host's runs / its own wall time, interpreter start included);
-- transactions per execution and per idle pass (``pg_stat_database``), queries per
-  execution and per idle pass (PgBouncer's ``SHOW STATS``, pooled path only): what counted
-  them is in :mod:`bench.fleet`; the busy figure includes the H ticks' own statements;
+- transactions per execution and per idle pass (directly ``pg_stat_database``, through
+  PgBouncer its ``SHOW STATS``), queries (PgBouncer's, pooled path only) and rows read
+  (PostgreSQL's, direct path only) per execution and per idle pass: how they are counted is
+  in :mod:`bench.fleet`; the busy figures include the H ticks' own statements;
 - lateness of a due job: its run's ``started`` in the ledger minus the instant it fell due
   (p99 of the round's runs);
 - runs twice (a job with two ledger runs in one round), jobs not run, runs not succeeded,
@@ -25,8 +26,14 @@ runner, per second), and the floor of what a run must write (every job claimed a
 two statements in two transactions over one connection of the scenario's path). The 1-minute
 load average is recorded at the start and end of each scenario (the machine is shared).
 
-``--serve`` runners are measured only when the runner's ``--help`` has that mode; otherwise
-the results say "not available".
+``--serve`` runners (issue #45 item 2) are measured only when the runner's ``--help`` has
+that mode, otherwise the results say "not available": per round H of them are started with
+``tick_seconds=1`` in their INI, serve idle for ``--idle-seconds``, then every job falls due
+and the round ends when each has run; SIGTERM stops them. Idle passes are counted as the
+window over ``tick_seconds`` per runner (an estimate), and the busy span's counts have the
+idle passes it held taken out at the idle rate. Until the mode exists this path is unproven
+against it: a serving runner that exits by itself is reported ("runner died", its last
+line), never taken for a result.
 """
 
 from __future__ import annotations
@@ -67,7 +74,8 @@ def _ints(text: str) -> tuple[int, ...]:
     try:
         values = tuple(int(part) for part in text.split(","))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a comma-separated list of numbers: {text!r}") from None
+        message = f"not a comma-separated list of numbers: {text!r}"
+        raise argparse.ArgumentTypeError(message) from None
     if not values or min(values) < 1:
         raise argparse.ArgumentTypeError(f"numbers of at least 1 expected: {text!r}")
     return values
@@ -78,7 +86,8 @@ def _names(allowed: tuple[str, ...]):
         values = tuple(text.split(","))
         unknown = [value for value in values if value not in allowed]
         if unknown:
-            raise argparse.ArgumentTypeError(f"{', '.join(unknown)}: not one of {', '.join(allowed)}")
+            message = f"{', '.join(unknown)}: not one of {', '.join(allowed)}"
+            raise argparse.ArgumentTypeError(message)
         return values
 
     return parse
@@ -87,15 +96,19 @@ def _names(allowed: tuple[str, ...]):
 def options(argv: list[str]) -> argparse.Namespace:
     """This bench's own options (``python -m bench fleet --jobs 10,100 --hosts 1,4``)."""
     parser = argparse.ArgumentParser(prog="python -m bench fleet")
-    parser.add_argument("--jobs", type=_ints, default=JOBS, help="M: no-op jobs due at once (default 10,100,1000)")
-    parser.add_argument("--hosts", type=_ints, default=HOSTS, help="H: runners started together (default 1,4,8)")
-    parser.add_argument("--paths", type=_names(PATHS), default=PATHS, help="direct,pgbouncer (default both)")
-    parser.add_argument("--modes", type=_names(MODES), default=MODES, help="cron,serve (default both)")
-    parser.add_argument("--big-rounds", type=int, default=0, help=f"rounds of scenarios of {BIG}+ jobs")
+    add = parser.add_argument
+    add("--jobs", type=_ints, default=JOBS, help="M: no-op jobs due at once (default 10,100,1000)")
+    add("--hosts", type=_ints, default=HOSTS, help="H: runners started together (default 1,4,8)")
+    add("--paths", type=_names(PATHS), default=PATHS, help="direct,pgbouncer (default both)")
+    add("--modes", type=_names(MODES), default=MODES, help="cron,serve (default both)")
+    add("--big-rounds", type=int, default=0, help=f"rounds of scenarios of {BIG}+ jobs")
     parser.add_argument(
-        "--idle-seconds", type=float, default=10.0, help="--serve: seconds of serving with nothing due, per round"
+        "--idle-seconds",
+        type=float,
+        default=10.0,
+        help="--serve: seconds of serving with nothing due, per round",
     )
-    parser.add_argument("--skip", default="", help="MxH scenarios left out, comma-separated (1000x8)")
+    add("--skip", default="", help="MxH scenarios left out, comma-separated (1000x8)")
     return parser.parse_args(argv)
 
 
@@ -166,7 +179,14 @@ def cron_round(db: FleetDatabase, hosts: int, tag: str, into: Rounds) -> None:
         into.floor_queries.append(floor.queries / db.jobs)
 
 
-def serve_round(db: FleetDatabase, hosts: int, tag: str, workdir: Path, idle_seconds: float, into: Rounds) -> None:
+def serve_round(
+    db: FleetDatabase,
+    hosts: int,
+    tag: str,
+    workdir: Path,
+    idle_seconds: float,
+    into: Rounds,
+) -> None:
     """One round of ``hosts`` serving runners started on ``db``: an idle window, then every
     job due at once until each has run (or a timeout), then SIGTERM. Idle passes are counted
     as the window over ``tick_seconds`` per runner; the busy span's count has the idle passes
@@ -193,7 +213,9 @@ def _serve(db: FleetDatabase, servers: Servers, idle_seconds: float, into: Round
     busy_start, t2 = db.counts(serving=True), time.perf_counter()
     due = db.make_due()
     deadline = time.monotonic() + 60 + db.jobs
-    while (ended := db.ended_runs(before_id))[0] < db.jobs and time.monotonic() < deadline and not servers.died():
+    while (ended := db.ended_runs(before_id))[0] < db.jobs and time.monotonic() < deadline:
+        if servers.died():
+            break
         time.sleep(0.1)
     busy, t3 = db.counts(serving=True) - busy_start - db.own, time.perf_counter()
     busy_passes = hosts * (t3 - t2) / TICK_SECONDS
@@ -208,11 +230,15 @@ def _serve(db: FleetDatabase, servers: Servers, idle_seconds: float, into: Round
     by_host = Counter(host for _, host, _, _ in runs)
     into.fleet_rate.append(len(runs) / span)
     into.host_rate.append(statistics.median(by_host[host] / span for host in servers.hosts))
-    into.xacts_per_run.append((busy.transactions - busy_passes * idle.transactions / passes) / len(runs))
+    idle_share = busy_passes / passes  # of the idle window's counts, in the busy span
+    into.xacts_per_run.append((busy.transactions - idle_share * idle.transactions) / len(runs))
     into.p99_late.append(p99([(started - due).total_seconds() for _, _, _, started in runs]))
     if busy.queries is not None and idle.queries is not None:
         into.idle_queries.append(idle.queries / passes)
-        into.queries_per_run.append((busy.queries - busy_passes * idle.queries / passes) / len(runs))
+        into.queries_per_run.append((busy.queries - idle_share * idle.queries) / len(runs))
+    if busy.rows is not None and idle.rows is not None:
+        into.idle_rows.append(idle.rows / passes)
+        into.rows_per_run.append((busy.rows - idle_share * idle.rows) / len(runs))
 
 
 def _number(value: float) -> str:
@@ -250,16 +276,18 @@ class Scenario:
             f"{_spread(r.fleet_rate)} | {_spread(r.host_rate)} | {_spread(r.xacts_per_run)} | "
             f"{_spread(r.queries_per_run)} | {_spread(r.rows_per_run)} | {_spread(r.idle_xacts)} | "
             f"{_spread(r.idle_queries)} | {_spread(r.idle_rows)} | "
-            f"{_spread(r.idle_seconds)} | {_spread(r.p99_late)} | {checks} | {_spread(r.floor_rate)} | "
+            f"{_spread(r.idle_seconds)} | {_spread(r.p99_late)} | {checks} | "
+            f"{_spread(r.floor_rate)} | "
             f"{_spread(r.floor_xacts)} | {_spread(r.floor_queries)} | {_spread(self.forks)} | "
             f"{' '.join(r.load)} |"
         )
 
 
 HEADER = [
-    "| M jobs | H runners | path | mode | rounds | fleet runs/s | runs/s per host | PG transactions "
-    "per run | queries per run | rows read per run | idle pass: PG transactions | idle pass: queries "
-    "| idle pass: rows read | idle tick (s) | p99 lateness (s) | twice / not run / failed / exit != 0 "
+    "| M jobs | H runners | path | mode | rounds | fleet runs/s | runs/s per host "
+    "| PG transactions per run | queries per run | rows read per run "
+    "| idle pass: PG transactions | idle pass: queries | idle pass: rows read | idle tick (s) "
+    "| p99 lateness (s) | twice / not run / failed / exit != 0 "
     "| floor runs/s | floor transactions per run | floor queries per run | fork+exit/s "
     "| load average at each scenario's start, end |",
     "|" + "---|" * 21,
@@ -285,7 +313,12 @@ LEGEND = (
 )
 
 
-def run_scenarios(opts: argparse.Namespace, rounds: int, workdir: Path, serve: bool) -> list[Scenario]:
+def run_scenarios(
+    opts: argparse.Namespace,
+    rounds: int,
+    workdir: Path,
+    serve: bool,
+) -> list[Scenario]:
     """Every scenario of ``opts`` (the serve ones only when ``serve``): for each M x H, its
     paths and modes interleaved round by round, the fork limit measured between them."""
     template = make_template(f"bench_fleet_{os.getpid()}_template")
@@ -304,13 +337,30 @@ def run_scenarios(opts: argparse.Namespace, rounds: int, workdir: Path, serve: b
     return done
 
 
+def _database(
+    key: tuple[str, str],
+    prefix: str,
+    template: str,
+    jobs: int,
+    work: Path,
+) -> FleetDatabase:
+    mode, path = key
+    return FleetDatabase(f"{prefix}_{path}_{mode}", template, jobs, path, work)
+
+
 def _interleaved(
-    jobs: int, hosts: int, opts: argparse.Namespace, modes: tuple[str, ...], rounds: int, template: str, workdir: Path
+    jobs: int,
+    hosts: int,
+    opts: argparse.Namespace,
+    modes: tuple[str, ...],
+    rounds: int,
+    template: str,
+    workdir: Path,
 ) -> list[Scenario]:
     keys = [(mode, path) for mode in modes for path in opts.paths]
     scenarios = {key: Scenario(jobs, hosts, key[1], key[0]) for key in keys}
     prefix = f"bench_fleet_{os.getpid()}_{jobs}_{hosts}"
-    dbs = {key: FleetDatabase(f"{prefix}_{key[1]}_{key[0]}", template, jobs, key[1], workdir) for key in keys}
+    dbs = {key: _database(key, prefix, template, jobs, workdir) for key in keys}
     forks: list[float] = []
     tag = f"{jobs}-{hosts}"
     try:
@@ -323,7 +373,8 @@ def _interleaved(
                 forks.append(fork_rate())
             for key in keys if index % 2 == 0 else reversed(keys):
                 if key[0] == "serve":
-                    serve_round(dbs[key], hosts, tag, workdir, opts.idle_seconds, scenarios[key].rounds)
+                    idle = opts.idle_seconds
+                    serve_round(dbs[key], hosts, tag, workdir, idle, scenarios[key].rounds)
                 else:
                     cron_round(dbs[key], hosts, tag, scenarios[key].rounds)
             if index % 2 == 1:

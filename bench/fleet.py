@@ -2,15 +2,20 @@
 runner processes started together (each its own host name), what PostgreSQL and PgBouncer
 counted meanwhile, what the run ledger says of the runs, and the machine's own limits.
 
-Counting: PostgreSQL's transactions are ``pg_stat_database``'s ``xact_commit +
-xact_rollback`` of the scenario's database. A backend sends its counts to the statistics
-only at exit or after an idle second, so before each reading every client backend of that
-database is ended (``pg_terminate_backend``: the ticks' are gone already, PgBouncer's pooled
-server connections are what stay; PgBouncer opens new ones) and the reading waits until none
-is left. Statements are PgBouncer's ``SHOW STATS`` ``total_query_count`` of the database,
-so they are counted on the pooled path only (pg_stat_statements is not loaded on the shared
-server, and it is not restarted for a benchmark); PgBouncer counts a query message, so a
-string of two statements sent at once counts once: round trips, as the server sees them.
+Counting. Directly: ``pg_stat_database`` of the scenario's database, ``xact_commit +
+xact_rollback`` (transactions) and ``tup_returned`` (rows read). A backend sends its counts
+at exit or after an idle second, so before each reading every client backend of the database
+has ended (the ticks' end with them; any left is ended) and the reading waits until the
+counts stop moving; a connection's login counts one transaction. Through PgBouncer:
+PgBouncer's ``SHOW STATS`` of the database, ``total_xact_count`` and ``total_query_count``
+(query messages: a string of several statements counts once), read at once, its pooled
+server connections left open as in production (ending them to read PostgreSQL's counts
+would make it log in again in the next round). Statements are counted on the pooled path
+only: pg_stat_statements is not loaded on the shared server, which a benchmark does not
+restart. Serving runners stay connected, so their direct readings wait for what they counted
+more than a second ago instead. The bench's own statements go directly, never through
+PgBouncer, and outside the counted spans, but for the one that makes the jobs due, whose
+cost is measured once and taken out.
 """
 
 from __future__ import annotations
@@ -67,6 +72,14 @@ WITH ended AS (
 INSERT INTO crontabber_log (app_name, duration, success, run_id, host, pid)
 SELECT app_name, clock_timestamp() - last_run, last_run, %(run_id)s, %(host)s, %(pid)s
 FROM ended"""
+#: What the server counted of a database: transactions, rows read.
+STAT = """
+SELECT xact_commit + xact_rollback, tup_returned FROM pg_stat_database WHERE datname = %s"""
+#: The ledger's runs after a run id; how many have ended, and the last end.
+RUNS_SINCE = """
+SELECT app_name, host, status, started FROM crontabber_run WHERE run_id > %s ORDER BY run_id"""
+ENDED_SINCE = """
+SELECT count(*), max(ended) FROM crontabber_run WHERE run_id > %s AND ended IS NOT NULL"""
 #: A child process that has imported what a tick imports, forking and reaping no-op
 #: children for ``argv[1]`` seconds; prints forks per second.
 FORK_LOOP = """
@@ -92,7 +105,11 @@ def load_average() -> str:
 def serve_available() -> bool:
     """Whether the runner's command line has a ``--serve`` mode (its ``--help`` says)."""
     done = subprocess.run(
-        [sys.executable, "-m", "crontabber", "--help"], capture_output=True, text=True, env=_env({}), cwd=REPO
+        [sys.executable, "-m", "crontabber", "--help"],
+        capture_output=True,
+        text=True,
+        env=_env({}),
+        cwd=REPO,
     )
     return "--serve" in done.stdout
 
@@ -101,7 +118,11 @@ def fork_rate(seconds: float = 1.0) -> float:
     """Forks + exits + reaps of a no-op child per second, from a process that imported the
     runner (the machine's own limit on runs as processes)."""
     done = subprocess.run(
-        [sys.executable, "-c", FORK_LOOP, str(seconds)], capture_output=True, text=True, check=True, env=_env({})
+        [sys.executable, "-c", FORK_LOOP, str(seconds)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=_env({}),
     )
     return float(done.stdout.split()[-1])
 
@@ -120,7 +141,9 @@ class Counts:
 
     def __sub__(self, other: Counts) -> Counts:
         return Counts(
-            self.transactions - other.transactions, _minus(self.queries, other.queries), _minus(self.rows, other.rows)
+            self.transactions - other.transactions,
+            _minus(self.queries, other.queries),
+            _minus(self.rows, other.rows),
         )
 
 
@@ -156,7 +179,8 @@ class FleetDatabase:
         self._admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
         self._admin(f"CREATE DATABASE {name} TEMPLATE {template}")
         self.direct = database(name)  # the bench's own reads and writes: never counted
-        self.settings = self.direct.replace(port=self.services.pgb_port) if self.pooled else self.direct
+        pooled = self.direct.replace(port=self.services.pgb_port)
+        self.settings = pooled if self.pooled else self.direct
         self.ini = workdir / f"{name}.ini"
         entries = "\n".join(f"        bench.fleet_jobs.{class_name(i)}|1h" for i in range(jobs))
         self.ini.write_text(f"[crontabber]\n    jobs='''\n{entries}\n    '''\n")
@@ -217,7 +241,8 @@ class FleetDatabase:
         busy backend's counts at most once a second)."""
         if self.pooled:
             stats = self.services.pgbouncer_stats().get(self.name, {})
-            return Counts(int(stats.get("total_xact_count", 0)), int(stats.get("total_query_count", 0)))
+            xacts, queries = stats.get("total_xact_count", 0), stats.get("total_query_count", 0)
+            return Counts(int(xacts), int(queries))
         if serving:
             time.sleep(1.2)
             return Counts(*self._stat())
@@ -239,8 +264,7 @@ class FleetDatabase:
         """pg_stat_database's transactions and rows read of the database."""
         time.sleep(0.1)
         self._admin("SELECT pg_stat_clear_snapshot()")
-        query = "SELECT xact_commit + xact_rollback, tup_returned FROM pg_stat_database WHERE datname = %s"
-        transactions, rows = self._admin(query, (self.name,))[0]
+        transactions, rows = self._admin(STAT, (self.name,))[0]
         return int(transactions), None, int(rows)
 
     def runs_since(self, run_id: int) -> list[tuple[str, str, str, Any]]:
@@ -248,19 +272,25 @@ class FleetDatabase:
         return [
             (row[0], row[1], row[2], row[3])
             for row in self.sql(
-                "SELECT app_name, host, status, started FROM crontabber_run WHERE run_id > %s ORDER BY run_id",
+                RUNS_SINCE,
                 (run_id,),
             )
         ]
 
     def env(self) -> dict[str, str]:
         """The environment of this database's runners."""
-        return _env({"RESOURCE_POSTGRESQL_DBNAME": self.name, "RESOURCE_POSTGRESQL_PORT": str(self.settings.port)})
+        return _env(
+            {
+                "RESOURCE_POSTGRESQL_DBNAME": self.name,
+                "RESOURCE_POSTGRESQL_PORT": str(self.settings.port),
+            }
+        )
 
     def ended_runs(self, run_id: int) -> tuple[int, Any]:
         """How many runs after ``run_id`` have ended, and the last end (database clock)."""
         row = self.sql(
-            "SELECT count(*), max(ended) FROM crontabber_run WHERE run_id > %s AND ended IS NOT NULL", (run_id,)
+            ENDED_SINCE,
+            (run_id,),
         )[0]
         return int(row[0]), row[1]
 
@@ -304,7 +334,12 @@ class FleetDatabase:
         start = time.perf_counter()
         with conn.cursor() as cur:
             for index in range(self.jobs):
-                params = {"app_name": app_name(index), "holder": f"{host}:{pid}", "host": host, "pid": pid}
+                params = {
+                    "app_name": app_name(index),
+                    "holder": f"{host}:{pid}",
+                    "host": host,
+                    "pid": pid,
+                }
                 cur.execute(FLOOR_CLAIM, params)
                 cur.execute(FLOOR_END, {**params, "run_id": cur.fetchone()[0]})
         rate = self.jobs / (time.perf_counter() - start)
@@ -331,15 +366,18 @@ class Servers:
 
     def __init__(self, db: FleetDatabase, hosts: int, tag: str, workdir: Path) -> None:
         self.ini = workdir / f"{db.name}-serve.ini"
-        self.ini.write_text(
-            db.ini.read_text().replace("[crontabber]\n", f"[crontabber]\n    tick_seconds={TICK_SECONDS:g}\n", 1)
-        )
+        section = f"[crontabber]\n    tick_seconds={TICK_SECONDS:g}\n"
+        self.ini.write_text(db.ini.read_text().replace("[crontabber]\n", section, 1))
         self.logs = [workdir / f"{db.name}-serve-{n}.log" for n in range(hosts)]
         argv = [sys.executable, *SERVE, f"--admin.conf={self.ini}"]
         self.hosts = [host_name(tag, n) for n in range(hosts)]
         self.procs = [
             subprocess.Popen(
-                in_namespace(host, argv), env=db.env(), cwd=REPO, stdout=subprocess.DEVNULL, stderr=log.open("wb")
+                in_namespace(host, argv),
+                env=db.env(),
+                cwd=REPO,
+                stdout=subprocess.DEVNULL,
+                stderr=log.open("wb"),
             )
             for host, log in zip(self.hosts, self.logs)
         ]

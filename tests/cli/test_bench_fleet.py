@@ -14,7 +14,18 @@ from tests.helpers import ENV, REPO
 def test_the_fleet_bench_runs_every_job_once_and_writes_its_results(tmp_path):
     results = REPO / "bench" / "RESULTS.md"
     before = results.stat().st_mtime_ns
-    argv = ["--jobs", "5", "--hosts", "2", "--rounds", "1", "--idle-seconds", "2", "--save-to", str(tmp_path)]
+    argv = [
+        "--jobs",
+        "5",
+        "--hosts",
+        "2",
+        "--rounds",
+        "1",
+        "--idle-seconds",
+        "2",
+        "--save-to",
+        str(tmp_path),
+    ]
     done = subprocess.run(
         [sys.executable, "-m", "bench", "fleet", *argv],
         cwd=REPO,
@@ -30,16 +41,26 @@ def test_the_fleet_bench_runs_every_job_once_and_writes_its_results(tmp_path):
     serving = (
         "--serve"
         in subprocess.run(
-            [sys.executable, "-m", "crontabber", "--help"], cwd=REPO, env=ENV, capture_output=True, text=True
+            [sys.executable, "-m", "crontabber", "--help"],
+            cwd=REPO,
+            env=ENV,
+            capture_output=True,
+            text=True,
         ).stdout
     )
     modes = {"cron", "serve"} if serving else {"cron"}
     assert record["data"]["serve"].startswith("measured" if serving else "not available")
-    assert {(s["path"], s["mode"]) for s in scenarios} == {(p, m) for p in ("direct", "pgbouncer") for m in modes}
+    expected = {(path, mode) for path in ("direct", "pgbouncer") for mode in modes}
+    assert {(s["path"], s["mode"]) for s in scenarios} == expected
     for scenario in scenarios:
         rounds = scenario["rounds"]
         assert (scenario["jobs"], scenario["hosts"]) == (5, 2)
-        assert (rounds["twice"], rounds["not_run"], rounds["not_succeeded"], rounds["bad_exits"]) == (0, 0, 0, 0)
+        assert (
+            rounds["twice"],
+            rounds["not_run"],
+            rounds["not_succeeded"],
+            rounds["bad_exits"],
+        ) == (0, 0, 0, 0)
         assert rounds["died"] == []
         assert len(rounds["fleet_rate"]) == 1 and rounds["fleet_rate"][0] > 0
         assert rounds["xacts_per_run"][0] >= 2  # a run writes at least its claim and its end
@@ -51,8 +72,8 @@ def test_the_fleet_bench_runs_every_job_once_and_writes_its_results(tmp_path):
             # the floor: 2 transactions a run; directly, its connection's login is one more
             assert rounds["floor_xacts"] == [2.0 if pooled else 2.2]
             assert rounds["floor_queries"] == ([2.0] if pooled else [])
-    assert [c["name"] for c in record["comparisons"]] == [
-        f"M=5 H=2 {s['path']}, {'cron ticks' if s['mode'] == 'cron' else '--serve runners'}" for s in scenarios
-    ]
+    runners = {"cron": "cron ticks", "serve": "--serve runners"}
+    names = [f"M=5 H=2 {s['path']}, {runners[s['mode']]}" for s in scenarios]
+    assert [c["name"] for c in record["comparisons"]] == names
     rows = [line for line in done.stdout.splitlines() if line.startswith("| 5 | 2 |")]
     assert len(rows) == len(scenarios) and all(row.count("|") == 22 for row in rows)
