@@ -114,23 +114,32 @@ def lab_notes(results: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench")
+    parser = argparse.ArgumentParser(prog="python -m bench", add_help=False)
+    parser.add_argument("-h", "--help", action="store_true", help="this, then each named bench's")
     parser.add_argument("names", nargs="*", help="benchmarks to run (default: all)")
     parser.add_argument("--rounds", type=int, default=0, help="rounds (default: each bench's own)")
     parser.add_argument("--save-to", type=Path, help="write NAME.json there, not RESULTS.md")
     args, extra = parser.parse_known_args(argv)
     names = args.names or sorted(p.stem.removeprefix("bench_") for p in HERE.glob("bench_*.py"))
+    modules = {name: importlib.import_module(f"bench.bench_{name}") for name in names}
+    if args.help:
+        parser.print_help()
+        for name in args.names:  # a bench's own options (bench_fleet.options)
+            if hasattr(modules[name], "options"):
+                print()
+                modules[name].options(["--help"])
+        return 0
+    # every bench's options checked before the first one runs
+    own = {name: module for name, module in modules.items() if hasattr(module, "options")}
+    taking = {name: module.options(extra) for name, module in own.items()}
+    if extra and len(taking) < len(modules):
+        refusing = ", ".join(name for name in modules if name not in taking)
+        parser.error(f"unrecognized arguments: {' '.join(extra)} ({refusing} takes no options)")
     command = ("python -m bench " + " ".join(shlex.quote(a) for a in argv)).strip()
-    for name in names:
-        module = importlib.import_module(f"bench.bench_{name}")
+    for name, module in modules.items():
         print(f"== {name}", file=sys.stderr)
         rounds = args.rounds or module.ROUNDS
-        if hasattr(module, "options"):
-            result = module.run(rounds, module.options(extra))
-        elif extra:
-            parser.error(f"unrecognized arguments: {' '.join(extra)} ({name} takes no options)")
-        else:
-            result = module.run(rounds)
+        result = module.run(rounds, taking[name]) if name in taking else module.run(rounds)
         report = result if isinstance(result, Report) else Report(result)
         for c in report.comparisons:
             print(
