@@ -5,9 +5,9 @@ run*: the two are interleaved (A B A B ...) for several rounds so drift of a
 shared machine hits both alike, and we report each side's median, the ratio
 of medians, and the spread (min-max). See seed 001 on micro-benchmarks.
 
-A module ``bench/bench_<name>.py`` defines ``run(rounds: int) -> list[Comparison]``.
-``python -m bench`` runs every module (or those named) and rewrites
-``bench/RESULTS.md``.
+A module ``bench/bench_<name>.py`` defines ``run(rounds: int) -> list[Comparison]`` (or a
+:class:`Report`, when it has a table of its own). ``python -m bench`` runs every module (or
+those named) and rewrites ``bench/RESULTS.md``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,17 @@ class Comparison:
         if self.higher_is_better:
             return self.ours.median / self.baseline.median
         return self.baseline.median / self.ours.median
+
+
+@dataclass(frozen=True)
+class Report:
+    """What a benchmark with more to say than its comparisons returns: ``table``, markdown
+    lines shown under the benchmark's own heading in RESULTS.md, and ``data``, its raw
+    figures, kept in its results file (bench/results/NAME.json) for tests and later reading."""
+
+    comparisons: list[Comparison]
+    table: list[str] = field(default_factory=list)
+    data: dict[str, Any] = field(default_factory=dict)
 
 
 def interleave(
