@@ -698,13 +698,6 @@ class StateStore:
             cur.execute(query, params)
             return rows_of(cur)
 
-    def rollback_quietly(self) -> None:
-        """Abandon any open transaction after an interrupt; never raises."""
-        try:
-            self._conn.rollback()
-        except psycopg2.Error:
-            pass
-
 
 def _record_units(cur: Any, claim: Claim, units: Sequence[Unit]) -> bool:
     """Record each successful unit (its time, its duration, the job's summary of it and its

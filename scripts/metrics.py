@@ -5,7 +5,7 @@ vendored parts) with :mod:`ast` and prints:
 
 - the largest module (lines);
 - the longest function or method (lines, decorators excluded);
-- how many functions are over 50 lines (STYLE.md: "anything over ~50 is a smell");
+- how many functions are over 50 lines (docs/conventions.md, "Size and names": a smell);
 - names defined twice: module-level classes and functions whose name is defined at module
   level in more than one module (one name, two ideas; methods are left out: ``run`` on every
   job is one idea, and so is ``main``, the entry point of every ``python -m`` module);

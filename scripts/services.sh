@@ -17,6 +17,7 @@
 #        scripts/services.sh kill esc N
 #        scripts/services.sh clean
 #        scripts/services.sh browser
+#        scripts/services.sh stress
 #        (no names = all four; pgb starts pg too)
 #
 #   start    install/download what is missing, start what is not running, wait
@@ -28,6 +29,8 @@
 #            $STATE_DIR (data, logs, caches, env).
 #   browser  install Debian's chromium and chromium-driver when missing (the
 #            dashboard's browser tests; `make test` runs it).  Idempotent.
+#   stress   install Debian's stress-ng when missing (the load of `make stress`,
+#            scripts/stress.py).  Idempotent.
 #   --fast   (or SYMBOLS_PG_FAST=1) PostgreSQL with fsync=off,
 #            synchronous_commit=off, full_page_writes=off: FOR TESTS ONLY.
 #
@@ -237,6 +240,13 @@ ensure_browser() {
   if ((${#missing[@]})); then apt_install "${missing[@]}"; fi
   [[ -x /usr/bin/chromium && -x /usr/bin/chromedriver ]] ||
     die setup "chromium or chromedriver missing after apt-get install"
+}
+
+# `make stress` loads the CPUs with Debian's stress-ng while the timing-sensitive
+# tests run (scripts/stress.py).
+ensure_stress() {
+  command -v stress-ng >/dev/null || apt_install stress-ng
+  command -v stress-ng >/dev/null || die setup "stress-ng missing after apt-get install"
 }
 
 JAVA17_HOME=
@@ -1044,7 +1054,8 @@ EOF
 # ------------------------------------------------------------------ main ---
 
 usage() {
-  echo "usage: $0 start|stop|restart|status|env [--fast] [pg|pgb|pgs|es|esc|s3 ...] | promote pgs | kill esc N | clean | browser" >&2
+  echo "usage: $0 start|stop|restart|status|env [--fast] [pg|pgb|pgs|es|esc|s3 ...]" \
+    "| promote pgs | kill esc N | clean | browser | stress" >&2
   exit 2
 }
 
@@ -1209,6 +1220,11 @@ main() {
       (($# == 0)) || usage
       ((EUID == 0)) || die "must run as root (it installs Debian packages)"
       ensure_browser
+      ;;
+    stress)
+      (($# == 0)) || usage
+      ((EUID == 0)) || die "must run as root (it installs Debian packages)"
+      ensure_stress
       ;;
     env)
       install -d -m 755 "$STATE_DIR"

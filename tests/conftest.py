@@ -7,7 +7,8 @@ defaults otherwise. A missing service fails the test: nothing here skips.
 
 - ``database``: a fresh database per test, copied from a template database
   built once per session with the current schema (``CREATE DATABASE ...
-  TEMPLATE``, a few ms), dropped afterwards.
+  TEMPLATE``), dropped afterwards; both while other tests run
+  (``tests.helpers.DATABASES``: the next test's copy is made ahead).
 
 Every test database's sessions are in a zone other than UTC (``tests.helpers.TEST_TIME_ZONE``): nothing
 the runner and the jobs do may lean on the session's time zone (they set none: a transaction
@@ -34,7 +35,7 @@ from crontabber.config.database import DatabaseSettings
 from crontabber.schema import ensure_schema, with_runner
 from crontabber.store import connect
 from jobs import SQL_DIR as JOBS_SQL
-from tests.helpers import admin_execute, admin_settings, es_client, fresh_database, s3_client
+from tests.helpers import DATABASES, admin_execute, admin_settings, es_client, fresh_database, s3_client
 
 
 @pytest.fixture(scope="session")
@@ -52,6 +53,7 @@ def template_database() -> Iterator[str]:
     finally:
         conn.close()
     yield name
+    DATABASES.settle(name)  # the spare copies and the tests' databases go first
     admin_execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 

@@ -75,19 +75,77 @@ def admin_execute(sql: str) -> None:
 _counter = itertools.count()
 
 
+def _create(name: str, template: str | None) -> str:
+    """Create database ``name`` (a copy of ``template``, or empty), its sessions in
+    ``TEST_TIME_ZONE``, over one admin connection; its name."""
+    conn = connect(admin_settings())
+    conn.autocommit = True
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"CREATE DATABASE {name}" + (f" TEMPLATE {template} STRATEGY FILE_COPY" if template else ""))
+            cur.execute(f"ALTER DATABASE {name} SET timezone TO '{TEST_TIME_ZONE}'")
+    finally:
+        conn.close()
+    return name
+
+
+class _Databases:
+    """The test databases' copying and dropping, off the tests' path: while a test runs, a
+    thread of this process copies the template for the next one (a spare) and drops the
+    databases of the tests before it. A test of a 2-core machine mostly waits (subprocesses,
+    the services), so the ~0.15 s a test these statements take (create, set the zone, drop)
+    overlap with it instead of adding to it. :meth:`settle` drops the spares and waits for
+    every drop (before the template goes)."""
+
+    def __init__(self) -> None:
+        self._worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="test-databases")
+        self._spares: dict[tuple[str, str], concurrent.futures.Future[str]] = {}
+        self._drops: list[concurrent.futures.Future[None]] = []
+
+    def take(self, prefix: str, template: str | None) -> str:
+        """A new database's name: a spare copy of ``template`` when one was made ahead
+        (then the next spare is started), else one created now."""
+        if template is None:
+            return _create(f"{prefix}_{os.getpid()}_{next(_counter)}", None)
+        spare = self._spares.pop((prefix, template), None)
+        name = spare.result() if spare is not None else _create(f"{prefix}_{os.getpid()}_{next(_counter)}", template)
+        self._spares[(prefix, template)] = self._worker.submit(
+            _create, f"{prefix}_{os.getpid()}_{next(_counter)}", template
+        )
+        return name
+
+    def drop(self, name: str) -> None:
+        """Drop database ``name`` in the background (its test is over)."""
+        self._drops.append(self._worker.submit(admin_execute, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+
+    def settle(self, template: str | None = None) -> None:
+        """Drop the spares (of ``template``, or all) and wait for every drop.
+
+        Raises:
+            Exception: a drop failed (the first such error).
+        """
+        for key in [k for k in self._spares if template is None or k[1] == template]:
+            with contextlib.suppress(Exception):  # a spare that failed to be made: nothing to drop
+                self.drop(self._spares.pop(key).result())
+        drops, self._drops = self._drops, []
+        for future in drops:
+            future.result()
+
+
+DATABASES = _Databases()
+
+
 @contextlib.contextmanager
 def fresh_database(prefix: str, template: str | None = None, pooled: bool = POOLED) -> Iterator[DatabaseSettings]:
     """A new database (a copy of ``template``, or empty), its sessions in ``TEST_TIME_ZONE``,
     as a test and the commands it starts reach it: directly, or through PgBouncer when
-    ``pooled``; dropped afterwards."""
-    name = f"{prefix}_{os.getpid()}_{next(_counter)}"
-    admin_execute(f"CREATE DATABASE {name}" + (f" TEMPLATE {template}" if template else ""))
-    admin_execute(f"ALTER DATABASE {name} SET timezone TO '{TEST_TIME_ZONE}'")
+    ``pooled``; dropped afterwards, in the background (:class:`_Databases`)."""
+    name = DATABASES.take(prefix, template)
     settings = admin_settings(name)
     try:
         yield settings.replace(port=SERVICES.pgb_port) if pooled else settings
     finally:
-        admin_execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        DATABASES.drop(name)
 
 
 def s3_client() -> Any:

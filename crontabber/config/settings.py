@@ -1,5 +1,6 @@
 """The runner's settings: ``crontabber.ini`` in crontabber's layout, overridable by the
-environment and the command line, read through everett.
+environment and the command line, read by sources of our own that follow everett's
+rules (a tick does not import everett).
 
 Precedence is crontabber's: command line, then environment, then the INI
 file, then defaults. An option ``crontabber.class-Foo.bucket`` is

@@ -1,4 +1,4 @@
--- Queries of faults/store.py: the fault suite's seeding and its independent checks
+-- Queries of faults/harness.py (query): the fault suite's seeding and its independent checks
 -- (each reads the tables as they are, never through the code under test).
 
 -- name: uploads

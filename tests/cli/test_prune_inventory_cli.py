@@ -120,37 +120,43 @@ def test_no_report_for_the_bucket_is_refused(cli, buckets, inventory):
 
 
 def test_deletes_are_paced_per_prefix(cli, buckets, inventory):
-    """deletes_per_second=250: 1,000 keys go in 4 chunks a second apart. The rate is measured
-    from outside, by listing the bucket while the run deletes."""
+    """deletes_per_second=250: 1,000 keys go in 4 chunks a second apart, never faster, seen
+    from outside by listing the bucket while the run deletes. A key goes only once its chunk
+    is sent, and the k-th chunk is sent at least k - 1 seconds after the run began: so by
+    any moment t, at most 250 * (floor(t - begun) + 1) keys are gone. A loaded machine only
+    makes the run slower, which this allows; how near the cap it comes is a speed, measured
+    by bench/bench_prune_pace.py."""
     inbox, symbols = buckets
     by_inventory(cli, buckets, inventory, deletes_per_second=250)
     keys = [f"{REPORTS}{i:04d}.csv" for i in range(1000)]
     put_many(symbols, keys)
     write_inventory(s3_client(), inventory, "inv", symbols, listing(s3_client(), symbols))
     time.sleep(1.2)
-    samples: list[tuple[float, int]] = []
+    samples: list[tuple[float, int]] = []  # (when the listing ended, keys left)
     stop = threading.Event()
 
     def watch() -> None:
         while not stop.is_set():
-            samples.append((time.monotonic(), len(keys_in(symbols))))
+            left = len(keys_in(symbols))
+            samples.append((time.monotonic(), left))
             time.sleep(0.02)
 
     watcher = threading.Thread(target=watch)
+    begun = time.monotonic()
     watcher.start()
     try:
         done = prune_cmd(cli, "run")
     finally:
+        took = time.monotonic() - begun
         stop.set()
         watcher.join()
     assert done.returncode == 0, done.stderr
     assert keys_in(symbols) == set()
-    changes = [(t, n) for (t, n), (_, before) in zip(samples[1:], samples) if n != before]
-    first, last = changes[0], changes[-1]
-    assert first[1] >= 700  # no burst: at most a chunk of 250 went before the first sample
-    # the first chunk is seen at once; the other 750 keys over the seconds after it (each
-    # chunk waits its second, then its 250 HEADs: slower than the cap, never faster)
-    rate = (first[1] - last[1]) / (last[0] - first[0])
-    assert 120 <= rate <= 260, (rate, changes)
-    most = max(a - b for (ta, a) in samples for (tb, b) in samples if 0 < tb - ta < 0.9)
-    assert most <= 300, (most, changes)  # one chunk (and a sample caught mid-delete)
+    assert took >= 3.0  # the 4th chunk went at least 3 s after the 1st
+    gone = [(t - begun, 1000 - left) for t, left in samples]
+    over = [(since, keys) for since, keys in gone if keys > 250 * (int(since) + 1)]
+    assert not over, (over, samples)  # (seconds since the start, keys gone) faster than the cap
+    # seen going in steps over the seconds, not at once (paced: about 3 s; a loaded machine
+    # only stretches it, unless a listing took the best part of a second)
+    partly = [t for t, left in samples if 0 < left < 1000]
+    assert partly and partly[-1] - partly[0] >= 1.5, samples
