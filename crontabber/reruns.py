@@ -293,6 +293,13 @@ def plan_steps(
 def _skip_reason(record: IntervalRecord, only: frozenset[str], done_by: RerunRecord | None) -> str | None:
     if done_by is not None and record.starts in done_by.done:
         return f"done by run {done_by.run_id} before it stopped"
+    if (
+        done_by is not None
+        and record.status == "succeeded"
+        and record.run_id is not None
+        and record.run_id > done_by.run_id
+    ):  # run ids grow: another run (another rerun, a scheduled run) did it since
+        return f"succeeded by run {record.run_id} ({record.kind}) since the rerun began"
     if not only:
         return None
     if "failed" in only and record.failed:
@@ -307,6 +314,23 @@ def _skip_reason(record: IntervalRecord, only: frozenset[str], done_by: RerunRec
         return "no unit recorded; --only failed leaves it"
     by = f" (run {record.run_id})" if record.run_id is not None else ""
     return f"its last unit succeeded{by}"
+
+
+def downstream_steps(
+    planned: Sequence[dt.datetime],
+    records: Mapping[dt.datetime, IntervalRecord],
+    only: frozenset[str],
+    forced: Iterable[dt.datetime],
+) -> list[Step]:
+    """A dependant's part of a ``--downstream`` rerun with ``--only``: its intervals of the
+    range's days (``planned``), each run when its parent reruns that day (``forced``: its input
+    changes), else as ``--only`` judges the dependant's own interval (its day failed or never
+    ran there, whatever the parent's did)."""
+    again = set(forced)
+    steps = plan_steps(planned, records, only)
+    return [
+        Step(step.when, None, step.note) if step.skip is not None and step.when in again else step for step in steps
+    ]
 
 
 def to_run(steps: Iterable[Step]) -> list[dt.datetime]:

@@ -16,7 +16,17 @@ from ..formats import day_text, minute_text, one_line
 from ..leases import holder_gone
 from ..overrides import check_pause
 from ..rerun_store import RerunStore
-from ..reruns import RerunRecord, Stage, dependants, parse_only, plan_steps, same_days, step_lines, to_run
+from ..reruns import (
+    RerunRecord,
+    Stage,
+    dependants,
+    downstream_steps,
+    parse_only,
+    plan_steps,
+    same_days,
+    step_lines,
+    to_run,
+)
 from ..scheduling import dependency_block, parse_day, rerun_dates
 from .common import Context, terminate_on_sigterm
 
@@ -220,6 +230,9 @@ def _stages(ctx: Context, job: Job, resumed: RerunRecord | None) -> list[Stage]:
     if not downstream:
         return stages
     days = list(resumed.plan) if resumed is not None else to_run(steps)
+    # with --only, a dependant's own failed or missing days of the range count too (its
+    # parent may have done those days long ago while its own part never ran)
+    judged = only and resumed is None
     graph = {j.app_name: j.depends_on for j in ctx.jobs}
     now = store.now()
     for name in dependants(graph, job.app_name):
@@ -228,14 +241,18 @@ def _stages(ctx: Context, job: Job, resumed: RerunRecord | None) -> list[Stage]:
             stages.append(Stage(name, not_rerun=f"not a backfill job (--job {name} --force runs it once)"))
             continue
         found = reruns.downstream_record(resumed.run_id, name, settings.lease_seconds) if resumed else None
-        if found is not None:
-            planned = list(found.plan)
-        else:
-            state = store.state(name)
-            planned = same_days(days, _intervals_of(child, state.last_success if state else None, now))
+        state = store.state(name)
+        intervals = _intervals_of(child, state.last_success if state else None, now)
+        planned = list(found.plan) if found is not None else same_days(dates if judged else days, intervals)
         child_records = reruns.interval_records(name, planned, settings.lease_seconds)
-        cap = found.parallel if found is not None else (args.parallel or 1) if child.parallel_reruns else 1
-        stages.append(Stage(name, tuple(plan_steps(planned, child_records, done_by=found)), cap, found))
+        # a resumed rerun's dependants keep its --parallel (its first run recorded it)
+        cap = found.parallel if found is not None else parallel if child.parallel_reruns else 1
+        child_steps = (
+            downstream_steps(planned, child_records, only, same_days(days, intervals))
+            if judged and found is None
+            else plan_steps(planned, child_records, done_by=found)
+        )
+        stages.append(Stage(name, tuple(child_steps), cap, found))
     return stages
 
 

@@ -474,7 +474,10 @@ WITH RECURSIVE grp AS (
 SELECT p.starts,
        EXISTS (SELECT 1 FROM crontabber_log AS l
                WHERE l.app_name = %(app_name)s AND l.success = p.starts
-                 AND l.run_id IN (SELECT run_id FROM grp)) AS done,
+                 AND l.run_id IN (SELECT run_id FROM grp))
+       -- or another run (a later rerun, a scheduled run) did it since the rerun began (run
+       -- ids grow): a resume does not redo it
+       OR COALESCE(i.status = 'succeeded' AND i.run_id > %(root)s, false) AS done,
        i.status, i.run_id, i.kind, i.holder, i.ended,
        COALESCE(i.heartbeat < clock_timestamp() - make_interval(secs => %(lease_seconds)s), false) AS expired,
        h.status AS run_status,

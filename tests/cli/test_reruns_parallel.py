@@ -246,3 +246,65 @@ def test_parallel_workers_on_one_host_killed_mid_interval(cli):
         (root, root),
     )
     assert {r["status"]: r["n"] for r in statuses} == {"abandoned": 3, "succeeded": 1}
+
+
+def test_downstream_with_only_covers_a_dependants_own_missing_days_and_keeps_parallel(cli):
+    """Issue #42 items 3 and 4: the parent's days all succeeded, its dependants never ran
+    them: ``--only failed,missing --downstream`` reruns the dependants' missing days (it took
+    only the days the parent reran now: none); a resumed ``--parallel 2`` rerun's dependants
+    keep running 2 at once (they fell back to one)."""
+    configure(cli, 0)
+    dates = days_back(cli, 4, 2)
+    span = ("--date", day(dates[0]), "--to", day(dates[-1]))
+    assert cli.run("--rerun", "parallel-backfill", "--reason", "t", *span, *SLOW).returncode == 0
+    dry = cli.run("--rerun", "parallel-backfill", "--only", "failed,missing", "--downstream", "--dry-run", *span, *SLOW)
+    assert dry.returncode == 0, dry.stderr
+    head = dry.stdout.splitlines()[0]
+    assert head.startswith("parallel-backfill: --rerun would run 0 interval(s)") and "3 skipped" in head, head
+    assert "parallel-dependant: --rerun would run 3 interval(s)" in dry.stdout, dry.stdout
+    assert "serial-grandchild: --rerun would run 3 interval(s)" in dry.stdout, dry.stdout
+    # item 4: a --parallel 2 --downstream rerun killed in the parent's stage, then resumed
+    configure(cli, 1.0)
+    rerun = cli.spawn("--rerun", "parallel-backfill", "--reason", "t", "--parallel", "2", "--downstream", *span, *SLOW)
+    root = wait_for(
+        lambda: cli.crontab.sql("SELECT max(run_id) AS r FROM crontabber_run WHERE parallel = 2")[0]["r"],
+        what="the rerun",
+    )
+    wait_for(lambda: [c for c in calls(cli) if c["run_id"] == root], what="its first interval")
+    os.kill(rerun.pid, signal.SIGKILL)
+    rerun.wait(timeout=30)
+    dry = cli.run("--rerun", "parallel-backfill", "--resume-run", str(root), "--dry-run", *SLOW)
+    assert dry.returncode == 0, dry.stderr
+    dependant = next(line for line in dry.stdout.splitlines() if line.startswith("parallel-dependant: --rerun"))
+    assert "up to 2 at once" in dependant, dry.stdout
+    configure(cli, 0)
+    resumed = cli.run("--rerun", "parallel-backfill", "--reason", "t", "--resume-run", str(root), *SLOW, timeout=60)
+    assert resumed.returncode == 0, resumed.stderr
+    (row,) = cli.crontab.sql(
+        "SELECT parallel FROM crontabber_run WHERE app_name = 'parallel-dependant' AND downstream_of = %s", (root,)
+    )
+    assert row["parallel"] == 2
+
+
+def test_a_resumed_rerun_skips_what_another_run_did_since(cli):
+    """Issue #42 item 3: ``--resume-run`` of a killed rerun redid the days a newer rerun had
+    done since; its plan and its run skip them, naming the run that did each."""
+    configure(cli, 1.0)
+    dates = days_back(cli, 4, 2)
+    span = ("--date", day(dates[0]), "--to", day(dates[-1]))
+    first = cli.spawn("--rerun", "parallel-backfill", "--reason", "t", *span, *SLOW)
+    wait_for(lambda: [c for c in calls(cli) if c["finished_at"]], what="its first interval done")
+    os.kill(first.pid, signal.SIGKILL)
+    first.wait(timeout=30)
+    (old,) = cli.crontab.sql("SELECT run_id FROM crontabber_run WHERE kind = 'rerun'")
+    configure(cli, 0)
+    assert cli.run("--rerun", "parallel-backfill", "--reason", "t", *span, *SLOW).returncode == 0
+    newer = cli.crontab.sql("SELECT max(run_id) AS r FROM crontabber_run WHERE kind = 'rerun'")[0]["r"]
+    before = len(calls(cli))
+    dry = cli.run("--rerun", "parallel-backfill", "--resume-run", str(old["run_id"]), "--dry-run", *SLOW)
+    assert dry.returncode == 0, dry.stderr
+    assert dry.stdout.count(f"succeeded by run {newer} (rerun) since the rerun began") >= 2, dry.stdout
+    resumed = cli.run("--rerun", "parallel-backfill", "--reason", "t", "--resume-run", str(old["run_id"]), *SLOW)
+    assert resumed.returncode == 7, resumed.stderr  # nothing ran
+    assert "nothing to rerun: each of the 3 interval(s) is skipped" in resumed.stdout
+    assert len(calls(cli)) == before  # nothing redone
