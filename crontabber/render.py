@@ -11,6 +11,7 @@ from typing import Mapping, Sequence
 
 from .formats import (
     absolute,
+    counted,
     interval,
     interval_range,
     metrics_text,
@@ -27,6 +28,7 @@ from .formats import (
 )
 from .leases import Beats, Marker, beats_missed, parse_holder
 from .records import RunRecord
+from .reruns import RerunGroup
 from .views import FailureView, JobStatus, JobView, Outcome, RunView, entry_outcome
 
 DEFAULT_WIDTH = 100
@@ -356,6 +358,37 @@ def _beat(run: RunView, now: dt.datetime) -> str:
     beat = relative(run.ongoing.heartbeat, now, "none")
     verdict = run.ongoing.verdict
     return f"heartbeat {beat}" + ("" if verdict is Marker.LIVE else f"; {verdict.value}")
+
+
+def rerun_group_lines(group: RerunGroup, now: dt.datetime) -> list[str]:
+    """``--history NAME --run ID`` of a rerun's run: the rerun as a whole (its outcome, its
+    plan, every run that worked on it, the dependants' reruns it started)."""
+    root = group.root
+    at_once = f", up to {root.parallel} at once" if root.parallel > 1 else ""
+    down = "; with its dependants" if root.downstream else ""
+    lines = [
+        f"rerun {root.run_id} of {root.app_name}: {group.outcome}: {len(root.done)} of {len(root.plan)} "
+        f"interval(s) done{at_once}{down}"
+    ]
+    for run in group.runs + group.dependants:
+        role = (
+            f"{run.app_name}'s rerun"
+            if run.app_name != root.app_name
+            else "first run"
+            if run.run_id == root.run_id
+            else "joined"
+        )
+        status = f"{run.status} (its lease expired: a tick records it abandoned)" if run.expired else run.status
+        ended = f", ended {absolute(run.ended, now)}" if run.ended else ""
+        lines.append(
+            f"  run {run.run_id} ({role}) on {run.by}: {status}, {counted(run.intervals, 'interval')}, "
+            f"started {absolute(run.started, now)}{ended}"
+        )
+    if root.left and group.outcome != "running":
+        lines.append(
+            f"  left: {len(root.left)} interval(s); --rerun {root.app_name} --resume-run {root.run_id} continues it"
+        )
+    return lines
 
 
 # ---------------------------------------------------------------------------- --show-error

@@ -13,7 +13,7 @@ import datetime as dt
 from typing import Any, Callable, Mapping, Sequence
 
 from . import sqlfiles
-from .reruns import IntervalRecord, Pick, PlanRow, RerunRecord, Worker, pick_next
+from .reruns import GroupRun, IntervalRecord, Pick, PlanRow, RerunGroup, RerunRecord, Worker, pick_next
 from .state import Claim, RunEnd, RunKind, RunStatus, Unit
 from .store import StateStore, abandon_gone, close_run, first_row, identity, rows_of, unit_params
 
@@ -216,6 +216,24 @@ class RerunStore:
             return RerunRecord.from_row(row, workers)
 
         return self.state.in_transaction(work, "rerun_record")
+
+    def rerun_group(self, run_id: int, lease_seconds: float) -> RerunGroup | None:
+        """The rerun run ``run_id`` belongs to, whole (its grouped view); None when the ledger
+        has no such run or it is no rerun's (two transactions: the rerun, then its runs)."""
+        root = self.rerun_record(run_id, lease_seconds)
+        if root is None or root.kind != "rerun":
+            return None
+
+        def work(cur: Any) -> list[dict[str, Any]]:
+            cur.execute(Q["rerun_group"], {"root": root.run_id, "lease_seconds": lease_seconds})
+            return rows_of(cur)
+
+        rows = [GroupRun.from_row(row) for row in self.state.in_transaction(work, "rerun_group")]
+        return RerunGroup(
+            root,
+            tuple(r for r in rows if r.app_name == root.app_name),
+            tuple(r for r in rows if r.app_name != root.app_name),
+        )
 
     def downstream_record(self, root: int, app_name: str, lease_seconds: float) -> RerunRecord | None:
         """The rerun of dependant ``app_name`` that rerun ``root`` started (``--downstream``),

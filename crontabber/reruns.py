@@ -93,6 +93,81 @@ class Worker:
 
 
 @dataclass(frozen=True)
+class GroupRun:
+    """One run of a rerun group as its grouped view lists it (or a dependant's rerun it
+    started: ``app_name`` differs): who, how it stands, how many intervals it finished."""
+
+    run_id: int
+    app_name: str
+    by: str
+    status: str
+    started: dt.datetime
+    ended: dt.datetime | None
+    intervals: int
+    expired: bool = False  # running in the ledger, but no heartbeat for a lease
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> "GroupRun":
+        return cls(
+            row["run_id"],
+            row["app_name"],
+            f"{row['host']}:{row['pid']}",
+            row["status"],
+            row["started"],
+            row["ended"],
+            int(row["intervals"] or 0),
+            bool(row["expired"]),
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "job": self.app_name,
+            "by": self.by,
+            "status": self.status,
+            "started": self.started,
+            "ended": self.ended,
+            "intervals": self.intervals,
+            "expired": self.expired,
+        }
+
+
+@dataclass(frozen=True)
+class RerunGroup:
+    """One rerun as a whole (``--history NAME --run ID`` of any of its runs): its first run's
+    record (plan, what the group finished), every run of it, and the dependants' reruns it
+    started."""
+
+    root: "RerunRecord"
+    runs: tuple[GroupRun, ...]
+    dependants: tuple[GroupRun, ...] = ()
+
+    @property
+    def outcome(self) -> str:
+        """``done`` (every interval of the plan finished), ``running`` (a run of it is
+        running and live), else ``stopped`` (intervals left, nobody on them: a resume)."""
+        if not self.root.left:
+            return "done"
+        if any(run.status == "running" and not run.expired for run in self.runs):
+            return "running"
+        return "stopped"
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "rerun": self.root.run_id,
+            "job": self.root.app_name,
+            "outcome": self.outcome,
+            "plan": list(self.root.plan),
+            "done": sorted(self.root.done),
+            "left": self.root.left,
+            "parallel": self.root.parallel,
+            "downstream": self.root.downstream,
+            "runs": [run.as_json() for run in self.runs],
+            "dependants": [run.as_json() for run in self.dependants],
+        }
+
+
+@dataclass(frozen=True)
 class RerunRecord:
     """A rerun in the ledger, as ``--resume-run`` reads it: the first run of its group (its
     row, its plan, ``parallel``, ``downstream``, ``downstream_of``), the intervals any run of

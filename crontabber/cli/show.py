@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from .. import jsonout, render, views
 from ..config.catalog import find_job
 from ..errors import ConfigurationError, RunNotFound
-from ..formats import one_line
+from ..formats import one_line, printable
 from ..inspection import job_runs, job_views_now, known_name, one_run
 from ..leases import Beats
 from ..records import RunRecord
@@ -23,6 +23,10 @@ from ..state import JobState, RunKind, RunStatus
 from ..store import StateStore
 from ..views import FailureView
 from .common import Context
+
+if TYPE_CHECKING:
+    from ..inspection import JobRuns
+    from ..reruns import RerunGroup
 
 DEFAULT_LIMIT = 20
 
@@ -74,6 +78,16 @@ def _database_line(ctx: Context) -> None:
     print(f"database: {ctx.settings.database.target}", file=ctx.out)
 
 
+def _rerun_group(ctx: Context, found: JobRuns) -> RerunGroup | None:
+    """The rerun a run of ``--history NAME --run ID`` belongs to, whole, when it is a
+    rerun's (:meth:`crontabber.rerun_store.RerunStore.rerun_group`), else None."""
+    if not found.runs or found.runs[0].kind != RunKind.RERUN.value or found.runs[0].run_id is None:
+        return None
+    from ..rerun_store import RerunStore
+
+    return RerunStore(ctx.store).rerun_group(found.runs[0].run_id, ctx.settings.lease_seconds)
+
+
 def history(ctx: Context) -> int:
     """``--history NAME [--limit N]``: the job's newest runs, one line per run;
     ``--run ID``: one line per log row (interval) of that run."""
@@ -82,8 +96,9 @@ def history(ctx: Context) -> int:
         if args.limit is not None:
             raise ConfigurationError("--limit", "lists runs; --run ID shows one")
         found = one_run(settings, jobs, store, args.history, args.run)
+        group = _rerun_group(ctx, found)
         if args.json:
-            jsonout.emit(found.as_json(), out)
+            jsonout.emit({**found.as_json(), "rerun": group.as_json() if group else None}, out)
         else:
             print(
                 "\n".join(
@@ -93,6 +108,8 @@ def history(ctx: Context) -> int:
                 ),
                 file=out,
             )
+            for line in render.rerun_group_lines(group, found.now) if group else ():
+                print(printable(line), file=out)
             _database_line(ctx)
         return 0
     limit = DEFAULT_LIMIT if args.limit is None else args.limit

@@ -447,6 +447,27 @@ WITH RECURSIVE up AS (
 )
 SELECT run_id FROM up WHERE resumed_from IS NULL;
 
+-- name: rerun_group
+-- Every run of rerun group root (the first run, the runs that continued or joined it), oldest
+-- first, whatever their status (--history --run ID's grouped view), whether a running one's
+-- lease expired, and the dependants' reruns it started (--downstream), each by its first run.
+WITH RECURSIVE grp AS (
+    SELECT run_id FROM crontabber_run WHERE run_id = %(root)s
+    UNION
+    SELECT r.run_id FROM crontabber_run AS r JOIN grp ON r.resumed_from = grp.run_id
+)
+SELECT r.run_id, r.app_name, r.host, r.pid, r.status, r.started, r.ended, r.intervals,
+       r.status = 'running'
+           AND COALESCE(r.heartbeat, r.started)
+               < clock_timestamp() - make_interval(secs => %(lease_seconds)s) AS expired,
+       false AS dependant
+FROM crontabber_run AS r JOIN grp USING (run_id)
+UNION ALL
+SELECT d.run_id, d.app_name, d.host, d.pid, d.status, d.started, d.ended, d.intervals, false, true
+FROM crontabber_run AS d
+WHERE d.downstream_of = %(root)s AND d.resumed_from IS NULL
+ORDER BY dependant, run_id;
+
 -- name: rerun_workers
 -- The runs of rerun group root that the ledger shows running, and whether each one's lease
 -- expired.

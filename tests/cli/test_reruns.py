@@ -247,3 +247,16 @@ def test_a_killed_rerun_reads_as_what_it_was_then_a_tick_records_it_abandoned(cl
     history = json.loads(cli.run("--history", "slow-backfill", "--json").stdout)["runs"]
     (shown,) = [r for r in history if r["run_id"] == run["run_id"]]
     assert shown["outcome"] == "abandoned"
+    # the rerun as a whole, from any of its runs: what ran, what is left, how to go on
+    rid = run["run_id"]
+    lines = cli.run("--history", "slow-backfill", "--run", str(rid)).stdout.splitlines()
+    at = next(n for n, line in enumerate(lines) if line.startswith(f"rerun {rid} of slow-backfill: "))
+    assert lines[at] == f"rerun {rid} of slow-backfill: stopped: 0 of 3 interval(s) done"
+    assert lines[at + 1].startswith(f"  run {rid} (first run) on ") and ": abandoned, 0 intervals, " in lines[at + 1]
+    assert lines[at + 2] == f"  left: 3 interval(s); --rerun slow-backfill --resume-run {rid} continues it"
+    group = json.loads(cli.run("--history", "slow-backfill", "--run", str(rid), "--json").stdout)["rerun"]
+    assert (group["outcome"], len(group["left"]), [r["status"] for r in group["runs"]]) == (
+        "stopped",
+        3,
+        ["abandoned"],
+    )
