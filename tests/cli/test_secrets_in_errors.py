@@ -285,3 +285,31 @@ def _stderr_until(proc: subprocess.Popen, needle: str) -> str:
         assert line, seen  # the process ended first
         seen += line
     return seen
+
+
+def test_a_password_in_a_webhook_address_is_refused_never_sent_stored_or_shown(cli, receiver):  # noqa: F811
+    """The third review's N-3: ``user:password@`` in a target's address. Inline, the INI is
+    refused at load (``--configtest`` and a tick, exit 1); from the environment,
+    ``--configtest`` refuses it and a delivery is that target's error, without the address."""
+    good = f"        b-good webhook {receiver.url}/good\n"
+    inline = "        a-inline webhook http://hookuser:HookPassInline77@127.0.0.1/hook\n"
+    cli.crontab.configure(["BasicJob|1d"], extra=f"[alerts]\n    targets='''\n{inline}{good}    '''\n")
+    for args in (("--configtest",), ()):
+        done = cli.run(*args)
+        assert done.returncode == 1, (args, done.stdout, done.stderr[-2000:])
+        assert "target a-inline: the address holds user info (user:password@ before the host)" in done.stderr
+        assert found([done.stdout, done.stderr], ("HookPassInline77", "hookuser")) == []
+    cli.env["USERINFO_URL"] = "http://envuser:EnvPassUrl55@127.0.0.1/x"
+    cli.crontab.configure(
+        ["BasicJob|1d"], extra=f"[alerts]\n    targets='''\n        a-env webhook env:USERINFO_URL\n{good}    '''\n"
+    )
+    configtest = cli.run("--configtest")
+    assert configtest.returncode == 1
+    assert "environment variable USERINFO_URL (the address of a-env) holds user info" in configtest.stderr
+    done = cli.run("--test-alert", "basic-job")
+    assert done.returncode == 5, done.stdout + done.stderr
+    assert "to a-env: NOT delivered: environment variable USERINFO_URL (the address of a-env) holds" in done.stdout
+    assert "to b-good: delivered" in done.stdout
+    texts = [configtest.stdout, configtest.stderr, done.stdout, done.stderr, shown(cli, "--alerts", "--json")]
+    texts.append(repr(cli.crontab.sql("SELECT * FROM crontabber_notice")))
+    assert found(texts, ("EnvPassUrl55",)) == []
