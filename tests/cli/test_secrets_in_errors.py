@@ -313,3 +313,35 @@ def test_a_password_in_a_webhook_address_is_refused_never_sent_stored_or_shown(c
     texts = [configtest.stdout, configtest.stderr, done.stdout, done.stderr, shown(cli, "--alerts", "--json")]
     texts.append(repr(cli.crontab.sql("SELECT * FROM crontabber_notice")))
     assert found(texts, ("EnvPassUrl55",)) == []
+
+
+INI_SECRETS = ("IniTok3nZZ91", "IniPassw0rdQQ")
+SUMMARY_SECRETS = ("SumPw4242", "SIGSIG123")
+
+
+def test_a_jobs_secret_options_from_the_ini_and_its_summary_are_masked(cli, dashboard):  # noqa: F811
+    """The third review's N-6: a secret-named job option set in the INI file, quoted by an
+    error, and a success summary quoting a URL's password and a signed URL's signature."""
+    cli.env["LEAKY_ERROR"] = "auth refused for {token} / {password}"
+    section = "    [[class-LeakyJob]]\n        upstream_token=IniTok3nZZ91\n        upstream_password=IniPassw0rdQQ\n"
+    cli.crontab.configure(["LeakyJob|1d"], extra=section)
+    failed = cli.run("--job", "leaky")
+    assert failed.returncode == 5, failed.stderr[-2000:]
+    assert "leaky: failed: RuntimeError: auth refused for *** / ***" in failed.stdout
+    texts = [failed.stdout, failed.stderr]
+    for args in (("--show-error", "leaky"), ("--nagios",), ("--nagios", "--json"), ("--list-jobs", "--json")):
+        texts.append(shown(cli, *args))
+    cli.env.update(LEAKY_ERROR="", LEAKY_SUMMARY="pushed to https://u:SumPw4242@h.example/p?X-Amz-Signature=SIGSIG123")
+    ran = cli.run("--job", "leaky", "--force")
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert "leaky: ran (run 2): pushed to https://u:***@h.example/p?X-Amz-Signature=***" in ran.stdout
+    texts += [ran.stdout, ran.stderr]
+    for args in (("--history", "leaky"), ("--history", "leaky", "--json"), ("--logs", "leaky")):
+        texts.append(shown(cli, *args))
+    texts += [repr(cli.crontab.sql(f"SELECT * FROM {table}")) for table in ("crontabber", "crontabber_log")]
+    dashboard.start()
+    for path in ("/", "/api/fleet", "/jobs/leaky", "/api/jobs/leaky/history"):
+        status, _, body = dashboard.get(path)
+        assert status == 200, (path, body)
+        texts.append(json.dumps(body) if not isinstance(body, str) else body)
+    assert found(texts, INI_SECRETS + SUMMARY_SECRETS) == []
