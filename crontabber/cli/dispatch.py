@@ -520,7 +520,9 @@ def main(argv: list[str], stdout: TextIO = sys.stdout, stderr: TextIO = sys.stde
             from .monitor import nagios_failure
 
             return nagios_failure(exc, args, stdout)
-        print(f"crontabber: {exc or type(exc).__name__}", file=stderr)
+        from ..formats import printable_lines  # (a refusal may quote the runner login's text)
+
+        print(f"crontabber: {printable_lines(str(exc) or type(exc).__name__)}", file=stderr)
         return exit_code_for(exc)
 
 
