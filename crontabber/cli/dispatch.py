@@ -538,7 +538,8 @@ def _parse_command_line(argv: list[str]) -> tuple[argparse.Namespace, list[str]]
 def dispatch(mode: str, args: argparse.Namespace, rest: list[str], stdout: TextIO) -> int:
     refuse_stray_options(mode, args)
     overrides = split_overrides(rest)
-    settings = load_settings(args.conf, overrides)
+    # --configtest checks the file itself, never a kept parse of it (config.inicache)
+    settings = load_settings(args.conf, overrides, ini_cache=mode != "configtest")
     setup_logging(settings, overrides)
     for old, new in settings.sources.renamed.items():  # deprecated names (DeprecationWarning too)
         logger.warning("%s", renamed_message(old, new))
