@@ -27,7 +27,9 @@ and ``X-Crontabber-Timestamp`` (a receiver refuses old timestamps: no replay).
 ``X-Crontabber-Notice`` (``ALERT.NOTICE``) is the same on every retry of one notice; the signature
 does not cover it, so a receiver that drops repeats (a host killed after sending, before recording
 it) dedupes on the body's ``alert`` and ``notice``, which it does cover. A webhook follows no
-redirect, and a failure keeps the answer's status line only (:func:`status_line`).
+redirect, and a failure keeps the answer's status line only (:func:`status_line`). A whole
+delivery, webhook or e-mail, has one deadline (``alerts.timeout_seconds``,
+:mod:`.deadline`), not a timeout per read.
 """
 
 from __future__ import annotations
