@@ -16,6 +16,7 @@ import pytest
 from tests.fixtures.alerting import alerts, make_due
 from tests.fixtures.dashboard_data import dashboard  # noqa: F401 - the fixture
 from tests.fixtures.receiver import Received, Receiver, receiver  # noqa: F401 - the fixture
+from tests.fixtures.smtp import smtp_server  # noqa: F401 - the fixture
 from tests.helpers import REPO
 
 TOKEN = "Upstream-T0ken-8841"  # in UPSTREAM_TOKEN: a secret by its name
@@ -345,3 +346,22 @@ def test_a_jobs_secret_options_from_the_ini_and_its_summary_are_masked(cli, dash
         assert status == 200, (path, body)
         texts.append(json.dumps(body) if not isinstance(body, str) else body)
     assert found(texts, INI_SECRETS + SUMMARY_SECRETS) == []
+
+
+def test_a_delivery_error_is_stored_and_shown_masked(cli, smtp_server):  # noqa: F811
+    """The third review's N-3, second half: what a receiver answers is stored with the notice
+    (``--alerts``, the dashboard) masked like a job's failure; here an SMTP server quoting the
+    SMTP password in its refusal."""
+    cli.env["ALERTS_SMTP_PASSWORD"] = "SmtpPassw0rd77"
+    smtp_server.failures_left = 1
+    smtp_server.failure_reply = "451 4.3.0 refused: SmtpPassw0rd77 is not welcome here"
+    delivery = f"    smtp_host=127.0.0.1\n    smtp_port={smtp_server.port}\n    smtp_from=cron@example.net\n"
+    targets = "    targets='''\n        oncall email ops@example.net\n    '''\n"
+    cli.crontab.configure(["BasicJob|1d"], extra=f"[alerts]\n{targets}{delivery}")
+    done = cli.run("--test-alert", "basic-job")
+    assert done.returncode == 5, done.stdout + done.stderr
+    assert "to oncall: NOT delivered: SMTP 451: 4.3.0 refused: *** is not welcome here" in done.stdout
+    texts = [done.stdout, done.stderr, shown(cli, "--alerts"), shown(cli, "--alerts", "--json")]
+    texts.append(repr(cli.crontab.sql("SELECT * FROM crontabber_notice")))
+    assert "refused: *** is not welcome here" in texts[-1]
+    assert found(texts, ("SmtpPassw0rd77",)) == []
