@@ -1,7 +1,7 @@
 """What the runner login writes reaches operators' terminals escaped (the third security
 review's N-5): the audit rows it may insert, the pause ``crontabber_breach_pause`` lets it make
 (actor and reason), the markers and alerts it writes. Each is written as a real runner login
-(tests/cli/test_roles.py's users), then read by the operator's commands."""
+(tests/fixtures/roles.py), then read by the operator's commands."""
 
 from __future__ import annotations
 
