@@ -202,8 +202,8 @@ class BaseCronApp(RequiredConfig):
 
     def _summarise(self, result: Any) -> None:
         """Keep ``run``'s result as the unit's summary: a string (or a :class:`Summary`'s
-        text, its metrics kept as ``last_metrics``), on one line, at most 500 characters;
-        anything else is no summary."""
+        text, its metrics kept as ``last_metrics``), masked (:func:`~.redaction.masked`), on
+        one line, at most 500 characters; anything else is no summary."""
         self.last_summary = None
         self.last_metrics = None
         if isinstance(result, Summary):
@@ -213,5 +213,7 @@ class BaseCronApp(RequiredConfig):
             if self.metric_names is not None and undeclared:  # kept: its checks are refused
                 logger.warning("%s returned metrics its metric_names lacks: %s", self.app_name, ", ".join(undeclared))
         if isinstance(result, str) and result.strip():
-            line = " ".join(result.split())
+            from .redaction import masked  # (as a failure is: it is stored, printed and shown)
+
+            line = " ".join(masked(result).split())
             self.last_summary = line if len(line) <= 500 else line[:499] + "…"

@@ -27,6 +27,7 @@ from .errors import (
     JobOngoing,
     JobPaused,
     LeaseLost,
+    LockWaitTimedOut,
     MarkerIsLive,
     Terminated,
     WorkRefused,
@@ -122,7 +123,7 @@ def exit_codes_text() -> str:
 
 def exit_code_for(exc: BaseException) -> int:
     """The one place exceptions become exit codes."""
-    if isinstance(exc, JobLocked):
+    if isinstance(exc, (JobLocked, LockWaitTimedOut)):
         return ExitCode.LOCKED
     if isinstance(exc, (JobOngoing, MarkerIsLive)):
         return ExitCode.ONGOING

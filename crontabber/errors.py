@@ -267,6 +267,22 @@ class NotPermitted(CrontabberError):
         super().__init__(f"this database user ({user}) may not {doing}; {hint} (docs/deploy.md#roles)")
 
 
+class LockWaitTimedOut(CrontabberError):
+    """A lock the action needed stayed held by another session for the functions' whole wait
+    (SQLSTATE 55P03 after ``lock_timeout``, migration 0028): nothing was changed. ``holders``
+    describe the sessions holding locks on the tables it waited for (one line each, from
+    ``pg_locks``; empty when they were gone by the time they were looked up). Exit 2."""
+
+    def __init__(self, doing: str, holders: tuple[str, ...]) -> None:
+        self.doing = doing
+        self.holders = holders
+        held = f"held by {'; '.join(holders)}" if holders else "its holder has gone since: try again"
+        super().__init__(
+            f"could not {doing}: another session held a lock it needs for over 5 s ({held}); nothing was "
+            "changed (a session that stays: its owner or a superuser ends it with pg_terminate_backend(PID))"
+        )
+
+
 class AuditChainBroken(CrontabberError):
     """``--verify-audit``: the audit trail's hash chain is broken at row ``row_id`` (a row
     changed, or rows missing before it or after it): someone with the owner's rights changed

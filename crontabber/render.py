@@ -69,7 +69,7 @@ def ongoing_text(view: JobView, now: dt.datetime, beats: Beats | None = None) ->
         if ongoing.heartbeat is not None
         else "no heartbeat (crontabber 0.18?)"
     )
-    text = f"{ongoing.by or 'an unknown runner'}{run} since {relative(ongoing.since, now)}, {beat}"
+    text = f"{printable(ongoing.by or 'an unknown runner')}{run} since {relative(ongoing.since, now)}, {beat}"
     if ongoing.verdict is Marker.LIVE:
         text += missed_text(ongoing.heartbeat, now, beats)
     else:
@@ -92,12 +92,13 @@ def missed_text(heartbeat: dt.datetime | None, now: dt.datetime, beats: Beats | 
 
 def short_host(holder: str | None, pid: bool = False) -> str:
     """``symbols-cron-2.prod.example.net:31337`` -> ``symbols-cron-2`` (with
-    ``pid``: ``symbols-cron-2:31337``); the text columns have no room for domains."""
+    ``pid``: ``symbols-cron-2:31337``); the text columns have no room for domains. Escaped
+    (:func:`printable`): the runner login writes it."""
     if not holder:
         return "unknown runner"
     host, number = parse_holder(holder)
     short = host.split(".", 1)[0] or holder
-    return f"{short}:{number}" if pid and number is not None else short
+    return printable(f"{short}:{number}" if pid and number is not None else short)
 
 
 def pause_text(view: JobView, now: dt.datetime) -> str:
@@ -106,7 +107,7 @@ def pause_text(view: JobView, now: dt.datetime) -> str:
         return "-"
     return (
         f"{pause_end(view.paused.until, lambda until: f'{minute_text(until)} ({relative(until, now)})')} "
-        f"by {view.paused.by or '?'}: "
+        f"by {one_line(view.paused.by or '?')}: "  # (the runner login can pause: its text)
         f"{one_line(view.paused.reason or '')}"
     )
 
@@ -133,9 +134,8 @@ def detail(view: JobView, now: dt.datetime, beats: Beats | None = None) -> str:
             ongoing.heartbeat, now, beats, short=True
         )
     if view.paused is not None and view.status is JobStatus.PAUSED:
-        return (
-            f"{_pause_ends(view.paused.until, now)}: {one_line(view.paused.reason or '')} (by {view.paused.by or '?'})"
-        )
+        by = one_line(view.paused.by or "?")  # (the runner login can pause: its text)
+        return f"{_pause_ends(view.paused.until, now)}: {one_line(view.paused.reason or '')} (by {by})"
     if view.status is JobStatus.NO_HOST and view.no_host is not None:
         return view.no_host
     if view.status is JobStatus.FAILING and view.last_error is not None:

@@ -26,7 +26,15 @@ import psycopg2.errors
 
 from . import sqlfiles
 from .config.database import DatabaseSettings
-from .errors import DatabaseReadOnly, DatabaseUnavailable, HostDrained, JobLocked, LeaseLost, NotPermitted
+from .errors import (
+    DatabaseReadOnly,
+    DatabaseUnavailable,
+    HostDrained,
+    JobLocked,
+    LeaseLost,
+    LockWaitTimedOut,
+    NotPermitted,
+)
 from .failures import first_line
 from .schema import round_trip_cursor
 from .state import Claim, FinishRecord, FleetHost, JobState, RunEnd, RunKind, RunStatus, Tick, Unit
@@ -116,8 +124,8 @@ def translated(method: Callable[Concatenate[StateStore, P], R]) -> Callable[Conc
             except psycopg2.errors.InsufficientPrivilege as exc:
                 raise self.not_permitted(method.__name__, exc) from None
             except (psycopg2.OperationalError, psycopg2.InterfaceError, psycopg2.errors.ReadOnlySqlTransaction) as exc:
-                if isinstance(exc, psycopg2.errors.LockNotAvailable):
-                    raise
+                if isinstance(exc, psycopg2.errors.LockNotAvailable):  # (after lock_timeout: 0028)
+                    raise self.lock_waited(method.__name__) from None
                 if isinstance(exc, psycopg2.errors.ReadOnlySqlTransaction) and self._conn.readonly:
                     raise  # a session read-only on purpose (the dashboard's): never reopened writable
                 if attempt == 2 or not self.reconnect():
@@ -179,6 +187,25 @@ class StateStore:
                 server = "the server"
             return DatabaseReadOnly(self.target, server)
         return DatabaseUnavailable(self.target, first_line(exc))
+
+    def lock_waited(self, doing: str) -> LockWaitTimedOut:
+        """The error a lock wait that timed out in method ``doing`` means, naming the sessions
+        that hold locks on the tables the operator functions lock (looked up in a transaction
+        of its own: the failed one was rolled back)."""
+        try:
+            with self._conn, self._cursor() as cur:
+                cur.execute(Q["lock_holders"])
+                rows = rows_of(cur)
+        except psycopg2.Error:
+            rows = []
+        holders: dict[int, list[str]] = {}
+        for row in rows:
+            holders.setdefault(row["pid"], [f"{row['usename']} (pid {row['pid']}, {row['application_name'] or '-'})"])
+            holders[row["pid"]].append(row["on_table"])
+        return LockWaitTimedOut(
+            _DOING.get(doing, doing.replace("_", " ")),
+            tuple(f"{found[0]} on {', '.join(found[1:])}" for found in holders.values()),
+        )
 
     def not_permitted(self, doing: str, exc: Exception) -> NotPermitted:
         """The error a refused privilege (SQLSTATE 42501) in method ``doing`` means: what the
@@ -600,9 +627,11 @@ class StateStore:
             NotPermitted: the database user may not make the change (an operator's).
         """
         query = {"release": Q["release"], "reset": Q["delete_state"], "mark_success": Q["mark_success"]}[change]
+        row_locked = False
         try:
             with self._conn, self._cursor() as cur:
                 cur.execute(Q["lock_state"], {"app_name": app_name, "host": None})
+                row_locked = True  # (a lock timeout after this is the change's: 0028)
                 row = cur.fetchone()
                 if row is None:
                     return None
@@ -618,6 +647,8 @@ class StateStore:
                     )
                 return state
         except psycopg2.errors.LockNotAvailable:
+            if row_locked:
+                raise self.lock_waited(change) from None
             raise JobLocked(app_name) from None
         except psycopg2.errors.InsufficientPrivilege as exc:
             raise self.not_permitted(change, exc) from None
@@ -689,6 +720,8 @@ class StateStore:
                 return work(cur)
         except psycopg2.errors.InsufficientPrivilege as exc:
             raise self.not_permitted(doing, exc) from None
+        except psycopg2.errors.LockNotAvailable:
+            raise self.lock_waited(doing or "do this") from None
 
     @translated
     def alone(self, query: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -293,7 +293,7 @@ class DashboardApp:
             return self.run_json(unquote(parts[2]), parts[4])
         if len(parts) == 2 and parts[0] == "jobs":
             return self.history_page(unquote(parts[1]), "panels" in params)
-        raise HttpError(404, f"no such page: {path[:200]}")
+        raise HttpError(404, "no such page")  # (not the path: the client's text, answered back)
 
     def heartbeat(self) -> Response:
         """200 ``ok`` only when ``/`` can be drawn whole: the configuration loads, the database
@@ -317,7 +317,7 @@ class DashboardApp:
 
     def static(self, name: str) -> Response:
         if name not in STATIC:
-            raise HttpError(404, f"no such file: {name[:100]}")
+            raise HttpError(404, "no such file")
         body = resources.files("dashboard").joinpath("static", name).read_bytes()
         return 200, STATIC[name], body
 

@@ -22,12 +22,13 @@ import socketserver
 import sys
 import time
 from typing import Any, TextIO
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+from wsgiref.simple_server import ServerHandler, WSGIRequestHandler, WSGIServer, make_server
 
 from crontabber.command import split_overrides
 from crontabber.errors import ConfigurationError, CrontabberError
 from crontabber.parsing import CommandParser
 from crontabber.redaction import redact_handlers, secret_values
+from search.request_deadline import REQUEST_SECONDS, RequestDeadline
 
 from .app import DEFAULT_REFRESH, DashboardApp, is_loopback
 from .source import Source
@@ -36,6 +37,8 @@ logger = logging.getLogger("dashboard.server")
 access_logger = logging.getLogger("dashboard.access")
 
 EXIT_OK, EXIT_ERROR = 0, 1
+#: What ``Server:`` says (wsgiref's named the Python version: a hint for an attacker).
+SERVER = "crontabber-dashboard"
 
 
 class ThreadingWSGIServer(socketserver.ThreadingMixIn, WSGIServer):
@@ -44,17 +47,46 @@ class ThreadingWSGIServer(socketserver.ThreadingMixIn, WSGIServer):
     daemon_threads = True
 
 
-class AccessLogHandler(WSGIRequestHandler):
+class NamedServerHandler(ServerHandler):
+    """wsgiref's per-request handler, saying :data:`SERVER` (not the Python version)."""
+
+    server_software = SERVER
+
+
+class AccessLogHandler(RequestDeadline, WSGIRequestHandler):
     """wsgiref's request handler, logging one line per request to ``dashboard.access``.
 
     A connection that sends nothing for ``timeout`` seconds is closed (``DASHBOARD_IDLE_TIMEOUT``,
-    default 30): an idle or trickling client cannot hold a thread forever."""
+    default 30), and one whose request line and headers have not all arrived within
+    ``request_seconds`` (``DASHBOARD_REQUEST_TIMEOUT``, default 10) is dropped
+    (:mod:`search.request_deadline`): an idle or trickling client cannot hold a thread."""
 
     timeout = float(os.environ.get("DASHBOARD_IDLE_TIMEOUT", "30"))
+    request_seconds = float(os.environ.get("DASHBOARD_REQUEST_TIMEOUT", str(REQUEST_SECONDS)))
+    server_version = SERVER
+
+    def version_string(self) -> str:
+        return SERVER  # (the base's adds the Python version)
 
     def handle(self) -> None:
+        """wsgiref's, with :class:`NamedServerHandler`."""
         self._started = time.perf_counter()
-        super().handle()
+        self.raw_requestline = self.rfile.readline(65537)
+        if len(self.raw_requestline) > 65536:
+            self.requestline = self.request_version = self.command = ""
+            self.send_error(414)
+            return
+        if not self.parse_request():  # it has sent its error (or the client was dropped)
+            return
+        handler = NamedServerHandler(
+            self.rfile,
+            self.wfile,  # type: ignore[arg-type]  # as wsgiref
+            self.get_stderr(),
+            self.get_environ(),
+            multithread=False,
+        )
+        handler.request_handler = self  # type: ignore[attr-defined]  # wsgiref's backpointer
+        handler.run(self.server.get_app())  # type: ignore[attr-defined]  # a WSGIServer
 
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
         took = (time.perf_counter() - getattr(self, "_started", time.perf_counter())) * 1000
@@ -75,9 +107,13 @@ class AccessLogHandler(WSGIRequestHandler):
         return super().get_environ()
 
 
-def make(host: str, port: int, app: Any) -> WSGIServer:
-    """A threaded wsgiref server for ``app`` (port 0 picks a free port)."""
-    return make_server(host, port, app, server_class=ThreadingWSGIServer, handler_class=AccessLogHandler)
+def make(host: str, port: int, app: Any, request_seconds: float | None = None) -> WSGIServer:
+    """A threaded wsgiref server for ``app`` (port 0 picks a free port); ``request_seconds``:
+    the time a client has to send its request line and headers (None: the handler's)."""
+    handler: type[AccessLogHandler] = AccessLogHandler
+    if request_seconds is not None:
+        handler = type("AccessLogHandler", (AccessLogHandler,), {"request_seconds": request_seconds})
+    return make_server(host, port, app, server_class=ThreadingWSGIServer, handler_class=handler)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -43,7 +43,9 @@ MAX_KEY_BYTES = 1024
 DEBUG_ID_LENGTHS = range(33, 41)
 HEX_DIGITS = "0123456789ABCDEFabcdef"
 #: Windows' reserved device names (with or without an extension, in any case).
-RESERVED_NAMES = frozenset(["CON", "PRN", "AUX", "NUL"] + [f"{port}{n}" for port in ("COM", "LPT") for n in range(10)])
+RESERVED_NAMES = frozenset(
+    ["CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"] + [f"{port}{n}" for port in ("COM", "LPT") for n in range(10)]
+)
 
 RULE_LAYOUT = "name is not <debug_file>/<DEBUG_ID>/<file> nor an ignorable name"
 RULE_CHARACTER = "character not allowed in a symbol key"
@@ -52,7 +54,7 @@ RULE_DEBUG_ID = "debug id is not 33-40 hexadecimal digits"
 RULE_PART_LENGTH = f"symbol key part longer than {MAX_PART_BYTES} bytes"
 RULE_KEY_LENGTH = f"symbol key longer than {MAX_KEY_BYTES} bytes"
 RULE_TRAILING_DOT = "symbol key part ends with a dot (Windows drops it)"
-RULE_RESERVED = "reserved Windows device name (CON, PRN, AUX, NUL, COM0-9, LPT0-9)"
+RULE_RESERVED = "reserved Windows device name (CON, PRN, AUX, NUL, CONIN$, CONOUT$, COM0-9, LPT0-9)"
 
 _CHAR = re.compile(rf"[A-Za-z0-9{re.escape(KEY_PUNCTUATION)}]")
 

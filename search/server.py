@@ -36,6 +36,7 @@ from wsgiref.simple_server import ServerHandler, WSGIRequestHandler, WSGIServer,
 
 from .engine import Searcher, SearchResult
 from .errors import BadQuery, SearchUnavailable
+from .request_deadline import REQUEST_SECONDS, RequestDeadline
 
 # Named, not __name__: under ``python -m search.server`` __name__ is __main__.
 logger = logging.getLogger("search.server")
@@ -51,6 +52,10 @@ REASONS = {
 }
 Response = tuple[int, dict[str, Any]]
 INTERNAL_ERROR = json.dumps({"error": "internal error"}).encode()
+#: What ``Server:`` says (wsgiref's named the Python version: a hint for an attacker).
+SERVER = "symbols-search"
+#: Headers of every answer: JSON is never sniffed as something else (a browser that opens it).
+NOSNIFF = ("X-Content-Type-Options", "nosniff")
 MAX_REQUEST_LINE = 65536  # wsgiref's limit, in bytes
 LOGGED_PATH = 200  # characters of a path in the access log
 DISCARD_LIMIT = 1 << 20  # bytes read and dropped after a 414
@@ -132,6 +137,7 @@ class SearchApp:
                 ("Content-Type", "application/json"),
                 ("Content-Length", str(len(payload))),
                 ("Cache-Control", "no-store"),
+                NOSNIFF,
             ],
         )
         return [payload]
@@ -146,7 +152,7 @@ class SearchApp:
             return self.heartbeat()
         if path == "/__lbheartbeat__":
             return 200, {"status": "ok"}
-        return 404, {"error": f"no such endpoint: {path}"}
+        return 404, {"error": "no such endpoint (GET /search, /__heartbeat__, /__lbheartbeat__)"}
 
     def search(self, query_string: str) -> Response:
         try:
@@ -184,12 +190,15 @@ class ThreadingWSGIServer(socketserver.ThreadingMixIn, WSGIServer):
 class JsonServerHandler(ServerHandler):
     """wsgiref's per-request handler; an application that raises gets a JSON 500."""
 
-    error_headers = [("Content-Type", "application/json"), ("Content-Length", str(len(INTERNAL_ERROR)))]
+    error_headers = [("Content-Type", "application/json"), ("Content-Length", str(len(INTERNAL_ERROR))), NOSNIFF]
     error_body = INTERNAL_ERROR
+    server_software = SERVER
 
 
-class JsonRequestHandler(WSGIRequestHandler):
-    """wsgiref's request handler with JSON error pages and an access log.
+class JsonRequestHandler(RequestDeadline, WSGIRequestHandler):
+    """wsgiref's request handler with JSON error pages and an access log; a client that has
+    not sent its request line and headers within ``request_seconds`` is dropped
+    (:mod:`.request_deadline`).
 
     The HTTP layer answers some requests before the application sees them (a
     request line over 64 KiB: 414; a malformed one: 400); the standard
@@ -198,6 +207,10 @@ class JsonRequestHandler(WSGIRequestHandler):
     """
 
     status: int | str | None = None
+    server_version = SERVER
+
+    def version_string(self) -> str:
+        return SERVER  # (the base's adds the Python version)
 
     def handle(self) -> None:
         start = time.perf_counter()
@@ -261,6 +274,7 @@ class JsonRequestHandler(WSGIRequestHandler):
         self.send_response(code, reason)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
+        self.send_header(*NOSNIFF)
         self.send_header("Connection", "close")
         self.end_headers()
         if self.command != "HEAD":
@@ -281,9 +295,11 @@ class JsonRequestHandler(WSGIRequestHandler):
         access_logger.info("%s %s %s %.1f ms", method or "-", path or "-", self.status or "-", seconds * 1000)
 
 
-def make(host: str, port: int, app: Any = application) -> WSGIServer:
-    """A threaded wsgiref server for ``app`` (port 0 picks a free port)."""
-    return make_server(host, port, app, server_class=ThreadingWSGIServer, handler_class=JsonRequestHandler)
+def make(host: str, port: int, app: Any = application, request_seconds: float = REQUEST_SECONDS) -> WSGIServer:
+    """A threaded wsgiref server for ``app`` (port 0 picks a free port); a client has
+    ``request_seconds`` to send its request line and headers."""
+    handler = type("JsonRequestHandler", (JsonRequestHandler,), {"request_seconds": request_seconds})
+    return make_server(host, port, app, server_class=ThreadingWSGIServer, handler_class=handler)
 
 
 def main(argv: list[str] | None = None) -> int:

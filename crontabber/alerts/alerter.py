@@ -28,6 +28,7 @@ from ..config.settings import Settings, Sources
 from ..config.targets import DeliveryError, Target
 from ..errors import ConfigurationError, CrontabberError
 from ..leases import LeaseRules, marker_status
+from ..redaction import masked
 from ..scheduling import needs_attention, parse_duration
 from ..state import JobState
 from ..store import StateStore
@@ -352,11 +353,11 @@ class Alerter:
                     target, _notice(row, self.host), self.config.timeout_seconds, agent, self.environ, self.config.smtp
                 )
             except DeliveryError as exc:
-                delivery.error = str(exc)
+                delivery.error = masked(str(exc))  # (as a failure is: it is stored and shown)
                 delivery.given_up = self.alert_store.notice_failed(
                     row["notice_id"],
                     self.host,
-                    str(exc),
+                    delivery.error,
                     notice_retry_delay(row["attempts"]),
                     self.config.max_attempts if target is not None and not once else 0,
                 )

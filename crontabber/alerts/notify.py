@@ -27,15 +27,20 @@ and ``X-Crontabber-Timestamp`` (a receiver refuses old timestamps: no replay).
 ``X-Crontabber-Notice`` (``ALERT.NOTICE``) is the same on every retry of one notice; the signature
 does not cover it, so a receiver that drops repeats (a host killed after sending, before recording
 it) dedupes on the body's ``alert`` and ``notice``, which it does cover. A webhook follows no
-redirect, and a failure keeps the answer's status line only (:func:`status_line`).
+redirect, and a failure keeps the answer's status line only (:func:`status_line`). A whole
+delivery, webhook or e-mail, has one deadline (``alerts.timeout_seconds``,
+:mod:`.deadline`), not a timeout per read.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping, NamedTuple
+from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 
 from ..config.targets import DeliveryError, SmtpSettings, Target
+
+if TYPE_CHECKING:
+    from .deadline import Deadline
 
 # What sending needs (json, hmac, urllib, smtplib) is imported by the functions that send, and
 # the records are NamedTuples (a frozen dataclass costs a tick about 1 ms to define).
@@ -157,7 +162,8 @@ def send(
     environ: Mapping[str, str] = os.environ,
     smtp: SmtpSettings | None = None,
 ) -> None:
-    """Deliver ``notice`` to ``target``.
+    """Deliver ``notice`` to ``target``, within ``timeout`` seconds in all (a
+    :class:`~.deadline.Deadline`: a receiver trickling its answer cannot hold the tick).
 
     Raises:
         DeliveryError: why not, in one line.
@@ -203,32 +209,57 @@ def send_email(target: Target, notice: Notice, smtp: SmtpSettings, timeout: floa
     Raises:
         DeliveryError: the server refused it or could not be reached (one line).
     """
-    import smtplib
+    from .deadline import Deadline
 
     if not smtp.host:
         raise DeliveryError("no SMTP server: set smtp_host in [alerts]")
     message = email_message(target, notice, smtp.sender)
-    client_class = smtplib.SMTP_SSL if smtp.tls else smtplib.SMTP
+    deadline = Deadline(timeout)
     try:
-        with client_class(smtp.host, smtp.port, timeout=timeout) as client:
+        with deadline, _smtp_class(smtp.tls, deadline)(smtp.host, smtp.port, timeout=timeout) as client:
             if smtp.starttls and not smtp.tls:
                 client.starttls()
             if smtp.user:
                 client.login(smtp.user, smtp.password)
             refused = client.send_message(message)
-    except smtplib.SMTPResponseException as exc:
-        text = exc.smtp_error.decode("utf-8", "replace") if isinstance(exc.smtp_error, bytes) else str(exc.smtp_error)
-        raise DeliveryError(f"SMTP {exc.smtp_code}: {' '.join(text.split())[:200]}") from None
-    except smtplib.SMTPRecipientsRefused as exc:
-        raise DeliveryError(f"SMTP refused every recipient: {', '.join(exc.recipients)}") from None
-    except (smtplib.SMTPException, OSError) as exc:
-        raise DeliveryError(f"SMTP server {smtp.host}:{smtp.port}: {exc or type(exc).__name__}") from None
+    except Exception as exc:
+        if deadline.expired:
+            raise DeliveryError(f"SMTP server {smtp.host}:{smtp.port}: {deadline.message}") from None
+        raise _smtp_error(exc, smtp) from None
     if refused:  # the others have it: a retry would send it to them again
         import logging
 
         logging.getLogger("crontabber.alerts").warning(
             "alert %s to %s: the SMTP server refused %s", notice.key, target.name, ", ".join(refused)
         )
+
+
+def _smtp_class(tls: bool, deadline: Deadline) -> Any:
+    """smtplib's client (``SMTP_SSL`` when ``tls``) whose connection ``deadline`` watches."""
+    import smtplib
+
+    class Watched(smtplib.SMTP):
+        def _get_socket(self, host: str, port: int, timeout: float) -> Any:
+            return deadline.watch(super()._get_socket(host, port, timeout))  # type: ignore[misc]
+
+    class WatchedSSL(smtplib.SMTP_SSL, Watched):  # (SMTP_SSL wraps what Watched gives it)
+        pass
+
+    return WatchedSSL if tls else Watched
+
+
+def _smtp_error(exc: Exception, smtp: SmtpSettings) -> Exception:
+    """The :class:`DeliveryError` of smtplib's error ``exc`` (anything else: itself)."""
+    import smtplib
+
+    if isinstance(exc, smtplib.SMTPResponseException):
+        text = exc.smtp_error.decode("utf-8", "replace") if isinstance(exc.smtp_error, bytes) else str(exc.smtp_error)
+        return DeliveryError(f"SMTP {exc.smtp_code}: {' '.join(text.split())[:200]}")
+    if isinstance(exc, smtplib.SMTPRecipientsRefused):
+        return DeliveryError(f"SMTP refused every recipient: {', '.join(exc.recipients)}")
+    if isinstance(exc, (smtplib.SMTPException, OSError)):
+        return DeliveryError(f"SMTP server {smtp.host}:{smtp.port}: {exc or type(exc).__name__}")
+    return exc
 
 
 def send_webhook(
@@ -240,21 +271,26 @@ def send_webhook(
     Raises:
         DeliveryError: anything else, in one line (see :func:`post`).
     """
-    for document in payloads(target, notice, environ):
-        post(target, notice, document, timeout, user_agent, environ)
+    from .deadline import Deadline
+
+    with Deadline(timeout) as deadline:
+        for document in payloads(target, notice, environ):
+            post(target, notice, document, deadline, user_agent, environ)
 
 
 def post(
     target: Target,
     notice: Notice,
     document: Mapping[str, Any],
-    timeout: float,
+    deadline: Deadline,
     user_agent: str,
     environ: Mapping[str, str] = os.environ,
 ) -> None:
-    """POST one JSON ``document`` of ``notice`` to a webhook ``target``: a 2xx answer is
-    delivered. A redirect is not followed (it could send the fleet's requests to any address,
-    an internal one included): it fails like an error status.
+    """POST one JSON ``document`` of ``notice`` to a webhook ``target``: a 2xx status line is
+    delivered (the answer's headers are read, its body never: nothing of it is kept). A
+    redirect is not followed (it could send the fleet's requests to any address, an internal
+    one included): it fails like an error status. The connection is cut when ``deadline``
+    passes.
 
     Raises:
         DeliveryError: anything else, in one line: the status code and its reason phrase
@@ -279,17 +315,22 @@ def post(
         headers["X-Crontabber-Signature"] = signature(secret, timestamp, body)
     url = target.url(environ)
     try:
-        with _opener().open(_request(url, body, headers), timeout=timeout) as answer:
+        with _opener(deadline).open(_request(url, body, headers), timeout=deadline.seconds) as answer:
+            if deadline.expired:  # (cut in the headers: http.client takes the end for theirs)
+                raise DeliveryError(deadline.message)
             if not 200 <= answer.status < 300:
                 raise DeliveryError(status_line(answer.status, answer.reason))
-            answer.read(65536)
     except urllib.error.HTTPError as exc:
         raise DeliveryError(status_line(exc.code, exc.reason)) from None
     except urllib.error.URLError as exc:
+        if deadline.expired:
+            raise DeliveryError(deadline.message) from None
         raise DeliveryError(f"no answer: {_one_line(str(exc.reason), url)}") from None
     except DeliveryError:
         raise
     except Exception as exc:  # noqa: BLE001 - http.client's InvalidURL, a bad answer...: this target's error
+        if deadline.expired:
+            raise DeliveryError(deadline.message) from None
         raise DeliveryError(f"no answer: {type(exc).__name__}: {_one_line(str(exc), url)}") from None
 
 
@@ -327,13 +368,37 @@ def _request(url: str, body: bytes, headers: Mapping[str, str]) -> Any:
     return urllib.request.Request(url, data=body, headers=dict(headers), method="POST")
 
 
-def _opener() -> Any:
+def _opener(deadline: Deadline) -> Any:
     """urllib's usual opener (proxies from the environment included) with a redirect handler
-    that follows nothing: a 3xx answer becomes the ``HTTPError`` it is."""
+    that follows nothing (a 3xx answer becomes the ``HTTPError`` it is), whose connections
+    ``deadline`` watches from the moment they are made (a TLS handshake included)."""
+    import http.client
+    import socket
     import urllib.request
+
+    def connect(*args: Any, **kwargs: Any) -> socket.socket:
+        return deadline.watch(socket.create_connection(*args, **kwargs))
+
+    class Http(http.client.HTTPConnection):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._create_connection = connect
+
+    class Https(http.client.HTTPSConnection):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._create_connection = connect
+
+    class HttpHandler(urllib.request.HTTPHandler):
+        def http_open(self, req: Any) -> Any:
+            return self.do_open(Http, req)
+
+    class HttpsHandler(urllib.request.HTTPSHandler):
+        def https_open(self, req: Any) -> Any:
+            return self.do_open(Https, req, context=self._context)  # type: ignore[attr-defined]
 
     class NoRedirects(urllib.request.HTTPRedirectHandler):
         def redirect_request(self, *args: Any, **kwargs: Any) -> None:
             return None
 
-    return urllib.request.build_opener(NoRedirects())
+    return urllib.request.build_opener(HttpHandler(), HttpsHandler(), NoRedirects())

@@ -207,13 +207,15 @@ os.register_at_fork(after_in_child=_default_sigterm)
 
 
 def secret_values_of(settings: Settings, overrides: Mapping[str, str] | None = None) -> set[str]:
-    """The secrets to mask in logs, stored errors and Sentry events: the environment's and the
-    command line's (by name, and URL passwords), the database password and DSN, the Sentry
-    DSN, the SMTP password, and what the alert targets read from the environment (a webhook
-    address such as Slack's is a secret, whatever its variable is called)."""
+    """The secrets to mask in logs, stored errors and Sentry events: the environment's, the
+    command line's and the INI file's (by name, a job's options included, and URL passwords),
+    the database password and DSN, the Sentry DSN, the SMTP password, and what the alert
+    targets read from the environment (a webhook address such as Slack's is a secret, whatever
+    its variable is called)."""
     from ..redaction import secret_values
 
-    secrets = secret_values(os.environ, overrides or {})
+    ini = {".".join((*value.path, value.name)): value.value for value in settings.sources.ini.values}
+    secrets = secret_values(os.environ, overrides or {}, ini)
     alerts = settings.alerts
     secrets.update(
         secret_values(

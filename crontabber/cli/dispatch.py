@@ -565,7 +565,9 @@ def main(argv: list[str], stdout: TextIO = sys.stdout, stderr: TextIO = sys.stde
             from .monitor import nagios_failure
 
             return nagios_failure(exc, args, stdout)
-        print(f"crontabber: {exc or type(exc).__name__}", file=stderr)
+        from ..formats import printable_lines  # (a refusal may quote the runner login's text)
+
+        print(f"crontabber: {printable_lines(str(exc) or type(exc).__name__)}", file=stderr)
         return exit_code_for(exc)
 
 
@@ -606,7 +608,8 @@ def dispatch(mode: str, args: argparse.Namespace, rest: list[str], stdout: TextI
     if mode == "list_jobs":  # --list-jobs --wide NAME: the names after another option
         rest = _names_after(args, rest)
     overrides = split_overrides(rest)
-    settings = load_settings(args.conf, overrides)
+    # --configtest checks the file itself, never a kept parse of it (config.inicache)
+    settings = load_settings(args.conf, overrides, ini_cache=mode != "configtest")
     setup_logging(settings, overrides)
     for old, new in settings.sources.renamed.items():  # deprecated names (DeprecationWarning too)
         logger.warning("%s", renamed_message(old, new))

@@ -14,7 +14,7 @@ from ..alerts.rules import LASTING
 from ..alerts.store import AlertStore
 from ..command import ExitCode
 from ..errors import ConfigurationError
-from ..formats import counted, one_line, utc_text
+from ..formats import counted, one_line, printable, utc_text
 from ..leases import holder_gone
 from ..nagios import NAGIOS_CRITICAL, nagios_check
 from ..runner import default_holder, lease_rules, markers_from_here, pid_alive, this_host
@@ -79,7 +79,7 @@ def alerts(ctx: Context) -> int:
     for window in windows:
         scope = "every job" if window.scope == "*" else window.scope
         print(
-            f"muted: {scope} until {utc_text(window.until)} by {window.muted_by}: {one_line(window.reason)}",
+            printable(f"muted: {scope} until {utc_text(window.until)} by {window.muted_by}: {one_line(window.reason)}"),
             file=ctx.out,
         )
     if windows:
@@ -99,14 +99,17 @@ def alerts(ctx: Context) -> int:
             if row["kind"] in LASTING
             else "event"
         )
+        # every field may be the runner login's text (security review 2026-11-28, N-5)
         print(
-            f"alert {row['id']}  {row['kind']}  {row['app_name']}  {state}; opened "
-            f"{utc_text(row['opened_at'])} by {row['opened_by']}; {_sent_text(row)}",
+            printable(
+                f"alert {row['id']}  {row['kind']}  {row['app_name']}  {state}; opened "
+                f"{utc_text(row['opened_at'])} by {row['opened_by']}; {_sent_text(row)}"
+            ),
             file=ctx.out,
         )
         print(f"  {one_line(row['message'])}", file=ctx.out)
         for notice in row["notices"]:
-            print(f"  {notice['target']} (notice {notice['notice']}): {_notice_text(notice)}", file=ctx.out)
+            print(printable(f"  {notice['target']} (notice {notice['notice']}): {_notice_text(notice)}"), file=ctx.out)
     return ExitCode.OK
 
 

@@ -17,7 +17,7 @@ from ..audit_store import AuditStore
 from ..command import ExitCode
 from ..config.catalog import BrokenEntry, Job, find_job
 from ..errors import AuditChainBroken, ConfigurationError, JobPaused, MuteInForce
-from ..formats import counted, minute_text, one_line, pause_end, utc_text
+from ..formats import counted, minute_text, one_line, pause_end, printable, utc_text
 from ..runner import lease_rules, markers_from_here
 from ..scheduling import dependency_block, next_run_after, parse_until, pause_active
 from ..state import JobState
@@ -187,18 +187,20 @@ def _pause_all(ctx: Context, until: dt.datetime, chosen: str) -> int:
         return ExitCode.OK
     running = [f"{name} (run {s.run_id} on {s.ongoing_by})" for name, s in going.items()]
     print(
-        f"every job paused until {minute_text(until)}{chosen}: {', '.join(paused) or 'none'}; "
-        "cron ticks skip them, --job runs one only with --force --reason TEXT; "
-        + (
-            f"a run already going continues: {', '.join(running)}; "
-            if running
-            else "a pause stops no run already going; "
-        )
-        + "--resume all ends the pauses --pause all made (a job's own pause stays)",
+        printable(
+            f"every job paused until {minute_text(until)}{chosen}: {', '.join(paused) or 'none'}; "
+            "cron ticks skip them, --job runs one only with --force --reason TEXT; "
+            + (
+                f"a run already going continues: {', '.join(running)}; "
+                if running
+                else "a pause stops no run already going; "
+            )
+            + "--resume all ends the pauses --pause all made (a job's own pause stays)"
+        ),
         file=out,
     )
-    for line in kept:
-        print(f"  {line}", file=out)
+    for line in kept:  # (another's pause: its actor and reason may be the runner login's text)
+        print(printable(f"  {line}"), file=out)
     return ExitCode.OK
 
 
@@ -231,8 +233,10 @@ def resume(ctx: Context) -> int:
         jsonout.emit({"name": job.app_name, "resumed": True, "was": _pause_of(state)}, out)
         return ExitCode.OK
     print(
-        f"{job.app_name}: resumed (was paused {pause_end(state.paused_until)} "
-        f"by {state.paused_by}: {state.paused_reason})",
+        printable(
+            f"{job.app_name}: resumed (was paused {pause_end(state.paused_until)} "
+            f"by {state.paused_by}: {state.paused_reason})"
+        ),
         file=out,
     )
     return ExitCode.OK
@@ -259,13 +263,18 @@ def _resume_all(ctx: Context) -> int:
         jsonout.emit({"resumed": resumed, "kept": kept}, out)
         return ExitCode.OK
     for name, was in resumed.items():
-        print(f"{name}: resumed (was paused {pause_end(was['until'])} by {was['by']}: {was['reason']})", file=out)
+        print(
+            printable(f"{name}: resumed (was paused {pause_end(was['until'])} by {was['by']}: {was['reason']})"),
+            file=out,
+        )
     if not resumed:
         print("no job was paused by --pause all", file=out)
     for name, was in kept.items():
         print(
-            f"{name}: kept its pause {pause_end(was['until'])} by {was['by']}: {was['reason']} "
-            f"(not made by --pause all; --resume {name} ends it)",
+            printable(
+                f"{name}: kept its pause {pause_end(was['until'])} by {was['by']}: {was['reason']} "
+                f"(not made by --pause all; --resume {name} ends it)"
+            ),
             file=out,
         )
     return ExitCode.OK
@@ -328,7 +337,7 @@ def reset_job(ctx: Context) -> int:
         errors = f", {counted(was.error_count, 'failure')} in a row" if was.error_count else ""
         forgot = f"forgot its last success ({last}){errors}, its next run and its backfill anchor"
         then = "its log and run history stay; the next tick runs it as a new job" if not ghost else "its log stays"
-        print(f"{name}: state reset{ghost}{held}: {forgot}; {then}", file=out)
+        print(printable(f"{name}: state reset{ghost}{held}: {forgot}; {then}"), file=out)
     else:
         print(f"{name}: had no state (already reset)", file=out)
     return ExitCode.OK
@@ -340,7 +349,9 @@ def release(ctx: Context) -> int:
     released = ctx.runner().release(name, ctx.audit_entry("release", name))
     if released:
         print(
-            f"{name}: released the marker of {released}; last run, last success and backfill progress are kept",
+            printable(
+                f"{name}: released the marker of {released}; last run, last success and backfill progress are kept"
+            ),
             file=out,
         )
     else:
@@ -383,11 +394,13 @@ def audit(ctx: Context) -> int:
         assert e.at is not None
         # a forced run or a rerun whose end is not recorded: still going, or its command killed
         open_ = e.detail.get("outcome") == "started" and e.id not in ended
-        print(
-            f"{utc_text(e.at)}  {e.actor}{f' (db: {e.db_user})' if e.db_user else ''}  {e.action} {e.app_name}"
-            f"{f'  why: {e.reason}' if e.reason else ''}{f'  ({detail})' if detail else ''}"
-            f"{'  [no end recorded: still going, or its command was killed]' if open_ else ''}"
-            f"{'  [CHANGED after it was written: --verify-audit]' if e.changed else ''}",
+        print(  # (every field but the time and db_user may be the runner login's text)
+            printable(
+                f"{utc_text(e.at)}  {e.actor}{f' (db: {e.db_user})' if e.db_user else ''}  {e.action} {e.app_name}"
+                f"{f'  why: {e.reason}' if e.reason else ''}{f'  ({detail})' if detail else ''}"
+            )
+            + f"{'  [no end recorded: still going, or its command was killed]' if open_ else ''}"
+            + f"{'  [CHANGED after it was written: --verify-audit]' if e.changed else ''}",
             file=out,
         )
     return ExitCode.OK

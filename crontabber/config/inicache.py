@@ -15,8 +15,14 @@ back when the INI file is unchanged, as Python keeps a ``.pyc`` beside a source.
   cache rewritten.
 - **Safety**: the cache holds what the INI file holds (a database password, perhaps), so
   it is written as the INI file's reader only: a directory of mode 0700 and files of mode
-  0600, owned by the process's user, replaced atomically; a cache file that is not the
-  user's own or that others may write is never read; links are not followed.
+  0600, owned by the process's user, replaced atomically; a cache file (or directory) that
+  is not the user's own or that others may write is never read; links are not followed.
+- **Only for the user's own INI file** (:func:`usable_for`): whoever runs as the process's
+  user can rewrite its cache, so a cache is kept and read only for an INI file that user owns
+  (and so could have written itself). A root-owned ``/etc/crontabber.ini`` read by the
+  runner's user is parsed every time: a job, or anything else running as that user, could
+  otherwise change the configuration every later tick reads, invisibly (the security
+  review's N-9). ``--configtest`` always parses the file.
 - At most :data:`KEEP` files are kept (the oldest go: a test suite writes one per
   temporary INI file).
 """
@@ -46,6 +52,15 @@ def cache_dir(environ: Mapping[str, str] = os.environ) -> str | None:
     return os.path.join(base, "crontabber") if base else None
 
 
+def usable_for(path: str) -> bool:
+    """Whether a cache may stand for the INI file at ``path``: the process's user owns it.
+
+    Raises:
+        OSError: ``path`` cannot be examined.
+    """
+    return os.stat(path).st_uid == os.getuid()
+
+
 def file_key(path: str) -> tuple[int, ...]:
     """What must not change for a parse of ``path`` to stand (see the module's docstring).
 
@@ -67,6 +82,8 @@ def load(directory: str | None, path: str, key: tuple[int, ...]) -> Parsed | Non
     if directory is None:
         return None
     try:
+        if os.lstat(directory).st_uid != os.getuid():  # (as save() refuses to write there)
+            return None
         fd = os.open(entry(directory, path), os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
         return None

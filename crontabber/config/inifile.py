@@ -56,11 +56,15 @@ class IniFile:
             naming the file when it cannot be read.
     """
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, cached: bool = True) -> None:
+        """``cached``: a parse kept by :mod:`.inicache` may stand for the file (False: the
+        file is parsed, and nothing is kept: ``--configtest``)."""
         self.path = path
-        where, directory = os.path.abspath(path), inicache.cache_dir()
+        where, directory = os.path.abspath(path), inicache.cache_dir() if cached else None
         try:
             key: tuple[int, ...] | None = inicache.file_key(path)
+            if not inicache.usable_for(path):  # another user's file: never from a cache
+                key = None
         except OSError:
             key = None  # _parse says why
         kept = inicache.load(directory, where, key) if key is not None else None

@@ -246,6 +246,10 @@ def _unknown_message(known: KnownNames, dotted: str, on_command_line: bool) -> s
     return f"no such option{shown}{guess} (see --help)"
 
 
+#: ``CRONTABBER_*`` variables that are no option: read before any option is (config.inicache).
+NOT_OPTIONS = ("CRONTABBER_INI_CACHE",)
+
+
 def environment_notes(known: KnownNames, environ: Mapping[str, str]) -> list[str]:
     """Variables that look like crontabber options but match none.
 
@@ -263,6 +267,8 @@ def environment_notes(known: KnownNames, environ: Mapping[str, str]) -> list[str
                 continue
             guess = known.closest(variable, known.names)
         elif variable.upper().startswith("CRONTABBER_"):
+            if variable.upper() in NOT_OPTIONS:
+                continue
             if _upper(variable) in upper or _upper(variable).startswith(open_upper):
                 continue
             found = known.closest(_upper(variable), _fold(upper))

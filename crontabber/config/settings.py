@@ -259,9 +259,11 @@ class EnvironSource:
 class Sources:
     """The stacked value sources: command line, environment, INI file."""
 
-    def __init__(self, conf_path: str | None, cli: Mapping[str, str], environ: Mapping[str, str]) -> None:
+    def __init__(
+        self, conf_path: str | None, cli: Mapping[str, str], environ: Mapping[str, str], ini_cache: bool = True
+    ) -> None:
         self.conf_path = resolve_conf_path(conf_path)
-        self.ini = IniFile(self.conf_path)
+        self.ini = IniFile(self.conf_path, ini_cache)
         self.cli = dict(cli)
         self.environ = environ
         self._sources = (CommandLineSource(cli), EnvironSource(environ), IniSource(self.ini))
@@ -623,13 +625,16 @@ _OTHER_FIELDS = {
 }
 
 
-def load_settings(conf_path: str | None, cli: Mapping[str, str], environ: Mapping[str, str] | None = None) -> Settings:
-    """Read the runner's settings.
+def load_settings(
+    conf_path: str | None, cli: Mapping[str, str], environ: Mapping[str, str] | None = None, ini_cache: bool = True
+) -> Settings:
+    """Read the runner's settings (``ini_cache``: a kept parse of the INI file may stand for
+    it, :mod:`.inicache`; ``--configtest`` says False).
 
     Raises:
         ConfigurationError: a missing file, a bad value or a bad jobs entry.
     """
-    sources = Sources(conf_path, cli, os.environ if environ is None else environ)
+    sources = Sources(conf_path, cli, os.environ if environ is None else environ, ini_cache)
     values = {".".join([*path, opt.name]): sources.value(path, opt) for path, opt in runner_options().walk()}
     entries = tuple(parse_job_entry(text) for text in split_jobs_list(values["crontabber.jobs"]))
     database = database_settings({name: values[f"crontabber.{name}"] for name, *_ in DATABASE_OPTIONS}, "crontabber")

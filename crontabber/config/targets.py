@@ -101,19 +101,39 @@ class Target(Frozen):
 def url_problem(url: str) -> str:
     """What makes ``url`` unusable as a webhook address ('' when nothing): not http(s), no
     host, a port that is no number or out of range, a control character or a space (which
-    ``http.client`` refuses when sending). Never quotes the address: it may hold a secret."""
+    ``http.client`` refuses when sending), user info (``user:password@``: a password there
+    would be sent in clear, to the DNS resolver as well, and kept in delivery errors). Never
+    quotes the address: it may hold a secret."""
     from urllib.parse import urlsplit
 
     if not url.startswith(("http://", "https://")):
         return "is not an http(s) URL"
     if any(ord(c) <= 0x20 or 0x7F <= ord(c) <= 0x9F for c in url):
         return "holds a space or a control character"
+    if has_user_info(url):
+        return USER_INFO
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError for a port that is no number or too big
     except ValueError as exc:
         return f"is not a valid URL ({'bad port' if 'port' in str(exc).lower() else 'malformed'})"
     return "" if parts.hostname else "has no host"
+
+
+def has_user_info(url: str) -> bool:
+    """Pure: whether ``url`` (``scheme://...``) has ``user[:password]@`` before its host (text
+    only: every tick reads the targets, urllib is imported when one is sent)."""
+    authority = url.split("://", 1)[-1]
+    for end in "/?#":
+        authority = authority.split(end, 1)[0]
+    return "@" in authority
+
+
+#: Why an address with ``user:password@`` is refused (said without the address).
+USER_INFO = (
+    "holds user info (user:password@ before the host), which would be sent and shown in clear: "
+    "authenticate the requests with secret_env (signed) instead"
+)
 
 
 def parse_targets(text: str) -> tuple[Target, ...]:
@@ -151,6 +171,8 @@ def parse_targets(text: str) -> tuple[Target, ...]:
                 raise ValueError(f"{line.strip()!r}: the address must be e-mail addresses, comma-separated")
         elif not (address.startswith(("http://", "https://")) or address.startswith("env:")):
             raise ValueError(f"{line.strip()!r}: the address must be an http(s) URL or env:VARIABLE")
+        elif not address.startswith("env:") and has_user_info(address):
+            raise ValueError(f"target {name}: the address {USER_INFO}")  # (not the line: the password)
         targets.append(Target(name, kind, address, options))
     return tuple(targets)
 

@@ -35,7 +35,7 @@ from crontabber.errors import WorkRefused
 from jobs.s3 import is_not_found
 
 from .engine import BATCH, Check, Scope, select_page, shards
-from .rules import Rule
+from .rules import Rule, ambiguous_key
 
 logger = logging.getLogger(__name__)
 
@@ -288,7 +288,19 @@ class InventorySource:
         if self.seen is not None:
             self.seen(manifest)
         page: list[Row] = []
+        refused = 0
         for row in rows(self.client, manifest):
+            if ambiguous_key(row.key):  # (before the prefix: "prefix/../x" starts with it)
+                refused += 1
+                if refused == 1:
+                    logger.warning(
+                        "prune: %s: the inventory %s lists %s, a key with a '.', '..' or empty segment: "
+                        "never deleted (a forged report?)",
+                        self.rule.name,
+                        manifest.address,
+                        row.key,
+                    )
+                continue
             if row.key.startswith(self.rule.prefix):
                 page.append(row)
             if len(page) == BATCH:

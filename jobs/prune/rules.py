@@ -9,7 +9,10 @@ Safety rules that hold whatever the configuration says:
 
 - a key no rule covers is never touched (only rule prefixes are listed);
 - in the symbols bucket, nothing under the symbol files' prefix is deleted
-  unless the rule's own prefix is inside it (the rule names it explicitly).
+  unless the rule's own prefix is inside it (the rule names it explicitly);
+- a key that a path-resolving back end could read as another key (a ``.`` or ``..``
+  segment, an empty one: :func:`ambiguous_key`) is never deleted: prefixes are compared as
+  text, and s3proxy's file store resolves ``a/../v1/x`` to ``v1/x``.
 """
 
 from __future__ import annotations
@@ -63,7 +66,16 @@ class Protection:
         )
 
     def allows(self, rule: Rule, key: str) -> bool:
-        return not (self.guards(rule) and key.startswith(self.symbols_prefix))
+        return not ambiguous_key(key) and not (self.guards(rule) and key.startswith(self.symbols_prefix))
+
+
+def ambiguous_key(key: str) -> bool:
+    """Pure: whether ``key`` holds a segment a back end that maps keys to paths would
+    resolve (``.``, ``..``) or drop (an empty one: a leading ``/``, ``//``; a trailing ``/``,
+    a folder marker, is fine). S3 keeps such a key literally; a file store may not, and then
+    a text prefix check says nothing about the object reached (security review, N-7)."""
+    segments = key.split("/")
+    return any(segment in (".", "..") for segment in segments) or "" in segments[:-1]
 
 
 _EXTRA = re.compile(r"^(?P<bucket>[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9])/(?P<prefix>\S*)\s*\|\s*(?P<days>\d+(\.\d+)?)$")

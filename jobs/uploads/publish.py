@@ -20,14 +20,14 @@ from typing import Any
 
 from . import storage
 from .existence import ArchiveKeys, Verdict, decide, recheck
-from .records import Existing, Progress, Recorder, Staged, UploadSettings, Written
+from .records import Existing, Overwrite, Progress, Recorder, Staged, UploadSettings, Written
 from .verify import Member, Spool
 
 
 class WriteMode(enum.Enum):
     """How a member's object is written, from what the existence checks said of its key."""
 
-    NEW = "new"  # checked: nothing there
+    NEW = "new"  # checked: nothing there (under keep-first: written as IF_ABSENT)
     REPLACE = "replace"  # checked: another object there (``update``)
     IF_ABSENT = "if absent"  # not checked: a conditional write (``If-None-Match: *``)
 
@@ -35,11 +35,19 @@ class WriteMode(enum.Enum):
 class Publisher:
     """Writes one upload's objects on one shared client; the multipart uploads it started
     and did not complete are aborted by :meth:`abort_staged` (called after a failure, and
-    harmless after success: none is left)."""
+    harmless after success: none is left).
+
+    Under ``keep-first`` every new key is written conditionally (``If-None-Match: *``, on
+    the PUT or on the multipart upload's completion), checked or not: another upload
+    writing the same key between our check and our write (two drains racing) makes ours
+    refused, and the key is then judged again (the same bytes: nothing to do; other bytes:
+    the upload is refused). Under the other rules a write wins (a race writes the key twice).
+    """
 
     def __init__(self, client: Any, settings: UploadSettings, upload_id: int, spool: Spool) -> None:
         self._client, self._settings, self._upload_id, self._spool = client, settings, upload_id, spool
         self._bucket = settings.symbols_bucket
+        self._keep_first = settings.overwrite is Overwrite.KEEP_FIRST
         self._staged: dict[str, str] = {}  # multipart uploads not completed: {id: key}
         self._lock = threading.Lock()
 
@@ -65,20 +73,23 @@ class Publisher:
         key existed with other bytes) is spooled now.
 
         Raises:
-            Rejected: a key not checked turned out to hold another upload's file, and the
-                ``overwrite`` rule is ``keep-first`` (a race with another upload: the files
-                of this upload written so far stay, each whole, with its row).
+            Rejected: a key not checked (or, under ``keep-first``, any new key) turned out
+                to hold another upload's file, and the ``overwrite`` rule is ``keep-first``
+                (a race with another upload: the files of this upload written so far stay,
+                each whole, with its row).
         """
         body = member.body if member.body is not None else self._spool.spooled(member.index, member.info)[1]
         written = self._written(member, body, verdict if mode is WriteMode.REPLACE else None)
         large = written.size > self._settings.multipart_threshold
-        if mode is WriteMode.IF_ABSENT and large:  # a multipart upload has no condition
+        if mode is WriteMode.IF_ABSENT and large:  # (a HEAD costs less than staging for nothing)
             verdict = self._recheck(member)
             if not verdict.write:
                 return verdict.row
             written, mode = self._written(member, body, verdict), WriteMode.NEW
         if large:
-            return self.complete(self._stage(written, body))
+            return self.complete(self._stage(written, body), dataclasses.replace(member, body=body))
+        if mode is WriteMode.NEW and self._keep_first:
+            mode = WriteMode.IF_ABSENT  # checked and absent, but a racing upload may write it
         content = body.read_bytes()
         if storage.put(
             self._client, self._bucket, written, content, self._upload_id, only_if_new=mode is WriteMode.IF_ABSENT
@@ -91,12 +102,29 @@ class Publisher:
         storage.put(self._client, self._bucket, written, content, self._upload_id)
         return written
 
-    def complete(self, staged: Staged) -> Written:
-        """Complete a staged multipart upload: its object becomes visible."""
+    def complete(self, staged: Staged, member: Member) -> Written | None:
+        """Complete a staged multipart upload: its object becomes visible. Under
+        ``keep-first`` a new key's completion is conditional; refused (another upload wrote
+        the key since it was checked), the upload is aborted and the key judged again: None
+        when the same bytes are there.
+
+        Raises:
+            Rejected: ``keep-first``, and the key now holds another upload's file.
+        """
         with self._lock:
             del self._staged[staged.upload]
-        storage.complete_multipart(self._client, self._bucket, staged.written.key, staged.upload, staged.parts)
-        return staged.written
+        written = staged.written
+        only_if_new = self._keep_first and not written.update
+        if storage.complete_multipart(
+            self._client, self._bucket, written.key, staged.upload, staged.parts, only_if_new
+        ):
+            return written
+        verdict = self._recheck(member)  # refused: the key was written meanwhile
+        if not verdict.write:
+            return verdict.row
+        assert member.body is not None  # (a staged member was spooled)
+        written = self._written(member, member.body, verdict)  # this upload's own, or gone again
+        return self.complete(self._stage(written, member.body), member)
 
     def abort_staged(self) -> None:
         """Abort every multipart upload not completed (after a failure: none is published)."""
@@ -180,7 +208,8 @@ def publish(
     for each object written (and for one this upload wrote before its row was lost).
 
     Every checked key's verdict is decided before the first write, so an upload that the
-    ``overwrite`` rule refuses (``keep-first``) publishes nothing.
+    ``overwrite`` rule refuses (``keep-first``) publishes nothing, unless another upload
+    writes one of its keys meanwhile (then it is refused at that key's conditional write).
 
     Raises:
         Rejected: ``keep-first``, and a key holds another upload's file.
@@ -200,7 +229,7 @@ def publish(
     writes: list[Future[Written | None]] = []
     for member, mode, verdict in plans:
         if member.staged is not None:
-            writes.append(pool.submit(publisher.complete, member.staged))
+            writes.append(pool.submit(publisher.complete, member.staged, member))
         elif mode is not None:
             writes.append(pool.submit(publisher.write, member, mode, verdict))
         else:  # recorded already, settled early, or there with the same bytes

@@ -297,17 +297,29 @@ def start_multipart(
     return upload, parts
 
 
-def complete_multipart(client: Any, bucket: str, key: str, upload: str, parts: list[Part]) -> None:
+def complete_multipart(
+    client: Any, bucket: str, key: str, upload: str, parts: list[Part], only_if_new: bool = False
+) -> bool:
     """Publish a multipart upload's object.
+
+    ``only_if_new``: complete it only if the key holds no object (``If-None-Match: *``,
+    which AWS S3 and s3proxy honour on the completion). Returns False when it was refused
+    for that (the upload is aborted), True when the object was published.
 
     Raises:
         StorageFailed: S3 failed after retries (the upload was aborted).
     """
+    extra = {"IfNoneMatch": "*"} if only_if_new else {}
     try:
-        client.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=upload, MultipartUpload={"Parts": parts})
+        client.complete_multipart_upload(
+            Bucket=bucket, Key=key, UploadId=upload, MultipartUpload={"Parts": parts}, **extra
+        )
     except Exception as exc:
         abort(client, bucket, key, upload)
+        if only_if_new and _is_precondition_failed(exc):
+            return False
         raise _failed("CompleteMultipartUpload", bucket, key, exc) from None
+    return True
 
 
 def abort(client: Any, bucket: str, key: str, upload: str) -> None:

@@ -614,3 +614,17 @@ RETURNING r.run_id;
 UPDATE crontabber_run
 SET status = 'abandoned', ended = clock_timestamp(), error = %(error)s
 WHERE run_id = %(run_id)s AND status = 'running';
+
+-- name: lock_holders
+-- After a lock wait timed out (migration 0028): the other sessions holding a lock on the
+-- tables an operator function locks rows of (a row lock shows as a table lock of its
+-- transaction: RowShareLock, RowExclusiveLock). pg_locks is readable by every user;
+-- pg_stat_activity shows another user's name, application and pid (not its query).
+SELECT DISTINCT a.pid, a.usename, a.application_name, l.relation::regclass::text AS on_table
+FROM pg_locks AS l JOIN pg_stat_activity AS a ON a.pid = l.pid
+WHERE l.granted AND l.pid <> pg_backend_pid() AND l.locktype = 'relation'
+  AND l.relation IN ('crontabber_audit_head'::regclass, 'crontabber'::regclass,
+                     'crontabber_host'::regclass, 'crontabber_mute'::regclass)
+  AND l.mode IN ('RowShareLock', 'RowExclusiveLock', 'ShareRowExclusiveLock', 'ExclusiveLock',
+                 'AccessExclusiveLock')
+ORDER BY a.pid, on_table;

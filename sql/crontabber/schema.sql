@@ -484,6 +484,25 @@ REVOKE ALL ON FUNCTION crontabber_pause(text, text[], timestamptz, boolean, json
     crontabber_audit_action(text, text, json), crontabber_audit_chain()
 FROM PUBLIC;
 
+-- A bounded wait for every lock these functions take (migration 0028): a session that holds
+-- the audit head's row or a job's row (a stuck runner, or one that means harm: the runner
+-- login may insert audit rows and update run columns) makes an operator's action fail after
+-- 5 s, naming the holder (crontabber.store), instead of hanging. A function's SET lasts for
+-- its call only, so it holds through PgBouncer's transaction pooling. (A later
+-- CREATE OR REPLACE of one of them must repeat it.)
+ALTER FUNCTION crontabber_audit_chain() SET lock_timeout = '5s';
+ALTER FUNCTION crontabber_audit_action(text, text, json) SET lock_timeout = '5s';
+ALTER FUNCTION crontabber_pause(text, text[], timestamptz, boolean, json) SET lock_timeout = '5s';
+ALTER FUNCTION crontabber_breach_pause(text, text[], timestamptz, bigint, json) SET lock_timeout = '5s';
+ALTER FUNCTION crontabber_resume(text, json) SET lock_timeout = '5s';
+ALTER FUNCTION crontabber_release(text, json) SET lock_timeout = '5s';
+ALTER FUNCTION crontabber_reset(text, json) SET lock_timeout = '5s';
+ALTER FUNCTION crontabber_mark_success(text, timestamptz, timestamptz, json) SET lock_timeout = '5s';
+ALTER FUNCTION crontabber_mute(text, timestamptz, boolean, json) SET lock_timeout = '5s';
+ALTER FUNCTION crontabber_unmute(text, json) SET lock_timeout = '5s';
+ALTER FUNCTION crontabber_drain(text, timestamptz, json) SET lock_timeout = '5s';
+ALTER FUNCTION crontabber_undrain(text, json) SET lock_timeout = '5s';
+
 -- The grants to the three roles, on the tables the owner has in this schema (the jobs' too:
 -- sql/jobs/schema.sql calls it again). Idempotent; a role that does not exist is skipped
 -- (its name returned as such). Run it again after creating the roles by hand

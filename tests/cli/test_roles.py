@@ -26,82 +26,10 @@ import psycopg2.errors
 import pytest
 
 from crontabber.config.database import DatabaseSettings
+from tests.fixtures.roles import Login, group_roles, logins, superuser  # noqa: F401 - the fixtures
 from tests.helpers import REPO, SERVICES
 
-GROUPS = ("crontabber_runner", "crontabber_operator", "crontabber_readonly")
 HOST = socket.gethostname()
-
-
-def superuser() -> Any:
-    """The cluster's superuser over its socket (trusted there: scripts/services.sh)."""
-    conn = psycopg2.connect(
-        host=str(SERVICES.service_dir / "pg" / "run"), port=SERVICES.pg_port, user="postgres", dbname="postgres"
-    )
-    conn.autocommit = True
-    return conn
-
-
-class Login:
-    """One LOGIN user granted a group role, and the CLI as that user."""
-
-    def __init__(self, cli: Any, group: str) -> None:
-        self.group = group
-        self.name = f"test_{group.split('_')[1]}_{uuid.uuid4().hex[:10]}"
-        self.password = uuid.uuid4().hex
-        self.cli = cli
-        self.env = {**cli.env, "RESOURCE_POSTGRESQL_USER": self.name, "RESOURCE_POSTGRESQL_PASSWORD": self.password}
-
-    def run(self, *args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(self.cli.argv(*args), env=self.env, cwd=REPO, capture_output=True, text=True, timeout=60)
-
-    def settings(self, db: DatabaseSettings) -> DatabaseSettings:
-        return db.replace(user=self.name, password=self.password)
-
-    def sql(self, db: DatabaseSettings, query: str, params: Any = None) -> list[tuple]:
-        conn = psycopg2.connect(host=db.host, port=db.port, dbname=db.dbname, user=self.name, password=self.password)
-        try:
-            with conn, conn.cursor() as cur:
-                cur.execute(query, params)
-                return cur.fetchall() if cur.description else []
-        finally:
-            conn.close()
-
-
-@pytest.fixture(scope="session")
-def group_roles() -> None:
-    """The three group roles, as the migration makes them when it may (two test sessions at
-    once: the loser of the race finds the role there)."""
-    conn = superuser()
-    try:
-        with conn.cursor() as cur:
-            for group in GROUPS:
-                cur.execute(
-                    "DO $$ BEGIN CREATE ROLE %s NOLOGIN; "
-                    "EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$" % group
-                )
-    finally:
-        conn.close()
-
-
-@pytest.fixture
-def logins(cli: Any, group_roles: None) -> Iterator[dict[str, Login]]:
-    """A runner, an operator and a read-only login (unique names, dropped afterwards), with the
-    rights granted on the test's database (its sample tables too)."""
-    made = {group.split("_")[1]: Login(cli, group) for group in GROUPS}
-    conn = superuser()
-    try:
-        with conn.cursor() as cur:
-            for login in made.values():
-                cur.execute(f"CREATE ROLE {login.name} LOGIN PASSWORD %s IN ROLE {login.group}", (login.password,))
-        cli.crontab.sql("SELECT crontabber_grant_rights()")
-        cli.crontab.configure(["BasicJob|1d", "FooJob|1d"])
-        yield made
-    finally:
-        with conn.cursor() as cur:
-            for login in made.values():
-                cli.crontab.sql(f"REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {login.name}")
-                cur.execute(f"DROP ROLE IF EXISTS {login.name}")
-        conn.close()
 
 
 def refused(done: subprocess.CompletedProcess, doing: str) -> None:

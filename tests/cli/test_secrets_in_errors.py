@@ -16,6 +16,7 @@ import pytest
 from tests.fixtures.alerting import alerts, make_due
 from tests.fixtures.dashboard_data import dashboard  # noqa: F401 - the fixture
 from tests.fixtures.receiver import Received, Receiver, receiver  # noqa: F401 - the fixture
+from tests.fixtures.smtp import smtp_server  # noqa: F401 - the fixture
 from tests.helpers import REPO
 
 TOKEN = "Upstream-T0ken-8841"  # in UPSTREAM_TOKEN: a secret by its name
@@ -285,3 +286,82 @@ def _stderr_until(proc: subprocess.Popen, needle: str) -> str:
         assert line, seen  # the process ended first
         seen += line
     return seen
+
+
+def test_a_password_in_a_webhook_address_is_refused_never_sent_stored_or_shown(cli, receiver):  # noqa: F811
+    """The third review's N-3: ``user:password@`` in a target's address. Inline, the INI is
+    refused at load (``--configtest`` and a tick, exit 1); from the environment,
+    ``--configtest`` refuses it and a delivery is that target's error, without the address."""
+    good = f"        b-good webhook {receiver.url}/good\n"
+    inline = "        a-inline webhook http://hookuser:HookPassInline77@127.0.0.1/hook\n"
+    cli.crontab.configure(["BasicJob|1d"], extra=f"[alerts]\n    targets='''\n{inline}{good}    '''\n")
+    for args in (("--configtest",), ()):
+        done = cli.run(*args)
+        assert done.returncode == 1, (args, done.stdout, done.stderr[-2000:])
+        assert "target a-inline: the address holds user info (user:password@ before the host)" in done.stderr
+        assert found([done.stdout, done.stderr], ("HookPassInline77", "hookuser")) == []
+    cli.env["USERINFO_URL"] = "http://envuser:EnvPassUrl55@127.0.0.1/x"
+    cli.crontab.configure(
+        ["BasicJob|1d"], extra=f"[alerts]\n    targets='''\n        a-env webhook env:USERINFO_URL\n{good}    '''\n"
+    )
+    configtest = cli.run("--configtest")
+    assert configtest.returncode == 1
+    assert "environment variable USERINFO_URL (the address of a-env) holds user info" in configtest.stderr
+    done = cli.run("--test-alert", "basic-job")
+    assert done.returncode == 5, done.stdout + done.stderr
+    assert "to a-env: NOT delivered: environment variable USERINFO_URL (the address of a-env) holds" in done.stdout
+    assert "to b-good: delivered" in done.stdout
+    texts = [configtest.stdout, configtest.stderr, done.stdout, done.stderr, shown(cli, "--alerts", "--json")]
+    texts.append(repr(cli.crontab.sql("SELECT * FROM crontabber_notice")))
+    assert found(texts, ("EnvPassUrl55",)) == []
+
+
+INI_SECRETS = ("IniTok3nZZ91", "IniPassw0rdQQ")
+SUMMARY_SECRETS = ("SumPw4242", "SIGSIG123")
+
+
+def test_a_jobs_secret_options_from_the_ini_and_its_summary_are_masked(cli, dashboard):  # noqa: F811
+    """The third review's N-6: a secret-named job option set in the INI file, quoted by an
+    error, and a success summary quoting a URL's password and a signed URL's signature."""
+    cli.env["LEAKY_ERROR"] = "auth refused for {token} / {password}"
+    section = "    [[class-LeakyJob]]\n        upstream_token=IniTok3nZZ91\n        upstream_password=IniPassw0rdQQ\n"
+    cli.crontab.configure(["LeakyJob|1d"], extra=section)
+    failed = cli.run("--job", "leaky")
+    assert failed.returncode == 5, failed.stderr[-2000:]
+    assert "leaky: failed: RuntimeError: auth refused for *** / ***" in failed.stdout
+    texts = [failed.stdout, failed.stderr]
+    for args in (("--show-error", "leaky"), ("--nagios",), ("--nagios", "--json"), ("--list-jobs", "--json")):
+        texts.append(shown(cli, *args))
+    cli.env.update(LEAKY_ERROR="", LEAKY_SUMMARY="pushed to https://u:SumPw4242@h.example/p?X-Amz-Signature=SIGSIG123")
+    ran = cli.run("--job", "leaky", "--force")
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert "leaky: ran (run 2): pushed to https://u:***@h.example/p?X-Amz-Signature=***" in ran.stdout
+    texts += [ran.stdout, ran.stderr]
+    for args in (("--history", "leaky"), ("--history", "leaky", "--json"), ("--logs", "leaky")):
+        texts.append(shown(cli, *args))
+    texts += [repr(cli.crontab.sql(f"SELECT * FROM {table}")) for table in ("crontabber", "crontabber_log")]
+    dashboard.start()
+    for path in ("/", "/api/fleet", "/jobs/leaky", "/api/jobs/leaky/history"):
+        status, _, body = dashboard.get(path)
+        assert status == 200, (path, body)
+        texts.append(json.dumps(body) if not isinstance(body, str) else body)
+    assert found(texts, INI_SECRETS + SUMMARY_SECRETS) == []
+
+
+def test_a_delivery_error_is_stored_and_shown_masked(cli, smtp_server):  # noqa: F811
+    """The third review's N-3, second half: what a receiver answers is stored with the notice
+    (``--alerts``, the dashboard) masked like a job's failure; here an SMTP server quoting the
+    SMTP password in its refusal."""
+    cli.env["ALERTS_SMTP_PASSWORD"] = "SmtpPassw0rd77"
+    smtp_server.failures_left = 1
+    smtp_server.failure_reply = "451 4.3.0 refused: SmtpPassw0rd77 is not welcome here"
+    delivery = f"    smtp_host=127.0.0.1\n    smtp_port={smtp_server.port}\n    smtp_from=cron@example.net\n"
+    targets = "    targets='''\n        oncall email ops@example.net\n    '''\n"
+    cli.crontab.configure(["BasicJob|1d"], extra=f"[alerts]\n{targets}{delivery}")
+    done = cli.run("--test-alert", "basic-job")
+    assert done.returncode == 5, done.stdout + done.stderr
+    assert "to oncall: NOT delivered: SMTP 451: 4.3.0 refused: *** is not welcome here" in done.stdout
+    texts = [done.stdout, done.stderr, shown(cli, "--alerts"), shown(cli, "--alerts", "--json")]
+    texts.append(repr(cli.crontab.sql("SELECT * FROM crontabber_notice")))
+    assert "refused: *** is not welcome here" in texts[-1]
+    assert found(texts, ("SmtpPassw0rd77",)) == []

@@ -7,11 +7,14 @@ from __future__ import annotations
 import base64
 import re
 import socket
+import threading
 import time
 
 from dashboard.app import Guard
+from dashboard.server import make
 from jobs.missing_symbols import write_batch
 from tests.fixtures.dashboard_data import dashboard, pipeline_fleet  # noqa: F401 - fixtures
+from tests.fixtures.slow_client import trickle_request
 from tests.helpers import s3_client
 
 PATHS = [
@@ -121,3 +124,40 @@ def test_the_inbox_listing_is_cached_and_bounded(dashboard, s3_bucket, es_index,
     # only the first 2 objects are listed (consumed ones among them): a lower bound, marked
     assert capped["waiting_capped"] is True and capped["batches_waiting"] <= 2
     assert re.search(r"batches waiting <[^>]*>\d+</[a-z]+>\+", dashboard.request("/")[2])
+
+
+def test_no_answer_echoes_the_path_or_names_python(dashboard, s3_bucket, es_index):  # noqa: F811
+    """The first review's I2: a 404 does not echo the path; ``Server:`` does not name the
+    Python version (the application's answers and the HTTP layer's errors alike)."""
+    dashboard.start()
+    for path in ("/<script>x</script>", "/static/<img>", "/api/jobs"):
+        status, headers, body = dashboard.request(path)
+        assert headers["Server"] == "crontabber-dashboard", path
+        assert "script" not in str(body) and "img" not in str(body), (path, body)
+    port = int(dashboard.url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(b"GET / HTTP/1.0\r\nX-Long: " + b"y" * 70000 + b"\r\n\r\n")  # the HTTP layer's 431
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    assert b"Server: crontabber-dashboard\r\n" in data and b"Python" not in data
+
+
+def test_a_client_trickling_its_headers_is_dropped():
+    """S3-L7: each byte of the headers within the idle timeout, the whole past the request
+    deadline (1 s here): the connection is dropped, the application never runs."""
+    called = []
+
+    def app(environ, start_response):
+        called.append(environ["PATH_INFO"])
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [b"ok"]
+
+    server = make("127.0.0.1", 0, app, request_seconds=1)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        sent, answer = trickle_request(server.server_address[1], 40, 0.25)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert answer == b"" and sent < 40 and called == []

@@ -59,3 +59,23 @@ def test_the_cap_holds(prune):
     assert report.capped and by_rule(report)["reports"] == (1200, 12000, 0)
     left = keys_in(prune.symbols)
     assert len([k for k in left if k.startswith("reports/")]) == 1300
+
+
+def test_a_forged_key_with_dot_segments_is_refused_never_deleted(prune):
+    """The third review's N-7: a row whose key leaves the rule's prefix once its ``..`` are
+    resolved (s3proxy's file store resolves them, for HEAD and DELETE alike) passes a text
+    prefix check; it is refused, and the protected symbol file it points at stays."""
+    put_many(prune.symbols, ["reports/missing-symbols/old-1.csv", "v1/prot.pdb/ABC/prot.sym", "v1/prot.pdb/ABC/p2.sym"])
+    objects = listing(s3_client(), prune.symbols)
+    forged = []
+    for obj in objects:
+        if obj["Key"].startswith("v1/"):  # the same file, under a key inside the rule's prefix
+            forged.append({**obj, "Key": f"reports/missing-symbols/../../{obj['Key']}"})
+            forged.append({**obj, "Key": f"reports/missing-symbols//../{obj['Key']}"})
+    taken = dt.datetime.now(dt.timezone.utc) + OFFSET - dt.timedelta(hours=1)
+    write_inventory(s3_client(), prune.symbols, "inv", prune.symbols, objects + forged, taken=taken)
+    write_inventory(s3_client(), prune.symbols, "inv", prune.inbox, listing(s3_client(), prune.inbox), taken=taken)
+    report = run_by_inventory(prune, prune.symbols)
+    assert by_rule(report)["reports"] == (1, 10, 0)
+    assert {"v1/prot.pdb/ABC/prot.sym", "v1/prot.pdb/ABC/p2.sym"} <= keys_in(prune.symbols)
+    assert "reports/missing-symbols/old-1.csv" not in keys_in(prune.symbols)

@@ -15,6 +15,7 @@ from search.client import make_es_client
 from search.engine import Searcher
 from search.server import SearchApp, make
 from tests.fixtures.search_data import corpus_index, es  # noqa: F401 - the fixture
+from tests.fixtures.slow_client import trickle_request
 from tests.fixtures.waiting import wait_for
 
 HIT_KEYS = {"debug_file", "debug_id", "filename", "code_file", "code_id", "score"}
@@ -116,7 +117,7 @@ class Broken:
 def test_every_error_is_json_never_html(url):
     long_url = "/search?q=" + "x" * 100_000
     cases = [
-        (b"GET /nope HTTP/1.0\r\n\r\n", 404, "no such endpoint: /nope"),
+        (b"GET /nope HTTP/1.0\r\n\r\n", 404, "no such endpoint (GET /search, /__heartbeat__, /__lbheartbeat__)"),
         (b"POST /search?q=xul HTTP/1.0\r\nContent-Length: 0\r\n\r\n", 405, "only GET is supported"),
         (f"GET {long_url} HTTP/1.0\r\n\r\n".encode(), 414, "the request line is longer than 65536 bytes"),
         (b"GET /search?q=xul HTTP/1.0 junk\r\n\r\n", 400, "Bad request version ('junk')"),
@@ -191,3 +192,34 @@ def test_elasticsearch_down_is_a_503_with_a_json_error_never_a_traceback():
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_no_answer_echoes_the_path_names_python_or_may_be_sniffed(url):
+    """The first review's I2: a 404 does not echo the path (the client's text), ``Server:``
+    does not name the Python version, and every answer says ``nosniff`` (errors of the HTTP
+    layer too)."""
+    for request in (b"GET /<script>x</script> HTTP/1.0\r\n\r\n", b"GET /search?q=xul HTTP/1.0\r\n\r\n", b"GET\r\n\r\n"):
+        port = int(url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+            sock.sendall(request)
+            data = b""
+            while chunk := sock.recv(65536):
+                data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        headers = dict(line.split(": ", 1) for line in head.decode("latin-1").split("\r\n")[1:])
+        assert headers["Server"] == "symbols-search", request
+        assert headers["X-Content-Type-Options"] == "nosniff", request
+        assert b"script" not in body and b"Python" not in data, request
+
+
+def test_a_client_trickling_its_headers_is_dropped():
+    """S3-L7: each byte of the headers within the per-read timeout, the whole past the
+    request deadline (1 s here): the connection is dropped, the application never runs."""
+    server = make("127.0.0.1", 0, SearchApp(Broken()), request_seconds=1)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        sent, answer = trickle_request(server.server_address[1], 40, 0.25)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert answer == b"" and sent < 40

@@ -4,6 +4,8 @@ and one bad upload never holding the good ones back."""
 
 from __future__ import annotations
 
+import dataclasses
+import threading
 import zipfile
 
 import pytest
@@ -14,10 +16,12 @@ from jobs.uploads import symheader
 from jobs.uploads.errors import VersioningOff
 from jobs.uploads.existence import RULE_KEEP_FIRST
 from jobs.uploads.records import Overwrite, UploadStatus
+from jobs.uploads.worker import Worker
 from tests.fixtures.s3_fault_proxy import S3FaultProxy
+from tests.fixtures.s3_gate_proxy import S3GateProxy
 from tests.fixtures.uploads_archives import sym_text, symbol_members, write_zip
 from tests.fixtures.uploads_cases import HEADER_CASES, KEY_FORMS
-from tests.fixtures.uploads_queue import md5, uploads  # noqa: F401 - the fixture
+from tests.fixtures.uploads_queue import md5, pending_multipart, uploads  # noqa: F401 - the fixture
 
 XUL_ID = "44E4EC8C2F41492B9369D6B9A059577C2"
 XUL = f"xul.pdb/{XUL_ID}/xul.sym"
@@ -136,6 +140,51 @@ def test_keep_first_skips_the_same_bytes(uploads, tmp_path):
     again = uploads.enqueue(write_zip(tmp_path / "b.zip", [(XUL, text)]))
     uploads.worker(overwrite=Overwrite.KEEP_FIRST).drain()
     assert uploads.row(again)["status"] == "done" and uploads.row(again)["files_skipped"] == 1
+
+
+def _race(uploads, tmp_path, multipart: bool) -> tuple[dict[int, bytes], S3GateProxy]:
+    """Two uploads of the same new key with other bytes, drained at once by two workers
+    under keep-first; their writes of the key are held until both have arrived (both
+    checked the key and found it absent), then passed on one after the other."""
+    texts = {}
+    for seed, who in ((1, "user-a"), (2, "user-b")):
+        text = sym_text("race.pdb", XUL_ID, 40000, seed=seed)
+        path = write_zip(tmp_path / f"race-{who}.zip", [(f"race.pdb/{XUL_ID}/race.sym", text)])
+        texts[uploads.enqueue(path, uploaded_by=who)] = text
+    proxy = S3GateProxy(uploads.client.meta.endpoint_url, "race.pdb", count=2)
+    threshold = {"multipart_threshold": 1000, "part_size": 8 << 20} if multipart else {}
+    settings = dataclasses.replace(uploads.settings, overwrite=Overwrite.KEEP_FIRST, **threshold)
+    try:
+        client = make_s3_client(8, endpoint_url=proxy.url, validate_parameters=False, expect_continue=False)
+        workers = [Worker(uploads.store(), settings, client, uploads.policy, f"w{n}") for n in (1, 2)]
+        drains = [threading.Thread(target=worker.drain) for worker in workers]
+        for drain in drains:
+            drain.start()
+        for drain in drains:
+            drain.join(timeout=120)
+    finally:
+        proxy.close()
+    return texts, proxy
+
+
+@pytest.mark.parametrize("multipart", [False, True], ids=["put", "multipart"])
+def test_keep_first_holds_when_two_drains_race_for_a_new_key(uploads, tmp_path, multipart):
+    """The review's N-2: both uploads find the key absent, both write it; the second write
+    is refused by S3 (``If-None-Match: *``), so the first file stays and the second upload
+    is refused naming the first, instead of both recording a new file over each other."""
+    texts, proxy = _race(uploads, tmp_path, multipart)
+    assert proxy.held == 2, "the race did not happen: one write never reached the gate"
+    assert sorted(proxy.answers) == [200, 412]
+    rows = {upload_id: uploads.row(upload_id) for upload_id in texts}
+    (winner,) = [upload_id for upload_id, row in rows.items() if row["status"] == "done"]
+    (loser,) = [upload_id for upload_id, row in rows.items() if row["status"] != "done"]
+    assert rows[loser]["status"] == "failed", rows[loser]
+    assert RULE_KEEP_FIRST in rows[loser]["error"] and f"written by upload {winner}" in rows[loser]["error"]
+    key = f"v1/race.pdb/{XUL_ID}/race.sym"
+    assert uploads.symbol(key) == texts[winner]
+    assert uploads.get(key)[1]["Metadata"]["upload_id"] == str(winner)
+    assert [f["key"] for f in uploads.files(winner)] == [key] and uploads.files(loser) == []
+    assert pending_multipart(uploads) == []
 
 
 def test_versioned_refuses_to_start_on_a_bucket_without_versions(uploads, tmp_path):

@@ -102,3 +102,58 @@ def test_only_the_newest_files_are_kept(tmp_path, cache):
         folder.mkdir()
         IniFile(str(ini_file(folder)))
     assert len(list(cache.iterdir())) == inicache.KEEP
+
+
+def test_the_cache_of_an_ini_file_another_user_owns_is_neither_kept_nor_read(tmp_path, cache):
+    """The third review's N-9: whoever runs as this process's user can write its cache, so a
+    cache stands only for an INI file this user owns (and could have changed itself). Here the
+    file is another user's (as root's /etc/crontabber.ini is to the runner's user: the test
+    runs as root, which may chown), and a cache entry forged for it is not read."""
+    path = ini_file(tmp_path)
+    os.chown(path, 65534, 65534)  # nobody's
+    IniFile(str(path))
+    assert not cache.exists() or list(cache.iterdir()) == []  # nothing kept for it
+    cache.mkdir(parents=True, exist_ok=True, mode=0o700)
+    forged = ((((), "top", "forged"),), ())
+    kept = inicache.entry(str(cache), os.path.abspath(path))
+    with open(kept, "wb") as file:
+        file.write(__import__("marshal").dumps((inicache.FORMAT, inicache.file_key(str(path)), *forged)))
+    os.chmod(kept, 0o600)
+    assert IniFile(str(path)).get((), "top") == "1"
+    assert inicache.load(str(cache), os.path.abspath(path), inicache.file_key(str(path))) is not None  # (it is there)
+
+
+def test_a_cache_directory_another_user_owns_is_not_read(tmp_path, cache):
+    """The review's I-7: save() refused such a directory, load() read it."""
+    path = ini_file(tmp_path)
+    IniFile(str(path))
+    (kept,) = cache.iterdir()
+    kept.write_bytes(
+        __import__("marshal").dumps((inicache.FORMAT, inicache.file_key(str(path)), (((), "top", "forged"),), ()))
+    )
+    assert IniFile(str(path)).get((), "top") == "forged"  # (a forged file of our own: read, as before)
+    os.chown(cache, 65534, 65534)
+    assert IniFile(str(path)).get((), "top") == "1"
+
+
+def test_configtest_parses_the_file_itself(tmp_path, cache):
+    """What ``--configtest`` shows is the file's, even when a cache of the user's own says
+    otherwise (a forged or stale parse: the check is of the file)."""
+    path = tmp_path / "c.ini"
+    path.write_text("[crontabber]\n    error_retry_time=300\n    jobs=tests.fixtures.sample_jobs.BasicJob|1d\n")
+    parsed = IniFile(str(path))
+    (kept,) = cache.iterdir()
+    values = tuple((v.path, v.name, "301" if v.name == "error_retry_time" else v.value) for v in parsed.values)
+    kept.write_bytes(
+        __import__("marshal").dumps((inicache.FORMAT, inicache.file_key(str(path)), values, parsed.sections))
+    )
+    assert IniFile(str(path)).get(("crontabber",), "error_retry_time") == "301"  # a tick would read it
+    done = subprocess.run(
+        [sys.executable, "-m", "crontabber", f"--admin.conf={path}", "--configtest"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=os.environ,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "crontabber.error_retry_time = 300  [INI file" in done.stdout

@@ -164,3 +164,15 @@ def test_options_say_where_the_keys_come_from():
 def test_bad_options_are_refused(changes, where):
     with pytest.raises(ConfigurationError, match=where):
         PruneOptions.from_config(config(**changes))
+
+
+def test_keys_a_file_store_would_resolve_are_ambiguous_and_never_allowed():
+    from jobs.prune.rules import Kind, Protection, Rule, ambiguous_key
+
+    for key in ("r/../v1/x", "r/./x", "..", "/v1/x", "r//x", "r/x/.."):
+        assert ambiguous_key(key), key
+    for key in ("r/x", "r/", "r/..x", "r/x..", "r/.hidden"):
+        assert not ambiguous_key(key), key
+    rule = Rule("reports", Kind.AGE, "b", "r/", 1)
+    protection = Protection("b", "v1/")
+    assert protection.allows(rule, "r/x") and not protection.allows(rule, "r/../v1/x")

@@ -1,0 +1,79 @@
+"""What the runner login writes reaches operators' terminals escaped (the third security
+review's N-5): the audit rows it may insert, the pause ``crontabber_breach_pause`` lets it make
+(actor and reason), the markers and alerts it writes. Each is written as a real runner login
+(tests/fixtures/roles.py), then read by the operator's commands."""
+
+from __future__ import annotations
+
+import json
+
+from tests.fixtures.roles import Login, group_roles, logins  # noqa: F401 - the fixtures
+
+EVIL_BY = "<img src=x>\x1b]0;PWNED-BY\x07"
+EVIL_REASON = "\x1b[2J\x1b]0;PWNED-REASON\x07 cleared"
+RAW = ("\x1b", "\x07", "\x9b")
+
+
+def _write_as_the_runner(cli, runner: Login) -> None:
+    """As the runner login: a forged audit row, a breach pause of basic-job under a forged
+    actor (after a forged succeeded run, as the review did), a marker of foo by a forged
+    host, an alert opened by a forged process."""
+    db = cli.crontab.database
+    runner.sql(
+        db,
+        "INSERT INTO crontabber_audit (actor, action, app_name, reason, detail) VALUES (%s, %s, 'foo', %s, %s)",
+        ("user-c\x1b]0;AUDIT-TITLE\x07", "mark-success\x1b[2J", "<b>x</b>\x1b[31mred", json.dumps({"k": "\x1b[2J"})),
+    )
+    runner.sql(
+        db,
+        "INSERT INTO crontabber_run (run_id, app_name, kind, host, pid, started, status) "
+        "VALUES (900001, 'basic-job', 'forced', 'forged-host', 1, now(), 'succeeded')",
+    )
+    runner.sql(
+        db,
+        "SELECT crontabber_breach_pause('basic-job', '{}', 'infinity', 900001, %s)",
+        (json.dumps({"actor": EVIL_BY, "reason": EVIL_REASON}),),
+    )
+    runner.sql(
+        db,
+        "UPDATE crontabber SET ongoing = now(), heartbeat = now(), ongoing_by = %s, run_id = 900002 "
+        "WHERE app_name = 'foo'",
+        ("evil\x1b]0;MARKER\x07:1",),
+    )
+    runner.sql(
+        db,
+        "INSERT INTO crontabber_alert (app_name, kind, subject, opened_by, message) "
+        "VALUES ('foo', 'failing', 'x', %s, 'foo: failing')",
+        ("vm:1\x1b]0;ALERT-TITLE\x07<img>",),
+    )
+
+
+def test_runner_written_text_is_escaped_in_every_operator_output(cli, logins):  # noqa: F811
+    runner, operator = logins["runner"], logins["operator"]
+    cli.crontab.sql("INSERT INTO crontabber (app_name, next_run) VALUES ('basic-job', now()), ('foo', now())")
+    _write_as_the_runner(cli, runner)
+    texts = {}
+    for args in (
+        ("--audit",),
+        ("--list-jobs", "--wide"),
+        ("--list-jobs",),
+        ("--alerts",),
+        ("--pause", "all", "--reason", "incident", "--until", "1h"),
+        ("--resume", "basic-job", "--reason", "done"),
+    ):
+        done = operator.run(*args)
+        assert done.returncode == 0, (args, done.stdout, done.stderr[-2000:])
+        texts[" ".join(args[:2])] = done.stdout + done.stderr
+    assert r"user-c\x1b]0;AUDIT-TITLE\x07 (db: " in texts["--audit"]
+    assert r"mark-success\x1b[2J foo  why: <b>x</b>\x1b[31mred  (k=\x1b[2J)" in texts["--audit"]
+    assert r"until resumed by <img src=x>\x1b]0;PWNED-BY\x07: \x1b[2J" in texts["--list-jobs --wide"]
+    assert r"evil\x1b]0;MARKER\x07" in texts["--list-jobs --wide"]
+    assert r"until resumed: \x1b[2J\x1b]0;PWNED-REASON\x07" in texts["--list-jobs"]  # (cut before the actor)
+    assert r" on evil\x1b]0;MARKER\x07, beat" in texts["--list-jobs"]
+    assert r"by vm:1\x1b]0;ALERT-TITLE\x07<img>" in texts["--alerts"]
+    assert r"kept its pause until resumed by <img src=x>\x1b]0;PWNED-BY\x07: \x1b[2J" in texts["--pause all"]
+    assert r"on evil\x1b]0;MARKER\x07:1" in texts["--pause all"]  # foo's run goes on
+    assert (
+        r"basic-job: resumed (was paused until resumed by <img src=x>\x1b]0;PWNED-BY\x07" in texts["--resume basic-job"]
+    )
+    assert [(name, raw) for name, text in texts.items() for raw in RAW if raw in text] == []
