@@ -238,7 +238,7 @@ class Alerter:
             if alert_id is not None and recovered is not None:
                 logger.warning("alert %s: %s", alert_id, recovered.message, extra={"job": recovered.app_name})
                 touched.append(alert_id)
-        for event in todo.open:
+        for event in sorted(todo.open, key=lambda e: CAUSE_FIRST.get(e.kind, len(CAUSE_FIRST))):
             alert_id = self.open(event)
             if alert_id is not None:
                 touched.append(alert_id)
@@ -280,14 +280,20 @@ class Alerter:
         return [i for i in (superseded_id, new_id) if i is not None]
 
     def _opening(self, event: Event) -> dict[str, Any]:
-        """The store's parameters of opening ``event`` with a notice per target of its job."""
+        """The store's parameters of opening ``event`` with a notice per target of its job;
+        every kind links to the dashboard when it has one (its job's page; the runner's own
+        alerts, the overview)."""
         realert = self.rules(event.app_name).realert if event.kind in LASTING else dt.timedelta(0)
+        message, detail = event.message, dict(event.detail)
+        link = self.config.job_link(event.app_name) if event.app_name in self.jobs else self.config.dashboard_url
+        if link and "link" not in detail:
+            message, detail["link"] = f"{message}; dashboard: {link}", link
         return {
             "app_name": event.app_name,
             "kind": event.kind,
             "subject": event.subject,
-            "message": event.message,
-            "detail": event.detail,
+            "message": message,
+            "detail": detail,
             "host": self.host,
             "realert_seconds": realert.total_seconds(),
             "targets": self.targets_of(event.app_name),
@@ -343,7 +349,11 @@ class Alerter:
         deliveries = []
         targets: dict[str, Target] = {t.name: t for t in self.config.targets}
         agent = f"crontabber/{version()}"
-        for row in sorted(claimed, key=lambda r: r["notice_id"]):  # in the order they were made
+        ordered = sorted(claimed, key=lambda r: r["notice_id"])  # in the order they were made
+        grouped, alone = storm_groups(ordered, targets, self.config.group_over)
+        for rows in grouped:
+            deliveries += self._deliver_group(targets[rows[0]["target"]], rows, agent, once)
+        for row in alone:
             delivery = Delivery(row["notice_id"], row["id"], row["target"])
             target = targets.get(row["target"])
             try:
@@ -373,6 +383,40 @@ class Alerter:
                 self.alert_store.notice_sent(row["notice_id"], self.host)
                 logger.info("alert %s to %s: delivered", row["id"], row["target"])
             deliveries.append(delivery)
+        return deliveries
+
+    def _deliver_group(self, target: Target, rows: list[dict[str, Any]], agent: str, once: bool) -> list[Delivery]:
+        """Send the notices ``rows`` (several jobs' failing or recovered notices to ``target``:
+        an alert storm) as one grouped notice, recording each as sent, or each as failed with
+        its own retry (a retry goes alone, or grouped again with what is due then)."""
+        deliveries = [Delivery(row["notice_id"], row["id"], row["target"]) for row in rows]
+        try:
+            send(
+                target,
+                group_notice(rows, self.host),
+                self.config.timeout_seconds,
+                agent,
+                self.environ,
+                self.config.smtp,
+            )
+        except DeliveryError as exc:
+            error = masked(str(exc))
+            for row, delivery in zip(rows, deliveries):
+                delivery.error = error
+                delivery.given_up = self.alert_store.notice_failed(
+                    row["notice_id"],
+                    self.host,
+                    error,
+                    notice_retry_delay(row["attempts"]),
+                    self.config.max_attempts if not once else 0,
+                )
+            logger.warning(
+                "alerts %s to %s: not delivered: %s", ", ".join(str(r["id"]) for r in rows), target.name, exc
+            )
+            return deliveries
+        for row in rows:
+            self.alert_store.notice_sent(row["notice_id"], self.host)
+        logger.info("alerts %s to %s: delivered as one", ", ".join(str(r["id"]) for r in rows), target.name)
         return deliveries
 
     def test(self, job: Job) -> list[Delivery]:
@@ -440,6 +484,66 @@ def deadline_events(
         if event is not None:
             missed[job.app_name] = event
     return missed
+
+
+#: The order a tick opens alerts in, cause before symptom: a job failing (or with no host to
+#: run it) before the jobs it leaves silent or late (their notices go out in that order).
+CAUSE_FIRST = {"failing": 0, "no-host": 1, "silent": 2, "late": 3}
+
+#: The kinds of notice an alert storm groups (several jobs failing, or recovering, at once).
+GROUPED = ("failing", "recovered")
+
+
+def storm_groups(
+    rows: list[dict[str, Any]], targets: Mapping[str, Target], group_over: int
+) -> tuple[list[list[dict[str, Any]]], list[dict[str, Any]]]:
+    """The claimed notice ``rows`` (in order) split into storms and the rest: per target and
+    kind of :data:`GROUPED`, ``group_over`` or more notices of distinct jobs go as one (0:
+    never), except to a PagerDuty target (one incident per job, each resolved by its job's
+    recovery). Pure."""
+    if group_over <= 0:
+        return [], rows
+    buckets: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in rows:
+        target = targets.get(row["target"])
+        if row["kind"] in GROUPED and target is not None and target.options.get("format") != "pagerduty":
+            buckets.setdefault((row["target"], row["kind"]), []).append(row)
+    storms = [bucket for bucket in buckets.values() if len({r["app_name"] for r in bucket}) >= group_over]
+    stormed = {row["notice_id"] for bucket in storms for row in bucket}
+    return storms, [row for row in rows if row["notice_id"] not in stormed]
+
+
+def group_notice(rows: list[dict[str, Any]], host: str) -> Notice:
+    """One notice for an alert storm: ``5 jobs failing: a: ...; b: ...`` (each job's own
+    message, in the order they were made), its detail naming every alert; keyed by its first
+    notice (a retry of the same storm is the same notice)."""
+    first = rows[0]
+    kind = first["kind"]
+    names = sorted({row["app_name"] for row in rows})
+    what = "failing" if kind == "failing" else "recovered"
+    message = f"{len(names)} jobs {what}: " + "; ".join(str(row["message"]) for row in rows)
+    detail = {
+        "group": True,
+        "alerts": [row["id"] for row in rows],
+        "jobs": names,
+        "links": [link for row in rows if (link := _detail(row).get("link"))],
+    }
+    return Notice(
+        first["id"],
+        first["notice"],
+        "crontabber",
+        kind,
+        f"{len(names)} jobs {what}",
+        message,
+        jsonout.time_text(first["opened_at"]),
+        first["opened_by"],
+        detail,
+        host,
+    )
+
+
+def _detail(row: Mapping[str, Any]) -> Mapping[str, Any]:
+    return row["detail"] if isinstance(row["detail"], Mapping) else {}
 
 
 def _notice(row: Mapping[str, Any], host: str) -> Notice:

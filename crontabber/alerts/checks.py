@@ -229,11 +229,12 @@ def breach_event(run: "RunRecord", breach: Breach, on_breach: str) -> Event:
         run.app_name,
         "breach",
         f"run {run.run_id}: {breach.rule}",
-        f"{run.app_name}: run {run.run_id} breached {breach.rule}: {breach.said}{then}; "
+        f"{run.app_name}: run {run.run_id} on {run.by} breached {breach.rule}: {breach.said}{then}; "
         "it is left out of the good runs later runs are judged against; "
         f"see --history {run.app_name}, --logs {run.app_name} --run {run.run_id}",
         {
             "run_id": run.run_id,
+            "by": run.by,
             "rule": breach.rule,
             "said": breach.said,
             "metrics": dict(run.metrics),

@@ -99,6 +99,10 @@ _SLACK_ICONS = {
     "superseded": ":repeat:",
     "test": ":information_source:",
     "old-code": ":construction:",
+    "late": ":alarm_clock:",
+    "no-host": ":no_entry:",
+    "breach": ":chart_with_upwards_trend:",
+    "broken-entry": ":x:",
 }
 
 

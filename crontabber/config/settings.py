@@ -205,6 +205,12 @@ def _alert_options(cron: Namespace, alerts: Namespace) -> None:
     )
     alerts.add_option("timeout_seconds", 5.0, "how long one delivery may take")
     alerts.add_option(
+        "group_over",
+        3,
+        "when this many jobs' failing (or recovered) notices go to one target at once, they go as "
+        "one grouped notice (0: never; a PagerDuty target keeps one incident per job)",
+    )
+    alerts.add_option(
         "dashboard_url",
         "",
         "the dashboard's address (http://HOST:PORT): a failing alert links to its job's page there (empty: no link)",
@@ -478,13 +484,22 @@ class MonitorSettings(Frozen):
 class AlertSettings(Frozen):
     """Where alerts go and how hard to try (``[alerts]``; the rules are per job)."""
 
-    __slots__ = ("targets", "claim_seconds", "max_attempts", "timeout_seconds", "smtp", "dashboard_url")
+    __slots__ = (
+        "targets",
+        "claim_seconds",
+        "max_attempts",
+        "timeout_seconds",
+        "smtp",
+        "dashboard_url",
+        "group_over",
+    )
     targets: tuple[Target, ...]
     claim_seconds: float
     max_attempts: int
     timeout_seconds: float
     smtp: SmtpSettings | None  # None: no e-mail target
     dashboard_url: str  # without a trailing "/"; empty: alerts link nowhere
+    group_over: int  # this many jobs' notices to one target at once go as one (0: never)
 
     def __init__(
         self,
@@ -494,6 +509,7 @@ class AlertSettings(Frozen):
         timeout_seconds: float,
         smtp: SmtpSettings | None,
         dashboard_url: str = "",
+        group_over: int = 3,
     ) -> None:
         setfield(self, "targets", targets)
         setfield(self, "claim_seconds", claim_seconds)
@@ -501,6 +517,7 @@ class AlertSettings(Frozen):
         setfield(self, "timeout_seconds", timeout_seconds)
         setfield(self, "smtp", smtp)
         setfield(self, "dashboard_url", dashboard_url)
+        setfield(self, "group_over", group_over)
 
     def job_link(self, app_name: str) -> str:
         """The dashboard's page of job ``app_name`` (empty without ``dashboard_url``)."""
@@ -696,6 +713,8 @@ def _alert_settings(values: Mapping[str, Any]) -> AlertSettings:
     for name in ("claim_seconds", "max_attempts", "timeout_seconds"):
         if values[f"alerts.{name}"] <= 0:
             raise ConfigurationError(f"alerts.{name}", "must be positive")
+    if int(values["alerts.group_over"]) < 0 or int(values["alerts.group_over"]) == 1:
+        raise ConfigurationError("alerts.group_over", "must be 0 (never group) or 2 or more")
     return AlertSettings(
         targets,
         float(values["alerts.claim_seconds"]),
@@ -703,6 +722,7 @@ def _alert_settings(values: Mapping[str, Any]) -> AlertSettings:
         float(values["alerts.timeout_seconds"]),
         smtp,
         str(values["alerts.dashboard_url"] or "").strip().rstrip("/"),
+        int(values["alerts.group_over"]),
     )
 
 

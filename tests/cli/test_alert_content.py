@@ -197,3 +197,31 @@ def test_a_dead_claim_of_another_host_waits_for_its_end(cli, receiver):
     )
     assert [row["sent"] for row in rows] == [False, True]  # this host's dead claim only
     assert [r.json["notice"] for r in receiver.at("/hook") if r.json["alert"] == alert] == [2]
+
+
+def test_an_alert_storm_is_one_notice_per_target_and_every_kind_links(cli, receiver):
+    """Issue #42 item 10: two jobs failing in one tick (group_over = 2) are one grouped notice
+    to the hook and to Slack, one incident per job to PagerDuty, each linking to its job's
+    dashboard page."""
+    jobs = ["TroubleJob|1d", "ChattyJob|1d", "BasicJob|1d"]
+    rules = (
+        "    alert_after_failures = 1\n    [[class-ChattyJob]]\n        fail=True\n"
+        "[alerts]\n    group_over = 2\n    dashboard_url = http://dash.example:8000\n"
+    )
+    cli.crontab.configure(jobs, extra=rules + "    targets='''\n" + TARGETS.format(url=receiver.url) + "    '''\n")
+    cli.env["PD_KEY"] = "pd-routing-key"
+    done = cli.run()
+    assert done.returncode == 0, done.stderr
+    assert len(receiver.at("/hook")) == 1, [r.json["message"] for r in receiver.at("/hook")]
+    (hook,) = receiver.at("/hook")
+    assert hook.json["detail"]["group"] is True and len(hook.json["detail"]["alerts"]) == 2
+    assert hook.json["message"].startswith("2 jobs failing: ")
+    for name in ("trouble", "chatty"):
+        assert f"{name}: failed 1 time in a row" in hook.json["message"]
+        assert f"http://dash.example:8000/jobs/{name}" in hook.json["detail"]["links"]
+    (slack,) = receiver.at("/slack")
+    assert slack.json["text"].startswith(":red_circle: 2 jobs failing: ")
+    assert sorted(r.json["payload"]["component"] for r in receiver.at("/pd")) == ["chatty", "trouble"]
+    sent = cli.crontab.sql("SELECT count(*) AS n FROM crontabber_notice WHERE sent_at IS NOT NULL")
+    assert sent[0]["n"] == 6  # every notice recorded as sent
+    assert "basic-job" not in hook.json["message"]

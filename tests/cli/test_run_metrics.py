@@ -16,7 +16,8 @@ def measuring(cli, **options):
 
 def runs(cli):
     return cli.crontab.sql(
-        "SELECT run_id, status, summary, metrics FROM crontabber_run WHERE app_name = 'measuring' ORDER BY run_id"
+        "SELECT run_id, host, pid, status, summary, metrics FROM crontabber_run"
+        " WHERE app_name = 'measuring' ORDER BY run_id"
     )
 
 
@@ -75,7 +76,9 @@ def test_a_run_faster_than_min_duration_opens_a_breach_alert(cli):
     assert "breached" in done.stderr, done.stderr
     (alert,) = breaches(cli)
     assert alert["subject"] == f"run {run['run_id']}: min_duration 1h00m"
-    assert alert["message"].startswith(f"measuring: run {run['run_id']} breached min_duration 1h00m: took ")
+    assert alert["message"].startswith(
+        f"measuring: run {run['run_id']} on {run['host']}:{run['pid']} breached min_duration 1h00m: took "
+    )
     assert "faster than min_duration 1h00m" in alert["message"] and "breached" in done.stderr
     assert cli.crontab.state("measuring").paused_until is None  # on_breach = alert: it runs on
     tick(cli)
