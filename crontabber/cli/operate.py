@@ -45,16 +45,35 @@ def explain(ctx: Context) -> int:
     line = store.last_errors([job.app_name]).get(job.app_name) if state is not None and state.error_count else None
     result = explain_job(job, states, now, markers_from_here(rules)(state, now), rules, deadline, fleet, line)
     blocks = blocked_dependents(job, jobs, states, now)
+    muted = _muted(ctx, job.app_name)
     if args.json:
-        jsonout.emit({**result.facts, "blocks": blocks, "database": settings.database.target}, out)
+        jsonout.emit(
+            {**result.facts, "blocks": blocks, "muted": muted or None, "database": settings.database.target}, out
+        )
     else:
         print(f"{job.app_name}: {one_line(result.verdict)}", file=out)
         for line in result.lines:  # an error's message, a pause's reason: data from outside
             print(f"  {one_line(line)}", file=out)
         for name, why in blocks.items():
             print(f"  blocks {name}: it would be skipped ({one_line(why)})", file=out)
+        for window in muted:
+            print(printable(f"  alerts muted: {window}"), file=out)
         print(f"  database: {settings.database.target}", file=out)
     return ExitCode.OK
+
+
+def _muted(ctx: Context, app_name: str) -> list[str]:
+    """The maintenance windows in force over the job's alerts (``--mute NAME|all``), each as
+    ``until 2026-11-28 10:00 UTC by ops@bastion: CHG-9 (every job)``; none without alerts."""
+    if not ctx.settings.alerts.enabled:
+        return []
+    from ..alerts.store import AlertStore
+
+    return [
+        f"until {minute_text(w.until)} by {w.muted_by}: {one_line(w.reason)}"
+        + (" (every job: --mute all)" if w.scope == "*" else "")
+        for w in AlertStore(ctx.store).mutes(app_name)
+    ]
 
 
 def _explain_broken(ctx: Context, broken: BrokenEntry) -> int:

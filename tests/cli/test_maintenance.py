@@ -151,8 +151,11 @@ def test_a_second_mute_needs_replace_and_alerts_shows_what_a_window_holds_back(c
     dashboard.start()
     page = dashboard.get("/")[2]
     assert 'data-k="alerts.held_back">not alerted (muted): trouble: failed 2 times in a row' in page
+    explained = cli.run("--explain", "trouble").stdout  # issue #42 item 13: the mute shows there too
+    assert "  alerts muted: until " in explained and "again (every job: --mute all)" in explained, explained
     assert cli.run("--unmute", "all").returncode == 0
     assert "not alerted" not in cli.run("--alerts").stdout
+    assert "alerts muted" not in cli.run("--explain", "trouble").stdout
     # issue #42 item 7: --audit-job all and '*' are the scope every-job mutes are written under
     for name in ("all", "*"):
         done = cli.run("--audit", "--audit-job", name, "--json")
