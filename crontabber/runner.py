@@ -3,8 +3,12 @@ bookkeeping. All state goes through :class:`~crontabber.store.StateStore` (a rer
 through :class:`~crontabber.rerun_store.RerunStore`, over its connection);
 "now" is always the database's clock.
 
+A pass (:meth:`Runner.run_all`) reads every job's state once, at its start; each run's end
+brings back its own row, so a run costs the same whatever the number of jobs.
 The claim is one transaction (see ``StateStore.claim``): the row is locked
-with ``FOR UPDATE NOWAIT`` (contention: :class:`JobLocked`, exit 2), its
+with ``FOR UPDATE SKIP LOCKED`` in a pass (a row another runner holds that moment is passed
+over and reported held elsewhere, no error) and ``FOR UPDATE NOWAIT`` for an operator's
+``--job NAME [--force]`` (contention: :class:`JobLocked`, exit 2), its
 ``ongoing`` marker judged by :func:`crontabber.leases.marker_status` (live:
 :class:`JobOngoing`, exit 3; expired, dead or stale: taken over, and logged),
 then set with a new run id and a first heartbeat. The job runs in a child
@@ -29,6 +33,7 @@ from .errors import (
     CrontabberError,
     DatabaseUnavailable,
     HostDrained,
+    JobLocked,
     JobLockError,
     JobOngoing,
     LeaseLost,
@@ -208,6 +213,8 @@ class Runner:
         self.pid = os.getpid()
         self.rules = lease_rules(settings, self.host)
         self._snapshot: tuple[dict[str, JobState], dt.datetime] | None = None
+        # A job was attempted since the snapshot was read: others' rows may have changed too.
+        self._stale = False
         self._tick = tick
         #: The fleet as the tick's first read saw it (empty: not a tick); ``drained``: this
         #: host was drained then (the claim checks again under the row lock).
@@ -227,9 +234,10 @@ class Runner:
         return RerunStore(self.store)
 
     def _states_and_now(self) -> tuple[dict[str, JobState], dt.datetime]:
-        """The state rows and the database time, read once and reused until a job is
-        attempted: an idle tick costs two queries, not two per job. A stale
-        snapshot is harmless: the claim re-checks under the row lock."""
+        """The state rows and the database time, read once per pass: an idle tick costs
+        two queries, not two per job, and a busy one reads every job once, not once per
+        run (each run's end brings its own row and the clock back: :meth:`_remember`).
+        A stale snapshot is harmless: the claim re-checks under the row lock."""
         if self._snapshot is None and self._tick is not None:
             # the same two queries, plus the record and the fleet (this host's drain)
             states, now, self.fleet = self.store.tick(self._tick)
@@ -244,8 +252,20 @@ class Runner:
 
     def snapshot(self) -> tuple[dict[str, JobState], dt.datetime]:
         """The state rows and the database time: the tick's first read while no job ran,
-        read again after one did."""
+        read again (once) after one did: what the alerts judge every job by."""
+        if self._stale:
+            self._snapshot, self._stale = None, False
         return self._states_and_now()
+
+    def _remember(self, state: JobState | None, now: dt.datetime | None) -> None:
+        """A run's end as the pass goes on with it: the job's row as the end left it and
+        the database's clock then (its dependants are judged by it; jobs due since then
+        are due)."""
+        if self._snapshot is None or state is None or now is None:
+            return
+        states, before = self._snapshot
+        states[state.app_name] = state
+        self._snapshot = (states, max(before, now))
 
     def run_all(self) -> list[JobResult]:
         """Attempt every due job in dependency order.
@@ -256,22 +276,26 @@ class Runner:
         results = []
         self._states_and_now()  # the tick is recorded even with no job configured
         for job in run_order(self.jobs):
-            result = self.run_job(job, force=False)
+            result = self.run_job(job, force=False, skip_locked=True)
             if result.error is not None and result.status is not Status.FENCED:  # logged already
                 # another runner has it: a fleet's normal case, no warning
                 logger.info("%s", result.error, extra={"job": job.app_name})
             results.append(result)
         return results
 
-    def run_job(self, job: Job, force: bool) -> JobResult:
-        """Attempt one job; ``force`` skips the due and dependency checks, not the lock."""
+    def run_job(self, job: Job, force: bool, skip_locked: bool = False) -> JobResult:
+        """Attempt one job; ``force`` skips the due and dependency checks, not the lock.
+        ``skip_locked``: a pass's claim, which passes over a row another runner holds that
+        moment (``FOR UPDATE SKIP LOCKED``: :meth:`StateStore.claim`); without it (an
+        operator's ``--job NAME``) the row is taken with ``FOR UPDATE NOWAIT``. Either way a
+        held row is a :attr:`Status.LOCKED` result carrying :class:`JobLocked`."""
         try:
-            return self._attempt(job, force)
+            return self._attempt(job, force, skip_locked)
         except JobLockError as exc:
             status = Status.ONGOING if isinstance(exc, JobOngoing) else Status.LOCKED
             return JobResult(job.app_name, status, str(exc), exc)
 
-    def _attempt(self, job: Job, force: bool) -> JobResult:
+    def _attempt(self, job: Job, force: bool, skip_locked: bool = False) -> JobResult:
         states, now = self._states_and_now()
         state = states.get(job.app_name)
         if not force and pause_active(state, now):
@@ -293,7 +317,7 @@ class Runner:
                 level = logging.DEBUG if reason == NOT_DUE else logging.INFO
                 logger.log(level, "skipping %s: %s", job.app_name, reason, extra={"job": job.app_name})
                 return JobResult(job.app_name, Status.SKIPPED, reason)
-        self._snapshot = None  # from here on the job's (or others') state may change
+        self._stale = True  # from here on the job's (or others') state may change
         kind = RunKind.FORCED if force else RunKind.SCHEDULED
         try:
             claimed = self.store.claim(
@@ -304,6 +328,7 @@ class Runner:
                 kind,
                 self.options,
                 drainable=not force,
+                skip_locked=skip_locked,
             )
         except HostDrained as exc:  # drained since the tick began: claims nothing more
             self.drained = True
@@ -311,6 +336,8 @@ class Runner:
             return JobResult(job.app_name, Status.SKIPPED, "this host is drained")
         if claimed is None:
             return JobResult(job.app_name, Status.SKIPPED, "another runner just ran it")
+        if isinstance(claimed, JobLocked):
+            return JobResult(job.app_name, Status.LOCKED, str(claimed), claimed)
         before, claim = claimed
         logger.info("running %s (run %s)", job.app_name, claim.run_id, extra={"job": job.app_name})
         if before.ongoing is not None and self.on_takeover is not None:
@@ -551,13 +578,14 @@ class Runner:
         if kind is RunKind.RERUN:  # its own lane: the job's row is the schedule's
             held = self._keep_trying(job, claim, lambda: self.reruns.finish_lane(claim, end, logged))
         else:
-            held = self._keep_trying(
+            held, state, now = self._keep_trying(
                 job,
                 claim,
                 lambda: self.store.finish(
                     claim, outcome, job.depends_on, failure=logged, units=ending.deferred, end=end
                 ),
             )
+            self._remember(state, now)
         if not held:
             why = ending.fenced or "another run took the job over, or an operator released it"
             lost = LeaseLost(job.app_name, claim.run_id, why)
