@@ -38,6 +38,7 @@ from .errors import (
     JobOngoing,
     LeaseLost,
     MarkerIsLive,
+    Terminated,
 )
 from .formats import minute_text, pause_end
 from .frozen import Frozen, setfield
@@ -186,6 +187,33 @@ def _no_report(exc: BaseException, job: Job) -> None:
     return None
 
 
+class Launch:
+    """A claimed run of a job and its supervisor, from its claim to its recorded end."""
+
+    def __init__(self, job: Job, before: JobState, claim: Claim, kind: RunKind, config: Any, supervisor: Any) -> None:
+        from .sidebyside import runs_alone
+
+        self.job, self.before, self.claim, self.kind = job, before, claim, kind
+        self.config, self.supervisor = config, supervisor
+        self.alone = runs_alone(job)
+        self.checkin: str | None = None
+        self.started = time.monotonic()
+
+
+def _run_loop() -> Any:
+    """A new supervisor loop (imported when a job runs: never on an idle tick)."""
+    from .runloop import RunLoop
+
+    return RunLoop()
+
+
+def _noted(result: JobResult) -> JobResult:
+    if result.error is not None and result.status is not Status.FENCED:  # fenced: logged already
+        # another runner has it: a fleet's normal case, no warning
+        logger.info("%s", result.error, extra={"job": result.app_name})
+    return result
+
+
 class Runner:
     """Runs configured jobs against one state store."""
 
@@ -268,19 +296,67 @@ class Runner:
         self._snapshot = (states, max(before, now))
 
     def run_all(self) -> list[JobResult]:
-        """Attempt every due job in dependency order.
+        """Attempt every due job in dependency order, up to ``max_parallel_jobs`` at once
+        (:mod:`crontabber.sidebyside` says which may start; one supervisor loop,
+        :class:`crontabber.runloop.RunLoop`, serves every run); each job's result, in the
+        order they were known.
 
         A job that is locked elsewhere is reported and the others still run
-        (crontabber stopped the whole tick at the first lock).
+        (crontabber stopped the whole tick at the first lock). SIGINT/SIGTERM stops every
+        run in flight; each is recorded as stopped, then the signal is raised again.
         """
-        results = []
+        results: list[JobResult] = []
         self._states_and_now()  # the tick is recorded even with no job configured
-        for job in run_order(self.jobs):
-            result = self.run_job(job, force=False, skip_locked=True)
-            if result.error is not None and result.status is not Status.FENCED:  # logged already
-                # another runner has it: a fleet's normal case, no warning
-                logger.info("%s", result.error, extra={"job": job.app_name})
-            results.append(result)
+        waiting = run_order(self.jobs)
+        flying: list[Launch] = []
+        loop: Any = None  # imported with the first run: an idle tick forks nothing
+        try:
+            while waiting or flying:
+                stopping = loop is not None and loop.interrupt is not None
+                job = None if stopping else self._next_job(waiting, flying)
+                if job is not None:
+                    waiting.remove(job)
+                    outcome = self._begin(job)
+                    if isinstance(outcome, JobResult):
+                        results.append(_noted(outcome))
+                        continue
+                    loop = loop or _run_loop()
+                    self._start(loop, outcome)
+                    flying.append(outcome)
+                    continue
+                if not flying:
+                    break  # stopping: what has not started does not
+                results += self._land_ended(loop, flying)
+        except BaseException as exc:  # a signal (or a failure) outside the loop's wait
+            if loop is not None and flying:
+                if isinstance(exc, (KeyboardInterrupt, Terminated)):
+                    loop.stop(exc)
+                while flying:  # every run in flight is recorded before it goes on
+                    results += self._land_ended(loop, flying)
+            raise
+        if loop is not None and loop.interrupt is not None:
+            raise loop.interrupt
+        return results
+
+    def _next_job(self, waiting: list[Job], flying: list[Launch]) -> Job | None:
+        if not flying:  # the rule's answer with nothing in flight (an idle tick imports nothing)
+            return waiting[0] if waiting else None
+        from .sidebyside import next_to_start
+
+        running = [launch.job.app_name for launch in flying]
+        alone = any(launch.alone for launch in flying)
+        return next_to_start(waiting, running, alone, self.settings.max_parallel_jobs)
+
+    def _land_ended(self, loop: Any, flying: list[Launch]) -> list[JobResult]:
+        """Wait for runs to end and record each; a job that raised KeyboardInterrupt itself
+        stops the pass as a signal would (nothing new starts; the others finish)."""
+        results = []
+        for run, ending in loop.wait():
+            launch = next(launch for launch in flying if launch.supervisor is run)
+            flying.remove(launch)
+            results.append(_noted(self._land(launch, ending)))
+            if ending.interrupt is not None and loop.interrupt is None and results[-1].status is not Status.FENCED:
+                loop.interrupt = ending.interrupt
         return results
 
     def run_job(self, job: Job, force: bool, skip_locked: bool = False) -> JobResult:
@@ -289,13 +365,30 @@ class Runner:
         moment (``FOR UPDATE SKIP LOCKED``: :meth:`StateStore.claim`); without it (an
         operator's ``--job NAME``) the row is taken with ``FOR UPDATE NOWAIT``. Either way a
         held row is a :attr:`Status.LOCKED` result carrying :class:`JobLocked`."""
+        claimed = self._claim_job(job, force, skip_locked)
+        if isinstance(claimed, JobResult):
+            return claimed
+        before, claim, kind = claimed
+        return self._execute(job, before, claim, kind=kind)
+
+    def _begin(self, job: Job) -> JobResult | Launch:
+        """A pass's attempt of ``job``: its result when it does not run, else its run, claimed
+        and ready to start."""
+        claimed = self._claim_job(job, force=False, skip_locked=True)
+        if isinstance(claimed, JobResult):
+            return claimed
+        before, claim, kind = claimed
+        return self._launch(job, before, claim, kind)
+
+    def _claim_job(self, job: Job, force: bool, skip_locked: bool) -> JobResult | tuple[JobState, Claim, RunKind]:
         try:
             return self._attempt(job, force, skip_locked)
         except JobLockError as exc:
             status = Status.ONGOING if isinstance(exc, JobOngoing) else Status.LOCKED
             return JobResult(job.app_name, status, str(exc), exc)
 
-    def _attempt(self, job: Job, force: bool, skip_locked: bool = False) -> JobResult:
+    def _attempt(self, job: Job, force: bool, skip_locked: bool = False) -> JobResult | tuple[JobState, Claim, RunKind]:
+        """The job's checks and claim: its result when it does not run, else the claim."""
         states, now = self._states_and_now()
         state = states.get(job.app_name)
         if not force and pause_active(state, now):
@@ -342,7 +435,7 @@ class Runner:
         logger.info("running %s (run %s)", job.app_name, claim.run_id, extra={"job": job.app_name})
         if before.ongoing is not None and self.on_takeover is not None:
             self.on_takeover(job, before, claim.run_id)
-        return self._execute(job, before, claim, kind=kind)
+        return before, claim, kind
 
     def _why_not(self, job: Job, states: dict[str, JobState], now: dt.datetime) -> str | None:
         if not is_due(states.get(job.app_name), job.schedule, now):
@@ -468,8 +561,25 @@ class Runner:
         kind: RunKind = RunKind.SCHEDULED,
         lane: Lane | None = None,
     ) -> JobResult:
+        """Run one claimed job alone (``--job``, a rerun's worker) and record how it ended; a
+        SIGINT/SIGTERM that stopped it is raised again once it is recorded."""
+        launch = self._launch(job, before, claim, kind, lane)
+        loop = _run_loop()
+        self._start(loop, launch)
+        try:
+            ((_, ending),) = loop.wait()
+        except BaseException as exc:  # a bug: still release the job
+            self._land(launch, self._failed(exc))
+            raise
+        result = self._land(launch, ending)
+        if ending.interrupt is not None and result.status is not Status.FENCED:
+            raise ending.interrupt
+        return result
+
+    def _launch(self, job: Job, before: JobState, claim: Claim, kind: RunKind, lane: Lane | None = None) -> Launch:
+        """The supervised run of a claimed job, not started yet (:meth:`_start`)."""
         from .capture import OutputTail
-        from .supervisor import Ending, Failure, Supervisor
+        from .supervisor import Supervisor
 
         config = job_config(job, self.settings.sources)
         info = before.job_information() if before.last_run is not None else None
@@ -505,19 +615,33 @@ class Runner:
             if lane is not None
             else None,
         )
-        checkin = self._checkin_start(job, config)
-        started = time.monotonic()
+        return Launch(job, before, claim, kind, config, supervisor)
+
+    def _start(self, loop: Any, launch: Launch) -> None:
+        """Fork the run's child into ``loop``; a fork that failed is recorded as the run's
+        failure (the job released), then raised."""
+        launch.checkin = self._checkin_start(launch.job, launch.config)
+        launch.started = time.monotonic()
         try:
-            ending = supervisor.run()
-        except BaseException as exc:  # a fork that failed, or a bug: still release the job
-            ending = Ending(failure=Failure.of(exc))
-            try:
-                self._finish(job, before, claim, ending, config, kind)
-            finally:
-                self._checkin_end(job, checkin, False, started)
+            loop.add(launch.supervisor)
+        except BaseException as exc:
+            self._land(launch, self._failed(exc))
             raise
-        result = self._finish(job, before, claim, ending, config, kind)
-        self._checkin_end(job, checkin, result.status is Status.RAN, started)
+
+    @staticmethod
+    def _failed(exc: BaseException) -> Any:
+        from .supervisor import Ending, Failure
+
+        return Ending(failure=Failure.of(exc))
+
+    def _land(self, launch: Launch, ending: Any) -> JobResult:
+        """Record the end of a run and close its Sentry Crons check-in."""
+        ok = False
+        try:
+            result = self._finish(launch.job, launch.before, launch.claim, ending, launch.config, launch.kind)
+            ok = result.status is Status.RAN
+        finally:
+            self._checkin_end(launch.job, launch.checkin, ok, launch.started)
         return result
 
     def _checkin_start(self, job: Job, config: Any) -> str | None:
@@ -550,7 +674,8 @@ class Runner:
         kind: RunKind = RunKind.SCHEDULED,
     ) -> JobResult:
         """Write the end of the run (conditional on its run id), then say how it went; what
-        the end writes to the state row follows :class:`RunKind`'s rule."""
+        the end writes to the state row follows :class:`RunKind`'s rule. A SIGINT/SIGTERM
+        that stopped the run (``ending.interrupt``) is the caller's to raise again."""
         failure = ending.failure
         delay = retry_delay(
             before.error_count + 1,
@@ -591,8 +716,6 @@ class Runner:
             lost = LeaseLost(job.app_name, claim.run_id, why)
             logger.error("%s; its outcome was not recorded", lost, extra={"job": job.app_name})
             return JobResult(job.app_name, Status.FENCED, str(lost), lost, claim.run_id, summaries)
-        if ending.interrupt is not None:
-            raise ending.interrupt
         if failure is None:
             ran = JobResult(job.app_name, Status.RAN, run_id=claim.run_id, summaries=summaries)
             if ran.summary and not job.is_backfill:  # a backfill unit's is logged as it is written

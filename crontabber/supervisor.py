@@ -3,8 +3,9 @@
 The runner forks a child per due job (never on an idle tick). The **child**
 (:func:`_child_main`) builds the job, iterates ``main()`` and sends each
 successful unit, then how it ended, to the parent over a pipe; it never
-touches the state database. The **parent** (:class:`Supervisor`), single
-threaded, waits on that pipe and on the child's pidfd, and meanwhile:
+touches the state database. The **parent** (:class:`Supervisor`, one per run, driven with
+every other run of the runner by one loop, :class:`crontabber.runloop.RunLoop`, on one
+thread) waits on that pipe and on the child's pidfd, and meanwhile:
 
 - renews the lease every ``heartbeat_seconds`` on the runner's own
   connection; a renewal that finds another run on the row means the job was
@@ -227,8 +228,10 @@ class Supervisor:
 
     # ---------------------------------------------------------------- parent
 
-    def run(self) -> Ending:
-        """Fork the child, supervise it until it has exited, return the ending."""
+    def start(self, also_close: tuple[int, ...] = ()) -> None:
+        """Fork the child (it closes the runner's connection and ``also_close``: the other
+        runs' pipes); from here on :meth:`fds`, :meth:`deadline` and :meth:`serve` drive the
+        run, and :meth:`end` concludes it once :meth:`serve` said the child has exited."""
         from multiprocessing.connection import Pipe
 
         # duplex: the child waits for each unit's answer (see _on_message)
@@ -237,6 +240,7 @@ class Supervisor:
         for stream in (sys.stdout, sys.stderr):  # not written twice by the child's copies
             _flush(stream)
         runner = os.getpid()  # read before the fork: the child's getppid() may already differ
+        self.inherited_fds = (*self.inherited_fds, *also_close)
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child, measured through its effects
             reader.close()
@@ -251,11 +255,59 @@ class Supervisor:
             os.set_blocking(read_end, False)
             self._outputs[read_end] = target
         self.pid = pid
+        self._reader = reader
+        self._pidfd = _pidfd(pid)
+        self._started = time.monotonic()
+        self._next_beat = self._started + self.limits.heartbeat_seconds
+        self.status: int | None = None
+
+    def fds(self) -> list[int]:
+        """What the run waits on: the child's messages, its pidfd, its output pipes."""
+        return [self._reader.fileno()] + ([self._pidfd] if self._pidfd is not None else []) + list(self._outputs)
+
+    def deadline(self) -> float:
+        """The monotonic time by which :meth:`serve` must be called even if no fd is ready:
+        the next heartbeat, the timeout, the SIGKILL after the grace (and, without a pidfd,
+        a poll of the child every 0.2 s)."""
+        deadline = min(self._next_beat, self._next_deadline(self._started))
+        return deadline if self._pidfd is not None else min(deadline, time.monotonic() + 0.2)
+
+    def serve(self, ready: set[int]) -> bool:
+        """Do what ``ready`` (the fds of :meth:`fds` that are readable) and the clock ask for:
+        output, messages, the child's exit, heartbeats, the timeout, the lease; True once the
+        child has exited (then :meth:`end`)."""
+        for fd in [fd for fd in self._outputs if fd in ready]:
+            self._read_output(fd)
+        if self._reader.fileno() in ready:
+            self._drain(self._reader)
+        if self._pidfd is None or self._pidfd in ready:
+            self.status = _reap(self.pid)
+            if self.status is not None:
+                self._drain(self._reader)  # what it sent before exiting
+                return True
+        now = time.monotonic()
+        self._next_beat = self._output_save(now, self._next_beat)
+        if now >= self._next_beat:
+            self._beat()
+            self._next_beat = now + self.limits.heartbeat_seconds
+        self._enforce(self._started, now)
+        return False
+
+    def interrupt(self, exc: BaseException) -> None:
+        """SIGINT/SIGTERM reached the runner: stop the child (a second one: SIGKILL)."""
+        self._interrupted(exc)
+
+    def end(self) -> Ending:
+        """Once the child has exited: what is left of its output, then how the run ended."""
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+        if self._stop_reason is not None:
+            _kill_group(self.pid, signal.SIGKILL)  # what the job left behind
         try:
-            self._supervise(reader)
             self._read_outputs_to_end()
         finally:
-            reader.close()
+            self._reader.close()
             for read_end in list(self._outputs):
                 os.close(read_end)
             self._outputs.clear()
@@ -286,44 +338,6 @@ class Supervisor:
                 self._read_output(fd)
         if self.tail is not None:
             self.ending.output, self.ending.dropped = self.tail.kept()
-
-    def _supervise(self, reader: Any) -> None:
-        pidfd = _pidfd(self.pid)
-        started = time.monotonic()
-        next_beat = started + self.limits.heartbeat_seconds
-        status: int | None = None
-        try:
-            while status is None:
-                try:
-                    now = time.monotonic()
-                    wait = max(0.0, min(next_beat, self._next_deadline(started)) - now)
-                    ready = _wait(
-                        [reader.fileno()] + ([pidfd] if pidfd is not None else []) + list(self._outputs),
-                        wait if pidfd is not None else min(wait, 0.2),
-                    )
-                    for fd in [fd for fd in self._outputs if fd in ready]:
-                        self._read_output(fd)
-                    if reader.fileno() in ready:
-                        self._drain(reader)
-                    if pidfd is None or pidfd in ready:
-                        status = _reap(self.pid)
-                        if status is not None:
-                            self._drain(reader)  # what it sent before exiting
-                            break
-                    now = time.monotonic()
-                    next_beat = self._output_save(now, next_beat)
-                    if now >= next_beat:
-                        self._beat()
-                        next_beat = now + self.limits.heartbeat_seconds
-                    self._enforce(started, now)
-                except (KeyboardInterrupt, Terminated) as exc:
-                    self._interrupted(exc)
-        finally:
-            if pidfd is not None:
-                os.close(pidfd)
-        self.status = status
-        if self._stop_reason is not None:
-            _kill_group(self.pid, signal.SIGKILL)  # what the job left behind
 
     def _output_save(self, now: float, next_beat: float) -> float:
         """The next heartbeat, brought forward to save new output ``_save_delay`` from now

@@ -44,6 +44,10 @@ MASK = "*" * 8
 NOT_SET = "(not set)"  # a secret without a value: nothing to hide, and it says so
 
 
+#: ``max_parallel_jobs``' default (chosen by measurement: docs/deploy.md, "Due jobs side by side").
+MAX_PARALLEL_JOBS = 1
+
+
 def runner_options() -> Namespace:
     """The runner's own options (a job's options live under ``crontabber.class-X``)."""
     root = Namespace()
@@ -72,6 +76,13 @@ def runner_options() -> Namespace:
         formerly="default_timeout",
     )
     cron.add_option("kill_grace_seconds", 30.0, "after SIGTERM (timeout, lost lease), seconds before SIGKILL")
+    cron.add_option(
+        "max_parallel_jobs",
+        MAX_PARALLEL_JOBS,
+        "how many due jobs this host's tick runs at once, each in its own process (1: one "
+        "after another, crontabber's serial tick); a job waits for its parents due in the "
+        "same tick, and a job class with parallel = False runs alone",
+    )
     cron.add_option(
         "rerun_confirm_over", 31, "--rerun of more intervals than this needs --yes (a typo of a year reran 692 days)"
     )
@@ -524,6 +535,7 @@ class Settings(Frozen):
         "monitor",
         "alerts",
         "host_tags",
+        "max_parallel_jobs",
     )
     _hidden = frozenset({"sentry_dsn", "sources"})
     _uncompared = frozenset({"sources"})
@@ -546,6 +558,7 @@ class Settings(Frozen):
     monitor: MonitorSettings
     alerts: AlertSettings
     host_tags: tuple[str, ...]
+    max_parallel_jobs: int
 
     def __init__(
         self,
@@ -568,6 +581,7 @@ class Settings(Frozen):
         monitor: MonitorSettings,
         alerts: AlertSettings,
         host_tags: tuple[str, ...] = (),
+        max_parallel_jobs: int = MAX_PARALLEL_JOBS,
     ) -> None:
         setfield(self, "entries", entries)
         setfield(self, "error_retry_time", error_retry_time)
@@ -588,6 +602,7 @@ class Settings(Frozen):
         setfield(self, "monitor", monitor)
         setfield(self, "alerts", alerts)
         setfield(self, "host_tags", host_tags)
+        setfield(self, "max_parallel_jobs", max_parallel_jobs)
 
     def limits_for(self, job_config: Mapping[str, Any]) -> RunLimits:
         """The time limits of one run of a job, given its resolved options."""
@@ -627,6 +642,8 @@ def load_settings(conf_path: str | None, cli: Mapping[str, str], environ: Mappin
             "crontabber.lease_seconds",
             f"must be at least twice heartbeat_seconds (> 0): {lease:g} vs {heartbeat:g}",
         )
+    if values["crontabber.max_parallel_jobs"] < 1:
+        raise ConfigurationError("crontabber.max_parallel_jobs", "must be at least 1")
     for name in ("default_timeout_seconds", "kill_grace_seconds", "output_tail_bytes"):
         if values[f"crontabber.{name}"] < 0:
             raise ConfigurationError(f"crontabber.{name}", "must not be negative")
