@@ -53,6 +53,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable, TypeAlias, TypeVar
 
+    from .lanes import Lane
     from .records import AuditEntry
     from .rerun_store import RerunStore
 
@@ -158,7 +159,7 @@ def markers_from_here(rules: LeaseRules) -> Callable[[JobState | None, dt.dateti
 NOT_DUE = "not due yet"
 
 
-class Lane(Frozen):
+class Rerun(Frozen):
     """The rerun a run of the rerun lane works on: the first run of its group (``root``), how
     many of its intervals may run at once, and whether they are taken strictly in order (a
     job that does not declare ``parallel_reruns``)."""
@@ -545,8 +546,8 @@ class Runner:
             extra={"job": job.app_name},
         )
         before = self.store.state(job.app_name) or JobState(job.app_name)
-        lane = Lane(root, cap, not job.parallel_reruns)
-        return self._execute(job, before, claim, kind=RunKind.RERUN, lane=lane)
+        rerun = Rerun(root, cap, not job.parallel_reruns)
+        return self._execute(job, before, claim, kind=RunKind.RERUN, rerun=rerun)
 
     def gone_here(self, holder: str) -> bool:
         """Whether ``holder`` (``host:pid``) was a process of this host that is gone
@@ -559,11 +560,11 @@ class Runner:
         before: JobState,
         claim: Claim,
         kind: RunKind = RunKind.SCHEDULED,
-        lane: Lane | None = None,
+        rerun: Rerun | None = None,
     ) -> JobResult:
         """Run one claimed job alone (``--job``, a rerun's worker) and record how it ended; a
         SIGINT/SIGTERM that stopped it is raised again once it is recorded."""
-        launch = self._launch(job, before, claim, kind, lane)
+        launch = self._launch(job, before, claim, kind, rerun)
         loop = _run_loop()
         self._start(loop, launch)
         try:
@@ -576,7 +577,7 @@ class Runner:
             raise ending.interrupt
         return result
 
-    def _launch(self, job: Job, before: JobState, claim: Claim, kind: RunKind, lane: Lane | None = None) -> Launch:
+    def _launch(self, job: Job, before: JobState, claim: Claim, kind: RunKind, rerun: Rerun | None = None) -> Launch:
         """The supervised run of a claimed job, not started yet (:meth:`_start`)."""
         from .capture import OutputTail
         from .supervisor import Supervisor
@@ -591,31 +592,25 @@ class Runner:
             instance.lease = lease
             return instance
 
-        record = self.reruns.record_lane_unit if lane else self.store.record_success
-        beat = self.reruns.lane_heartbeat if lane else self.store.heartbeat
-        lease_seconds = self.settings.lease_seconds
         supervisor = Supervisor(
             claim,
             self.settings.limits_for(config),
             make_app,
-            record_unit=lambda when, took, summary, metrics: record(claim, when, took, summary, metrics),
-            heartbeat=lambda output: beat(claim, output),
+            self._lane(job, claim, kind, rerun),
             report=lambda exc: self.report(exc, job),
             inherited_fds=self.store.fds(),
-            defer_units=not job.is_backfill,
             tail=OutputTail(self.settings.output_tail_bytes) if self.settings.output_tail_bytes else None,
-            claim_interval=(lambda when: self.store.claim_interval(claim, kind, when, lease_seconds, self.gone_here))
-            if job.is_backfill and lane is None
-            else None,
-            next_interval=(
-                lambda: self.reruns.next_interval(
-                    claim, lane.root, lease_seconds, lane.parallel, lane.strict, self.gone_here
-                )
-            )
-            if lane is not None
-            else None,
         )
         return Launch(job, before, claim, kind, config, supervisor)
+
+    def _lane(self, job: Job, claim: Claim, kind: RunKind, rerun: Rerun | None) -> Lane:
+        """The lane of the run (:mod:`crontabber.lanes`): its rerun's, else the job's row."""
+        from .lanes import RerunLane, ScheduledLane
+
+        lease = self.settings.lease_seconds
+        if rerun is not None:
+            return RerunLane(self.reruns, claim, rerun.root, rerun.parallel, rerun.strict, lease, self.gone_here)
+        return ScheduledLane(self.store, claim, kind, job.depends_on, job.is_backfill, lease, self.gone_here)
 
     def _start(self, loop: Any, launch: Launch) -> None:
         """Fork the run's child into ``loop``; a fork that failed is recorded as the run's
@@ -638,7 +633,7 @@ class Runner:
         """Record the end of a run and close its Sentry Crons check-in."""
         ok = False
         try:
-            result = self._finish(launch.job, launch.before, launch.claim, ending, launch.config, launch.kind)
+            result = self._finish(launch, ending)
             ok = result.status is Status.RAN
         finally:
             self._checkin_end(launch.job, launch.checkin, ok, launch.started)
@@ -664,18 +659,11 @@ class Runner:
         if self.crons is not None:
             self.crons.finish(job, checkin, ok, time.monotonic() - started)
 
-    def _finish(
-        self,
-        job: Job,
-        before: JobState,
-        claim: Claim,
-        ending: Any,
-        config: Any,
-        kind: RunKind = RunKind.SCHEDULED,
-    ) -> JobResult:
-        """Write the end of the run (conditional on its run id), then say how it went; what
-        the end writes to the state row follows :class:`RunKind`'s rule. A SIGINT/SIGTERM
-        that stopped the run (``ending.interrupt``) is the caller's to raise again."""
+    def _finish(self, launch: Launch, ending: Any) -> JobResult:
+        """Write the end of the run through its lane (conditional on its run id), then say how
+        it went; what the end writes to the state row follows :class:`RunKind`'s rule. A
+        SIGINT/SIGTERM that stopped the run (``ending.interrupt``) is the caller's to raise."""
+        job, before, claim, config, kind = launch.job, launch.before, launch.claim, launch.config, launch.kind
         failure = ending.failure
         delay = retry_delay(
             before.error_count + 1,
@@ -700,17 +688,9 @@ class Runner:
             dropped=ending.dropped,
         )
         logged = (dt.timedelta(seconds=seconds), failure.error, failure.exc_repr) if failure is not None else None
-        if kind is RunKind.RERUN:  # its own lane: the job's row is the schedule's
-            held = self._keep_trying(job, claim, lambda: self.reruns.finish_lane(claim, end, logged))
-        else:
-            held, state, now = self._keep_trying(
-                job,
-                claim,
-                lambda: self.store.finish(
-                    claim, outcome, job.depends_on, failure=logged, units=ending.deferred, end=end
-                ),
-            )
-            self._remember(state, now)
+        lane = launch.supervisor.lane
+        held, state, now = self._keep_trying(job, claim, lambda: lane.finish(outcome, end, logged, ending.deferred))
+        self._remember(state, now)
         if not held:
             why = ending.fenced or "another run took the job over, or an operator released it"
             lost = LeaseLost(job.app_name, claim.run_id, why)

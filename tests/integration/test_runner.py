@@ -226,7 +226,7 @@ def test_system_exit_in_a_job_is_a_failure_and_the_run_goes_on(crontab):
 
 
 def test_keyboard_interrupt_in_a_job_releases_the_lock_and_stops(crontab):
-    crontab.configure(["InterruptJob|1d", "SlowJob|1d"])
+    crontab.configure(["InterruptJob|1d", "SlowJob|1d"], extra="    max_parallel_jobs=1\n")  # the serial tick
     code, out = crontab.run()
     assert code == 130
     state = crontab.state("interrupt")
