@@ -123,8 +123,8 @@ class BaseCronApp(RequiredConfig):
     parallel_reruns: bool = False
     # A job that must not run beside the runner's other jobs (it needs the host's memory or
     # disk to itself, or touches what they touch) says ``parallel = False``: a tick with
-    # max_parallel_jobs > 1 starts it only when nothing else of the runner runs, and nothing
-    # beside it until it ends. Other hosts' runs are not held back.
+    # max_parallel_jobs > 1 starts it only when nothing else of the runner runs (the others
+    # pass it meanwhile), and nothing beside it until it ends. Other hosts' runs go on.
     parallel: bool = True
 
     def __init__(self, config: DotDict, job_information: dict[str, Any] | None) -> None:

@@ -48,12 +48,16 @@ class RunLoop:
         for run in self.runs:
             run.interrupt(exc)
 
-    def wait(self) -> list[tuple[Supervisor, Ending]]:
+    def wait(self, until: float | None = None) -> list[tuple[Supervisor, Ending]]:
         """Serve the runs until at least one has ended; those runs with their endings, in
-        the order they were added (each run's output read to its end and concluded)."""
+        the order they were added (each run's output read to its end and concluded).
+        ``until``: a monotonic time at which to return anyway, [] when none ended by then
+        (a server's next tick: it claims more and adds them)."""
         while self.runs:
+            if until is not None and time.monotonic() >= until:
+                return []
             try:
-                deadline = min(run.deadline() for run in self.runs)
+                deadline = min([run.deadline() for run in self.runs] + ([until] if until is not None else []))
                 ready = _wait([fd for run in self.runs for fd in run.fds()], max(0.0, deadline - time.monotonic()))
                 ended = [run for run in list(self.runs) if run.serve(ready)]
             except (KeyboardInterrupt, Terminated) as exc:

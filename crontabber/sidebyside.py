@@ -6,8 +6,9 @@
   (once they ended, the job's own checks judge it by their new rows: a parent that failed
   blocks it with the dependency reason, as ever).
 - A job whose class says ``parallel = False`` runs alone: it starts only when nothing else
-  runs (the jobs after it wait meanwhile, so that it is not starved), and nothing starts
-  beside it.
+  runs, and nothing starts beside it. The jobs after it do not wait for it meanwhile (a
+  5-minute job is never held behind an hour-long run); a pass attempts each job once, so
+  the job runs at the latest once the others have ended.
 - Otherwise jobs start in the pass's order (parents first, alphabetical within a layer).
 """
 
@@ -39,6 +40,6 @@ def next_to_start(waiting: Sequence[Job], running: Collection[str], alone_runnin
         if held:
             continue
         if runs_alone(job) and running:
-            return None
+            continue
         return job
     return None

@@ -10,8 +10,9 @@ import signal
 import time
 
 from tests.fixtures import fleet_jobs
+from tests.fixtures.fleet_jobs import FLEET_JOBS
 
-FLEET = "tests.fixtures.fleet_jobs"
+FLEET = FLEET_JOBS
 
 
 def parallel(n: int, extra: str = "") -> str:
@@ -35,17 +36,28 @@ def overlap(a: dict, b: dict) -> bool:
     return a["started"] < b["ended"] and b["started"] < a["ended"]
 
 
-def test_runs_overlap_up_to_max_parallel_jobs(crontab):
+def test_runs_overlap_up_to_max_parallel_jobs_each_with_its_own_output(cli):
+    crontab = cli.crontab
     jobs = [f"{FLEET}.MeetA|1d", f"{FLEET}.MeetB|1d", f"{FLEET}.MeetC|1d"]
     crontab.configure(jobs, extra=parallel(3, sections("MeetA MeetB MeetC", meet=3)))
-    code, out = crontab.run()
-    assert code == 0, out
+    tick = cli.run()  # the real command: the jobs' stdout and stderr are the runner's pipes
+    assert tick.returncode == 0, tick.stderr
     done = runs(crontab)
     assert [done[name]["status"] for name in ("meet-a", "meet-b", "meet-c")] == ["succeeded"] * 3
     calls = {c["app_name"]: c for c in crontab.sql("SELECT app_name, at, finished_at FROM test_job_calls")}
     for a in calls.values():  # each started before any ended: all three at once
         assert all(a["at"] < b["finished_at"] for b in calls.values())
     assert overlap(done["meet-a"], done["meet-c"])
+    for name in ("meet-a", "meet-b", "meet-c"):  # each run's output is its own
+        output = crontab.sql("SELECT output FROM crontabber_run WHERE app_name = %s", (name,))[0]["output"]
+        assert f"{name} is here" in output and f"{name} met the others" in output and f"{name} logs" in output
+        assert not any(other in output for other in ("meet-a", "meet-b", "meet-c") if other != name)
+        logs = cli.run("--logs", name)
+        assert logs.returncode == 0 and f"{name} met the others" in logs.stdout
+    for line in tick.stderr.splitlines():  # the runner's log lines name their job
+        if " is here" in line or " logs" in line:
+            name = line.split()[0]
+            assert name.startswith("meet-") or "crontabber.job.meet-" in line, line
 
 
 def test_parents_due_in_the_same_pass_end_before_their_children_start(crontab):

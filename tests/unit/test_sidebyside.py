@@ -29,9 +29,10 @@ def test_a_job_waits_for_its_parents_running_or_waiting_and_others_pass_it():
     assert next_to_start(waiting[1:2], ["bar"], False, 4) is None
 
 
-def test_a_job_that_runs_alone_waits_for_an_empty_runner_and_holds_the_others():
+def test_a_job_that_runs_alone_waits_for_an_empty_runner_and_nothing_starts_beside_it():
     waiting = [job("alone", parallel=False), job("b")]
-    assert next_to_start(waiting, ["a"], False, 4) is None  # the jobs after it wait too
+    assert names(next_to_start(waiting, ["a"], False, 4)) == "b"  # the others pass it
+    assert next_to_start(waiting[:1], ["a", "b"], False, 4) is None
     assert names(next_to_start(waiting, [], False, 4)) == "alone"
     assert next_to_start(waiting[1:], ["alone"], True, 4) is None
 
