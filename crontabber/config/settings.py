@@ -46,7 +46,8 @@ NOT_SET = "(not set)"  # a secret without a value: nothing to hide, and it says 
 
 #: ``max_parallel_jobs``' default, chosen by measurement (docs/deploy.md, "Due jobs side by side"):
 #: one tick over 100 due no-op jobs on the 2-core development machine took 1.28 / 0.84 / 0.91 /
-#: 1.00 s (median of 5) at 1 / 2 / 4 / 8, and 1.83 / 1.48 / 1.74 / 1.59 s in a second series.
+#: 1.00 s (median of 5) at 1 / 2 / 4 / 8; 1.83 / 1.48 / 1.74 / 1.59 s and 1.09 / 0.85 / 0.79 /
+#: 0.82 s in two more series: 2 fastest twice, within the noise of 4 once.
 MAX_PARALLEL_JOBS = 2
 
 
