@@ -20,97 +20,43 @@ its lease is fenced off (:class:`LeaseLost`, exit 4) and changes nothing.
 from __future__ import annotations
 
 import datetime as dt
-import enum
 import functools
 import logging
 import os
 import socket
-import time
 
-from .config.catalog import Job, job_config, run_order
+from .config.catalog import Job, run_order
 from .config.settings import Settings
 from .errors import (
-    CrontabberError,
-    DatabaseUnavailable,
     HostDrained,
     JobLocked,
     JobLockError,
     JobOngoing,
-    LeaseLost,
     MarkerIsLive,
     Terminated,
 )
 from .formats import minute_text, pause_end
-from .frozen import Frozen, setfield
-from .leases import LeaseRules, Marker, describe_marker, holder_gone, holder_name, marker_status, retry_delay
+from .leases import LeaseRules, Marker, describe_marker, holder_gone, holder_name, marker_status
 from .overrides import given_options
 from .placement import may_claim, placement_text
-from .scheduling import dependency_block, is_due, next_run_after, pause_active
-from .state import Claim, FinishRecord, FleetHost, JobState, RunEnd, RunKind, RunStatus, Tick
+from .results import JobResult as JobResult
+from .results import Status as Status
+from .results import first_fenced as first_fenced
+from .scheduling import dependency_block, is_due, pause_active
+from .state import Claim, FleetHost, JobState, RunKind, Tick
 from .store import StateStore
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable, TypeAlias, TypeVar
 
-    from .lanes import Lane
+    from .launch import Launch, Launcher, Rerun
     from .records import AuditEntry
     from .rerun_store import RerunStore
 
     T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
-
-
-#: How a run ends when SIGTERM (to the runner or the job's processes: a deploy, ``systemctl
-#: stop``) stopped it (:attr:`crontabber.supervisor.Failure.kind`): recorded as "stopped by
-#: signal", never counted as a failure, paging nobody; the job stays due for the next tick.
-#: (A KeyboardInterrupt, which a job may raise itself, still counts.)
-STOPPING = ("terminate",)
-
-
-class Status(enum.Enum):
-    RAN = "ran"
-    FAILED = "failed"
-    SKIPPED = "skipped"
-    LOCKED = "locked"
-    ONGOING = "ongoing"
-    FENCED = "fenced"
-    PAUSED = "paused"
-
-
-class JobResult(Frozen):
-    """What happened to one job in one invocation."""
-
-    __slots__ = ("app_name", "status", "detail", "error", "run_id", "summaries")
-    app_name: str
-    status: Status
-    detail: str
-    error: JobLockError | LeaseLost | None
-    run_id: int | None
-    # The job's one-line summary of each successful unit (interval, summary or None).
-    summaries: tuple[tuple[dt.datetime, str | None], ...]
-
-    def __init__(
-        self,
-        app_name: str,
-        status: Status,
-        detail: str = "",
-        error: JobLockError | LeaseLost | None = None,
-        run_id: int | None = None,
-        summaries: tuple[tuple[dt.datetime, str | None], ...] = (),
-    ) -> None:
-        setfield(self, "app_name", app_name)
-        setfield(self, "status", status)
-        setfield(self, "detail", detail)
-        setfield(self, "error", error)
-        setfield(self, "run_id", run_id)
-        setfield(self, "summaries", summaries)
-
-    @property
-    def summary(self) -> str | None:
-        """The run's summary: its last unit's."""
-        return next((text for _, text in reversed(self.summaries) if text), None)
 
 
 def this_host() -> str:
@@ -159,22 +105,6 @@ def markers_from_here(rules: LeaseRules) -> Callable[[JobState | None, dt.dateti
 NOT_DUE = "not due yet"
 
 
-class Rerun(Frozen):
-    """The rerun a run of the rerun lane works on: the first run of its group (``root``), how
-    many of its intervals may run at once, and whether they are taken strictly in order (a
-    job that does not declare ``parallel_reruns``)."""
-
-    __slots__ = ("root", "parallel", "strict")
-    root: int
-    parallel: int
-    strict: bool
-
-    def __init__(self, root: int, parallel: int, strict: bool) -> None:
-        setfield(self, "root", root)
-        setfield(self, "parallel", parallel)
-        setfield(self, "strict", strict)
-
-
 def _span_text(dates: list[dt.datetime]) -> str:
     if len(dates) <= 3:
         return ", ".join(minute_text(d) for d in dates)
@@ -186,19 +116,6 @@ Reporter: TypeAlias = "Callable[[BaseException, Job], object]"
 
 def _no_report(exc: BaseException, job: Job) -> None:
     return None
-
-
-class Launch:
-    """A claimed run of a job and its supervisor, from its claim to its recorded end."""
-
-    def __init__(self, job: Job, before: JobState, claim: Claim, kind: RunKind, config: Any, supervisor: Any) -> None:
-        from .sidebyside import runs_alone
-
-        self.job, self.before, self.claim, self.kind = job, before, claim, kind
-        self.config, self.supervisor = config, supervisor
-        self.alone = runs_alone(job)
-        self.checkin: str | None = None
-        self.started = time.monotonic()
 
 
 def _run_loop() -> Any:
@@ -253,6 +170,22 @@ class Runner:
         self.crons = crons
         # recorded with each run it claims: which bucket a forced run really used
         self.options = tuple(given_options(settings.sources.cli))
+
+    @functools.cached_property
+    def launcher(self) -> Launcher:
+        """What launches this runner's claimed runs and records their ends, built when the
+        first job runs (an idle tick never imports :mod:`crontabber.launch`)."""
+        from .launch import Launcher
+
+        return Launcher(
+            self.settings,
+            self.store,
+            lambda: self.reruns,
+            self.report,
+            self.crons,
+            self.gone_here,
+            self._remember,
+        )
 
     @functools.cached_property
     def reruns(self) -> RerunStore:
@@ -322,7 +255,7 @@ class Runner:
                         results.append(_noted(outcome))
                         continue
                     loop = loop or _run_loop()
-                    self._start(loop, outcome)
+                    self.launcher.start(loop, outcome)
                     flying.append(outcome)
                     continue
                 if not flying:
@@ -355,7 +288,7 @@ class Runner:
         for run, ending in loop.wait():
             launch = next(launch for launch in flying if launch.supervisor is run)
             flying.remove(launch)
-            results.append(_noted(self._land(launch, ending)))
+            results.append(_noted(self.launcher.land(launch, ending)))
             if ending.interrupt is not None and loop.interrupt is None and results[-1].status is not Status.FENCED:
                 loop.interrupt = ending.interrupt
         return results
@@ -379,7 +312,7 @@ class Runner:
         if isinstance(claimed, JobResult):
             return claimed
         before, claim, kind = claimed
-        return self._launch(job, before, claim, kind)
+        return self.launcher.launch(job, before, claim, kind)
 
     def _claim_job(self, job: Job, force: bool, skip_locked: bool) -> JobResult | tuple[JobState, Claim, RunKind]:
         try:
@@ -546,6 +479,8 @@ class Runner:
             extra={"job": job.app_name},
         )
         before = self.store.state(job.app_name) or JobState(job.app_name)
+        from .launch import Rerun
+
         rerun = Rerun(root, cap, not job.parallel_reruns)
         return self._execute(job, before, claim, kind=RunKind.RERUN, rerun=rerun)
 
@@ -564,181 +499,15 @@ class Runner:
     ) -> JobResult:
         """Run one claimed job alone (``--job``, a rerun's worker) and record how it ended; a
         SIGINT/SIGTERM that stopped it is raised again once it is recorded."""
-        launch = self._launch(job, before, claim, kind, rerun)
+        launch = self.launcher.launch(job, before, claim, kind, rerun)
         loop = _run_loop()
-        self._start(loop, launch)
+        self.launcher.start(loop, launch)
         try:
             ((_, ending),) = loop.wait()
         except BaseException as exc:  # a bug: still release the job
-            self._land(launch, self._failed(exc))
+            self.launcher.land(launch, self.launcher.failed(exc))
             raise
-        result = self._land(launch, ending)
+        result = self.launcher.land(launch, ending)
         if ending.interrupt is not None and result.status is not Status.FENCED:
             raise ending.interrupt
         return result
-
-    def _launch(self, job: Job, before: JobState, claim: Claim, kind: RunKind, rerun: Rerun | None = None) -> Launch:
-        """The supervised run of a claimed job, not started yet (:meth:`_start`)."""
-        from .capture import OutputTail
-        from .supervisor import Supervisor
-
-        config = job_config(job, self.settings.sources)
-        info = before.job_information() if before.last_run is not None else None
-
-        def make_app(lease: Any) -> Any:
-            instance: Any = job.cls(config, info)
-            instance.started_at = claim.started
-            instance.run_id = claim.run_id
-            instance.lease = lease
-            return instance
-
-        supervisor = Supervisor(
-            claim,
-            self.settings.limits_for(config),
-            make_app,
-            self._lane(job, claim, kind, rerun),
-            report=lambda exc: self.report(exc, job),
-            inherited_fds=self.store.fds(),
-            tail=OutputTail(self.settings.output_tail_bytes) if self.settings.output_tail_bytes else None,
-        )
-        return Launch(job, before, claim, kind, config, supervisor)
-
-    def _lane(self, job: Job, claim: Claim, kind: RunKind, rerun: Rerun | None) -> Lane:
-        """The lane of the run (:mod:`crontabber.lanes`): its rerun's, else the job's row."""
-        from .lanes import RerunLane, ScheduledLane
-
-        lease = self.settings.lease_seconds
-        if rerun is not None:
-            return RerunLane(self.reruns, claim, rerun.root, rerun.parallel, rerun.strict, lease, self.gone_here)
-        return ScheduledLane(self.store, claim, kind, job.depends_on, job.is_backfill, lease, self.gone_here)
-
-    def _start(self, loop: Any, launch: Launch) -> None:
-        """Fork the run's child into ``loop``; a fork that failed is recorded as the run's
-        failure (the job released), then raised."""
-        launch.checkin = self._checkin_start(launch.job, launch.config)
-        launch.started = time.monotonic()
-        try:
-            loop.add(launch.supervisor)
-        except BaseException as exc:
-            self._land(launch, self._failed(exc))
-            raise
-
-    @staticmethod
-    def _failed(exc: BaseException) -> Any:
-        from .supervisor import Ending, Failure
-
-        return Ending(failure=Failure.of(exc))
-
-    def _land(self, launch: Launch, ending: Any) -> JobResult:
-        """Record the end of a run and close its Sentry Crons check-in."""
-        ok = False
-        try:
-            result = self._finish(launch, ending)
-            ok = result.status is Status.RAN
-        finally:
-            self._checkin_end(launch.job, launch.checkin, ok, launch.started)
-        return result
-
-    def _checkin_start(self, job: Job, config: Any) -> str | None:
-        """Sentry Crons' ``in_progress``, when configured (its monitor from the schedule)."""
-        if self.crons is None:
-            return None
-        from .alerts.alerter import alert_rules
-        from .sentry import monitor_config
-
-        try:
-            failures = alert_rules(job, self.settings.sources).after_failures
-        except CrontabberError:
-            failures = 1
-        checkin: str | None = self.crons.start(
-            job, monitor_config(job.schedule, self.settings.limits_for(config).timeout, failures)
-        )
-        return checkin
-
-    def _checkin_end(self, job: Job, checkin: str | None, ok: bool, started: float) -> None:
-        if self.crons is not None:
-            self.crons.finish(job, checkin, ok, time.monotonic() - started)
-
-    def _finish(self, launch: Launch, ending: Any) -> JobResult:
-        """Write the end of the run through its lane (conditional on its run id), then say how
-        it went; what the end writes to the state row follows :class:`RunKind`'s rule. A
-        SIGINT/SIGTERM that stopped the run (``ending.interrupt``) is the caller's to raise."""
-        job, before, claim, config, kind = launch.job, launch.before, launch.claim, launch.config, launch.kind
-        failure = ending.failure
-        delay = retry_delay(
-            before.error_count + 1,
-            float(config["error_retry_time"]),
-            float(config["error_backoff"]),
-            float(config["error_retry_max"]),
-        )
-        outcome = FinishRecord(
-            started=claim.started,
-            succeeded=failure is None,
-            error=failure.error if failure is not None else {},
-            next_run=next_run_after(claim.started, job.schedule, failure is None, delay),
-            kind=kind,
-            stopped=failure is not None and failure.kind in STOPPING,
-        )
-        seconds = failure.seconds if failure is not None else 0.0
-        summaries = tuple(ending.summaries)
-        end = RunEnd(
-            status=failure.status if failure is not None else RunStatus.SUCCEEDED,
-            error=failure.summary if failure is not None else None,
-            output=ending.output,
-            dropped=ending.dropped,
-        )
-        logged = (dt.timedelta(seconds=seconds), failure.error, failure.exc_repr) if failure is not None else None
-        lane = launch.supervisor.lane
-        held, state, now = self._keep_trying(job, claim, lambda: lane.finish(outcome, end, logged, ending.deferred))
-        self._remember(state, now)
-        if not held:
-            why = ending.fenced or "another run took the job over, or an operator released it"
-            lost = LeaseLost(job.app_name, claim.run_id, why)
-            logger.error("%s; its outcome was not recorded", lost, extra={"job": job.app_name})
-            return JobResult(job.app_name, Status.FENCED, str(lost), lost, claim.run_id, summaries)
-        if failure is None:
-            ran = JobResult(job.app_name, Status.RAN, run_id=claim.run_id, summaries=summaries)
-            if ran.summary and not job.is_backfill:  # a backfill unit's is logged as it is written
-                logger.info("%s: %s", job.app_name, ran.summary, extra={"job": job.app_name})
-            return ran
-        return JobResult(job.app_name, Status.FAILED, failure.summary, run_id=claim.run_id, summaries=summaries)
-
-    def _keep_trying(self, job: Job, claim: Claim, write: Callable[[], T]) -> T:
-        """Run a state write, retrying with backoff while the database is away,
-        for at most ``lease_seconds`` (after that the lease has expired anyway
-        and the next runner takes the job over).
-
-        Raises:
-            DatabaseUnavailable: still unavailable at the end, with a message
-                saying that the marker will expire with its lease.
-        """
-        deadline = time.monotonic() + self.settings.lease_seconds
-        pause = 0.5
-        while True:
-            try:
-                return write()
-            except DatabaseUnavailable as exc:
-                if time.monotonic() + pause > deadline:
-                    raise DatabaseUnavailable(
-                        exc.target,
-                        f"{exc.reason}; the end of {job.app_name}'s run "
-                        f"{claim.run_id} was not recorded: its marker expires with its lease",
-                    ) from None
-                if pause == 0.5:
-                    logger.warning(
-                        "%s: %s; retrying for up to %g s to record the end of run %s",
-                        job.app_name,
-                        exc,
-                        self.settings.lease_seconds,
-                        claim.run_id,
-                        extra={"job": job.app_name},
-                    )
-                time.sleep(pause)
-                pause = min(pause * 2, 10.0)
-
-
-def first_fenced(results: list[JobResult]) -> LeaseLost | None:
-    """The first run of a tick that was fenced off (it makes the tick exit 4). A job held by
-    another runner (its row locked that moment, or a live run on another host) is not one:
-    in a fleet that is every tick's normal case, and the tick exits 0."""
-    return next((r.error for r in results if isinstance(r.error, LeaseLost)), None)

@@ -26,8 +26,8 @@ def test_a_loop_is_fed_a_run_while_another_is_in_flight(crontab):
         for name in ("meet-a", "meet-b"):
             job = find_job(jobs, name)
             before, claim, kind = runner._claim_job(job, force=True, skip_locked=False)
-            launch = runner._launch(job, before, claim, kind)
-            runner._start(loop, launch)
+            launch = runner.launcher.launch(job, before, claim, kind)
+            runner.launcher.start(loop, launch)
             launches.append(launch)
             if name == "meet-a":  # meet-a waits for meet-b: nothing ends before it is added
                 early = loop.wait(until=time.monotonic() + 0.3)
@@ -36,7 +36,7 @@ def test_a_loop_is_fed_a_run_while_another_is_in_flight(crontab):
         ended = []
         while len(ended) < 2:
             ended += loop.wait()
-        results = [runner._land(next(la for la in launches if la.supervisor is run), e) for run, e in ended]
+        results = [runner.launcher.land(next(la for la in launches if la.supervisor is run), e) for run, e in ended]
         assert {r.status for r in results} == {Status.RAN}
     finally:
         store.close()
