@@ -14,7 +14,9 @@ Class attributes the runner reads:
 - ``depends_on``: an app name or a list of them;
 - ``required_config``: a :class:`~crontabber.config.options.Namespace` of options,
   read from the ini section ``[crontabber] [[class-<ClassName>]]``;
-- ``app_description``, ``app_version``: shown by ``--list-jobs``.
+- ``app_description``, ``app_version``: shown by ``--list-jobs``;
+- ``parallel`` (default True): False makes the job run alone on its runner, nothing
+  else of that runner beside it (``max_parallel_jobs``).
 
 Each run happens in a child process of the runner, which keeps the run's
 lease meanwhile; a job with much work to do checks :meth:`BaseCronApp.holds_lease`
@@ -120,6 +122,11 @@ class BaseCronApp(RequiredConfig):
     # own interval's data only) declares it: ``--rerun NAME --parallel N`` may then run N of
     # them at once, on one host or several. Without it a rerun takes them in order, one at a time.
     parallel_reruns: bool = False
+    # A job that must not run beside the runner's other jobs (it needs the host's memory or
+    # disk to itself, or touches what they touch) says ``parallel = False``: a tick with
+    # max_parallel_jobs > 1 starts it only when nothing else of the runner runs (the others
+    # pass it meanwhile), and nothing beside it until it ends. Other hosts' runs go on.
+    parallel: bool = True
 
     def __init__(self, config: DotDict, job_information: dict[str, Any] | None) -> None:
         self.config = config

@@ -3,8 +3,12 @@ bookkeeping. All state goes through :class:`~crontabber.store.StateStore` (a rer
 through :class:`~crontabber.rerun_store.RerunStore`, over its connection);
 "now" is always the database's clock.
 
+A pass (:meth:`Runner.run_all`) reads every job's state once, at its start; each run's end
+brings back its own row, so a run costs the same whatever the number of jobs.
 The claim is one transaction (see ``StateStore.claim``): the row is locked
-with ``FOR UPDATE NOWAIT`` (contention: :class:`JobLocked`, exit 2), its
+with ``FOR UPDATE SKIP LOCKED`` in a pass (a row another runner holds that moment is passed
+over and reported held elsewhere, no error) and ``FOR UPDATE NOWAIT`` for an operator's
+``--job NAME [--force]`` (contention: :class:`JobLocked`, exit 2), its
 ``ongoing`` marker judged by :func:`crontabber.leases.marker_status` (live:
 :class:`JobOngoing`, exit 3; expired, dead or stale: taken over, and logged),
 then set with a new run id and a first heartbeat. The job runs in a child
@@ -16,94 +20,43 @@ its lease is fenced off (:class:`LeaseLost`, exit 4) and changes nothing.
 from __future__ import annotations
 
 import datetime as dt
-import enum
 import functools
 import logging
 import os
 import socket
-import time
 
-from .config.catalog import Job, job_config, run_order
+from .config.catalog import Job, run_order
 from .config.settings import Settings
 from .errors import (
-    CrontabberError,
-    DatabaseUnavailable,
     HostDrained,
+    JobLocked,
     JobLockError,
     JobOngoing,
-    LeaseLost,
     MarkerIsLive,
+    Terminated,
 )
 from .formats import minute_text, pause_end
-from .frozen import Frozen, setfield
-from .leases import LeaseRules, Marker, describe_marker, holder_gone, holder_name, marker_status, retry_delay
+from .leases import LeaseRules, Marker, describe_marker, holder_gone, holder_name, marker_status
 from .overrides import given_options
 from .placement import may_claim, placement_text
-from .scheduling import dependency_block, is_due, next_run_after, pause_active
-from .state import Claim, FinishRecord, FleetHost, JobState, RunEnd, RunKind, RunStatus, Tick
+from .results import JobResult as JobResult
+from .results import Status as Status
+from .results import first_fenced as first_fenced
+from .scheduling import dependency_block, is_due, pause_active
+from .state import Claim, FleetHost, JobState, RunKind, Tick
 from .store import StateStore
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable, TypeAlias, TypeVar
 
+    from .launch import Launch, Launcher, Rerun
     from .records import AuditEntry
     from .rerun_store import RerunStore
 
     T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
-
-
-#: How a run ends when SIGTERM (to the runner or the job's processes: a deploy, ``systemctl
-#: stop``) stopped it (:attr:`crontabber.supervisor.Failure.kind`): recorded as "stopped by
-#: signal", never counted as a failure, paging nobody; the job stays due for the next tick.
-#: (A KeyboardInterrupt, which a job may raise itself, still counts.)
-STOPPING = ("terminate",)
-
-
-class Status(enum.Enum):
-    RAN = "ran"
-    FAILED = "failed"
-    SKIPPED = "skipped"
-    LOCKED = "locked"
-    ONGOING = "ongoing"
-    FENCED = "fenced"
-    PAUSED = "paused"
-
-
-class JobResult(Frozen):
-    """What happened to one job in one invocation."""
-
-    __slots__ = ("app_name", "status", "detail", "error", "run_id", "summaries")
-    app_name: str
-    status: Status
-    detail: str
-    error: JobLockError | LeaseLost | None
-    run_id: int | None
-    # The job's one-line summary of each successful unit (interval, summary or None).
-    summaries: tuple[tuple[dt.datetime, str | None], ...]
-
-    def __init__(
-        self,
-        app_name: str,
-        status: Status,
-        detail: str = "",
-        error: JobLockError | LeaseLost | None = None,
-        run_id: int | None = None,
-        summaries: tuple[tuple[dt.datetime, str | None], ...] = (),
-    ) -> None:
-        setfield(self, "app_name", app_name)
-        setfield(self, "status", status)
-        setfield(self, "detail", detail)
-        setfield(self, "error", error)
-        setfield(self, "run_id", run_id)
-        setfield(self, "summaries", summaries)
-
-    @property
-    def summary(self) -> str | None:
-        """The run's summary: its last unit's."""
-        return next((text for _, text in reversed(self.summaries) if text), None)
 
 
 def this_host() -> str:
@@ -152,22 +105,6 @@ def markers_from_here(rules: LeaseRules) -> Callable[[JobState | None, dt.dateti
 NOT_DUE = "not due yet"
 
 
-class Lane(Frozen):
-    """The rerun a run of the rerun lane works on: the first run of its group (``root``), how
-    many of its intervals may run at once, and whether they are taken strictly in order (a
-    job that does not declare ``parallel_reruns``)."""
-
-    __slots__ = ("root", "parallel", "strict")
-    root: int
-    parallel: int
-    strict: bool
-
-    def __init__(self, root: int, parallel: int, strict: bool) -> None:
-        setfield(self, "root", root)
-        setfield(self, "parallel", parallel)
-        setfield(self, "strict", strict)
-
-
 def _span_text(dates: list[dt.datetime]) -> str:
     if len(dates) <= 3:
         return ", ".join(minute_text(d) for d in dates)
@@ -179,6 +116,20 @@ Reporter: TypeAlias = "Callable[[BaseException, Job], object]"
 
 def _no_report(exc: BaseException, job: Job) -> None:
     return None
+
+
+def _run_loop() -> Any:
+    """A new supervisor loop (imported when a job runs: never on an idle tick)."""
+    from .runloop import RunLoop
+
+    return RunLoop()
+
+
+def _noted(result: JobResult) -> JobResult:
+    if result.error is not None and result.status is not Status.FENCED:  # fenced: logged already
+        # another runner has it: a fleet's normal case, no warning
+        logger.info("%s", result.error, extra={"job": result.app_name})
+    return result
 
 
 class Runner:
@@ -208,6 +159,8 @@ class Runner:
         self.pid = os.getpid()
         self.rules = lease_rules(settings, self.host)
         self._snapshot: tuple[dict[str, JobState], dt.datetime] | None = None
+        # A job was attempted since the snapshot was read: others' rows may have changed too.
+        self._stale = False
         self._tick = tick
         #: The fleet as the tick's first read saw it (empty: not a tick); ``drained``: this
         #: host was drained then (the claim checks again under the row lock).
@@ -219,6 +172,22 @@ class Runner:
         self.options = tuple(given_options(settings.sources.cli))
 
     @functools.cached_property
+    def launcher(self) -> Launcher:
+        """What launches this runner's claimed runs and records their ends, built when the
+        first job runs (an idle tick never imports :mod:`crontabber.launch`)."""
+        from .launch import Launcher
+
+        return Launcher(
+            self.settings,
+            self.store,
+            lambda: self.reruns,
+            self.report,
+            self.crons,
+            self.gone_here,
+            self._remember,
+        )
+
+    @functools.cached_property
     def reruns(self) -> RerunStore:
         """The rerun lane's queries over this runner's store, built on first use (a cron tick
         never imports :mod:`crontabber.rerun_store`)."""
@@ -227,9 +196,10 @@ class Runner:
         return RerunStore(self.store)
 
     def _states_and_now(self) -> tuple[dict[str, JobState], dt.datetime]:
-        """The state rows and the database time, read once and reused until a job is
-        attempted: an idle tick costs two queries, not two per job. A stale
-        snapshot is harmless: the claim re-checks under the row lock."""
+        """The state rows and the database time, read once per pass: an idle tick costs
+        two queries, not two per job, and a busy one reads every job once, not once per
+        run (each run's end brings its own row and the clock back: :meth:`_remember`).
+        A stale snapshot is harmless: the claim re-checks under the row lock."""
         if self._snapshot is None and self._tick is not None:
             # the same two queries, plus the record and the fleet (this host's drain)
             states, now, self.fleet = self.store.tick(self._tick)
@@ -244,34 +214,115 @@ class Runner:
 
     def snapshot(self) -> tuple[dict[str, JobState], dt.datetime]:
         """The state rows and the database time: the tick's first read while no job ran,
-        read again after one did."""
+        read again (once) after one did: what the alerts judge every job by."""
+        if self._stale:
+            self._snapshot, self._stale = None, False
         return self._states_and_now()
 
+    def _remember(self, state: JobState | None, now: dt.datetime | None) -> None:
+        """A run's end as the pass goes on with it: the job's row as the end left it and
+        the database's clock then (its dependants are judged by it; jobs due since then
+        are due)."""
+        if self._snapshot is None or state is None or now is None:
+            return
+        states, before = self._snapshot
+        states[state.app_name] = state
+        self._snapshot = (states, max(before, now))
+
     def run_all(self) -> list[JobResult]:
-        """Attempt every due job in dependency order.
+        """Attempt every due job in dependency order, up to ``max_parallel_jobs`` at once
+        (:mod:`crontabber.sidebyside` says which may start; one supervisor loop,
+        :class:`crontabber.runloop.RunLoop`, serves every run); each job's result, in the
+        order they were known.
 
         A job that is locked elsewhere is reported and the others still run
-        (crontabber stopped the whole tick at the first lock).
+        (crontabber stopped the whole tick at the first lock). SIGINT/SIGTERM stops every
+        run in flight; each is recorded as stopped, then the signal is raised again.
         """
-        results = []
+        results: list[JobResult] = []
         self._states_and_now()  # the tick is recorded even with no job configured
-        for job in run_order(self.jobs):
-            result = self.run_job(job, force=False)
-            if result.error is not None and result.status is not Status.FENCED:  # logged already
-                # another runner has it: a fleet's normal case, no warning
-                logger.info("%s", result.error, extra={"job": job.app_name})
-            results.append(result)
+        waiting = run_order(self.jobs)
+        flying: list[Launch] = []
+        loop: Any = None  # imported with the first run: an idle tick forks nothing
+        try:
+            while waiting or flying:
+                stopping = loop is not None and loop.interrupt is not None
+                job = None if stopping else self._next_job(waiting, flying)
+                if job is not None:
+                    waiting.remove(job)
+                    outcome = self._begin(job)
+                    if isinstance(outcome, JobResult):
+                        results.append(_noted(outcome))
+                        continue
+                    loop = loop or _run_loop()
+                    self.launcher.start(loop, outcome)
+                    flying.append(outcome)
+                    continue
+                if not flying:
+                    break  # stopping: what has not started does not
+                results += self._land_ended(loop, flying)
+        except BaseException as exc:  # a signal (or a failure) outside the loop's wait
+            if loop is not None and flying:
+                if isinstance(exc, (KeyboardInterrupt, Terminated)):
+                    loop.stop(exc)
+                while flying:  # every run in flight is recorded before it goes on
+                    results += self._land_ended(loop, flying)
+            raise
+        if loop is not None and loop.interrupt is not None:
+            raise loop.interrupt
         return results
 
-    def run_job(self, job: Job, force: bool) -> JobResult:
-        """Attempt one job; ``force`` skips the due and dependency checks, not the lock."""
+    def _next_job(self, waiting: list[Job], flying: list[Launch]) -> Job | None:
+        if not flying:  # the rule's answer with nothing in flight (an idle tick imports nothing)
+            return waiting[0] if waiting else None
+        from .sidebyside import next_to_start
+
+        running = [launch.job.app_name for launch in flying]
+        alone = any(launch.alone for launch in flying)
+        return next_to_start(waiting, running, alone, self.settings.max_parallel_jobs)
+
+    def _land_ended(self, loop: Any, flying: list[Launch]) -> list[JobResult]:
+        """Wait for runs to end and record each; a job that raised KeyboardInterrupt itself
+        stops the pass as a signal would (nothing new starts; the others finish)."""
+        results = []
+        for run, ending in loop.wait():
+            launch = next(launch for launch in flying if launch.supervisor is run)
+            flying.remove(launch)
+            results.append(_noted(self.launcher.land(launch, ending)))
+            if ending.interrupt is not None and loop.interrupt is None and results[-1].status is not Status.FENCED:
+                loop.interrupt = ending.interrupt
+        return results
+
+    def run_job(self, job: Job, force: bool, skip_locked: bool = False) -> JobResult:
+        """Attempt one job; ``force`` skips the due and dependency checks, not the lock.
+        ``skip_locked``: a pass's claim, which passes over a row another runner holds that
+        moment (``FOR UPDATE SKIP LOCKED``: :meth:`StateStore.claim`); without it (an
+        operator's ``--job NAME``) the row is taken with ``FOR UPDATE NOWAIT``. Either way a
+        held row is a :attr:`Status.LOCKED` result carrying :class:`JobLocked`."""
+        claimed = self._claim_job(job, force, skip_locked)
+        if isinstance(claimed, JobResult):
+            return claimed
+        before, claim, kind = claimed
+        return self._execute(job, before, claim, kind=kind)
+
+    def _begin(self, job: Job) -> JobResult | Launch:
+        """A pass's attempt of ``job``: its result when it does not run, else its run, claimed
+        and ready to start."""
+        claimed = self._claim_job(job, force=False, skip_locked=True)
+        if isinstance(claimed, JobResult):
+            return claimed
+        before, claim, kind = claimed
+        return self.launcher.launch(job, before, claim, kind)
+
+    def _claim_job(self, job: Job, force: bool, skip_locked: bool) -> JobResult | tuple[JobState, Claim, RunKind]:
         try:
-            return self._attempt(job, force)
+            return self._attempt(job, force, skip_locked)
         except JobLockError as exc:
             status = Status.ONGOING if isinstance(exc, JobOngoing) else Status.LOCKED
             return JobResult(job.app_name, status, str(exc), exc)
 
-    def _attempt(self, job: Job, force: bool) -> JobResult:
+    def _attempt(self, job: Job, force: bool, skip_locked: bool = False) -> JobResult | tuple[JobState, Claim, RunKind]:
+        """The job's checks and claim: its result when it does not run, else the claim."""
         states, now = self._states_and_now()
         state = states.get(job.app_name)
         if not force and pause_active(state, now):
@@ -293,7 +344,7 @@ class Runner:
                 level = logging.DEBUG if reason == NOT_DUE else logging.INFO
                 logger.log(level, "skipping %s: %s", job.app_name, reason, extra={"job": job.app_name})
                 return JobResult(job.app_name, Status.SKIPPED, reason)
-        self._snapshot = None  # from here on the job's (or others') state may change
+        self._stale = True  # from here on the job's (or others') state may change
         kind = RunKind.FORCED if force else RunKind.SCHEDULED
         try:
             claimed = self.store.claim(
@@ -304,6 +355,7 @@ class Runner:
                 kind,
                 self.options,
                 drainable=not force,
+                skip_locked=skip_locked,
             )
         except HostDrained as exc:  # drained since the tick began: claims nothing more
             self.drained = True
@@ -311,11 +363,13 @@ class Runner:
             return JobResult(job.app_name, Status.SKIPPED, "this host is drained")
         if claimed is None:
             return JobResult(job.app_name, Status.SKIPPED, "another runner just ran it")
+        if isinstance(claimed, JobLocked):
+            return JobResult(job.app_name, Status.LOCKED, str(claimed), claimed)
         before, claim = claimed
         logger.info("running %s (run %s)", job.app_name, claim.run_id, extra={"job": job.app_name})
         if before.ongoing is not None and self.on_takeover is not None:
             self.on_takeover(job, before, claim.run_id)
-        return self._execute(job, before, claim, kind=kind)
+        return before, claim, kind
 
     def _why_not(self, job: Job, states: dict[str, JobState], now: dt.datetime) -> str | None:
         if not is_due(states.get(job.app_name), job.schedule, now):
@@ -425,8 +479,10 @@ class Runner:
             extra={"job": job.app_name},
         )
         before = self.store.state(job.app_name) or JobState(job.app_name)
-        lane = Lane(root, cap, not job.parallel_reruns)
-        return self._execute(job, before, claim, kind=RunKind.RERUN, lane=lane)
+        from .launch import Rerun
+
+        rerun = Rerun(root, cap, not job.parallel_reruns)
+        return self._execute(job, before, claim, kind=RunKind.RERUN, rerun=rerun)
 
     def gone_here(self, holder: str) -> bool:
         """Whether ``holder`` (``host:pid``) was a process of this host that is gone
@@ -439,175 +495,19 @@ class Runner:
         before: JobState,
         claim: Claim,
         kind: RunKind = RunKind.SCHEDULED,
-        lane: Lane | None = None,
+        rerun: Rerun | None = None,
     ) -> JobResult:
-        from .capture import OutputTail
-        from .supervisor import Ending, Failure, Supervisor
-
-        config = job_config(job, self.settings.sources)
-        info = before.job_information() if before.last_run is not None else None
-
-        def make_app(lease: Any) -> Any:
-            instance: Any = job.cls(config, info)
-            instance.started_at = claim.started
-            instance.run_id = claim.run_id
-            instance.lease = lease
-            return instance
-
-        record = self.reruns.record_lane_unit if lane else self.store.record_success
-        beat = self.reruns.lane_heartbeat if lane else self.store.heartbeat
-        lease_seconds = self.settings.lease_seconds
-        supervisor = Supervisor(
-            claim,
-            self.settings.limits_for(config),
-            make_app,
-            record_unit=lambda when, took, summary, metrics: record(claim, when, took, summary, metrics),
-            heartbeat=lambda output: beat(claim, output),
-            report=lambda exc: self.report(exc, job),
-            inherited_fds=self.store.fds(),
-            defer_units=not job.is_backfill,
-            tail=OutputTail(self.settings.output_tail_bytes) if self.settings.output_tail_bytes else None,
-            claim_interval=(lambda when: self.store.claim_interval(claim, kind, when, lease_seconds, self.gone_here))
-            if job.is_backfill and lane is None
-            else None,
-            next_interval=(
-                lambda: self.reruns.next_interval(
-                    claim, lane.root, lease_seconds, lane.parallel, lane.strict, self.gone_here
-                )
-            )
-            if lane is not None
-            else None,
-        )
-        checkin = self._checkin_start(job, config)
-        started = time.monotonic()
+        """Run one claimed job alone (``--job``, a rerun's worker) and record how it ended; a
+        SIGINT/SIGTERM that stopped it is raised again once it is recorded."""
+        launch = self.launcher.launch(job, before, claim, kind, rerun)
+        loop = _run_loop()
+        self.launcher.start(loop, launch)
         try:
-            ending = supervisor.run()
-        except BaseException as exc:  # a fork that failed, or a bug: still release the job
-            ending = Ending(failure=Failure.of(exc))
-            try:
-                self._finish(job, before, claim, ending, config, kind)
-            finally:
-                self._checkin_end(job, checkin, False, started)
+            ((_, ending),) = loop.wait()
+        except BaseException as exc:  # a bug: still release the job
+            self.launcher.land(launch, self.launcher.failed(exc))
             raise
-        result = self._finish(job, before, claim, ending, config, kind)
-        self._checkin_end(job, checkin, result.status is Status.RAN, started)
-        return result
-
-    def _checkin_start(self, job: Job, config: Any) -> str | None:
-        """Sentry Crons' ``in_progress``, when configured (its monitor from the schedule)."""
-        if self.crons is None:
-            return None
-        from .alerts.alerter import alert_rules
-        from .sentry import monitor_config
-
-        try:
-            failures = alert_rules(job, self.settings.sources).after_failures
-        except CrontabberError:
-            failures = 1
-        checkin: str | None = self.crons.start(
-            job, monitor_config(job.schedule, self.settings.limits_for(config).timeout, failures)
-        )
-        return checkin
-
-    def _checkin_end(self, job: Job, checkin: str | None, ok: bool, started: float) -> None:
-        if self.crons is not None:
-            self.crons.finish(job, checkin, ok, time.monotonic() - started)
-
-    def _finish(
-        self,
-        job: Job,
-        before: JobState,
-        claim: Claim,
-        ending: Any,
-        config: Any,
-        kind: RunKind = RunKind.SCHEDULED,
-    ) -> JobResult:
-        """Write the end of the run (conditional on its run id), then say how it went; what
-        the end writes to the state row follows :class:`RunKind`'s rule."""
-        failure = ending.failure
-        delay = retry_delay(
-            before.error_count + 1,
-            float(config["error_retry_time"]),
-            float(config["error_backoff"]),
-            float(config["error_retry_max"]),
-        )
-        outcome = FinishRecord(
-            started=claim.started,
-            succeeded=failure is None,
-            error=failure.error if failure is not None else {},
-            next_run=next_run_after(claim.started, job.schedule, failure is None, delay),
-            kind=kind,
-            stopped=failure is not None and failure.kind in STOPPING,
-        )
-        seconds = failure.seconds if failure is not None else 0.0
-        summaries = tuple(ending.summaries)
-        end = RunEnd(
-            status=failure.status if failure is not None else RunStatus.SUCCEEDED,
-            error=failure.summary if failure is not None else None,
-            output=ending.output,
-            dropped=ending.dropped,
-        )
-        logged = (dt.timedelta(seconds=seconds), failure.error, failure.exc_repr) if failure is not None else None
-        if kind is RunKind.RERUN:  # its own lane: the job's row is the schedule's
-            held = self._keep_trying(job, claim, lambda: self.reruns.finish_lane(claim, end, logged))
-        else:
-            held = self._keep_trying(
-                job,
-                claim,
-                lambda: self.store.finish(
-                    claim, outcome, job.depends_on, failure=logged, units=ending.deferred, end=end
-                ),
-            )
-        if not held:
-            why = ending.fenced or "another run took the job over, or an operator released it"
-            lost = LeaseLost(job.app_name, claim.run_id, why)
-            logger.error("%s; its outcome was not recorded", lost, extra={"job": job.app_name})
-            return JobResult(job.app_name, Status.FENCED, str(lost), lost, claim.run_id, summaries)
-        if ending.interrupt is not None:
+        result = self.launcher.land(launch, ending)
+        if ending.interrupt is not None and result.status is not Status.FENCED:
             raise ending.interrupt
-        if failure is None:
-            ran = JobResult(job.app_name, Status.RAN, run_id=claim.run_id, summaries=summaries)
-            if ran.summary and not job.is_backfill:  # a backfill unit's is logged as it is written
-                logger.info("%s: %s", job.app_name, ran.summary, extra={"job": job.app_name})
-            return ran
-        return JobResult(job.app_name, Status.FAILED, failure.summary, run_id=claim.run_id, summaries=summaries)
-
-    def _keep_trying(self, job: Job, claim: Claim, write: Callable[[], T]) -> T:
-        """Run a state write, retrying with backoff while the database is away,
-        for at most ``lease_seconds`` (after that the lease has expired anyway
-        and the next runner takes the job over).
-
-        Raises:
-            DatabaseUnavailable: still unavailable at the end, with a message
-                saying that the marker will expire with its lease.
-        """
-        deadline = time.monotonic() + self.settings.lease_seconds
-        pause = 0.5
-        while True:
-            try:
-                return write()
-            except DatabaseUnavailable as exc:
-                if time.monotonic() + pause > deadline:
-                    raise DatabaseUnavailable(
-                        exc.target,
-                        f"{exc.reason}; the end of {job.app_name}'s run "
-                        f"{claim.run_id} was not recorded: its marker expires with its lease",
-                    ) from None
-                if pause == 0.5:
-                    logger.warning(
-                        "%s: %s; retrying for up to %g s to record the end of run %s",
-                        job.app_name,
-                        exc,
-                        self.settings.lease_seconds,
-                        claim.run_id,
-                        extra={"job": job.app_name},
-                    )
-                time.sleep(pause)
-                pause = min(pause * 2, 10.0)
-
-
-def first_fenced(results: list[JobResult]) -> LeaseLost | None:
-    """The first run of a tick that was fenced off (it makes the tick exit 4). A job held by
-    another runner (its row locked that moment, or a live run on another host) is not one:
-    in a fleet that is every tick's normal case, and the tick exits 0."""
-    return next((r.error for r in results if isinstance(r.error, LeaseLost)), None)
+        return result

@@ -395,7 +395,8 @@ class StateStore:
         kind: RunKind = RunKind.SCHEDULED,
         options: Sequence[str] = (),
         drainable: bool = False,
-    ) -> tuple[JobState, Claim] | None:
+        skip_locked: bool = False,
+    ) -> tuple[JobState, Claim] | JobLocked | None:
         """Lock the job's row, let ``decide`` check it, and mark it ongoing
         with a new run id (the run's fencing token) and a first heartbeat; the
         run's ledger row (``kind``, status running, the command line's ``options``) is
@@ -408,8 +409,13 @@ class StateStore:
 
         ``drainable``: refuse when the host is drained (checked under the row lock).
 
+        ``skip_locked``: a scheduled pass's claim (``FOR UPDATE SKIP LOCKED``): a row another
+        transaction holds is passed over and :class:`JobLocked` *returned* (held elsewhere,
+        the transaction committed empty: no error, no rollback); without it the lock is
+        ``FOR UPDATE NOWAIT`` (an operator's ``--job NAME [--force]``), which raises.
+
         Raises:
-            JobLocked: another transaction holds the row lock (NOWAIT).
+            JobLocked: another transaction holds the row lock (NOWAIT, not ``skip_locked``).
             JobOngoing: from ``decide``.
             HostDrained: ``drainable`` and an operator drained the host.
         """
@@ -418,8 +424,11 @@ class StateStore:
         try:
             with self._conn, self._cursor() as cur:
                 cur.execute(Q["insert_skeleton"], params)
-                cur.execute(Q["lock_state"], params)
-                row = _as_dict(cur, cur.fetchone())
+                cur.execute(Q["lock_state_skip_locked" if skip_locked else "lock_state"], params)
+                locked = cur.fetchone()
+                if locked is None:  # skip_locked: the row exists (insert_skeleton), held elsewhere
+                    return JobLocked(app_name)
+                row = _as_dict(cur, locked)
                 state, now = JobState.from_row(row), row["now"]
                 if drainable and row["drained"]:
                     raise HostDrained(host)
@@ -482,16 +491,19 @@ class StateStore:
         failure: tuple[dt.timedelta, Mapping[str, str], str] | None = None,
         units: Sequence[Unit] = (),
         end: RunEnd | None = None,
-    ) -> bool:
+    ) -> tuple[bool, JobState | None, dt.datetime | None]:
         """Write the end of an attempt, release the marker and log a failure
         (``(duration, last_error record, exception repr)``), in one transaction,
         with the successful ``units`` not written yet (an ordinary job's one
         unit: its success and its next run are then one commit), and the run's
         ledger row (``end``; fenced off when the run no longer held the job).
 
-        Returns False when the run no longer holds the job (another run took
-        it over, or an operator released it): the state is left alone and the
-        log row says the run was fenced off.
+        Returns whether the run still held the job, with the job's state row as the end
+        left it and the database's clock then (what the runner's pass goes on with: no
+        re-read of every job); held False when the run no longer holds the job (another run
+        took it over, or an operator released it): the state is left alone and the log
+        row says the run was fenced off. The row and clock are None when not known (fenced
+        off, or a retry whose first commit went through).
         """
         with self._conn, self._cursor() as cur:
             _record_units(cur, claim, units)  # before finish, which clears the marker they check
@@ -508,11 +520,15 @@ class StateStore:
                     "depends_on": list(depends_on),
                 },
             )
-            held = cur.fetchone() is not None
+            ended = first_row(cur)
+            held = ended is not None
             if not held and _finished_already(cur, claim, outcome):
-                return True  # a retry after a commit whose reply was lost
+                return True, None, None  # a retry after a commit whose reply was lost
             end = end or RunEnd(RunStatus.SUCCEEDED if failure is None else RunStatus.FAILED)
-            return close_run(cur, claim, end, held, failure)
+            recorded = close_run(cur, claim, end, held, failure)
+            if ended is None:
+                return recorded, None, None
+            return recorded, JobState.from_row(ended), ended["now"]
 
     @translated
     def recent_runs(self, app_name: str, limit: int) -> list[RunRecord]:

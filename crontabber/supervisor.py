@@ -3,8 +3,9 @@
 The runner forks a child per due job (never on an idle tick). The **child**
 (:func:`_child_main`) builds the job, iterates ``main()`` and sends each
 successful unit, then how it ended, to the parent over a pipe; it never
-touches the state database. The **parent** (:class:`Supervisor`), single
-threaded, waits on that pipe and on the child's pidfd, and meanwhile:
+touches the state database. The **parent** (:class:`Supervisor`, one per run, driven with
+every other run of the runner by one loop, :class:`crontabber.runloop.RunLoop`, on one
+thread) waits on that pipe and on the child's pidfd, and meanwhile:
 
 - renews the lease every ``heartbeat_seconds`` on the runner's own
   connection; a renewal that finds another run on the row means the job was
@@ -61,8 +62,13 @@ from .errors import (
 )
 from .failures import describe
 from .formats import utc_text
+from .lanes import Units
 from .redaction import masked
 from .state import Claim, RunStatus, Unit
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .lanes import Lane
 
 logger = logging.getLogger(__name__)
 
@@ -170,16 +176,57 @@ class Ending:
     dropped: int = 0
 
 
+# ------------------------------------------------- the messages between the child and the runner
+
+
+@dataclass(frozen=True)
+class UnitDone:
+    """Child to runner: the job finished a unit; answered with :class:`Recorded` once written
+    (or kept while the database is away): only then does the job start the next one."""
+
+    when: dt.datetime
+    seconds: float
+    summary: str | None
+    metrics: Mapping[str, float] | None
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """Runner to child: the unit just sent is written."""
+
+
+@dataclass(frozen=True)
+class AskUnit:
+    """Child to runner: the job's next unit (``proposed``: the interval a scheduled backfill
+    would run next; None: a rerun's, which the lane picks); answered with :class:`UnitAnswer`."""
+
+    proposed: dt.datetime | None
+
+
+@dataclass(frozen=True)
+class UnitAnswer:
+    """Runner to child: the unit claimed for the run (``when``), or why the job waits, or
+    nothing left (both None): :meth:`crontabber.lanes.Lane.next_unit`."""
+
+    when: dt.datetime | None
+    wait: str | None
+
+
+@dataclass(frozen=True)
+class JobFailed:
+    """Child to runner: how the job failed (its last message)."""
+
+    failure: Failure
+
+
 class Supervisor:
     """Runs one claimed job in a child process; see the module docstring.
 
-    ``make_app`` builds the job instance in the child; ``record_unit(when,
-    duration, summary, metrics)`` writes one unit's progress and returns False when the run
-    no longer holds the job; ``heartbeat(output)`` renews the lease, saving the
-    captured output when it grew (None: unchanged), and returns None when fenced
-    off; ``report`` sends a job's exception to Sentry (called in the child);
-    ``tail`` keeps the job's output (None: not captured, the child writes to the
-    runner's stdout and stderr directly).
+    ``make_app`` builds the job instance in the child; ``lane`` (:mod:`crontabber.lanes`)
+    gives the run its units, records each, renews the lease and saves the captured output;
+    ``report`` sends a job's exception to Sentry (called in the child); ``tail`` keeps the
+    job's output (None: not captured, the child writes to the runner's stdout and stderr
+    directly); ``inherited_fds``: the runner's connection, closed in the child.
     """
 
     def __init__(
@@ -187,26 +234,15 @@ class Supervisor:
         claim: Claim,
         limits: RunLimits,
         make_app: Callable[[LeaseClock], Any],
-        record_unit: Callable[[dt.datetime, dt.timedelta, str | None, Mapping[str, float] | None], bool],
-        heartbeat: Callable[[tuple[str, int] | None], dt.datetime | None],
+        lane: Lane,
         report: Callable[[BaseException], object],
         inherited_fds: tuple[int, ...] = (),
-        defer_units: bool = False,
         tail: OutputTail | None = None,
-        claim_interval: Callable[[dt.datetime], str | None] | None = None,
-        next_interval: Callable[[], Any] | None = None,
     ) -> None:
         self.claim = claim
-        # A rerun's run asks for each next interval of its rerun (already claimed for it), a
-        # reason to wait, or nothing left (crontabber.reruns.Pick).
-        self.next_interval = next_interval
-        # A backfill job's intervals are claimed one by one (crontabber_interval) before the
-        # job runs each: None when taken, else who holds it (the job waits and asks again).
-        self.claim_interval = claim_interval
+        self.lane = lane
         self.limits = limits
         self.make_app = make_app
-        self.record_unit = record_unit
-        self.heartbeat = heartbeat
         self.report = report
         self.inherited_fds = inherited_fds
         self.tail = tail
@@ -214,7 +250,7 @@ class Supervisor:
         # An ordinary job's one unit is written with the end of the run, in one
         # transaction: a runner killed between the two would otherwise leave a
         # recorded success with next_run still due, and the job would run again.
-        self.defer_units = defer_units
+        self.defer_units = lane.units is Units.OWN
         self.clock = LeaseClock(limits.hold_seconds)
         self.ending = Ending()
         self._stop_reason: BaseException | None = None
@@ -227,8 +263,10 @@ class Supervisor:
 
     # ---------------------------------------------------------------- parent
 
-    def run(self) -> Ending:
-        """Fork the child, supervise it until it has exited, return the ending."""
+    def start(self, also_close: tuple[int, ...] = ()) -> None:
+        """Fork the child (it closes the runner's connection and ``also_close``: the other
+        runs' pipes); from here on :meth:`fds`, :meth:`deadline` and :meth:`serve` drive the
+        run, and :meth:`end` concludes it once :meth:`serve` said the child has exited."""
         from multiprocessing.connection import Pipe
 
         # duplex: the child waits for each unit's answer (see _on_message)
@@ -237,6 +275,7 @@ class Supervisor:
         for stream in (sys.stdout, sys.stderr):  # not written twice by the child's copies
             _flush(stream)
         runner = os.getpid()  # read before the fork: the child's getppid() may already differ
+        self.inherited_fds = (*self.inherited_fds, *also_close)
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child, measured through its effects
             reader.close()
@@ -251,11 +290,59 @@ class Supervisor:
             os.set_blocking(read_end, False)
             self._outputs[read_end] = target
         self.pid = pid
+        self._reader = reader
+        self._pidfd = _pidfd(pid)
+        self._started = time.monotonic()
+        self._next_beat = self._started + self.limits.heartbeat_seconds
+        self.status: int | None = None
+
+    def fds(self) -> list[int]:
+        """What the run waits on: the child's messages, its pidfd, its output pipes."""
+        return [self._reader.fileno()] + ([self._pidfd] if self._pidfd is not None else []) + list(self._outputs)
+
+    def deadline(self) -> float:
+        """The monotonic time by which :meth:`serve` must be called even if no fd is ready:
+        the next heartbeat, the timeout, the SIGKILL after the grace (and, without a pidfd,
+        a poll of the child every 0.2 s)."""
+        deadline = min(self._next_beat, self._next_deadline(self._started))
+        return deadline if self._pidfd is not None else min(deadline, time.monotonic() + 0.2)
+
+    def serve(self, ready: set[int]) -> bool:
+        """Do what ``ready`` (the fds of :meth:`fds` that are readable) and the clock ask for:
+        output, messages, the child's exit, heartbeats, the timeout, the lease; True once the
+        child has exited (then :meth:`end`)."""
+        for fd in [fd for fd in self._outputs if fd in ready]:
+            self._read_output(fd)
+        if self._reader.fileno() in ready:
+            self._drain(self._reader)
+        if self._pidfd is None or self._pidfd in ready:
+            self.status = _reap(self.pid)
+            if self.status is not None:
+                self._drain(self._reader)  # what it sent before exiting
+                return True
+        now = time.monotonic()
+        self._next_beat = self._output_save(now, self._next_beat)
+        if now >= self._next_beat:
+            self._beat()
+            self._next_beat = now + self.limits.heartbeat_seconds
+        self._enforce(self._started, now)
+        return False
+
+    def interrupt(self, exc: BaseException) -> None:
+        """SIGINT/SIGTERM reached the runner: stop the child (a second one: SIGKILL)."""
+        self._interrupted(exc)
+
+    def end(self) -> Ending:
+        """Once the child has exited: what is left of its output, then how the run ended."""
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+        if self._stop_reason is not None:
+            _kill_group(self.pid, signal.SIGKILL)  # what the job left behind
         try:
-            self._supervise(reader)
             self._read_outputs_to_end()
         finally:
-            reader.close()
+            self._reader.close()
             for read_end in list(self._outputs):
                 os.close(read_end)
             self._outputs.clear()
@@ -287,44 +374,6 @@ class Supervisor:
         if self.tail is not None:
             self.ending.output, self.ending.dropped = self.tail.kept()
 
-    def _supervise(self, reader: Any) -> None:
-        pidfd = _pidfd(self.pid)
-        started = time.monotonic()
-        next_beat = started + self.limits.heartbeat_seconds
-        status: int | None = None
-        try:
-            while status is None:
-                try:
-                    now = time.monotonic()
-                    wait = max(0.0, min(next_beat, self._next_deadline(started)) - now)
-                    ready = _wait(
-                        [reader.fileno()] + ([pidfd] if pidfd is not None else []) + list(self._outputs),
-                        wait if pidfd is not None else min(wait, 0.2),
-                    )
-                    for fd in [fd for fd in self._outputs if fd in ready]:
-                        self._read_output(fd)
-                    if reader.fileno() in ready:
-                        self._drain(reader)
-                    if pidfd is None or pidfd in ready:
-                        status = _reap(self.pid)
-                        if status is not None:
-                            self._drain(reader)  # what it sent before exiting
-                            break
-                    now = time.monotonic()
-                    next_beat = self._output_save(now, next_beat)
-                    if now >= next_beat:
-                        self._beat()
-                        next_beat = now + self.limits.heartbeat_seconds
-                    self._enforce(started, now)
-                except (KeyboardInterrupt, Terminated) as exc:
-                    self._interrupted(exc)
-        finally:
-            if pidfd is not None:
-                os.close(pidfd)
-        self.status = status
-        if self._stop_reason is not None:
-            _kill_group(self.pid, signal.SIGKILL)  # what the job left behind
-
     def _output_save(self, now: float, next_beat: float) -> float:
         """The next heartbeat, brought forward to save new output ``_save_delay`` from now
         while that delay (doubled at each use) is shorter than the heartbeat interval."""
@@ -353,56 +402,32 @@ class Supervisor:
                 return
             self._on_message(message, reader)
 
-    def _on_message(self, message: tuple[Any, ...], reader: Any = None) -> None:
-        kind = message[0]
-        if kind == "unit":
-            self._record((message[1], dt.timedelta(seconds=message[2]), message[3], message[4]))
-            if reader is not None:  # the unit is written (or kept while the database is
-                try:  # away): only now does the child start the next one
-                    reader.send(("recorded",))
-                except OSError:  # (the child is gone)
-                    pass
-        elif kind == "claim":
-            held_by = self._claim(message[1])
-            if reader is not None:
-                try:
-                    reader.send(("claim", held_by))
-                except OSError:
-                    pass
-        elif kind == "next":
-            when, wait = self._next()
-            if reader is not None:
-                try:
-                    reader.send(("next", when, wait))
-                except OSError:
-                    pass
-        elif kind == "failed":
-            self._child_failure = message[1]
+    def _on_message(self, message: object, reader: Any = None) -> None:
+        answer: object = None
+        if isinstance(message, UnitDone):
+            self._record((message.when, dt.timedelta(seconds=message.seconds), message.summary, message.metrics))
+            answer = Recorded()  # written (or kept while the database is away): the job goes on
+        elif isinstance(message, AskUnit):
+            answer = UnitAnswer(*self._next_unit(message.proposed))
+        elif isinstance(message, JobFailed):
+            self._child_failure = message.failure
+        if answer is not None and reader is not None:
+            try:
+                reader.send(answer)
+            except OSError:  # (the child is gone)
+                pass
 
-    def _next(self) -> tuple[dt.datetime | None, str | None]:
-        """A rerun's next interval, claimed for the run: ``(when, None)``; ``(None, why)``: it
-        waits; ``(None, None)``: nothing left. With the database away, or the lease lost, it waits."""
-        if self.next_interval is None:
-            return None, None
+    def _next_unit(self, proposed: dt.datetime | None) -> tuple[dt.datetime | None, str | None]:
+        """The job's next unit, claimed for the run by the lane: ``(when, None)``; ``(None,
+        why)``: it waits; ``(None, None)``: nothing left. With the database away, or the
+        lease lost, it waits."""
         if self.ending.fenced is not None:
             return None, "nobody: this run lost its lease"
         try:
-            pick = self.next_interval()
+            return self.lane.next_unit(proposed)
         except DatabaseUnavailable as exc:
             self._database_down(exc)
-            return None, "the state database is away"
-        return pick.when, pick.wait
-
-    def _claim(self, when: dt.datetime) -> str | None:
-        """Claim interval ``when`` for the run: None when taken (or nothing to claim), else
-        who holds it now; with the database away, the job waits as it would for a holder."""
-        if self.claim_interval is None or self.ending.fenced is not None:
-            return None if self.ending.fenced is None else "nobody: this run lost its lease"
-        try:
-            return self.claim_interval(when)
-        except DatabaseUnavailable as exc:
-            self._database_down(exc)
-            return "nobody known: the state database is away"
+            return None, ("nobody known: " if proposed is not None else "") + "the state database is away"
 
     def _record(self, unit: Unit) -> None:
         """One unit the job finished: ``(when, duration, summary, metrics)``."""
@@ -419,7 +444,7 @@ class Supervisor:
         while self._pending_units:
             when, duration, summary, metrics = self._pending_units[0]
             try:
-                held = self.record_unit(when, duration, summary, metrics)
+                held = self.lane.record((when, duration, summary, metrics))
             except DatabaseUnavailable as exc:
                 self._database_down(exc)
                 return
@@ -440,7 +465,7 @@ class Supervisor:
     def _beat(self) -> None:
         sent_at = time.monotonic()
         try:
-            renewed = self.heartbeat(self.tail.changes() if self.tail is not None else None)
+            renewed = self.lane.beat(self.tail.changes() if self.tail is not None else None)
         except DatabaseUnavailable as exc:
             self._database_down(exc)
             return
@@ -710,10 +735,11 @@ def _interval_gate(connection: Any, app_name: str) -> Callable[[dt.datetime], No
     def gate(when: dt.datetime) -> None:  # pragma: no cover - the child
         said = False
         while True:
-            connection.send(("claim", when))
-            held_by = connection.recv()[1]
-            if held_by is None:
+            connection.send(AskUnit(when))
+            answer = connection.recv()
+            if answer.when is not None:
                 return
+            held_by = answer.wait
             if not said:
                 logger.info(
                     "%s: waiting for %s: held by %s", app_name, utc_text(when), held_by, extra={"job": app_name}
@@ -731,8 +757,9 @@ def _rerun_intervals(connection: Any, app_name: str) -> Iterator[dt.datetime]:
     again every ``CLAIM_POLL_SECONDS`` (one log line per reason); it ends when nothing is left."""
     said = None
     while True:  # pragma: no cover - the child
-        connection.send(("next",))
-        _, when, wait = connection.recv()
+        connection.send(AskUnit(None))
+        answer = connection.recv()
+        when, wait = answer.when, answer.wait
         if when is not None:
             said = None
             yield when
@@ -749,20 +776,13 @@ def _run_job(supervisor: Supervisor, writer: Any) -> None:  # pragma: no cover
     unit_start = time.monotonic()
     try:
         app = supervisor.make_app(supervisor.clock)
-        if supervisor.next_interval is not None:
+        if supervisor.lane.units is Units.PICKED:
             app.rerun_dates = _rerun_intervals(writer, supervisor.claim.app_name)
-        elif supervisor.claim_interval is not None:
+        elif supervisor.lane.units is Units.CLAIMED:
             app.interval_gate = _interval_gate(writer, supervisor.claim.app_name)
         for when in app.main():
-            writer.send(
-                (
-                    "unit",
-                    when,
-                    time.monotonic() - unit_start,
-                    getattr(app, "last_summary", None),
-                    getattr(app, "last_metrics", None),
-                )
-            )
+            summary, metrics = getattr(app, "last_summary", None), getattr(app, "last_metrics", None)
+            writer.send(UnitDone(when, time.monotonic() - unit_start, summary, metrics))
             _wait_recorded(writer)
             unit_start = time.monotonic()
     except BaseException as exc:  # noqa: BLE001 - any error of the job's is recorded
@@ -775,4 +795,4 @@ def _run_job(supervisor: Supervisor, writer: Any) -> None:  # pragma: no cover
             )
             logger.debug("%s failed", supervisor.claim.app_name, exc_info=exc, extra={"job": supervisor.claim.app_name})
             supervisor.report(exc)
-        writer.send(("failed", failure))
+        writer.send(JobFailed(failure))

@@ -145,6 +145,9 @@ class MissingSymbolsRetentionCronApp(_StoreApp):
     ``batch_size`` rows per transaction."""
 
     app_name = "missing-symbols-retention"
+    # Its batches of deletes run on the rows the aggregation writes: never beside it on one
+    # host, so that the tick's fresh counts are in before old ones go (max_parallel_jobs).
+    parallel = False
     metric_names = ("symbols_deleted", "day_rows_deleted")
     app_description = "delete missing symbols not seen for keep_days"
     required_config = Namespace()

@@ -143,6 +143,23 @@ FROM crontabber
 WHERE app_name = %(app_name)s
 FOR UPDATE NOWAIT;
 
+-- name: lock_state_skip_locked
+-- A scheduled pass's claim (crontabber.store.StateStore.claim with skip_locked): a row another
+-- transaction holds is passed over (no row returned: held elsewhere), never waited for and never
+-- an error, so a pass costs no rollback per job that another runner is claiming.
+-- drained: whether the claiming host (%(host)s; NULL: an operator's change) is drained now,
+-- checked under the row lock, so a tick that began before a --drain claims nothing after it.
+SELECT app_name, next_run, first_run, last_run, last_success, ongoing, ongoing_by,
+       error_count, depends_on, last_error, run_id, heartbeat,
+       paused_until, paused_reason, paused_by,
+       success_marked_at, success_marked_by, success_marked_reason, clock_timestamp() AS now,
+       EXISTS (SELECT 1 FROM crontabber_host AS h
+               WHERE h.host = %(host)s AND h.drained_at IS NOT NULL
+                 AND (h.drain_until IS NULL OR h.drain_until > clock_timestamp())) AS drained
+FROM crontabber
+WHERE app_name = %(app_name)s
+FOR UPDATE SKIP LOCKED;
+
 -- name: mark_ongoing
 -- The claim: a new run id from the sequence (the run's fencing token) and the
 -- first heartbeat, set with the marker under the row lock; the run's ledger row
@@ -327,7 +344,10 @@ SET first_run = COALESCE(first_run, %(started)s),
     ongoing_by = NULL,
     heartbeat = NULL
 WHERE app_name = %(app_name)s AND run_id = %(run_id)s AND ongoing IS NOT NULL
-RETURNING app_name;
+RETURNING app_name, next_run, first_run, last_run, last_success, ongoing, ongoing_by,
+          error_count, depends_on, last_error, run_id, heartbeat,
+          paused_until, paused_reason, paused_by,
+          success_marked_at, success_marked_by, success_marked_reason, clock_timestamp() AS now;
 
 -- name: release
 -- An operator clears a dead or expired marker; last run, last success and the

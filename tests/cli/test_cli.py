@@ -174,6 +174,7 @@ TICK_IMPORTS = (
     "crontabber.overrides",
     "crontabber.placement",
     "crontabber.redaction",
+    "crontabber.results",
     "crontabber.runner",
     "crontabber.schedule",
     "crontabber.scheduling",

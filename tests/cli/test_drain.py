@@ -98,10 +98,12 @@ def wait_for(check, timeout: float = 30.0) -> None:
 
 def test_a_drained_host_claims_nothing_and_its_running_run_finishes(cli, fleet):
     crontab = cli.crontab
-    crontab.configure(["SlowJob|1d", "BasicJob|1d", "TroubleJob|1d"], extra="    [[class-SlowJob]]\n        sleep=4\n")
+    # one job at a time: trouble, due when the tick began, is claimed after slow-job's run
+    extra = "    max_parallel_jobs=1\n    [[class-SlowJob]]\n        sleep=4\n"
+    crontab.configure(["SlowJob|1d", "BasicJob|1d", "TroubleJob|1d"], extra=extra)
     not_due(crontab, "slow-job", "basic-job", "trouble")
     assert fleet.tick("host-b").returncode == 0  # host-b is in the fleet, idle
-    make_due(crontab, "slow-job")
+    make_due(crontab, "slow-job", "trouble")
     running = fleet.spawn("host-a")  # claims slow-job, runs it 4 s
     wait_for(lambda: running.poll() is not None or crontab.state("slow-job").ongoing is not None)
     assert running.poll() is None, running.communicate()
@@ -114,7 +116,7 @@ def test_a_drained_host_claims_nothing_and_its_running_run_finishes(cli, fleet):
     assert "host host-a: draining: 1 run left (until --undrain by " in out and "kernel patch" in out
     code, out = crontab.run("--nagios")
     assert code == 0 and "host-a draining: 1 run left" in out.splitlines()[0]
-    make_due(crontab, "basic-job", "trouble")  # due while host-a's tick still runs slow-job
+    make_due(crontab, "basic-job")  # due while host-a's tick still runs slow-job
     stdout, stderr = running.communicate(timeout=60)
     assert running.returncode == 0, stderr
     assert runs(crontab) == [("slow-job", "host-a", "succeeded")]  # trouble not claimed after

@@ -1,0 +1,151 @@
+"""What a tick costs PostgreSQL, counted (statements and transactions, never times) on the
+real connection of an in-process tick: the idle pass is O(1) whatever the number of jobs,
+and a short run costs the same at 10 and at 200 configured jobs, at most 2 transactions
+(the claim with the ledger's start, the end with the state), no heartbeat."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from crontabber.store import StateStore, connect
+from tests.fixtures import fleet_jobs
+
+
+@dataclasses.dataclass
+class Counts:
+    statements: int = 0
+    transactions: int = 0
+    rows: int = 0  # rows the statements returned
+    rollbacks: int = 0  # transactions ended by an exception
+
+
+class CountingCursor:
+    def __init__(self, cursor, connection, counts):
+        self._cursor, self._connection, self._counts = cursor, connection, counts
+
+    def __enter__(self):
+        self._cursor.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self._cursor.__exit__(*exc)
+
+    def execute(self, *args, **kwargs):
+        self._counts.statements += 1
+        if self._connection.autocommit:  # a round-trip statement: its own transaction
+            self._counts.transactions += 1
+        done = self._cursor.execute(*args, **kwargs)
+        if self._cursor.description is not None:
+            self._counts.rows += max(self._cursor.rowcount, 0)
+        return done
+
+    def __getattr__(self, name):
+        return getattr(self._cursor, name)
+
+
+class CountingConnection:
+    """The store's real psycopg2 connection, counting what goes through it: each
+    ``with connection:`` block is one transaction, each statement outside one too."""
+
+    def __init__(self, connection, counts):
+        object.__setattr__(self, "_connection", connection)
+        object.__setattr__(self, "_counts", counts)
+
+    def __getattr__(self, name):
+        return getattr(self._connection, name)
+
+    def __setattr__(self, name, value):
+        setattr(self._connection, name, value)
+
+    def __enter__(self):
+        self._connection.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self._counts.transactions += 1
+        self._counts.rollbacks += exc[0] is not None
+        return self._connection.__exit__(*exc)
+
+    def cursor(self, *args, **kwargs):
+        return CountingCursor(self._connection.cursor(*args, **kwargs), self._connection, self._counts)
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """Run a tick of ``crontab`` in-process and count what its state store sends."""
+    real_init = StateStore.__init__
+
+    def tick(crontab, *args: str) -> Counts:
+        counts = Counts()
+
+        def init(self, connection, *args, **kwargs):
+            real_init(self, CountingConnection(connection, counts), *args, **kwargs)
+
+        monkeypatch.setattr(StateStore, "__init__", init)
+        try:
+            code, out = crontab.run(*args)
+        finally:
+            monkeypatch.setattr(StateStore, "__init__", real_init)
+        assert code == 0, out
+        return counts
+
+    return tick
+
+
+def costs(crontab, counted, jobs: int, due: int) -> tuple[Counts, Counts]:
+    """An idle tick's counts, then a tick's with ``due`` of ``jobs`` no-op jobs due."""
+    crontab.configure(fleet_jobs.entries(jobs))
+    assert crontab.run()[0] == 0  # each runs once: from here on none is due
+    runs = ran(crontab)
+    idle = counted(crontab)
+    assert ran(crontab) == runs
+    crontab.sql(
+        "UPDATE crontabber SET next_run = clock_timestamp() - interval '1 minute' WHERE app_name = ANY(%s)",
+        ([f"noop-{i}" for i in range(0, jobs, jobs // due)][:due],),
+    )
+    busy = counted(crontab)
+    assert ran(crontab) == runs + due
+    return idle, busy
+
+
+def ran(crontab) -> int:
+    return crontab.sql("SELECT count(*) AS n FROM crontabber_run WHERE status = 'succeeded'")[0]["n"]
+
+
+def test_a_short_run_costs_the_same_at_10_and_at_200_jobs(crontab, counted):
+    idle_10, busy_10 = costs(crontab, counted, 10, 3)
+    idle_200, busy_200 = costs(crontab, counted, 200, 3)
+    # the idle pass: O(1) statements whatever the number of jobs (it reads each job's row once)
+    assert (idle_10.statements, idle_10.transactions) == (idle_200.statements, idle_200.transactions)
+    assert idle_200.rows - idle_10.rows == 190
+    # nothing done per run reads every job: the runs' statements, transactions and rows
+    assert delta(busy_10, idle_10) == delta(busy_200, idle_200)
+    per_run = delta(busy_10, idle_10)
+    assert per_run.transactions <= 2 * 3, per_run  # 3 short runs, no heartbeat
+    print(f"idle tick {idle_10}; 3 short runs {per_run}")
+
+
+def delta(busy: Counts, idle: Counts) -> Counts:
+    return Counts(*(getattr(busy, f.name) - getattr(idle, f.name) for f in dataclasses.fields(Counts)))
+
+
+def test_a_pass_passes_over_rows_another_runner_holds_without_an_error(crontab, counted, database):
+    crontab.configure(fleet_jobs.entries(3))
+    assert crontab.run()[0] == 0
+    crontab.sql("UPDATE crontabber SET next_run = clock_timestamp() - interval '1 minute'")
+    holder = connect(database)
+    try:
+        with holder.cursor() as cur:  # another runner claiming noop-1 right now
+            cur.execute("SELECT 1 FROM crontabber WHERE app_name = 'noop-1' FOR UPDATE")
+            counts = counted(crontab)  # the tick: exit 0, the others ran
+            assert counts.rollbacks == 0  # SKIP LOCKED: no error, no rollback for the held row
+            ran = {r["app_name"] for r in crontab.sql("SELECT app_name FROM crontabber_run WHERE run_id > 3")}
+            assert ran == {"noop-0", "noop-2"}
+            code, out = crontab.run("--job", "noop-1", "--force")  # an operator's: NOWAIT, exit 2
+            assert code == 2 and "locked by another runner" in out
+    finally:
+        holder.close()
+    assert crontab.run()[0] == 0
+    assert {r["app_name"] for r in crontab.sql("SELECT app_name FROM crontabber_run WHERE run_id > 5")} == {"noop-1"}
