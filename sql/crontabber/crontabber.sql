@@ -50,7 +50,7 @@ WITH lanes AS (
 )
 SELECT fleet.fleet, c.app_name, c.next_run, c.first_run, c.last_run, c.last_success, c.ongoing,
        c.ongoing_by, c.error_count, c.depends_on, c.last_error, c.run_id, c.heartbeat,
-       c.paused_until, c.paused_reason, c.paused_by,
+       c.paused_until, c.paused_reason, c.paused_by, c.paused_scope,
        c.success_marked_at, c.success_marked_by, c.success_marked_reason
 FROM fleet LEFT JOIN crontabber AS c ON true;
 
@@ -134,7 +134,7 @@ ON CONFLICT (app_name) DO NOTHING;
 -- checked under the row lock, so a tick that began before a --drain claims nothing after it.
 SELECT app_name, next_run, first_run, last_run, last_success, ongoing, ongoing_by,
        error_count, depends_on, last_error, run_id, heartbeat,
-       paused_until, paused_reason, paused_by,
+       paused_until, paused_reason, paused_by, paused_scope,
        success_marked_at, success_marked_by, success_marked_reason, clock_timestamp() AS now,
        EXISTS (SELECT 1 FROM crontabber_host AS h
                WHERE h.host = %(host)s AND h.drained_at IS NOT NULL
@@ -151,7 +151,7 @@ FOR UPDATE NOWAIT;
 -- checked under the row lock, so a tick that began before a --drain claims nothing after it.
 SELECT app_name, next_run, first_run, last_run, last_success, ongoing, ongoing_by,
        error_count, depends_on, last_error, run_id, heartbeat,
-       paused_until, paused_reason, paused_by,
+       paused_until, paused_reason, paused_by, paused_scope,
        success_marked_at, success_marked_by, success_marked_reason, clock_timestamp() AS now,
        EXISTS (SELECT 1 FROM crontabber_host AS h
                WHERE h.host = %(host)s AND h.drained_at IS NOT NULL
@@ -346,7 +346,7 @@ SET first_run = COALESCE(first_run, %(started)s),
 WHERE app_name = %(app_name)s AND run_id = %(run_id)s AND ongoing IS NOT NULL
 RETURNING app_name, next_run, first_run, last_run, last_success, ongoing, ongoing_by,
           error_count, depends_on, last_error, run_id, heartbeat,
-          paused_until, paused_reason, paused_by,
+          paused_until, paused_reason, paused_by, paused_scope,
           success_marked_at, success_marked_by, success_marked_reason, clock_timestamp() AS now;
 
 -- name: release
