@@ -24,6 +24,7 @@ import functools
 import logging
 import os
 import socket
+import time
 
 from .config.catalog import Job, run_order
 from .config.settings import Settings
@@ -123,6 +124,21 @@ def _run_loop() -> Any:
     from .runloop import RunLoop
 
     return RunLoop()
+
+
+class Flight:
+    """The runs of a runner in flight across its passes (a tick that outlives a pass, a
+    server), and the supervisor loop that serves them (None until the first run: an idle
+    tick forks nothing)."""
+
+    def __init__(self) -> None:
+        self.loop: Any = None
+        self.launches: list[Launch] = []
+
+    @property
+    def interrupt(self) -> BaseException | None:
+        """The SIGINT/SIGTERM that stopped the runs (None: none)."""
+        return self.loop.interrupt if self.loop is not None else None
 
 
 def _noted(result: JobResult) -> JobResult:
@@ -233,43 +249,71 @@ class Runner:
         """Attempt every due job in dependency order, up to ``max_parallel_jobs`` at once
         (:mod:`crontabber.sidebyside` says which may start; one supervisor loop,
         :class:`crontabber.runloop.RunLoop`, serves every run); each job's result, in the
-        order they were known.
+        order they were known. While runs are in flight the pass is renewed every
+        ``tick_seconds`` (:meth:`run_pass`): the state is read again, the tick recorded again
+        (the host stays live) and the jobs that fell due meanwhile start beside the runs in
+        flight, so a long run never holds a 5-minute job back, also where ticks never overlap
+        (a oneshot systemd timer); the tick ends when nothing is in flight.
 
         A job that is locked elsewhere is reported and the others still run
         (crontabber stopped the whole tick at the first lock). SIGINT/SIGTERM stops every
         run in flight; each is recorded as stopped, then the signal is raised again.
         """
+        flight = Flight()
+        record = self._tick
+        results = self.run_pass(flight)
+        while flight.launches and flight.interrupt is None:
+            self.renew(record)
+            results += self.run_pass(flight)
+        if flight.interrupt is not None:
+            raise flight.interrupt
+        return results
+
+    def renew(self, record: Tick | None) -> None:
+        """A new pass: the state is read again at its first attempt, recording the tick
+        ``record`` again (None: not a tick) with it."""
+        self._snapshot, self._stale, self._tick = None, False, record
+
+    def run_pass(self, flight: Flight, stop: Callable[[], bool] | None = None) -> list[JobResult]:
+        """One pass over the jobs: start each due job not in ``flight`` as the rule lets it
+        (:mod:`crontabber.sidebyside`), and land the runs of ``flight`` as they end (starting
+        more), until ``tick_seconds`` have passed since the pass began or nothing is in
+        flight and nothing may start; the runs still in flight stay in ``flight`` for the next
+        pass. ``stop()``: true once a server is asked to stop: nothing new starts (the pass
+        then wakes every second to look). A SIGINT/SIGTERM lands every run in flight (each
+        recorded stopped) and is kept in ``flight.interrupt``."""
+        until = time.monotonic() + self.settings.tick_seconds
         results: list[JobResult] = []
         self._states_and_now()  # the tick is recorded even with no job configured
-        waiting = run_order(self.jobs)
-        flying: list[Launch] = []
-        loop: Any = None  # imported with the first run: an idle tick forks nothing
+        busy = {launch.job.app_name for launch in flight.launches}
+        waiting = [job for job in run_order(self.jobs) if job.app_name not in busy]
         try:
-            while waiting or flying:
-                stopping = loop is not None and loop.interrupt is not None
-                job = None if stopping else self._next_job(waiting, flying)
+            while True:
+                stopping = flight.interrupt is not None or (stop is not None and stop())
+                job = None if stopping else self._next_job(waiting, flight.launches)
                 if job is not None:
                     waiting.remove(job)
                     outcome = self._begin(job)
                     if isinstance(outcome, JobResult):
                         results.append(_noted(outcome))
                         continue
-                    loop = loop or _run_loop()
-                    self.launcher.start(loop, outcome)
-                    flying.append(outcome)
+                    flight.loop = flight.loop or _run_loop()
+                    self.launcher.start(flight.loop, outcome)
+                    flight.launches.append(outcome)
                     continue
-                if not flying:
-                    break  # stopping: what has not started does not
-                results += self._land_ended(loop, flying)
+                if not flight.launches or (time.monotonic() >= until and flight.interrupt is None):
+                    break
+                wake = None if flight.interrupt is not None else until
+                if stop is not None and wake is not None:
+                    wake = min(wake, time.monotonic() + 1.0)
+                results += self.land(flight, wake)
         except BaseException as exc:  # a signal (or a failure) outside the loop's wait
-            if loop is not None and flying:
+            if flight.loop is not None and flight.launches:
                 if isinstance(exc, (KeyboardInterrupt, Terminated)):
-                    loop.stop(exc)
-                while flying:  # every run in flight is recorded before it goes on
-                    results += self._land_ended(loop, flying)
+                    flight.loop.stop(exc)
+                while flight.launches:  # every run in flight is recorded before it goes on
+                    results += self.land(flight, None)
             raise
-        if loop is not None and loop.interrupt is not None:
-            raise loop.interrupt
         return results
 
     def _next_job(self, waiting: list[Job], flying: list[Launch]) -> Job | None:
@@ -281,16 +325,19 @@ class Runner:
         alone = any(launch.alone for launch in flying)
         return next_to_start(waiting, running, alone, self.settings.max_parallel_jobs)
 
-    def _land_ended(self, loop: Any, flying: list[Launch]) -> list[JobResult]:
-        """Wait for runs to end and record each; a job that raised KeyboardInterrupt itself
-        stops the pass as a signal would (nothing new starts; the others finish)."""
+    def land(self, flight: Flight, until: float | None) -> list[JobResult]:
+        """Wait for runs to end (``until``: a monotonic time at which to return anyway) and
+        record each; a job that raised KeyboardInterrupt itself stops the pass as a signal
+        would (nothing new starts; the others finish)."""
         results = []
-        for run, ending in loop.wait():
-            launch = next(launch for launch in flying if launch.supervisor is run)
-            flying.remove(launch)
+        assert flight.loop is not None
+        for run, ending in flight.loop.wait(until):
+            launch = next(launch for launch in flight.launches if launch.supervisor is run)
+            flight.launches.remove(launch)
             results.append(_noted(self.launcher.land(launch, ending)))
-            if ending.interrupt is not None and loop.interrupt is None and results[-1].status is not Status.FENCED:
-                loop.interrupt = ending.interrupt
+            fenced = results[-1].status is Status.FENCED
+            if ending.interrupt is not None and flight.loop.interrupt is None and not fenced:
+                flight.loop.interrupt = ending.interrupt
         return results
 
     def run_job(self, job: Job, force: bool, skip_locked: bool = False) -> JobResult:

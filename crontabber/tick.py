@@ -99,15 +99,33 @@ def run_tick(
         if alerts is not None and broken:  # before the jobs: a long run delays nothing
             alerts.broken(list(broken))
         results = runner.run_all()
-        _check_runs(settings, jobs, store, results, alerts)
-        if alerts is not None:
-            alerts.tick(*runner.snapshot(), runner.fleet)
+        after_runs(settings, jobs, store, runner, results, alerts)
     counts = {status: sum(r.status is status for r in results) for status in Status}
     done = [f"{n} {s.value}" for s, n in counts.items() if n]
     done += [f"{len(broken)} jobs entry not loaded"] if broken else []
     logger.info("done: %s", ", ".join(done) or "no jobs")
     write_metrics(settings, jobs, store, metrics_file)
     return results
+
+
+def after_runs(
+    settings: Settings,
+    jobs: list[Job],
+    store: StateStore,
+    runner: Runner,
+    results: list[JobResult],
+    alerts: TickAlerts | None,
+) -> None:
+    """What a tick (or a server's pass) does once its runs are recorded: the checks of the
+    runs that succeeded, then the alerts over every job (when targets are configured)."""
+    _check_runs(settings, jobs, store, results, alerts)
+    if alerts is not None:
+        alerts.tick(*runner.snapshot(), runner.fleet)
+
+
+def tick_alerts(settings: Settings, jobs: list[Job], store: StateStore) -> TickAlerts | None:
+    """The tick's alert step, or None without alert targets (:func:`_alerts`)."""
+    return _alerts(settings, jobs, store) if settings.alerts.enabled else None
 
 
 def _record_schedules(jobs: list[Job], store: StateStore) -> None:

@@ -79,6 +79,7 @@ MODES = (
     "drain",
     "undrain",
     "next",
+    "serve",
     "configtest",
     "sentrytest",
     "job",
@@ -151,7 +152,7 @@ DETAILS: dict[str, tuple[tuple[str, ...], str]] = {
         "an action (--pause, --resume, --rerun, --mark-success, --release, "
         "--reset-job, --job, --mute, --unmute, --drain, --undrain)",
     ),
-    "metrics_file": (("run",), "a tick (no mode option)"),
+    "metrics_file": (("run", "serve"), "a tick (no mode option) or --serve"),
     "schedule": (("next",), "--next N"),
     "time_zone": (("next",), "--next N"),
     "after": (("next",), "--next N"),
@@ -345,6 +346,13 @@ def _add_audit_and_alert_modes(modes: "argparse._ArgumentGroup") -> None:
         help="send a test alert of the job to its targets now; exit 5 if one could not be delivered",
     )
     modes.add_argument(
+        "--serve",
+        action="store_true",
+        help="stay up: a pass over the jobs every tick_seconds, the jobs that fall due "
+        "starting beside the runs in flight; SIGTERM: claim nothing new, let the runs end for "
+        "up to kill_grace_seconds, then stop them (systemd Type=simple; docs/deploy.md)",
+    )
+    modes.add_argument(
         "--next",
         metavar="N",
         default="",
@@ -478,6 +486,7 @@ PARSER_DEFAULTS: dict[str, Any] = {
     "undrain": "",
     "test_alert": "",
     "next": "",
+    "serve": False,
     "configtest": False,
     "sentrytest": False,
     "job": "",
@@ -777,6 +786,7 @@ MODE_HANDLERS: dict[str, str] = {
     "undrain": "fleet:undrain",
     "job": "run:run_one",
     "run": "run:run_all",
+    "serve": "run:serve",
 }
 
 

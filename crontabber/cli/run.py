@@ -45,6 +45,23 @@ def run_all(ctx: Context) -> int:
     return ExitCode.ERROR if ctx.broken else ExitCode.OK
 
 
+def serve(ctx: Context) -> int:
+    """``--serve``: stay up (:func:`crontabber.serve.serve`): a pass every ``tick_seconds``,
+    the configuration read again when its file changes; 0 once stopped with every run ended
+    by itself, 143 when runs had to be stopped, 8 when this host's code is older than the
+    database's schema."""
+    from ..serve import Configuration
+    from ..serve import serve as serve_forever
+
+    config = Configuration(ctx.args.conf, ctx.settings.sources.cli, ctx.settings, ctx.jobs, list(ctx.broken))
+    return serve_forever(
+        config,
+        ctx.store,
+        metrics_file=lambda settings: metrics_path(settings, ctx.args),
+        reporters=ctx.reporters,
+    )
+
+
 def metrics_path(settings: Settings, args: Any) -> str:
     """Where to write the metrics file: ``--metrics-file``, else ``crontabber.metrics_file``
     ('' for nowhere)."""

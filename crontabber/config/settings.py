@@ -94,6 +94,12 @@ def runner_options() -> Namespace:
         "(docs/deploy.md)",
     )
     cron.add_option(
+        "tick_seconds",
+        60.0,
+        "how often --serve looks for due jobs, and how often a tick with runs in flight looks "
+        "again (the jobs that fell due start beside them; sub-minute allowed)",
+    )
+    cron.add_option(
         "rerun_confirm_over", 31, "--rerun of more intervals than this needs --yes (a typo of a year reran 692 days)"
     )
     cron.add_option(
@@ -572,6 +578,7 @@ class Settings(Frozen):
         "alerts",
         "host_tags",
         "max_parallel_jobs",
+        "tick_seconds",
     )
     _hidden = frozenset({"sentry_dsn", "sources"})
     _uncompared = frozenset({"sources"})
@@ -595,6 +602,7 @@ class Settings(Frozen):
     alerts: AlertSettings
     host_tags: tuple[str, ...]
     max_parallel_jobs: int
+    tick_seconds: float  # --serve's tick, and a busy tick's new look at the due jobs
 
     def __init__(
         self,
@@ -618,6 +626,7 @@ class Settings(Frozen):
         alerts: AlertSettings,
         host_tags: tuple[str, ...] = (),
         max_parallel_jobs: int = MAX_PARALLEL_JOBS,
+        tick_seconds: float = 60.0,
     ) -> None:
         setfield(self, "entries", entries)
         setfield(self, "error_retry_time", error_retry_time)
@@ -639,6 +648,7 @@ class Settings(Frozen):
         setfield(self, "alerts", alerts)
         setfield(self, "host_tags", host_tags)
         setfield(self, "max_parallel_jobs", max_parallel_jobs)
+        setfield(self, "tick_seconds", tick_seconds)
 
     def limits_for(self, job_config: Mapping[str, Any]) -> RunLimits:
         """The time limits of one run of a job, given its resolved options."""
@@ -683,6 +693,8 @@ def load_settings(
         )
     if values["crontabber.max_parallel_jobs"] < 1:
         raise ConfigurationError("crontabber.max_parallel_jobs", "must be at least 1")
+    if values["crontabber.tick_seconds"] < 1:
+        raise ConfigurationError("crontabber.tick_seconds", "must be at least 1 (a second)")
     for name in ("default_timeout_seconds", "kill_grace_seconds", "output_tail_bytes"):
         if values[f"crontabber.{name}"] < 0:
             raise ConfigurationError(f"crontabber.{name}", "must not be negative")
