@@ -34,7 +34,10 @@ def _write(base: str) -> None:
     if os.path.exists(path):
         os.remove(path)  # it may be a hard link to the source tree's (sdist's release tree)
     with open(path, "w", encoding="utf-8") as out:
-        out.write(f'"""Written by setup.py at build time (crontabber/version.py)."""\n\nversion = "{VERSION}"\n')
+        out.write(
+            '"""Written by setup.py at build time (crontabber/version.py)."""\n\nversion = '
+            f'"{VERSION}"\n'
+        )
 
 
 class BuildPy(build_py):

@@ -82,13 +82,16 @@ def render(records: dict[str, dict]) -> str:
         "and the baseline interleaved in one run; medians over the rounds, spread = min-max. "
         "Ratio > 1 means ours is better (for times and memory: baseline / ours).",
         "",
-        "| benchmark | metric | ours (median) | baseline (median) | ratio | goal | rounds | ours spread "
+        "| benchmark | metric | ours (median) | baseline (median) | ratio | goal | rounds | ours "
+        "spread "
         "| baseline spread |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     notes: list[str] = []
     for module, record in records.items():
-        notes.append(f"- {module}: run {record['date']} on {record['machine']} with `{record['command']}`")
+        notes.append(
+            f"- {module}: run {record['date']} on {record['machine']} with `{record['command']}`"
+        )
         for c in record["comparisons"]:
             lines.append(
                 f"| {module}: {c.name} | {c.metric} ({c.unit}) | {c.ours.median:.4g} | "
@@ -153,7 +156,9 @@ def main(argv: list[str]) -> int:
     if args.save_to is not None:
         return 0
     results = HERE / "RESULTS.md"
-    results.write_text(render(load_all()) + lab_notes(results.read_text() if results.exists() else ""))
+    results.write_text(
+        render(load_all()) + lab_notes(results.read_text() if results.exists() else "")
+    )
     return 0
 
 

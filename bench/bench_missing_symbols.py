@@ -76,7 +76,9 @@ def _ours(conn: Any, s3: Any, workers: int) -> float:
     _truncate(conn)
     start = time.perf_counter()
     report = consume(
-        MissingSymbolStore(conn), s3, ConsumeSettings(BUCKET, "missing/", workers, batches_per_transaction=100)
+        MissingSymbolStore(conn),
+        s3,
+        ConsumeSettings(BUCKET, "missing/", workers, batches_per_transaction=100),
     )
     elapsed = time.perf_counter() - start
     assert report.events == EVENTS and report.quarantined == 0, report
@@ -88,7 +90,9 @@ def _baseline(conn: Any, events: list[dict[str, Any]]) -> float:
 
     rows = [
         (
-            symbol_hash(e["debug_file"], e["debug_id"], e.get("code_file", ""), e.get("code_id", "")),
+            symbol_hash(
+                e["debug_file"], e["debug_id"], e.get("code_file", ""), e.get("code_id", "")
+            ),
             e["debug_file"],
             e["debug_id"],
             e.get("code_file", ""),
@@ -145,7 +149,9 @@ def run(rounds: int) -> list[Comparison]:
         cur.execute("SHOW fsync")
         fsync = cur.fetchone()[0]
     load_before = os.getloadavg()[0]
-    ours, base = interleave(lambda: _ours(conn, s3, workers), lambda: _baseline(conn, sample), rounds)
+    ours, base = interleave(
+        lambda: _ours(conn, s3, workers), lambda: _baseline(conn, sample), rounds
+    )
     single = [_ours(conn, s3, 1) for _ in range(2)]
     decode = [_decode_only(blobs, workers) for _ in range(3)]
     conn.close()
@@ -154,7 +160,8 @@ def run(rounds: int) -> list[Comparison]:
     size = sum(len(b) for b in blobs) / EVENTS
     notes = [
         (
-            f"PostgreSQL fsync={fsync}, as deployed (`make bench` starts or reloads the cluster without "
+            f"PostgreSQL fsync={fsync}, as deployed (`make bench` starts or reloads the cluster "
+            "without "
             f"the tests' SYMBOLS_PG_FAST); issue #5 measured the baseline at ~4,000/s"
             if fsync == "on"
             else f"PostgreSQL fsync={fsync} (the test cluster's SYMBOLS_PG_FAST): the baseline's "
@@ -167,7 +174,8 @@ def run(rounds: int) -> list[Comparison]:
         f"{BASELINE_EVENTS:,} of the same events, one autocommitted upsert each",
         f"limit, msgpack decode only from memory on {workers} cores: "
         f"{max(decode):,.0f} events/s (best of 3, pool start included)",
-        f"ours with workers=1 (no pool, decoding in the job's process): {max(single):,.0f} events/s (best of 2)",
+        f"ours with workers=1 (no pool, decoding in the job's process): {max(single):,.0f} "
+        "events/s (best of 2)",
         f"peak RSS: the bench process {own:.0f} MiB (it holds the 1M generated events), "
         f"largest worker {children:.0f} MiB (forked from it, so that includes inherited pages)",
     ]

@@ -62,7 +62,9 @@ def run(rounds: int) -> list[Comparison]:
         rule = Rule("bench", Kind.AGE, bucket, "old/", 0.5)
         own, theirs = cpu_seconds("self"), cpu_seconds(server) if server else 0.0
         start = time.perf_counter()
-        options = PruneOptions([rule], Protection("none", "v1/"), cap=10**9, dry_run=False, threads=4)
+        options = PruneOptions(
+            [rule], Protection("none", "v1/"), cap=10**9, dry_run=False, threads=4
+        )
         report = run_prune(client, store, options, future)
         elapsed = time.perf_counter() - start
         cpu.append(

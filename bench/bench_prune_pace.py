@@ -51,7 +51,9 @@ def run(rounds: int) -> list[Comparison]:
         bucket = _fill(client, KEYS)
         answered.clear()
         rule = Rule("bench", Kind.AGE, bucket, "old/", 0.5)
-        options = PruneOptions([rule], Protection("none", "v1/"), cap=10**9, dry_run=False, threads=4, rate=CAP)
+        options = PruneOptions(
+            [rule], Protection("none", "v1/"), cap=10**9, dry_run=False, threads=4, rate=CAP
+        )
         report = run_prune(client, store, options, future)
         assert report.results[0].keys == KEYS and len(answered) == KEYS / CAP, (report, answered)
         rates.append((KEYS - CAP) / (answered[-1] - answered[0]))

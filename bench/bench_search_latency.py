@@ -78,7 +78,9 @@ def free_port() -> int:
 
 def start(argv: list[str], port: int) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(REPO), "SEARCH_ALIAS": ALIAS}
-    proc = subprocess.Popen(argv, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        argv, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     for _ in range(200):
         try:
             if request(port, "/__lbheartbeat__")[0] == 200:
@@ -146,7 +148,11 @@ def run(rounds: int) -> list[Comparison]:
     servers = [
         start([sys.executable, "-m", "search.server", "--port", str(ours_port)], ours_port),
         start(
-            [sys.executable, "-c", f"from bench.bench_search_latency import serve_seed; serve_seed({seed_port})"],
+            [
+                sys.executable,
+                "-c",
+                f"from bench.bench_search_latency import serve_seed; serve_seed({seed_port})",
+            ],
             seed_port,
         ),
     ]
@@ -161,7 +167,9 @@ def run(rounds: int) -> list[Comparison]:
             round_(ours_port, texts, p50["ours"])
             round_(seed_port, texts, p50["seed"])
         ours, seed = interleave(
-            lambda: round_(ours_port, texts, p50["ours"]), lambda: round_(seed_port, texts, p50["seed"]), rounds
+            lambda: round_(ours_port, texts, p50["ours"]),
+            lambda: round_(seed_port, texts, p50["seed"]),
+            rounds,
         )
     finally:
         for proc in servers:

@@ -90,13 +90,17 @@ def run(rounds: int) -> list[Comparison]:
     load = os.getloadavg()[0]
     try:
         ours, baseline = interleave(
-            lambda: round_(servers[MERGED], MERGED), lambda: round_(servers[UNMERGED], UNMERGED), rounds, warmup=WARMUP
+            lambda: round_(servers[MERGED], MERGED),
+            lambda: round_(servers[UNMERGED], UNMERGED),
+            rounds,
+            warmup=WARMUP,
         )
     finally:
         for server in servers.values():
             server.close()
     measured = {
-        alias: {name: values[-rounds:] for name, values in found.items()} for alias, found in figures.items()
+        alias: {name: values[-rounds:] for name, values in found.items()}
+        for alias, found in figures.items()
     }  # the warm-up rounds dropped
     notes = [
         f"{documents} documents; ours {counts[MERGED]} segment(s), baseline "

@@ -70,9 +70,13 @@ class SeedSearcher:
 
         q = split_name(text)
         search_terms = self.terms(q)
-        response = self.es.search(index=self.index, query=self.query(search_terms, "match_phrase"), size=size)
+        response = self.es.search(
+            index=self.index, query=self.query(search_terms, "match_phrase"), size=size
+        )
         if not response["hits"]["hits"] and " " in q:
-            response = self.es.search(index=self.index, query=self.query(search_terms, "match"), size=size)
+            response = self.es.search(
+                index=self.index, query=self.query(search_terms, "match"), size=size
+            )
         return list(response["hits"]["hits"])
 
     def search(self, text: str, size: int = 10) -> list[str]:

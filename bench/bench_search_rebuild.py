@@ -4,7 +4,8 @@ nothing, interleaved in one run.
 
 The source (``tests.fixtures.search_source``, shared with the fault suite) is a PostgreSQL
 database ``bench_search`` holding the contract tables (``tests/fixtures/search_tables.sql``)
-with 1,000,000 symbol files: the 3,400 corpus names x 295 debug ids (+ 1 of each, uploaded twice), a tenth of
+with 1,000,000 symbol files: the 3,400 corpus names x 295 debug ids (+ 1 of each, uploaded twice), a
+tenth of
 them with a missing-symbol row. It is built once and reused while it holds
 that many rows. ``BENCH_REBUILD_VERSIONS=30 python -m bench search_rebuild``
 uses 30 debug ids per name instead (102,000 documents, database
@@ -87,7 +88,9 @@ def rebuild_once(es: Any, settings: Any, side: Side) -> float:
     finally:
         conn.close()
     whole, cpu = time.perf_counter() - start, time.process_time() - cpu
-    side.record(whole - result.seconds + result.load_seconds, whole, cpu, es_cpu_seconds(es) - es_before)
+    side.record(
+        whole - result.seconds + result.load_seconds, whole, cpu, es_cpu_seconds(es) - es_before
+    )
     return result.documents
 
 
@@ -143,7 +146,9 @@ def post_all(urls: list[str], index: str, bodies: list[bytes]) -> None:
         raise RuntimeError(f"engine-alone load failed: {errors[0]}")
 
 
-def engine_alone(es: Any, urls: list[str], documents: int, bodies: list[bytes], side: Side) -> float:
+def engine_alone(
+    es: Any, urls: list[str], documents: int, bodies: list[bytes], side: Side
+) -> float:
     """The pre-encoded documents into a new index of the same mapping and load settings,
     then the rebuild's finish (settings restored, refresh, merge, the replicas the rebuild
     raises: one on a cluster, waited for); returns the documents."""
@@ -158,15 +163,25 @@ def engine_alone(es: Any, urls: list[str], documents: int, bodies: list[bytes], 
         post_all(urls, name, bodies)
         load = time.perf_counter() - start
         es.indices.put_settings(
-            index=name, settings={"index": {"refresh_interval": None, "translog.durability": "request"}}
+            index=name,
+            settings={"index": {"refresh_interval": None, "translog.durability": "request"}},
         )
         es.indices.refresh(index=name)
-        es.options(request_timeout=3600).indices.forcemerge(index=name, max_num_segments=1, wait_for_completion=True)
+        es.options(request_timeout=3600).indices.forcemerge(
+            index=name, max_num_segments=1, wait_for_completion=True
+        )
         es.indices.refresh(index=name)
         counted = es.count(index=name)["count"]
         es.indices.put_settings(index=name, settings={"index": Replicas().settings()})
-        es.options(request_timeout=900).cluster.health(index=name, wait_for_status="green", timeout="600s")
-        side.record(load, time.perf_counter() - start, time.process_time() - cpu, es_cpu_seconds(es) - es_before)
+        es.options(request_timeout=900).cluster.health(
+            index=name, wait_for_status="green", timeout="600s"
+        )
+        side.record(
+            load,
+            time.perf_counter() - start,
+            time.process_time() - cpu,
+            es_cpu_seconds(es) - es_before,
+        )
     finally:
         es.indices.delete(index=name, ignore_unavailable=True)
     if counted != documents:
@@ -243,7 +258,9 @@ def profiled(es: Any, settings: Any, top: int = 8) -> str:
     )
 
 
-def comparisons(documents: int, ours: Side, engine: Side, load: float, where: str = "") -> list[Comparison]:
+def comparisons(
+    documents: int, ours: Side, engine: Side, load: float, where: str = ""
+) -> list[Comparison]:
     """What a run of :func:`run` reports."""
     name = f"rebuild {documents:,} documents{where}"
     notes = [

@@ -32,7 +32,9 @@ def run(rounds: int) -> list[Comparison]:
 
     urls = os.environ.get("SYMBOLS_ESC_URLS", "")
     if not urls or not _up(make_es_client(urls, request_timeout=10)):
-        raise RuntimeError("the Elasticsearch cluster is not running: scripts/services.sh start esc")
+        raise RuntimeError(
+            "the Elasticsearch cluster is not running: scripts/services.sh start esc"
+        )
     return run_rebuild(rounds, urls, where=" on a 3-node cluster (1 replica)")
 
 

@@ -70,7 +70,12 @@ class Bench:
         return ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', host, *argv]
 
     def calls(self) -> list[float]:
-        return [row[0] for row in self.sql("SELECT extract(epoch FROM at)::float8 FROM test_job_calls ORDER BY id")]
+        return [
+            row[0]
+            for row in self.sql(
+                "SELECT extract(epoch FROM at)::float8 FROM test_job_calls ORDER BY id"
+            )
+        ]
 
     def fresh(self) -> None:
         self.sql("DELETE FROM crontabber; DELETE FROM test_job_calls")
@@ -129,9 +134,13 @@ def run(rounds: int) -> list[Comparison]:
     db = fresh_database("bench_takeover")
     with tempfile.TemporaryDirectory() as tmp:
         bench = Bench(db, Path(tmp) / "crontabber.ini")
-        other, same = interleave(lambda: bench.takeover("taker-host"), lambda: bench.takeover(None), rounds)
+        other, same = interleave(
+            lambda: bench.takeover("taker-host"), lambda: bench.takeover(None), rounds
+        )
         cost_rounds = max(3, rounds // 4)
-        beating, quiet = interleave(lambda: bench.job_cpu(1.0), lambda: bench.job_cpu(3600.0), cost_rounds)
+        beating, quiet = interleave(
+            lambda: bench.job_cpu(1.0), lambda: bench.job_cpu(3600.0), cost_rounds
+        )
     beats = JOB_SECONDS / 1.0
     per_beat = (sorted(beating)[len(beating) // 2] - sorted(quiet)[len(quiet) // 2]) / beats
     takeover_notes = [

@@ -34,7 +34,10 @@ def _wall(argv: list[str], env: dict[str, str]) -> float:
     devnull = os.open(os.devnull, os.O_WRONLY)
     start = time.perf_counter()
     pid = os.posix_spawn(
-        argv[0], argv, env, file_actions=[(os.POSIX_SPAWN_DUP2, devnull, 1), (os.POSIX_SPAWN_DUP2, devnull, 2)]
+        argv[0],
+        argv,
+        env,
+        file_actions=[(os.POSIX_SPAWN_DUP2, devnull, 1), (os.POSIX_SPAWN_DUP2, devnull, 2)],
     )
     _, status, _ = os.wait4(pid, 0)
     elapsed = time.perf_counter() - start
@@ -81,7 +84,8 @@ def _mark_all_jobs_just_run(db: DatabaseSettings) -> None:
 
 
 def run(rounds: int) -> list[Comparison]:
-    # Bytecode as a deployed runner has it after its first tick (PYTHONDONTWRITEBYTECODE may be set).
+    # Bytecode as a deployed runner has it after its first tick (PYTHONDONTWRITEBYTECODE may be
+    # set).
     subprocess.run(
         [sys.executable, "-m", "compileall", "-q", "crontabber", "jobs", "search", "configman"],
         cwd=REPO,

@@ -51,7 +51,10 @@ MB = 1e6
 # Uncompressed .sym text per archive: the generator's text deflates about 3.1:1 at level 6, as
 # real dump_syms output does (tests/fixtures/uploads_archives.py). "v2": the first generator's
 # text (random line numbers) deflated 2.8:1 and gzipped twice as fast as real text.
-ARCHIVES = {"50 MB": ("uploads-50mb-v2.zip", 160_000_000, 1), "300 MB": ("uploads-300mb-v2.zip", 960_000_000, 2)}
+ARCHIVES = {
+    "50 MB": ("uploads-50mb-v2.zip", 160_000_000, 1),
+    "300 MB": ("uploads-300mb-v2.zip", 960_000_000, 2),
+}
 SCALE_OUT = [(f"uploads-scale-{n}-v2.zip", 64_000_000, 10 + n) for n in range(4)]
 INBOX = "bench-uploads-inbox"
 JOB = "--crontabber.class-ProcessUploadsCronApp."
@@ -97,7 +100,11 @@ def _child(argv: list[str], env: dict[str, str]) -> tuple[float, float, str]:
     ):
         start = time.perf_counter()
         proc = subprocess.Popen(
-            ["/usr/bin/time", "-o", peak.name, "-f", "%M", *argv], env=env, cwd=REPO, stdout=output, stderr=errors
+            ["/usr/bin/time", "-o", peak.name, "-f", "%M", *argv],
+            env=env,
+            cwd=REPO,
+            stdout=output,
+            stderr=errors,
         )
         status = proc.wait()
         elapsed = time.perf_counter() - start
@@ -125,7 +132,11 @@ class Bench:
             self.client.create_bucket(Bucket=INBOX)
         except Exception:  # already there from an earlier run
             pass
-        self.env = {**os.environ, "PYTHONPATH": str(REPO), "RESOURCE_POSTGRESQL_DBNAME": self.db.dbname}
+        self.env = {
+            **os.environ,
+            "PYTHONPATH": str(REPO),
+            "RESOURCE_POSTGRESQL_DBNAME": self.db.dbname,
+        }
 
     def sql(self, query: str, params: Any = None) -> list[tuple]:
         with self.conn.cursor() as cur:
@@ -139,7 +150,8 @@ class Bench:
 
     def enqueue(self, key: str, path: Path) -> None:
         self.sql(
-            "INSERT INTO upload (inbox_key, filename, size) VALUES (%s, %s, %s)", (key, path.name, path.stat().st_size)
+            "INSERT INTO upload (inbox_key, filename, size) VALUES (%s, %s, %s)",
+            (key, path.name, path.stat().st_size),
         )
 
     def fresh_bucket(self) -> str:
@@ -152,7 +164,9 @@ class Bench:
         repository's crontabber.ini options, timing the drain itself (see ``ours_main``)."""
         return [sys.executable, "-m", "bench.bench_uploads", "ours", INBOX, bucket]
 
-    def ours(self, key: str, path: Path, memory: list[float], walls: list[float]) -> Callable[[], float]:
+    def ours(
+        self, key: str, path: Path, memory: list[float], walls: list[float]
+    ) -> Callable[[], float]:
         """MB/s of archive over the drain's time (claim to done, in the child)."""
 
         def measure() -> float:
@@ -171,7 +185,9 @@ class Bench:
 
         return measure
 
-    def baseline(self, key: str, path: Path, memory: list[float], walls: list[float]) -> Callable[[], float]:
+    def baseline(
+        self, key: str, path: Path, memory: list[float], walls: list[float]
+    ) -> Callable[[], float]:
         """MB/s of archive over the baseline's processing time (download to last PUT)."""
 
         def measure() -> float:
@@ -230,7 +246,9 @@ def ours_main(inbox: str, bucket: str) -> None:
     from jobs.uploads.worker import Worker
 
     config = load_job_config(
-        ProcessUploadsCronApp, None, {f"{JOB[2:]}inbox_bucket": inbox, f"{JOB[2:]}symbols_bucket": bucket}
+        ProcessUploadsCronApp,
+        None,
+        {f"{JOB[2:]}inbox_bucket": inbox, f"{JOB[2:]}symbols_bucket": bucket},
     )
     worker = Worker.from_config(config, open_database(config, "bench"))
     started = time.time()
@@ -270,7 +288,9 @@ def s3_limit(bench: Bench, path: Path) -> tuple[float, int]:
     from jobs.uploads.storage import make_client
 
     with zipfile.ZipFile(path) as zipped:
-        bodies = [(f"v1/{info.filename}", members.gzipped(path, info, 1)) for info in zipped.infolist()]
+        bodies = [
+            (f"v1/{info.filename}", members.gzipped(path, info, 1)) for info in zipped.infolist()
+        ]
     best = (0.0, 0)
     for concurrency in (4, 8, 16):
         bucket = bench.fresh_bucket()
@@ -302,7 +322,9 @@ def scale_out(bench: Bench, processes: int, staged: list[tuple[str, Path]]) -> t
         bench.enqueue(key, path)
     start = time.perf_counter()
     children = [
-        subprocess.Popen(bench.drain_argv(bucket), env=bench.env, cwd=REPO, stdout=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            bench.drain_argv(bucket), env=bench.env, cwd=REPO, stdout=subprocess.PIPE, text=True
+        )
         for _ in range(processes)
     ]
     times = [child.communicate()[0].split() for child in children]
@@ -318,7 +340,9 @@ def scale_out(bench: Bench, processes: int, staged: list[tuple[str, Path]]) -> t
     return total / span, total / elapsed
 
 
-def warm_server(bench: Bench, key: str, path: Path, least: int = 40, window: int = 10, most: int = 100) -> str:
+def warm_server(
+    bench: Bench, key: str, path: Path, least: int = 40, window: int = 10, most: int = 100
+) -> str:
     """Drain the archive, unmeasured, before measuring; return a note saying how it went.
 
     s3proxy's CPU per drain of the 50 MB archive moves a lot over its life on this host:
@@ -338,9 +362,9 @@ def warm_server(bench: Bench, key: str, path: Path, least: int = 40, window: int
         before = cpu_seconds(server)
         drain()
         costs.append(cpu_seconds(server) - before)
-        if len(costs) >= max(least, 2 * window) and statistics.median(costs[-window:]) > 0.97 * statistics.median(
-            costs[-2 * window : -window]
-        ):
+        if len(costs) >= max(least, 2 * window) and statistics.median(
+            costs[-window:]
+        ) > 0.97 * statistics.median(costs[-2 * window : -window]):
             break
     first, last = (statistics.median(part) for part in (costs[:window], costs[-window:]))
     return (
@@ -442,7 +466,8 @@ def run(rounds: int) -> list[Comparison]:
                     "every upload done with attempts = 1, no key recorded twice (asserted). "
                     "Over the processes' wall time (with interpreter start), median MB/s: "
                     + ", ".join(
-                        f"{n} process(es) {Sample('x', [r[1] for r in results[n]]).median:.1f}" for n in (1, 2, 4)
+                        f"{n} process(es) {Sample('x', [r[1] for r in results[n]]).median:.1f}"
+                        for n in (1, 2, 4)
                     )
                 ],
             )

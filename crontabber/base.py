@@ -87,7 +87,8 @@ def clean_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
             or len(kept) >= MAX_METRICS
         ):
             logger.warning(
-                "metric %r = %r dropped: a name [a-z][a-z0-9_]*, a finite number, at most %s metrics",
+                "metric %r = %r dropped: a name [a-z][a-z0-9_]*, a finite number, at most %s "
+                "metrics",
                 name,
                 value,
                 MAX_METRICS,
@@ -175,7 +176,9 @@ class BaseCronApp(RequiredConfig):
     def _now(self) -> dt.datetime:
         return self.started_at or dt.datetime.now(dt.timezone.utc)
 
-    def main(self, function: Callable[..., Any] | None = None, once: bool = True) -> Iterator[dt.datetime]:
+    def main(
+        self, function: Callable[..., Any] | None = None, once: bool = True
+    ) -> Iterator[dt.datetime]:
         """Run the job; yield one timestamp per successful unit.
 
         An ordinary job runs once and yields the attempt's start time. A
@@ -218,7 +221,11 @@ class BaseCronApp(RequiredConfig):
             result = result.text
             undeclared = sorted(set(self.last_metrics or ()) - set(self.metric_names or ()))
             if self.metric_names is not None and undeclared:  # kept: its checks are refused
-                logger.warning("%s returned metrics its metric_names lacks: %s", self.app_name, ", ".join(undeclared))
+                logger.warning(
+                    "%s returned metrics its metric_names lacks: %s",
+                    self.app_name,
+                    ", ".join(undeclared),
+                )
         if isinstance(result, str) and result.strip():
             from .redaction import masked  # (as a failure is: it is stored, printed and shown)
 

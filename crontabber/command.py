@@ -46,7 +46,9 @@ class ExitCode(enum.IntEnum):
     """Exit codes of every command (``--nagios`` uses nagios's 0/1/2 instead)."""
 
     OK = 0
-    ERROR = 1  # bad configuration or arguments, unknown job or id, database unavailable, not permitted
+    ERROR = (
+        1  # bad configuration or arguments, unknown job or id, database unavailable, not permitted
+    )
     LOCKED = 2  # held by another process right now (a job's row: SELECT ... FOR UPDATE NOWAIT)
     ONGOING = 3  # a job is held by a live run elsewhere (also: reset/release refused)
     FENCED = 4  # a run lost its lease to another run: its outcome was not recorded
@@ -75,17 +77,20 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
     ),
     (
         ExitCode.LOCKED,
-        "locked by another process that very moment (--job and the operator commands; a cron tick exits 0)",
+        "locked by another process that very moment (--job and the operator commands; a cron tick "
+        "exits 0)",
     ),
     (
         ExitCode.ONGOING,
-        "the job is running elsewhere: --job, or a reset/release refused for that (a cron tick exits 0)",
+        "the job is running elsewhere: --job, or a reset/release refused for that (a cron tick "
+        "exits 0)",
     ),
     (ExitCode.FENCED, "a run was fenced off (it lost its lease)"),
     (ExitCode.JOB_FAILED, "the work ran and failed (--job, --rerun, a job command's work)"),
     (
         ExitCode.PAUSED,
-        "the job is paused (--job, --rerun, a job's command: --force --reason runs it; --pause: --replace)",
+        "the job is paused (--job, --rerun, a job's command: --force --reason runs it; --pause: "
+        "--replace)",
     ),
     (ExitCode.NOT_RUN, "--job: nothing ran (not due, a parent blocks it, nothing to backfill)"),
     (
@@ -185,7 +190,10 @@ Body: TypeAlias = "Callable[[argparse.Namespace, dict[str, str]], int]"
 
 
 def run_command(
-    parser: argparse.ArgumentParser, body: Body, argv: Sequence[str] | None = None, stderr: TextIO | None = None
+    parser: argparse.ArgumentParser,
+    body: Body,
+    argv: Sequence[str] | None = None,
+    stderr: TextIO | None = None,
 ) -> int:
     """Parse ``argv`` with ``parser`` (the rest must be overrides; ``--admin.conf`` may also
     follow the subcommand: it lands in ``args.conf``), call ``body(args, overrides)`` and
@@ -231,7 +239,10 @@ def _setup_logging(stream: TextIO, level: str, overrides: Mapping[str, str]) -> 
     from .redaction import secret_values
 
     configure_logging(
-        stream, level, "%(asctime)s %(levelname)s %(name)s: %(message)s", secret_values(os.environ, overrides)
+        stream,
+        level,
+        "%(asctime)s %(levelname)s %(name)s: %(message)s",
+        secret_values(os.environ, overrides),
     )
 
 

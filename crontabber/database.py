@@ -20,7 +20,9 @@ from .runner import default_holder
 __all__ = ["open_database", "database_now", "default_holder", "operator_command"]
 
 
-def open_database(config: Mapping[str, Any], application_name: str, schema_dirs: Sequence[str] = ()) -> Any:
+def open_database(
+    config: Mapping[str, Any], application_name: str, schema_dirs: Sequence[str] = ()
+) -> Any:
     """A psycopg2 connection (no session settings: it works through PgBouncer) to the
     database of a job's config, the runner's schema and ``schema_dirs`` (the job's own, its
     ``schema_dir``) applied. The caller closes it.
@@ -82,7 +84,11 @@ def operator_command(
     store = StateStore(connection)
     audits = AuditStore(store)
     options = given_options(overrides or {})
-    detail: dict[str, Any] = {"command": command, "force": force, **({"options": options} if options else {})}
+    detail: dict[str, Any] = {
+        "command": command,
+        "force": force,
+        **({"options": options} if options else {}),
+    }
     try:
         check_pause(
             app_name,
@@ -100,11 +106,17 @@ def operator_command(
                 "command",
                 app_name,
                 reason or None,
-                {**detail, "outcome": f"refused (exit {exit_code_for(refused)})", "error": str(refused)[:300]},
+                {
+                    **detail,
+                    "outcome": f"refused (exit {exit_code_for(refused)})",
+                    "error": str(refused)[:300],
+                },
             )
         )
         raise
-    audits.audit(AuditEntry(actor(), "command", app_name, reason or None, {**detail, "outcome": "done"}))
+    audits.audit(
+        AuditEntry(actor(), "command", app_name, reason or None, {**detail, "outcome": "done"})
+    )
 
 
 def database_now(connection: Any) -> dt.datetime:

@@ -32,7 +32,9 @@ class ConfigurationError(CrontabberError):
         self.where = where
         self.problem = problem
         argument = where.startswith("--") or where == "the command line"
-        super().__init__(f"{where}: {problem}" if argument else f"configuration error in {where}: {problem}")
+        super().__init__(
+            f"{where}: {problem}" if argument else f"configuration error in {where}: {problem}"
+        )
 
 
 class JobNotFound(CrontabberError):
@@ -67,7 +69,8 @@ class HostDrained(CrontabberError):
 
 
 class RunNotFound(CrontabberError):
-    """``--show-error``, ``--history`` or ``--logs NAME --run ID`` named a run the job's log does not hold
+    """``--show-error``, ``--history`` or ``--logs NAME --run ID`` named a run the job's log does
+    not hold
     (a wrong id, or its rows were pruned by ``prune-run-log``)."""
 
     def __init__(self, app_name: str, run_id: int) -> None:
@@ -131,23 +134,31 @@ class JobPaused(CrontabberError):
     """An action refused because of an operator's pause (exit 6): another ``--pause``
     without ``--replace``, or ``--rerun`` without ``--force``. Names the pause."""
 
-    def __init__(self, app_name: str, action: str, until: object, by: object, reason: object, override: str) -> None:
+    def __init__(
+        self, app_name: str, action: str, until: object, by: object, reason: object, override: str
+    ) -> None:
         self.app_name = app_name
         self.action = action
         until_text = pause_end(until) if isinstance(until, dt.datetime) else f"until {until}"
-        super().__init__(f"{app_name}: refusing to {action}: paused {until_text} by {by}: {reason}; {override}")
+        super().__init__(
+            f"{app_name}: refusing to {action}: paused {until_text} by {by}: {reason}; {override}"
+        )
 
 
 class MuteInForce(JobPaused):
     """A second ``--mute`` of a scope refused (exit 6, as a second ``--pause``): a
     maintenance window of it is in force. Names the window and ``--replace``."""
 
-    def __init__(self, scope: str, until: object, by: object, reason: object, override: str) -> None:
+    def __init__(
+        self, scope: str, until: object, by: object, reason: object, override: str
+    ) -> None:
         self.app_name = scope
         self.action = "mute it again"
         until_text = minute_text(until) if isinstance(until, dt.datetime) else str(until)
         CrontabberError.__init__(
-            self, f"{scope}: refusing to mute it again: muted until {until_text} by {by}: {reason}; {override}"
+            self,
+            f"{scope}: refusing to mute it again: muted until {until_text} by {by}: {reason}; "
+            f"{override}",
         )
 
 
@@ -264,7 +275,9 @@ class NotPermitted(CrontabberError):
         self.user = user
         self.doing = doing
         hint = "use an operator login" if operators else "which login may is in"
-        super().__init__(f"this database user ({user}) may not {doing}; {hint} (docs/deploy.md#roles)")
+        super().__init__(
+            f"this database user ({user}) may not {doing}; {hint} (docs/deploy.md#roles)"
+        )
 
 
 class LockWaitTimedOut(CrontabberError):
@@ -276,10 +289,14 @@ class LockWaitTimedOut(CrontabberError):
     def __init__(self, doing: str, holders: tuple[str, ...]) -> None:
         self.doing = doing
         self.holders = holders
-        held = f"held by {'; '.join(holders)}" if holders else "its holder has gone since: try again"
+        held = (
+            f"held by {'; '.join(holders)}" if holders else "its holder has gone since: try again"
+        )
         super().__init__(
-            f"could not {doing}: another session held a lock it needs for over 5 s ({held}); nothing was "
-            "changed (a session that stays: its owner or a superuser ends it with pg_terminate_backend(PID))"
+            f"could not {doing}: another session held a lock it needs for over 5 s ({held}); "
+            "nothing was "
+            "changed (a session that stays: its owner or a superuser ends it with "
+            "pg_terminate_backend(PID))"
         )
 
 

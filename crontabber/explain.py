@@ -162,7 +162,9 @@ def _lease(notes: _Notes, state: JobState | None, marker: Marker, rules: LeaseRu
     text = describe_marker(state, marker, notes.now)
     if marker is Marker.LIVE:
         notes.lines.append(
-            f"running: {text}; its lease lasts until {notes.at(expires)}" if expires else f"running: {text}"
+            f"running: {text}; its lease lasts until {notes.at(expires)}"
+            if expires
+            else f"running: {text}"
         )
         notes.blocking.append(f"running on {state.ongoing_by}")
     else:
@@ -204,13 +206,19 @@ def _due(notes: _Notes, job: Job, state: JobState | None) -> None:
     notes.facts["settle_lag_seconds"] = schedule.lag.total_seconds()
     notes.facts["jitter_seconds"] = schedule.jitter.total_seconds()
     if schedule.delay:
-        parts = ([f"jitter {span_text(schedule.jitter)} (fixed, from its name)"] if schedule.jitter else []) + (
-            [f"settle lag {span_text(schedule.lag)}"] if schedule.lag else []
-        )
+        parts = (
+            [f"jitter {span_text(schedule.jitter)} (fixed, from its name)"]
+            if schedule.jitter
+            else []
+        ) + ([f"settle lag {span_text(schedule.lag)}"] if schedule.lag else [])
         notes.lines.append(
             f"starts {span_text(schedule.delay)} after its time: "
             + ", ".join(parts)
-            + (f"; interval T runs after T + {span_text(schedule.delay)}" if job.is_backfill else "")
+            + (
+                f"; interval T runs after T + {span_text(schedule.delay)}"
+                if job.is_backfill
+                else ""
+            )
         )
     if due and notes.facts["ongoing"] is not None and notes.facts["ongoing"]["verdict"] == "live":
         # a running job's next_run is the one its run started for: it is not waiting
@@ -222,7 +230,9 @@ def _due(notes: _Notes, job: Job, state: JobState | None) -> None:
         return
     if due:
         notes.lines.append(
-            "due now" if state is None or state.next_run is None else f"due since {notes.at(state.next_run)}"
+            "due now"
+            if state is None or state.next_run is None
+            else f"due since {notes.at(state.next_run)}"
         )
         return
     when = state.next_run if state is not None else None
@@ -240,7 +250,8 @@ def _due(notes: _Notes, job: Job, state: JobState | None) -> None:
 
 def _parents(notes: _Notes, job: Job, states: Mapping[str, JobState]) -> None:
     parents = [
-        {"name": parent, "blocking": dependency_block((parent,), states, notes.now)} for parent in job.depends_on
+        {"name": parent, "blocking": dependency_block((parent,), states, notes.now)}
+        for parent in job.depends_on
     ]
     notes.facts["depends_on"] = parents
     for parent in parents:
@@ -260,12 +271,22 @@ def _deadline(notes: _Notes, job: Job, state: JobState | None, deadline: dt.time
         return
     interval = next_interval(state, job.schedule, job.is_backfill) if state is not None else None
     if interval is None:
-        notes.facts["deadline"] = {"seconds": deadline.total_seconds(), "interval": None, "due": None, "missed": False}
+        notes.facts["deadline"] = {
+            "seconds": deadline.total_seconds(),
+            "interval": None,
+            "due": None,
+            "missed": False,
+        }
         notes.lines.append(f"deadline {span_text(deadline)}: counted from its first success")
         return
     due = interval + deadline
     missed = notes.now >= due
-    notes.facts["deadline"] = {"seconds": deadline.total_seconds(), "interval": interval, "due": due, "missed": missed}
+    notes.facts["deadline"] = {
+        "seconds": deadline.total_seconds(),
+        "interval": interval,
+        "due": due,
+        "missed": missed,
+    }
     if missed:
         notes.lines.append(
             f"deadline {span_text(deadline)}: MISSED: the interval of "
@@ -273,7 +294,8 @@ def _deadline(notes: _Notes, job: Job, state: JobState | None, deadline: dt.time
         )
     else:
         notes.lines.append(
-            f"deadline {span_text(deadline)}: the interval of {minute_text(interval)} is to be done by {notes.at(due)}"
+            f"deadline {span_text(deadline)}: the interval of {minute_text(interval)} is to be "
+            f"done by {notes.at(due)}"
         )
 
 
@@ -282,7 +304,10 @@ def _backfill(notes: _Notes, job: Job, state: JobState | None) -> None:
     notes.facts["backfill_pending"] = pending
     if pending:
         notes.lines.append(
-            f"backfill: {len(pending)} interval(s) pending, {minute_text(pending[0])} to {minute_text(pending[-1])}"
+            f"backfill: {len(pending)} interval(s) pending, {minute_text(pending[0])} to "
+            f"{minute_text(pending[-1])}"
         )
     else:
-        notes.lines.append("backfill: nothing pending (--rerun NAME --date YYYY-MM-DD redoes a day)")
+        notes.lines.append(
+            "backfill: nothing pending (--rerun NAME --date YYYY-MM-DD redoes a day)"
+        )

@@ -17,7 +17,14 @@ if TYPE_CHECKING:
 
 # Loggers of the client libraries: their retry warnings lose their tracebacks
 # unless the log level is DEBUG.
-CLIENT_LOGGERS = ("elastic_transport", "elasticsearch", "botocore", "boto3", "urllib3", "s3transfer")
+CLIENT_LOGGERS = (
+    "elastic_transport",
+    "elasticsearch",
+    "botocore",
+    "boto3",
+    "urllib3",
+    "s3transfer",
+)
 
 
 def chain(exc: BaseException) -> list[BaseException]:
@@ -106,10 +113,20 @@ def describe(exc: BaseException) -> str:
     exceptions = chain(exc)
     for current in exceptions:
         library, name = _kind(current)
-        if library in ("elastic_transport", "elasticsearch") and ("Connection" in name or name == "TransportError"):
-            conn: Any = next((getattr(e, "conn") for e in exceptions if getattr(e, "conn", None) is not None), None)
+        if library in ("elastic_transport", "elasticsearch") and (
+            "Connection" in name or name == "TransportError"
+        ):
+            conn: Any = next(
+                (getattr(e, "conn") for e in exceptions if getattr(e, "conn", None) is not None),
+                None,
+            )
             address = next(
-                (str(getattr(e, "address")) for e in exceptions if getattr(e, "address", None) is not None), None
+                (
+                    str(getattr(e, "address"))
+                    for e in exceptions
+                    if getattr(e, "address", None) is not None
+                ),
+                None,
             )
             where = (
                 f" at http://{conn.host}:{conn.port}"

@@ -2,12 +2,14 @@
 
 A time a person reads is UTC, in one of the forms here: :func:`utc_text` (to the second,
 ``UTC`` named), :func:`minute_text` (to the minute), :func:`stamp` (a table's column, whose
-header says UTC), :func:`relative` (``in 1h57m``, ``2m19s ago``: the one relative form) and :func:`absolute`,
+header says UTC), :func:`relative` (``in 1h57m``, ``2m19s ago``: the one relative form) and
+:func:`absolute`,
 :func:`took` for durations and
 :func:`interval_range` for a run's intervals, :func:`metrics_text` for its metrics.
 JSON carries ISO 8601 (:mod:`crontabber.jsonout`).
 A message on one line: :func:`one_line`; data from outside made safe for a terminal:
-:func:`printable` (:func:`printable_lines` keeps the line breaks). Exported by :mod:`crontabber` for the jobs.
+:func:`printable` (:func:`printable_lines` keeps the line breaks). Exported by :mod:`crontabber` for
+the jobs.
 """
 
 from __future__ import annotations
@@ -131,7 +133,11 @@ def interval(success: dt.datetime | None) -> str:
     if success is None:
         return "-"
     utc = success.astimezone(dt.timezone.utc)
-    return f"{utc:%Y-%m-%d}" if (utc.hour, utc.minute, utc.second) == (0, 0, 0) else f"{utc:%Y-%m-%d %H:%M}"
+    return (
+        f"{utc:%Y-%m-%d}"
+        if (utc.hour, utc.minute, utc.second) == (0, 0, 0)
+        else f"{utc:%Y-%m-%d %H:%M}"
+    )
 
 
 def interval_range(first: dt.datetime, last: dt.datetime, count: int) -> str:

@@ -51,7 +51,9 @@ class Frozen:
         return tuple(getattr(self, name) for name in self._fields if name not in self._uncompared)
 
     def __repr__(self) -> str:
-        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._fields if name not in self._hidden)
+        shown = ", ".join(
+            f"{name}={getattr(self, name)!r}" for name in self._fields if name not in self._hidden
+        )
         return f"{type(self).__qualname__}({shown})"
 
     def __eq__(self, other: object) -> bool:

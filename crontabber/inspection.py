@@ -90,10 +90,21 @@ def job_views_now(
         from .placement import unplaced
 
         no_host = unplaced(chosen, store.fleet(settings.monitor.silence_critical_minutes * 60))
-    failing = [job.app_name for job in chosen if (s := states.get(job.app_name)) is not None and s.error_count]
+    failing = [
+        job.app_name
+        for job in chosen
+        if (s := states.get(job.app_name)) is not None and s.error_count
+    ]
     errors = store.last_errors(failing)  # no query when none fails
     found = views.job_views(
-        chosen, states, now, lambda state: marker(state, now), _overdue_seconds(settings), missed, no_host, errors
+        chosen,
+        states,
+        now,
+        lambda state: marker(state, now),
+        _overdue_seconds(settings),
+        missed,
+        no_host,
+        errors,
     )
     return found + [views.broken_view(b) for b in shown], now
 
@@ -131,7 +142,9 @@ class JobRuns:
         return history_document(self.app_name, self.runs, self.now, self.more, self.is_backfill)
 
 
-def job_runs(settings: Settings, jobs: list[Job], store: StateStore, name: str, limit: int) -> JobRuns:
+def job_runs(
+    settings: Settings, jobs: list[Job], store: StateStore, name: str, limit: int
+) -> JobRuns:
     """The newest ``limit`` runs of the job ``name`` means (a configured job
     or a ghost), newest first: what ``--history`` shows and the dashboard serves.
 
@@ -157,7 +170,9 @@ def job_runs(settings: Settings, jobs: list[Job], store: StateStore, name: str, 
     return JobRuns(app_name, is_backfill, runs[:limit], len(runs) > limit, now)
 
 
-def one_run(settings: Settings, jobs: list[Job], store: StateStore, name: str, run_id: int) -> JobRuns:
+def one_run(
+    settings: Settings, jobs: list[Job], store: StateStore, name: str, run_id: int
+) -> JobRuns:
     """Run ``run_id`` of the job ``name``, with every log row.
 
     Raises:

@@ -58,7 +58,13 @@ if TYPE_CHECKING:
             """Renew the lease (saving the captured output when given); None when fenced off."""
             ...
 
-        def finish(self, outcome: FinishRecord, end: RunEnd, failure: Logged | None, deferred: Sequence[Unit]) -> Ended:
+        def finish(
+            self,
+            outcome: FinishRecord,
+            end: RunEnd,
+            failure: Logged | None,
+            deferred: Sequence[Unit],
+        ) -> Ended:
             """Write the end of the run (with the units not written yet)."""
             ...
 
@@ -83,7 +89,9 @@ class ScheduledLane:
     def next_unit(self, proposed: dt.datetime | None) -> tuple[dt.datetime | None, str | None]:
         if proposed is None:
             return None, None
-        holder = self.store.claim_interval(self.claim, self.kind, proposed, self.lease_seconds, self.gone_here)
+        holder = self.store.claim_interval(
+            self.claim, self.kind, proposed, self.lease_seconds, self.gone_here
+        )
         return (proposed, None) if holder is None else (None, holder)
 
     def record(self, unit: Unit) -> bool:
@@ -92,8 +100,12 @@ class ScheduledLane:
     def beat(self, output: tuple[str, int] | None) -> dt.datetime | None:
         return self.store.heartbeat(self.claim, output)
 
-    def finish(self, outcome: FinishRecord, end: RunEnd, failure: Logged | None, deferred: Sequence[Unit]) -> Ended:
-        return self.store.finish(self.claim, outcome, self.depends_on, failure=failure, units=deferred, end=end)
+    def finish(
+        self, outcome: FinishRecord, end: RunEnd, failure: Logged | None, deferred: Sequence[Unit]
+    ) -> Ended:
+        return self.store.finish(
+            self.claim, outcome, self.depends_on, failure=failure, units=deferred, end=end
+        )
 
 
 class RerunLane:
@@ -112,7 +124,13 @@ class RerunLane:
         lease_seconds: float,
         gone_here: Callable[[str], bool],
     ) -> None:
-        self.reruns, self.claim, self.root, self.parallel, self.strict = reruns, claim, root, parallel, strict
+        self.reruns, self.claim, self.root, self.parallel, self.strict = (
+            reruns,
+            claim,
+            root,
+            parallel,
+            strict,
+        )
         self.lease_seconds, self.gone_here = lease_seconds, gone_here
 
     def next_unit(self, proposed: dt.datetime | None) -> tuple[dt.datetime | None, str | None]:
@@ -127,5 +145,7 @@ class RerunLane:
     def beat(self, output: tuple[str, int] | None) -> dt.datetime | None:
         return self.reruns.lane_heartbeat(self.claim, output)
 
-    def finish(self, outcome: FinishRecord, end: RunEnd, failure: Logged | None, deferred: Sequence[Unit]) -> Ended:
+    def finish(
+        self, outcome: FinishRecord, end: RunEnd, failure: Logged | None, deferred: Sequence[Unit]
+    ) -> Ended:
         return self.reruns.finish_lane(self.claim, end, failure), None, None

@@ -59,7 +59,9 @@ class Rerun(Frozen):
 class Launch:
     """A claimed run of a job and its supervisor, from its claim to its recorded end."""
 
-    def __init__(self, job: Job, before: JobState, claim: Claim, kind: RunKind, config: Any, supervisor: Any) -> None:
+    def __init__(
+        self, job: Job, before: JobState, claim: Claim, kind: RunKind, config: Any, supervisor: Any
+    ) -> None:
         self.job, self.before, self.claim, self.kind = job, before, claim, kind
         self.config, self.supervisor = config, supervisor
         self.alone = runs_alone(job)
@@ -86,7 +88,9 @@ class Launcher:
         self.settings, self.store, self.reruns, self.report = settings, store, reruns, report
         self.crons, self.gone_here, self.remember = crons, gone_here, remember
 
-    def launch(self, job: Job, before: JobState, claim: Claim, kind: RunKind, rerun: Rerun | None = None) -> Launch:
+    def launch(
+        self, job: Job, before: JobState, claim: Claim, kind: RunKind, rerun: Rerun | None = None
+    ) -> Launch:
         """The supervised run of a claimed job, not started yet (:meth:`start`)."""
         from .capture import OutputTail
         from .supervisor import Supervisor
@@ -108,7 +112,9 @@ class Launcher:
             self._lane(job, claim, kind, rerun),
             report=lambda exc: self.report(exc, job),
             inherited_fds=self.store.fds(),
-            tail=OutputTail(self.settings.output_tail_bytes) if self.settings.output_tail_bytes else None,
+            tail=OutputTail(self.settings.output_tail_bytes)
+            if self.settings.output_tail_bytes
+            else None,
         )
         return Launch(job, before, claim, kind, config, supervisor)
 
@@ -118,8 +124,18 @@ class Launcher:
 
         lease = self.settings.lease_seconds
         if rerun is not None:
-            return RerunLane(self.reruns(), claim, rerun.root, rerun.parallel, rerun.strict, lease, self.gone_here)
-        return ScheduledLane(self.store, claim, kind, job.depends_on, job.is_backfill, lease, self.gone_here)
+            return RerunLane(
+                self.reruns(),
+                claim,
+                rerun.root,
+                rerun.parallel,
+                rerun.strict,
+                lease,
+                self.gone_here,
+            )
+        return ScheduledLane(
+            self.store, claim, kind, job.depends_on, job.is_backfill, lease, self.gone_here
+        )
 
     def start(self, loop: Any, launch: Launch) -> None:
         """Fork the run's child into ``loop``; a fork that failed is recorded as the run's
@@ -172,7 +188,13 @@ class Launcher:
         """Write the end of the run through its lane (conditional on its run id), then say how
         it went; what the end writes to the state row follows :class:`RunKind`'s rule. A
         SIGINT/SIGTERM that stopped the run (``ending.interrupt``) is the caller's to raise."""
-        job, before, claim, config, kind = launch.job, launch.before, launch.claim, launch.config, launch.kind
+        job, before, claim, config, kind = (
+            launch.job,
+            launch.before,
+            launch.claim,
+            launch.config,
+            launch.kind,
+        )
         failure = ending.failure
         delay = retry_delay(
             before.error_count + 1,
@@ -196,9 +218,15 @@ class Launcher:
             output=ending.output,
             dropped=ending.dropped,
         )
-        logged = (dt.timedelta(seconds=seconds), failure.error, failure.exc_repr) if failure is not None else None
+        logged = (
+            (dt.timedelta(seconds=seconds), failure.error, failure.exc_repr)
+            if failure is not None
+            else None
+        )
         lane = launch.supervisor.lane
-        held, state, now = self._keep_trying(job, claim, lambda: lane.finish(outcome, end, logged, ending.deferred))
+        held, state, now = self._keep_trying(
+            job, claim, lambda: lane.finish(outcome, end, logged, ending.deferred)
+        )
         self.remember(state, now)
         if not held:
             why = ending.fenced or "another run took the job over, or an operator released it"
@@ -210,7 +238,9 @@ class Launcher:
             if ran.summary and not job.is_backfill:  # a backfill unit's is logged as it is written
                 logger.info("%s: %s", job.app_name, ran.summary, extra={"job": job.app_name})
             return ran
-        return JobResult(job.app_name, Status.FAILED, failure.summary, run_id=claim.run_id, summaries=summaries)
+        return JobResult(
+            job.app_name, Status.FAILED, failure.summary, run_id=claim.run_id, summaries=summaries
+        )
 
     def _keep_trying(self, job: Job, claim: Claim, write: Callable[[], T]) -> T:
         """Run a state write, retrying with backoff while the database is away,

@@ -51,20 +51,34 @@ JOB_METRICS = (
     ),
 )
 HOST_METRICS = (
-    ("crontabber_host_last_tick_timestamp_seconds", "gauge", "When the host's runner last ticked (database clock)."),
-    ("crontabber_host_clock_skew_seconds", "gauge", "The host's clock minus the database's, at its last tick."),
+    (
+        "crontabber_host_last_tick_timestamp_seconds",
+        "gauge",
+        "When the host's runner last ticked (database clock).",
+    ),
+    (
+        "crontabber_host_clock_skew_seconds",
+        "gauge",
+        "The host's clock minus the database's, at its last tick.",
+    ),
     ("crontabber_host_info", "gauge", "The crontabber version the host ran at its last tick."),
 )
 
 
-def render_textfile(jobs: Sequence[Job], overview: Overview, missed: Mapping[str, str] | None = None) -> str:
+def render_textfile(
+    jobs: Sequence[Job], overview: Overview, missed: Mapping[str, str] | None = None
+) -> str:
     """The metrics file's text: HELP and TYPE lines, then one sample per job or host.
-    ``missed``: the jobs past their deadline (:func:`crontabber.alerts.alerter.missed_deadlines`)."""
+    ``missed``: the jobs past their deadline
+    (:func:`crontabber.alerts.alerter.missed_deadlines`)."""
     lines = []
     for name, kind, text in (*JOB_METRICS, *HOST_METRICS):
         lines += [f"# HELP {name} {text}", f"# TYPE {name} {kind}"]
         if name == "crontabber_job_deadline_missed":
-            lines += [f'{name}{{job="{_label(job.app_name)}"}} {int(job.app_name in (missed or {}))}' for job in jobs]
+            lines += [
+                f'{name}{{job="{_label(job.app_name)}"}} {int(job.app_name in (missed or {}))}'
+                for job in jobs
+            ]
             continue
         if name == "crontabber_job_schedule_info":
             lines += [_schedule_sample(name, job) for job in jobs]
@@ -92,7 +106,10 @@ def _run_metrics(jobs: Sequence[Job], overview: Overview) -> Iterator[str]:
     """``crontabber_job_run_metric{job, name}``: the numbers each job's last successful run
     returned with its summary (:class:`crontabber.base.Summary`), one sample each."""
     name = "crontabber_job_run_metric"
-    yield (f"# HELP {name} A number the job's last successful run returned with its summary (label name: which).")
+    yield (
+        f"# HELP {name} A number the job's last successful run returned with its summary (label "
+        "name: which)."
+    )
     yield f"# TYPE {name} gauge"
     for job in jobs:
         for metric, value in sorted(overview.metrics.get(job.app_name, {}).items()):
@@ -105,7 +122,11 @@ def _samples(name: str, jobs: Sequence[Job], overview: Overview) -> Iterator[str
             if name == "crontabber_host_info":
                 yield f'{name}{{host="{_label(host.host)}",version="{_label(host.version)}"}} 1'
                 continue
-            number = host.last_tick.timestamp() if name.endswith("tick_timestamp_seconds") else host.skew_seconds
+            number = (
+                host.last_tick.timestamp()
+                if name.endswith("tick_timestamp_seconds")
+                else host.skew_seconds
+            )
             yield f'{name}{{host="{_label(host.host)}"}} {_number(number)}'
         return
     for job in jobs:
@@ -114,7 +135,9 @@ def _samples(name: str, jobs: Sequence[Job], overview: Overview) -> Iterator[str
             yield f'{name}{{job="{_label(job.app_name)}"}} {_number(value)}'
 
 
-def _job_value(name: str, app_name: str, state: JobState | None, overview: Overview) -> float | None:
+def _job_value(
+    name: str, app_name: str, state: JobState | None, overview: Overview
+) -> float | None:
     short = name.removeprefix("crontabber_job_")
     if short == "last_duration_seconds":
         took = overview.durations.get(app_name)
@@ -154,7 +177,9 @@ def write_atomically(path: str, text: str) -> None:
     """
     target = Path(path)
     try:
-        fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        fd, temporary = tempfile.mkstemp(
+            dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"
+        )
     except OSError as exc:
         raise MetricsFileNotWritten(path, exc.strerror or str(exc)) from None
     try:

@@ -60,7 +60,9 @@ def with_transactional_resource(
         extra = Namespace()
         resource = extra.namespace(resource_name)
         for option, default, doc, parse in DATABASE_OPTIONS:
-            resource.add_option(option, default, doc, parse, reference_value_from=reference_value_from)
+            resource.add_option(
+                option, default, doc, parse, reference_value_from=reference_value_from
+            )
         base_required = getattr(cls, "required_config", Namespace())
         cls.required_config = base_required.merged(extra)  # type: ignore[attr-defined]
         original_init = cls.__init__  # type: ignore[misc]
@@ -79,12 +81,15 @@ def with_transactional_resource(
     return decorator
 
 
-using_postgres = functools.partial(with_transactional_resource, DEFAULT_RESOURCE, "database", "resource.postgresql")
+using_postgres = functools.partial(
+    with_transactional_resource, DEFAULT_RESOURCE, "database", "resource.postgresql"
+)
 with_postgres_transactions = using_postgres
 
 
 def with_resource_connection_as_argument(resource_name: str) -> Callable[[C], C]:
-    """``run(self, connection, *args)``; the connection is closed afterwards, uncommitted work lost."""
+    """``run(self, connection, *args)``; the connection is closed afterwards, uncommitted work
+    lost."""
 
     def decorator(cls: C) -> C:
         def _run_proxy(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -115,7 +120,9 @@ def with_single_transaction(resource_name: str) -> Callable[[C], C]:
     return decorator
 
 
-with_postgres_connection_as_argument = functools.partial(with_resource_connection_as_argument, "database")
+with_postgres_connection_as_argument = functools.partial(
+    with_resource_connection_as_argument, "database"
+)
 as_single_postgres_transaction = functools.partial(with_single_transaction, "database")
 with_single_postgres_transaction = as_single_postgres_transaction
 

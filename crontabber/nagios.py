@@ -74,7 +74,12 @@ class NagiosResult:
             "code": self.code,
             "summary": self.lines[0],
             "entries": [
-                {"level": NAGIOS_STATUS[e.level], "kind": e.kind, "subject": e.subject, "text": e.text}
+                {
+                    "level": NAGIOS_STATUS[e.level],
+                    "kind": e.kind,
+                    "subject": e.subject,
+                    "text": e.text,
+                }
                 for e in self.entries
             ],
             "perfdata": dict(self.perfdata),
@@ -126,7 +131,9 @@ def nagios_check(
     """
     found = [
         *(
-            NagiosEntry(NAGIOS_CRITICAL, "broken", name, f"jobs entry {name} does not load: {problem}")
+            NagiosEntry(
+                NAGIOS_CRITICAL, "broken", name, f"jobs entry {name} does not load: {problem}"
+            )
             for name, problem in (broken or {}).items()
         ),
         *_job_entries(jobs, states, now, marker, limits, errors or {}),
@@ -153,7 +160,9 @@ def nagios_check(
             + (f"; {', '.join(drained)}" if drained else "")
         )
     else:
-        status = f"{NAGIOS_STATUS[code]} - " + "; ".join(e.status_text or e.text for e in entries if e.level == code)
+        status = f"{NAGIOS_STATUS[code]} - " + "; ".join(
+            e.status_text or e.text for e in entries if e.level == code
+        )
     perfdata = _perfdata(jobs, states, entries, hosts, now, marker, limits)
     lines = [status, *(e.text for e in entries), "| " + perfdata_text(perfdata, limits)]
     return NagiosResult(code, lines, entries, perfdata)
@@ -185,7 +194,9 @@ def _job_entries(
             continue
         if state.error_count:
             kind, value = _error_parts(state)
-            level = NAGIOS_WARNING if state.error_count == 1 and job.is_backfill else NAGIOS_CRITICAL
+            level = (
+                NAGIOS_WARNING if state.error_count == 1 and job.is_backfill else NAGIOS_CRITICAL
+            )
             yield NagiosEntry(
                 level,
                 "failing",
@@ -200,10 +211,21 @@ def _job_entries(
         due = f"its next run was due {absolute(due_at, now)}"
         block = dependency_block(job.depends_on, states, now)
         if block:
-            yield NagiosEntry(NAGIOS_OK, "waiting", job.app_name, f"{name}: waiting for its parents: {block}; {due}")
+            yield NagiosEntry(
+                NAGIOS_OK,
+                "waiting",
+                job.app_name,
+                f"{name}: waiting for its parents: {block}; {due}",
+            )
             continue
-        level = NAGIOS_CRITICAL if late.total_seconds() > limits.overdue_critical_seconds else NAGIOS_WARNING
-        yield NagiosEntry(level, "overdue", job.app_name, f"{name}: overdue: {due}; no tick has run it")
+        level = (
+            NAGIOS_CRITICAL
+            if late.total_seconds() > limits.overdue_critical_seconds
+            else NAGIOS_WARNING
+        )
+        yield NagiosEntry(
+            level, "overdue", job.app_name, f"{name}: overdue: {due}; no tick has run it"
+        )
 
 
 def _never_ran_entries(
@@ -254,7 +276,9 @@ def _error_line(state: JobState, line: str | None = None) -> str:
     return error.summary.replace("|", "/") if error else "no error recorded"
 
 
-def _paused_entry(app_name: str, name: str, state: JobState, now: dt.datetime, line: str | None = None) -> NagiosEntry:
+def _paused_entry(
+    app_name: str, name: str, state: JobState, now: dt.datetime, line: str | None = None
+) -> NagiosEntry:
     """A paused job: OK (an operator's decision, with a reason and an end), but a WARNING for
     a breach pause, which lasts until someone looks."""
     assert state.paused_until is not None
@@ -265,7 +289,10 @@ def _paused_entry(app_name: str, name: str, state: JobState, now: dt.datetime, l
     if state.error_count:
         text += f"; failing: {_error_line(state, line)}"
     if state.paused_scope == "breach":
-        text += f"; a breach pause runs nothing until someone looks (--history {app_name}; --resume {app_name})"
+        text += (
+            "; a breach pause runs nothing until someone looks "
+            f"(--history {app_name}; --resume {app_name})"
+        )
         return NagiosEntry(NAGIOS_WARNING, "paused", app_name, text)
     return NagiosEntry(NAGIOS_OK, "paused", app_name, text)
 
@@ -286,7 +313,8 @@ def _no_host_entries(
                 NAGIOS_WARNING,
                 "no-host",
                 name,
-                f"{name}: {verdict} (--explain {name}; --undrain HOST, or give a host the tag: crontabber.host_tags)",
+                f"{name}: {verdict} (--explain {name}; --undrain HOST, or give a host the tag: "
+                "crontabber.host_tags)",
             )
 
 
@@ -298,7 +326,11 @@ def _paused_share_entries(
     paused = [e.subject for e in found if e.kind == "paused"]
     if not jobs or not paused or len(paused) * 100 < limits.paused_warning_percent * len(jobs):
         return []
-    share = "every job is paused" if len(paused) == len(jobs) else f"{len(paused)} of {len(jobs)} jobs are paused"
+    share = (
+        "every job is paused"
+        if len(paused) == len(jobs)
+        else f"{len(paused)} of {len(jobs)} jobs are paused"
+    )
     return [
         NagiosEntry(
             NAGIOS_WARNING,
@@ -322,13 +354,17 @@ def _ghost_entries(jobs: Sequence[Job], states: Mapping[str, JobState]) -> Itera
         )
 
 
-def recent_hosts(hosts: Sequence[HostState], now: dt.datetime, limits: "MonitorSettings") -> list[HostState]:
+def recent_hosts(
+    hosts: Sequence[HostState], now: dt.datetime, limits: "MonitorSettings"
+) -> list[HostState]:
     """The hosts that ticked within ``silence_critical_minutes`` (the fleet that counts)."""
     window = dt.timedelta(minutes=limits.silence_critical_minutes)
     return [host for host in hosts if now - host.last_tick <= window]
 
 
-def _drain_entries(hosts: Sequence[HostState], states: Mapping[str, JobState]) -> Iterator[NagiosEntry]:
+def _drain_entries(
+    hosts: Sequence[HostState], states: Mapping[str, JobState]
+) -> Iterator[NagiosEntry]:
     """A drained host (``--drain``): listed, OK (an operator's decision, with a reason), as
     ``draining: N runs left`` while its runs go on, then ``drained``."""
     for host in hosts:
@@ -342,10 +378,15 @@ def _drain_entries(hosts: Sequence[HostState], states: Mapping[str, JobState]) -
             )
 
 
-def _fleet_entries(hosts: Sequence[HostState], now: dt.datetime, limits: "MonitorSettings") -> Iterator[NagiosEntry]:
+def _fleet_entries(
+    hosts: Sequence[HostState], now: dt.datetime, limits: "MonitorSettings"
+) -> Iterator[NagiosEntry]:
     if not hosts:
         yield NagiosEntry(
-            NAGIOS_CRITICAL, "silence", "", "no host has ever recorded a tick: is cron running crontabber?"
+            NAGIOS_CRITICAL,
+            "silence",
+            "",
+            "no host has ever recorded a tick: is cron running crontabber?",
         )
         return
     last = max(hosts, key=lambda host: host.last_tick)
@@ -355,7 +396,8 @@ def _fleet_entries(hosts: Sequence[HostState], now: dt.datetime, limits: "Monito
             NAGIOS_CRITICAL,
             "silence",
             last.host,
-            f"no tick from any host for {short_span((now - last.last_tick).total_seconds())} (the last: "
+            f"no tick from any host for {short_span((now - last.last_tick).total_seconds())} (the "
+            "last: "
             f"{last.host} at {stamp(last.last_tick)} UTC): is cron running "
             "crontabber?",
         )
@@ -382,7 +424,9 @@ def _fleet_entries(hosts: Sequence[HostState], now: dt.datetime, limits: "Monito
     for host in recent:
         versions.setdefault(host.version, []).append(host.host)
     if len(versions) > 1:
-        listed = "; ".join(f"{version} on {', '.join(names)}" for version, names in sorted(versions.items()))
+        listed = "; ".join(
+            f"{version} on {', '.join(names)}" for version, names in sorted(versions.items())
+        )
         yield NagiosEntry(NAGIOS_WARNING, "versions", "", f"hosts run different versions: {listed}")
 
 
@@ -397,7 +441,11 @@ def _perfdata(
 ) -> dict[str, float | None]:
     """The numbers behind the check (None: unknown, ``U`` in the plugin format)."""
     recent = recent_hosts(hosts, now, limits)
-    running = sum(1 for job in jobs if (state := states.get(job.app_name)) is not None and marker(state) is Marker.LIVE)
+    running = sum(
+        1
+        for job in jobs
+        if (state := states.get(job.app_name)) is not None and marker(state) is Marker.LIVE
+    )
     last = max((host.last_tick for host in hosts), default=None)
     return {
         "jobs_failing": sum(e.kind == "failing" for e in entries),

@@ -44,9 +44,13 @@ def check_pause(
         return False
     assert state is not None
     if not force:
-        raise JobPaused(app_name, action, state.paused_until, state.paused_by, state.paused_reason, override)
+        raise JobPaused(
+            app_name, action, state.paused_until, state.paused_by, state.paused_reason, override
+        )
     if not (reason or "").strip():
-        raise PauseOverrideNeedsReason(app_name, state.paused_until, state.paused_by, state.paused_reason)
+        raise PauseOverrideNeedsReason(
+            app_name, state.paused_until, state.paused_by, state.paused_reason
+        )
     return True
 
 
@@ -56,4 +60,7 @@ def given_options(overrides: Mapping[str, str]) -> list[str]:
     password in a URL) masked: :mod:`crontabber.redaction`."""
     from .redaction import MASK, is_secret_name, redact
 
-    return [f"--{name}={MASK if is_secret_name(name) else redact(value)}" for name, value in overrides.items()]
+    return [
+        f"--{name}={MASK if is_secret_name(name) else redact(value)}"
+        for name, value in overrides.items()
+    ]

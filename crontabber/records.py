@@ -85,7 +85,12 @@ class AuditCheck:
         if first["tail_cut"]:
             newest = first["newest_id"]
             which = f"rows after row {newest} are" if newest is not None else "every row is"
-            breaks.append((newest, f"{which} missing (deleted; the newest written was row {first['head_id']})"))
+            breaks.append(
+                (
+                    newest,
+                    f"{which} missing (deleted; the newest written was row {first['head_id']})",
+                )
+            )
         return cls(first["rows"], first["newest_id"], tuple(breaks))
 
     def as_json(self) -> dict[str, Any]:

@@ -137,7 +137,9 @@ def masked(text: str) -> str:
     return redact(text, installed_secrets())
 
 
-_URL_PATH = re.compile(r"(?P<origin>\b[A-Za-z][A-Za-z0-9+.-]*://[^/\s'\"?#]+)(?P<rest>[/?#][^\s'\"\\]*)")
+_URL_PATH = re.compile(
+    r"(?P<origin>\b[A-Za-z][A-Za-z0-9+.-]*://[^/\s'\"?#]+)(?P<rest>[/?#][^\s'\"\\]*)"
+)
 
 
 def redact_url_paths(text: str) -> str:
@@ -145,4 +147,6 @@ def redact_url_paths(text: str) -> str:
     address whose path is its token: ``https://hooks.slack.com/services/T0/B0/XYZ`` ->
     ``https://hooks.slack.com/***``); a URL without any stays as it is. A URL ends at a
     space, a quote or a backslash (in a ``repr``, the ``\\n`` between two lines)."""
-    return _URL_PATH.sub(lambda m: m["origin"] + ("/" + MASK if m["rest"] not in ("/", "") else m["rest"]), text)
+    return _URL_PATH.sub(
+        lambda m: m["origin"] + ("/" + MASK if m["rest"] not in ("/", "") else m["rest"]), text
+    )

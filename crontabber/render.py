@@ -43,7 +43,11 @@ def fit(rows: list[list[str]], width: int | None) -> list[str]:
     other columns alone are wider (then lines are as long as they must be)."""
     count = len(rows[0])
     widths = [max(len(row[i]) for row in rows) for i in range(count - 1)]
-    room = None if width is None else max(len(rows[0][-1]), width - sum(widths) - len(_SEP) * (count - 1))
+    room = (
+        None
+        if width is None
+        else max(len(rows[0][-1]), width - sum(widths) - len(_SEP) * (count - 1))
+    )
     lines = []
     for row in rows:
         last = row[-1]
@@ -69,7 +73,10 @@ def ongoing_text(view: JobView, now: dt.datetime, beats: Beats | None = None) ->
         if ongoing.heartbeat is not None
         else "no heartbeat (crontabber 0.18?)"
     )
-    text = f"{printable(ongoing.by or 'an unknown runner')}{run} since {relative(ongoing.since, now)}, {beat}"
+    text = (
+        f"{printable(ongoing.by or 'an unknown runner')}{run} since "
+        f"{relative(ongoing.since, now)}, {beat}"
+    )
     if ongoing.verdict is Marker.LIVE:
         text += missed_text(ongoing.heartbeat, now, beats)
     else:
@@ -77,7 +84,9 @@ def ongoing_text(view: JobView, now: dt.datetime, beats: Beats | None = None) ->
     return text
 
 
-def missed_text(heartbeat: dt.datetime | None, now: dt.datetime, beats: Beats | None, short: bool = False) -> str:
+def missed_text(
+    heartbeat: dt.datetime | None, now: dt.datetime, beats: Beats | None, short: bool = False
+) -> str:
     """``; 3 beats missed: taken over after 2026-11-26 14:05:10 UTC unless one comes`` (``short``:
     ``; 3 beats missed``) for a live holder whose renewals stopped (its host may be gone),
     else nothing."""
@@ -105,8 +114,12 @@ def pause_text(view: JobView, now: dt.datetime) -> str:
     """``until 2026-11-22 18:00 UTC (in 4h) by alice@ops-1: deploy``, or ``-``."""
     if view.paused is None:
         return "-"
+
+    def at(until: dt.datetime) -> str:
+        return f"{minute_text(until)} ({relative(until, now)})"
+
     return (
-        f"{pause_end(view.paused.until, lambda until: f'{minute_text(until)} ({relative(until, now)})')} "
+        f"{pause_end(view.paused.until, at)} "
         f"by {one_line(view.paused.by or '?')}: "  # (the runner login can pause: its text)
         f"{one_line(view.paused.reason or '')}"
     )
@@ -126,16 +139,23 @@ def detail(view: JobView, now: dt.datetime, beats: Beats | None = None) -> str:
         return f"does not load: {one_line(view.last_error.value)}"
     if view.ongoing is not None and view.status in (JobStatus.RUNNING, JobStatus.ORPHANED):
         ongoing = view.ongoing
-        beat = f"beat {relative(ongoing.heartbeat, now)}" if ongoing.heartbeat is not None else "no heartbeat"
+        beat = (
+            f"beat {relative(ongoing.heartbeat, now)}"
+            if ongoing.heartbeat is not None
+            else "no heartbeat"
+        )
         host = short_host(ongoing.by)
         if ongoing.verdict is not Marker.LIVE:
             return f"{ongoing.verdict.value}: {beat}, {host}"
-        return f"{short_span((now - ongoing.since).total_seconds())} on {host}, {beat}" + missed_text(
-            ongoing.heartbeat, now, beats, short=True
+        return (
+            f"{short_span((now - ongoing.since).total_seconds())} on {host}, {beat}"
+            + missed_text(ongoing.heartbeat, now, beats, short=True)
         )
     if view.paused is not None and view.status is JobStatus.PAUSED:
         by = one_line(view.paused.by or "?")  # (the runner login can pause: its text)
-        return f"{_pause_ends(view.paused.until, now)}: {one_line(view.paused.reason or '')} (by {by})"
+        return (
+            f"{_pause_ends(view.paused.until, now)}: {one_line(view.paused.reason or '')} (by {by})"
+        )
     if view.status is JobStatus.NO_HOST and view.no_host is not None:
         return view.no_host
     if view.status is JobStatus.FAILING and view.last_error is not None:
@@ -162,7 +182,10 @@ def deadline_text(view: JobView, now: dt.datetime) -> str:
 
 
 def list_table(
-    views: Sequence[JobView], now: dt.datetime, width: int | None = DEFAULT_WIDTH, beats: Beats | None = None
+    views: Sequence[JobView],
+    now: dt.datetime,
+    width: int | None = DEFAULT_WIDTH,
+    beats: Beats | None = None,
 ) -> list[str]:
     """The default ``--list-jobs`` table: short relative times, what matters
     about each job in DETAIL (its holder, its pause, its error), cut to fit
@@ -206,7 +229,9 @@ def wide_table(views: Sequence[JobView], now: dt.datetime, beats: Beats | None =
     for view in views:
         error = "-"
         if view.last_error is not None:  # the ledger's plain line, else the whole message
-            error = one_line(view.last_error.line or f"{view.last_error.short_type}: {view.last_error.value}")
+            error = one_line(
+                view.last_error.line or f"{view.last_error.short_type}: {view.last_error.value}"
+            )
         rows.append(
             [
                 view.name,
@@ -261,7 +286,11 @@ def history_table(
         if run.ongoing is not None:
             detail = _beat(run, now)
         elif run.error is not None and run.outcome is not Outcome.OK:
-            detail = run.error.value if run.outcome in (Outcome.FENCED_OFF, Outcome.ABANDONED) else run.error.summary
+            detail = (
+                run.error.value
+                if run.outcome in (Outcome.FENCED_OFF, Outcome.ABANDONED)
+                else run.error.summary
+            )
         else:
             detail = " ".join(part for part in (run.summary, _bracketed(run.metrics)) if part)
         row = [
@@ -326,7 +355,11 @@ def run_rows_table(
                 outcome = Outcome.FAILED
             detail = entry.summary or ""
             if entry.failed and run.error is not None:  # "fenced off" says LeaseLost already
-                detail = run.error.value if outcome in (Outcome.FENCED_OFF, Outcome.ABANDONED) else run.error.summary
+                detail = (
+                    run.error.value
+                    if outcome in (Outcome.FENCED_OFF, Outcome.ABANDONED)
+                    else run.error.summary
+                )
             done = interval(entry.success + offset) if entry.success and not entry.failed else "-"
             span = took(entry.duration) + ("+" if entry_outcome(entry) is Outcome.ABANDONED else "")
             rows.append(
@@ -345,7 +378,14 @@ def run_rows_table(
 
 
 def _row(
-    is_backfill: bool, started: str, span: str, by: str, run: str, outcome: str, interval: str, error: str
+    is_backfill: bool,
+    started: str,
+    span: str,
+    by: str,
+    run: str,
+    outcome: str,
+    interval: str,
+    error: str,
 ) -> list[str]:
     row = [started, span, by, run, outcome, error]
     if is_backfill:
@@ -367,7 +407,8 @@ def rerun_group_lines(group: RerunGroup, now: dt.datetime) -> list[str]:
     at_once = f", up to {root.parallel} at once" if root.parallel > 1 else ""
     down = "; with its dependants" if root.downstream else ""
     lines = [
-        f"rerun {root.run_id} of {root.app_name}: {group.outcome}: {len(root.done)} of {len(root.plan)} "
+        f"rerun {root.run_id} of {root.app_name}: {group.outcome}: {len(root.done)} of "
+        f"{len(root.plan)} "
         f"interval(s) done{at_once}{down}"
     ]
     for run in group.runs + group.dependants:
@@ -378,15 +419,21 @@ def rerun_group_lines(group: RerunGroup, now: dt.datetime) -> list[str]:
             if run.run_id == root.run_id
             else "joined"
         )
-        status = f"{run.status} (its lease expired: a tick records it abandoned)" if run.expired else run.status
+        status = (
+            f"{run.status} (its lease expired: a tick records it abandoned)"
+            if run.expired
+            else run.status
+        )
         ended = f", ended {absolute(run.ended, now)}" if run.ended else ""
         lines.append(
-            f"  run {run.run_id} ({role}) on {run.by}: {status}, {counted(run.intervals, 'interval')}, "
+            f"  run {run.run_id} ({role}) on {run.by}: {status}, "
+            f"{counted(run.intervals, 'interval')}, "
             f"started {absolute(run.started, now)}{ended}"
         )
     if root.left and group.outcome != "running":
         lines.append(
-            f"  left: {len(root.left)} interval(s); --rerun {root.app_name} --resume-run {root.run_id} continues it"
+            f"  left: {len(root.left)} interval(s); --rerun {root.app_name} --resume-run "
+            f"{root.run_id} continues it"
         )
     return lines
 
@@ -397,18 +444,25 @@ def rerun_group_lines(group: RerunGroup, now: dt.datetime) -> list[str]:
 def failure_headline(failure: FailureView, now: dt.datetime) -> str:
     """``trouble: run 42 failed 2026-11-22 05:17:19 UTC (3m ago) on web-3:4242 after 0.42s``."""
     run = f"run {failure.run_id}" if failure.run_id is not None else "a run"
-    verb = {Outcome.FENCED_OFF: "was fenced off", Outcome.ABANDONED: "was abandoned"}.get(failure.outcome, "failed")
+    verb = {Outcome.FENCED_OFF: "was fenced off", Outcome.ABANDONED: "was abandoned"}.get(
+        failure.outcome, "failed"
+    )
     when = f" {stamp(failure.at)} UTC ({relative(failure.at, now)})" if failure.at else ""
     where = f" on {failure.by}" if failure.by else ""
     span = f" after {took(failure.duration)}" if failure.duration is not None else ""
     if span and failure.outcome is Outcome.ABANDONED:  # when it died is not known
         span = f" after at least {took(failure.duration)} (to its last heartbeat)"
-    source = " (from the job's state row: the log has no row of it)" if failure.source == "state" else ""
+    source = (
+        " (from the job's state row: the log has no row of it)" if failure.source == "state" else ""
+    )
     return f"{failure.app_name}: {run} {verb}{when}{where}{span}{source}"
 
 
 def failure_report(
-    failure: FailureView, now: dt.datetime, record: RunRecord | None = None, superseded: str | None = None
+    failure: FailureView,
+    now: dt.datetime,
+    record: RunRecord | None = None,
+    superseded: str | None = None,
 ) -> list[str]:
     """The headline; what the run ledger's ``record`` of the run says (:func:`run_facts`);
     the ``superseded`` note (an old failure: the job is healthy now); ``Type: value`` (the short
@@ -419,7 +473,9 @@ def failure_report(
     value = error.value.rstrip("\n")
     said = {one_line(f"{name}: {value}") for name in (error.type, error.short_type)}
     facts = [
-        line for line in (run_facts(record) if record else []) if line.removeprefix("error: ") not in said
+        line
+        for line in (run_facts(record) if record else [])
+        if line.removeprefix("error: ") not in said
     ]  # the line below says it already
     lines = [
         failure_headline(failure, now),
@@ -469,15 +525,21 @@ def _run_line(record: RunRecord, now: dt.datetime, gone: str | None = None) -> s
     ended ... : failed``; a run the ledger says is running whose holder is ``gone`` (why:
     its process no longer exists, its lease expired) is not said to be running."""
     ended = (
-        f"ended {absolute(record.ended, now)}" if record.ended else f"last heartbeat {absolute(record.heartbeat, now)}"
+        f"ended {absolute(record.ended, now)}"
+        if record.ended
+        else f"last heartbeat {absolute(record.heartbeat, now)}"
     )
     if gone and record.kind == "rerun":  # its own lane: no marker to release
         status = (
             f"not running: {gone}; the next tick, or the run taking its interval over, records it "
-            f"abandoned (--rerun {record.app_name} --resume-run {record.run_id} continues the rerun)"
+            f"abandoned (--rerun {record.app_name} --resume-run {record.run_id} continues the "
+            "rerun)"
         )
     elif gone:
-        status = f"not running: {gone}; a tick takes the job over (--release {record.app_name} clears it now)"
+        status = (
+            f"not running: {gone}; a tick takes the job over (--release {record.app_name} clears "
+            "it now)"
+        )
     else:
         status = record.status
     return (
@@ -488,7 +550,9 @@ def _run_line(record: RunRecord, now: dt.datetime, gone: str | None = None) -> s
 
 def _kept(record: RunRecord) -> str:
     if record.output_dropped:
-        return f"the last {record.output_bytes} bytes ({record.output_dropped} earlier bytes not kept)"
+        return (
+            f"the last {record.output_bytes} bytes ({record.output_dropped} earlier bytes not kept)"
+        )
     return f"all {record.output_bytes} bytes"
 
 
@@ -522,7 +586,9 @@ def output_report(
     if record.intervals and record.first_interval and record.last_interval:
         lines.append(
             "intervals: "
-            + interval_range(record.first_interval + offset, record.last_interval + offset, record.intervals)
+            + interval_range(
+                record.first_interval + offset, record.last_interval + offset, record.intervals
+            )
         )
     if not record.output:
         lines.append("(nothing logged or printed was kept)")

@@ -13,7 +13,16 @@ import datetime as dt
 from typing import Any, Callable, Mapping, Sequence
 
 from . import sqlfiles
-from .reruns import GroupRun, IntervalRecord, Pick, PlanRow, RerunGroup, RerunRecord, Worker, pick_next
+from .reruns import (
+    GroupRun,
+    IntervalRecord,
+    Pick,
+    PlanRow,
+    RerunGroup,
+    RerunRecord,
+    Worker,
+    pick_next,
+)
 from .state import Claim, RunEnd, RunKind, RunStatus, Unit
 from .store import StateStore, abandon_gone, close_run, first_row, identity, rows_of, unit_params
 
@@ -96,12 +105,16 @@ class RerunStore:
         claim = Claim(app_name, made["run_id"], host, pid, made["started"])
         return claim, joins if joins is not None else claim.run_id, max(cap or 1, 1)
 
-    def lane_heartbeat(self, claim: Claim, output: tuple[str, int] | None = None) -> dt.datetime | None:
+    def lane_heartbeat(
+        self, claim: Claim, output: tuple[str, int] | None = None
+    ) -> dt.datetime | None:
         """:meth:`~crontabber.store.StateStore.heartbeat` of a rerun's lane: its ledger row and
         the interval it holds; None when the run no longer counts as running (fenced off)."""
         text, dropped = output if output is not None else (None, None)
         row = self._one(
-            "lane_heartbeat", {"run_id": claim.run_id, "output": text, "dropped": dropped}, "lane_heartbeat"
+            "lane_heartbeat",
+            {"run_id": claim.run_id, "output": text, "dropped": dropped},
+            "lane_heartbeat",
         )
         return row["heartbeat"] if row else None
 
@@ -167,10 +180,15 @@ class RerunStore:
         row, its log row and the run's progress; False (nothing written) when the run no longer
         holds the interval."""
         units = [(success, duration, summary, metrics)]
-        return self.state.in_transaction(lambda cur: _record_lane_units(cur, claim, units), "record_lane_unit")
+        return self.state.in_transaction(
+            lambda cur: _record_lane_units(cur, claim, units), "record_lane_unit"
+        )
 
     def finish_lane(
-        self, claim: Claim, end: RunEnd, failure: tuple[dt.timedelta, Mapping[str, str], str] | None = None
+        self,
+        claim: Claim,
+        end: RunEnd,
+        failure: tuple[dt.timedelta, Mapping[str, str], str] | None = None,
     ) -> bool:
         """The end of a rerun's run: its ledger row, the interval it held, a log row for a
         failure; False when it no longer counted as running (found abandoned: fenced off)."""
@@ -190,7 +208,8 @@ class RerunStore:
 
         def work(cur: Any) -> dict[dt.datetime, IntervalRecord]:
             cur.execute(
-                Q["interval_records"], {"app_name": app_name, "dates": list(dates), "lease_seconds": lease_seconds}
+                Q["interval_records"],
+                {"app_name": app_name, "dates": list(dates), "lease_seconds": lease_seconds},
             )
             records = [IntervalRecord.from_row(row) for row in rows_of(cur)]
             return {record.starts: record for record in records}
@@ -235,10 +254,14 @@ class RerunStore:
             tuple(r for r in rows if r.app_name != root.app_name),
         )
 
-    def downstream_record(self, root: int, app_name: str, lease_seconds: float) -> RerunRecord | None:
+    def downstream_record(
+        self, root: int, app_name: str, lease_seconds: float
+    ) -> RerunRecord | None:
         """The rerun of dependant ``app_name`` that rerun ``root`` started (``--downstream``),
         if it started one (two transactions: the dependant's run, then its rerun)."""
-        row = self._one("downstream_rerun", {"root": root, "app_name": app_name}, "downstream_record")
+        row = self._one(
+            "downstream_rerun", {"root": root, "app_name": app_name}, "downstream_record"
+        )
         return self.rerun_record(row["run_id"], lease_seconds) if row else None
 
     def abandon_run(self, run_id: int, error: str) -> bool:

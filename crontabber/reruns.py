@@ -258,7 +258,12 @@ class PlanRow:
 
     def failed_since(self, since: dt.datetime) -> bool:
         """Whether the job failed on it in a run of the group since ``since``."""
-        return self.in_group and self.status in FAILED_HERE and self.ended is not None and self.ended >= since
+        return (
+            self.in_group
+            and self.status in FAILED_HERE
+            and self.ended is not None
+            and self.ended >= since
+        )
 
 
 @dataclass(frozen=True)
@@ -290,7 +295,11 @@ def pick_next(
     first left that nobody holds, while the group holds fewer than ``parallel``; a run waits
     while the intervals left are held (a peer's may still fail or die: it takes it over)."""
     dead = sorted(
-        {r.run_id for r in rows if r.held and r.kind == "rerun" and r.run_id is not None and gone_here(r.holder or "")}
+        {
+            r.run_id
+            for r in rows
+            if r.held and r.kind == "rerun" and r.run_id is not None and gone_here(r.holder or "")
+        }
     )
     if dead:
         return Pick(gone=tuple(dead))
@@ -304,10 +313,17 @@ def pick_next(
                 return Pick(wait=f"{minute_text(row.starts)}: held by {_holder(row)}")
             continue
         if held >= max(parallel, 1):
-            return Pick(wait=f"{held} interval(s) of the rerun are running, at most {parallel} at once")
+            return Pick(
+                wait=f"{held} interval(s) of the rerun are running, at most {parallel} at once"
+            )
         return Pick(when=row.starts)
     first = left[0]
-    return Pick(wait=f"the {len(left)} interval(s) left are running ({minute_text(first.starts)}: {_holder(first)})")
+    return Pick(
+        wait=(
+            f"the {len(left)} interval(s) left are running ({minute_text(first.starts)}: "
+            f"{_holder(first)})"
+        )
+    )
 
 
 def _utc(when: dt.datetime) -> dt.datetime:
@@ -360,12 +376,16 @@ def plan_steps(
         skip = _skip_reason(record, only, done_by)
         note = None
         if skip is None and record.live:
-            note = f"held now by run {record.run_id} ({record.kind}) on {record.holder}: waits for it"
+            note = (
+                f"held now by run {record.run_id} ({record.kind}) on {record.holder}: waits for it"
+            )
         steps.append(Step(when, skip, note))
     return steps
 
 
-def _skip_reason(record: IntervalRecord, only: frozenset[str], done_by: RerunRecord | None) -> str | None:
+def _skip_reason(
+    record: IntervalRecord, only: frozenset[str], done_by: RerunRecord | None
+) -> str | None:
     if done_by is not None and record.starts in done_by.done:
         return f"done by run {done_by.run_id} before it stopped"
     if (
@@ -384,7 +404,9 @@ def _skip_reason(record: IntervalRecord, only: frozenset[str], done_by: RerunRec
     if record.live:
         return f"running now (run {record.run_id}, {record.kind}, on {record.holder})"
     if record.failed:
-        return f"its last unit failed ({record.status}, run {record.run_id}); --only missing leaves it"
+        return (
+            f"its last unit failed ({record.status}, run {record.run_id}); --only missing leaves it"
+        )
     if record.missing:
         return "no unit recorded; --only failed leaves it"
     by = f" (run {record.run_id})" if record.run_id is not None else ""
@@ -404,7 +426,8 @@ def downstream_steps(
     again = set(forced)
     steps = plan_steps(planned, records, only)
     return [
-        Step(step.when, None, step.note) if step.skip is not None and step.when in again else step for step in steps
+        Step(step.when, None, step.note) if step.skip is not None and step.when in again else step
+        for step in steps
     ]
 
 
@@ -456,13 +479,19 @@ def dependants(graph: Mapping[str, Sequence[str]], name: str) -> list[str]:
     while grew:
         grew = False
         for child, parents in graph.items():
-            if child not in below and child != name and (name in parents or below.intersection(parents)):
+            if (
+                child not in below
+                and child != name
+                and (name in parents or below.intersection(parents))
+            ):
                 below.add(child)
                 grew = True
     return [job for job in dependency_order(graph) if job in below]
 
 
-def same_days(dates: Sequence[dt.datetime], intervals: Callable[[dt.date], list[dt.datetime]]) -> list[dt.datetime]:
+def same_days(
+    dates: Sequence[dt.datetime], intervals: Callable[[dt.date], list[dt.datetime]]
+) -> list[dt.datetime]:
     """A dependant's intervals for the UTC days of ``dates``, the days in the order ``dates``
     takes them (``intervals(day)``: the dependant's intervals starting that day)."""
     days: list[dt.date] = []

@@ -57,8 +57,13 @@ class RunLoop:
             if until is not None and time.monotonic() >= until:
                 return []
             try:
-                deadline = min([run.deadline() for run in self.runs] + ([until] if until is not None else []))
-                ready = _wait([fd for run in self.runs for fd in run.fds()], max(0.0, deadline - time.monotonic()))
+                deadline = min(
+                    [run.deadline() for run in self.runs] + ([until] if until is not None else [])
+                )
+                ready = _wait(
+                    [fd for run in self.runs for fd in run.fds()],
+                    max(0.0, deadline - time.monotonic()),
+                )
                 ended = [run for run in list(self.runs) if run.serve(ready)]
             except (KeyboardInterrupt, Terminated) as exc:
                 self.stop(exc)

@@ -361,14 +361,18 @@ class Runner:
         before, claim, kind = claimed
         return self.launcher.launch(job, before, claim, kind)
 
-    def _claim_job(self, job: Job, force: bool, skip_locked: bool) -> JobResult | tuple[JobState, Claim, RunKind]:
+    def _claim_job(
+        self, job: Job, force: bool, skip_locked: bool
+    ) -> JobResult | tuple[JobState, Claim, RunKind]:
         try:
             return self._attempt(job, force, skip_locked)
         except JobLockError as exc:
             status = Status.ONGOING if isinstance(exc, JobOngoing) else Status.LOCKED
             return JobResult(job.app_name, status, str(exc), exc)
 
-    def _attempt(self, job: Job, force: bool, skip_locked: bool = False) -> JobResult | tuple[JobState, Claim, RunKind]:
+    def _attempt(
+        self, job: Job, force: bool, skip_locked: bool = False
+    ) -> JobResult | tuple[JobState, Claim, RunKind]:
         """The job's checks and claim: its result when it does not run, else the claim."""
         states, now = self._states_and_now()
         state = states.get(job.app_name)
@@ -381,7 +385,11 @@ class Runner:
             logger.info("skipping %s: %s", job.app_name, paused, extra={"job": job.app_name})
             return JobResult(job.app_name, Status.PAUSED, paused)
         if not force and (self.drained or not may_claim(job.hosts, self.settings.host_tags)):
-            why = "this host is drained" if self.drained else placement_text(job.hosts, self.settings.host_tags)
+            why = (
+                "this host is drained"
+                if self.drained
+                else placement_text(job.hosts, self.settings.host_tags)
+            )
             logger.debug("skipping %s: %s", job.app_name, why, extra={"job": job.app_name})
             return JobResult(job.app_name, Status.SKIPPED, why)
         if not force:
@@ -389,7 +397,9 @@ class Runner:
             if reason:
                 # "not due" is every tick's normal case; a blocked dependency is news.
                 level = logging.DEBUG if reason == NOT_DUE else logging.INFO
-                logger.log(level, "skipping %s: %s", job.app_name, reason, extra={"job": job.app_name})
+                logger.log(
+                    level, "skipping %s: %s", job.app_name, reason, extra={"job": job.app_name}
+                )
                 return JobResult(job.app_name, Status.SKIPPED, reason)
         self._stale = True  # from here on the job's (or others') state may change
         kind = RunKind.FORCED if force else RunKind.SCHEDULED
@@ -454,7 +464,9 @@ class Runner:
             MarkerIsLive: the job is running and its lease is live.
             JobLocked: another transaction holds the row right now.
         """
-        return self.store.locked_change(app_name, "reset", self.refuse_live(app_name, "reset it"), audit)
+        return self.store.locked_change(
+            app_name, "reset", self.refuse_live(app_name, "reset it"), audit
+        )
 
     def release(self, app_name: str, audit: AuditEntry | None = None) -> str | None:
         """Clear a dead, expired or stale ``ongoing`` marker, keeping last run,
@@ -513,7 +525,14 @@ class Runner:
         """
         self._snapshot = None
         claim, root, cap = self.reruns.start_rerun(
-            job.app_name, (self.host, self.pid), dates, self.options, resumed_from, parallel, downstream, downstream_of
+            job.app_name,
+            (self.host, self.pid),
+            dates,
+            self.options,
+            resumed_from,
+            parallel,
+            downstream,
+            downstream_of,
         )
         joined = f", working on rerun {root}" if root != claim.run_id else ""
         logger.info(

@@ -159,7 +159,9 @@ def with_delay(schedule: Schedule, config: Mapping[str, Any], app_name: str) -> 
         ValueError: a value that is not a duration, or a delay of a whole interval or more.
     """
     return schedule.delayed(
-        parse_duration(config.get("settle_lag", 0)), parse_duration(config.get("jitter", 0)), app_name
+        parse_duration(config.get("settle_lag", 0)),
+        parse_duration(config.get("jitter", 0)),
+        app_name,
     )
 
 
@@ -193,7 +195,8 @@ def parse_duration(text: str | int | float | dt.timedelta) -> dt.timedelta:
         seconds = float(raw or 0)
     except ValueError:
         raise ValueError(
-            f"bad duration {raw!r}: expected seconds or a number and a unit m, h or d (e.g. 600, 10m, 6h)"
+            f"bad duration {raw!r}: expected seconds or a number and a unit m, h or d (e.g. 600, "
+            "10m, 6h)"
         ) from None
     if seconds < 0:
         raise ValueError(f"bad duration {raw!r}: must not be negative")
@@ -232,7 +235,9 @@ def parse_frequency(text: str) -> int:
     """
     match = _FREQUENCY.match(text)
     if not match:
-        raise ValueError(f"bad frequency {text!r}: expected a number and a unit m, h or d (e.g. 5m, 1d)")
+        raise ValueError(
+            f"bad frequency {text!r}: expected a number and a unit m, h or d (e.g. 5m, 1d)"
+        )
     seconds = int(match.group(1)) * UNIT_SECONDS[match.group(2)]
     if seconds == 0:
         raise ValueError(f"bad frequency {text!r}: it must be at least 1m")
@@ -279,7 +284,9 @@ def parse_schedule(frequency: str, time: str | None, zone: str = "UTC") -> Sched
         seconds = parse_frequency(frequency)
         time_of_day = parse_time(time) if time else None
         if time_of_day is not None and seconds < DAY:
-            raise ValueError(f"a time of day ({time}) needs a frequency of at least 1d, not {frequency!r}")
+            raise ValueError(
+                f"a time of day ({time}) needs a frequency of at least 1d, not {frequency!r}"
+            )
         schedule = Schedule(frequency.strip(), seconds, time_of_day)
     return schedule if zone in ("", "UTC") else schedule.in_zone(zone)
 
@@ -348,7 +355,9 @@ def parse_job_entry(text: str) -> JobEntry:
         )
     class_path = fields[0]
     if not re.fullmatch(r"[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)+", class_path):
-        raise ConfigurationError(f"jobs entry {text!r}", f"{class_path!r} is not a dotted module.Class path")
+        raise ConfigurationError(
+            f"jobs entry {text!r}", f"{class_path!r} is not a dotted module.Class path"
+        )
     time: str | None
     if len(fields) == 2 and ":" in fields[1]:
         frequency, time = "1d", fields[1]

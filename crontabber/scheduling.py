@@ -95,7 +95,9 @@ def first_due_at(schedule: Schedule, now: dt.datetime) -> dt.datetime | None:
     return today + schedule.delay if clock >= today else None
 
 
-def next_run_after(started: dt.datetime, schedule: Schedule, succeeded: bool, error_retry_time: float) -> dt.datetime:
+def next_run_after(
+    started: dt.datetime, schedule: Schedule, succeeded: bool, error_retry_time: float
+) -> dt.datetime:
     """The ``next_run`` written when an attempt that began at ``started`` ends.
 
     After a failure: ``started + error_retry_time`` seconds (the runner passes
@@ -148,7 +150,9 @@ def upcoming(schedule: Schedule, after: dt.datetime, count: int) -> list[dt.date
     return times
 
 
-def backfill_dates(last_success: dt.datetime | None, schedule: Schedule, now: dt.datetime) -> list[dt.datetime]:
+def backfill_dates(
+    last_success: dt.datetime | None, schedule: Schedule, now: dt.datetime
+) -> list[dt.datetime]:
     """The dates a backfill job is called with, oldest first.
 
     ``now`` is the job's clock: the schedule's delay (settle lag and jitter) is taken off
@@ -214,7 +218,9 @@ def _anchored(
     clock, on the schedule's time of day."""
     assert schedule.time is not None
     local = _local(when, schedule).replace(tzinfo=None) + plus
-    return local.replace(hour=schedule.time.hour, minute=schedule.time.minute, second=0, microsecond=0)
+    return local.replace(
+        hour=schedule.time.hour, minute=schedule.time.minute, second=0, microsecond=0
+    )
 
 
 def _resolve(local: dt.datetime, schedule: Schedule) -> dt.datetime:
@@ -227,7 +233,9 @@ def _resolve(local: dt.datetime, schedule: Schedule) -> dt.datetime:
     return wall_time(local.date(), local.time(), schedule.zone)
 
 
-def dependency_block(depends_on: Sequence[str], states: Mapping[str, JobState | None], now: dt.datetime) -> str | None:
+def dependency_block(
+    depends_on: Sequence[str], states: Mapping[str, JobState | None], now: dt.datetime
+) -> str | None:
     """The reason a job may not run yet because of its parents, or None.
 
     Parents are checked in declared order; the first failing check wins:
@@ -334,7 +342,8 @@ def parse_until(text: str, now: dt.datetime) -> dt.datetime:
             when = dt.datetime.fromisoformat(text.strip().replace(" ", "T"))
         except ValueError:
             raise ValueError(
-                f"{text!r} is neither 30m/2h/3d nor a UTC date or time (2026-11-24, 2026-11-24T06:00)"
+                f"{text!r} is neither 30m/2h/3d nor a UTC date or time (2026-11-24, "
+                "2026-11-24T06:00)"
             ) from None
         when = when.replace(tzinfo=dt.timezone.utc) if when.tzinfo is None else when
     if when <= now:
@@ -383,7 +392,12 @@ def rerun_dates(
     start = dt.datetime.combine(first, anchor)
     # Intervals shorter than a day: the whole of each day, from the anchor's offset.
     offset = (
-        dt.timedelta(hours=anchor.hour, minutes=anchor.minute, seconds=anchor.second, microseconds=anchor.microsecond)
+        dt.timedelta(
+            hours=anchor.hour,
+            minutes=anchor.minute,
+            seconds=anchor.second,
+            microseconds=anchor.microsecond,
+        )
         % schedule.interval
     )
     if schedule.interval < dt.timedelta(days=1):

@@ -108,7 +108,11 @@ def _listed(sql_dir: SqlDir) -> list[Migration]:
         match = _MIGRATION.match(filename)
         if not match:
             raise ValueError(f"migration file {filename!r} is not named NNNN_name.sql")
-        found.append(Migration(int(match.group(1)), filename[: -len(".sql")], os.path.join(directory, filename)))
+        found.append(
+            Migration(
+                int(match.group(1)), filename[: -len(".sql")], os.path.join(directory, filename)
+            )
+        )
     return found
 
 
@@ -122,7 +126,8 @@ def _merged(schemas: Sequence[list[Migration]]) -> list[Migration]:
     for migration in (m for listed in schemas for m in listed):
         if migration.number in found:
             raise ValueError(
-                f"two migrations numbered {migration.number}: {found[migration.number].name}, {migration.name}"
+                f"two migrations numbered {migration.number}: {found[migration.number].name}, "
+                f"{migration.name}"
             )
         found[migration.number] = migration
     return [found[number] for number in sorted(found)]
@@ -150,7 +155,9 @@ def ensure_schema(connection: Any, sql_dirs: Sequence[SqlDir] = RUNNER) -> Appli
     wanted = {m.number for m in _merged(list(by_dir.values()))}  # refuses a number used twice
     recorded = _recorded(connection, q["recorded"])
     labels = {_label(sql_dir) for sql_dir in sql_dirs}
-    unknown = sorted(number for number, schema in recorded.items() if schema in labels and number not in wanted)
+    unknown = sorted(
+        number for number, schema in recorded.items() if schema in labels and number not in wanted
+    )
     if set(recorded) >= wanted:
         return Applied((), unknown)
     applied: list[str] = []
@@ -168,14 +175,21 @@ def ensure_schema(connection: Any, sql_dirs: Sequence[SqlDir] = RUNNER) -> Appli
                 applied.append(f"{_label(sql_dir)}/schema.sql")
                 for migration in found:
                     cur.execute(
-                        q["record"], {"number": migration.number, "name": migration.name, "schema": _label(sql_dir)}
+                        q["record"],
+                        {
+                            "number": migration.number,
+                            "name": migration.name,
+                            "schema": _label(sql_dir),
+                        },
                     )
             else:
                 replay += [(m, _label(sql_dir)) for m in found if m.number not in done]
         for migration, schema in sorted(replay, key=lambda replayed: replayed[0].number):
             cur.execute(_sql_text(migration.path))
             applied.append(migration.name)
-            cur.execute(q["record"], {"number": migration.number, "name": migration.name, "schema": schema})
+            cur.execute(
+                q["record"], {"number": migration.number, "name": migration.name, "schema": schema}
+            )
     if applied:
         logger.info("database schema: applied %s", ", ".join(applied))
     return Applied(applied, unknown)

@@ -54,7 +54,9 @@ def monitor_config(schedule: Any, timeout: float, failures: int) -> dict[str, An
     elif schedule.time is not None and seconds == 86400:
         plan = {"type": "crontab", "value": f"{schedule.time.minute} {schedule.time.hour} * * *"}
     else:
-        unit, size = next((u, s) for u, s in (("day", 86400), ("hour", 3600), ("minute", 60)) if seconds % s == 0)
+        unit, size = next(
+            (u, s) for u, s in (("day", 86400), ("hour", 3600), ("minute", 60)) if seconds % s == 0
+        )
         plan = {"type": "interval", "value": seconds // size, "unit": unit}
     config: dict[str, Any] = {
         "schedule": plan,

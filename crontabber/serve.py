@@ -51,7 +51,9 @@ class Stopping:
         if self.since is not None:
             raise Terminated(signum)
         self.since = time.monotonic()
-        logger.info("signal %s: stopping: nothing new is claimed; the runs in flight may end", signum)
+        logger.info(
+            "signal %s: stopping: nothing new is claimed; the runs in flight may end", signum
+        )
 
     def asked(self) -> bool:
         return self.since is not None
@@ -88,7 +90,9 @@ class Configuration:
             settings = load_settings(self.conf, self.overrides, ini_cache=False)
             catalog = load_catalog(settings)
         except ConfigurationError as exc:
-            logger.error("configuration change refused: %s; going on with the configuration in force", exc)
+            logger.error(
+                "configuration change refused: %s; going on with the configuration in force", exc
+            )
             return
         self.settings, self.jobs, self.broken = settings, catalog.jobs, catalog.broken
         logger.info("configuration read again: %d jobs", len(self.jobs))
@@ -192,7 +196,11 @@ def _stop(settings: Settings, runner: Runner | None, flight: Flight, stopping: S
     stopped = False
     if runner is not None and flight.launches:
         deadline = (stopping.since or time.monotonic()) + settings.kill_grace_seconds
-        logger.info("%d run(s) in flight: up to %g s to end", len(flight.launches), settings.kill_grace_seconds)
+        logger.info(
+            "%d run(s) in flight: up to %g s to end",
+            len(flight.launches),
+            settings.kill_grace_seconds,
+        )
         while flight.launches:
             if time.monotonic() >= deadline and flight.interrupt is None:
                 logger.warning("stopping the %d run(s) still in flight", len(flight.launches))
@@ -200,7 +208,9 @@ def _stop(settings: Settings, runner: Runner | None, flight: Flight, stopping: S
                 stopped = True
             ended = runner.land(flight, None if flight.interrupt is not None else deadline)
             for result in ended:
-                logger.info("%s: %s", result.app_name, result.status.value, extra={"job": result.app_name})
+                logger.info(
+                    "%s: %s", result.app_name, result.status.value, extra={"job": result.app_name}
+                )
     stopped = stopped or flight.interrupt is not None
     logger.info("stopped serving")
     return 143 if stopped else 0

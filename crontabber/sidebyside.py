@@ -27,7 +27,9 @@ def runs_alone(job: Job) -> bool:
     return getattr(job.cls, "parallel", True) is False
 
 
-def next_to_start(waiting: Sequence[Job], running: Collection[str], alone_running: bool, cap: int) -> Job | None:
+def next_to_start(
+    waiting: Sequence[Job], running: Collection[str], alone_running: bool, cap: int
+) -> Job | None:
     """The first job of ``waiting`` (the pass's jobs not yet attempted, in its order) that may
     start now beside ``running`` (the app names of the runs in flight; ``alone_running``: one
     of them runs alone); None: none may, wait for a run to end."""

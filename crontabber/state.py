@@ -251,7 +251,9 @@ class RunEnd(Frozen):
     output: str
     dropped: int
 
-    def __init__(self, status: RunStatus, error: str | None = None, output: str = "", dropped: int = 0) -> None:
+    def __init__(
+        self, status: RunStatus, error: str | None = None, output: str = "", dropped: int = 0
+    ) -> None:
         setfield(self, "status", status)
         setfield(self, "error", error)
         setfield(self, "output", output)
@@ -269,7 +271,9 @@ class Claim(Frozen):
     pid: int
     started: dt.datetime
 
-    def __init__(self, app_name: str, run_id: int, host: str, pid: int, started: dt.datetime) -> None:
+    def __init__(
+        self, app_name: str, run_id: int, host: str, pid: int, started: dt.datetime
+    ) -> None:
         setfield(self, "app_name", app_name)
         setfield(self, "run_id", run_id)
         setfield(self, "host", host)

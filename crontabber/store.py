@@ -105,7 +105,9 @@ def rows_of(cursor: Any) -> list[dict[str, Any]]:
     return [_as_dict(cursor, row) for row in cursor.fetchall()] if cursor.description else []
 
 
-def translated(method: Callable[Concatenate[StateStore, P], R]) -> Callable[Concatenate[StateStore, P], R]:
+def translated(
+    method: Callable[Concatenate[StateStore, P], R],
+) -> Callable[Concatenate[StateStore, P], R]:
     """Decorate a store method: a lost connection, or one to a server that no longer takes
     writes (a primary demoted to a standby), is reopened and the call made once more (each
     method is one transaction, so a retry is safe; reopened with a multi-host address and
@@ -123,14 +125,21 @@ def translated(method: Callable[Concatenate[StateStore, P], R]) -> Callable[Conc
                 return method(self, *args, **kwargs)
             except psycopg2.errors.InsufficientPrivilege as exc:
                 raise self.not_permitted(method.__name__, exc) from None
-            except (psycopg2.OperationalError, psycopg2.InterfaceError, psycopg2.errors.ReadOnlySqlTransaction) as exc:
+            except (
+                psycopg2.OperationalError,
+                psycopg2.InterfaceError,
+                psycopg2.errors.ReadOnlySqlTransaction,
+            ) as exc:
                 if isinstance(exc, psycopg2.errors.LockNotAvailable):  # (after lock_timeout: 0028)
                     raise self.lock_waited(method.__name__) from None
                 if isinstance(exc, psycopg2.errors.ReadOnlySqlTransaction) and self._conn.readonly:
-                    raise  # a session read-only on purpose (the dashboard's): never reopened writable
+                    # a session read-only on purpose (the dashboard's): never reopened writable
+                    raise
                 if attempt == 2 or not self.reconnect():
                     raise self.unavailable(exc) from None
-                logger.warning("lost the state database connection (%s); reconnected", first_line(exc))
+                logger.warning(
+                    "lost the state database connection (%s); reconnected", first_line(exc)
+                )
         raise AssertionError("unreachable")
 
     return wrapper
@@ -145,7 +154,10 @@ class StateStore:
     """
 
     def __init__(
-        self, connection: Any, db: DatabaseSettings | None = None, unknown_migrations: Sequence[int] = ()
+        self,
+        connection: Any,
+        db: DatabaseSettings | None = None,
+        unknown_migrations: Sequence[int] = (),
     ) -> None:
         self._conn = connection
         self._db = db
@@ -200,7 +212,10 @@ class StateStore:
             rows = []
         holders: dict[int, list[str]] = {}
         for row in rows:
-            holders.setdefault(row["pid"], [f"{row['usename']} (pid {row['pid']}, {row['application_name'] or '-'})"])
+            holders.setdefault(
+                row["pid"],
+                [f"{row['usename']} (pid {row['pid']}, {row['application_name'] or '-'})"],
+            )
             holders[row["pid"]].append(row["on_table"])
         return LockWaitTimedOut(
             _DOING.get(doing, doing.replace("_", " ")),
@@ -299,7 +314,10 @@ class StateStore:
         """Every host that ticked, as placement sees it (``live``: within ``live_seconds``)."""
         with self._conn, self._cursor() as cur:
             cur.execute(Q["fleet"], {"live_seconds": live_seconds})
-            return tuple(FleetHost(host, tuple(tags), live, drained) for host, tags, live, drained in cur.fetchall())
+            return tuple(
+                FleetHost(host, tuple(tags), live, drained)
+                for host, tags, live, drained in cur.fetchall()
+            )
 
     @translated
     def hosts(self) -> tuple[HostState, ...]:
@@ -336,7 +354,10 @@ class StateStore:
             cur.execute(Q["clock"])
             now = cur.fetchone()[0]
             cur.execute(Q["all_states"])
-            states = {row["app_name"]: JobState.from_row(row) for row in (_as_dict(cur, r) for r in cur.fetchall())}
+            states = {
+                row["app_name"]: JobState.from_row(row)
+                for row in (_as_dict(cur, r) for r in cur.fetchall())
+            }
             cur.execute(Q["hosts"])
             hosts = tuple(HostState.from_row(_as_dict(cur, r)) for r in cur.fetchall())
             durations: dict[str, dt.timedelta] = {}
@@ -460,7 +481,13 @@ class StateStore:
         was taken over or released: fenced off)."""
         text, dropped = output if output is not None else (None, None)
         row = self._one(
-            "heartbeat", {"app_name": claim.app_name, "run_id": claim.run_id, "output": text, "dropped": dropped}
+            "heartbeat",
+            {
+                "app_name": claim.app_name,
+                "run_id": claim.run_id,
+                "output": text,
+                "dropped": dropped,
+            },
         )
         return row["heartbeat"] if row else None
 
@@ -537,7 +564,10 @@ class StateStore:
         from .records import RunRecord
 
         with self._conn, self._cursor() as cur:
-            cur.execute(Q["run_records"], {"app_name": app_name, "run_ids": None, "limit": limit, "with_output": False})
+            cur.execute(
+                Q["run_records"],
+                {"app_name": app_name, "run_ids": None, "limit": limit, "with_output": False},
+            )
             return [RunRecord.from_row(_as_dict(cur, row)) for row in cur.fetchall()]
 
     @translated
@@ -556,7 +586,10 @@ class StateStore:
         """Record that run ``run_id`` of the job breached ``rules`` (its checks): it is left
         out of the baseline later runs are judged against."""
         with self._conn, self._cursor() as cur:
-            cur.execute(Q["mark_breach"], {"app_name": app_name, "run_id": run_id, "breach": "; ".join(rules)})
+            cur.execute(
+                Q["mark_breach"],
+                {"app_name": app_name, "run_id": run_id, "breach": "; ".join(rules)},
+            )
 
     @translated
     def run_records(self, app_name: str, run_ids: Sequence[int]) -> dict[int, RunRecord]:
@@ -567,7 +600,13 @@ class StateStore:
             return {}
         with self._conn, self._cursor() as cur:
             cur.execute(
-                Q["run_records"], {"app_name": app_name, "run_ids": list(run_ids), "limit": None, "with_output": False}
+                Q["run_records"],
+                {
+                    "app_name": app_name,
+                    "run_ids": list(run_ids),
+                    "limit": None,
+                    "with_output": False,
+                },
             )
             records = (RunRecord.from_row(_as_dict(cur, row)) for row in cur.fetchall())
             return {record.run_id: record for record in records}
@@ -580,7 +619,12 @@ class StateStore:
 
         row = self._one(
             "run_records",
-            {"app_name": app_name, "limit": 1, "with_output": True, "run_ids": None if run_id is None else [run_id]},
+            {
+                "app_name": app_name,
+                "limit": 1,
+                "with_output": True,
+                "run_ids": None if run_id is None else [run_id],
+            },
         )
         return RunRecord.from_row(row) if row else None
 
@@ -642,7 +686,11 @@ class StateStore:
             JobLocked: another transaction holds the row lock (NOWAIT).
             NotPermitted: the database user may not make the change (an operator's).
         """
-        query = {"release": Q["release"], "reset": Q["delete_state"], "mark_success": Q["mark_success"]}[change]
+        query = {
+            "release": Q["release"],
+            "reset": Q["delete_state"],
+            "mark_success": Q["mark_success"],
+        }[change]
         row_locked = False
         try:
             with self._conn, self._cursor() as cur:
@@ -656,10 +704,17 @@ class StateStore:
                 if decide(state, found["now"]):
                     if change in ("release", "reset") and state.ongoing is not None:
                         by = audit.actor if audit is not None else "an operator"
-                        _log_abandoned(cur, state, f"{'released' if change == 'release' else 'reset'} by {by}")
+                        _log_abandoned(
+                            cur, state, f"{'released' if change == 'release' else 'reset'} by {by}"
+                        )
                     cur.execute(
                         query,
-                        {"app_name": app_name, "now": found["now"], "audit": audit_json(audit), **(params or {})},
+                        {
+                            "app_name": app_name,
+                            "now": found["now"],
+                            "audit": audit_json(audit),
+                            **(params or {}),
+                        },
                     )
                 return state
         except psycopg2.errors.LockNotAvailable:
@@ -681,7 +736,12 @@ class StateStore:
         """Pause the job until ``until`` (None: until someone resumes it, stored as
         ``infinity``); True if paused. A pause still in force stays (False, nothing audited)
         unless ``replace``."""
-        params = {"app_name": app_name, "depends_on": list(depends_on), "until": until, "replace": replace}
+        params = {
+            "app_name": app_name,
+            "depends_on": list(depends_on),
+            "until": until,
+            "replace": replace,
+        }
         row = self._one("pause", {**params, "audit": audit_json(audit)})
         return bool(row and row["paused"])
 
@@ -696,7 +756,12 @@ class StateStore:
     ) -> bool:
         """:meth:`pause` by a tick, after run ``run_id`` of the job breached a check (``on_breach =
         pause``): the one pause the runner's database role may make. A pause in force stays."""
-        params = {"app_name": app_name, "depends_on": list(depends_on), "until": until, "run_id": run_id}
+        params = {
+            "app_name": app_name,
+            "depends_on": list(depends_on),
+            "until": until,
+            "run_id": run_id,
+        }
         row = self._one("breach_pause", {**params, "audit": audit_json(audit)})
         return bool(row and row["paused"])
 
@@ -752,7 +817,10 @@ def _record_units(cur: Any, claim: Claim, units: Sequence[Unit]) -> bool:
     """Record each successful unit (its time, its duration, the job's summary of it and its
     metrics) of a run still holding the job; False (nothing written) once it no longer holds it."""
     for when, took, summary, metrics in units:
-        cur.execute(Q["record_success"], {"app_name": claim.app_name, "success": when, "run_id": claim.run_id})
+        cur.execute(
+            Q["record_success"],
+            {"app_name": claim.app_name, "success": when, "run_id": claim.run_id},
+        )
         if cur.fetchone() is None:
             return False
         cur.execute(Q["log_success"], unit_params(claim, when, took, summary, metrics))
@@ -761,7 +829,11 @@ def _record_units(cur: Any, claim: Claim, units: Sequence[Unit]) -> bool:
 
 
 def unit_params(
-    claim: Claim, when: dt.datetime, took: dt.timedelta, summary: str | None, metrics: Mapping[str, float] | None
+    claim: Claim,
+    when: dt.datetime,
+    took: dt.timedelta,
+    summary: str | None,
+    metrics: Mapping[str, float] | None,
 ) -> dict[str, Any]:
     """``log_success``'s parameters: the unit, its summary and its metrics (JSON, or None)."""
     return {
@@ -787,15 +859,22 @@ def _end_run(cur: Any, claim: Claim, end: RunEnd, held: bool) -> None:
             "dropped": end.dropped,
         },
     )
-    cur.execute(Q["end_intervals"], {"run_id": claim.run_id, "status": status.value, "error": end.error})
+    cur.execute(
+        Q["end_intervals"], {"run_id": claim.run_id, "status": status.value, "error": end.error}
+    )
 
 
 def close_run(
-    cur: Any, claim: Claim, end: RunEnd, held: bool, failure: tuple[dt.timedelta, Mapping[str, str], str] | None
+    cur: Any,
+    claim: Claim,
+    end: RunEnd,
+    held: bool,
+    failure: tuple[dt.timedelta, Mapping[str, str], str] | None,
 ) -> bool:
     """A run's ledger end and, for a failure or a fenced-off run, its log row; True when the
     run still held what it ended (a success recorded as such). A scheduled run's
-    (:meth:`StateStore.finish`) and a rerun's (:meth:`crontabber.rerun_store.RerunStore.finish_lane`)."""
+    (:meth:`StateStore.finish`) and a rerun's
+    (:meth:`crontabber.rerun_store.RerunStore.finish_lane`)."""
     _end_run(cur, claim, end, held)
     if held and failure is None:
         return True
@@ -809,11 +888,19 @@ def _finished_already(cur: Any, claim: Claim, outcome: FinishRecord) -> bool:
     cur.execute(Q["get_state"], {"app_name": claim.app_name})
     row = cur.fetchone()
     now = _as_dict(cur, row) if row else {}
-    return now.get("run_id") == claim.run_id and now.get("ongoing") is None and now.get("last_run") == outcome.started
+    return (
+        now.get("run_id") == claim.run_id
+        and now.get("ongoing") is None
+        and now.get("last_run") == outcome.started
+    )
 
 
 def _log_failure(
-    cur: Any, claim: Claim, failure: tuple[dt.timedelta, Mapping[str, str], str] | None, *, fenced: bool
+    cur: Any,
+    claim: Claim,
+    failure: tuple[dt.timedelta, Mapping[str, str], str] | None,
+    *,
+    fenced: bool,
 ) -> None:
     """Log a failed attempt; a run fenced off logs ``LeaseLost``, saying how
     the job itself ended (failed with its error, or succeeded)."""
@@ -845,7 +932,10 @@ def _log_abandoned(cur: Any, state: JobState, found_by: str) -> None:
         f"RunAbandoned('run {state.run_id} on {holder}, started {utc_text(state.ongoing)}, "
         f"stopped renewing its lease without recording its end ({beat}); {found_by}')"
     )
-    cur.execute(Q["log_abandoned"], {"app_name": state.app_name, "exc_type": repr(RunAbandoned), "exc_value": value})
+    cur.execute(
+        Q["log_abandoned"],
+        {"app_name": state.app_name, "exc_type": repr(RunAbandoned), "exc_value": value},
+    )
 
 
 def abandon_gone(cur: Any, run_id: int, holder: str, by: Claim) -> None:
@@ -861,7 +951,10 @@ def abandon_gone(cur: Any, run_id: int, holder: str, by: Claim) -> None:
     )
     cur.execute(
         Q["abandon_run"],
-        {"run_id": run_id, "error": f"its process {holder} is gone; taken over by run {by.run_id} on {by.host}"},
+        {
+            "run_id": run_id,
+            "error": f"its process {holder} is gone; taken over by run {by.run_id} on {by.host}",
+        },
     )
 
 
@@ -894,7 +987,12 @@ _DOING = {
 
 def identity(claim: Claim) -> dict[str, Any]:
     """The columns naming who wrote a log row."""
-    return {"app_name": claim.app_name, "run_id": claim.run_id, "host": claim.host, "pid": claim.pid}
+    return {
+        "app_name": claim.app_name,
+        "run_id": claim.run_id,
+        "host": claim.host,
+        "pid": claim.pid,
+    }
 
 
 def open_store(db: DatabaseSettings, schema_dirs: Sequence[str] = ()) -> StateStore:
@@ -914,5 +1012,7 @@ def open_store(db: DatabaseSettings, schema_dirs: Sequence[str] = ()) -> StateSt
         applied = ensure_schema(conn, with_runner(schema_dirs))
     except psycopg2.Error as exc:
         conn.close()
-        raise DatabaseUnavailable(db.target, f"applying the schema failed: {first_line(exc)}") from None
+        raise DatabaseUnavailable(
+            db.target, f"applying the schema failed: {first_line(exc)}"
+        ) from None
     return StateStore(conn, db, applied.unknown)

@@ -116,7 +116,8 @@ def logged_value(exc: BaseException, message: str) -> str:
 @dataclass
 class Failure:
     """How a run failed: crontabber's ``last_error`` record, the exception for the log row
-    as ``Type('its message')`` (:func:`logged_value`), and a one-line summary; :meth:`of` masks the secrets in each
+    as ``Type('its message')`` (:func:`logged_value`), and a one-line summary; :meth:`of` masks the
+    secrets in each
     (:func:`crontabber.redaction.masked`), so that neither the database nor what reads it
     (the commands, the dashboard, the alerts) ever holds them."""
 
@@ -298,7 +299,11 @@ class Supervisor:
 
     def fds(self) -> list[int]:
         """What the run waits on: the child's messages, its pidfd, its output pipes."""
-        return [self._reader.fileno()] + ([self._pidfd] if self._pidfd is not None else []) + list(self._outputs)
+        return (
+            [self._reader.fileno()]
+            + ([self._pidfd] if self._pidfd is not None else [])
+            + list(self._outputs)
+        )
 
     def deadline(self) -> float:
         """The monotonic time by which :meth:`serve` must be called even if no fd is ready:
@@ -405,7 +410,14 @@ class Supervisor:
     def _on_message(self, message: object, reader: Any = None) -> None:
         answer: object = None
         if isinstance(message, UnitDone):
-            self._record((message.when, dt.timedelta(seconds=message.seconds), message.summary, message.metrics))
+            self._record(
+                (
+                    message.when,
+                    dt.timedelta(seconds=message.seconds),
+                    message.summary,
+                    message.metrics,
+                )
+            )
             answer = Recorded()  # written (or kept while the database is away): the job goes on
         elif isinstance(message, AskUnit):
             answer = UnitAnswer(*self._next_unit(message.proposed))
@@ -427,7 +439,9 @@ class Supervisor:
             return self.lane.next_unit(proposed)
         except DatabaseUnavailable as exc:
             self._database_down(exc)
-            return None, ("nobody known: " if proposed is not None else "") + "the state database is away"
+            return None, (
+                "nobody known: " if proposed is not None else ""
+            ) + "the state database is away"
 
     def _record(self, unit: Unit) -> None:
         """One unit the job finished: ``(when, duration, summary, metrics)``."""
@@ -471,7 +485,9 @@ class Supervisor:
             return
         if self._db_down_since is not None:
             logger.warning(
-                "%s: the state database is back; lease renewed", self.claim.app_name, extra={"job": self.claim.app_name}
+                "%s: the state database is back; lease renewed",
+                self.claim.app_name,
+                extra={"job": self.claim.app_name},
             )
             self._db_down_since = None
         if renewed is None:
@@ -579,7 +595,11 @@ class Supervisor:
             if reason is None:
                 logger.error("%s", died, extra={"job": self.claim.app_name})
                 self.report(died)
-        if ending.failure is not None and ending.failure.kind == "interrupt" and not ending.interrupt:
+        if (
+            ending.failure is not None
+            and ending.failure.kind == "interrupt"
+            and not ending.interrupt
+        ):
             ending.interrupt = KeyboardInterrupt()  # the job itself raised it: stop the run
         return ending
 
@@ -742,7 +762,11 @@ def _interval_gate(connection: Any, app_name: str) -> Callable[[dt.datetime], No
             held_by = answer.wait
             if not said:
                 logger.info(
-                    "%s: waiting for %s: held by %s", app_name, utc_text(when), held_by, extra={"job": app_name}
+                    "%s: waiting for %s: held by %s",
+                    app_name,
+                    utc_text(when),
+                    held_by,
+                    extra={"job": app_name},
                 )
                 said = True
             time.sleep(CLAIM_POLL_SECONDS)
@@ -781,7 +805,10 @@ def _run_job(supervisor: Supervisor, writer: Any) -> None:  # pragma: no cover
         elif supervisor.lane.units is Units.CLAIMED:
             app.interval_gate = _interval_gate(writer, supervisor.claim.app_name)
         for when in app.main():
-            summary, metrics = getattr(app, "last_summary", None), getattr(app, "last_metrics", None)
+            summary, metrics = (
+                getattr(app, "last_summary", None),
+                getattr(app, "last_metrics", None),
+            )
             writer.send(UnitDone(when, time.monotonic() - unit_start, summary, metrics))
             _wait_recorded(writer)
             unit_start = time.monotonic()
@@ -791,8 +818,16 @@ def _run_job(supervisor: Supervisor, writer: Any) -> None:  # pragma: no cover
         if failure.kind != "terminate":
             # One line; the traceback is in crontabber_log, Sentry and the DEBUG log.
             logger.error(
-                "%s failed: %s", supervisor.claim.app_name, failure.summary, extra={"job": supervisor.claim.app_name}
+                "%s failed: %s",
+                supervisor.claim.app_name,
+                failure.summary,
+                extra={"job": supervisor.claim.app_name},
             )
-            logger.debug("%s failed", supervisor.claim.app_name, exc_info=exc, extra={"job": supervisor.claim.app_name})
+            logger.debug(
+                "%s failed",
+                supervisor.claim.app_name,
+                exc_info=exc,
+                extra={"job": supervisor.claim.app_name},
+            )
             supervisor.report(exc)
         writer.send(JobFailed(failure))

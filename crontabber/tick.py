@@ -146,7 +146,11 @@ def _record_schedules(jobs: list[Job], store: StateStore) -> None:
 
 
 def _check_runs(
-    settings: Settings, jobs: list[Job], store: StateStore, results: list[JobResult], alerts: TickAlerts | None
+    settings: Settings,
+    jobs: list[Job],
+    store: StateStore,
+    results: list[JobResult],
+    alerts: TickAlerts | None,
 ) -> None:
     """The checks of the runs that succeeded in this tick (:mod:`crontabber.alerts.checks`,
     imported only when one did: an idle tick runs nothing); a breach is alerted when

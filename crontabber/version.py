@@ -117,7 +117,9 @@ def from_git(root: str) -> str | None:
     if not os.path.exists(os.path.join(root, ".git")):
         return None
     try:
-        done = subprocess.run(["git", *DESCRIBE], cwd=root, capture_output=True, text=True, timeout=10)
+        done = subprocess.run(
+            ["git", *DESCRIBE], cwd=root, capture_output=True, text=True, timeout=10
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return from_describe(done.stdout.strip()) if done.returncode == 0 else None
@@ -139,8 +141,15 @@ def from_describe(described: str) -> str:
         base = tag.removeprefix("v")
     else:  # no tag: abc1234
         tag, base, distance, commit = "v", "0", "0", f"g{described}"
-    if not (tag.startswith("v") and distance.isdigit() and commit.startswith("g") and commit[1:].isalnum()):
+    if not (
+        tag.startswith("v")
+        and distance.isdigit()
+        and commit.startswith("g")
+        and commit[1:].isalnum()
+    ):
         raise ValueError(f"not git describe output: {described!r}")
-    local = ".".join(([] if tagged and distance == "0" else [commit]) + (["dirty"] if dirty else []))
+    local = ".".join(
+        ([] if tagged and distance == "0" else [commit]) + (["dirty"] if dirty else [])
+    )
     post = f".post{distance}" if distance != "0" else ""
     return f"{base}{post}" + (f"+{local}" if local else "")

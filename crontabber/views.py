@@ -170,7 +170,12 @@ class ErrorInfo:
         return cls(kind, value, entry.exc_traceback or "", line)
 
     def as_json(self) -> dict[str, Any]:
-        return {"type": self.type, "value": self.value, "traceback": self.traceback, "summary": self.summary}
+        return {
+            "type": self.type,
+            "value": self.value,
+            "traceback": self.traceback,
+            "summary": self.summary,
+        }
 
 
 def entry_outcome(entry: LogEntry) -> Outcome:
@@ -318,7 +323,11 @@ def job_view(
     waiting_for = dependency_block(job.depends_on, states, now) if due else None
     late = lateness(state, now) if due else None
     status = _status(state, ongoing, paused, due, waiting_for, late, overdue_seconds)
-    if no_host is not None and status not in (JobStatus.RUNNING, JobStatus.ORPHANED, JobStatus.PAUSED):
+    if no_host is not None and status not in (
+        JobStatus.RUNNING,
+        JobStatus.ORPHANED,
+        JobStatus.PAUSED,
+    ):
         status = JobStatus.NO_HOST  # whatever else: it runs nowhere until a host may
     elif missed is not None and status in _BELOW_LATE:
         status = JobStatus.LATE
@@ -385,7 +394,9 @@ def broken_view(broken: BrokenEntry) -> JobView:
 def _ongoing(state: JobState | None, marker: MarkerOf) -> OngoingView | None:
     if state is None or state.ongoing is None:
         return None
-    return OngoingView(state.ongoing, state.ongoing_by, state.run_id, state.heartbeat, marker(state))
+    return OngoingView(
+        state.ongoing, state.ongoing_by, state.run_id, state.heartbeat, marker(state)
+    )
 
 
 def _status(
@@ -495,7 +506,11 @@ class RunView:
     @property
     def outcome_text(self) -> str:
         """The outcome in words, ``ok, breach`` for a success that breached a check."""
-        return f"{self.outcome.text}, breach" if self.breach and self.outcome is Outcome.OK else self.outcome.text
+        return (
+            f"{self.outcome.text}, breach"
+            if self.breach and self.outcome is Outcome.OK
+            else self.outcome.text
+        )
 
     @property
     def metrics(self) -> Mapping[str, float]:
@@ -505,7 +520,11 @@ class RunView:
     @property
     def intervals(self) -> list[dt.datetime]:
         """The intervals it completed (a backfill run's), oldest first."""
-        return sorted(entry.success for entry in self.entries if entry.success is not None and not entry.failed)
+        return sorted(
+            entry.success
+            for entry in self.entries
+            if entry.success is not None and not entry.failed
+        )
 
     @property
     def by(self) -> str | None:
@@ -542,7 +561,13 @@ class RunView:
             "duration": self.duration(now),
             "outcome": self.outcome,
             "error": self.error.as_json() if self.error else None,
-            "heartbeat": (self.ongoing.heartbeat if self.ongoing else self.record.heartbeat if self.record else None),
+            "heartbeat": (
+                self.ongoing.heartbeat
+                if self.ongoing
+                else self.record.heartbeat
+                if self.record
+                else None
+            ),
             "verdict": self.ongoing.verdict if self.ongoing else None,
             "kind": self.kind,
             "summary": self.summary,
@@ -583,14 +608,18 @@ def group_runs(
         groups.setdefault(entry.run_id if entry.run_id is not None else -entry.id, []).append(entry)
     holding = _ongoing(state, marker)
     runs = [
-        _run(rows, _lane_holding(records.get(key), marker) or holding, records.get(key)) for key, rows in groups.items()
+        _run(rows, _lane_holding(records.get(key), marker) or holding, records.get(key))
+        for key, rows in groups.items()
     ]
     # the runs the ledger has and the log does not (yet): a rerun's joiner killed before its
     # first interval ended, a run claimed that logged nothing
     held = holding.run_id if holding is not None else None
     for run_id in sorted((r for r in records if r not in groups and r != held), reverse=True):
         # by run id among the others (ids grow with time; a run without one is older)
-        at = next((n for n, run in enumerate(runs) if run.run_id is None or run.run_id < run_id), len(runs))
+        at = next(
+            (n for n, run in enumerate(runs) if run.run_id is None or run.run_id < run_id),
+            len(runs),
+        )
         runs.insert(at, _ledger_run(records[run_id], marker))
     if holding is not None and not any(run.ongoing for run in runs):
         host, _, pid = (holding.by or "").rpartition(":")
@@ -639,7 +668,16 @@ def _ledger_run(record: RunRecord, marker: MarkerOf) -> RunView:
     if holding is None:
         return record_run(record)
     return RunView(
-        record.run_id, record.host, record.pid, record.started, None, Outcome.RUNNING, None, (), holding, record
+        record.run_id,
+        record.host,
+        record.pid,
+        record.started,
+        None,
+        Outcome.RUNNING,
+        None,
+        (),
+        holding,
+        record,
     )
 
 
@@ -647,11 +685,22 @@ def record_run(record: RunRecord) -> RunView:
     """A run known to the ledger only (claimed; nothing logged yet, or its rows pruned)."""
     outcome = Outcome.of_status(record.status) or Outcome.RUNNING
     return RunView(
-        record.run_id, record.host, record.pid, record.started, record.ended, outcome, None, (), None, record
+        record.run_id,
+        record.host,
+        record.pid,
+        record.started,
+        record.ended,
+        outcome,
+        None,
+        (),
+        None,
+        record,
     )
 
 
-def _run(rows: list[LogEntry], holding: OngoingView | None, record: RunRecord | None = None) -> RunView:
+def _run(
+    rows: list[LogEntry], holding: OngoingView | None, record: RunRecord | None = None
+) -> RunView:
     last = rows[0]
     outcomes = {entry_outcome(row) for row in rows}
     failure = next((row for row in rows if row.failed), None)
@@ -686,7 +735,9 @@ def _run(rows: list[LogEntry], holding: OngoingView | None, record: RunRecord | 
         started,
         None if ongoing else last.log_time,
         outcome,
-        ErrorInfo.of_entry(failure, record.error if record is not None else None) if failure else None,
+        ErrorInfo.of_entry(failure, record.error if record is not None else None)
+        if failure
+        else None,
         tuple(rows),
         ongoing,
         record,
@@ -756,7 +807,17 @@ class FailureView:
         error = ErrorInfo.of_state(state.last_error) if state.error_count else None
         if error is None:
             return None
-        return cls(state.app_name, error, state.last_run, None, state.run_id, None, None, Outcome.FAILED, "state")
+        return cls(
+            state.app_name,
+            error,
+            state.last_run,
+            None,
+            state.run_id,
+            None,
+            None,
+            Outcome.FAILED,
+            "state",
+        )
 
     def as_json(self) -> dict[str, Any]:
         return {

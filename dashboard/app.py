@@ -6,14 +6,17 @@ Read-only: it answers GET and HEAD only, and reads the database in a
 
 ============================  ===============================================
 ``/``                         the page: jobs, pipeline panels, fleet
-``/jobs/NAME``                a job's page: its state now (status, next run, pause, deadline), its metrics, its runs
+``/jobs/NAME``                a job's page: its state now (status, next run, pause, deadline), its
+metrics, its runs
 ``/api/jobs``                 ``--list-jobs --json``
 ``/api/jobs/NAME/history``    ``--history NAME --json`` (``?limit=N``, default 20)
-``/api/jobs/NAME/runs/ID``    ``--logs NAME --run ID --json``: the run and what it logged and printed
+``/api/jobs/NAME/runs/ID``    ``--logs NAME --run ID --json``: the run and what it logged and
+printed
 ``/api/pipeline``             the pipeline panels (:mod:`dashboard.pipeline`)
 ``/api/fleet``                ``--nagios --json`` and every host's last tick
 ``/api/alerts``               ``--alerts --json`` (``?limit=N``) and the maintenance windows
-``/__heartbeat__``            200 when ``/`` can be drawn whole (configuration, database, every panel), else 503
+``/__heartbeat__``            200 when ``/`` can be drawn whole (configuration, database, every
+panel), else 503
 ``/__lbheartbeat__``          200 while the process serves requests
 ============================  ===============================================
 
@@ -94,13 +97,18 @@ SECURITY_HEADERS = [
     ("Cross-Origin-Resource-Policy", "same-origin"),
 ]
 DEFAULT_REFRESH = 10.0
-STATIC = {"dashboard.css": "text/css; charset=utf-8", "dashboard.js": "text/javascript; charset=utf-8"}
+STATIC = {
+    "dashboard.css": "text/css; charset=utf-8",
+    "dashboard.js": "text/javascript; charset=utf-8",
+}
 
 
 class HttpError(Exception):
     """A request answered with ``status`` and ``{"error": message}`` (and ``headers``)."""
 
-    def __init__(self, status: int, message: str, headers: list[tuple[str, str]] | None = None) -> None:
+    def __init__(
+        self, status: int, message: str, headers: list[tuple[str, str]] | None = None
+    ) -> None:
         self.status = status
         self.message = message
         self.headers = headers or []
@@ -137,14 +145,21 @@ class Guard:
     docstring). Built from the environment unless given."""
 
     def __init__(
-        self, allowed_hosts: Iterable[str] | None = None, token: str | None = None, user_header: str | None = None
+        self,
+        allowed_hosts: Iterable[str] | None = None,
+        token: str | None = None,
+        user_header: str | None = None,
     ) -> None:
         if allowed_hosts is None:
             listed = os.environ.get("DASHBOARD_ALLOWED_HOSTS", "")
             allowed_hosts = [h for h in listed.split(",") if h.strip()] or DEFAULT_HOSTS
         self.allowed_hosts = {host_name(h) for h in allowed_hosts}
         self.token = token if token is not None else os.environ.get("DASHBOARD_TOKEN", "")
-        header = user_header if user_header is not None else os.environ.get("DASHBOARD_TRUSTED_USER_HEADER", "")
+        header = (
+            user_header
+            if user_header is not None
+            else os.environ.get("DASHBOARD_TRUSTED_USER_HEADER", "")
+        )
         self.user_key = "HTTP_" + header.upper().replace("-", "_") if header else ""
 
     def allow_host(self, host: str) -> None:
@@ -158,12 +173,16 @@ class Guard:
         if "*" not in self.allowed_hosts:
             host = host_name(environ.get("HTTP_HOST") or environ.get("SERVER_NAME", ""))
             if host not in self.allowed_hosts:
-                raise HttpError(421, f"host {host[:100]!r} is not allowed (DASHBOARD_ALLOWED_HOSTS)")
+                raise HttpError(
+                    421, f"host {host[:100]!r} is not allowed (DASHBOARD_ALLOWED_HOSTS)"
+                )
         if not self.token and not self.user_key:
             return
         if self.user_key and environ.get(self.user_key, "").strip():
             return
-        if self.token and hmac.compare_digest(_credential(environ.get("HTTP_AUTHORIZATION", "")), self.token.encode()):
+        if self.token and hmac.compare_digest(
+            _credential(environ.get("HTTP_AUTHORIZATION", "")), self.token.encode()
+        ):
             return
         raise HttpError(
             401,
@@ -202,7 +221,10 @@ class DashboardApp:
     (gunicorn) reads nothing and connects nowhere."""
 
     def __init__(
-        self, source: Source | None = None, refresh_seconds: float | None = None, guard: Guard | None = None
+        self,
+        source: Source | None = None,
+        refresh_seconds: float | None = None,
+        guard: Guard | None = None,
     ) -> None:
         self._source = source
         self._lock = threading.Lock()
@@ -225,7 +247,9 @@ class DashboardApp:
                 self._source = Source.load(os.environ.get("DASHBOARD_CONF") or None, {})
             return self._source
 
-    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+    def __call__(
+        self, environ: dict[str, Any], start_response: Callable[..., Any]
+    ) -> Iterable[bytes]:
         extra: list[tuple[str, str]] = []
         try:
             if environ.get("PATH_INFO") != "/__lbheartbeat__":  # the load balancer's probe
@@ -313,7 +337,9 @@ class DashboardApp:
                     + "; ".join(f"{k}: {v}" for k, v in failed.items()),
                 },
             )
-        return json_response(200, {"status": "ok", "database": "ok", "now": now, "jobs": len(self.source.jobs)})
+        return json_response(
+            200, {"status": "ok", "database": "ok", "now": now, "jobs": len(self.source.jobs)}
+        )
 
     def static(self, name: str) -> Response:
         if name not in STATIC:
@@ -401,7 +427,9 @@ class DashboardApp:
                 "pipeline": page.pipeline_panel(pipeline)
                 if pipeline is not None
                 else page.error_panel("Pipeline", failed["pipeline"]),
-                "fleet": page.fleet_panel(fleet) if fleet is not None else page.error_panel("Fleet", failed["fleet"]),
+                "fleet": page.fleet_panel(fleet)
+                if fleet is not None
+                else page.error_panel("Fleet", failed["fleet"]),
             },
             failed,
         )
@@ -428,7 +456,9 @@ class DashboardApp:
                 return html_response(404, _error_page(str(exc)))
             view, _ = self.source.job_view(session, found.app_name)
             metrics = charts.metrics_panel(
-                found.app_name, self.source.metric_runs(session, found.app_name, METRIC_RUNS), METRIC_RUNS
+                found.app_name,
+                self.source.metric_runs(session, found.app_name, METRIC_RUNS),
+                METRIC_RUNS,
             )
         panels = {"state": page.state_panel(found.app_name, view, found.now)}
         if metrics is not None:  # a job whose runs returned no metric has no such panel
@@ -438,7 +468,10 @@ class DashboardApp:
         if panels_only:
             return json_response(200, {"now": found.now, "panels": panels})
         return html_response(
-            200, page.page(f"crontabber: {found.app_name}", found.now, panels, self.refresh_seconds, back=True)
+            200,
+            page.page(
+                f"crontabber: {found.app_name}", found.now, panels, self.refresh_seconds, back=True
+            ),
         )
 
 
@@ -449,8 +482,15 @@ def _limit(params: dict[str, list[str]]) -> int:
         HttpError: 400, not one whole number from 1 to :data:`MAX_LIMIT`.
     """
     values = params.get("limit", [str(HISTORY_LIMIT)])
-    if len(values) != 1 or not values[0].isascii() or not values[0].isdigit() or not 1 <= int(values[0]) <= MAX_LIMIT:
-        raise HttpError(400, f"limit must be given once, as a whole number of runs from 1 to {MAX_LIMIT}")
+    if (
+        len(values) != 1
+        or not values[0].isascii()
+        or not values[0].isdigit()
+        or not 1 <= int(values[0]) <= MAX_LIMIT
+    ):
+        raise HttpError(
+            400, f"limit must be given once, as a whole number of runs from 1 to {MAX_LIMIT}"
+        )
     return int(values[0])
 
 

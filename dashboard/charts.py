@@ -78,7 +78,8 @@ def chart_svg(name: str, points: Sequence[Point]) -> str:
         coords.append((x, CHART_PAD + inner_h * (1 - share)))
     line = " ".join(f"{x:.1f},{y:.1f}" for x, y in coords)
     dots = "".join(
-        f'<circle class="pt" cx="{x:.1f}" cy="{y:.1f}" r="2"><title>{esc(_label(name, point))}</title></circle>'
+        f'<circle class="pt" cx="{x:.1f}" cy="{y:.1f}" '
+        f'r="2"><title>{esc(_label(name, point))}</title></circle>'
         for (x, y), point in zip(coords, points)
     )
     return (
@@ -99,7 +100,8 @@ def _stats(points: Sequence[Point]) -> str:
         ("max", max(values)),
     ]
     return " · ".join(
-        f'{label} <b class="num" data-k="metric.{label}">{esc(metric_value(value))}</b>' for label, value in parts
+        f'{label} <b class="num" data-k="metric.{label}">{esc(metric_value(value))}</b>'
+        for label, value in parts
     )
 
 
@@ -109,8 +111,10 @@ def _values_table(points: Sequence[Point]) -> str:
         for p in reversed(points)
     )
     return (
-        '<details class="values"><summary>values, newest first</summary><table class="small metric-values">'
-        f"<thead><tr><th>run</th><th>started (UTC)</th><th>value</th></tr></thead><tbody>{rows}</tbody>"
+        '<details class="values"><summary>values, newest first</summary><table class="small '
+        'metric-values">'
+        "<thead><tr><th>run</th><th>started "
+        f"(UTC)</th><th>value</th></tr></thead><tbody>{rows}</tbody>"
         "</table></details>"
     )
 
@@ -132,8 +136,15 @@ def metrics_panel(app_name: str, records: Sequence[Any], limit: int) -> str | No
     if not found:
         return None
     drawn = list(found.items())[:MAX_CHARTS]
-    more = f'<p class="none">{len(found) - MAX_CHARTS} more metrics not drawn</p>' if len(found) > MAX_CHARTS else ""
+    more = (
+        f'<p class="none">{len(found) - MAX_CHARTS} more metrics not drawn</p>'
+        if len(found) > MAX_CHARTS
+        else ""
+    )
     return (
-        f"<h2>Metrics of {esc(app_name)} <small>what its last {limit} runs returned, oldest left</small></h2>"
-        '<div class="metrics">' + "".join(metric_chart(name, points) for name, points in drawn) + f"</div>{more}"
+        f"<h2>Metrics of {esc(app_name)} <small>what its last {limit} runs returned, oldest "
+        "left</small></h2>"
+        '<div class="metrics">'
+        + "".join(metric_chart(name, points) for name, points in drawn)
+        + f"</div>{more}"
     )

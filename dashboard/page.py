@@ -30,7 +30,9 @@ STATUS_TITLES = {
     JobStatus.RUNNING: "a run holds the job and its lease is live",
     JobStatus.ORPHANED: "its runner is gone; the next tick takes it over",
     JobStatus.PAUSED: "paused by an operator",
-    JobStatus.NO_HOST: "no live host may run it (its hosts tags: none carries one, or all are drained)",
+    JobStatus.NO_HOST: (
+        "no live host may run it (its hosts tags: none carries one, or all are drained)"
+    ),
     JobStatus.FAILING: "its last attempt failed",
     JobStatus.LATE: "its next interval is past its deadline",
     JobStatus.WAITING: "due, but a parent blocks it",
@@ -42,7 +44,13 @@ STATUS_TITLES = {
 
 
 # The outcomes a chart marks and counts as failed.
-UNSUCCESSFUL = (Outcome.FAILED, Outcome.FENCED_OFF, Outcome.ABANDONED, Outcome.TIMED_OUT, Outcome.STOPPED)
+UNSUCCESSFUL = (
+    Outcome.FAILED,
+    Outcome.FENCED_OFF,
+    Outcome.ABANDONED,
+    Outcome.TIMED_OUT,
+    Outcome.STOPPED,
+)
 
 
 def esc(value: object) -> str:
@@ -200,17 +208,29 @@ def job_row(view: JobView, runs: Sequence[RunView], now: dt.datetime) -> str:
     )
 
 
-def jobs_panel(views: Sequence[JobView], runs: Mapping[str, Sequence[RunView]], now: dt.datetime) -> str:
+def jobs_panel(
+    views: Sequence[JobView], runs: Mapping[str, Sequence[RunView]], now: dt.datetime
+) -> str:
     """The table of every configured job, in config order."""
     head = "".join(
         f"<th>{name}</th>"
-        for name in ("job", "status", "last success", "next run", "errors", "recent runs", "last error")
+        for name in (
+            "job",
+            "status",
+            "last success",
+            "next run",
+            "errors",
+            "recent runs",
+            "last error",
+        )
     )
     rows = "".join(job_row(view, runs.get(view.name, ()), now) for view in views)
     counts: dict[str, int] = {}
     for view in views:
         counts[view.status.value] = counts.get(view.status.value, 0) + 1
-    summary = " · ".join(f'<span class="badge {name}">{count} {name}</span>' for name, count in counts.items())
+    summary = " · ".join(
+        f'<span class="badge {name}">{count} {name}</span>' for name, count in counts.items()
+    )
     return (
         f"<h2>Jobs <small>{len(views)} configured: {summary}</small></h2>"
         f'<table class="jobs"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
@@ -235,7 +255,11 @@ def history_rows(runs: Sequence[RunView], now: dt.datetime) -> list[list[str]]:
             error = f'<span class="summary">{esc(run.summary)}</span>'
         span = took(run.duration(now)) + ("+" if run.outcome is Outcome.RUNNING else "")
         done = run.intervals
-        covered = f" <small>{interval_range(done[0], done[-1], len(done))}</small>" if len(done) > 1 else ""
+        covered = (
+            f" <small>{interval_range(done[0], done[-1], len(done))}</small>"
+            if len(done) > 1
+            else ""
+        )
         rows.append(
             [
                 when_html(run.started, now),
@@ -284,7 +308,8 @@ def state_panel(app_name: str, view: JobView | None, now: dt.datetime) -> str:
             "next run",
             when_html(view.next_run, now)
             + (
-                f' <span class="local">({esc(view.next_run_local[11:16])} {esc(view.time_zone)})</span>'
+                f' <span class="local">({esc(view.next_run_local[11:16])} '
+                f"{esc(view.time_zone)})</span>"
                 if view.time_zone != "UTC" and view.next_run_local
                 else ""
             ),
@@ -351,7 +376,11 @@ def uploads_card(panel: Mapping[str, Any], now: dt.datetime) -> str:
         f"({number(panel['pending'], 'uploads.pending')} pending, "
         f"{number(panel['processing'], 'uploads.processing')} processing)</p>"
         f"<p>oldest pending: {when_html(panel['oldest_pending'], now, 'none')}"
-        + (f' <span data-k="uploads.oldest_age" data-v="{age:.0f}"></span>' if age is not None else "")
+        + (
+            f' <span data-k="uploads.oldest_age" data-v="{age:.0f}"></span>'
+            if age is not None
+            else ""
+        )
         + f"</p><p>failed in the last {panel['failed_window_hours']:g} h: "
         f"{number(panel['failed_total'], 'uploads.failed_total')}</p>"
     )
@@ -385,7 +414,9 @@ def uploads_card(panel: Mapping[str, Any], now: dt.datetime) -> str:
 
 def _previous(previous: Mapping[str, Any]) -> str:
     """What a replaced file held: ``upload 20, 1234 bytes, MD5 9e10…``."""
-    upload = f"upload {previous['upload_id']}" if previous["upload_id"] is not None else "unknown upload"
+    upload = (
+        f"upload {previous['upload_id']}" if previous["upload_id"] is not None else "unknown upload"
+    )
     size = f"{previous['size']} bytes" if previous["size"] is not None else "size unknown"
     return f"{upload}, {size}, MD5 {previous['md5'] or 'unknown'}"
 
@@ -499,7 +530,12 @@ def pipeline_panel(document: Mapping[str, Any]) -> str:
         panel = document[key]
         if "unavailable" in panel:
             cls = "warn" if panel["query_failed"] else "none"
-            cards.append(_card(title, f'<p class="{cls}" data-k="{key}.unavailable">{esc(panel["unavailable"])}</p>'))
+            cards.append(
+                _card(
+                    title,
+                    f'<p class="{cls}" data-k="{key}.unavailable">{esc(panel["unavailable"])}</p>',
+                )
+            )
         else:
             cards.append(card(panel, now))
     return '<h2>Pipeline</h2><div class="cards">' + "".join(cards) + "</div>"
@@ -583,7 +619,10 @@ def _notice_html(notice: Mapping[str, Any], now: dt.datetime) -> str:
         return f"{target}: sent {when_html(notice['sent_at'], now)}"
     error = f": {esc(one_line(notice['last_error']))}" if notice["last_error"] else ""
     if notice["given_up"]:
-        return f'<span class="errs">{target}: NOT SENT, given up{error} ({notice["attempts"]} attempts)</span>'
+        return (
+            f'<span class="errs">{target}: NOT SENT, given up{error} ({notice["attempts"]} '
+            "attempts)</span>"
+        )
     return (
         f'<span class="errs">{target}: not sent yet{error} ({notice["attempts"]} attempts, next '
         f"{when_html(notice['next_attempt'], now)})</span>"
@@ -605,12 +644,17 @@ def alerts_panel(document: Mapping[str, Any]) -> str:
         for m in document["mutes"]
     )
     mutes += "".join(
-        f'<p class="warn" data-k="alerts.held_back">not alerted (muted): {esc(one_line(e["message"]))}</p>'
+        '<p class="warn" data-k="alerts.held_back">not alerted (muted): '
+        f"{esc(one_line(e['message']))}</p>"
         for e in document.get("held_back", ())
     )
     rows = []
     for alert in alerts:
-        state = ("open" if alert["resolved_at"] is None else "ended") if alert["kind"] in LASTING else "event"
+        state = (
+            ("open" if alert["resolved_at"] is None else "ended")
+            if alert["kind"] in LASTING
+            else "event"
+        )
         rows.append(
             [
                 esc(alert["id"]),
@@ -662,17 +706,29 @@ def fleet_panel(document: Mapping[str, Any]) -> str:
         f'<h2>Fleet <span class="badge nagios-{esc(check["status"].lower())}" '
         f'data-k="check.status">{esc(check["status"])}</span></h2>'
         f'<p class="summary">{esc(plain_summary(check))}</p>'
-        + table(["host", "version", "code", "last tick", "clock skew", "in the fleet", "tags", "drain"], rows, "small")
+        + table(
+            ["host", "version", "code", "last tick", "clock skew", "in the fleet", "tags", "drain"],
+            rows,
+            "small",
+        )
     )
 
 
 # ---------------------------------------------------------------------------- pages
 
 
-def page(title: str, now: dt.datetime, panels: Mapping[str, str], refresh_seconds: float, back: bool = False) -> str:
+def page(
+    title: str,
+    now: dt.datetime,
+    panels: Mapping[str, str],
+    refresh_seconds: float,
+    back: bool = False,
+) -> str:
     """A whole page: ``panels`` (id -> HTML) in order; the script refreshes
     each panel from ``panels.json`` of the same page every ``refresh_seconds``."""
-    sections = "".join(f'<section id="{esc(key)}" class="panel">{body}</section>' for key, body in panels.items())
+    sections = "".join(
+        f'<section id="{esc(key)}" class="panel">{body}</section>' for key, body in panels.items()
+    )
     nav = '<a href="../">← all jobs</a> · ' if back else ""
     root = "../" if back else ""
     return f"""<!DOCTYPE html>

@@ -40,7 +40,12 @@ MISSING_APP = "missing-symbols"
 PRUNE_APP = "prune-s3"
 UPLOADS_APP = "process-uploads"
 #: The job whose tables each panel reads (created where that job is configured).
-OWNERS = {"uploads": UPLOADS_APP, "missing_symbols": MISSING_APP, "search_index": REBUILD_APP, "prune": PRUNE_APP}
+OWNERS = {
+    "uploads": UPLOADS_APP,
+    "missing_symbols": MISSING_APP,
+    "search_index": REBUILD_APP,
+    "prune": PRUNE_APP,
+}
 
 
 def _config(source: "Source", app_name: str) -> dict[str, Any]:
@@ -100,21 +105,34 @@ def _list_waiting(source: "Source", session: "Session") -> dict[str, Any]:
     from jobs.missing_symbols.store import MissingSymbolStore
     from jobs.s3 import make_s3_client
 
-    s3 = source.client("s3", lambda: make_s3_client(connect_timeout=3, read_timeout=10, max_attempts=1))
+    s3 = source.client(
+        "s3", lambda: make_s3_client(connect_timeout=3, read_timeout=10, max_attempts=1)
+    )
     cap = int(os.environ.get("DASHBOARD_S3_MAX_LISTED", "10000"))
     try:
         waiting, capped = pending_batches_listed(
-            MissingSymbolStore(session.connection), s3, str(config["inbox_bucket"]), str(config["prefix"]), cap
+            MissingSymbolStore(session.connection),
+            s3,
+            str(config["inbox_bucket"]),
+            str(config["prefix"]),
+            cap,
         )
     except (BotoCoreError, ClientError) as exc:
         return {
             "batches_waiting": None,
             "oldest_waiting": None,
             "waiting_capped": False,
-            "waiting_error": redact(f"S3: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"),
+            "waiting_error": redact(
+                f"S3: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+            ),
         }
     oldest = dt.datetime.fromtimestamp(waiting[0].modified, dt.timezone.utc) if waiting else None
-    return {"batches_waiting": len(waiting), "oldest_waiting": oldest, "waiting_capped": capped, "waiting_error": None}
+    return {
+        "batches_waiting": len(waiting),
+        "oldest_waiting": oldest,
+        "waiting_capped": capped,
+        "waiting_error": None,
+    }
 
 
 def missing_symbols_panel(source: "Source", session: "Session", now: dt.datetime) -> dict[str, Any]:
@@ -148,7 +166,9 @@ def live_index_facts(source: "Source", alias: str, es_url: str) -> dict[str, Any
             "index": None,
             "documents": None,
             "source_as_of": None,
-            "error": redact(f"Elasticsearch: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"),
+            "error": redact(
+                f"Elasticsearch: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+            ),
         }
     return {
         "index": live.name if live else None,

@@ -91,7 +91,11 @@ class AccessLogHandler(RequestDeadline, WSGIRequestHandler):
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
         took = (time.perf_counter() - getattr(self, "_started", time.perf_counter())) * 1000
         access_logger.info(
-            "%s %s %s %.1f ms", self.command or "-", (getattr(self, "path", "") or "-")[:200], code, took
+            "%s %s %s %.1f ms",
+            self.command or "-",
+            (getattr(self, "path", "") or "-")[:200],
+            code,
+            took,
         )
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
@@ -112,20 +116,29 @@ def make(host: str, port: int, app: Any, request_seconds: float | None = None) -
     the time a client has to send its request line and headers (None: the handler's)."""
     handler: type[AccessLogHandler] = AccessLogHandler
     if request_seconds is not None:
-        handler = type("AccessLogHandler", (AccessLogHandler,), {"request_seconds": request_seconds})
+        handler = type(
+            "AccessLogHandler", (AccessLogHandler,), {"request_seconds": request_seconds}
+        )
     return make_server(host, port, app, server_class=ThreadingWSGIServer, handler_class=handler)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = CommandParser(
         prog="python -m dashboard",
-        description="Serve the read-only operator dashboard (jobs, run history, pipeline health, fleet) over HTTP.",
+        description=(
+            "Serve the read-only operator dashboard (jobs, run history, pipeline health, fleet) "
+            "over HTTP."
+        ),
         epilog="Any runner option can be given as --NAMESPACE.OPTION=VALUE, as for "
         "python -m crontabber; under gunicorn: gunicorn dashboard.app:application "
         "with DASHBOARD_CONF=FILE.",
     )
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8100, help="port (default 8100; 0: any free port)")
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
+    )
+    parser.add_argument(
+        "--port", type=int, default=8100, help="port (default 8100; 0: any free port)"
+    )
     parser.add_argument(
         "--admin.conf",
         dest="conf",
@@ -152,7 +165,9 @@ def load(argv: list[str]) -> tuple[argparse.Namespace, DashboardApp]:
     """
     args, rest = build_parser().parse_known_args(argv)
     if args.refresh <= 0:
-        raise ConfigurationError("--refresh", f"must be a positive number of seconds, not {args.refresh:g}")
+        raise ConfigurationError(
+            "--refresh", f"must be a positive number of seconds, not {args.refresh:g}"
+        )
     source = Source.load(args.conf, split_overrides(rest))
     with source.session() as session:
         session.pipeline.now()
@@ -185,7 +200,9 @@ def listen(host: str, port: int, app: Any) -> WSGIServer:
                 "free one",
             ) from None
         if exc.errno in (errno.EADDRNOTAVAIL, errno.EACCES):
-            raise ConfigurationError("--host/--port", f"cannot listen on {host}:{port}: {exc.strerror}") from None
+            raise ConfigurationError(
+                "--host/--port", f"cannot listen on {host}:{port}: {exc.strerror}"
+            ) from None
         raise
 
 

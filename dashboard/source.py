@@ -52,7 +52,9 @@ class Source:
     not load is in ``broken``, shown as a row), and the clients of Elasticsearch and S3,
     built on first use and shared by threads (both clients are thread-safe)."""
 
-    def __init__(self, settings: Settings, jobs: list[Job], broken: list[BrokenEntry] | None = None) -> None:
+    def __init__(
+        self, settings: Settings, jobs: list[Job], broken: list[BrokenEntry] | None = None
+    ) -> None:
         self.settings = settings
         self.jobs = jobs
         self.broken = broken or []
@@ -63,7 +65,10 @@ class Source:
 
     @classmethod
     def load(
-        cls, conf_path: str | None, overrides: Mapping[str, str], environ: Mapping[str, str] | None = None
+        cls,
+        conf_path: str | None,
+        overrides: Mapping[str, str],
+        environ: Mapping[str, str] | None = None,
     ) -> "Source":
         """Read ``crontabber.ini`` (``conf_path``, else the runner's default
         places), the environment and ``overrides`` as the runner does.
@@ -173,7 +178,9 @@ class Source:
         alerts = AlertStore(session.state)
         now, mutes = session.state.now(), alerts.mutes()
         held = (
-            Alerter(self.settings, self.jobs, session.state, "dashboard").held_back(session.state.states(), now, mutes)
+            Alerter(self.settings, self.jobs, session.state, "dashboard").held_back(
+                session.state.states(), now, mutes
+            )
             if mutes
             else []
         )
@@ -189,7 +196,8 @@ class Source:
         """``{"now", "check": <--nagios --json>, "hosts": [...]}``: every host
         that ever ticked, newest tick first, ``recent`` when it ticked within
         ``silence_critical_minutes`` (the fleet the check counts), its tags, and ``drain``
-        when drained (``draining: N runs left (until ... by ...: reason)``, then ``drained ...``)."""
+        when drained (``draining: N runs left (until ... by ...: reason)``, then ``drained
+        ...``)."""
         overview = session.state.overview()
         marker = markers_from_here(lease_rules(self.settings))
         limits = self.settings.monitor
@@ -219,7 +227,9 @@ class Source:
                     "skew_seconds": h.skew_seconds,
                     "schema_behind": list(h.schema_behind),
                     "tags": list(h.tags),
-                    "drain": (drain_line(h, overview.states).split(": ", 1)[1] if h.drained else None),
+                    "drain": (
+                        drain_line(h, overview.states).split(": ", 1)[1] if h.drained else None
+                    ),
                     "recent": h.host in recent,
                 }
                 for h in hosts

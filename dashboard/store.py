@@ -84,7 +84,11 @@ class ReplacedFile:
             "key": self.key,
             "upload_id": self.upload_id,
             "replaced_at": self.replaced_at,
-            "previous": {"upload_id": self.previous_upload_id, "md5": self.previous_md5, "size": self.previous_size},
+            "previous": {
+                "upload_id": self.previous_upload_id,
+                "md5": self.previous_md5,
+                "size": self.previous_size,
+            },
         }
 
 
@@ -98,7 +102,12 @@ class QuarantinedBatch:
     processed_at: dt.datetime
 
     def as_json(self) -> dict[str, Any]:
-        return {"key": self.key, "events": self.events, "reason": self.reason, "quarantined_at": self.processed_at}
+        return {
+            "key": self.key,
+            "events": self.events,
+            "reason": self.reason,
+            "quarantined_at": self.processed_at,
+        }
 
 
 @dataclass(frozen=True)
@@ -130,7 +139,11 @@ class IndexWatermark:
     updated_at: dt.datetime
 
     def as_json(self) -> dict[str, Any]:
-        return {"index_name": self.index_name, "indexed_to": self.indexed_to, "updated_at": self.updated_at}
+        return {
+            "index_name": self.index_name,
+            "indexed_to": self.indexed_to,
+            "updated_at": self.updated_at,
+        }
 
 
 @dataclass(frozen=True)
@@ -237,7 +250,14 @@ class PipelineStore:
         """Uploads that failed for good after ``since``, newest first (at most ``limit``)."""
         rows = self._rows("failed_uploads", {"since": since, "limit": limit})
         found = tuple(
-            FailedUpload(r["id"], r["filename"], r["uploaded_by"], r["attempts"], r["error"], r["completed_at"])
+            FailedUpload(
+                r["id"],
+                r["filename"],
+                r["uploaded_by"],
+                r["attempts"],
+                r["error"],
+                r["completed_at"],
+            )
             for r in rows
         )
         return Listing(found, int(rows[0]["total"]) if rows else 0)
@@ -262,13 +282,18 @@ class PipelineStore:
     def quarantined_batches(self, limit: int) -> Listing:
         """Quarantined batches, newest first (at most ``limit``), and how many in all."""
         rows = self._rows("quarantined_batches", {"limit": limit})
-        found = tuple(QuarantinedBatch(r["key"], int(r["events"]), r["reason"], r["processed_at"]) for r in rows)
+        found = tuple(
+            QuarantinedBatch(r["key"], int(r["events"]), r["reason"], r["processed_at"])
+            for r in rows
+        )
         return Listing(found, int(rows[0]["total"]) if rows else 0)
 
     def most_missed(self, day: dt.date, limit: int) -> tuple[MissedSymbol, ...]:
         """The symbols missed most on ``day`` (UTC), most first."""
         return tuple(
-            MissedSymbol(r["debug_file"], r["debug_id"], r["code_file"], r["code_id"], int(r["count"]))
+            MissedSymbol(
+                r["debug_file"], r["debug_id"], r["code_file"], r["code_id"], int(r["count"])
+            )
             for r in self._rows("most_missed", {"day": day, "limit": limit})
         )
 
@@ -283,7 +308,13 @@ class PipelineStore:
             return None
         first = rows[0]
         rules = tuple(
-            PruneRule(r["rule"], int(r["keys_deleted"]), int(r["bytes_freed"]), int(r["errors"]), r["error_sample"])
+            PruneRule(
+                r["rule"],
+                int(r["keys_deleted"]),
+                int(r["bytes_freed"]),
+                int(r["errors"]),
+                r["error_sample"],
+            )
             for r in rows
             if r["rule"] is not None
         )

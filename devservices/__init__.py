@@ -124,7 +124,8 @@ class Services:
             "port": self.pg_port,
             "user": self.env.get("RESOURCE_POSTGRESQL_USER", DEFAULT_DATABASE["user"]),
             "password": self.env.get("RESOURCE_POSTGRESQL_PASSWORD", DEFAULT_DATABASE["password"]),
-            "dbname": dbname or self.env.get("RESOURCE_POSTGRESQL_DBNAME", DEFAULT_DATABASE["dbname"]),
+            "dbname": dbname
+            or self.env.get("RESOURCE_POSTGRESQL_DBNAME", DEFAULT_DATABASE["dbname"]),
         }
 
     def script_ports(self) -> dict[str, str]:
@@ -153,7 +154,10 @@ class Services:
         # checkout's services (tests/cli/test_services_sh.py) run under the first one's.
         named = read_env_file(env_file(self.env)).get("SYMBOLS_SERVICE_DIR")
         if not named:
-            raise RuntimeError(f"{env_file(self.env)} does not name SYMBOLS_SERVICE_DIR: run scripts/services.sh start")
+            raise RuntimeError(
+                f"{env_file(self.env)} does not name SYMBOLS_SERVICE_DIR: run scripts/services.sh "
+                "start"
+            )
         return Path(named)
 
     @property

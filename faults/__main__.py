@@ -1,4 +1,5 @@
-"""`python -m faults [--only NAME ...] [--scale F]`: run the fault suite, write docs/reliability.md."""
+"""`python -m faults [--only NAME ...] [--scale F]`: run the fault suite, write
+docs/reliability.md."""
 
 from __future__ import annotations
 
@@ -15,9 +16,18 @@ from faults.registry import MODULES
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m faults", description=__doc__)
     parser.add_argument(
-        "--only", nargs="+", choices=MODULES, metavar="NAME", help=f"run only these modules ({', '.join(MODULES)})"
+        "--only",
+        nargs="+",
+        choices=MODULES,
+        metavar="NAME",
+        help=f"run only these modules ({', '.join(MODULES)})",
     )
-    parser.add_argument("--scale", type=float, default=1.0, help="multiply every fault count (1.0: the published run)")
+    parser.add_argument(
+        "--scale",
+        type=float,
+        default=1.0,
+        help="multiply every fault count (1.0: the published run)",
+    )
     parser.add_argument(
         "--no-report",
         action="store_true",
@@ -35,7 +45,8 @@ def main(argv: list[str] | None = None) -> int:
             report.save(module, results, command=command.strip(), date=date)
         for r in results:
             print(
-                f"   {r.fault}: thrown {r.thrown}, converged {r.converged}, lost {r.lost}, duplicated {r.duplicated}",
+                f"   {r.fault}: thrown {r.thrown}, converged {r.converged}, lost {r.lost}, "
+                f"duplicated {r.duplicated}",
                 flush=True,
             )
             failed |= not r.ok

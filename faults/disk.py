@@ -66,7 +66,10 @@ def run(scale: float) -> list[FaultResult]:
         ),
         (
             "upload spool disk full: the spooled objects do not fit (tmpfs 4 MiB)",
-            lambda n: [(f"text{i}.dll/{debug_id(n * 10 + i)}/text{i}.dl_", text(2 * MiB, n + i)) for i in range(3)],
+            lambda n: [
+                (f"text{i}.dll/{debug_id(n * 10 + i)}/text{i}.dl_", text(2 * MiB, n + i))
+                for i in range(3)
+            ],
         ),
     ]
     results = []
@@ -77,7 +80,9 @@ def run(scale: float) -> list[FaultResult]:
             ids = bench.queue(1, big=False, extra=extra(bench.serial + 1))
             mount(spool)
             try:
-                first = net.run_job("process-uploads", options(bucket=BUCKET), {**bench.env, "TMPDIR": spool})
+                first = net.run_job(
+                    "process-uploads", options(bucket=BUCKET), {**bench.env, "TMPDIR": spool}
+                )
                 leftover = os.listdir(spool)
             finally:
                 unmount(spool)
@@ -94,7 +99,9 @@ def run(scale: float) -> list[FaultResult]:
             if leftover:
                 notes.append(f"left on the spool's disk: {leftover[:3]}")
             if n == 0:
-                result.figures["the run's line"] = (first.stderr.strip().splitlines() or ["-"])[-1][:160]
+                result.figures["the run's line"] = (first.stderr.strip().splitlines() or ["-"])[-1][
+                    :160
+                ]
             again = net.run_job("process-uploads", options(bucket=BUCKET), bench.env)
             lost, duplicated, problems = bench.check_bucket()
             if again.returncode != 0 or _row(bench, ids[0])[0] != "done" or problems:

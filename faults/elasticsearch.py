@@ -66,7 +66,9 @@ def rebuild_main(es_url: str) -> int:
 
     conn = connect(database(DBNAME))
     try:
-        result = rebuild_from(conn, es_url, ALIAS, keep=2, bulk=BulkSettings(chunk_size=5000, threads=2))
+        result = rebuild_from(
+            conn, es_url, ALIAS, keep=2, bulk=BulkSettings(chunk_size=5000, threads=2)
+        )
     except Exception as exc:  # the runner's own one-line summary of a failure
         print(describe(exc), file=sys.stderr)
         return 1
@@ -83,11 +85,25 @@ class Endpoint:
         self.port = net.free_port()
         self.log = open(net.STATE / "faults" / "es-gunicorn.log", "wb")
         self.proc = subprocess.Popen(
-            [net.PYTHON, "-m", "gunicorn", "-w", "2", "-b", f"127.0.0.1:{self.port}", "search.server:application"],
+            [
+                net.PYTHON,
+                "-m",
+                "gunicorn",
+                "-w",
+                "2",
+                "-b",
+                f"127.0.0.1:{self.port}",
+                "search.server:application",
+            ],
             cwd=net.REPO,
             stdout=self.log,
             stderr=subprocess.STDOUT,
-            env={**net.os.environ, "PYTHONPATH": str(net.REPO), "ES_URL": es_url, "SEARCH_ALIAS": ALIAS},
+            env={
+                **net.os.environ,
+                "PYTHONPATH": str(net.REPO),
+                "ES_URL": es_url,
+                "SEARCH_ALIAS": ALIAS,
+            },
         )
         net.wait_port(self.port, 30)
 
@@ -166,11 +182,17 @@ def run(scale: float) -> list[FaultResult]:
     via = f"http://127.0.0.1:{port}"
     endpoint = Endpoint(via)
     random = net.rng()
-    before = FaultResult("Elasticsearch down before a rebuild (Toxiproxy cut)", net.scaled(THROWS, scale), 0)
-    during = FaultResult(
-        "Elasticsearch down during a rebuild (Toxiproxy cut at a random point)", net.scaled(THROWS, scale), 0
+    before = FaultResult(
+        "Elasticsearch down before a rebuild (Toxiproxy cut)", net.scaled(THROWS, scale), 0
     )
-    stopped = FaultResult("Elasticsearch stopped during a rebuild (services.sh stop/start es)", 1, 0)
+    during = FaultResult(
+        "Elasticsearch down during a rebuild (Toxiproxy cut at a random point)",
+        net.scaled(THROWS, scale),
+        0,
+    )
+    stopped = FaultResult(
+        "Elasticsearch stopped during a rebuild (services.sh stop/start es)", 1, 0
+    )
     recoveries: list[float] = []
     build_seconds: list[float] = []
     leftovers = 0
@@ -201,9 +223,12 @@ def run(scale: float) -> list[FaultResult]:
             code, err = finish(proc)
             if code == 0:
                 notes.append("a rebuild succeeded with Elasticsearch down")
-            elif "Elasticsearch" not in (err.strip().splitlines() or [""])[-1] or "Traceback" in err:
+            elif (
+                "Elasticsearch" not in (err.strip().splitlines() or [""])[-1] or "Traceback" in err
+            ):
                 notes.append(
-                    f"the failed rebuild does not end with one line naming Elasticsearch: {err.strip()[-300:]!r}"
+                    "the failed rebuild does not end with one line naming Elasticsearch: "
+                    f"{err.strip()[-300:]!r}"
                 )
             elif f":{port}" not in err and f":{es_port}" not in err:
                 lines.add(err.strip().splitlines()[-1])
@@ -225,7 +250,9 @@ def run(scale: float) -> list[FaultResult]:
             build_seconds.append(time.monotonic() - start)
             after, problem = alias_state(es, expected)
             if code != 0 or problem or after == previous:
-                notes.append(f"the rebuild after recovery: exit {code}, {problem or after}; {err[:200]}")
+                notes.append(
+                    f"the rebuild after recovery: exit {code}, {problem or after}; {err[:200]}"
+                )
             left = [v for v in versions(es, ALIAS) if v != after]
             leftovers = max(leftovers, len(left) - 1)  # keep=2: the previous one stays
             result.converged += not notes
@@ -234,7 +261,10 @@ def run(scale: float) -> list[FaultResult]:
         for _ in range(before.thrown):
             throw(before, None, False)
         for _ in range(during.thrown):
-            limit = max(0.3, (sorted(build_seconds)[len(build_seconds) // 2] if build_seconds else 3.0) * 0.8)
+            limit = max(
+                0.3,
+                (sorted(build_seconds)[len(build_seconds) // 2] if build_seconds else 3.0) * 0.8,
+            )
             throw(during, random.uniform(0.2, limit), False)
         throw(stopped, random.uniform(0.2, 2.0), True)
     finally:
@@ -242,8 +272,12 @@ def run(scale: float) -> list[FaultResult]:
         toxi.close()
     figures = {
         "documents": str(expected),
-        "endpoint back to 200 after Elasticsearch returns": f"max {max(recoveries):.1f} s" if recoveries else "n/a",
-        "rebuild": f"{min(build_seconds):.1f}-{max(build_seconds):.1f} s" if build_seconds else "n/a",
+        "endpoint back to 200 after Elasticsearch returns": f"max {max(recoveries):.1f} s"
+        if recoveries
+        else "n/a",
+        "rebuild": f"{min(build_seconds):.1f}-{max(build_seconds):.1f} s"
+        if build_seconds
+        else "n/a",
     }
     for result in (before, during, stopped):
         result.figures.update(figures)

@@ -81,7 +81,10 @@ def _under_load(es: Any, urls: str, expected: int, throws: int) -> FaultResult:
         stop = threading.Event()
         counts = {"answered": 0, "failed": 0}
         lock = threading.Lock()
-        threads = [threading.Thread(target=_load, args=(searcher, stop, counts, lock), daemon=True) for _ in range(2)]
+        threads = [
+            threading.Thread(target=_load, args=(searcher, stop, counts, lock), daemon=True)
+            for _ in range(2)
+        ]
         for thread in threads:
             thread.start()
         time.sleep(KILL_AFTER)
@@ -117,7 +120,9 @@ def _under_load(es: Any, urls: str, expected: int, throws: int) -> FaultResult:
     return result
 
 
-def _load(searcher: Any, stop: threading.Event, counts: dict[str, int], lock: threading.Lock) -> None:
+def _load(
+    searcher: Any, stop: threading.Event, counts: dict[str, int], lock: threading.Lock
+) -> None:
     """Search without pause until ``stop``, counting answered and failed queries."""
     while not stop.is_set():
         try:
@@ -173,6 +178,8 @@ def _during_rebuild(es: Any, urls: str, expected: int, throws: int, random: Any)
         "rebuilds that completed despite the kill": str(completed),
         "rebuilds that failed cleanly (one line, the alias kept)": str(clean_failures),
         "versions left beyond keep": str(leftovers),
-        "node back to green (median)": (f"{statistics.median(recoveries):.1f} s" if recoveries else "-"),
+        "node back to green (median)": (
+            f"{statistics.median(recoveries):.1f} s" if recoveries else "-"
+        ),
     }
     return result

@@ -107,7 +107,9 @@ def _mode(mode: str, rounds: int) -> FaultResult:
         "runs at the same time": str(totals["overlapped"]),
         "fenced runs (exit 4)": str(totals["fenced"]),
         "ticks refused a database (exit 1)": str(totals["refused"]),
-        "promotion to the first run ended after it (max)": (f"{max(recoveries):.1f} s" if recoveries else "-"),
+        "promotion to the first run ended after it (max)": (
+            f"{max(recoveries):.1f} s" if recoveries else "-"
+        ),
         "seconds": f"{time.monotonic() - start:.0f}",
     }
     if mode == "async":  # at least once: what breaks it is two at once, or a due never done
@@ -127,7 +129,9 @@ def _mode(mode: str, rounds: int) -> FaultResult:
     )
 
 
-def _round(mode: str, tmp: pathlib.Path) -> tuple[collections.Counter[str], list[str], float | None]:
+def _round(
+    mode: str, tmp: pathlib.Path
+) -> tuple[collections.Counter[str], list[str], float | None]:
     """One failover: (counts, problems that fail the round, seconds from the promotion to the
     first run that ended after it)."""
     pair = Pair(tmp / "state", mode)
@@ -155,7 +159,9 @@ def _round(mode: str, tmp: pathlib.Path) -> tuple[collections.Counter[str], list
         driver = threading.Thread(target=_drive, args=(pair, made_due, stop), daemon=True)
         codes: collections.Counter[int] = collections.Counter()
         hosts = [
-            threading.Thread(target=_host_loop, args=(ini, env, f"host-{n}", stop, codes), daemon=True)
+            threading.Thread(
+                target=_host_loop, args=(ini, env, f"host-{n}", stop, codes), daemon=True
+            )
             for n in range(1, HOSTS + 1)
         ]
         driver.start()
@@ -172,10 +178,14 @@ def _round(mode: str, tmp: pathlib.Path) -> tuple[collections.Counter[str], list
         for host in hosts:
             host.join(timeout=90)
         settled = _settle(ini, env, pair)
-        runs = [json.loads(line) for line in journal.read_text().splitlines()] if journal.exists() else []
-        recorded = pair.query("SELECT count(*) FROM crontabber_log WHERE success IS NOT NULL AND exc_type IS NULL")[0][
-            0
-        ]
+        runs = (
+            [json.loads(line) for line in journal.read_text().splitlines()]
+            if journal.exists()
+            else []
+        )
+        recorded = pair.query(
+            "SELECT count(*) FROM crontabber_log WHERE success IS NOT NULL AND exc_type IS NULL"
+        )[0][0]
         after = [r["ended"] for r in runs if r["ended"] > promoted]
         counts.update(
             done=len(runs),
@@ -191,8 +201,13 @@ def _round(mode: str, tmp: pathlib.Path) -> tuple[collections.Counter[str], list
             problems.append("jobs still due or running 60 s after the drill")
         if counts["overlapped"]:
             problems.append(f"{counts['overlapped']} runs overlapped another of their job")
-        if mode == "remote_apply" and (counts["done"] != recorded or counts["made_due"] != recorded):
-            problems.append(f"remote_apply: {counts['done']} done, {recorded} recorded, {counts['made_due']} made due")
+        if mode == "remote_apply" and (
+            counts["done"] != recorded or counts["made_due"] != recorded
+        ):
+            problems.append(
+                f"remote_apply: {counts['done']} done, {recorded} recorded, {counts['made_due']} "
+                "made due"
+            )
         if not after:
             problems.append("no run ended after the promotion")
         unexpected = {code: n for code, n in codes.items() if code not in (0, 1, 2, 3, 4)}
@@ -216,7 +231,11 @@ def _tick(ini: pathlib.Path, env: dict[str, str], host: str) -> subprocess.Compl
 
 
 def _host_loop(
-    ini: pathlib.Path, env: dict[str, str], host: str, stop: threading.Event, codes: collections.Counter[int]
+    ini: pathlib.Path,
+    env: dict[str, str],
+    host: str,
+    stop: threading.Event,
+    codes: collections.Counter[int],
 ) -> None:
     while not stop.is_set():
         codes[_tick(ini, env, host).returncode] += 1
@@ -249,9 +268,10 @@ def _settle(ini: pathlib.Path, env: dict[str, str], pair: "Pair") -> bool:
     """Tick until no job is due or running (at most 60 s)."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        left = pair.query("SELECT count(*) FROM crontabber WHERE next_run <= clock_timestamp() OR ongoing IS NOT NULL")[
-            0
-        ][0]
+        left = pair.query(
+            "SELECT count(*) FROM crontabber WHERE next_run <= clock_timestamp() OR ongoing IS NOT "
+            "NULL"
+        )[0][0]
         if left == 0:
             return True
         _tick(ini, env, "host-settle")
@@ -343,7 +363,9 @@ class Pair:
     def kill_primary(self) -> None:
         """kill -9 of the primary's postmaster and every process of its cluster at once."""
         pid = int((self.service_dir / "pg" / "data" / "postmaster.pid").read_text().split()[0])
-        children = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
+        children = subprocess.run(
+            ["pgrep", "-P", str(pid)], capture_output=True, text=True
+        ).stdout.split()
         for victim in [pid, *map(int, children)]:
             try:
                 os.kill(victim, signal.SIGKILL)
@@ -377,5 +399,8 @@ class Pair:
 
     def clean(self) -> None:
         subprocess.run(
-            ["bash", str(ROOT / "scripts" / "services.sh"), "clean"], env=self.env, capture_output=True, timeout=300
+            ["bash", str(ROOT / "scripts" / "services.sh"), "clean"],
+            env=self.env,
+            capture_output=True,
+            timeout=300,
         )

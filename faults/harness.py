@@ -24,7 +24,12 @@ import devservices
 from crontabber import sqlfiles
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-INBOX, SYMBOLS, PRUNE_BUCKET, ALIAS = "faults-inbox", "faults-symbols", "faults-prune", "faults-symbols"
+INBOX, SYMBOLS, PRUNE_BUCKET, ALIAS = (
+    "faults-inbox",
+    "faults-symbols",
+    "faults-prune",
+    "faults-symbols",
+)
 SQL_DIR = sqlfiles.directory("faults")
 PG_BIN = pathlib.Path("/usr/lib/postgresql/15/bin")
 
@@ -161,14 +166,21 @@ class Kill:
     orphans: list[int]
 
 
-def kill_during(command: list[str], mode: str, delay: float, between: Callable[[], None] | None = None) -> Kill:
+def kill_during(
+    command: list[str], mode: str, delay: float, between: Callable[[], None] | None = None
+) -> Kill:
     """Start ``command`` (a runner), wait for its job's child process, sleep ``delay`` and
     kill -9: the runner and the job's process group (``runner+job``), the runner alone (its
     job dies by PR_SET_PDEATHSIG: ``runner``) or the job's process group alone (``job``).
     ``between`` runs after the kill, before the runner is reaped. Then waits (5 s at most)
     for every process of the job's group to be gone; those still there are ``orphans``."""
     proc = subprocess.Popen(
-        command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True
+        command,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
     child = None
     deadline = time.monotonic() + 60
@@ -207,7 +219,11 @@ def kill_during(command: list[str], mode: str, delay: float, between: Callable[[
 def job_lifetime(command: list[str]) -> float:
     """How long the job's child process of one unkilled run lives (seconds)."""
     proc = subprocess.Popen(
-        command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        command,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     child, seen = None, 0.0
     while proc.poll() is None:
@@ -283,7 +299,9 @@ def connect() -> Any:
     """An autocommit connection to the environment's database (the schema applied)."""
     import psycopg2
 
-    connection = psycopg2.connect(**devservices.current().database(), application_name="faults", connect_timeout=5)
+    connection = psycopg2.connect(
+        **devservices.current().database(), application_name="faults", connect_timeout=5
+    )
     connection.autocommit = True
     from crontabber.schema import ensure_schema, with_runner
     from jobs import SQL_DIR as JOBS_SQL

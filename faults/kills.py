@@ -60,7 +60,9 @@ def kill_rounds(scenario: Scenario, count: int, rng: random.Random) -> FaultResu
         def between(seen: list = seen, scenario: Scenario = scenario) -> None:
             seen.append(scenario.during())
 
-        kill = harness.kill_during(scenario.command(), mode, rng.uniform(0, 0.8 * window), between=between)
+        kill = harness.kill_during(
+            scenario.command(), mode, rng.uniform(0, 0.8 * window), between=between
+        )
         if not kill.landed:
             missed += 1
             ok, _, _ = harness.converge(scenario.command(), scenario.settled)
@@ -75,7 +77,9 @@ def kill_rounds(scenario: Scenario, count: int, rng: random.Random) -> FaultResu
         problems = list(check.problems) + [p for c in seen for p in c.problems]
         if kill.orphans:
             orphaned += 1
-            problems.append(f"{len(kill.orphans)} processes of the job left running after kill -9 ({mode})")
+            problems.append(
+                f"{len(kill.orphans)} processes of the job left running after kill -9 ({mode})"
+            )
             for pid in kill.orphans:
                 _kill(pid)
         lost += check.lost
@@ -85,11 +89,18 @@ def kill_rounds(scenario: Scenario, count: int, rng: random.Random) -> FaultResu
         if ok and not problems and not check.lost and not check.duplicated:
             converged += 1
         elif len(notes) < 5:
-            notes.append(f"kill {thrown} ({mode}, {kill.after:.2f} s in): converged={ok}; " + "; ".join(problems[:3]))
+            notes.append(
+                f"kill {thrown} ({mode}, {kill.after:.2f} s in): converged={ok}; "
+                + "; ".join(problems[:3])
+            )
     figures = {
-        "job lifetime": (f"{window:.2f} s (shortest of " + ", ".join(f"{t:.2f}" for t in lifetimes) + ")"),
+        "job lifetime": (
+            f"{window:.2f} s (shortest of " + ", ".join(f"{t:.2f}" for t in lifetimes) + ")"
+        ),
         "modes": ", ".join(f"{m} {n}" for m, n in sorted(modes.items())),
-        "reruns to converge": (f"median {statistics.median(reruns):g}, max {max(reruns)}" if reruns else "-"),
+        "reruns to converge": (
+            f"median {statistics.median(reruns):g}, max {max(reruns)}" if reruns else "-"
+        ),
         "kills after the job ended (rethrown)": str(missed),
         "orphaned job processes": str(orphaned),
         "rerun tracebacks": str(tracebacks),
@@ -102,7 +113,9 @@ def kill_rounds(scenario: Scenario, count: int, rng: random.Random) -> FaultResu
             else "-"
         ),
     }
-    return FaultResult(f"kill -9 during {scenario.app}", thrown, converged, lost, duplicated, figures, notes)
+    return FaultResult(
+        f"kill -9 during {scenario.app}", thrown, converged, lost, duplicated, figures, notes
+    )
 
 
 def _kill(pid: int) -> None:

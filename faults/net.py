@@ -62,14 +62,18 @@ def wait_port(port: int, seconds: float = 20) -> None:
                 return
         except OSError:
             if time.monotonic() > deadline:
-                raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {seconds} s") from None
+                raise RuntimeError(
+                    f"nothing listens on 127.0.0.1:{port} after {seconds} s"
+                ) from None
             time.sleep(0.1)
 
 
 def http_json(method: str, url: str, body: Any = None, timeout: float = 10) -> tuple[int, Any]:
     """One HTTP request; the status and the decoded JSON body (None when empty or not JSON)."""
     data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        url, data=data, method=method, headers={"Content-Type": "application/json"}
+    )
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             status, raw = response.status, response.read()
@@ -89,7 +93,13 @@ class Toxiproxy:
         self.api = f"http://127.0.0.1:{self.port}"
         self.log = open(STATE / "faults" / f"toxiproxy-{self.port}.log", "wb")
         self.proc = subprocess.Popen(
-            [str(tools_dir / "bin" / "toxiproxy-server"), "-host", "127.0.0.1", "-port", str(self.port)],
+            [
+                str(tools_dir / "bin" / "toxiproxy-server"),
+                "-host",
+                "127.0.0.1",
+                "-port",
+                str(self.port),
+            ],
             stdout=self.log,
             stderr=subprocess.STDOUT,
         )
@@ -101,7 +111,12 @@ class Toxiproxy:
         status, body = http_json(
             "POST",
             f"{self.api}/proxies",
-            {"name": name, "listen": f"127.0.0.1:{port}", "upstream": f"127.0.0.1:{upstream_port}", "enabled": True},
+            {
+                "name": name,
+                "listen": f"127.0.0.1:{port}",
+                "upstream": f"127.0.0.1:{upstream_port}",
+                "enabled": True,
+            },
         )
         if status not in (200, 201):
             raise RuntimeError(f"toxiproxy: creating {name}: {status} {body}")
@@ -111,12 +126,25 @@ class Toxiproxy:
         """Enabled False closes the listener and every connection (refused from then on)."""
         http_json("POST", f"{self.api}/proxies/{name}", {"enabled": enabled})
 
-    def toxic(self, name: str, kind: str, stream: str = "downstream", toxicity: float = 1.0, **attributes: Any) -> str:
+    def toxic(
+        self,
+        name: str,
+        kind: str,
+        stream: str = "downstream",
+        toxicity: float = 1.0,
+        **attributes: Any,
+    ) -> str:
         toxic_name = f"{kind}_{stream}"
         status, body = http_json(
             "POST",
             f"{self.api}/proxies/{name}/toxics",
-            {"name": toxic_name, "type": kind, "stream": stream, "toxicity": toxicity, "attributes": attributes},
+            {
+                "name": toxic_name,
+                "type": kind,
+                "stream": stream,
+                "toxicity": toxicity,
+                "attributes": attributes,
+            },
         )
         if status not in (200, 201):
             raise RuntimeError(f"toxiproxy: toxic {kind} on {name}: {status} {body}")
@@ -262,7 +290,9 @@ def services(command: str, *names: str) -> None:
 
 def rng(seed: int | None = None) -> random.Random:
     """The module's random source: FAULTS_SEED fixes it, else a fresh seed (noted)."""
-    return random.Random(seed if seed is not None else int(os.environ.get("FAULTS_SEED", "0")) or None)
+    return random.Random(
+        seed if seed is not None else int(os.environ.get("FAULTS_SEED", "0")) or None
+    )
 
 
 def one_line_errors(stderr: str, needle: str) -> list[str]:

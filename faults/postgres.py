@@ -42,7 +42,9 @@ def run(scale: float) -> list[FaultResult]:
     ]
 
 
-def throw(scenarios: list[Scenario], windows: list[float], kind: str, count: int, rng: random.Random) -> FaultResult:
+def throw(
+    scenarios: list[Scenario], windows: list[float], kind: str, count: int, rng: random.Random
+) -> FaultResult:
     start = time.monotonic()
     thrown = missed = alive_after = failed_on_it = 0
     converged = lost = duplicated = tracebacks = 0
@@ -82,7 +84,10 @@ def throw(scenarios: list[Scenario], windows: list[float], kind: str, count: int
             tick = harness.run(harness.runner_command("--job", "prune-run-log", "--force"))
             refusals.append(f"exit {tick.returncode}: {tick.stderr.strip()}")
             if tick.returncode != 1 or len(tick.stderr.strip().splitlines()) != 1:
-                notes.append(f"a tick with PostgreSQL down: exit {tick.returncode}, {tick.stderr.strip()[:300]!r}")
+                notes.append(
+                    f"a tick with PostgreSQL down: exit {tick.returncode}, "
+                    f"{tick.stderr.strip()[:300]!r}"
+                )
             _, stderr = proc.communicate(timeout=300)
             time.sleep(1.0)  # down for longer than the run
             harness.pg_ctl("start")
@@ -108,12 +113,16 @@ def throw(scenarios: list[Scenario], windows: list[float], kind: str, count: int
         if ok and check.clean:
             converged += 1
         elif len(notes) < 5:
-            notes.append(f"{kind} {n + 1} ({scenario.app}): converged={ok}; " + "; ".join(check.problems[:3]))
+            notes.append(
+                f"{kind} {n + 1} ({scenario.app}): converged={ok}; " + "; ".join(check.problems[:3])
+            )
     figures = {
         "faults that would have come after the job's run (rethrown)": str(missed),
         "job process still running when pg_ctl returned": f"{alive_after} of {thrown}",
         "job runs that failed on the outage": f"{failed_on_it} of {thrown}",
-        "faulted runner's stderr lines": (f"median {statistics.median(lines):g}, max {max(lines)}" if lines else "-"),
+        "faulted runner's stderr lines": (
+            f"median {statistics.median(lines):g}, max {max(lines)}" if lines else "-"
+        ),
         "tracebacks": str(tracebacks),
         "outage (fault to database back)": f"median {statistics.median(outage):.1f} s",
         "seconds": f"{time.monotonic() - start:.0f}",
@@ -128,7 +137,9 @@ def throw(scenarios: list[Scenario], windows: list[float], kind: str, count: int
     return FaultResult(label, thrown, converged, lost, duplicated, figures, notes)
 
 
-def _at_work(proc: subprocess.Popen[str], scenario: Scenario, window: float, rng: random.Random) -> bool:
+def _at_work(
+    proc: subprocess.Popen[str], scenario: Scenario, window: float, rng: random.Random
+) -> bool:
     """Wait for the runner's job process and for the job to have begun the round's work, then
     a random time (a tenth to a half of the job's lifetime ``window``); whether the job is
     still at work (its process running, its work not settled): the moment to throw a fault."""

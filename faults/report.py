@@ -61,7 +61,10 @@ def render(saved: dict[str, dict]) -> str:
         for data in body["results"]:
             r = FaultResult.from_json(data)
             figures = "; ".join(f"{k} {v}".rstrip() for k, v in r.figures.items())
-            lines.append(f"| {r.fault} | {r.thrown} | {r.converged} | {r.lost} | {r.duplicated} | {figures} |")
+            lines.append(
+                f"| {r.fault} | {r.thrown} | {r.converged} | {r.lost} | {r.duplicated} | {figures} "
+                "|"
+            )
             notes.extend(f"- {r.fault}: {n}" for n in r.notes)
     lines += ["", "## Runs", "", *runs]
     if notes:

@@ -69,7 +69,9 @@ class Bench:
             for item in page.get("Contents", []):
                 self.client.delete_object(Bucket=self.bucket, Key=item["Key"])
 
-    def queue(self, count: int, big: bool, extra: list[tuple[str, bytes]] | None = None) -> list[int]:
+    def queue(
+        self, count: int, big: bool, extra: list[tuple[str, bytes]] | None = None
+    ) -> list[int]:
         """Queue ``count`` new archives (the first with a 6 MiB binary member, a multipart
         upload, when ``big``; ``extra`` members in each); remember what each member must
         become."""
@@ -88,10 +90,17 @@ class Bench:
                 members += [(f"f{self.serial}{name}", data) for name, data in extra or []]
                 if big and n == 0:
                     members.append(
-                        (f"f{self.serial}.dll/{debug_id(self.serial)}/f{self.serial}.dl_", os.urandom(6 * MiB))
+                        (
+                            f"f{self.serial}.dll/{debug_id(self.serial)}/f{self.serial}.dl_",
+                            os.urandom(6 * MiB),
+                        )
                     )
                 path = write_zip(self.work / f"{self.serial}.zip", members)
-                ids.append(enqueue_archive(UploadStore(conn), self.client, self.bucket, "inbox/", path, "faults"))
+                ids.append(
+                    enqueue_archive(
+                        UploadStore(conn), self.client, self.bucket, "inbox/", path, "faults"
+                    )
+                )
                 for name, data in members:
                     self.expected[f"v1/{name}"] = data
                 path.unlink()
@@ -115,7 +124,9 @@ class Bench:
         member queued so far; open multipart uploads are problems."""
         seen: dict[str, int] = {}
         problems = []
-        for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix="v1/"):
+        for page in self.client.get_paginator("list_objects_v2").paginate(
+            Bucket=self.bucket, Prefix="v1/"
+        ):
             for item in page.get("Contents", []):
                 seen[item["Key"]] = seen.get(item["Key"], 0) + 1
         lost = 0
@@ -143,7 +154,12 @@ def _settings(env: dict[str, str]) -> Any:
 
 
 def throw(
-    bench: Bench, fault: str, endpoint: str, during: Callable[[], None] | None, lasting: bool, needle: str
+    bench: Bench,
+    fault: str,
+    endpoint: str,
+    during: Callable[[], None] | None,
+    lasting: bool,
+    needle: str,
 ) -> tuple[bool, int, int, list[str], float]:
     """One throw: queue, run with the fault, then without it until drained; check.
 
@@ -164,7 +180,10 @@ def throw(
         notes += [f"the run's line: {line.strip()[:200]}" for line in lines[-1:]]
         if first.returncode == 0 or not lines:
             ok = False
-            notes.append(f"{fault}: the run did not fail with a line naming {needle!r} (exit {first.returncode})")
+            notes.append(
+                f"{fault}: the run did not fail with a line naming {needle!r} (exit "
+                f"{first.returncode})"
+            )
         if "Traceback" in first.stderr:
             ok = False
             notes.append(f"{fault}: a traceback on stderr")
@@ -246,7 +265,10 @@ def run(scale: float) -> list[FaultResult]:
             (
                 "S3 bandwidth limit (512 KB/s each way)",
                 via_toxi,
-                lambda: (toxi.toxic("s3", "bandwidth", rate=512), toxi.toxic("s3", "bandwidth", "upstream", rate=512)),
+                lambda: (
+                    toxi.toxic("s3", "bandwidth", rate=512),
+                    toxi.toxic("s3", "bandwidth", "upstream", rate=512),
+                ),
                 None,
                 False,
                 "",
@@ -292,7 +314,9 @@ def run(scale: float) -> list[FaultResult]:
             for _ in range(throws):
                 start()
                 try:
-                    ok, lost, duplicated, notes, first = throw(bench, fault, endpoint, during, lasting, needle)
+                    ok, lost, duplicated, notes, first = throw(
+                        bench, fault, endpoint, during, lasting, needle
+                    )
                 finally:
                     toxi.clear("s3")
                     mitm.set(0.0)

@@ -110,7 +110,9 @@ class Uploads(Scenario):
             members: dict[str, bytes] = {}
             for i in range(self.SYMS):
                 debug_id = f"{tag[:31]}{i:02X}"
-                members[f"faultsu{i}.pdb/{debug_id}/faultsu{i}.sym"] = _sym(debug_id, f"faultsu{i}.pdb", 200 + 40 * i)
+                members[f"faultsu{i}.pdb/{debug_id}/faultsu{i}.sym"] = _sym(
+                    debug_id, f"faultsu{i}.pdb", 200 + 40 * i
+                )
             members[f"faultsu.dll/{tag[:32]}0/faultsu.dl_"] = os.urandom(20_000)
             path = os.path.join(self.tmp.name, f"faults-{tag[:8]}.zip")
             with zipfile.ZipFile(path, "w") as archive:
@@ -138,7 +140,9 @@ class Uploads(Scenario):
         result = Check()
         fresh = self.fresh()
         rows = {row[0]: row for row in harness.query(self.db, "uploads", ids=fresh)}
-        recorded = collections.Counter(row[0] for row in harness.query(self.db, "file_uploads", ids=fresh))
+        recorded = collections.Counter(
+            row[0] for row in harness.query(self.db, "file_uploads", ids=fresh)
+        )
         for upload_id in fresh:
             status, error = rows[upload_id][3], rows[upload_id][4]
             members = self.members[upload_id]
@@ -148,10 +152,13 @@ class Uploads(Scenario):
                     got = present[name]
                     if got is None or got != data:
                         result.lost += 1
-                        result.problems.append(f"upload {upload_id}: {name} {'missing' if got is None else 'differs'}")
+                        result.problems.append(
+                            f"upload {upload_id}: {name} {'missing' if got is None else 'differs'}"
+                        )
                 if recorded[upload_id] != len(members):
                     result.problems.append(
-                        f"upload {upload_id}: {recorded[upload_id]} file_upload rows for {len(members)} members"
+                        f"upload {upload_id}: {recorded[upload_id]} file_upload rows for "
+                        f"{len(members)} members"
                     )
             elif status == "failed":
                 # a valid archive that ended failed is an upload lost to the faults
@@ -220,7 +227,8 @@ class MissingSymbols(Scenario):
         self.batches = f"missing/faults/{self.tag}/"
         # key -> (totals, totals per day, events) decoded from the batch's bytes in S3
         self.decoded: dict[
-            str, tuple[collections.Counter[Symbol], collections.Counter[tuple[Symbol, dt.date]], int]
+            str,
+            tuple[collections.Counter[Symbol], collections.Counter[tuple[Symbol, dt.date]], int],
         ] = {}
 
     def seed(self) -> None:
@@ -243,7 +251,9 @@ class MissingSymbols(Scenario):
                     event["count"] = self.rng.randint(1, 5)
                 events.append(event)
             key = f"{self.batches}{uuid.uuid4().hex}.msgpack"
-            self.s3.put_object(Bucket=INBOX, Key=key, Body=b"".join(msgpack.packb(e) for e in events))
+            self.s3.put_object(
+                Bucket=INBOX, Key=key, Body=b"".join(msgpack.packb(e) for e in events)
+            )
             self.keys.append(key)
 
     def settled(self) -> bool:
@@ -252,7 +262,9 @@ class MissingSymbols(Scenario):
 
     def expected(
         self,
-    ) -> tuple[collections.Counter[Symbol], collections.Counter[tuple[Symbol, dt.date]], dict[str, int]]:
+    ) -> tuple[
+        collections.Counter[Symbol], collections.Counter[tuple[Symbol, dt.date]], dict[str, int]
+    ]:
         """Brute force: every batch read back from S3 and decoded event by event (once per
         batch: see the class's docstring), summed over all batches."""
         totals: collections.Counter[Symbol] = collections.Counter()
@@ -267,14 +279,21 @@ class MissingSymbols(Scenario):
             events[key] = n
         return totals, days, events
 
-    def _decode(self, key: str) -> tuple[collections.Counter[Symbol], collections.Counter[tuple[Symbol, dt.date]], int]:
+    def _decode(
+        self, key: str
+    ) -> tuple[collections.Counter[Symbol], collections.Counter[tuple[Symbol, dt.date]], int]:
         totals: collections.Counter[Symbol] = collections.Counter()
         days: collections.Counter[tuple[Symbol, dt.date]] = collections.Counter()
         body = self.s3.get_object(Bucket=INBOX, Key=key)["Body"].read()
         n = 0
         for event in msgpack.Unpacker(io.BytesIO(body), raw=False):
             n += 1
-            symbol = (event["debug_file"], event["debug_id"], event.get("code_file") or "", event.get("code_id") or "")
+            symbol = (
+                event["debug_file"],
+                event["debug_id"],
+                event.get("code_file") or "",
+                event.get("code_id") or "",
+            )
             count = event.get("count", 1)
             day = dt.datetime.fromtimestamp(event["seen_at"], dt.timezone.utc).date()
             totals[symbol] += count
@@ -285,10 +304,16 @@ class MissingSymbols(Scenario):
         result = Check()
         totals, days, events = self.expected()
         got: collections.Counter[Any] = collections.Counter(
-            {tuple(row[:4]): row[4] for row in harness.query(self.db, "missing_totals", like=self.like)}
+            {
+                tuple(row[:4]): row[4]
+                for row in harness.query(self.db, "missing_totals", like=self.like)
+            }
         )
         got_days: collections.Counter[Any] = collections.Counter(
-            {(tuple(row[:4]), row[4]): row[5] for row in harness.query(self.db, "missing_day_totals", like=self.like)}
+            {
+                (tuple(row[:4]), row[4]): row[5]
+                for row in harness.query(self.db, "missing_day_totals", like=self.like)
+            }
         )
         # lookups lost or counted twice, by symbol; the per-day table must agree too
         want: collections.Counter[Any] = collections.Counter(totals)
@@ -296,7 +321,9 @@ class MissingSymbols(Scenario):
         result.duplicated += sum((got - want).values())
         if collections.Counter(days) != got_days:
             result.problems.append("missing_symbol_day differs from the batches' days")
-        batches = {row[0]: row for row in harness.query(self.db, "batch_rows", like=self.batches + "%")}
+        batches = {
+            row[0]: row for row in harness.query(self.db, "batch_rows", like=self.batches + "%")
+        }
         for key in self.keys:
             row = batches.get(key)
             if row is None or row[2] != "ok" or row[1] != events[key]:
@@ -324,7 +351,14 @@ class MissingSymbolsReport(Scenario):
         # --reason: a rerun is an audited action that needs one (require_reason): without it
         # every run of this drill was refused (exit 1) and its kills never landed
         return harness.runner_command(
-            "--rerun", self.app, "--date", first.isoformat(), "--to", last.isoformat(), "--reason", "fault drill"
+            "--rerun",
+            self.app,
+            "--date",
+            first.isoformat(),
+            "--to",
+            last.isoformat(),
+            "--reason",
+            "fault drill",
         )
 
     def seed(self) -> None:
@@ -337,7 +371,10 @@ class MissingSymbolsReport(Scenario):
         result = Check()
         for offset in range(self.first, self.first + self.DAYS):
             day = FIRST_DAY + dt.timedelta(days=offset)
-            rows = sorted(harness.query(self.db, "day_rows", day=day), key=lambda r: (-r[4], r[0], r[1], r[2], r[3]))
+            rows = sorted(
+                harness.query(self.db, "day_rows", day=day),
+                key=lambda r: (-r[4], r[0], r[1], r[2], r[3]),
+            )
             text = io.StringIO()
             writer = csv.writer(text, lineterminator="\n")
             writer.writerow(("debug_file", "debug_id", "code_file", "code_id", "count"))
@@ -377,7 +414,9 @@ class Rebuild(Scenario):
         self.earlier: set[str] = set()  # versions before the first unkilled build
 
     def versions(self) -> dict[str, int]:
-        found = self.es.indices.get(index=f"{ALIAS}-*", allow_no_indices=True, expand_wildcards="all")
+        found = self.es.indices.get(
+            index=f"{ALIAS}-*", allow_no_indices=True, expand_wildcards="all"
+        )
         names = sorted(found)
         if names:
             self.es.indices.refresh(index=",".join(names), ignore_unavailable=True)
@@ -420,10 +459,13 @@ class Rebuild(Scenario):
         if len(behind) != 1 or counts.get(behind[0]) != self.complete:
             result.problems.append(f"the alias points at {behind}")
             return result
-        partial = [name for name, n in counts.items() if n != self.complete and name not in self.earlier]
+        partial = [
+            name for name, n in counts.items() if n != self.complete and name not in self.earlier
+        ]
         if partial:
             result.problems.append(
-                f"partial indices left: {partial} ({[counts[p] for p in partial]} of {self.complete})"
+                f"partial indices left: {partial} ({[counts[p] for p in partial]} of "
+                f"{self.complete})"
             )
         if len(counts) > self.KEEP:
             result.problems.append(f"{len(counts)} versions kept (keep={self.KEEP})")
@@ -464,7 +506,11 @@ class Prune(Scenario):
             body = b"x" * self.SIZE
             keys = [f"junk/{i % 8}/{uuid.uuid4().hex}" for i in range(self.POOL - len(have))]
             with ThreadPoolExecutor(8) as pool:
-                list(pool.map(lambda k: self.s3.put_object(Bucket=PRUNE_BUCKET, Key=k, Body=body), keys))
+                list(
+                    pool.map(
+                        lambda k: self.s3.put_object(Bucket=PRUNE_BUCKET, Key=k, Body=body), keys
+                    )
+                )
             if len(have) < self.CAP:
                 import time
 
@@ -489,7 +535,9 @@ class Prune(Scenario):
         elif keys > len(gone):
             result.duplicated += int(keys - len(gone))
         if size != gone_bytes:
-            result.problems.append(f"audit says {keys} keys, {size} bytes; gone: {len(gone)} keys, {gone_bytes} bytes")
+            result.problems.append(
+                f"audit says {keys} keys, {size} bytes; gone: {len(gone)} keys, {gone_bytes} bytes"
+            )
         return result
 
 
@@ -521,4 +569,11 @@ class RunLog(Scenario):
         return result
 
 
-SCENARIOS: tuple[type[Scenario], ...] = (Uploads, MissingSymbols, MissingSymbolsReport, Rebuild, Prune, RunLog)
+SCENARIOS: tuple[type[Scenario], ...] = (
+    Uploads,
+    MissingSymbols,
+    MissingSymbolsReport,
+    Rebuild,
+    Prune,
+    RunLog,
+)

@@ -7,7 +7,8 @@ driven by hey (a real HTTP load generator), and a fuzzed query set sent over HTT
   ``tests.fixtures.search_source.queries``): hey sends one URL, so a level runs hey once
   per query, for an equal share of the level's time, at the level's concurrency, and the
   per-request rows (``-o csv``) of all of them give the level's p50/p99 and error rate
-  (any answer but 200, or a request hey could not complete). Goal: p99 <= 30 ms at 4 connections, 0 errors.
+  (any answer but 200, or a request hey could not complete). Goal: p99 <= 30 ms at 4 connections, 0
+  errors.
   The levels start once a warm-up at 4 connections has reached a steady throughput
   (:func:`warm_up`; the report gives its length and its first and last windows): the
   goal is about a server in service, not one whose JVM is still compiling.
@@ -135,7 +136,16 @@ class Gunicorn:
 def hey(tools: Path, url: str, connections: int, seconds: float) -> list[tuple[float, str]]:
     """One hey run; each request's (latency in ms, status code or '' when it failed)."""
     out = subprocess.run(
-        [str(tools / "bin" / "hey"), "-z", f"{max(1.0, seconds):.1f}s", "-c", str(connections), "-o", "csv", url],
+        [
+            str(tools / "bin" / "hey"),
+            "-z",
+            f"{max(1.0, seconds):.1f}s",
+            "-c",
+            str(connections),
+            "-o",
+            "csv",
+            url,
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -147,7 +157,9 @@ def hey(tools: Path, url: str, connections: int, seconds: float) -> list[tuple[f
     return rows
 
 
-def level(tools: Path, port: int, texts: list[str], connections: int, seconds: float) -> list[tuple[float, str]]:
+def level(
+    tools: Path, port: int, texts: list[str], connections: int, seconds: float
+) -> list[tuple[float, str]]:
     """A load level: the queries in turn, each for an equal share of ``seconds``."""
     rows: list[tuple[float, str]] = []
     share = seconds / len(texts)
@@ -193,7 +205,8 @@ def warm_up(tools: Path, port: int, texts: list[str], scale: float) -> str:
             break
     ended = "throughput steady" if steady else "time limit reached"
     return (
-        f"{window * len(throughputs):.0f} s at 4 connections ({ended}); first {window:.0f} s {seen[0]}, last {seen[-1]}"
+        f"{window * len(throughputs):.0f} s at 4 connections ({ended}); first {window:.0f} s "
+        f"{seen[0]}, last {seen[-1]}"
     )
 
 
@@ -205,7 +218,9 @@ def load(tools: Path, server: Gunicorn, scale: float) -> FaultResult:
     result = FaultResult(f"search endpoint under load (gunicorn -w {WORKERS}, hey)", len(LEVELS), 0)
     result.figures["warm-up"] = warm_up(tools, server.port, texts, scale)
     for connections in LEVELS:
-        p50, p99, error_rate, count = summary(level(tools, server.port, texts, connections, seconds))
+        p50, p99, error_rate, count = summary(
+            level(tools, server.port, texts, connections, seconds)
+        )
         result.figures[f"{connections} connections"] = (
             f"p50 {p50:.1f} ms, p99 {p99:.1f} ms, errors {error_rate:.2%} of {count}"
         )
@@ -217,7 +232,8 @@ def load(tools: Path, server: Gunicorn, scale: float) -> FaultResult:
                 f"{P99_GOAL_MS:.0f} ms at 4), error rate {error_rate:.2%}"
             )
     result.notes.append(
-        f"load average {os.getloadavg()[0]:.1f} after the levels (2 cores shared with Elasticsearch and PostgreSQL)"
+        f"load average {os.getloadavg()[0]:.1f} after the levels (2 cores shared with "
+        "Elasticsearch and PostgreSQL)"
     )
     return result
 
@@ -246,7 +262,9 @@ def soak(tools: Path, server: Gunicorn, scale: float) -> FaultResult:
     first, last = statistics.median(samples[:tenth]), statistics.median(samples[-tenth:])
     growth = last - first
     _, p99, error_rate, count = summary(rows)
-    result = FaultResult(f"search endpoint memory over a {seconds / 60:.1f}-minute run (16 connections)", 1, 0)
+    result = FaultResult(
+        f"search endpoint memory over a {seconds / 60:.1f}-minute run (16 connections)", 1, 0
+    )
     result.figures["workers' RSS"] = (
         f"{first:.0f} MiB at the start, {last:.0f} MiB at the end "
         f"({growth:+.1f} MiB, {len(samples)} samples, "
@@ -273,10 +291,14 @@ def fuzz(port: int, scale: float) -> FaultResult:
         st.integers(-(10**12), 10**12).map(str),
         st.sampled_from(["", " ", "\x00", "%", "é" * 201, "a" * 201]),
     )
-    params = st.lists(st.tuples(st.sampled_from(["q", "size", "Q", "q[]", "", "x"]), value), max_size=4)
+    params = st.lists(
+        st.tuples(st.sampled_from(["q", "size", "Q", "q[]", "", "x"]), value), max_size=4
+    )
     raw = st.binary(max_size=200).map(lambda b: urllib.parse.quote_from_bytes(b, safe="=&"))
 
-    @settings(max_examples=examples, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=examples, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+    )
     @given(
         st.one_of(params.map(lambda p: urllib.parse.urlencode(p)), raw),
         st.sampled_from(["/search", "/search", "/__heartbeat__", "/nope"]),
@@ -305,7 +327,8 @@ def fuzz(port: int, scale: float) -> FaultResult:
     result.figures["requests"] = f"{len(sent)}, statuses {sorted(set(sent))}"
     if refused_early:
         result.figures["refused by gunicorn before the application (414, HTML)"] = (
-            f"{len(refused_early)}, request targets of {min(refused_early)}-{max(refused_early)} characters"
+            f"{len(refused_early)}, request targets of {min(refused_early)}-{max(refused_early)} "
+            "characters"
         )
     return result
 

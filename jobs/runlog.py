@@ -22,7 +22,9 @@ class PruneRunLogCronApp(BaseCronApp):
     (short transactions keep locks and WAL bursts small on a busy database)."""
 
     app_name = "prune-run-log"
-    app_description = "delete crontabber_log rows, crontabber_run runs and ended alerts older than keep_days"
+    app_description = (
+        "delete crontabber_log rows, crontabber_run runs and ended alerts older than keep_days"
+    )
     required_config = Namespace()
     required_config.add_option("keep_days", default=90, doc="keep log rows this many days")
     required_config.add_option("batch_size", default=10000, doc="rows deleted per transaction")

@@ -80,7 +80,9 @@ def make_s3_client(
         parameter_validation=validate_parameters,
     )
     session = botocore.session.get_session()
-    session.get_component("response_parser_factory").set_parser_defaults(timestamp_parser=parse_timestamp)
+    session.get_component("response_parser_factory").set_parser_defaults(
+        timestamp_parser=parse_timestamp
+    )
     client = boto3.session.Session(botocore_session=session).client(
         "s3", endpoint_url=endpoint_url or None, config=config
     )

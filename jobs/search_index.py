@@ -71,7 +71,9 @@ class Window(Frozen):
     rows: Iterator[SymbolRow]
     as_of: dt.datetime
 
-    def __init__(self, since: dt.datetime | None, rows: Iterator[SymbolRow], as_of: dt.datetime) -> None:
+    def __init__(
+        self, since: dt.datetime | None, rows: Iterator[SymbolRow], as_of: dt.datetime
+    ) -> None:
         setfield(self, "since", since)
         setfield(self, "rows", rows)
         setfield(self, "as_of", as_of)
@@ -134,7 +136,10 @@ class SymbolFileStore:
                 cur.execute(sql["window"])
                 cur.execute(sql["source_as_of"])
                 as_of = cur.fetchone()[0]
-            rows = self._stream("new_symbol_files", {"since": since or dt.datetime.min.replace(tzinfo=dt.timezone.utc)})
+            rows = self._stream(
+                "new_symbol_files",
+                {"since": since or dt.datetime.min.replace(tzinfo=dt.timezone.utc)},
+            )
             yield Window(since, rows, as_of)
         finally:
             conn.rollback()
@@ -142,7 +147,9 @@ class SymbolFileStore:
     def watermark(self, alias: str) -> Watermark | None:
         """The incremental job's progress on ``alias``; ``None`` before its first run."""
         with self._translated("read_watermark"), self.connection, self.connection.cursor() as cur:
-            cur.execute(sqlfiles.load("search_index.sql", SQL_DIR)["read_watermark"], {"alias": alias})
+            cur.execute(
+                sqlfiles.load("search_index.sql", SQL_DIR)["read_watermark"], {"alias": alias}
+            )
             row = cur.fetchone()
         return Watermark(*row) if row else None
 
@@ -156,11 +163,17 @@ class SymbolFileStore:
 
     def count(self) -> int:
         """How many symbol files a rebuild reads now (its own snapshot)."""
-        with self._translated("count_symbol_files"), self.connection, self.connection.cursor() as cur:
+        with (
+            self._translated("count_symbol_files"),
+            self.connection,
+            self.connection.cursor() as cur,
+        ):
             cur.execute(sqlfiles.load("search_index.sql", SQL_DIR)["count_symbol_files"])
             return int(cur.fetchone()[0])
 
-    def _stream(self, query: str, params: dict[str, Any], tuples: bool = False) -> Iterator["SymbolRow"]:
+    def _stream(
+        self, query: str, params: dict[str, Any], tuples: bool = False
+    ) -> Iterator["SymbolRow"]:
         """The rows of ``query`` through a server-side cursor: ``SymbolRow`` records, or with
         ``tuples`` the cursor's own tuples in the same order (a rebuild's million rows go
         straight to ``search.documents.bulk_lines``, which unpacks them)."""
@@ -208,13 +221,19 @@ class RebuildSearchIndexCronApp(BaseCronApp):
     app_version = "1.0"
     required_config = Namespace()
     required_config.add_option(
-        "es_url", default="", doc="Elasticsearch URL, or a cluster's nodes' URLs comma-separated (default: $ES_URL)"
+        "es_url",
+        default="",
+        doc="Elasticsearch URL, or a cluster's nodes' URLs comma-separated (default: $ES_URL)",
     )
     required_config.add_option("alias", default="symbols", doc="the alias searches read")
-    required_config.add_option("keep", default=2, doc="versioned indices kept (the alias's included)")
+    required_config.add_option(
+        "keep", default=2, doc="versioned indices kept (the alias's included)"
+    )
     required_config.add_option("chunk_size", default=5000, doc="documents per bulk request")
     required_config.add_option("threads", default=2, doc="bulk requests in flight")
-    required_config.add_option("itersize", default=10000, doc="rows fetched per server-side cursor round trip")
+    required_config.add_option(
+        "itersize", default=10000, doc="rows fetched per server-side cursor round trip"
+    )
     required_config.add_option(
         "replicas",
         default="0-1",
@@ -224,7 +243,10 @@ class RebuildSearchIndexCronApp(BaseCronApp):
     required_config.add_option(
         "replica_wait_seconds",
         default=600.0,
-        doc="how long the replicas may take to become active (then the run fails and the alias stays)",
+        doc=(
+            "how long the replicas may take to become active (then the run fails and the alias "
+            "stays)"
+        ),
     )
 
     database_connection_factory: Any  # set by @using_postgres()
@@ -326,7 +348,9 @@ class IndexNewUploadsCronApp(BaseCronApp):
     app_version = "1.0"
     required_config = Namespace()
     required_config.add_option(
-        "es_url", default="", doc="Elasticsearch URL, or a cluster's nodes' URLs comma-separated (default: $ES_URL)"
+        "es_url",
+        default="",
+        doc="Elasticsearch URL, or a cluster's nodes' URLs comma-separated (default: $ES_URL)",
     )
     required_config.add_option("alias", default="symbols", doc="the alias searches read")
     required_config.add_option(
@@ -351,12 +375,16 @@ class IndexNewUploadsCronApp(BaseCronApp):
         target = live_index(es, config.alias)
         if target is None:
             return Summary(
-                f"no alias {config.alias} yet: nothing written (the rebuild indexes everything)", documents_indexed=0
+                f"no alias {config.alias} yet: nothing written (the rebuild indexes everything)",
+                documents_indexed=0,
             )
         with self.database_connection_factory() as connection:
             store = SymbolFileStore(connection)
             since, why = starting_point(
-                store.watermark(config.alias), target, config.alias, dt.timedelta(seconds=int(config.overlap_seconds))
+                store.watermark(config.alias),
+                target,
+                config.alias,
+                dt.timedelta(seconds=int(config.overlap_seconds)),
             )
             with store.new_files(since) as window:
                 written = update(es, config.alias, window.rows, int(config.chunk_size))

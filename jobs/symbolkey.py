@@ -44,7 +44,8 @@ DEBUG_ID_LENGTHS = range(33, 41)
 HEX_DIGITS = "0123456789ABCDEFabcdef"
 #: Windows' reserved device names (with or without an extension, in any case).
 RESERVED_NAMES = frozenset(
-    ["CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"] + [f"{port}{n}" for port in ("COM", "LPT") for n in range(10)]
+    ["CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"]
+    + [f"{port}{n}" for port in ("COM", "LPT") for n in range(10)]
 )
 
 RULE_LAYOUT = "name is not <debug_file>/<DEBUG_ID>/<file> nor an ignorable name"

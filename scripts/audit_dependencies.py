@@ -98,7 +98,9 @@ def judge(name: str, version: str, document: dict, release: dict | None = None) 
         else:
             seen = {advisory.get("id") for advisory in advisories}
             advisories += [
-                advisory for advisory in release.get("vulnerabilities") or [] if advisory.get("id") not in seen
+                advisory
+                for advisory in release.get("vulnerabilities") or []
+                if advisory.get("id") not in seen
             ]
     for advisory in advisories:
         ids = ", ".join([advisory.get("id", "?"), *advisory.get("aliases", [])])
@@ -110,7 +112,9 @@ def judge(name: str, version: str, document: dict, release: dict | None = None) 
 def fetch_release(name: str, version: str, timeout: float) -> dict | None:
     """PyPI's document of one release, or None when PyPI does not serve it (404)."""
     try:
-        with urllib.request.urlopen(PYPI_RELEASE.format(name=name, version=version), timeout=timeout) as response:
+        with urllib.request.urlopen(
+            PYPI_RELEASE.format(name=name, version=version), timeout=timeout
+        ) as response:
             return json.load(response)
     except urllib.error.HTTPError as exc:
         if exc.code == 404:
@@ -148,9 +152,13 @@ def audit(packages: dict[str, str], timeout: float = 20) -> list[Finding]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--requirements", default=str(Path(__file__).parent.parent / "requirements.txt"))
     parser.add_argument(
-        "--pin-only", action="store_true", help="audit requirements.txt's pins only, not the installed environment"
+        "--requirements", default=str(Path(__file__).parent.parent / "requirements.txt")
+    )
+    parser.add_argument(
+        "--pin-only",
+        action="store_true",
+        help="audit requirements.txt's pins only, not the installed environment",
     )
     args = parser.parse_args(argv)
     packages = installed() if not args.pin_only else {}
@@ -168,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"audited {len(findings)} packages against PyPI: {len(bad)} with problems; "
         f"{len(behind)} behind their latest release, whose own advisories PyPI here does "
-        f"not serve: " + (", ".join(f"{f.name} {f.version} (latest {f.latest})" for f in behind) or "none")
+        f"not serve: "
+        + (", ".join(f"{f.name} {f.version} (latest {f.latest})" for f in behind) or "none")
     )
     return 1 if bad else 0
 

@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 
 LINK = re.compile(
-    r"\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)|^\s*\[[^\]]+\]:\s*(\S+)|(?:href|src)=\"([^\"]+)\"", re.M
+    r"\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)|^\s*\[[^\]]+\]:\s*(\S+)|(?:href|src)=\"([^\"]+)\"",
+    re.M,
 )
 # A path written out that climbs: ../x, ../../x (not the ".../" of an elided URL)
 CLIMB = re.compile(r"(?<![\w./-])((?:\.\./)+[\w.-][\w./-]*)")
@@ -30,7 +31,9 @@ def markdown_files(repo: Path) -> list[Path]:
     return sorted(
         p
         for p in repo.rglob("*.md")
-        if not any(part.startswith(".") or part in SKIPPED for part in p.relative_to(repo).parts[:-1])
+        if not any(
+            part.startswith(".") or part in SKIPPED for part in p.relative_to(repo).parts[:-1]
+        )
     )
 
 
@@ -41,7 +44,9 @@ def targets(text: str) -> list[tuple[int, str]]:
     found = []
     for pattern in (LINK, CLIMB):
         for match in pattern.finditer(text):
-            target = next(group for group in match.groups() if group).split("#", 1)[0].split("?", 1)[0]
+            target = (
+                next(group for group in match.groups() if group).split("#", 1)[0].split("?", 1)[0]
+            )
             if target and not SCHEME.match(target):
                 found.append((text.count("\n", 0, match.start()) + 1, target))
     return sorted(set(found))

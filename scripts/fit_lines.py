@@ -31,7 +31,9 @@ from pathlib import Path
 STRING = re.compile(r"^(\s*)([rRfFbBuU]{0,2})(\"|')(.*)\3(,?)\s*$")
 #: A statement or an item ending in one string literal: ``return "..."``, ``x = "..."``,
 #: ``name="...",`` or ``"key": "...",`` (in brackets).
-HEADED = re.compile(r"^(\s*)(return |else |[\w.]+ = |\w+=|\"[^\"]*\": )([rRfFbBuU]{0,2}(\"|').*\4)(,?)\s*$")
+HEADED = re.compile(
+    r"^(\s*)(return |else |[\w.]+ = |\w+=|\"[^\"]*\": )([rRfFbBuU]{0,2}(\"|').*\4)(,?)\s*$"
+)
 
 
 def _docstring_lines(tree: ast.AST) -> set[int]:
@@ -95,7 +97,9 @@ def _cuts(body: str, is_f: bool, room: int) -> list[str] | None:
 def _fit_headed(line: str, width: int, in_brackets: bool) -> list[str] | None:
     """``return "..."`` and the like: the literal in parentheses of its own, then cut."""
     match = HEADED.match(line)
-    if match is None or (match.group(2) != "return " and not match.group(2).endswith(" = ") and not in_brackets):
+    if match is None or (
+        match.group(2) != "return " and not match.group(2).endswith(" = ") and not in_brackets
+    ):
         return None  # (``else``, ``name=`` and ``"key": `` only in brackets)
     indent, head, literal, _, comma = match.groups()
     inner = _fit_string(f"{indent}    {literal}\n", width, pieces=1)
@@ -206,7 +210,9 @@ def fit(path: Path, width: int) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python scripts/fit_lines.py", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python scripts/fit_lines.py", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("paths", nargs="+", type=Path, help="files or directories (their *.py)")
     parser.add_argument("--width", type=int, default=100, help="the line length (default 100)")
     args = parser.parse_args(argv)

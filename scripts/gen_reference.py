@@ -50,7 +50,13 @@ def options_page() -> str:
     ]
     settings = load_settings(str(REPO / "crontabber.ini"), {}, {})
     for job in load_jobs(settings):
-        lines += ["", f"## {job.app_name} (`{job.class_path}`)", "", "| option | default | meaning |", "|---|---|---|"]
+        lines += [
+            "",
+            f"## {job.app_name} (`{job.class_path}`)",
+            "",
+            "| option | default | meaning |",
+            "|---|---|---|",
+        ]
         lines += [
             f"| `{name}` | `{_cell(value)}` | {_cell(doc)} |"
             for name, value, doc in iter_option_lines(job_options(job.cls), job.namespace, None)
@@ -96,7 +102,9 @@ def main(argv: list[str]) -> int:
         else:
             target.write_text(text)
     for path in stale:
-        print(f"{path} is out of date: run .venv/bin/python scripts/gen_reference.py", file=sys.stderr)
+        print(
+            f"{path} is out of date: run .venv/bin/python scripts/gen_reference.py", file=sys.stderr
+        )
     return 1 if stale else 0
 
 

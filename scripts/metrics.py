@@ -34,7 +34,15 @@ from pathlib import Path
 
 ROOTS = ("crontabber", "jobs", "search")
 #: Every directory of Python code in the repository, for the cross-import counts.
-EVERYWHERE = ROOTS + ("dashboard", "configman", "devservices", "tests", "bench", "faults", "scripts")
+EVERYWHERE = ROOTS + (
+    "dashboard",
+    "configman",
+    "devservices",
+    "tests",
+    "bench",
+    "faults",
+    "scripts",
+)
 LONG = 50
 SAME_IDEA = {"main"}  # each ``python -m`` module's entry point
 
@@ -64,7 +72,8 @@ def functions(tree: ast.AST) -> list[tuple[str, int]]:
 
 
 def module_name(repo: Path, path: Path) -> str:
-    """``crontabber.cli.operate`` for ``crontabber/cli/operate.py`` (a package: its ``__init__``)."""
+    """``crontabber.cli.operate`` for ``crontabber/cli/operate.py`` (a package: its
+    ``__init__``)."""
     parts = list(path.relative_to(repo).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
@@ -158,28 +167,36 @@ def deferred_imports(tree: ast.AST) -> int:
 
 
 def is_test_module(name: str) -> bool:
-    """A test module or a ``conftest`` under ``tests/`` (``tests.cli.test_cli``, ``tests.conftest``)."""
+    """A test module or a ``conftest`` under ``tests/`` (``tests.cli.test_cli``,
+    ``tests.conftest``)."""
     last = name.rpartition(".")[2]
     return name.split(".")[0] == "tests" and (last.startswith("test_") or last == "conftest")
 
 
 def import_graph(repo: Path) -> dict[str, set[str]]:
     """Each module of :data:`EVERYWHERE` and the repository's modules it imports, anywhere in it."""
-    paths = sorted(p for root in EVERYWHERE if (repo / root).is_dir() for p in (repo / root).rglob("*.py"))
+    paths = sorted(
+        p for root in EVERYWHERE if (repo / root).is_dir() for p in (repo / root).rglob("*.py")
+    )
     known = {module_name(repo, p) for p in paths}
     return {module_name(repo, p): imports(repo, p, known) for p in paths}
 
 
 def test_cross_imports(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
     """``(importer, test module)``: a test module or conftest imported as a library."""
-    return sorted((name, other) for name, found in graph.items() for other in found if is_test_module(other))
+    return sorted(
+        (name, other) for name, found in graph.items() for other in found if is_test_module(other)
+    )
 
 
 def bench_imports(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
     """``(importer, bench module)``: ``bench`` imported from outside it."""
     inside = lambda name: name == "bench" or name.startswith("bench.")  # noqa: E731
     return sorted(
-        (name, other) for name, found in graph.items() for other in found if inside(other) and not inside(name)
+        (name, other)
+        for name, found in graph.items()
+        for other in found
+        if inside(other) and not inside(name)
     )
 
 
@@ -202,7 +219,10 @@ def main(argv: list[str]) -> int:
         klasses += [(f"{rel}:{name}", n, methods) for name, n, methods in classes(tree)]
         deferred += deferred_imports(tree)
         for node in tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name not in SAME_IDEA:
+            if (
+                isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                and node.name not in SAME_IDEA
+            ):
                 defined[node.name].add(rel)
     largest = max(sizes.items(), key=lambda kv: kv[1])
     longest = max(funcs, key=lambda kv: kv[1])
@@ -215,7 +235,9 @@ def main(argv: list[str]) -> int:
     graph, firsts = runner_modules(repo)
     loops = circles(graph)
     print(f"import circles in crontabber/: {len(loops)}")
-    print(f"modules of crontabber/ without a docstring: {sum(not line for line in firsts.values())}")
+    print(
+        f"modules of crontabber/ without a docstring: {sum(not line for line in firsts.values())}"
+    )
     biggest = max(klasses, key=lambda kv: kv[1])
     print(f"largest class: {biggest[0]} ({biggest[1]} lines, {biggest[2]} methods)")
     print(f"imports inside functions: {deferred}")

@@ -42,14 +42,20 @@ def summary(rounds: int, failures: collections.Counter[str]) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python scripts/stress.py", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python scripts/stress.py", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("files", nargs="+", help="test files (pytest arguments)")
     parser.add_argument("--rounds", type=int, default=3, help="times to run the files (default 3)")
-    parser.add_argument("--cpu-load", type=int, default=60, help="stress-ng's --cpu-load (default 60)")
+    parser.add_argument(
+        "--cpu-load", type=int, default=60, help="stress-ng's --cpu-load (default 60)"
+    )
     args = parser.parse_args(argv)
     stress_ng = shutil.which("stress-ng")
     if stress_ng is None:
-        print("stress: stress-ng not found (scripts/services.sh stress installs it)", file=sys.stderr)
+        print(
+            "stress: stress-ng not found (scripts/services.sh stress installs it)", file=sys.stderr
+        )
         return 2
     reports = Path(tempfile.mkdtemp(prefix="stress-"))
     load = subprocess.Popen(
@@ -60,7 +66,10 @@ def main(argv: list[str]) -> int:
     try:
         for index in range(1, args.rounds + 1):
             report = reports / f"round-{index}.xml"
-            print(f"== stress round {index}/{args.rounds} (stress-ng --cpu 2 --cpu-load {args.cpu_load})")
+            print(
+                f"== stress round {index}/{args.rounds} (stress-ng --cpu 2 --cpu-load "
+                f"{args.cpu_load})"
+            )
             sys.stdout.flush()
             pytest = [
                 sys.executable,
@@ -79,7 +88,10 @@ def main(argv: list[str]) -> int:
     finally:
         load.terminate()
         load.wait()
-    print("\n".join(summary(args.rounds, failures)) + f"\nstress: the rounds' reports are in {reports}")
+    print(
+        "\n".join(summary(args.rounds, failures))
+        + f"\nstress: the rounds' reports are in {reports}"
+    )
     return 1 if failures else 0
 
 

@@ -24,7 +24,12 @@ class SearchParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         """argparse exits 2, which the runner's table keeps for "locked": exit 1."""
         if message.startswith("unrecognized arguments: "):
-            known = [flag for action in self._actions for flag in action.option_strings if flag.startswith("--")]
+            known = [
+                flag
+                for action in self._actions
+                for flag in action.option_strings
+                if flag.startswith("--")
+            ]
             for word in message.split(": ", 1)[1].split():
                 found = difflib.get_close_matches(word.split("=", 1)[0], known, n=1, cutoff=0.6)
                 if word.startswith("--") and found:
@@ -45,7 +50,15 @@ def print_results(result: SearchResult, out: TextIO) -> None:
     if not result.hits:
         return
     rows = [COLUMNS] + [
-        (f"{h.score:.2f}", h.debug_file, h.debug_id, h.filename, h.code_file or "-", h.code_id or "-", h.matched)
+        (
+            f"{h.score:.2f}",
+            h.debug_file,
+            h.debug_id,
+            h.filename,
+            h.code_file or "-",
+            h.code_id or "-",
+            h.matched,
+        )
         for h in result.hits
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
@@ -57,11 +70,15 @@ def main(argv: list[str], stdout: TextIO, stderr: TextIO) -> int:
     """Exit codes (the runner's table): 0 found or not, 1 a bad argument or query, 5
     Elasticsearch unavailable or the index missing (the line names its address)."""
     parser = SearchParser(prog="python -m search", description="search symbol files")
-    parser.add_argument("query", nargs="+", help="what to look for; several words are one query (quotes optional)")
+    parser.add_argument(
+        "query", nargs="+", help="what to look for; several words are one query (quotes optional)"
+    )
     parser.add_argument("--size", type=int, default=10, help="hits to show (1-100, default 10)")
     parser.add_argument("--alias", default=None, help="default: $SEARCH_ALIAS, else symbols")
     parser.add_argument(
-        "--es-url", default=None, help="a URL, or a cluster's nodes' URLs comma-separated (default: $ES_URL)"
+        "--es-url",
+        default=None,
+        help="a URL, or a cluster's nodes' URLs comma-separated (default: $ES_URL)",
     )
     args = parser.parse_args(argv)
     from .client import es_url, make_es_client, public_url

@@ -59,7 +59,12 @@ def make_es_client(url: str | None = None, request_timeout: float = 30) -> Any:
     """
     from elasticsearch import Elasticsearch
 
-    return Elasticsearch(node_urls(es_url(url)), request_timeout=request_timeout, retry_on_timeout=True, max_retries=3)
+    return Elasticsearch(
+        node_urls(es_url(url)),
+        request_timeout=request_timeout,
+        retry_on_timeout=True,
+        max_retries=3,
+    )
 
 
 @contextlib.contextmanager

@@ -50,7 +50,9 @@ class SymbolDoc(Document):
         source = MetaField(excludes=DERIVED_FIELDS)
 
 
-def index_body(shards: int = 1, replicas: int = 0, meta: dict[str, Any] | None = None) -> dict[str, Any]:
+def index_body(
+    shards: int = 1, replicas: int = 0, meta: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Settings and mappings of a new, versioned index, for a bulk load;
     ``meta`` becomes the mapping's ``_meta`` (what the index was built from)."""
     from elasticsearch.dsl import Index
@@ -60,7 +62,10 @@ def index_body(shards: int = 1, replicas: int = 0, meta: dict[str, Any] | None =
     # no refreshes and no fsync per bulk request while loading: a build that
     # dies is thrown away anyway; search.indexer restores both before the swap
     index.settings(
-        number_of_shards=shards, number_of_replicas=replicas, refresh_interval="-1", translog={"durability": "async"}
+        number_of_shards=shards,
+        number_of_replicas=replicas,
+        refresh_interval="-1",
+        translog={"durability": "async"},
     )
     body = index.to_dict()
     mappings = dict(body["mappings"], **({"_meta": meta} if meta else {}))
@@ -87,7 +92,9 @@ class SymbolRow(NamedTuple):
 
     @property
     def doc_id(self) -> str:
-        return f"{self.debug_file}/{self.debug_id}/{self.filename or symbol_filename(self.debug_file)}"
+        return (
+            f"{self.debug_file}/{self.debug_id}/{self.filename or symbol_filename(self.debug_file)}"
+        )
 
     def to_source(self) -> dict[str, Any]:
         """The document body (a plain dict: building a DSL object per row costs

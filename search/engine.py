@@ -35,7 +35,15 @@ from typing import Any
 from .errors import BadQuery, SearchError, SearchUnavailable
 from .names import looks_like_id, name_parts
 
-__all__ = ["BadQuery", "Hit", "SearchError", "SearchResult", "SearchUnavailable", "Searcher", "search"]
+__all__ = [
+    "BadQuery",
+    "Hit",
+    "SearchError",
+    "SearchResult",
+    "SearchUnavailable",
+    "Searcher",
+    "search",
+]
 
 NAME_FIELD = "name_parts"
 OTHER_FIELD = "code_parts"
@@ -56,7 +64,13 @@ MAX_SIZE = 100
 SOURCE_FIELDS = ["debug_file", "debug_id", "filename", "code_file", "code_id"]
 # Responses carry only what is read (less JSON to encode and parse per request).
 SEARCH_FILTER = "hits.total.value,hits.hits._score,hits.hits._source,hits.hits.matched_queries"
-SUGGEST = {"suggest_mode": "always", "prefix_length": 0, "min_word_length": 3, "max_edits": 2, "size": 5}
+SUGGEST = {
+    "suggest_mode": "always",
+    "prefix_length": 0,
+    "min_word_length": 3,
+    "max_edits": 2,
+    "size": 5,
+}
 
 
 @dataclass(frozen=True)
@@ -98,7 +112,9 @@ def check_query(query: str, size: int) -> str:
     if len(query) > MAX_QUERY_LENGTH or (
         not query.isascii() and len(unicodedata.normalize("NFC", query)) > MAX_QUERY_LENGTH
     ):
-        raise BadQuery(f"the query is longer than {MAX_QUERY_LENGTH} characters (after Unicode normalisation)")
+        raise BadQuery(
+            f"the query is longer than {MAX_QUERY_LENGTH} characters (after Unicode normalisation)"
+        )
     if not 1 <= size <= MAX_SIZE:
         raise BadQuery(f"size must be between 1 and {MAX_SIZE}")
     return text
@@ -114,7 +130,10 @@ def alternatives(suggest: dict[str, Any]) -> dict[str, list[tuple[float, str]]]:
             for option in entry["options"]:
                 if option["score"] >= MIN_SCORE and option["text"] != entry["text"]:
                     options[option["text"]] = max(option["score"], options.get(option["text"], 0))
-    return {text: sorted(((s, t) for t, s in opts.items()), reverse=True)[:PER_PART] for text, opts in found.items()}
+    return {
+        text: sorted(((s, t) for t, s in opts.items()), reverse=True)[:PER_PART]
+        for text, opts in found.items()
+    }
 
 
 def search_terms(
@@ -158,9 +177,23 @@ def build_query(text: str, terms: list[tuple[float, str]]) -> dict[str, Any]:
     for rank, (score, term) in enumerate(terms):
         boost = (len(terms) - rank) * score
         should.append(
-            {"match_phrase": {NAME_FIELD: {"query": term, "boost": NAME_BOOST * boost, "_name": f"term:{rank}:name"}}}
+            {
+                "match_phrase": {
+                    NAME_FIELD: {
+                        "query": term,
+                        "boost": NAME_BOOST * boost,
+                        "_name": f"term:{rank}:name",
+                    }
+                }
+            }
         )
-        should.append({"match_phrase": {OTHER_FIELD: {"query": term, "boost": boost, "_name": f"term:{rank}:code"}}})
+        should.append(
+            {
+                "match_phrase": {
+                    OTHER_FIELD: {"query": term, "boost": boost, "_name": f"term:{rank}:code"}
+                }
+            }
+        )
         should.append(
             {
                 "term": {
@@ -179,7 +212,13 @@ def build_query(text: str, terms: list[tuple[float, str]]) -> dict[str, Any]:
             # keyword's normalizer lower-cases the prefix too. Constant score,
             # below an exact match: 8 hex digits are rarely shared, so the
             # expansion is a handful of terms.
-            should.append({"prefix": {field: {"value": text, "boost": ID_PREFIX_BOOST, "_name": f"{field}_prefix"}}})
+            should.append(
+                {
+                    "prefix": {
+                        field: {"value": text, "boost": ID_PREFIX_BOOST, "_name": f"{field}_prefix"}
+                    }
+                }
+            )
     return {"bool": {"should": should}}
 
 
@@ -262,7 +301,9 @@ class Searcher:
         suggester's automata for a 33-character part cost more than the rest
         of the search (4-5 ms of Elasticsearch time on 1M documents)."""
         return alternatives(
-            self._suggest({"name": {"text": " ".join(parts), "term": {"field": NAME_FIELD, **SUGGEST}}})
+            self._suggest(
+                {"name": {"text": " ".join(parts), "term": {"field": NAME_FIELD, **SUGGEST}}}
+            )
         )
 
     def _second_chance(

@@ -9,7 +9,8 @@ segment is then copied whole) and waits until every copy is active, and only the
 alias in one ``update_aliases`` call (searches see the old index or the new one, never
 neither; on a cluster, the new one with its replicas, so a node lost costs no query). Any
 failure deletes the new index and leaves the alias where it was. Versions beyond the newest
-``keep`` are deleted afterwards. The index records, in its mapping's ``_meta``, the time of the source snapshot
+``keep`` are deleted afterwards. The index records, in its mapping's ``_meta``, the time of the
+source snapshot
 it was built from (``source_as_of``).
 
 Between rebuilds, :func:`update` adds or replaces documents in the index the
@@ -64,7 +65,9 @@ class Replicas:
             return {"number_of_replicas": int(self.count), "auto_expand_replicas": False}
         if re.fullmatch(r"\d+-(\d+|all)", self.count):
             return {"auto_expand_replicas": self.count}
-        raise ValueError(f"replicas: {self.count!r} is not a number or a range such as 0-1 or 0-all")
+        raise ValueError(
+            f"replicas: {self.count!r} is not a number or a range such as 0-1 or 0-all"
+        )
 
 
 @dataclass(frozen=True)
@@ -269,9 +272,9 @@ def _replicate(es: Any, name: str, replicas: Replicas) -> None:
     """
     es.indices.put_settings(index=name, settings={"index": replicas.settings()})
     # a wait that times out is answered 408 with the health: read, not raised
-    health = es.options(request_timeout=replicas.wait_seconds + 30, ignore_status=408).cluster.health(
-        index=name, wait_for_status="green", timeout=f"{int(replicas.wait_seconds)}s"
-    )
+    health = es.options(
+        request_timeout=replicas.wait_seconds + 30, ignore_status=408
+    ).cluster.health(index=name, wait_for_status="green", timeout=f"{int(replicas.wait_seconds)}s")
     if health.get("timed_out") or health.get("status") != "green":
         raise RebuildFailed(
             name,
@@ -301,7 +304,11 @@ def abandoned(es: Any, alias: str, delete: bool = False) -> list[str]:
     newest = max(current) if current else ""
     doomed = [name for name in versions(es, alias) if name > newest and name not in current]
     if doomed and delete:
-        logger.warning("search index %s: deleting %s, left by a build that did not finish", alias, ", ".join(doomed))
+        logger.warning(
+            "search index %s: deleting %s, left by a build that did not finish",
+            alias,
+            ", ".join(doomed),
+        )
         es.indices.delete(index=",".join(doomed), ignore_unavailable=True)
     return doomed
 
@@ -333,7 +340,9 @@ class LiveIndex:
         match = re.fullmatch(re.escape(alias) + r"-(\d{20})", self.name)
         if not match:
             return None
-        named = dt.datetime.strptime(match.group(1), "%Y%m%d%H%M%S%f").replace(tzinfo=dt.timezone.utc)
+        named = dt.datetime.strptime(match.group(1), "%Y%m%d%H%M%S%f").replace(
+            tzinfo=dt.timezone.utc
+        )
         return named - dt.timedelta(hours=1)
 
 

@@ -124,7 +124,9 @@ class SearchApp:
                 self._searcher = Searcher()
             return self._searcher
 
-    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+    def __call__(
+        self, environ: dict[str, Any], start_response: Callable[..., Any]
+    ) -> Iterable[bytes]:
         try:
             status, body = self.route(environ)
         except Exception:  # noqa: BLE001 - the last line of defence: log, never show
@@ -172,7 +174,10 @@ class SearchApp:
             health = searcher.es.cluster.health(timeout="2s")["status"]
             present = bool(searcher.es.indices.exists_alias(name=searcher.index))
         except Exception as exc:  # noqa: BLE001 - any failure means unhealthy
-            return 503, {"status": "error", "error": f"Elasticsearch unreachable: {type(exc).__name__}"}
+            return 503, {
+                "status": "error",
+                "error": f"Elasticsearch unreachable: {type(exc).__name__}",
+            }
         if not present:
             return 503, {"status": "error", "error": f"alias {searcher.index} does not exist"}
         return 200, {"status": "ok", "elasticsearch": health, "alias": searcher.index}
@@ -190,7 +195,11 @@ class ThreadingWSGIServer(socketserver.ThreadingMixIn, WSGIServer):
 class JsonServerHandler(ServerHandler):
     """wsgiref's per-request handler; an application that raises gets a JSON 500."""
 
-    error_headers = [("Content-Type", "application/json"), ("Content-Length", str(len(INTERNAL_ERROR))), NOSNIFF]
+    error_headers = [
+        ("Content-Type", "application/json"),
+        ("Content-Length", str(len(INTERNAL_ERROR))),
+        NOSNIFF,
+    ]
     error_body = INTERNAL_ERROR
     server_software = SERVER
 
@@ -292,13 +301,19 @@ class JsonRequestHandler(RequestDeadline, WSGIRequestHandler):
         if not method:  # the request line was too long or not read
             method, _, path = self.raw_requestline[:LOGGED_PATH].decode("latin-1").partition(" ")
         path = quote(path.partition("?")[0][:LOGGED_PATH], safe="/%:@!$&'()*+,;=-._~")
-        access_logger.info("%s %s %s %.1f ms", method or "-", path or "-", self.status or "-", seconds * 1000)
+        access_logger.info(
+            "%s %s %s %.1f ms", method or "-", path or "-", self.status or "-", seconds * 1000
+        )
 
 
-def make(host: str, port: int, app: Any = application, request_seconds: float = REQUEST_SECONDS) -> WSGIServer:
+def make(
+    host: str, port: int, app: Any = application, request_seconds: float = REQUEST_SECONDS
+) -> WSGIServer:
     """A threaded wsgiref server for ``app`` (port 0 picks a free port); a client has
     ``request_seconds`` to send its request line and headers."""
-    handler = type("JsonRequestHandler", (JsonRequestHandler,), {"request_seconds": request_seconds})
+    handler = type(
+        "JsonRequestHandler", (JsonRequestHandler,), {"request_seconds": request_seconds}
+    )
     return make_server(host, port, app, server_class=ThreadingWSGIServer, handler_class=handler)
 
 
@@ -311,8 +326,12 @@ def main(argv: list[str] | None = None) -> int:
         "/__heartbeat__, /__lbheartbeat__) over HTTP, with the standard library's "
         "wsgiref; one access-log line per request.",
     )
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: any free port)")
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
+    )
+    parser.add_argument(
+        "--port", type=int, default=8000, help="port (default 8000; 0: any free port)"
+    )
     parser.add_argument(
         "--es-log-level",
         default="ERROR",
@@ -320,7 +339,9 @@ def main(argv: list[str] | None = None) -> int:
         "logs each request to Elasticsearch, WARNING each retry)",
     )
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     # The client logs every request at INFO and every retry with a traceback at
     # WARNING: with Elasticsearch down, ~100 lines per search. The 503 and the
     # access line already say what happened.

@@ -10,7 +10,8 @@ defaults otherwise. A missing service fails the test: nothing here skips.
   TEMPLATE``), dropped afterwards; both while other tests run
   (``tests.helpers.DATABASES``: the next test's copy is made ahead).
 
-Every test database's sessions are in a zone other than UTC (``tests.helpers.TEST_TIME_ZONE``): nothing
+Every test database's sessions are in a zone other than UTC (``tests.helpers.TEST_TIME_ZONE``):
+nothing
 the runner and the jobs do may lean on the session's time zone (they set none: a transaction
 pooler would refuse or lose it).
 
@@ -35,7 +36,14 @@ from crontabber.config.database import DatabaseSettings
 from crontabber.schema import ensure_schema, with_runner
 from crontabber.store import connect
 from jobs import SQL_DIR as JOBS_SQL
-from tests.helpers import DATABASES, admin_execute, admin_settings, es_client, fresh_database, s3_client
+from tests.helpers import (
+    DATABASES,
+    admin_execute,
+    admin_settings,
+    es_client,
+    fresh_database,
+    s3_client,
+)
 
 
 @pytest.fixture(scope="session")
@@ -45,7 +53,9 @@ def template_database() -> Iterator[str]:
     try:
         admin_execute(f"DROP DATABASE IF EXISTS {name}")
     except Exception as exc:  # noqa: BLE001 - turn any connection problem into a failure
-        pytest.fail(f"PostgreSQL is not reachable ({exc}); run `make services` first", pytrace=False)
+        pytest.fail(
+            f"PostgreSQL is not reachable ({exc}); run `make services` first", pytrace=False
+        )
     admin_execute(f"CREATE DATABASE {name}")
     conn = connect(admin_settings(name))
     try:

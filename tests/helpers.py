@@ -82,7 +82,10 @@ def _create(name: str, template: str | None) -> str:
     conn.autocommit = True
     try:
         with conn.cursor() as cur:
-            cur.execute(f"CREATE DATABASE {name}" + (f" TEMPLATE {template} STRATEGY FILE_COPY" if template else ""))
+            cur.execute(
+                f"CREATE DATABASE {name}"
+                + (f" TEMPLATE {template} STRATEGY FILE_COPY" if template else "")
+            )
             cur.execute(f"ALTER DATABASE {name} SET timezone TO '{TEST_TIME_ZONE}'")
     finally:
         conn.close()
@@ -108,7 +111,11 @@ class _Databases:
         if template is None:
             return _create(f"{prefix}_{os.getpid()}_{next(_counter)}", None)
         spare = self._spares.pop((prefix, template), None)
-        name = spare.result() if spare is not None else _create(f"{prefix}_{os.getpid()}_{next(_counter)}", template)
+        name = (
+            spare.result()
+            if spare is not None
+            else _create(f"{prefix}_{os.getpid()}_{next(_counter)}", template)
+        )
         self._spares[(prefix, template)] = self._worker.submit(
             _create, f"{prefix}_{os.getpid()}_{next(_counter)}", template
         )
@@ -116,7 +123,9 @@ class _Databases:
 
     def drop(self, name: str) -> None:
         """Drop database ``name`` in the background (its test is over)."""
-        self._drops.append(self._worker.submit(admin_execute, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        self._drops.append(
+            self._worker.submit(admin_execute, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        )
 
     def settle(self, template: str | None = None) -> None:
         """Drop the spares (of ``template``, or all) and wait for every drop.
@@ -136,7 +145,9 @@ DATABASES = _Databases()
 
 
 @contextlib.contextmanager
-def fresh_database(prefix: str, template: str | None = None, pooled: bool = POOLED) -> Iterator[DatabaseSettings]:
+def fresh_database(
+    prefix: str, template: str | None = None, pooled: bool = POOLED
+) -> Iterator[DatabaseSettings]:
     """A new database (a copy of ``template``, or empty), its sessions in ``TEST_TIME_ZONE``,
     as a test and the commands it starts reach it: directly, or through PgBouncer when
     ``pooled``; dropped afterwards, in the background (:class:`_Databases`)."""
@@ -190,7 +201,9 @@ def write_ini(tmp_path: Path, jobs: list[str], extra: str = "") -> str:
     ``extra``; its path."""
     path = tmp_path / "crontabber.ini"
     lines = "\n".join(f"    {job}" for job in jobs)
-    path.write_text(f"[crontabber]\n    error_retry_time=50\n    jobs='''\n{lines}\n    '''\n{extra}")
+    path.write_text(
+        f"[crontabber]\n    error_retry_time=50\n    jobs='''\n{lines}\n    '''\n{extra}"
+    )
     return str(path)
 
 

@@ -73,20 +73,32 @@ def alert_rules(job: Job, sources: Sources) -> AlertRules:
     values = {name: sources.value(job.namespace, option) for name, option in options.items()}
     try:
         after = int(values["alert_after_failures"])
-        silence, realert = parse_duration(values["alert_silence"]), parse_duration(values["alert_realert"])
+        silence, realert = (
+            parse_duration(values["alert_silence"]),
+            parse_duration(values["alert_realert"]),
+        )
         deadline = parse_duration(values["deadline"])
     except ValueError as exc:
         raise ConfigurationError(f"crontabber.class-{job.cls.__name__}.alert_*", str(exc)) from None
     if after < 0:
-        raise ConfigurationError(f"crontabber.class-{job.cls.__name__}.alert_after_failures", "must not be negative")
+        raise ConfigurationError(
+            f"crontabber.class-{job.cls.__name__}.alert_after_failures", "must not be negative"
+        )
     to = tuple(name.strip() for name in str(values["alert_to"] or "").split(",") if name.strip())
     return AlertRules(
-        after, bool(values["alert_on_recovery"]), silence, realert, bool(values["alert_on_takeover"]), to, deadline
+        after,
+        bool(values["alert_on_recovery"]),
+        silence,
+        realert,
+        bool(values["alert_on_takeover"]),
+        to,
+        deadline,
     )
 
 
 def notice_retry_delay(attempts: int) -> float:
-    """Seconds before the next attempt after ``attempts`` failed ones: 30 s doubling, 1 h at most."""
+    """Seconds before the next attempt after ``attempts`` failed ones: 30 s doubling, 1 h at
+    most."""
     return float(min(3600, 30 * 2 ** max(0, attempts - 1)))
 
 
@@ -173,17 +185,26 @@ class Alerter:
         wanted = self.rules(app_name).to
         unknown = [name for name in wanted if name not in names]
         if unknown:
-            logger.error("%s: alert_to names %s, which no target in alerts.targets has", app_name, ", ".join(unknown))
+            logger.error(
+                "%s: alert_to names %s, which no target in alerts.targets has",
+                app_name,
+                ", ".join(unknown),
+            )
         chosen = [name for name in wanted if name in names]
         return chosen or names
 
     # ----------------------------------------------------------------- a tick
 
     def tick(
-        self, states: Mapping[str, JobState], now: dt.datetime, swept: Swept, unplaced: Mapping[str, str] | None = None
+        self,
+        states: Mapping[str, JobState],
+        now: dt.datetime,
+        swept: Swept,
+        unplaced: Mapping[str, str] | None = None,
     ) -> None:
         """Evaluate the rules against ``states`` (read at ``now``) and ``unplaced`` (the jobs no
-        live host may run, with why: :func:`crontabber.alerts.sweep.unplaced`), open, resolve and repeat
+        live host may run, with why: :func:`crontabber.alerts.sweep.unplaced`), open, resolve and
+        repeat
         alerts, and deliver what is due: the claimed notices of the tick's sweep
         (:func:`crontabber.alerts.sweep.sweep`) and those this tick made. Never raises for a
         delivery; a database error propagates (the tick reports it)."""
@@ -193,17 +214,26 @@ class Alerter:
         names |= {name for name in self.jobs if needs_attention(states.get(name), now)}
         names |= set(unplaced or {})
         try:
-            evaluated = [self.watched(name, states.get(name), (unplaced or {}).get(name, "")) for name in sorted(names)]
+            evaluated = [
+                self.watched(name, states.get(name), (unplaced or {}).get(name, ""))
+                for name in sorted(names)
+            ]
         except ConfigurationError as exc:
             logger.error("alerts not evaluated: %s", exc)
             evaluated = []
-        todo = plan(evaluated, open_alerts, now, lambda name: self._blocker(name, states, now), mutes)
+        todo = plan(
+            evaluated, open_alerts, now, lambda name: self._blocker(name, states, now), mutes
+        )
         touched = self._carry_out(todo, states, now)
         if touched:
-            claimed = claimed + self.alert_store.notices_claim(self.host, self.config.claim_seconds, touched)
+            claimed = claimed + self.alert_store.notices_claim(
+                self.host, self.config.claim_seconds, touched
+            )
         self.deliver(claimed)
 
-    def held_back(self, states: Mapping[str, JobState], now: dt.datetime, windows: list[MuteWindow]) -> list[Event]:
+    def held_back(
+        self, states: Mapping[str, JobState], now: dt.datetime, windows: list[MuteWindow]
+    ) -> list[Event]:
         """The conditions the maintenance windows in force (``windows``:
         :meth:`AlertStore.mutes`) keep from alerting at ``now`` (:func:`held_back`).
 
@@ -220,15 +250,20 @@ class Alerter:
             return "not configured (a ghost)"
         return self.blocker(job, states, now) if self.blocker else ""
 
-    def _carry_out(self, todo: AlertPlan, states: Mapping[str, JobState], now: dt.datetime) -> list[int]:
-        """Supersede, resolve, open, refresh and repeat, in the order the events happened (a streak's
+    def _carry_out(
+        self, todo: AlertPlan, states: Mapping[str, JobState], now: dt.datetime
+    ) -> list[int]:
+        """Supersede, resolve, open, refresh and repeat, in the order the events happened (a
+        streak's
         end before a new one's start); the ids of the alerts this host made notices for."""
         touched = []
         for old, event in todo.supersede:
             touched += self._supersede(old, event, states.get(old.app_name))
         for alert in todo.resolve:
             recovered = (
-                recovery(alert, states.get(alert.app_name), now) if self.rules(alert.app_name).on_recovery else None
+                recovery(alert, states.get(alert.app_name), now)
+                if self.rules(alert.app_name).on_recovery
+                else None
             )
             ended, alert_id = self.alert_store.alert_resolve(
                 alert.id, self._opening(recovered) if recovered is not None else None
@@ -236,7 +271,9 @@ class Alerter:
             if ended:  # the recovery with it, in one transaction: a kill loses neither alone
                 logger.info("%s: alert %s (%s) ended", alert.app_name, alert.id, alert.kind)
             if alert_id is not None and recovered is not None:
-                logger.warning("alert %s: %s", alert_id, recovered.message, extra={"job": recovered.app_name})
+                logger.warning(
+                    "alert %s: %s", alert_id, recovered.message, extra={"job": recovered.app_name}
+                )
                 touched.append(alert_id)
         for event in sorted(todo.open, key=lambda e: CAUSE_FIRST.get(e.kind, len(CAUSE_FIRST))):
             alert_id = self.open(event)
@@ -247,7 +284,9 @@ class Alerter:
         for alert in todo.realert:
             rules = self.rules(alert.app_name)
             if (
-                self.alert_store.alert_realert(alert.id, rules.realert.total_seconds(), self.targets_of(alert.app_name))
+                self.alert_store.alert_realert(
+                    alert.id, rules.realert.total_seconds(), self.targets_of(alert.app_name)
+                )
                 is not None
             ):
                 touched.append(alert.id)
@@ -263,7 +302,9 @@ class Alerter:
         def notice_of(new_id: int | None) -> dict[str, Any] | None:
             return self._opening(superseded(old, new_id, state)) if tell else None
 
-        ended, new_id, superseded_id = self.alert_store.alert_supersede(old.id, self._opening(event), notice_of)
+        ended, new_id, superseded_id = self.alert_store.alert_supersede(
+            old.id, self._opening(event), notice_of
+        )
         if not ended:
             alert_id = self.open(event)
             return [alert_id] if alert_id is not None else []
@@ -285,7 +326,11 @@ class Alerter:
         alerts, the overview)."""
         realert = self.rules(event.app_name).realert if event.kind in LASTING else dt.timedelta(0)
         message, detail = event.message, dict(event.detail)
-        link = self.config.job_link(event.app_name) if event.app_name in self.jobs else self.config.dashboard_url
+        link = (
+            self.config.job_link(event.app_name)
+            if event.app_name in self.jobs
+            else self.config.dashboard_url
+        )
         if link and "link" not in detail:
             message, detail["link"] = f"{message}; dashboard: {link}", link
         return {
@@ -337,7 +382,9 @@ class Alerter:
                 return
             alert_id = self.open(event)
             if alert_id is not None:
-                self.deliver(self.alert_store.notices_claim(self.host, self.config.claim_seconds, [alert_id]))
+                self.deliver(
+                    self.alert_store.notices_claim(self.host, self.config.claim_seconds, [alert_id])
+                )
         except CrontabberError as exc:
             logger.error("%s: the %s alert was not recorded: %s", event.app_name, event.kind, exc)
 
@@ -360,7 +407,12 @@ class Alerter:
                 if target is None:
                     raise DeliveryError(f"target {row['target']} is no longer in alerts.targets")
                 send(
-                    target, _notice(row, self.host), self.config.timeout_seconds, agent, self.environ, self.config.smtp
+                    target,
+                    _notice(row, self.host),
+                    self.config.timeout_seconds,
+                    agent,
+                    self.environ,
+                    self.config.smtp,
                 )
             except DeliveryError as exc:
                 delivery.error = masked(str(exc))  # (as a failure is: it is stored and shown)
@@ -385,7 +437,9 @@ class Alerter:
             deliveries.append(delivery)
         return deliveries
 
-    def _deliver_group(self, target: Target, rows: list[dict[str, Any]], agent: str, once: bool) -> list[Delivery]:
+    def _deliver_group(
+        self, target: Target, rows: list[dict[str, Any]], agent: str, once: bool
+    ) -> list[Delivery]:
         """Send the notices ``rows`` (several jobs' failing or recovered notices to ``target``:
         an alert storm) as one grouped notice, recording each as sent, or each as failed with
         its own retry (a retry goes alone, or grouped again with what is due then)."""
@@ -411,18 +465,24 @@ class Alerter:
                     self.config.max_attempts if not once else 0,
                 )
             logger.warning(
-                "alerts %s to %s: not delivered: %s", ", ".join(str(r["id"]) for r in rows), target.name, exc
+                "alerts %s to %s: not delivered: %s",
+                ", ".join(str(r["id"]) for r in rows),
+                target.name,
+                exc,
             )
             return deliveries
         for row in rows:
             self.alert_store.notice_sent(row["notice_id"], self.host)
-        logger.info("alerts %s to %s: delivered as one", ", ".join(str(r["id"]) for r in rows), target.name)
+        logger.info(
+            "alerts %s to %s: delivered as one", ", ".join(str(r["id"]) for r in rows), target.name
+        )
         return deliveries
 
     def test(self, job: Job) -> list[Delivery]:
         """``--test-alert NAME``: open a ``test`` alert of ``job`` with a notice per target
         and deliver it now, once: a notice that fails is given up (ticks never send a test;
-        to PagerDuty it is resolved as soon as it is triggered, :func:`crontabber.alerts.notify.payloads`)."""
+        to PagerDuty it is resolved as soon as it is triggered,
+        :func:`crontabber.alerts.notify.payloads`)."""
         now = self.store.now()
         alert_id = self.open(
             Event(
@@ -434,7 +494,10 @@ class Alerter:
             )
         )
         assert alert_id is not None  # the subject is this host's and this moment's
-        return self.deliver(self.alert_store.notices_claim(self.host, self.config.claim_seconds, [alert_id]), once=True)
+        return self.deliver(
+            self.alert_store.notices_claim(self.host, self.config.claim_seconds, [alert_id]),
+            once=True,
+        )
 
 
 def tick_alerter(
@@ -464,7 +527,9 @@ def missed_deadlines(
     """The jobs past a deadline at ``now`` (``deadline`` set, next interval not done by it),
     with the line that says so: what ``--nagios``, the metrics file and the dashboard show.
     A job whose rules do not load is left out (``--configtest`` names the option)."""
-    return {name: event.message for name, event in deadline_events(jobs, settings, states, now).items()}
+    return {
+        name: event.message for name, event in deadline_events(jobs, settings, states, now).items()
+    }
 
 
 def deadline_events(
@@ -480,7 +545,10 @@ def deadline_events(
             rules = alert_rules(job, settings.sources)
         except ConfigurationError:
             continue
-        event = late(Watched(job.app_name, states.get(job.app_name), rules, job.schedule, job.is_backfill), now)
+        event = late(
+            Watched(job.app_name, states.get(job.app_name), rules, job.schedule, job.is_backfill),
+            now,
+        )
         if event is not None:
             missed[job.app_name] = event
     return missed
@@ -506,9 +574,15 @@ def storm_groups(
     buckets: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for row in rows:
         target = targets.get(row["target"])
-        if row["kind"] in GROUPED and target is not None and target.options.get("format") != "pagerduty":
+        if (
+            row["kind"] in GROUPED
+            and target is not None
+            and target.options.get("format") != "pagerduty"
+        ):
             buckets.setdefault((row["target"], row["kind"]), []).append(row)
-    storms = [bucket for bucket in buckets.values() if len({r["app_name"] for r in bucket}) >= group_over]
+    storms = [
+        bucket for bucket in buckets.values() if len({r["app_name"] for r in bucket}) >= group_over
+    ]
     stormed = {row["notice_id"] for bucket in storms for row in bucket}
     return storms, [row for row in rows if row["notice_id"] not in stormed]
 

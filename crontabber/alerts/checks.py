@@ -4,7 +4,8 @@ breach does (``on_breach``: a ``breach`` alert, or that and a pause).
 
 Per job, in ``[[class-X]]``:
 
-- ``min_duration = 30`` (seconds, or ``5m``): a run that succeeded faster than this is suspicious (it did nothing);
+- ``min_duration = 30`` (seconds, or ``5m``): a run that succeeded faster than this is suspicious
+(it did nothing);
 - ``slower_than = 3 x p95(20)``: a run that succeeded slower than 3 times the 95th percentile
   of the durations of the job's last 20 good (succeeded) runs before it;
 - ``check = keys_deleted < 5 x median(10)``: an assertion on a metric, against the same
@@ -120,7 +121,9 @@ def parse_checks(values: Mapping[str, Any]) -> Checks:
         factor, runs = float(match[1]), int(match[2])
         if runs < 1:
             raise CheckOptionError("slower_than", f"{slower!r}: N must be at least 1 run")
-    checks = tuple(_metric_check(text) for text in str(values.get("check") or "").split(";") if text.strip())
+    checks = tuple(
+        _metric_check(text) for text in str(values.get("check") or "").split(";") if text.strip()
+    )
     minimum = values.get("min_duration") or dt.timedelta(0)
     try:
         if not isinstance(minimum, dt.timedelta):  # converted already when read from the INI
@@ -135,13 +138,18 @@ def _metric_check(text: str) -> MetricCheck:
     if match is None:
         raise CheckOptionError(
             "check",
-            f"{text.strip()!r} is not METRIC OP [K x] AGGREGATE(N) (keys_deleted < 5 x median(10)) or METRIC OP NUMBER",
+            f"{text.strip()!r} is not METRIC OP [K x] AGGREGATE(N) (keys_deleted < 5 x "
+            "median(10)) or METRIC OP NUMBER",
         )
     metric, op, factor, aggregate, runs, number = match.groups()
     if aggregate and int(runs) < 1:
-        raise CheckOptionError("check", f"{text.strip()!r}: {aggregate}(N) needs N of at least 1 run")
+        raise CheckOptionError(
+            "check", f"{text.strip()!r}: {aggregate}(N) needs N of at least 1 run"
+        )
     if aggregate:
-        return MetricCheck(" ".join(text.split()), metric, op, float(factor or 1), aggregate, int(runs))
+        return MetricCheck(
+            " ".join(text.split()), metric, op, float(factor or 1), aggregate, int(runs)
+        )
     return MetricCheck(" ".join(text.split()), metric, op, number=float(number))
 
 
@@ -174,14 +182,21 @@ def breaches(run: "RunRecord", earlier: Sequence["RunRecord"], checks: Checks) -
     """The rules ``run`` (succeeded) broke, judged against ``earlier``: the job's runs before
     it, newest first (only the succeeded ones that breached nothing count: a breach does not
     become the new normal)."""
-    good = [r for r in earlier if r.status == "succeeded" and r.breach is None and r.run_id < run.run_id]
+    good = [
+        r for r in earlier if r.status == "succeeded" and r.breach is None and r.run_id < run.run_id
+    ]
     found = []
     seconds = _took_seconds(run)
-    if seconds is not None and checks.min_duration and seconds < checks.min_duration.total_seconds():
+    if (
+        seconds is not None
+        and checks.min_duration
+        and seconds < checks.min_duration.total_seconds()
+    ):
         found.append(
             Breach(
                 f"min_duration {took(checks.min_duration)}",
-                f"took {took(dt.timedelta(seconds=seconds))}, faster than min_duration {took(checks.min_duration)}",
+                f"took {took(dt.timedelta(seconds=seconds))}, faster than min_duration "
+                f"{took(checks.min_duration)}",
             )
         )
     if seconds is not None and checks.slower_factor:
@@ -219,7 +234,9 @@ def _judge(check: MetricCheck, run: "RunRecord", good: Sequence["RunRecord"]) ->
         against = f" ({check.aggregate} of {len(past)} good runs: {typical:g})"
     if _OPERATORS[check.op](value, bound):
         return None
-    return Breach(f"check {check.text}", f"{check.metric} = {value:g}, not {check.op} {bound:g}{against}")
+    return Breach(
+        f"check {check.text}", f"{check.metric} = {value:g}, not {check.op} {bound:g}{against}"
+    )
 
 
 def breach_event(run: "RunRecord", breach: Breach, on_breach: str) -> Event:
@@ -229,7 +246,8 @@ def breach_event(run: "RunRecord", breach: Breach, on_breach: str) -> Event:
         run.app_name,
         "breach",
         f"run {run.run_id}: {breach.rule}",
-        f"{run.app_name}: run {run.run_id} on {run.by} breached {breach.rule}: {breach.said}{then}; "
+        f"{run.app_name}: run {run.run_id} on {run.by} breached {breach.rule}: "
+        f"{breach.said}{then}; "
         "it is left out of the good runs later runs are judged against; "
         f"see --history {run.app_name}, --logs {run.app_name} --run {run.run_id}",
         {
@@ -293,7 +311,9 @@ def validate_checks(job: "Job", settings: "Settings") -> Checks:
     checks = job_checks(job, settings)
     problem = unknown_metric(checks, getattr(job.cls, "metric_names", None))
     if problem is not None:
-        raise ConfigurationError(f"crontabber.class-{job.cls.__name__}.check", f"{job.app_name}: {problem}")
+        raise ConfigurationError(
+            f"crontabber.class-{job.cls.__name__}.check", f"{job.app_name}: {problem}"
+        )
     return checks
 
 

@@ -34,7 +34,10 @@ class Deadline:
         return self
 
     def __exit__(
-        self, kind: type[BaseException] | None, value: BaseException | None, trace: TracebackType | None
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        trace: TracebackType | None,
     ) -> None:
         self._timer.cancel()
         with self._lock:

@@ -6,7 +6,8 @@ One target per line, ``NAME KIND ADDRESS [OPTION=VALUE ...]``::
     [alerts]
         targets = '''
             ops-slack  webhook  env:OPS_SLACK_URL        format=slack
-            pagerduty  webhook  https://events.pagerduty.com/v2/enqueue  format=pagerduty routing_key_env=PD_KEY
+            pagerduty  webhook  https://events.pagerduty.com/v2/enqueue  format=pagerduty
+            routing_key_env=PD_KEY
             ops-hook   webhook  https://ops.example.net/crontabber  secret_env=OPS_HOOK_SECRET
             oncall     email    oncall@example.net,symbols-dev@example.net
         '''
@@ -201,9 +202,15 @@ def email_message(target: Target, notice: Notice, sender: str) -> Any:
         first = message_id(int(resolves["id"]), 1, sender)
         message["In-Reply-To"] = first
         message["References"] = first
-    facts = "\n".join(f"{key}: {value}" for key, value in notice.document().items() if key not in ("message", "detail"))
+    facts = "\n".join(
+        f"{key}: {value}"
+        for key, value in notice.document().items()
+        if key not in ("message", "detail")
+    )
     details = "\n".join(f"  {key}: {value}" for key, value in dict(notice.detail).items())
-    message.set_content(f"{notice.message}\n\n{facts}\n" + (f"detail:\n{details}\n" if details else ""))
+    message.set_content(
+        f"{notice.message}\n\n{facts}\n" + (f"detail:\n{details}\n" if details else "")
+    )
     return message
 
 
@@ -220,7 +227,10 @@ def send_email(target: Target, notice: Notice, smtp: SmtpSettings, timeout: floa
     message = email_message(target, notice, smtp.sender)
     deadline = Deadline(timeout)
     try:
-        with deadline, _smtp_class(smtp.tls, deadline)(smtp.host, smtp.port, timeout=timeout) as client:
+        with (
+            deadline,
+            _smtp_class(smtp.tls, deadline)(smtp.host, smtp.port, timeout=timeout) as client,
+        ):
             if smtp.starttls and not smtp.tls:
                 client.starttls()
             if smtp.user:
@@ -228,13 +238,18 @@ def send_email(target: Target, notice: Notice, smtp: SmtpSettings, timeout: floa
             refused = client.send_message(message)
     except Exception as exc:
         if deadline.expired:
-            raise DeliveryError(f"SMTP server {smtp.host}:{smtp.port}: {deadline.message}") from None
+            raise DeliveryError(
+                f"SMTP server {smtp.host}:{smtp.port}: {deadline.message}"
+            ) from None
         raise _smtp_error(exc, smtp) from None
     if refused:  # the others have it: a retry would send it to them again
         import logging
 
         logging.getLogger("crontabber.alerts").warning(
-            "alert %s to %s: the SMTP server refused %s", notice.key, target.name, ", ".join(refused)
+            "alert %s to %s: the SMTP server refused %s",
+            notice.key,
+            target.name,
+            ", ".join(refused),
         )
 
 
@@ -257,7 +272,11 @@ def _smtp_error(exc: Exception, smtp: SmtpSettings) -> Exception:
     import smtplib
 
     if isinstance(exc, smtplib.SMTPResponseException):
-        text = exc.smtp_error.decode("utf-8", "replace") if isinstance(exc.smtp_error, bytes) else str(exc.smtp_error)
+        text = (
+            exc.smtp_error.decode("utf-8", "replace")
+            if isinstance(exc.smtp_error, bytes)
+            else str(exc.smtp_error)
+        )
         return DeliveryError(f"SMTP {exc.smtp_code}: {' '.join(text.split())[:200]}")
     if isinstance(exc, smtplib.SMTPRecipientsRefused):
         return DeliveryError(f"SMTP refused every recipient: {', '.join(exc.recipients)}")
@@ -267,7 +286,11 @@ def _smtp_error(exc: Exception, smtp: SmtpSettings) -> Exception:
 
 
 def send_webhook(
-    target: Target, notice: Notice, timeout: float, user_agent: str, environ: Mapping[str, str] = os.environ
+    target: Target,
+    notice: Notice,
+    timeout: float,
+    user_agent: str,
+    environ: Mapping[str, str] = os.environ,
 ) -> None:
     """POST ``notice`` to a webhook ``target`` (each of its :func:`payloads`, in order): a
     2xx answer to each is delivered.
@@ -319,7 +342,9 @@ def post(
         headers["X-Crontabber-Signature"] = signature(secret, timestamp, body)
     url = target.url(environ)
     try:
-        with _opener(deadline).open(_request(url, body, headers), timeout=deadline.seconds) as answer:
+        with _opener(deadline).open(
+            _request(url, body, headers), timeout=deadline.seconds
+        ) as answer:
             if deadline.expired:  # (cut in the headers: http.client takes the end for theirs)
                 raise DeliveryError(deadline.message)
             if not 200 <= answer.status < 300:
@@ -335,7 +360,9 @@ def post(
     except Exception as exc:  # noqa: BLE001 - http.client's InvalidURL, a bad answer...: this target's error
         if deadline.expired:
             raise DeliveryError(deadline.message) from None
-        raise DeliveryError(f"no answer: {type(exc).__name__}: {_one_line(str(exc), url)}") from None
+        raise DeliveryError(
+            f"no answer: {type(exc).__name__}: {_one_line(str(exc), url)}"
+        ) from None
 
 
 #: The longest reason phrase kept of an answer's status line.

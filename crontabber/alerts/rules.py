@@ -16,7 +16,8 @@ The conditions, per job (its rules: ``alert_*`` in ``[crontabber]`` or ``[[class
   alert ends, if ``on_recovery``) are events, never open; so is ``superseded``: a failing
   alert whose streak ended by a success while a new streak began before the next evaluation
   is not "recovered" (the job is failing): it is superseded by the new streak's alert, and
-  its notice goes out before the new alert's (receivers see the events in order); so is ``old-code`` (a host whose
+  its notice goes out before the new alert's (receivers see the events in order); so is ``old-code``
+  (a host whose
   code is older than the database's schema claims nothing: its app name is ``crontabber``,
   its subject the host and the migrations it lacks, so each host is told of once per
   release); so is ``broken-entry`` (a jobs entry whose class does not load: the other jobs
@@ -111,7 +112,14 @@ class OpenAlert:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "OpenAlert":
-        return cls(row["id"], row["app_name"], row["kind"], row["subject"], row["message"], row["next_notice"])
+        return cls(
+            row["id"],
+            row["app_name"],
+            row["kind"],
+            row["subject"],
+            row["message"],
+            row["next_notice"],
+        )
 
 
 @dataclass
@@ -193,7 +201,10 @@ def failing(
     )
     run = " ".join(
         part
-        for part in (f"run {state.run_id}" if state.run_id is not None else "", f"on {failed_by}" if failed_by else "")
+        for part in (
+            f"run {state.run_id}" if state.run_id is not None else "",
+            f"on {failed_by}" if failed_by else "",
+        )
         if part
     )
     message = (
@@ -230,7 +241,11 @@ def failing_of(watched: Watched) -> Event | None:
 
 
 def silent(
-    app_name: str, state: JobState | None, rules: AlertRules, now: dt.datetime, blocker: Blocker = lambda: ""
+    app_name: str,
+    state: JobState | None,
+    rules: AlertRules,
+    now: dt.datetime,
+    blocker: Blocker = lambda: "",
 ) -> Event | None:
     """The ``silent`` condition: due longer than ``silence`` ago and not run (its message
     states times, never "ago", as :func:`late`'s)."""
@@ -242,7 +257,8 @@ def silent(
         app_name,
         "silent",
         f"due {since.isoformat()}",
-        f"{app_name}: has not run since it was due at {utc_text(since)}" + (f"; {why}" if why else ""),
+        f"{app_name}: has not run since it was due at {utc_text(since)}"
+        + (f"; {why}" if why else ""),
         {"due": since, "late_seconds": int(overdue.total_seconds()), "blocker": why},
     )
 
@@ -314,13 +330,19 @@ def plan(
                 fresh = refreshed(existing, event)
                 if fresh is not None:
                     result.refresh.append((existing, fresh))
-                if rules.realert and existing.next_notice is not None and existing.next_notice <= now:
+                if (
+                    rules.realert
+                    and existing.next_notice is not None
+                    and existing.next_notice <= now
+                ):
                     result.realert.append(existing)
         result.resolve += ended
     return result
 
 
-def held_back(jobs: Iterable[Watched], now: dt.datetime, mutes: Mapping[str, dt.datetime]) -> list[Event]:
+def held_back(
+    jobs: Iterable[Watched], now: dt.datetime, mutes: Mapping[str, dt.datetime]
+) -> list[Event]:
     """What the maintenance windows ``mutes`` (``{scope: until}``) keep quiet at ``now``: the
     failing, silent and late conditions of each job inside a window (and not paused), which
     :func:`plan` would act on without it (``--alerts`` and the dashboard show them)."""
@@ -386,14 +408,20 @@ def superseded(alert: OpenAlert, new_id: int | None, state: JobState | None) -> 
         alert.app_name,
         "superseded",
         str(alert.id),
-        f"{alert.app_name}: alert {alert.id} superseded by {by}: it {ended}, then failed again{count}",
-        {"resolves": {"id": alert.id, "kind": alert.kind, "subject": alert.subject}, "superseded_by": new_id},
+        f"{alert.app_name}: alert {alert.id} superseded by {by}: it {ended}, then failed "
+        f"again{count}",
+        {
+            "resolves": {"id": alert.id, "kind": alert.kind, "subject": alert.subject},
+            "superseded_by": new_id,
+        },
     )
 
 
 def recovery(alert: OpenAlert, state: JobState | None, now: dt.datetime) -> Event:
     """The ``recovered`` event of an alert whose condition ended."""
-    detail: dict[str, Any] = {"resolves": {"id": alert.id, "kind": alert.kind, "subject": alert.subject}}
+    detail: dict[str, Any] = {
+        "resolves": {"id": alert.id, "kind": alert.kind, "subject": alert.subject}
+    }
     word = "recovered"
     if state is None:
         how = "its state was reset"
@@ -402,7 +430,8 @@ def recovery(alert: OpenAlert, state: JobState | None, now: dt.datetime) -> Even
         if ended is None:  # no success since: the rules changed (alert_after_failures raised)
             word, how = (
                 f"alert {alert.id} ended",
-                f"{counted(state.error_count, 'failure')} in a row is below alert_after_failures now; no success since",
+                f"{counted(state.error_count, 'failure')} in a row is below alert_after_failures "
+                "now; no success since",
             )
         else:
             how = ended
@@ -417,7 +446,11 @@ def recovery(alert: OpenAlert, state: JobState | None, now: dt.datetime) -> Even
             "at": state.success_marked_at,
         }
     return Event(
-        alert.app_name, "recovered", str(alert.id), f"{alert.app_name}: {word} ({how}); was: {alert.message}", detail
+        alert.app_name,
+        "recovered",
+        str(alert.id),
+        f"{alert.app_name}: {word} ({how}); was: {alert.message}",
+        detail,
     )
 
 
@@ -428,14 +461,18 @@ def _streak_end(alert: OpenAlert, state: JobState) -> str | None:
     rules now alert on)."""
     if state.success_marked:
         how = f"{state.mark_text()} at {utc_text(state.last_success)}; no run has succeeded since"
-    elif state.last_success is not None and not alert.subject.startswith(f"after {state.last_success.isoformat()} "):
+    elif state.last_success is not None and not alert.subject.startswith(
+        f"after {state.last_success.isoformat()} "
+    ):
         how = f"succeeded at {utc_text(state.last_success)}"
     elif state.error_count:
         return None
     else:
         how = "its errors were cleared"
     if state.error_count:
-        how += f"; failed {counted(state.error_count, 'time')} since, fewer than alert_after_failures"
+        how += (
+            f"; failed {counted(state.error_count, 'time')} since, fewer than alert_after_failures"
+        )
     return how
 
 

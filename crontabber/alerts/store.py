@@ -47,13 +47,20 @@ class AlertStore:
 
         return self.state.in_transaction(work)
 
-    def mute(self, scope: str, until: dt.datetime, audit: AuditEntry, replace: bool = False) -> bool:
+    def mute(
+        self, scope: str, until: dt.datetime, audit: AuditEntry, replace: bool = False
+    ) -> bool:
         """Mute the alerts of ``scope`` (an app name, or ``*``) until ``until``, audited; True
         if muted. A window of ``scope`` still in force stays (False, nothing audited) unless
         ``replace``."""
 
         def work(cur: Any) -> bool:
-            params = {"scope": scope, "until": until, "replace": replace, "audit": audit_json(audit)}
+            params = {
+                "scope": scope,
+                "until": until,
+                "replace": replace,
+                "audit": audit_json(audit),
+            }
             cur.execute(queries()["mute"], params)
             return bool(cur.fetchone()[0])
 
@@ -72,10 +79,14 @@ class AlertStore:
         """The windows in force (those that cover ``scope``: its own and ``*``)."""
         return [MuteWindow.from_row(row) for row in self._rows("mutes", {"scope": scope})]
 
-    def notices_claim(self, host: str, claim_seconds: float, alert_ids: Sequence[int]) -> list[dict[str, Any]]:
+    def notices_claim(
+        self, host: str, claim_seconds: float, alert_ids: Sequence[int]
+    ) -> list[dict[str, Any]]:
         """Claim the pending notices of ``alert_ids`` (those no other host holds): the sweep's
         claim, for these alerts only."""
-        rows = self._rows("alerts_sweep", sweep_params(host, claim_seconds, None, alert_ids=alert_ids))
+        rows = self._rows(
+            "alerts_sweep", sweep_params(host, claim_seconds, None, alert_ids=alert_ids)
+        )
         return [r for r in rows if r["row_kind"] == "notice"]
 
     def alert_open(
@@ -106,7 +117,9 @@ class AlertStore:
         )
         return rows[0]["id"] if rows else None
 
-    def alert_resolve(self, alert_id: int, recovery: Mapping[str, Any] | None = None) -> tuple[bool, int | None]:
+    def alert_resolve(
+        self, alert_id: int, recovery: Mapping[str, Any] | None = None
+    ) -> tuple[bool, int | None]:
         """End an open alert and, for the one caller that ended it, open ``recovery`` (the
         parameters of :meth:`alert_open`) in the same transaction, so a host that dies in
         between ends neither: (whether this caller ended it, the recovery's id or None)."""
@@ -124,7 +137,10 @@ class AlertStore:
         return self.state.in_transaction(work)
 
     def alert_supersede(
-        self, old_id: int, new: Mapping[str, Any], notice_of: Callable[[int | None], Mapping[str, Any] | None]
+        self,
+        old_id: int,
+        new: Mapping[str, Any],
+        notice_of: Callable[[int | None], Mapping[str, Any] | None],
     ) -> tuple[bool, int | None, int | None]:
         """End open alert ``old_id`` and open ``new`` (the parameters of :meth:`alert_open`)
         in one transaction, with ``notice_of(new alert's id)`` (an alert's parameters, or
@@ -157,13 +173,18 @@ class AlertStore:
         """Give open alert ``alert_id`` its condition's current text (``message``, and
         ``detail`` merged into its own): a longer streak's count. Any host may: the same
         state gives the same text."""
-        self._rows("alert_refresh", {"id": alert_id, "message": message, "detail": _detail_json(detail)})
+        self._rows(
+            "alert_refresh", {"id": alert_id, "message": message, "detail": _detail_json(detail)}
+        )
 
-    def alert_realert(self, alert_id: int, realert_seconds: float, targets: Sequence[str]) -> int | None:
+    def alert_realert(
+        self, alert_id: int, realert_seconds: float, targets: Sequence[str]
+    ) -> int | None:
         """Notify an open alert again if its next notice is due: the notice's number for
         the one caller that did, else None."""
         rows = self._rows(
-            "alert_realert", {"id": alert_id, "realert_seconds": realert_seconds, "targets": list(targets)}
+            "alert_realert",
+            {"id": alert_id, "realert_seconds": realert_seconds, "targets": list(targets)},
         )
         return rows[0]["notified"] if rows else None
 
@@ -171,7 +192,9 @@ class AlertStore:
         """Record a delivered notice."""
         self._rows("notice_sent", {"id": notice_id, "host": host})
 
-    def notice_failed(self, notice_id: int, host: str, error: str, retry_seconds: float, max_attempts: int) -> bool:
+    def notice_failed(
+        self, notice_id: int, host: str, error: str, retry_seconds: float, max_attempts: int
+    ) -> bool:
         """Record a failed attempt (retried after ``retry_seconds``); True when it was the
         last attempt (the notice is given up)."""
         rows = self._rows(
@@ -199,7 +222,11 @@ class AlertStore:
 
 def _alert_params(opening: Mapping[str, Any]) -> dict[str, Any]:
     """The parameters of ``alert_open``/``alert_insert`` from an opening's (detail as JSON)."""
-    return {**opening, "detail": _detail_json(opening["detail"]), "targets": list(opening["targets"])}
+    return {
+        **opening,
+        "detail": _detail_json(opening["detail"]),
+        "targets": list(opening["targets"]),
+    }
 
 
 def _detail_json(detail: Mapping[str, Any]) -> str:

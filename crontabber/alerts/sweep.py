@@ -29,7 +29,9 @@ SWEEP_LIMIT = 50
 Swept: TypeAlias = "tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, dt.datetime]]"
 
 
-def sweep(store: "StateStore", host: str, config: "AlertSettings", pid_alive: Callable[[int], bool]) -> Swept:
+def sweep(
+    store: "StateStore", host: str, config: "AlertSettings", pid_alive: Callable[[int], bool]
+) -> Swept:
     """Claim the notices due for ``host`` (``host:pid``); read the open alerts and the windows
     in force. A notice claimed by a process of this very host that is gone (killed while it
     sent) is claimed again at once, not after its claim's end: a second statement, only then
@@ -40,7 +42,9 @@ def sweep(store: "StateStore", host: str, config: "AlertSettings", pid_alive: Ca
     this_host = parse_holder(host)[0]
     dead = [holder for holder in held if holder_gone(holder, this_host, pid_alive)]
     if dead:
-        claimed = claimed + _swept(store, host, config.claim_seconds, SWEEP_LIMIT - len(claimed), dead)[0]
+        claimed = (
+            claimed + _swept(store, host, config.claim_seconds, SWEEP_LIMIT - len(claimed), dead)[0]
+        )
     return claimed, open_rows, mutes
 
 
@@ -66,7 +70,11 @@ def _swept(
 
 
 def sweep_params(
-    host: str, claim_seconds: float, limit: int | None, dead: Sequence[str] = (), alert_ids: Sequence[int] | None = None
+    host: str,
+    claim_seconds: float,
+    limit: int | None,
+    dead: Sequence[str] = (),
+    alert_ids: Sequence[int] | None = None,
 ) -> dict[str, Any]:
     """The parameters of ``alerts_sweep`` (the sweep's, and
     :meth:`crontabber.alerts.store.AlertStore.notices_claim`'s for some alerts only)."""
@@ -87,7 +95,9 @@ def queries() -> dict[str, str]:
     return sqlfiles.load("alerts.sql")
 
 
-def quiet(swept: Swept, states: Mapping[str, "JobState"], names: Iterable[str], now: dt.datetime) -> bool:
+def quiet(
+    swept: Swept, states: Mapping[str, "JobState"], names: Iterable[str], now: dt.datetime
+) -> bool:
     """Nothing to send, nothing open, no window, and no configured job failing, overdue or
     running: the rules need not be read."""
     return not any(swept) and not any(needs_attention(states.get(name), now) for name in names)

@@ -112,7 +112,9 @@ class Context:
         append-only: its hash chain)."""
         from ..audit_store import AuditStore
 
-        row_id = AuditStore(self.store).audit(self.audit_entry(action, app_name, outcome="started", **detail))
+        row_id = AuditStore(self.store).audit(
+            self.audit_entry(action, app_name, outcome="started", **detail)
+        )
         self.started = (row_id, action, app_name)
 
     def audit_end(self, outcome: str, **detail: Any) -> None:
@@ -123,7 +125,9 @@ class Context:
         assert self.started is not None
         row_id, action, app_name = self.started
         self.started = None
-        AuditStore(self.store).audit(self.audit_entry(action, app_name, outcome=outcome, started=row_id, **detail))
+        AuditStore(self.store).audit(
+            self.audit_entry(action, app_name, outcome=outcome, started=row_id, **detail)
+        )
 
     def subject_name(self, name: str) -> str:
         """What ``--audit-job NAME`` / ``--alerts --audit-job NAME`` means: a configured
@@ -152,7 +156,9 @@ class Context:
 OVERRIDES = ("force", "replace", "yes")
 
 
-def audit_entry(action: str, app_name: str, args: Any, settings: Settings | None = None, **detail: Any) -> "AuditEntry":
+def audit_entry(
+    action: str, app_name: str, args: Any, settings: Settings | None = None, **detail: Any
+) -> "AuditEntry":
     """An audit entry for ``action``: who, the reason, the overrides of a refusal given
     (``overrides``: ``--force`` ...), the command line's option overrides (``options``:
     ``--crontabber.class-X.bucket=...``, secrets masked, from ``settings``), the outcome
@@ -214,7 +220,9 @@ def secret_values_of(settings: Settings, overrides: Mapping[str, str] | None = N
     its variable is called)."""
     from ..redaction import secret_values
 
-    ini = {".".join((*value.path, value.name)): value.value for value in settings.sources.ini.values}
+    ini = {
+        ".".join((*value.path, value.name)): value.value for value in settings.sources.ini.values
+    }
     secrets = secret_values(os.environ, overrides or {}, ini)
     alerts = settings.alerts
     secrets.update(
@@ -240,4 +248,6 @@ def setup_logging(settings: Settings, overrides: Mapping[str, str] | None = None
     """Log to stderr at the configured level (stdout is for command output), every line
     redacted (:mod:`crontabber.redaction`): the secrets of the environment, the command line
     and the settings never reach a log, at DEBUG either."""
-    configure_logging(sys.stderr, settings.log_level, settings.log_format, secret_values_of(settings, overrides))
+    configure_logging(
+        sys.stderr, settings.log_level, settings.log_format, secret_values_of(settings, overrides)
+    )

@@ -6,7 +6,8 @@ and the mode's handler called with one :class:`~crontabber.cli.common.Context`. 
     python -m crontabber --list-jobs [NAME ...] [--wide] | --nagios | --job NAME [--force]
                          --history NAME [--limit N | --run ID] | --show-error NAME [--run ID]
                          --logs NAME [--run ID]
-                         --reset-job NAME | --release NAME | --audit-ghosts | --verify-audit | --configtest
+                         --reset-job NAME | --release NAME | --audit-ghosts | --verify-audit |
+                         --configtest
                          --next N (--schedule EXPR [--time-zone ZONE] | --job NAME)
                                   [--after ISO-8601]
                          --sentrytest | --version | --help
@@ -23,7 +24,14 @@ import sys
 from types import SimpleNamespace
 
 from ..command import ExitCode, exit_code_for, exit_codes_text, split_overrides
-from ..config.catalog import Job, configuration_notes, job_options, load_catalog, load_jobs, schema_dirs
+from ..config.catalog import (
+    Job,
+    configuration_notes,
+    job_options,
+    load_catalog,
+    load_jobs,
+    schema_dirs,
+)
 from ..config.settings import (
     Settings,
     effective_lines,
@@ -122,7 +130,10 @@ def require_reason(mode: str, args: argparse.Namespace, settings: Settings) -> N
         why = (
             "it is shown to whoever looks"
             if mode in ("pause", "mute", "drain")
-            else "it goes to the audit trail; require_reason = False in [crontabber] makes it optional"
+            else (
+                "it goes to the audit trail; require_reason = False in [crontabber] makes it "
+                "optional"
+            )
         )
         raise ConfigurationError(option, f"needs --reason TEXT ({why})")
 
@@ -169,13 +180,17 @@ def refuse_stray_options(mode: str, args: argparse.Namespace) -> None:
     if "next" in modes and "job" in modes:  # --next N --job NAME: the job is what it asks about
         modes.remove("job")
     if sorted(modes) == ["rerun", "resume"]:  # --resume NAME is the pause's
-        raise ConfigurationError("--resume", "resumes a paused job; --rerun NAME --resume-run RUN continues a rerun")
+        raise ConfigurationError(
+            "--resume", "resumes a paused job; --rerun NAME --resume-run RUN continues a rerun"
+        )
     if len(modes) > 1:
         named = " and ".join("--" + m.replace("_", "-") for m in modes)
         raise ConfigurationError(named, "one mode at a time")
     for name, (owners, where) in DETAILS.items():
         if getattr(args, name) not in (None, False, "") and mode not in owners:
-            raise ConfigurationError("--" + name.replace("_", "-"), f"only means something with {where}")
+            raise ConfigurationError(
+                "--" + name.replace("_", "-"), f"only means something with {where}"
+            )
     if args.wide and args.json:
         raise ConfigurationError("--wide", "is for the text table; --json has every field")
     if mode == "next" and bool(args.schedule) == bool(args.job):
@@ -201,7 +216,9 @@ def build_parser(epilog: str = "") -> argparse.ArgumentParser:
     _add_modes(parser.add_argument_group("modes (the first in this order wins, as in crontabber)"))
     _add_details(parser.add_argument_group("details of the modes"))
     parser.add_argument(
-        "--json", action="store_true", help="print one JSON document instead of text (see crontabber/jsonout.py)"
+        "--json",
+        action="store_true",
+        help="print one JSON document instead of text (see crontabber/jsonout.py)",
     )
     parser.add_argument(
         "--metrics-file",
@@ -221,7 +238,10 @@ def _add_modes(modes: "argparse._ArgumentGroup") -> None:
         nargs="*",
         metavar="NAME",
         default=None,
-        help="show every job's state (or only the jobs named), 100 columns wide; --wide: every column, nothing cut",
+        help=(
+            "show every job's state (or only the jobs named), 100 columns wide; --wide: every "
+            "column, nothing cut"
+        ),
     )
     modes.add_argument(
         "-n",
@@ -263,7 +283,10 @@ def _add_modes(modes: "argparse._ArgumentGroup") -> None:
         "--release",
         metavar="NAME",
         default="",
-        help="clear a dead or expired 'ongoing' marker, keeping the job's history; refused while its lease is live",
+        help=(
+            "clear a dead or expired 'ongoing' marker, keeping the job's history; refused while "
+            "its lease is live"
+        ),
     )
     modes.add_argument(
         "--explain",
@@ -279,7 +302,9 @@ def _add_modes(modes: "argparse._ArgumentGroup") -> None:
         help="cron ticks skip the job (all: every job) until --until (default "
         "24 h) or --resume; a run already going continues; needs --reason",
     )
-    modes.add_argument("--resume", metavar="NAME", default="", help="end a job's pause (all: every paused job's)")
+    modes.add_argument(
+        "--resume", metavar="NAME", default="", help="end a job's pause (all: every paused job's)"
+    )
     modes.add_argument(
         "--rerun",
         metavar="NAME",
@@ -303,10 +328,15 @@ def _add_audit_and_alert_modes(modes: "argparse._ArgumentGroup") -> None:
     modes.add_argument(
         "--audit",
         action="store_true",
-        help="list operator actions (force, rerun, reset, release, pause, resume, mark-success): who, when, what, why",
+        help=(
+            "list operator actions (force, rerun, reset, release, pause, resume, mark-success): "
+            "who, when, what, why"
+        ),
     )
     modes.add_argument(
-        "--audit-ghosts", action="store_true", help="list state rows of jobs that are no longer configured"
+        "--audit-ghosts",
+        action="store_true",
+        help="list state rows of jobs that are no longer configured",
     )
     modes.add_argument(
         "--verify-audit",
@@ -328,7 +358,12 @@ def _add_audit_and_alert_modes(modes: "argparse._ArgumentGroup") -> None:
         "opens, ends or repeats until --until (default 2 h); the jobs still run; "
         "needs --reason",
     )
-    modes.add_argument("--unmute", metavar="NAME", default="", help="end the maintenance window of the job (or all)")
+    modes.add_argument(
+        "--unmute",
+        metavar="NAME",
+        default="",
+        help="end the maintenance window of the job (or all)",
+    )
     modes.add_argument(
         "--drain",
         metavar="HOST",
@@ -337,13 +372,18 @@ def _add_audit_and_alert_modes(modes: "argparse._ArgumentGroup") -> None:
         "--undrain); its running runs finish; needs --reason",
     )
     modes.add_argument(
-        "--undrain", metavar="HOST", default="", help="end the host's drain: its next tick claims jobs again"
+        "--undrain",
+        metavar="HOST",
+        default="",
+        help="end the host's drain: its next tick claims jobs again",
     )
     modes.add_argument(
         "--test-alert",
         metavar="NAME",
         default="",
-        help="send a test alert of the job to its targets now; exit 5 if one could not be delivered",
+        help=(
+            "send a test alert of the job to its targets now; exit 5 if one could not be delivered"
+        ),
     )
     modes.add_argument(
         "--serve",
@@ -359,18 +399,32 @@ def _add_audit_and_alert_modes(modes: "argparse._ArgumentGroup") -> None:
         help="the next N times a schedule fires: --schedule EXPR [--time-zone ZONE] (no "
         "configuration or database) or --job NAME; --after ISO-8601 (default now); --json",
     )
-    modes.add_argument("--configtest", action="store_true", help="check the configuration and exit (no database)")
-    modes.add_argument("--sentrytest", action="store_true", help="send a test message to Sentry")
-    modes.add_argument("-j", "--job", metavar="NAME", default="", help="run one job (app_name or module.Class) if due")
     modes.add_argument(
-        "-f", "--force", action="store_true", help="with --job: run even if not due or a parent has not run"
+        "--configtest", action="store_true", help="check the configuration and exit (no database)"
+    )
+    modes.add_argument("--sentrytest", action="store_true", help="send a test message to Sentry")
+    modes.add_argument(
+        "-j",
+        "--job",
+        metavar="NAME",
+        default="",
+        help="run one job (app_name or module.Class) if due",
+    )
+    modes.add_argument(
+        "-f",
+        "--force",
+        action="store_true",
+        help="with --job: run even if not due or a parent has not run",
     )
 
 
 def _add_details(details: "argparse._ArgumentGroup") -> None:
     """The options that refine a mode."""
     details.add_argument(
-        "--reason", metavar="TEXT", default="", help="why (required by --pause; recorded with any operator action)"
+        "--reason",
+        metavar="TEXT",
+        default="",
+        help="why (required by --pause; recorded with any operator action)",
     )
     details.add_argument(
         "--replace",
@@ -384,13 +438,21 @@ def _add_details(details: "argparse._ArgumentGroup") -> None:
         default="",
         help="with --pause, --mute or --drain: 30m, 2h, 3d, or a UTC date/time (2026-11-24T06:00)",
     )
-    details.add_argument("--date", metavar="YYYY-MM-DD", default="", help="with --rerun: the first day")
-    details.add_argument("--to", metavar="YYYY-MM-DD", default="", help="with --rerun: the last day")
     details.add_argument(
-        "--dry-run", action="store_true", help="with --rerun: list the intervals it would run, run nothing"
+        "--date", metavar="YYYY-MM-DD", default="", help="with --rerun: the first day"
     )
     details.add_argument(
-        "--yes", action="store_true", help="with --rerun: run more intervals than rerun_confirm_over (31)"
+        "--to", metavar="YYYY-MM-DD", default="", help="with --rerun: the last day"
+    )
+    details.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="with --rerun: list the intervals it would run, run nothing",
+    )
+    details.add_argument(
+        "--yes",
+        action="store_true",
+        help="with --rerun: run more intervals than rerun_confirm_over (31)",
     )
     details.add_argument(
         "--only",
@@ -399,7 +461,9 @@ def _add_details(details: "argparse._ArgumentGroup") -> None:
         help="with --rerun: only the intervals whose last unit failed, or that "
         "have no recorded unit (failed,missing: both)",
     )
-    details.add_argument("--newest-first", action="store_true", help="with --rerun: run the newest interval first")
+    details.add_argument(
+        "--newest-first", action="store_true", help="with --rerun: run the newest interval first"
+    )
     details.add_argument(
         "--resume-run",
         type=int,
@@ -419,7 +483,10 @@ def _add_details(details: "argparse._ArgumentGroup") -> None:
     details.add_argument(
         "--downstream",
         action="store_true",
-        help="with --rerun: then rerun the job's dependants (depends_on) for the same days, parents first",
+        help=(
+            "with --rerun: then rerun the job's dependants (depends_on) for the same days, parents "
+            "first"
+        ),
     )
     details.add_argument(
         "--schedule",
@@ -452,10 +519,17 @@ def _add_details(details: "argparse._ArgumentGroup") -> None:
         type=int,
         metavar="N",
         default=None,
-        help="with --history: how many runs; with --audit or --alerts: how many actions or alerts (default 20)",
+        help=(
+            "with --history: how many runs; with --audit or --alerts: how many actions or alerts "
+            "(default 20)"
+        ),
     )
     details.add_argument(
-        "--run", type=int, metavar="ID", default=None, help="with --show-error, --history or --logs: that run"
+        "--run",
+        type=int,
+        metavar="ID",
+        default=None,
+        help="with --show-error, --history or --logs: that run",
     )
 
 
@@ -535,7 +609,8 @@ def help_epilog(argv: list[str]) -> str:
     """Every option with its default; job options too when the config loads."""
     lines = ["options (--NAME=VALUE; environment: NAME upper-cased, '.' and '-' as '_'):"]
     lines += [
-        f"  --{name} (default {value})  {doc}" for name, value, doc in iter_option_lines(runner_options(), (), None)
+        f"  --{name} (default {value})  {doc}"
+        for name, value, doc in iter_option_lines(runner_options(), (), None)
     ]
     try:
         args, rest = build_parser().parse_known_args([a for a in argv if a not in ("-h", "--help")])
@@ -627,7 +702,9 @@ def dispatch(mode: str, args: argparse.Namespace, rest: list[str], stdout: TextI
     # the rest go on without an entry whose class does not load (shown, alerted)
     catalog = load_catalog(settings)  # also refuses unknown option names (config.names)
     for broken in catalog.broken:
-        logger.error("%s; the other jobs go on without it (--configtest refuses the file)", broken.error)
+        logger.error(
+            "%s; the other jobs go on without it (--configtest refuses the file)", broken.error
+        )
     jobs = catalog.jobs
     require_reason(mode, args, settings)
     if mode == "sentrytest":
@@ -669,7 +746,8 @@ def configtest(settings: Settings, jobs: list[Job], out: TextIO) -> int:
     from ..version import version
 
     print(
-        f"database: {settings.database.target} (password {'set' if settings.database.password else 'not set'})",
+        f"database: {settings.database.target} (password "
+        f"{'set' if settings.database.password else 'not set'})",
         file=out,
     )
     print(f"version: {version()}", file=out)
@@ -693,7 +771,9 @@ def configtest(settings: Settings, jobs: list[Job], out: TextIO) -> int:
         validate_checks(job, settings)
     for note in configuration_notes(settings.sources, jobs):
         print(f"note: {note}", file=out)
-    missing = [problem for target in settings.alerts.targets for problem in target.missing(os.environ)]
+    missing = [
+        problem for target in settings.alerts.targets for problem in target.missing(os.environ)
+    ]
     if missing:  # a tick would only find out when it has something to tell
         raise ConfigurationError("alerts.targets", "; ".join(missing))
     print(f"configtest OK: {len(jobs)} jobs", file=out)
@@ -715,7 +795,9 @@ def sentrytest(settings: Settings, out: TextIO) -> int:
     return ExitCode.OK
 
 
-def _audit_refusal(store: StateStore, mode: str, args: Any, settings: Settings, exc: BaseException) -> None:
+def _audit_refusal(
+    store: StateStore, mode: str, args: Any, settings: Settings, exc: BaseException
+) -> None:
     """Record an operator action that was refused or failed, with its exit code (the done
     ones are recorded by the action itself): the audit trail says what happened, not what
     was asked. Never raises: the refusal is what the operator must see."""
@@ -726,13 +808,20 @@ def _audit_refusal(store: StateStore, mode: str, args: Any, settings: Settings, 
 
     name = f"host:{name}" if mode in ("drain", "undrain") else name
     name = "*" if name == "all" else name  # every job at once: the subject --mute all writes
-    action = {"reset_job": "reset", "mark_success": "mark-success", "job": "force" if args.force else "job"}.get(
-        mode, mode
-    )
+    action = {
+        "reset_job": "reset",
+        "mark_success": "mark-success",
+        "job": "force" if args.force else "job",
+    }.get(mode, mode)
     try:
         AuditStore(store).audit(
             audit_entry(
-                action, name, args, settings, outcome=f"refused (exit {exit_code_for(exc)})", error=str(exc)[:300]
+                action,
+                name,
+                args,
+                settings,
+                outcome=f"refused (exit {exit_code_for(exc)})",
+                error=str(exc)[:300],
             )
         )
     except CrontabberError:
@@ -793,5 +882,7 @@ MODE_HANDLERS: dict[str, str] = {
 def handler_for(mode: str) -> Callable[[Context], int]:
     """The function that carries out ``mode`` (a key of :data:`MODE_HANDLERS`)."""
     module, function = MODE_HANDLERS[mode].split(":")
-    handler: Callable[[Context], int] = getattr(importlib.import_module(f"{__package__}.{module}"), function)
+    handler: Callable[[Context], int] = getattr(
+        importlib.import_module(f"{__package__}.{module}"), function
+    )
     return handler

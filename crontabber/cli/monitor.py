@@ -79,7 +79,10 @@ def alerts(ctx: Context) -> int:
     for window in windows:
         scope = "every job" if window.scope == "*" else window.scope
         print(
-            printable(f"muted: {scope} until {utc_text(window.until)} by {window.muted_by}: {one_line(window.reason)}"),
+            printable(
+                f"muted: {scope} until {utc_text(window.until)} by {window.muted_by}: "
+                f"{one_line(window.reason)}"
+            ),
             file=ctx.out,
         )
     if windows:
@@ -109,7 +112,12 @@ def alerts(ctx: Context) -> int:
         )
         print(f"  {one_line(row['message'])}", file=ctx.out)
         for notice in row["notices"]:
-            print(printable(f"  {notice['target']} (notice {notice['notice']}): {_notice_text(notice)}"), file=ctx.out)
+            print(
+                printable(
+                    f"  {notice['target']} (notice {notice['notice']}): {_notice_text(notice)}"
+                ),
+                file=ctx.out,
+            )
     return ExitCode.OK
 
 
@@ -122,7 +130,9 @@ def held_back_now(ctx: Context, windows: list[Any]) -> list[Any]:
 
 def _alerter(ctx: Context) -> Alerter:
     """The alerts of this command, held by this process."""
-    return tick_alerter(ctx.settings, ctx.jobs, ctx.store, default_holder(), lease_rules(ctx.settings), pid_alive)
+    return tick_alerter(
+        ctx.settings, ctx.jobs, ctx.store, default_holder(), lease_rules(ctx.settings), pid_alive
+    )
 
 
 def _sent_text(row: dict[str, Any]) -> str:
@@ -149,7 +159,10 @@ def _notice_text(notice: dict[str, Any]) -> str:
                 "the next tick on this host sends it again, a tick on another host after "
                 f"{utc_text(notice['claim_until'])} (its claim's end)"
             )
-        return f"being sent by {notice['claimed_by']} (its claim lasts until {utc_text(notice['claim_until'])})"
+        return (
+            f"being sent by {notice['claimed_by']} (its claim lasts until "
+            f"{utc_text(notice['claim_until'])})"
+        )
     return f"not sent yet{error} ({tries}; next attempt {utc_text(notice['next_attempt'])})"
 
 
@@ -157,11 +170,16 @@ def test_alert(ctx: Context) -> int:
     """``--test-alert NAME``: a test alert of the job to each of its targets, now; one line
     per target; exit 5 when one was not delivered."""
     if not ctx.settings.alerts.enabled:
-        raise ConfigurationError("--test-alert", "no alert targets: set targets in [alerts] (see docs/alerts.md)")
+        raise ConfigurationError(
+            "--test-alert", "no alert targets: set targets in [alerts] (see docs/alerts.md)"
+        )
     job = ctx.job(ctx.args.test_alert)
     deliveries = _alerter(ctx).test(job)
     for delivery in deliveries:
         outcome = "delivered" if delivery.error is None else f"NOT delivered: {delivery.error}"
-        print(f"{job.app_name}: test alert {delivery.alert_id} to {delivery.target}: {outcome}", file=ctx.out)
+        print(
+            f"{job.app_name}: test alert {delivery.alert_id} to {delivery.target}: {outcome}",
+            file=ctx.out,
+        )
     failed = [d for d in deliveries if d.error is not None]
     return ExitCode.JOB_FAILED if failed else ExitCode.OK

@@ -42,13 +42,25 @@ def explain(ctx: Context) -> int:
     deadline = alert_rules(job, settings.sources).deadline
     fleet = store.fleet(settings.monitor.silence_critical_minutes * 60) if job.hosts else None
     state = states.get(job.app_name)
-    line = store.last_errors([job.app_name]).get(job.app_name) if state is not None and state.error_count else None
-    result = explain_job(job, states, now, markers_from_here(rules)(state, now), rules, deadline, fleet, line)
+    line = (
+        store.last_errors([job.app_name]).get(job.app_name)
+        if state is not None and state.error_count
+        else None
+    )
+    result = explain_job(
+        job, states, now, markers_from_here(rules)(state, now), rules, deadline, fleet, line
+    )
     blocks = blocked_dependents(job, jobs, states, now)
     muted = _muted(ctx, job.app_name)
     if args.json:
         jsonout.emit(
-            {**result.facts, "blocks": blocks, "muted": muted or None, "database": settings.database.target}, out
+            {
+                **result.facts,
+                "blocks": blocks,
+                "muted": muted or None,
+                "database": settings.database.target,
+            },
+            out,
         )
     else:
         print(f"{job.app_name}: {one_line(result.verdict)}", file=out)
@@ -132,13 +144,28 @@ def pause(ctx: Context) -> int:
         return _pause_all(ctx, until, chosen)
     job = ctx.job(args.pause)  # its --reason: checked by dispatch.require_reason
     if not store.pause(
-        job.app_name, job.depends_on, until, ctx.audit_entry("pause", job.app_name, until=until), args.replace
+        job.app_name,
+        job.depends_on,
+        until,
+        ctx.audit_entry("pause", job.app_name, until=until),
+        args.replace,
     ):
-        _refuse_paused(store, job.app_name, "pause it again", f"--pause {job.app_name} --replace replaces that pause")
+        _refuse_paused(
+            store,
+            job.app_name,
+            "pause it again",
+            f"--pause {job.app_name} --replace replaces that pause",
+        )
     if args.json:
         state = store.state(job.app_name)
         jsonout.emit(
-            {"name": job.app_name, "paused_until": until, "reason": args.reason, "running": _running(state)}, out
+            {
+                "name": job.app_name,
+                "paused_until": until,
+                "reason": args.reason,
+                "running": _running(state),
+            },
+            out,
         )
         return ExitCode.OK
     print(
@@ -170,7 +197,10 @@ def _going(store: StateStore, app_name: str) -> str:
     """What a pause does to a run already going: nothing (it ends as it would)."""
     state = store.state(app_name)
     if state is not None and state.ongoing is not None:
-        return f"run {state.run_id} on {state.ongoing_by} is going and continues (a pause stops no run)"
+        return (
+            f"run {state.run_id} on {state.ongoing_by} is going and continues (a pause stops no "
+            "run)"
+        )
     return "a pause stops no run already going"
 
 
@@ -191,7 +221,9 @@ def _pause_all(ctx: Context, until: dt.datetime, chosen: str) -> int:
             f"{job.app_name}: kept its pause {pause_end(state.paused_until)} by "
             f"{state.paused_by}: {state.paused_reason} (--pause all --replace replaces it)"
         )
-    going = {name: s for name, s in store.states().items() if name in paused and s.ongoing is not None}
+    going = {
+        name: s for name, s in store.states().items() if name in paused and s.ongoing is not None
+    }
     if args.json:
         jsonout.emit(
             {
@@ -231,7 +263,9 @@ def _refuse_paused(store: StateStore, app_name: str, action: str, override: str)
     """
     state = store.state(app_name)
     if state is not None and pause_active(state, store.now()):
-        raise JobPaused(app_name, action, state.paused_until, state.paused_by, state.paused_reason, override)
+        raise JobPaused(
+            app_name, action, state.paused_until, state.paused_by, state.paused_reason, override
+        )
 
 
 def resume(ctx: Context) -> int:
@@ -283,7 +317,10 @@ def _resume_all(ctx: Context) -> int:
         return ExitCode.OK
     for name, was in resumed.items():
         print(
-            printable(f"{name}: resumed (was paused {pause_end(was['until'])} by {was['by']}: {was['reason']})"),
+            printable(
+                f"{name}: resumed (was paused {pause_end(was['until'])} by {was['by']}: "
+                f"{was['reason']})"
+            ),
             file=out,
         )
     if not resumed:
@@ -325,7 +362,9 @@ def mark_success(ctx: Context) -> int:
         print(f"{job.app_name}: never ran: nothing to mark (a first run is due now)", file=out)
         return ExitCode.OK
     old = state.last_success
-    before_text = (minute_text(old) if old else "never") + (" (a mark too)" if state.success_marked else "")
+    before_text = (minute_text(old) if old else "never") + (
+        " (a mark too)" if state.success_marked else ""
+    )
     print(
         f"{job.app_name}: marked successful by {audit.actor}: {audit.reason} (an operator's "
         f"mark, not a run; the last success before it: {before_text}; errors cleared; next "
@@ -355,7 +394,11 @@ def reset_job(ctx: Context) -> int:
         last = minute_text(was.last_success) if was.last_success else "never"
         errors = f", {counted(was.error_count, 'failure')} in a row" if was.error_count else ""
         forgot = f"forgot its last success ({last}){errors}, its next run and its backfill anchor"
-        then = "its log and run history stay; the next tick runs it as a new job" if not ghost else "its log stays"
+        then = (
+            "its log and run history stay; the next tick runs it as a new job"
+            if not ghost
+            else "its log stays"
+        )
         print(printable(f"{name}: state reset{ghost}{held}: {forgot}; {then}"), file=out)
     else:
         print(f"{name}: had no state (already reset)", file=out)
@@ -369,7 +412,8 @@ def release(ctx: Context) -> int:
     if released:
         print(
             printable(
-                f"{name}: released the marker of {released}; last run, last success and backfill progress are kept"
+                f"{name}: released the marker of {released}; last run, last success and backfill "
+                "progress are kept"
             ),
             file=out,
         )
@@ -415,7 +459,8 @@ def audit(ctx: Context) -> int:
         open_ = e.detail.get("outcome") == "started" and e.id not in ended
         print(  # (every field but the time and db_user may be the runner login's text)
             printable(
-                f"{utc_text(e.at)}  {e.actor}{f' (db: {e.db_user})' if e.db_user else ''}  {e.action} {e.app_name}"
+                f"{utc_text(e.at)}  {e.actor}{f' (db: {e.db_user})' if e.db_user else ''}  "
+                f"{e.action} {e.app_name}"
                 f"{f'  why: {e.reason}' if e.reason else ''}{f'  ({detail})' if detail else ''}"
             )
             + f"{'  [no end recorded: still going, or its command was killed]' if open_ else ''}"
@@ -468,7 +513,10 @@ def audit_ghosts(ctx: Context) -> int:
     if not found:
         print("No ghosts: every job in the state database is configured.", file=ctx.out)
         return ExitCode.OK
-    print("Found the following in the state database but not available as a configured job:", file=ctx.out)
+    print(
+        "Found the following in the state database but not available as a configured job:",
+        file=ctx.out,
+    )
     for name in found:
         print(f"\t{name}", file=ctx.out)
     return ExitCode.OK
@@ -507,7 +555,8 @@ def mute(ctx: Context) -> int:
     what = "every job's alerts" if scope == "*" else f"{scope}'s alerts"
     runs = "the jobs still run" if scope == "*" else "the job still runs"
     replaced = (
-        f" (replaced the window until {minute_text(before[0].until)} by {before[0].muted_by}: {before[0].reason})"
+        f" (replaced the window until {minute_text(before[0].until)} by {before[0].muted_by}: "
+        f"{before[0].reason})"
         if before
         else ""
     )

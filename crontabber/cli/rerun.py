@@ -55,7 +55,8 @@ def rerun(ctx: Context) -> int:
         return ExitCode.OK
     if not any(stage.dates for stage in stages):
         print(
-            f"{job.app_name}: nothing to rerun: each of the {len(stages[0].steps)} interval(s) is skipped "
+            f"{job.app_name}: nothing to rerun: each of the {len(stages[0].steps)} interval(s) is "
+            "skipped "
             "(--dry-run says why)",
             file=out,
         )
@@ -64,7 +65,8 @@ def rerun(ctx: Context) -> int:
         raise ConfigurationError(
             "--rerun",
             f"{len(dates)} intervals of {job.app_name} ({day_text(min(dates))} to "
-            f"{day_text(max(dates))}) is more than rerun_confirm_over ({settings.rerun_confirm_over})"
+            f"{day_text(max(dates))}) is more than rerun_confirm_over "
+            f"({settings.rerun_confirm_over})"
             "; check the dates (--dry-run lists them) and add --yes",
         )
     for stage in stages:
@@ -82,7 +84,12 @@ def rerun(ctx: Context) -> int:
     if resumed is not None:
         _abandon_dead(runner, resumed)
     # in the trail from its start (a rerun killed or still going is there too), then its end
-    ctx.audit_start("rerun", job.app_name, dates=[d.isoformat() for d in dates], **_audited(args, resumed, stages))
+    ctx.audit_start(
+        "rerun",
+        job.app_name,
+        dates=[d.isoformat() for d in dates],
+        **_audited(args, resumed, stages),
+    )
     top = resumed.run_id if resumed is not None else None
     code: int = ExitCode.OK
     with terminate_on_sigterm():
@@ -95,11 +102,16 @@ def rerun(ctx: Context) -> int:
             code, top = _run_stage(ctx, stage, n == 0, top, job)
             if code != ExitCode.OK:
                 break
-    ctx.audit_end("done" if code == ExitCode.OK else f"failed (exit {code})", **({"run_id": top} if top else {}))
+    ctx.audit_end(
+        "done" if code == ExitCode.OK else f"failed (exit {code})",
+        **({"run_id": top} if top else {}),
+    )
     return code
 
 
-def _run_stage(ctx: Context, stage: Stage, first: bool, top: int | None, named: Job) -> tuple[int, int | None]:
+def _run_stage(
+    ctx: Context, stage: Stage, first: bool, top: int | None, named: Job
+) -> tuple[int, int | None]:
     """Run one job's part of the rerun (start it, join it, or continue it), print how it went;
     the exit code so far and the rerun's first run (``--resume-run`` continues it all)."""
     from ..runner import Status
@@ -131,12 +143,17 @@ def _run_stage(ctx: Context, stage: Stage, first: bool, top: int | None, named: 
         raise result.error
     continues = f"--rerun {named.app_name} --resume-run {top} continues it"
     skipped = len(stage.steps) - len(stage.dates)
-    more = f"; {skipped} interval(s) skipped (--dry-run says why)" if skipped and first and record is None else ""
+    more = (
+        f"; {skipped} interval(s) skipped (--dry-run says why)"
+        if skipped and first and record is None
+        else ""
+    )
     ran = [when for when, _ in result.summaries]
     done = [f"  {minute_text(when)}: {one_line(text) or 'done'}" for when, text in result.summaries]
     if result.status is not Status.RAN:
         print(
-            f"{job.app_name}: rerun of {_span(stage.dates)} (run {result.run_id}) failed: {one_line(result.detail)} "
+            f"{job.app_name}: rerun of {_span(stage.dates)} (run {result.run_id}) failed: "
+            f"{one_line(result.detail)} "
             f"({len(done)} of {len(stage.dates)} intervals done before the failure; see --history "
             f"and --logs {job.app_name} --run {result.run_id}; {continues}){more}",
             file=out,
@@ -147,16 +164,22 @@ def _run_stage(ctx: Context, stage: Stage, first: bool, top: int | None, named: 
     did = _span(ran) if ran else "no interval (the other runs of the rerun ran them)"
     listed = ":" if done else ""
     print(
-        f"{job.app_name}: reran {did} (run {result.run_id}); last success and next run unchanged{more}{listed}",
+        f"{job.app_name}: reran {did} (run {result.run_id}); last success and next run "
+        f"unchanged{more}{listed}",
         file=out,
     )
     for line in done:
         print(line, file=out)
-    after = runner.reruns.rerun_record(result.run_id, ctx.settings.lease_seconds) if result.run_id is not None else None
+    after = (
+        runner.reruns.rerun_record(result.run_id, ctx.settings.lease_seconds)
+        if result.run_id is not None
+        else None
+    )
     left = after.left if after is not None else []
     if left:
         print(
-            f"{job.app_name}: {len(left)} interval(s) of the rerun not done ({_span(left)}): the job failed on "
+            f"{job.app_name}: {len(left)} interval(s) of the rerun not done ({_span(left)}): the "
+            "job failed on "
             f"them in another run of it (--history {job.app_name}); {continues}",
             file=out,
         )
@@ -169,7 +192,8 @@ def _abandon_dead(runner: Runner, record: RerunRecord) -> None:
     abandoned: ``--resume-run`` continues what they held."""
     for worker in record.dead(runner.gone_here):
         runner.reruns.abandon_run(
-            worker.run_id, f"killed without recording its end; continued by --resume-run on {runner.host}"
+            worker.run_id,
+            f"killed without recording its end; continued by --resume-run on {runner.host}",
         )
 
 
@@ -193,16 +217,20 @@ def _check_parallel(ctx: Context, job: Job) -> None:
             if present:
                 raise ConfigurationError(
                     option,
-                    f"--resume-run takes the plan and options of the rerun it continues or joins; leave out {option}",
+                    "--resume-run takes the plan and options of the rerun it continues or joins; "
+                    f"leave out {option}",
                 )
     if args.parallel is None:
         return
     if args.parallel < 1:
-        raise ConfigurationError("--parallel", f"takes a number of intervals at once, 1 or more (not {args.parallel})")
+        raise ConfigurationError(
+            "--parallel", f"takes a number of intervals at once, 1 or more (not {args.parallel})"
+        )
     if args.parallel > 1 and not job.parallel_reruns:
         raise ConfigurationError(
             "--parallel",
-            f"{job.app_name} does not declare parallel_reruns = True (its intervals may depend on each other): "
+            f"{job.app_name} does not declare parallel_reruns = True (its intervals may depend on "
+            "each other): "
             "it reruns one interval at a time; leave out --parallel",
         )
 
@@ -238,12 +266,22 @@ def _stages(ctx: Context, job: Job, resumed: RerunRecord | None) -> list[Stage]:
     for name in dependants(graph, job.app_name):
         child = ctx.job(name)
         if not child.is_backfill:
-            stages.append(Stage(name, not_rerun=f"not a backfill job (--job {name} --force runs it once)"))
+            stages.append(
+                Stage(name, not_rerun=f"not a backfill job (--job {name} --force runs it once)")
+            )
             continue
-        found = reruns.downstream_record(resumed.run_id, name, settings.lease_seconds) if resumed else None
+        found = (
+            reruns.downstream_record(resumed.run_id, name, settings.lease_seconds)
+            if resumed
+            else None
+        )
         state = store.state(name)
         intervals = _intervals_of(child, state.last_success if state else None, now)
-        planned = list(found.plan) if found is not None else same_days(dates if judged else days, intervals)
+        planned = (
+            list(found.plan)
+            if found is not None
+            else same_days(dates if judged else days, intervals)
+        )
         child_records = reruns.interval_records(name, planned, settings.lease_seconds)
         # a resumed rerun's dependants keep its --parallel (its first run recorded it)
         cap = found.parallel if found is not None else parallel if child.parallel_reruns else 1
@@ -270,17 +308,22 @@ def _intervals_of(
 def _dates(ctx: Context, job: Job) -> list[dt.datetime]:
     store, args = ctx.store, ctx.args
     if not args.date:
-        raise ConfigurationError("--rerun", "needs --date YYYY-MM-DD [--to YYYY-MM-DD] (or --resume-run RUN)")
+        raise ConfigurationError(
+            "--rerun", "needs --date YYYY-MM-DD [--to YYYY-MM-DD] (or --resume-run RUN)"
+        )
     try:
         first = parse_day(args.date)
         last = parse_day(args.to) if args.to else first
         state = store.state(job.app_name)
-        dates = rerun_dates(job.schedule, state.last_success if state else None, first, last, store.now())
+        dates = rerun_dates(
+            job.schedule, state.last_success if state else None, first, last, store.now()
+        )
     except ValueError as exc:
         raise ConfigurationError("--date/--to", str(exc)) from None
     if not dates:
         raise ConfigurationError(
-            "--date/--to", f"no interval of {job.app_name} starts between {first} and {last} before now"
+            "--date/--to",
+            f"no interval of {job.app_name} starts between {first} and {last} before now",
         )
     return dates
 
@@ -308,11 +351,14 @@ def _resumed(ctx: Context, job: Job) -> RerunRecord:
     if not found.plan:
         raise ConfigurationError(
             "--resume-run",
-            f"run {found.run_id} of {job.app_name} has no recorded plan (a rerun of an older release): rerun its dates",
+            f"run {found.run_id} of {job.app_name} has no recorded plan (a rerun of an older "
+            "release): rerun its dates",
         )
     live = found.live(_gone_here)
     if live and found.parallel <= 1:
-        raise MarkerIsLive(job.app_name, f"resume run {found.run_id}", f"{live[0].holder} (its lease is live)")
+        raise MarkerIsLive(
+            job.app_name, f"resume run {found.run_id}", f"{live[0].holder} (its lease is live)"
+        )
     return found
 
 
@@ -350,7 +396,8 @@ def _print_plan(ctx: Context, stages: list[Stage], resumed: RerunRecord | None) 
     for n, stage in enumerate(stages):
         if n == 1:
             print(
-                f"then, with --downstream, its dependants for the same days, each after the one before "
+                "then, with --downstream, its dependants for the same days, each after the one "
+                "before "
                 f"has done every interval ({len(stages) - 1}):",
                 file=out,
             )
@@ -361,13 +408,19 @@ def _print_plan(ctx: Context, stages: list[Stage], resumed: RerunRecord | None) 
         runs = len(to_run(steps))
         parts = [f"{stage.app_name}: --rerun would run {runs} interval(s)"]
         if stage.record is None:
-            parts.append(("newest first" if ctx.args.newest_first else "oldest first") if n == 0 else "by day as above")
+            parts.append(
+                ("newest first" if ctx.args.newest_first else "oldest first")
+                if n == 0
+                else "by day as above"
+            )
         if runs < len(steps):
             parts.append(f"{len(steps) - runs} skipped")
         if stage.record is not None:
             live = stage.record.live(_gone_here)
             parts.append(
-                f"joining run {stage.record.run_id}" if live else f"continuing run {stage.record.run_id} (its order)"
+                f"joining run {stage.record.run_id}"
+                if live
+                else f"continuing run {stage.record.run_id} (its order)"
             )
         parts.extend(_at_once(ctx, stage, n == 0))
         print(", ".join(parts) + (" (nothing ran):" if n == 0 else ":"), file=out)
@@ -379,7 +432,10 @@ def _print_plan(ctx: Context, stages: list[Stage], resumed: RerunRecord | None) 
 def _at_once(ctx: Context, stage: Stage, first: bool) -> list[str]:
     """The dry run's word on parallelism: nothing for a rerun of one interval at a time."""
     if stage.parallel > 1:
-        joins = f" (more runs join it with --rerun {ctx.args.rerun} --resume-run RUN, on this host or others)"
+        joins = (
+            f" (more runs join it with --rerun {ctx.args.rerun} --resume-run RUN, on this host or "
+            "others)"
+        )
         return [f"up to {stage.parallel} at once" + (joins if first else "")]
     if not first and ctx.args.parallel and ctx.args.parallel > 1:
         return ["one at a time (it does not declare parallel_reruns)"]

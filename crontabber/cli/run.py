@@ -53,7 +53,9 @@ def serve(ctx: Context) -> int:
     from ..serve import Configuration
     from ..serve import serve as serve_forever
 
-    config = Configuration(ctx.args.conf, ctx.settings.sources.cli, ctx.settings, ctx.jobs, list(ctx.broken))
+    config = Configuration(
+        ctx.args.conf, ctx.settings.sources.cli, ctx.settings, ctx.jobs, list(ctx.broken)
+    )
     return serve_forever(
         config,
         ctx.store,
@@ -109,7 +111,10 @@ def run_one(ctx: Context) -> int:
             **({"run_id": result.run_id} if result.run_id is not None else {}),
         )
     if result.status is Status.PAUSED:
-        print(f"{job.app_name}: not run: {result.detail}; --force --reason TEXT runs it anyway", file=out)
+        print(
+            f"{job.app_name}: not run: {result.detail}; --force --reason TEXT runs it anyway",
+            file=out,
+        )
         return ExitCode.PAUSED
     if result.status is Status.SKIPPED:
         hint = (
@@ -136,7 +141,8 @@ def unit_lines(job: Job, result: JobResult) -> list[str]:
     if not job.is_backfill:
         return [f"{job.app_name}: ran (run {result.run_id}): {one_line(result.summary)}"]
     return [f"{job.app_name}: ran (run {result.run_id}):"] + [
-        f"  {minute_text(when)}: {one_line(text) or 'done (no summary)'}" for when, text in result.summaries
+        f"  {minute_text(when)}: {one_line(text) or 'done (no summary)'}"
+        for when, text in result.summaries
     ]
 
 

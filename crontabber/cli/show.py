@@ -49,7 +49,11 @@ def list_jobs(ctx: Context) -> int:
         jsonout.emit(views.jobs_document(found, now), out)
         return 0
     beats = Beats(ctx.settings.heartbeat_seconds, ctx.settings.lease_seconds)
-    lines = render.wide_table(found, now, beats) if args.wide else render.list_table(found, now, _width(out), beats)
+    lines = (
+        render.wide_table(found, now, beats)
+        if args.wide
+        else render.list_table(found, now, _width(out), beats)
+    )
     print("\n".join(lines), file=out)
     for line in drained_lines(store):  # a drained host runs none of them: said under the table
         print(one_line(line), file=out)
@@ -69,7 +73,9 @@ def drained_lines(store: StateStore) -> list[str]:
 def _offset(ctx: Context, app_name: str) -> dt.timedelta:
     """The configured job's ``data_offset`` (none for a ghost): its intervals as processed."""
     job = find_job(ctx.jobs, app_name)
-    return getattr(job.cls, "data_offset", render.NO_OFFSET) if job is not None else render.NO_OFFSET
+    return (
+        getattr(job.cls, "data_offset", render.NO_OFFSET) if job is not None else render.NO_OFFSET
+    )
 
 
 def _database_line(ctx: Context) -> None:
@@ -103,7 +109,11 @@ def history(ctx: Context) -> int:
             print(
                 "\n".join(
                     render.run_rows_table(
-                        found.runs, found.now, found.is_backfill, _width(out), _offset(ctx, found.app_name)
+                        found.runs,
+                        found.now,
+                        found.is_backfill,
+                        _width(out),
+                        _offset(ctx, found.app_name),
                     )
                 ),
                 file=out,
@@ -122,7 +132,12 @@ def history(ctx: Context) -> int:
         print(f"{app_name}: no runs in the run log (crontabber_log)", file=out)
         _database_line(ctx)
         return 0
-    print("\n".join(render.history_table(runs, now, found.is_backfill, _width(out), _offset(ctx, app_name))), file=out)
+    print(
+        "\n".join(
+            render.history_table(runs, now, found.is_backfill, _width(out), _offset(ctx, app_name))
+        ),
+        file=out,
+    )
     if found.is_backfill:
         print(f"(a backfill job: --history {app_name} --run RUN lists a run's intervals)", file=out)
     if found.more:
@@ -148,7 +163,11 @@ def show_error(ctx: Context) -> int:
         failure, message = _run_failure(store, app_name, args.run, state)
     if failure is not None:
         message = render.failure_headline(failure, now)
-    record = store.run_output(app_name, failure.run_id) if failure is not None and failure.run_id is not None else None
+    record = (
+        store.run_output(app_name, failure.run_id)
+        if failure is not None and failure.run_id is not None
+        else None
+    )
     # the last failure of a job that is healthy now is history: say so
     superseded = (
         render.superseded_note(state.error_count, state.last_run, now)
@@ -196,7 +215,12 @@ def logs(ctx: Context) -> int:
         return 0
     now = store.now()
     print(
-        "\n".join(render.output_report(record, now, _gone(ctx, record, now), _offset(ctx, record.app_name))), file=out
+        "\n".join(
+            render.output_report(
+                record, now, _gone(ctx, record, now), _offset(ctx, record.app_name)
+            )
+        ),
+        file=out,
     )
     return 0
 
@@ -214,7 +238,10 @@ def _gone(ctx: Context, record: RunRecord, now: dt.datetime) -> str | None:
         from ..views import lane_state
 
         verdict = markers_from_here(lease_rules(ctx.settings))(lane_state(record), now)
-        return {Marker.DEAD: "its process no longer exists", Marker.EXPIRED: "its lease has expired"}.get(verdict)
+        return {
+            Marker.DEAD: "its process no longer exists",
+            Marker.EXPIRED: "its lease has expired",
+        }.get(verdict)
     state = ctx.store.state(record.app_name)
     if state is None or state.run_id != record.run_id or state.ongoing is None:
         return "it no longer holds the job"

@@ -145,7 +145,9 @@ def import_class(entry: JobEntry) -> type:
     except ImportError as exc:
         raise ConfigurationError(where, f"cannot import module {module_name!r}: {exc}") from None
     except Exception as exc:  # a job module that raises on import: report, don't crash
-        raise ConfigurationError(where, f"importing {module_name!r} raised {type(exc).__name__}: {exc}") from None
+        raise ConfigurationError(
+            where, f"importing {module_name!r} raised {type(exc).__name__}: {exc}"
+        ) from None
     cls = getattr(module, class_name, None)
     if not isinstance(cls, type):
         raise ConfigurationError(where, f"module {module_name!r} has no class {class_name!r}")
@@ -178,23 +180,36 @@ def job_options(cls: type) -> Namespace:
         from_string_converter=_seconds,
     )
     base.add_option(
-        "error_retry_time", 300, "seconds after a failure before a retry", reference_value_from="crontabber"
+        "error_retry_time",
+        300,
+        "seconds after a failure before a retry",
+        reference_value_from="crontabber",
     )
     base.add_option(
-        "error_backoff", 1.0, "retry wait multiplier per further failure in a row", reference_value_from="crontabber"
+        "error_backoff",
+        1.0,
+        "retry wait multiplier per further failure in a row",
+        reference_value_from="crontabber",
     )
-    base.add_option("error_retry_max", 86400, "the longest retry wait, in seconds", reference_value_from="crontabber")
+    base.add_option(
+        "error_retry_max",
+        86400,
+        "the longest retry wait, in seconds",
+        reference_value_from="crontabber",
+    )
     base.add_option(
         "settle_lag",
         "0",
-        "run interval T only after T + this (seconds, or 30m, 6h; with jitter, shorter than the job's frequency)",
+        "run interval T only after T + this (seconds, or 30m, 6h; with jitter, shorter than the "
+        "job's frequency)",
         reference_value_from="crontabber",
         from_string_converter=parse_duration,
     )
     base.add_option(
         "jitter",
         "0",
-        "start a fixed offset within this after the job's time, derived from its name (seconds, or 10m)",
+        "start a fixed offset within this after the job's time, derived from its name (seconds, "
+        "or 10m)",
         reference_value_from="crontabber",
         from_string_converter=parse_duration,
     )
@@ -204,7 +219,9 @@ def job_options(cls: type) -> Namespace:
         "alert after this many failures in a row (0: never)",
         reference_value_from="crontabber",
     )
-    base.add_option("alert_on_recovery", True, "alert when it recovers", reference_value_from="crontabber")
+    base.add_option(
+        "alert_on_recovery", True, "alert when it recovers", reference_value_from="crontabber"
+    )
     base.add_option(
         "alert_silence",
         "1h",
@@ -220,10 +237,16 @@ def job_options(cls: type) -> Namespace:
         from_string_converter=parse_duration,
     )
     base.add_option(
-        "alert_on_takeover", True, "alert when a dead host's run is taken over", reference_value_from="crontabber"
+        "alert_on_takeover",
+        True,
+        "alert when a dead host's run is taken over",
+        reference_value_from="crontabber",
     )
     base.add_option(
-        "alert_to", "", "target names, comma-separated (empty: every target)", reference_value_from="crontabber"
+        "alert_to",
+        "",
+        "target names, comma-separated (empty: every target)",
+        reference_value_from="crontabber",
     )
     base.add_option(
         "hosts",
@@ -234,7 +257,8 @@ def job_options(cls: type) -> Namespace:
     base.add_option(
         "deadline",
         "0",
-        "alert when an interval has not succeeded this long after its time (0: no deadline); seconds, or 30m, 6h, 1d",
+        "alert when an interval has not succeeded this long after its time (0: no deadline); "
+        "seconds, or 30m, 6h, 1d",
         reference_value_from="crontabber",
         from_string_converter=parse_duration,
     )
@@ -260,7 +284,8 @@ def job_options(cls: type) -> Namespace:
     base.add_option(
         "on_breach",
         "alert",
-        "what a breach does: alert (a breach alert), or pause (that, and the job is paused until --resume)",
+        "what a breach does: alert (a breach alert), or pause (that, and the job is paused until "
+        "--resume)",
     )
     required = getattr(cls, "required_config", None)
     return base.merged(required) if isinstance(required, Namespace) else base
@@ -280,7 +305,11 @@ def _schedule_for(entry: JobEntry, cls: type, sources: Sources) -> Schedule:
     path = ("crontabber", f"class-{cls.__name__}")
     frequency = sources.raw(path, "frequency")
     time = sources.raw(path, "time")
-    overridden = [name for name, value in (("frequency", frequency), ("time", time)) if value not in (NO_VALUE, "")]
+    overridden = [
+        name
+        for name, value in (("frequency", frequency), ("time", time))
+        if value not in (NO_VALUE, "")
+    ]
     frequency = entry.frequency if frequency in (NO_VALUE, "") else frequency
     if time in (NO_VALUE, ""):
         # a cron expression set in [[class-X]] replaces the entry's schedule, time of day too
@@ -289,7 +318,9 @@ def _schedule_for(entry: JobEntry, cls: type, sources: Sources) -> Schedule:
         schedule = parse_schedule(frequency, time)
     except ValueError as exc:
         # Name what the operator set: the per-job override if there is one.
-        where = [f"{'.'.join(path)}.{name}" for name in overridden] or [f"jobs entry {entry.text!r}"]
+        where = [f"{'.'.join(path)}.{name}" for name in overridden] or [
+            f"jobs entry {entry.text!r}"
+        ]
         raise ConfigurationError(" and ".join(where), str(exc)) from None
     return schedule
 
@@ -342,7 +373,8 @@ def _load(settings: Settings, tolerant: bool) -> Catalog:
         if job.app_name in by_name:
             raise ConfigurationError(
                 f"jobs entry {entry.text!r}",
-                f"app_name {job.app_name!r} is already used by {by_name[job.app_name].entry.text!r}",
+                f"app_name {job.app_name!r} is already used by "
+                f"{by_name[job.app_name].entry.text!r}",
             )
         if job.namespace in by_namespace:
             raise ConfigurationError(
@@ -356,7 +388,9 @@ def _load(settings: Settings, tolerant: bool) -> Catalog:
             schedule = with_delay(schedule, config, job.app_name)
             job = job.replace(schedule=schedule, hosts=parse_tags(config["hosts"]))
         except ValueError as exc:
-            raise ConfigurationError(f"crontabber.class-{job.cls.__name__}.settle_lag/jitter", str(exc)) from None
+            raise ConfigurationError(
+                f"crontabber.class-{job.cls.__name__}.settle_lag/jitter", str(exc)
+            ) from None
         by_name[job.app_name] = by_namespace[job.namespace] = job
         jobs.append(job)
     dependency_order({job.app_name: job.depends_on for job in jobs})
@@ -395,7 +429,10 @@ def configuration_notes(sources: Sources, jobs: list[Job]) -> list[str]:
     """What ``--configtest`` mentions without failing: crontabber 0.18 options
     that have no effect here, the old names of renamed options in use (once their values
     were read), environment variables that match no option."""
-    notes = [f"{name}: a crontabber 0.18 option, ignored here" for name in check_names_used(sources, jobs)]
+    notes = [
+        f"{name}: a crontabber 0.18 option, ignored here"
+        for name in check_names_used(sources, jobs)
+    ]
     notes += [renamed_message(old, new) for old, new in sources.renamed.items()]
     return notes + environment_notes(names_known(sources, jobs), sources.environ)
 

@@ -83,16 +83,26 @@ class DatabaseSettings(Frozen):
         """``user@host:port/dbname`` (hosts and ports as given): safe to print and log."""
         if self.dsn:
             parts = _parsed_dsn(self.dsn)
-            return f"{parts.get('user', '')}@{parts.get('host', '')}:{parts.get('port', '')}/{parts.get('dbname', '')}"
+            user, host = parts.get("user", ""), parts.get("host", "")
+            return f"{user}@{host}:{parts.get('port', '')}/{parts.get('dbname', '')}"
         return f"{self.user}@{self.host}:{self.port}/{self.dbname}"
 
     def libpq(self) -> dict[str, Any]:
         """The keywords of :func:`psycopg2.connect` (an unset one is libpq's default or its
         environment's, e.g. ``PGTARGETSESSIONATTRS``)."""
-        given = {"password": self.password or None, "target_session_attrs": self.target_session_attrs or None}
+        given = {
+            "password": self.password or None,
+            "target_session_attrs": self.target_session_attrs or None,
+        }
         if self.dsn:
             return {"dsn": self.dsn, **{k: v for k, v in given.items() if v is not None}}
-        return {"host": self.host, "port": self.port, "dbname": self.dbname, "user": self.user or None, **given}
+        return {
+            "host": self.host,
+            "port": self.port,
+            "dbname": self.dbname,
+            "user": self.user or None,
+            **given,
+        }
 
 
 def _parsed_dsn(dsn: str) -> dict[str, str]:
@@ -108,7 +118,9 @@ def _parsed_dsn(dsn: str) -> dict[str, str]:
     try:
         return dict(parse_dsn(dsn))
     except ProgrammingError:
-        raise ValueError("not a libpq connection string (key=value ...) or URI (postgresql://...)") from None
+        raise ValueError(
+            "not a libpq connection string (key=value ...) or URI (postgresql://...)"
+        ) from None
 
 
 #: (name, default, doc, parser or None): the options of a database.
@@ -154,7 +166,8 @@ def database_settings(values: Mapping[str, Any], namespace: str) -> DatabaseSett
     attrs = str(values.get("target_session_attrs") or "")
     if attrs not in SESSION_ATTRS:
         raise ConfigurationError(
-            f"{namespace}.target_session_attrs", f"{attrs!r} is not one of {', '.join(SESSION_ATTRS[1:])}"
+            f"{namespace}.target_session_attrs",
+            f"{attrs!r} is not one of {', '.join(SESSION_ATTRS[1:])}",
         )
     try:
         return DatabaseSettings(

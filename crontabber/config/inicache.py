@@ -48,7 +48,9 @@ def cache_dir(environ: Mapping[str, str] = os.environ) -> str | None:
     there is no home to keep it in."""
     if environ.get("CRONTABBER_INI_CACHE", "1").strip().lower() in ("0", "false", "no", "off"):
         return None
-    base = environ.get("XDG_CACHE_HOME") or (os.path.join(environ["HOME"], ".cache") if environ.get("HOME") else None)
+    base = environ.get("XDG_CACHE_HOME") or (
+        os.path.join(environ["HOME"], ".cache") if environ.get("HOME") else None
+    )
     return os.path.join(base, "crontabber") if base else None
 
 
@@ -128,7 +130,11 @@ def save(directory: str | None, path: str, key: tuple[int, ...], parsed: Parsed)
 def _prune(directory: str) -> None:
     """Keep the newest :data:`KEEP` cache files."""
     with os.scandir(directory) as found:
-        files = [(e.stat().st_mtime_ns, e.path) for e in found if e.name.endswith(".marshal") and e.is_file()]
+        files = [
+            (e.stat().st_mtime_ns, e.path)
+            for e in found
+            if e.name.endswith(".marshal") and e.is_file()
+        ]
     for _, stale in sorted(files)[:-KEEP]:
         try:
             os.unlink(stale)

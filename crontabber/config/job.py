@@ -15,7 +15,9 @@ from .options import DotDict
 from .settings import load_settings
 
 
-def load_job_config(cls: type, conf_path: str | None = None, overrides: Mapping[str, str] | None = None) -> DotDict:
+def load_job_config(
+    cls: type, conf_path: str | None = None, overrides: Mapping[str, str] | None = None
+) -> DotDict:
     """The config a job of class ``cls`` would get (schedule from the jobs list
     if it is configured there, else ``1d``).
 
@@ -28,7 +30,16 @@ def load_job_config(cls: type, conf_path: str | None = None, overrides: Mapping[
     """
     settings = load_settings(conf_path, overrides or {})
     path = f"{cls.__module__}.{cls.__name__}"
-    entry = next((e for e in settings.entries if e.class_path == path), JobEntry(path, "1d", None, f"{path}|1d"))
-    job = Job(getattr(cls, "app_name", cls.__name__), cls, entry, parse_schedule(entry.frequency, entry.time), ())
+    entry = next(
+        (e for e in settings.entries if e.class_path == path),
+        JobEntry(path, "1d", None, f"{path}|1d"),
+    )
+    job = Job(
+        getattr(cls, "app_name", cls.__name__),
+        cls,
+        entry,
+        parse_schedule(entry.frequency, entry.time),
+        (),
+    )
     check_names(names_known(settings.sources, [job]), settings.sources.cli, None)
     return job_config(job, settings.sources)

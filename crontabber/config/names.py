@@ -65,7 +65,11 @@ LEGACY: frozenset[str] = frozenset(
     }
 )
 # The same, under each configured job that has a ``database`` namespace.
-LEGACY_DATABASE = ("database_class", "database_transaction_executor_class", "transaction_executor_class")
+LEGACY_DATABASE = (
+    "database_class",
+    "database_transaction_executor_class",
+    "transaction_executor_class",
+)
 
 
 def _fold(names: Iterable[str]) -> dict[str, str]:
@@ -92,7 +96,9 @@ class KnownNames(Frozen):
     legacy: Mapping[str, str]
     open_sections: Mapping[str, str]
 
-    def __init__(self, names: Mapping[str, str], legacy: Mapping[str, str], open_sections: Mapping[str, str]) -> None:
+    def __init__(
+        self, names: Mapping[str, str], legacy: Mapping[str, str], open_sections: Mapping[str, str]
+    ) -> None:
         setfield(self, "names", names)
         setfield(self, "legacy", legacy)
         setfield(self, "open_sections", open_sections)
@@ -111,7 +117,9 @@ class KnownNames(Frozen):
 
     def sections(self) -> dict[str, str]:
         """Every ``crontabber.class-X`` a configuration may have, by lower case."""
-        found = _fold(_section(name) for name in self.names.values() if name.startswith("crontabber.class-"))
+        found = _fold(
+            _section(name) for name in self.names.values() if name.startswith("crontabber.class-")
+        )
         return {**found, **self.open_sections}
 
     def closest(self, dotted: str, pool: Mapping[str, str]) -> str | None:
@@ -175,7 +183,9 @@ def known_names(
     configured = {_section(name) for name in folded if name.startswith("crontabber.class-")}
     classes = commented_classes(jobs_text) | commented_classes(ini_jobs_text, live_too=True)
     open_sections = _fold(f"crontabber.class-{cls}" for cls in classes)
-    return KnownNames(folded, _fold(legacy), {k: v for k, v in open_sections.items() if k not in configured})
+    return KnownNames(
+        folded, _fold(legacy), {k: v for k, v in open_sections.items() if k not in configured}
+    )
 
 
 def check_names(known: KnownNames, names: Iterable[str], source: str | None) -> list[str]:
@@ -276,7 +286,8 @@ def environment_notes(known: KnownNames, environ: Mapping[str, str]) -> list[str
         else:
             continue
         notes.append(
-            f"environment variable {variable} matches no option" + (f" (did you mean {guess}?)" if guess else "")
+            f"environment variable {variable} matches no option"
+            + (f" (did you mean {guess}?)" if guess else "")
         )
     return notes
 

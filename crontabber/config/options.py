@@ -150,7 +150,9 @@ class Namespace:
             secret = any(word in name.lower() for word in SECRET_WORDS)
         if isinstance(default, str) and from_string_converter is not None and default != "":
             default = from_string_converter(default)
-        option = Option(name, default, doc, parser, reference_value_from, secret, url_paths_secret, formerly)
+        option = Option(
+            name, default, doc, parser, reference_value_from, secret, url_paths_secret, formerly
+        )
         self._options[name] = option
         return option
 

@@ -65,9 +65,14 @@ def runner_options() -> Namespace:
     cron.add_option(
         "error_backoff",
         1.0,
-        "multiply the retry wait by this after each further failure in a row (1: constant, as crontabber)",
+        "multiply the retry wait by this after each further failure in a row (1: constant, as "
+        "crontabber)",
     )
-    cron.add_option("error_retry_max", 86400, "the longest wait before a retry, in seconds (with error_backoff > 1)")
+    cron.add_option(
+        "error_retry_max",
+        86400,
+        "the longest wait before a retry, in seconds (with error_backoff > 1)",
+    )
     _schedule_options(cron)
     cron.add_option(
         "max_ongoing_age_hours",
@@ -75,7 +80,11 @@ def runner_options() -> Namespace:
         "a marker without heartbeat (a crontabber 0.18 runner's) older than this is ignored",
     )
     cron.add_option("heartbeat_seconds", 30.0, "how often a running job's lease is renewed")
-    cron.add_option("lease_seconds", 120.0, "a running job whose lease was not renewed for this long is taken over")
+    cron.add_option(
+        "lease_seconds",
+        120.0,
+        "a running job whose lease was not renewed for this long is taken over",
+    )
     cron.add_option(
         "default_timeout_seconds",
         0.0,
@@ -83,7 +92,9 @@ def runner_options() -> Namespace:
         "(formerly default_timeout: deprecated, still read)",
         formerly="default_timeout",
     )
-    cron.add_option("kill_grace_seconds", 30.0, "after SIGTERM (timeout, lost lease), seconds before SIGKILL")
+    cron.add_option(
+        "kill_grace_seconds", 30.0, "after SIGTERM (timeout, lost lease), seconds before SIGKILL"
+    )
     cron.add_option(
         "max_parallel_jobs",
         MAX_PARALLEL_JOBS,
@@ -100,7 +111,9 @@ def runner_options() -> Namespace:
         "again (the jobs that fell due start beside them; sub-minute allowed)",
     )
     cron.add_option(
-        "rerun_confirm_over", 31, "--rerun of more intervals than this needs --yes (a typo of a year reran 692 days)"
+        "rerun_confirm_over",
+        31,
+        "--rerun of more intervals than this needs --yes (a typo of a year reran 692 days)",
     )
     cron.add_option(
         "require_reason",
@@ -139,17 +152,33 @@ def runner_options() -> Namespace:
     )
     logging_ns = root.namespace("logging")
     logging_ns.add_option("level", "INFO", "log level on stderr (DEBUG, INFO, WARNING...)")
-    logging_ns.add_option("format", "%(asctime)s %(levelname)s %(name)s - %(message)s", "log line format")
+    logging_ns.add_option(
+        "format", "%(asctime)s %(levelname)s %(name)s - %(message)s", "log line format"
+    )
     return root
 
 
 def _monitor_options(cron: Namespace) -> None:
     """The options of ``--nagios`` and ``--metrics-file`` (see :class:`MonitorSettings`)."""
-    cron.add_option("overdue_warning_seconds", 1800.0, "--nagios: a job whose next run is this late is a WARNING")
-    cron.add_option("overdue_critical_seconds", 7200.0, "--nagios: a job whose next run is this late is CRITICAL")
-    cron.add_option("silence_critical_minutes", 15.0, "--nagios: no tick from any host for this long is CRITICAL")
     cron.add_option(
-        "max_skew_seconds", 30.0, "--nagios: a host whose clock is this far from the database's is a WARNING"
+        "overdue_warning_seconds",
+        1800.0,
+        "--nagios: a job whose next run is this late is a WARNING",
+    )
+    cron.add_option(
+        "overdue_critical_seconds",
+        7200.0,
+        "--nagios: a job whose next run is this late is CRITICAL",
+    )
+    cron.add_option(
+        "silence_critical_minutes",
+        15.0,
+        "--nagios: no tick from any host for this long is CRITICAL",
+    )
+    cron.add_option(
+        "max_skew_seconds",
+        30.0,
+        "--nagios: a host whose clock is this far from the database's is a WARNING",
     )
     cron.add_option(
         "paused_warning_percent",
@@ -157,7 +186,9 @@ def _monitor_options(cron: Namespace) -> None:
         "--nagios: this share of the configured jobs paused (100: every one) is a "
         "WARNING (a forgotten --pause all runs nothing)",
     )
-    cron.add_option("metrics_file", "", "write a Prometheus text file here after each tick (--metrics-file)")
+    cron.add_option(
+        "metrics_file", "", "write a Prometheus text file here after each tick (--metrics-file)"
+    )
 
 
 def _database_options(cron: Namespace, root: Namespace) -> None:
@@ -196,14 +227,28 @@ def _schedule_options(cron: Namespace) -> None:
 def _alert_options(cron: Namespace, alerts: Namespace) -> None:
     """The alert rules' defaults (each job may set its own in ``[[class-X]]``) and the targets
     (see :mod:`crontabber.alerts.rules` and :mod:`crontabber.alerts.notify`)."""
-    cron.add_option("alert_after_failures", 2, "alert when a job failed this many times in a row (0: never)")
+    cron.add_option(
+        "alert_after_failures", 2, "alert when a job failed this many times in a row (0: never)"
+    )
     cron.add_option("alert_on_recovery", True, "alert when a job that was alerted about recovers")
     cron.add_option(
-        "alert_silence", "1h", "alert when a job has not run this long after it was due (0: never); seconds, or 30m, 2h"
+        "alert_silence",
+        "1h",
+        "alert when a job has not run this long after it was due (0: never); seconds, or 30m, 2h",
     )
-    cron.add_option("alert_realert", "4h", "alert again this often while a job stays failing or silent (0: once)")
-    cron.add_option("alert_on_takeover", True, "alert when a run of a job was taken over from a host that died")
-    cron.add_option("alert_to", "", "the targets of a job's alerts, by name, comma-separated (empty: every target)")
+    cron.add_option(
+        "alert_realert",
+        "4h",
+        "alert again this often while a job stays failing or silent (0: once)",
+    )
+    cron.add_option(
+        "alert_on_takeover", True, "alert when a run of a job was taken over from a host that died"
+    )
+    cron.add_option(
+        "alert_to",
+        "",
+        "the targets of a job's alerts, by name, comma-separated (empty: every target)",
+    )
     cron.add_option(
         "deadline",
         "0",
@@ -213,7 +258,8 @@ def _alert_options(cron: Namespace, alerts: Namespace) -> None:
     alerts.add_option(
         "targets",
         "",
-        "where alerts go, one per line: NAME KIND ADDRESS [OPTION=VALUE ...] (see docs/alerts.md); empty: no alerts",
+        "where alerts go, one per line: NAME KIND ADDRESS [OPTION=VALUE ...] (see "
+        "docs/alerts.md); empty: no alerts",
         url_paths_secret=True,
     )  # a Slack webhook's path is its token
     alerts.add_option(
@@ -223,7 +269,9 @@ def _alert_options(cron: Namespace, alerts: Namespace) -> None:
         "died) leaves it to the next tick of any host",
     )
     alerts.add_option(
-        "max_attempts", 10, "attempts to deliver one notice before giving up (retries back off from 30 s to 1 h)"
+        "max_attempts",
+        10,
+        "attempts to deliver one notice before giving up (retries back off from 30 s to 1 h)",
     )
     alerts.add_option("timeout_seconds", 5.0, "how long one delivery may take")
     alerts.add_option(
@@ -235,13 +283,16 @@ def _alert_options(cron: Namespace, alerts: Namespace) -> None:
     alerts.add_option(
         "dashboard_url",
         "",
-        "the dashboard's address (http://HOST:PORT): a failing alert links to its job's page there (empty: no link)",
+        "the dashboard's address (http://HOST:PORT): a failing alert links to its job's page "
+        "there (empty: no link)",
     )
     alerts.add_option("smtp_host", "", "the SMTP server of e-mail targets")
     alerts.add_option("smtp_port", 25, "its port (465 with smtp_tls, 587 with smtp_starttls)")
     alerts.add_option("smtp_from", "", "the sender of alert e-mails (default crontabber@HOST)")
     alerts.add_option("smtp_user", "", "log in as this user (empty: no login)")
-    alerts.add_option("smtp_password", "", "its password (use the environment: ALERTS_SMTP_PASSWORD)")
+    alerts.add_option(
+        "smtp_password", "", "its password (use the environment: ALERTS_SMTP_PASSWORD)"
+    )
     alerts.add_option("smtp_starttls", False, "STARTTLS after connecting")
     alerts.add_option("smtp_tls", False, "TLS from the start (SMTPS)")
 
@@ -288,7 +339,11 @@ class Sources:
     """The stacked value sources: command line, environment, INI file."""
 
     def __init__(
-        self, conf_path: str | None, cli: Mapping[str, str], environ: Mapping[str, str], ini_cache: bool = True
+        self,
+        conf_path: str | None,
+        cli: Mapping[str, str],
+        environ: Mapping[str, str],
+        ini_cache: bool = True,
     ) -> None:
         self.conf_path = resolve_conf_path(conf_path)
         self.ini = IniFile(self.conf_path, ini_cache)
@@ -326,7 +381,9 @@ class Sources:
             if variable is not None:
                 return f"environment {variable}"
             if ini.get(name, namespace=namespace) is not NO_VALUE:
-                return f"INI file {self.conf_path}" + (f" (as {dotted})" if name != option.name else "")
+                return f"INI file {self.conf_path}" + (
+                    f" (as {dotted})" if name != option.name else ""
+                )
         return "default"
 
     def ini_value(self, path: tuple[str, ...], option: Option) -> Any:
@@ -360,7 +417,9 @@ class Sources:
             dotted_old, dotted_new = ".".join([*path, old]), ".".join([*path, new])
             if dotted_old not in self.renamed:
                 self.renamed[dotted_old] = dotted_new
-                warnings.warn(renamed_message(dotted_old, dotted_new), DeprecationWarning, stacklevel=2)
+                warnings.warn(
+                    renamed_message(dotted_old, dotted_new), DeprecationWarning, stacklevel=2
+                )
         return raw
 
     def value(self, path: tuple[str, ...], option: Option) -> Any:
@@ -377,7 +436,9 @@ class Sources:
         except Exception as exc:  # noqa: BLE001 - a parser's bad value, whatever it raises for it
             if not _bad_value(exc):
                 raise
-            raise ConfigurationError(".".join([*path, option.name]), f"bad value {raw!r}: {exc}") from None
+            raise ConfigurationError(
+                ".".join([*path, option.name]), f"bad value {raw!r}: {exc}"
+            ) from None
 
 
 def _bad_value(exc: Exception) -> bool:
@@ -390,7 +451,9 @@ def _bad_value(exc: Exception) -> bool:
     )
 
 
-def _spellings(path: tuple[str, ...], option: Option, follow: bool = True) -> Iterator[tuple[tuple[str, ...], str]]:
+def _spellings(
+    path: tuple[str, ...], option: Option, follow: bool = True
+) -> Iterator[tuple[tuple[str, ...], str]]:
     """Where ``path.option`` may be set, first to last: its name, its old name (a renamed
     option), then (with ``follow``) the option it takes its value from."""
     yield path, option.name
@@ -403,7 +466,10 @@ def _spellings(path: tuple[str, ...], option: Option, follow: bool = True) -> It
 def renamed_message(old: str, new: str) -> str:
     """The one line that says a renamed option's old name was used (docs/conventions.md,
     "Deprecation policy")."""
-    return f"{old} is deprecated: it is renamed {new}; the old name is read until the next major release"
+    return (
+        f"{old} is deprecated: it is renamed {new}; the old name is read until the next major "
+        "release"
+    )
 
 
 def resolve_conf_path(conf_path: str | None) -> str:
@@ -424,7 +490,9 @@ def resolve_conf_path(conf_path: str | None) -> str:
         if os.path.isfile(candidate):
             return os.path.realpath(candidate)
     raise ConfigurationError(
-        "--admin.conf", f"no configuration file: none given and no {' or '.join(DEFAULT_CONF_PATHS)} in {os.getcwd()}"
+        "--admin.conf",
+        f"no configuration file: none given and no {' or '.join(DEFAULT_CONF_PATHS)} in "
+        f"{os.getcwd()}",
     )
 
 
@@ -439,7 +507,11 @@ class RunLimits(Frozen):
     kill_grace_seconds: float
 
     def __init__(
-        self, heartbeat_seconds: float, lease_seconds: float, timeout: float, kill_grace_seconds: float
+        self,
+        heartbeat_seconds: float,
+        lease_seconds: float,
+        timeout: float,
+        kill_grace_seconds: float,
     ) -> None:
         setfield(self, "heartbeat_seconds", heartbeat_seconds)
         setfield(self, "lease_seconds", lease_seconds)
@@ -499,7 +571,10 @@ class MonitorSettings(Frozen):
         """The settings when nothing is configured (the defaults are declared
         once, in :func:`runner_options`)."""
         return _monitor_settings(
-            {".".join([*path, option.name]): option.default for path, option in runner_options().walk()}
+            {
+                ".".join([*path, option.name]): option.default
+                for path, option in runner_options().walk()
+            }
         )
 
 
@@ -657,7 +732,9 @@ class Settings(Frozen):
         return RunLimits(
             heartbeat_seconds=self.heartbeat_seconds,
             lease_seconds=self.lease_seconds,
-            timeout=self.default_timeout_seconds if timeout is None or timeout == "" else float(timeout),
+            timeout=self.default_timeout_seconds
+            if timeout is None or timeout == ""
+            else float(timeout),
             kill_grace_seconds=self.kill_grace_seconds,
         )
 
@@ -673,7 +750,10 @@ _OTHER_FIELDS = {
 
 
 def load_settings(
-    conf_path: str | None, cli: Mapping[str, str], environ: Mapping[str, str] | None = None, ini_cache: bool = True
+    conf_path: str | None,
+    cli: Mapping[str, str],
+    environ: Mapping[str, str] | None = None,
+    ini_cache: bool = True,
 ) -> Settings:
     """Read the runner's settings (``ini_cache``: a kept parse of the INI file may stand for
     it, :mod:`.inicache`; ``--configtest`` says False).
@@ -682,9 +762,14 @@ def load_settings(
         ConfigurationError: a missing file, a bad value or a bad jobs entry.
     """
     sources = Sources(conf_path, cli, os.environ if environ is None else environ, ini_cache)
-    values = {".".join([*path, opt.name]): sources.value(path, opt) for path, opt in runner_options().walk()}
+    values = {
+        ".".join([*path, opt.name]): sources.value(path, opt)
+        for path, opt in runner_options().walk()
+    }
     entries = tuple(parse_job_entry(text) for text in split_jobs_list(values["crontabber.jobs"]))
-    database = database_settings({name: values[f"crontabber.{name}"] for name, *_ in DATABASE_OPTIONS}, "crontabber")
+    database = database_settings(
+        {name: values[f"crontabber.{name}"] for name, *_ in DATABASE_OPTIONS}, "crontabber"
+    )
     heartbeat, lease = values["crontabber.heartbeat_seconds"], values["crontabber.lease_seconds"]
     if heartbeat <= 0 or lease < 2 * heartbeat:
         raise ConfigurationError(
@@ -699,7 +784,9 @@ def load_settings(
         if values[f"crontabber.{name}"] < 0:
             raise ConfigurationError(f"crontabber.{name}", "must not be negative")
     fields = {
-        name: values[f"crontabber.{name}"] for name in Settings.__slots__ if f"crontabber.{name}" in values
+        name: values[f"crontabber.{name}"]
+        for name in Settings.__slots__
+        if f"crontabber.{name}" in values
     }  # an option's value as it is, by its name
     fields.update({field: values[option] for option, field in _OTHER_FIELDS.items()})
     fields.update(
@@ -734,7 +821,9 @@ def _alert_settings(values: Mapping[str, Any]) -> AlertSettings:
             import socket  # getfqdn may ask DNS: only for a sender not given
 
             if not values["alerts.smtp_host"]:
-                raise ConfigurationError("alerts.smtp_host", f"the e-mail target {mailed[0]} needs an SMTP server")
+                raise ConfigurationError(
+                    "alerts.smtp_host", f"the e-mail target {mailed[0]} needs an SMTP server"
+                )
             smtp = SmtpSettings(
                 str(values["alerts.smtp_host"]),
                 int(values["alerts.smtp_port"]),
@@ -780,7 +869,12 @@ def _monitor_settings(values: Mapping[str, Any]) -> MonitorSettings:
             )
         }
     )
-    for name in ("overdue_warning_seconds", "overdue_critical_seconds", "silence_critical_minutes", "max_skew_seconds"):
+    for name in (
+        "overdue_warning_seconds",
+        "overdue_critical_seconds",
+        "silence_critical_minutes",
+        "max_skew_seconds",
+    ):
         if getattr(monitor, name) <= 0:
             raise ConfigurationError(f"crontabber.{name}", "must be positive")
     if not 0 < monitor.paused_warning_percent <= 100:

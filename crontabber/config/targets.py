@@ -18,7 +18,10 @@ if TYPE_CHECKING:
 
 KINDS = ("webhook", "email")
 FORMATS = ("json", "slack", "pagerduty")
-_OPTIONS: dict[str, tuple[str, ...]] = {"webhook": ("format", "secret_env", "routing_key_env"), "email": ()}
+_OPTIONS: dict[str, tuple[str, ...]] = {
+    "webhook": ("format", "secret_env", "routing_key_env"),
+    "email": (),
+}
 
 
 class DeliveryError(Exception):
@@ -34,7 +37,9 @@ class Target(Frozen):
     address: str
     options: Mapping[str, str]
 
-    def __init__(self, name: str, kind: str, address: str, options: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, name: str, kind: str, address: str, options: Mapping[str, str] | None = None
+    ) -> None:
         setfield(self, "name", name)
         setfield(self, "kind", kind)
         setfield(self, "address", address)
@@ -57,14 +62,18 @@ class Target(Frozen):
         value = environ.get(variable, "")
         problem = url_problem(value) if value else "is not set"
         if problem:
-            raise DeliveryError(f"environment variable {variable} (the address of {self.name}) {problem}")
+            raise DeliveryError(
+                f"environment variable {variable} (the address of {self.name}) {problem}"
+            )
         return value
 
     def variables(self) -> tuple[str, ...]:
         """The environment variables this target reads (its ``env:`` address, its ``*_env``
         options): each holds a secret, masked wherever the runner logs or stores text."""
         named = [self.address[4:]] if self.address.startswith("env:") else []
-        return tuple(named + [value for key, value in self.options.items() if key.endswith("_env") and value])
+        return tuple(
+            named + [value for key, value in self.options.items() if key.endswith("_env") and value]
+        )
 
     def secret(self, option: str, environ: Mapping[str, str]) -> str:
         """The value of the environment variable an ``*_env`` option names ('' when none).
@@ -77,7 +86,9 @@ class Target(Frozen):
             return ""
         value = environ.get(variable, "")
         if not value:
-            raise DeliveryError(f"environment variable {variable} ({option} of {self.name}) is not set")
+            raise DeliveryError(
+                f"environment variable {variable} ({option} of {self.name}) is not set"
+            )
         return value
 
     def missing(self, environ: Mapping[str, str]) -> list[str]:
@@ -158,7 +169,10 @@ def parse_targets(text: str) -> tuple[Target, ...]:
         for word in rest:
             key, sep, value = word.partition("=")
             if not sep or key not in _OPTIONS[kind]:
-                raise ValueError(f"{line.strip()!r}: unknown option {word!r} (known: {', '.join(_OPTIONS[kind])})")
+                raise ValueError(
+                    f"{line.strip()!r}: unknown option {word!r} (known: "
+                    f"{', '.join(_OPTIONS[kind])})"
+                )
             options[key] = value
         if options.get("format", "json") not in FORMATS:
             raise ValueError(f"{line.strip()!r}: format must be one of {', '.join(FORMATS)}")
@@ -166,13 +180,20 @@ def parse_targets(text: str) -> tuple[Target, ...]:
             raise ValueError(f"{line.strip()!r}: format=pagerduty needs routing_key_env=VARIABLE")
         if kind == "email":
             if not all(
-                "@" in part and len(part.split("@")) == 2 and all(part.split("@")) for part in address.split(",")
+                "@" in part and len(part.split("@")) == 2 and all(part.split("@"))
+                for part in address.split(",")
             ):
-                raise ValueError(f"{line.strip()!r}: the address must be e-mail addresses, comma-separated")
+                raise ValueError(
+                    f"{line.strip()!r}: the address must be e-mail addresses, comma-separated"
+                )
         elif not (address.startswith(("http://", "https://")) or address.startswith("env:")):
-            raise ValueError(f"{line.strip()!r}: the address must be an http(s) URL or env:VARIABLE")
+            raise ValueError(
+                f"{line.strip()!r}: the address must be an http(s) URL or env:VARIABLE"
+            )
         elif not address.startswith("env:") and has_user_info(address):
-            raise ValueError(f"target {name}: the address {USER_INFO}")  # (not the line: the password)
+            raise ValueError(
+                f"target {name}: the address {USER_INFO}"
+            )  # (not the line: the password)
         targets.append(Target(name, kind, address, options))
     return tuple(targets)
 

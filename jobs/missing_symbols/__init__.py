@@ -29,4 +29,9 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(name)
 
 
-__all__ = ["MissingSymbolsCronApp", "MissingSymbolsReportCronApp", "MissingSymbolsRetentionCronApp", "write_batch"]
+__all__ = [
+    "MissingSymbolsCronApp",
+    "MissingSymbolsReportCronApp",
+    "MissingSymbolsRetentionCronApp",
+    "write_batch",
+]

@@ -55,7 +55,9 @@ class BadBatch(CrontabberError):
     at fault, 0 when it is the stream itself) and ``batch`` (the label the
     caller gave the batch, None if it gave none)."""
 
-    def __init__(self, kind: str, detail: str, event: int = 0, batch: Hashable | None = None) -> None:
+    def __init__(
+        self, kind: str, detail: str, event: int = 0, batch: Hashable | None = None
+    ) -> None:
         self.kind = kind
         self.detail = detail
         self.event = event
@@ -69,7 +71,10 @@ class BadBatches(CrontabberError):
 
     def __init__(self, faults: list[BadBatch]) -> None:
         self.faults = faults
-        super().__init__(f"{len(faults)} bad batches: " + "; ".join(f"{fault.batch}: {fault}" for fault in faults[:3]))
+        super().__init__(
+            f"{len(faults)} bad batches: "
+            + "; ".join(f"{fault.batch}: {fault}" for fault in faults[:3])
+        )
 
 
 @dataclass
@@ -112,14 +117,23 @@ class Aggregate:
         if faults:
             raise BadBatches(sorted(faults.values(), key=lambda fault: str(fault.batch)))
 
-    def _settle(self, fold: "_Folder", msgpack: Any, faults: dict[Hashable, BadBatch] | None) -> None:
+    def _settle(
+        self, fold: "_Folder", msgpack: Any, faults: dict[Hashable, BadBatch] | None
+    ) -> None:
         for day, held in self.pending.items():
             for data, (occurrences, first, last, batch, index) in held.items():  # Pending
                 try:
                     try:
                         item = msgpack.unpackb(data, raw=False)
-                    except (ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as exc:
-                        raise BadBatch("malformed msgpack", f"{type(exc).__name__}: {exc}", index, batch) from None
+                    except (
+                        ValueError,
+                        msgpack.ExtraData,
+                        msgpack.FormatError,
+                        msgpack.StackError,
+                    ) as exc:
+                        raise BadBatch(
+                            "malformed msgpack", f"{type(exc).__name__}: {exc}", index, batch
+                        ) from None
                     try:
                         fold(item, occurrences, first, last, day)  # validates before counting
                     except EventError as exc:
@@ -209,7 +223,12 @@ class _Folder:
             day = day_of(first)
         if type(count) is not int or not 0 < count <= MAX_EVENT_COUNT:
             check_count(count)
-        symbol = (item.get("debug_file"), item.get("debug_id"), item.get("code_file", ""), item.get("code_id", ""))
+        symbol = (
+            item.get("debug_file"),
+            item.get("debug_id"),
+            item.get("code_file", ""),
+            item.get("code_id", ""),
+        )
         try:
             known = symbol in self.validated
         except TypeError:  # a field is a list or a map: validate_symbol says which
@@ -294,7 +313,11 @@ def collector_paused() -> Iterator[None]:
 
 
 def _read(
-    chunks: Iterable[bytes], default_seen_at: float, chunk_size: int, result: Aggregate, batch: Hashable | None
+    chunks: Iterable[bytes],
+    default_seen_at: float,
+    chunk_size: int,
+    result: Aggregate,
+    batch: Hashable | None,
 ) -> int:
     """Count a batch's events by their bytes into ``result.pending``; return how many.
 
@@ -322,7 +345,9 @@ def _read(
     return index
 
 
-def _encoded_events(chunks: Iterable[bytes], chunk_size: int, batch: Hashable | None) -> Iterator[list[bytes]]:
+def _encoded_events(
+    chunks: Iterable[bytes], chunk_size: int, batch: Hashable | None
+) -> Iterator[list[bytes]]:
     """A batch's stream cut into its encoded events, none decoded: a list per chunk fed
     (the whole events that chunk ends; a list, not an event at a time, because a
     generator step per event cost 30% of counting repetitive batches).
@@ -340,7 +365,10 @@ def _encoded_events(chunks: Iterable[bytes], chunk_size: int, batch: Hashable | 
             unpacker.feed(chunk)
         except msgpack.BufferFull:
             raise BadBatch(
-                "oversized event", f"an event is larger than {MAX_EVENT_BYTES} bytes", count + 1, batch
+                "oversized event",
+                f"an event is larger than {MAX_EVENT_BYTES} bytes",
+                count + 1,
+                batch,
             ) from None
         events, fault = window.cut(chunk)
         count += len(events)
@@ -350,7 +378,10 @@ def _encoded_events(chunks: Iterable[bytes], chunk_size: int, batch: Hashable | 
             raise BadBatch(kind, detail, count + 1, batch)
     if window.left:
         raise BadBatch(
-            "malformed msgpack", f"truncated: {window.left} bytes left over after {count} events", count + 1, batch
+            "malformed msgpack",
+            f"truncated: {window.left} bytes left over after {count} events",
+            count + 1,
+            batch,
         )
 
 
@@ -418,7 +449,11 @@ def staging_chunks(aggregate: Aggregate, lines: int = 2000) -> Iterator[str]:
     md5 = hashlib.md5
     chunk: list[str] = []
     append = chunk.append
-    for (debug_file, debug_id, code_file, code_id, day), (count, first, last) in aggregate.counts.items():
+    for (debug_file, debug_id, code_file, code_id, day), (
+        count,
+        first,
+        last,
+    ) in aggregate.counts.items():
         symbol = f"{debug_file}\0{debug_id}\0{code_file}\0{code_id}"
         # symbol_hash, inlined: this runs once per (symbol, day)
         line = (

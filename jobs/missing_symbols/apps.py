@@ -46,18 +46,37 @@ class MissingSymbolsCronApp(_StoreApp):
     and ``missing_symbol_day``, exactly once (see jobs/missing_symbols/consume.py)."""
 
     app_name = "missing-symbols"
-    metric_names = ("batches", "batches_quarantined", "events_counted", "lookups", "batches_skipped")
+    metric_names = (
+        "batches",
+        "batches_quarantined",
+        "events_counted",
+        "lookups",
+        "batches_skipped",
+    )
     app_description = "aggregate missing-symbol batches (msgpack in S3) into Postgres"
     required_config = Namespace()
-    required_config.add_option("inbox_bucket", default=defaults.INBOX_BUCKET, doc="bucket the batches are in")
-    required_config.add_option("prefix", default=defaults.MISSING_PREFIX, doc="key prefix of the batches")
-    required_config.add_option("workers", default=0, doc="decoding processes (0: one per core; 1: no pool)")
-    required_config.add_option("batches_per_transaction", default=100, doc="batches consumed per transaction")
-    required_config.add_option("max_batch_bytes", default=64 << 20, doc="a larger batch is quarantined unread")
+    required_config.add_option(
+        "inbox_bucket", default=defaults.INBOX_BUCKET, doc="bucket the batches are in"
+    )
+    required_config.add_option(
+        "prefix", default=defaults.MISSING_PREFIX, doc="key prefix of the batches"
+    )
+    required_config.add_option(
+        "workers", default=0, doc="decoding processes (0: one per core; 1: no pool)"
+    )
+    required_config.add_option(
+        "batches_per_transaction", default=100, doc="batches consumed per transaction"
+    )
+    required_config.add_option(
+        "max_batch_bytes", default=64 << 20, doc="a larger batch is quarantined unread"
+    )
     required_config.add_option(
         "worker_memory_mb",
         default=2048,
-        doc="memory a decoding worker may use (MiB, 0: no limit); a batch needing more is quarantined",
+        doc=(
+            "memory a decoding worker may use (MiB, 0: no limit); a batch needing more is "
+            "quarantined"
+        ),
     )
 
     def run(self) -> Summary:
@@ -101,11 +120,16 @@ class MissingSymbolsReportCronApp(_StoreApp):
     # each run reads one day's counts and writes that day's report: --rerun --parallel N is safe
     parallel_reruns = True
     required_config = Namespace()
-    required_config.add_option("symbols_bucket", default=defaults.SYMBOLS_BUCKET, doc="bucket of the reports")
-    required_config.add_option("report_prefix", default=defaults.REPORTS_PREFIX, doc="key prefix of reports")
+    required_config.add_option(
+        "symbols_bucket", default=defaults.SYMBOLS_BUCKET, doc="bucket of the reports"
+    )
+    required_config.add_option(
+        "report_prefix", default=defaults.REPORTS_PREFIX, doc="key prefix of reports"
+    )
 
     def plan(self, date: dt.datetime) -> str:
-        """``--rerun --dry-run``: the report a run for ``date`` writes (the day before), and where."""
+        """``--rerun --dry-run``: the report a run for ``date`` writes (the day before), and
+        where."""
         return _planned(self, date)
 
     def run(self, date: dt.datetime) -> Summary:
@@ -117,10 +141,15 @@ class MissingSymbolsReportCronApp(_StoreApp):
 
         day = report_day(date)
         key, rows = self.with_store(
-            publish_report, make_s3_client(), self.config.symbols_bucket, day, self.config.report_prefix
+            publish_report,
+            make_s3_client(),
+            self.config.symbols_bucket,
+            day,
+            self.config.report_prefix,
         )
         return Summary(
-            f"wrote the report of {day} ({rows} rows) to s3://{self.config.symbols_bucket}/{key}", report_rows=rows
+            f"wrote the report of {day} ({rows} rows) to s3://{self.config.symbols_bucket}/{key}",
+            report_rows=rows,
         )
 
 
@@ -155,9 +184,12 @@ class MissingSymbolsRetentionCronApp(_StoreApp):
     required_config.add_option("batch_size", default=10000, doc="rows deleted per transaction")
 
     def run(self) -> Summary:
-        symbols, days = self.with_store(lambda store: store.delete_old(self.config.keep_days, self.config.batch_size))
+        symbols, days = self.with_store(
+            lambda store: store.delete_old(self.config.keep_days, self.config.batch_size)
+        )
         return Summary(
-            f"deleted {symbols} symbols and {days} day rows older than {self.config.keep_days} days",
+            f"deleted {symbols} symbols and {days} day rows older than {self.config.keep_days} "
+            "days",
             symbols_deleted=symbols,
             day_rows_deleted=days,
         )

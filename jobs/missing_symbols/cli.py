@@ -69,7 +69,9 @@ def parser() -> argparse.ArgumentParser:
     return root
 
 
-def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:
+def main(
+    argv: list[str] | None = None, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr
+) -> int:
     def body(args: argparse.Namespace, overrides: dict[str, str]) -> int:
         from crontabber.config.job import load_job_config
 

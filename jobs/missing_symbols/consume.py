@@ -94,13 +94,19 @@ class ConsumeReport:
     skipped: int = 0
 
 
-def pending_batches(store: MissingSymbolStore, s3_client: Any, bucket: str, prefix: str) -> list[BatchObject]:
+def pending_batches(
+    store: MissingSymbolStore, s3_client: Any, bucket: str, prefix: str
+) -> list[BatchObject]:
     """Listed batches without a ``missing_symbol_batch`` row, oldest first."""
     return pending_batches_listed(store, s3_client, bucket, prefix)[0]
 
 
 def pending_batches_listed(
-    store: MissingSymbolStore, s3_client: Any, bucket: str, prefix: str, max_listed: int | None = None
+    store: MissingSymbolStore,
+    s3_client: Any,
+    bucket: str,
+    prefix: str,
+    max_listed: int | None = None,
 ) -> tuple[list[BatchObject], bool]:
     """:func:`pending_batches`, the listing stopped after ``max_listed`` objects (the
     dashboard's bound); and whether it was stopped there (then more may wait)."""
@@ -342,7 +348,11 @@ def split(keys: list[str], parts: int) -> list[list[str]]:
 
 
 def decode_group(
-    bucket: str, keys: list[str], workers: int, decode: Decoder, bad: dict[str, BatchOutcome] | None = None
+    bucket: str,
+    keys: list[str],
+    workers: int,
+    decode: Decoder,
+    bad: dict[str, BatchOutcome] | None = None,
 ) -> tuple[Aggregate, list[BatchOutcome]]:
     """``keys``' events counted and settled, and each batch's outcome. Batches
     found bad when settling are quarantined and the others read again (once).
@@ -443,7 +453,9 @@ def _culprits(bucket: str, keys: list[str], decode: Decoder) -> list[BatchOutcom
     found = []
     for key in keys:
         try:
-            _settle_here(decode.alone(DecodeTask(bucket, [key])).aggregate)  # (a bad event: found later)
+            _settle_here(
+                decode.alone(DecodeTask(bucket, [key])).aggregate
+            )  # (a bad event: found later)
         except WorkerDied:
             why = "worker died: the process decoding it alone was killed (out of memory?)"
         except OutOfMemory as exc:
@@ -502,7 +514,8 @@ def consume(store: MissingSymbolStore, s3_client: Any, settings: ConsumeSettings
         obj.key: BatchOutcome(
             obj.key,
             0,
-            f"oversized batch: {obj.size} bytes, over max_batch_bytes ({settings.max_batch_bytes}); not read",
+            f"oversized batch: {obj.size} bytes, over max_batch_bytes "
+            f"({settings.max_batch_bytes}); not read",
         )
         for obj in listed
         if obj.size > settings.max_batch_bytes
@@ -516,6 +529,12 @@ def consume(store: MissingSymbolStore, s3_client: Any, settings: ConsumeSettings
         for start in range(0, len(pending), size):
             with collector_paused():
                 consume_group(
-                    store, settings.bucket, pending[start : start + size], settings.workers, decode, report, oversized
+                    store,
+                    settings.bucket,
+                    pending[start : start + size],
+                    settings.workers,
+                    decode,
+                    report,
+                    oversized,
                 )
     return report

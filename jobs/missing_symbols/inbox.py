@@ -34,14 +34,17 @@ class BatchObject:
     modified: float
 
 
-def list_batches(s3_client: Any, bucket: str, prefix: str, max_items: int | None = None) -> Iterator[list[BatchObject]]:
+def list_batches(
+    s3_client: Any, bucket: str, prefix: str, max_items: int | None = None
+) -> Iterator[list[BatchObject]]:
     """The objects under ``prefix`` (the first ``max_items``), one list per listing page
     (up to 1,000)."""
     paginator = s3_client.get_paginator("list_objects_v2")
     config = {"MaxItems": max_items, "PageSize": min(1000, max_items)} if max_items else {}
     for page in paginator.paginate(Bucket=bucket, Prefix=prefix, PaginationConfig=config):
         yield [
-            BatchObject(obj["Key"], obj["Size"], obj["LastModified"].timestamp()) for obj in page.get("Contents", [])
+            BatchObject(obj["Key"], obj["Size"], obj["LastModified"].timestamp())
+            for obj in page.get("Contents", [])
         ]
 
 

@@ -54,12 +54,20 @@ def remote_out_of_memory(text: str) -> bool:
     exception of its result-reading thread) ends in a MemoryError or an ENOMEM OSError."""
     lines = [line for line in text.strip().strip("'").splitlines() if line.strip()]
     last = lines[-1] if lines else ""
-    return last.startswith("MemoryError") or (last.startswith("OSError") and f"[Errno {errno.ENOMEM}]" in last)
+    return last.startswith("MemoryError") or (
+        last.startswith("OSError") and f"[Errno {errno.ENOMEM}]" in last
+    )
 
 
 def reason(failure: OutOfMemory, worker_memory_mb: int) -> str:
     """The quarantine reason of a batch that ran out of memory alone: names the stage, and
     the limit (``worker_memory_mb``) or the job's process."""
     if failure.in_job:
-        return f"out of memory: {failure.stage} alone needed more memory than the job's process could get"
-    return f"out of memory: {failure.stage} alone needed more than worker_memory_mb ({worker_memory_mb} MiB)"
+        return (
+            f"out of memory: {failure.stage} alone needed more memory than the job's process could "
+            "get"
+        )
+    return (
+        f"out of memory: {failure.stage} alone needed more than worker_memory_mb "
+        f"({worker_memory_mb} MiB)"
+    )

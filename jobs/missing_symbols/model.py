@@ -58,7 +58,9 @@ def _check_string(name: str, value: Any, required: bool) -> None:
     if type(value) is not str:
         raise EventError("wrong type", f"{name} is {type(value).__name__}, not a string")
     if len(value) > MAX_FIELD_LENGTH:
-        raise EventError("oversized string", f"{name} has {len(value)} characters (at most {MAX_FIELD_LENGTH})")
+        raise EventError(
+            "oversized string", f"{name} has {len(value)} characters (at most {MAX_FIELD_LENGTH})"
+        )
     if not value.isprintable():  # no control characters (PostgreSQL text cannot hold NUL)
         raise EventError("wrong type", f"{name} contains a control or unprintable character")
     if required and not value:
@@ -111,7 +113,9 @@ def _explain(item: Any) -> NoReturn:
     try:
         canonical_debug_id(debug_id)
     except BadKey:
-        raise EventError("invalid debug id", f"debug_id {debug_id!r} is not 33-40 hex digits") from None
+        raise EventError(
+            "invalid debug id", f"debug_id {debug_id!r} is not 33-40 hex digits"
+        ) from None
     raise AssertionError(f"validate_symbol refused a valid event: {item!r}")
 
 

@@ -36,7 +36,9 @@ def neutralised(cell: Any) -> Any:
     (spaces before it included), or when it begins with a quote already (so that stripping
     one leading quote always gives the name back); other values unchanged (the count stays a
     number)."""
-    if isinstance(cell, str) and (cell.startswith("'") or cell.lstrip(" ").startswith(FORMULA_STARTS)):
+    if isinstance(cell, str) and (
+        cell.startswith("'") or cell.lstrip(" ").startswith(FORMULA_STARTS)
+    ):
         return "'" + cell
     return cell
 
@@ -57,7 +59,11 @@ def write_csv(rows: Iterable[tuple[Any, ...]], out: Any) -> int:
 
 
 def publish_report(
-    store: MissingSymbolStore, s3_client: Any, bucket: str, day: dt.date, prefix: str = REPORTS_PREFIX
+    store: MissingSymbolStore,
+    s3_client: Any,
+    bucket: str,
+    day: dt.date,
+    prefix: str = REPORTS_PREFIX,
 ) -> tuple[str, int]:
     """Build ``day``'s report and upload it (overwriting an earlier one); return
     (key, rows). The CSV is spooled to a temporary file past 16 MiB.
@@ -74,5 +80,7 @@ def publish_report(
         text.flush()
         text.detach()  # the spool stays open for the upload
         spool.seek(0)
-        s3_client.upload_fileobj(spool, bucket, key, ExtraArgs={"ContentType": "text/csv; charset=utf-8"})
+        s3_client.upload_fileobj(
+            spool, bucket, key, ExtraArgs={"ContentType": "text/csv; charset=utf-8"}
+        )
     return key, rows

@@ -85,7 +85,10 @@ class BatchTransaction:
         from psycopg2.extras import execute_values
 
         execute_values(
-            self._cur, Q["record_batches"], [(o.key, o.events, o.status, o.reason) for o in outcomes], page_size=1000
+            self._cur,
+            Q["record_batches"],
+            [(o.key, o.events, o.status, o.reason) for o in outcomes],
+            page_size=1000,
         )
 
 

@@ -65,7 +65,9 @@ def write_batch(
         botocore.exceptions.ClientError: S3 refused the write (e.g. no such bucket).
     """
     key = key or batch_key(prefix)
-    s3_client.put_object(Bucket=bucket, Key=key, Body=encode_events(events), ContentType="application/x-msgpack")
+    s3_client.put_object(
+        Bucket=bucket, Key=key, Body=encode_events(events), ContentType="application/x-msgpack"
+    )
     return key
 
 

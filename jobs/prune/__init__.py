@@ -49,17 +49,29 @@ class PruneS3CronApp(BaseCronApp):
     app_description = "delete expired inbox archives, consumed batches and old reports from S3"
     required_config = Namespace()
     add = required_config.add_option
-    add("inbox_bucket", default=defaults.INBOX_BUCKET, doc="bucket of uploaded archives and batches")
+    add(
+        "inbox_bucket", default=defaults.INBOX_BUCKET, doc="bucket of uploaded archives and batches"
+    )
     add(
         "uploads_prefix",
         default=defaults.UPLOADS_PREFIX,
         doc="prefix of uploaded archives in the inbox (the upload job's inbox_prefix)",
     )
-    add("upload_days", default=30.0, doc="keep archives of finished uploads this many days (0: off)")
-    add("missing_prefix", default=defaults.MISSING_PREFIX, doc="prefix of missing-symbol batches in the inbox")
+    add(
+        "upload_days", default=30.0, doc="keep archives of finished uploads this many days (0: off)"
+    )
+    add(
+        "missing_prefix",
+        default=defaults.MISSING_PREFIX,
+        doc="prefix of missing-symbol batches in the inbox",
+    )
     add("batch_days", default=30.0, doc="keep consumed batches this many days (0: off)")
     add("symbols_bucket", default=defaults.SYMBOLS_BUCKET, doc="bucket of symbol files and reports")
-    add("symbols_prefix", default=defaults.SYMBOLS_PREFIX, doc="symbol files: never pruned unless a rule names it")
+    add(
+        "symbols_prefix",
+        default=defaults.SYMBOLS_PREFIX,
+        doc="symbol files: never pruned unless a rule names it",
+    )
     add("reports_prefix", default=defaults.REPORTS_PREFIX, doc="prefix of daily reports")
     add("report_days", default=90.0, doc="keep reports this many days (0: off)")
     add("extra_rules", default="", doc="more rules, BUCKET/PREFIX|DAYS per line")
@@ -78,14 +90,26 @@ class PruneS3CronApp(BaseCronApp):
         doc="where the keys come from: list (list_objects_v2 of each rule's prefix) or "
         "inventory (the newest S3 Inventory report of each rule's bucket)",
     )
-    add("inventory_bucket", default="", doc="source=inventory: the bucket S3 Inventory writes its reports to")
+    add(
+        "inventory_bucket",
+        default="",
+        doc="source=inventory: the bucket S3 Inventory writes its reports to",
+    )
     add(
         "inventory_prefix",
         default="",
         doc="source=inventory: the reports' prefix there (<prefix>/<bucket>/<id>/<date>/)",
     )
-    add("inventory_id", default="", doc="source=inventory: the inventory configuration's id (empty: the only one)")
-    add("inventory_max_age_hours", default=48.0, doc="source=inventory: a report taken longer ago than this is refused")
+    add(
+        "inventory_id",
+        default="",
+        doc="source=inventory: the inventory configuration's id (empty: the only one)",
+    )
+    add(
+        "inventory_max_age_hours",
+        default=48.0,
+        doc="source=inventory: a report taken longer ago than this is refused",
+    )
     add(
         "lease_seconds",
         default=60.0,
@@ -109,7 +133,11 @@ class PruneS3CronApp(BaseCronApp):
         with self.database_connection_factory() as connection:
             try:
                 report = run_prune(
-                    client, PruneStore(connection, options.lease_seconds), options, self._now(), terminal_listeners()
+                    client,
+                    PruneStore(connection, options.lease_seconds),
+                    options,
+                    self._now(),
+                    terminal_listeners(),
                 )
             finally:
                 self.database_connection_factory.close_connection(connection, force=True)

@@ -12,7 +12,15 @@ import dataclasses
 import sys
 from typing import TextIO
 
-from crontabber import ExitCode, command_parser, exit_quietly, one_line, printable, run_command, utc_text
+from crontabber import (
+    ExitCode,
+    command_parser,
+    exit_quietly,
+    one_line,
+    printable,
+    run_command,
+    utc_text,
+)
 from crontabber.config.job import load_job_config
 from crontabber.database import database_now, open_database, operator_command
 from jobs import SQL_DIR
@@ -27,14 +35,22 @@ PROG = "python -m jobs.prune"
 def build_parser() -> argparse.ArgumentParser:
     parser = command_parser(PROG, "Prune S3 now, or see what the last runs did.")
     commands = parser.add_subparsers(dest="command", required=True)
-    run = commands.add_parser("run", help="prune now (same rules as the cron job; exit 5 if the run fails)")
-    run.add_argument("--dry-run", action="store_true", help="print what would be deleted, delete nothing")
+    run = commands.add_parser(
+        "run", help="prune now (same rules as the cron job; exit 5 if the run fails)"
+    )
+    run.add_argument(
+        "--dry-run", action="store_true", help="print what would be deleted, delete nothing"
+    )
     run.add_argument("--cap", type=int, default=None, help="at most this many deletions")
     run.add_argument(
-        "--force", action="store_true", help="run even while prune-s3 is paused (needs --reason; recorded in --audit)"
+        "--force",
+        action="store_true",
+        help="run even while prune-s3 is paused (needs --reason; recorded in --audit)",
     )
     run.add_argument("--reason", default=None, help="why (recorded in the audit trail)")
-    history = commands.add_parser("history", help="what the last runs deleted, per rule, and why a run failed")
+    history = commands.add_parser(
+        "history", help="what the last runs deleted, per rule, and why a run failed"
+    )
     history.add_argument("--limit", type=int, default=10, help="number of runs")
     return parser
 
@@ -51,7 +67,9 @@ def main(argv: list[str], out: TextIO = sys.stdout) -> int:
 
             options = PruneOptions.from_config(config)
             options = dataclasses.replace(
-                options, cap=options.cap if args.cap is None else args.cap, dry_run=args.dry_run or options.dry_run
+                options,
+                cap=options.cap if args.cap is None else args.cap,
+                dry_run=args.dry_run or options.dry_run,
             )
             if not options.dry_run:  # deletes: a pause of the cron job stops this too
                 operator_command(
@@ -97,7 +115,8 @@ def print_history(store: PruneStore, limit: int, out: TextIO) -> None:
         by = f" (by {printable(row['inventory'])})" if row["inventory"] else ""
         print(
             f"#{row['id']} {state} {utc_text(row['started_at'])} -> {ended}{capped}: "
-            f"{printable(row['rule']) or '-'}{by}: {row['keys_deleted'] or 0} keys, {row['bytes_freed'] or 0} bytes, "
+            f"{printable(row['rule']) or '-'}{by}: {row['keys_deleted'] or 0} keys, "
+            f"{row['bytes_freed'] or 0} bytes, "
             f"{row['errors'] or 0} errors",
             file=out,
         )

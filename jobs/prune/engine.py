@@ -157,11 +157,17 @@ def shards(client: Any, bucket: str, prefix: str) -> tuple[list[Listed], list[st
 
 
 def _list_folder(
-    client: Any, bucket: str, prefix: str, pages: "queue.Queue[list[Listed] | None]", stop: threading.Event
+    client: Any,
+    bucket: str,
+    prefix: str,
+    pages: "queue.Queue[list[Listed] | None]",
+    stop: threading.Event,
 ) -> None:
     try:
         paginator = client.get_paginator("list_objects_v2")
-        for page in paginator.paginate(Bucket=bucket, Prefix=prefix, PaginationConfig={"PageSize": BATCH}):
+        for page in paginator.paginate(
+            Bucket=bucket, Prefix=prefix, PaginationConfig={"PageSize": BATCH}
+        ):
             if stop.is_set():
                 return
             pages.put(page.get("Contents", []))
@@ -169,7 +175,9 @@ def _list_folder(
         pages.put(None)  # this folder is done
 
 
-def listed_pages(client: Any, rule: Rule, threads: int, stop: threading.Event) -> Iterator[list[Listed]]:
+def listed_pages(
+    client: Any, rule: Rule, threads: int, stop: threading.Event
+) -> Iterator[list[Listed]]:
     """Every object under the rule's prefix, a page at a time, listed on ``threads`` threads."""
     direct, folders = shards(client, rule.bucket, rule.prefix)
     for start in range(0, len(direct), BATCH):
@@ -178,7 +186,10 @@ def listed_pages(client: Any, rule: Rule, threads: int, stop: threading.Event) -
         return
     pages: queue.Queue[list[Listed] | None] = queue.Queue(maxsize=threads * 4)
     with concurrent.futures.ThreadPoolExecutor(threads) as pool:
-        futures = [pool.submit(_list_folder, client, rule.bucket, folder, pages, stop) for folder in folders]
+        futures = [
+            pool.submit(_list_folder, client, rule.bucket, folder, pages, stop)
+            for folder in folders
+        ]
         remaining = len(folders)
         try:
             while remaining:
@@ -207,7 +218,9 @@ def select_page(
     candidates = {
         key: size
         for key, size, modified in page
-        if key.startswith(rule.prefix) and older(modified, rule, scope.now) and scope.protection.allows(rule, key)
+        if key.startswith(rule.prefix)
+        and older(modified, rule, scope.now)
+        and scope.protection.allows(rule, key)
     }
     if check is not None and candidates:
         allowed = check(rule, list(candidates), scope.now)
@@ -230,7 +243,10 @@ class ListSource:
         stop = threading.Event()
         for page in listed_pages(self.client, self.rule, self.scope.threads, stop):
             chosen = select_page(
-                self.rule, ((obj["Key"], obj["Size"], obj["LastModified"]) for obj in page), self.scope, self.check
+                self.rule,
+                ((obj["Key"], obj["Size"], obj["LastModified"]) for obj in page),
+                self.scope,
+                self.check,
             )
             if chosen:
                 yield chosen
@@ -258,15 +274,25 @@ def _delete(client: Any, bucket: str, batch: list[tuple[str, int]], intent: int 
             Bucket=bucket, Delete={"Objects": [{"Key": key} for key in sizes], "Quiet": True}
         )
     except ClientError as exc:
-        logger.warning("delete_objects of %d keys in %s failed (%s); deleting them one by one", len(sizes), bucket, exc)
+        logger.warning(
+            "delete_objects of %d keys in %s failed (%s); deleting them one by one",
+            len(sizes),
+            bucket,
+            exc,
+        )
         return _delete_one_by_one(client, bucket, sizes, intent)
-    errors = [f"{e.get('Key')}: {e.get('Code')} {e.get('Message', '')}".strip() for e in response.get("Errors", [])]
+    errors = [
+        f"{e.get('Key')}: {e.get('Code')} {e.get('Message', '')}".strip()
+        for e in response.get("Errors", [])
+    ]
     failed = {e.get("Key") for e in response.get("Errors", [])}
     done = [key for key in sizes if key not in failed]
     return Batch(len(done), sum(sizes[key] for key in done), errors, intent)
 
 
-def _delete_one_by_one(client: Any, bucket: str, sizes: dict[str, int], intent: int | None) -> Batch:
+def _delete_one_by_one(
+    client: Any, bucket: str, sizes: dict[str, int], intent: int | None
+) -> Batch:
     from botocore.exceptions import ClientError
 
     deleted, freed, errors = 0, 0, []
@@ -323,7 +349,9 @@ def deleted_batches(
             pending.add(pool.submit(_delete, client, rule.bucket, batch, intent))
             pace.sent(len(batch))
             if len(pending) >= scope.threads * 2:  # bound memory: wait for some to finish
-                done, pending = concurrent.futures.wait(pending, return_when=concurrent.futures.FIRST_COMPLETED)
+                done, pending = concurrent.futures.wait(
+                    pending, return_when=concurrent.futures.FIRST_COMPLETED
+                )
                 for future in done:
                     yield future.result()
         for future in concurrent.futures.as_completed(pending):

@@ -109,7 +109,10 @@ class Manifest:
             doc = json.loads(body)
             file_format = doc.get("fileFormat")
             columns = [name.strip() for name in str(doc["fileSchema"]).split(",")]
-            files = [DataFile(f["key"], int(f["size"]), str(f["MD5checksum"]).lower()) for f in doc["files"]]
+            files = [
+                DataFile(f["key"], int(f["size"]), str(f["MD5checksum"]).lower())
+                for f in doc["files"]
+            ]
             created = _created(doc, key)
             source = str(doc["sourceBucket"])
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -128,7 +131,9 @@ class Manifest:
             InventoryRefused: naming the report and its age.
         """
         if self.source_bucket != source_bucket:
-            raise InventoryRefused(self.address, f"it lists bucket {self.source_bucket!r}, not {source_bucket!r}")
+            raise InventoryRefused(
+                self.address, f"it lists bucket {self.source_bucket!r}, not {source_bucket!r}"
+            )
         age = now - self.created
         if age > max_age:
             raise InventoryRefused(
@@ -170,7 +175,11 @@ def newest_manifest(client: Any, location: InventoryLocation, source_bucket: str
             )
         config_id = ids[0]
     reports = sorted(
-        (name for name in _subfolders(client, location.bucket, f"{folder}{config_id}/") if _STAMP.match(name)),
+        (
+            name
+            for name in _subfolders(client, location.bucket, f"{folder}{config_id}/")
+            if _STAMP.match(name)
+        ),
         reverse=True,
     )
     for stamp in reports:
@@ -283,7 +292,10 @@ class InventorySource:
         manifest = newest_manifest(self.client, self.location, self.rule.bucket)
         manifest.check(self.rule.bucket, self.scope.now, self.location.max_age)
         logger.info(
-            "prune: %s: by inventory %s (taken %s)", self.rule.name, manifest.address, manifest.created.isoformat()
+            "prune: %s: by inventory %s (taken %s)",
+            self.rule.name,
+            manifest.address,
+            manifest.created.isoformat(),
         )
         if self.seen is not None:
             self.seen(manifest)
@@ -294,7 +306,8 @@ class InventorySource:
                 refused += 1
                 if refused == 1:
                     logger.warning(
-                        "prune: %s: the inventory %s lists %s, a key with a '.', '..' or empty segment: "
+                        "prune: %s: the inventory %s lists %s, a key with a '.', '..' or empty "
+                        "segment: "
                         "never deleted (a forged report?)",
                         self.rule.name,
                         manifest.address,
@@ -311,7 +324,9 @@ class InventorySource:
         yield from self._chosen(page)
 
     def _chosen(self, page: list[Row]) -> Iterator[list[tuple[str, int]]]:
-        chosen = select_page(self.rule, ((r.key, r.size, r.modified) for r in page), self.scope, self.check)
+        chosen = select_page(
+            self.rule, ((r.key, r.size, r.modified) for r in page), self.scope, self.check
+        )
         by_key = {r.key: r for r in page}
         self._expected = {key: (by_key[key].modified, by_key[key].etag) for key, _ in chosen}
         if chosen:

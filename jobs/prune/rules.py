@@ -66,7 +66,9 @@ class Protection:
         )
 
     def allows(self, rule: Rule, key: str) -> bool:
-        return not ambiguous_key(key) and not (self.guards(rule) and key.startswith(self.symbols_prefix))
+        return not ambiguous_key(key) and not (
+            self.guards(rule) and key.startswith(self.symbols_prefix)
+        )
 
 
 def ambiguous_key(key: str) -> bool:
@@ -78,7 +80,9 @@ def ambiguous_key(key: str) -> bool:
     return any(segment in (".", "..") for segment in segments) or "" in segments[:-1]
 
 
-_EXTRA = re.compile(r"^(?P<bucket>[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9])/(?P<prefix>\S*)\s*\|\s*(?P<days>\d+(\.\d+)?)$")
+_EXTRA = re.compile(
+    r"^(?P<bucket>[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9])/(?P<prefix>\S*)\s*\|\s*(?P<days>\d+(\.\d+)?)$"
+)
 
 
 def parse_extra_rules(text: str) -> list[Rule]:

@@ -67,9 +67,27 @@ class PruneOptions:
             ConfigurationError: a bad ``extra_rules`` line.
         """
         rules = [
-            Rule("uploads", Kind.UPLOADS, config.inbox_bucket, config.uploads_prefix, config.upload_days),
-            Rule("batches", Kind.BATCHES, config.inbox_bucket, config.missing_prefix, config.batch_days),
-            Rule("reports", Kind.AGE, config.symbols_bucket, config.reports_prefix, config.report_days),
+            Rule(
+                "uploads",
+                Kind.UPLOADS,
+                config.inbox_bucket,
+                config.uploads_prefix,
+                config.upload_days,
+            ),
+            Rule(
+                "batches",
+                Kind.BATCHES,
+                config.inbox_bucket,
+                config.missing_prefix,
+                config.batch_days,
+            ),
+            Rule(
+                "reports",
+                Kind.AGE,
+                config.symbols_bucket,
+                config.reports_prefix,
+                config.report_days,
+            ),
             *parse_extra_rules(config.extra_rules),
         ]
         lease = float(config.lease_seconds)
@@ -77,7 +95,9 @@ class PruneOptions:
             raise ConfigurationError("prune-s3.lease_seconds", f"must be positive, not {lease:g}")
         rate = float(config.deletes_per_second)
         if rate < 0:
-            raise ConfigurationError("prune-s3.deletes_per_second", f"must be 0 (no limit) or positive, not {rate:g}")
+            raise ConfigurationError(
+                "prune-s3.deletes_per_second", f"must be 0 (no limit) or positive, not {rate:g}"
+            )
         return cls(
             [rule for rule in rules if rule.max_age_days > 0],
             Protection(config.symbols_bucket, config.symbols_prefix),
@@ -107,9 +127,14 @@ def _inventory(config: DotDict) -> InventoryLocation | None:
         )
     hours = float(config.inventory_max_age_hours)
     if hours <= 0:
-        raise ConfigurationError("prune-s3.inventory_max_age_hours", f"must be positive, not {hours:g}")
+        raise ConfigurationError(
+            "prune-s3.inventory_max_age_hours", f"must be positive, not {hours:g}"
+        )
     return InventoryLocation(
-        config.inventory_bucket, config.inventory_prefix, config.inventory_id, dt.timedelta(hours=hours)
+        config.inventory_bucket,
+        config.inventory_prefix,
+        config.inventory_id,
+        dt.timedelta(hours=hours),
     )
 
 
@@ -198,7 +223,9 @@ class Heartbeat:
     def __init__(self, store: PruneStore, run_id: int) -> None:
         self._store, self._run_id = store, run_id
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, name=f"prune-lease-{run_id}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._beat, name=f"prune-lease-{run_id}", daemon=True
+        )
 
     def __enter__(self) -> "Heartbeat":
         self._thread.start()
@@ -212,10 +239,14 @@ class Heartbeat:
         while not self._stop.wait(self._store.lease_seconds / RENEWALS_PER_LEASE):
             try:
                 if not self._store.renew(self._run_id):
-                    logger.error("prune: run %d lost its lease; it stops at its next batch", self._run_id)
+                    logger.error(
+                        "prune: run %d lost its lease; it stops at its next batch", self._run_id
+                    )
                     return
             except Exception as exc:  # the database away for a moment: the next beat retries
-                logger.warning("prune: run %d: could not renew its lease: %s", self._run_id, first_line(exc))
+                logger.warning(
+                    "prune: run %d: could not renew its lease: %s", self._run_id, first_line(exc)
+                )
 
 
 def reconcile(client: Any, store: PruneStore, run_id: int, threads: int) -> None:
@@ -237,7 +268,8 @@ def reconcile(client: Any, store: PruneStore, run_id: int, threads: int) -> None
             count, size = sum(gone), sum(s for s, g in zip(sizes, gone) if g)
             store.reconcile_intent(intent_id, count, size)
             logger.warning(
-                "prune: run %d died with a batch of %d keys in flight (%s): %d were deleted, now recorded",
+                "prune: run %d died with a batch of %d keys in flight (%s): %d were deleted, now "
+                "recorded",
                 dead,
                 len(keys),
                 rule,
@@ -280,7 +312,11 @@ def terminal_listeners() -> list[Listener]:
 
 
 def run_prune(
-    client: Any, store: PruneStore, options: PruneOptions, now: dt.datetime, listeners: Sequence[Listener] = ()
+    client: Any,
+    store: PruneStore,
+    options: PruneOptions,
+    now: dt.datetime,
+    listeners: Sequence[Listener] = (),
 ) -> PruneReport:
     """Apply the rules in order, recording the run; stop selecting at ``options.cap`` keys.
 
@@ -307,12 +343,19 @@ def run_prune(
         raise
     store.finish_run(run_id, budget.exhausted)
     if budget.exhausted:
-        logger.warning("prune: stopped at the cap of %d keys; the rest waits for the next run", options.cap)
+        logger.warning(
+            "prune: stopped at the cap of %d keys; the rest waits for the next run", options.cap
+        )
     return PruneReport(run_id, options.dry_run, results, budget.exhausted, options.cap)
 
 
 def _apply_rules(
-    client: Any, store: PruneStore, options: PruneOptions, scope: Scope, recorder: RunRecorder, told: Sequence[Listener]
+    client: Any,
+    store: PruneStore,
+    options: PruneOptions,
+    scope: Scope,
+    recorder: RunRecorder,
+    told: Sequence[Listener],
 ) -> list[RuleResult]:
     """Each rule in order until the budget is spent; what each did."""
     results = []
@@ -325,7 +368,9 @@ def _apply_rules(
         try:
             # closing: on an error, the batches in flight end before the run is recorded as over
             source = _source(client, store, recorder.run_id, rule, scope, options.inventory)
-            with contextlib.closing(deleted_batches(client, rule, source, scope, recorder.intend)) as batches:
+            with contextlib.closing(
+                deleted_batches(client, rule, source, scope, recorder.intend)
+            ) as batches:
                 for batch in batches:
                     result.add(batch)
                     for listener in told:
@@ -349,7 +394,12 @@ def _record_failure(store: PruneStore, run_id: int, exc: BaseException) -> None:
 
 
 def _source(
-    client: Any, store: PruneStore, run_id: int, rule: Rule, scope: Scope, inventory: InventoryLocation | None
+    client: Any,
+    store: PruneStore,
+    run_id: int,
+    rule: Rule,
+    scope: Scope,
+    inventory: InventoryLocation | None,
 ) -> Source:
     """Where the rule's keys come from: its listing, or its bucket's newest inventory report
     (recorded with the rule once located)."""

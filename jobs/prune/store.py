@@ -27,7 +27,8 @@ class PruneLeaseLost(LeaseLost):
         super().__init__(
             "prune-s3",
             run_id,
-            f"prune run {run_id} lost its lease (not renewed within {lease_seconds:g} s); stopped before deleting more",
+            f"prune run {run_id} lost its lease (not renewed within {lease_seconds:g} s); stopped "
+            "before deleting more",
         )
 
 
@@ -98,7 +99,10 @@ class PruneStore:
             live = cur.fetchone()
             if live is not None:
                 raise PruneRunLive(live[0], live[1], live[2])
-            cur.execute(Q["start_run"], {"dry_run": dry_run, "cap": cap, "holder": holder, "lease": self.lease_seconds})
+            cur.execute(
+                Q["start_run"],
+                {"dry_run": dry_run, "cap": cap, "holder": holder, "lease": self.lease_seconds},
+            )
             return int(cur.fetchone()[0])
 
     def renew(self, run_id: int) -> bool:
@@ -217,4 +221,8 @@ class PruneStore:
 def _text_array(items: list[str]) -> str:
     """PostgreSQL's literal of a ``text[]`` holding ``items`` (any characters: each element is
     double-quoted, with ``\\`` and ``"`` escaped)."""
-    return "{" + ",".join('"' + item.replace("\\", "\\\\").replace('"', '\\"') + '"' for item in items) + "}"
+    return (
+        "{"
+        + ",".join('"' + item.replace("\\", "\\\\").replace('"', '\\"') + '"' for item in items)
+        + "}"
+    )

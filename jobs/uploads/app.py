@@ -47,7 +47,9 @@ class ProcessUploadsCronApp(BaseCronApp):
         from .worker import Worker
 
         with self.database_connection_factory() as connection:
-            outcomes = Worker.from_config(self.config, connection).drain(keep_going=self.holds_lease)
+            outcomes = Worker.from_config(self.config, connection).drain(
+                keep_going=self.holds_lease
+            )
         failed = [o for o in outcomes if o.status is not UploadStatus.DONE]
         done = len(outcomes) - len(failed)
         return Summary(

@@ -62,27 +62,36 @@ def _data_offset(handle: BinaryIO, info: zipfile.ZipInfo) -> tuple[int, bool]:
     header = handle.read(_LOCAL_HEADER.size)
     if len(header) != _LOCAL_HEADER.size:
         raise Rejected(RULE_CORRUPT, info.filename, "local header beyond the end of the file")
-    signature, _, flags, method, _, _, crc, csize, usize, name_length, extra_length = _LOCAL_HEADER.unpack(header)
+    signature, _, flags, method, _, _, crc, csize, usize, name_length, extra_length = (
+        _LOCAL_HEADER.unpack(header)
+    )
     if signature != b"PK\x03\x04":
         raise Rejected(RULE_LOCAL_HEADER, info.filename, "no local header signature")
     if handle.read(name_length) != raw_name(info):
         raise Rejected(RULE_LOCAL_HEADER, info.filename, "names differ")
     check_flags(info.filename, flags)  # what the central directory's flags were checked for
     if (flags ^ info.flag_bits) & (FLAG_DESCRIPTOR | FLAG_UTF8):
-        raise Rejected(RULE_LOCAL_HEADER, info.filename, f"flags differ: {flags:#06x} vs {info.flag_bits:#06x}")
+        raise Rejected(
+            RULE_LOCAL_HEADER, info.filename, f"flags differ: {flags:#06x} vs {info.flag_bits:#06x}"
+        )
     if method != info.compress_type:
         raise Rejected(
-            RULE_LOCAL_HEADER, info.filename, f"compression methods differ: {method} vs {info.compress_type}"
+            RULE_LOCAL_HEADER,
+            info.filename,
+            f"compression methods differ: {method} vs {info.compress_type}",
         )
     zip64 = _zip64_extra(handle.read(extra_length))
     if _UNKNOWN in (csize, usize):
         if zip64 is None or len(zip64) < 16:  # both sizes, always, in a local header (4.5.3)
-            raise Rejected(RULE_LOCAL_HEADER, info.filename, "sizes of 0xFFFFFFFF without a ZIP64 extra field")
+            raise Rejected(
+                RULE_LOCAL_HEADER, info.filename, "sizes of 0xFFFFFFFF without a ZIP64 extra field"
+            )
         usize, csize = struct.unpack_from("<QQ", zip64)
     local, central = (crc, csize, usize), (info.CRC, info.compress_size, info.file_size)
     # with a data descriptor the local values are zero (4.4.4); some writers fill them in
     if any(
-        value != expected and not (flags & FLAG_DESCRIPTOR and value == 0) for value, expected in zip(local, central)
+        value != expected and not (flags & FLAG_DESCRIPTOR and value == 0)
+        for value, expected in zip(local, central)
     ):
         raise Rejected(RULE_LOCAL_HEADER, info.filename, f"CRC-32 and sizes {local} vs {central}")
     return info.header_offset + _LOCAL_HEADER.size + name_length + extra_length, zip64 is not None
@@ -97,7 +106,11 @@ def _check_descriptor(handle: BinaryIO, info: zipfile.ZipInfo, zip64: bool) -> N
         raw = raw[4:]
     found = layout.unpack_from(raw) if len(raw) >= layout.size else None
     if found != (info.CRC, info.compress_size, info.file_size):
-        raise Rejected(RULE_DESCRIPTOR, info.filename, f"{found} vs {(info.CRC, info.compress_size, info.file_size)}")
+        raise Rejected(
+            RULE_DESCRIPTOR,
+            info.filename,
+            f"{found} vs {(info.CRC, info.compress_size, info.file_size)}",
+        )
 
 
 def _chunks(path: Path, info: zipfile.ZipInfo, chunk: int) -> Iterator[tuple[bytes, bytes]]:
@@ -183,7 +196,9 @@ def digest(path: Path, info: zipfile.ZipInfo) -> Digest:
     return Digest(size, md5.hexdigest(), head)
 
 
-def spool(path: Path, info: zipfile.ZipInfo, level: int | None, target: BinaryIO, reuse: bool = True) -> Digest:
+def spool(
+    path: Path, info: zipfile.ZipInfo, level: int | None, target: BinaryIO, reuse: bool = True
+) -> Digest:
     """Stream the member into ``target`` in one pass: gzipped (deterministic: no name, mtime
     0), or as it is when ``level`` is None; return the size and MD5 of its uncompressed
     bytes (verifying CRC and size as :func:`iter_member`). Memory: one chunk in, one out.

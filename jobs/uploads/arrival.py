@@ -38,7 +38,9 @@ class Directory:
     ends: dict[str, int]
 
 
-def read_directory(client: Any, settings: UploadSettings, upload: Upload, tmp: Path) -> Directory | None:
+def read_directory(
+    client: Any, settings: UploadSettings, upload: Upload, tmp: Path
+) -> Directory | None:
     """The archive's central directory from a ranged GET of its tail into a sparse file,
     so that the existence checks and the verify pass need not wait for the download (which
     then asks for the same ETag). Best effort: None when the directory is not in the tail,
@@ -66,9 +68,15 @@ def read_directory(client: Any, settings: UploadSettings, upload: Upload, tmp: P
         return None
     finally:
         sparse.unlink(missing_ok=True)
-    last = directory if isinstance(directory, int) and starts and starts[-1] < directory <= size else size
+    last = (
+        directory
+        if isinstance(directory, int) and starts and starts[-1] < directory <= size
+        else size
+    )
     after = dict(zip(starts, starts[1:] + [last]))
-    return Directory(plan, etag, {info.filename: after[info.header_offset] for info in plan.members})
+    return Directory(
+        plan, etag, {info.filename: after[info.header_offset] for info in plan.members}
+    )
 
 
 class Gate:
@@ -121,7 +129,12 @@ class Gate:
 
 
 def download_archive(
-    client: Any, settings: UploadSettings, upload: Upload, path: Path, directory: Directory | None, gate: Gate | None
+    client: Any,
+    settings: UploadSettings,
+    upload: Upload,
+    path: Path,
+    directory: Directory | None,
+    gate: Gate | None,
 ) -> None:
     """Download the archive to ``path`` (the version of ``directory`` if it was read
     first), telling ``gate`` as it goes and closing it at the end, whatever happens.

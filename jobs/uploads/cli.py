@@ -32,10 +32,14 @@ def build_parser() -> argparse.ArgumentParser:
     enqueue = commands.add_parser("enqueue", help="store an archive in the inbox and queue it")
     enqueue.add_argument("archive", type=Path)
     enqueue.add_argument("--uploaded-by", default=None)
-    reprocess = commands.add_parser("reprocess", help="process one upload now (exit 5 if it is rejected or fails)")
+    reprocess = commands.add_parser(
+        "reprocess", help="process one upload now (exit 5 if it is rejected or fails)"
+    )
     reprocess.add_argument("id", type=int)
     commands.add_parser("demo", help="queue a few small demo archives (idempotent)")
-    drain = commands.add_parser("drain", help="process queued uploads until none is left (one worker)")
+    drain = commands.add_parser(
+        "drain", help="process queued uploads until none is left (one worker)"
+    )
     for command in (reprocess, drain):  # they publish: a pause of process-uploads stops them
         command.add_argument(
             "--force",
@@ -47,17 +51,29 @@ def build_parser() -> argparse.ArgumentParser:
         "list", help="the latest uploads, newest first: id, status, age, files, size, key, error"
     )
     listing.add_argument(
-        "--status", choices=[s.value for s in UploadStatus], default=None, help="only uploads of this status"
+        "--status",
+        choices=[s.value for s in UploadStatus],
+        default=None,
+        help="only uploads of this status",
     )
-    listing.add_argument("--limit", type=int, default=20, metavar="N", help="at most N uploads (default 20)")
+    listing.add_argument(
+        "--limit", type=int, default=20, metavar="N", help="at most N uploads (default 20)"
+    )
     listing.add_argument("--json", action="store_true", help="one JSON document")
     show = commands.add_parser(
         "show",
-        help="one upload: key, timings, file counts, error, the objects it wrote (exit 1 if there is no such upload)",
+        help=(
+            "one upload: key, timings, file counts, error, the objects it wrote (exit 1 if there "
+            "is no such upload)"
+        ),
     )
     show.add_argument("id", type=int)
     show.add_argument(
-        "--files", type=int, default=20, metavar="N", help="list at most N objects written (default 20; 0: none)"
+        "--files",
+        type=int,
+        default=20,
+        metavar="N",
+        help="list at most N objects written (default 20; 0: none)",
     )
     show.add_argument("--json", action="store_true", help="one JSON document")
     return parser
@@ -69,7 +85,9 @@ def _connect(config: DotDict) -> Any:
     return open_database(config, "jobs.uploads", [SQL_DIR])
 
 
-def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:
+def main(
+    argv: list[str] | None = None, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr
+) -> int:
     def body(args: argparse.Namespace, overrides: dict[str, str]) -> int:
         from crontabber.config.job import load_job_config
 
@@ -181,7 +199,9 @@ def cmd_drain(args: Any, config: DotDict, out: TextIO) -> int:
         connection.close()
     for outcome in outcomes:
         print(
-            f"{outcome.upload_id}\t{outcome.status.value}" + (f"\t{outcome.error}" if outcome.error else ""), file=out
+            f"{outcome.upload_id}\t{outcome.status.value}"
+            + (f"\t{outcome.error}" if outcome.error else ""),
+            file=out,
         )
     return ExitCode.OK
 
@@ -242,7 +262,9 @@ def cmd_list(args: Any, config: DotDict, out: TextIO) -> int:
         raise ConfigurationError("--limit", f"must be at least 1, not {args.limit}")
     connection = _connect(config)
     try:
-        rows = UploadStore(connection).recent(UploadStatus(args.status) if args.status else None, args.limit)
+        rows = UploadStore(connection).recent(
+            UploadStatus(args.status) if args.status else None, args.limit
+        )
     finally:
         connection.close()
     if args.json:

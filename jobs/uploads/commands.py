@@ -67,5 +67,7 @@ def demo(
         if existing is not None:
             results.append((path.name, existing, False))
             continue
-        results.append((path.name, enqueue_archive(store, client, buckets[0], prefix, path, "demo"), True))
+        results.append(
+            (path.name, enqueue_archive(store, client, buckets[0], prefix, path, "demo"), True)
+        )
     return results

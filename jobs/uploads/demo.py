@@ -36,7 +36,9 @@ def demo_archives(directory: Path) -> list[Path]:
         with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
             for version in range(versions):
                 debug_id = hashlib.md5(f"{module}{version}".encode()).hexdigest().upper() + "0"
-                info = zipfile.ZipInfo(f"{module}.pdb/{debug_id}/{module}.sym", (2026, 1, 1, 0, 0, 0))
+                info = zipfile.ZipInfo(
+                    f"{module}.pdb/{debug_id}/{module}.sym", (2026, 1, 1, 0, 0, 0)
+                )
                 info.compress_type = zipfile.ZIP_DEFLATED
                 archive.writestr(info, demo_sym(module, debug_id, 200 * (version + 1)))
             archive.writestr(

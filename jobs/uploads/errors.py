@@ -33,7 +33,13 @@ class StorageFailed(UploadError):
     as 503 SlowDown), not this object or request."""
 
     def __init__(
-        self, operation: str, bucket: str, key: str, reason: str, unavailable: bool = False, status: int | None = None
+        self,
+        operation: str,
+        bucket: str,
+        key: str,
+        reason: str,
+        unavailable: bool = False,
+        status: int | None = None,
     ) -> None:
         self.operation = operation
         self.bucket = bucket
@@ -61,7 +67,9 @@ class S3Unavailable(UploadError):
         self.endpoint = endpoint
         self.upload_id = upload_id
         self.error = error
-        super().__init__(f"S3 at {endpoint} unavailable, the run stops (upload {upload_id}: {error})")
+        super().__init__(
+            f"S3 at {endpoint} unavailable, the run stops (upload {upload_id}: {error})"
+        )
 
 
 class DiskFull(UploadError):
@@ -106,7 +114,9 @@ class NoSuchUpload(UploadError):
 
     def __init__(self, upload_id: int) -> None:
         self.upload_id = upload_id
-        super().__init__(f"upload {upload_id} does not exist (python -m jobs.uploads list shows the latest)")
+        super().__init__(
+            f"upload {upload_id} does not exist (python -m jobs.uploads list shows the latest)"
+        )
 
 
 class ArchiveUnusable(UploadError):

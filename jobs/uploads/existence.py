@@ -73,7 +73,9 @@ class Lookup:
     first. Use as a context manager (the threads stop at exit, pending checks cancelled).
     """
 
-    def __init__(self, client: Any, bucket: str, keys: list[str], mode: str = "auto", threads: int = 8) -> None:
+    def __init__(
+        self, client: Any, bucket: str, keys: list[str], mode: str = "auto", threads: int = 8
+    ) -> None:
         self._client, self._bucket = client, bucket
         self._checks = ThreadPoolExecutor(max(1, threads), thread_name_prefix="exists")
         self._planner = ThreadPoolExecutor(1, thread_name_prefix="exists-plan")
@@ -83,7 +85,8 @@ class Lookup:
         dirs = list(by_dir)
         sample = dirs if mode in (LIST, HEAD) else dirs[:SAMPLE_DIRECTORIES]
         self._sampled: dict[str, Future[Found]] = {
-            directory: self._checks.submit(self._check, by_dir[directory], mode == HEAD) for directory in sample
+            directory: self._checks.submit(self._check, by_dir[directory], mode == HEAD)
+            for directory in sample
         }
         rest = {directory: by_dir[directory] for directory in dirs[len(sample) :]}
         self._rest: Future[Found] = self._planner.submit(self._plan, rest, len(keys), len(dirs))
@@ -120,9 +123,15 @@ class Lookup:
 
     def _check(self, keys: list[str], head_only: bool) -> Found:
         """One directory's keys: HEADs, or a LIST and a HEAD for each key it holds."""
-        listed = None if head_only else storage.list_directory(self._client, self._bucket, _directory(keys[0]))
+        listed = (
+            None
+            if head_only
+            else storage.list_directory(self._client, self._bucket, _directory(keys[0]))
+        )
         return {
-            key: storage.head(self._client, self._bucket, key) if listed is None or key in listed else None
+            key: storage.head(self._client, self._bucket, key)
+            if listed is None or key in listed
+            else None
             for key in keys
         }
 
@@ -182,7 +191,11 @@ def decide(
         return Verdict(write=True)
     if not found.same(digest):
         if overwrite is Overwrite.KEEP_FIRST and found.upload_id != upload_id:
-            earlier = f"upload {found.upload_id}" if found.upload_id is not None else "an object of no known upload"
+            earlier = (
+                f"upload {found.upload_id}"
+                if found.upload_id is not None
+                else "an object of no known upload"
+            )
             raise Rejected(
                 RULE_KEEP_FIRST,
                 member or key,
@@ -192,7 +205,10 @@ def decide(
             )
         return Verdict(write=True, update=True, previous=found)
     if found.upload_id == upload_id:
-        return Verdict(write=False, row=Written(key, found.size, digest.size, digest.md5, compressed, found.replaced))
+        return Verdict(
+            write=False,
+            row=Written(key, found.size, digest.size, digest.md5, compressed, found.replaced),
+        )
     return Verdict(write=False)
 
 
@@ -212,7 +228,9 @@ def recheck(
         StorageFailed: S3 failed after retries.
         Rejected: as :func:`decide`.
     """
-    return decide(storage.head(client, bucket, key), key, digest, upload_id, compressed, overwrite, member)
+    return decide(
+        storage.head(client, bucket, key), key, digest, upload_id, compressed, overwrite, member
+    )
 
 
 @dataclass(frozen=True)
@@ -226,7 +244,9 @@ class ArchiveKeys:
     lookup: Lookup
 
     @classmethod
-    def start(cls, client: Any, settings: UploadSettings, plan: Plan, recorder: Recorder) -> ArchiveKeys:
+    def start(
+        cls, client: Any, settings: UploadSettings, plan: Plan, recorder: Recorder
+    ) -> ArchiveKeys:
         """Start the existence checks, largest member first, as the verify pass will mostly
         need them (it waits per key, so it starts on the first members while the rest are
         checked)."""

@@ -60,7 +60,10 @@ def list_lines(rows: list[dict[str, Any]]) -> list[str]:
         for row in rows
     ]
     widths = [max(len(line[i]) for line in cells) for i in range(len(LIST_HEADER) - 1)]
-    return ["  ".join([*(cell.ljust(width) for cell, width in zip(line, widths)), line[-1]]).rstrip() for line in cells]
+    return [
+        "  ".join([*(cell.ljust(width) for cell, width in zip(line, widths)), line[-1]]).rstrip()
+        for line in cells
+    ]
 
 
 def upload_json(row: Row) -> dict[str, Any]:
@@ -100,7 +103,11 @@ def _duration(row: Row) -> float | None:
 
 def show_json(row: Row, files: list[dict[str, Any]]) -> dict[str, Any]:
     """``show ID --json``: the upload, ``files_written`` and the objects listed."""
-    return {**upload_json(row), "files_written": row["files_written"], "written": [dict(f) for f in files]}
+    return {
+        **upload_json(row),
+        "files_written": row["files_written"],
+        "written": [dict(f) for f in files],
+    }
 
 
 def show_lines(row: Row, files: list[dict[str, Any]]) -> list[str]:
@@ -110,7 +117,8 @@ def show_lines(row: Row, files: list[dict[str, Any]]) -> list[str]:
         f"upload {row['id']}: {row['status']} (attempt {row['attempts']})",
         f"  key        {printable(row['inbox_key'])} ({printable(row['filename'])}, "
         f"{size(row['size'])}, by {printable(row['uploaded_by']) or 'unknown'})",
-        f"  queued     {utc_text(row['created_at'])} ({span((now - row['created_at']).total_seconds())} ago)",
+        f"  queued     {utc_text(row['created_at'])} "
+        f"({span((now - row['created_at']).total_seconds())} ago)",
     ]
     if row["claimed_at"] is not None:
         lines.append(
@@ -118,7 +126,10 @@ def show_lines(row: Row, files: list[dict[str, Any]]) -> list[str]:
             "(the last claim or heartbeat)"
         )
     if row["completed_at"] is not None:
-        lines.append(f"  completed  {utc_text(row['completed_at'])} ({span(_duration(row) or 0)} after it was queued)")
+        lines.append(
+            f"  completed  {utc_text(row['completed_at'])} ({span(_duration(row) or 0)} after it "
+            "was queued)"
+        )
     lines.append(f"  files      {_file_counts(row)}")
     lines.append(f"  error      {one_line(row['error']) or '-'}")
     if files:
@@ -126,7 +137,8 @@ def show_lines(row: Row, files: list[dict[str, Any]]) -> list[str]:
         lines.append(
             "  written"
             + (
-                f" (the first {len(files)} of {row['files_written']}, in key order; --files N for more)"
+                f" (the first {len(files)} of {row['files_written']}, in key order; --files N for "
+                "more)"
                 if more > 0
                 else ""
             )
@@ -147,7 +159,11 @@ def _file_lines(row: Row) -> list[str]:
             + (f" ({printable(row['code_file'])})" if row.get("code_file") else "")
         )
     if row["update"]:
-        by = f"upload {row['previous_upload_id']}" if row.get("previous_upload_id") is not None else "an unknown upload"
+        by = (
+            f"upload {row['previous_upload_id']}"
+            if row.get("previous_upload_id") is not None
+            else "an unknown upload"
+        )
         was = (
             f"{size(row['previous_size'])}, MD5 {row['previous_md5']}"
             if row.get("previous_md5")

@@ -27,12 +27,24 @@ OPTIONS: tuple[tuple[str, Any, str], ...] = (
     ("symbols_prefix", defaults.SYMBOLS_PREFIX, "key prefix: <prefix>/<debug_file>/<ID>/<file>"),
     # how objects are written
     ("compress_extensions", "sym", "comma-separated extensions stored gzipped"),
-    ("gzip_level", 1, "isal deflate level (0-3) for stored members (deflated ones keep their stream)"),
+    (
+        "gzip_level",
+        1,
+        "isal deflate level (0-3) for stored members (deflated ones keep their stream)",
+    ),
     ("concurrency", 8, "threads (and S3 connections) per upload"),
-    ("multipart_threshold", 8 * MiB, "objects larger than this (bytes, as stored) are written by multipart upload"),
+    (
+        "multipart_threshold",
+        8 * MiB,
+        "objects larger than this (bytes, as stored) are written by multipart upload",
+    ),
     ("part_size", 8 * MiB, "multipart part size in bytes (S3: >= 5 MiB)"),
     ("existence_check", "auto", "auto, list or head (see docs/jobs/uploads.md)"),
-    ("overwrite", "replace", "a key holding other bytes: replace, keep-first or versioned (docs/security.md)"),
+    (
+        "overwrite",
+        "replace",
+        "a key holding other bytes: replace, keep-first or versioned (docs/security.md)",
+    ),
     # the queue
     ("max_attempts", 3, "attempts before an upload stays failed"),
     ("lease_seconds", 600.0, "a claim not renewed for this long is taken over"),

@@ -47,7 +47,11 @@ logger = logging.getLogger(__name__)
 
 
 def process(
-    upload: Upload, settings: UploadSettings, client: Any, recorder: Recorder, progress: Progress | None = None
+    upload: Upload,
+    settings: UploadSettings,
+    client: Any,
+    recorder: Recorder,
+    progress: Progress | None = None,
 ) -> Counts:
     """Publish one upload's archive; return its counts.
 
@@ -61,7 +65,9 @@ def process(
         directory = arrival.read_directory(client, settings, upload, Path(tmp))
         gate = Gate(directory.ends) if directory is not None else None
         with ThreadPoolExecutor(1, thread_name_prefix="download") as side:
-            downloading = side.submit(arrival.download_archive, client, settings, upload, path, directory, gate)
+            downloading = side.submit(
+                arrival.download_archive, client, settings, upload, path, directory, gate
+            )
             try:
                 if directory is None:
                     downloading.result()
@@ -70,7 +76,9 @@ def process(
                     plan = directory.plan
                 (Path(tmp) / "spool").mkdir()
                 spool = Spool(path, Path(tmp) / "spool", settings, gate)
-                _verify_and_publish(client, upload, plan, spool, recorder, progress or QuietProgress(), downloading)
+                _verify_and_publish(
+                    client, upload, plan, spool, recorder, progress or QuietProgress(), downloading
+                )
             finally:
                 if gate is not None:
                     gate.stop()  # published or failed: do not wait for the rest of the archive
@@ -119,4 +127,6 @@ def _after_publishing(downloading: Future[None], upload: Upload) -> None:
     try:
         downloading.result()
     except StorageFailed as exc:
-        logger.warning("upload %d: published; the archive's download then failed: %s", upload.id, exc)
+        logger.warning(
+            "upload %d: published; the archive's download then failed: %s", upload.id, exc
+        )

@@ -45,7 +45,12 @@ class Publisher:
     """
 
     def __init__(self, client: Any, settings: UploadSettings, upload_id: int, spool: Spool) -> None:
-        self._client, self._settings, self._upload_id, self._spool = client, settings, upload_id, spool
+        self._client, self._settings, self._upload_id, self._spool = (
+            client,
+            settings,
+            upload_id,
+            spool,
+        )
         self._bucket = settings.symbols_bucket
         self._keep_first = settings.overwrite is Overwrite.KEEP_FIRST
         self._staged: dict[str, str] = {}  # multipart uploads not completed: {id: key}
@@ -67,7 +72,9 @@ class Publisher:
             written = self._written(member, member.body, verdict)
         return dataclasses.replace(member, staged=self._stage(written, member.body))
 
-    def write(self, member: Member, mode: WriteMode, verdict: Verdict | None = None) -> Written | None:
+    def write(
+        self, member: Member, mode: WriteMode, verdict: Verdict | None = None
+    ) -> Written | None:
         """Write one object (the new row), or None when it turned out to be there already
         (``verdict``: what the checks decided for a ``REPLACE``). A member not spooled (its
         key existed with other bytes) is spooled now.
@@ -78,7 +85,11 @@ class Publisher:
                 (a race with another upload: the files of this upload written so far stay,
                 each whole, with its row).
         """
-        body = member.body if member.body is not None else self._spool.spooled(member.index, member.info)[1]
+        body = (
+            member.body
+            if member.body is not None
+            else self._spool.spooled(member.index, member.info)[1]
+        )
         written = self._written(member, body, verdict if mode is WriteMode.REPLACE else None)
         large = written.size > self._settings.multipart_threshold
         if mode is WriteMode.IF_ABSENT and large:  # (a HEAD costs less than staging for nothing)
@@ -92,7 +103,12 @@ class Publisher:
             mode = WriteMode.IF_ABSENT  # checked and absent, but a racing upload may write it
         content = body.read_bytes()
         if storage.put(
-            self._client, self._bucket, written, content, self._upload_id, only_if_new=mode is WriteMode.IF_ABSENT
+            self._client,
+            self._bucket,
+            written,
+            content,
+            self._upload_id,
+            only_if_new=mode is WriteMode.IF_ABSENT,
         ):
             return written
         verdict = self._recheck(member)  # refused: the key existed after all
@@ -146,7 +162,13 @@ class Publisher:
         try:
             with open(body, "rb") as data:
                 upload, parts = storage.start_multipart(
-                    self._client, self._bucket, written, data, self._upload_id, self._settings.part_size, started
+                    self._client,
+                    self._bucket,
+                    written,
+                    data,
+                    self._upload_id,
+                    self._settings.part_size,
+                    started,
                 )
         except BaseException:
             with self._lock:  # start_multipart aborted it already: not twice

@@ -54,14 +54,23 @@ def _is_s3_unavailable(exc: Exception) -> bool:
 
 def _failed(operation: str, bucket: str, key: str, exc: Exception) -> StorageFailed:
     return StorageFailed(
-        operation, bucket, key, _s3_error_text(exc), unavailable=_is_s3_unavailable(exc), status=_status(exc)
+        operation,
+        bucket,
+        key,
+        _s3_error_text(exc),
+        unavailable=_is_s3_unavailable(exc),
+        status=_status(exc),
     )
 
 
 def _status(exc: Exception) -> int | None:
     """The HTTP status of S3's answer that ``exc`` carries (None: no answer)."""
     response = getattr(exc, "response", None)
-    status = response.get("ResponseMetadata", {}).get("HTTPStatusCode") if isinstance(response, dict) else None
+    status = (
+        response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        if isinstance(response, dict)
+        else None
+    )
     return status if isinstance(status, int) else None
 
 
@@ -153,7 +162,9 @@ def download(
                 raise  # the local disk, not S3: the worker stops the run (DiskFull)
             if attempt == tries or getattr(exc, "response", None) is not None:
                 raise _failed("GetObject", bucket, key, exc) from None
-            logger.warning("GetObject s3://%s/%s: %s; starting again", bucket, key, _s3_error_text(exc))
+            logger.warning(
+                "GetObject s3://%s/%s: %s; starting again", bucket, key, _s3_error_text(exc)
+            )
 
 
 def fetch_tail(client: Any, bucket: str, key: str, target: Path, length: int) -> str:
@@ -230,7 +241,14 @@ def _headers(written: Written, upload_id: int) -> dict[str, Any]:
     return extra
 
 
-def put(client: Any, bucket: str, written: Written, body: bytes, upload_id: int, only_if_new: bool = False) -> bool:
+def put(
+    client: Any,
+    bucket: str,
+    written: Written,
+    body: bytes,
+    upload_id: int,
+    only_if_new: bool = False,
+) -> bool:
     """Write one symbol object with Tecken's headers and metadata.
 
     ``only_if_new``: a conditional write (``If-None-Match: *``) that does nothing when the
@@ -276,9 +294,9 @@ def start_multipart(
         StorageFailed: a call failed after botocore's retries (the upload was aborted).
     """
     try:
-        upload = client.create_multipart_upload(Bucket=bucket, Key=written.key, **_headers(written, upload_id))[
-            "UploadId"
-        ]
+        upload = client.create_multipart_upload(
+            Bucket=bucket, Key=written.key, **_headers(written, upload_id)
+        )["UploadId"]
     except Exception as exc:
         raise _failed("CreateMultipartUpload", bucket, written.key, exc) from None
     started(upload)
@@ -286,7 +304,11 @@ def start_multipart(
     try:
         for number in range(1, max(1, -(-written.size // part_size)) + 1):
             response = client.upload_part(
-                Bucket=bucket, Key=written.key, UploadId=upload, PartNumber=number, Body=body.read(part_size)
+                Bucket=bucket,
+                Key=written.key,
+                UploadId=upload,
+                PartNumber=number,
+                Body=body.read(part_size),
             )
             parts.append({"PartNumber": number, "ETag": response["ETag"]})
     except BaseException as exc:
@@ -328,4 +350,10 @@ def abort(client: Any, bucket: str, key: str, upload: str) -> None:
     try:
         client.abort_multipart_upload(Bucket=bucket, Key=key, UploadId=upload)
     except Exception as exc:
-        logger.error("could not abort multipart upload %s of s3://%s/%s: %s", upload, bucket, key, _s3_error_text(exc))
+        logger.error(
+            "could not abort multipart upload %s of s3://%s/%s: %s",
+            upload,
+            bucket,
+            key,
+            _s3_error_text(exc),
+        )

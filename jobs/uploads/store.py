@@ -37,7 +37,13 @@ class UploadStore:
 
     def enqueue(self, inbox_key: str, filename: str, size: int, uploaded_by: str | None) -> int:
         row = self._one(
-            "enqueue", {"inbox_key": inbox_key, "filename": filename, "size": size, "uploaded_by": uploaded_by}
+            "enqueue",
+            {
+                "inbox_key": inbox_key,
+                "filename": filename,
+                "size": size,
+                "uploaded_by": uploaded_by,
+            },
         )
         assert row is not None
         return int(row["id"])
@@ -91,7 +97,9 @@ class UploadStore:
 
     def claimable(self, max_attempts: int, lease: float, retry_delay: float) -> int:
         """How many uploads :meth:`claim_next` would hand out now (a progress bar's total)."""
-        row = self._one("claimable", {"max_attempts": max_attempts, "lease": lease, "retry_delay": retry_delay})
+        row = self._one(
+            "claimable", {"max_attempts": max_attempts, "lease": lease, "retry_delay": retry_delay}
+        )
         return int(row["n"]) if row else 0
 
     def claim_id(self, upload_id: int, worker: str, lease: float) -> Upload | None:
@@ -106,13 +114,24 @@ class UploadStore:
     def finish_done(self, upload_id: int, worker: str, counts: Counts) -> None:
         row = self._one(
             "finish_done",
-            {"id": upload_id, "worker": worker, "files_total": counts.total, "files_ignored": counts.ignored},
+            {
+                "id": upload_id,
+                "worker": worker,
+                "files_total": counts.total,
+                "files_ignored": counts.ignored,
+            },
         )
         if row is None:
             raise ClaimLost(upload_id, worker)
 
     def finish_error(
-        self, upload_id: int, worker: str, error: str, permanent: bool, max_attempts: int, counts: Counts | None
+        self,
+        upload_id: int,
+        worker: str,
+        error: str,
+        permanent: bool,
+        max_attempts: int,
+        counts: Counts | None,
     ) -> UploadStatus:
         row = self._one(
             "finish_error",
@@ -145,7 +164,12 @@ class ClaimRecorder:
     """
 
     def __init__(
-        self, store: UploadStore, upload_id: int, worker: str, heartbeat_seconds: float, batch_size: int = 200
+        self,
+        store: UploadStore,
+        upload_id: int,
+        worker: str,
+        heartbeat_seconds: float,
+        batch_size: int = 200,
     ) -> None:
         self._store = store
         self._id = upload_id

@@ -49,7 +49,13 @@ def parse(head: bytes, whole: bool = False) -> Header | None:
     lines = head.split(b"\n")
     first = lines[0].rstrip(b"\r").decode("utf-8", "replace")
     fields = first.split(" ", 4)
-    if len(fields) != 5 or fields[0] != "MODULE" or not fields[4] or not fields[3] or fields[3].strip(HEX_DIGITS):
+    if (
+        len(fields) != 5
+        or fields[0] != "MODULE"
+        or not fields[4]
+        or not fields[3]
+        or fields[3].strip(HEX_DIGITS)
+    ):
         return None
     code_id = code_file = None
     for line in lines[1:] if whole else lines[1:-1]:  # (a cut last piece is never read)

@@ -63,7 +63,12 @@ DIRECTORY_BYTES_PER_MEMBER = 1024
 
 
 # general-purpose flag bits (APPNOTE 4.4.4) that make a member unreadable as plain data
-_REFUSED_FLAGS = ((0x2000, RULE_MASKED), (0x0040, RULE_STRONG), (0x0001, RULE_ENCRYPTED), (0x0020, RULE_PATCHED))
+_REFUSED_FLAGS = (
+    (0x2000, RULE_MASKED),
+    (0x0040, RULE_STRONG),
+    (0x0001, RULE_ENCRYPTED),
+    (0x0020, RULE_PATCHED),
+)
 FLAG_DESCRIPTOR = 0x0008  # CRC and sizes follow the data (zero in the local header)
 FLAG_UTF8 = 0x0800  # the name is UTF-8 (else code page 437)
 LOCAL_HEADER_SIZE = 30  # the fixed part of a local file header (4.3.7)
@@ -88,7 +93,9 @@ class Plan:
 
 def is_ignorable(name: str) -> bool:
     """A top-level ``*-symbols.txt`` or any ``.DS_Store`` (Tecken ignores both)."""
-    return ("/" not in name and name.endswith("-symbols.txt")) or name.rsplit("/", 1)[-1] == ".DS_Store"
+    return ("/" not in name and name.endswith("-symbols.txt")) or name.rsplit("/", 1)[
+        -1
+    ] == ".DS_Store"
 
 
 def check_name(name: str, prefix: str = "") -> SymbolKey | None:
@@ -154,7 +161,9 @@ def check_size(info: zipfile.ZipInfo, total: int, limits: Limits) -> None:
     The sizes are the central directory's; :mod:`.archive` refuses a member whose data
     inflates to more than its declared size while streaming, so they bound what is written."""
     if info.file_size > limits.max_member_size:
-        raise Rejected(RULE_MEMBER_SIZE, info.filename, f"{info.file_size} bytes > {limits.max_member_size}")
+        raise Rejected(
+            RULE_MEMBER_SIZE, info.filename, f"{info.file_size} bytes > {limits.max_member_size}"
+        )
     if total > limits.max_total_size:
         raise Rejected(RULE_TOTAL_SIZE, info.filename, f"{total} bytes > {limits.max_total_size}")
     # whatever the member's size or kind: many small members within a size floor were how
@@ -176,11 +185,15 @@ def check_layout(infos: list[zipfile.ZipInfo], directory: int | None) -> None:
         end = info.header_offset + LOCAL_HEADER_SIZE + len(raw_name(info)) + info.compress_size
         if limit is not None and end > limit:
             raise Rejected(
-                RULE_OVERLAP, info.filename, f"its data ends at {end} or later, the next record starts at {limit}"
+                RULE_OVERLAP,
+                info.filename,
+                f"its data ends at {end} or later, the next record starts at {limit}",
             )
 
 
-def validate(infos: list[zipfile.ZipInfo], limits: Limits, directory: int | None = None, prefix: str = "") -> Plan:
+def validate(
+    infos: list[zipfile.ZipInfo], limits: Limits, directory: int | None = None, prefix: str = ""
+) -> Plan:
     """Check every member of the central directory, in order; then that no two overlap
     (``directory``: where the central directory starts, the bound of the last member;
     ``prefix``: the key prefix the members will be stored under).
@@ -206,7 +219,11 @@ def validate(infos: list[zipfile.ZipInfo], limits: Limits, directory: int | None
     if not files:
         raise Rejected(RULE_EMPTY)
     if len(files) > limits.max_members:
-        raise Rejected(RULE_TOO_MANY, files[limits.max_members].filename, f"{len(files)} > {limits.max_members}")
+        raise Rejected(
+            RULE_TOO_MANY,
+            files[limits.max_members].filename,
+            f"{len(files)} > {limits.max_members}",
+        )
     for info in files:
         key = check_name(info.filename, prefix)
         check_kind(info)
@@ -286,11 +303,17 @@ def check_directory_bounds(record: EndRecord | None, limits: Limits) -> None:
         return
     if record.entries > limits.max_members:
         raise Rejected(
-            RULE_TOO_MANY, None, f"{record.entries} entries declared in the end record > {limits.max_members}"
+            RULE_TOO_MANY,
+            None,
+            f"{record.entries} entries declared in the end record > {limits.max_members}",
         )
     bound = limits.max_members * DIRECTORY_BYTES_PER_MEMBER
     if record.directory_size > bound:
-        raise Rejected(RULE_DIRECTORY_SIZE, None, f"{record.directory_size} bytes declared in the end record > {bound}")
+        raise Rejected(
+            RULE_DIRECTORY_SIZE,
+            None,
+            f"{record.directory_size} bytes declared in the end record > {bound}",
+        )
 
 
 @dataclass(frozen=True)
@@ -336,7 +359,12 @@ def check_end(record: EndRecord | None) -> None:
     without ZIP64 as if whole (its offsets then point into the missing parts)."""
     if record is None:
         return
-    if record.disk or record.directory_disk or record.disks > 1 or record.entries_here != record.entries:
+    if (
+        record.disk
+        or record.directory_disk
+        or record.disks > 1
+        or record.entries_here != record.entries
+    ):
         raise Rejected(
             RULE_MULTI_DISK,
             None,

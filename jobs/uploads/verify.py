@@ -53,7 +53,9 @@ class Spool:
     :attr:`compute`, one per core, so the largest members (taken first) finish first and
     their parts travel while the rest is verified."""
 
-    def __init__(self, archive_path: Path, directory: Path, settings: UploadSettings, gate: Gate | None) -> None:
+    def __init__(
+        self, archive_path: Path, directory: Path, settings: UploadSettings, gate: Gate | None
+    ) -> None:
         self.archive = archive_path
         self.directory = directory
         self.settings = settings
@@ -129,12 +131,24 @@ class VerifyPass:
             if done or found is not None:
                 digest = spool.digest(info)
                 return Member(
-                    index, info, key, Digest(digest.size, digest.md5), None, header=self._header(index, digest)
+                    index,
+                    info,
+                    key,
+                    Digest(digest.size, digest.md5),
+                    None,
+                    header=self._header(index, digest),
                 )
             digest, body = spool.spooled(index, info)
         # (the first bytes are checked here and not kept: 8 KiB a member, for every member
         # of a large archive until it is published, showed in the job's peak memory)
-        member = Member(index, info, key, Digest(digest.size, digest.md5), body, header=self._header(index, digest))
+        member = Member(
+            index,
+            info,
+            key,
+            Digest(digest.size, digest.md5),
+            body,
+            header=self._header(index, digest),
+        )
         if body.stat().st_size > spool.settings.multipart_threshold:
             return self._stage(member, not checked)
         return member
@@ -142,7 +156,10 @@ class VerifyPass:
     def _header(self, index: int, digest: Digest) -> Header | None:
         """A ``.sym`` member's header, checked against its key (:mod:`.symheader`)."""
         return symheader.check(
-            self._plan.members[index].filename, self._plan.keys[index], digest.head, digest.size <= len(digest.head)
+            self._plan.members[index].filename,
+            self._plan.keys[index],
+            digest.head,
+            digest.size <= len(digest.head),
         )
 
 
@@ -159,7 +176,9 @@ class VerifyQueue:
         self._ready: list[tuple[int, int]] = []  # a heap of (-size, index)
         indexes = range(len(plan.members))  # without a download, all are ready at once
         self._arriving = collections.deque(
-            indexes if gate is None else sorted(indexes, key=lambda index: gate.ends[plan.members[index].filename])
+            indexes
+            if gate is None
+            else sorted(indexes, key=lambda index: gate.ends[plan.members[index].filename])
         )
         self._closed = False
 

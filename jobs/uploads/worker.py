@@ -64,7 +64,12 @@ class Worker:
     """Processes uploads with one S3 client and one database connection."""
 
     def __init__(
-        self, store: UploadStore, settings: UploadSettings, client: Any, policy: Policy, name: str | None = None
+        self,
+        store: UploadStore,
+        settings: UploadSettings,
+        client: Any,
+        policy: Policy,
+        name: str | None = None,
     ) -> None:
         self.store = store
         self.settings = settings
@@ -78,7 +83,12 @@ class Worker:
         from .storage import make_client
 
         settings = UploadSettings.from_config(config)
-        return cls(UploadStore(connection), settings, make_client(settings.concurrency), Policy.from_config(config))
+        return cls(
+            UploadStore(connection),
+            settings,
+            make_client(settings.concurrency),
+            Policy.from_config(config),
+        )
 
     def drain(
         self, keep_going: Callable[[], bool] = lambda: True, progress: Progress | None = None
@@ -106,7 +116,9 @@ class Worker:
             VersioningOff: ``overwrite = versioned`` on a bucket without versions.
         """
         self.check_overwrite()
-        for upload_id in self.store.abandon_expired(self.policy.max_attempts, self.policy.lease_seconds):
+        for upload_id in self.store.abandon_expired(
+            self.policy.max_attempts, self.policy.lease_seconds
+        ):
             logger.warning("upload %d: abandoned, its worker died on the last attempt", upload_id)
         outcomes: list[UploadOutcome] = []
         tried: list[int] = []
@@ -118,10 +130,17 @@ class Worker:
             progress.start(min(total, limit) if limit else total)
         while not self.policy.max_uploads_per_run or len(tried) < self.policy.max_uploads_per_run:
             if not keep_going():
-                logger.warning("the job no longer holds its lease: no more uploads claimed (%d processed)", len(tried))
+                logger.warning(
+                    "the job no longer holds its lease: no more uploads claimed (%d processed)",
+                    len(tried),
+                )
                 break
             upload = self.store.claim_next(
-                self.name, self.policy.max_attempts, self.policy.lease_seconds, self.policy.retry_delay_seconds, tried
+                self.name,
+                self.policy.max_attempts,
+                self.policy.lease_seconds,
+                self.policy.retry_delay_seconds,
+                tried,
             )
             if upload is None:
                 break
@@ -160,7 +179,12 @@ class Worker:
         except UploadError as exc:
             status = self._failed(upload, str(exc), exc.permanent)
             logger.warning(
-                "upload %d (attempt %d): %s -> %s", upload.id, upload.attempts, exc, status.value, extra=extra
+                "upload %d (attempt %d): %s -> %s",
+                upload.id,
+                upload.attempts,
+                exc,
+                status.value,
+                extra=extra,
             )
             return UploadOutcome(
                 upload.id,
@@ -173,7 +197,12 @@ class Worker:
             try:
                 self._failed(upload, f"{type(exc).__name__}: {exc}", permanent=False)
             except Exception as unrecorded:  # the database itself may be what failed
-                logger.error("upload %d: could not record the failure: %s", upload.id, unrecorded, extra=extra)
+                logger.error(
+                    "upload %d: could not record the failure: %s",
+                    upload.id,
+                    unrecorded,
+                    extra=extra,
+                )
             if is_disk_full(exc):
                 raise DiskFull(upload.id, exc) from None
             raise
@@ -216,7 +245,9 @@ class Worker:
 
     def _failed(self, upload: Upload, error: str, permanent: bool) -> UploadStatus:
         try:
-            return self.store.finish_error(upload.id, self.name, error, permanent, self.policy.max_attempts, None)
+            return self.store.finish_error(
+                upload.id, self.name, error, permanent, self.policy.max_attempts, None
+            )
         except ClaimLost:
             return UploadStatus.PROCESSING
 

@@ -11,7 +11,8 @@ with tolerances (grown by the invocations' durations), since absolute times
 differ. A scenario is PASS (no difference), DIFF (only differences it
 declares, citing the spec section of the bug we fixed) or FAIL (anything else,
 or a declared difference that did not happen); the exit status is 1 if any
-scenario FAILs, and on a set-up error (one line on stderr). README.md beside this file has the details. The original is
+scenario FAILs, and on a set-up error (one line on stderr). README.md beside this file has the
+details. The original is
 installed once (pip --target, the pins of ``requirements-py27.txt``) into
 ``.services/cache/py2crontabber`` and run by pyenv's Python 2.7.18. The
 PostgreSQL is the one ``RESOURCE_POSTGRESQL_*`` names (``.services/env``), by
@@ -115,7 +116,10 @@ def scenarios() -> list[Scenario]:
     utc = dt.datetime.now(dt.timezone.utc)
     yesterday = (utc - dt.timedelta(days=1)).strftime("%Y-%m-%d")
     past, future = ((utc + dt.timedelta(minutes=m)).strftime("%H:%M") for m in (-2, 3))
-    marker = "UPDATE crontabber SET next_run = now() - interval '1 second', ongoing = now() - interval '{}'"
+    marker = (
+        "UPDATE crontabber SET next_run = now() - interval '1 second', ongoing = now() - interval "
+        "'{}'"
+    )
     held = (
         "UPDATE crontabber SET next_run = now() - interval '1 second', ongoing = "
         "CASE WHEN app_name = 'basic-job' THEN now() - interval '1 second' END"
@@ -270,7 +274,8 @@ def scenarios() -> list[Scenario]:
                 "marker 25 h old": Expected(
                     "§5.1, §8.1.1",
                     "the original takes the marker's age from timedelta.seconds "
-                    "(25 h counts as 1 h) and exits 3; ours counts whole days, finds it stale, runs",
+                    "(25 h counts as 1 h) and exits 3; ours counts whole days, finds it stale, "
+                    "runs",
                     ("exit", "row:basic-job", "log:basic-job:"),
                 )
             },
@@ -342,7 +347,8 @@ def python27() -> str:
         ).stdout.strip()
     except (OSError, subprocess.CalledProcessError) as exc:
         raise SystemExit(
-            f"differential: no Python {PYTHON27}: not at {python}, and `pyenv prefix {PYTHON27}` failed ({exc})"
+            f"differential: no Python {PYTHON27}: not at {python}, and `pyenv prefix {PYTHON27}` "
+            f"failed ({exc})"
         ) from None
     return str(Path(prefix) / "bin" / "python")
 
@@ -384,7 +390,8 @@ def ensure_original(python: str) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
         tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-10:])
         raise SystemExit(
-            f"{tail}\ndifferential: pip could not install {REQUIREMENTS.name} with {python} (exit {done.returncode})"
+            f"{tail}\ndifferential: pip could not install {REQUIREMENTS.name} with {python} (exit "
+            f"{done.returncode})"
         )
     (tmp / ".requirements").write_text(wanted)
     shutil.rmtree(CACHE, ignore_errors=True)
@@ -395,10 +402,19 @@ def implementations(py27: str) -> list[Impl]:
     venv = ROOT / ".venv" / "bin" / "python"
     ours = str(venv) if venv.exists() else sys.executable
     return [
-        Impl("original", (py27, "-c", "from crontabber.app import local_main; local_main()"), (CACHE, HERE)),
+        Impl(
+            "original",
+            (py27, "-c", "from crontabber.app import local_main; local_main()"),
+            (CACHE, HERE),
+        ),
         # crontabber 0.18 has no --reason; ours requires one for --reset-job unless told not
         # to, as a site moving from crontabber would until its scripts give one
-        Impl("ours", (ours, "-m", "crontabber"), (ROOT, HERE), (("CRONTABBER_REQUIRE_REASON", "False"),)),
+        Impl(
+            "ours",
+            (ours, "-m", "crontabber"),
+            (ROOT, HERE),
+            (("CRONTABBER_REQUIRE_REASON", "False"),),
+        ),
     ]
 
 
@@ -446,7 +462,8 @@ def observe(conn: Any) -> dict[str, Any]:
     """The comparable quantities of both state tables.
 
     Per ``crontabber`` row: ``error_count``, ``depends_on``, ``last_error`` (type
-    name normalised, value, traceback made of frames), each timestamp's age (None when NULL), the gaps
+    name normalised, value, traceback made of frames), each timestamp's age (None when NULL), the
+    gaps
     next_run/first_run/last_success - last_run, and next_run's HH:MM when it
     sits on a whole minute. Per ``crontabber_log`` row, numbered per app: ``ok``
     or the normalised ``exc_type: exc_value``, and the age of ``success``.
@@ -466,7 +483,9 @@ def observe(conn: Any) -> dict[str, Any]:
             obs[key + "error_count"] = row["error_count"]
             obs[key + "depends_on"] = list(row["depends_on"] or [])
             frames = str(error.get("traceback", "")).startswith("  File ")
-            obs[key + "last_error"] = (exc_name(error.get("type")), error.get("value"), frames) if error else None
+            obs[key + "last_error"] = (
+                (exc_name(error.get("type")), error.get("value"), frames) if error else None
+            )
             for col in TIMESTAMPS:
                 obs[key + "age." + col] = seconds(now - row[col]) if row[col] else None
             last_run = row["last_run"]
@@ -475,7 +494,9 @@ def observe(conn: Any) -> dict[str, Any]:
                 obs[f"{key}{col}-last_run"] = gap
             nxt = row["next_run"]
             on_minute = nxt is not None and not nxt.second and not nxt.microsecond
-            obs[key + "next_run.HH:MM"] = nxt.astimezone(dt.timezone.utc).strftime("%H:%M") if on_minute else None
+            obs[key + "next_run.HH:MM"] = (
+                nxt.astimezone(dt.timezone.utc).strftime("%H:%M") if on_minute else None
+            )
         cur.execute("SELECT app_name, success, exc_type, exc_value FROM crontabber_log ORDER BY id")
         counts: dict[str, int] = {}
         for row in cur.fetchall():
@@ -497,7 +518,9 @@ def entity(key: str) -> str:
     return key.split(".", 1)[0] if key.startswith("log:") else ":".join(key.split(":")[:2])
 
 
-def differences(a: dict[str, Any], b: dict[str, Any], skew: float = 0.0) -> list[tuple[str, Any, Any]]:
+def differences(
+    a: dict[str, Any], b: dict[str, Any], skew: float = 0.0
+) -> list[tuple[str, Any, Any]]:
     """Keys whose values differ (numbers within tolerance are equal); a row
     present on one side only is one difference.
 
@@ -506,7 +529,9 @@ def differences(a: dict[str, Any], b: dict[str, Any], skew: float = 0.0) -> list
     timestamps (written in two steps) by twice that."""
     found, ents_a, ents_b = [], {entity(k) for k in a}, {entity(k) for k in b}
     for ent in sorted(ents_a ^ ents_b):
-        found.append((ent, "present" if ent in ents_a else ABSENT, "present" if ent in ents_b else ABSENT))
+        found.append(
+            (ent, "present" if ent in ents_a else ABSENT, "present" if ent in ents_b else ABSENT)
+        )
     for key in sorted(k for k in a.keys() & b.keys()):
         x, y = a[key], b[key]
         if isinstance(x, float) and isinstance(y, float):
@@ -558,12 +583,18 @@ def invoke(impl: Impl, ini: Path, args: tuple[str, ...], workdir: Path) -> tuple
     return done.returncode, done.stdout, duration
 
 
-def observe_step(impls: list[Impl], conns: dict[str, Any], step: Step, workdir: Path, outcome: Outcome) -> list[dict]:
+def observe_step(
+    impls: list[Impl], conns: dict[str, Any], step: Step, workdir: Path, outcome: Outcome
+) -> list[dict]:
     """Run a step's invocation on every implementation at once (each has its
     own database), then observe each database; record the step's skew."""
     seen = []
     with ThreadPoolExecutor(len(impls)) as pool:
-        results = list(pool.map(lambda impl: invoke(impl, workdir / f"{impl.name}.ini", step.args, workdir), impls))
+        results = list(
+            pool.map(
+                lambda impl: invoke(impl, workdir / f"{impl.name}.ini", step.args, workdir), impls
+            )
+        )
     for code, out, duration in results:
         outcome.skew = max(outcome.skew, duration)
         obs: dict[str, Any] = {"exit": code}
@@ -595,7 +626,10 @@ def run_scenario(sc: Scenario, impls: list[Impl], workdir: Path, keep: bool) -> 
     """Run every step on both implementations, comparing after each invocation."""
     outcome = Outcome(sc.name)
     # The pid: two runs at once (two test sessions on one server) do not collide.
-    dbs = {impl.name: f"crontabber_diff_{sc.name.replace('-', '_')}_{impl.name}_{os.getpid()}" for impl in impls}
+    dbs = {
+        impl.name: f"crontabber_diff_{sc.name.replace('-', '_')}_{impl.name}_{os.getpid()}"
+        for impl in impls
+    }
     conns = {}
     for impl in impls:
         recreate_database(dbs[impl.name])
@@ -622,7 +656,11 @@ def run_scenario(sc: Scenario, impls: list[Impl], workdir: Path, keep: bool) -> 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--keep", action="store_true", help="keep the databases and the work dir (inis, stderr logs)")
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the databases and the work dir (inis, stderr logs)",
+    )
     parser.add_argument("only", nargs="*", metavar="SCENARIO", help="run only these scenarios")
     args = parser.parse_args(argv)
     py27 = python27()
@@ -637,13 +675,20 @@ def main(argv: list[str]) -> int:
     for sc in chosen:
         (workroot / sc.name).mkdir()
         o = run_scenario(sc, impls, workroot / sc.name, args.keep)
-        note = {"PASS": "", "DIFF": "expected: " + "; ".join(o.refs), "FAIL": "UNEXPECTED differences"}
+        note = {
+            "PASS": "",
+            "DIFF": "expected: " + "; ".join(o.refs),
+            "FAIL": "UNEXPECTED differences",
+        }
         print(f"{o.name:<26} {o.status:<6} {o.compared:>6}  {note[o.status]}", flush=True)
         outcomes.append(o)
     for o in outcomes:
         for title, lines in (("expected", o.expected), ("UNEXPECTED", o.unexpected)):
             if lines:
-                print(f"\n{o.name}: {title} differences\n" + "".join(f"  {line}\n" for line in lines), end="")
+                print(
+                    f"\n{o.name}: {title} differences\n" + "".join(f"  {line}\n" for line in lines),
+                    end="",
+                )
     if args.keep:
         print(f"\nwork dir (inis, stderr logs): {workroot}")
     else:

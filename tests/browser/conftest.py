@@ -28,7 +28,10 @@ def browser() -> Iterator[Any]:
 
     for path in (CHROMIUM, CHROMEDRIVER):
         if not shutil.which(path):
-            pytest.fail(f"{path} is missing: run `bash scripts/services.sh browser` (make test does)", pytrace=False)
+            pytest.fail(
+                f"{path} is missing: run `bash scripts/services.sh browser` (make test does)",
+                pytrace=False,
+            )
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for argument in (
@@ -58,7 +61,9 @@ def shot(browser: Any) -> Any:
 
     def take(name: str, element: Any = None) -> Path:
         path = ARTIFACTS / f"dashboard-{name}.png"
-        (element or browser).save_screenshot(str(path)) if element is None else element.screenshot(str(path))
+        (element or browser).save_screenshot(str(path)) if element is None else element.screenshot(
+            str(path)
+        )
         assert path.stat().st_size > 1000, path
         return path
 

@@ -31,13 +31,15 @@ def number(browser, key):
     return int(value(browser, key).replace(",", ""))
 
 
-def test_every_job_with_its_status_paused_and_running_shown(dashboard, browser, shot, s3_bucket, es_index):
+def test_every_job_with_its_status_paused_and_running_shown(
+    dashboard, browser, shot, s3_bucket, es_index
+):
     pipeline_fleet(dashboard.crontab, s3_bucket, es_index)
     browser.get(dashboard.start(refresh_seconds=60))
     _, _, api = dashboard.get("/api/jobs")
-    assert [(r.get_attribute("data-job"), r.get_attribute("data-status")) for r in rows(browser)] == [
-        (job["name"], job["status"]) for job in api["jobs"]
-    ]
+    assert [
+        (r.get_attribute("data-job"), r.get_attribute("data-status")) for r in rows(browser)
+    ] == [(job["name"], job["status"]) for job in api["jobs"]]
     assert len(api["jobs"]) == 7
     shot("overview")
     paused = row(browser, "prune-s3")
@@ -89,13 +91,18 @@ def test_a_failing_job_is_marked_and_its_traceback_opens(dashboard, browser, sho
     trace = row(browser, "trouble").find_element(By.CSS_SELECTOR, "pre.traceback")
     assert trace.is_displayed()
     assert trace.text.startswith("Traceback (most recent call last):")
-    assert trace.text.endswith("NameError: Trouble!!") and 'raise NameError("Trouble!!")' in trace.text
+    assert (
+        trace.text.endswith("NameError: Trouble!!") and 'raise NameError("Trouble!!")' in trace.text
+    )
     shot("failing-traceback")
     # the refresh replaces the panel in place: the page is not reloaded, the traceback stays open
     browser.execute_script("window.notReloaded = true")
     before = int(browser.find_element(By.TAG_NAME, "body").get_attribute("data-refreshed") or 0)
     WebDriverWait(browser, WAIT).until(
-        lambda b: int(b.find_element(By.TAG_NAME, "body").get_attribute("data-refreshed") or 0) >= before + 2
+        lambda b: (
+            int(b.find_element(By.TAG_NAME, "body").get_attribute("data-refreshed") or 0)
+            >= before + 2
+        )
     )
     assert browser.execute_script("return window.notReloaded") is True
     assert row(browser, "trouble").find_element(By.CSS_SELECTOR, "pre.traceback").is_displayed()
@@ -112,7 +119,9 @@ def test_refresh_shows_a_change_without_reloading(dashboard, browser):
         "UPDATE crontabber SET paused_until = clock_timestamp() + interval '2 hours',"
         " paused_reason = 'deploy', paused_by = 'bob@ops' WHERE app_name = 'basic-job'"
     )
-    WebDriverWait(browser, WAIT).until(lambda b: row(b, "basic-job").get_attribute("data-status") == "paused")
+    WebDriverWait(browser, WAIT).until(
+        lambda b: row(b, "basic-job").get_attribute("data-status") == "paused"
+    )
     assert browser.execute_script("return window.notReloaded") is True
     assert "deploy" in row(browser, "basic-job").text
 
@@ -132,9 +141,14 @@ def test_pipeline_panels_show_the_databases_numbers(dashboard, browser, shot, s3
     assert number(browser, "uploads.queue_depth") == 4
     assert number(browser, "uploads.failed_total") == counts["failed"] == 2
     oldest = sql(
-        "SELECT extract(epoch FROM clock_timestamp() - min(created_at)) AS age FROM upload WHERE status = 'pending'"
+        "SELECT extract(epoch FROM clock_timestamp() - min(created_at)) AS age FROM upload WHERE "
+        "status = 'pending'"
     )[0]["age"]
-    shown_age = int(browser.find_element(By.CSS_SELECTOR, '[data-k="uploads.oldest_age"]').get_attribute("data-v"))
+    shown_age = int(
+        browser.find_element(By.CSS_SELECTOR, '[data-k="uploads.oldest_age"]').get_attribute(
+            "data-v"
+        )
+    )
     assert abs(shown_age - float(oldest)) < 60
     pipeline = browser.find_element(By.ID, "pipeline")
     assert "archive too large: 9 GiB > 8 GiB" in pipeline.text
@@ -196,24 +210,42 @@ def test_history_page_lists_the_runs_newest_first(dashboard, browser, shot, s3_b
     assert "client.put_object" in failed.find_element(By.CSS_SELECTOR, "pre.traceback").text
     shot("history")
     browser.get(dashboard.url + "/jobs/prune-s4")
-    assert "no configured job is called 'prune-s4'" in browser.find_element(By.TAG_NAME, "body").text
+    assert (
+        "no configured job is called 'prune-s4'" in browser.find_element(By.TAG_NAME, "body").text
+    )
 
 
 def test_a_jobs_metric_charts_are_drawn_under_the_pages_policy(dashboard, browser, shot):
     """The charts are plain SVG styled by the page's stylesheet (the CSP allows no inline
     style): drawn, their line stroked, their values one click away."""
     crontab = dashboard.crontab
-    for metrics in ("keys_deleted=10,bytes_freed=4096", "keys_deleted=30,bytes_freed=1024", "keys_deleted=20"):
-        crontab.configure(["MeasuringJob|1d"], extra=f"    [[class-MeasuringJob]]\n        metrics={metrics}\n")
+    for metrics in (
+        "keys_deleted=10,bytes_freed=4096",
+        "keys_deleted=30,bytes_freed=1024",
+        "keys_deleted=20",
+    ):
+        crontab.configure(
+            ["MeasuringJob|1d"], extra=f"    [[class-MeasuringJob]]\n        metrics={metrics}\n"
+        )
         assert crontab.run("--job", "measuring", "--force")[0] == 0
     browser.get(dashboard.start(refresh_seconds=60) + "/jobs/measuring")
     WebDriverWait(browser, WAIT).until(lambda b: b.find_elements(By.CSS_SELECTOR, "svg.mchart"))
     charts = browser.find_elements(By.CSS_SELECTOR, "svg.mchart")
-    assert [c.get_attribute("data-points") for c in charts] == ["2", "3"]  # bytes_freed, keys_deleted
+    assert [c.get_attribute("data-points") for c in charts] == [
+        "2",
+        "3",
+    ]  # bytes_freed, keys_deleted
     assert all(c.size == {"width": 300, "height": 48} for c in charts)
     line = charts[1].find_element(By.CSS_SELECTOR, "polyline.line")
-    assert line.value_of_css_property("stroke") != "none" and line.value_of_css_property("fill") == "none"
+    assert (
+        line.value_of_css_property("stroke") != "none"
+        and line.value_of_css_property("fill") == "none"
+    )
     values = browser.find_elements(By.CSS_SELECTOR, "details.values")[1]
     values.find_element(By.TAG_NAME, "summary").click()
-    assert [td.text for td in values.find_elements(By.CSS_SELECTOR, "tbody td:nth-child(3)")] == ["20", "30", "10"]
+    assert [td.text for td in values.find_elements(By.CSS_SELECTOR, "tbody td:nth-child(3)")] == [
+        "20",
+        "30",
+        "10",
+    ]
     shot("metrics", browser.find_element(By.ID, "metrics"))

@@ -38,9 +38,16 @@ class Cli:
             return argv
         return ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', host, *argv]
 
-    def run(self, *args: str, timeout: float = 60, host: str | None = None) -> subprocess.CompletedProcess:
+    def run(
+        self, *args: str, timeout: float = 60, host: str | None = None
+    ) -> subprocess.CompletedProcess:
         return subprocess.run(
-            self.argv(*args, host=host), env=self.env, cwd=REPO, capture_output=True, text=True, timeout=timeout
+            self.argv(*args, host=host),
+            env=self.env,
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
         )
 
     def spawn(self, *args: str, host: str | None = None, **kwargs: Any) -> subprocess.Popen:

@@ -47,7 +47,9 @@ def test_a_killed_run_shows_in_show_error_the_api_and_the_dashboard(cli):
     assert cli.run().returncode == 0  # the takeover; the new run succeeds
     shown = cli.run("--show-error", "slow-job")
     assert shown.returncode == 0, shown.stderr
-    assert re.search(rf"slow-job: run {run_id} was abandoned .* on \S+:{pid} after ", shown.stdout), shown.stdout
+    assert re.search(
+        rf"slow-job: run {run_id} was abandoned .* on \S+:{pid} after ", shown.stdout
+    ), shown.stdout
     assert "last heartbeat" in shown.stdout and "taken over by" in shown.stdout
     dashboard = Dashboard(cli.crontab)
     dashboard.start()

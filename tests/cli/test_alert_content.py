@@ -23,16 +23,22 @@ ISO_Z = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 
 
 def test_a_failing_alert_names_its_run_and_keeps_its_count_current(cli, receiver):
-    configure_alerts(cli, receiver, ["ChattyJob|1d"], "    [[class-ChattyJob]]\n        fail=True\n", targets=HOOK)
+    configure_alerts(
+        cli,
+        receiver,
+        ["ChattyJob|1d"],
+        "    [[class-ChattyJob]]\n        fail=True\n",
+        targets=HOOK,
+    )
     ok(cli.run())
     make_due(cli.crontab, "chatty")
     ok(cli.run())  # a second failure: the alert
     (first,) = receiver.at("/hook")
     run_id = cli.crontab.state("chatty").run_id
     assert first.json["message"].startswith("chatty: failed 2 times in a row; last: ")
-    holder = cli.crontab.sql("SELECT host || ':' || pid AS by FROM crontabber_run WHERE run_id = %s", (run_id,))[0][
-        "by"
-    ]
+    holder = cli.crontab.sql(
+        "SELECT host || ':' || pid AS by FROM crontabber_run WHERE run_id = %s", (run_id,)
+    )[0]["by"]
     assert (f"(run {run_id} on {holder}); see --show-error chatty, --logs chatty") in first.json[
         "message"
     ]  # no dashboard configured: no link
@@ -55,15 +61,21 @@ def test_a_failing_alert_names_its_run_and_keeps_its_count_current(cli, receiver
     make_due(cli.crontab, "chatty")
     ok(cli.run("--crontabber.class-ChattyJob.fail=False"))
     recovered = receiver.at("/hook")[-1].json
-    assert recovered["kind"] == "recovered" and "was: chatty: failed 3 times in a row" in recovered["message"]
+    assert (
+        recovered["kind"] == "recovered"
+        and "was: chatty: failed 3 times in a row" in recovered["message"]
+    )
 
 
-def test_a_failing_alert_names_its_host_what_it_blocks_and_its_dashboard_page(cli, receiver, smtp_server):
+def test_a_failing_alert_names_its_host_what_it_blocks_and_its_dashboard_page(
+    cli, receiver, smtp_server
+):
     """Every payload (JSON, Slack, PagerDuty, e-mail) says who ran the failed run, which jobs
     wait for it (as --explain names them), the next commands and the job's dashboard page;
     the subject, PagerDuty's dedup key, is the streak's as before."""
     smtp = (
-        f"    smtp_host=127.0.0.1\n    smtp_port={smtp_server.port}\n    dashboard_url=http://dash.example.net:8112/\n"
+        f"    smtp_host=127.0.0.1\n    smtp_port={smtp_server.port}\n    "
+        "dashboard_url=http://dash.example.net:8112/\n"
     )
     configure_alerts(
         cli,
@@ -77,7 +89,9 @@ def test_a_failing_alert_names_its_host_what_it_blocks_and_its_dashboard_page(cl
     run_id = cli.crontab.state("trouble").run_id
     (holder,) = [
         row["by"]
-        for row in cli.crontab.sql("SELECT host || ':' || pid AS by FROM crontabber_run WHERE run_id = %s", (run_id,))
+        for row in cli.crontab.sql(
+            "SELECT host || ':' || pid AS by FROM crontabber_run WHERE run_id = %s", (run_id,)
+        )
     ]
     link = "http://dash.example.net:8112/jobs/trouble"
     said = (
@@ -100,7 +114,10 @@ def test_a_failing_alert_names_its_host_what_it_blocks_and_its_dashboard_page(cl
 
 
 def test_stored_messages_state_times_and_the_json_times_are_iso(cli, receiver):
-    rules = "    alert_after_failures=0\n    alert_silence=0\n    [[class-SadJob]]\n        deadline=30m\n"
+    rules = (
+        "    alert_after_failures=0\n    alert_silence=0\n    [[class-SadJob]]\n        "
+        "deadline=30m\n"
+    )
     configure_alerts(cli, receiver, ["TroubleJob|1d", "SadJob|1h"], rules, targets=HOOK)
     # sad's next interval (2 hours ago) is 90 minutes past its 30-minute deadline
     cli.crontab.sql(
@@ -115,7 +132,9 @@ def test_stored_messages_state_times_and_the_json_times_are_iso(cli, receiver):
     assert " ago" not in late["message"], late["message"]  # it is read later than written
     assert ISO_Z.match(late["opened_at"]), late["opened_at"]
     assert ISO_Z.match(late["detail"]["deadline"]) and ISO_Z.match(late["detail"]["interval"])
-    (row,) = [a for a in json.loads(ok(cli.run("--alerts", "--json")).stdout) if a["kind"] == "late"]
+    (row,) = [
+        a for a in json.loads(ok(cli.run("--alerts", "--json")).stdout) if a["kind"] == "late"
+    ]
     assert row["detail"]["deadline"] == late["detail"]["deadline"]
 
 
@@ -137,7 +156,9 @@ def test_alerts_counts_notices_sent_and_names_a_dead_senders_claim(cli, receiver
         tick = cli.spawn()
         # the hook's notice (made first) is sent; the slow one's is claimed and hangs
         wait_for(
-            lambda: cli.crontab.sql("SELECT 1 FROM crontabber_notice WHERE target = 'hook' AND sent_at IS NOT NULL")
+            lambda: cli.crontab.sql(
+                "SELECT 1 FROM crontabber_notice WHERE target = 'hook' AND sent_at IS NOT NULL"
+            )
         )
         assert cli.crontab.sql("SELECT claimed_by FROM crontabber_notice WHERE target = 'slow'")[0][
             "claimed_by"
@@ -155,12 +176,15 @@ def test_alerts_counts_notices_sent_and_names_a_dead_senders_claim(cli, receiver
     ), line
     # a tick on this host takes the dead claim over now, not when it expires (60 s)
     (notice,) = cli.crontab.sql(
-        "SELECT claim_until > now() + interval '30 seconds' AS held FROM crontabber_notice WHERE target = 'slow'"
+        "SELECT claim_until > now() + interval '30 seconds' AS held FROM crontabber_notice WHERE "
+        "target = 'slow'"
     )
     assert notice["held"]
     cli.crontab.sql("UPDATE crontabber SET next_run = now() + interval '1 day'")  # only the sweep
     ok(cli.run())
-    (notice,) = cli.crontab.sql("SELECT claimed_by, attempts, last_error FROM crontabber_notice WHERE target = 'slow'")
+    (notice,) = cli.crontab.sql(
+        "SELECT claimed_by, attempts, last_error FROM crontabber_notice WHERE target = 'slow'"
+    )
     assert notice["attempts"] == 2 and notice["claimed_by"] is None, notice  # tried again: refused
     assert notice["last_error"], notice
 
@@ -171,7 +195,10 @@ def test_a_dead_claim_of_another_host_waits_for_its_end(cli, receiver):
     through the real tables; the tick is the real entry point."""
     cli.crontab.configure(
         ["TroubleJob|1d"],
-        extra=(f"    alert_after_failures=1\n[alerts]\n    targets='''\n{HOOK.format(url=receiver.url)}    '''\n"),
+        extra=(
+            "    alert_after_failures=1\n[alerts]\n    "
+            f"targets='''\n{HOOK.format(url=receiver.url)}    '''\n"
+        ),
     )
     alert = cli.crontab.sql(
         "INSERT INTO crontabber_alert (app_name, kind, subject, opened_by, "
@@ -192,7 +219,8 @@ def test_a_dead_claim_of_another_host_waits_for_its_end(cli, receiver):
     cli.crontab.sql("UPDATE crontabber SET next_run = now() + interval '1 day'")
     ok(cli.run())
     rows = cli.crontab.sql(
-        "SELECT notice, sent_at IS NOT NULL AS sent FROM crontabber_notice WHERE alert_id = %s ORDER BY notice",
+        "SELECT notice, sent_at IS NOT NULL AS sent FROM crontabber_notice WHERE alert_id = %s "
+        "ORDER BY notice",
         (alert,),
     )
     assert [row["sent"] for row in rows] == [False, True]  # this host's dead claim only
@@ -208,7 +236,9 @@ def test_an_alert_storm_is_one_notice_per_target_and_every_kind_links(cli, recei
         "    alert_after_failures = 1\n    [[class-ChattyJob]]\n        fail=True\n"
         "[alerts]\n    group_over = 2\n    dashboard_url = http://dash.example:8000\n"
     )
-    cli.crontab.configure(jobs, extra=rules + "    targets='''\n" + TARGETS.format(url=receiver.url) + "    '''\n")
+    cli.crontab.configure(
+        jobs, extra=rules + "    targets='''\n" + TARGETS.format(url=receiver.url) + "    '''\n"
+    )
     cli.env["PD_KEY"] = "pd-routing-key"
     done = cli.run()
     assert done.returncode == 0, done.stderr
@@ -221,7 +251,10 @@ def test_an_alert_storm_is_one_notice_per_target_and_every_kind_links(cli, recei
         assert f"http://dash.example:8000/jobs/{name}" in hook.json["detail"]["links"]
     (slack,) = receiver.at("/slack")
     assert slack.json["text"].startswith(":red_circle: 2 jobs failing: ")
-    assert sorted(r.json["payload"]["component"] for r in receiver.at("/pd")) == ["chatty", "trouble"]
+    assert sorted(r.json["payload"]["component"] for r in receiver.at("/pd")) == [
+        "chatty",
+        "trouble",
+    ]
     sent = cli.crontab.sql("SELECT count(*) AS n FROM crontabber_notice WHERE sent_at IS NOT NULL")
     assert sent[0]["n"] == 6  # every notice recorded as sent
     assert "basic-job" not in hook.json["message"]

@@ -51,7 +51,12 @@ def test_failures_in_a_row_alert_once_realert_and_recover(crontab, receiver, sec
     (alert,) = alerts(crontab)
     assert alert["kind"] == "failing" and alert["resolved_at"] is None
     body = hook.json
-    assert (body["alert"], body["notice"], body["job"], body["kind"]) == (alert["id"], 1, "trouble", "failing")
+    assert (body["alert"], body["notice"], body["job"], body["kind"]) == (
+        alert["id"],
+        1,
+        "trouble",
+        "failing",
+    )
     assert "failed 2 times in a row; last: NameError: Trouble!!" in body["message"]
     assert hook.signed_with(SECRET) and not hook.signed_with("another key")
     assert hook.headers["X-Crontabber-Notice"] == f"{alert['id']}.1"
@@ -98,15 +103,20 @@ def test_a_paused_job_is_muted_until_it_resumes(crontab, receiver, secret):
 
 def test_the_job_rules_override_the_defaults_and_choose_targets(crontab, receiver, secret):
     rules = (
-        "    alert_after_failures=5\n    [[class-TroubleJob]]\n        alert_after_failures=1\n        alert_to=slack\n"
+        "    alert_after_failures=5\n    [[class-TroubleJob]]\n        alert_after_failures=1\n    "
+        "    alert_to=slack\n"
     )
     crontab.configure(["TroubleJob|1d"], extra=alerts_ini(receiver, rules))
     assert crontab.run()[0] == 0
     assert len(receiver.at("/slack")) == 1 and receiver.at("/hook") == []
 
 
-def test_a_job_blocked_for_longer_than_its_silence_alerts_with_the_blocker(crontab, receiver, secret):
-    crontab.configure(["TroubleJob|1d", "SadJob|1d"], extra=alerts_ini(receiver, "    alert_after_failures=0\n"))
+def test_a_job_blocked_for_longer_than_its_silence_alerts_with_the_blocker(
+    crontab, receiver, secret
+):
+    crontab.configure(
+        ["TroubleJob|1d", "SadJob|1d"], extra=alerts_ini(receiver, "    alert_after_failures=0\n")
+    )
     crontab.sql(
         "INSERT INTO crontabber (app_name, next_run, first_run, last_run, last_success, "
         "error_count, depends_on, last_error) VALUES ('sad', now() - interval '2 hours', "
@@ -131,7 +141,10 @@ def test_a_failed_delivery_is_retried_and_shown(crontab, receiver, secret):
     code, out = crontab.run("--alerts")
     assert code == 0, out
     assert "alert 1  failing  trouble  open" in out
-    assert "hook (notice 1): not sent yet: HTTP 500: receiver told to fail (1 attempt; next attempt" in out
+    assert (
+        "hook (notice 1): not sent yet: HTTP 500: receiver told to fail (1 attempt; next attempt"
+        in out
+    )
     assert crontab.run()[0] == 0  # the retry waits 30 s
     assert receiver.received == []
     crontab.sql("UPDATE crontabber_notice SET next_attempt = now()")
@@ -169,7 +182,9 @@ def test_delivery_gives_up_after_max_attempts(crontab, receiver, secret):
 def test_a_claim_left_by_a_dead_host_is_sent_once_it_expires(crontab, receiver, secret):
     crontab.configure(
         ["TroubleJob|1d"],
-        extra=alerts_ini(receiver, "    alert_after_failures=1\n", f"        hook webhook {receiver.url}/hook\n"),
+        extra=alerts_ini(
+            receiver, "    alert_after_failures=1\n", f"        hook webhook {receiver.url}/hook\n"
+        ),
     )
     receiver.failures_left = 1
     assert crontab.run()[0] == 0  # opened; the send failed
@@ -223,7 +238,9 @@ def test_a_takeover_of_a_dead_run_alerts(cli, receiver, secret):
     assert f"(run {run_id}, started " in body["message"] and f":{holder.pid}" in body["message"]
 
 
-def test_test_alert_reaches_each_target_and_says_which_failed(crontab, receiver, secret, monkeypatch):
+def test_test_alert_reaches_each_target_and_says_which_failed(
+    crontab, receiver, secret, monkeypatch
+):
     monkeypatch.setenv("PD_KEY", "pd-routing-key")
     targets = (
         f"        hook webhook {receiver.url}/hook secret_env=HOOK_SECRET\n"
@@ -245,11 +262,16 @@ def test_test_alert_reaches_each_target_and_says_which_failed(crontab, receiver,
 
 
 def test_bad_targets_are_refused_by_name(crontab, receiver):
-    crontab.configure(["BasicJob|1d"], extra=alerts_ini(receiver, targets="        hook pager a@b\n"))
+    crontab.configure(
+        ["BasicJob|1d"], extra=alerts_ini(receiver, targets="        hook pager a@b\n")
+    )
     code, out = crontab.run("--configtest")
     assert code == 1 and "alerts.targets" in out and "unknown kind 'pager'" in out
     crontab.configure(
-        ["BasicJob|1d"], extra=alerts_ini(receiver, targets="        pd webhook https://x.example format=pagerduty\n")
+        ["BasicJob|1d"],
+        extra=alerts_ini(
+            receiver, targets="        pd webhook https://x.example format=pagerduty\n"
+        ),
     )
     code, out = crontab.run("--configtest")
     assert code == 1 and "format=pagerduty needs routing_key_env" in out
@@ -291,7 +313,10 @@ def test_an_idle_tick_costs_one_statement_more_with_alerts(crontab, receiver, mo
     crontab.configure(["BasicJob|1d"])
     assert crontab.run()[0] == 0  # it ran: the next ticks are idle
     without = count_statements(crontab, monkeypatch)
-    crontab.configure(["BasicJob|1d"], extra=alerts_ini(receiver, targets=f"        hook webhook {receiver.url}/h\n"))
+    crontab.configure(
+        ["BasicJob|1d"],
+        extra=alerts_ini(receiver, targets=f"        hook webhook {receiver.url}/h\n"),
+    )
     with_alerts = count_statements(crontab, monkeypatch)
     assert with_alerts == without + 1
     assert receiver.received == []
@@ -300,9 +325,12 @@ def test_an_idle_tick_costs_one_statement_more_with_alerts(crontab, receiver, mo
 def test_email_alerts_go_through_a_real_smtp_server_and_recoveries_thread(crontab, smtp_server):
     targets = "        oncall email oncall@example.net,dev@example.net\n"
     delivery = (
-        f"    smtp_host=127.0.0.1\n    smtp_port={smtp_server.port}\n    smtp_from=crontabber@symbols.example.net\n"
+        f"    smtp_host=127.0.0.1\n    smtp_port={smtp_server.port}\n    "
+        "smtp_from=crontabber@symbols.example.net\n"
     )
-    crontab.configure(["TroubleJob|1d"], extra=alerts_ini(None, "    alert_after_failures=1\n", targets, delivery))
+    crontab.configure(
+        ["TroubleJob|1d"], extra=alerts_ini(None, "    alert_after_failures=1\n", targets, delivery)
+    )
     smtp_server.failures_left = 1  # a temporary failure: retried
     assert crontab.run()[0] == 0
     assert smtp_server.mails == []
@@ -315,7 +343,9 @@ def test_email_alerts_go_through_a_real_smtp_server_and_recoveries_thread(cronta
     assert mail.sender == "crontabber@symbols.example.net"
     assert mail.recipients == ["oncall@example.net", "dev@example.net"]
     message = mail.message
-    assert message["Subject"].startswith("[crontabber] failing: trouble: trouble: failed 1 time in a row")
+    assert message["Subject"].startswith(
+        "[crontabber] failing: trouble: trouble: failed 1 time in a row"
+    )
     assert message["Message-ID"] == f"<crontabber.{alert['id']}.1@symbols.example.net>"
     assert message["X-Crontabber-Notice"] == f"{alert['id']}.1"
     assert "NameError: Trouble!!" in message.get_content()
@@ -327,7 +357,9 @@ def test_email_alerts_go_through_a_real_smtp_server_and_recoveries_thread(cronta
 
 
 def test_an_email_target_needs_an_smtp_server(crontab):
-    crontab.configure(["BasicJob|1d"], extra=alerts_ini(None, targets="        oncall email a@b.example\n"))
+    crontab.configure(
+        ["BasicJob|1d"], extra=alerts_ini(None, targets="        oncall email a@b.example\n")
+    )
     code, out = crontab.run("--configtest")
     assert code == 1 and "alerts.smtp_host" in out and "oncall needs an SMTP server" in out
 
@@ -336,7 +368,9 @@ def test_a_maintenance_window_mutes_alerts_but_not_the_job(crontab, receiver, se
     crontab.configure(["TroubleJob|1d"], extra=alerts_ini(receiver, "    alert_after_failures=1\n"))
     code, out = crontab.run("--mute", "trouble", "--until", "1h")
     assert code == 1 and "--mute: needs --reason" in out
-    code, out = crontab.run("--mute", "trouble", "--until", "1h", "--reason", "migrating the bucket")
+    code, out = crontab.run(
+        "--mute", "trouble", "--until", "1h", "--reason", "migrating the bucket"
+    )
     assert code == 0 and "trouble's alerts muted until" in out and "the job still runs" in out
     assert crontab.run()[0] == 0
     assert len(crontab.calls("trouble")) == 1  # it ran ...
@@ -358,8 +392,13 @@ def test_muting_all_covers_every_job(crontab, receiver, secret):
     assert crontab.run()[0] == 0 and len(receiver.at("/hook")) == 1
 
 
-def test_an_interval_past_its_deadline_alerts_and_shows_in_nagios_and_metrics(crontab, receiver, secret, tmp_path):
-    rules = "    alert_after_failures=0\n    alert_silence=0\n    [[class-SadJob]]\n        deadline=30m\n"
+def test_an_interval_past_its_deadline_alerts_and_shows_in_nagios_and_metrics(
+    crontab, receiver, secret, tmp_path
+):
+    rules = (
+        "    alert_after_failures=0\n    alert_silence=0\n    [[class-SadJob]]\n        "
+        "deadline=30m\n"
+    )
     crontab.configure(["TroubleJob|1d", "SadJob|1h"], extra=alerts_ini(receiver, rules))
     # sad last succeeded 3 hours ago: its next interval (2 hours ago) is 90 minutes past its
     # 30-minute deadline; it cannot run: its parent fails
@@ -383,7 +422,8 @@ def test_an_interval_past_its_deadline_alerts_and_shows_in_nagios_and_metrics(cr
     assert code == 2 and "sad: the interval of" in out  # CRITICAL: trouble fails
     # the interval gets done: the alert ends, with a recovery
     crontab.sql(
-        "UPDATE crontabber SET last_success = now(), next_run = now() + interval '1 hour' WHERE app_name = 'sad'"
+        "UPDATE crontabber SET last_success = now(), next_run = now() + interval '1 hour' WHERE "
+        "app_name = 'sad'"
     )
     assert crontab.run(f"--metrics-file={metrics}")[0] == 0
     assert alerts(crontab, "sad")[0]["resolved_at"] is not None
@@ -395,7 +435,8 @@ def test_an_interval_past_its_deadline_alerts_and_shows_in_nagios_and_metrics(cr
 
 def test_a_job_without_a_deadline_is_never_late(crontab, receiver, secret):
     crontab.configure(
-        ["TroubleJob|1d", "SadJob|1h"], extra=alerts_ini(receiver, "    alert_after_failures=0\n    alert_silence=0\n")
+        ["TroubleJob|1d", "SadJob|1h"],
+        extra=alerts_ini(receiver, "    alert_after_failures=0\n    alert_silence=0\n"),
     )
     crontab.sql(
         "INSERT INTO crontabber (app_name, next_run, first_run, last_run, last_success, "
@@ -424,14 +465,24 @@ def test_an_idle_tick_with_alerts_does_not_load_the_rules(cli, receiver):
         "'crontabber.explain', 'urllib.request', 'smtplib') if m in sys.modules))\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", probe], env=cli.env, cwd=REPO, capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", probe],
+        env=cli.env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr
     assert "1 skipped" in done.stderr
     assert done.stdout.split() == []
     cli.crontab.sql("UPDATE crontabber SET error_count = 1")  # a failing job: now it reads them
     done = subprocess.run(
-        [sys.executable, "-c", probe], env=cli.env, cwd=REPO, capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", probe],
+        env=cli.env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr
     assert "crontabber.alerts.rules" in done.stdout.split()

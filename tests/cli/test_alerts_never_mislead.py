@@ -20,14 +20,25 @@ from tests.helpers import ok
 def test_a_success_then_a_new_streak_supersedes_the_alert_in_order(cli, receiver):
     """Trial #1: the old alert ends before the new one opens, and nothing says "recovered"
     while the job is failing."""
-    configure_alerts(cli, receiver, ["ChattyJob|1d"], "    [[class-ChattyJob]]\n        fail=True\n")
+    configure_alerts(
+        cli, receiver, ["ChattyJob|1d"], "    [[class-ChattyJob]]\n        fail=True\n"
+    )
     ok(cli.run())
     make_due(cli.crontab, "chatty")
     ok(cli.run())  # a second failure: alert A
     (first,) = receiver.at("/slack")
     assert first.json["text"].startswith(":red_circle: chatty: failed 2 times in a row")
     # between two evaluations: on-call fixes it by hand (a success), then it fails twice more
-    ok(cli.run("--job", "chatty", "--force", "--reason", "feed fixed", "--crontabber.class-ChattyJob.fail=False"))
+    ok(
+        cli.run(
+            "--job",
+            "chatty",
+            "--force",
+            "--reason",
+            "feed fixed",
+            "--crontabber.class-ChattyJob.fail=False",
+        )
+    )
     for _ in range(2):
         assert cli.run("--job", "chatty", "--force", "--reason", "retry").returncode == 5
     not_due(cli.crontab, "chatty")
@@ -36,9 +47,14 @@ def test_a_success_then_a_new_streak_supersedes_the_alert_in_order(cli, receiver
     texts = [r.json["text"] for r in receiver.at("/slack")]
     assert len(texts) == 3, texts
     old_id, new_id = (
-        a["id"] for a in cli.crontab.sql("SELECT id FROM crontabber_alert WHERE kind = 'failing' ORDER BY id")
+        a["id"]
+        for a in cli.crontab.sql(
+            "SELECT id FROM crontabber_alert WHERE kind = 'failing' ORDER BY id"
+        )
     )
-    assert texts[1].startswith(f":repeat: chatty: alert {old_id} superseded by alert {new_id}: it succeeded at ")
+    assert texts[1].startswith(
+        f":repeat: chatty: alert {old_id} superseded by alert {new_id}: it succeeded at "
+    )
     assert "then failed again (2 times in a row now)" in texts[1]
     assert texts[2].startswith(":red_circle: chatty: failed 2 times in a row")
     assert f"(supersedes alert {old_id})" in texts[2]
@@ -74,7 +90,9 @@ def test_a_sigterm_stops_a_run_without_counting_a_failure(cli, receiver):
     ok(cli.run())  # the next tick runs it again, and nobody was paged
     assert len(cli.crontab.calls("slow-job")) == 2
     assert receiver.received == [] and cli.crontab.sql("SELECT * FROM crontabber_alert") == []
-    assert [r["status"] for r in cli.crontab.sql("SELECT status FROM crontabber_run ORDER BY run_id")] == [
+    assert [
+        r["status"] for r in cli.crontab.sql("SELECT status FROM crontabber_run ORDER BY run_id")
+    ] == [
         "stopped by signal",
         "succeeded",
     ]

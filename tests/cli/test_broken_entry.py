@@ -19,7 +19,8 @@ def configure(crontab, receiver) -> None:  # noqa: F811
     targets = f"        hook webhook {receiver.url}/hook\n"
     crontab.configure(
         ["BasicJob|1d", f"{BROKEN}|10m", "TroubleJob|1d"],
-        extra="    [[class-BrokenApp]]\n        timeout=60\n" + alerts_ini(receiver, targets=targets),
+        extra="    [[class-BrokenApp]]\n        timeout=60\n"
+        + alerts_ini(receiver, targets=targets),
     )
 
 
@@ -29,7 +30,8 @@ def test_the_healthy_jobs_run_and_the_fleet_is_told_once(cli, receiver):  # noqa
     done = cli.run()
     assert done.returncode == 1, done.stderr  # a bad configuration, though the others ran
     assert (
-        f"jobs entry '{BROKEN}|10m': cannot import module 'no_such_module_after_deploy'" in done.stderr
+        f"jobs entry '{BROKEN}|10m': cannot import module 'no_such_module_after_deploy'"
+        in done.stderr
         and "the other jobs go on without it" in done.stderr
     )
     assert sorted(c["app_name"] for c in crontab.calls()) == ["basic-job", "trouble"], done.stderr
@@ -59,7 +61,9 @@ def test_every_read_command_works_and_shows_the_entry(cli, receiver):  # noqa: F
     assert done.returncode == 0 and done.stdout.startswith("basic-job: a tick now would run it")
     done = cli.run("--explain", BROKEN)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith(f"{BROKEN}: a tick skips it: its jobs entry does not load: cannot import module")
+    assert done.stdout.startswith(
+        f"{BROKEN}: a tick skips it: its jobs entry does not load: cannot import module"
+    )
     facts = json.loads(cli.run("--explain", "BrokenApp", "--json").stdout)
     assert facts["broken"] is True and facts["would_run"] is False
 

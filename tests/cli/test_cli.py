@@ -118,7 +118,9 @@ def test_killed_backfill_does_not_redo_finished_intervals(cli):
     crontab.configure(["FooBackfillJob|1d"])
     assert cli.run().returncode == 0
     crontab.wind(5 * DAY)
-    crontab.configure(["FooBackfillJob|1d"], extra="    [[class-FooBackfillJob]]\n        sleep=2\n")
+    crontab.configure(
+        ["FooBackfillJob|1d"], extra="    [[class-FooBackfillJob]]\n        sleep=2\n"
+    )
     proc = cli.spawn()
     # calls are recorded as each interval starts: 3 calls = interval 1 done, 2 running
     wait_for(lambda: len(crontab.calls("foo-backfill")) >= 3)
@@ -248,7 +250,11 @@ def test_an_idle_tick_imports_no_heavy_library(cli):
     assert {"crontabber.runner", "jobs.runlog", "jobs.uploads", "jobs.prune"} <= imported
     assert sorted(name for name in imported if name.split(".")[0] in HEAVY) == []
     baseline = subprocess.run(
-        [sys.executable, "-c", "import json, runpy, sys, psycopg2; print(json.dumps(sorted(sys.modules)))"],
+        [
+            sys.executable,
+            "-c",
+            "import json, runpy, sys, psycopg2; print(json.dumps(sorted(sys.modules)))",
+        ],
         capture_output=True,
         text=True,
         check=True,
@@ -315,10 +321,14 @@ def test_an_idle_tick_imports_none_of_the_operator_modules(cli, tmp_path):
     (tmp_path / "bin" / "git").write_text(f"#!/bin/sh\ntouch {tmp_path / 'git-ran'}\nexit 1\n")
     (tmp_path / "bin" / "git").chmod(0o755)
     env = {**cli.env, "PATH": f"{tmp_path / 'bin'}:{cli.env['PATH']}"}
-    done = subprocess.run([sys.executable, "-c", probe], env=env, cwd=REPO, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", probe], env=env, cwd=REPO, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     assert "1 skipped" in done.stderr
     assert done.stdout.split() == []
     assert not (tmp_path / "git-ran").exists()
-    version = subprocess.run([sys.executable, "-m", "crontabber", "--version"], env=env, cwd=REPO, timeout=60)
+    version = subprocess.run(
+        [sys.executable, "-m", "crontabber", "--version"], env=env, cwd=REPO, timeout=60
+    )
     assert version.returncode == 0 and (tmp_path / "git-ran").exists()  # the mark works

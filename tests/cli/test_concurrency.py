@@ -19,9 +19,9 @@ def test_twenty_runners_at_once_run_each_due_job_exactly_once(cli):
         assert set(codes) <= {0, 2, 3}, codes
         print("exit codes", dict(codes))
         counts = collections.Counter(call["app_name"] for call in crontab.calls())
-        assert counts == {name: round_number for name in ("basic-job", "foo", "bar", "foo-backfill", "slow-job")}, (
-            counts
-        )
+        assert counts == {
+            name: round_number for name in ("basic-job", "foo", "bar", "foo-backfill", "slow-job")
+        }, counts
         for name in counts:
             state = crontab.state(name)
             assert state.ongoing is None and state.error_count == 0, state

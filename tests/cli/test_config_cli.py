@@ -31,7 +31,10 @@ MISTAKES = {
     "misspelled section": (
         [f"{PRUNE}|1d"],
         "    [[class-PruneS3CronAp]]\n        upload_days=7\n",
-        ["no configured job has the section [[class-PruneS3CronAp]]", "did you mean [[class-PruneS3CronApp]]?"],
+        [
+            "no configured job has the section [[class-PruneS3CronAp]]",
+            "did you mean [[class-PruneS3CronApp]]?",
+        ],
     ),
     "frequency 0m": ([f"{RUNLOG}|0m"], "", ["bad frequency '0m': it must be at least 1m"]),
     "frequency override 0m": (
@@ -77,9 +80,13 @@ def test_no_configuration_file_is_an_error_not_an_empty_run(cli, tmp_path):
     empty.mkdir()
     argv = [sys.executable, "-m", "crontabber"]
     for extra in ([], ["--configtest"]):
-        done = subprocess.run([*argv, *extra], env=cli.env, cwd=empty, capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            [*argv, *extra], env=cli.env, cwd=empty, capture_output=True, text=True, timeout=60
+        )
         assert_one_line(done, "no configuration file", str(empty))
-    done = subprocess.run([*argv, "--nagios"], env=cli.env, cwd=empty, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [*argv, "--nagios"], env=cli.env, cwd=empty, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 2 and done.stdout.startswith("CRITICAL - ")
     assert "no configuration file" in done.stdout
 
@@ -123,12 +130,16 @@ def test_a_crontabber_0_18_ini_loads_and_configtest_lists_what_is_ignored(cli):
     done = cli.run("--configtest")
     assert done.returncode == 0, done.stderr
     assert [
-        line for line in done.stdout.splitlines() if not line.startswith(("version: ", "database: ", "settings ", "  "))
+        line
+        for line in done.stdout.splitlines()
+        if not line.startswith(("version: ", "database: ", "settings ", "  "))
     ] == [
         "note: application: a crontabber 0.18 option, ignored here",
         "note: crontabber.job_state_db_class: a crontabber 0.18 option, ignored here",
-        "note: crontabber.class-FooJob.database.database_class: a crontabber 0.18 option, ignored here",
-        "note: resource.postgresql.transaction_executor_class: a crontabber 0.18 option, ignored here",
+        "note: crontabber.class-FooJob.database.database_class: a crontabber 0.18 option, ignored "
+        "here",
+        "note: resource.postgresql.transaction_executor_class: a crontabber 0.18 option, ignored "
+        "here",
         "note: logging.stderr_error_logging_level: a crontabber 0.18 option, ignored here",
         "note: environment variable CRONTABBER_ERROR_RETRY_TME matches no option"
         " (did you mean CRONTABBER_ERROR_RETRY_TIME?)",
@@ -143,7 +154,9 @@ def test_a_misspelled_command_line_option_suggests_the_name(cli):
     cli.crontab.configure(["FooJob|1d"])
     done = cli.run("--crontabber.class-FooJob.greting=hi", "--configtest")
     assert_one_line(
-        done, "--crontabber.class-FooJob.greting: no such option; did you mean --crontabber.class-FooJob.greeting?"
+        done,
+        "--crontabber.class-FooJob.greting: no such option; did you mean "
+        "--crontabber.class-FooJob.greeting?",
     )
 
 
@@ -162,7 +175,10 @@ def test_configtest_lists_the_database_once_and_says_what_the_environment_overro
     crontab = cli.crontab
     crontab.configure(
         ["BasicJob|1d"],
-        extra="[resource]\n    [[postgresql]]\n        dbname=oncall_scratch\n        password=not-this-one\n",
+        extra=(
+            "[resource]\n    [[postgresql]]\n        dbname=oncall_scratch\n        "
+            "password=not-this-one\n"
+        ),
     )
     done = cli.run("--configtest")
     assert done.returncode == 0, done.stderr
@@ -174,7 +190,9 @@ def test_configtest_lists_the_database_once_and_says_what_the_environment_overro
     ], lines
     (password,) = [line for line in lines if line.split(" = ")[0].endswith(".password")]
     assert (
-        password.endswith("[environment RESOURCE_POSTGRESQL_PASSWORD, over a value in the INI file]")
+        password.endswith(
+            "[environment RESOURCE_POSTGRESQL_PASSWORD, over a value in the INI file]"
+        )
         and "not-this-one" not in done.stdout
     )
     assert not [line for line in lines if "resource.postgresql." in line]
@@ -187,13 +205,20 @@ def test_configtest_lists_the_database_once_and_says_what_the_environment_overro
 
 # option = value: (what the one line must say); every job is prune-s3 (PruneS3CronApp)
 CHECK_MISTAKES = {
-    "check = keys_deleted <> 5": ["PruneS3CronApp.check: prune-s3: 'keys_deleted <> 5' is not METRIC OP"],
+    "check = keys_deleted <> 5": [
+        "PruneS3CronApp.check: prune-s3: 'keys_deleted <> 5' is not METRIC OP"
+    ],
     "check = keys_deleted < 5 x median(10); keys_deletd > 0": [
         "PruneS3CronApp.check: prune-s3: 'keys_deletd > 0': the job returns no metric keys_deletd",
         "(it returns keys_deleted, bytes_freed, delete_errors, capped); did you mean keys_deleted?",
     ],
-    "check = keys_deleted < 2 x median(0)": ["PruneS3CronApp.check: prune-s3: ", "median(N) needs N of at least 1"],
-    "slower_than = 3 x p50(20)": ["PruneS3CronApp.slower_than: prune-s3: '3 x p50(20)' is not K x p95(N)"],
+    "check = keys_deleted < 2 x median(0)": [
+        "PruneS3CronApp.check: prune-s3: ",
+        "median(N) needs N of at least 1",
+    ],
+    "slower_than = 3 x p50(20)": [
+        "PruneS3CronApp.slower_than: prune-s3: '3 x p50(20)' is not K x p95(N)"
+    ],
     "on_breach = page": ["PruneS3CronApp.on_breach: prune-s3: 'page' is not alert or pause"],
     "min_duration = soon": ["PruneS3CronApp.min_duration", "soon"],
 }
@@ -201,12 +226,21 @@ CHECK_MISTAKES = {
 
 @pytest.mark.parametrize("mistake", CHECK_MISTAKES)
 def test_configtest_refuses_a_bad_check_naming_the_job_and_the_option(cli, mistake):
-    cli.crontab.configure([f"{PRUNE}|1d"], extra=f"    [[class-PruneS3CronApp]]\n        {mistake}\n")
-    assert_one_line(cli.run("--configtest"), "configuration error in crontabber.class-", *CHECK_MISTAKES[mistake])
+    cli.crontab.configure(
+        [f"{PRUNE}|1d"], extra=f"    [[class-PruneS3CronApp]]\n        {mistake}\n"
+    )
+    assert_one_line(
+        cli.run("--configtest"),
+        "configuration error in crontabber.class-",
+        *CHECK_MISTAKES[mistake],
+    )
 
 
 def test_configtest_passes_good_checks_and_any_metric_of_an_undeclared_job(cli):
-    good = "check = keys_deleted < 5 x median(10); bytes_freed <= 1000000000\n        on_breach = pause"
+    good = (
+        "check = keys_deleted < 5 x median(10); bytes_freed <= 1000000000\n        on_breach = "
+        "pause"
+    )
     cli.crontab.configure(
         [f"{PRUNE}|1d", "MeasuringJob|1d"],
         extra=f"    [[class-PruneS3CronApp]]\n        {good}\n"

@@ -106,7 +106,12 @@ def test_a_busy_port_and_a_misspelled_option_are_one_line_each(cli):
         busy.listen()
         port = busy.getsockname()[1]
         done = subprocess.run(
-            [*argv, "--port", str(port)], env=cli.env, cwd=REPO, capture_output=True, text=True, timeout=60
+            [*argv, "--port", str(port)],
+            env=cli.env,
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr == (
@@ -114,8 +119,11 @@ def test_a_busy_port_and_a_misspelled_option_are_one_line_each(cli):
         "use (another process listens there): --port N picks another, 0 any "
         "free one\n"
     )
-    done = subprocess.run([*argv, "--prot", "8100"], env=cli.env, cwd=REPO, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [*argv, "--prot", "8100"], env=cli.env, cwd=REPO, capture_output=True, text=True, timeout=60
+    )
     assert (done.returncode, done.stderr) == (
         1,
-        "python -m dashboard: the command line: unrecognized argument '--prot' (did you mean --port?)\n",
+        "python -m dashboard: the command line: unrecognized argument '--prot' (did you mean "
+        "--port?)\n",
     )

@@ -29,14 +29,17 @@ def test_a_missed_deadline_shows_in_list_jobs_and_explain(cli):
 
     out = cli.run("--explain", "sad").stdout
     line = next(line for line in out.splitlines() if "deadline" in line)
-    assert line.startswith("  deadline 30m: MISSED: the interval of ") and " was not done by " in line
+    assert (
+        line.startswith("  deadline 30m: MISSED: the interval of ") and " was not done by " in line
+    )
     assert "(1h ago)" in line
     facts = json.loads(cli.run("--explain", "sad", "--json").stdout)
     assert facts["deadline"]["missed"] is True and facts["deadline"]["seconds"] == 1800
     assert json.loads(cli.run("--explain", "basic-job", "--json").stdout)["deadline"] is None
 
     crontab.sql(
-        "UPDATE crontabber SET last_success = now(), next_run = now() + interval '1 hour' WHERE app_name = 'sad'"
+        "UPDATE crontabber SET last_success = now(), next_run = now() + interval '1 hour' WHERE "
+        "app_name = 'sad'"
     )
     out = cli.run("--explain", "sad").stdout
     assert "  deadline 30m: the interval of " in out and " is to be done by " in out

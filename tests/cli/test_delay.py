@@ -11,7 +11,9 @@ HOUR = dt.timedelta(hours=1)
 
 
 def test_a_backfill_job_with_a_settle_lag_is_called_with_the_settled_time(crontab):
-    crontab.configure(["FooBackfillJob|1d"], extra="    [[class-FooBackfillJob]]\n        settle_lag=6h\n")
+    crontab.configure(
+        ["FooBackfillJob|1d"], extra="    [[class-FooBackfillJob]]\n        settle_lag=6h\n"
+    )
     before = crontab.now()
     code, out = crontab.run()
     assert code == 0, out
@@ -43,11 +45,16 @@ def test_the_explain_json_has_both(crontab):
     code, out = crontab.run("--explain", "foo-backfill", "--json")
     assert code == 0, out
     assert '"settle_lag_seconds": 7200.0' in out
-    assert f'"jitter_seconds": {jitter_offset("foo-backfill", dt.timedelta(minutes=30)).total_seconds()}' in out
+    assert (
+        '"jitter_seconds": '
+        f"{jitter_offset('foo-backfill', dt.timedelta(minutes=30)).total_seconds()}" in out
+    )
 
 
 def test_bad_values_are_refused_by_name(crontab):
-    crontab.configure(["FooBackfillJob|1d"], extra="    [[class-FooBackfillJob]]\n        settle_lag=soon\n")
+    crontab.configure(
+        ["FooBackfillJob|1d"], extra="    [[class-FooBackfillJob]]\n        settle_lag=soon\n"
+    )
     code, out = crontab.run("--configtest")
     assert code == 1
     assert "crontabber.class-FooBackfillJob.settle_lag" in out and "bad duration 'soon'" in out

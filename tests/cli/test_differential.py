@@ -29,6 +29,8 @@ def test_the_original_crontabber_and_ours_write_the_same_state():
     )
     assert done.returncode == 0, done.stdout + done.stderr
     results = [
-        line.split()[1] for line in done.stdout.splitlines() if line.split()[1:2] in (["PASS"], ["DIFF"], ["FAIL"])
+        line.split()[1]
+        for line in done.stdout.splitlines()
+        if line.split()[1:2] in (["PASS"], ["DIFF"], ["FAIL"])
     ]
     assert len(results) >= 12 and set(results) <= {"PASS", "DIFF"}, done.stdout

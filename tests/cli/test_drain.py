@@ -31,7 +31,9 @@ class Fleet:
         self.cli = cli
         db = cli.crontab.database
         self.namespaces = namespaces
-        self.proxies = [TcpProxy((db.host, int(db.port)), bind=address) for _, address in namespaces]
+        self.proxies = [
+            TcpProxy((db.host, int(db.port)), bind=address) for _, address in namespaces
+        ]
         self.tags: dict[str, str] = {}
 
     def _argv_env(self, host: str, args: tuple[str, ...]) -> tuple[list[str], dict[str, str]]:
@@ -51,7 +53,9 @@ class Fleet:
 
     def spawn(self, host: str) -> subprocess.Popen:
         argv, env = self._argv_env(host, ())
-        return subprocess.Popen(argv, env=env, cwd=REPO, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        return subprocess.Popen(
+            argv, env=env, cwd=REPO, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
 
     def close(self) -> None:
         for proxy in self.proxies:
@@ -75,7 +79,8 @@ def runs(crontab) -> list[tuple[str, str, str]]:
 
 def make_due(crontab, *names: str) -> None:
     crontab.sql(
-        "UPDATE crontabber SET next_run = clock_timestamp() - interval '1 second' WHERE app_name = ANY(%s)",
+        "UPDATE crontabber SET next_run = clock_timestamp() - interval '1 second' WHERE app_name "
+        "= ANY(%s)",
         (list(names),),
     )
 
@@ -127,7 +132,10 @@ def test_a_drained_host_claims_nothing_and_its_running_run_finishes(cli, fleet):
     code, out = crontab.run("--list-jobs")
     assert "host host-a: drained (until --undrain by " in out
     assert fleet.tick("host-b").returncode == 0  # the other host runs them
-    assert sorted(runs(crontab)[1:]) == [("basic-job", "host-b", "succeeded"), ("trouble", "host-b", "failed")]
+    assert sorted(runs(crontab)[1:]) == [
+        ("basic-job", "host-b", "succeeded"),
+        ("trouble", "host-b", "failed"),
+    ]
     code, out = crontab.run("--undrain", "host-a")
     assert code == 0 and "host-a: undrained: its next tick claims jobs again" in out
     code, out = crontab.run("--undrain", "host-a")
@@ -137,7 +145,11 @@ def test_a_drained_host_claims_nothing_and_its_running_run_finishes(cli, fleet):
     assert runs(crontab)[-1] == ("basic-job", "host-a", "succeeded")
     assert "drain" not in crontab.run("--list-jobs")[1]
     audit = crontab.sql("SELECT action, app_name, reason, detail FROM crontabber_audit ORDER BY id")
-    done = [(a["action"], a["app_name"], a["reason"]) for a in audit if a["detail"].get("outcome") == "done"]
+    done = [
+        (a["action"], a["app_name"], a["reason"])
+        for a in audit
+        if a["detail"].get("outcome") == "done"
+    ]
     assert ("drain", "host:host-a", "kernel patch") in done
     assert ("undrain", "host:host-a", None) in done
 
@@ -163,7 +175,9 @@ def test_until_ends_a_drain_and_an_unknown_host_is_refused(cli, fleet):
 
 def test_a_tagged_job_runs_only_on_a_host_with_the_tag(cli, fleet):
     crontab = cli.crontab
-    crontab.configure(["BasicJob|1d", "FooJob|1d"], extra="    [[class-BasicJob]]\n        hosts=spool\n")
+    crontab.configure(
+        ["BasicJob|1d", "FooJob|1d"], extra="    [[class-BasicJob]]\n        hosts=spool\n"
+    )
     fleet.tags = {"host-b": "spool,es"}
     assert fleet.tick("host-a").returncode == 0
     assert runs(crontab) == [("foo", "host-a", "succeeded")]  # not basic-job: placed on spool
@@ -180,15 +194,20 @@ def test_a_job_no_live_host_may_run_alerts_and_explain_says_why(cli, fleet):
     receiver = Receiver(bind="0.0.0.0")
     url = f"http://{fleet.namespaces[1][1]}:{receiver.port}/h"
     targets = f"[alerts]\n    targets='''\n        hook webhook {url}\n    '''\n"
-    crontab.configure(["BasicJob|1d"], extra="    [[class-BasicJob]]\n        hosts=spool\n" + targets)
+    crontab.configure(
+        ["BasicJob|1d"], extra="    [[class-BasicJob]]\n        hosts=spool\n" + targets
+    )
     try:
         assert fleet.tick("host-a").returncode == 0
         (alert,) = crontab.sql("SELECT kind, message, resolved_at FROM crontabber_alert")
         assert alert["kind"] == "no-host" and alert["resolved_at"] is None
-        assert alert["message"].startswith("basic-job: no live host may run it: needs tag spool; hosts with it: none")
+        assert alert["message"].startswith(
+            "basic-job: no live host may run it: needs tag spool; hosts with it: none"
+        )
         code, out = crontab.run("--explain", "basic-job")
         assert (
-            "basic-job: a tick now would skip it: no live host may run it: needs tag spool; hosts with it: none"
+            "basic-job: a tick now would skip it: no live host may run it: needs tag spool; hosts "
+            "with it: none"
         ) in out
         assert fleet.tick("host-a").returncode == 0  # still open: not opened twice
         assert len(crontab.sql("SELECT 1 FROM crontabber_alert WHERE kind = 'no-host'")) == 1
@@ -205,7 +224,9 @@ def test_a_job_no_live_host_may_run_alerts_and_explain_says_why(cli, fleet):
         assert "no live host may run it: needs tag spool; hosts with it: host-b (drained)" in out
         assert "hosts with it: host-b (drained)" in crontab.run("--explain", "basic-job")[1]
         assert fleet.tick("host-a").returncode == 0
-        (again,) = crontab.sql("SELECT message FROM crontabber_alert WHERE kind = 'no-host' AND resolved_at IS NULL")
+        (again,) = crontab.sql(
+            "SELECT message FROM crontabber_alert WHERE kind = 'no-host' AND resolved_at IS NULL"
+        )
         assert "hosts with it: host-b (drained)" in again["message"]
     finally:
         receiver.close()
@@ -216,7 +237,9 @@ def test_a_second_drain_needs_replace_and_a_drain_names_the_jobs_it_strands(cli,
     ``--replace`` (exit 6, naming it, audited as refused), as ``--pause`` and ``--mute`` do;
     draining the last live host of a tag names the jobs it leaves without one."""
     crontab = cli.crontab
-    crontab.configure(["BasicJob|1d", "FooJob|1d"], extra="    [[class-BasicJob]]\n        hosts=spool\n")
+    crontab.configure(
+        ["BasicJob|1d", "FooJob|1d"], extra="    [[class-BasicJob]]\n        hosts=spool\n"
+    )
     not_due(crontab, "basic-job", "foo")
     fleet.tags = {"host-b": "spool"}
     assert fleet.tick("host-a").returncode == 0 and fleet.tick("host-b").returncode == 0
@@ -226,7 +249,8 @@ def test_a_second_drain_needs_replace_and_a_drain_names_the_jobs_it_strands(cli,
     assert code == 0 and "host-b: drained (until " in out and "replaced" not in out
     stranded = [line.strip() for line in out.splitlines() if "stranded" in line]
     assert stranded == [
-        "basic-job: stranded: no live host may run it: needs tag spool; hosts with it: host-b (drained) "
+        "basic-job: stranded: no live host may run it: needs tag spool; hosts with it: host-b "
+        "(drained) "
         "(--undrain host-b, or give another host the tag)"
     ]
     # issue #42 item 5: a job no live host may run is not "ok" anywhere
@@ -236,11 +260,18 @@ def test_a_second_drain_needs_replace_and_a_drain_names_the_jobs_it_strands(cli,
     code, out = crontab.run("--list-jobs", "--json")
     (shown,) = [job for job in json.loads(out)["jobs"] if job["name"] == "basic-job"]
     assert shown["status"] == "no-host"
-    assert shown["no_host"] == "no live host may run it: needs tag spool; hosts with it: host-b (drained)"
+    assert (
+        shown["no_host"]
+        == "no live host may run it: needs tag spool; hosts with it: host-b (drained)"
+    )
     code, out = crontab.run("--nagios")
     assert code == 1, out
-    assert out.startswith("WARNING - basic-job: no live host may run it: needs tag spool; hosts with it: host-b")
-    code, out = crontab.run("--drain", "host-b", "--reason", "someone else CHG-98", "--until", "10m")
+    assert out.startswith(
+        "WARNING - basic-job: no live host may run it: needs tag spool; hosts with it: host-b"
+    )
+    code, out = crontab.run(
+        "--drain", "host-b", "--reason", "someone else CHG-98", "--until", "10m"
+    )
     assert code == 6, out
     assert "host-b: refusing to drain it again: drained until " in out
     assert "kernel patch CHG-97; --drain host-b --replace replaces that drain" in out
@@ -253,7 +284,8 @@ def test_a_second_drain_needs_replace_and_a_drain_names_the_jobs_it_strands(cli,
     outcomes = [
         a["outcome"]
         for a in crontab.sql(
-            "SELECT detail->>'outcome' AS outcome FROM crontabber_audit WHERE action = 'drain' ORDER BY id"
+            "SELECT detail->>'outcome' AS outcome FROM crontabber_audit WHERE action = 'drain' "
+            "ORDER BY id"
         )
     ]
     assert outcomes == ["done", "refused (exit 6)", "done", "done"]

@@ -73,7 +73,10 @@ def _takeover_due_by(killed_at: float, ticks: list[dict]) -> float:
 
 
 def _settled(crontab) -> bool:
-    rows = crontab.sql("SELECT count(*) AS n FROM crontabber WHERE next_run > clock_timestamp() AND ongoing IS NULL")
+    rows = crontab.sql(
+        "SELECT count(*) AS n FROM crontabber WHERE next_run > clock_timestamp() AND ongoing IS "
+        "NULL"
+    )
     return rows[0]["n"] == len(JOBS)
 
 
@@ -82,7 +85,10 @@ def test_four_hosts_fifty_ticks_each_with_random_kills(cli, namespaces, tmp_path
     crontab = cli.crontab
     crontab.configure(
         ["ExclusiveA|1d", "ExclusiveB|1d"],
-        extra=("    [[class-ExclusiveA]]\n        sleep=1.2\n    [[class-ExclusiveB]]\n        sleep=1.2\n"),
+        extra=(
+            "    [[class-ExclusiveA]]\n        sleep=1.2\n    [[class-ExclusiveB]]\n        "
+            "sleep=1.2\n"
+        ),
     )
     db = crontab.database
     proxies = [TcpProxy((db.host, int(db.port)), bind=address) for _, address in namespaces]
@@ -95,7 +101,11 @@ def test_four_hosts_fifty_ticks_each_with_random_kills(cli, namespaces, tmp_path
     try:
         driver.start()
         for n, ((ns, address), proxy) in enumerate(zip(namespaces, proxies), start=1):
-            env = {**cli.env, "RESOURCE_POSTGRESQL_HOST": address, "RESOURCE_POSTGRESQL_PORT": str(proxy.port)}
+            env = {
+                **cli.env,
+                "RESOURCE_POSTGRESQL_HOST": address,
+                "RESOURCE_POSTGRESQL_PORT": str(proxy.port),
+            }
             loop = [
                 sys.executable,
                 str(REPO / "tests/fixtures/host_loop.py"),
@@ -137,14 +147,23 @@ def test_four_hosts_fifty_ticks_each_with_random_kills(cli, namespaces, tmp_path
                     "netns",
                     "exec",
                     ns,
-                    *cli.argv(f"--crontabber.heartbeat_seconds={BEAT}", f"--crontabber.lease_seconds={LEASE}"),
+                    *cli.argv(
+                        f"--crontabber.heartbeat_seconds={BEAT}",
+                        f"--crontabber.lease_seconds={LEASE}",
+                    ),
                 ],
-                env={**cli.env, "RESOURCE_POSTGRESQL_HOST": address, "RESOURCE_POSTGRESQL_PORT": str(proxies[0].port)},
+                env={
+                    **cli.env,
+                    "RESOURCE_POSTGRESQL_HOST": address,
+                    "RESOURCE_POSTGRESQL_PORT": str(proxies[0].port),
+                },
                 cwd=REPO,
                 capture_output=True,
                 timeout=60,
             )
-            settling.append({"host": "settling", "start": started, "end": time.time(), "killed_at": None})
+            settling.append(
+                {"host": "settling", "start": started, "end": time.time(), "killed_at": None}
+            )
             time.sleep(0.2)
     finally:
         stop.set()
@@ -159,7 +178,11 @@ def test_four_hosts_fifty_ticks_each_with_random_kills(cli, namespaces, tmp_path
     unexpected = [t for t in ticks if t["code"] not in (0, 2, 3, -9)]
     calls = crontab.sql("SELECT * FROM test_job_calls ORDER BY at")
     done = {
-        job: len(crontab.sql("SELECT 1 FROM crontabber_log WHERE app_name = %s AND success IS NOT NULL", (job,)))
+        job: len(
+            crontab.sql(
+                "SELECT 1 FROM crontabber_log WHERE app_name = %s AND success IS NOT NULL", (job,)
+            )
+        )
         for job in JOBS
     }
     # The ledger, kept beside the test's files for whoever reads a failure.
@@ -175,10 +198,17 @@ def test_four_hosts_fifty_ticks_each_with_random_kills(cli, namespaces, tmp_path
     for call in killed_mid_job:
         start = call["at"].timestamp()
         kill = min(
-            (t["killed_at"] for t in kills if t["host"] == call["host"] and t["killed_at"] >= start), default=None
+            (
+                t["killed_at"]
+                for t in kills
+                if t["host"] == call["host"] and t["killed_at"] >= start
+            ),
+            default=None,
         )
         following = [
-            c["at"].timestamp() for c in calls if c["app_name"] == call["app_name"] and c["at"].timestamp() > start
+            c["at"].timestamp()
+            for c in calls
+            if c["app_name"] == call["app_name"] and c["at"].timestamp() > start
         ]
         assert kill is not None and following, call
         delays.append(min(following) - kill)
@@ -198,7 +228,9 @@ def test_four_hosts_fifty_ticks_each_with_random_kills(cli, namespaces, tmp_path
             "median": round(statistics.median(delays), 2) if delays else None,
             "max": round(max(delays), 2) if delays else None,
         },
-        "exit_codes": {str(c): sum(t["code"] == c for t in ticks) for c in sorted({t["code"] for t in ticks})},
+        "exit_codes": {
+            str(c): sum(t["code"] == c for t in ticks) for c in sorted({t["code"] for t in ticks})
+        },
     }
     with capsys.disabled():
         print("\nmulti-host figures:", json.dumps(report))

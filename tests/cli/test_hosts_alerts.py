@@ -39,7 +39,8 @@ def _drive(crontab, stop: threading.Event, streaks: list[int]) -> None:
             "UPDATE crontabber SET error_count = 0, last_error = '{}', "
             "last_success = clock_timestamp(), next_run = clock_timestamp() + interval '1 hour' "
             "WHERE app_name = 'trouble' AND ongoing IS NULL AND error_count > 0 "
-            "AND EXISTS (SELECT 1 FROM crontabber_alert WHERE kind = 'failing' AND resolved_at IS NULL) "
+            "AND EXISTS (SELECT 1 FROM crontabber_alert WHERE kind = 'failing' AND resolved_at IS "
+            "NULL) "
             "RETURNING 1"
         )
         if recovered:
@@ -47,7 +48,8 @@ def _drive(crontab, stop: threading.Event, streaks: list[int]) -> None:
         due = crontab.sql(
             "UPDATE crontabber SET next_run = clock_timestamp() WHERE app_name = 'trouble' "
             "AND ongoing IS NULL AND error_count = 0 AND next_run > clock_timestamp() "
-            "AND NOT EXISTS (SELECT 1 FROM crontabber_alert WHERE kind = 'failing' AND resolved_at IS NULL) "
+            "AND NOT EXISTS (SELECT 1 FROM crontabber_alert WHERE kind = 'failing' AND resolved_at "
+            "IS NULL) "
             "RETURNING 1"
         )
         streaks[0] += len(due)

@@ -16,7 +16,14 @@ from tests.helpers import REPO
 def test_help_lists_the_inspection_commands(cli):
     cli.crontab.configure(["FooJob|1d"])
     done = cli.run("--help")
-    for text in ("--list-jobs [NAME ...]", "--history NAME", "--show-error NAME", "--wide", "--limit N", "--run ID"):
+    for text in (
+        "--list-jobs [NAME ...]",
+        "--history NAME",
+        "--show-error NAME",
+        "--wide",
+        "--limit N",
+        "--run ID",
+    ):
         assert text in done.stdout, text
 
 
@@ -34,7 +41,9 @@ def test_list_jobs_in_a_pipe_fits_100_columns_and_filters(cli):
     ]
     done = cli.run("--list-jobs", "prune-s4")
     assert done.returncode == 1 and done.stdout == ""
-    assert done.stderr.startswith("crontabber: no configured job is called 'prune-s4'; configured: ")
+    assert done.stderr.startswith(
+        "crontabber: no configured job is called 'prune-s4'; configured: "
+    )
     assert done.stderr.count("\n") == 1
 
 
@@ -43,7 +52,9 @@ def test_list_jobs_uses_a_wider_terminal(cli):
     primary, secondary = pty.openpty()
     fcntl.ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 160, 0, 0))
     env = {key: value for key, value in cli.env.items() if key not in ("COLUMNS", "LINES")}
-    proc = subprocess.Popen(cli.argv("--list-jobs"), env=env, cwd=REPO, stdout=secondary, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        cli.argv("--list-jobs"), env=env, cwd=REPO, stdout=secondary, stderr=subprocess.PIPE
+    )
     os.close(secondary)
     output = b""
     while True:
@@ -60,7 +71,10 @@ def test_list_jobs_uses_a_wider_terminal(cli):
     lines = output.decode().splitlines()
     widest = max(map(len, lines))
     assert 100 < widest <= 160, lines
-    assert any("symbols-cron-1" in line and line.rstrip().endswith("beat 1h ago, symbols-cron-1") for line in lines)
+    assert any(
+        "symbols-cron-1" in line and line.rstrip().endswith("beat 1h ago, symbols-cron-1")
+        for line in lines
+    )
 
 
 def test_json_documents_of_the_three_commands(cli):
@@ -87,7 +101,10 @@ def test_show_error_text_and_refusals(cli):
     # the traceback, then the end of what the run logged (its one ERROR line)
     end = lines.index("NameError: Trouble!!", 2)
     assert lines[end - 1 : end + 1] == ['    raise NameError("Trouble!!")', "NameError: Trouble!!"]
-    assert lines[end + 2].startswith("--- the last line of what run ") and "trouble failed" in lines[-1]
+    assert (
+        lines[end + 2].startswith("--- the last line of what run ")
+        and "trouble failed" in lines[-1]
+    )
     done = cli.run("--show-error", "trouble", "--run", "424242")
     assert done.returncode == 1 and done.stdout == "" and done.stderr.count("\n") == 1
     assert "trouble: no run 424242 in the run log" in done.stderr

@@ -97,7 +97,11 @@ def test_a_run_stopped_past_its_lease_is_fenced_off_and_changes_nothing(cli):
     try:
         slow_job(cli, 0)
         wait_for(
-            lambda: cli.run(*FAST, host="host-b").returncode == 0 and len(crontab.calls("slow-job")) == 2, timeout=20
+            lambda: (
+                cli.run(*FAST, host="host-b").returncode == 0
+                and len(crontab.calls("slow-job")) == 2
+            ),
+            timeout=20,
         )
         newer = crontab.state("slow-job")
         assert newer.ongoing is None and newer.error_count == 0 and newer.run_id > first["run_id"]
@@ -108,7 +112,9 @@ def test_a_run_stopped_past_its_lease_is_fenced_off_and_changes_nothing(cli):
     assert late.returncode == 4, err
     assert f"slow-job: run {first['run_id']} was fenced off" in err and "Traceback" not in err
     assert crontab.state("slow-job") == newer  # the late run overwrote nothing
-    fenced = crontab.sql("SELECT * FROM crontabber_log WHERE run_id = %s ORDER BY id", (first["run_id"],))
+    fenced = crontab.sql(
+        "SELECT * FROM crontabber_log WHERE run_id = %s ORDER BY id", (first["run_id"],)
+    )
     # host-b recorded it as abandoned when it took over; then it came back and was refused
     assert [row["exc_type"] for row in fenced] == [
         "<class 'crontabber.errors.RunAbandoned'>",
@@ -116,7 +122,9 @@ def test_a_run_stopped_past_its_lease_is_fenced_off_and_changes_nothing(cli):
     ]
     assert all(row["host"] == "host-a" and row["pid"] == late.pid for row in fenced)
     history = json.loads(cli.run("--history", "slow-job", "--json").stdout)
-    assert [r["outcome"] for r in history["runs"] if r["run_id"] == first["run_id"]] == ["fenced_off"]
+    assert [r["outcome"] for r in history["runs"] if r["run_id"] == first["run_id"]] == [
+        "fenced_off"
+    ]
 
 
 def test_a_job_asks_whether_it_still_holds_its_lease(cli):
@@ -147,7 +155,10 @@ def test_a_job_past_its_timeout_is_stopped_recorded_and_released(cli):
     slow_job(cli, 30, extra="        timeout=1\n")
     done = cli.run("--job", "slow-job")
     assert done.returncode == 5, done.stderr  # job failed
-    assert "slow-job: failed: JobTimeout: timeout: slow-job ran longer than its timeout of 1 s" in done.stdout
+    assert (
+        "slow-job: failed: JobTimeout: timeout: slow-job ran longer than its timeout of 1 s"
+        in done.stdout
+    )
     state = crontab.state("slow-job")
     assert state.ongoing is None and state.error_count == 1
     assert state.last_error["type"] == "<class 'crontabber.errors.JobTimeout'>"
@@ -155,7 +166,10 @@ def test_a_job_past_its_timeout_is_stopped_recorded_and_released(cli):
     (call,) = crontab.sql("SELECT finished_at FROM test_job_calls")
     assert call["finished_at"] is None  # cut short in its sleep
     (row,) = crontab.log("slow-job")
-    assert row["exc_type"] == "<class 'crontabber.errors.JobTimeout'>" and row["run_id"] == state.run_id
+    assert (
+        row["exc_type"] == "<class 'crontabber.errors.JobTimeout'>"
+        and row["run_id"] == state.run_id
+    )
 
 
 def test_a_job_that_ignores_sigterm_is_killed_after_the_grace_period(cli):
@@ -171,7 +185,10 @@ def test_a_job_that_ignores_sigterm_is_killed_after_the_grace_period(cli):
     (call,) = crontab.sql("SELECT pid FROM test_job_calls")
     assert gone(call["pid"])
     state = crontab.state("stubborn")
-    assert state.ongoing is None and state.last_error["type"] == "<class 'crontabber.errors.JobTimeout'>"
+    assert (
+        state.ongoing is None
+        and state.last_error["type"] == "<class 'crontabber.errors.JobTimeout'>"
+    )
 
 
 def test_the_default_timeout_applies_to_every_job(cli):
@@ -203,10 +220,16 @@ def test_a_job_process_that_dies_is_a_failure_and_the_tick_goes_on(cli):
     state = crontab.state("abort-job")
     assert state.ongoing is None and state.error_count == 1
     assert state.last_error["type"] == "<class 'crontabber.errors.JobProcessDied'>"
-    assert state.last_error["value"] == "abort-job: the job's process died: killed by signal 6 (SIGABRT)"
+    assert (
+        state.last_error["value"]
+        == "abort-job: the job's process died: killed by signal 6 (SIGABRT)"
+    )
     assert len(crontab.calls("basic-job")) == 1
     # the tick's log says so too (cron mails stderr): one line, no traceback
-    assert "ERROR crontabber.supervisor - abort-job: the job's process died: killed by signal 6" in done.stderr
+    assert (
+        "ERROR crontabber.supervisor - abort-job: the job's process died: killed by signal 6"
+        in done.stderr
+    )
     crontab.configure(["VanishJob|1d"])
     done = cli.run("--job", "vanish-job")
     assert done.returncode == 5 and "Traceback" not in done.stderr
@@ -232,7 +255,9 @@ def test_reset_and_release_refuse_a_live_lease_and_release_keeps_history(cli):
             done = cli.run(mode, "slow-job", "--reason", "test")
             assert done.returncode == 3, done.stderr
             (line,) = done.stderr.strip().splitlines()
-            assert line.startswith(f"crontabber: slow-job: refusing to {verb} it: it is running on ")
+            assert line.startswith(
+                f"crontabber: slow-job: refusing to {verb} it: it is running on "
+            )
             assert f":{holder.pid} (run " in line and "last heartbeat" in line
         assert crontab.state("slow-job").ongoing is not None
     finally:
@@ -263,7 +288,11 @@ def test_database_lost_briefly_mid_run_the_run_still_records_its_end(cli):
     proxy = TcpProxy((crontab.database.host, int(crontab.database.port)))
     try:
         slow_job(cli, 2.5)
-        runner = cli.spawn("--crontabber.heartbeat_seconds=0.3", "--crontabber.lease_seconds=8", *_through(cli, proxy))
+        runner = cli.spawn(
+            "--crontabber.heartbeat_seconds=0.3",
+            "--crontabber.lease_seconds=8",
+            *_through(cli, proxy),
+        )
         wait_for(lambda: crontab.calls("slow-job"))
         proxy.cut()
         time.sleep(1.5)
@@ -293,7 +322,9 @@ def test_database_lost_for_longer_than_the_lease_one_line_then_the_lease_expires
     assert last.startswith("crontabber: cannot use the state database at ")
     assert "the end of slow-job's run" in last and "its marker expires with its lease" in last
     # why the job was stopped, whichever stopped it first (the runner, or the job's watchdog)
-    assert f"lost the job: its lease could not be renewed for {HOLD - BEAT:g} s; stopping it" in err, err
+    assert (
+        f"lost the job: its lease could not be renewed for {HOLD - BEAT:g} s; stopping it" in err
+    ), err
     (call,) = crontab.sql("SELECT pid FROM test_job_calls")
     assert gone(call["pid"], within=1)  # the job was stopped when the lease ran out
     assert crontab.state("slow-job").ongoing is not None

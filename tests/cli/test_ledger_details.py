@@ -32,7 +32,8 @@ def test_logs_of_a_run_whose_process_is_dead_does_not_say_running(cli):
     header = done.stdout.splitlines()[0]
     assert header.startswith(f"slow-job run {run_id} ") and ": running" not in header, header
     assert header.endswith(
-        ": not running: its process no longer exists; a tick takes the job over (--release slow-job clears it now)"
+        ": not running: its process no longer exists; a tick takes the job over (--release "
+        "slow-job clears it now)"
     ), header
     assert "orphaned" in cli.run("--list-jobs", "slow-job").stdout
 
@@ -42,9 +43,14 @@ def test_an_abandoned_runs_duration_is_said_one_way(cli):
     process died is not known), not until the takeover in one and the heartbeat in the other."""
     run_id, _ = killed_run(cli)
     assert cli.run().returncode == 0  # the takeover
-    (run,) = [r for r in json.loads(cli.run("--history", "slow-job", "--json").stdout)["runs"] if r["run_id"] == run_id]
+    (run,) = [
+        r
+        for r in json.loads(cli.run("--history", "slow-job", "--json").stdout)["runs"]
+        if r["run_id"] == run_id
+    ]
     (row,) = cli.crontab.sql(
-        "SELECT extract(epoch FROM duration) AS seconds FROM crontabber_log WHERE run_id = %s", (run_id,)
+        "SELECT extract(epoch FROM duration) AS seconds FROM crontabber_log WHERE run_id = %s",
+        (run_id,),
     )
     assert run["duration"] == float(row["seconds"]), (run, row)
     shown = cli.run("--show-error", "slow-job").stdout

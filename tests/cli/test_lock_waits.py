@@ -18,7 +18,10 @@ HOLDS = {
         "INSERT INTO crontabber_audit (actor, action, app_name) VALUES ('r', 'hold', 'x')",
         "audit_head",
     ),
-    "the job's row": ("SELECT 1 FROM crontabber WHERE app_name = 'basic-job' FOR UPDATE", "crontabber"),
+    "the job's row": (
+        "SELECT 1 FROM crontabber WHERE app_name = 'basic-job' FOR UPDATE",
+        "crontabber",
+    ),
 }
 
 
@@ -62,7 +65,9 @@ def test_through_pgbouncer_the_wait_is_bounded_and_the_setting_does_not_leak(cli
     runner = logins["runner"]
     db = cli.crontab.database
     env = {**cli.env, "RESOURCE_POSTGRESQL_PORT": str(SERVICES.pgb_port)}
-    holder = psycopg2.connect(host=db.host, port=db.port, dbname=db.dbname, user=runner.name, password=runner.password)
+    holder = psycopg2.connect(
+        host=db.host, port=db.port, dbname=db.dbname, user=runner.name, password=runner.password
+    )
     try:
         with holder.cursor() as cur:
             cur.execute(HOLDS["the audit head"][0])

@@ -73,7 +73,8 @@ def test_resume_all_ends_only_the_pauses_pause_all_made(cli):
     # a breach pause, as a tick makes it after a run that breached a check (on_breach = pause)
     run_id = crontab.sql(
         "INSERT INTO crontabber_run (run_id, app_name, kind, status, host, pid, started, ended)"
-        " VALUES (nextval('crontabber_run_id_seq'), 'foo', 'scheduled', 'succeeded', 'h', 1, now(), now())"
+        " VALUES (nextval('crontabber_run_id_seq'), 'foo', 'scheduled', 'succeeded', 'h', 1, "
+        "now(), now())"
         " RETURNING run_id"
     )[0]["run_id"]
     crontab.sql(
@@ -84,8 +85,13 @@ def test_resume_all_ends_only_the_pauses_pause_all_made(cli):
     # issue #42 item 5: a breach pause runs nothing until someone looks: not "nominal"
     done = cli.run("--nagios")
     assert done.returncode == 1, done.stdout
-    assert done.stdout.startswith("WARNING - foo (FooJob): paused until resumed by crontabber@h:1: breach")
-    assert "a breach pause runs nothing until someone looks (--history foo; --resume foo)" in done.stdout
+    assert done.stdout.startswith(
+        "WARNING - foo (FooJob): paused until resumed by crontabber@h:1: breach"
+    )
+    assert (
+        "a breach pause runs nothing until someone looks (--history foo; --resume foo)"
+        in done.stdout
+    )
     assert crontab.state("foo").paused_scope == "breach"
     assert crontab.state("trouble").paused_scope is None
     assert cli.run("--pause", "all", "--reason", "CHG-90").returncode == 0
@@ -95,8 +101,13 @@ def test_resume_all_ends_only_the_pauses_pause_all_made(cli):
     assert lines[0].startswith("basic-job: resumed (was paused until ")
     assert lines[1].startswith("foo: kept its pause until resumed by crontabber@h:1: breach")
     assert lines[1].endswith("(not made by --pause all; --resume foo ends it)")
-    assert lines[2].startswith("trouble: kept its pause until ") and "INC-1234 bucket policy" in lines[2]
-    assert lines[2].endswith("(not made by --pause all; --resume trouble ends it)") and len(lines) == 3
+    assert (
+        lines[2].startswith("trouble: kept its pause until ")
+        and "INC-1234 bucket policy" in lines[2]
+    )
+    assert (
+        lines[2].endswith("(not made by --pause all; --resume trouble ends it)") and len(lines) == 3
+    )
     assert crontab.state("trouble").paused_reason == "INC-1234 bucket policy"
     states = cli.run("--resume", "all", "--json")
     assert '"resumed": {}' in states.stdout and '"trouble"' in states.stdout
@@ -105,7 +116,11 @@ def test_resume_all_ends_only_the_pauses_pause_all_made(cli):
     # --pause all --replace takes the incident pause over: --resume all may end it then
     assert cli.run("--pause", "all", "--reason", "CHG-91", "--replace").returncode == 0
     done = cli.run("--resume", "all", "--reason", "CHG-91 done")
-    assert [line.split(":")[0] for line in done.stdout.splitlines()] == ["basic-job", "foo", "trouble"]
+    assert [line.split(":")[0] for line in done.stdout.splitlines()] == [
+        "basic-job",
+        "foo",
+        "trouble",
+    ]
     assert "kept" not in done.stdout
     assert cli.run("--resume", "trouble").stdout == "trouble: not paused\n"
 
@@ -119,7 +134,9 @@ def test_pause_all_replace_replaces_every_pause(cli):
     assert {crontab.state(n).paused_reason for n in ("foo", "basic-job")} == {"second"}
 
 
-def test_a_second_mute_needs_replace_and_alerts_shows_what_a_window_holds_back(cli, receiver, dashboard):  # noqa: F811
+def test_a_second_mute_needs_replace_and_alerts_shows_what_a_window_holds_back(
+    cli, receiver, dashboard
+):  # noqa: F811
     crontab = cli.crontab
     crontab.configure(["TroubleJob|1d", "BasicJob|1d"], extra=alerts_ini(receiver))
     done = cli.run("--mute", "all", "--reason", "maintenance CHG-1", "--until", "1h")
@@ -130,7 +147,10 @@ def test_a_second_mute_needs_replace_and_alerts_shows_what_a_window_holds_back(c
     assert "maintenance CHG-1; --mute all --replace replaces that window" in done.stderr
     assert cli.run("--alerts").stdout.startswith("muted: every job until ")
     assert "maintenance CHG-1" in cli.run("--alerts").stdout.splitlines()[0]
-    audit = crontab.sql("SELECT detail->>'outcome' AS outcome FROM crontabber_audit WHERE action = 'mute' ORDER BY id")
+    audit = crontab.sql(
+        "SELECT detail->>'outcome' AS outcome FROM crontabber_audit WHERE action = 'mute' ORDER BY "
+        "id"
+    )
     assert [a["outcome"] for a in audit] == ["done", "refused (exit 6)"]
     done = cli.run("--mute", "all", "--reason", "again", "--replace")
     assert done.returncode == 0 and "(replaced the window until " in done.stdout
@@ -151,8 +171,12 @@ def test_a_second_mute_needs_replace_and_alerts_shows_what_a_window_holds_back(c
     dashboard.start()
     page = dashboard.get("/")[2]
     assert 'data-k="alerts.held_back">not alerted (muted): trouble: failed 2 times in a row' in page
-    explained = cli.run("--explain", "trouble").stdout  # issue #42 item 13: the mute shows there too
-    assert "  alerts muted: until " in explained and "again (every job: --mute all)" in explained, explained
+    explained = cli.run(
+        "--explain", "trouble"
+    ).stdout  # issue #42 item 13: the mute shows there too
+    assert "  alerts muted: until " in explained and "again (every job: --mute all)" in explained, (
+        explained
+    )
     assert cli.run("--unmute", "all").returncode == 0
     assert "not alerted" not in cli.run("--alerts").stdout
     assert "alerts muted" not in cli.run("--explain", "trouble").stdout
@@ -168,9 +192,13 @@ def test_a_second_mute_needs_replace_and_alerts_shows_what_a_window_holds_back(c
             ("mute", "*", "done"),
         ]
     shown = cli.run("--audit", "--audit-job", "all").stdout  # times in the commands' one form
-    assert re.search(r"until=\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", shown) and "-03:30" not in shown, shown
+    assert (
+        re.search(r"until=\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", shown) and "-03:30" not in shown
+    ), shown
     # the runner's own alerts (old-code, broken-entry) are under crontabber
-    crontab.configure(["TroubleJob|1d", "tests.fixtures.nowhere.NoJob|1d"], extra=alerts_ini(receiver))
+    crontab.configure(
+        ["TroubleJob|1d", "tests.fixtures.nowhere.NoJob|1d"], extra=alerts_ini(receiver)
+    )
     assert cli.run().returncode == 1  # the broken entry: the other jobs ran
     done = cli.run("--alerts", "--audit-job", "crontabber")
     assert done.returncode == 0 and "broken-entry" in done.stdout, done.stdout

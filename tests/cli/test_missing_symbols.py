@@ -14,7 +14,14 @@ import uuid
 import pytest
 
 from jobs.missing_symbols.consume import PAUSE_ENV, PAUSE_FILE_ENV
-from tests.fixtures.missing_symbols_data import AGGREGATE, brute_force, entries, ini, table_totals, write_random
+from tests.fixtures.missing_symbols_data import (
+    AGGREGATE,
+    brute_force,
+    entries,
+    ini,
+    table_totals,
+    write_random,
+)
 from tests.helpers import REPO, s3_client
 
 
@@ -27,14 +34,19 @@ def wait_for(predicate, timeout=30.0):
 
 def other_sessions(crontab):
     return crontab.sql(
-        "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> "
+        "pg_backend_pid()"
     )[0]["n"]
 
 
 @pytest.mark.parametrize("point, recorded", [("before_commit", 0), ("after_commit", 2)])
-def test_a_runner_killed_around_the_commit_leaves_exact_totals_after_a_rerun(cli, s3_bucket, tmp_path, point, recorded):
+def test_a_runner_killed_around_the_commit_leaves_exact_totals_after_a_rerun(
+    cli, s3_bucket, tmp_path, point, recorded
+):
     written = write_random(s3_bucket, (300, 10, 200, 50, 400))
-    cli.crontab.configure(entries(f"{AGGREGATE}|5m"), extra=ini(s3_bucket, workers=2, per_transaction=2))
+    cli.crontab.configure(
+        entries(f"{AGGREGATE}|5m"), extra=ini(s3_bucket, workers=2, per_transaction=2)
+    )
     marker = tmp_path / "paused"
     env = {**cli.env, PAUSE_ENV: point, PAUSE_FILE_ENV: str(marker)}
     proc = subprocess.Popen(
@@ -53,7 +65,9 @@ def test_a_runner_killed_around_the_commit_leaves_exact_totals_after_a_rerun(cli
     wait_for(lambda: other_sessions(cli.crontab) == 0)  # the server saw the dead client
     rows = cli.crontab.sql("SELECT count(*) AS n FROM missing_symbol_batch")
     assert rows == [{"n": recorded}]
-    assert cli.run("--reset-job=missing-symbols", "--reason=test").returncode == 0  # the operator clears it
+    assert (
+        cli.run("--reset-job=missing-symbols", "--reason=test").returncode == 0
+    )  # the operator clears it
     try:
         done = cli.run("--job=missing-symbols", timeout=30)
     except subprocess.TimeoutExpired as exc:
@@ -68,7 +82,9 @@ def test_runners_started_together_count_every_batch_once(cli, s3_bucket):
     """Four hosts' cron ticks at once: the job's row lock lets one consume (the others
     exit 2 or 3, or run after it and find nothing new); totals are exact."""
     written = write_random(s3_bucket, [120] * 12)
-    cli.crontab.configure(entries(f"{AGGREGATE}|5m"), extra=ini(s3_bucket, workers=2, per_transaction=3))
+    cli.crontab.configure(
+        entries(f"{AGGREGATE}|5m"), extra=ini(s3_bucket, workers=2, per_transaction=3)
+    )
     procs = [cli.spawn("--job=missing-symbols", "--force") for _ in range(4)]
     errors = [proc.communicate(timeout=60)[1] for proc in procs]
     codes = sorted(proc.returncode for proc in procs)
@@ -108,7 +124,10 @@ def test_write_command_writes_a_batch_from_json_lines_that_the_job_counts(cli, s
     assert key.startswith("missing/") and key.endswith(".msgpack")
     cli.crontab.configure(entries(f"{AGGREGATE}|5m"), extra=ini(s3_bucket, workers=2))
     assert cli.run().returncode == 0
-    assert table_totals(cli.crontab)[0] == {("a.pdb", "A" * 33, "", ""): 2, ("b.pdb", "B" * 33, "b.dll", "C0DE"): 1}
+    assert table_totals(cli.crontab)[0] == {
+        ("a.pdb", "A" * 33, "", ""): 2,
+        ("b.pdb", "B" * 33, "b.dll", "C0DE"): 1,
+    }
 
 
 def test_write_command_rejects_a_bad_json_line(s3_bucket, tmp_path):
@@ -148,7 +167,10 @@ def test_write_takes_the_jobs_bucket_from_the_ini_and_the_runners_overrides(s3_b
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("from-ini/")
     done = command(
-        "write", str(source), f"--admin.conf={ini}", "--crontabber.class-MissingSymbolsCronApp.prefix=overridden/"
+        "write",
+        str(source),
+        f"--admin.conf={ini}",
+        "--crontabber.class-MissingSymbolsCronApp.prefix=overridden/",
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("overridden/")
@@ -182,7 +204,9 @@ def test_s3_down_is_one_line_naming_it_and_exit_5(tmp_path):
     source.write_text(json.dumps({"debug_file": "a.pdb", "debug_id": "A" * 33}) + "\n")
     done = command("write", str(source), env={"AWS_ENDPOINT_URL_S3": "http://127.0.0.1:9"})
     assert done.returncode == 5, done
-    assert done.stderr == ("python -m jobs.missing_symbols: S3 at http://127.0.0.1:9: connection refused\n")
+    assert done.stderr == (
+        "python -m jobs.missing_symbols: S3 at http://127.0.0.1:9: connection refused\n"
+    )
 
 
 def test_help_shows_the_one_exit_code_table():

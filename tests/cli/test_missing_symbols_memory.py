@@ -51,7 +51,9 @@ def padded(count: int) -> list[dict[str, object]]:
     """``count`` distinct valid events of about 60 kB each: memory held as pending bytes
     (decoding) and sent back as such (returning, receiving), never settled by the bound."""
     pad = "x" * PAD
-    return [{"debug_file": f"padded{i}.pdb", "debug_id": f"{i:033X}", "pad": pad} for i in range(count)]
+    return [
+        {"debug_file": f"padded{i}.pdb", "debug_id": f"{i:033X}", "pad": pad} for i in range(count)
+    ]
 
 
 def distinct(count: int) -> list[dict[str, object]]:
@@ -79,13 +81,15 @@ STAGES = {
         100,
         None,
         lambda: padded(1_100),  # 66 MB held, as much again to pickle
-        "out of memory: returning its events to the job alone needed more than worker_memory_mb (100 MiB)",
+        "out of memory: returning its events to the job alone needed more than worker_memory_mb "
+        "(100 MiB)",
     ),
     "in the job": (
         2048,
         60,
         lambda: padded(1_600),  # 96 MB received: over 60 MiB
-        "out of memory: receiving its events from the worker alone needed more memory than the job's process could get",
+        "out of memory: receiving its events from the worker alone needed more memory than the "
+        "job's process could get",
     ),
 }
 
@@ -102,15 +106,20 @@ def write_good(s3_bucket: str, keys: list[str]) -> list[tuple[list[dict], float]
 
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("stage", list(STAGES))
-def test_a_batch_out_of_memory_at_any_stage_is_quarantined_and_the_rest_counted(cli, s3_bucket, stage):
+def test_a_batch_out_of_memory_at_any_stage_is_quarantined_and_the_rest_counted(
+    cli, s3_bucket, stage
+):
     worker_mb, job_mb, bad_events, reason = STAGES[stage]
     # keys in queue order (the same listing second): the bad batch, a good one in its
     # group (two batches a transaction), two good ones in the next group
     write_batch(s3_client(), s3_bucket, bad_events(), key="missing/a-bad.msgpack")
-    written = write_good(s3_bucket, ["missing/b-good.msgpack", "missing/c-good.msgpack", "missing/d-good.msgpack"])
+    written = write_good(
+        s3_bucket, ["missing/b-good.msgpack", "missing/c-good.msgpack", "missing/d-good.msgpack"]
+    )
     extra = ini(s3_bucket, workers=2, per_transaction=2).replace(
         "        workers=2\n",
-        f"        workers=2\n        worker_memory_mb={worker_mb}\n        max_batch_bytes={512 << 20}\n",
+        f"        workers=2\n        worker_memory_mb={worker_mb}\n        "
+        f"max_batch_bytes={512 << 20}\n",
         1,
     )
     cli.crontab.configure(entries(f"{AGGREGATE}|5m"), extra=extra)
@@ -123,8 +132,14 @@ def test_a_batch_out_of_memory_at_any_stage_is_quarantined_and_the_rest_counted(
     done = subprocess.run(argv, env=env, cwd=REPO, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stdout + done.stderr
     assert cli.crontab.state("missing-symbols").error_count == 0
-    rows = {r["key"]: r for r in cli.crontab.sql("SELECT key, status, reason, events FROM missing_symbol_batch")}
+    rows = {
+        r["key"]: r
+        for r in cli.crontab.sql("SELECT key, status, reason, events FROM missing_symbol_batch")
+    }
     assert rows["missing/a-bad.msgpack"]["status"] == "quarantined", rows["missing/a-bad.msgpack"]
     assert rows["missing/a-bad.msgpack"]["reason"] == reason, done.stderr[-3000:]
-    assert [rows[key]["status"] for key in sorted(rows)[1:]] == ["ok", "ok", "ok"], (rows, done.stderr[-3000:])
+    assert [rows[key]["status"] for key in sorted(rows)[1:]] == ["ok", "ok", "ok"], (
+        rows,
+        done.stderr[-3000:],
+    )
     assert table_totals(cli.crontab) == brute_force(written)  # each good batch counted once

@@ -7,7 +7,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from crontabber.version import recorded
 
-# what a tick records: the build's version, or a checkout's commit (0+unbuilt.g<commit>), never git's
+# what a tick records: the build's version, or a checkout's commit (0+unbuilt.g<commit>), never
+# git's
 TICK_VERSION = recorded()
 
 
@@ -56,7 +57,8 @@ def test_a_tick_writes_the_metrics_file(cli, tmp_path):
     done = cli.run(f"--metrics-file={tmp_path}/nowhere/x.prom")
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert done.stderr.endswith(
-        f"crontabber: cannot write the metrics file {tmp_path}/nowhere/x.prom: No such file or directory\n"
+        f"crontabber: cannot write the metrics file {tmp_path}/nowhere/x.prom: No such file or "
+        "directory\n"
     )
 
 

@@ -83,5 +83,9 @@ def test_a_job_that_never_ran_although_a_tick_came_after_its_time_is_flagged(cli
     code, out = _nagios(cli, "--crontabber.overdue_warning_seconds=1")
     assert code in (1, 2) and "basic-job (BasicJob): never ran: due since" in out, out
     assert "did not run it" in out
-    (row,) = [r for r in json.loads(cli.run("--list-jobs", "--json").stdout)["jobs"] if r["name"] == "basic-job"]
+    (row,) = [
+        r
+        for r in json.loads(cli.run("--list-jobs", "--json").stdout)["jobs"]
+        if r["name"] == "basic-job"
+    ]
     assert row["status"] != "new", row

@@ -39,7 +39,10 @@ def test_a_job_command_overrides_a_pause_only_with_a_reason(cli, buckets):  # no
     configure_prune(cli, inbox, symbols)
     doomed = [f"reports/missing-symbols/{i}.csv" for i in range(3)]
     put_many(symbols, doomed)
-    assert cli.run("--pause", "prune-s3", "--reason", "S3 incident INC-9", "--until", "1h").returncode == 0
+    assert (
+        cli.run("--pause", "prune-s3", "--reason", "S3 incident INC-9", "--until", "1h").returncode
+        == 0
+    )
     refused = job_command(cli, "jobs.prune", "run")
     assert refused.returncode == 6, refused.stderr
     assert "prune-s3: refusing to run 'python -m jobs.prune run': paused until" in refused.stderr
@@ -54,7 +57,9 @@ def test_a_job_command_overrides_a_pause_only_with_a_reason(cli, buckets):  # no
     done = job_command(cli, "jobs.prune", "run", "--force", "--reason", "INC-9 cleanup")
     assert done.returncode == 0, done.stderr
     assert not keys_in(symbols) & set(doomed)
-    seen = [(e["detail"]["outcome"], e["detail"]["force"], e["reason"]) for e in commands_audited(cli)]
+    seen = [
+        (e["detail"]["outcome"], e["detail"]["force"], e["reason"]) for e in commands_audited(cli)
+    ]
     assert seen == [
         ("done", True, "INC-9 cleanup"),
         ("refused (exit 1)", True, None),
@@ -64,7 +69,8 @@ def test_a_job_command_overrides_a_pause_only_with_a_reason(cli, buckets):  # no
     cli.crontab.configure(
         ["jobs.uploads.ProcessUploadsCronApp|5m"],
         extra=(
-            f"    [[class-ProcessUploadsCronApp]]\n        inbox_bucket={inbox}\n        symbols_bucket={symbols}\n"
+            f"    [[class-ProcessUploadsCronApp]]\n        inbox_bucket={inbox}\n        "
+            f"symbols_bucket={symbols}\n"
         ),
     )
     assert cli.run("--pause", "process-uploads", "--reason", "bad release").returncode == 0
@@ -111,9 +117,14 @@ def test_a_forced_runs_overrides_and_the_error_naming_the_bucket_are_kept(cli, s
     as_json = json.loads(cli.run("--show-error", "missing-symbols", "--json").stdout)
     assert as_json["run"]["options"] == [OVERRIDE] and BAD_BUCKET in as_json["run"]["error"]
     assert f"ran with: {OVERRIDE}" in cli.run("--logs", "missing-symbols").stdout
-    ended, started = [e for e in json.loads(cli.run("--audit", "--json").stdout) if e["action"] == "force"]
+    ended, started = [
+        e for e in json.loads(cli.run("--audit", "--json").stdout) if e["action"] == "force"
+    ]
     assert ended["detail"]["options"] == started["detail"]["options"] == [OVERRIDE]
-    assert (started["detail"]["outcome"], ended["detail"]["outcome"]) == ("started", "failed (exit 5)")
+    assert (started["detail"]["outcome"], ended["detail"]["outcome"]) == (
+        "started",
+        "failed (exit 5)",
+    )
     assert f"options=['{OVERRIDE}']" in cli.run("--audit", "--limit", "1").stdout
     # a run without overrides records none; the old failure is then history (item 15)
     assert cli.run("--job", "missing-symbols", "--force").returncode == 0
@@ -122,7 +133,9 @@ def test_a_forced_runs_overrides_and_the_error_naming_the_bucket_are_kept(cli, s
         {"options": None},
     ]
     shown = cli.run("--show-error", "missing-symbols").stdout.splitlines()
-    assert shown[3].startswith("superseded: the job has no error now (an older failure); its last run: "), shown
+    assert shown[3].startswith(
+        "superseded: the job has no error now (an older failure); its last run: "
+    ), shown
     assert json.loads(cli.run("--show-error", "missing-symbols", "--json").stdout)["superseded"]
 
 
@@ -145,7 +158,9 @@ def test_a_tick_exits_0_when_another_runner_holds_a_job(cli):
     # its row locked by another runner that very moment: the same
     crontab.sql("UPDATE crontabber SET ongoing = NULL, ongoing_by = NULL")
     db = crontab.database
-    holder = psycopg2.connect(host=db.host, port=db.port, dbname=db.dbname, user=db.user, password=db.password)
+    holder = psycopg2.connect(
+        host=db.host, port=db.port, dbname=db.dbname, user=db.user, password=db.password
+    )
     try:
         with holder.cursor() as cur:
             cur.execute("SELECT 1 FROM crontabber WHERE app_name = 'basic-job' FOR UPDATE")
@@ -163,7 +178,11 @@ def test_the_exit_code_table_and_the_systemd_unit_agree_on_a_tick():
 
     assert 2 not in TICK_EXIT_CODES and 3 not in TICK_EXIT_CODES
     unit = (REPO / "docs" / "deploy.md").read_text()
-    success = [int(code) for line in re.findall(r"^SuccessExitStatus=(.*)$", unit, re.M) for code in line.split()]
+    success = [
+        int(code)
+        for line in re.findall(r"^SuccessExitStatus=(.*)$", unit, re.M)
+        for code in line.split()
+    ]
     assert all(code in TICK_EXIT_CODES for code in success), success
     table = (REPO / "docs" / "reference" / "exit-codes.md").read_text()
     assert "A cron tick (no mode option) exits with one of 0, 1, 4, 8, 130, 143" in table
@@ -183,7 +202,8 @@ def test_reset_job_names_the_run_whose_marker_it_discarded(cli):
     assert cli.run().returncode == 0
     run_id = crontab.state("basic-job").run_id
     crontab.sql(
-        "UPDATE crontabber SET ongoing = clock_timestamp() - interval '13 hours', ongoing_by = 'gone-host:4242'"
+        "UPDATE crontabber SET ongoing = clock_timestamp() - interval '13 hours', ongoing_by = "
+        "'gone-host:4242'"
     )
     done = cli.run("--reset-job", "basic-job", "--reason", "host lost")
     assert done.returncode == 0, done.stderr
@@ -193,7 +213,8 @@ def test_reset_job_names_the_run_whose_marker_it_discarded(cli):
         f"(run {run_id}), recorded as abandoned: --history basic-job: forgot its last success ("
     )  # issue #42 item 13: what a reset forgot, and what stays
     assert done.stdout.endswith(
-        "), its next run and its backfill anchor; its log and run history stay; the next tick runs it as a new job\n"
+        "), its next run and its backfill anchor; its log and run history stay; the next tick runs "
+        "it as a new job\n"
     )
     assert last("basic-job") is None
 
@@ -205,9 +226,13 @@ def test_argument_errors_are_not_called_configuration_errors(cli):
     assert done.returncode == 1
     assert done.stderr.startswith("crontabber: --release: needs --reason TEXT ("), done.stderr
     done = cli.run("--until", "2h")
-    assert done.stderr == ("crontabber: --until: only means something with --pause NAME, --mute NAME or --drain HOST\n")
+    assert done.stderr == (
+        "crontabber: --until: only means something with --pause NAME, --mute NAME or --drain HOST\n"
+    )
     done = cli.run("--crontabber.error_retry_time=soon")  # the configuration's: still called so
-    assert done.returncode == 1 and "configuration error in crontabber.error_retry_time" in done.stderr
+    assert (
+        done.returncode == 1 and "configuration error in crontabber.error_retry_time" in done.stderr
+    )
 
 
 def test_list_jobs_takes_its_names_after_wide_and_no_far_fetched_guess(cli):
@@ -221,5 +246,8 @@ def test_list_jobs_takes_its_names_after_wide_and_no_far_fetched_guess(cli):
     done = cli.run("--list-jobs", "--wide", "foo", "--crontabber.lease_seconds", "90")
     assert done.returncode == 0 and "basic-job" not in done.stdout, done.stderr
     done = cli.run("--prot", "8080")
-    assert done.returncode == 1 and done.stderr == "crontabber: the command line: unrecognized argument '--prot'\n"
+    assert (
+        done.returncode == 1
+        and done.stderr == "crontabber: the command line: unrecognized argument '--prot'\n"
+    )
     assert "(did you mean --list-jobs?)" in cli.run("--list-jbos").stderr

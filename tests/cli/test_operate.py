@@ -34,11 +34,19 @@ def test_explain_says_what_a_tick_would_do_and_why(cli):
     assert "failed 1 time in a row (last: NameError: Trouble!!); error backoff: retry at" in out
     crontab.wind(3 * DAY + dt.timedelta(minutes=1), "foo-backfill")
     out = cli.run("--explain", "foo-backfill").stdout
-    assert "backfill: 3 interval(s) pending" in out and out.startswith("foo-backfill: a tick now would run it")
+    assert "backfill: 3 interval(s) pending" in out and out.startswith(
+        "foo-backfill: a tick now would run it"
+    )
     facts = json.loads(cli.run("--explain", "foo-backfill", "--json").stdout)
     state = crontab.state("foo-backfill")
-    assert facts["would_run"] is True and facts["is_backfill"] is True and len(facts["backfill_pending"]) == 3
-    assert facts["next_run"] == state.next_run.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert (
+        facts["would_run"] is True
+        and facts["is_backfill"] is True
+        and len(facts["backfill_pending"]) == 3
+    )
+    assert facts["next_run"] == state.next_run.astimezone(dt.timezone.utc).strftime(
+        "%Y-%m-%dT%H:%M:%SZ"
+    )
     assert cli.run("--explain", "nope").returncode == 1
 
 
@@ -76,7 +84,9 @@ def test_pause_resume_and_a_pause_that_ends_by_itself(cli):
     done = cli.run("--job", "basic-job")
     assert done.returncode == 6 and "paused until" in done.stdout and ME in done.stdout
     assert "S3 is down (INC-42); --force --reason TEXT runs it anyway" in done.stdout
-    assert cli.run("--explain", "basic-job").stdout.startswith("basic-job: a tick now would skip it: paused")
+    assert cli.run("--explain", "basic-job").stdout.startswith(
+        "basic-job: a tick now would skip it: paused"
+    )
     assert cli.run("--job", "basic-job", "--force", "--reason", "INC-42 drill").returncode == 0
     assert len(crontab.calls("basic-job")) == 1
     crontab.wind(2 * DAY)
@@ -116,14 +126,27 @@ def test_rerun_runs_exactly_those_days_and_moves_nothing_backwards(cli):
         f"  {third:%Y-%m-%d %H:%M} UTC: recorded the day of {third:%Y-%m-%d}\n"
     )
     assert [c["day"] for c in crontab.calls("foo-backfill")][-1] == days[2]
-    utc = [d.astimezone(dt.timezone.utc) for d in days]  # --date is a UTC day (the session's zone is not)
+    utc = [
+        d.astimezone(dt.timezone.utc) for d in days
+    ]  # --date is a UTC day (the session's zone is not)
     done = cli.run(
-        "--rerun", "foo-backfill", "--reason", "test", "--date", f"{utc[0]:%Y-%m-%d}", "--to", f"{utc[1]:%Y-%m-%d}"
+        "--rerun",
+        "foo-backfill",
+        "--reason",
+        "test",
+        "--date",
+        f"{utc[0]:%Y-%m-%d}",
+        "--to",
+        f"{utc[1]:%Y-%m-%d}",
     )
     assert done.returncode == 0
     assert [c["day"] for c in crontab.calls("foo-backfill")][-2:] == days[:2]  # oldest first
     after = crontab.state("foo-backfill")
-    assert (after.last_success, after.next_run, after.error_count) == (before.last_success, before.next_run, 0)
+    assert (after.last_success, after.next_run, after.error_count) == (
+        before.last_success,
+        before.next_run,
+        0,
+    )
     # its own lane: the job's row (last run included) is the schedule's
     assert after.ongoing is None and after.last_run == before.last_run
 
@@ -139,15 +162,27 @@ def test_rerun_refusals_and_a_failing_rerun(cli):
     done = cli.run("--rerun", "foo-backfill", "--reason", "test", "--date", "2099-01-01")
     assert done.returncode == 1 and "before now" in one_line(done)
     done = cli.run(
-        "--rerun", "foo-backfill", "--reason", "test", "--date", f"{days[2]:%Y-%m-%d}", "--to", f"{days[0]:%Y-%m-%d}"
+        "--rerun",
+        "foo-backfill",
+        "--reason",
+        "test",
+        "--date",
+        f"{days[2]:%Y-%m-%d}",
+        "--to",
+        f"{days[0]:%Y-%m-%d}",
     )
     assert done.returncode == 1 and "is before --date" in one_line(done)
     day = days[1].astimezone(dt.timezone.utc)
     crontab.configure(
-        ["FailingBackfillJob|1d"], extra=f"    [[class-FailingBackfillJob]]\n        fail_on={day:%Y-%m-%d}\n"
+        ["FailingBackfillJob|1d"],
+        extra=f"    [[class-FailingBackfillJob]]\n        fail_on={day:%Y-%m-%d}\n",
     )
     done = cli.run("--rerun", "failing-backfill", "--reason", "test", "--date", f"{day:%Y-%m-%d}")
-    assert done.returncode == 5 and "rerun of" in done.stdout and "failed: NameError: bla bla" in done.stdout
+    assert (
+        done.returncode == 5
+        and "rerun of" in done.stdout
+        and "failed: NameError: bla bla" in done.stdout
+    )
 
 
 def test_job_on_a_backfill_job_with_nothing_due_says_so(cli):
@@ -172,8 +207,12 @@ def test_job_that_fails_exits_5(cli):
 
 def test_mark_success_clears_errors_and_refuses_a_live_lease(cli):
     crontab = cli.crontab
-    crontab.configure(["TroubleJob|1d", "SlowJob|1d"], extra="    [[class-SlowJob]]\n        sleep=30\n")
-    assert cli.run("--mark-success", "trouble", "--reason", "test").stdout.startswith("trouble: never ran")
+    crontab.configure(
+        ["TroubleJob|1d", "SlowJob|1d"], extra="    [[class-SlowJob]]\n        sleep=30\n"
+    )
+    assert cli.run("--mark-success", "trouble", "--reason", "test").stdout.startswith(
+        "trouble: never ran"
+    )
     cli.run("--job", "trouble")
     before = crontab.now()
     done = cli.run("--mark-success", "trouble", "--reason", "fixed by hand")
@@ -200,9 +239,13 @@ def test_every_operator_action_is_audited(cli):
     cli.run("--resume", "basic-job")
     cli.run("--job", "basic-job", "--force", "--reason", "check the fix")
     cli.run("--job", "foo-backfill")
-    cli.run("--rerun", "foo-backfill", "--reason", "test", "--date", f"{crontab.now() - DAY:%Y-%m-%d}")
+    cli.run(
+        "--rerun", "foo-backfill", "--reason", "test", "--date", f"{crontab.now() - DAY:%Y-%m-%d}"
+    )
     cli.run("--mark-success", "basic-job", "--reason", "test")
-    assert cli.run("--release", "basic-job", "--reason", "test").stdout.endswith("nothing to release\n")  # not audited
+    assert cli.run("--release", "basic-job", "--reason", "test").stdout.endswith(
+        "nothing to release\n"
+    )  # not audited
     crontab.sql(
         "UPDATE crontabber SET ongoing = clock_timestamp(), heartbeat = clock_timestamp(),"
         " ongoing_by = %s WHERE app_name = 'basic-job'",
@@ -225,7 +268,12 @@ def test_every_operator_action_is_audited(cli):
     assert all(e["actor"] == ME for e in entries)
     assert entries[0]["reason"] == "start over" and entries[-1]["reason"] == "incident 7"
     assert entries[4]["detail"]["dates"] and entries[-1]["detail"]["until"]
-    assert [entries[n]["detail"]["outcome"] for n in (3, 4, 5, 6)] == ["done", "started", "done", "started"]
+    assert [entries[n]["detail"]["outcome"] for n in (3, 4, 5, 6)] == [
+        "done",
+        "started",
+        "done",
+        "started",
+    ]
     rows = crontab.sql("SELECT count(*) AS n FROM crontabber_audit")
     assert rows[0]["n"] == len(entries)
     out = cli.run("--audit", "--audit-job", "foo-backfill").stdout.splitlines()
@@ -257,7 +305,14 @@ def test_a_rerun_range_is_listed_by_dry_run_and_a_long_one_needs_yes(cli):
     assert lines[0] == "foo-backfill: --rerun would run 40 interval(s), oldest first (nothing ran):"
     assert len(lines) == 41 and lines[1] == f"  {first:%Y-%m-%d %H:%M} UTC"
     refused = cli.run(
-        "--rerun", "foo-backfill", "--reason", "test", "--date", f"{first:%Y-%m-%d}", "--to", f"{last:%Y-%m-%d}"
+        "--rerun",
+        "foo-backfill",
+        "--reason",
+        "test",
+        "--date",
+        f"{first:%Y-%m-%d}",
+        "--to",
+        f"{last:%Y-%m-%d}",
     )
     assert refused.returncode == 1
     assert (

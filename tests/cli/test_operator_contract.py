@@ -23,7 +23,9 @@ STRAY = {
     "--replace": "--replace: only means something with --pause NAME",
     "--list-jobs --reason x": "--reason: only means something with an action",
     "--list-jobs --nagios": "--list-jobs and --nagios: one mode at a time",
-    "--pause basic-job --reset-job basic-job --reason x": "--reset-job and --pause: one mode at a time",
+    "--pause basic-job --reset-job basic-job --reason x": (
+        "--reset-job and --pause: one mode at a time"
+    ),
 }
 
 
@@ -100,7 +102,12 @@ def test_a_closed_pipe_ends_quietly(cli):
         )
     shell = " ".join(cli.argv("--audit", "--limit", "400")) + " | head -1"
     done = subprocess.run(
-        ["bash", "-o", "pipefail", "-c", shell], env=cli.env, cwd=cli_cwd(), capture_output=True, text=True, timeout=60
+        ["bash", "-o", "pipefail", "-c", shell],
+        env=cli.env,
+        cwd=cli_cwd(),
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.stdout.count("\n") == 1
     assert done.stderr == "", done.stderr
@@ -122,13 +129,19 @@ def test_configtest_shows_each_setting_where_it_came_from_and_the_database(cli):
     assert lines[0] == f"database: {db.user}@{db.host}:{db.port}/{db.dbname} (password set)"
     assert lines[1] == f"version: {version()}"  # git's, in a checkout (crontabber.version)
     assert f"  crontabber.lease_seconds = 99.0  [INI file {cli.crontab.ini}]" in lines
-    assert "  crontabber.kill_grace_seconds = 7.0  [command line (--crontabber.kill_grace_seconds)]" in lines
+    assert (
+        "  crontabber.kill_grace_seconds = 7.0  [command line (--crontabber.kill_grace_seconds)]"
+        in lines
+    )
     assert f"  crontabber.dbname = '{db.dbname}'  [environment RESOURCE_POSTGRESQL_DBNAME]" in lines
     assert "  crontabber.password = ********  [environment RESOURCE_POSTGRESQL_PASSWORD]" in lines
     assert "  crontabber.error_backoff = 1.0  [default]" in lines
     assert "  alerts.smtp_password = (not set)  [default]" in lines  # a secret with no value
     assert not any(
-        "password" in line and "********" not in line and "(password set)" not in line and "(not set)" not in line
+        "password" in line
+        and "********" not in line
+        and "(password set)" not in line
+        and "(not set)" not in line
         for line in lines
     )  # (the test database's password is its user's name)
     assert lines[-1] == "configtest OK: 1 jobs"
@@ -161,7 +174,10 @@ def test_the_audit_records_each_actions_outcome_reason_and_overrides(cli):
         holder.kill()
         holder.communicate(timeout=20)
     entries = json.loads(cli.run("--audit", "--json").stdout)
-    seen = [(e["action"], e["reason"], e["detail"]["outcome"], e["detail"].get("overrides")) for e in reversed(entries)]
+    seen = [
+        (e["action"], e["reason"], e["detail"]["outcome"], e["detail"].get("overrides"))
+        for e in reversed(entries)
+    ]
     assert seen == [
         ("force", "try again", "started", ["--force"]),  # audited from its start (issue #42 item 8)
         ("force", "try again", "refused (exit 3)", ["--force"]),

@@ -19,7 +19,9 @@ def test_explain_json_has_the_last_error_and_the_retry_time(cli):
     ok(cli.run())
     facts = json.loads(ok(cli.run("--explain", "trouble", "--json")).stdout)
     assert facts["error_count"] == 1
-    assert facts["last_error"]["type"] == "NameError" and facts["last_error"]["value"] == "Trouble!!"
+    assert (
+        facts["last_error"]["type"] == "NameError" and facts["last_error"]["value"] == "Trouble!!"
+    )
     assert "Traceback" in facts["last_error"]["traceback"] or facts["last_error"]["traceback"]
     assert facts["retry_at"] == facts["next_run"] and facts["retry_at"].endswith("Z")
     text = ok(cli.run("--explain", "trouble")).stdout
@@ -37,7 +39,11 @@ def test_pause_and_resume_answer_in_json(cli):
     assert every["paused"] == ["foo"] and list(every["kept"]) == ["basic-job"]
     assert every["kept"]["basic-job"]["reason"] == "INC-1"
     resumed = json.loads(ok(cli.run("--resume", "basic-job", "--json")).stdout)
-    assert resumed == {"name": "basic-job", "resumed": True, "was": {**resumed["was"], "reason": "INC-1"}}
+    assert resumed == {
+        "name": "basic-job",
+        "resumed": True,
+        "was": {**resumed["was"], "reason": "INC-1"},
+    }
     again = json.loads(ok(cli.run("--resume", "basic-job", "--json")).stdout)
     assert again == {"name": "basic-job", "resumed": False, "was": None}
     rest = json.loads(ok(cli.run("--resume", "all", "--json")).stdout)
@@ -49,7 +55,9 @@ def test_explain_of_a_running_job_does_not_say_due_since(cli):
     crontab.configure(["SlowJob|1d"], extra="    [[class-SlowJob]]\n        sleep=0\n")
     ok(cli.run())  # a first run: next_run set
     crontab.configure(["SlowJob|1d"], extra="    [[class-SlowJob]]\n        sleep=60\n")
-    crontab.sql("UPDATE crontabber SET next_run = now() - interval '1 minute' WHERE app_name = 'slow-job'")
+    crontab.sql(
+        "UPDATE crontabber SET next_run = now() - interval '1 minute' WHERE app_name = 'slow-job'"
+    )
     holder = cli.spawn()
     try:
         wait_for(lambda: len(crontab.calls("slow-job")) == 2)
@@ -67,7 +75,9 @@ def test_the_runners_info_lines_print_utc_times_not_raw_datetimes(cli):
     done = ok(cli.run("--job", "foo-backfill", "--force", "--reason", "a test"))
     lines = [line for line in (done.stdout + done.stderr).splitlines() if " succeeded for " in line]
     assert lines, done.stdout + done.stderr
-    assert all(re.search(r" succeeded for \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", line) for line in lines), lines
+    assert all(
+        re.search(r" succeeded for \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", line) for line in lines
+    ), lines
     assert "+00:00" not in "".join(lines)
 
 
@@ -79,7 +89,10 @@ def test_list_jobs_says_when_a_running_jobs_beats_are_missing(cli):
     # live runner by (at 0.3 s, 0.6 s late under load read as two beats missed).
     crontab.configure(
         ["SlowJob|1d"],
-        extra="    heartbeat_seconds=1.5\n    lease_seconds=600\n    [[class-SlowJob]]\n        sleep=60\n",
+        extra=(
+            "    heartbeat_seconds=1.5\n    lease_seconds=600\n    [[class-SlowJob]]\n        "
+            "sleep=60\n"
+        ),
     )
     holder = cli.spawn()
     try:
@@ -87,7 +100,11 @@ def test_list_jobs_says_when_a_running_jobs_beats_are_missing(cli):
         assert "beats missed" not in ok(cli.run("--list-jobs")).stdout
         holder.send_signal(signal.SIGSTOP)  # a host that stopped answering: no more beats
         wait_for(lambda: "beats missed" in cli.run("--list-jobs").stdout)
-        (row,) = [line for line in ok(cli.run("--list-jobs")).stdout.splitlines() if line.startswith("slow-job")]
+        (row,) = [
+            line
+            for line in ok(cli.run("--list-jobs")).stdout.splitlines()
+            if line.startswith("slow-job")
+        ]
         assert " running " in row and re.search(r", beat [^;]+; \d+ beats missed", row), row
         assert " beats missed: taken over after " in ok(cli.run("--list-jobs", "--wide")).stdout
     finally:

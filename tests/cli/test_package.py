@@ -47,7 +47,15 @@ def installed(tmp_path_factory) -> Path:
     source = root / "source"
     shutil.copytree(REPO, source, ignore=SKIP)  # the build writes build/ and egg-info beside it
     # a release: the source committed and tagged in a repository of its own (setup.py's version)
-    git = ["git", "-C", str(source), "-c", "user.name=test", "-c", "user.email=test@example.invalid"]
+    git = [
+        "git",
+        "-C",
+        str(source),
+        "-c",
+        "user.name=test",
+        "-c",
+        "user.email=test@example.invalid",
+    ]
     run([*git, "init", "-q"])
     run([*git, "add", "-A"])
     run([*git, "-c", "commit.gpgsign=false", "commit", "-q", "-m", "release"])
@@ -71,7 +79,11 @@ def installed(tmp_path_factory) -> Path:
     venv = root / "venv"
     run([sys.executable, "-m", "venv", str(venv)])
     python = venv / "bin" / "python"
-    site = Path(run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip())
+    site = Path(
+        run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]
+        ).stdout.strip()
+    )
     (site / "project_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     run(
         [
@@ -107,7 +119,9 @@ def tables(database) -> set[str]:
     conn = connect(database)
     try:
         with conn.cursor() as cur:
-            cur.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'")
+            cur.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
+            )
             return {row[0] for row in cur.fetchall()}
     finally:
         conn.close()
@@ -137,7 +151,9 @@ def test_the_installed_commands_run_from_the_package_not_the_checkout(installed,
     assert all(str(installed.parent) in path and str(REPO) not in path for path in where), where
     # the one loader finds the top-level sql/ beside the packages, as in a checkout
     site = os.path.dirname(os.path.dirname(where[0]))
-    assert where[1:] == [os.path.join(site, "sql", part) for part in ("crontabber", "jobs", "dashboard")]
+    assert where[1:] == [
+        os.path.join(site, "sql", part) for part in ("crontabber", "jobs", "dashboard")
+    ]
     assert os.path.isfile(os.path.join(where[1], "schema.sql"))
     assert os.path.isfile(os.path.join(where[1], "migrations", "0001_initial.sql"))
     assert os.path.isfile(os.path.join(where[2], "migrations", "0002_uploads.sql"))
@@ -157,7 +173,9 @@ def test_the_installed_commands_run_from_the_package_not_the_checkout(installed,
     assert run([str(installed / "crontabber"), "--version"], cwd=tmp_path).stdout.strip() == "9.8.7"
 
 
-def test_a_tick_from_the_package_creates_only_the_tables_its_jobs_need(installed, tmp_path, empty_database):
+def test_a_tick_from_the_package_creates_only_the_tables_its_jobs_need(
+    installed, tmp_path, empty_database
+):
     ini = tmp_path / "crontabber.ini"
     ini.write_text("[crontabber]\n    jobs='''\n    jobs.runlog.PruneRunLogCronApp|1d\n    '''\n")
     env = environ(empty_database)
@@ -177,7 +195,9 @@ def test_a_tick_from_the_package_creates_only_the_tables_its_jobs_need(installed
         "schema_migrations",
     }
     assert host_versions(empty_database) == ["9.8.7"]  # what the tick recorded: the build's
-    listed = run([str(installed / "crontabber"), f"--admin.conf={ini}", "--list-jobs"], cwd=tmp_path, env=env).stdout
+    listed = run(
+        [str(installed / "crontabber"), f"--admin.conf={ini}", "--list-jobs"], cwd=tmp_path, env=env
+    ).stdout
     assert "prune-run-log" in listed and " ok " in listed
     # the same site adds a job with tables of its own: the next tick brings them
     ini.write_text(
@@ -187,7 +207,12 @@ def test_a_tick_from_the_package_creates_only_the_tables_its_jobs_need(installed
     run([str(installed / "crontabber"), f"--admin.conf={ini}"], cwd=tmp_path, env=env)
     assert {"missing_symbol", "upload", "prune_run"} <= tables(empty_database)
     logs = run(
-        [str(installed / "crontabber"), f"--admin.conf={ini}", "--logs", "missing-symbols-retention"],
+        [
+            str(installed / "crontabber"),
+            f"--admin.conf={ini}",
+            "--logs",
+            "missing-symbols-retention",
+        ],
         cwd=tmp_path,
         env=env,
     ).stdout

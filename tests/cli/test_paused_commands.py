@@ -17,7 +17,10 @@ def test_prune_run_refuses_while_prune_s3_is_paused_unless_forced(cli, buckets):
     configure_prune(cli, inbox, symbols)
     doomed = [f"reports/missing-symbols/{i}.csv" for i in range(5)]
     put_many(symbols, doomed + ["keep/me"])
-    assert cli.run("--pause", "prune-s3", "--reason", "S3 incident INC-7", "--until", "2h").returncode == 0
+    assert (
+        cli.run("--pause", "prune-s3", "--reason", "S3 incident INC-7", "--until", "2h").returncode
+        == 0
+    )
     refused = job_command(cli, "jobs.prune", "run")
     assert refused.returncode == 6, refused.stderr
     assert "refusing to run 'python -m jobs.prune run': paused until" in refused.stderr
@@ -43,7 +46,8 @@ def test_uploads_drain_refuses_while_process_uploads_is_paused(cli, buckets):  #
     cli.crontab.configure(
         ["jobs.uploads.ProcessUploadsCronApp|5m"],
         extra=(
-            f"    [[class-ProcessUploadsCronApp]]\n        inbox_bucket={inbox}\n        symbols_bucket={symbols}\n"
+            f"    [[class-ProcessUploadsCronApp]]\n        inbox_bucket={inbox}\n        "
+            f"symbols_bucket={symbols}\n"
         ),
     )
     assert cli.run("--pause", "process-uploads", "--reason", "bad release").returncode == 0

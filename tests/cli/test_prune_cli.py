@@ -29,7 +29,10 @@ def test_dry_run_then_run_then_history(cli, buckets):
     assert keys_in(symbols) == {"v1/a/1/a.sym"}
     history = prune_cmd(cli, "history")
     lines = history.stdout.splitlines()
-    assert any(line.startswith("#2 run") and "reports: 3 keys, 30 bytes, 0 errors" in line for line in lines)
+    assert any(
+        line.startswith("#2 run") and "reports: 3 keys, 30 bytes, 0 errors" in line
+        for line in lines
+    )
     assert any(line.startswith("#1 dry run") and "reports: 3 keys" in line for line in lines)
     # one UTC format for the start and the end (the end was Python's default str before)
     stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC"
@@ -132,7 +135,8 @@ def test_killed_right_after_a_batch_is_deleted_the_audit_still_equals_what_is_go
         gone = now_gone
     assert 2000 <= len(gone) < 6000, "the kill missed"
     recorded = cli.crontab.sql("SELECT coalesce(sum(keys_deleted), 0) AS n FROM prune_rule_result")
-    # how often the kill lands before the batch is counted (informative: the audit must hold either way)
+    # how often the kill lands before the batch is counted (informative: the audit must hold either
+    # way)
     print(f"killed with {len(gone)} keys gone, {recorded[0]['n']} recorded")
     time.sleep(LEASE + 0.2)  # the killed run's lease passes: the next run reconciles it
     assert prune_cmd(cli, "run").returncode == 0
@@ -158,7 +162,11 @@ def test_progress_bar_on_a_terminal_only(cli, buckets):
     time.sleep(1.2)
     leader, follower = pty.openpty()
     proc = subprocess.Popen(
-        cli.argv("--job", "prune-s3", "--force"), env=cli.env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=follower
+        cli.argv("--job", "prune-s3", "--force"),
+        env=cli.env,
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=follower,
     )
     os.close(follower)
     seen = b""

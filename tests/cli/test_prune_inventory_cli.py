@@ -10,7 +10,12 @@ import time
 import pytest
 
 from tests.fixtures.prune_buckets import buckets, configure_prune, prune_cmd  # noqa: F401 - the fixture
-from tests.fixtures.s3_inventory import corrupt_first_data_file, listing, wait_a_second, write_inventory
+from tests.fixtures.s3_inventory import (
+    corrupt_first_data_file,
+    listing,
+    wait_a_second,
+    write_inventory,
+)
 from tests.helpers import keys_in, put_many, s3_client
 
 REPORTS = "reports/missing-symbols/"
@@ -30,21 +35,37 @@ def inventory(s3_bucket):
 
 def by_inventory(cli, buckets, inventory, inbox_report=True, **extra):
     """Prune by inventory; the inbox (whose rules come first) has an empty report."""
-    configure_prune(cli, *buckets, source="inventory", inventory_bucket=inventory, inventory_prefix="inv", **extra)
+    configure_prune(
+        cli,
+        *buckets,
+        source="inventory",
+        inventory_bucket=inventory,
+        inventory_prefix="inv",
+        **extra,
+    )
     if inbox_report:
         write_inventory(s3_client(), inventory, "inv", buckets[0], [])
 
 
-def test_inventory_mode_deletes_what_the_newest_report_allows_and_nothing_else(cli, buckets, inventory):
+def test_inventory_mode_deletes_what_the_newest_report_allows_and_nothing_else(
+    cli, buckets, inventory
+):
     inbox, symbols = buckets
     by_inventory(cli, buckets, inventory)
     client = s3_client()
     old = [f"{REPORTS}{i:03d}.csv" for i in range(30)]
-    put_many(symbols, old + ["v1/a/1/a.sym", "other/keep.txt", f"{REPORTS}only-in-older-report.csv"])
+    put_many(
+        symbols, old + ["v1/a/1/a.sym", "other/keep.txt", f"{REPORTS}only-in-older-report.csv"]
+    )
     before = listing(client, symbols)
     # an older report lists one more key, which the newest one does not: only the newest counts
     write_inventory(
-        client, inventory, "inv", symbols, before, taken=dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=2)
+        client,
+        inventory,
+        "inv",
+        symbols,
+        before,
+        taken=dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=2),
     )
     newest = [obj for obj in before if not obj["Key"].endswith("only-in-older-report.csv")]
     manifest = write_inventory(client, inventory, "inv", symbols, newest)
@@ -101,12 +122,16 @@ def test_a_corrupt_data_file_is_refused_by_its_md5(cli, buckets, inventory):
     inbox, symbols = buckets
     by_inventory(cli, buckets, inventory)
     put_many(symbols, [f"{REPORTS}{i}.csv" for i in range(3)])
-    manifest = write_inventory(s3_client(), inventory, "inv", symbols, listing(s3_client(), symbols))
+    manifest = write_inventory(
+        s3_client(), inventory, "inv", symbols, listing(s3_client(), symbols)
+    )
     data = corrupt_first_data_file(s3_client(), inventory, manifest)
     time.sleep(1.2)
     done = prune_cmd(cli, "run")
     assert done.returncode == 5  # the work ran and failed (exit-codes.md)
-    assert done.stderr.startswith(f"python -m jobs.prune: inventory s3://{inventory}/{data} refused: MD5 ")
+    assert done.stderr.startswith(
+        f"python -m jobs.prune: inventory s3://{inventory}/{data} refused: MD5 "
+    )
     assert done.stderr.count("\n") == 1 and "the manifest says" in done.stderr
     assert len(keys_in(symbols)) == 3
 

@@ -20,7 +20,9 @@ def test_elasticsearch_down_is_one_line_naming_it(cli):
     port = closed_port()
     cli.crontab.configure(
         ["jobs.search_index.RebuildSearchIndexCronApp|1h"],
-        extra=(f"    [[class-RebuildSearchIndexCronApp]]\n        es_url=http://127.0.0.1:{port}\n"),
+        extra=(
+            f"    [[class-RebuildSearchIndexCronApp]]\n        es_url=http://127.0.0.1:{port}\n"
+        ),
     )
     done = cli.run("--job", "rebuild-search-index")
     assert done.returncode == 5
@@ -40,7 +42,9 @@ def test_elasticsearch_down_is_one_line_naming_it(cli):
         "--list-jobs": cli.run("--list-jobs", "--wide").stdout,  # LAST ERROR column in full
         "--explain": cli.run("--explain", "rebuild-search-index").stdout,
         "--history --json": cli.run("--history", "rebuild-search-index", "--json").stdout,
-        "--nagios": "\n".join(cli.run("--nagios").stdout.splitlines()[1:]),  # crontabber's status line first
+        "--nagios": "\n".join(
+            cli.run("--nagios").stdout.splitlines()[1:]
+        ),  # crontabber's status line first
         "--explain --json": cli.run("--explain", "rebuild-search-index", "--json").stdout,
     }
     for command, text in shown.items():
@@ -55,7 +59,9 @@ def test_elasticsearch_resetting_connections_is_one_line_naming_it(cli):
     with resetting_server() as port:
         cli.crontab.configure(
             ["jobs.search_index.RebuildSearchIndexCronApp|1h"],
-            extra=(f"    [[class-RebuildSearchIndexCronApp]]\n        es_url=http://127.0.0.1:{port}\n"),
+            extra=(
+                f"    [[class-RebuildSearchIndexCronApp]]\n        es_url=http://127.0.0.1:{port}\n"
+            ),
         )
         done = cli.run("--job", "rebuild-search-index")
     assert done.returncode == 5, done.stderr
@@ -70,7 +76,10 @@ def test_s3_down_is_one_line_naming_it(cli):
     cli.crontab.configure(["jobs.missing_symbols.MissingSymbolsCronApp|5m"])
     done = cli.run("--job", "missing-symbols")
     assert done.returncode == 5, done.stderr
-    assert done.stdout == f"missing-symbols: failed: S3 at http://127.0.0.1:{port}: connection refused\n"
+    assert (
+        done.stdout
+        == f"missing-symbols: failed: S3 at http://127.0.0.1:{port}: connection refused\n"
+    )
     assert "Traceback" not in done.stderr and len(done.stderr.splitlines()) <= 12, done.stderr
 
 

@@ -19,7 +19,9 @@ SLOW = ("--crontabber.heartbeat_seconds=0.5", "--crontabber.lease_seconds=60")
 
 
 def _slow(cli, sleep: float) -> None:
-    cli.crontab.configure(["SlowBackfillJob|1d"], extra=f"    [[class-SlowBackfillJob]]\n        sleep={sleep}\n")
+    cli.crontab.configure(
+        ["SlowBackfillJob|1d"], extra=f"    [[class-SlowBackfillJob]]\n        sleep={sleep}\n"
+    )
 
 
 def _started(cli, days: int) -> dt.datetime:
@@ -70,7 +72,8 @@ def test_a_backfill_runs_beside_the_schedule_and_no_interval_runs_twice_at_once(
     try:
         tick = cli.spawn(*FAST)
         wait_for(
-            lambda: cli.crontab.sql("SELECT 1 FROM crontabber_run WHERE kind = 'scheduled'"), what="the tick's run"
+            lambda: cli.crontab.sql("SELECT 1 FROM crontabber_run WHERE kind = 'scheduled'"),
+            what="the tick's run",
         )
         time.sleep(2)  # its job forks and asks for the interval at once, then every second
     finally:
@@ -94,8 +97,13 @@ def test_a_backfill_runs_beside_the_schedule_and_no_interval_runs_twice_at_once(
         for other in calls:
             if one is not other and one["day"] == other["day"]:
                 assert one["finished_at"] <= other["at"] or other["finished_at"] <= one["at"]
-    ledger = cli.crontab.sql("SELECT kind, status FROM crontabber_run WHERE app_name = 'slow-backfill' ORDER BY run_id")
-    assert ledger[-2:] == [{"kind": "rerun", "status": "succeeded"}, {"kind": "scheduled", "status": "succeeded"}]
+    ledger = cli.crontab.sql(
+        "SELECT kind, status FROM crontabber_run WHERE app_name = 'slow-backfill' ORDER BY run_id"
+    )
+    assert ledger[-2:] == [
+        {"kind": "rerun", "status": "succeeded"},
+        {"kind": "scheduled", "status": "succeeded"},
+    ]
 
 
 def test_a_rerun_killed_mid_range_is_resumed_without_redoing_what_it_finished(cli):
@@ -103,14 +111,23 @@ def test_a_rerun_killed_mid_range_is_resumed_without_redoing_what_it_finished(cl
     _slow(cli, 1.0)
     days = [anchor - i * DAY for i in range(6, 1, -1)]
     rerun = cli.spawn(
-        "--rerun", "slow-backfill", "--reason", "test", "--date", _day(days[0]), "--to", _day(days[-1]), *SLOW
+        "--rerun",
+        "slow-backfill",
+        "--reason",
+        "test",
+        "--date",
+        _day(days[0]),
+        "--to",
+        _day(days[-1]),
+        *SLOW,
     )
     logged = (
         "SELECT success FROM crontabber_log WHERE app_name = 'slow-backfill' "
         "AND run_id = %s AND success IS NOT NULL ORDER BY success"
     )
     run_id = wait_for(
-        lambda: cli.crontab.sql("SELECT run_id FROM crontabber_run WHERE kind = 'rerun'"), what="the rerun"
+        lambda: cli.crontab.sql("SELECT run_id FROM crontabber_run WHERE kind = 'rerun'"),
+        what="the rerun",
     )[0]["run_id"]
     wait_for(lambda: len(cli.crontab.sql(logged, (run_id,))) >= 2, what="two intervals done")
     os.kill(rerun.pid, signal.SIGKILL)
@@ -119,7 +136,14 @@ def test_a_rerun_killed_mid_range_is_resumed_without_redoing_what_it_finished(cl
     assert 2 <= len(done) < len(days)
     # From another host the killed run may still be alive: refused until its lease expires.
     elsewhere = cli.run(
-        "--rerun", "slow-backfill", "--reason", "test", "--resume-run", str(run_id), *SLOW, host="cron-9"
+        "--rerun",
+        "slow-backfill",
+        "--reason",
+        "test",
+        "--resume-run",
+        str(run_id),
+        *SLOW,
+        host="cron-9",
     )
     assert elsewhere.returncode == 3 and "its lease is live" in elsewhere.stderr
     # On its own host its pid is gone: continued at once, the lease (60 s) not waited for.
@@ -128,14 +152,24 @@ def test_a_rerun_killed_mid_range_is_resumed_without_redoing_what_it_finished(cl
     assert f"{len(done)} skipped, continuing run {run_id}" in dry.stdout
     assert dry.stdout.count(f"skipped: done by run {run_id} before it stopped") == len(done)
     calls_before = len(_calls(cli))
-    resumed = cli.run("--rerun", "slow-backfill", "--reason", "test", "--resume-run", str(run_id), *SLOW, timeout=40)
+    resumed = cli.run(
+        "--rerun",
+        "slow-backfill",
+        "--reason",
+        "test",
+        "--resume-run",
+        str(run_id),
+        *SLOW,
+        timeout=40,
+    )
     assert resumed.returncode == 0, resumed.stderr
     again = [c["day"] for c in _calls(cli)[calls_before:]]
     assert again == [d for d in days if d not in done]  # the rest, in the killed run's order
     (killed,) = cli.crontab.sql("SELECT status FROM crontabber_run WHERE run_id = %s", (run_id,))
     assert killed["status"] == "abandoned"
     (new,) = cli.crontab.sql(
-        "SELECT resumed_from, status FROM crontabber_run WHERE kind = 'rerun' AND run_id > %s", (run_id,)
+        "SELECT resumed_from, status FROM crontabber_run WHERE kind = 'rerun' AND run_id > %s",
+        (run_id,),
     )
     assert new == {"resumed_from": run_id, "status": "succeeded"}
 
@@ -150,18 +184,25 @@ def test_only_failed_or_missing_and_the_dry_run_says_what_each_interval_would_do
     anchor = first.astimezone(dt.timezone.utc) - back
     bad = anchor + 2 * DAY
     crontab.configure(
-        ["FailingBackfillJob|1d"], extra=f"    [[class-FailingBackfillJob]]\n        fail_on={_day(bad)}\n"
+        ["FailingBackfillJob|1d"],
+        extra=f"    [[class-FailingBackfillJob]]\n        fail_on={_day(bad)}\n",
     )
     assert cli.run("--job", "failing-backfill").returncode == 5  # anchor+1 done, anchor+2 failed
     span = ("--date", _day(anchor - DAY), "--to", _day(anchor + 4 * DAY))
-    dry = cli.run("--rerun", "failing-backfill", "--only", "failed", "--newest-first", "--dry-run", *span)
+    dry = cli.run(
+        "--rerun", "failing-backfill", "--only", "failed", "--newest-first", "--dry-run", *span
+    )
     assert dry.returncode == 0, dry.stderr
     lines = dry.stdout.splitlines()
-    assert lines[0] == ("failing-backfill: --rerun would run 1 interval(s), newest first, 5 skipped (nothing ran):")
+    assert lines[0] == (
+        "failing-backfill: --rerun would run 1 interval(s), newest first, 5 skipped (nothing ran):"
+    )
     stamp = "%Y-%m-%d %H:%M UTC"
     first_run, second_run = [
         r["run_id"]
-        for r in crontab.sql("SELECT run_id FROM crontabber_run WHERE app_name = 'failing-backfill' ORDER BY run_id")
+        for r in crontab.sql(
+            "SELECT run_id FROM crontabber_run WHERE app_name = 'failing-backfill' ORDER BY run_id"
+        )
     ]
     none = "skipped: no unit recorded; --only failed leaves it"
     assert lines[1:] == [
@@ -175,12 +216,18 @@ def test_only_failed_or_missing_and_the_dry_run_says_what_each_interval_would_do
     crontab.sql("DELETE FROM test_job_calls")
     missing = cli.run("--rerun", "failing-backfill", "--reason", "test", "--only", "missing", *span)
     assert missing.returncode == 0, missing.stderr
-    assert [c["day"] for c in crontab.calls("failing-backfill")] == [anchor - DAY, anchor, anchor + 3 * DAY]
+    assert [c["day"] for c in crontab.calls("failing-backfill")] == [
+        anchor - DAY,
+        anchor,
+        anchor + 3 * DAY,
+    ]
     failed = cli.run("--rerun", "failing-backfill", "--reason", "test", "--only", "failed", *span)
     assert failed.returncode == 5 and "--resume-run" in failed.stdout  # it fails on that day again
     nothing = cli.run("--rerun", "failing-backfill", "--reason", "test", "--only", "missing", *span)
     assert nothing.returncode == 7 and "nothing to rerun" in nothing.stdout
-    assert cli.run("--rerun", "failing-backfill", "--only", "done", "--dry-run", *span).returncode == 1
+    assert (
+        cli.run("--rerun", "failing-backfill", "--only", "done", "--dry-run", *span).returncode == 1
+    )
     mixed = cli.run("--rerun", "failing-backfill", "--resume", "failing-backfill")
     assert mixed.returncode == 1 and "--resume-run RUN continues a rerun" in mixed.stderr
 
@@ -199,10 +246,15 @@ def test_a_tick_takes_over_at_once_the_interval_a_killed_rerun_held_on_its_host(
     rerun.wait(timeout=30)
     tick = cli.run(*SLOW, timeout=30)
     assert tick.returncode == 0, tick.stderr
-    assert f"run {call['run_id']} (rerun) on" in tick.stderr and "is gone; taking its interval over" in tick.stderr
+    assert (
+        f"run {call['run_id']} (rerun) on" in tick.stderr
+        and "is gone; taking its interval over" in tick.stderr
+    )
     scheduled = [c["day"] for c in _calls(cli) if c["kind"] == "scheduled"]
     assert scheduled == [anchor + DAY, anchor + 2 * DAY]
-    (killed,) = cli.crontab.sql("SELECT status, error FROM crontabber_run WHERE run_id = %s", (call["run_id"],))
+    (killed,) = cli.crontab.sql(
+        "SELECT status, error FROM crontabber_run WHERE run_id = %s", (call["run_id"],)
+    )
     assert killed["status"] == "abandoned" and "is gone; taken over by run" in killed["error"]
 
 
@@ -237,7 +289,9 @@ def test_a_killed_rerun_reads_as_what_it_was_then_a_tick_records_it_abandoned(cl
 
     def abandoned() -> bool:
         assert cli.run(*FAST).returncode == 0
-        (row,) = cli.crontab.sql("SELECT status, error FROM crontabber_run WHERE run_id = %s", (run["run_id"],))
+        (row,) = cli.crontab.sql(
+            "SELECT status, error FROM crontabber_run WHERE run_id = %s", (run["run_id"],)
+        )
         return row["status"] == "abandoned"
 
     wait_for(abandoned, timeout=30, what="a tick past the lease to record it")
@@ -250,11 +304,21 @@ def test_a_killed_rerun_reads_as_what_it_was_then_a_tick_records_it_abandoned(cl
     # the rerun as a whole, from any of its runs: what ran, what is left, how to go on
     rid = run["run_id"]
     lines = cli.run("--history", "slow-backfill", "--run", str(rid)).stdout.splitlines()
-    at = next(n for n, line in enumerate(lines) if line.startswith(f"rerun {rid} of slow-backfill: "))
+    at = next(
+        n for n, line in enumerate(lines) if line.startswith(f"rerun {rid} of slow-backfill: ")
+    )
     assert lines[at] == f"rerun {rid} of slow-backfill: stopped: 0 of 3 interval(s) done"
-    assert lines[at + 1].startswith(f"  run {rid} (first run) on ") and ": abandoned, 0 intervals, " in lines[at + 1]
-    assert lines[at + 2] == f"  left: 3 interval(s); --rerun slow-backfill --resume-run {rid} continues it"
-    group = json.loads(cli.run("--history", "slow-backfill", "--run", str(rid), "--json").stdout)["rerun"]
+    assert (
+        lines[at + 1].startswith(f"  run {rid} (first run) on ")
+        and ": abandoned, 0 intervals, " in lines[at + 1]
+    )
+    assert (
+        lines[at + 2]
+        == f"  left: 3 interval(s); --rerun slow-backfill --resume-run {rid} continues it"
+    )
+    group = json.loads(cli.run("--history", "slow-backfill", "--run", str(rid), "--json").stdout)[
+        "rerun"
+    ]
     assert (group["outcome"], len(group["left"]), [r["status"] for r in group["runs"]]) == (
         "stopped",
         3,

@@ -47,15 +47,23 @@ def test_a_parallel_rerun_across_two_hosts_with_kills(cli, namespaces):
 
     def spawn(n: int, *args: str) -> subprocess.Popen:
         ns, address = hosts[n - 1]
-        env = {**cli.env, "RESOURCE_POSTGRESQL_HOST": address, "RESOURCE_POSTGRESQL_PORT": str(proxies[n - 1].port)}
+        env = {
+            **cli.env,
+            "RESOURCE_POSTGRESQL_HOST": address,
+            "RESOURCE_POSTGRESQL_PORT": str(proxies[n - 1].port),
+        }
         argv = [
             "ip",
             "netns",
             "exec",
             ns,
-            *cli.argv("--rerun", "parallel-backfill", "--reason", "t", *args, *TIMES, host=f"host-{n}"),
+            *cli.argv(
+                "--rerun", "parallel-backfill", "--reason", "t", *args, *TIMES, host=f"host-{n}"
+            ),
         ]
-        proc = subprocess.Popen(argv, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            argv, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         procs[proc.pid] = proc
         return proc
 
@@ -79,12 +87,15 @@ def test_a_parallel_rerun_across_two_hosts_with_kills(cli, namespaces):
         run = runs().get(proc.pid)
         now = crontab.now()
         return run is not None and any(
-            c["run_id"] == run["run_id"] and c["finished_at"] is None and (now - c["at"]).total_seconds() < 0.7
+            c["run_id"] == run["run_id"]
+            and c["finished_at"] is None
+            and (now - c["at"]).total_seconds() < 0.7
             for c in calls(cli)
         )
 
     def held(proc: subprocess.Popen) -> bool:
-        """:func:`busy`, and its job stopped in that interval (``hold_in_interval``) until the kill."""
+        """:func:`busy`, and its job stopped in that interval (``hold_in_interval``) until the
+        kill."""
         return busy(proc) and hold_in_interval(cli, runs()[proc.pid]["run_id"]) is not None
 
     try:
@@ -98,7 +109,9 @@ def test_a_parallel_rerun_across_two_hosts_with_kills(cli, namespaces):
 
         # host-2: a run killed mid-interval while its peer there waits (2 at once at most)
         victim = wait_for(
-            lambda: next((p for p in (second, third) if len(group_done(cli, root)) >= 2 and held(p)), None),
+            lambda: next(
+                (p for p in (second, third) if len(group_done(cli, root)) >= 2 and held(p)), None
+            ),
             timeout=60,
             what="a host-2 run in an interval",
         )
@@ -110,7 +123,9 @@ def test_a_parallel_rerun_across_two_hosts_with_kills(cli, namespaces):
         )
         # by a run of host-2, for the pid gone there (recorded on the killed run) or once the
         # lease ran out, or later by one of host-1: an order of events, not a wall-clock bound
-        (killed,) = crontab.sql("SELECT error, heartbeat FROM crontabber_run WHERE pid = %s", (victim.pid,))
+        (killed,) = crontab.sql(
+            "SELECT error, heartbeat FROM crontabber_run WHERE pid = %s", (victim.pid,)
+        )
         for_the_pid = "is gone; taken over by run" in (killed["error"] or "")
         after_lease = (taken[0]["at"] - killed["heartbeat"]).total_seconds() >= LEASE
         assert taken[0]["host"] == "host-1" or for_the_pid or after_lease, (killed, taken)
@@ -119,13 +134,17 @@ def test_a_parallel_rerun_across_two_hosts_with_kills(cli, namespaces):
         wait_for(lambda: held(lead), timeout=60, what="host-1's run in an interval")
         (lead_cut,) = kill(lead)
         lead_taken = wait_for(
-            lambda: [c for c in calls(cli) if c["day"] == lead_cut["day"] and c["id"] > lead_cut["id"]],
+            lambda: [
+                c for c in calls(cli) if c["day"] == lead_cut["day"] and c["id"] > lead_cut["id"]
+            ],
             timeout=60,
             what="host-1's killed interval taken over by host-2",
         )
         assert lead_taken[0]["host"] == "host-2"
         (beat,) = crontab.sql("SELECT heartbeat FROM crontabber_run WHERE pid = %s", (lead.pid,))
-        assert (lead_taken[0]["at"] - beat["heartbeat"]).total_seconds() >= LEASE  # not before its lease ran out
+        assert (
+            lead_taken[0]["at"] - beat["heartbeat"]
+        ).total_seconds() >= LEASE  # not before its lease ran out
 
         # every run killed, mid-interval: --resume-run from host-2 continues where it stopped
         survivor = next(p for p in (second, third) if p is not victim)
@@ -136,7 +155,9 @@ def test_a_parallel_rerun_across_two_hosts_with_kills(cli, namespaces):
         before = len(calls(cli))
         resumed = spawn(2, "--resume-run", str(root))
         out, err = resumed.communicate(timeout=120)
-        ledger = crontab.sql("SELECT run_id, kind, host, pid, status, error, started, ended FROM crontabber_run")
+        ledger = crontab.sql(
+            "SELECT run_id, kind, host, pid, status, error, started, ended FROM crontabber_run"
+        )
         claims = crontab.sql("SELECT * FROM crontabber_interval ORDER BY starts")
         assert resumed.returncode == 0, (out, err, ledger, claims)
     finally:
@@ -155,7 +176,8 @@ def test_a_parallel_rerun_across_two_hosts_with_kills(cli, namespaces):
     assert group_done(cli, root) == dates  # none missed
     assert {c["host"] for c in rows} == {"host-1", "host-2"}
     statuses = crontab.sql(
-        "SELECT status, count(*) AS n FROM crontabber_run WHERE run_id = %s OR resumed_from = %s GROUP BY status",
+        "SELECT status, count(*) AS n FROM crontabber_run WHERE run_id = %s OR resumed_from = %s "
+        "GROUP BY status",
         (root, root),
     )
     assert {r["status"]: r["n"] for r in statuses} == {"abandoned": 3, "succeeded": 1}

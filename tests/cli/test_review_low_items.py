@@ -42,7 +42,16 @@ def test_the_trusted_user_header_needs_a_loopback_address(cli):
     env = {**cli.env, "DASHBOARD_TRUSTED_USER_HEADER": "X-Forwarded-User"}
     for host in ("0.0.0.0", "::", "10.1.2.3"):
         done = subprocess.run(
-            [sys.executable, "-m", "dashboard", f"--admin.conf={cli.crontab.ini}", "--host", host, "--port", "0"],
+            [
+                sys.executable,
+                "-m",
+                "dashboard",
+                f"--admin.conf={cli.crontab.ini}",
+                "--host",
+                host,
+                "--port",
+                "0",
+            ],
             env=env,
             cwd=REPO,
             capture_output=True,
@@ -50,7 +59,10 @@ def test_the_trusted_user_header_needs_a_loopback_address(cli):
             timeout=60,
         )
         assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
-        assert f"DASHBOARD_TRUSTED_USER_HEADER trusts a header anyone can send to {host}" in done.stderr
+        assert (
+            f"DASHBOARD_TRUSTED_USER_HEADER trusts a header anyone can send to {host}"
+            in done.stderr
+        )
 
 
 def test_an_underscore_header_never_stands_for_the_trusted_one(cli):

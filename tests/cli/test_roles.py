@@ -47,14 +47,17 @@ def denied(login: Login, db: DatabaseSettings, query: str) -> None:
 def dead_marker(cli: Any, app_name: str) -> None:
     """The job held by a run whose host died two hours ago."""
     cli.crontab.sql(
-        "UPDATE crontabber SET ongoing = now() - interval '2 hours', ongoing_by = 'gone:1', run_id = 999, "
+        "UPDATE crontabber SET ongoing = now() - interval '2 hours', ongoing_by = 'gone:1', run_id "
+        "= 999, "
         "heartbeat = now() - interval '2 hours' WHERE app_name = %s",
         (app_name,),
     )
 
 
 def audit_rows(cli: Any) -> list[dict]:
-    return cli.crontab.sql("SELECT id, actor, db_user, action, app_name FROM crontabber_audit ORDER BY id")
+    return cli.crontab.sql(
+        "SELECT id, actor, db_user, action, app_name FROM crontabber_audit ORDER BY id"
+    )
 
 
 def test_the_runner_ticks_and_records_runs_but_may_not_operate(cli, logins):
@@ -62,7 +65,10 @@ def test_the_runner_ticks_and_records_runs_but_may_not_operate(cli, logins):
     done = runner.run()
     assert done.returncode == 0, done.stderr
     runs = cli.crontab.sql("SELECT app_name, status FROM crontabber_run ORDER BY app_name")
-    assert runs == [{"app_name": "basic-job", "status": "succeeded"}, {"app_name": "foo", "status": "succeeded"}]
+    assert runs == [
+        {"app_name": "basic-job", "status": "succeeded"},
+        {"app_name": "foo", "status": "succeeded"},
+    ]
     assert cli.crontab.calls("basic-job") and cli.crontab.log("foo")[0]["success"] is not None
     assert runner.run("--job", "basic-job", "--force", "--reason", "a forced run").returncode == 0
 
@@ -91,7 +97,9 @@ def test_the_runner_ticks_and_records_runs_but_may_not_operate(cli, logins):
     # the refusals are in the audit trail, under the runner's database user
     actions = [(r["action"], r["db_user"]) for r in audit_rows(cli)]
     assert ("force", runner.name) in actions and ("pause", runner.name) in actions
-    refusal = cli.crontab.sql("SELECT detail FROM crontabber_audit WHERE action = 'pause'")[0]["detail"]
+    refusal = cli.crontab.sql("SELECT detail FROM crontabber_audit WHERE action = 'pause'")[0][
+        "detail"
+    ]
     assert refusal["outcome"] == "refused (exit 1)"
 
 
@@ -136,12 +144,17 @@ def test_the_operator_acts_through_the_functions_audited_with_its_database_user(
     # the functions answer as the statements did: a drain kept, replaced, no such host, not drained
     assert operator.run("--drain", HOST, "--reason", "a").returncode == 0
     assert "refusing to drain it again" in operator.run("--drain", HOST, "--reason", "b").stderr
-    assert "replaced the drain in force" in operator.run("--drain", HOST, "--reason", "b", "--replace").stdout
+    assert (
+        "replaced the drain in force"
+        in operator.run("--drain", HOST, "--reason", "b", "--replace").stdout
+    )
     assert "no host called 'nohost'" in operator.run("--drain", "nohost", "--reason", "c").stderr
     assert operator.run("--undrain", HOST).returncode == 0
     assert operator.run("--undrain", HOST).stdout == f"{HOST}: not drained\n"
     assert operator.run("--pause", "basic-job", "--reason", "again").returncode == 0
-    assert operator.run("--pause", "basic-job", "--reason", "once more").returncode == 6  # the pause stays
+    assert (
+        operator.run("--pause", "basic-job", "--reason", "once more").returncode == 6
+    )  # the pause stays
     assert operator.run("--mute", "foo", "--reason", "m").returncode == 0
     assert operator.run("--mute", "foo", "--reason", "m").returncode == 6
 
@@ -160,10 +173,14 @@ def test_no_role_may_change_or_delete_audit_rows(cli, logins):
         denied(login, db, "UPDATE crontabber_audit_head SET row_hash = NULL")
         denied(login, db, "SELECT crontabber_audit_action('pause', 'foo', '{}')")
     # an insert names its writer: the database user and the time are the trigger's
-    logins["runner"].sql(db, "INSERT INTO crontabber_audit (actor, action, app_name) VALUES ('root@x', 'y', 'z')")
+    logins["runner"].sql(
+        db, "INSERT INTO crontabber_audit (actor, action, app_name) VALUES ('root@x', 'y', 'z')"
+    )
     assert audit_rows(cli)[-1]["db_user"] == logins["runner"].name
     denied(
-        logins["runner"], db, "INSERT INTO crontabber_audit (actor, action, app_name, at) VALUES ('a', 'b', 'c', now())"
+        logins["runner"],
+        db,
+        "INSERT INTO crontabber_audit (actor, action, app_name, at) VALUES ('a', 'b', 'c', now())",
     )
     # a user granted more still may not (the trigger; revoked by the fixture)
     cli.crontab.sql(f"GRANT UPDATE, DELETE ON crontabber_audit TO {logins['operator'].name}")
@@ -174,16 +191,23 @@ def test_no_role_may_change_or_delete_audit_rows(cli, logins):
 def test_a_row_the_owner_deletes_or_changes_breaks_the_chain(cli, logins):
     operator, readonly = logins["operator"], logins["readonly"]
     for n in range(4):
-        assert operator.run("--pause", "basic-job", "--reason", f"pause {n}", "--replace").returncode == 0
+        assert (
+            operator.run("--pause", "basic-job", "--reason", f"pause {n}", "--replace").returncode
+            == 0
+        )
     ids = [r["id"] for r in audit_rows(cli)]
     done = readonly.run("--verify-audit")
-    assert done.returncode == 0 and done.stdout == f"audit trail: 4 rows (rows up to {ids[-1]}), hash chain whole\n"
+    assert (
+        done.returncode == 0
+        and done.stdout == f"audit trail: 4 rows (rows up to {ids[-1]}), hash chain whole\n"
+    )
 
     cli.crontab.sql("DELETE FROM crontabber_audit WHERE id = %s", (ids[1],))  # the owner may
     done = readonly.run("--verify-audit")
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert done.stderr.strip() == (
-        f"crontabber: the audit trail's hash chain is broken: rows after row {ids[0]} before row {ids[2]} "
+        f"crontabber: the audit trail's hash chain is broken: rows after row {ids[0]} before row "
+        f"{ids[2]} "
         "are missing (deleted)"
     )
 
@@ -195,16 +219,24 @@ def test_a_row_the_owner_deletes_or_changes_breaks_the_chain(cli, logins):
 def test_a_changed_row_and_a_cut_tail_show(cli, logins):
     operator = logins["operator"]
     for n in range(3):
-        assert operator.run("--pause", "basic-job", "--reason", f"pause {n}", "--replace").returncode == 0
+        assert (
+            operator.run("--pause", "basic-job", "--reason", f"pause {n}", "--replace").returncode
+            == 0
+        )
     ids = [r["id"] for r in audit_rows(cli)]
-    cli.crontab.sql("UPDATE crontabber_audit SET reason = 'nothing to see' WHERE id = %s", (ids[1],))
+    cli.crontab.sql(
+        "UPDATE crontabber_audit SET reason = 'nothing to see' WHERE id = %s", (ids[1],)
+    )
     assert f"row {ids[1]} was changed after it was written" in operator.run("--verify-audit").stderr
     cli.crontab.sql("UPDATE crontabber_audit SET reason = 'pause 1' WHERE id = %s", (ids[1],))
     assert operator.run("--verify-audit").returncode == 0  # the same text, the same hash
     cli.crontab.sql("DELETE FROM crontabber_audit WHERE id = %s", (ids[2],))
     done = operator.run("--verify-audit")
     assert done.returncode == 1
-    assert f"rows after row {ids[1]} are missing (deleted; the newest written was row {ids[2]})" in done.stderr
+    assert (
+        f"rows after row {ids[1]} are missing (deleted; the newest written was row {ids[2]})"
+        in done.stderr
+    )
 
 
 def test_concurrent_writers_do_not_fork_the_chain(cli, logins):
@@ -214,7 +246,9 @@ def test_concurrent_writers_do_not_fork_the_chain(cli, logins):
     def write(n: int) -> None:
         for i in range(15):
             runner.sql(
-                db, "INSERT INTO crontabber_audit (actor, action, app_name) VALUES (%s, 'x', 'y')", (f"{n}/{i}",)
+                db,
+                "INSERT INTO crontabber_audit (actor, action, app_name) VALUES (%s, 'x', 'y')",
+                (f"{n}/{i}",),
             )
 
     threads = [threading.Thread(target=write, args=(n,)) for n in range(4)]
@@ -267,18 +301,26 @@ def test_a_runners_tick_pauses_a_job_that_breached_a_check_and_no_other(cli, log
     """on_breach = pause is the runner's one pause: after a succeeded run of that job only."""
     runner, db = logins["runner"], cli.crontab.database
     cli.crontab.configure(
-        ["MeasuringJob|1d"], extra="    [[class-MeasuringJob]]\n        min_duration=1h\n        on_breach=pause\n"
+        ["MeasuringJob|1d"],
+        extra="    [[class-MeasuringJob]]\n        min_duration=1h\n        on_breach=pause\n",
     )
     done = runner.run()
     assert done.returncode == 0 and "breached" in done.stderr, done.stderr
     state = cli.crontab.state("measuring")
-    assert state.paused_reason.startswith("breach of min_duration") and state.paused_until.year > 9000
+    assert (
+        state.paused_reason.startswith("breach of min_duration") and state.paused_until.year > 9000
+    )
     (row,) = audit_rows(cli)
     assert (row["action"], row["app_name"], row["db_user"]) == ("pause", "measuring", runner.name)
-    run_id = cli.crontab.sql("SELECT run_id FROM crontabber_run WHERE app_name = 'measuring'")[0]["run_id"]
+    run_id = cli.crontab.sql("SELECT run_id FROM crontabber_run WHERE app_name = 'measuring'")[0][
+        "run_id"
+    ]
     for app_name, run in (("basic-job", run_id), ("measuring", run_id + 1)):
         denied(
-            runner, db, f"SELECT crontabber_breach_pause('{app_name}', '{{}}', now() + interval '1d', {run}, '{{}}')"
+            runner,
+            db,
+            f"SELECT crontabber_breach_pause('{app_name}', '{{}}', now() + interval '1d', {run}, "
+            f"'{{}}')",
         )
 
 
@@ -287,9 +329,14 @@ def test_every_break_in_one_pass_with_json_and_audit_marks_a_changed_row(cli, lo
     trial saw one at a time), the same as JSON; --audit marks the changed row."""
     operator, readonly = logins["operator"], logins["readonly"]
     for n in range(6):
-        assert operator.run("--pause", "basic-job", "--reason", f"pause {n}", "--replace").returncode == 0
+        assert (
+            operator.run("--pause", "basic-job", "--reason", f"pause {n}", "--replace").returncode
+            == 0
+        )
     ids = [r["id"] for r in audit_rows(cli)]
-    cli.crontab.sql("UPDATE crontabber_audit SET reason = 'nothing to see' WHERE id = %s", (ids[1],))
+    cli.crontab.sql(
+        "UPDATE crontabber_audit SET reason = 'nothing to see' WHERE id = %s", (ids[1],)
+    )
     cli.crontab.sql("DELETE FROM crontabber_audit WHERE id = %s", (ids[3],))
     cli.crontab.sql("DELETE FROM crontabber_audit WHERE id = %s", (ids[5],))
     done = readonly.run("--verify-audit")
@@ -297,7 +344,8 @@ def test_every_break_in_one_pass_with_json_and_audit_marks_a_changed_row(cli, lo
     assert done.stdout.splitlines() == [
         f"audit trail: row {ids[1]} was changed after it was written",
         f"audit trail: rows after row {ids[2]} before row {ids[4]} are missing (deleted)",
-        f"audit trail: rows after row {ids[4]} are missing (deleted; the newest written was row {ids[5]})",
+        f"audit trail: rows after row {ids[4]} are missing (deleted; the newest written was row "
+        f"{ids[5]})",
     ]
     assert done.stderr.strip().endswith("(and 2 more: see above)")
     shown = readonly.run("--verify-audit", "--json")
@@ -308,4 +356,9 @@ def test_every_break_in_one_pass_with_json_and_audit_marks_a_changed_row(cli, lo
     listed = readonly.run("--audit").stdout.splitlines()
     marked = [line for line in listed if "[CHANGED after it was written: --verify-audit]" in line]
     assert len(marked) == 1 and "why: nothing to see" in marked[0]
-    assert [e["changed"] for e in json.loads(readonly.run("--audit", "--json").stdout)] == [False, False, True, False]
+    assert [e["changed"] for e in json.loads(readonly.run("--audit", "--json").stdout)] == [
+        False,
+        False,
+        True,
+        False,
+    ]

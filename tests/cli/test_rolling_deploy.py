@@ -28,7 +28,9 @@ NEWER = 9001  # the newer release's migration: more than any of this one's
 
 def newer_release(root: Path) -> Path:
     """This checkout's code plus one migration: the release after this one."""
-    keep = shutil.ignore_patterns(".git", ".venv", ".services", "__pycache__", "docs", "bench", "node_modules", "*.pyc")
+    keep = shutil.ignore_patterns(
+        ".git", ".venv", ".services", "__pycache__", "docs", "bench", "node_modules", "*.pyc"
+    )
     for part in ("crontabber", "jobs", "sql", "tests"):
         shutil.copytree(REPO / part, root / part, ignore=keep)
     (root / "sql" / "crontabber" / "migrations" / f"{NEWER}_newer_release.sql").write_text(
@@ -39,19 +41,29 @@ def newer_release(root: Path) -> Path:
 
 
 @pytest.mark.slow  # two hosts, a deploy, a dashboard
-def test_a_host_on_old_code_claims_nothing_and_is_named_until_upgraded(cli, namespaces, tmp_path, dashboard):  # noqa: F811
+def test_a_host_on_old_code_claims_nothing_and_is_named_until_upgraded(
+    cli, namespaces, tmp_path, dashboard
+):  # noqa: F811
     crontab = cli.crontab
     receiver = Receiver(bind="0.0.0.0")  # reached from the hosts at their host-side address
     crontab.configure(
         ["FooJob|1h", "BarJob|1h", "SlowJob|1h"],
-        extra=("    [[class-SlowJob]]\n        sleep=3\n[alerts]\n    targets=ops webhook env:HOOK_URL\n"),
+        extra=(
+            "    [[class-SlowJob]]\n        sleep=3\n[alerts]\n    targets=ops webhook "
+            "env:HOOK_URL\n"
+        ),
     )
     new_code = newer_release(tmp_path / "newer")
     db = crontab.database
     (ns_new, address_new), (ns_old, address_old) = namespaces[:2]
-    proxies = {address: TcpProxy((db.host, int(db.port)), bind=address) for address in (address_new, address_old)}
+    proxies = {
+        address: TcpProxy((db.host, int(db.port)), bind=address)
+        for address in (address_new, address_old)
+    }
 
-    def command(code: Path, ns: str, address: str, host: str, *args: str) -> tuple[list[str], dict[str, str]]:
+    def command(
+        code: Path, ns: str, address: str, host: str, *args: str
+    ) -> tuple[list[str], dict[str, str]]:
         env = {
             **cli.env,
             "PYTHONPATH": str(code),
@@ -62,7 +74,9 @@ def test_a_host_on_old_code_claims_nothing_and_is_named_until_upgraded(cli, name
         argv = [sys.executable, "-m", "crontabber", f"--admin.conf={crontab.ini}", *args]
         return on_host(ns, host, argv), env
 
-    def tick(code: Path, ns: str, address: str, host: str, *args: str) -> subprocess.CompletedProcess:
+    def tick(
+        code: Path, ns: str, address: str, host: str, *args: str
+    ) -> subprocess.CompletedProcess:
         argv, env = command(code, ns, address, host, *args)
         return subprocess.run(argv, env=env, cwd=code, capture_output=True, text=True, timeout=120)
 
@@ -73,18 +87,23 @@ def test_a_host_on_old_code_claims_nothing_and_is_named_until_upgraded(cli, name
         # tick migrates the schema: the run in flight on the old code ends and is recorded
         # (the migration is an expand step: it never breaks the code one release back).
         argv, env = command(REPO, ns_old, address_old, "host-old", "--job", "slow-job", "--force")
-        in_flight = subprocess.Popen(argv, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        in_flight = subprocess.Popen(
+            argv, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         deadline = time.monotonic() + 30
         while len(crontab.calls("slow-job")) < 2:  # the first tick's call, then this one
             assert time.monotonic() < deadline and in_flight.poll() is None, in_flight.stderr
             time.sleep(0.05)
-        crontab.sql("UPDATE crontabber SET next_run = clock_timestamp() WHERE app_name <> 'slow-job'")
+        crontab.sql(
+            "UPDATE crontabber SET next_run = clock_timestamp() WHERE app_name <> 'slow-job'"
+        )
         upgraded = tick(new_code, ns_new, address_new, "host-new")
         assert upgraded.returncode == 0, upgraded.stderr
         _, err = in_flight.communicate(timeout=60)
         assert in_flight.returncode == 0, err
         assert crontab.sql(
-            "SELECT count(*) AS runs, bool_and(exc_type IS NULL) AS ok FROM crontabber_log WHERE app_name = 'slow-job'"
+            "SELECT count(*) AS runs, bool_and(exc_type IS NULL) AS ok FROM crontabber_log WHERE "
+            "app_name = 'slow-job'"
         ) == [{"runs": 2, "ok": True}]  # the first tick's, and the one in flight
         assert crontab.state("slow-job").ongoing is None
         assert crontab.sql("SELECT schema FROM schema_migrations WHERE number = %s", (NEWER,)) == [
@@ -106,13 +125,19 @@ def test_a_host_on_old_code_claims_nothing_and_is_named_until_upgraded(cli, name
         # named: --nagios (WARNING: host-new still claims), the fleet view, one alert
         nagios = tick(REPO, ns_old, address_old, "host-old", "--nagios")
         assert nagios.returncode == 1, nagios.stdout
-        assert f"host host-old runs code older than the database's schema (it lacks migration {NEWER})" in nagios.stdout
+        assert (
+            f"host host-old runs code older than the database's schema (it lacks migration {NEWER})"
+            in nagios.stdout
+        )
         (row,) = crontab.sql("SELECT schema_behind FROM crontabber_host WHERE host = 'host-old'")
         assert row["schema_behind"] == [NEWER]
         dashboard.start()  # this release's dashboard reads the newer schema
         status, _, fleet = dashboard.get("/api/fleet")
         assert status == 200
-        assert {h["host"]: h["schema_behind"] for h in fleet["hosts"]} == {"host-old": [NEWER], "host-new": []}
+        assert {h["host"]: h["schema_behind"] for h in fleet["hosts"]} == {
+            "host-old": [NEWER],
+            "host-new": [],
+        }
         _, _, page = dashboard.get("/")
         assert f"older than the schema (lacks {NEWER}): claims nothing" in page
         again = tick(REPO, ns_old, address_old, "host-old")  # a second refused tick

@@ -19,7 +19,8 @@ def failing_today(cli):
     crontab.wind(3 * DAY + dt.timedelta(minutes=1), "failing-backfill")
     failing = days[0]  # winding moved the first run 3 days back: the tick's last interval
     crontab.configure(
-        ["FailingBackfillJob|1d"], extra=(f"    [[class-FailingBackfillJob]]\n        fail_on={failing:%Y-%m-%d}\n")
+        ["FailingBackfillJob|1d"],
+        extra=(f"    [[class-FailingBackfillJob]]\n        fail_on={failing:%Y-%m-%d}\n"),
     )
     assert cli.run().returncode == 0  # the tick runs 3 intervals, the last one fails
     state = crontab.state("failing-backfill")
@@ -33,7 +34,9 @@ def test_a_successful_rerun_of_a_past_day_keeps_todays_failure(cli):
     _, earlier = failing_today(cli)
     before = cli.crontab.state("failing-backfill")
     assert cli.run("--nagios").returncode != 0
-    done = cli.run("--rerun", "failing-backfill", "--reason", "test", "--date", f"{earlier:%Y-%m-%d}")
+    done = cli.run(
+        "--rerun", "failing-backfill", "--reason", "test", "--date", f"{earlier:%Y-%m-%d}"
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     after = cli.crontab.state("failing-backfill")
     assert (after.error_count, after.last_error, after.next_run) == (
@@ -51,9 +54,12 @@ def test_a_failed_rerun_leaves_a_healthy_job_healthy(cli):
     healthy = cli.crontab.state("failing-backfill")
     assert healthy.error_count == 0 and healthy.last_error == {}
     cli.crontab.configure(
-        ["FailingBackfillJob|1d"], extra=(f"    [[class-FailingBackfillJob]]\n        fail_on={earlier:%Y-%m-%d}\n")
+        ["FailingBackfillJob|1d"],
+        extra=(f"    [[class-FailingBackfillJob]]\n        fail_on={earlier:%Y-%m-%d}\n"),
     )
-    done = cli.run("--rerun", "failing-backfill", "--reason", "test", "--date", f"{earlier:%Y-%m-%d}")
+    done = cli.run(
+        "--rerun", "failing-backfill", "--reason", "test", "--date", f"{earlier:%Y-%m-%d}"
+    )
     assert done.returncode == 5 and "failed: NameError: bla bla" in done.stdout
     after = cli.crontab.state("failing-backfill")
     assert (after.error_count, after.last_error, after.next_run) == (0, {}, healthy.next_run)
@@ -82,7 +88,9 @@ def test_a_rerun_warns_of_a_failing_parent_and_shows_the_days_it_covered(cli):
     assert crontab.state("trouble").error_count == 1
     today = crontab.now().astimezone(dt.timezone.utc).date()
     first, last = today - 7 * DAY, today - DAY
-    done = cli.run("--rerun", "daily-report", "--reason", "test", "--date", f"{first}", "--to", f"{last}")
+    done = cli.run(
+        "--rerun", "daily-report", "--reason", "test", "--date", f"{first}", "--to", f"{last}"
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0] == (
         "daily-report: warning: 'trouble' errored last time it ran (a tick would skip "
@@ -90,7 +98,11 @@ def test_a_rerun_warns_of_a_failing_parent_and_shows_the_days_it_covered(cli):
     )
     assert f"UTC: reported {last - DAY}" in done.stdout
     covered = f"{first - DAY}..{last - DAY} (7)"
-    (row,) = [line for line in cli.run("--history", "daily-report").stdout.splitlines() if " rerun " in line]
+    (row,) = [
+        line
+        for line in cli.run("--history", "daily-report").stdout.splitlines()
+        if " rerun " in line
+    ]
     assert covered in row, row
     run_id = row.split()[4]
     rows = cli.run("--history", "daily-report", "--run", run_id).stdout.splitlines()[1:-1]

@@ -32,7 +32,9 @@ def test_a_failed_run_keeps_its_output_for_logs_and_show_error(cli):
     logs = cli.run("--logs", "chatty")
     assert logs.returncode == 0, logs.stderr
     lines = logs.stdout.splitlines()
-    assert lines[0].startswith(f"chatty run {run['run_id']} (scheduled) on {run['host']}:{run['pid']}")
+    assert lines[0].startswith(
+        f"chatty run {run['run_id']} (scheduled) on {run['host']}:{run['pid']}"
+    )
     assert lines[0].endswith(": failed") and "error: RuntimeError: chatty failed" in logs.stdout
     for said in (
         "chatty: starting run",
@@ -48,12 +50,16 @@ def test_a_failed_run_keeps_its_output_for_logs_and_show_error(cli):
     assert f"--logs chatty --run {run['run_id']}" in shown.stdout
     assert "chatty stdout line 1" in shown.stdout and CHATTY_SECRET not in shown.stdout
     document = json.loads(cli.run("--show-error", "chatty", "--json").stdout)
-    assert document["run"]["status"] == "failed" and "chatty child stderr" in document["run"]["output"]
+    assert (
+        document["run"]["status"] == "failed" and "chatty child stderr" in document["run"]["output"]
+    )
     assert CHATTY_SECRET not in json.dumps(document)
     by_id = cli.run("--logs", "chatty", "--run", str(run["run_id"]), "--json")
     assert (
         json.loads(by_id.stdout)["output"]
-        == cli.crontab.sql("SELECT output FROM crontabber_run WHERE run_id = %s", (run["run_id"],))[0]["output"]
+        == cli.crontab.sql("SELECT output FROM crontabber_run WHERE run_id = %s", (run["run_id"],))[
+            0
+        ]["output"]
     )
     missing = cli.run("--logs", "chatty", "--run", "999999")
     assert missing.returncode == 1 and "no run 999999" in missing.stderr
@@ -64,7 +70,11 @@ def test_a_success_stores_and_prints_the_jobs_summary(cli):
     done = cli.run("--job", "chatty", "--force")
     assert done.returncode == 0, done.stderr
     (run,) = ledger(cli)
-    assert run["status"] == "succeeded" and run["kind"] == "forced" and run["summary"] == "said 2 lines"
+    assert (
+        run["status"] == "succeeded"
+        and run["kind"] == "forced"
+        and run["summary"] == "said 2 lines"
+    )
     assert f"chatty: ran (run {run['run_id']}): said 2 lines" in done.stdout
     assert cli.crontab.sql("SELECT summary FROM crontabber_log WHERE app_name = 'chatty'") == [
         {"summary": "said 2 lines"}
@@ -81,7 +91,9 @@ def test_the_output_kept_is_capped_at_its_tail(cli):
     assert done.returncode == 0, done.stderr
     (run,) = ledger(cli)
     assert 0 < len(run["output"].encode()) <= 2000 and run["output_dropped"] > 50000
-    assert "chatty stdout line 2999" in run["output"] and "chatty stdout line 0\n" not in run["output"]
+    assert (
+        "chatty stdout line 2999" in run["output"] and "chatty stdout line 0\n" not in run["output"]
+    )
     assert run["output"].startswith("chatty stdout line ")  # cut at a line's start
     logs = cli.run("--logs", "chatty")
     assert "earlier bytes not kept" in logs.stdout
@@ -93,7 +105,10 @@ def test_the_output_kept_is_capped_at_its_tail(cli):
 def test_a_killed_run_is_running_in_the_ledger_with_its_output_then_abandoned(cli):
     chatty(cli, sleep=30)
     holder = cli.spawn(*FAST)
-    wait_for(lambda: (ledger(cli) or [{}])[0].get("output", "").count("chatty: sleeping") == 1, timeout=20)
+    wait_for(
+        lambda: (ledger(cli) or [{}])[0].get("output", "").count("chatty: sleeping") == 1,
+        timeout=20,
+    )
     (run,) = ledger(cli)
     assert run["status"] == "running" and run["ended"] is None and run["pid"] == holder.pid
     assert CHATTY_SECRET not in run["output"]
@@ -110,7 +125,9 @@ def test_a_killed_run_is_running_in_the_ledger_with_its_output_then_abandoned(cl
     # what it printed up to its last heartbeat is there, though its host never said more
     assert ": abandoned" in logs.stdout and "chatty: sleeping" in logs.stdout
     history = json.loads(cli.run("--history", "chatty", "--json").stdout)
-    assert history["runs"][0]["outcome"] == "abandoned" and history["runs"][0]["kind"] == "scheduled"
+    assert (
+        history["runs"][0]["outcome"] == "abandoned" and history["runs"][0]["kind"] == "scheduled"
+    )
 
 
 def test_timed_out_and_stopped_by_signal_are_outcomes_of_their_own(cli):
@@ -122,12 +139,18 @@ def test_timed_out_and_stopped_by_signal_are_outcomes_of_their_own(cli):
     assert "timed out" in history.stdout.splitlines()[1]
     chatty(cli, sleep=30)
     runner = cli.spawn("--job", "chatty", "--force", *FAST)
-    wait_for(lambda: len(ledger(cli)) == 2 and "chatty: sleeping" in ledger(cli)[-1]["output"], timeout=20)
+    wait_for(
+        lambda: len(ledger(cli)) == 2 and "chatty: sleeping" in ledger(cli)[-1]["output"],
+        timeout=20,
+    )
     runner.send_signal(signal.SIGTERM)
     runner.communicate(timeout=30)
     last = ledger(cli)[-1]
     assert last["status"] == "stopped by signal" and last["kind"] == "forced"
-    assert json.loads(cli.run("--history", "chatty", "--json").stdout)["runs"][0]["outcome"] == "stopped_by_signal"
+    assert (
+        json.loads(cli.run("--history", "chatty", "--json").stdout)["runs"][0]["outcome"]
+        == "stopped_by_signal"
+    )
     # issue #42 item 8: in the audit from its start, completed with how it ended (never "refused")
     end, start = json.loads(cli.run("--audit", "--json").stdout)[:2]
     assert (start["action"], start["detail"]["outcome"]) == ("force", "started")
@@ -142,7 +165,11 @@ def test_a_forced_run_is_audited_from_its_start_killed_or_still_going(cli):
     runner = cli.spawn("--job", "chatty", "--force", "--reason", "drill: long run", *FAST)
     wait_for(lambda: ledger(cli) and "chatty: sleeping" in ledger(cli)[-1]["output"], timeout=20)
     (going,) = json.loads(cli.run("--audit", "--json").stdout)
-    assert (going["action"], going["reason"], going["detail"]["outcome"]) == ("force", "drill: long run", "started")
+    assert (going["action"], going["reason"], going["detail"]["outcome"]) == (
+        "force",
+        "drill: long run",
+        "started",
+    )
     runner.kill()
     runner.communicate(timeout=20)
     (line,) = cli.run("--audit").stdout.splitlines()
@@ -156,7 +183,17 @@ def test_a_rerun_of_many_intervals_is_one_line_of_history(cli):
     assert cli.run().returncode == 0
     first = crontab.state("foo-backfill").last_success.astimezone(dt.timezone.utc).date()
     start = first - dt.timedelta(days=40)
-    done = cli.run("--rerun", "foo-backfill", "--reason", "test", "--date", f"{start}", "--to", f"{first}", "--yes")
+    done = cli.run(
+        "--rerun",
+        "foo-backfill",
+        "--reason",
+        "test",
+        "--date",
+        f"{start}",
+        "--to",
+        f"{first}",
+        "--yes",
+    )
     assert done.returncode == 0, done.stderr
     (rerun,) = [r for r in ledger(cli, "foo-backfill") if r["kind"] == "rerun"]
     assert rerun["intervals"] == 41 and rerun["status"] == "succeeded"
@@ -166,7 +203,9 @@ def test_a_rerun_of_many_intervals_is_one_line_of_history(cli):
     assert said[0].endswith(f" UTC: recorded the day of {start}")
     history = cli.run("--history", "foo-backfill", "--limit", "1")
     lines = history.stdout.splitlines()
-    assert history.returncode == 0 and len(lines) == 5, history.stdout  # header, run, 2 notes, database
+    assert history.returncode == 0 and len(lines) == 5, (
+        history.stdout
+    )  # header, run, 2 notes, database
     assert lines[1].split()[5:9] == ["rerun", "ok", f"{start}..{first}", "(41)"]
     assert lines[1].split()[9].startswith("rec") and len(lines[1]) <= 100  # cut to fit
     document = json.loads(cli.run("--history", "foo-backfill", "--limit", "1", "--json").stdout)
@@ -202,7 +241,9 @@ def test_a_rerun_of_the_report_says_which_day_it_wrote_and_where(cli, s3_bucket)
 
     cli.crontab.configure(entries(f"{AGGREGATE}|5m", f"{REPORT}|1d"), extra=ini(s3_bucket))
     assert cli.run().returncode == 0, "the first tick"
-    day = cli.crontab.state("missing-symbols-report").last_success.astimezone(dt.timezone.utc).date()
+    day = (
+        cli.crontab.state("missing-symbols-report").last_success.astimezone(dt.timezone.utc).date()
+    )
     done = cli.run("--rerun", "missing-symbols-report", "--reason", "test", "--date", f"{day}")
     assert done.returncode == 0, done.stderr
     (line,) = [line for line in done.stdout.splitlines() if line.startswith("  ")]
@@ -216,9 +257,17 @@ def test_a_rerun_dry_run_says_what_each_interval_would_write(cli, s3_bucket):
 
     cli.crontab.configure(entries(f"{AGGREGATE}|5m", f"{REPORT}|1d"), extra=ini(s3_bucket))
     assert cli.run().returncode == 0
-    day = cli.crontab.state("missing-symbols-report").last_success.astimezone(dt.timezone.utc).date()
+    day = (
+        cli.crontab.state("missing-symbols-report").last_success.astimezone(dt.timezone.utc).date()
+    )
     done = cli.run(
-        "--rerun", "missing-symbols-report", "--date", f"{day - dt.timedelta(days=1)}", "--to", f"{day}", "--dry-run"
+        "--rerun",
+        "missing-symbols-report",
+        "--date",
+        f"{day - dt.timedelta(days=1)}",
+        "--to",
+        f"{day}",
+        "--dry-run",
     )
     assert done.returncode == 0, done.stderr
     said = [line for line in done.stdout.splitlines() if line.startswith("  ")]

@@ -34,7 +34,11 @@ def test_a_runs_metrics_are_stored_and_shown(cli):
     logs = cli.run("--logs", "measuring")
     assert "metrics: bytes_freed=40960 keys_deleted=12 ratio=0.25" in logs.stdout
     document = json.loads(cli.run("--history", "measuring", "--json").stdout)
-    assert document["runs"][0]["metrics"] == {"keys_deleted": 12, "bytes_freed": 40960, "ratio": 0.25}
+    assert document["runs"][0]["metrics"] == {
+        "keys_deleted": 12,
+        "bytes_freed": 40960,
+        "ratio": 0.25,
+    }
     logged = json.loads(cli.run("--logs", "measuring", "--json").stdout)
     assert logged["metrics"]["keys_deleted"] == 12
 
@@ -54,7 +58,9 @@ TARGETS = "[alerts]\n    targets='''\n        hook webhook http://127.0.0.1:9/ho
 
 def checked(cli, targets=TARGETS, **options):
     extra = "".join(f"        {name}={value}\n" for name, value in options.items())
-    cli.crontab.configure(["MeasuringJob|1d"], extra=f"    [[class-MeasuringJob]]\n{extra}{targets}")
+    cli.crontab.configure(
+        ["MeasuringJob|1d"], extra=f"    [[class-MeasuringJob]]\n{extra}{targets}"
+    )
 
 
 def tick(cli):
@@ -66,7 +72,9 @@ def tick(cli):
 
 
 def breaches(cli):
-    return cli.crontab.sql("SELECT subject, message, detail FROM crontabber_alert WHERE kind = 'breach' ORDER BY id")
+    return cli.crontab.sql(
+        "SELECT subject, message, detail FROM crontabber_alert WHERE kind = 'breach' ORDER BY id"
+    )
 
 
 def test_a_run_faster_than_min_duration_opens_a_breach_alert(cli):
@@ -77,7 +85,8 @@ def test_a_run_faster_than_min_duration_opens_a_breach_alert(cli):
     (alert,) = breaches(cli)
     assert alert["subject"] == f"run {run['run_id']}: min_duration 1h00m"
     assert alert["message"].startswith(
-        f"measuring: run {run['run_id']} on {run['host']}:{run['pid']} breached min_duration 1h00m: took "
+        f"measuring: run {run['run_id']} on {run['host']}:{run['pid']} breached min_duration "
+        "1h00m: took "
     )
     assert "faster than min_duration 1h00m" in alert["message"] and "breached" in done.stderr
     assert cli.crontab.state("measuring").paused_until is None  # on_breach = alert: it runs on
@@ -103,7 +112,10 @@ def test_a_run_slower_than_k_times_the_p95_of_good_runs_opens_a_breach_alert(cli
     assert "(slower_than 2 x p95(5) of 3 good runs)" in second["message"]
     history = cli.run("--history", "measuring")
     outcomes = [line.split()[6:8] for line in history.stdout.splitlines()[1:6]]
-    assert outcomes[:2] == [["ok,", "breach"], ["ok,", "breach"]] and ["ok,", "breach"] not in outcomes[2:]
+    assert (
+        outcomes[:2] == [["ok,", "breach"], ["ok,", "breach"]]
+        and ["ok,", "breach"] not in outcomes[2:]
+    )
     shown = json.loads(cli.run("--history", "measuring", "--json").stdout)["runs"]
     assert [r["breach"] for r in shown[:3]] == ["slower_than 2 x p95(5)"] * 2 + [None]
 
@@ -119,7 +131,10 @@ def test_a_metric_check_with_on_breach_pause_pauses_the_job_naming_the_breach(cl
     state = cli.crontab.state("measuring")
     last = runs(cli)[-1]["run_id"]
     assert state.paused_until is not None  # no alert targets: paused all the same
-    reason = f"breach of check {check} by run {last}: keys_deleted = 100, not < 50 (median of 3 good runs: 10)"
+    reason = (
+        f"breach of check {check} by run {last}: keys_deleted = 100, not < 50 (median of 3 good "
+        "runs: 10)"
+    )
     assert state.paused_reason == reason
     (audit,) = cli.crontab.sql("SELECT actor, action, detail FROM crontabber_audit")
     assert audit["action"] == "pause" and audit["actor"].startswith("crontabber@")
@@ -133,7 +148,9 @@ def test_a_breach_pause_has_no_end_and_says_until_resumed(cli):
     the pause says "until resumed" (JSON: null), and --resume ends it."""
     checked(cli, targets="", metrics="keys_deleted=10", min_duration="1h", on_breach="pause")
     tick(cli)
-    (row,) = cli.crontab.sql("SELECT paused_until = 'infinity' AS endless, paused_by FROM crontabber")
+    (row,) = cli.crontab.sql(
+        "SELECT paused_until = 'infinity' AS endless, paused_by FROM crontabber"
+    )
     assert row["endless"], row
     by = row["paused_by"]
     shown = {
@@ -145,9 +162,15 @@ def test_a_breach_pause_has_no_end_and_says_until_resumed(cli):
     }
     for command, text in shown.items():
         assert "until resumed" in text and "9999" not in text, (command, text)
-    assert f"paused until resumed by {by}: breach of min_duration 1h00m by run " in shown["--nagios"]
+    assert (
+        f"paused until resumed by {by}: breach of min_duration 1h00m by run " in shown["--nagios"]
+    )
     listed = json.loads(cli.run("--list-jobs", "--json").stdout)["jobs"][0]["paused"]
-    assert listed["until"] is None and listed["reason"].startswith("breach of min_duration 1h00m by run ")
+    assert listed["until"] is None and listed["reason"].startswith(
+        "breach of min_duration 1h00m by run "
+    )
     resumed = cli.run("--resume", "measuring", "--reason", "looked at it")
     assert resumed.returncode == 0 and "resumed (was paused until resumed by " in resumed.stdout
-    assert cli.crontab.state("measuring").paused_until < dt.datetime.now(dt.timezone.utc) + dt.timedelta(minutes=1)
+    assert cli.crontab.state("measuring").paused_until < dt.datetime.now(
+        dt.timezone.utc
+    ) + dt.timedelta(minutes=1)

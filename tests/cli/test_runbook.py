@@ -1,7 +1,8 @@
 """Every command of docs/operations.md (the 3 a.m. runbook), run in the
 order the document gives, against a real PostgreSQL holding the state the
 runbook describes, with the repository's crontabber.ini. A command is a line
-``$ python -m crontabber ...`` (or ``python -m jobs.X ...``) in a code block; ``# exit N`` after it is the
+``$ python -m crontabber ...`` (or ``python -m jobs.X ...``) in a code block; ``# exit N`` after it
+is the
 exit code expected (0 otherwise)."""
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from crontabber.config.settings import load_settings
 from tests.helpers import ENV, REPO
 
 RUNBOOK = REPO / "docs" / "operations.md"
-COMMAND = re.compile(r"^\$ (python -m (?:crontabber|jobs\.\w+)[^#]*?)\s*(?:#\s*(?:exit (\d+))?.*)?$")
+COMMAND = re.compile(
+    r"^\$ (python -m (?:crontabber|jobs\.\w+)[^#]*?)\s*(?:#\s*(?:exit (\d+))?.*)?$"
+)
 
 
 def commands() -> list[tuple[str, int]]:
@@ -100,7 +103,10 @@ def seed(crontab) -> None:
         " (7003, 'inbox/2026/11/23/ef56/fenix.zip', 'fenix.zip', 2048, NULL, 'pending', 0,"
         " NULL, NULL, now() - interval '2 minutes', NULL, NULL, NULL)"
     )
-    crontab.sql("UPDATE upload SET files_uploaded = 10, files_skipped = 2, files_ignored = 0 WHERE id = 7002")
+    crontab.sql(
+        "UPDATE upload SET files_uploaded = 10, files_skipped = 2, files_ignored = 0 WHERE id = "
+        "7002"
+    )
     crontab.sql(
         "INSERT INTO prune_run (dry_run, cap, holder, started_at, finished_at, error)"
         " VALUES (false, 100000, 'cron-1:2211', now() - interval '1 day',"
@@ -109,7 +115,8 @@ def seed(crontab) -> None:
     )
     # cron-2 has ticked (the runbook drains it for a kernel patch)
     crontab.sql(
-        "INSERT INTO crontabber_host (host, version, last_tick, skew_seconds) VALUES ('cron-2', 'test', now(), 0)"
+        "INSERT INTO crontabber_host (host, version, last_tick, skew_seconds) VALUES ('cron-2', "
+        "'test', now(), 0)"
     )
 
 
@@ -128,14 +135,21 @@ def test_every_runbook_command_runs_as_documented(cli, s3_bucket, tmp_path):
         env[f"CRONTABBER_{name}"] = s3_bucket  # the test's own bucket, not the shared ones
     for command, expected in steps:
         argv = [sys.executable, *shlex.split(command)[1:]]
-        done = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120
+        )
         assert done.returncode == expected, (command, done.stdout, done.stderr)
         shown = done.stderr if "--show-error" in command else done.stdout + done.stderr
         if (
-            command.startswith("python -m crontabber --rerun missing-symbols-report --date 2026-11-19 --to 2026-11-25")
+            command.startswith(
+                "python -m crontabber --rerun missing-symbols-report --date 2026-11-19 --to "
+                "2026-11-25"
+            )
             and "--dry-run" in command
         ):
-            assert len([line for line in done.stdout.splitlines() if "reports/" in line]) == 7, done.stdout
+            assert len([line for line in done.stdout.splitlines() if "reports/" in line]) == 7, (
+                done.stdout
+            )
         if command.startswith("python -m crontabber --history missing-symbols-report"):
             # the week, one line, as the days reported (called for 19th-25th)
             assert "2026-11-18..2026-11-24 (7)" in done.stdout, done.stdout

@@ -21,8 +21,14 @@ def _write_as_the_runner(cli, runner: Login) -> None:
     db = cli.crontab.database
     runner.sql(
         db,
-        "INSERT INTO crontabber_audit (actor, action, app_name, reason, detail) VALUES (%s, %s, 'foo', %s, %s)",
-        ("user-c\x1b]0;AUDIT-TITLE\x07", "mark-success\x1b[2J", "<b>x</b>\x1b[31mred", json.dumps({"k": "\x1b[2J"})),
+        "INSERT INTO crontabber_audit (actor, action, app_name, reason, detail) VALUES (%s, %s, "
+        "'foo', %s, %s)",
+        (
+            "user-c\x1b]0;AUDIT-TITLE\x07",
+            "mark-success\x1b[2J",
+            "<b>x</b>\x1b[31mred",
+            json.dumps({"k": "\x1b[2J"}),
+        ),
     )
     runner.sql(
         db,
@@ -36,7 +42,8 @@ def _write_as_the_runner(cli, runner: Login) -> None:
     )
     runner.sql(
         db,
-        "UPDATE crontabber SET ongoing = now(), heartbeat = now(), ongoing_by = %s, run_id = 900002 "
+        "UPDATE crontabber SET ongoing = now(), heartbeat = now(), ongoing_by = %s, run_id = "
+        "900002 "
         "WHERE app_name = 'foo'",
         ("evil\x1b]0;MARKER\x07:1",),
     )
@@ -50,7 +57,9 @@ def _write_as_the_runner(cli, runner: Login) -> None:
 
 def test_runner_written_text_is_escaped_in_every_operator_output(cli, logins):  # noqa: F811
     runner, operator = logins["runner"], logins["operator"]
-    cli.crontab.sql("INSERT INTO crontabber (app_name, next_run) VALUES ('basic-job', now()), ('foo', now())")
+    cli.crontab.sql(
+        "INSERT INTO crontabber (app_name, next_run) VALUES ('basic-job', now()), ('foo', now())"
+    )
     _write_as_the_runner(cli, runner)
     texts = {}
     for args in (
@@ -66,14 +75,22 @@ def test_runner_written_text_is_escaped_in_every_operator_output(cli, logins):  
         texts[" ".join(args[:2])] = done.stdout + done.stderr
     assert r"user-c\x1b]0;AUDIT-TITLE\x07 (db: " in texts["--audit"]
     assert r"mark-success\x1b[2J foo  why: <b>x</b>\x1b[31mred  (k=\x1b[2J)" in texts["--audit"]
-    assert r"until resumed by <img src=x>\x1b]0;PWNED-BY\x07: \x1b[2J" in texts["--list-jobs --wide"]
+    assert (
+        r"until resumed by <img src=x>\x1b]0;PWNED-BY\x07: \x1b[2J" in texts["--list-jobs --wide"]
+    )
     assert r"evil\x1b]0;MARKER\x07" in texts["--list-jobs --wide"]
-    assert r"until resumed: \x1b[2J\x1b]0;PWNED-REASON\x07" in texts["--list-jobs"]  # (cut before the actor)
+    assert (
+        r"until resumed: \x1b[2J\x1b]0;PWNED-REASON\x07" in texts["--list-jobs"]
+    )  # (cut before the actor)
     assert r" on evil\x1b]0;MARKER\x07, beat" in texts["--list-jobs"]
     assert r"by vm:1\x1b]0;ALERT-TITLE\x07<img>" in texts["--alerts"]
-    assert r"kept its pause until resumed by <img src=x>\x1b]0;PWNED-BY\x07: \x1b[2J" in texts["--pause all"]
+    assert (
+        r"kept its pause until resumed by <img src=x>\x1b]0;PWNED-BY\x07: \x1b[2J"
+        in texts["--pause all"]
+    )
     assert r"on evil\x1b]0;MARKER\x07:1" in texts["--pause all"]  # foo's run goes on
     assert (
-        r"basic-job: resumed (was paused until resumed by <img src=x>\x1b]0;PWNED-BY\x07" in texts["--resume basic-job"]
+        r"basic-job: resumed (was paused until resumed by <img src=x>\x1b]0;PWNED-BY\x07"
+        in texts["--resume basic-job"]
     )
     assert [(name, raw) for name, text in texts.items() for raw in RAW if raw in text] == []

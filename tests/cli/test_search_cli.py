@@ -18,12 +18,22 @@ REPO = Path(__file__).resolve().parent.parent.parent
 
 
 def env(alias):
-    return {**os.environ, "PYTHONPATH": str(REPO), "ES_URL": ENV.get("ES_URL", ""), "SEARCH_ALIAS": alias}
+    return {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "ES_URL": ENV.get("ES_URL", ""),
+        "SEARCH_ALIAS": alias,
+    }
 
 
 def search(alias, *args):
     return subprocess.run(
-        [sys.executable, "-m", "search", *args], env=env(alias), cwd=REPO, capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "search", *args],
+        env=env(alias),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 
@@ -32,7 +42,15 @@ def test_the_cli_prints_a_table(corpus_index):  # noqa: F811
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == "query: firefix   terms: firefix (1.1), firefox (0.8571)"
-    assert lines[2].split() == ["score", "debug_file", "debug_id", "filename", "code_file", "code_id", "matched"]
+    assert lines[2].split() == [
+        "score",
+        "debug_file",
+        "debug_id",
+        "filename",
+        "code_file",
+        "code_id",
+        "matched",
+    ]
     assert len(lines) == 5 and lines[3].split()[1].startswith("firefox.")
     assert lines[3].split()[-1] == "firefox"
 
@@ -74,7 +92,9 @@ def test_the_server_serves_until_terminated(corpus_index):  # noqa: F811
         body = None
         for _ in range(100):
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/search?q=xlu.pdb&size=1", timeout=10) as response:
+                with urllib.request.urlopen(
+                    f"http://127.0.0.1:{port}/search?q=xlu.pdb&size=1", timeout=10
+                ) as response:
                     body = json.load(response)
                 break
             except OSError:
@@ -125,7 +145,11 @@ def test_the_server_logs_one_line_per_request_with_elasticsearch_down():
     assert "serving on" in lines[0] and len(lines) == 7, "".join(lines)
     assert sum(" INFO search.access: GET /search 503 " in line for line in lines) == 3
     assert (
-        sum(" WARNING search.server: search unavailable (symbols): Elasticsearch unreachable" in line for line in lines)
+        sum(
+            " WARNING search.server: search unavailable (symbols): Elasticsearch unreachable"
+            in line
+            for line in lines
+        )
         == 3
     )
 
@@ -143,10 +167,17 @@ def test_the_cli_takes_several_words_and_says_what_an_option_was_meant(corpus_in
     assert done.returncode == 1
     assert done.stderr.endswith("unrecognized arguments: --sizee 3 (did you mean --size?)\n")
     server = [sys.executable, "-m", "search.server"]
-    done = subprocess.run([*server, "--help"], env=env(alias), cwd=REPO, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [*server, "--help"], env=env(alias), cwd=REPO, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0 and "``" not in done.stdout
     assert "(default 127.0.0.1)" in done.stdout and "(default 8000;" in done.stdout
     done = subprocess.run(
-        [*server, "--prot", "1"], env=env(alias), cwd=REPO, capture_output=True, text=True, timeout=60
+        [*server, "--prot", "1"],
+        env=env(alias),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 1 and "(did you mean --port?)" in done.stderr

@@ -75,10 +75,14 @@ def test_a_secret_in_a_job_error_is_masked_wherever_it_is_stored_or_shown(cli, r
     leaky(
         cli,
         receiver,
-        f"upstream said: key={TOKEN} password=hunter2xyz url=http://u:PwInUrl99@h.example/ hook={hook_url}",
+        f"upstream said: key={TOKEN} password=hunter2xyz url=http://u:PwInUrl99@h.example/ "
+        f"hook={hook_url}",
     )
     texts = fail_twice(cli)
-    assert "leaky: failed: RuntimeError: upstream said: key=*** password=*** url=http://u:***@h.example/" in texts[0]
+    assert (
+        "leaky: failed: RuntimeError: upstream said: key=*** password=*** "
+        "url=http://u:***@h.example/" in texts[0]
+    )
     assert len(receiver.wait("/hook", 1)) == 1 and len(receiver.at("/pd")) == 1
     assert len(receiver.at(f"/slack/{HOOK_TOKEN}")) == 1
     texts += [r.body.decode() for r in receiver.received]
@@ -112,7 +116,10 @@ def test_a_secret_in_a_job_error_is_masked_wherever_it_is_stored_or_shown(cli, r
 def test_control_characters_are_escaped_in_every_human_output_and_log_line(cli, receiver):  # noqa: F811
     leaky(cli, receiver, ESCAPES)
     texts = fail_twice(cli)
-    assert r"leaky: failed: RuntimeError: boom \x1b]0;ERR-TITLE\x07 \x1b[2J \x9b31m \u202eevil" in texts[0]
+    assert (
+        r"leaky: failed: RuntimeError: boom \x1b]0;ERR-TITLE\x07 \x1b[2J \x9b31m \u202eevil"
+        in texts[0]
+    )
     assert r"leaky: about to fail: boom \x1b]0;ERR-TITLE\x07" in texts[1]  # the job's own log line
     assert r"leaky failed: RuntimeError: boom \x1b]0;" in texts[1]  # the runner's
     for args in (
@@ -127,7 +134,10 @@ def test_control_characters_are_escaped_in_every_human_output_and_log_line(cli, 
         texts.append(shown(cli, *args))
     assert found(texts, RAW) == []
     nagios = texts[-6]
-    assert r"<class 'RuntimeError'> | boom \x1b]0;ERR-TITLE\x07 \x1b[2J \x9b31m \u202eevil / end" in nagios
+    assert (
+        r"<class 'RuntimeError'> | boom \x1b]0;ERR-TITLE\x07 \x1b[2J \x9b31m \u202eevil / end"
+        in nagios
+    )
     # a summary, and a log line's traceback (DEBUG), escaped too; the traceback keeps its lines
     cli.env.update(LEAKY_ERROR="", LEAKY_SUMMARY=f"summed {ESCAPES}")
     done = cli.run("--job", "leaky", "--force", "--logging.level=DEBUG")
@@ -148,7 +158,10 @@ def test_slack_text_is_escaped(cli, receiver):  # noqa: F811
     assert "&lt;!channel&gt; &lt;https://evil.example/fix|see runbook&gt; &amp; more" in text
     assert "<" not in text and ">" not in text
     # the plain webhook keeps the text as it is (its receiver escapes for its own medium)
-    assert "<!channel> <https://evil.example/fix|see runbook> & more" in receiver.at("/hook")[0].json["message"]
+    assert (
+        "<!channel> <https://evil.example/fix|see runbook> & more"
+        in receiver.at("/hook")[0].json["message"]
+    )
 
 
 @pytest.fixture
@@ -160,7 +173,12 @@ def internal():
 
 
 def test_webhooks_follow_no_redirect_and_keep_only_a_short_status_line(cli, receiver, internal):  # noqa: F811
-    receiver.answers["/redirect"] = (302, None, {"Location": f"{internal.url}/latest/meta-data/"}, b"")
+    receiver.answers["/redirect"] = (
+        302,
+        None,
+        {"Location": f"{internal.url}/latest/meta-data/"},
+        b"",
+    )
     receiver.answers["/err"] = (
         500,
         None,
@@ -229,25 +247,36 @@ def test_a_malformed_target_address_is_that_targets_error_not_a_crashed_tick(cli
 def _docs_receiver() -> dict:
     """The receiver's code of docs/alerts.md, run as written."""
     text = (REPO / "docs" / "alerts.md").read_text()
-    (code,) = [block for block in re.findall(r"```python\n(.*?)```", text, re.S) if "def genuine" in block]
+    (code,) = [
+        block for block in re.findall(r"```python\n(.*?)```", text, re.S) if "def genuine" in block
+    ]
     scope: dict = {}
     exec(compile(code, "docs/alerts.md", "exec"), scope)  # noqa: S102 - our own documentation
     return scope
 
 
 def test_the_notice_id_a_receiver_dedupes_on_is_signed(cli, receiver):  # noqa: F811
-    leaky(cli, receiver, "Trouble", targets=f"        hook webhook {receiver.url}/hook secret_env=HOOK_SECRET\n")
+    leaky(
+        cli,
+        receiver,
+        "Trouble",
+        targets=f"        hook webhook {receiver.url}/hook secret_env=HOOK_SECRET\n",
+    )
     fail_twice(cli)
     (sent,) = receiver.wait("/hook", 1)
     docs = _docs_receiver()
     key = docs["notice_key"](sent.headers, sent.body, SIGNING.encode())
-    assert key == sent.headers["X-Crontabber-Notice"] == f"{sent.json['alert']}.{sent.json['notice']}"
+    assert (
+        key == sent.headers["X-Crontabber-Notice"] == f"{sent.json['alert']}.{sent.json['notice']}"
+    )
     # a replay within the window under another notice header: the same key, so it is dropped
     replay = Received(sent.path, {**sent.headers, "X-Crontabber-Notice": "999.1"}, sent.body)
     assert docs["notice_key"](replay.headers, replay.body, SIGNING.encode()) == key
     # a body claiming another notice: not genuine
     forged = sent.body.replace(b'"notice": 1', b'"notice": 2')
-    assert forged != sent.body and docs["notice_key"](sent.headers, forged, SIGNING.encode()) is None
+    assert (
+        forged != sent.body and docs["notice_key"](sent.headers, forged, SIGNING.encode()) is None
+    )
 
 
 def test_the_dashboards_log_escapes_a_requests_control_characters(cli):
@@ -294,24 +323,42 @@ def test_a_password_in_a_webhook_address_is_refused_never_sent_stored_or_shown(c
     ``--configtest`` refuses it and a delivery is that target's error, without the address."""
     good = f"        b-good webhook {receiver.url}/good\n"
     inline = "        a-inline webhook http://hookuser:HookPassInline77@127.0.0.1/hook\n"
-    cli.crontab.configure(["BasicJob|1d"], extra=f"[alerts]\n    targets='''\n{inline}{good}    '''\n")
+    cli.crontab.configure(
+        ["BasicJob|1d"], extra=f"[alerts]\n    targets='''\n{inline}{good}    '''\n"
+    )
     for args in (("--configtest",), ()):
         done = cli.run(*args)
         assert done.returncode == 1, (args, done.stdout, done.stderr[-2000:])
-        assert "target a-inline: the address holds user info (user:password@ before the host)" in done.stderr
+        assert (
+            "target a-inline: the address holds user info (user:password@ before the host)"
+            in done.stderr
+        )
         assert found([done.stdout, done.stderr], ("HookPassInline77", "hookuser")) == []
     cli.env["USERINFO_URL"] = "http://envuser:EnvPassUrl55@127.0.0.1/x"
     cli.crontab.configure(
-        ["BasicJob|1d"], extra=f"[alerts]\n    targets='''\n        a-env webhook env:USERINFO_URL\n{good}    '''\n"
+        ["BasicJob|1d"],
+        extra=f"[alerts]\n    targets='''\n        a-env webhook env:USERINFO_URL\n{good}    '''\n",
     )
     configtest = cli.run("--configtest")
     assert configtest.returncode == 1
-    assert "environment variable USERINFO_URL (the address of a-env) holds user info" in configtest.stderr
+    assert (
+        "environment variable USERINFO_URL (the address of a-env) holds user info"
+        in configtest.stderr
+    )
     done = cli.run("--test-alert", "basic-job")
     assert done.returncode == 5, done.stdout + done.stderr
-    assert "to a-env: NOT delivered: environment variable USERINFO_URL (the address of a-env) holds" in done.stdout
+    assert (
+        "to a-env: NOT delivered: environment variable USERINFO_URL (the address of a-env) holds"
+        in done.stdout
+    )
     assert "to b-good: delivered" in done.stdout
-    texts = [configtest.stdout, configtest.stderr, done.stdout, done.stderr, shown(cli, "--alerts", "--json")]
+    texts = [
+        configtest.stdout,
+        configtest.stderr,
+        done.stdout,
+        done.stderr,
+        shown(cli, "--alerts", "--json"),
+    ]
     texts.append(repr(cli.crontab.sql("SELECT * FROM crontabber_notice")))
     assert found(texts, ("EnvPassUrl55",)) == []
 
@@ -324,22 +371,38 @@ def test_a_jobs_secret_options_from_the_ini_and_its_summary_are_masked(cli, dash
     """The third review's N-6: a secret-named job option set in the INI file, quoted by an
     error, and a success summary quoting a URL's password and a signed URL's signature."""
     cli.env["LEAKY_ERROR"] = "auth refused for {token} / {password}"
-    section = "    [[class-LeakyJob]]\n        upstream_token=IniTok3nZZ91\n        upstream_password=IniPassw0rdQQ\n"
+    section = (
+        "    [[class-LeakyJob]]\n        upstream_token=IniTok3nZZ91\n        "
+        "upstream_password=IniPassw0rdQQ\n"
+    )
     cli.crontab.configure(["LeakyJob|1d"], extra=section)
     failed = cli.run("--job", "leaky")
     assert failed.returncode == 5, failed.stderr[-2000:]
     assert "leaky: failed: RuntimeError: auth refused for *** / ***" in failed.stdout
     texts = [failed.stdout, failed.stderr]
-    for args in (("--show-error", "leaky"), ("--nagios",), ("--nagios", "--json"), ("--list-jobs", "--json")):
+    for args in (
+        ("--show-error", "leaky"),
+        ("--nagios",),
+        ("--nagios", "--json"),
+        ("--list-jobs", "--json"),
+    ):
         texts.append(shown(cli, *args))
-    cli.env.update(LEAKY_ERROR="", LEAKY_SUMMARY="pushed to https://u:SumPw4242@h.example/p?X-Amz-Signature=SIGSIG123")
+    cli.env.update(
+        LEAKY_ERROR="",
+        LEAKY_SUMMARY="pushed to https://u:SumPw4242@h.example/p?X-Amz-Signature=SIGSIG123",
+    )
     ran = cli.run("--job", "leaky", "--force")
     assert ran.returncode == 0, ran.stderr[-2000:]
-    assert "leaky: ran (run 2): pushed to https://u:***@h.example/p?X-Amz-Signature=***" in ran.stdout
+    assert (
+        "leaky: ran (run 2): pushed to https://u:***@h.example/p?X-Amz-Signature=***" in ran.stdout
+    )
     texts += [ran.stdout, ran.stderr]
     for args in (("--history", "leaky"), ("--history", "leaky", "--json"), ("--logs", "leaky")):
         texts.append(shown(cli, *args))
-    texts += [repr(cli.crontab.sql(f"SELECT * FROM {table}")) for table in ("crontabber", "crontabber_log")]
+    texts += [
+        repr(cli.crontab.sql(f"SELECT * FROM {table}"))
+        for table in ("crontabber", "crontabber_log")
+    ]
     dashboard.start()
     for path in ("/", "/api/fleet", "/jobs/leaky", "/api/jobs/leaky/history"):
         status, _, body = dashboard.get(path)
@@ -355,12 +418,17 @@ def test_a_delivery_error_is_stored_and_shown_masked(cli, smtp_server):  # noqa:
     cli.env["ALERTS_SMTP_PASSWORD"] = "SmtpPassw0rd77"
     smtp_server.failures_left = 1
     smtp_server.failure_reply = "451 4.3.0 refused: SmtpPassw0rd77 is not welcome here"
-    delivery = f"    smtp_host=127.0.0.1\n    smtp_port={smtp_server.port}\n    smtp_from=cron@example.net\n"
+    delivery = (
+        f"    smtp_host=127.0.0.1\n    smtp_port={smtp_server.port}\n    "
+        "smtp_from=cron@example.net\n"
+    )
     targets = "    targets='''\n        oncall email ops@example.net\n    '''\n"
     cli.crontab.configure(["BasicJob|1d"], extra=f"[alerts]\n{targets}{delivery}")
     done = cli.run("--test-alert", "basic-job")
     assert done.returncode == 5, done.stdout + done.stderr
-    assert "to oncall: NOT delivered: SMTP 451: 4.3.0 refused: *** is not welcome here" in done.stdout
+    assert (
+        "to oncall: NOT delivered: SMTP 451: 4.3.0 refused: *** is not welcome here" in done.stdout
+    )
     texts = [done.stdout, done.stderr, shown(cli, "--alerts"), shown(cli, "--alerts", "--json")]
     texts.append(repr(cli.crontab.sql("SELECT * FROM crontabber_notice")))
     assert "refused: *** is not welcome here" in texts[-1]

@@ -17,11 +17,18 @@ def test_a_job_command_at_debug_never_prints_a_password_given_on_its_command_lin
     inbox, symbols = buckets
     configure_prune(cli, inbox, symbols)
     done = job_command(
-        cli, "jobs.prune", "--logging.level=DEBUG", "history", f"--resource.postgresql.password={PASSWORD}"
+        cli,
+        "jobs.prune",
+        "--logging.level=DEBUG",
+        "history",
+        f"--resource.postgresql.password={PASSWORD}",
     )
     assert done.returncode == 1, done  # the wrong password: the database refuses it
     # PostgreSQL's words, or PgBouncer's (the pooled lane)
-    assert "password authentication failed" in done.stderr or "SASL authentication failed" in done.stderr, done.stderr
+    assert (
+        "password authentication failed" in done.stderr
+        or "SASL authentication failed" in done.stderr
+    ), done.stderr
     output = done.stdout + done.stderr
     assert PASSWORD not in output, [line for line in output.splitlines() if PASSWORD in line][:3]
 

@@ -16,7 +16,11 @@ import pytest
 
 from tests.fixtures.waiting import wait_for
 
-FAST = ("--crontabber.tick_seconds=1", "--crontabber.heartbeat_seconds=0.5", "--crontabber.lease_seconds=5")
+FAST = (
+    "--crontabber.tick_seconds=1",
+    "--crontabber.heartbeat_seconds=0.5",
+    "--crontabber.lease_seconds=5",
+)
 TIMES = 3  # the short job falls due this many times while the long one runs
 
 
@@ -30,7 +34,8 @@ def _jobs(cli, long_sleep: float, extra: str = "") -> None:
 def _due(cli, *names: str) -> None:
     cli.crontab.sql(
         "INSERT INTO crontabber (app_name, next_run, error_count, depends_on, last_error)"
-        " SELECT n, clock_timestamp() - interval '1 second', 0, '{}', '{}' FROM unnest(%s::text[]) AS n"
+        " SELECT n, clock_timestamp() - interval '1 second', 0, '{}', '{}' FROM unnest(%s::text[]) "
+        "AS n"
         " ON CONFLICT (app_name) DO UPDATE SET next_run = EXCLUDED.next_run",
         (list(names),),
     )
@@ -39,7 +44,8 @@ def _due(cli, *names: str) -> None:
 def _not_due(cli, *names: str) -> None:
     cli.crontab.sql(
         "INSERT INTO crontabber (app_name, next_run, error_count, depends_on, last_error)"
-        " SELECT n, clock_timestamp() + interval '1 day', 0, '{}', '{}' FROM unnest(%s::text[]) AS n"
+        " SELECT n, clock_timestamp() + interval '1 day', 0, '{}', '{}' FROM unnest(%s::text[]) AS "
+        "n"
         " ON CONFLICT (app_name) DO UPDATE SET next_run = EXCLUDED.next_run",
         (list(names),),
     )
@@ -47,7 +53,9 @@ def _not_due(cli, *names: str) -> None:
 
 def _runs(cli, name: str) -> list[dict]:
     return cli.crontab.sql(
-        "SELECT run_id, status, started, ended FROM crontabber_run WHERE app_name = %s ORDER BY run_id", (name,)
+        "SELECT run_id, status, started, ended FROM crontabber_run WHERE app_name = %s ORDER BY "
+        "run_id",
+        (name,),
     )
 
 
@@ -56,11 +64,18 @@ def _drill(cli, runner: subprocess.Popen) -> None:
     before ended: each run starts while the long job still runs."""
     wait_for(lambda: cli.crontab.calls("slow-job"), timeout=60, what="the long job's start")
     for n in range(TIMES + 1):
-        wait_for(lambda n=n: len(_runs(cli, "basic-job")) == n + 1 and _runs(cli, "basic-job")[-1]["ended"], timeout=60)
+        wait_for(
+            lambda n=n: (
+                len(_runs(cli, "basic-job")) == n + 1 and _runs(cli, "basic-job")[-1]["ended"]
+            ),
+            timeout=60,
+        )
         if n < TIMES:
             _due(cli, "basic-job")
     (slow,) = _runs(cli, "slow-job")
-    assert slow["ended"] is None, "the long job ended before the short one's last run: the drill proves nothing"
+    assert slow["ended"] is None, (
+        "the long job ended before the short one's last run: the drill proves nothing"
+    )
     basic = _runs(cli, "basic-job")
     assert [r["status"] for r in basic] == ["succeeded"] * (TIMES + 1)
     assert all(r["started"] > slow["started"] for r in basic[1:])  # each fell due while it ran
@@ -107,7 +122,10 @@ def test_a_server_reads_a_changed_configuration_or_refuses_it_in_one_line(cli):
     good = ini.read_text()
     ini.write_text(good.replace("[crontabber]", "[crontabber\n", 1))  # does not parse
     host = cli.crontab.sql("SELECT last_tick FROM crontabber_host")[0]["last_tick"]
-    wait_for(lambda: cli.crontab.sql("SELECT last_tick FROM crontabber_host")[0]["last_tick"] > host, timeout=60)
+    wait_for(
+        lambda: cli.crontab.sql("SELECT last_tick FROM crontabber_host")[0]["last_tick"] > host,
+        timeout=60,
+    )
     _due(cli, "basic-job")  # served on with the configuration in force
     wait_for(lambda: len(_runs(cli, "basic-job")) == 2, timeout=60, what="basic-job's second run")
     cli.crontab.configure(["BasicJob|1d", "FooJob|1d"])  # a new job: read at the next pass

@@ -79,7 +79,11 @@ class Checkout:
 
     def service_dirs(self) -> list[Path]:
         """The directories under SERVICES_ROOT whose ``checkout`` file names this state dir."""
-        return [d for d in service_dirs() if (d / "checkout").read_text().splitlines()[0] == str(self.state_dir)]
+        return [
+            d
+            for d in service_dirs()
+            if (d / "checkout").read_text().splitlines()[0] == str(self.state_dir)
+        ]
 
 
 def service_dirs() -> set[Path]:
@@ -96,7 +100,12 @@ def alive(pid: str) -> bool:
 
 def select_one(port: int, dbname: str = "crontabber") -> int:
     conn = psycopg2.connect(
-        host="127.0.0.1", port=port, dbname=dbname, user="crontabber", password="crontabber", connect_timeout=5
+        host="127.0.0.1",
+        port=port,
+        dbname=dbname,
+        user="crontabber",
+        password="crontabber",
+        connect_timeout=5,
     )
     try:
         with conn.cursor() as cur:
@@ -167,7 +176,11 @@ def test_a_clone_deleted_without_clean_leaves_nothing_to_the_next_clone_at_its_p
     (data,) = checkout.service_dirs()
     old_pid = (data / "pg" / "data" / "postmaster.pid").read_text().split()[0]
     conn = psycopg2.connect(
-        host="127.0.0.1", port=checkout.pg_port, dbname="crontabber", user="crontabber", password="crontabber"
+        host="127.0.0.1",
+        port=checkout.pg_port,
+        dbname="crontabber",
+        user="crontabber",
+        password="crontabber",
     )
     conn.autocommit = True
     with conn.cursor() as cur:
@@ -182,7 +195,11 @@ def test_a_clone_deleted_without_clean_leaves_nothing_to_the_next_clone_at_its_p
     assert not alive(old_pid)
     assert checkout.service_dirs() == [data]
     conn = psycopg2.connect(
-        host="127.0.0.1", port=checkout.pg_port, dbname="crontabber", user="crontabber", password="crontabber"
+        host="127.0.0.1",
+        port=checkout.pg_port,
+        dbname="crontabber",
+        user="crontabber",
+        password="crontabber",
     )
     with conn.cursor() as cur:
         cur.execute("SELECT datname FROM pg_database WHERE datname = 'left_by_the_old_clone'")
@@ -197,7 +214,9 @@ def test_pgbouncer_runs_in_front_of_the_checkouts_postgresql_in_transaction_pool
     checkout = new_checkout(private / "clone")
     started = checkout.services("start", "pgb")
     assert started.returncode == 0, started.stderr
-    assert f"export SYMBOLS_PGB_PORT={checkout.pgb_port}" in (checkout.state_dir / "env").read_text()
+    assert (
+        f"export SYMBOLS_PGB_PORT={checkout.pgb_port}" in (checkout.state_dir / "env").read_text()
+    )
     assert select_one(checkout.pgb_port) == 1
     status = checkout.services("status", "pgb")
     assert status.returncode == 0 and "(transaction pooling)" in status.stdout, status

@@ -27,7 +27,9 @@ def sections(classes: str, **options: object) -> str:
 
 def runs(crontab) -> dict[str, dict]:
     """Each job's newest run in the ledger, by app name."""
-    rows = crontab.sql("SELECT app_name, run_id, started, ended, status FROM crontabber_run ORDER BY run_id")
+    rows = crontab.sql(
+        "SELECT app_name, run_id, started, ended, status FROM crontabber_run ORDER BY run_id"
+    )
     return {row["app_name"]: row for row in rows}
 
 
@@ -44,13 +46,22 @@ def test_runs_overlap_up_to_max_parallel_jobs_each_with_its_own_output(cli):
     assert tick.returncode == 0, tick.stderr
     done = runs(crontab)
     assert [done[name]["status"] for name in ("meet-a", "meet-b", "meet-c")] == ["succeeded"] * 3
-    calls = {c["app_name"]: c for c in crontab.sql("SELECT app_name, at, finished_at FROM test_job_calls")}
+    calls = {
+        c["app_name"]: c
+        for c in crontab.sql("SELECT app_name, at, finished_at FROM test_job_calls")
+    }
     for a in calls.values():  # each started before any ended: all three at once
         assert all(a["at"] < b["finished_at"] for b in calls.values())
     assert overlap(done["meet-a"], done["meet-c"])
     for name in ("meet-a", "meet-b", "meet-c"):  # each run's output is its own
-        output = crontab.sql("SELECT output FROM crontabber_run WHERE app_name = %s", (name,))[0]["output"]
-        assert f"{name} is here" in output and f"{name} met the others" in output and f"{name} logs" in output
+        output = crontab.sql("SELECT output FROM crontabber_run WHERE app_name = %s", (name,))[0][
+            "output"
+        ]
+        assert (
+            f"{name} is here" in output
+            and f"{name} met the others" in output
+            and f"{name} logs" in output
+        )
         assert not any(other in output for other in ("meet-a", "meet-b", "meet-c") if other != name)
         logs = cli.run("--logs", name)
         assert logs.returncode == 0 and f"{name} met the others" in logs.stdout
@@ -70,7 +81,13 @@ def test_parents_due_in_the_same_pass_end_before_their_children_start(crontab):
     assert done["foobar"]["started"] >= max(done["foo"]["ended"], done["bar"]["ended"])
     assert done["trouble"]["status"] == "failed"
     assert "sad" not in done and crontab.state("sad") is None  # blocked: its parent failed
-    assert {c["app_name"] for c in crontab.calls()} == {"foo", "bar", "foobar", "basic-job", "trouble"}
+    assert {c["app_name"] for c in crontab.calls()} == {
+        "foo",
+        "bar",
+        "foobar",
+        "basic-job",
+        "trouble",
+    }
 
 
 def test_a_job_with_parallel_false_runs_alone(crontab):
@@ -140,7 +157,8 @@ def test_four_ticks_at_once_run_each_of_200_due_jobs_exactly_once(cli):
             _, err = tick.communicate(timeout=300)
             assert tick.returncode == 0, err
         counts = collections.Counter(
-            row["app_name"] for row in crontab.sql("SELECT app_name FROM crontabber_run WHERE status = 'succeeded'")
+            row["app_name"]
+            for row in crontab.sql("SELECT app_name FROM crontabber_run WHERE status = 'succeeded'")
         )
         assert len(counts) == 200 and set(counts.values()) == {round_number}
         assert crontab.sql("SELECT count(*) AS n FROM crontabber_run")[0]["n"] == 200 * round_number

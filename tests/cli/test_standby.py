@@ -23,7 +23,9 @@ SERVICES_SH = ["bash", str(REPO / "scripts" / "services.sh")]
 @pytest.fixture(scope="module")
 def standby_port() -> Iterator[int]:
     """A fresh hot standby of the test PostgreSQL for this module; stopped afterwards."""
-    started = subprocess.run([*SERVICES_SH, "start", "pgs"], capture_output=True, text=True, timeout=120)
+    started = subprocess.run(
+        [*SERVICES_SH, "start", "pgs"], capture_output=True, text=True, timeout=120
+    )
     assert started.returncode == 0, started.stderr
     yield int(SERVICES.env.get("SYMBOLS_PGS_PORT", 54349))
     subprocess.run([*SERVICES_SH, "stop", "pgs"], capture_output=True, timeout=120)
@@ -35,7 +37,11 @@ def replicated(database: DatabaseSettings, port: int, seconds: float = 30.0) -> 
     while True:
         try:
             psycopg2.connect(
-                host=database.host, port=port, dbname=database.dbname, user=database.user, password=database.password
+                host=database.host,
+                port=port,
+                dbname=database.dbname,
+                user=database.user,
+                password=database.password,
             ).close()
             return
         except psycopg2.OperationalError:
@@ -53,7 +59,9 @@ def pointed_at(cli, host: str, port: str, attrs: str = "") -> dict[str, str]:
 
 
 def run(cli, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(cli.argv(*args), env=env, cwd=REPO, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        cli.argv(*args), env=env, cwd=REPO, capture_output=True, text=True, timeout=60
+    )
 
 
 def test_a_runner_on_the_standby_says_so_in_one_line(cli, crontab, standby_port):

@@ -25,7 +25,11 @@ def run(uploads, tmp_path):
         f"        inbox_bucket={uploads.bucket}\n        symbols_bucket={uploads.bucket}\n"
         "        concurrency=2\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(REPO), "RESOURCE_POSTGRESQL_DBNAME": uploads.database.dbname}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "RESOURCE_POSTGRESQL_DBNAME": uploads.database.dbname,
+    }
 
     def run(module: str, *args: str) -> subprocess.CompletedProcess:
         return subprocess.run(
@@ -58,7 +62,9 @@ def test_enqueue_prints_the_id_and_the_cron_job_publishes_it(run, uploads, tmp_p
     assert uploads.row(upload_id)["status"] == "done" and len(uploads.keys()) == 2
     # the run's metrics (issue #34 item 3): what --logs, the metrics file and the checks read
     logs = run("crontabber", "--logs", "process-uploads")
-    assert "metrics: files_published=2 uploads_done=1 uploads_not_done=0" in logs.stdout, logs.stdout
+    assert "metrics: files_published=2 uploads_done=1 uploads_not_done=0" in logs.stdout, (
+        logs.stdout
+    )
 
 
 def test_reprocess_off_a_terminal_prints_one_line_and_no_progress_bar(run, uploads, tmp_path):
@@ -102,7 +108,11 @@ def test_reprocess_on_a_terminal_shows_a_progress_bar(uploads, tmp_path):
     import pty
 
     upload_id = uploads.enqueue(write_zip(tmp_path / "a.zip", symbol_members(3, 2000)))
-    env = {**os.environ, "PYTHONPATH": str(REPO), "RESOURCE_POSTGRESQL_DBNAME": uploads.database.dbname}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "RESOURCE_POSTGRESQL_DBNAME": uploads.database.dbname,
+    }
     options = [
         f"--crontabber.class-ProcessUploadsCronApp.{name}={uploads.bucket}"
         for name in ("inbox_bucket", "symbols_bucket")
@@ -150,7 +160,9 @@ def test_help_shows_the_runners_exit_codes(run):
     assert done.returncode == 0 and "5 the work ran and failed" in " ".join(done.stdout.split())
 
 
-def test_list_shows_the_newest_first_with_status_files_size_key_and_one_line_error(run, uploads, tmp_path):
+def test_list_shows_the_newest_first_with_status_files_size_key_and_one_line_error(
+    run, uploads, tmp_path
+):
     good = uploads.enqueue(write_zip(tmp_path / "a.zip", symbol_members(2, 2000)))
     bad_zip = tmp_path / "bad.zip"
     bad_zip.write_bytes(b"not a zip")
@@ -163,7 +175,11 @@ def test_list_shows_the_newest_first_with_status_files_size_key_and_one_line_err
     assert done.returncode == 0, done.stderr
     header, *rows = done.stdout.splitlines()
     assert header.split() == ["ID", "STATUS", "AGE", "FILES", "SIZE", "KEY", "ERROR"]
-    assert [row.split()[:2] for row in rows] == [[str(waiting), "pending"], [str(bad), "failed"], [str(good), "done"]]
+    assert [row.split()[:2] for row in rows] == [
+        [str(waiting), "pending"],
+        [str(bad), "failed"],
+        [str(good), "done"],
+    ]
     assert rows[2].split()[3] == "2" and rows[2].endswith(" -")  # 2 files, no error
     assert "not a zip archive" in rows[1] and rows[0].endswith("line one line two")
     assert uploads.row(good)["inbox_key"] in rows[2]
@@ -180,7 +196,12 @@ def test_list_json_and_an_empty_list(run, uploads, tmp_path):
     run("jobs.uploads", "reprocess", str(upload_id))
     done = run("jobs.uploads", "list", "--json")
     [item] = json.loads(done.stdout)
-    assert (item["id"], item["status"], item["files"]["total"], item["error"]) == (upload_id, "done", 2, None)
+    assert (item["id"], item["status"], item["files"]["total"], item["error"]) == (
+        upload_id,
+        "done",
+        2,
+        None,
+    )
     assert item["created_at"].endswith("Z") and item["duration_seconds"] >= 0
     assert run("jobs.uploads", "list", "--status", "done", "--json").stdout.count('"id"') == 1
 
@@ -205,11 +226,18 @@ def test_show_gives_the_files_error_and_timings(run, uploads, tmp_path):
     stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC"
     assert re.search(rf"^  queued     {stamp} \(\d+s ago\)$", text, re.M), text
     assert re.search(rf"^  completed  {stamp} \(\d+s after it was queued\)$", text, re.M), text
-    assert "  files      3 in the archive, 3 uploaded, 0 already there, 0 ignored; 3 written so far" in lines
+    assert (
+        "  files      3 in the archive, 3 uploaded, 0 already there, 0 ignored; 3 written so far"
+        in lines
+    )
     assert "  error      -" in lines
     assert "(the first 2 of 3, in key order; --files N for more)" in text
     keys = sorted(f["key"] for f in uploads.files(upload_id))
-    assert [line.split()[0] for line in lines if line.startswith("    ") and not line.startswith("      ")] == keys[:2]
+    assert [
+        line.split()[0]
+        for line in lines
+        if line.startswith("    ") and not line.startswith("      ")
+    ] == keys[:2]
     assert sum(line.startswith("      code id ") for line in lines) == 2  # INFO CODE_ID
     as_json = json.loads(run("jobs.uploads", "show", str(upload_id), "--json").stdout)
     assert as_json["files_written"] == 3 and [f["key"] for f in as_json["written"]] == keys
@@ -223,14 +251,17 @@ def test_show_of_a_failed_upload_gives_its_error(run, uploads, tmp_path):
     run("jobs.uploads", "reprocess", str(upload_id))
     lines = run("jobs.uploads", "show", str(upload_id)).stdout.splitlines()
     assert lines[0] == f"upload {upload_id}: failed (attempt 1)"
-    assert any(line.startswith("  error      rejected: ") and "not a zip archive" in line for line in lines), lines
+    assert any(
+        line.startswith("  error      rejected: ") and "not a zip archive" in line for line in lines
+    ), lines
 
 
 def test_show_of_an_unknown_id_is_one_line_and_exit_1(run):
     done = run("jobs.uploads", "show", "999999")
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr == (
-        "python -m jobs.uploads: upload 999999 does not exist (python -m jobs.uploads list shows the latest)\n"
+        "python -m jobs.uploads: upload 999999 does not exist (python -m jobs.uploads list shows "
+        "the latest)\n"
     )
 
 
@@ -239,7 +270,11 @@ def test_drain_on_a_terminal_counts_each_upload_once_with_a_total(uploads, tmp_p
 
     for name in ("a", "b", "c"):
         uploads.enqueue(write_zip(tmp_path / f"{name}.zip", symbol_members(2, 500)))
-    env = {**os.environ, "PYTHONPATH": str(REPO), "RESOURCE_POSTGRESQL_DBNAME": uploads.database.dbname}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "RESOURCE_POSTGRESQL_DBNAME": uploads.database.dbname,
+    }
     options = [
         f"--crontabber.class-ProcessUploadsCronApp.{name}={uploads.bucket}"
         for name in ("inbox_bucket", "symbols_bucket")
@@ -269,14 +304,18 @@ def test_list_and_show_escape_control_characters_from_the_uploader(run, uploads,
     """A file name and a member name holding ESC and BEL reach the terminal escaped; the
     inbox key gets a safe name."""
     hostile = tmp_path / "a\x1b[2J\x07\u202e.zip"
-    write_zip(hostile, [("a\x1b]0;pwned\x07.pdb/ABABABABABABABABABABABABABABABAB1/a.sym", b"MODULE x\n")])
+    write_zip(
+        hostile, [("a\x1b]0;pwned\x07.pdb/ABABABABABABABABABABABABABABABAB1/a.sym", b"MODULE x\n")]
+    )
     done = run("jobs.uploads", "enqueue", str(hostile))
     assert done.returncode == 0, done.stderr
     upload_id = int(done.stdout.strip())
     row = uploads.row(upload_id)
     assert row["filename"] == hostile.name and row["inbox_key"].endswith("/a__2J__.zip")
     run("jobs.uploads", "reprocess", str(upload_id))
-    shown = {args: run("jobs.uploads", *args).stdout for args in (("list",), ("show", str(upload_id)))}
+    shown = {
+        args: run("jobs.uploads", *args).stdout for args in (("list",), ("show", str(upload_id)))
+    }
     for out in shown.values():
         assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out, out
         assert "a\\x1b]0;pwned\\x07.pdb" in out, out  # the rejection's member name

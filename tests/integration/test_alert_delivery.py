@@ -13,7 +13,18 @@ from crontabber.config.targets import DeliveryError, SmtpSettings, Target
 from tests.fixtures.receiver import Receiver, receiver  # noqa: F401 - the fixture
 from tests.fixtures.smtp import TricklingSmtp
 
-NOTICE = Notice(7, 1, "job", "failing", "after never", "job: failing", "2026-11-28T08:00:00+00:00", "h:1", {}, "h:1")
+NOTICE = Notice(
+    7,
+    1,
+    "job",
+    "failing",
+    "after never",
+    "job: failing",
+    "2026-11-28T08:00:00+00:00",
+    "h:1",
+    {},
+    "h:1",
+)
 
 #: A trickle of this many bytes, one each EVERY seconds, outlasts TIMEOUT many times over,
 #: while each byte comes well within it (a per-read timeout never fires).
@@ -39,7 +50,13 @@ def test_a_webhook_trickling_its_headers_is_cut_at_the_delivery_deadline(receive
 
 def test_a_webhook_trickling_its_body_is_delivered_without_reading_it(receiver: Receiver):  # noqa: F811
     receiver.trickles["/slow-body"] = ("body", BYTES, EVERY)
-    send(Target("slow", "webhook", f"{receiver.url}/slow-body"), NOTICE, TIMEOUT, "crontabber/test", {})
+    send(
+        Target("slow", "webhook", f"{receiver.url}/slow-body"),
+        NOTICE,
+        TIMEOUT,
+        "crontabber/test",
+        {},
+    )
     assert len(receiver.at("/slow-body")) == 1
     sent = _wait_for(lambda: receiver.trickled.get("/slow-body"))
     assert sent is not None and sent < BYTES  # the 2xx status line is the delivery
@@ -50,9 +67,17 @@ def test_an_smtp_server_trickling_its_greeting_is_cut_at_the_delivery_deadline()
     try:
         smtp = SmtpSettings("127.0.0.1", server.port, "cron@example.net")
         with pytest.raises(DeliveryError) as caught:
-            send(Target("mail", "email", "ops@example.net"), NOTICE, TIMEOUT, "crontabber/test", {}, smtp)
+            send(
+                Target("mail", "email", "ops@example.net"),
+                NOTICE,
+                TIMEOUT,
+                "crontabber/test",
+                {},
+                smtp,
+            )
         assert str(caught.value) == (
-            f"SMTP server 127.0.0.1:{server.port}: no answer within 1 s (alerts.timeout_seconds, the whole delivery)"
+            f"SMTP server 127.0.0.1:{server.port}: no answer within 1 s (alerts.timeout_seconds, "
+            "the whole delivery)"
         )
         sent = _wait_for(lambda: server.sent)
         assert sent is not None and sent < BYTES

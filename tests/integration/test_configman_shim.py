@@ -3,7 +3,8 @@
 
 def test_app_written_for_configman_runs(crontab):
     crontab.configure(
-        ["tests.fixtures.configman_app.LegacyApp|1d"], extra="    [[class-LegacyApp]]\n        names=x, y, z\n"
+        ["tests.fixtures.configman_app.LegacyApp|1d"],
+        extra="    [[class-LegacyApp]]\n        names=x, y, z\n",
     )
     assert crontab.run()[0] == 0
     assert crontab.state("legacy-app").last_error == {}

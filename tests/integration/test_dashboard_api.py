@@ -44,11 +44,17 @@ def test_history_is_the_history_json_and_a_bad_name_is_a_json_404(dashboard, s3_
     assert status == 200 and code == 0
     assert _unclocked(served) == _unclocked(json.loads(printed))
     # the run holding the job first, then the log's runs newest first
-    assert [(run["run_id"], run["outcome"]) for run in served["runs"]] == [(812, "running"), (104, "ok"), (103, "ok")]
+    assert [(run["run_id"], run["outcome"]) for run in served["runs"]] == [
+        (812, "running"),
+        (104, "ok"),
+        (103, "ok"),
+    ]
     assert served["more"] is True
     status, kind, body = dashboard.get("/api/jobs/prune-s4/history")
     assert (status, kind) == (404, "application/json")
-    assert body["error"].startswith("no configured job is called 'prune-s4'; configured: prune-run-log")
+    assert body["error"].startswith(
+        "no configured job is called 'prune-s4'; configured: prune-run-log"
+    )
     status, _, body = dashboard.get("/api/jobs/prune-s3/history?limit=0")
     assert status == 400 and "limit" in body["error"]
 
@@ -77,14 +83,21 @@ def test_pipeline_numbers_are_the_databases(dashboard, s3_bucket, es_index):
     missing = doc["missing_symbols"]
     assert missing["batches_waiting"] == 2 and missing["waiting_error"] is None
     assert missing["quarantined_total"] == 2
-    assert {q["reason"] for q in missing["quarantined"]} == {"not msgpack: byte 0x00 at 12", "event without debug_id"}
+    assert {q["reason"] for q in missing["quarantined"]} == {
+        "not msgpack: byte 0x00 at 12",
+        "event without debug_id",
+    }
     assert [(m["debug_file"], m["count"]) for m in missing["most_missed"]] == [
         ("xul.pdb", 40),
         ("nss3.pdb", 25),
         ("mozglue.pdb", 7),
     ]
     search = doc["search_index"]
-    assert (search["alias"], search["index"], search["documents"]) == (es_index, f"{es_index}-v2", 3)
+    assert (search["alias"], search["index"], search["documents"]) == (
+        es_index,
+        f"{es_index}-v2",
+        3,
+    )
     assert search["last_rebuild"]["run_id"] == 701 and search["last_rebuild"]["duration"] == 42.5
     assert search["watermark"]["index_name"] == f"{es_index}-v2"
     prune = doc["prune"]["last_run"]
@@ -93,7 +106,10 @@ def test_pipeline_numbers_are_the_databases(dashboard, s3_bucket, es_index):
         1545,
         3 * 1024**3 + 12345678,
     )
-    assert [(r["rule"], r["keys_deleted"]) for r in prune["rules"]] == [("inbox/ 30d", 1200), ("missing/ 30d", 345)]
+    assert [(r["rule"], r["keys_deleted"]) for r in prune["rules"]] == [
+        ("inbox/ 30d", 1200),
+        ("missing/ 30d", 345),
+    ]
 
 
 def test_fleet_is_the_nagios_check_and_every_host(dashboard, s3_bucket, es_index):
@@ -102,7 +118,10 @@ def test_fleet_is_the_nagios_check_and_every_host(dashboard, s3_bucket, es_index
     status, _, doc = dashboard.get("/api/fleet")
     code, printed = dashboard.crontab.run("--nagios", "--json")
     check = json.loads(printed)
-    assert status == 200 and (doc["check"]["status"], doc["check"]["code"]) == (check["status"], code)
+    assert status == 200 and (doc["check"]["status"], doc["check"]["code"]) == (
+        check["status"],
+        code,
+    )
     # (the texts say "3 hours ago": the two checks ran at different instants)
     assert [(e["level"], e["kind"], e["subject"]) for e in doc["check"]["entries"]] == [
         (e["level"], e["kind"], e["subject"]) for e in check["entries"]

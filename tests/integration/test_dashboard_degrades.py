@@ -42,7 +42,13 @@ def test_a_runner_without_the_symbol_server_jobs_gets_the_whole_page(dashboard):
     ):
         assert f'data-k="{key}.unavailable">{job} is not configured on this runner<' in page
     status, _, body = dashboard.get("/?panels")
-    assert status == 200 and set(body["panels"]) == {"health", "jobs", "alerts", "pipeline", "fleet"}
+    assert status == 200 and set(body["panels"]) == {
+        "health",
+        "jobs",
+        "alerts",
+        "pipeline",
+        "fleet",
+    }
     status, _, body = dashboard.get("/api/pipeline")
     assert status == 200 and body["prune"] == {
         "unavailable": "prune-s3 is not configured on this runner",
@@ -63,5 +69,8 @@ def test_a_panel_that_fails_is_its_error_and_the_heartbeat_says_so(dashboard):  
     assert "prune_run" in page and 'data-job="prune-s3"' in page
     status, _, body = dashboard.get("/__heartbeat__")
     assert (status, body["status"]) == (503, "error"), body
-    assert list(body["panels"]) == ["pipeline.prune"] and "prune_run" in body["panels"]["pipeline.prune"]
+    assert (
+        list(body["panels"]) == ["pipeline.prune"]
+        and "prune_run" in body["panels"]["pipeline.prune"]
+    )
     assert body["error"].startswith("1 panel(s) of / failed: pipeline.prune: ")

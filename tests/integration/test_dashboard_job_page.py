@@ -67,7 +67,9 @@ def measured(crontab, *values: str) -> None:
     """A run of the measuring job per item of ``values`` (its ``metrics`` option: ``a=1,b=2``;
     empty: a run that returns none), through the runner's entry point."""
     for metrics in values:
-        crontab.configure(["MeasuringJob|1d"], extra=f"    [[class-MeasuringJob]]\n        metrics={metrics}\n")
+        crontab.configure(
+            ["MeasuringJob|1d"], extra=f"    [[class-MeasuringJob]]\n        metrics={metrics}\n"
+        )
         assert crontab.run("--job", "measuring", "--force")[0] == 0
 
 
@@ -79,13 +81,19 @@ def chart(page: str, name: str) -> str:
 
 def test_the_job_page_charts_each_metric_over_the_last_runs(dashboard):  # noqa: F811
     crontab = dashboard.crontab
-    measured(crontab, "keys_deleted=10,ratio=0.5", "keys_deleted=30", "", "keys_deleted=20,ratio=0.25")
+    measured(
+        crontab, "keys_deleted=10,ratio=0.5", "keys_deleted=30", "", "keys_deleted=20,ratio=0.25"
+    )
     dashboard.start()
     status, _, page = dashboard.get("/jobs/measuring")
-    assert status == 200 and page.index('id="state"') < page.index('id="metrics"') < page.index('id="history"')
+    assert status == 200 and page.index('id="state"') < page.index('id="metrics"') < page.index(
+        'id="history"'
+    )
     keys = chart(page, "keys_deleted")
     svg = keys[keys.index("<svg") : keys.index("</svg>")]
-    assert 'data-points="3"' in svg and svg.count("<circle") == 3  # the run without metrics: no point
+    assert (
+        'data-points="3"' in svg and svg.count("<circle") == 3
+    )  # the run without metrics: no point
     points = re.search(r'<polyline class="line" points="([^"]+)"', svg)[1].split()
     heights = [float(point.split(",")[1]) for point in points]
     assert heights[1] < heights[2] < heights[0]  # 10, 30, 20 oldest first: 30 highest (smallest y)
@@ -106,15 +114,27 @@ def test_a_job_without_metrics_has_no_chart_section(dashboard):  # noqa: F811
     dashboard.start()
     page = dashboard.get("/jobs/measuring")[2]
     assert 'id="metrics"' not in page and "mchart" not in page
-    assert list(dashboard.get("/jobs/measuring?panels")[2]["panels"]) == ["state", "history", "output"]
+    assert list(dashboard.get("/jobs/measuring?panels")[2]["panels"]) == [
+        "state",
+        "history",
+        "output",
+    ]
 
 
 def test_hostile_metric_names_and_values_are_escaped(dashboard):  # noqa: F811
     """A name the runner would drop, written into the ledger by hand: text, never markup."""
     crontab = dashboard.crontab
     measured(crontab, "keys_deleted=1")
-    hostile = {"<script>alert(1)</script>": 5, '" onmouseover="alert(2)': 7, "x": "<b>9</b>", "y": True}
-    crontab.sql("UPDATE crontabber_run SET metrics = %s::jsonb WHERE app_name = 'measuring'", (json.dumps(hostile),))
+    hostile = {
+        "<script>alert(1)</script>": 5,
+        '" onmouseover="alert(2)': 7,
+        "x": "<b>9</b>",
+        "y": True,
+    }
+    crontab.sql(
+        "UPDATE crontabber_run SET metrics = %s::jsonb WHERE app_name = 'measuring'",
+        (json.dumps(hostile),),
+    )
     dashboard.start()
     page = dashboard.get("/jobs/measuring")[2]
     assert "<script>alert" not in page and '" onmouseover="' not in page
@@ -129,7 +149,8 @@ def test_a_breach_pause_shows_until_resumed(dashboard):  # noqa: F811
     measured(crontab, "keys_deleted=1")
     crontab.sql(
         "UPDATE crontabber SET paused_until = 'infinity', paused_by = 'crontabber@h:1',"
-        " paused_reason = 'breach of min_duration 1h00m by run 1: took 0.04s' WHERE app_name = 'measuring'"
+        " paused_reason = 'breach of min_duration 1h00m by run 1: took 0.04s' WHERE app_name = "
+        "'measuring'"
     )
     dashboard.start()
     pause = cell(dashboard.get("/jobs/measuring")[2], "pause")

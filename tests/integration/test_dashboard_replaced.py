@@ -13,7 +13,8 @@ def test_the_files_replaced_today_and_what_they_replaced(dashboard, s3_bucket, e
     sql = dashboard.crontab.sql
     ids = [
         sql(
-            "INSERT INTO upload (inbox_key, filename, size, status) VALUES (%s, %s, 1, 'done') RETURNING id",
+            "INSERT INTO upload (inbox_key, filename, size, status) VALUES (%s, %s, 1, 'done') "
+            "RETURNING id",
             (f"inbox/{name}", name),
         )[0]["id"]
         for name in ("e.zip", "m.zip")
@@ -36,6 +37,10 @@ def test_the_files_replaced_today_and_what_they_replaced(dashboard, s3_bucket, e
     assert uploads["replaced_total"] == 1  # the one of 2 days ago is outside the day
     (row,) = uploads["replaced"]
     assert (row["key"], row["upload_id"]) == (KEY, ids[1])
-    assert row["previous"] == {"upload_id": ids[0], "md5": "9e107d9d372bb6826bd81d3542a419d6", "size": 4321}
+    assert row["previous"] == {
+        "upload_id": ids[0],
+        "md5": "9e107d9d372bb6826bd81d3542a419d6",
+        "size": 4321,
+    }
     _, _, page = dashboard.get("/")
     assert KEY in page and f"upload {ids[0]}, 4321 bytes, MD5 9e107d9d" in page

@@ -31,7 +31,9 @@ PATHS = [
 ]
 
 
-def test_every_response_carries_the_security_headers_and_the_page_no_inline_code(dashboard, s3_bucket, es_index):  # noqa: F811
+def test_every_response_carries_the_security_headers_and_the_page_no_inline_code(
+    dashboard, s3_bucket, es_index
+):  # noqa: F811
     pipeline_fleet(dashboard.crontab, s3_bucket, es_index)
     dashboard.start()
     for path in PATHS:
@@ -136,7 +138,9 @@ def test_no_answer_echoes_the_path_or_names_python(dashboard, s3_bucket, es_inde
         assert "script" not in str(body) and "img" not in str(body), (path, body)
     port = int(dashboard.url.rsplit(":", 1)[1])
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        sock.sendall(b"GET / HTTP/1.0\r\nX-Long: " + b"y" * 70000 + b"\r\n\r\n")  # the HTTP layer's 431
+        sock.sendall(
+            b"GET / HTTP/1.0\r\nX-Long: " + b"y" * 70000 + b"\r\n\r\n"
+        )  # the HTTP layer's 431
         data = b""
         while chunk := sock.recv(65536):
             data += chunk

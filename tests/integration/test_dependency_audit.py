@@ -15,7 +15,11 @@ REPO = Path(__file__).resolve().parent.parent.parent
 
 def test_the_pinned_and_installed_dependencies_pass_the_audit():
     done = subprocess.run(
-        [sys.executable, "scripts/audit_dependencies.py"], cwd=REPO, capture_output=True, text=True, timeout=120
+        [sys.executable, "scripts/audit_dependencies.py"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.startswith("audited ") and " 0 with problems" in done.stdout
@@ -45,8 +49,16 @@ def test_an_advisory_on_the_latest_release_fails_it_and_older_pins_too():
 def test_a_pin_behind_a_release_that_fixes_an_advisory_fails_it():
     """Security review I-6: pip 23.2.1 (CVE-2023-5752, fixed in 23.3) was only listed as
     behind. Its release document names the advisory: the audit fails on it."""
-    document = {"info": {"version": "26.3"}, "releases": {"23.2.1": [{}], "26.3": [{}]}, "vulnerabilities": []}
-    release = {"vulnerabilities": [{"id": "GHSA-mq26-g339-26xf", "aliases": ["CVE-2023-5752"], "fixed_in": ["23.3"]}]}
+    document = {
+        "info": {"version": "26.3"},
+        "releases": {"23.2.1": [{}], "26.3": [{}]},
+        "vulnerabilities": [],
+    }
+    release = {
+        "vulnerabilities": [
+            {"id": "GHSA-mq26-g339-26xf", "aliases": ["CVE-2023-5752"], "fixed_in": ["23.3"]}
+        ]
+    }
     old = audit.judge("pip", "23.2.1", document, release)
     assert old.problems == ["advisory GHSA-mq26-g339-26xf, CVE-2023-5752 (fixed in 23.3)"]
     clean = audit.judge("pip", "23.2.1", document, {"vulnerabilities": []})

@@ -11,7 +11,9 @@ DAY = dt.timedelta(days=1)
 
 
 def iso(value):
-    return None if value is None else value.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return (
+        None if value is None else value.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    )
 
 
 def jobs_json(crontab, *args):
@@ -51,7 +53,9 @@ def test_list_jobs_wide_shows_class_absolute_times_and_the_whole_error(crontab):
     assert retention.endswith(f"UndefinedTable: {LONG_ERROR}") and len(LONG_ERROR) > 60
     assert "jobs.missing_symbols.apps.MissingSymbolsRetentionCronApp" in retention
     uploads = next(line for line in lines if line.startswith("process-uploads"))
-    assert "symbols-cron-2.prod.example.net:31337 (run 812) since 7m ago, heartbeat 4s ago" in uploads
+    assert (
+        "symbols-cron-2.prod.example.net:31337 (run 812) since 7m ago, heartbeat 4s ago" in uploads
+    )
     search = next(line for line in lines if line.startswith("rebuild-search-index"))
     assert "; expired: the next tick takes it over" in search
     prune = next(line for line in lines if line.startswith("prune-s3 "))
@@ -133,7 +137,8 @@ def test_list_jobs_json_matches_the_database(crontab):
         "type": "psycopg2.errors.UndefinedTable",
         "value": LONG_ERROR,
         "traceback": '  File "x.py", line 1, in run\n    cur.execute(q)\n',
-        "summary": "UndefinedTable: " + LONG_ERROR.splitlines()[0],  # no run in the ledger: from the value
+        "summary": "UndefinedTable: "
+        + LONG_ERROR.splitlines()[0],  # no run in the ledger: from the value
     }
     assert retention["class"] == "jobs.missing_symbols.apps.MissingSymbolsRetentionCronApp"
     assert retention["schedule"] == "1d @ 04:00" and retention["depends_on"] == []
@@ -169,7 +174,10 @@ def test_statuses_of_sample_jobs(crontab):
     }
     assert jobs["sad"]["waiting_for"] == "'trouble' hasn't been run yet"
     crontab.run()
-    crontab.sql("UPDATE crontabber SET next_run = clock_timestamp() - interval '10 minutes' WHERE app_name = 'foo'")
+    crontab.sql(
+        "UPDATE crontabber SET next_run = clock_timestamp() - interval '10 minutes' WHERE app_name "
+        "= 'foo'"
+    )
     jobs, _ = jobs_json(crontab)
     assert {name: job["status"] for name, job in jobs.items()} == {
         "trouble": "failing",
@@ -224,16 +232,38 @@ def test_history_of_a_backfill_job_shows_each_interval_and_its_run(crontab):
     newest, first = log[-1], log[0]
     # one line per run: the newest covered three intervals, the first one
     days = [entry["success"].strftime("%Y-%m-%d") for entry in log[1:]]
-    assert lines[1].split()[4:9] == [str(newest["run_id"]), "scheduled", "ok", f"{days[0]}..{days[-1]}", "(3)"]
-    assert lines[2].split()[4:8] == [str(first["run_id"]), "scheduled", "ok", first["success"].strftime("%Y-%m-%d")]
+    assert lines[1].split()[4:9] == [
+        str(newest["run_id"]),
+        "scheduled",
+        "ok",
+        f"{days[0]}..{days[-1]}",
+        "(3)",
+    ]
+    assert lines[2].split()[4:8] == [
+        str(first["run_id"]),
+        "scheduled",
+        "ok",
+        first["success"].strftime("%Y-%m-%d"),
+    ]
     assert f"{newest['host']}:{newest['pid']}" in lines[1]
     assert lines[3] == "(a backfill job: --history foo-backfill --run RUN lists a run's intervals)"
     # --run: that run's rows, one per interval, newest first
     code, out = crontab.run("--history", "foo-backfill", "--run", str(newest["run_id"]))
     lines = out.splitlines()
-    assert code == 0 and lines[0].split() == ["STARTED", "(UTC)", "TOOK", "BY", "RUN", "OUTCOME", "INTERVAL", "DETAIL"]
+    assert code == 0 and lines[0].split() == [
+        "STARTED",
+        "(UTC)",
+        "TOOK",
+        "BY",
+        "RUN",
+        "OUTCOME",
+        "INTERVAL",
+        "DETAIL",
+    ]
     rows = lines[1:-1]
-    assert [row.split()[4:7] for row in rows] == [[str(newest["run_id"]), "ok", day] for day in reversed(days)]
+    assert [row.split()[4:7] for row in rows] == [
+        [str(newest["run_id"]), "ok", day] for day in reversed(days)
+    ]
 
 
 def test_history_of_a_failed_backfill_run(crontab):
@@ -322,7 +352,8 @@ def test_history_shows_the_run_in_progress_and_a_fenced_off_run(crontab):
     )
     crontab.sql(
         "UPDATE crontabber SET ongoing = clock_timestamp() - interval '90 seconds',"
-        " ongoing_by = 'cron-7:555', run_id = 42, heartbeat = clock_timestamp() - interval '2 seconds'"
+        " ongoing_by = 'cron-7:555', run_id = 42, heartbeat = clock_timestamp() - interval '2 "
+        "seconds'"
     )
     code, out = crontab.run("--history", "basic-job")
     running, fenced, ok, _ = out.splitlines()[1:]
@@ -345,7 +376,8 @@ def test_history_of_a_ghost_and_of_a_job_without_runs(crontab):
     crontab.configure(["FooJob|1d", "BasicJob|1d"])
     assert crontab.run("--history", "basic-job") == (
         0,
-        f"basic-job: no runs in the run log (crontabber_log)\ndatabase: {crontab.database.target}\n",
+        "basic-job: no runs in the run log (crontabber_log)\ndatabase: "
+        f"{crontab.database.target}\n",
     )
     code, out = crontab.run("--history", "nope")
     assert code == 1 and out.startswith("crontabber: no configured job is called 'nope'")
@@ -364,7 +396,8 @@ def test_show_error_prints_the_whole_traceback_of_the_last_failure(crontab):
     lines = out.splitlines()
     assert code == 0
     assert lines[0].startswith(
-        f"trouble: run {last['run_id']} failed {last['log_time'].astimezone(dt.timezone.utc):%Y-%m-%d %H:%M:%S} UTC"
+        f"trouble: run {last['run_id']} failed "
+        f"{last['log_time'].astimezone(dt.timezone.utc):%Y-%m-%d %H:%M:%S} UTC"
     )
     assert f"on {last['host']}:{last['pid']} after " in lines[0]
     assert lines[1] == "NameError: Trouble!!"
@@ -380,7 +413,8 @@ def test_show_error_and_history_escape_control_characters_in_the_error(crontab):
     crontab.run()
     hostile = "member 'a\x1b]0;pwned\x07\u202e.sym'\nsecond line"
     crontab.sql(
-        "UPDATE crontabber_log SET exc_value = %s, exc_traceback = %s", (hostile, f"  File 'x'\nNameError: {hostile}\n")
+        "UPDATE crontabber_log SET exc_value = %s, exc_traceback = %s",
+        (hostile, f"  File 'x'\nNameError: {hostile}\n"),
     )
     crontab.sql(
         "UPDATE crontabber SET last_error = jsonb_set(last_error::jsonb, '{value}',"
@@ -396,7 +430,10 @@ def test_show_error_and_history_escape_control_characters_in_the_error(crontab):
 def test_show_error_says_so_in_one_line_when_there_is_none(crontab):
     crontab.configure(["BasicJob|1d", "FooBackfillJob|1d"])
     crontab.run()
-    assert crontab.run("--show-error", "basic-job") == (0, "basic-job: no failed run in the run log\n")
+    assert crontab.run("--show-error", "basic-job") == (
+        0,
+        "basic-job: no failed run in the run log\n",
+    )
     run = crontab.log("basic-job")[0]["run_id"]
     assert crontab.run("--show-error", "basic-job", "--run", str(run)) == (
         0,
@@ -422,7 +459,9 @@ def test_show_error_falls_back_to_the_state_row_when_the_log_was_pruned(crontab)
     crontab.run()
     crontab.sql("DELETE FROM crontabber_log")
     code, out = crontab.run("--show-error", "trouble")
-    assert code == 0 and "(from the job's state row: the log has no row of it)" in out.splitlines()[0]
+    assert (
+        code == 0 and "(from the job's state row: the log has no row of it)" in out.splitlines()[0]
+    )
     assert 'raise NameError("Trouble!!")' in out
 
 

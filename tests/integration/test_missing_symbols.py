@@ -59,7 +59,9 @@ def test_consumed_batches_are_skipped_and_new_ones_added(crontab, s3_bucket):
 
 
 def test_concurrent_consumers_count_every_batch_exactly_once(crontab, s3_bucket):
-    written = write_random(s3_bucket, [random.Random(i).randint(1, 400) for i in range(24)], n_symbols=50)
+    written = write_random(
+        s3_bucket, [random.Random(i).randint(1, 400) for i in range(24)], n_symbols=50
+    )
     settings = ConsumeSettings(s3_bucket, workers=1, batches_per_transaction=2)
     reports, errors = [], []
     start = threading.Barrier(4)
@@ -82,7 +84,9 @@ def test_concurrent_consumers_count_every_batch_exactly_once(crontab, s3_bucket)
     assert errors == []
     assert sum(r.batches for r in reports) == 24
     assert table_totals(crontab) == brute_force(written)
-    rows = crontab.sql("SELECT count(*) AS n, count(DISTINCT key) AS keys FROM missing_symbol_batch")
+    rows = crontab.sql(
+        "SELECT count(*) AS n, count(DISTINCT key) AS keys FROM missing_symbol_batch"
+    )
     assert rows == [{"n": 24, "keys": 24}]
 
 
@@ -98,7 +102,9 @@ BAD = {
     "bool count": [{"debug_file": "a.pdb", "debug_id": "A" * 33, "count": True}],
     "negative count": [{"debug_file": "a.pdb", "debug_id": "A" * 33, "count": -1}],
     "bad seen_at": [{"debug_file": "a.pdb", "debug_id": "A" * 33, "seen_at": "yesterday"}],
-    "millisecond seen_at": [{"debug_file": "a.pdb", "debug_id": "A" * 33, "seen_at": 1795000000000}],
+    "millisecond seen_at": [
+        {"debug_file": "a.pdb", "debug_id": "A" * 33, "seen_at": 1795000000000}
+    ],
     "oversized string": [{"debug_file": "a" * 151 + ".pdb", "debug_id": "A" * 33}],
     "oversized event": [{"debug_file": "a.pdb", "debug_id": "A" * 33, "blob": b"x" * 70000}],
     "invalid debug id": [{"debug_file": "a.pdb", "debug_id": "not-hex"}],
@@ -139,7 +145,8 @@ def test_each_kind_of_bad_batch_is_quarantined_and_good_batches_still_count(cron
     rows = {
         r["key"]: r
         for r in crontab.sql(
-            "SELECT key, status, reason, events FROM missing_symbol_batch WHERE key LIKE 'missing/bad/%'"
+            "SELECT key, status, reason, events FROM missing_symbol_batch WHERE key LIKE "
+            "'missing/bad/%'"
         )
     }
     assert len(rows) == len(BAD)
@@ -199,16 +206,23 @@ def test_reports_are_backfilled_one_per_missed_day(crontab, s3_bucket):
 def test_retention_deletes_old_symbols_and_days_in_batches(crontab, s3_bucket):
     s3 = s3_client()
     now = crontab.now().timestamp()
-    old = [{"debug_file": f"old{i}.pdb", "debug_id": "A" * 33, "seen_at": now - 40 * 86400} for i in range(20)]
+    old = [
+        {"debug_file": f"old{i}.pdb", "debug_id": "A" * 33, "seen_at": now - 40 * 86400}
+        for i in range(20)
+    ]
     mixed = [
         {"debug_file": "mixed.pdb", "debug_id": "B" * 33, "seen_at": now - 40 * 86400},
         {"debug_file": "mixed.pdb", "debug_id": "B" * 33, "seen_at": now - 86400},
     ]
     write_batch(s3, s3_bucket, old + mixed)
-    crontab.configure(entries(f"{AGGREGATE}|5m", f"{RETENTION}|1d"), extra=ini(s3_bucket, keep_days=30))
+    crontab.configure(
+        entries(f"{AGGREGATE}|5m", f"{RETENTION}|1d"), extra=ini(s3_bucket, keep_days=30)
+    )
     assert crontab.run() == (0, "")
     assert crontab.state("missing-symbols-retention").error_count == 0
-    assert crontab.sql("SELECT debug_file, count FROM missing_symbol") == [{"debug_file": "mixed.pdb", "count": 2}]
+    assert crontab.sql("SELECT debug_file, count FROM missing_symbol") == [
+        {"debug_file": "mixed.pdb", "count": 2}
+    ]
     assert [r["count"] for r in crontab.sql("SELECT count FROM missing_symbol_day")] == [1]
 
 
@@ -285,7 +299,9 @@ def test_fields_with_backslashes_commas_and_quotes_are_stored_exactly(crontab, s
         odd["code_id"],
         2,
     )
-    assert row["hash"] == symbol_hash(odd["debug_file"], odd["debug_id"], odd["code_file"], odd["code_id"])
+    assert row["hash"] == symbol_hash(
+        odd["debug_file"], odd["debug_id"], odd["code_file"], odd["code_id"]
+    )
 
 
 def test_a_group_with_many_bad_batches_is_read_once_more_not_once_per_bad_batch(crontab, s3_bucket):
@@ -318,7 +334,9 @@ def test_a_group_with_many_bad_batches_is_read_once_more_not_once_per_bad_batch(
     assert table_totals(crontab) == brute_force(written)
     reasons = {
         r["key"]: r["reason"]
-        for r in crontab.sql("SELECT key, reason FROM missing_symbol_batch WHERE status = 'quarantined'")
+        for r in crontab.sql(
+            "SELECT key, reason FROM missing_symbol_batch WHERE status = 'quarantined'"
+        )
     }
     assert reasons["missing/bad-0.msgpack"].startswith("malformed msgpack: event 1: truncated")
     assert reasons["missing/bad-1.msgpack"].startswith("invalid debug id: event 2")
@@ -354,7 +372,9 @@ def test_report_cells_a_spreadsheet_would_evaluate_are_neutralised(crontab, s3_b
         }
         for n, name in enumerate(hostile, 2)
     ]
-    events.append({"debug_file": "plain-name.pdb", "debug_id": "B" * 33, "seen_at": noon.isoformat()})
+    events.append(
+        {"debug_file": "plain-name.pdb", "debug_id": "B" * 33, "seen_at": noon.isoformat()}
+    )
     write_batch(s3_client(), s3_bucket, events)
     crontab.configure(entries(f"{AGGREGATE}|5m", f"{REPORT}|1d"), extra=ini(s3_bucket))
     assert crontab.run() == (0, "")
@@ -363,6 +383,8 @@ def test_report_cells_a_spreadsheet_would_evaluate_are_neutralised(crontab, s3_b
     for n, name in enumerate(hostile, 2):
         assert by_count[n][0] == by_count[n][2] == "'" + name, by_count[n]
     assert by_count[1][0] == "plain-name.pdb"
-    assert not any(cell.lstrip(" ").startswith(("=", "+", "-", "@", "\t", "\r")) for r in rows for cell in r)
+    assert not any(
+        cell.lstrip(" ").startswith(("=", "+", "-", "@", "\t", "\r")) for r in rows for cell in r
+    )
     # the reader's rule is exact: a cell beginning with ' had one added (security review I-4)
     assert {r[0][1:] for r in rows if r[0].startswith("'")} == set(hostile)

@@ -12,7 +12,14 @@ import random
 import pytest
 
 from jobs.missing_symbols import write_batch
-from tests.fixtures.missing_symbols_data import AGGREGATE, brute_force, entries, ini, table_totals, write_random
+from tests.fixtures.missing_symbols_data import (
+    AGGREGATE,
+    brute_force,
+    entries,
+    ini,
+    table_totals,
+    write_random,
+)
 from tests.helpers import s3_client
 
 
@@ -22,7 +29,10 @@ def limits_ini(bucket: str, **options: object) -> str:
 
 
 def batch_rows(crontab):
-    return {r["key"]: r for r in crontab.sql("SELECT key, status, reason, events FROM missing_symbol_batch")}
+    return {
+        r["key"]: r
+        for r in crontab.sql("SELECT key, status, reason, events FROM missing_symbol_batch")
+    }
 
 
 def test_a_batch_over_the_size_limit_is_quarantined_unread(crontab, s3_bucket):
@@ -31,7 +41,9 @@ def test_a_batch_over_the_size_limit_is_quarantined_unread(crontab, s3_bucket):
     # garbage: were it read, its reason would say "malformed", not "oversized"
     s3.put_object(Bucket=s3_bucket, Key="missing/huge.msgpack", Body=random.randbytes(300_000))
     written += write_random(s3_bucket, (25,), seed=9)
-    crontab.configure(entries(f"{AGGREGATE}|5m"), extra=limits_ini(s3_bucket, max_batch_bytes=200_000))
+    crontab.configure(
+        entries(f"{AGGREGATE}|5m"), extra=limits_ini(s3_bucket, max_batch_bytes=200_000)
+    )
     assert crontab.run()[0] == 0
     assert crontab.state("missing-symbols").error_count == 0
     rows = batch_rows(crontab)
@@ -48,7 +60,10 @@ def test_a_worker_killed_while_decoding_is_noticed_in_seconds(crontab, s3_bucket
     worker process when it starts reading the marked batch)."""
     written = write_random(s3_bucket, (300, 40, 200))
     write_batch(
-        s3_client(), s3_bucket, [{"debug_file": "a.pdb", "debug_id": "A" * 33}], key="missing/kills-its-worker.msgpack"
+        s3_client(),
+        s3_bucket,
+        [{"debug_file": "a.pdb", "debug_id": "A" * 33}],
+        key="missing/kills-its-worker.msgpack",
     )
     written += write_random(s3_bucket, (25,), seed=9)
     monkeypatch.setenv("MISSING_SYMBOLS_DIE_ON", "kills-its-worker")

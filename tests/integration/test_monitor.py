@@ -9,7 +9,8 @@ import socket
 
 from crontabber.version import recorded
 
-# what a tick records: the build's version, or a checkout's commit (0+unbuilt.g<commit>), never git's
+# what a tick records: the build's version, or a checkout's commit (0+unbuilt.g<commit>), never
+# git's
 TICK_VERSION = recorded()
 
 MINUTE = dt.timedelta(minutes=1)
@@ -56,28 +57,30 @@ def test_a_tick_records_its_host_and_other_commands_do_not(crontab):
     crontab.sql("UPDATE crontabber_host SET last_tick = last_tick - interval '1 hour'")
     for command in (["--nagios"], ["--list-jobs"], ["--job", "basic-job"]):
         crontab.run(*command)
-    assert crontab.sql("SELECT clock_timestamp() - last_tick > interval '59 minutes' AS old FROM crontabber_host") == [
-        {"old": True}
-    ]
+    assert crontab.sql(
+        "SELECT clock_timestamp() - last_tick > interval '59 minutes' AS old FROM crontabber_host"
+    ) == [{"old": True}]
     crontab.configure([])  # an empty job list still ticks
     crontab.run()
-    assert crontab.sql("SELECT clock_timestamp() - last_tick < interval '5 seconds' AS new FROM crontabber_host") == [
-        {"new": True}
-    ]
+    assert crontab.sql(
+        "SELECT clock_timestamp() - last_tick < interval '5 seconds' AS new FROM crontabber_host"
+    ) == [{"new": True}]
 
 
 def test_an_overdue_job_is_a_warning_then_critical(crontab):
     crontab.configure(["BasicJob|5m", "FooJob|1d"])
     crontab.run()
     crontab.sql(
-        "UPDATE crontabber SET next_run = clock_timestamp() - interval '31 minutes' WHERE app_name = 'basic-job'"
+        "UPDATE crontabber SET next_run = clock_timestamp() - interval '31 minutes' WHERE app_name "
+        "= 'basic-job'"
     )
     code, status, details, perfdata = nagios(crontab)
     assert code == 1 and status.startswith("WARNING - basic-job (BasicJob): overdue: its next run")
     assert "(31m ago)" in status and details == [status[len("WARNING - ") :]]
     assert perf(perfdata)["jobs_overdue"] == "1"
     crontab.sql(
-        "UPDATE crontabber SET next_run = clock_timestamp() - interval '2 hours 1 minute' WHERE app_name = 'basic-job'"
+        "UPDATE crontabber SET next_run = clock_timestamp() - interval '2 hours 1 minute' WHERE "
+        "app_name = 'basic-job'"
     )
     code, status, _, _ = nagios(crontab)
     assert code == 2 and status.startswith("CRITICAL - basic-job (BasicJob): overdue")
@@ -101,7 +104,9 @@ def test_a_job_waiting_for_a_failing_parent_is_not_overdue(crontab):
         " clock_timestamp() - interval '1 day', 0, '{}')"
     )
     code, status, details, perfdata = nagios(crontab)
-    assert code == 2 and status == "CRITICAL - trouble (TroubleJob) | <class 'NameError'> | Trouble!!"
+    assert (
+        code == 2 and status == "CRITICAL - trouble (TroubleJob) | <class 'NameError'> | Trouble!!"
+    )
     assert details[0] == "trouble (TroubleJob): NameError: Trouble!!"
     assert details[1].startswith("sad (SadJob): waiting for its parents: 'trouble' errored last")
     assert perf(perfdata)["jobs_overdue"] == "0" and perf(perfdata)["jobs_failing"] == "1"
@@ -130,9 +135,14 @@ def test_a_skewed_host_is_a_warning_while_it_ticks(crontab):
     add_host(crontab, "web-9", skew=-45.25)
     code, status, details, perfdata = nagios(crontab)
     assert code == 1
-    assert status == ("WARNING - host web-9: its clock is -45.2 s off the database's (max_skew_seconds 30)")
+    assert status == (
+        "WARNING - host web-9: its clock is -45.2 s off the database's (max_skew_seconds 30)"
+    )
     assert perf(perfdata)["max_skew_s"] == "45.25" and perf(perfdata)["hosts"] == "2"
-    crontab.sql("UPDATE crontabber_host SET last_tick = last_tick - interval '16 minutes' WHERE host = 'web-9'")
+    crontab.sql(
+        "UPDATE crontabber_host SET last_tick = last_tick - interval '16 minutes' WHERE host = "
+        "'web-9'"
+    )
     code, status, _, perfdata = nagios(crontab)  # gone quiet: no longer counted
     assert code == 0 and perf(perfdata)["hosts"] == "1"
 
@@ -144,8 +154,12 @@ def test_hosts_on_two_versions_are_a_warning(crontab):
     code, status, _, _ = nagios(crontab)
     assert code == 1
     listed = sorted([("0.9.0", "web-8"), (TICK_VERSION, socket.gethostname())])  # by version
-    assert status == "WARNING - hosts run different versions: " + "; ".join(f"{v} on {h}" for v, h in listed)
-    crontab.sql("UPDATE crontabber_host SET last_tick = last_tick - interval '1 hour' WHERE host = 'web-8'")
+    assert status == "WARNING - hosts run different versions: " + "; ".join(
+        f"{v} on {h}" for v, h in listed
+    )
+    crontab.sql(
+        "UPDATE crontabber_host SET last_tick = last_tick - interval '1 hour' WHERE host = 'web-8'"
+    )
     assert nagios(crontab)[0] == 0  # an old host that stopped ticking is not the fleet
 
 

@@ -49,7 +49,11 @@ def test_each_rule_deletes_only_what_it_may(prune):
         prune.upload(f"uploads/{key}.zip", status, age)
     # the same archive uploaded twice: one upload done long ago, one pending now -> keep it
     prune.upload("uploads/done-old.zip", "done", 300)
-    for key, status, age in (("ok-old", "ok", 200), ("quarantined-old", "quarantined", 200), ("ok-new", "ok", 1)):
+    for key, status, age in (
+        ("ok-old", "ok", 200),
+        ("quarantined-old", "quarantined", 200),
+        ("ok-new", "ok", 1),
+    ):
         prune.batch(f"missing/{key}.msgpack", status, age)
     report = prune.run()
     assert by_rule(report) == {"uploads": (2, 20, 0), "batches": (1, 10, 0), "reports": (1, 10, 0)}
@@ -63,7 +67,11 @@ def test_each_rule_deletes_only_what_it_may(prune):
 
 def test_objects_younger_than_the_rule_stay(prune):
     put_many(prune.symbols, ["reports/missing-symbols/a.csv"])
-    assert by_rule(prune.run(now_offset=DAY * 89)) == {"uploads": (0, 0, 0), "batches": (0, 0, 0), "reports": (0, 0, 0)}
+    assert by_rule(prune.run(now_offset=DAY * 89)) == {
+        "uploads": (0, 0, 0),
+        "batches": (0, 0, 0),
+        "reports": (0, 0, 0),
+    }
     assert keys_in(prune.symbols) == {"reports/missing-symbols/a.csv"}
 
 
@@ -97,7 +105,11 @@ def test_dry_run_deletes_nothing_and_predicts_the_real_run(prune):
     dry = prune.run(dry_run=True)
     assert keys_in(prune.symbols) | keys_in(prune.inbox) == before
     real = prune.run()
-    assert by_rule(dry) == by_rule(real) == {"uploads": (1, 10, 0), "batches": (1, 10, 0), "reports": (25, 250, 0)}
+    assert (
+        by_rule(dry)
+        == by_rule(real)
+        == {"uploads": (1, 10, 0), "batches": (1, 10, 0), "reports": (25, 250, 0)}
+    )
 
 
 def test_cap_stops_the_run_and_the_next_run_goes_on(prune):
@@ -125,7 +137,10 @@ def test_a_key_the_server_cannot_delete_is_reported_and_retried_next_run(prune):
         assert (reports.keys, reports.errors) == (4, 1)
         assert reports.error_sample[0].startswith(keys[2] + ": ")
         assert keys_in(prune.symbols) == {keys[2]}
-        recorded = prune.sql("SELECT keys_deleted, errors, error_sample FROM prune_rule_result WHERE rule = 'reports'")
+        recorded = prune.sql(
+            "SELECT keys_deleted, errors, error_sample FROM prune_rule_result WHERE rule = "
+            "'reports'"
+        )
         assert recorded[0][:2] == (4, 1) and keys[2] in recorded[0][2]
     finally:
         subprocess.run(["chattr", "-i", str(stuck)], check=True)
@@ -150,11 +165,16 @@ def test_a_batch_is_written_before_it_is_sent_and_counted_with_the_next_one(prun
 
     def recorded():
         return prune.sql(
-            "SELECT keys_deleted, bytes_freed, errors, error_sample FROM prune_rule_result WHERE run_id = %s", (run_id,)
+            "SELECT keys_deleted, bytes_freed, errors, error_sample FROM prune_rule_result WHERE "
+            "run_id = %s",
+            (run_id,),
         )[0]
 
     def intents():
-        return prune.sql("SELECT id, bucket, keys, sizes FROM prune_intent WHERE run_id = %s ORDER BY id", (run_id,))
+        return prune.sql(
+            "SELECT id, bucket, keys, sizes FROM prune_intent WHERE run_id = %s ORDER BY id",
+            (run_id,),
+        )
 
     odd = 'p/a "quoted", {braced}\\back\nline'  # any character survives the array literal
     first = recorder.intend([(odd, 4), ("p/b", 6)])
@@ -191,13 +211,15 @@ def run_with_intent(prune, database, batch, lease):
 def test_a_dead_runs_batches_are_reconciled_with_s3(prune, database):
     put_many(prune.symbols, ["keep/gone", "keep/there"])
     dead_conn, dead = run_with_intent(prune, database, [("keep/gone", 7), ("keep/there", 10)], 1.0)
-    s3_client().delete_object(Bucket=prune.symbols, Key="keep/gone")  # its delete_objects went through
+    s3_client().delete_object(
+        Bucket=prune.symbols, Key="keep/gone"
+    )  # its delete_objects went through
     dead_conn.close()  # then it died: nothing renews its lease
     wait_until_lease_passed(prune, dead)
     prune.run()
-    assert prune.sql("SELECT run_id, keys_deleted, bytes_freed FROM prune_rule_result WHERE run_id = %s", (dead,)) == [
-        (dead, 1, 7)
-    ]
+    assert prune.sql(
+        "SELECT run_id, keys_deleted, bytes_freed FROM prune_rule_result WHERE run_id = %s", (dead,)
+    ) == [(dead, 1, 7)]
     assert prune.sql("SELECT run_id, keys FROM prune_intent") == []
     assert prune.sql("SELECT finished_at FROM prune_run WHERE id = %s", (dead,)) == [(None,)]
     assert keys_in(prune.symbols) == {"keep/there"}
@@ -227,12 +249,16 @@ def test_a_run_never_starts_while_another_is_live(prune, database):
 def wait_until_lease_passed(prune, run_id, seconds=10.0):
     """Until the database's clock is past the run's lease (the test's own clock may differ)."""
     deadline = time.monotonic() + seconds
-    while prune.sql("SELECT lease_until > clock_timestamp() FROM prune_run WHERE id = %s", (run_id,)) == [(True,)]:
+    while prune.sql(
+        "SELECT lease_until > clock_timestamp() FROM prune_run WHERE id = %s", (run_id,)
+    ) == [(True,)]:
         assert time.monotonic() < deadline, f"run {run_id}'s lease never passed"
         time.sleep(0.1)
 
 
-def test_a_run_killed_with_a_batch_in_flight_is_reconciled_only_once_its_lease_passed(prune, database):
+def test_a_run_killed_with_a_batch_in_flight_is_reconciled_only_once_its_lease_passed(
+    prune, database
+):
     """The lease tells a run in flight from a dead one: before it passes, the next run leaves
     the batch alone (its delete_objects may still be going); after, it reconciles it."""
     from jobs.prune.store import Intent, Settled
@@ -253,7 +279,9 @@ def test_a_run_killed_with_a_batch_in_flight_is_reconciled_only_once_its_lease_p
     assert prune.sql("SELECT count(*) FROM prune_intent WHERE run_id = %s", (run_id,)) == [(1,)]
     wait_until_lease_passed(prune, run_id, seconds=30)
     prune.run()
-    assert prune.sql("SELECT keys_deleted FROM prune_rule_result WHERE run_id = %s", (run_id,)) == [(1,)]
+    assert prune.sql("SELECT keys_deleted FROM prune_rule_result WHERE run_id = %s", (run_id,)) == [
+        (1,)
+    ]
     assert prune.sql("SELECT count(*) FROM prune_intent") == [(0,)]
 
 
@@ -273,11 +301,15 @@ def test_a_run_that_lost_its_lease_sends_no_more_batches(prune):
     wait_until_lease_passed(prune, run_id)
     assert not store.renew(run_id)  # passed: never renewed again
     with pytest.raises(PruneLeaseLost, match=f"prune run {run_id} lost its lease") as lost:
-        store.record(run_id, "reports", Settled([first], keys=1, bytes=1), Intent(prune.symbols, [("b", 1)]))
+        store.record(
+            run_id, "reports", Settled([first], keys=1, bytes=1), Intent(prune.symbols, [("b", 1)])
+        )
     assert exit_code_for(lost.value) == ExitCode.FENCED
     with pytest.raises(PruneLeaseLost):  # the rule's end writes nothing either
         store.record(run_id, "reports", Settled([first], keys=1, bytes=1), None)
-    assert prune.sql("SELECT keys_deleted FROM prune_rule_result WHERE run_id = %s", (run_id,)) == [(0,)]
+    assert prune.sql("SELECT keys_deleted FROM prune_rule_result WHERE run_id = %s", (run_id,)) == [
+        (0,)
+    ]
     # the first batch's intent stays for the run that reconciles it (which counts it once)
     assert prune.sql("SELECT keys FROM prune_intent WHERE run_id = %s", (run_id,)) == [(["a"],)]
 

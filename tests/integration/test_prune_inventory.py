@@ -20,7 +20,9 @@ def run_by_inventory(prune, dest, cap=100000):
     with prune.db.cursor() as cur:
         cur.execute("SELECT clock_timestamp()")
         now = cur.fetchone()[0] + OFFSET
-    options = dataclasses.replace(PruneOptions(prune.rules(), prune.protection, cap, False, 4), inventory=location)
+    options = dataclasses.replace(
+        PruneOptions(prune.rules(), prune.protection, cap, False, 4), inventory=location
+    )
     return run_prune(make_s3_client(), PruneStore(prune.db), options, now)
 
 
@@ -48,7 +50,11 @@ def test_the_database_decides_for_uploads_and_batches(prune):
     reports(prune, prune.symbols)  # the reports go to the symbols bucket, under inv/
     report = run_by_inventory(prune, prune.symbols)
     assert by_rule(report) == {"uploads": (1, 10, 0), "batches": (1, 10, 0), "reports": (1, 10, 0)}
-    assert keys_in(prune.inbox) == {"uploads/pending-old.zip", "uploads/unknown.zip", "missing/quarantined-old.msgpack"}
+    assert keys_in(prune.inbox) == {
+        "uploads/pending-old.zip",
+        "uploads/unknown.zip",
+        "missing/quarantined-old.msgpack",
+    }
     assert "v1/xul.pdb/ABC/xul.sym" in keys_in(prune.symbols)
 
 
@@ -65,7 +71,10 @@ def test_a_forged_key_with_dot_segments_is_refused_never_deleted(prune):
     """The third review's N-7: a row whose key leaves the rule's prefix once its ``..`` are
     resolved (s3proxy's file store resolves them, for HEAD and DELETE alike) passes a text
     prefix check; it is refused, and the protected symbol file it points at stays."""
-    put_many(prune.symbols, ["reports/missing-symbols/old-1.csv", "v1/prot.pdb/ABC/prot.sym", "v1/prot.pdb/ABC/p2.sym"])
+    put_many(
+        prune.symbols,
+        ["reports/missing-symbols/old-1.csv", "v1/prot.pdb/ABC/prot.sym", "v1/prot.pdb/ABC/p2.sym"],
+    )
     objects = listing(s3_client(), prune.symbols)
     forged = []
     for obj in objects:
@@ -74,7 +83,14 @@ def test_a_forged_key_with_dot_segments_is_refused_never_deleted(prune):
             forged.append({**obj, "Key": f"reports/missing-symbols//../{obj['Key']}"})
     taken = dt.datetime.now(dt.timezone.utc) + OFFSET - dt.timedelta(hours=1)
     write_inventory(s3_client(), prune.symbols, "inv", prune.symbols, objects + forged, taken=taken)
-    write_inventory(s3_client(), prune.symbols, "inv", prune.inbox, listing(s3_client(), prune.inbox), taken=taken)
+    write_inventory(
+        s3_client(),
+        prune.symbols,
+        "inv",
+        prune.inbox,
+        listing(s3_client(), prune.inbox),
+        taken=taken,
+    )
     report = run_by_inventory(prune, prune.symbols)
     assert by_rule(report)["reports"] == (1, 10, 0)
     assert {"v1/prot.pdb/ABC/prot.sym", "v1/prot.pdb/ABC/p2.sym"} <= keys_in(prune.symbols)

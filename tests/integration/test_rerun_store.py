@@ -27,7 +27,9 @@ def test_a_rerun_found_abandoned_that_comes_back_is_fenced_off(database, db_conn
         assert cur.fetchall() == [(RunStatus.FENCED_OFF.value,)]
         cur.execute("SELECT exc_value FROM crontabber_log WHERE run_id = %s", (claim.run_id,))
         (logged,) = cur.fetchall()
-        assert logged[0].startswith(f"LeaseLost('run {claim.run_id} was fenced off; the job succeeded")
+        assert logged[0].startswith(
+            f"LeaseLost('run {claim.run_id} was fenced off; the job succeeded"
+        )
         cur.execute("SELECT count(*) FROM crontabber WHERE app_name = 'x'")
         assert cur.fetchone() == (0,)  # the lane never writes the job's row
 
@@ -36,8 +38,12 @@ def test_a_second_run_joins_the_rerun_it_names(database):
     store = StateStore(connect(database), database)
     try:
         reruns = RerunStore(store)
-        first, root, cap = reruns.start_rerun("x", ("cron-1", 811), [DAY, DAY + dt.timedelta(days=1)], parallel=2)
-        second, joined, joined_cap = reruns.start_rerun("x", ("cron-2", 90), [], resumed_from=first.run_id)
+        first, root, cap = reruns.start_rerun(
+            "x", ("cron-1", 811), [DAY, DAY + dt.timedelta(days=1)], parallel=2
+        )
+        second, joined, joined_cap = reruns.start_rerun(
+            "x", ("cron-2", 90), [], resumed_from=first.run_id
+        )
         assert (root, cap) == (first.run_id, 2) and (joined, joined_cap) == (first.run_id, 2)
         record = reruns.rerun_record(second.run_id, 300)
         assert (

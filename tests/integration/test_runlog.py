@@ -25,12 +25,16 @@ def test_prune_run_log_deletes_old_ended_alerts_and_keeps_open_ones(crontab):
     crontab.sql(
         "INSERT INTO crontabber_alert (app_name, kind, subject, opened_at, opened_by, message, "
         "resolved_at) VALUES "
-        "('x', 'failing', 'old ended', now() - interval '10 days', 'h', 'm', now() - interval '9 days'),"
+        "('x', 'failing', 'old ended', now() - interval '10 days', 'h', 'm', now() - interval '9 "
+        "days'),"
         "('x', 'failing', 'old open', now() - interval '10 days', 'h', 'm', NULL),"
         "('x', 'takeover', 'old event', now() - interval '10 days', 'h', 'm', NULL),"
         "('x', 'takeover', 'new event', now() - interval '1 day', 'h', 'm', NULL)"
     )
-    crontab.sql("INSERT INTO crontabber_notice (alert_id, notice, target) SELECT id, 1, 't' FROM crontabber_alert")
+    crontab.sql(
+        "INSERT INTO crontabber_notice (alert_id, notice, target) SELECT id, 1, 't' FROM "
+        "crontabber_alert"
+    )
     crontab.configure(
         ["jobs.runlog.PruneRunLogCronApp|1d"],
         extra="    [[class-PruneRunLogCronApp]]\n        keep_days=5\n        batch_size=1\n",

@@ -36,9 +36,15 @@ def test_a_loop_is_fed_a_run_while_another_is_in_flight(crontab):
         ended = []
         while len(ended) < 2:
             ended += loop.wait()
-        results = [runner.launcher.land(next(la for la in launches if la.supervisor is run), e) for run, e in ended]
+        results = [
+            runner.launcher.land(next(la for la in launches if la.supervisor is run), e)
+            for run, e in ended
+        ]
         assert {r.status for r in results} == {Status.RAN}
     finally:
         store.close()
-    calls = {c["app_name"]: c for c in crontab.sql("SELECT app_name, at, finished_at FROM test_job_calls")}
+    calls = {
+        c["app_name"]: c
+        for c in crontab.sql("SELECT app_name, at, finished_at FROM test_job_calls")
+    }
     assert calls["meet-b"]["at"] < calls["meet-a"]["finished_at"]  # side by side

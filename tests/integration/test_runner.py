@@ -53,9 +53,15 @@ def test_run_all_in_dependency_order_and_only_when_due(crontab):
 
 
 def test_failing_job_is_recorded_and_others_continue(crontab):
-    crontab.configure(["TroubleJob|1d", "SadJob|1d", "BasicJob|1d", "FooJob|1d"], error_retry_time=100)
+    crontab.configure(
+        ["TroubleJob|1d", "SadJob|1d", "BasicJob|1d", "FooJob|1d"], error_retry_time=100
+    )
     assert crontab.run()[0] == 0
-    assert sorted(c["app_name"] for c in crontab.calls()) == ["basic-job", "foo", "trouble"]  # side by side
+    assert sorted(c["app_name"] for c in crontab.calls()) == [
+        "basic-job",
+        "foo",
+        "trouble",
+    ]  # side by side
     trouble = crontab.state("trouble")
     assert trouble.error_count == 1 and trouble.last_success is None and trouble.ongoing is None
     assert trouble.last_error["type"] == "<class 'NameError'>"
@@ -70,8 +76,12 @@ def test_failing_job_is_recorded_and_others_continue(crontab):
     crontab.wind(DAY)
     crontab.run()
     assert crontab.state("trouble").error_count == 2
-    assert crontab.run("--job", "trouble", "--force")[1] == "trouble: failed: NameError: Trouble!!\n"
-    assert crontab.run("--job", "sad")[1].startswith("sad: skipped ('trouble' errored last time it ran)")
+    assert (
+        crontab.run("--job", "trouble", "--force")[1] == "trouble: failed: NameError: Trouble!!\n"
+    )
+    assert crontab.run("--job", "sad")[1].startswith(
+        "sad: skipped ('trouble' errored last time it ran)"
+    )
     assert crontab.run("--job", "sad", "--force")[0] == 0
     assert len(crontab.calls("sad")) == 1
 
@@ -100,7 +110,10 @@ def test_time_of_day_sets_next_run(crontab):
     crontab.run("--job", "basic-job", "--force")
     state = crontab.state("basic-job")
     # in UTC: the test databases' sessions are in another zone (tests/conftest.py)
-    next_run, last_run = (state.next_run.astimezone(dt.timezone.utc), state.last_run.astimezone(dt.timezone.utc))
+    next_run, last_run = (
+        state.next_run.astimezone(dt.timezone.utc),
+        state.last_run.astimezone(dt.timezone.utc),
+    )
     assert (next_run.hour, next_run.minute, next_run.second) == (3, 0, 0)
     assert (last_run + 7 * DAY).date() == next_run.date()
 
@@ -132,7 +145,9 @@ def test_backfill_failing_midway_stops_there(crontab):
     # the next attempt (due now, its retry wait skipped; nothing else moved, so the days
     # stay those of the intervals after the last success) restarts at the failed date
     before = len(crontab.calls())
-    crontab.sql("UPDATE crontabber SET next_run = clock_timestamp() WHERE app_name = 'failing-backfill'")
+    crontab.sql(
+        "UPDATE crontabber SET next_run = clock_timestamp() WHERE app_name = 'failing-backfill'"
+    )
     crontab.run()
     assert crontab.calls()[before]["day"].strftime("%Y-%m-%d") == fail_on
     assert crontab.state("failing-backfill").error_count == 0
@@ -143,7 +158,9 @@ def test_postgres_connection_and_single_transaction_jobs(crontab):
     assert crontab.run()[0] == 0
     assert {c["app_name"] for c in crontab.calls()} == {"pg-job", "single-tx-job"}
     assert crontab.state("pg-job").last_error == {}
-    crontab.run("--job", "single-tx-job", "--force", "--crontabber.class-SingleTransactionJob.fail=true")
+    crontab.run(
+        "--job", "single-tx-job", "--force", "--crontabber.class-SingleTransactionJob.fail=true"
+    )
     state = crontab.state("single-tx-job")
     assert "UndefinedTable" in state.last_error["type"]
     assert len(crontab.calls("single-tx-job")) == 1  # the failed attempt's insert rolled back
@@ -180,7 +197,10 @@ def test_reset_job(crontab):
 def test_audit_ghosts_and_reset_of_a_ghost(crontab):
     crontab.configure(["FooJob|1d", "BarJob|1d"])
     crontab.run()
-    assert crontab.run("--audit-ghosts") == (0, "No ghosts: every job in the state database is configured.\n")
+    assert crontab.run("--audit-ghosts") == (
+        0,
+        "No ghosts: every job in the state database is configured.\n",
+    )
     crontab.configure(["FooJob|1d"])
     code, out = crontab.run("--audit-ghosts")
     assert code == 0 and "\tbar\n" in out
@@ -226,7 +246,9 @@ def test_system_exit_in_a_job_is_a_failure_and_the_run_goes_on(crontab):
 
 
 def test_keyboard_interrupt_in_a_job_releases_the_lock_and_stops(crontab):
-    crontab.configure(["InterruptJob|1d", "SlowJob|1d"], extra="    max_parallel_jobs=1\n")  # the serial tick
+    crontab.configure(
+        ["InterruptJob|1d", "SlowJob|1d"], extra="    max_parallel_jobs=1\n"
+    )  # the serial tick
     code, out = crontab.run()
     assert code == 130
     state = crontab.state("interrupt")
@@ -295,7 +317,10 @@ def test_list_jobs_table(crontab):
     assert trouble.split()[2] == "failing" and trouble.endswith("1x NameError: Trouble!!")
     basic = next(line for line in lines if line.startswith("basic-job"))
     assert basic.split()[1:3] == ["7d@00:00", "ok"] and re.search(r" in 6d(\d+h)? ", basic)
-    assert next(line for line in lines if line.startswith("sad")).split()[2:4] == ["waiting", "never"]
+    assert next(line for line in lines if line.startswith("sad")).split()[2:4] == [
+        "waiting",
+        "never",
+    ]
     # columns line up: every row's STATUS column starts at the same offset
     offset = lines[0].index("STATUS")
     assert all(line[offset - 2 : offset] == "  " for line in lines[:-1])  # then the database
@@ -314,9 +339,13 @@ def test_list_jobs_shows_who_holds_the_job(crontab):
     )
     out = crontab.run("--list-jobs")[1]
     assert out.splitlines()[1].split()[2] == "running"
-    assert re.search(r"  1m(\d+s)? on web-3, no heartbeat$", out.splitlines()[1])  # 1m and the test's seconds
+    assert re.search(
+        r"  1m(\d+s)? on web-3, no heartbeat$", out.splitlines()[1]
+    )  # 1m and the test's seconds
     out = crontab.run("--list-jobs", "--wide")[1]
-    assert re.search(r"web-3:4242 \(run 1\) since 1m(\d+s)? ago, no heartbeat \(crontabber 0.18\?\)", out)
+    assert re.search(
+        r"web-3:4242 \(run 1\) since 1m(\d+s)? ago, no heartbeat \(crontabber 0.18\?\)", out
+    )
 
 
 def test_database_down_gives_a_clear_error(crontab, monkeypatch):

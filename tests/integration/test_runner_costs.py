@@ -69,7 +69,9 @@ class CountingConnection:
         return self._connection.__exit__(*exc)
 
     def cursor(self, *args, **kwargs):
-        return CountingCursor(self._connection.cursor(*args, **kwargs), self._connection, self._counts)
+        return CountingCursor(
+            self._connection.cursor(*args, **kwargs), self._connection, self._counts
+        )
 
 
 @pytest.fixture
@@ -102,7 +104,8 @@ def costs(crontab, counted, jobs: int, due: int) -> tuple[Counts, Counts]:
     idle = counted(crontab)
     assert ran(crontab) == runs
     crontab.sql(
-        "UPDATE crontabber SET next_run = clock_timestamp() - interval '1 minute' WHERE app_name = ANY(%s)",
+        "UPDATE crontabber SET next_run = clock_timestamp() - interval '1 minute' WHERE app_name "
+        "= ANY(%s)",
         ([f"noop-{i}" for i in range(0, jobs, jobs // due)][:due],),
     )
     busy = counted(crontab)
@@ -111,14 +114,19 @@ def costs(crontab, counted, jobs: int, due: int) -> tuple[Counts, Counts]:
 
 
 def ran(crontab) -> int:
-    return crontab.sql("SELECT count(*) AS n FROM crontabber_run WHERE status = 'succeeded'")[0]["n"]
+    return crontab.sql("SELECT count(*) AS n FROM crontabber_run WHERE status = 'succeeded'")[0][
+        "n"
+    ]
 
 
 def test_a_short_run_costs_the_same_at_10_and_at_200_jobs(crontab, counted):
     idle_10, busy_10 = costs(crontab, counted, 10, 3)
     idle_200, busy_200 = costs(crontab, counted, 200, 3)
     # the idle pass: O(1) statements whatever the number of jobs (it reads each job's row once)
-    assert (idle_10.statements, idle_10.transactions) == (idle_200.statements, idle_200.transactions)
+    assert (idle_10.statements, idle_10.transactions) == (
+        idle_200.statements,
+        idle_200.transactions,
+    )
     assert idle_200.rows - idle_10.rows == 190
     # nothing done per run reads every job: the runs' statements, transactions and rows
     assert delta(busy_10, idle_10) == delta(busy_200, idle_200)
@@ -128,7 +136,9 @@ def test_a_short_run_costs_the_same_at_10_and_at_200_jobs(crontab, counted):
 
 
 def delta(busy: Counts, idle: Counts) -> Counts:
-    return Counts(*(getattr(busy, f.name) - getattr(idle, f.name) for f in dataclasses.fields(Counts)))
+    return Counts(
+        *(getattr(busy, f.name) - getattr(idle, f.name) for f in dataclasses.fields(Counts))
+    )
 
 
 def test_a_pass_passes_over_rows_another_runner_holds_without_an_error(crontab, counted, database):
@@ -141,11 +151,16 @@ def test_a_pass_passes_over_rows_another_runner_holds_without_an_error(crontab, 
             cur.execute("SELECT 1 FROM crontabber WHERE app_name = 'noop-1' FOR UPDATE")
             counts = counted(crontab)  # the tick: exit 0, the others ran
             assert counts.rollbacks == 0  # SKIP LOCKED: no error, no rollback for the held row
-            ran = {r["app_name"] for r in crontab.sql("SELECT app_name FROM crontabber_run WHERE run_id > 3")}
+            ran = {
+                r["app_name"]
+                for r in crontab.sql("SELECT app_name FROM crontabber_run WHERE run_id > 3")
+            }
             assert ran == {"noop-0", "noop-2"}
             code, out = crontab.run("--job", "noop-1", "--force")  # an operator's: NOWAIT, exit 2
             assert code == 2 and "locked by another runner" in out
     finally:
         holder.close()
     assert crontab.run()[0] == 0
-    assert {r["app_name"] for r in crontab.sql("SELECT app_name FROM crontabber_run WHERE run_id > 5")} == {"noop-1"}
+    assert {
+        r["app_name"] for r in crontab.sql("SELECT app_name FROM crontabber_run WHERE run_id > 5")
+    } == {"noop-1"}

@@ -104,7 +104,9 @@ def test_ensure_schema_is_idempotent_and_records_migrations(database):
         conn.close()
 
 
-def test_a_runner_without_the_jobs_creates_only_crontabbers_tables_and_gets_them_later(empty_database):
+def test_a_runner_without_the_jobs_creates_only_crontabbers_tables_and_gets_them_later(
+    empty_database,
+):
     """Another project's crontabber apps: the runner's tables only. Adding the symbol
     server's jobs later brings theirs (their schema.sql, their numbers recorded)."""
     conn = connect(empty_database)
@@ -113,7 +115,9 @@ def test_a_runner_without_the_jobs_creates_only_crontabbers_tables_and_gets_them
         assert tables(conn) == RUNNER_TABLES
         assert ensure_schema(conn, RUNNER) == []
         assert ensure_schema(conn, BOTH) == ["jobs/schema.sql"]
-        assert {"upload", "missing_symbol", "prune_run", "search_index_watermark"} <= set(tables(conn))
+        assert {"upload", "missing_symbol", "prune_run", "search_index_watermark"} <= set(
+            tables(conn)
+        )
         with conn.cursor() as cur:
             cur.execute("SELECT number FROM schema_migrations ORDER BY number")
             assert [r[0] for r in cur.fetchall()] == [m.number for m in migrations(*BOTH)]
@@ -220,10 +224,23 @@ def test_migration_0025_chains_the_audit_rows_written_before_it(empty_database):
             "INSERT INTO crontabber_audit (actor, action, app_name) "
             "VALUES ('a@h', 'pause', 'x'), ('b@h', 'resume', 'x')"
         )
-        cur.execute(Path(next(m.path for m in migrations(*BOTH) if m.number == 25)).read_text(encoding="utf-8"))
-        cur.execute("INSERT INTO crontabber_audit (actor, action, app_name) VALUES ('c@h', 'reset', 'x')")
-        cur.execute("SELECT db_user, prev_hash IS NULL, row_hash IS NOT NULL FROM crontabber_audit ORDER BY id")
-        assert cur.fetchall() == [(None, True, True), (None, False, True), (empty_database.user, False, True)]
+        cur.execute(
+            Path(next(m.path for m in migrations(*BOTH) if m.number == 25)).read_text(
+                encoding="utf-8"
+            )
+        )
+        cur.execute(
+            "INSERT INTO crontabber_audit (actor, action, app_name) VALUES ('c@h', 'reset', 'x')"
+        )
+        cur.execute(
+            "SELECT db_user, prev_hash IS NULL, row_hash IS NOT NULL FROM crontabber_audit ORDER "
+            "BY id"
+        )
+        assert cur.fetchall() == [
+            (None, True, True),
+            (None, False, True),
+            (empty_database.user, False, True),
+        ]
     store = AuditStore(StateStore(conn))
     check = store.verify_audit()
     assert (check.rows, check.breaks) == (3, ())

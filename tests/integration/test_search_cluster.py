@@ -33,7 +33,10 @@ def services(*args: str) -> None:
 def cluster() -> Iterator[str]:
     """The cluster's node URLs, comma-separated; stopped after the module."""
     services("start", "esc")
-    urls = ENV.get("SYMBOLS_ESC_URLS") or "http://127.0.0.1:9211,http://127.0.0.1:9212,http://127.0.0.1:9213"
+    urls = (
+        ENV.get("SYMBOLS_ESC_URLS")
+        or "http://127.0.0.1:9211,http://127.0.0.1:9212,http://127.0.0.1:9213"
+    )
     yield urls
     services("stop", "esc")
 
@@ -41,14 +44,22 @@ def cluster() -> Iterator[str]:
 @pytest.fixture
 def source(crontab, es_index, cluster):
     install_tables(crontab.conn, crontab.database.dbname)
-    insert_files(crontab.conn, [symbol_file(name, version) for name in NAMES for version in range(40)])
+    insert_files(
+        crontab.conn, [symbol_file(name, version) for name in NAMES for version in range(40)]
+    )
     yield crontab
-    make_es_client(cluster).indices.delete(index=f"{es_index}*", ignore_unavailable=True, allow_no_indices=True)
+    make_es_client(cluster).indices.delete(
+        index=f"{es_index}*", ignore_unavailable=True, allow_no_indices=True
+    )
 
 
 def configure(crontab: Any, alias: str, urls: str, extra: str = "") -> None:
     crontab.configure(
-        [JOB], extra=(f"    [[class-RebuildSearchIndexCronApp]]\n        alias={alias}\n        es_url={urls}\n{extra}")
+        [JOB],
+        extra=(
+            f"    [[class-RebuildSearchIndexCronApp]]\n        alias={alias}\n        "
+            f"es_url={urls}\n{extra}"
+        ),
     )
 
 
@@ -93,7 +104,9 @@ def test_the_rebuild_raises_replicas_and_a_node_lost_fails_no_query(source, es_i
         time.sleep(0.5)
 
 
-def test_replicas_the_cluster_cannot_hold_fail_the_run_and_the_alias_stays(source, es_index, cluster):
+def test_replicas_the_cluster_cannot_hold_fail_the_run_and_the_alias_stays(
+    source, es_index, cluster
+):
     configure(source, es_index, cluster)
     code, output = source.run("--job", "rebuild-search-index", "--force")
     assert code == 0, output
@@ -128,8 +141,10 @@ def test_the_incremental_indexer_adds_to_the_cluster_with_a_node_down(crontab, e
     source.configure(
         [JOB, "jobs.search_index.IndexNewUploadsCronApp|5m"],
         extra=(
-            f"    [[class-RebuildSearchIndexCronApp]]\n        alias={es_index}\n        es_url={cluster}\n"
-            f"    [[class-IndexNewUploadsCronApp]]\n        alias={es_index}\n        es_url={cluster}\n"
+            f"    [[class-RebuildSearchIndexCronApp]]\n        alias={es_index}\n        "
+            f"es_url={cluster}\n"
+            f"    [[class-IndexNewUploadsCronApp]]\n        alias={es_index}\n        "
+            f"es_url={cluster}\n"
         ),
     )
     for job in ("rebuild-search-index", "index-new-uploads"):

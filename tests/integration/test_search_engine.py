@@ -99,11 +99,23 @@ def test_an_exact_id_ranks_above_a_prefix_match(es_index):
     ]
     rebuild(es(), es_index, rows, 2)
     hits = Searcher(es(), es_index).search("6B42A54E", 5).hits
-    assert [(h.debug_file, h.matched) for h in hits] == [("b.pdb", "6B42A54E"), ("a.pdb", "6B42A54E*")]
+    assert [(h.debug_file, h.matched) for h in hits] == [
+        ("b.pdb", "6B42A54E"),
+        ("a.pdb", "6B42A54E*"),
+    ]
     assert hits[0].score > hits[1].score
 
 
-NON_ASCII = ["xül.pdb", "libxül.so", "ñandú.pdb", "日本語.dll", "xul.pdb", "libxul.so", "nandu.pdb", "x-l.pdb"]
+NON_ASCII = [
+    "xül.pdb",
+    "libxül.so",
+    "ñandú.pdb",
+    "日本語.dll",
+    "xul.pdb",
+    "libxul.so",
+    "nandu.pdb",
+    "x-l.pdb",
+]
 
 
 @pytest.fixture(scope="module")

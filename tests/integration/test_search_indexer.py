@@ -43,7 +43,9 @@ def test_a_rebuild_merges_the_new_index_into_one_segment(es_index):
     # requests on one indexing thread (one segment): then build again, a few times at most.
     bulk = BulkSettings(chunk_size=20, threads=2)
     for attempt in range(5):
-        unmerged = rebuild(client, es_index, rows, len(rows), bulk=bulk, now=at(attempt), merge=False)
+        unmerged = rebuild(
+            client, es_index, rows, len(rows), bulk=bulk, now=at(attempt), merge=False
+        )
         if segment_count(client, unmerged.index) >= 2:
             break
     assert segment_count(client, unmerged.index) >= 2
@@ -112,7 +114,9 @@ def test_a_rejected_document_fails_the_build_with_its_error(es_index):
     rows = symbol_rows(NAMES[:20])
     good = rebuild(client, es_index, rows, len(rows), now=at(0)).index
     bad = rows[:5] + [rows[5]._replace(size="not a number")] + rows[6:]
-    with pytest.raises(RebuildFailed, match=r"1 documents rejected, first: .*document_parsing_exception"):
+    with pytest.raises(
+        RebuildFailed, match=r"1 documents rejected, first: .*document_parsing_exception"
+    ):
         rebuild(client, es_index, bad, len(bad), now=at(1))
     assert aliased(client, es_index) == [good] and versions(client, es_index) == [good]
 

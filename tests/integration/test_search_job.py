@@ -22,7 +22,11 @@ def source(crontab, es_index):
     """The crontab fixture with the contract tables and the job configured on ``es_index``."""
     install_tables(crontab.conn, crontab.database.dbname)
     crontab.configure(
-        [JOB], extra=(f"    [[class-RebuildSearchIndexCronApp]]\n        alias={es_index}\n        chunk_size=3\n")
+        [JOB],
+        extra=(
+            f"    [[class-RebuildSearchIndexCronApp]]\n        alias={es_index}\n        "
+            "chunk_size=3\n"
+        ),
     )
     return crontab
 
@@ -34,7 +38,9 @@ def test_the_job_indexes_each_distinct_symbol_file(source, es_index):
     insert_files(source.conn, files[:2], size=5, start=later)  # uploaded again: latest size wins
     insert_missing(source.conn, [files[0]], count=4)
     insert_missing(source.conn, [files[0]], count=3)
-    source.sql("INSERT INTO file_upload (key, size) VALUES ('v1/not-a-symbol-key', 1), ('v1/a/b/c/d', 1)")
+    source.sql(
+        "INSERT INTO file_upload (key, size) VALUES ('v1/not-a-symbol-key', 1), ('v1/a/b/c/d', 1)"
+    )
     code, output = source.run()
     assert code == 0, output
     assert source.state("rebuild-search-index").last_error in (None, {})

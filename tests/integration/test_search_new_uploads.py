@@ -17,7 +17,10 @@ from tests.fixtures.search_data import es
 from tests.fixtures.uploads_archives import sym_text, write_zip
 from tests.fixtures.uploads_queue import uploads  # noqa: F401 - the fixture
 
-JOBS = ["jobs.search_index.RebuildSearchIndexCronApp|1h", "jobs.search_index.IndexNewUploadsCronApp|5m"]
+JOBS = [
+    "jobs.search_index.RebuildSearchIndexCronApp|1h",
+    "jobs.search_index.IndexNewUploadsCronApp|5m",
+]
 
 
 @pytest.fixture
@@ -73,15 +76,23 @@ def found(alias, query):
 
 
 def watermark(crontab, alias):
-    rows = crontab.sql("SELECT index_name, indexed_to FROM search_index_watermark WHERE alias = %s", (alias,))
+    rows = crontab.sql(
+        "SELECT index_name, indexed_to FROM search_index_watermark WHERE alias = %s", (alias,)
+    )
     return (rows[0]["index_name"], rows[0]["indexed_to"]) if rows else None
 
 
-def test_a_finished_upload_is_searchable_after_one_run_without_a_rebuild(search, es_index, uploads, tmp_path):  # noqa: F811
+def test_a_finished_upload_is_searchable_after_one_run_without_a_rebuild(
+    search, es_index, uploads, tmp_path
+):  # noqa: F811
     """The real upload job publishes an archive; one run of the new job later,
     search finds its symbol, with the document the next rebuild writes."""
     name, debug = "mozavutil.pdb", "6B42A54E77C94BF0A1B2C3D4E5F60718A"
-    uploads.enqueue(write_zip(tmp_path / "a.zip", [(f"{name}/{debug}/mozavutil.sym", sym_text(name, debug, 2000))]))
+    uploads.enqueue(
+        write_zip(
+            tmp_path / "a.zip", [(f"{name}/{debug}/mozavutil.sym", sym_text(name, debug, 2000))]
+        )
+    )
     uploads.worker().drain()
     assert [row["status"] for row in uploads.sql("SELECT status FROM upload")] == ["done"]
     assert found(es_index, "mozavutil") == []

@@ -62,7 +62,10 @@ def test_search_answers_the_documented_shape(url):
         ({"q": "  "}, "the query is empty"),
         ({"q": "x" * 201}, "the query is longer than 200 characters (after Unicode normalisation)"),
         # 170 characters, 510 once NFC-normalised: Elasticsearch answered 500 ("Term too complex")
-        ({"q": "\ufb2c" * 170}, "the query is longer than 200 characters (after Unicode normalisation)"),
+        (
+            {"q": "\ufb2c" * 170},
+            "the query is longer than 200 characters (after Unicode normalisation)",
+        ),
         ({"q": "xul", "size": "ten"}, "size must be a whole number"),
         ({"q": "xul", "size": "0"}, "size must be between 1 and 100"),
         ({"q": "xul", "size": "101"}, "size must be between 1 and 100"),
@@ -90,7 +93,11 @@ def test_long_words_within_the_limit_are_searched(url):
     ],
 )
 def test_a_repeated_or_blank_parameter_is_a_400(url, query, error):
-    assert raw(url, f"GET /search?{query} HTTP/1.0\r\n\r\n".encode()) == (400, "application/json", {"error": error})
+    assert raw(url, f"GET /search?{query} HTTP/1.0\r\n\r\n".encode()) == (
+        400,
+        "application/json",
+        {"error": error},
+    )
 
 
 def raw(url, request):
@@ -117,9 +124,17 @@ class Broken:
 def test_every_error_is_json_never_html(url):
     long_url = "/search?q=" + "x" * 100_000
     cases = [
-        (b"GET /nope HTTP/1.0\r\n\r\n", 404, "no such endpoint (GET /search, /__heartbeat__, /__lbheartbeat__)"),
+        (
+            b"GET /nope HTTP/1.0\r\n\r\n",
+            404,
+            "no such endpoint (GET /search, /__heartbeat__, /__lbheartbeat__)",
+        ),
         (b"POST /search?q=xul HTTP/1.0\r\nContent-Length: 0\r\n\r\n", 405, "only GET is supported"),
-        (f"GET {long_url} HTTP/1.0\r\n\r\n".encode(), 414, "the request line is longer than 65536 bytes"),
+        (
+            f"GET {long_url} HTTP/1.0\r\n\r\n".encode(),
+            414,
+            "the request line is longer than 65536 bytes",
+        ),
         (b"GET /search?q=xul HTTP/1.0 junk\r\n\r\n", 400, "Bad request version ('junk')"),
         (b"GET\r\n\r\n", 400, "Bad request syntax ('GET')"),
         (b"GET /search?q=xul HTTP/9.9\r\n\r\n", 505, "Invalid HTTP version (9.9)"),
@@ -198,7 +213,11 @@ def test_no_answer_echoes_the_path_names_python_or_may_be_sniffed(url):
     """The first review's I2: a 404 does not echo the path (the client's text), ``Server:``
     does not name the Python version, and every answer says ``nosniff`` (errors of the HTTP
     layer too)."""
-    for request in (b"GET /<script>x</script> HTTP/1.0\r\n\r\n", b"GET /search?q=xul HTTP/1.0\r\n\r\n", b"GET\r\n\r\n"):
+    for request in (
+        b"GET /<script>x</script> HTTP/1.0\r\n\r\n",
+        b"GET /search?q=xul HTTP/1.0\r\n\r\n",
+        b"GET\r\n\r\n",
+    ):
         port = int(url.rsplit(":", 1)[1])
         with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
             sock.sendall(request)

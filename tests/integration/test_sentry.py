@@ -60,7 +60,11 @@ def test_job_error_is_sent_to_sentry_and_still_recorded(crontab, sentry_server):
     assert len(crontab.calls("basic-job")) == 1
     events = [body for path, body in bodies if path.startswith("/api/42/")]
     assert len(events) == 1
-    assert "NameError" in events[0] and "Trouble!!" in events[0] and '"job":"trouble"' in events[0].replace(" ", "")
+    assert (
+        "NameError" in events[0]
+        and "Trouble!!" in events[0]
+        and '"job":"trouble"' in events[0].replace(" ", "")
+    )
     assert "Error captured in Sentry. Reference:" in done.stderr
 
 
@@ -88,7 +92,12 @@ def test_no_secret_reaches_sentry_from_a_jobs_local_variables(crontab, sentry_se
     crontab.configure(["SecretsInLocalsJob|1d"])
     done = subprocess.run(
         [sys.executable, "-m", "crontabber", f"--admin.conf={crontab.ini}", f"--sentry.dsn={dsn}"],
-        env={**os.environ, "PYTHONPATH": str(REPO), "JOB_DATABASE_PASSWORD": db_secret, "JOB_ES_PASSWORD": es_secret},
+        env={
+            **os.environ,
+            "PYTHONPATH": str(REPO),
+            "JOB_DATABASE_PASSWORD": db_secret,
+            "JOB_ES_PASSWORD": es_secret,
+        },
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -115,10 +124,13 @@ def _checkins(bodies):
     return found
 
 
-def test_sentry_crons_check_ins_frame_each_run_with_the_monitor_from_the_schedule(crontab, sentry_server):
+def test_sentry_crons_check_ins_frame_each_run_with_the_monitor_from_the_schedule(
+    crontab, sentry_server
+):
     dsn, bodies = sentry_server
     crontab.configure(
-        ["BasicJob|1d|03:00", "TroubleJob|2h"], extra="    jitter=10m\n    [[class-TroubleJob]]\n        timeout=90\n"
+        ["BasicJob|1d|03:00", "TroubleJob|2h"],
+        extra="    jitter=10m\n    [[class-TroubleJob]]\n        timeout=90\n",
     )
     done = subprocess.run(
         [

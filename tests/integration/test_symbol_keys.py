@@ -28,17 +28,24 @@ XUL = f"xul.pdb/{XUL_ID}/xul.sym"
 
 
 def _good(tmp_path, index: int):
-    return write_zip(tmp_path / f"good{index}.zip", symbol_members(2, 3000, seed=index, prefix=f"g{index}_"))
+    return write_zip(
+        tmp_path / f"good{index}.zip", symbol_members(2, 3000, seed=index, prefix=f"g{index}_")
+    )
 
 
-def test_each_refused_form_is_its_uploads_rejection_and_the_good_uploads_all_publish(uploads, tmp_path):
+def test_each_refused_form_is_its_uploads_rejection_and_the_good_uploads_all_publish(
+    uploads, tmp_path
+):
     """The review's N7 names and headers, each in its own upload between good ones: one
     drain publishes every good upload and nothing of a bad one; each bad one is failed for
     good, its error naming the member and the rule."""
     good = [uploads.enqueue(_good(tmp_path, 0))]
     bad: dict[int, tuple[str, str]] = {}
     for at, (label, name, rule) in enumerate(KEY_FORMS):
-        path = write_zip(tmp_path / f"bad-{label}.zip", [(name, b"MODULE windows x86_64 " + b"0" * 33 + b" x.pdb\n")])
+        path = write_zip(
+            tmp_path / f"bad-{label}.zip",
+            [(name, b"MODULE windows x86_64 " + b"0" * 33 + b" x.pdb\n")],
+        )
         bad[uploads.enqueue(path)] = (name, rule)
         if at % 5 == 4:
             good.append(uploads.enqueue(_good(tmp_path, len(good))))
@@ -88,9 +95,9 @@ def test_the_code_id_and_file_are_kept_with_the_file(uploads, tmp_path):
     text = sym_text("xul.pdb", XUL_ID, 5000)  # INFO CODE_ID <first 16 digits> xul.pdb
     upload_id = uploads.enqueue(write_zip(tmp_path / "a.zip", [(XUL, text)]))
     uploads.worker().drain()
-    assert uploads.sql("SELECT code_id, code_file FROM file_upload WHERE upload_id = %s", (upload_id,)) == [
-        {"code_id": XUL_ID[:16], "code_file": "xul.pdb"}
-    ]
+    assert uploads.sql(
+        "SELECT code_id, code_file FROM file_upload WHERE upload_id = %s", (upload_id,)
+    ) == [{"code_id": XUL_ID[:16], "code_file": "xul.pdb"}]
 
 
 def _two_versions(uploads, tmp_path, overwrite: Overwrite):
@@ -99,15 +106,21 @@ def _two_versions(uploads, tmp_path, overwrite: Overwrite):
     first_text = sym_text("xul.pdb", XUL_ID, 5000, seed=1)
     second_text = sym_text("xul.pdb", XUL_ID, 5000, seed=2)
     extra = symbol_members(1, 2000, seed=9, prefix="extra")
-    first = uploads.enqueue(write_zip(tmp_path / "first.zip", [(XUL, first_text)]), uploaded_by="eve")
+    first = uploads.enqueue(
+        write_zip(tmp_path / "first.zip", [(XUL, first_text)]), uploaded_by="eve"
+    )
     uploads.worker().drain()
-    second = uploads.enqueue(write_zip(tmp_path / "second.zip", [(XUL, second_text)] + extra), uploaded_by="mallory")
+    second = uploads.enqueue(
+        write_zip(tmp_path / "second.zip", [(XUL, second_text)] + extra), uploaded_by="mallory"
+    )
     outcomes = uploads.worker(overwrite=overwrite).drain()
     return first, second, first_text, second_text, extra[0][0], outcomes
 
 
 def test_replace_writes_over_and_records_what_it_replaced(uploads, tmp_path):
-    first, second, first_text, second_text, extra, _ = _two_versions(uploads, tmp_path, Overwrite.REPLACE)
+    first, second, first_text, second_text, extra, _ = _two_versions(
+        uploads, tmp_path, Overwrite.REPLACE
+    )
     assert uploads.row(second)["status"] == "done"
     assert uploads.symbol(f"v1/{XUL}") == second_text
     (row,) = uploads.sql(
@@ -123,8 +136,12 @@ def test_replace_writes_over_and_records_what_it_replaced(uploads, tmp_path):
     }
 
 
-def test_keep_first_refuses_the_upload_naming_the_earlier_one_and_publishes_nothing(uploads, tmp_path):
-    first, second, first_text, _, extra, outcomes = _two_versions(uploads, tmp_path, Overwrite.KEEP_FIRST)
+def test_keep_first_refuses_the_upload_naming_the_earlier_one_and_publishes_nothing(
+    uploads, tmp_path
+):
+    first, second, first_text, _, extra, outcomes = _two_versions(
+        uploads, tmp_path, Overwrite.KEEP_FIRST
+    )
     row = uploads.row(second)
     assert row["status"] == "failed" and row["attempts"] == 1
     assert RULE_KEEP_FIRST in row["error"] and f"written by upload {first}" in row["error"]
@@ -155,8 +172,12 @@ def _race(uploads, tmp_path, multipart: bool) -> tuple[dict[int, bytes], S3GateP
     threshold = {"multipart_threshold": 1000, "part_size": 8 << 20} if multipart else {}
     settings = dataclasses.replace(uploads.settings, overwrite=Overwrite.KEEP_FIRST, **threshold)
     try:
-        client = make_s3_client(8, endpoint_url=proxy.url, validate_parameters=False, expect_continue=False)
-        workers = [Worker(uploads.store(), settings, client, uploads.policy, f"w{n}") for n in (1, 2)]
+        client = make_s3_client(
+            8, endpoint_url=proxy.url, validate_parameters=False, expect_continue=False
+        )
+        workers = [
+            Worker(uploads.store(), settings, client, uploads.policy, f"w{n}") for n in (1, 2)
+        ]
         drains = [threading.Thread(target=worker.drain) for worker in workers]
         for drain in drains:
             drain.start()
@@ -179,7 +200,10 @@ def test_keep_first_holds_when_two_drains_race_for_a_new_key(uploads, tmp_path, 
     (winner,) = [upload_id for upload_id, row in rows.items() if row["status"] == "done"]
     (loser,) = [upload_id for upload_id, row in rows.items() if row["status"] != "done"]
     assert rows[loser]["status"] == "failed", rows[loser]
-    assert RULE_KEEP_FIRST in rows[loser]["error"] and f"written by upload {winner}" in rows[loser]["error"]
+    assert (
+        RULE_KEEP_FIRST in rows[loser]["error"]
+        and f"written by upload {winner}" in rows[loser]["error"]
+    )
     key = f"v1/race.pdb/{XUL_ID}/race.sym"
     assert uploads.symbol(key) == texts[winner]
     assert uploads.get(key)[1]["Metadata"]["upload_id"] == str(winner)
@@ -214,10 +238,16 @@ def test_an_s3_error_about_one_uploads_key_fails_that_upload_only(uploads, tmp_p
     proxy = S3FaultProxy(uploads.client.meta.endpoint_url, "poison")
     try:
         client = make_s3_client(
-            8, endpoint_url=proxy.url, max_attempts=2, validate_parameters=False, expect_continue=False
+            8,
+            endpoint_url=proxy.url,
+            max_attempts=2,
+            validate_parameters=False,
+            expect_continue=False,
         )
         before = uploads.enqueue(_good(tmp_path, 0))
-        poison = uploads.enqueue(write_zip(tmp_path / "p.zip", symbol_members(2, 3000, seed=5, prefix="poison")))
+        poison = uploads.enqueue(
+            write_zip(tmp_path / "p.zip", symbol_members(2, 3000, seed=5, prefix="poison"))
+        )
         after = [uploads.enqueue(_good(tmp_path, index)) for index in (1, 2)]
         outcomes = uploads.worker(client=client).drain()
     finally:
@@ -236,7 +266,11 @@ def test_s3_down_still_stops_the_drain(uploads, tmp_path):
     proxy = S3FaultProxy(uploads.client.meta.endpoint_url, "/")
     try:
         client = make_s3_client(
-            8, endpoint_url=proxy.url, max_attempts=1, validate_parameters=False, expect_continue=False
+            8,
+            endpoint_url=proxy.url,
+            max_attempts=1,
+            validate_parameters=False,
+            expect_continue=False,
         )
         ids = [uploads.enqueue(_good(tmp_path, index)) for index in range(3)]
         from jobs.uploads.errors import S3Unavailable
@@ -281,7 +315,8 @@ def test_real_breakpad_files_pass_unchanged(uploads, tmp_path):
     for name, text in files:
         assert uploads.symbol(f"v1/{name}") == text  # byte for byte
     rows = uploads.sql(
-        "SELECT key, code_id, code_file FROM file_upload WHERE upload_id = %s ORDER BY key", (upload_id,)
+        "SELECT key, code_id, code_file FROM file_upload WHERE upload_id = %s ORDER BY key",
+        (upload_id,),
     )
     assert rows == [
         {
@@ -290,7 +325,9 @@ def test_real_breakpad_files_pass_unchanged(uploads, tmp_path):
             "code_file": None,
         },
         {
-            "key": "v1/libpython3.11.so.1.0/4EF8DA4969D358FE9B73EA876F2591CD0/libpython3.11.so.1.0.sym",
+            "key": (
+                "v1/libpython3.11.so.1.0/4EF8DA4969D358FE9B73EA876F2591CD0/libpython3.11.so.1.0.sym"
+            ),
             "code_id": "49DAF84ED369FE589B73EA876F2591CD4C3588BB",
             "code_file": None,
         },

@@ -45,7 +45,9 @@ def test_a_good_archive_is_published_with_tecken_headers_and_metadata(uploads, t
     assert {f["key"]: (f["compressed"], f["update"]) for f in files}[f"v1/{name}"] == (True, False)
 
 
-def test_puts_carry_a_crc32_checksum_unsigned_and_without_waiting_for_100_continue(uploads, tmp_path):
+def test_puts_carry_a_crc32_checksum_unsigned_and_without_waiting_for_100_continue(
+    uploads, tmp_path
+):
     """The job's client: no SHA-256 of the body (not even on this http endpoint), a CRC-32
     the server checks instead, and the body sent with the headers. A body whose bytes do not
     match its checksum is refused, so the checksum is really checked."""
@@ -70,7 +72,9 @@ def test_puts_carry_a_crc32_checksum_unsigned_and_without_waiting_for_100_contin
     assert uploads.symbol(f"v1/{members[0][0]}") == members[0][1]
     # (a top-level key: s3proxy leaves a refused key's directories behind)
     with pytest.raises(botocore.exceptions.ClientError, match="BadDigest"):
-        uploads.client.put_object(Bucket=uploads.bucket, Key="x.sym", Body=b"abc", ChecksumCRC32="AAAAAA==")
+        uploads.client.put_object(
+            Bucket=uploads.bucket, Key="x.sym", Body=b"abc", ChecksumCRC32="AAAAAA=="
+        )
     with pytest.raises(botocore.exceptions.ClientError, match="404"):
         uploads.client.head_object(Bucket=uploads.bucket, Key="x.sym")
 
@@ -88,7 +92,9 @@ def test_an_archive_with_stored_members_and_directory_entries(uploads, tmp_path)
     assert uploads.symbol("v1/a.pdb/AB12AB12AB12AB12AB12AB12AB12AB121/a.sym") == content
 
 
-def test_an_identical_reupload_is_skipped_and_a_changed_file_overwritten(uploads, tmp_path, monkeypatch):
+def test_an_identical_reupload_is_skipped_and_a_changed_file_overwritten(
+    uploads, tmp_path, monkeypatch
+):
     from jobs.uploads import archive
 
     members = symbol_members(4, 10_000)
@@ -102,13 +108,17 @@ def test_an_identical_reupload_is_skipped_and_a_changed_file_overwritten(uploads
     monkeypatch.setattr(
         archive,
         "spool",
-        lambda path, info, level, target: compressed.append(info.filename) or spool(path, info, level, target),
+        lambda path, info, level, target: (
+            compressed.append(info.filename) or spool(path, info, level, target)
+        ),
     )
     uploads.worker().drain()
     assert compressed == [members[3][0]]  # the identical files were not recompressed
     row = uploads.row(second)
     assert (row["status"], row["files_uploaded"], row["files_skipped"]) == ("done", 1, 3)
-    assert [(f["key"], f["update"]) for f in uploads.files(second)] == [(f"v1/{members[3][0]}", True)]
+    assert [(f["key"], f["update"]) for f in uploads.files(second)] == [
+        (f"v1/{members[3][0]}", True)
+    ]
     assert uploads.symbol(f"v1/{members[3][0]}") == changed[3][1]
     for key in uploads.keys()[:3]:
         if key != f"v1/{members[3][0]}":
@@ -121,7 +131,9 @@ def test_existence_check_modes_agree(uploads, tmp_path):
     uploads.enqueue(write_zip(tmp_path / "old.zip", old))
     uploads.worker().drain()
     for number, mode in enumerate(("list", "head", "auto")):
-        uploads.settings = type(uploads.settings)(**{**uploads.settings.__dict__, "existence_check": mode})
+        uploads.settings = type(uploads.settings)(
+            **{**uploads.settings.__dict__, "existence_check": mode}
+        )
         new = symbol_members(2, 500, seed=20 + number)
         upload_id = uploads.enqueue(write_zip(tmp_path / f"{mode}.zip", old + new))
         uploads.worker().drain()
@@ -130,7 +142,9 @@ def test_existence_check_modes_agree(uploads, tmp_path):
 
 
 @pytest.mark.parametrize("tail", [64, 1024 * 1024])
-def test_the_directory_is_read_from_the_tail_while_downloading_or_after_it(uploads, tmp_path, monkeypatch, tail):
+def test_the_directory_is_read_from_the_tail_while_downloading_or_after_it(
+    uploads, tmp_path, monkeypatch, tail
+):
     """The central directory in the fetched tail: checked (and members verified) during the
     download; not in it (a 64-byte tail): all after the download, from the archive itself."""
     from jobs.uploads import arrival, storage
@@ -138,10 +152,14 @@ def test_the_directory_is_read_from_the_tail_while_downloading_or_after_it(uploa
     monkeypatch.setattr(arrival, "TAIL", tail)
     tails: list[int] = []
     fetch_tail = storage.fetch_tail
-    monkeypatch.setattr(storage, "fetch_tail", lambda *args: tails.append(args[-1]) or fetch_tail(*args))
+    monkeypatch.setattr(
+        storage, "fetch_tail", lambda *args: tails.append(args[-1]) or fetch_tail(*args)
+    )
     early: list[object] = []
     directory = arrival.read_directory
-    monkeypatch.setattr(arrival, "read_directory", lambda *args: early.append(directory(*args)) or early[-1])
+    monkeypatch.setattr(
+        arrival, "read_directory", lambda *args: early.append(directory(*args)) or early[-1]
+    )
     members = symbol_members(3, 5000, seed=4)
     upload_id = uploads.enqueue(write_zip(tmp_path / "a.zip", members))
     assert [o.status for o in uploads.worker().drain()] == [UploadStatus.DONE]
@@ -150,7 +168,9 @@ def test_the_directory_is_read_from_the_tail_while_downloading_or_after_it(uploa
     assert [uploads.symbol(f"v1/{name}") for name, _ in members] == [c for _, c in members]
 
 
-def test_an_archive_replaced_after_its_directory_was_read_is_a_retryable_failure(uploads, tmp_path, monkeypatch):
+def test_an_archive_replaced_after_its_directory_was_read_is_a_retryable_failure(
+    uploads, tmp_path, monkeypatch
+):
     """The download asks for the ETag the tail had: another version fails it (412), and
     the verify pass, already waiting on the download, reports that, not a corrupt member."""
     from jobs.uploads import storage

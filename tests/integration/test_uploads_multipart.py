@@ -26,11 +26,15 @@ from tests.fixtures.uploads_queue import md5, pending_multipart, uploads  # noqa
 
 @pytest.fixture
 def multipart(uploads):  # noqa: F811 - the fixture
-    uploads.settings = dataclasses.replace(uploads.settings, multipart_threshold=PART, part_size=PART)
+    uploads.settings = dataclasses.replace(
+        uploads.settings, multipart_threshold=PART, part_size=PART
+    )
     return uploads
 
 
-def test_large_members_round_trip_with_tecken_headers_and_metadata(multipart, tmp_path, monkeypatch):
+def test_large_members_round_trip_with_tecken_headers_and_metadata(
+    multipart, tmp_path, monkeypatch
+):
     # a sample of one directory, the largest member's (checked: new); the binary's own
     # directory is not checked, so it is written conditionally: HEADed before its multipart
     # upload (which takes no condition)
@@ -40,7 +44,9 @@ def test_large_members_round_trip_with_tecken_headers_and_metadata(multipart, tm
     upload_id = multipart.enqueue(write_zip(tmp_path / "large.zip", members))
     heads: list[str] = []
     head = storage.head
-    monkeypatch.setattr(storage, "head", lambda client, bucket, key: heads.append(key) or head(client, bucket, key))
+    monkeypatch.setattr(
+        storage, "head", lambda client, bucket, key: heads.append(key) or head(client, bucket, key)
+    )
     assert [o.status for o in multipart.worker().drain()] == [UploadStatus.DONE]
     assert heads == [f"v1/dll.pdb/{BIG_ID}/big.dll"]
     row = multipart.row(upload_id)
@@ -49,7 +55,10 @@ def test_large_members_round_trip_with_tecken_headers_and_metadata(multipart, tm
     for name, content in members[-2:]:
         body, response = multipart.get(f"v1/{name}")
         meta = response["Metadata"]
-        assert (meta["original_size"], meta["original_md5_hash"]) == (str(len(content)), md5(content))
+        assert (meta["original_size"], meta["original_md5_hash"]) == (
+            str(len(content)),
+            md5(content),
+        )
         assert multipart.symbol(f"v1/{name}") == content
         assert files[f"v1/{name}"]["size"] == len(body) > PART
     sym = multipart.get(f"v1/{members[-2][0]}")[1]
@@ -59,7 +68,10 @@ def test_large_members_round_trip_with_tecken_headers_and_metadata(multipart, tm
     # the same archive again: every file skipped, nothing written
     again = multipart.enqueue(write_zip(tmp_path / "again.zip", members))
     multipart.worker().drain()
-    assert (multipart.row(again)["files_uploaded"], multipart.row(again)["files_skipped"]) == (0, 22)
+    assert (multipart.row(again)["files_uploaded"], multipart.row(again)["files_skipped"]) == (
+        0,
+        22,
+    )
 
 
 def test_a_rejected_archive_aborts_the_staged_multipart_uploads(multipart, tmp_path, monkeypatch):
@@ -68,7 +80,11 @@ def test_a_rejected_archive_aborts_the_staged_multipart_uploads(multipart, tmp_p
     aborted: list[str] = []
     abort = storage.abort
     monkeypatch.setattr(
-        storage, "abort", lambda client, bucket, key, upload: aborted.append(key) or abort(client, bucket, key, upload)
+        storage,
+        "abort",
+        lambda client, bucket, key, upload: (
+            aborted.append(key) or abort(client, bucket, key, upload)
+        ),
     )
     assert [o.status for o in multipart.worker().drain()] == [UploadStatus.FAILED]
     assert aborted  # parts had been uploaded while the archive was being verified
@@ -85,7 +101,9 @@ def test_a_failing_part_aborts_the_upload_once_and_publishes_nothing(multipart, 
         if params.get("PartNumber") == 2:
             raise ConnectionError("connection reset by peer (injected)")
 
-    multipart.client.meta.events.register("before-parameter-build.s3.UploadPart", refuse_second_part)
+    multipart.client.meta.events.register(
+        "before-parameter-build.s3.UploadPart", refuse_second_part
+    )
     # A connection reset after botocore's retries is S3 itself failing: the run stops there.
     with pytest.raises(S3Unavailable):
         multipart.worker().drain()
@@ -95,7 +113,9 @@ def test_a_failing_part_aborts_the_upload_once_and_publishes_nothing(multipart, 
     assert multipart.keys() == [] and multipart.files() == []
     assert pending_multipart(multipart) == []
     assert "could not abort" not in caplog.text  # aborted once (a second abort logs this)
-    multipart.client.meta.events.unregister("before-parameter-build.s3.UploadPart", refuse_second_part)
+    multipart.client.meta.events.unregister(
+        "before-parameter-build.s3.UploadPart", refuse_second_part
+    )
     assert multipart.worker().reprocess(upload_id).status is UploadStatus.DONE
     assert multipart.symbol(f"v1/{members[-1][0]}") == members[-1][1]
     assert pending_multipart(multipart) == []

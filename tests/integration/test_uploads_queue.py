@@ -42,10 +42,15 @@ ROW = (
 
 
 def test_two_workers_racing_on_one_queue_process_each_upload_once(uploads, tmp_path):
-    ids = [uploads.enqueue(write_zip(tmp_path / f"{n}.zip", symbol_members(3, 4000, seed=n))) for n in range(8)]
+    ids = [
+        uploads.enqueue(write_zip(tmp_path / f"{n}.zip", symbol_members(3, 4000, seed=n)))
+        for n in range(8)
+    ]
     results: dict[str, list] = {}
     workers = [uploads.worker(name) for name in ("host-a:1", "host-b:2")]
-    threads = [threading.Thread(target=lambda w=w: results.__setitem__(w.name, w.drain())) for w in workers]
+    threads = [
+        threading.Thread(target=lambda w=w: results.__setitem__(w.name, w.drain())) for w in workers
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -63,7 +68,11 @@ def test_a_worker_killed_mid_upload_then_rerun_equals_a_clean_run(uploads, tmp_p
     members = symbol_members(120, 100_000, seed=7)
     archive = write_zip(tmp_path / "big.zip", members)
     upload_id = uploads.enqueue(archive)
-    env = {**os.environ, "PYTHONPATH": str(REPO), "RESOURCE_POSTGRESQL_DBNAME": uploads.database.dbname}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "RESOURCE_POSTGRESQL_DBNAME": uploads.database.dbname,
+    }
     options = [
         f"--crontabber.class-ProcessUploadsCronApp.{name}={value}"
         for name, value in (
@@ -102,7 +111,14 @@ def test_a_worker_killed_mid_upload_then_rerun_equals_a_clean_run(uploads, tmp_p
 
     def rows(upload: int) -> list:
         return [
-            (f["key"].split("/", 1)[1], f["size"], f["original_size"], f["original_md5"], f["compressed"], f["update"])
+            (
+                f["key"].split("/", 1)[1],
+                f["size"],
+                f["original_size"],
+                f["original_md5"],
+                f["compressed"],
+                f["update"],
+            )
             for f in uploads.files(upload)
         ]
 
@@ -121,7 +137,9 @@ def test_a_put_without_its_row_is_finished_from_the_object_metadata(uploads, tmp
     uploads.worker().drain()
     after = uploads.files(upload_id), uploads.row(upload_id)
     assert after[0] == before[0]
-    assert [after[1][c] for c in ROW] == [before[1][c] for c in ROW[:1]] + [2] + [before[1][c] for c in ROW[2:]]
+    assert [after[1][c] for c in ROW] == [before[1][c] for c in ROW[:1]] + [2] + [
+        before[1][c] for c in ROW[2:]
+    ]
 
 
 def test_an_expired_claim_on_the_last_attempt_is_abandoned_as_failed(uploads, tmp_path):
@@ -152,7 +170,10 @@ def test_a_bucket_that_refuses_writes_fails_the_upload_after_retries(uploads, tm
     upload_id = uploads.enqueue(write_zip(tmp_path / "a.zip", symbol_members(2, 1000)))
     directory = S3_DATA / uploads.bucket
     uploads.client = boto3.client(
-        "s3", config=Config(retries={"mode": "standard", "max_attempts": 2}, s3={"addressing_style": "path"})
+        "s3",
+        config=Config(
+            retries={"mode": "standard", "max_attempts": 2}, s3={"addressing_style": "path"}
+        ),
     )
     subprocess.run(["chattr", "+i", str(directory)], check=True)
     try:
@@ -181,7 +202,10 @@ def test_s3_unreachable_stops_the_drain_after_one_upload_and_fails_the_run(uploa
     turn (~75 s of retries each), used an attempt of each, and returned normally, so the
     job run was recorded as a success. Now the first upload S3 fails stops the run with
     one line naming S3's address; the others are left as they were."""
-    ids = [uploads.enqueue(write_zip(tmp_path / f"{n}.zip", symbol_members(1, 100, seed=n))) for n in range(3)]
+    ids = [
+        uploads.enqueue(write_zip(tmp_path / f"{n}.zip", symbol_members(1, 100, seed=n)))
+        for n in range(3)
+    ]
     with socket.socket() as sock:  # a port nothing listens on
         sock.bind(("127.0.0.1", 0))
         closed = f"http://127.0.0.1:{sock.getsockname()[1]}"
@@ -191,7 +215,11 @@ def test_s3_unreachable_stops_the_drain_after_one_upload_and_fails_the_run(uploa
     line = str(raised.value)
     assert line.startswith(f"S3 at {closed} unavailable") and "\n" not in line
     rows = [uploads.row(i) for i in ids]
-    assert [(r["status"], r["attempts"]) for r in rows] == [("pending", 1), ("pending", 0), ("pending", 0)]
+    assert [(r["status"], r["attempts"]) for r in rows] == [
+        ("pending", 1),
+        ("pending", 0),
+        ("pending", 0),
+    ]
     assert "GetObject" in rows[0]["error"]
     uploads.client = make_client(8)  # S3 is back: the next run converges
     assert [o.status for o in uploads.worker().drain()] == [UploadStatus.DONE] * 3
@@ -211,7 +239,9 @@ def small_tmpdir(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("shape", ["archive", "spool"])
-def test_a_full_spool_disk_stops_the_run_in_one_line_and_publishes_nothing(uploads, tmp_path, small_tmpdir, shape):
+def test_a_full_spool_disk_stops_the_run_in_one_line_and_publishes_nothing(
+    uploads, tmp_path, small_tmpdir, shape
+):
     """Bug (found by faults/disk.py): an archive whose download filled the disk was
     reported as an S3 GetObject failure, retried, and the run went on (a spool that filled
     it failed the run with an OSError instead). Now both are the local disk: the upload goes
@@ -251,7 +281,10 @@ def test_a_retry_waits_for_the_retry_delay(uploads, tmp_path):
 
 
 def test_uploads_are_drained_oldest_first_and_limited_per_run(uploads, tmp_path):
-    ids = [uploads.enqueue(write_zip(tmp_path / f"{n}.zip", symbol_members(1, 100, seed=n))) for n in range(3)]
+    ids = [
+        uploads.enqueue(write_zip(tmp_path / f"{n}.zip", symbol_members(1, 100, seed=n)))
+        for n in range(3)
+    ]
     assert [o.upload_id for o in uploads.worker(max_uploads_per_run=2).drain()] == ids[:2]
     assert [o.upload_id for o in uploads.worker().drain()] == ids[2:]
 
@@ -260,7 +293,10 @@ def test_a_worker_whose_job_lost_its_lease_claims_no_more_uploads(uploads, tmp_p
     """process-uploads passes the job's holds_lease(): once it turns False (the
     runner could not renew its lease), the uploads left stay pending for the run
     that takes over."""
-    ids = [uploads.enqueue(write_zip(tmp_path / f"{n}.zip", symbol_members(1, 100, seed=n))) for n in range(3)]
+    ids = [
+        uploads.enqueue(write_zip(tmp_path / f"{n}.zip", symbol_members(1, 100, seed=n)))
+        for n in range(3)
+    ]
     answers = iter([True, False])
     outcomes = uploads.worker().drain(keep_going=lambda: next(answers))
     assert [o.upload_id for o in outcomes] == ids[:1]

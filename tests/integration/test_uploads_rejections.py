@@ -12,7 +12,14 @@ import pytest
 from jobs.uploads import validation
 from jobs.uploads.records import Limits, UploadStatus
 from tests.fixtures.uploads_archives import symbol_members, write_zip, zip_with_bad_crc
-from tests.fixtures.uploads_cases import ACCEPTED, CASES, FIRST, GOOD, _declared_count, _directory_size
+from tests.fixtures.uploads_cases import (
+    ACCEPTED,
+    CASES,
+    FIRST,
+    GOOD,
+    _declared_count,
+    _directory_size,
+)
 from tests.fixtures.uploads_queue import uploads  # noqa: F401 - the fixture
 
 END_TO_END = [
@@ -53,7 +60,9 @@ END_TO_END = [
 ]
 
 
-@pytest.mark.parametrize("make, member, rule", [c[1:] for c in END_TO_END], ids=[c[0] for c in END_TO_END])
+@pytest.mark.parametrize(
+    "make, member, rule", [c[1:] for c in END_TO_END], ids=[c[0] for c in END_TO_END]
+)
 def test_a_rejected_archive_fails_at_once_and_writes_nothing(uploads, tmp_path, make, member, rule):
     upload_id = uploads.enqueue(make(tmp_path / "bad.zip"))
     outcome = uploads.worker().drain()[0]
@@ -120,7 +129,13 @@ def test_an_archive_of_ignorable_names_only_is_done_with_nothing_published(uploa
     upload_id = uploads.enqueue(path)
     assert uploads.worker().drain()[0].status == UploadStatus.DONE
     row = uploads.row(upload_id)
-    assert (row["status"], row["files_total"], row["files_ignored"], row["files_uploaded"], row["error"]) == (
+    assert (
+        row["status"],
+        row["files_total"],
+        row["files_ignored"],
+        row["files_uploaded"],
+        row["error"],
+    ) == (
         "done",
         2,
         2,
@@ -131,7 +146,11 @@ def test_an_archive_of_ignorable_names_only_is_done_with_nothing_published(uploa
 
 
 @pytest.mark.parametrize(
-    "make, rule", [(_declared_count, validation.RULE_TOO_MANY), (_directory_size, validation.RULE_DIRECTORY_SIZE)]
+    "make, rule",
+    [
+        (_declared_count, validation.RULE_TOO_MANY),
+        (_directory_size, validation.RULE_DIRECTORY_SIZE),
+    ],
 )
 def test_end_records_refuse_from_the_tail_without_downloading(uploads, tmp_path, make, rule):
     """The ranged GET of the tail is enough: the archive itself is not downloaded."""

@@ -98,7 +98,9 @@ def test_ctrl_c_during_the_verify_pass_aborts_staged_uploads(uploads, tmp_path, 
 
     from jobs.uploads.store import ClaimRecorder
 
-    uploads.settings = dataclasses.replace(uploads.settings, multipart_threshold=PART, part_size=PART)
+    uploads.settings = dataclasses.replace(
+        uploads.settings, multipart_threshold=PART, part_size=PART
+    )
     members = symbol_members(3, 2000) + large_members()
     upload_id = uploads.enqueue(write_zip(tmp_path / "a.zip", members))
     started: list[str] = []
@@ -170,7 +172,9 @@ def test_a_member_rejected_early_stops_the_download(uploads, tmp_path, monkeypat
     assert uploads.keys() == []
 
 
-def test_a_download_failing_after_the_last_member_does_not_undo_a_published_upload(uploads, tmp_path, monkeypatch):
+def test_a_download_failing_after_the_last_member_does_not_undo_a_published_upload(
+    uploads, tmp_path, monkeypatch
+):
     """Every member's bytes arrived, then the connection broke in the central directory
     (already read from the tail): the upload is done, not sent back to pending."""
     import zipfile

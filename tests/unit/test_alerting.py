@@ -51,7 +51,9 @@ def test_failing_needs_the_count_and_names_the_streak():
     rules = AlertRules(after_failures=2)
     assert failing("job", state(error_count=1), rules) is None
     event = failing(
-        "job", state(error_count=2, last_error={"type": "<class 'ValueError'>", "value": "bad\nmore"}), rules
+        "job",
+        state(error_count=2, last_error={"type": "<class 'ValueError'>", "value": "bad\nmore"}),
+        rules,
     )
     assert event is not None and "failed 2 times in a row; last: ValueError: bad" in event.message
     later = failing("job", state(error_count=3), rules)
@@ -78,7 +80,10 @@ def test_a_failing_alert_says_who_failed_what_it_blocks_and_where_to_look():
         " (run 7 on cron-2:4242); blocks child, report; see "
         "--show-error job, --logs job; dashboard: http://dash/jobs/job"
     )
-    assert told.detail["blocks"] == ["child", "report"] and told.detail["link"] == "http://dash/jobs/job"
+    assert (
+        told.detail["blocks"] == ["child", "report"]
+        and told.detail["link"] == "http://dash/jobs/job"
+    )
     assert "link" not in bare.detail
 
 
@@ -88,7 +93,9 @@ def test_the_plan_opens_repeats_and_resolves():
     (event,) = plan([bad], [], NOW, lambda name: "").open
     opened = OpenAlert(1, "job", "failing", event.subject, event.message, NOW + H)
     assert not plan([bad], [opened], NOW, lambda name: "")  # open, re-alert not due yet
-    due = OpenAlert(1, "job", "failing", event.subject, event.message, NOW - dt.timedelta(seconds=1))
+    due = OpenAlert(
+        1, "job", "failing", event.subject, event.message, NOW - dt.timedelta(seconds=1)
+    )
     assert plan([bad], [due], NOW, lambda name: "").realert == [due]
     good = Watched("job", state(error_count=0), rules)
     assert plan([good], [due], NOW, lambda name: "").resolve == [due]
@@ -107,14 +114,20 @@ def test_next_interval_and_deadline():
     daily = parse_schedule("1d", "00:30")
     backfill = state(last_success=dt.datetime(2026, 11, 23, 0, 30, tzinfo=UTC))
     assert next_interval(backfill, daily, True) == dt.datetime(2026, 11, 24, 0, 30, tzinfo=UTC)
-    rules = AlertRules(deadline=dt.timedelta(hours=30))  # the interval of the 24th by 06:30 on the 25th
+    rules = AlertRules(
+        deadline=dt.timedelta(hours=30)
+    )  # the interval of the 24th by 06:30 on the 25th
     assert late(Watched("job", backfill, rules, daily, True), NOW, lambda: "x") is not None
     on_time = AlertRules(deadline=dt.timedelta(hours=36))
     assert late(Watched("job", backfill, on_time, daily, True), NOW, lambda: "x") is None
     hourly = parse_schedule("1h", None)
     ran = state(last_success=NOW - 2 * H)
     assert next_interval(ran, hourly, False) == NOW - H
-    event = late(Watched("job", ran, AlertRules(deadline=dt.timedelta(minutes=30)), hourly), NOW, lambda: "why")
+    event = late(
+        Watched("job", ran, AlertRules(deadline=dt.timedelta(minutes=30)), hourly),
+        NOW,
+        lambda: "why",
+    )
     assert event is not None and event.subject == f"interval {(NOW - H).isoformat()}"
     assert event.message.endswith("deadline, 2026-11-25 11:30 UTC; why")  # no "ago": stored
 
@@ -136,7 +149,9 @@ def test_bad_target_lines(line, problem):
 
 
 def test_targets_parse_and_names_are_unique():
-    (hook, mail) = parse_targets("# ours\nhook webhook env:HOOK format=slack\n\nmail email a@b.c,d@e.f\n")
+    (hook, mail) = parse_targets(
+        "# ours\nhook webhook env:HOOK format=slack\n\nmail email a@b.c,d@e.f\n"
+    )
     assert (hook.kind, hook.address, hook.options) == ("webhook", "env:HOOK", {"format": "slack"})
     assert mail.kind == "email"
     with pytest.raises(ValueError, match="used twice"):
@@ -162,9 +177,14 @@ def test_payloads():
         "text": ":large_green_circle: job: recovered"
     }
     pd = payload(
-        Target("p", "webhook", "https://x", {"format": "pagerduty", "routing_key_env": "K"}), NOTICE, {"K": "key"}
+        Target("p", "webhook", "https://x", {"format": "pagerduty", "routing_key_env": "K"}),
+        NOTICE,
+        {"K": "key"},
     )
-    assert (pd["event_action"], pd["dedup_key"]) == ("resolve", "crontabber/job/failing/after never")
+    assert (pd["event_action"], pd["dedup_key"]) == (
+        "resolve",
+        "crontabber/job/failing/after never",
+    )
     assert payload(Target("j", "webhook", "https://x"), NOTICE, {})["alert"] == 7
     assert signature("k", "1", b"{}") == signature("k", "1", b"{}") != signature("k", "2", b"{}")
 
@@ -224,9 +244,10 @@ def test_a_pagerduty_test_is_resolved_and_a_superseded_notice_resolves():
     trigger, resolve = payloads(target, test, {"K": "key"})
     assert (trigger["event_action"], resolve["event_action"]) == ("trigger", "resolve")
     assert trigger["dedup_key"] == resolve["dedup_key"]
-    assert [p["event_action"] for p in payloads(target, NOTICE._replace(kind="superseded"), {"K": "key"})] == [
-        "resolve"
-    ]
+    assert [
+        p["event_action"]
+        for p in payloads(target, NOTICE._replace(kind="superseded"), {"K": "key"})
+    ] == ["resolve"]
 
 
 def test_a_target_says_which_variables_are_missing():

@@ -29,7 +29,9 @@ def test_crontabber_dotted_environment_names_work(tmp_path):
 
 
 def test_database_options_from_resource_namespace_and_override(tmp_path):
-    ini = write_ini(tmp_path, [], "[resource]\n    [[postgresql]]\n        host=db.example\n        port=6543\n")
+    ini = write_ini(
+        tmp_path, [], "[resource]\n    [[postgresql]]\n        host=db.example\n        port=6543\n"
+    )
     settings = load_settings(ini, {}, {"RESOURCE_POSTGRESQL_PASSWORD": "s3cret"})
     assert (settings.database.host, settings.database.port) == ("db.example", 6543)
     assert settings.database.password == "s3cret"
@@ -56,7 +58,11 @@ def test_job_options_from_ini_section_env_and_cli(tmp_path):
     assert job_config(job, settings.sources).greeting == "hi"
     env = load_settings(ini, {}, {"CRONTABBER_CLASS_FOOJOB_GREETING": "env"})
     assert job_config(job, env.sources).greeting == "env"
-    cli = load_settings(ini, {"crontabber.class-FooJob.greeting": "cli"}, {"CRONTABBER_CLASS_FOOJOB_GREETING": "env"})
+    cli = load_settings(
+        ini,
+        {"crontabber.class-FooJob.greeting": "cli"},
+        {"CRONTABBER_CLASS_FOOJOB_GREETING": "env"},
+    )
     assert job_config(job, cli.sources).greeting == "cli"
     config = job_config(job, settings.sources)
     assert config.frequency == "1d" and config.time is None and config.sleep == 0.0
@@ -66,7 +72,9 @@ def test_job_options_from_ini_section_env_and_cli(tmp_path):
 def test_schedule_override_per_job(tmp_path):
     ini = write_ini(tmp_path, [f"{JOBS}.BasicJob|1d"])
     settings = load_settings(
-        ini, {"crontabber.class-BasicJob.frequency": "7d", "crontabber.class-BasicJob.time": "03:00"}, {}
+        ini,
+        {"crontabber.class-BasicJob.frequency": "7d", "crontabber.class-BasicJob.time": "03:00"},
+        {},
     )
     (job,) = load_jobs(settings)
     assert str(job.schedule) == "7d @ 03:00"
@@ -101,7 +109,10 @@ def test_bad_job_option_value_fails_at_load(tmp_path):
 
 
 def test_run_order_parents_first_then_alphabetical(tmp_path):
-    ini = write_ini(tmp_path, [f"{JOBS}.FooBarJob|1d", f"{JOBS}.BarJob|1d", f"{JOBS}.FooJob|1d", f"{JOBS}.BasicJob|1d"])
+    ini = write_ini(
+        tmp_path,
+        [f"{JOBS}.FooBarJob|1d", f"{JOBS}.BarJob|1d", f"{JOBS}.FooJob|1d", f"{JOBS}.BasicJob|1d"],
+    )
     jobs = load_jobs(load_settings(ini, {}, {}))
     assert [j.app_name for j in jobs] == ["foobar", "bar", "foo", "basic-job"]
     assert [j.app_name for j in run_order(jobs)] == ["basic-job", "foo", "bar", "foobar"]
@@ -118,7 +129,8 @@ def test_decorators_do_not_leak_options_into_parents():
 
 
 @pytest.mark.parametrize(
-    "text", ["t", "TRUE", "Yes", "y", "1", "on", "f", "False", "NO", "n", "0", "Off", "maybe", "", "2"]
+    "text",
+    ["t", "TRUE", "Yes", "y", "1", "on", "f", "False", "NO", "n", "0", "Off", "maybe", "", "2"],
 )
 def test_the_bool_parser_is_everetts(text):
     """crontabber.config.options.parse_bool stands in for everett's (whose module costs a
@@ -140,7 +152,12 @@ def test_the_bool_parser_is_everetts(text):
 
 @pytest.mark.parametrize(
     "key, namespace",
-    [("bucket", ["crontabber", "class-Foo"]), ("dsn", None), ("host", []), ("x", ["", "resource", "postgresql"])],
+    [
+        ("bucket", ["crontabber", "class-Foo"]),
+        ("dsn", None),
+        ("host", []),
+        ("x", ["", "resource", "postgresql"]),
+    ],
 )
 def test_the_command_line_and_environment_names_are_everetts(key, namespace):
     from everett.manager import ConfigDictEnv, generate_uppercase_key

@@ -57,8 +57,14 @@ def test_a_dsn_is_the_whole_address_and_its_password_never_shows(tmp_path):
     assert db.libpq() == {"dsn": dsn}
     assert db.target == "app@db1,db2:5432,5433/symbols"
     assert "hunter2" not in db.target and "hunter2" not in repr(db)
-    with_password = DatabaseSettings(dsn="host=db1 dbname=x", password="p", target_session_attrs="any")
-    assert with_password.libpq() == {"dsn": "host=db1 dbname=x", "password": "p", "target_session_attrs": "any"}
+    with_password = DatabaseSettings(
+        dsn="host=db1 dbname=x", password="p", target_session_attrs="any"
+    )
+    assert with_password.libpq() == {
+        "dsn": "host=db1 dbname=x",
+        "password": "p",
+        "target_session_attrs": "any",
+    }
 
 
 def test_a_dsn_libpq_cannot_parse_is_refused_without_repeating_it(tmp_path):

@@ -42,7 +42,9 @@ def test_a_timed_job_with_jitter_is_due_that_much_later_every_day():
     assert is_due(None, schedule, start)
     assert first_due_at(schedule, start + M) == start
     # after a run that started late in its tick, the next is due at 06:00 + offset again
-    assert next_run_after(start + 40 * dt.timedelta(seconds=1), schedule, True, 0) == start + dt.timedelta(days=1)
+    assert next_run_after(
+        start + 40 * dt.timedelta(seconds=1), schedule, True, 0
+    ) == start + dt.timedelta(days=1)
 
 
 def test_a_delay_across_midnight_keeps_the_day():
@@ -77,7 +79,8 @@ def test_a_delay_of_a_whole_interval_is_refused():
 
 
 @pytest.mark.parametrize(
-    "text, seconds", [("0", 0), ("600", 600), ("10m", 600), ("6h", 21600), ("1d", 86400), (" 90 ", 90), ("", 0)]
+    "text, seconds",
+    [("0", 0), ("600", 600), ("10m", 600), ("6h", 21600), ("1d", 86400), (" 90 ", 90), ("", 0)],
 )
 def test_parse_duration(text, seconds):
     assert parse_duration(text) == dt.timedelta(seconds=seconds)

@@ -10,7 +10,9 @@ import pytest
 
 import devservices
 
-SCRIPT = (Path(devservices.__file__).resolve().parent.parent / "scripts" / "services.sh").read_text()
+SCRIPT = (
+    Path(devservices.__file__).resolve().parent.parent / "scripts" / "services.sh"
+).read_text()
 
 
 def script_default(name: str) -> str:
@@ -32,7 +34,10 @@ def test_the_defaults_are_the_scripts():
         "password": script_default("DB_PASSWORD"),
         "dbname": script_default("DB_NAME"),
     } == devservices.DEFAULT_DATABASE
-    assert (script_default("S3_ACCESS_KEY"), script_default("S3_SECRET_KEY")) == devservices.DEFAULT_S3_KEYS
+    assert (
+        script_default("S3_ACCESS_KEY"),
+        script_default("S3_SECRET_KEY"),
+    ) == devservices.DEFAULT_S3_KEYS
 
 
 def test_the_env_file_is_read_and_the_environment_wins(tmp_path):
@@ -43,7 +48,9 @@ def test_the_env_file_is_read_and_the_environment_wins(tmp_path):
         "export ES_URL=http://127.0.0.1:9999\n"
         "export AWS_ENDPOINT_URL_S3='http://127.0.0.1:9555'\n"
     )
-    services = devservices.current({"SYMBOLS_STATE_DIR": str(tmp_path), "RESOURCE_POSTGRESQL_PORT": "7000"})
+    services = devservices.current(
+        {"SYMBOLS_STATE_DIR": str(tmp_path), "RESOURCE_POSTGRESQL_PORT": "7000"}
+    )
     assert services.pg_port == 7000  # the environment's
     assert (services.es_port, services.s3_port) == (9999, 9555)
     assert services.database("other")["dbname"] == "other"
@@ -62,7 +69,9 @@ def test_the_service_dir_comes_from_the_state_dirs_own_file(tmp_path):
     """A second checkout's services run under the first one's environment: its data
     directory is its own env file's, never the exported variable."""
     (tmp_path / "env").write_text("export SYMBOLS_SERVICE_DIR=/srv/mine\n")
-    services = devservices.current({"SYMBOLS_STATE_DIR": str(tmp_path), "SYMBOLS_SERVICE_DIR": "/srv/someone-elses"})
+    services = devservices.current(
+        {"SYMBOLS_STATE_DIR": str(tmp_path), "SYMBOLS_SERVICE_DIR": "/srv/someone-elses"}
+    )
     assert services.service_dir == Path("/srv/mine")
 
 

@@ -13,7 +13,13 @@ def test_the_defaults_of_a_plain_tick_are_the_parsers():
 
 @pytest.mark.parametrize(
     "argv",
-    [[], ["--admin.conf=crontabber.ini"], ["--admin.conf", "x.ini"], ["--admin.conf="], ["--admin.conf=a=b.ini"]],
+    [
+        [],
+        ["--admin.conf=crontabber.ini"],
+        ["--admin.conf", "x.ini"],
+        ["--admin.conf="],
+        ["--admin.conf=a=b.ini"],
+    ],
 )
 def test_a_plain_tick_reads_as_argparse_reads_it(argv):
     plain = plain_tick(argv)

@@ -51,7 +51,8 @@ def test_a_reset_carries_no_connection_so_the_address_comes_from_the_code_that_k
 
     reset = ConnectionResetError(104, "Connection reset by peer")
     cause = EsConnectionError(
-        "Connection error caused by: ProtocolError(...)", errors=(ProtocolError("Connection aborted.", reset),)
+        "Connection error caused by: ProtocolError(...)",
+        errors=(ProtocolError("Connection aborted.", reset),),
     )
     cause.__context__ = reset
     assert describe(cause) == "Elasticsearch: connection reset by peer"
@@ -59,7 +60,9 @@ def test_a_reset_carries_no_connection_so_the_address_comes_from_the_code_that_k
         with naming_address("http://es.internal:9200/"):
             raise RuntimeError("rebuild failed") from cause
     except RuntimeError as outer:
-        assert describe(outer) == "Elasticsearch at http://es.internal:9200: connection reset by peer"
+        assert (
+            describe(outer) == "Elasticsearch at http://es.internal:9200: connection reset by peer"
+        )
 
 
 def test_postgresql_is_named():
@@ -76,7 +79,9 @@ def test_client_library_records_lose_their_tracebacks_ours_keep_them():
         import sys
 
         info = sys.exc_info()
-    theirs = logging.LogRecord("elastic_transport.transport", logging.WARNING, "", 0, "retry", (), info)
+    theirs = logging.LogRecord(
+        "elastic_transport.transport", logging.WARNING, "", 0, "retry", (), info
+    )
     ours = logging.LogRecord("crontabber.runner", logging.ERROR, "", 0, "failed", (), info)
     flt = NoClientTracebacks()
     assert flt.filter(theirs) and theirs.exc_info is None

@@ -59,7 +59,9 @@ def test_secrets_stay_out_of_reprs():
     database = DatabaseSettings(user="u", password="hunter2")
     assert "hunter2" not in repr(database)
     assert repr(database) == "DatabaseSettings(u@localhost:5432/crontabber)"
-    settings = load_settings(str(REPO / "crontabber.ini"), {}, {"SENTRY_DSN": "https://publickey@sentry.example/1"})
+    settings = load_settings(
+        str(REPO / "crontabber.ini"), {}, {"SENTRY_DSN": "https://publickey@sentry.example/1"}
+    )
     assert settings.sentry_dsn and "publickey" not in repr(settings)
     assert "sources=" not in repr(settings) and "database=DatabaseSettings(" in repr(settings)
     assert settings == settings.replace(sources=None)  # the sources are not compared

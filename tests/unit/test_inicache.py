@@ -15,7 +15,10 @@ from crontabber.config import inicache
 from crontabber.config.inifile import IniFile
 from tests.helpers import REPO
 
-TEXT = "top=1\n[resource.postgresql]\n    host=db\n    password=s3cret\n[crontabber]\n    [[class-Foo]]\n        n=2\n"
+TEXT = (
+    "top=1\n[resource.postgresql]\n    host=db\n    password=s3cret\n[crontabber]\n    "
+    "[[class-Foo]]\n        n=2\n"
+)
 
 # A process that reads the INI file and says what it found and whether it imported configobj.
 READ = """
@@ -43,7 +46,12 @@ def ini_file(tmp_path, text=TEXT):
 
 def read(path) -> dict:
     done = subprocess.run(
-        [sys.executable, "-c", READ, str(path)], capture_output=True, text=True, cwd=REPO, env=os.environ, check=True
+        [sys.executable, "-c", READ, str(path)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=os.environ,
+        check=True,
     )
     return json.loads(done.stdout)
 
@@ -55,7 +63,9 @@ def test_the_next_process_reads_the_parse_back_without_configobj(tmp_path, cache
     assert (second["values"], second["sections"]) == (first["values"], first["sections"])
     assert ["resource", "postgresql"] in [v[0] for v in second["values"]]
     (kept,) = cache.iterdir()
-    assert oct(kept.stat().st_mode & 0o777) == "0o600" and oct(cache.stat().st_mode & 0o777) == "0o700"
+    assert (
+        oct(kept.stat().st_mode & 0o777) == "0o600" and oct(cache.stat().st_mode & 0o777) == "0o700"
+    )
 
 
 def test_a_changed_file_is_parsed_again_even_with_its_old_size_and_time(tmp_path, cache):
@@ -117,10 +127,14 @@ def test_the_cache_of_an_ini_file_another_user_owns_is_neither_kept_nor_read(tmp
     forged = ((((), "top", "forged"),), ())
     kept = inicache.entry(str(cache), os.path.abspath(path))
     with open(kept, "wb") as file:
-        file.write(__import__("marshal").dumps((inicache.FORMAT, inicache.file_key(str(path)), *forged)))
+        file.write(
+            __import__("marshal").dumps((inicache.FORMAT, inicache.file_key(str(path)), *forged))
+        )
     os.chmod(kept, 0o600)
     assert IniFile(str(path)).get((), "top") == "1"
-    assert inicache.load(str(cache), os.path.abspath(path), inicache.file_key(str(path))) is not None  # (it is there)
+    assert (
+        inicache.load(str(cache), os.path.abspath(path), inicache.file_key(str(path))) is not None
+    )  # (it is there)
 
 
 def test_a_cache_directory_another_user_owns_is_not_read(tmp_path, cache):
@@ -129,9 +143,13 @@ def test_a_cache_directory_another_user_owns_is_not_read(tmp_path, cache):
     IniFile(str(path))
     (kept,) = cache.iterdir()
     kept.write_bytes(
-        __import__("marshal").dumps((inicache.FORMAT, inicache.file_key(str(path)), (((), "top", "forged"),), ()))
+        __import__("marshal").dumps(
+            (inicache.FORMAT, inicache.file_key(str(path)), (((), "top", "forged"),), ())
+        )
     )
-    assert IniFile(str(path)).get((), "top") == "forged"  # (a forged file of our own: read, as before)
+    assert (
+        IniFile(str(path)).get((), "top") == "forged"
+    )  # (a forged file of our own: read, as before)
     os.chown(cache, 65534, 65534)
     assert IniFile(str(path)).get((), "top") == "1"
 
@@ -140,14 +158,22 @@ def test_configtest_parses_the_file_itself(tmp_path, cache):
     """What ``--configtest`` shows is the file's, even when a cache of the user's own says
     otherwise (a forged or stale parse: the check is of the file)."""
     path = tmp_path / "c.ini"
-    path.write_text("[crontabber]\n    error_retry_time=300\n    jobs=tests.fixtures.sample_jobs.BasicJob|1d\n")
+    path.write_text(
+        "[crontabber]\n    error_retry_time=300\n    jobs=tests.fixtures.sample_jobs.BasicJob|1d\n"
+    )
     parsed = IniFile(str(path))
     (kept,) = cache.iterdir()
-    values = tuple((v.path, v.name, "301" if v.name == "error_retry_time" else v.value) for v in parsed.values)
-    kept.write_bytes(
-        __import__("marshal").dumps((inicache.FORMAT, inicache.file_key(str(path)), values, parsed.sections))
+    values = tuple(
+        (v.path, v.name, "301" if v.name == "error_retry_time" else v.value) for v in parsed.values
     )
-    assert IniFile(str(path)).get(("crontabber",), "error_retry_time") == "301"  # a tick would read it
+    kept.write_bytes(
+        __import__("marshal").dumps(
+            (inicache.FORMAT, inicache.file_key(str(path)), values, parsed.sections)
+        )
+    )
+    assert (
+        IniFile(str(path)).get(("crontabber",), "error_retry_time") == "301"
+    )  # a tick would read it
     done = subprocess.run(
         [sys.executable, "-m", "crontabber", f"--admin.conf={path}", "--configtest"],
         capture_output=True,

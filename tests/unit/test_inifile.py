@@ -21,7 +21,11 @@ def test_values_keep_their_path_and_dotted_sections_are_paths(tmp_path):
             "[crontabber]\n    [[class-Foo]]\n        [[[database]]]\n            port=1\n",
         )
     )
-    assert [v.dotted for v in ini.values] == ["top", "resource.postgresql.host", "crontabber.class-Foo.database.port"]
+    assert [v.dotted for v in ini.values] == [
+        "top",
+        "resource.postgresql.host",
+        "crontabber.class-Foo.database.port",
+    ]
     assert ini.sections == (
         "resource.postgresql",
         "crontabber",

@@ -79,13 +79,18 @@ def test_holder_names_round_trip():
 
 def test_lease_expiry():
     assert lease_expiry(marker(beat_ago=20 * S), RULES) == NOW + 100 * S
-    assert lease_expiry(marker(ongoing_ago=dt.timedelta(hours=1)), RULES) == NOW + dt.timedelta(hours=11)
+    assert lease_expiry(marker(ongoing_ago=dt.timedelta(hours=1)), RULES) == NOW + dt.timedelta(
+        hours=11
+    )
     assert lease_expiry(JobState("job"), RULES) is None
 
 
 def test_describe_marker_names_holder_run_heartbeat_and_verdict():
     text = describe_marker(marker(beat_ago=130 * S), Marker.EXPIRED, NOW)
-    assert text == ("cron-2:77 (run 9) since 2026-11-23 11:50:00 UTC, last heartbeat 2m10s ago; its lease has expired")
+    assert text == (
+        "cron-2:77 (run 9) since 2026-11-23 11:50:00 UTC, last heartbeat 2m10s ago; its lease has "
+        "expired"
+    )
     assert "no heartbeat" in describe_marker(marker(run_id=None), Marker.LIVE, NOW)
 
 

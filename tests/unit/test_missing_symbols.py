@@ -9,7 +9,13 @@ import random
 
 import pytest
 
-from jobs.missing_symbols.aggregate import Aggregate, BadBatch, BadBatches, aggregate_batch, staging_chunks
+from jobs.missing_symbols.aggregate import (
+    Aggregate,
+    BadBatch,
+    BadBatches,
+    aggregate_batch,
+    staging_chunks,
+)
 from jobs.missing_symbols.apps import report_day
 from jobs.missing_symbols.consume import split
 from jobs.missing_symbols.model import EventError, parse_seen_at, symbol_hash, validate_symbol
@@ -106,7 +112,12 @@ def test_malformed_and_truncated_streams():
 
 
 def test_validation_and_seen_at_parsing():
-    assert validate_symbol({"debug_file": "a", "debug_id": ID, "code_id": None}) == ("a", ID, "", "")
+    assert validate_symbol({"debug_file": "a", "debug_id": ID, "code_id": None}) == (
+        "a",
+        ID,
+        "",
+        "",
+    )
     assert (
         parse_seen_at("2026-11-20T10:00:00Z")
         == parse_seen_at("2026-11-20T10:00:00")
@@ -124,7 +135,17 @@ def test_staging_rows_carry_the_hash_and_epoch_times_with_backslashes_escaped():
     assert (
         "".join(staging_chunks(aggregate))
         == "\t".join(
-            [symbol_hash(name, ID, "", ""), 'a\\\\,"b".pdb', ID, "", "", str(int(T0 // 86400)), "1", repr(T0), repr(T0)]
+            [
+                symbol_hash(name, ID, "", ""),
+                'a\\\\,"b".pdb',
+                ID,
+                "",
+                "",
+                str(int(T0 // 86400)),
+                "1",
+                repr(T0),
+                repr(T0),
+            ]
         )
         + "\n"
     )
@@ -193,10 +214,18 @@ def test_batches_settled_together_equal_a_brute_force_count(monkeypatch, pending
     monkeypatch.setattr(aggregate_module, "PENDING_ENTRIES", pending_bound)
     rng = random.Random(pending_bound)
     pool = symbols(rng, 30)
-    batches = [(random_events(rng, pool, 400), T0 + offset) for offset in (0, 50, -20, 86400, 86400 + 5)]
+    batches = [
+        (random_events(rng, pool, 400), T0 + offset) for offset in (0, 50, -20, 86400, 86400 + 5)
+    ]
     total = Aggregate()
     for events, object_time in batches:
-        aggregate_batch(chunks(encode_events(events), 999), object_time, chunk_size=1024, into=total, batch=object_time)
+        aggregate_batch(
+            chunks(encode_events(events), 999),
+            object_time,
+            chunk_size=1024,
+            into=total,
+            batch=object_time,
+        )
     total.settle()
     assert total.events == 2000
     assert as_totals(total) == brute_force(batches)
@@ -212,7 +241,11 @@ def test_a_bad_event_found_when_settling_names_its_batch_and_position():
     aggregate_batch([encode_events([good])], T0, into=total, batch="third")
     with pytest.raises(BadBatch) as caught:
         total.settle()
-    assert (caught.value.batch, caught.value.event, caught.value.kind) == ("second", 3, "invalid debug id")
+    assert (caught.value.batch, caught.value.event, caught.value.kind) == (
+        "second",
+        3,
+        "invalid debug id",
+    )
 
 
 def test_an_invalid_event_before_a_malformed_byte_is_the_fault_reported():
@@ -269,7 +302,9 @@ def test_settling_every_fault_names_each_bad_batch_once_at_its_first_fault():
     total = Aggregate()
     aggregate_batch([encode_events([good, no_id, good, bad_count])], T0, into=total, batch="one")
     aggregate_batch([encode_events([good, good])], T0, into=total, batch="fine")
-    aggregate_batch([encode_events([good, good, good, bad_count])], T0 - 86400, into=total, batch="two")
+    aggregate_batch(
+        [encode_events([good, good, good, bad_count])], T0 - 86400, into=total, batch="two"
+    )
     with pytest.raises(BadBatches) as caught:
         total.settle(every_fault=True)
     assert [(f.batch, f.event, f.kind) for f in caught.value.faults] == [

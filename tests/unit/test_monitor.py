@@ -14,7 +14,8 @@ H = dt.timedelta(hours=1)
 
 def test_perfdata_numbers_have_no_exponent_and_unknown_is_u():
     text = perfdata_text(
-        {"hosts": 3, "max_skew_s": -0.0001, "seconds_since_last_tick": 2592000.1234}, MonitorSettings.defaults()
+        {"hosts": 3, "max_skew_s": -0.0001, "seconds_since_last_tick": 2592000.1234},
+        MonitorSettings.defaults(),
     )
     assert text == "hosts=3;;;0 max_skew_s=0s;30;;0 seconds_since_last_tick=2592000.123s;;900;0"
     assert perfdata_text({"max_skew_s": None}, MonitorSettings.defaults()) == "max_skew_s=U;30;;0"

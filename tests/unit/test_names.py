@@ -13,12 +13,16 @@ JOBS = "tests.fixtures.sample_jobs"
 def foo_options():
     options = Namespace()
     options.add_option("greeting", "hello")
-    options.namespace("database").add_option("host", "localhost", reference_value_from="resource.postgresql")
+    options.namespace("database").add_option(
+        "host", "localhost", reference_value_from="resource.postgresql"
+    )
     return options
 
 
 def known(jobs_text=""):
-    return known_names(runner_options(), [(("crontabber", "class-FooJob"), foo_options())], jobs_text)
+    return known_names(
+        runner_options(), [(("crontabber", "class-FooJob"), foo_options())], jobs_text
+    )
 
 
 def test_declared_referenced_and_legacy_names():
@@ -41,10 +45,15 @@ def test_a_newly_declared_runner_option_is_known_without_listing_it():
 def test_unknown_names_are_refused_with_the_closest_one():
     with pytest.raises(
         ConfigurationError,
-        match="no such option crontabber.class-FooJob.greting; did you mean crontabber.class-FooJob.greeting",
+        match=(
+            "no such option crontabber.class-FooJob.greting; did you mean "
+            "crontabber.class-FooJob.greeting"
+        ),
     ):
         check_names(known(), ["crontabber.class-FooJob.greting"], "crontabber.ini")
-    with pytest.raises(ConfigurationError, match=r"section \[\[class-FoJob\]\].*did you mean \[\[class-FooJob\]\]"):
+    with pytest.raises(
+        ConfigurationError, match=r"section \[\[class-FoJob\]\].*did you mean \[\[class-FooJob\]\]"
+    ):
         check_names(known(), ["crontabber.class-FoJob.greeting"], "crontabber.ini")
     with pytest.raises(ConfigurationError) as info:
         check_names(known(), ["crontabber.eror_retry_time"], None)
@@ -75,7 +84,8 @@ def test_environment_notes_only_for_crontabber_looking_names():
         "other.dotted": "x",
     }
     assert environment_notes(names, environ) == [
-        "environment variable CRONTABBER_EROR_RETRY_TIME matches no option (did you mean CRONTABBER_ERROR_RETRY_TIME?)",
+        "environment variable CRONTABBER_EROR_RETRY_TIME matches no option (did you mean "
+        "CRONTABBER_ERROR_RETRY_TIME?)",
         "environment variable crontabber.class-FooJob.greting matches no option"
         " (did you mean crontabber.class-FooJob.greeting?)",
     ]
@@ -85,7 +95,9 @@ def test_load_jobs_refuses_an_unknown_ini_option(tmp_path):
     from crontabber.config.catalog import load_jobs
 
     path = tmp_path / "crontabber.ini"
-    path.write_text(f"[crontabber]\n    jobs={JOBS}.FooJob|1d\n    [[class-FooJob]]\n        greting=x\n")
+    path.write_text(
+        f"[crontabber]\n    jobs={JOBS}.FooJob|1d\n    [[class-FooJob]]\n        greting=x\n"
+    )
     with pytest.raises(ConfigurationError, match="greting"):
         load_jobs(load_settings(str(path), {}, {}))
 
@@ -95,7 +107,8 @@ def test_a_replaced_jobs_list_keeps_the_sections_of_the_ini_list(tmp_path):
 
     path = tmp_path / "crontabber.ini"
     path.write_text(
-        f"[crontabber]\n    jobs={JOBS}.FooJob|1d, {JOBS}.BarJob|1d\n    [[class-FooJob]]\n        greeting=x\n"
+        f"[crontabber]\n    jobs={JOBS}.FooJob|1d, {JOBS}.BarJob|1d\n    [[class-FooJob]]\n        "
+        "greeting=x\n"
     )
     (job,) = load_jobs(load_settings(str(path), {"crontabber.jobs": f"{JOBS}.BarJob|1d"}, {}))
     assert job.app_name == "bar"

@@ -40,25 +40,31 @@ def test_a_pause_is_active_until_it_ends():
 
 
 def test_rerun_dates_use_the_jobs_time_of_day():
-    days = rerun_dates(parse_schedule("1d", "00:30"), None, dt.date(2026, 11, 20), dt.date(2026, 11, 22), NOW)
+    days = rerun_dates(
+        parse_schedule("1d", "00:30"), None, dt.date(2026, 11, 20), dt.date(2026, 11, 22), NOW
+    )
     assert days == [dt.datetime(2026, 11, d, 0, 30, tzinfo=UTC) for d in (20, 21, 22)]
 
 
 def test_rerun_dates_without_a_time_of_day_follow_the_last_success():
     last = dt.datetime(2026, 11, 22, 5, 17, 19, tzinfo=UTC)
-    assert rerun_dates(parse_schedule("1d", None), last, dt.date(2026, 11, 21), dt.date(2026, 11, 21), NOW) == [
-        dt.datetime(2026, 11, 21, 5, 17, 19, tzinfo=UTC)
-    ]
+    assert rerun_dates(
+        parse_schedule("1d", None), last, dt.date(2026, 11, 21), dt.date(2026, 11, 21), NOW
+    ) == [dt.datetime(2026, 11, 21, 5, 17, 19, tzinfo=UTC)]
 
 
 def test_rerun_dates_of_a_sub_daily_job_cover_the_whole_day_and_stop_before_now():
     last = dt.datetime(2026, 11, 22, 5, 0, tzinfo=UTC)
-    days = rerun_dates(parse_schedule("6h", None), last, dt.date(2026, 11, 23), dt.date(2026, 11, 23), NOW)
+    days = rerun_dates(
+        parse_schedule("6h", None), last, dt.date(2026, 11, 23), dt.date(2026, 11, 23), NOW
+    )
     assert days == [dt.datetime(2026, 11, 23, h, 0, tzinfo=UTC) for h in (5, 11)]
 
 
 def test_rerun_dates_refuse_an_inverted_range():
     with pytest.raises(ValueError, match="before --date"):
-        rerun_dates(parse_schedule("1d", None), None, dt.date(2026, 11, 2), dt.date(2026, 11, 1), NOW)
+        rerun_dates(
+            parse_schedule("1d", None), None, dt.date(2026, 11, 2), dt.date(2026, 11, 1), NOW
+        )
     with pytest.raises(ValueError, match="YYYY-MM-DD"):
         parse_day("11/02/2026")

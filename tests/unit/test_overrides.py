@@ -11,12 +11,20 @@ from crontabber.overrides import check_pause, given_options
 from crontabber.state import JobState
 
 NOW = dt.datetime(2026, 11, 26, 14, 0, tzinfo=dt.timezone.utc)
-PAUSED = JobState("prune-s3", paused_until=NOW + dt.timedelta(hours=1), paused_by="ops@vm", paused_reason="INC-9")
+PAUSED = JobState(
+    "prune-s3", paused_until=NOW + dt.timedelta(hours=1), paused_by="ops@vm", paused_reason="INC-9"
+)
 
 
 def check(state, force, reason=None):
     return check_pause(
-        "prune-s3", state, NOW, "run it", force=force, reason=reason, override="--force --reason TEXT runs it anyway"
+        "prune-s3",
+        state,
+        NOW,
+        "run it",
+        force=force,
+        reason=reason,
+        override="--force --reason TEXT runs it anyway",
     )
 
 

@@ -40,7 +40,9 @@ def test_a_manifest_is_read():
 def test_without_a_creation_time_the_folder_says_when():
     body = json.loads(manifest_body())
     del body["creationTimestamp"]
-    m = Manifest.parse("d", "p/symbols/daily/2026-11-20T01-00Z/manifest.json", json.dumps(body).encode())
+    m = Manifest.parse(
+        "d", "p/symbols/daily/2026-11-20T01-00Z/manifest.json", json.dumps(body).encode()
+    )
     assert m.created == dt.datetime(2026, 11, 20, 1, 0, tzinfo=dt.timezone.utc)
 
 
@@ -66,9 +68,27 @@ def test_an_old_report_or_another_buckets_is_refused():
 
 
 def test_rows_decode_keys_and_skip_other_versions_and_delete_markers():
-    columns = ["Bucket", "Key", "VersionId", "IsLatest", "IsDeleteMarker", "Size", "LastModifiedDate", "ETag"]
+    columns = [
+        "Bucket",
+        "Key",
+        "VersionId",
+        "IsLatest",
+        "IsDeleteMarker",
+        "Size",
+        "LastModifiedDate",
+        "ETag",
+    ]
     lines = [
-        ["symbols", "a+b%2Bc/d%20e.sym", "1", "true", "false", "5", "2026-01-01T00:00:00.000Z", "e1"],
+        [
+            "symbols",
+            "a+b%2Bc/d%20e.sym",
+            "1",
+            "true",
+            "false",
+            "5",
+            "2026-01-01T00:00:00.000Z",
+            "e1",
+        ],
         ["symbols", "old", "0", "false", "false", "5", "2026-01-01T00:00:00.000Z", "e2"],
         ["symbols", "gone", "2", "true", "true", "", "2026-01-01T00:00:00.000Z", ""],
         ["elsewhere", "x", "1", "true", "false", "5", "2026-01-01T00:00:00.000Z", "e3"],
@@ -143,9 +163,16 @@ def config(**changes):
 def test_options_say_where_the_keys_come_from():
     assert PruneOptions.from_config(config()).inventory is None
     options = PruneOptions.from_config(
-        config(source="inventory", inventory_bucket="inv", inventory_prefix="reports", deletes_per_second=3000)
+        config(
+            source="inventory",
+            inventory_bucket="inv",
+            inventory_prefix="reports",
+            deletes_per_second=3000,
+        )
     )
-    assert options.inventory is not None and options.inventory.folder("symbols") == "reports/symbols/"
+    assert (
+        options.inventory is not None and options.inventory.folder("symbols") == "reports/symbols/"
+    )
     assert options.rate == 3000
 
 

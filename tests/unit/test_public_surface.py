@@ -40,10 +40,18 @@ def imports_of(path: Path) -> list[tuple[int, str, list[str]]]:
     it; [] for ``import crontabber.x``)."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "crontabber":
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.level == 0
+            and (node.module or "").split(".")[0] == "crontabber"
+        ):
             found.append((node.lineno, node.module or "", [alias.name for alias in node.names]))
         elif isinstance(node, ast.Import):
-            found += [(node.lineno, a.name, []) for a in node.names if a.name.split(".")[0] == "crontabber"]
+            found += [
+                (node.lineno, a.name, [])
+                for a in node.names
+                if a.name.split(".")[0] == "crontabber"
+            ]
     return found
 
 
@@ -99,7 +107,9 @@ def test_nothing_exported_is_private_where_it_is_defined():
         value = getattr(crontabber, name)
         module = getattr(value, "__module__", None)
         if module is not None:  # a function, a class: defined in a public module, named publicly
-            assert module.startswith("crontabber.") and not any(p.startswith("_") for p in module.split("."))
+            assert module.startswith("crontabber.") and not any(
+                p.startswith("_") for p in module.split(".")
+            )
             assert not value.__qualname__.startswith("_"), name
 
 
@@ -125,5 +135,14 @@ def test_the_scan_sees_an_import_outside_the_surface(tmp_path):
         "    import crontabber.cli.dispatch\n"
     )
     rows = surface()
-    found = [what for _, module, names in imports_of(probe) for what in refused(rows[DASHBOARD], module, names)]
-    assert found == ["crontabber.tick", "crontabber.store.Q", "crontabber._EXPORTS", "crontabber.cli.dispatch"]
+    found = [
+        what
+        for _, module, names in imports_of(probe)
+        for what in refused(rows[DASHBOARD], module, names)
+    ]
+    assert found == [
+        "crontabber.tick",
+        "crontabber.store.Q",
+        "crontabber._EXPORTS",
+        "crontabber.cli.dispatch",
+    ]

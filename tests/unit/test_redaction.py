@@ -10,7 +10,9 @@ def test_shapes_of_secrets_are_masked():
         "https://s3/k?X-Amz-Credential=***&X-Amz-Signature=***&a=1"
     )
     assert redact("{'password': 'hunter22'}") == "{'password': ***}"
-    assert redact("http://user@es:9200 and http://es:9200") == "http://user@es:9200 and http://es:9200"
+    assert (
+        redact("http://user@es:9200 and http://es:9200") == "http://user@es:9200 and http://es:9200"
+    )
 
 
 def test_secret_values_by_name_and_in_urls():
@@ -22,8 +24,16 @@ def test_secret_values_by_name_and_in_urls():
         "HOME": "/root",
         "SHORT_PASSWORD": "abc",
     }
-    assert secret_values(env) == {"pg-Secret-1", "aws/Secret+2", "es%2Fsecret", "es/secret", "https://key@o1.ingest/1"}
-    assert redact("connecting with pg-Secret-1 and aws/Secret+2", secret_values(env)) == ("connecting with *** and ***")
+    assert secret_values(env) == {
+        "pg-Secret-1",
+        "aws/Secret+2",
+        "es%2Fsecret",
+        "es/secret",
+        "https://key@o1.ingest/1",
+    }
+    assert redact("connecting with pg-Secret-1 and aws/Secret+2", secret_values(env)) == (
+        "connecting with *** and ***"
+    )
     assert is_secret_name("crontabber.class-X.api_token") and not is_secret_name("bucket")
     assert not is_secret_name("AWS_ACCESS_KEY_ID")  # its value (e.g. "symbols") is everywhere
 

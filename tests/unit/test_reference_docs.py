@@ -13,7 +13,9 @@ _spec.loader.exec_module(check_links)
 
 
 def load_generator():
-    spec = importlib.util.spec_from_file_location("gen_reference", REPO / "scripts" / "gen_reference.py")
+    spec = importlib.util.spec_from_file_location(
+        "gen_reference", REPO / "scripts" / "gen_reference.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -31,7 +33,10 @@ def test_every_runner_option_and_exit_code_is_listed():
 
     options = (REPO / "docs/reference/options.md").read_text()
     assert "`crontabber.require_reason`" in options and "`crontabber.output_tail_bytes`" in options
-    assert all(f"| `{'.'.join([*path, option.name])}` |" in options for path, option in runner_options().walk(()))
+    assert all(
+        f"| `{'.'.join([*path, option.name])}` |" in options
+        for path, option in runner_options().walk(())
+    )
     codes = (REPO / "docs/reference/exit-codes.md").read_text()
     assert all(f"| {int(code)} |" in codes for code, _ in EXIT_CODES)
 
@@ -50,7 +55,8 @@ def test_no_markdown_file_points_outside_the_repository(tmp_path):
     (tmp_path / "docs" / "jobs").mkdir(parents=True)
     (tmp_path / "README.md").write_text("[docs](docs/jobs/a.md)\n")
     (tmp_path / "docs" / "jobs" / "a.md").write_text(
-        "[up](../../README.md) [web](https://example.org/../x) [here](#top) s3://.../manifest.json\n"
+        "[up](../../README.md) [web](https://example.org/../x) [here](#top) "
+        "s3://.../manifest.json\n"
         "[style](../../../shared/STYLE.md#models)\n"
         "read `../../../shared/reference/spec.md` first\n"
         '[spec]: ../../../spec.md\n<img src="/etc/logo.png">\n'

@@ -21,7 +21,9 @@ SAID = (
 
 def ini(tmp_path, lines: str = "") -> str:
     path = tmp_path / "crontabber.ini"
-    path.write_text(f"[crontabber]\n    jobs='''\n    tests.fixtures.sample_jobs.FooJob|1d\n    '''\n{lines}")
+    path.write_text(
+        f"[crontabber]\n    jobs='''\n    tests.fixtures.sample_jobs.FooJob|1d\n    '''\n{lines}"
+    )
     return str(path)
 
 
@@ -39,14 +41,18 @@ def test_the_old_name_still_sets_the_option_and_warns(tmp_path, lines, cli, envi
         settings = load_settings(ini(tmp_path, lines), cli, environ)
     assert [str(w.message) for w in caught] == [SAID]  # once, however often it is read
     assert settings.default_timeout_seconds == 7.0
-    assert settings.sources.renamed == {"crontabber.default_timeout": "crontabber.default_timeout_seconds"}
+    assert settings.sources.renamed == {
+        "crontabber.default_timeout": "crontabber.default_timeout_seconds"
+    }
     jobs = load_jobs(settings)  # the strict check of names knows the old one
     assert SAID in configuration_notes(settings.sources, jobs)
 
 
 def test_the_new_name_wins_and_the_old_one_still_warns(tmp_path):
     with pytest.warns(DeprecationWarning, match="crontabber.default_timeout is deprecated"):
-        settings = load_settings(ini(tmp_path, "    default_timeout=7\n    default_timeout_seconds=9\n"), {}, {})
+        settings = load_settings(
+            ini(tmp_path, "    default_timeout=7\n    default_timeout_seconds=9\n"), {}, {}
+        )
     assert settings.default_timeout_seconds == 9.0
 
 

@@ -6,7 +6,14 @@ import datetime as dt
 
 import pytest
 
-from crontabber.reruns import IntervalRecord, RerunRecord, parse_only, plan_steps, step_lines, to_run
+from crontabber.reruns import (
+    IntervalRecord,
+    RerunRecord,
+    parse_only,
+    plan_steps,
+    step_lines,
+    to_run,
+)
 
 DAY = dt.timedelta(days=1)
 D0 = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
@@ -37,11 +44,17 @@ def test_only_failed_takes_failed_and_dead_claims_only_missing_the_never_run():
     assert {s.when: s.skip for s in missing}[
         DATES[1]
     ] == "its last unit failed (failed, run 4); --only missing leaves it"
-    assert to_run(plan_steps(DATES, RECORDS, parse_only("failed,missing"), True)) == [DATES[4], DATES[3], DATES[1]]
+    assert to_run(plan_steps(DATES, RECORDS, parse_only("failed,missing"), True)) == [
+        DATES[4],
+        DATES[3],
+        DATES[1],
+    ]
 
 
 def test_a_resume_skips_what_the_stopped_run_finished_in_its_order():
-    stopped = RerunRecord(12, "x", "rerun", "cron-1:5", "abandoned", tuple(DATES[::-1]), True, frozenset(DATES[3:]))
+    stopped = RerunRecord(
+        12, "x", "rerun", "cron-1:5", "abandoned", tuple(DATES[::-1]), True, frozenset(DATES[3:])
+    )
     steps = plan_steps(list(stopped.plan), RECORDS, done_by=stopped)
     assert to_run(steps) == [DATES[2], DATES[1], DATES[0]]
     assert steps[0].skip == "done by run 12 before it stopped"
@@ -53,11 +66,14 @@ def test_a_held_interval_is_run_after_a_wait_and_the_dry_run_says_so():
     assert to_run(steps) == DATES[:2]
     lines = step_lines(steps, lambda when: f"would write {when:%d}")
     assert lines == [
-        "2026-11-01 00:00 UTC: would write 01; held now by run 8 (scheduled) on cron-2:7: waits for it",
+        "2026-11-01 00:00 UTC: would write 01; held now by run 8 (scheduled) on cron-2:7: waits "
+        "for it",
         "2026-11-02 00:00 UTC: would write 02",
     ]
     only = plan_steps(DATES[:1], held, parse_only("failed"))
-    assert step_lines(only) == ["2026-11-01 00:00 UTC: skipped: running now (run 8, scheduled, on cron-2:7)"]
+    assert step_lines(only) == [
+        "2026-11-01 00:00 UTC: skipped: running now (run 8, scheduled, on cron-2:7)"
+    ]
 
 
 def test_only_refuses_other_values():
@@ -88,9 +104,15 @@ def test_pick_next_takes_the_first_free_interval_while_fewer_than_n_are_held():
     ]
     never = lambda holder: False  # noqa: E731
     assert pick_next(rows, 2, False, SINCE, never) == Pick(when=DATES[3])
-    assert pick_next(rows, 1, False, SINCE, never).wait == "1 interval(s) of the rerun are running, at most 1 at once"
+    assert (
+        pick_next(rows, 1, False, SINCE, never).wait
+        == "1 interval(s) of the rerun are running, at most 1 at once"
+    )
     # strictly in order: the first left is held, so it waits for it
-    assert pick_next(rows, 1, True, SINCE, never).wait == "2026-11-02 00:00 UTC: held by run 5 (rerun) on a:1"
+    assert (
+        pick_next(rows, 1, True, SINCE, never).wait
+        == "2026-11-02 00:00 UTC: held by run 5 (rerun) on a:1"
+    )
     # a holder of this host whose pid is gone is abandoned first
     assert pick_next(rows, 2, True, SINCE, lambda holder: holder == "a:1") == Pick(gone=(5,))
     # expired claims and claims of runs no longer running are free
@@ -109,8 +131,13 @@ def test_pick_next_leaves_what_failed_in_the_group_since_it_started_and_ends_whe
     # a run started after that failure (a resume) tries it again
     assert pick_next(rows, 2, False, SINCE + 2 * DAY, lambda h: False) == Pick(when=DATES[1])
     # what other runs hold is waited for, not left: a peer may still die holding it
-    held = [_row(DATES[0], done=True), _row(DATES[1], run_id=7, holder="c:1", in_group=True, **RUNNING)]
-    assert pick_next(held, 3, False, SINCE, lambda h: False).wait.startswith("the 1 interval(s) left are running")
+    held = [
+        _row(DATES[0], done=True),
+        _row(DATES[1], run_id=7, holder="c:1", in_group=True, **RUNNING),
+    ]
+    assert pick_next(held, 3, False, SINCE, lambda h: False).wait.startswith(
+        "the 1 interval(s) left are running"
+    )
 
 
 def test_dependants_parents_first_and_their_intervals_on_the_same_days():
@@ -119,6 +146,9 @@ def test_dependants_parents_first_and_their_intervals_on_the_same_days():
     graph = {"a": (), "b": ("a",), "c": ("b",), "d": ("a", "c"), "e": (), "f": ("e",)}
     assert dependants(graph, "a") == ["b", "c", "d"]
     assert dependants(graph, "c") == ["d"] and dependants(graph, "d") == []
-    hourly = lambda day: [dt.datetime.combine(day, dt.time(h, tzinfo=dt.timezone.utc)) for h in (0, 12)]  # noqa: E731
+
+    def hourly(day: dt.date) -> list[dt.datetime]:
+        return [dt.datetime.combine(day, dt.time(h, tzinfo=dt.timezone.utc)) for h in (0, 12)]
+
     newest_first = [DATES[2] + dt.timedelta(hours=3), DATES[0] + dt.timedelta(hours=3)]
     assert same_days(newest_first, hourly) == [*hourly(DATES[2].date()), *hourly(DATES[0].date())]

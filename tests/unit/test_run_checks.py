@@ -14,7 +14,15 @@ T0 = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
 
 def run(run_id, seconds=1.0, status="succeeded", **metrics):
     return RunRecord(
-        run_id, "job", "scheduled", "h", 1, T0, status, ended=T0 + dt.timedelta(seconds=seconds), metrics=metrics
+        run_id,
+        "job",
+        "scheduled",
+        "h",
+        1,
+        T0,
+        status,
+        ended=T0 + dt.timedelta(seconds=seconds),
+        metrics=metrics,
     )
 
 
@@ -29,7 +37,10 @@ def test_parse_reads_each_option():
     )
     assert checks.min_duration == dt.timedelta(seconds=30)
     assert (checks.slower_factor, checks.slower_runs, checks.on_breach) == (3.0, 20, "pause")
-    assert [c.text for c in checks.metric_checks] == ["keys_deleted < 5 x median(10)", "bytes_freed <= 1000"]
+    assert [c.text for c in checks.metric_checks] == [
+        "keys_deleted < 5 x median(10)",
+        "bytes_freed <= 1000",
+    ]
     assert checks.history == 20 and not parse_checks({})
 
 

@@ -50,7 +50,24 @@ def test_parse_frequency(text, seconds):
 
 @pytest.mark.parametrize(
     "text",
-    ["5", "10", "1D", "3e", "1d2h", "m", "", "1w", "-1d", "1 d x", "0m", "0d", "00h", "367d", "8785h", "99999999999d"],
+    [
+        "5",
+        "10",
+        "1D",
+        "3e",
+        "1d2h",
+        "m",
+        "",
+        "1w",
+        "-1d",
+        "1 d x",
+        "0m",
+        "0d",
+        "00h",
+        "367d",
+        "8785h",
+        "99999999999d",
+    ],
 )
 def test_parse_frequency_rejects(text):
     with pytest.raises(ValueError, match="bad frequency"):
@@ -167,12 +184,16 @@ def test_next_run_after_success_and_failure():
     assert next_run_after(start, five, True, 300) == at("2026-01-01 04:09:57.752785")
     assert next_run_after(start, five, False, 100) == start + dt.timedelta(seconds=100)
     # With a time of day: the date of start + frequency, at that time.
-    assert next_run_after(at("2026-01-01 23:00"), parse_schedule("1d", "00:30"), True, 1) == at("2026-01-02 00:30")
+    assert next_run_after(at("2026-01-01 23:00"), parse_schedule("1d", "00:30"), True, 1) == at(
+        "2026-01-02 00:30"
+    )
     assert next_run_after(at("2026-01-01 10:30"), DAILY_10, True, 1) == at("2026-01-02 10:00")
     assert next_run_after(at("2026-01-01 09:00"), DAILY_10, True, 1) == at("2026-01-02 10:00")
     # a failure ignores the time of day
     assert next_run_after(at("2026-01-01 09:00"), DAILY_10, False, 60) == at("2026-01-01 09:01")
-    assert next_run_after(at("2026-01-01 04:00"), parse_schedule("7d", "03:00"), True, 1) == at("2026-01-08 03:00")
+    assert next_run_after(at("2026-01-01 04:00"), parse_schedule("7d", "03:00"), True, 1) == at(
+        "2026-01-08 03:00"
+    )
 
 
 def test_backfill_without_success_runs_once_now():
@@ -183,7 +204,11 @@ def test_backfill_without_success_runs_once_now():
 def test_backfill_each_missed_interval_oldest_first():
     last = at("2026-01-01 10:30")
     now = at("2026-01-04 11:00")
-    assert backfill_dates(last, DAILY, now) == [at("2026-01-02 10:30"), at("2026-01-03 10:30"), at("2026-01-04 10:30")]
+    assert backfill_dates(last, DAILY, now) == [
+        at("2026-01-02 10:30"),
+        at("2026-01-03 10:30"),
+        at("2026-01-04 10:30"),
+    ]
     # nothing whole has elapsed
     assert backfill_dates(last, DAILY, at("2026-01-02 10:30")) == []
 
@@ -191,7 +216,9 @@ def test_backfill_each_missed_interval_oldest_first():
 def test_backfill_anchors_to_the_time_of_day():
     # bug 781010: a slow day-1 run at 18:02 must not push day 2 to 18:02.
     anchored = parse_schedule("1d", "18:00")
-    assert backfill_dates(at("2026-01-01 18:02"), anchored, at("2026-01-02 18:01")) == [at("2026-01-02 18:00")]
+    assert backfill_dates(at("2026-01-01 18:02"), anchored, at("2026-01-02 18:01")) == [
+        at("2026-01-02 18:00")
+    ]
 
 
 def test_backfill_anchor_is_utc_whatever_the_input_zone():
@@ -226,7 +253,12 @@ def test_dependency_order_matches_crontabber():
     graph = {"A": [], "B": ["A"], "C": ["B"], "D": [], "E": ["A", "B"], "F": ["C", "D", "E"]}
     assert dependency_order(graph) == ["A", "D", "B", "C", "E", "F"]
     assert dependency_order({"C": ["B"], "B": ["A"], "A": []}) == ["A", "B", "C"]
-    assert dependency_order({"A": [], "B": ["A"], "D": ["B", "C"], "C": ["B"]}) == ["A", "B", "C", "D"]
+    assert dependency_order({"A": [], "B": ["A"], "D": ["B", "C"], "C": ["B"]}) == [
+        "A",
+        "B",
+        "C",
+        "D",
+    ]
 
 
 def test_dependency_order_external_parents_and_empty_list():

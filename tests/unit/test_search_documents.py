@@ -18,7 +18,9 @@ ROWS = [
         "2026-01-01T10:00:00.000000Z",
         7,
     ),
-    SymbolRow("libxul.so", "0F" * 16 + "0", "", None, None, None, None, None),  # file name from the debug file
+    SymbolRow(
+        "libxul.so", "0F" * 16 + "0", "", None, None, None, None, None
+    ),  # file name from the debug file
     SymbolRow("libxul.so.dbg", "A" * 33, None, "", "", 0, None, 0),
     SymbolRow(
         "XÜL.pdb",
@@ -31,14 +33,21 @@ ROWS = [
         1,
     ),
     SymbolRow("tab\there.pdb", "c" * 33, "new\nline.sym", "\u2028.dll", None, 5, "x", None),
-    SymbolRow("odd.pdb", "D" * 33, "odd.sym", None, None, "not a number", None, 3.5),  # rejected by ES
+    SymbolRow(
+        "odd.pdb", "D" * 33, "odd.sym", None, None, "not a number", None, 3.5
+    ),  # rejected by ES
     SymbolRow("bool.pdb", "E" * 33, "bool.sym", None, None, True, None, False),
 ]
 
 
 def expected(row):
     encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-    return encoder.encode({"index": {"_id": row.doc_id}}) + "\n" + encoder.encode(row.to_source()) + "\n"
+    return (
+        encoder.encode({"index": {"_id": row.doc_id}})
+        + "\n"
+        + encoder.encode(row.to_source())
+        + "\n"
+    )
 
 
 @pytest.mark.parametrize("row", ROWS, ids=lambda row: row.debug_file)

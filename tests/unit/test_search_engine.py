@@ -42,7 +42,9 @@ def test_search_terms_put_the_original_first_and_combine_corrections():
 
 def test_search_terms_merge_joined_twins_and_cap_the_count():
     terms = search_terms(
-        ["firefix", "pdb"], {"firefix": [(0.857, "firefox")]}, [(0.9, "firefoxpdb"), (0.7, "firefixpdb")]
+        ["firefix", "pdb"],
+        {"firefix": [(0.857, "firefox")]},
+        [(0.9, "firefoxpdb"), (0.7, "firefixpdb")],
     )
     assert terms == [(ORIGINAL_SCORE, "firefix pdb"), (0.9, "firefox pdb")]
     many = {
@@ -61,7 +63,9 @@ def test_query_boosts_names_over_code_files_and_earlier_terms_over_later():
 
 
 def test_query_matches_ids_exactly_when_the_query_looks_like_one():
-    query = build_query("44e4ec8c2f41492b9369d6b9a059577c2", [(1.1, "44e4ec8c2f41492b9369d6b9a059577c2")])
+    query = build_query(
+        "44e4ec8c2f41492b9369d6b9a059577c2", [(1.1, "44e4ec8c2f41492b9369d6b9a059577c2")]
+    )
     fields = {next(iter(c["term"])) for c in query["bool"]["should"] if "term" in c}
     assert {"debug_id", "code_id"} <= fields
 
@@ -78,5 +82,9 @@ def test_the_fallback_ranks_fuzzy_parts_above_any_word():
 
     should = build_fallback([(1.1, "combaseoscdec pdb"), (0.7, "combase pdb")])["bool"]["should"]
     fuzzy, anyword = (c["match"]["name_parts"] for c in should)
-    assert (fuzzy["query"], fuzzy["operator"], fuzzy["fuzziness"]) == ("combaseoscdec pdb", "and", "AUTO")
+    assert (fuzzy["query"], fuzzy["operator"], fuzzy["fuzziness"]) == (
+        "combaseoscdec pdb",
+        "and",
+        "AUTO",
+    )
     assert anyword["query"] == "combaseoscdec pdb combase" and anyword["boost"] < fuzzy["boost"]

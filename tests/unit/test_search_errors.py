@@ -22,7 +22,9 @@ def test_the_http_service_does_not_import_the_cron_runner():
         "import sys, search.server, search.cli, search.engine, search.indexer;"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('crontabber', 'jobs')))"
     )
-    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
     assert (done.returncode, done.stdout.strip()) == (0, "[]"), done.stderr
 
 

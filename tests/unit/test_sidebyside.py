@@ -8,7 +8,9 @@ from crontabber.sidebyside import next_to_start, runs_alone
 
 
 def job(name: str, *parents: str, parallel: bool = True) -> SimpleNamespace:
-    return SimpleNamespace(app_name=name, depends_on=parents, cls=type(name, (), {"parallel": parallel}))
+    return SimpleNamespace(
+        app_name=name, depends_on=parents, cls=type(name, (), {"parallel": parallel})
+    )
 
 
 def names(found) -> str | None:

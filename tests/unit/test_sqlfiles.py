@@ -9,7 +9,8 @@ from crontabber import sqlfiles
 
 def test_blocks_are_split_and_comment_lines_dropped():
     parsed = sqlfiles.parse(
-        "-- name: one\n-- uses %(x)s\nSELECT %(x)s;  -- kept\n\n-- name: two\n  -- indented comment\nSELECT 2;\n"
+        "-- name: one\n-- uses %(x)s\nSELECT %(x)s;  -- kept\n\n-- name: two\n  -- indented "
+        "comment\nSELECT 2;\n"
     )
     assert parsed == {"one": "SELECT %(x)s;  -- kept", "two": "SELECT 2;"}
 

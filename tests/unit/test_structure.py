@@ -31,7 +31,10 @@ def test_every_runner_module_has_a_docstring():
 
 def test_no_module_imports_a_test_module_and_only_bench_imports_bench():
     graph = metrics.import_graph(REPO)
-    assert graph["tests.conftest"] >= {"tests.helpers"} and "bench.services" in graph["bench.bench_tick"]
+    assert (
+        graph["tests.conftest"] >= {"tests.helpers"}
+        and "bench.services" in graph["bench.bench_tick"]
+    )
     assert metrics.test_cross_imports(graph) == []
     assert metrics.bench_imports(graph) == []
 

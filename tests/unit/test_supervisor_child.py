@@ -39,6 +39,8 @@ SCRIPT = textwrap.dedent("""
 
 
 def test_a_child_whose_runner_died_before_prctl_does_not_run_the_job():
-    result = subprocess.run([sys.executable, "-c", SCRIPT], cwd=REPO, capture_output=True, text=True, timeout=30)
+    result = subprocess.run(
+        [sys.executable, "-c", SCRIPT], cwd=REPO, capture_output=True, text=True, timeout=30
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "71"

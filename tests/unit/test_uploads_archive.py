@@ -30,7 +30,9 @@ def _member(path: Path) -> tuple[zipfile.ZipInfo, bytes]:
 
 
 def test_a_deflated_member_is_gzipped_by_reusing_its_deflate_stream(tmp_path):
-    path = write_zip(tmp_path / "a.zip", [("a.pdb/ABABABABABABABABABABABABABABABAB1/a.sym", TEXT)], level=9)
+    path = write_zip(
+        tmp_path / "a.zip", [("a.pdb/ABABABABABABABABABABABABABABABAB1/a.sym", TEXT)], level=9
+    )
     info, raw = _member(path)
     out = io.BytesIO()
     digest = archive.spool(path, info, 1, out)
@@ -45,7 +47,9 @@ def test_a_deflated_member_is_gzipped_by_reusing_its_deflate_stream(tmp_path):
 
 def test_a_stored_member_is_deflated_with_isal(tmp_path):
     path = write_zip(
-        tmp_path / "a.zip", [("a.pdb/ABABABABABABABABABABABABABABABAB1/a.sym", TEXT)], compression=zipfile.ZIP_STORED
+        tmp_path / "a.zip",
+        [("a.pdb/ABABABABABABABABABABABABABABABAB1/a.sym", TEXT)],
+        compression=zipfile.ZIP_STORED,
     )
     info, _ = _member(path)
     out = io.BytesIO()

@@ -47,7 +47,9 @@ def test_decide_writes_unless_the_same_bytes_are_there_and_recovers_its_own_rows
     assert decide(there(md5="other"), "k", digest, 7, True) == Verdict(
         write=True, update=True, previous=there(md5="other")
     )
-    assert decide(there(size=11), "k", digest, 7, True) == Verdict(write=True, update=True, previous=there(size=11))
+    assert decide(there(size=11), "k", digest, 7, True) == Verdict(
+        write=True, update=True, previous=there(size=11)
+    )
     assert decide(there(upload_id=3), "k", digest, 7, True) == Verdict(write=False)
     # written by this upload, which was stopped before its row: the row, from the metadata
     assert decide(there(upload_id=7, replaced=True), "k", digest, 7, True) == Verdict(
@@ -63,7 +65,9 @@ def test_keep_first_refuses_another_uploads_file_and_names_it():
     assert caught.value.rule == RULE_KEEP_FIRST and caught.value.member == "x.pdb/ID/x.sym"
     assert "upload 20" in str(caught.value) and "MD5 earlier" in str(caught.value)
     # the same bytes are skipped, and this upload's own object (a retried attempt) replaced
-    assert decide(Existing(4, 10, "md5", 20, False), "k", digest, 7, True, Overwrite.KEEP_FIRST) == Verdict(write=False)
+    assert decide(
+        Existing(4, 10, "md5", 20, False), "k", digest, 7, True, Overwrite.KEEP_FIRST
+    ) == Verdict(write=False)
     mine = Existing(4, 12, "earlier", 7, False)
     assert decide(mine, "k", digest, 7, True, Overwrite.KEEP_FIRST).write
     for rule in (Overwrite.REPLACE, Overwrite.VERSIONED):

@@ -49,7 +49,9 @@ def test_a_good_archive_gives_a_plan_and_digests(tmp_path):
     assert plan.ignored == ["a-symbols.txt", "a.pdb/.DS_Store"] and plan.total == 4
     import hashlib
 
-    assert [(d.size, d.md5) for d in digests] == [(len(c), hashlib.md5(c).hexdigest()) for _, c in GOOD]
+    assert [(d.size, d.md5) for d in digests] == [
+        (len(c), hashlib.md5(c).hexdigest()) for _, c in GOOD
+    ]
 
 
 def test_an_identical_duplicate_is_published_once(tmp_path):
@@ -64,7 +66,11 @@ def test_an_identical_duplicate_is_published_once(tmp_path):
 
 
 def test_rules_apply_in_archive_order_first_offender_named():
-    infos = [zipfile.ZipInfo(f"a.pdb/{ID_A}/a.sym"), zipfile.ZipInfo("../x"), zipfile.ZipInfo("/abs")]
+    infos = [
+        zipfile.ZipInfo(f"a.pdb/{ID_A}/a.sym"),
+        zipfile.ZipInfo("../x"),
+        zipfile.ZipInfo("/abs"),
+    ]
     with pytest.raises(Rejected) as caught:
         validate(infos, Limits())
     assert caught.value.member == "../x"
@@ -196,7 +202,9 @@ def test_what_the_specification_allows_is_read_right(tmp_path, make, members):
     assert [info.filename for info in plan.members] == list(members)
     import hashlib
 
-    assert [(d.size, d.md5) for d in digests] == [(len(c), hashlib.md5(c).hexdigest()) for c in members.values()]
+    assert [(d.size, d.md5) for d in digests] == [
+        (len(c), hashlib.md5(c).hexdigest()) for c in members.values()
+    ]
     for info in plan.members:  # the reused deflate stream makes the same bytes too
         import gzip
 
@@ -237,7 +245,10 @@ def test_a_member_inflating_past_its_declared_size_is_refused_while_streaming(tm
     content = b"\0" * 100_000
     data = deflate(content)
     lie = {"usize": 1000, "crc": zlib.crc32(content[:1000])}
-    path = raw_zip(tmp_path / "lie.zip", [Entry(f"a.pdb/{ID_A}/a.sym", content, data=data, local=lie, central=lie)])
+    path = raw_zip(
+        tmp_path / "lie.zip",
+        [Entry(f"a.pdb/{ID_A}/a.sym", content, data=data, local=lie, central=lie)],
+    )
     plan = read_plan(path, Limits())
     with pytest.raises(Rejected) as caught:
         archive.digest(path, plan.members[0])
@@ -268,17 +279,23 @@ def test_the_header_gives_the_code_id_and_file_and_reads_no_cut_line():
         b"FILE 0 a.cpp\n"
     )
     header = symheader.parse(text, whole=True)
-    assert header == symheader.Header("44E4EC8C2F41492B9369D6B9A059577C2", "xul.pdb", "5A4CD0E9F1C64000", "xul.dll")
-    cut = text.split(b"INFO GENERATOR")[0] + b"INFO CODE_ID 5A4C"  # the head ends mid-line
-    assert symheader.parse(b"MODULE Linux x86_64 " + b"0" * 33 + b" libxul.so\n" + cut[-17:]) == symheader.Header(
-        "0" * 33, "libxul.so"
+    assert header == symheader.Header(
+        "44E4EC8C2F41492B9369D6B9A059577C2", "xul.pdb", "5A4CD0E9F1C64000", "xul.dll"
     )
+    cut = text.split(b"INFO GENERATOR")[0] + b"INFO CODE_ID 5A4C"  # the head ends mid-line
+    assert symheader.parse(
+        b"MODULE Linux x86_64 " + b"0" * 33 + b" libxul.so\n" + cut[-17:]
+    ) == symheader.Header("0" * 33, "libxul.so")
     spaced = symheader.parse(
-        b"MODULE mac x86_64 " + b"A" * 33 + b" Google Chrome Framework\nINFO CODE_ID ABCDEF\n", whole=True
+        b"MODULE mac x86_64 " + b"A" * 33 + b" Google Chrome Framework\nINFO CODE_ID ABCDEF\n",
+        whole=True,
     )
     assert spaced == symheader.Header("A" * 33, "Google Chrome Framework", "ABCDEF", None)
     key = symbolkey.parse(f"Google Chrome Framework/{'a' * 33}/Google Chrome Framework.sym")
     assert (
-        symheader.check("m", key, b"MODULE mac x86_64 " + b"A" * 33 + b" Google Chrome Framework\n", True) is not None
+        symheader.check(
+            "m", key, b"MODULE mac x86_64 " + b"A" * 33 + b" Google Chrome Framework\n", True
+        )
+        is not None
     )
     assert symheader.check("m", symbolkey.parse(f"x.pdb/{'A' * 33}/x.dll"), b"MZ", True) is None

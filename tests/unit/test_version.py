@@ -30,7 +30,9 @@ def test_git_describe_gives_a_pep_440_version(described, expected):
     assert version.from_describe(described) == expected
 
 
-@pytest.mark.parametrize("described", ["", "release-3-gabc1234", "v1.2.0-x-gabc1234", "v1.2.0-3-abc1234"])
+@pytest.mark.parametrize(
+    "described", ["", "release-3-gabc1234", "v1.2.0-x-gabc1234", "v1.2.0-3-abc1234"]
+)
 def test_anything_else_is_refused(described):
     with pytest.raises(ValueError):
         version.from_describe(described)
@@ -45,7 +47,11 @@ def test_a_checkout_says_what_git_describe_says():
         ["git", *version.DESCRIBE], cwd=REPO, capture_output=True, text=True, check=True
     ).stdout.strip()
     said = subprocess.run(
-        [sys.executable, "-m", "crontabber", "--version"], cwd=REPO, capture_output=True, text=True, check=True
+        [sys.executable, "-m", "crontabber", "--version"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.strip()
     assert said == version.from_describe(described) == version.version()
     commit = described.removesuffix("-dirty").rsplit("-", 1)[-1].removeprefix("g")
@@ -71,10 +77,32 @@ def test_the_commit_is_read_from_a_branch_packed_refs_a_detached_head_and_a_work
     repo = tmp_path / "repo"
     repo.mkdir()
     _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "one")
+    _git(
+        repo,
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "one",
+    )
     first = _git(repo, "rev-parse", "HEAD")
     assert version.checkout_commit(str(repo)) == first  # refs/heads/main
-    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "two")
+    _git(
+        repo,
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "two",
+    )
     second = _git(repo, "rev-parse", "HEAD")
     _git(repo, "pack-refs", "--all")
     assert not (repo / ".git/refs/heads/main").exists()

@@ -47,7 +47,12 @@ def status(state, marker=Marker.NONE, states=None, overdue=1800.0, the_job=None)
 
 
 def ran(**changes):
-    base = dict(app_name="child", last_run=NOW - 10 * MIN, last_success=NOW - 10 * MIN, next_run=NOW + 50 * MIN)
+    base = dict(
+        app_name="child",
+        last_run=NOW - 10 * MIN,
+        last_success=NOW - 10 * MIN,
+        next_run=NOW + 50 * MIN,
+    )
     return JobState(**{**base, **changes})
 
 
@@ -100,7 +105,11 @@ def test_type_name(raw, name):
         ("KeyError('a', 'b')", "KeyError", "'a', 'b'"),
         ("OSError()", "OSError", ""),
         ("Other('x')", "NameError", "Other('x')"),
-        ("NameError(__import__('os'))", "NameError", "NameError(__import__('os'))"),  # not evaluated
+        (
+            "NameError(__import__('os'))",
+            "NameError",
+            "NameError(__import__('os'))",
+        ),  # not evaluated
     ],
 )
 def test_value_from_repr(text, kind, value):
@@ -108,7 +117,9 @@ def test_value_from_repr(text, kind, value):
 
 
 def test_error_summary_is_one_line():
-    error = ErrorInfo.of_state({"type": "<class 'OSError'>", "value": "first\nsecond", "traceback": ""})
+    error = ErrorInfo.of_state(
+        {"type": "<class 'OSError'>", "value": "first\nsecond", "traceback": ""}
+    )
     assert error is not None and error.summary == "OSError: first"
     assert ErrorInfo.of_state({}) is None
 
@@ -126,7 +137,11 @@ def entry(id, run_id, minutes_ago, ok=True, **more):
     if ok:
         fields["success"] = NOW - minutes_ago * MIN
     else:
-        fields.update(exc_type="<class 'NameError'>", exc_value="NameError('boom')", exc_traceback="  File x\n")
+        fields.update(
+            exc_type="<class 'NameError'>",
+            exc_value="NameError('boom')",
+            exc_traceback="  File x\n",
+        )
     return LogEntry(**{**fields, **more})
 
 
@@ -161,12 +176,17 @@ def test_runs_from_log_rows():
 
 
 def test_the_run_in_progress_comes_first():
-    holding = JobState("job", ongoing=NOW - 5 * MIN, ongoing_by="cron-1:42", run_id=9, heartbeat=NOW - MIN)
+    holding = JobState(
+        "job", ongoing=NOW - 5 * MIN, ongoing_by="cron-1:42", run_id=9, heartbeat=NOW - MIN
+    )
     runs = group_runs([entry(5, 9, 2), entry(3, 8, 10)], holding, lambda s: Marker.LIVE)
     assert [(r.run_id, r.outcome) for r in runs] == [(9, Outcome.RUNNING), (8, Outcome.OK)]
     assert runs[0].started == NOW - 5 * MIN and runs[0].ended is None
     runs = group_runs([entry(3, 8, 10)], holding, lambda s: Marker.EXPIRED)
-    assert [(r.run_id, r.outcome, r.by) for r in runs] == [(9, Outcome.RUNNING, "cron-1:42"), (8, Outcome.OK, "h:7")]
+    assert [(r.run_id, r.outcome, r.by) for r in runs] == [
+        (9, Outcome.RUNNING, "cron-1:42"),
+        (8, Outcome.OK, "h:7"),
+    ]
     assert runs[0].ongoing is not None and runs[0].ongoing.verdict is Marker.EXPIRED
 
 
@@ -182,7 +202,12 @@ def test_short_times():
     ]
     assert relative(NOW - 3 * MIN, NOW) == "3m ago" and relative(NOW + 4 * 60 * MIN, NOW) == "in 4h"
     assert relative(NOW, NOW) == "now" and relative(None, NOW, "never") == "never"
-    assert [took(dt.timedelta(seconds=s)) for s in (0.4213, 12.34, 192, 3720)] == ["0.42s", "12.3s", "3m12s", "1h02m"]
+    assert [took(dt.timedelta(seconds=s)) for s in (0.4213, 12.34, 192, 3720)] == [
+        "0.42s",
+        "12.3s",
+        "3m12s",
+        "1h02m",
+    ]
     assert took(None) == "-"
 
 
