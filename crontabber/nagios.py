@@ -96,6 +96,7 @@ def nagios_check(
     missed: Mapping[str, str] | None = None,
     broken: Mapping[str, str] | None = None,
     errors: Mapping[str, str] | None = None,
+    lease_seconds: float = 120.0,
 ) -> NagiosResult:
     """crontabber's nagios check, plus lateness, deadlines and the fleet.
 
@@ -126,6 +127,8 @@ def nagios_check(
     - a jobs entry that does not load (``broken``: its class path to its error, from
       :func:`crontabber.config.catalog.load_catalog`): CRITICAL, the other jobs checked as usual;
     - no tick recorded by any host for ``silence_critical_minutes``: CRITICAL;
+    - a serving host (``--serve``) silent for longer than its tick and ``lease_seconds``:
+      WARNING (its runner is gone; a cron host is judged by the silence alone);
     - among hosts that ticked within that window, a clock skew over
       ``max_skew_seconds`` or more than one version: WARNING.
     """
@@ -146,6 +149,7 @@ def nagios_check(
         *_no_host_entries(jobs, states, hosts, now, limits),
         *_ghost_entries(jobs, states),
         *_fleet_entries(hosts, now, limits),
+        *_gone_servers(hosts, now, lease_seconds),
         *_drain_entries(hosts, states),
     ]
     found += _paused_share_entries(jobs, found, limits)
@@ -375,6 +379,22 @@ def _drain_entries(
                 host.host,
                 drain_line(host, states),
                 status_text=f"{host.host} {drain_text(host.host, states)}",
+            )
+
+
+def _gone_servers(
+    hosts: Sequence[HostState], now: dt.datetime, lease_seconds: float
+) -> Iterator[NagiosEntry]:
+    """A WARNING for each serving host silent for longer than its tick and a lease."""
+    for host in hosts:
+        if host.gone(now, lease_seconds):
+            yield NagiosEntry(
+                NAGIOS_WARNING,
+                "gone",
+                host.host,
+                f"host {host.host}: serving (a pass every {host.serve_seconds:g} s), but no tick "
+                f"since {absolute(host.last_tick, now)}: its runner is gone (its runs are taken "
+                "over once their leases expire)",
             )
 
 

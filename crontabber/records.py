@@ -180,6 +180,14 @@ class HostState:
     drain_until: dt.datetime | None = None  # None while drained: until --undrain
     drained_by: str | None = None
     drain_reason: str | None = None
+    serve_seconds: float | None = None  # a server's tick_seconds (migration 0029); None: cron's
+
+    def gone(self, now: dt.datetime, lease_seconds: float) -> bool:
+        """A serving host that stopped ticking: silent for longer than its tick and a lease
+        (a cron tick's host is judged by ``silence_critical_minutes`` alone)."""
+        if not self.serve_seconds:
+            return False
+        return (now - self.last_tick).total_seconds() > self.serve_seconds + lease_seconds
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "HostState":
@@ -196,6 +204,7 @@ class HostState:
             drain_until=row.get("drain_until"),
             drained_by=row.get("drained_by"),
             drain_reason=row.get("drain_reason"),
+            serve_seconds=row.get("serve_seconds"),
         )
 
 

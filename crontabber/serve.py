@@ -171,7 +171,7 @@ def _pass(
         store,
         report=report,
         crons=crons,
-        tick=fleet_tick(settings),
+        tick=fleet_tick(settings, serving=True),
         on_takeover=alerts.takeover if alerts is not None else None,
     )
     try:

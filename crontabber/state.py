@@ -289,7 +289,16 @@ class Tick(Frozen):
     """What a tick records about itself in ``crontabber_host``: also the migrations the
     database has that its code lacks (``schema_behind``: it claims nothing)."""
 
-    __slots__ = ("host", "version", "pid", "schema_behind", "tags", "live_seconds", "lease_seconds")
+    __slots__ = (
+        "host",
+        "version",
+        "pid",
+        "schema_behind",
+        "tags",
+        "live_seconds",
+        "lease_seconds",
+        "serve_seconds",
+    )
     host: str
     version: str
     pid: int
@@ -297,6 +306,7 @@ class Tick(Frozen):
     tags: tuple[str, ...]  # crontabber.host_tags: the jobs placed on them it may claim
     live_seconds: float  # a host that ticked this recently is in the fleet
     lease_seconds: float  # a rerun run without a heartbeat this long is abandoned (0: none)
+    serve_seconds: float  # a server's tick_seconds (0: a cron tick)
 
     def __init__(
         self,
@@ -307,6 +317,7 @@ class Tick(Frozen):
         tags: tuple[str, ...] = (),
         live_seconds: float = 900.0,
         lease_seconds: float = 0.0,
+        serve_seconds: float = 0.0,
     ) -> None:
         setfield(self, "host", host)
         setfield(self, "version", version)
@@ -315,6 +326,7 @@ class Tick(Frozen):
         setfield(self, "tags", tags)
         setfield(self, "live_seconds", live_seconds)
         setfield(self, "lease_seconds", lease_seconds)
+        setfield(self, "serve_seconds", serve_seconds)
 
 
 class FleetHost(Frozen):

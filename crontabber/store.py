@@ -299,6 +299,7 @@ class StateStore:
                     "tags": list(tick.tags),
                     "live_seconds": tick.live_seconds,
                     "lease_seconds": tick.lease_seconds,
+                    "serve_seconds": tick.serve_seconds or None,
                 },
             )
             rows = [_as_dict(cur, row) for row in cur.fetchall()]

@@ -34,12 +34,15 @@ if TYPE_CHECKING:
 logger = logging.getLogger("crontabber")
 
 
-def fleet_tick(settings: Settings, schema_behind: tuple[int, ...] = ()) -> Tick:
+def fleet_tick(
+    settings: Settings, schema_behind: tuple[int, ...] = (), serving: bool = False
+) -> Tick:
     """What this invocation records in ``crontabber_host`` when it runs as a cron tick
     (``schema_behind``: the database's migrations its code lacks; its tags), and how recent
-    a tick makes a host live (``silence_critical_minutes``, as ``--nagios``). The version is
-    the build's, or a checkout's commit (:func:`crontabber.version.recorded`): a tick never
-    runs git."""
+    a tick makes a host live (``silence_critical_minutes``, as ``--nagios``); ``serving``: a
+    server's pass (it records its ``tick_seconds``: silent longer than that and a lease, it
+    is gone). The version is the build's, or a checkout's commit
+    (:func:`crontabber.version.recorded`): a tick never runs git."""
     return Tick(
         this_host(),
         version.recorded(),
@@ -48,6 +51,7 @@ def fleet_tick(settings: Settings, schema_behind: tuple[int, ...] = ()) -> Tick:
         settings.host_tags,
         settings.monitor.silence_critical_minutes * 60,
         settings.lease_seconds,
+        settings.tick_seconds if serving else 0.0,
     )
 
 

@@ -697,7 +697,15 @@ def fleet_panel(document: Mapping[str, Any]) -> str:
                 code,
                 when_html(host["last_tick"], now),
                 f'<span class="{cls}">{skew:+.1f} s</span>',
-                "yes" if host["recent"] else '<span class="none">silent</span>',
+                (
+                    '<span class="errs">gone (serving, silent)</span>'
+                    if host.get("gone")
+                    else f"serving (every {host['serving']:g} s)"
+                    if host.get("serving")
+                    else "yes"
+                    if host["recent"]
+                    else '<span class="none">silent</span>'
+                ),
                 esc(", ".join(host.get("tags") or ())) or "-",
                 f'<span class="errs">{esc(one_line(drain))}</span>' if drain else "-",
             ]

@@ -211,6 +211,7 @@ class Source:
             missed_deadlines(self.jobs, self.settings, overview.states, overview.now),
             {entry.name: entry.problem for entry in self.broken},
             overview.errors,
+            self.settings.lease_seconds,
         )
         recent = {host.host for host in nagios.recent_hosts(overview.hosts, overview.now, limits)}
         hosts = sorted(overview.hosts, key=lambda host: host.last_tick, reverse=True)
@@ -231,6 +232,8 @@ class Source:
                         drain_line(h, overview.states).split(": ", 1)[1] if h.drained else None
                     ),
                     "recent": h.host in recent,
+                    "serving": h.serve_seconds,
+                    "gone": h.gone(overview.now, self.settings.lease_seconds),
                 }
                 for h in hosts
             ],

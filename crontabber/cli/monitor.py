@@ -36,6 +36,7 @@ def nagios(ctx: Context) -> int:
         missed_deadlines(ctx.jobs, ctx.settings, overview.states, overview.now),
         {entry.name: entry.problem for entry in ctx.broken},
         overview.errors,
+        ctx.settings.lease_seconds,
     )
     if ctx.args.json:
         jsonout.emit(result.as_json(), ctx.out)

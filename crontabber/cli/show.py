@@ -55,19 +55,31 @@ def list_jobs(ctx: Context) -> int:
         else render.list_table(found, now, _width(out), beats)
     )
     print("\n".join(lines), file=out)
-    for line in drained_lines(store):  # a drained host runs none of them: said under the table
+    for line in host_lines(store, settings.lease_seconds):  # under the table
         print(one_line(line), file=out)
     _database_line(ctx)
     return 0
 
 
-def drained_lines(store: StateStore) -> list[str]:
-    """One line per drained host: ``host web-1: draining: 2 runs left (...)``, then
-    ``drained`` once its runs are done (:func:`crontabber.placement.drain_line`)."""
+def host_lines(store: StateStore, lease_seconds: float) -> list[str]:
+    """The hosts that need saying under the table: each drained host (``host web-1:
+    draining: 2 runs left (...)``, then ``drained`` once its runs are done:
+    :func:`crontabber.placement.drain_line`), and each serving host (``--serve``): ``serving
+    (a pass every 60 s), last tick ...``, or ``gone`` once silent for its tick and a lease."""
+    from ..formats import relative
     from ..placement import drain_line
 
     overview = store.overview()
-    return [drain_line(host, overview.states) for host in overview.hosts if host.drained]
+    lines = [drain_line(host, overview.states) for host in overview.hosts if host.drained]
+    for host in overview.hosts:
+        if not host.serve_seconds:
+            continue
+        state = "gone: silent" if host.gone(overview.now, lease_seconds) else "serving"
+        lines.append(
+            f"host {host.host}: {state} (a pass every {host.serve_seconds:g} s), last tick "
+            f"{relative(host.last_tick, overview.now)}"
+        )
+    return lines
 
 
 def _offset(ctx: Context, app_name: str) -> dt.timedelta:

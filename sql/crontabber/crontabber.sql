@@ -29,13 +29,15 @@ WITH lanes AS (
       AND COALESCE(r.heartbeat, r.started) < %(now)s - make_interval(secs => %(lease_seconds)s)
     RETURNING r.run_id
 ), tick AS (
-    INSERT INTO crontabber_host (host, version, last_tick, skew_seconds, pid, schema_behind, tags)
+    INSERT INTO crontabber_host (host, version, last_tick, skew_seconds, pid, schema_behind, tags,
+                                 serve_seconds)
     VALUES (%(host)s, %(version)s, %(now)s, %(skew)s, %(pid)s, %(behind)s::integer[],
-            %(tags)s::text[])
+            %(tags)s::text[], %(serve_seconds)s)
     ON CONFLICT (host) DO UPDATE
     SET version = EXCLUDED.version, last_tick = EXCLUDED.last_tick,
         skew_seconds = EXCLUDED.skew_seconds, pid = EXCLUDED.pid,
-        schema_behind = EXCLUDED.schema_behind, tags = EXCLUDED.tags
+        schema_behind = EXCLUDED.schema_behind, tags = EXCLUDED.tags,
+        serve_seconds = EXCLUDED.serve_seconds
     RETURNING host, tags, last_tick, drained_at, drain_until
 ), fleet AS (
     SELECT json_agg(json_build_array(
@@ -77,7 +79,7 @@ SELECT crontabber_undrain(%(host)s, %(audit)s::json) AS undrained;
 -- name: hosts
 -- drained: an operator's drain in force (migration 0021).
 SELECT host, version, last_tick, skew_seconds, pid, schema_behind, tags, drain_until,
-       drained_by, drain_reason,
+       drained_by, drain_reason, serve_seconds,
        drained_at IS NOT NULL AND (drain_until IS NULL OR drain_until > clock_timestamp())
            AS drained
 FROM crontabber_host

@@ -123,6 +123,9 @@ CREATE TABLE IF NOT EXISTS crontabber_host (
 -- `hosts` option asks for one), and an operator's drain: a drained host claims nothing new
 -- until drain_until (NULL: until --undrain); its running runs finish.
 ALTER TABLE crontabber_host ADD COLUMN IF NOT EXISTS tags text[];
+-- Ours (migration 0029): a host that serves (--serve) records its tick_seconds: silent for
+-- longer than that and a lease, it is gone (NULL: a cron tick's host).
+ALTER TABLE crontabber_host ADD COLUMN IF NOT EXISTS serve_seconds real;
 ALTER TABLE crontabber_host ADD COLUMN IF NOT EXISTS drained_at timestamptz;
 ALTER TABLE crontabber_host ADD COLUMN IF NOT EXISTS drain_until timestamptz;
 ALTER TABLE crontabber_host ADD COLUMN IF NOT EXISTS drained_by text;
@@ -553,8 +556,10 @@ BEGIN
         EXECUTE format('GRANT INSERT (app_name, error_count, depends_on, last_error), '
                        'UPDATE (next_run, first_run, last_run, last_success, ongoing, ongoing_by, '
                        'error_count, depends_on, last_error, run_id, heartbeat) ON crontabber TO %I', role);
-        EXECUTE format('GRANT INSERT (host, version, last_tick, skew_seconds, pid, schema_behind, tags), '
-                       'UPDATE (version, last_tick, skew_seconds, pid, schema_behind, tags) '
+        EXECUTE format('GRANT INSERT (host, version, last_tick, skew_seconds, pid, schema_behind, tags, '
+                       'serve_seconds), '
+                       'UPDATE (version, last_tick, skew_seconds, pid, schema_behind, tags, '
+                       'serve_seconds) '
                        'ON crontabber_host TO %I', role);
         EXECUTE format('GRANT INSERT (actor, action, app_name, reason, detail) ON crontabber_audit TO %I', role);
         EXECUTE format('GRANT EXECUTE ON FUNCTION '

@@ -139,3 +139,27 @@ def test_a_server_reads_a_changed_configuration_or_refuses_it_in_one_line(cli):
     assert "configuration read again: 2 jobs" in err
     ticks = cli.crontab.sql("SELECT count(*) AS n FROM crontabber_host")
     assert ticks[0]["n"] == 1  # one host, its record renewed by every pass (live)
+
+
+def test_a_serving_host_is_live_and_one_that_died_reads_gone_within_its_lease(cli):
+    cli.crontab.configure(["BasicJob|1d"])
+    _not_due(cli, "basic-job")
+    server = cli.spawn("--serve", *FAST)
+    wait_for(lambda: cli.crontab.sql("SELECT serve_seconds FROM crontabber_host"), timeout=60)
+    listed = cli.run("--list-jobs", *FAST).stdout
+    assert " serving (a pass every 1 s), last tick " in listed, listed
+    assert cli.run("--nagios", *FAST).returncode == 0
+    server.kill()  # no goodbye: as a host lost
+    server.communicate(timeout=30)
+
+    def gone() -> str:
+        done = cli.run("--nagios", *FAST)
+        return done.stdout if done.returncode == 1 else ""
+
+    shown = wait_for(gone, timeout=60, what="the server's silence past its tick and lease")
+    assert (
+        "serving (a pass every 1 s), but no tick since " in shown and "its runner is gone" in shown
+    )
+    assert " gone: silent (a pass every 1 s)" in cli.run("--list-jobs", *FAST).stdout
+    assert cli.run(*FAST).returncode == 0  # a cron tick of the same host: no longer serving
+    assert cli.crontab.sql("SELECT serve_seconds FROM crontabber_host")[0]["serve_seconds"] is None
