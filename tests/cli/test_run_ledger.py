@@ -214,7 +214,8 @@ def test_a_rerun_of_many_intervals_is_one_line_of_history(cli):
     rows = cli.run("--history", "foo-backfill", "--run", str(rerun["run_id"]))
     # header, 41 rows, the rerun whole (its header, its one run: done), the database line
     assert rows.returncode == 0 and len(rows.stdout.splitlines()) == 45
-    assert f"rerun {rerun['run_id']} of foo-backfill: done: 41 of 41 interval(s) done" in rows.stdout
+    whole = f"rerun {rerun['run_id']} of foo-backfill: done: 41 of 41 interval(s) done"
+    assert whole in rows.stdout
 
 
 def test_the_dashboard_job_page_shows_the_last_runs_output(cli):
