@@ -137,7 +137,7 @@ def test_the_option_sets_the_file_and_the_flag_needs_a_tick(crontab, tmp_path):
     assert crontab.run()[0] == 0 and path.is_file()
     code, out = crontab.run("--list-jobs", f"--metrics-file={path}")
     assert code == 1 and out == (
-        "crontabber: --metrics-file: only means something with a tick (no mode option)\n"
+        "crontabber: --metrics-file: only means something with a tick (no mode option) or --serve\n"
     )
 
 
