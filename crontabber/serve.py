@@ -28,7 +28,7 @@ from .config.settings import Settings, load_settings
 from .errors import ConfigurationError, CrontabberError, Terminated
 from .runner import Flight, Runner
 from .store import StateStore
-from .tick import after_runs, fleet_tick, tick_alerts, write_metrics
+from .tick import after_runs, fleet_tick, refuse_older_code, tick_alerts, write_metrics
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -157,14 +157,7 @@ def _pass(
     beside those in flight, the checks and the alerts, the metrics file."""
     settings, jobs = config.settings, config.jobs
     alerts = tick_alerts(settings, jobs, store)
-    if store.unknown_migrations:
-        from .errors import CodeOlderThanSchema
-
-        tick = fleet_tick(settings, store.unknown_migrations)
-        store.tick(tick)
-        if alerts is not None:
-            alerts.old_code(tick.host, tick.schema_behind)
-        raise CodeOlderThanSchema(tick.host, store.unknown_migrations)
+    refuse_older_code(settings, store, alerts)
     runner = Runner(
         settings,
         jobs,

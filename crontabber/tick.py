@@ -81,13 +81,8 @@ def run_tick(
             nothing claimed (exit 8).
         MetricsFileNotWritten: the metrics file could not be written.
     """
-    alerts = _alerts(settings, jobs, store) if settings.alerts.enabled else None
-    if store.unknown_migrations:  # code older than the schema: recorded, named, refused
-        tick = fleet_tick(settings, store.unknown_migrations)
-        store.tick(tick)
-        if alerts is not None:
-            alerts.old_code(tick.host, tick.schema_behind)
-        raise CodeOlderThanSchema(this_host(), store.unknown_migrations)
+    alerts = tick_alerts(settings, jobs, store)
+    refuse_older_code(settings, store, alerts)
     _record_schedules(jobs, store)
     report, crons = reporters() if reporters is not None else (None, None)
     runner = Runner(
@@ -110,6 +105,22 @@ def run_tick(
     logger.info("done: %s", ", ".join(done) or "no jobs")
     write_metrics(settings, jobs, store, metrics_file)
     return results
+
+
+def refuse_older_code(settings: Settings, store: StateStore, alerts: TickAlerts | None) -> None:
+    """A tick's (or a server pass's) first step: code older than the database's schema is
+    recorded in its host's row with the migrations it lacks, alerted (``old-code``) and refused.
+
+    Raises:
+        CodeOlderThanSchema: this host's code is older than the schema (exit 8).
+    """
+    if not store.unknown_migrations:
+        return
+    tick = fleet_tick(settings, store.unknown_migrations)
+    store.tick(tick)
+    if alerts is not None:
+        alerts.old_code(tick.host, tick.schema_behind)
+    raise CodeOlderThanSchema(this_host(), store.unknown_migrations)
 
 
 def after_runs(
