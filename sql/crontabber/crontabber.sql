@@ -145,12 +145,14 @@ FROM crontabber
 WHERE app_name = %(app_name)s
 FOR UPDATE NOWAIT;
 
--- name: lock_state_skip_locked
--- A scheduled pass's claim (crontabber.store.StateStore.claim with skip_locked): a row another
--- transaction holds is passed over (no row returned: held elsewhere), never waited for and never
--- an error, so a pass costs no rollback per job that another runner is claiming.
--- drained: whether the claiming host (%(host)s; NULL: an operator's change) is drained now,
--- checked under the row lock, so a tick that began before a --drain claims nothing after it.
+-- name: lock_next_due
+-- A scheduled pass's claim of the first job of %(names)s (in that order) whose row is still due
+-- (next_run NULL or passed: it never ran, or no runner has run it since the pass read it) and
+-- that no other transaction holds (SKIP LOCKED): the rows other runners took meanwhile are passed
+-- over in the same statement, never tried one transaction each, so a pass's claims do not grow
+-- with the number of hosts. The runner still decides under the row lock (a live marker elsewhere
+-- excludes the job: %(names)s shrinks and the statement runs again in the same transaction).
+-- drained: whether the claiming host (%(host)s) is drained now, checked under the row lock.
 SELECT app_name, next_run, first_run, last_run, last_success, ongoing, ongoing_by,
        error_count, depends_on, last_error, run_id, heartbeat,
        paused_until, paused_reason, paused_by, paused_scope,
@@ -159,7 +161,10 @@ SELECT app_name, next_run, first_run, last_run, last_success, ongoing, ongoing_b
                WHERE h.host = %(host)s AND h.drained_at IS NOT NULL
                  AND (h.drain_until IS NULL OR h.drain_until > clock_timestamp())) AS drained
 FROM crontabber
-WHERE app_name = %(app_name)s
+WHERE app_name = ANY(%(names)s::text[])
+  AND (next_run IS NULL OR next_run < clock_timestamp())
+ORDER BY array_position(%(names)s::text[], app_name)
+LIMIT 1
 FOR UPDATE SKIP LOCKED;
 
 -- name: mark_ongoing
