@@ -98,17 +98,10 @@ class Launcher:
         config = job_config(job, self.settings.sources)
         info = before.job_information() if before.last_run is not None else None
 
-        def make_app(lease: Any) -> Any:
-            instance: Any = job.cls(config, info)
-            instance.started_at = claim.started
-            instance.run_id = claim.run_id
-            instance.lease = lease
-            return instance
-
         supervisor = Supervisor(
             claim,
             self.settings.limits_for(config),
-            make_app,
+            lambda: job.cls(config, info),
             self._lane(job, claim, kind, rerun),
             report=lambda exc: self.report(exc, job),
             inherited_fds=self.store.fds(),
