@@ -45,7 +45,7 @@ import math
 import re
 
 from .config.options import DotDict, Namespace, RequiredConfig
-from .frozen import Frozen, setfield
+from .frozen import Frozen
 from .schedule import parse_schedule, with_delay
 from .scheduling import backfill_dates
 
@@ -110,26 +110,11 @@ class RunContext(Frozen):
     from its schedule and last success), and ``gate``, a backfill run's claim of each interval
     before it runs it (returns once this run holds it; None: nothing to claim)."""
 
-    __slots__ = ("started_at", "run_id", "lease", "dates", "gate")
-    started_at: dt.datetime | None
-    run_id: int | None
-    lease: Any
-    dates: Iterable[dt.datetime] | None
-    gate: Callable[[dt.datetime], None] | None
-
-    def __init__(
-        self,
-        started_at: dt.datetime | None = None,
-        run_id: int | None = None,
-        lease: Any = None,
-        dates: Iterable[dt.datetime] | None = None,
-        gate: Callable[[dt.datetime], None] | None = None,
-    ) -> None:
-        setfield(self, "started_at", started_at)
-        setfield(self, "run_id", run_id)
-        setfield(self, "lease", lease)
-        setfield(self, "dates", dates)
-        setfield(self, "gate", gate)
+    started_at: dt.datetime | None = None
+    run_id: int | None = None
+    lease: Any = None
+    dates: Iterable[dt.datetime] | None = None
+    gate: Callable[[dt.datetime], None] | None = None
 
 
 #: An instance built outside the runner (a test, a job's command): no claim, no lease, its
@@ -149,17 +134,9 @@ class UnitResult(Frozen):
     """A successful unit as :meth:`BaseCronApp.units` gives it back: its interval (or the
     attempt's start) and what ``run`` returned for it (its one-line summary and metrics)."""
 
-    __slots__ = ("when", "summary", "metrics")
     when: dt.datetime
     summary: str | None
     metrics: dict[str, float] | None
-
-    def __init__(
-        self, when: dt.datetime, summary: str | None, metrics: dict[str, float] | None
-    ) -> None:
-        setfield(self, "when", when)
-        setfield(self, "summary", summary)
-        setfield(self, "metrics", metrics)
 
 
 def units_of(app: Any) -> Iterator[UnitResult]:

@@ -14,7 +14,7 @@ import time
 from .config.catalog import Job, job_config
 from .config.settings import Settings
 from .errors import CrontabberError, DatabaseUnavailable, LeaseLost
-from .frozen import Frozen, setfield
+from .frozen import Frozen
 from .leases import retry_delay
 from .results import JobResult, Status
 from .scheduling import next_run_after
@@ -45,15 +45,9 @@ class Rerun(Frozen):
     many of its intervals may run at once, and whether they are taken strictly in order (a
     job that does not declare ``parallel_reruns``)."""
 
-    __slots__ = ("root", "parallel", "strict")
     root: int
     parallel: int
     strict: bool
-
-    def __init__(self, root: int, parallel: int, strict: bool) -> None:
-        setfield(self, "root", root)
-        setfield(self, "parallel", parallel)
-        setfield(self, "strict", strict)
 
 
 class Launch:

@@ -37,7 +37,7 @@ from .errors import (
     NotPermitted,
 )
 from .failures import first_line
-from .frozen import Frozen, setfield
+from .frozen import Frozen
 from .schema import round_trip_cursor
 from .state import Claim, FinishRecord, FleetHost, JobState, RunEnd, RunKind, RunStatus, Tick, Unit
 
@@ -970,17 +970,8 @@ class NextClaim(Frozen):
     nothing), and the candidates it passed over, each with the :class:`JobOngoing` that
     excluded it (None: another runner has it or ran it)."""
 
-    __slots__ = ("claimed", "passed")
     claimed: tuple[JobState, Claim] | None
     passed: tuple[tuple[str, JobOngoing | None], ...]
-
-    def __init__(
-        self,
-        claimed: tuple[JobState, Claim] | None,
-        passed: tuple[tuple[str, JobOngoing | None], ...],
-    ) -> None:
-        setfield(self, "claimed", claimed)
-        setfield(self, "passed", passed)
 
 
 def _mark_ongoing(
