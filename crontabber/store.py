@@ -562,12 +562,15 @@ class StateStore:
         failure: tuple[dt.timedelta, Mapping[str, str], str] | None = None,
         units: Sequence[Unit] = (),
         end: RunEnd | None = None,
+        ordinary: bool = False,
     ) -> tuple[bool, JobState | None, dt.datetime | None]:
         """Write the end of an attempt, release the marker and log a failure
         (``(duration, last_error record, exception repr)``), in one transaction,
         with the successful ``units`` not written yet (an ordinary job's one
         unit: its success and its next run are then one commit), and the run's
         ledger row (``end``; fenced off when the run no longer held the job).
+        ``ordinary``: the run of a job that is not a backfill job (it holds no interval):
+        when it succeeded, all of it is one statement (``finish_ordinary``).
 
         Returns whether the run still held the job, with the job's state row as the end
         left it and the database's clock then (what the runner's pass goes on with: no
@@ -577,6 +580,10 @@ class StateStore:
         off, or a retry whose first commit went through).
         """
         with self._conn, self._cursor() as cur:
+            if ordinary and failure is None and len(units) <= 1:
+                fast = _finish_ordinary(cur, claim, outcome, depends_on, units, end)
+                if fast is not None:
+                    return True, JobState.from_row(fast), fast["now"]
             _record_units(cur, claim, units)  # before finish, which clears the marker they check
             cur.execute(
                 Q["finish"],
@@ -870,6 +877,40 @@ def _record_units(cur: Any, claim: Claim, units: Sequence[Unit]) -> bool:
         cur.execute(Q["log_success"], unit_params(claim, when, took, summary, metrics))
         cur.execute(Q["interval_done"], {**identity(claim), "starts": when})
     return True
+
+
+def _finish_ordinary(
+    cur: Any,
+    claim: Claim,
+    outcome: FinishRecord,
+    depends_on: tuple[str, ...],
+    units: Sequence[Unit],
+    end: RunEnd | None,
+) -> dict[str, Any] | None:
+    """An ordinary run's success and its unit (at most one) written in one statement; the
+    state row as it left it, or None (nothing written) when the run no longer holds the job."""
+    when, took, summary, metrics = units[0] if units else (None, dt.timedelta(0), None, None)
+    end = end or RunEnd(RunStatus.SUCCEEDED)
+    cur.execute(
+        Q["finish_ordinary"],
+        {
+            **identity(claim),
+            "success": when,
+            "duration": took,
+            "summary": summary,
+            "metrics": json.dumps(dict(metrics)) if metrics else None,
+            "started": outcome.started,
+            "next_run": outcome.next_run,
+            "keeps_health": outcome.keeps_health,
+            "last_error": json.dumps(dict(outcome.error)),
+            "depends_on": list(depends_on),
+            "status": end.status.value,
+            "error": end.error,
+            "output": end.output,
+            "dropped": end.dropped,
+        },
+    )
+    return first_row(cur)
 
 
 def unit_params(

@@ -333,6 +333,50 @@ WHERE app_name = %(app_name)s AND (%(run_ids)s::bigint[] IS NULL OR run_id = ANY
 ORDER BY run_id DESC
 LIMIT %(limit)s;
 
+-- name: finish_ordinary
+-- An ordinary job's run that succeeded, ended in one statement (the common case of
+-- crontabber.store.StateStore.finish): its one unit when it has one (%(success)s; NULL: none),
+-- the end on the state row, the unit's log row, and the ledger's progress and end together,
+-- all only while the run holds the marker. No row returned: it no longer does, and nothing
+-- was written (the caller then takes the general path, which says how). An ordinary run holds
+-- no interval (crontabber_interval is a backfill run's), so none is ended.
+WITH ended AS (
+    UPDATE crontabber
+    SET last_success = GREATEST(last_success, %(success)s),
+        first_run = COALESCE(first_run, %(started)s),
+        last_run = %(started)s,
+        next_run = CASE WHEN %(keeps_health)s THEN next_run ELSE %(next_run)s END,
+        error_count = CASE WHEN %(keeps_health)s THEN error_count ELSE 0 END,
+        last_error = CASE WHEN %(keeps_health)s THEN last_error ELSE %(last_error)s END,
+        depends_on = %(depends_on)s,
+        ongoing = NULL,
+        ongoing_by = NULL,
+        heartbeat = NULL
+    WHERE app_name = %(app_name)s AND run_id = %(run_id)s AND ongoing IS NOT NULL
+    RETURNING app_name, next_run, first_run, last_run, last_success, ongoing, ongoing_by,
+              error_count, depends_on, last_error, run_id, heartbeat,
+              paused_until, paused_reason, paused_by, paused_scope,
+              success_marked_at, success_marked_by, success_marked_reason,
+              clock_timestamp() AS now
+), ledger AS (
+    UPDATE crontabber_run AS run
+    SET intervals = intervals + CASE WHEN %(success)s::timestamptz IS NULL THEN 0 ELSE 1 END,
+        first_interval = LEAST(first_interval, %(success)s),
+        last_interval = GREATEST(last_interval, %(success)s),
+        summary = COALESCE(%(summary)s, summary),
+        metrics = COALESCE(%(metrics)s::jsonb, metrics),
+        ended = clock_timestamp(), status = %(status)s,
+        error = %(error)s, output = %(output)s, output_dropped = %(dropped)s
+    FROM ended
+    WHERE run.run_id = ended.run_id AND run.status IN ('running', 'abandoned')
+), logged AS (
+    INSERT INTO crontabber_log (app_name, duration, success, run_id, host, pid, summary)
+    SELECT app_name, %(duration)s, %(success)s, run_id, %(host)s, %(pid)s, %(summary)s
+    FROM ended
+    WHERE %(success)s::timestamptz IS NOT NULL
+)
+SELECT * FROM ended;
+
 -- name: finish
 -- The end of an attempt, written only by the run that holds the marker: a run
 -- that lost its lease (another runner took the job over) changes nothing.
