@@ -470,12 +470,13 @@ class StateStore:
         in its order) whose row is still due and held by no other transaction, in one
         transaction whatever the number of runners: the rows other runners took since the
         pass read them (run since, or being claimed that moment: ``FOR UPDATE SKIP LOCKED``)
-        are passed over by the same statement (``lock_next_due``), never tried one by one.
+        are passed over by the same statement (``claim_next_due``), never tried one by one.
 
-        ``decide(state, now)`` judges the locked row as in :meth:`claim`; a job it declines
-        or that raises :class:`JobOngoing` (running elsewhere) is passed over and the next
-        one locked, in the same transaction. ``new``: the candidates the pass found no row
-        for (a first run): their rows are inserted first (``insert_skeleton``);
+        A row without a marker is claimed by that statement: a short run's claim is one
+        statement. A row with one is judged by ``decide(state, now)`` as in :meth:`claim`; a
+        job it declines or that raises :class:`JobOngoing` (running elsewhere) is passed over
+        and the next one locked, in the same transaction. ``new``: the candidates the pass
+        found no row for (a first run): their rows are inserted first (``insert_skeleton``);
         ``depends_on``: each candidate's parents, written with the marker.
 
         Returns the claim (None: every candidate was passed over) and the candidates passed
@@ -485,15 +486,22 @@ class StateStore:
         Raises:
             HostDrained: an operator drained the host (checked under the first row lock).
         """
-        host, _ = holder
+        host, pid = holder
         left = list(names)
         passed: list[tuple[str, JobOngoing | None]] = []
+        params = {
+            "host": host,
+            "pid": pid,
+            "holder": f"{host}:{pid}",
+            "depends": json.dumps({name: list(depends_on[name]) for name in names}),
+            "options": list(options) or None,
+        }
         with self._conn, self._cursor() as cur:
             for app_name in new:
-                params = {"app_name": app_name, "depends_on": list(depends_on[app_name])}
-                cur.execute(Q["insert_skeleton"], params)
+                skeleton = {"app_name": app_name, "depends_on": list(depends_on[app_name])}
+                cur.execute(Q["insert_skeleton"], skeleton)
             while left:
-                cur.execute(Q["lock_next_due"], {"names": left, "host": host})
+                cur.execute(Q["claim_next_due"], {**params, "names": left})
                 locked = cur.fetchone()
                 chosen = locked[0] if locked is not None else None
                 skipped = left[: left.index(chosen)] if chosen is not None else left
@@ -505,7 +513,10 @@ class StateStore:
                 state, now = JobState.from_row(row), row["now"]
                 if row["drained"]:
                     raise HostDrained(host)
-                try:
+                if row["claimed_run_id"] is not None:  # no marker: claimed by the statement
+                    claim = Claim(state.app_name, row["claimed_run_id"], host, pid, now)
+                    return NextClaim((state, claim), tuple(passed))
+                try:  # a marker: the runner's rule judges it (live elsewhere, or gone)
                     if not decide(state, now):
                         passed.append((state.app_name, None))
                         continue

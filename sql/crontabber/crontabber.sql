@@ -145,27 +145,50 @@ FROM crontabber
 WHERE app_name = %(app_name)s
 FOR UPDATE NOWAIT;
 
--- name: lock_next_due
+-- name: claim_next_due
 -- A scheduled pass's claim of the first job of %(names)s (in that order) whose row is still due
 -- (next_run NULL or passed: it never ran, or no runner has run it since the pass read it) and
 -- that no other transaction holds (SKIP LOCKED): the rows other runners took meanwhile are passed
 -- over in the same statement, never tried one transaction each, so a pass's claims do not grow
--- with the number of hosts. The runner still decides under the row lock (a live marker elsewhere
--- excludes the job: %(names)s shrinks and the statement runs again in the same transaction).
--- drained: whether the claiming host (%(host)s) is drained now, checked under the row lock.
-SELECT app_name, next_run, first_run, last_run, last_success, ongoing, ongoing_by,
-       error_count, depends_on, last_error, run_id, heartbeat,
-       paused_until, paused_reason, paused_by, paused_scope,
-       success_marked_at, success_marked_by, success_marked_reason, clock_timestamp() AS now,
-       EXISTS (SELECT 1 FROM crontabber_host AS h
-               WHERE h.host = %(host)s AND h.drained_at IS NOT NULL
-                 AND (h.drain_until IS NULL OR h.drain_until > clock_timestamp())) AS drained
-FROM crontabber
-WHERE app_name = ANY(%(names)s::text[])
-  AND (next_run IS NULL OR next_run < clock_timestamp())
-ORDER BY array_position(%(names)s::text[], app_name)
-LIMIT 1
-FOR UPDATE SKIP LOCKED;
+-- with the number of hosts. A row without a marker is claimed at once, in the same statement, as
+-- mark_ongoing does (a new run id, the first heartbeat, the ledger's row; its parents from
+-- %(depends)s, a JSON object of each candidate's): the runner's rule could only say yes. A row
+-- with a marker comes back locked and unclaimed (claimed_run_id NULL) for the runner to judge
+-- (live elsewhere: passed over; expired or dead: taken over, mark_ongoing), as one whose host is
+-- drained (drained: checked under the row lock, so a tick that began before a --drain claims
+-- nothing after it). No row: every candidate was taken.
+WITH candidate AS (
+    SELECT app_name, next_run, first_run, last_run, last_success, ongoing, ongoing_by,
+           error_count, depends_on, last_error, run_id, heartbeat,
+           paused_until, paused_reason, paused_by, paused_scope,
+           success_marked_at, success_marked_by, success_marked_reason
+    FROM crontabber
+    WHERE app_name = ANY(%(names)s::text[])
+      AND (next_run IS NULL OR next_run < clock_timestamp())
+    ORDER BY array_position(%(names)s::text[], app_name)
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+), clock AS (
+    SELECT clock_timestamp() AS now,
+           EXISTS (SELECT 1 FROM crontabber_host AS h
+                   WHERE h.host = %(host)s AND h.drained_at IS NOT NULL
+                     AND (h.drain_until IS NULL OR h.drain_until > clock_timestamp())) AS drained
+), claimed AS (
+    UPDATE crontabber AS c
+    SET ongoing = clock.now, ongoing_by = %(holder)s, heartbeat = clock.now,
+        depends_on = ARRAY(SELECT jsonb_array_elements_text(%(depends)s::jsonb -> c.app_name)),
+        run_id = nextval('crontabber_run_id_seq')
+    FROM candidate, clock
+    WHERE c.app_name = candidate.app_name AND candidate.ongoing IS NULL AND NOT clock.drained
+    RETURNING c.app_name, c.run_id
+), ledger AS (
+    INSERT INTO crontabber_run (run_id, app_name, kind, host, pid, started, heartbeat, options)
+    SELECT claimed.run_id, claimed.app_name, 'scheduled', %(host)s, %(pid)s, clock.now, clock.now,
+           %(options)s::text[]
+    FROM claimed, clock
+)
+SELECT candidate.*, clock.now, clock.drained, claimed.run_id AS claimed_run_id
+FROM candidate CROSS JOIN clock LEFT JOIN claimed ON true;
 
 -- name: mark_ongoing
 -- The claim: a new run id from the sequence (the run's fencing token) and the
