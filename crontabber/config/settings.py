@@ -352,6 +352,9 @@ class Sources:
         self._sources = (CommandLineSource(cli), EnvironSource(environ), IniSource(self.ini))
         #: The old names of renamed options this configuration sets: old dotted name -> new.
         self.renamed: dict[str, str] = {}
+        # raw_value's answers: the sources do not change, and a run builds its job's
+        # configuration again (each run's config is ~60 lookups through three sources)
+        self._raw_values: dict[tuple[Any, ...], Any] = {}
 
     def raw(self, path: tuple[str, ...], name: str) -> Any:
         """The raw string set for ``path.name`` anywhere, or ``NO_VALUE``.
@@ -399,13 +402,17 @@ class Sources:
 
     def raw_value(self, path: tuple[str, ...], option: Option) -> Any:
         """The raw string that sets ``path.option`` (following ``reference_value_from``),
-        or ``NO_VALUE``."""
+        or ``NO_VALUE``; kept once read (a string: nothing can change it)."""
+        key = (path, option.name, option.formerly, option.reference_value_from)
+        if key in self._raw_values:
+            return self._raw_values[key]
         raw = self.raw(path, option.name)
         if option.formerly:  # the old name warns when set, even when the new one wins
             old = self._formerly(path, option.formerly, option.name)
             raw = old if raw is NO_VALUE else raw
         if raw is NO_VALUE and option.reference_value_from:
             raw = self.raw(tuple(option.reference_value_from.split(".")), option.name)
+        self._raw_values[key] = raw
         return raw
 
     def _formerly(self, path: tuple[str, ...], old: str, new: str) -> Any:
