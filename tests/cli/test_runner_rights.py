@@ -108,6 +108,23 @@ def test_a_breach_pause_names_the_run_never_the_callers_actor(cli, logins):  # n
     actors = cli.crontab.sql("SELECT actor FROM crontabber_audit WHERE action = 'pause'")
     assert [r["actor"] for r in actors] == ["crontabber", "crontabber"]
 
+    # another host's claim of the job running since: still the job's latest finished run
+    assert operator.run("--resume", "measuring", "--reason", "again").returncode == 0
+    cli.crontab.sql(
+        "UPDATE crontabber SET ongoing = now(), ongoing_by = 'other:1', heartbeat = now(), "
+        "run_id = %s WHERE app_name = 'measuring'",
+        (run_id + 1,),
+    )
+    assert runner.sql(cli.crontab.database, breach_pause("measuring", run_id)) == [(True,)]
+    # once that run has finished, it is not
+    assert operator.run("--resume", "measuring", "--reason", "again").returncode == 0
+    cli.crontab.sql(
+        "INSERT INTO crontabber_run (run_id, app_name, kind, host, pid, started, ended, status) "
+        "VALUES (%s, 'measuring', 'scheduled', 'other', 1, now(), now(), 'succeeded')",
+        (run_id + 1,),
+    )
+    refused_pause(runner, cli, "measuring", run_id)
+
 
 @pytest.mark.parametrize("who", ["runner", "operator"])
 def test_no_login_but_the_owner_deletes_the_run_ledger_or_log(cli, logins, who):  # noqa: F811
