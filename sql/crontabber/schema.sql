@@ -221,6 +221,19 @@ ALTER TABLE crontabber_run ADD COLUMN IF NOT EXISTS metrics jsonb;
 -- Ours (migration 0027): the checks a succeeded run breached ('; '-joined rules), written by the
 -- tick that judged it: such a run is left out of the baseline later runs are judged against.
 ALTER TABLE crontabber_run ADD COLUMN IF NOT EXISTS breach text;
+-- Ours (migration 0030): the database user that wrote each run's ledger row (its claim): the trigger's, whatever the
+-- writer sends, and kept by any later UPDATE of it (owner included), so a breach pause can ask
+-- for a run of the calling user. NULL: a run recorded before migration 0030.
+ALTER TABLE crontabber_run ADD COLUMN IF NOT EXISTS db_user text;
+CREATE OR REPLACE FUNCTION crontabber_run_db_user() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.db_user := CASE WHEN TG_OP = 'INSERT' THEN session_user::text ELSE OLD.db_user END;
+    RETURN NEW;
+END $$;
+DROP TRIGGER IF EXISTS crontabber_run_db_user ON crontabber_run;
+CREATE TRIGGER crontabber_run_db_user BEFORE INSERT OR UPDATE OF db_user ON crontabber_run
+    FOR EACH ROW EXECUTE FUNCTION crontabber_run_db_user();
 -- The running runs (a tick sweeps the rerun runs killed without recording their end).
 CREATE INDEX IF NOT EXISTS crontabber_run_running_idx ON crontabber_run (kind, heartbeat)
     WHERE status = 'running';
@@ -344,8 +357,9 @@ END $$;
 -- only after the job's latest run breached a check, as the stored run shows (p_depends_on,
 -- p_until and p_audit: the caller's, ignored since migration 0030).
 -- Migration 0030: the run must be the job's latest finished scheduled run, succeeded, with a
--- breach recorded by its tick, and the run the state row last recorded (what its own finish
--- writes); the audit's actor, reason and detail are the function's.
+-- breach recorded by its tick, the run the state row last recorded (what its own finish
+-- writes), claimed by the calling database user; the audit's actor, reason and detail are the
+-- function's.
 CREATE OR REPLACE FUNCTION crontabber_breach_pause(
     p_app_name text, p_depends_on text[], p_until timestamptz, p_run_id bigint, p_audit json
 ) RETURNS boolean
@@ -358,6 +372,7 @@ BEGIN
     FROM crontabber_run AS run JOIN crontabber AS c ON c.app_name = run.app_name
     WHERE run.run_id = p_run_id AND run.app_name = p_app_name AND run.kind = 'scheduled'
       AND run.status = 'succeeded' AND run.ended IS NOT NULL AND run.breach IS NOT NULL
+      AND run.db_user = session_user
       AND c.last_run = run.started
       AND ((c.run_id = run.run_id AND c.ongoing IS NULL)
            OR (c.run_id > run.run_id AND c.ongoing IS NOT NULL))
@@ -366,7 +381,8 @@ BEGIN
                         AND later.kind = 'scheduled' AND later.ended IS NOT NULL);
     IF NOT FOUND THEN
         RAISE EXCEPTION 'run % is not the latest finished scheduled run of % with a breach '
-                        'recorded by its tick: no breach pause', p_run_id, p_app_name
+                        'recorded by its tick, claimed by this database user: no breach pause',
+                        p_run_id, p_app_name
             USING ERRCODE = 'insufficient_privilege';
     END IF;
     took := round(extract(epoch FROM r.ended - r.started)::numeric, 2);
@@ -379,6 +395,7 @@ BEGIN
                              left(r.breach, 200))
                       || COALESCE(' (its metrics: ' || left(r.metrics::text, 200) || ')', ''),
             'detail', json_build_object('outcome', 'done', 'run_id', r.run_id, 'host', r.host,
+                                        'run_db_user', r.db_user,
                                         'breach', string_to_array(left(r.breach, 200), '; '),
                                         'scope', 'breach')));
 END $$;

@@ -26,10 +26,15 @@ def breach_pause(app_name: str, run_id: int) -> str:
     return f"SELECT crontabber_breach_pause('{app_name}', '{{}}', NULL, {run_id}, '{FORGED}')"
 
 
-def refused_pause(runner: Login, cli: Any, app_name: str, run_id: int) -> None:
-    """Refused as the runner login directly and as the owner through PgBouncer."""
+def refused_pause(
+    runner: Login, cli: Any, app_name: str, run_id: int, owner_too: bool = True
+) -> None:
+    """Refused as the runner login directly and (``owner_too``) as the owner through
+    PgBouncer."""
     with pytest.raises(psycopg2.errors.InsufficientPrivilege, match="no breach pause"):
         runner.sql(cli.crontab.database, breach_pause(app_name, run_id))
+    if not owner_too:
+        return
     pooled = psycopg2.connect(**cli.crontab.database.replace(port=SERVICES.pgb_port).libpq())
     try:
         with pytest.raises(psycopg2.errors.InsufficientPrivilege, match="no breach pause"):
@@ -96,6 +101,7 @@ def test_a_breach_pause_names_the_run_never_the_callers_actor(cli, logins):  # n
         "outcome": "done",
         "run_id": run_id,
         "host": cli.crontab.sql("SELECT host FROM crontabber_run")[0]["host"],
+        "run_db_user": runner.name,
         "breach": ["min_duration 1h00m"],
         "scope": "breach",
     }
@@ -124,6 +130,27 @@ def test_a_breach_pause_names_the_run_never_the_callers_actor(cli, logins):  # n
         (run_id + 1,),
     )
     refused_pause(runner, cli, "measuring", run_id)
+
+
+def test_a_run_another_database_user_claimed_pauses_nothing(cli, logins):  # noqa: F811
+    """A run's database user is the trigger's (crontabber_run.db_user), kept by any update."""
+    runner, operator, db = logins["runner"], logins["operator"], cli.crontab.database
+    cli.crontab.configure(["MeasuringJob|1d"], extra=MEASURING)
+    assert cli.run().returncode == 0  # the owner's tick: the owner's run, paused by the owner
+    run_id = last_run_id(cli, "measuring")
+    assert cli.crontab.state("measuring").paused_by == "crontabber"
+    assert operator.run("--resume", "measuring", "--reason", "looked").returncode == 0
+    refused_pause(runner, cli, "measuring", run_id, owner_too=False)  # the owner's run
+    runner.sql(db, f"UPDATE crontabber_run SET db_user = '{runner.name}' WHERE run_id = {run_id}")
+    refused_pause(runner, cli, "measuring", run_id, owner_too=False)
+    runner.sql(
+        db,
+        "INSERT INTO crontabber_run (run_id, app_name, kind, host, pid, started, status, db_user)"
+        " VALUES (900003, 'x', 'forced', 'h', 1, now(), 'running', 'alice_ops')",
+    )
+    users = cli.crontab.sql("SELECT run_id, db_user FROM crontabber_run ORDER BY run_id")
+    assert [r["db_user"] for r in users] == [cli.crontab.database.user, runner.name]
+    assert cli.crontab.state("measuring").paused_until < cli.crontab.now()
 
 
 @pytest.mark.parametrize("who", ["runner", "operator"])

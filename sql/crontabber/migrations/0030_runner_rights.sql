@@ -6,7 +6,8 @@
 --    reason the caller named. Now the run must be the job's latest finished scheduled run,
 --    succeeded, with a breach recorded by the tick that judged it, and the run the job's state
 --    row last recorded (what the run's own finish writes: last_run = its start, and its run
---    id with no marker, or a later claim's still running); the actor ('crontabber'), the
+--    id with no marker, or a later claim's still running), claimed by the calling database
+--    user (crontabber_run.db_user, new: a trigger's); the actor ('crontabber'), the
 --    reason (the run, its duration, the rules it breached, its metrics) and the detail are the
 --    function's.
 --    The signature stays: the release before this one calls it as it did (its actor, reason
@@ -18,6 +19,20 @@
 --
 -- Not expand only: the release before this one's prune-run-log job, run as a runner login,
 -- is refused (permission denied) until its host runs this release; its ticks run as before.
+
+-- The database user that wrote each run's ledger row (its claim): the trigger's, whatever the
+-- writer sends, and kept by any later UPDATE of it (owner included), so a breach pause can ask
+-- for a run of the calling user. NULL: a run recorded before migration 0030.
+ALTER TABLE crontabber_run ADD COLUMN IF NOT EXISTS db_user text;
+CREATE OR REPLACE FUNCTION crontabber_run_db_user() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.db_user := CASE WHEN TG_OP = 'INSERT' THEN session_user::text ELSE OLD.db_user END;
+    RETURN NEW;
+END $$;
+DROP TRIGGER IF EXISTS crontabber_run_db_user ON crontabber_run;
+CREATE TRIGGER crontabber_run_db_user BEFORE INSERT OR UPDATE OF db_user ON crontabber_run
+    FOR EACH ROW EXECUTE FUNCTION crontabber_run_db_user();
 
 -- on_breach = pause (crontabber/alerts/checks.py): the runner's one way to pause a job, and
 -- only after the job's latest run breached a check, as the stored run shows (p_depends_on,
@@ -34,6 +49,7 @@ BEGIN
     FROM crontabber_run AS run JOIN crontabber AS c ON c.app_name = run.app_name
     WHERE run.run_id = p_run_id AND run.app_name = p_app_name AND run.kind = 'scheduled'
       AND run.status = 'succeeded' AND run.ended IS NOT NULL AND run.breach IS NOT NULL
+      AND run.db_user = session_user
       AND c.last_run = run.started
       AND ((c.run_id = run.run_id AND c.ongoing IS NULL)
            OR (c.run_id > run.run_id AND c.ongoing IS NOT NULL))
@@ -42,7 +58,8 @@ BEGIN
                         AND later.kind = 'scheduled' AND later.ended IS NOT NULL);
     IF NOT FOUND THEN
         RAISE EXCEPTION 'run % is not the latest finished scheduled run of % with a breach '
-                        'recorded by its tick: no breach pause', p_run_id, p_app_name
+                        'recorded by its tick, claimed by this database user: no breach pause',
+                        p_run_id, p_app_name
             USING ERRCODE = 'insufficient_privilege';
     END IF;
     took := round(extract(epoch FROM r.ended - r.started)::numeric, 2);
@@ -55,6 +72,7 @@ BEGIN
                              left(r.breach, 200))
                       || COALESCE(' (its metrics: ' || left(r.metrics::text, 200) || ')', ''),
             'detail', json_build_object('outcome', 'done', 'run_id', r.run_id, 'host', r.host,
+                                        'run_db_user', r.db_user,
                                         'breach', string_to_array(left(r.breach, 200), '; '),
                                         'scope', 'breach')));
 END $$;
