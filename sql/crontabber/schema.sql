@@ -221,9 +221,9 @@ ALTER TABLE crontabber_run ADD COLUMN IF NOT EXISTS metrics jsonb;
 -- Ours (migration 0027): the checks a succeeded run breached ('; '-joined rules), written by the
 -- tick that judged it: such a run is left out of the baseline later runs are judged against.
 ALTER TABLE crontabber_run ADD COLUMN IF NOT EXISTS breach text;
--- Ours (migration 0030): the database user that wrote each run's ledger row (its claim): the trigger's, whatever the
--- writer sends, and kept by any later UPDATE of it (owner included), so a breach pause can ask
--- for a run of the calling user. NULL: a run recorded before migration 0030.
+-- Ours (migration 0030): the database user that wrote each run's ledger row (its claim): the
+-- trigger's, whatever the writer sends, and kept by any later UPDATE of it (owner included), so
+-- a breach pause can ask for a run of the calling user. NULL: a run recorded before 0030.
 ALTER TABLE crontabber_run ADD COLUMN IF NOT EXISTS db_user text;
 CREATE OR REPLACE FUNCTION crontabber_run_db_user() RETURNS trigger
 LANGUAGE plpgsql AS $$
