@@ -817,7 +817,17 @@ class StateStore:
         audit: AuditEntry,
     ) -> bool:
         """:meth:`pause` by a tick, after run ``run_id`` of the job breached a check (``on_breach =
-        pause``): the one pause the runner's database role may make. A pause in force stays."""
+        pause``): the one pause the runner's database role may make. A pause in force stays.
+
+        The database judges the stored run (migration 0030): the job's latest finished
+        scheduled run, succeeded, its breach recorded (:meth:`mark_breach`), the run the state
+        row last recorded; the pause lasts until resumed and its audit row's actor
+        (``crontabber``), reason and detail are the function's. ``until`` and ``audit`` are
+        sent for the release before 0030 and ignored.
+
+        Raises:
+            NotPermitted: the run is not such a run (nothing paused).
+        """
         params = {
             "app_name": app_name,
             "depends_on": list(depends_on),

@@ -444,7 +444,9 @@ SELECT crontabber_pause(%(app_name)s, %(depends_on)s, %(until)s, %(replace)s, %(
 
 -- name: breach_pause
 -- on_breach = pause: the pause a tick makes after run %(run_id)s of the job breached a check
--- (never replacing a pause in force); the runner's role may make this one only.
+-- (never replacing a pause in force); the runner's role may make this one only. The function
+-- judges the stored run and writes its own actor and reason (migration 0030): %(until)s and
+-- %(audit)s are ignored.
 SELECT crontabber_breach_pause(%(app_name)s, %(depends_on)s, %(until)s, %(run_id)s,
                                %(audit)s::json) AS paused;
 
