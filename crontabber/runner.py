@@ -66,8 +66,8 @@ logger = logging.getLogger(__name__)
 #: the hosts racing over one due set usually are; a window all taken costs one more claim.
 CLAIM_WINDOW = 16
 
-#: A due job of the pass's read that its claim passed over.
-TAKEN_ELSEWHERE = "another runner has it or just ran it"
+#: A due job of the pass's read that another runner ran since.
+TAKEN_ELSEWHERE = "another runner just ran it"
 
 
 def this_host() -> str:
@@ -149,6 +149,15 @@ class Flight:
     def interrupt(self) -> BaseException | None:
         """The SIGINT/SIGTERM that stopped the runs (None: none)."""
         return self.loop.interrupt if self.loop is not None else None
+
+
+def _passed_over(name: str, why: JobLockError | None) -> JobResult:
+    """The result of a due job a pass's claim passed over (``why``: see
+    :class:`crontabber.store.NextClaim`)."""
+    if why is None:
+        return JobResult(name, Status.SKIPPED, TAKEN_ELSEWHERE)
+    status = Status.ONGOING if isinstance(why, JobOngoing) else Status.LOCKED
+    return JobResult(name, status, str(why), why)
 
 
 def _noted(result: JobResult) -> JobResult:
@@ -358,10 +367,8 @@ class Runner:
                 gone += window
             else:
                 claimed, passed = outcome
-                for name, ongoing in passed:
-                    detail = str(ongoing) if ongoing is not None else TAKEN_ELSEWHERE
-                    status = Status.ONGOING if ongoing is not None else Status.SKIPPED
-                    results.append(JobResult(name, status, detail, ongoing))
+                for name, why in passed:
+                    results.append(_passed_over(name, why))
                 taken = {name for name, _ in passed}
                 gone += [job for job in window if job.app_name in taken]
                 if claimed is not None:
@@ -464,7 +471,7 @@ class Runner:
             logger.info("skipping %s: %s", job.app_name, exc, extra={"job": job.app_name})
             return JobResult(job.app_name, Status.SKIPPED, "this host is drained")
         if claimed is None:
-            return JobResult(job.app_name, Status.SKIPPED, "another runner just ran it")
+            return JobResult(job.app_name, Status.SKIPPED, TAKEN_ELSEWHERE)
         before, claim = claimed
         self._running(job, before, claim)
         return before, claim, kind

@@ -31,6 +31,7 @@ from .errors import (
     DatabaseUnavailable,
     HostDrained,
     JobLocked,
+    JobLockError,
     JobOngoing,
     LeaseLost,
     LockWaitTimedOut,
@@ -480,15 +481,14 @@ class StateStore:
         ``depends_on``: each candidate's parents, written with the marker.
 
         Returns the claim (None: every candidate was passed over) and the candidates passed
-        over before it, each with the :class:`JobOngoing` that excluded it (None: another
-        runner has it, or ran it since the pass read its row).
+        over before it, each with why (:class:`NextClaim`).
 
         Raises:
             HostDrained: an operator drained the host (checked under the first row lock).
         """
         host, pid = holder
         left = list(names)
-        passed: list[tuple[str, JobOngoing | None]] = []
+        passed: list[tuple[str, JobLockError | None]] = []
         params = {
             "host": host,
             "pid": pid,
@@ -502,14 +502,14 @@ class StateStore:
                 cur.execute(Q["insert_skeleton"], skeleton)
             while left:
                 cur.execute(Q["claim_next_due"], {**params, "names": left})
-                locked = cur.fetchone()
-                chosen = locked[0] if locked is not None else None
+                row = _as_dict(cur, cur.fetchone())
+                chosen = row["app_name"]
                 skipped = left[: left.index(chosen)] if chosen is not None else left
-                passed += [(name, None) for name in skipped]
-                if locked is None:
+                held = set(row["still_due"])  # due still: another runner holds it that moment
+                passed += [(name, JobLocked(name) if name in held else None) for name in skipped]
+                if chosen is None:
                     break
                 left = left[len(skipped) + 1 :]
-                row = _as_dict(cur, locked)
                 state, now = JobState.from_row(row), row["now"]
                 if row["drained"]:
                     raise HostDrained(host)
@@ -1029,11 +1029,12 @@ def _log_failure(
 
 class NextClaim(Frozen):
     """What :meth:`StateStore.claim_next` took: the job's state before and its claim (None:
-    nothing), and the candidates it passed over, each with the :class:`JobOngoing` that
-    excluded it (None: another runner has it or ran it)."""
+    nothing), and the candidates it passed over, each with why: :class:`JobOngoing` (running
+    elsewhere), :class:`JobLocked` (another runner held its row that moment), None (another
+    runner ran it since the pass read it)."""
 
     claimed: tuple[JobState, Claim] | None
-    passed: tuple[tuple[str, JobOngoing | None], ...]
+    passed: tuple[tuple[str, JobLockError | None], ...]
 
 
 def _mark_ongoing(

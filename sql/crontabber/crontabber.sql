@@ -170,6 +170,11 @@ WITH candidate AS (
     FOR UPDATE SKIP LOCKED
 ), clock AS (
     SELECT clock_timestamp() AS now,
+           -- the candidates still due, locked or not (a plain read sees through the locks):
+           -- one passed over that is among them is held by another runner that moment
+           ARRAY(SELECT app_name FROM crontabber
+                 WHERE app_name = ANY(%(names)s::text[])
+                   AND (next_run IS NULL OR next_run < clock_timestamp())) AS still_due,
            EXISTS (SELECT 1 FROM crontabber_host AS h
                    WHERE h.host = %(host)s AND h.drained_at IS NOT NULL
                      AND (h.drain_until IS NULL OR h.drain_until > clock_timestamp())) AS drained
@@ -187,8 +192,8 @@ WITH candidate AS (
            %(options)s::text[]
     FROM claimed, clock
 )
-SELECT candidate.*, clock.now, clock.drained, claimed.run_id AS claimed_run_id
-FROM candidate CROSS JOIN clock LEFT JOIN claimed ON true;
+SELECT candidate.*, clock.now, clock.drained, clock.still_due, claimed.run_id AS claimed_run_id
+FROM clock LEFT JOIN candidate ON true LEFT JOIN claimed ON true;
 
 -- name: mark_ongoing
 -- The claim: a new run id from the sequence (the run's fencing token) and the

@@ -198,9 +198,9 @@ def test_a_pass_passes_over_jobs_another_runner_ran_since_its_read_in_one_claim(
 
 
 def test_a_claim_takes_the_first_candidate_nobody_else_has(crontab, database):
-    """``claim_next`` in one transaction: a row held that moment, a row run since the read and
-    a job running live elsewhere are passed over (the last with its JobOngoing), the next is
-    claimed, the ones after it are left for the next claim."""
+    """``claim_next`` in one transaction: a row held that moment (JobLocked), a row run since
+    the read (None) and a job running live elsewhere (JobOngoing) are passed over, each saying
+    why, the next is claimed, the ones after it are left for the next claim."""
     crontab.configure(fleet_jobs.entries(5))
     assert crontab.run()[0] == 0
     crontab.sql("UPDATE crontabber SET next_run = clock_timestamp() - interval '1 minute'")
@@ -234,7 +234,7 @@ def test_a_claim_takes_the_first_candidate_nobody_else_has(crontab, database):
     assert counts.transactions == 1 and counts.rollbacks == 0
     assert taken.claimed is not None and taken.claimed[1].app_name == "noop-3"
     assert [(name, type(exc).__name__) for name, exc in taken.passed] == [
-        ("noop-0", "NoneType"),
+        ("noop-0", "JobLocked"),
         ("noop-1", "NoneType"),
         ("noop-2", "JobOngoing"),
     ]
