@@ -16,7 +16,7 @@ import html
 from typing import Any, Iterable, Mapping, Sequence
 from urllib.parse import quote
 
-from crontabber.alerts.rules import LASTING
+from crontabber.alerts.rules import ENDING, LASTING
 from crontabber.formats import interval_range, iso_z, one_line, relative, stamp, took, until_resumed
 from crontabber.leases import Marker
 from crontabber.render import detail, short_host
@@ -635,7 +635,7 @@ def alerts_panel(document: Mapping[str, Any]) -> str:
     now, alerts = document["now"], document["alerts"]
     if not document["enabled"] and not alerts:
         return '<h2>Alerts</h2><p class="none">no alert targets ([alerts] targets)</p>'
-    open_count = sum(a["resolved_at"] is None and a["kind"] in LASTING for a in alerts)
+    open_count = sum(a["resolved_at"] is None and a["kind"] in (*LASTING, *ENDING) for a in alerts)
     undelivered = sum(not n["sent_at"] for a in alerts for n in a["notices"])
     mutes = "".join(
         f'<p class="summary">muted: {esc("every job" if m["scope"] == "*" else m["scope"])}'
@@ -652,7 +652,7 @@ def alerts_panel(document: Mapping[str, Any]) -> str:
     for alert in alerts:
         state = (
             ("open" if alert["resolved_at"] is None else "ended")
-            if alert["kind"] in LASTING
+            if alert["kind"] in (*LASTING, *ENDING)
             else "event"
         )
         rows.append(

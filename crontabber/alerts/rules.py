@@ -22,7 +22,11 @@ The conditions, per job (its rules: ``alert_*`` in ``[crontabber]`` or ``[[class
   its subject the host and the migrations it lacks, so each host is told of once per
   release); so is ``broken-entry`` (a jobs entry whose class does not load: the other jobs
   run; its app name is ``crontabber``, its subject the entry and its error, so the fleet is
-  told once per entry and error);
+  told once per entry and error). ``broken-entry`` and ``breach`` (a run broke one of its
+  job's checks: :mod:`crontabber.alerts.checks`) are events whose cause can go away: they stay
+  open until it does (:data:`ENDING`: the entry loads again, :func:`entries_fixed`; a later run
+  of the job passes the rule, :func:`breaches_passed`), then end with a ``recovered`` notice,
+  which resolves their PagerDuty incident;
 - ``no-host``: no live host may run the job (its ``hosts`` tags: no host that ticked recently
   carries one, or every one that does is drained: :func:`crontabber.placement.no_live_host`);
   its subject names the tags it needs and the run it is due for; it stays open until a live
@@ -46,6 +50,9 @@ from ..state import JobState
 
 #: The kinds of alert that stay open while their condition lasts.
 LASTING = ("failing", "silent", "late", "no-host")
+#: The kinds of event that stay open until their cause is gone (not re-alerted meanwhile): a
+#: jobs entry that does not load, a run that broke a check.
+ENDING = ("broken-entry", "breach")
 
 
 @dataclass(frozen=True)
@@ -105,6 +112,7 @@ class OpenAlert:
     subject: str
     message: str
     next_notice: dt.datetime | None
+    detail: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -112,6 +120,7 @@ class OpenAlert:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "OpenAlert":
+        detail = row.get("detail")
         return cls(
             row["id"],
             row["app_name"],
@@ -119,6 +128,7 @@ class OpenAlert:
             row["subject"],
             row["message"],
             row["next_notice"],
+            detail if isinstance(detail, Mapping) else {},
         )
 
 
@@ -414,6 +424,48 @@ def superseded(alert: OpenAlert, new_id: int | None, state: JobState | None) -> 
             "resolves": {"id": alert.id, "kind": alert.kind, "subject": alert.subject},
             "superseded_by": new_id,
         },
+    )
+
+
+def entries_fixed(open_alerts: Iterable[OpenAlert], broken: Iterable[Event]) -> list[OpenAlert]:
+    """The open ``broken-entry`` alerts whose cause is gone: their entry is not among the
+    ``broken`` ones of a tick that loaded the whole jobs list (it loads now, or is no longer
+    listed)."""
+    still = {event.subject for event in broken}
+    return [a for a in open_alerts if a.kind == "broken-entry" and a.subject not in still]
+
+
+def breaches_passed(
+    open_alerts: Iterable[OpenAlert], app_name: str, run_id: int, broke: Iterable[str]
+) -> list[OpenAlert]:
+    """The open ``breach`` alerts of ``app_name`` whose cause is gone: run ``run_id`` (a later
+    run, judged) passed their rule (it broke only the rules ``broke``)."""
+    broken = set(broke)
+    return [
+        a
+        for a in open_alerts
+        if a.app_name == app_name
+        and a.kind == "breach"
+        and int(a.detail.get("run_id") or 0) < run_id
+        and a.detail.get("rule") not in broken
+    ]
+
+
+def event_recovery(alert: OpenAlert, run_id: int | None = None) -> Event:
+    """The ``recovered`` event of an :data:`ENDING` event whose cause is gone: a jobs entry
+    that loads (or is no longer listed), a rule run ``run_id`` passed."""
+    if alert.kind == "breach":
+        how = f"run {run_id} passed {alert.detail.get('rule') or 'the rule'}"
+    else:
+        how = (
+            f"jobs entry {alert.detail.get('entry', alert.subject)!r} loads, or is no longer listed"
+        )
+    return Event(
+        alert.app_name,
+        "recovered",
+        str(alert.id),
+        f"{alert.app_name}: recovered ({how}); was: {alert.message}",
+        {"resolves": {"id": alert.id, "kind": alert.kind, "subject": alert.subject}},
     )
 
 
