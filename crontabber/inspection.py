@@ -87,9 +87,12 @@ def job_views_now(
     }
     no_host = {}
     if any(job.hosts for job in chosen):  # the fleet is read only where placement matters
-        from .placement import unplaced
+        from .placement import drains_of, unplaced
 
-        no_host = unplaced(chosen, store.fleet(settings.monitor.silence_critical_minutes * 60))
+        fleet = store.fleet(settings.monitor.silence_critical_minutes * 60)
+        no_host = unplaced(chosen, fleet)
+        if no_host and any(host.drained for host in fleet):  # which drain: one read more
+            no_host = unplaced(chosen, fleet, drains_of(store.hosts()))
     failing = [
         job.app_name
         for job in chosen

@@ -11,7 +11,7 @@ import datetime as dt
 import functools
 
 from .. import sqlfiles
-from ..placement import unplaced
+from ..placement import drains_of, unplaced
 from ..scheduling import needs_attention
 
 TYPE_CHECKING = False
@@ -157,5 +157,7 @@ class TickAlerts:
         """``fleet``: the hosts as the tick's first read saw them (the ``no-host`` alert)."""
         swept = sweep(self.store, self.holder, self.settings.alerts, self.pid_alive)
         homeless = unplaced(self.jobs, fleet)
+        if homeless and any(host.drained for host in fleet):  # (a drain named: one read more)
+            homeless = unplaced(self.jobs, fleet, drains_of(self.store.hosts()))
         if homeless or not quiet(swept, states, (job.app_name for job in self.jobs), now):
             self.alerter().tick(states, now, swept, homeless, self._broken)
