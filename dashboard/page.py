@@ -43,6 +43,25 @@ STATUS_TITLES = {
 }
 
 
+#: The overview's order: the jobs that need someone first (a failing job is never below the
+#: fold behind healthy ones), by how urgent; config order within a status and for the rest.
+ATTENTION = {
+    status: rank
+    for rank, status in enumerate(
+        (
+            JobStatus.BROKEN,
+            JobStatus.NO_HOST,
+            JobStatus.FAILING,
+            JobStatus.ORPHANED,
+            JobStatus.LATE,
+            JobStatus.OVERDUE,
+            JobStatus.WAITING,
+            JobStatus.PAUSED,
+        )
+    )
+}
+
+
 # The outcomes a chart marks and counts as failed.
 UNSUCCESSFUL = (
     Outcome.FAILED,
@@ -184,6 +203,22 @@ def error_html(view: JobView) -> str:
     )
 
 
+def next_run_html(view: JobView, now: dt.datetime) -> str:
+    """The next run as a tick would make it: a paused job's once its pause ends (``when
+    resumed`` for a pause without an end), never a time that has passed shown as ``(now)``."""
+    paused = view.paused
+    if paused is None or view.status is not JobStatus.PAUSED:
+        return when_html(view.next_run, now)
+    if until_resumed(paused.until):
+        return '<span class="none" data-k="next.paused">when resumed</span>'
+    if view.next_run is not None and view.next_run > paused.until:
+        return when_html(view.next_run, now)
+    return (
+        f'{when_html(paused.until, now)}<div class="sched" data-k="next.paused">when the pause '
+        "ends</div>"
+    )
+
+
 def job_row(view: JobView, runs: Sequence[RunView], now: dt.datetime) -> str:
     name = (
         f'<a class="job" href="jobs/{quote(view.name)}">{esc(view.name)}</a>'
@@ -197,7 +232,7 @@ def job_row(view: JobView, runs: Sequence[RunView], now: dt.datetime) -> str:
         name,
         status_html(view, now),
         success,
-        when_html(view.next_run, now),
+        next_run_html(view, now),
         errors,
         sparkline(runs, now),
         error_html(view),
@@ -211,7 +246,8 @@ def job_row(view: JobView, runs: Sequence[RunView], now: dt.datetime) -> str:
 def jobs_panel(
     views: Sequence[JobView], runs: Mapping[str, Sequence[RunView]], now: dt.datetime
 ) -> str:
-    """The table of every configured job, in config order."""
+    """The table of every configured job: those that need someone first (:data:`ATTENTION`),
+    then the rest, in config order within each."""
     head = "".join(
         f"<th>{name}</th>"
         for name in (
@@ -224,7 +260,8 @@ def jobs_panel(
             "last error",
         )
     )
-    rows = "".join(job_row(view, runs.get(view.name, ()), now) for view in views)
+    ordered = sorted(views, key=lambda view: ATTENTION.get(view.status, len(ATTENTION)))
+    rows = "".join(job_row(view, runs.get(view.name, ()), now) for view in ordered)
     counts: dict[str, int] = {}
     for view in views:
         counts[view.status.value] = counts.get(view.status.value, 0) + 1
@@ -253,7 +290,10 @@ def history_rows(runs: Sequence[RunView], now: dt.datetime) -> list[list[str]]:
             error = f"heartbeat {when_html(run.ongoing.heartbeat, now, 'none')}"
         elif run.summary:
             error = f'<span class="summary">{esc(run.summary)}</span>'
-        span = took(run.duration(now)) + ("+" if run.outcome is Outcome.RUNNING else "")
+        # "+": at least (still running; or abandoned: up to its last heartbeat), as --history
+        span = took(run.duration(now)) + (
+            "+" if run.outcome in (Outcome.RUNNING, Outcome.ABANDONED) else ""
+        )
         done = run.intervals
         covered = (
             f" <small>{interval_range(done[0], done[-1], len(done))}</small>"
@@ -267,11 +307,24 @@ def history_rows(runs: Sequence[RunView], now: dt.datetime) -> list[list[str]]:
                 esc(short_host(run.by, pid=True) if run.by else "-"),
                 esc(run.run_id if run.run_id is not None else "-"),
                 esc(run.kind or "-"),
-                f'<span class="badge {run.outcome.value}">{esc(run.outcome_text)}</span>{covered}',
+                f"{outcome_html(run)}{covered}",
                 error,
             ]
         )
     return rows
+
+
+def outcome_html(run: RunView) -> str:
+    """A run's outcome badge; the run holding the job whose holder is gone (dead, expired) is
+    ``orphaned``, as the job's status says, not a blue ``running``."""
+    ongoing = run.ongoing
+    gone = ongoing is not None and ongoing.verdict is not Marker.LIVE
+    if run.outcome is Outcome.RUNNING and ongoing is not None and gone:
+        return (
+            f'<span class="badge {JobStatus.ORPHANED.value}" data-k="run.orphaned">'
+            f"{JobStatus.ORPHANED.value} ({esc(ongoing.verdict.value)})</span>"
+        )
+    return f'<span class="badge {run.outcome.value}">{esc(run.outcome_text)}</span>'
 
 
 def state_panel(app_name: str, view: JobView | None, now: dt.datetime) -> str:
@@ -306,7 +359,7 @@ def state_panel(app_name: str, view: JobView | None, now: dt.datetime) -> str:
         ("schedule", esc(view.schedule)),
         (
             "next run",
-            when_html(view.next_run, now)
+            next_run_html(view, now)
             + (
                 f' <span class="local">({esc(view.next_run_local[11:16])} '
                 f"{esc(view.time_zone)})</span>"

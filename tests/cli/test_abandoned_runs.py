@@ -85,3 +85,27 @@ def test_show_error_right_after_release_says_the_newest_run_was_abandoned(cli):
     assert cli.run().returncode == 0  # a later run succeeds: the abandoned one is history now
     shown = cli.run("--show-error", "slow-job")
     assert "the job has no error now (an older failure); its last run: " in shown.stdout
+
+
+def test_the_dashboard_shows_a_dead_run_orphaned_and_an_abandoned_one_at_least(cli):
+    """Issue #42 item 13: the job page's row of a run whose holder is dead is ``orphaned
+    (dead)``, as the job's status, not a blue ``running``; once released, its TOOK has the ``+``
+    of ``--history`` (it ran at least that long)."""
+    run_id, pid = killed_run(cli)
+    dashboard = Dashboard(cli.crontab)
+    dashboard.start()
+    try:
+        page = dashboard.get("/jobs/slow-job")[2]
+        history = page[page.index('id="history"') :]
+        assert 'data-k="run.orphaned">orphaned (dead)</span>' in history, history
+        assert '<span class="badge running">' not in history
+        assert cli.run("--release", "slow-job", "--reason", "test").returncode == 0
+        page = dashboard.get("/jobs/slow-job")[2]
+        history = page[page.index('id="history"') :]
+        row = history[: history.index('<span class="badge abandoned">')]
+        took = re.findall(r"<td>([0-9.]+[a-z]+\+?)</td>", row)[-1]
+        assert took.endswith("+"), row
+        shown = cli.run("--history", "slow-job").stdout.splitlines()[1].split()[2]
+        assert took == shown  # the same "at least" as --history
+    finally:
+        dashboard.stop()
