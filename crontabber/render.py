@@ -398,7 +398,8 @@ def _beat(run: RunView, now: dt.datetime) -> str:
     assert run.ongoing is not None
     beat = relative(run.ongoing.heartbeat, now, "none")
     verdict = run.ongoing.verdict
-    return f"heartbeat {beat}" + ("" if verdict is Marker.LIVE else f"; {verdict.value}")
+    # the verdict first: a line cut to the terminal's width keeps it
+    return f"heartbeat {beat}" if verdict is Marker.LIVE else f"{verdict.value}: heartbeat {beat}"
 
 
 def rerun_group_lines(group: RerunGroup, now: dt.datetime) -> list[str]:

@@ -466,6 +466,7 @@ class DashboardApp:
                     raise HttpError(404, str(exc)) from None
                 return html_response(404, _error_page(str(exc)))
             view, _ = self.source.job_view(session, found.app_name)
+            groups = self.source.rerun_groups(session, found.runs)
             metrics = charts.metrics_panel(
                 found.app_name,
                 self.source.metric_runs(session, found.app_name, METRIC_RUNS),
@@ -474,6 +475,8 @@ class DashboardApp:
         panels = {"state": page.state_panel(found.app_name, view, found.now)}
         if metrics is not None:  # a job whose runs returned no metric has no such panel
             panels["metrics"] = metrics
+        if groups:  # what a rerun did, whole: its runs (killed ones too), done, left
+            panels["reruns"] = page.reruns_panel(groups, found.now)
         panels["history"] = page.history_panel(found.app_name, found.runs, found.more, found.now)
         panels["output"] = page.output_panel(record, found.now)
         if panels_only:

@@ -19,7 +19,8 @@ from urllib.parse import quote
 from crontabber.alerts.rules import ENDING, LASTING
 from crontabber.formats import interval_range, iso_z, one_line, relative, stamp, took, until_resumed
 from crontabber.leases import Marker
-from crontabber.render import detail, short_host
+from crontabber.render import detail, rerun_group_lines, short_host
+from crontabber.reruns import RerunGroup
 from crontabber.views import JobStatus, JobView, Outcome, RunView
 
 SPARK_WIDTH, SPARK_HEIGHT, SPARK_BAR = 124, 26, 6
@@ -294,10 +295,10 @@ def history_rows(runs: Sequence[RunView], now: dt.datetime) -> list[list[str]]:
         span = took(run.duration(now)) + (
             "+" if run.outcome in (Outcome.RUNNING, Outcome.ABANDONED) else ""
         )
-        done = run.intervals
+        done = run.intervals  # (a backfill run's: what it did, one interval too)
         covered = (
-            f" <small>{interval_range(done[0], done[-1], len(done))}</small>"
-            if len(done) > 1
+            f' <small data-k="run.intervals">{interval_range(done[0], done[-1], len(done))}</small>'
+            if done
             else ""
         )
         rows.append(
@@ -325,6 +326,23 @@ def outcome_html(run: RunView) -> str:
             f"{JobStatus.ORPHANED.value} ({esc(ongoing.verdict.value)})</span>"
         )
     return f'<span class="badge {run.outcome.value}">{esc(run.outcome_text)}</span>'
+
+
+def reruns_panel(groups: Sequence[RerunGroup], now: dt.datetime) -> str:
+    """The reruns the job's recent runs belong to, each whole, as ``--history NAME --run ID``
+    ends: its outcome and how many of its intervals are done, every run of it (killed ones
+    too: their ledger status) and what is left, with the command that continues it."""
+    parts = []
+    for group in groups:
+        head, *rest = rerun_group_lines(group, now)
+        parts.append(
+            f'<div class="rerun" data-k="rerun.{group.root.run_id}">'
+            f'<p><span class="badge {esc(group.outcome)}">{esc(group.outcome)}</span> '
+            f"{esc(head)}</p>"
+            f'<pre class="rerun-runs">{esc(chr(10).join(line.strip() for line in rest))}</pre>'
+            "</div>"
+        )
+    return "<h2>Reruns</h2>" + "".join(parts)
 
 
 def state_panel(app_name: str, view: JobView | None, now: dt.datetime) -> str:
