@@ -477,7 +477,9 @@ class DashboardApp:
             panels["metrics"] = metrics
         if groups:  # what a rerun did, whole: its runs (killed ones too), done, left
             panels["reruns"] = page.reruns_panel(groups, found.now)
-        panels["history"] = page.history_panel(found.app_name, found.runs, found.more, found.now)
+        panels["history"] = page.history_panel(
+            found.app_name, found.runs, found.more, found.now, found.is_backfill
+        )
         panels["output"] = page.output_panel(record, found.now)
         if panels_only:
             return json_response(200, {"now": found.now, "panels": panels})

@@ -20,7 +20,6 @@ from crontabber.alerts.rules import ENDING, LASTING
 from crontabber.formats import interval_range, iso_z, one_line, relative, stamp, took, until_resumed
 from crontabber.leases import Marker
 from crontabber.render import detail, rerun_group_lines, short_host
-from crontabber.reruns import RerunGroup
 from crontabber.views import JobStatus, JobView, Outcome, RunView
 
 SPARK_WIDTH, SPARK_HEIGHT, SPARK_BAR = 124, 26, 6
@@ -278,7 +277,10 @@ def jobs_panel(
 # ---------------------------------------------------------------------------- history
 
 
-def history_rows(runs: Sequence[RunView], now: dt.datetime) -> list[list[str]]:
+def history_rows(
+    runs: Sequence[RunView], now: dt.datetime, is_backfill: bool = False
+) -> list[list[str]]:
+    """One row per run; a backfill job's runs name the intervals they did (one too)."""
     rows = []
     for run in runs:
         error = ""
@@ -295,10 +297,10 @@ def history_rows(runs: Sequence[RunView], now: dt.datetime) -> list[list[str]]:
         span = took(run.duration(now)) + (
             "+" if run.outcome in (Outcome.RUNNING, Outcome.ABANDONED) else ""
         )
-        done = run.intervals  # (a backfill run's: what it did, one interval too)
+        done = run.intervals
         covered = (
             f' <small data-k="run.intervals">{interval_range(done[0], done[-1], len(done))}</small>'
-            if done
+            if done and (is_backfill or len(done) > 1)
             else ""
         )
         rows.append(
@@ -328,8 +330,9 @@ def outcome_html(run: RunView) -> str:
     return f'<span class="badge {run.outcome.value}">{esc(run.outcome_text)}</span>'
 
 
-def reruns_panel(groups: Sequence[RerunGroup], now: dt.datetime) -> str:
-    """The reruns the job's recent runs belong to, each whole, as ``--history NAME --run ID``
+def reruns_panel(groups: Sequence[Any], now: dt.datetime) -> str:
+    """The reruns the job's recent runs belong to (``RerunGroup``s:
+    :func:`crontabber.inspection.rerun_groups`), each whole, as ``--history NAME --run ID``
     ends: its outcome and how many of its intervals are done, every run of it (killed ones
     too: their ledger status) and what is left, with the command that continues it."""
     parts = []
@@ -398,14 +401,16 @@ def state_panel(app_name: str, view: JobView | None, now: dt.datetime) -> str:
     return f'<h2>{esc(app_name)} now</h2><table class="state small"><tbody>{body}</tbody></table>'
 
 
-def history_panel(app_name: str, runs: Sequence[RunView], more: bool, now: dt.datetime) -> str:
+def history_panel(
+    app_name: str, runs: Sequence[RunView], more: bool, now: dt.datetime, is_backfill: bool = False
+) -> str:
     older = '<p class="none">older runs not shown</p>' if more else ""
     return (
         f"<h2>Runs of {esc(app_name)} <small>newest first</small></h2>"
         f'<div class="sparkbig">{sparkline(runs, now)}</div>'
         + table(
             ["started (UTC)", "took", "host", "run", "kind", "outcome", "summary / error"],
-            history_rows(runs, now),
+            history_rows(runs, now, is_backfill),
             "runs",
         )
         + older

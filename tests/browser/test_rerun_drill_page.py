@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 from selenium.webdriver.common.by import By
 
-from tests.cli.conftest import Cli
 from tests.fixtures.reruns import group_done, killed_on_two_hosts
+from tests.fixtures.runner_cli import Cli
 from tests.fixtures.waiting import wait_for
 
 JOB = "parallel-backfill"
