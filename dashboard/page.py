@@ -123,7 +123,8 @@ def table(head: Sequence[str], rows: Iterable[Sequence[str]], cls: str = "") -> 
 
 def sparkline(runs: Sequence[RunView], now: dt.datetime) -> str:
     """Recent run durations as bars, oldest left; failures red and marked
-    with a dot above, the running run blue (its duration so far)."""
+    with a dot above, the running run blue (its duration so far), one whose holder is gone
+    orange (orphaned, as its row says)."""
     shown = list(reversed(runs[: SPARK_WIDTH // SPARK_BAR]))
     if not shown:
         return '<span class="none">no runs</span>'
@@ -136,9 +137,11 @@ def sparkline(runs: Sequence[RunView], now: dt.datetime) -> str:
         seconds = run.duration(now).total_seconds()
         height = max(2.0, (SPARK_HEIGHT - 6) * min(1.0, seconds / longest))
         x, y = index * SPARK_BAR, SPARK_HEIGHT - height
-        label = f"{stamp(run.started)} UTC: {took(run.duration(now))} {run.outcome_text}"
+        gone = _gone(run)
+        shown_as = f"orphaned ({gone})" if gone else run.outcome_text
+        label = f"{stamp(run.started)} UTC: {took(run.duration(now))} {shown_as}"
         bars.append(
-            f'<rect class="bar {run.outcome.value}" x="{x}" y="{y:.1f}" '
+            f'<rect class="bar {"orphaned" if gone else run.outcome.value}" x="{x}" y="{y:.1f}" '
             f'width="{SPARK_BAR - 1}" height="{height:.1f}"><title>{esc(label)}</title></rect>'
         )
         if run.outcome in UNSUCCESSFUL:
@@ -317,15 +320,23 @@ def history_rows(
     return rows
 
 
+def _gone(run: RunView) -> str | None:
+    """The verdict (``dead``, ``expired``, ``stale``) of a running run whose holder is gone;
+    None for any other run."""
+    ongoing = run.ongoing
+    if run.outcome is not Outcome.RUNNING or ongoing is None or ongoing.verdict is Marker.LIVE:
+        return None
+    return ongoing.verdict.value
+
+
 def outcome_html(run: RunView) -> str:
     """A run's outcome badge; the run holding the job whose holder is gone (dead, expired) is
     ``orphaned``, as the job's status says, not a blue ``running``."""
-    ongoing = run.ongoing
-    gone = ongoing is not None and ongoing.verdict is not Marker.LIVE
-    if run.outcome is Outcome.RUNNING and ongoing is not None and gone:
+    gone = _gone(run)
+    if gone:
         return (
             f'<span class="badge {JobStatus.ORPHANED.value}" data-k="run.orphaned">'
-            f"{JobStatus.ORPHANED.value} ({esc(ongoing.verdict.value)})</span>"
+            f"{JobStatus.ORPHANED.value} ({esc(gone)})</span>"
         )
     return f'<span class="badge {run.outcome.value}">{esc(run.outcome_text)}</span>'
 
