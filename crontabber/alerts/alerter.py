@@ -233,7 +233,11 @@ class Alerter:
         )
         touched = self._carry_out(todo, states, now)
         if broken is not None and not muted(RUNNER, mutes, now):
-            fixed = entries_fixed(rows, [broken_entry(b.entry.text, b.problem) for b in broken])
+            fixed = entries_fixed(
+                rows,
+                [broken_entry(b.entry.text, b.problem) for b in broken],
+                self.host.rpartition(":")[0] or self.host,
+            )
             touched += self._end_events(fixed)
         if touched:
             claimed = claimed + self.alert_store.notices_claim(

@@ -113,6 +113,7 @@ class OpenAlert:
     message: str
     next_notice: dt.datetime | None
     detail: Mapping[str, Any] = field(default_factory=dict)
+    opened_by: str = ""  # host:pid of the tick that opened it
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -129,6 +130,7 @@ class OpenAlert:
             row["message"],
             row["next_notice"],
             detail if isinstance(detail, Mapping) else {},
+            str(row.get("opened_by") or ""),
         )
 
 
@@ -427,12 +429,21 @@ def superseded(alert: OpenAlert, new_id: int | None, state: JobState | None) -> 
     )
 
 
-def entries_fixed(open_alerts: Iterable[OpenAlert], broken: Iterable[Event]) -> list[OpenAlert]:
-    """The open ``broken-entry`` alerts whose cause is gone: their entry is not among the
-    ``broken`` ones of a tick that loaded the whole jobs list (it loads now, or is no longer
-    listed)."""
+def entries_fixed(
+    open_alerts: Iterable[OpenAlert], broken: Iterable[Event], host: str
+) -> list[OpenAlert]:
+    """The open ``broken-entry`` alerts whose cause is gone where it was seen: opened by a
+    tick of ``host`` (this tick's), their entry is not among the ``broken`` ones of this tick,
+    which loaded the whole jobs list (it loads now, or is no longer listed). Another host's
+    tick does not end them: during a rolling deploy its code or list may differ."""
     still = {event.subject for event in broken}
-    return [a for a in open_alerts if a.kind == "broken-entry" and a.subject not in still]
+    return [
+        a
+        for a in open_alerts
+        if a.kind == "broken-entry"
+        and a.subject not in still
+        and a.opened_by.rpartition(":")[0] == host
+    ]
 
 
 def breaches_passed(
