@@ -383,10 +383,11 @@ class Alerter:
         a ``recovered`` notice, PagerDuty's ``resolve``), sent now; none while the job's alerts
         are muted. Never raises (the tick goes on)."""
         try:
-            if self.alert_store.mutes(app_name):
-                return
             rows = [OpenAlert.from_row(r) for r in self.alert_store.open_of(app_name, "breach")]
-            ended = self._end_events(breaches_passed(rows, app_name, run_id, broke), run_id)
+            passed = breaches_passed(rows, app_name, run_id, broke)
+            if not passed or self.alert_store.mutes(app_name):  # (a window: read only then)
+                return
+            ended = self._end_events(passed, run_id)
             if ended:
                 self.deliver(
                     self.alert_store.notices_claim(self.host, self.config.claim_seconds, ended)
