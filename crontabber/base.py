@@ -19,8 +19,12 @@ Class attributes the runner reads:
   else of that runner beside it (``max_parallel_jobs``).
 
 Each run happens in a child process of the runner, which keeps the run's
-lease meanwhile; a job with much work to do checks :meth:`BaseCronApp.holds_lease`
-between units of work and stops taking new ones when it returns False. The
+lease meanwhile. What the run is (its claim time, run id, lease, and where its units come
+from) is one frozen :class:`RunContext` the child serves (:func:`serve`) before it builds the
+job; the job reads it (:attr:`BaseCronApp.context`, and ``started_at``, ``run_id``,
+:meth:`BaseCronApp.holds_lease` from it) and the runner sets nothing on the instance.
+A job with much work to do checks :meth:`BaseCronApp.holds_lease` between units of work
+and stops taking new ones when it returns False. The
 options ``timeout``, ``error_retry_time``, ``error_backoff`` and
 ``error_retry_max`` of ``[[class-<ClassName>]]`` are the runner's, per job.
 
@@ -41,6 +45,7 @@ import math
 import re
 
 from .config.options import DotDict, Namespace, RequiredConfig
+from .frozen import Frozen
 from .schedule import parse_schedule, with_delay
 from .scheduling import backfill_dates
 
@@ -48,7 +53,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable, Iterable, Iterator, Mapping
 
-__all__ = ["BaseCronApp", "Namespace", "Summary"]
+__all__ = ["BaseCronApp", "Namespace", "RunContext", "Summary", "UnitResult"]
 
 logger = logging.getLogger(__name__)
 
@@ -98,6 +103,51 @@ def clean_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
     return kept
 
 
+class RunContext(Frozen):
+    """The run a job's process serves: the database time of its claim (``started_at``), its
+    run id (the fencing token), its lease (``holds()``), and where its units come from:
+    ``dates``, the intervals a rerun's runner picks for it one by one (None: the job's own,
+    from its schedule and last success), and ``gate``, a backfill run's claim of each interval
+    before it runs it (returns once this run holds it; None: nothing to claim)."""
+
+    started_at: dt.datetime | None = None
+    run_id: int | None = None
+    lease: Any = None
+    dates: Iterable[dt.datetime] | None = None
+    gate: Callable[[dt.datetime], None] | None = None
+
+
+#: An instance built outside the runner (a test, a job's command): no claim, no lease, its
+#: own units.
+NO_RUN = RunContext()
+_serving = NO_RUN
+
+
+def serve(context: RunContext) -> None:
+    """Make ``context`` the run this process serves: the runner's child calls it once, before
+    it builds the job (one run per child; its threads see it too)."""
+    global _serving
+    _serving = context
+
+
+class UnitResult(Frozen):
+    """A successful unit as :meth:`BaseCronApp.units` gives it back: its interval (or the
+    attempt's start) and what ``run`` returned for it (its one-line summary and metrics)."""
+
+    when: dt.datetime
+    summary: str | None
+    metrics: dict[str, float] | None
+
+
+def units_of(app: Any) -> Iterator[UnitResult]:
+    """Each successful unit of ``app``'s run: :meth:`BaseCronApp.units`, or for a class that
+    only has crontabber's ``main()`` (not derived from :class:`BaseCronApp`) each time it
+    yields, without a summary."""
+    if isinstance(app, BaseCronApp):
+        return app.units()
+    return (UnitResult(when, None, None) for when in app.main())
+
+
 class BaseCronApp(RequiredConfig):
     """Base class of jobs. Subclasses implement ``run(self)``, or
     ``run(self, date)`` when decorated with ``@as_backfill_cron_app``."""
@@ -132,22 +182,25 @@ class BaseCronApp(RequiredConfig):
     def __init__(self, config: DotDict, job_information: dict[str, Any] | None) -> None:
         self.config = config
         self.job_information = job_information
-        # The database time at which the runner claimed this attempt; set by the runner.
-        self.started_at: dt.datetime | None = None
-        # This run's id (its fencing token) and lease; set by the runner.
-        self.run_id: int | None = None
-        self.lease: Any = None
-        # --rerun: the dates a backfill job is called with instead of the missed ones (in the
-        # runner's child: each asked for when the last is done, claimed for this run).
-        self.rerun_dates: Iterable[dt.datetime] | None = None
-        # A backfill job's claim of each interval before it runs it (crontabber_interval):
-        # returns once this run holds the interval, waiting while another run does; set in
-        # the runner's child. None: nothing to claim (an instance run outside the runner).
-        self.interval_gate: Callable[[dt.datetime], None] | None = None
         # What the last call of run() returned, when a string: its summary (one line).
         self.last_summary: str | None = None
         # The named numbers it returned with it (a Summary's metrics; None: none).
         self.last_metrics: dict[str, float] | None = None
+
+    @property
+    def context(self) -> RunContext:
+        """The run this instance serves (:func:`serve`; :data:`NO_RUN` outside the runner)."""
+        return _serving
+
+    @property
+    def started_at(self) -> dt.datetime | None:
+        """The database time at which the runner claimed this run (None: outside one)."""
+        return self.context.started_at
+
+    @property
+    def run_id(self) -> int | None:
+        """This run's id, its fencing token (None: outside the runner)."""
+        return self.context.run_id
 
     def holds_lease(self) -> bool:
         """Whether this run still holds its job.
@@ -158,7 +211,8 @@ class BaseCronApp(RequiredConfig):
         stop taking new work, since another runner may start the job soon.
         Always True for an instance run outside the runner.
         """
-        return self.lease is None or bool(self.lease.holds())
+        lease = self.context.lease
+        return lease is None or bool(lease.holds())
 
     def run(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(f"{type(self).__name__} must implement run()")
@@ -201,14 +255,21 @@ class BaseCronApp(RequiredConfig):
             self.app_name,
         )
         last_success = (self.job_information or {}).get("last_success")
-        dates = self.rerun_dates
+        dates, gate = self.context.dates, self.context.gate
         if dates is None:
             dates = backfill_dates(last_success, schedule, now)
         for when in dates:
-            if self.interval_gate is not None:
-                self.interval_gate(when)
+            if gate is not None:
+                gate(when)
             self._summarise(function(when))
             yield when
+
+    def units(self) -> Iterator[UnitResult]:
+        """Run the job (:meth:`main`, which a crontabber 0.18 app may override) and give back
+        each successful unit as a value, with what ``run`` returned for it: what the runner's
+        child sends the runner."""
+        for when in self.main():
+            yield UnitResult(when, self.last_summary, self.last_metrics)
 
     def _summarise(self, result: Any) -> None:
         """Keep ``run``'s result as the unit's summary: a string (or a :class:`Summary`'s

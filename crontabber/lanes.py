@@ -104,7 +104,13 @@ class ScheduledLane:
         self, outcome: FinishRecord, end: RunEnd, failure: Logged | None, deferred: Sequence[Unit]
     ) -> Ended:
         return self.store.finish(
-            self.claim, outcome, self.depends_on, failure=failure, units=deferred, end=end
+            self.claim,
+            outcome,
+            self.depends_on,
+            failure=failure,
+            units=deferred,
+            end=end,
+            ordinary=self.units is Units.OWN,
         )
 
 

@@ -14,7 +14,7 @@ import time
 from .config.catalog import Job, job_config
 from .config.settings import Settings
 from .errors import CrontabberError, DatabaseUnavailable, LeaseLost
-from .frozen import Frozen, setfield
+from .frozen import Frozen
 from .leases import retry_delay
 from .results import JobResult, Status
 from .scheduling import next_run_after
@@ -45,15 +45,9 @@ class Rerun(Frozen):
     many of its intervals may run at once, and whether they are taken strictly in order (a
     job that does not declare ``parallel_reruns``)."""
 
-    __slots__ = ("root", "parallel", "strict")
     root: int
     parallel: int
     strict: bool
-
-    def __init__(self, root: int, parallel: int, strict: bool) -> None:
-        setfield(self, "root", root)
-        setfield(self, "parallel", parallel)
-        setfield(self, "strict", strict)
 
 
 class Launch:
@@ -98,17 +92,10 @@ class Launcher:
         config = job_config(job, self.settings.sources)
         info = before.job_information() if before.last_run is not None else None
 
-        def make_app(lease: Any) -> Any:
-            instance: Any = job.cls(config, info)
-            instance.started_at = claim.started
-            instance.run_id = claim.run_id
-            instance.lease = lease
-            return instance
-
         supervisor = Supervisor(
             claim,
             self.settings.limits_for(config),
-            make_app,
+            lambda: job.cls(config, info),
             self._lane(job, claim, kind, rerun),
             report=lambda exc: self.report(exc, job),
             inherited_fds=self.store.fds(),

@@ -23,7 +23,7 @@ import datetime as dt
 import enum
 
 from .formats import relative, utc_text
-from .frozen import Frozen, setfield
+from .frozen import Frozen
 from .state import JobState
 
 TYPE_CHECKING = False
@@ -49,15 +49,9 @@ class Marker(enum.Enum):
 class LeaseRules(Frozen):
     """The lease settings and the identity of the host applying them."""
 
-    __slots__ = ("lease_seconds", "max_ongoing_age_hours", "host")
     lease_seconds: float
     max_ongoing_age_hours: float
     host: str
-
-    def __init__(self, lease_seconds: float, max_ongoing_age_hours: float, host: str) -> None:
-        setfield(self, "lease_seconds", lease_seconds)
-        setfield(self, "max_ongoing_age_hours", max_ongoing_age_hours)
-        setfield(self, "host", host)
 
 
 def holder_name(host: str, pid: int) -> str:
@@ -107,13 +101,8 @@ class Beats(Frozen):
     """How often a run renews its lease (``heartbeat_seconds``) and how long a lease lasts
     without renewal (``lease_seconds``): ``[crontabber]``'s settings."""
 
-    __slots__ = ("heartbeat_seconds", "lease_seconds")
     heartbeat_seconds: float
     lease_seconds: float
-
-    def __init__(self, heartbeat_seconds: float, lease_seconds: float) -> None:
-        setfield(self, "heartbeat_seconds", heartbeat_seconds)
-        setfield(self, "lease_seconds", lease_seconds)
 
 
 def beats_missed(heartbeat: dt.datetime | None, now: dt.datetime, beats: Beats) -> int:

@@ -8,7 +8,7 @@ import datetime as dt
 import enum
 
 from .errors import JobLockError, LeaseLost
-from .frozen import Frozen, setfield
+from .frozen import Frozen
 
 
 class Status(enum.Enum):
@@ -24,30 +24,13 @@ class Status(enum.Enum):
 class JobResult(Frozen):
     """What happened to one job in one invocation."""
 
-    __slots__ = ("app_name", "status", "detail", "error", "run_id", "summaries")
     app_name: str
     status: Status
-    detail: str
-    error: JobLockError | LeaseLost | None
-    run_id: int | None
+    detail: str = ""
+    error: JobLockError | LeaseLost | None = None
+    run_id: int | None = None
     # The job's one-line summary of each successful unit (interval, summary or None).
-    summaries: tuple[tuple[dt.datetime, str | None], ...]
-
-    def __init__(
-        self,
-        app_name: str,
-        status: Status,
-        detail: str = "",
-        error: JobLockError | LeaseLost | None = None,
-        run_id: int | None = None,
-        summaries: tuple[tuple[dt.datetime, str | None], ...] = (),
-    ) -> None:
-        setfield(self, "app_name", app_name)
-        setfield(self, "status", status)
-        setfield(self, "detail", detail)
-        setfield(self, "error", error)
-        setfield(self, "run_id", run_id)
-        setfield(self, "summaries", summaries)
+    summaries: tuple[tuple[dt.datetime, str | None], ...] = ()
 
     @property
     def summary(self) -> str | None:

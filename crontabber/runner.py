@@ -5,10 +5,12 @@ through :class:`~crontabber.rerun_store.RerunStore`, over its connection);
 
 A pass (:meth:`Runner.run_all`) reads every job's state once, at its start; each run's end
 brings back its own row, so a run costs the same whatever the number of jobs.
-The claim is one transaction (see ``StateStore.claim``): the row is locked
-with ``FOR UPDATE SKIP LOCKED`` in a pass (a row another runner holds that moment is passed
-over and reported held elsewhere, no error) and ``FOR UPDATE NOWAIT`` for an operator's
-``--job NAME [--force]`` (contention: :class:`JobLocked`, exit 2), its
+The claim is one transaction. A pass claims the first of its next due jobs (up to
+:data:`CLAIM_WINDOW`, in its order) whose row is still due and that no other transaction
+holds, passing over the rest in the same statement (``FOR UPDATE SKIP LOCKED``:
+``StateStore.claim_next``), so its claims do not grow with the number of hosts; an
+operator's ``--job NAME [--force]`` locks its one row with ``FOR UPDATE NOWAIT``
+(``StateStore.claim``; contention: :class:`JobLocked`, exit 2). Either way the row's
 ``ongoing`` marker judged by :func:`crontabber.leases.marker_status` (live:
 :class:`JobOngoing`, exit 3; expired, dead or stale: taken over, and logged),
 then set with a new run id and a first heartbeat. The job runs in a child
@@ -30,7 +32,6 @@ from .config.catalog import Job, run_order
 from .config.settings import Settings
 from .errors import (
     HostDrained,
-    JobLocked,
     JobLockError,
     JobOngoing,
     MarkerIsLive,
@@ -44,6 +45,7 @@ from .results import JobResult as JobResult
 from .results import Status as Status
 from .results import first_fenced as first_fenced
 from .scheduling import dependency_block, is_due, pause_active
+from .sidebyside import may_start
 from .state import Claim, FleetHost, JobState, RunKind, Tick
 from .store import StateStore
 
@@ -58,6 +60,14 @@ if TYPE_CHECKING:
     T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
+
+#: How many of a pass's next due jobs one claim considers: it takes the first no other runner
+#: has taken (those others took meanwhile are passed over in the same statement). Larger than
+#: the hosts racing over one due set usually are; a window all taken costs one more claim.
+CLAIM_WINDOW = 16
+
+#: A due job of the pass's read that its claim passed over.
+TAKEN_ELSEWHERE = "another runner has it or just ran it"
 
 
 def this_host() -> str:
@@ -290,17 +300,16 @@ class Runner:
         try:
             while True:
                 stopping = flight.interrupt is not None or (stop is not None and stop())
-                job = None if stopping else self._next_job(waiting, flight.launches)
-                if job is not None:
-                    waiting.remove(job)
-                    outcome = self._begin(job)
-                    if isinstance(outcome, JobResult):
-                        results.append(_noted(outcome))
+                if not stopping and waiting:
+                    done, launch = self._start_next(waiting, flight.launches)
+                    results += [_noted(result) for result in done]
+                    if launch is not None:
+                        flight.loop = flight.loop or _run_loop()
+                        self.launcher.start(flight.loop, launch)
+                        flight.launches.append(launch)
                         continue
-                    flight.loop = flight.loop or _run_loop()
-                    self.launcher.start(flight.loop, outcome)
-                    flight.launches.append(outcome)
-                    continue
+                    if done:  # candidates refused or taken elsewhere: the next ones may start
+                        continue
                 if not flight.launches or (time.monotonic() >= until and flight.interrupt is None):
                     break
                 wake = None if flight.interrupt is not None else until
@@ -316,14 +325,89 @@ class Runner:
             raise
         return results
 
-    def _next_job(self, waiting: list[Job], flying: list[Launch]) -> Job | None:
-        if not flying:  # the rule's answer with nothing in flight (an idle tick imports nothing)
-            return waiting[0] if waiting else None
-        from .sidebyside import next_to_start
-
+    def _start_next(
+        self, waiting: list[Job], flying: list[Launch]
+    ) -> tuple[list[JobResult], Launch | None]:
+        """The pass's next claim: the jobs of ``waiting`` that may start now beside
+        ``flying`` (:func:`crontabber.sidebyside.may_start`) are judged by the pass's read
+        (pause, placement, due, parents), the first :data:`CLAIM_WINDOW` of them that may
+        run are the claim's candidates, and the first of those no other runner has taken is
+        claimed (:meth:`StateStore.claim_next`: one transaction, whatever the number of
+        hosts). Every job judged leaves ``waiting``, with its result (refused, or passed
+        over: another runner has it); the claimed run is returned ready to start (None:
+        none was claimed; no result either: wait for a run to end)."""
         running = [launch.job.app_name for launch in flying]
         alone = any(launch.alone for launch in flying)
-        return next_to_start(waiting, running, alone, self.settings.max_parallel_jobs)
+        results: list[JobResult] = []
+        gone: list[Job] = []  # judged: they leave ``waiting``
+        window: list[Job] = []
+        for job in may_start(waiting, running, alone, self.settings.max_parallel_jobs):
+            refused = self._refusal(job)
+            if refused is not None:
+                results.append(refused)
+                gone.append(job)
+            else:
+                window.append(job)
+                if len(window) == CLAIM_WINDOW:
+                    break
+        launch = None
+        if window:
+            outcome = self._claim_next(window)
+            if isinstance(outcome, JobResult):  # the host was drained meanwhile
+                results.append(outcome)
+                gone += window
+            else:
+                claimed, passed = outcome
+                for name, ongoing in passed:
+                    detail = str(ongoing) if ongoing is not None else TAKEN_ELSEWHERE
+                    status = Status.ONGOING if ongoing is not None else Status.SKIPPED
+                    results.append(JobResult(name, status, detail, ongoing))
+                taken = {name for name, _ in passed}
+                gone += [job for job in window if job.app_name in taken]
+                if claimed is not None:
+                    job, before, claim = claimed
+                    gone.append(job)
+                    launch = self.launcher.launch(job, before, claim, RunKind.SCHEDULED)
+        for job in gone:
+            waiting.remove(job)
+        return results, launch
+
+    def _claim_next(
+        self, window: list[Job]
+    ) -> JobResult | tuple[tuple[Job, JobState, Claim] | None, tuple[tuple[str, Any], ...]]:
+        """Claim the first job of ``window`` no other runner has taken (see
+        :meth:`_start_next`)."""
+        states, _ = self._states_and_now()
+        by_name = {job.app_name: job for job in window}
+
+        def decide(state: JobState, now: dt.datetime) -> bool:
+            return self._decider(by_name[state.app_name], False)(state, now)
+
+        self._stale = True  # from here on the jobs' (or others') states may change
+        try:
+            taken = self.store.claim_next(
+                [job.app_name for job in window],
+                {job.app_name: job.depends_on for job in window},
+                (self.host, self.pid),
+                decide,
+                new=[job.app_name for job in window if job.app_name not in states],
+                options=self.options,
+            )
+        except HostDrained as exc:  # drained since the tick began: claims nothing more
+            self.drained = True
+            logger.info("skipping %s: %s", window[0].app_name, exc)
+            return JobResult(window[0].app_name, Status.SKIPPED, "this host is drained")
+        if taken.claimed is None:
+            return None, taken.passed
+        before, claim = taken.claimed
+        job = by_name[claim.app_name]
+        self._running(job, before, claim)
+        return (job, before, claim), taken.passed
+
+    def _running(self, job: Job, before: JobState, claim: Claim) -> None:
+        logger.info("running %s (run %s)", job.app_name, claim.run_id, extra={"job": job.app_name})
+        if before.ongoing is not None and self.on_takeover is not None:
+            self.on_takeover(job, before, claim.run_id)
 
     def land(self, flight: Flight, until: float | None) -> list[JobResult]:
         """Wait for runs to end (``until``: a monotonic time at which to return anyway) and
@@ -340,67 +424,29 @@ class Runner:
                 flight.loop.interrupt = ending.interrupt
         return results
 
-    def run_job(self, job: Job, force: bool, skip_locked: bool = False) -> JobResult:
-        """Attempt one job; ``force`` skips the due and dependency checks, not the lock.
-        ``skip_locked``: a pass's claim, which passes over a row another runner holds that
-        moment (``FOR UPDATE SKIP LOCKED``: :meth:`StateStore.claim`); without it (an
-        operator's ``--job NAME``) the row is taken with ``FOR UPDATE NOWAIT``. Either way a
-        held row is a :attr:`Status.LOCKED` result carrying :class:`JobLocked`."""
-        claimed = self._claim_job(job, force, skip_locked)
+    def run_job(self, job: Job, force: bool) -> JobResult:
+        """Attempt one job (an operator's ``--job NAME``); ``force`` skips the due and
+        dependency checks, not the lock: its row is taken with ``FOR UPDATE NOWAIT`` and a
+        row held elsewhere is a :attr:`Status.LOCKED` result carrying :class:`JobLocked`."""
+        claimed = self._claim_job(job, force)
         if isinstance(claimed, JobResult):
             return claimed
         before, claim, kind = claimed
         return self._execute(job, before, claim, kind=kind)
 
-    def _begin(self, job: Job) -> JobResult | Launch:
-        """A pass's attempt of ``job``: its result when it does not run, else its run, claimed
-        and ready to start."""
-        claimed = self._claim_job(job, force=False, skip_locked=True)
-        if isinstance(claimed, JobResult):
-            return claimed
-        before, claim, kind = claimed
-        return self.launcher.launch(job, before, claim, kind)
-
-    def _claim_job(
-        self, job: Job, force: bool, skip_locked: bool
-    ) -> JobResult | tuple[JobState, Claim, RunKind]:
+    def _claim_job(self, job: Job, force: bool) -> JobResult | tuple[JobState, Claim, RunKind]:
         try:
-            return self._attempt(job, force, skip_locked)
+            return self._attempt(job, force)
         except JobLockError as exc:
             status = Status.ONGOING if isinstance(exc, JobOngoing) else Status.LOCKED
             return JobResult(job.app_name, status, str(exc), exc)
 
-    def _attempt(
-        self, job: Job, force: bool, skip_locked: bool = False
-    ) -> JobResult | tuple[JobState, Claim, RunKind]:
+    def _attempt(self, job: Job, force: bool) -> JobResult | tuple[JobState, Claim, RunKind]:
         """The job's checks and claim: its result when it does not run, else the claim."""
-        states, now = self._states_and_now()
-        state = states.get(job.app_name)
-        if not force and pause_active(state, now):
-            assert state is not None and state.paused_until is not None
-            paused = (
-                f"paused {pause_end(state.paused_until)} by "
-                f"{state.paused_by or 'unknown'}: {state.paused_reason or 'no reason given'}"
-            )
-            logger.info("skipping %s: %s", job.app_name, paused, extra={"job": job.app_name})
-            return JobResult(job.app_name, Status.PAUSED, paused)
-        if not force and (self.drained or not may_claim(job.hosts, self.settings.host_tags)):
-            why = (
-                "this host is drained"
-                if self.drained
-                else placement_text(job.hosts, self.settings.host_tags)
-            )
-            logger.debug("skipping %s: %s", job.app_name, why, extra={"job": job.app_name})
-            return JobResult(job.app_name, Status.SKIPPED, why)
         if not force:
-            reason = self._why_not(job, states, now)
-            if reason:
-                # "not due" is every tick's normal case; a blocked dependency is news.
-                level = logging.DEBUG if reason == NOT_DUE else logging.INFO
-                logger.log(
-                    level, "skipping %s: %s", job.app_name, reason, extra={"job": job.app_name}
-                )
-                return JobResult(job.app_name, Status.SKIPPED, reason)
+            refused = self._refusal(job)
+            if refused is not None:
+                return refused
         self._stale = True  # from here on the job's (or others') state may change
         kind = RunKind.FORCED if force else RunKind.SCHEDULED
         try:
@@ -412,7 +458,6 @@ class Runner:
                 kind,
                 self.options,
                 drainable=not force,
-                skip_locked=skip_locked,
             )
         except HostDrained as exc:  # drained since the tick began: claims nothing more
             self.drained = True
@@ -420,13 +465,38 @@ class Runner:
             return JobResult(job.app_name, Status.SKIPPED, "this host is drained")
         if claimed is None:
             return JobResult(job.app_name, Status.SKIPPED, "another runner just ran it")
-        if isinstance(claimed, JobLocked):
-            return JobResult(job.app_name, Status.LOCKED, str(claimed), claimed)
         before, claim = claimed
-        logger.info("running %s (run %s)", job.app_name, claim.run_id, extra={"job": job.app_name})
-        if before.ongoing is not None and self.on_takeover is not None:
-            self.on_takeover(job, before, claim.run_id)
+        self._running(job, before, claim)
         return before, claim, kind
+
+    def _refusal(self, job: Job) -> JobResult | None:
+        """Why the pass's read says ``job`` may not run now (paused, this host may not run
+        it, not due, a parent blocks it), as its result; None: it may be claimed."""
+        states, now = self._states_and_now()
+        state = states.get(job.app_name)
+        if pause_active(state, now):
+            assert state is not None and state.paused_until is not None
+            paused = (
+                f"paused {pause_end(state.paused_until)} by "
+                f"{state.paused_by or 'unknown'}: {state.paused_reason or 'no reason given'}"
+            )
+            logger.info("skipping %s: %s", job.app_name, paused, extra={"job": job.app_name})
+            return JobResult(job.app_name, Status.PAUSED, paused)
+        if self.drained or not may_claim(job.hosts, self.settings.host_tags):
+            why = (
+                "this host is drained"
+                if self.drained
+                else placement_text(job.hosts, self.settings.host_tags)
+            )
+            logger.debug("skipping %s: %s", job.app_name, why, extra={"job": job.app_name})
+            return JobResult(job.app_name, Status.SKIPPED, why)
+        reason = self._why_not(job, states, now)
+        if reason:
+            # "not due" is every tick's normal case; a blocked dependency is news.
+            level = logging.DEBUG if reason == NOT_DUE else logging.INFO
+            logger.log(level, "skipping %s: %s", job.app_name, reason, extra={"job": job.app_name})
+            return JobResult(job.app_name, Status.SKIPPED, reason)
+        return None
 
     def _why_not(self, job: Job, states: dict[str, JobState], now: dt.datetime) -> str | None:
         if not is_due(states.get(job.app_name), job.schedule, now):

@@ -12,7 +12,7 @@ import datetime as dt
 import re
 
 from .errors import ConfigurationError
-from .frozen import Frozen, setfield
+from .frozen import Frozen
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -31,13 +31,8 @@ _TIME = re.compile(r"^\s*(\d{1,2}):(\d{1,2})\s*$")
 class TimeOfDay(Frozen):
     """A time of day (``HH:MM``) at which a job runs, in its schedule's time zone."""
 
-    __slots__ = ("hour", "minute")
     hour: int
     minute: int
-
-    def __init__(self, hour: int, minute: int) -> None:
-        setfield(self, "hour", hour)
-        setfield(self, "minute", minute)
 
     def __str__(self) -> str:
         return f"{self.hour:02d}:{self.minute:02d}"
@@ -61,32 +56,13 @@ class Schedule(Frozen):
     always did.
     """
 
-    __slots__ = ("frequency", "seconds", "time", "lag", "jitter", "zone", "expression")
     frequency: str
     seconds: int
     time: TimeOfDay | None
-    lag: dt.timedelta
-    jitter: dt.timedelta
-    zone: str
-    expression: str | None
-
-    def __init__(
-        self,
-        frequency: str,
-        seconds: int,
-        time: TimeOfDay | None,
-        lag: dt.timedelta = dt.timedelta(0),
-        jitter: dt.timedelta = dt.timedelta(0),
-        zone: str = "UTC",
-        expression: str | None = None,
-    ) -> None:
-        setfield(self, "frequency", frequency)
-        setfield(self, "seconds", seconds)
-        setfield(self, "time", time)
-        setfield(self, "lag", lag)
-        setfield(self, "jitter", jitter)
-        setfield(self, "zone", zone)
-        setfield(self, "expression", expression)
+    lag: dt.timedelta = dt.timedelta(0)
+    jitter: dt.timedelta = dt.timedelta(0)
+    zone: str = "UTC"
+    expression: str | None = None
 
     def __str__(self) -> str:
         """The schedule as written, and its zone when it has one and it matters:
@@ -206,17 +182,10 @@ def parse_duration(text: str | int | float | dt.timedelta) -> dt.timedelta:
 class JobEntry(Frozen):
     """One line of the ``jobs`` list: ``module.Class|FREQ[|HH:MM]``."""
 
-    __slots__ = ("class_path", "frequency", "time", "text")
     class_path: str
     frequency: str
     time: str | None
     text: str
-
-    def __init__(self, class_path: str, frequency: str, time: str | None, text: str) -> None:
-        setfield(self, "class_path", class_path)
-        setfield(self, "frequency", frequency)
-        setfield(self, "time", time)
-        setfield(self, "text", text)
 
     @property
     def class_name(self) -> str:

@@ -18,7 +18,7 @@ import os
 import re
 
 from . import sqlfiles
-from .frozen import Frozen, setfield
+from .frozen import Frozen
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -67,15 +67,9 @@ _IDLE = 0
 class Migration(Frozen):
     """One migration file: its number, its name (the file name without ``.sql``), its path."""
 
-    __slots__ = ("number", "name", "path")
     number: int
     name: str
     path: str
-
-    def __init__(self, number: int, name: str, path: str) -> None:
-        setfield(self, "number", number)
-        setfield(self, "name", name)
-        setfield(self, "path", path)
 
 
 class Applied(list[str]):

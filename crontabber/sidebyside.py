@@ -16,7 +16,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Collection, Sequence
+    from typing import Collection, Iterator, Sequence
 
     from .config.catalog import Job
 
@@ -27,14 +27,15 @@ def runs_alone(job: Job) -> bool:
     return getattr(job.cls, "parallel", True) is False
 
 
-def next_to_start(
+def may_start(
     waiting: Sequence[Job], running: Collection[str], alone_running: bool, cap: int
-) -> Job | None:
-    """The first job of ``waiting`` (the pass's jobs not yet attempted, in its order) that may
+) -> Iterator[Job]:
+    """Each job of ``waiting`` (the pass's jobs not yet attempted, in its order) that may
     start now beside ``running`` (the app names of the runs in flight; ``alone_running``: one
-    of them runs alone); None: none may, wait for a run to end."""
+    of them runs alone), in that order: the candidates of the pass's next claim, of which it
+    starts the first that no other runner has taken (none: wait for a run to end)."""
     if len(running) >= cap or alone_running:
-        return None
+        return
     before: set[str] = set()
     for job in waiting:
         held = any(parent in running or parent in before for parent in job.depends_on)
@@ -43,5 +44,11 @@ def next_to_start(
             continue
         if runs_alone(job) and running:
             continue
-        return job
-    return None
+        yield job
+
+
+def next_to_start(
+    waiting: Sequence[Job], running: Collection[str], alone_running: bool, cap: int
+) -> Job | None:
+    """The first job of :func:`may_start`; None: none may start, wait for a run to end."""
+    return next(may_start(waiting, running, alone_running, cap), None)

@@ -22,28 +22,6 @@ class JobState(Frozen):
     ``ongoing_by`` (``host:pid``), ``run_id`` (the holding run's fencing token)
     and ``heartbeat`` (its last lease renewal)."""
 
-    __slots__ = (
-        "app_name",
-        "next_run",
-        "first_run",
-        "last_run",
-        "last_success",
-        "ongoing",
-        "ongoing_by",
-        "error_count",
-        "depends_on",
-        "last_error",
-        "run_id",
-        "heartbeat",
-        "paused_until",
-        "paused_reason",
-        "paused_by",
-        "paused_scope",
-        "success_marked_at",
-        "success_marked_by",
-        "success_marked_reason",
-    )
-
     app_name: str
     next_run: dt.datetime | None
     first_run: dt.datetime | None
@@ -189,29 +167,12 @@ class FinishRecord(Frozen):
     """How one attempt at a job ended, as written back to its state row (under the rule of
     its :class:`RunKind`)."""
 
-    __slots__ = ("started", "succeeded", "error", "next_run", "kind", "stopped")
     started: dt.datetime
     succeeded: bool
     error: Mapping[str, Any]
     next_run: dt.datetime | None
-    kind: RunKind
-    stopped: bool  # stopped by SIGTERM (a deploy): not the job's health
-
-    def __init__(
-        self,
-        started: dt.datetime,
-        succeeded: bool,
-        error: Mapping[str, Any],
-        next_run: dt.datetime | None,
-        kind: RunKind = RunKind.SCHEDULED,
-        stopped: bool = False,
-    ) -> None:
-        setfield(self, "started", started)
-        setfield(self, "succeeded", succeeded)
-        setfield(self, "error", error)
-        setfield(self, "next_run", next_run)
-        setfield(self, "kind", kind)
-        setfield(self, "stopped", stopped)
+    kind: RunKind = RunKind.SCHEDULED
+    stopped: bool = False  # stopped by SIGTERM (a deploy): not the job's health
 
     @property
     def keeps_health(self) -> bool:
@@ -245,40 +206,21 @@ class RunEnd(Frozen):
     the captured output (its tail, redacted) with the number of bytes dropped ahead of it.
     (The job's summary is its last unit's, written with the unit.)"""
 
-    __slots__ = ("status", "error", "output", "dropped")
     status: RunStatus
-    error: str | None
-    output: str
-    dropped: int
-
-    def __init__(
-        self, status: RunStatus, error: str | None = None, output: str = "", dropped: int = 0
-    ) -> None:
-        setfield(self, "status", status)
-        setfield(self, "error", error)
-        setfield(self, "output", output)
-        setfield(self, "dropped", dropped)
+    error: str | None = None
+    output: str = ""
+    dropped: int = 0
 
 
 class Claim(Frozen):
     """A run's hold on its job, as the claim wrote it: the fencing token
     (``run_id``), who holds it, and the database time it began."""
 
-    __slots__ = ("app_name", "run_id", "host", "pid", "started")
     app_name: str
     run_id: int
     host: str
     pid: int
     started: dt.datetime
-
-    def __init__(
-        self, app_name: str, run_id: int, host: str, pid: int, started: dt.datetime
-    ) -> None:
-        setfield(self, "app_name", app_name)
-        setfield(self, "run_id", run_id)
-        setfield(self, "host", host)
-        setfield(self, "pid", pid)
-        setfield(self, "started", started)
 
     @property
     def holder(self) -> str:
@@ -289,58 +231,21 @@ class Tick(Frozen):
     """What a tick records about itself in ``crontabber_host``: also the migrations the
     database has that its code lacks (``schema_behind``: it claims nothing)."""
 
-    __slots__ = (
-        "host",
-        "version",
-        "pid",
-        "schema_behind",
-        "tags",
-        "live_seconds",
-        "lease_seconds",
-        "serve_seconds",
-    )
     host: str
     version: str
     pid: int
-    schema_behind: tuple[int, ...]
-    tags: tuple[str, ...]  # crontabber.host_tags: the jobs placed on them it may claim
-    live_seconds: float  # a host that ticked this recently is in the fleet
-    lease_seconds: float  # a rerun run without a heartbeat this long is abandoned (0: none)
-    serve_seconds: float  # a server's tick_seconds (0: a cron tick)
-
-    def __init__(
-        self,
-        host: str,
-        version: str,
-        pid: int,
-        schema_behind: tuple[int, ...] = (),
-        tags: tuple[str, ...] = (),
-        live_seconds: float = 900.0,
-        lease_seconds: float = 0.0,
-        serve_seconds: float = 0.0,
-    ) -> None:
-        setfield(self, "host", host)
-        setfield(self, "version", version)
-        setfield(self, "pid", pid)
-        setfield(self, "schema_behind", schema_behind)
-        setfield(self, "tags", tags)
-        setfield(self, "live_seconds", live_seconds)
-        setfield(self, "lease_seconds", lease_seconds)
-        setfield(self, "serve_seconds", serve_seconds)
+    schema_behind: tuple[int, ...] = ()
+    tags: tuple[str, ...] = ()  # crontabber.host_tags: the jobs placed on them it may claim
+    live_seconds: float = 900.0  # a host that ticked this recently is in the fleet
+    lease_seconds: float = 0.0  # a rerun run without a heartbeat this long is abandoned (0: none)
+    serve_seconds: float = 0.0  # a server's tick_seconds (0: a cron tick)
 
 
 class FleetHost(Frozen):
     """A host as placement sees it (read with the tick's state rows, in the same statement):
     its tags, whether it ticked recently (``live``), and whether an operator drained it."""
 
-    __slots__ = ("host", "tags", "live", "drained")
     host: str
     tags: tuple[str, ...]
     live: bool
     drained: bool
-
-    def __init__(self, host: str, tags: tuple[str, ...], live: bool, drained: bool) -> None:
-        setfield(self, "host", host)
-        setfield(self, "tags", tags)
-        setfield(self, "live", live)
-        setfield(self, "drained", drained)

@@ -31,11 +31,13 @@ from .errors import (
     DatabaseUnavailable,
     HostDrained,
     JobLocked,
+    JobOngoing,
     LeaseLost,
     LockWaitTimedOut,
     NotPermitted,
 )
 from .failures import first_line
+from .frozen import Frozen
 from .schema import round_trip_cursor
 from .state import Claim, FinishRecord, FleetHost, JobState, RunEnd, RunKind, RunStatus, Tick, Unit
 
@@ -417,8 +419,7 @@ class StateStore:
         kind: RunKind = RunKind.SCHEDULED,
         options: Sequence[str] = (),
         drainable: bool = False,
-        skip_locked: bool = False,
-    ) -> tuple[JobState, Claim] | JobLocked | None:
+    ) -> tuple[JobState, Claim] | None:
         """Lock the job's row, let ``decide`` check it, and mark it ongoing
         with a new run id (the run's fencing token) and a first heartbeat; the
         run's ledger row (``kind``, status running, the command line's ``options``) is
@@ -431,13 +432,11 @@ class StateStore:
 
         ``drainable``: refuse when the host is drained (checked under the row lock).
 
-        ``skip_locked``: a scheduled pass's claim (``FOR UPDATE SKIP LOCKED``): a row another
-        transaction holds is passed over and :class:`JobLocked` *returned* (held elsewhere,
-        the transaction committed empty: no error, no rollback); without it the lock is
-        ``FOR UPDATE NOWAIT`` (an operator's ``--job NAME [--force]``), which raises.
+        The lock is ``FOR UPDATE NOWAIT`` (an operator's ``--job NAME [--force]``); a pass
+        claims through :meth:`claim_next` instead.
 
         Raises:
-            JobLocked: another transaction holds the row lock (NOWAIT, not ``skip_locked``).
+            JobLocked: another transaction holds the row lock.
             JobOngoing: from ``decide``.
             HostDrained: ``drainable`` and an operator drained the host.
         """
@@ -446,34 +445,89 @@ class StateStore:
         try:
             with self._conn, self._cursor() as cur:
                 cur.execute(Q["insert_skeleton"], params)
-                cur.execute(Q["lock_state_skip_locked" if skip_locked else "lock_state"], params)
-                locked = cur.fetchone()
-                if locked is None:  # skip_locked: the row exists (insert_skeleton), held elsewhere
-                    return JobLocked(app_name)
-                row = _as_dict(cur, locked)
+                cur.execute(Q["lock_state"], params)
+                row = _as_dict(cur, cur.fetchone())
                 state, now = JobState.from_row(row), row["now"]
                 if drainable and row["drained"]:
                     raise HostDrained(host)
                 if not decide(state, now):
                     return None
-                if state.ongoing is not None:  # decide allowed a takeover: its holder is gone
-                    _log_abandoned(cur, state, f"taken over by {host}:{pid}")
-                cur.execute(
-                    Q["mark_ongoing"],
-                    {
-                        **params,
-                        "now": now,
-                        "holder": f"{host}:{pid}",
-                        "host": host,
-                        "pid": pid,
-                        "kind": kind.value,
-                        "options": list(options) or None,
-                    },
-                )
-                run_id = cur.fetchone()[0]
-                return state, Claim(app_name, run_id, host, pid, now)
+                return state, _mark_ongoing(cur, state, depends_on, holder, now, kind, options)
         except psycopg2.errors.LockNotAvailable:
             raise JobLocked(app_name) from None
+
+    @translated
+    def claim_next(
+        self,
+        names: Sequence[str],
+        depends_on: Mapping[str, tuple[str, ...]],
+        holder: tuple[str, int],
+        decide: Callable[[JobState, dt.datetime], bool],
+        new: Sequence[str] = (),
+        options: Sequence[str] = (),
+    ) -> NextClaim:
+        """A scheduled pass's claim of the first job of ``names`` (the pass's next candidates,
+        in its order) whose row is still due and held by no other transaction, in one
+        transaction whatever the number of runners: the rows other runners took since the
+        pass read them (run since, or being claimed that moment: ``FOR UPDATE SKIP LOCKED``)
+        are passed over by the same statement (``claim_next_due``), never tried one by one.
+
+        A row without a marker is claimed by that statement: a short run's claim is one
+        statement. A row with one is judged by ``decide(state, now)`` as in :meth:`claim`; a
+        job it declines or that raises :class:`JobOngoing` (running elsewhere) is passed over
+        and the next one locked, in the same transaction. ``new``: the candidates the pass
+        found no row for (a first run): their rows are inserted first (``insert_skeleton``);
+        ``depends_on``: each candidate's parents, written with the marker.
+
+        Returns the claim (None: every candidate was passed over) and the candidates passed
+        over before it, each with the :class:`JobOngoing` that excluded it (None: another
+        runner has it, or ran it since the pass read its row).
+
+        Raises:
+            HostDrained: an operator drained the host (checked under the first row lock).
+        """
+        host, pid = holder
+        left = list(names)
+        passed: list[tuple[str, JobOngoing | None]] = []
+        params = {
+            "host": host,
+            "pid": pid,
+            "holder": f"{host}:{pid}",
+            "depends": json.dumps({name: list(depends_on[name]) for name in names}),
+            "options": list(options) or None,
+        }
+        with self._conn, self._cursor() as cur:
+            for app_name in new:
+                skeleton = {"app_name": app_name, "depends_on": list(depends_on[app_name])}
+                cur.execute(Q["insert_skeleton"], skeleton)
+            while left:
+                cur.execute(Q["claim_next_due"], {**params, "names": left})
+                locked = cur.fetchone()
+                chosen = locked[0] if locked is not None else None
+                skipped = left[: left.index(chosen)] if chosen is not None else left
+                passed += [(name, None) for name in skipped]
+                if locked is None:
+                    break
+                left = left[len(skipped) + 1 :]
+                row = _as_dict(cur, locked)
+                state, now = JobState.from_row(row), row["now"]
+                if row["drained"]:
+                    raise HostDrained(host)
+                if row["claimed_run_id"] is not None:  # no marker: claimed by the statement
+                    claim = Claim(state.app_name, row["claimed_run_id"], host, pid, now)
+                    return NextClaim((state, claim), tuple(passed))
+                try:  # a marker: the runner's rule judges it (live elsewhere, or gone)
+                    if not decide(state, now):
+                        passed.append((state.app_name, None))
+                        continue
+                except JobOngoing as exc:
+                    passed.append((state.app_name, exc))
+                    continue
+                claim = _mark_ongoing(
+                    cur, state, depends_on[state.app_name], holder, now, RunKind.SCHEDULED, options
+                )
+                return NextClaim((state, claim), tuple(passed))
+        return NextClaim(None, tuple(passed))
 
     @translated
     def heartbeat(self, claim: Claim, output: tuple[str, int] | None = None) -> dt.datetime | None:
@@ -519,12 +573,15 @@ class StateStore:
         failure: tuple[dt.timedelta, Mapping[str, str], str] | None = None,
         units: Sequence[Unit] = (),
         end: RunEnd | None = None,
+        ordinary: bool = False,
     ) -> tuple[bool, JobState | None, dt.datetime | None]:
         """Write the end of an attempt, release the marker and log a failure
         (``(duration, last_error record, exception repr)``), in one transaction,
         with the successful ``units`` not written yet (an ordinary job's one
         unit: its success and its next run are then one commit), and the run's
         ledger row (``end``; fenced off when the run no longer held the job).
+        ``ordinary``: the run of a job that is not a backfill job (it holds no interval):
+        when it succeeded, all of it is one statement (``finish_ordinary``).
 
         Returns whether the run still held the job, with the job's state row as the end
         left it and the database's clock then (what the runner's pass goes on with: no
@@ -534,6 +591,10 @@ class StateStore:
         off, or a retry whose first commit went through).
         """
         with self._conn, self._cursor() as cur:
+            if ordinary and failure is None and len(units) <= 1:
+                fast = _finish_ordinary(cur, claim, outcome, depends_on, units, end)
+                if fast is not None:
+                    return True, JobState.from_row(fast), fast["now"]
             _record_units(cur, claim, units)  # before finish, which clears the marker they check
             cur.execute(
                 Q["finish"],
@@ -756,7 +817,17 @@ class StateStore:
         audit: AuditEntry,
     ) -> bool:
         """:meth:`pause` by a tick, after run ``run_id`` of the job breached a check (``on_breach =
-        pause``): the one pause the runner's database role may make. A pause in force stays."""
+        pause``): the one pause the runner's database role may make. A pause in force stays.
+
+        The database judges the stored run (migration 0030): the job's latest finished
+        scheduled run, succeeded, its breach recorded (:meth:`mark_breach`), the run the state
+        row last recorded; the pause lasts until resumed and its audit row's actor
+        (``crontabber``), reason and detail are the function's. ``until`` and ``audit`` are
+        sent for the release before 0030 and ignored.
+
+        Raises:
+            NotPermitted: the run is not such a run (nothing paused).
+        """
         params = {
             "app_name": app_name,
             "depends_on": list(depends_on),
@@ -827,6 +898,40 @@ def _record_units(cur: Any, claim: Claim, units: Sequence[Unit]) -> bool:
         cur.execute(Q["log_success"], unit_params(claim, when, took, summary, metrics))
         cur.execute(Q["interval_done"], {**identity(claim), "starts": when})
     return True
+
+
+def _finish_ordinary(
+    cur: Any,
+    claim: Claim,
+    outcome: FinishRecord,
+    depends_on: tuple[str, ...],
+    units: Sequence[Unit],
+    end: RunEnd | None,
+) -> dict[str, Any] | None:
+    """An ordinary run's success and its unit (at most one) written in one statement; the
+    state row as it left it, or None (nothing written) when the run no longer holds the job."""
+    when, took, summary, metrics = units[0] if units else (None, dt.timedelta(0), None, None)
+    end = end or RunEnd(RunStatus.SUCCEEDED)
+    cur.execute(
+        Q["finish_ordinary"],
+        {
+            **identity(claim),
+            "success": when,
+            "duration": took,
+            "summary": summary,
+            "metrics": json.dumps(dict(metrics)) if metrics else None,
+            "started": outcome.started,
+            "next_run": outcome.next_run,
+            "keeps_health": outcome.keeps_health,
+            "last_error": json.dumps(dict(outcome.error)),
+            "depends_on": list(depends_on),
+            "status": end.status.value,
+            "error": end.error,
+            "output": end.output,
+            "dropped": end.dropped,
+        },
+    )
+    return first_row(cur)
 
 
 def unit_params(
@@ -920,6 +1025,45 @@ def _log_failure(
             "exc_traceback": error["traceback"],
         },
     )
+
+
+class NextClaim(Frozen):
+    """What :meth:`StateStore.claim_next` took: the job's state before and its claim (None:
+    nothing), and the candidates it passed over, each with the :class:`JobOngoing` that
+    excluded it (None: another runner has it or ran it)."""
+
+    claimed: tuple[JobState, Claim] | None
+    passed: tuple[tuple[str, JobOngoing | None], ...]
+
+
+def _mark_ongoing(
+    cur: Any,
+    state: JobState,
+    depends_on: tuple[str, ...],
+    holder: tuple[str, int],
+    now: dt.datetime,
+    kind: RunKind,
+    options: Sequence[str],
+) -> Claim:
+    """Mark the locked job ongoing for ``holder`` with a new run id (its fencing token) and
+    write the run's ledger row; a marker ``decide`` let it take over is recorded abandoned."""
+    host, pid = holder
+    if state.ongoing is not None:  # decide allowed a takeover: its holder is gone
+        _log_abandoned(cur, state, f"taken over by {host}:{pid}")
+    cur.execute(
+        Q["mark_ongoing"],
+        {
+            "app_name": state.app_name,
+            "depends_on": list(depends_on),
+            "now": now,
+            "holder": f"{host}:{pid}",
+            "host": host,
+            "pid": pid,
+            "kind": kind.value,
+            "options": list(options) or None,
+        },
+    )
+    return Claim(state.app_name, cur.fetchone()[0], host, pid, now)
 
 
 def _log_abandoned(cur: Any, state: JobState, found_by: str) -> None:

@@ -51,6 +51,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, NoReturn
 
+from .base import RunContext, serve, units_of
 from .capture import OutputTail, forward
 from .config.settings import RunLimits
 from .errors import (
@@ -223,7 +224,8 @@ class JobFailed:
 class Supervisor:
     """Runs one claimed job in a child process; see the module docstring.
 
-    ``make_app`` builds the job instance in the child; ``lane`` (:mod:`crontabber.lanes`)
+    ``make_app()`` builds the job instance in the child, once it serves the run's
+    :class:`~crontabber.base.RunContext` (:meth:`context`); ``lane`` (:mod:`crontabber.lanes`)
     gives the run its units, records each, renews the lease and saves the captured output;
     ``report`` sends a job's exception to Sentry (called in the child); ``tail`` keeps the
     job's output (None: not captured, the child writes to the runner's stdout and stderr
@@ -234,7 +236,7 @@ class Supervisor:
         self,
         claim: Claim,
         limits: RunLimits,
-        make_app: Callable[[LeaseClock], Any],
+        make_app: Callable[[], Any],
         lane: Lane,
         report: Callable[[BaseException], object],
         inherited_fds: tuple[int, ...] = (),
@@ -296,6 +298,19 @@ class Supervisor:
         self._started = time.monotonic()
         self._next_beat = self._started + self.limits.heartbeat_seconds
         self.status: int | None = None
+
+    def context(self, writer: Any) -> RunContext:
+        """The run as the job in the child sees it: the claim's time and run id, the lease
+        clock, and its units from its lane (a rerun's picked by the runner, a backfill run's
+        claimed one by one over ``writer``, else its own)."""
+        app_name = self.claim.app_name
+        return RunContext(
+            started_at=self.claim.started,
+            run_id=self.claim.run_id,
+            lease=self.clock,
+            dates=_rerun_intervals(writer, app_name) if self.lane.units is Units.PICKED else None,
+            gate=_interval_gate(writer, app_name) if self.lane.units is Units.CLAIMED else None,
+        )
 
     def fds(self) -> list[int]:
         """What the run waits on: the child's messages, its pidfd, its output pipes."""
@@ -799,17 +814,10 @@ def _rerun_intervals(connection: Any, app_name: str) -> Iterator[dt.datetime]:
 def _run_job(supervisor: Supervisor, writer: Any) -> None:  # pragma: no cover
     unit_start = time.monotonic()
     try:
-        app = supervisor.make_app(supervisor.clock)
-        if supervisor.lane.units is Units.PICKED:
-            app.rerun_dates = _rerun_intervals(writer, supervisor.claim.app_name)
-        elif supervisor.lane.units is Units.CLAIMED:
-            app.interval_gate = _interval_gate(writer, supervisor.claim.app_name)
-        for when in app.main():
-            summary, metrics = (
-                getattr(app, "last_summary", None),
-                getattr(app, "last_metrics", None),
-            )
-            writer.send(UnitDone(when, time.monotonic() - unit_start, summary, metrics))
+        serve(supervisor.context(writer))
+        for unit in units_of(supervisor.make_app()):
+            seconds = time.monotonic() - unit_start
+            writer.send(UnitDone(unit.when, seconds, unit.summary, unit.metrics))
             _wait_recorded(writer)
             unit_start = time.monotonic()
     except BaseException as exc:  # noqa: BLE001 - any error of the job's is recorded

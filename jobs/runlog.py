@@ -19,14 +19,18 @@ if TYPE_CHECKING:
 @using_postgres()
 class PruneRunLogCronApp(BaseCronApp):
     """Delete run-log rows older than ``keep_days``, ``batch_size`` rows per transaction
-    (short transactions keep locks and WAL bursts small on a busy database)."""
+    (short transactions keep locks and WAL bursts small on a busy database). The run log and
+    the run ledger are trimmed through the schema's functions (migration 0030), which refuse a
+    ``keep_days`` under 7: the runner login may not delete there itself."""
 
     app_name = "prune-run-log"
     app_description = (
         "delete crontabber_log rows, crontabber_run runs and ended alerts older than keep_days"
     )
     required_config = Namespace()
-    required_config.add_option("keep_days", default=90, doc="keep log rows this many days")
+    required_config.add_option(
+        "keep_days", default=90, doc="keep log rows this many days (at least 7)"
+    )
     required_config.add_option("batch_size", default=10000, doc="rows deleted per transaction")
 
     database_transaction_executor: TransactionExecutor  # set by @using_postgres()
@@ -54,5 +58,7 @@ class PruneRunLogCronApp(BaseCronApp):
                 sqlfiles.load("runlog.sql", SQL_DIR)[query],
                 {"keep_days": self.config.keep_days, "batch_size": self.config.batch_size},
             )
-            deleted: int = cur.rowcount
-            return deleted
+            if cur.description is None:  # a DELETE (the alerts)
+                return int(cur.rowcount)
+            # the run log and ledger: a function's count (migration 0030)
+            return int(cur.fetchone()[0])

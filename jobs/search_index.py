@@ -25,7 +25,7 @@ from crontabber.base import BaseCronApp, Summary
 from crontabber.config.options import Namespace
 from crontabber.errors import ConfigurationError, CrontabberError
 from crontabber.formats import utc_text
-from crontabber.frozen import Frozen, setfield
+from crontabber.frozen import Frozen
 from crontabber.mixins import using_postgres
 from jobs import SQL_DIR
 
@@ -53,43 +53,25 @@ class Snapshot(Frozen):
     all from this one snapshot (a count query of the same snapshot could not differ, and
     cost a second aggregation of the uploads before the first document was sent)."""
 
-    __slots__ = ("rows", "as_of")
     rows: Iterator[SymbolRow]
     as_of: dt.datetime
-
-    def __init__(self, rows: Iterator[SymbolRow], as_of: dt.datetime) -> None:
-        setfield(self, "rows", rows)
-        setfield(self, "as_of", as_of)
 
 
 class Window(Frozen):
     """The source of an incremental update: the symbol files of uploads
     finished after ``since``, read in a snapshot no earlier than ``as_of``."""
 
-    __slots__ = ("since", "rows", "as_of")
     since: dt.datetime | None
     rows: Iterator[SymbolRow]
     as_of: dt.datetime
-
-    def __init__(
-        self, since: dt.datetime | None, rows: Iterator[SymbolRow], as_of: dt.datetime
-    ) -> None:
-        setfield(self, "since", since)
-        setfield(self, "rows", rows)
-        setfield(self, "as_of", as_of)
 
 
 class Watermark(Frozen):
     """``index_name`` holds every upload finished up to ``indexed_to`` (less
     the incremental job's overlap)."""
 
-    __slots__ = ("index_name", "indexed_to")
     index_name: str
     indexed_to: dt.datetime
-
-    def __init__(self, index_name: str, indexed_to: dt.datetime) -> None:
-        setfield(self, "index_name", index_name)
-        setfield(self, "indexed_to", indexed_to)
 
 
 class SymbolFileStore:

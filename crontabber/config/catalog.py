@@ -20,7 +20,7 @@ import importlib
 import logging
 
 from ..errors import ConfigurationError
-from ..frozen import Frozen, setfield
+from ..frozen import Frozen
 from ..placement import parse_tags
 from ..schedule import (
     JobEntry,
@@ -40,29 +40,12 @@ from .settings import Settings, Sources, renamed_message, runner_options
 class Job(Frozen):
     """A configured job: its class, schedule and place in the config."""
 
-    __slots__ = ("app_name", "cls", "entry", "schedule", "depends_on", "hosts")
     app_name: str
     cls: type
     entry: JobEntry
     schedule: Schedule
     depends_on: tuple[str, ...]
-    hosts: tuple[str, ...]  # its ``hosts`` option: the tags of the hosts that may claim it
-
-    def __init__(
-        self,
-        app_name: str,
-        cls: type,
-        entry: JobEntry,
-        schedule: Schedule,
-        depends_on: tuple[str, ...],
-        hosts: tuple[str, ...] = (),
-    ) -> None:
-        setfield(self, "app_name", app_name)
-        setfield(self, "cls", cls)
-        setfield(self, "entry", entry)
-        setfield(self, "schedule", schedule)
-        setfield(self, "depends_on", depends_on)
-        setfield(self, "hosts", hosts)
+    hosts: tuple[str, ...] = ()  # its ``hosts`` option: the tags of the hosts that may claim it
 
     @property
     def class_path(self) -> str:
@@ -92,13 +75,8 @@ class BrokenEntry(Frozen):
     """A jobs entry whose class does not load, and why: a tick runs the other jobs, the
     read commands and the dashboard show it as an error row, the alerts tell of it once."""
 
-    __slots__ = ("entry", "error")
     entry: JobEntry
     error: ConfigurationError
-
-    def __init__(self, entry: JobEntry, error: ConfigurationError) -> None:
-        setfield(self, "entry", entry)
-        setfield(self, "error", error)
 
     @property
     def name(self) -> str:
@@ -119,13 +97,8 @@ class BrokenEntry(Frozen):
 class Catalog(Frozen):
     """The jobs that load, in config order, and the entries that do not."""
 
-    __slots__ = ("jobs", "broken")
     jobs: list[Job]
     broken: list[BrokenEntry]
-
-    def __init__(self, jobs: list[Job], broken: list[BrokenEntry]) -> None:
-        setfield(self, "jobs", jobs)
-        setfield(self, "broken", broken)
 
     def broken_entry(self, name: str) -> BrokenEntry | None:
         """The broken entry ``name`` means, if any."""

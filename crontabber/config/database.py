@@ -42,7 +42,6 @@ class DatabaseSettings(Frozen):
     set, are added to it.
     """
 
-    __slots__ = ("host", "port", "dbname", "user", "password", "target_session_attrs", "dsn")
     host: str
     port: int | str
     dbname: str

@@ -16,7 +16,7 @@ import os
 import re
 
 from ..errors import ConfigurationError
-from ..frozen import Frozen, setfield
+from ..frozen import Frozen
 from . import inicache
 from .options import NO_VALUE
 
@@ -33,15 +33,9 @@ _QUOTED_LINE = re.compile(r"\('\s+")
 class IniValue(Frozen):
     """One ``key=value`` of the file: its option path, as spelled in the file."""
 
-    __slots__ = ("path", "name", "value")
     path: tuple[str, ...]
     name: str
     value: str
-
-    def __init__(self, path: tuple[str, ...], name: str, value: str) -> None:
-        setfield(self, "path", path)
-        setfield(self, "name", name)
-        setfield(self, "value", value)
 
     @property
     def dotted(self) -> str:

@@ -28,7 +28,7 @@ nothing, for ``--configtest`` to show.
 from __future__ import annotations
 
 from ..errors import ConfigurationError
-from ..frozen import Frozen, setfield
+from ..frozen import Frozen
 from ..schedule import split_pieces
 from .options import Namespace
 
@@ -91,17 +91,9 @@ class KnownNames(Frozen):
     of commented-out jobs, under which anything goes.
     """
 
-    __slots__ = ("names", "legacy", "open_sections")
     names: Mapping[str, str]
     legacy: Mapping[str, str]
     open_sections: Mapping[str, str]
-
-    def __init__(
-        self, names: Mapping[str, str], legacy: Mapping[str, str], open_sections: Mapping[str, str]
-    ) -> None:
-        setfield(self, "names", names)
-        setfield(self, "legacy", legacy)
-        setfield(self, "open_sections", open_sections)
 
     def classify(self, dotted: str) -> str:
         """``"known"``, ``"legacy"``, ``"open"`` (in a commented-out job's section)

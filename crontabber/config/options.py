@@ -14,7 +14,7 @@ environment and ``crontabber.ini``, in that order.
 
 from __future__ import annotations
 
-from ..frozen import Frozen, setfield
+from ..frozen import Frozen
 from ..redaction import SECRET_WORDS
 
 TYPE_CHECKING = False
@@ -74,44 +74,14 @@ class Option(Frozen):
     name is not set, with a deprecation warning (docs/conventions.md, "Deprecation policy").
     """
 
-    __slots__ = (
-        "name",
-        "default",
-        "doc",
-        "parser",
-        "reference_value_from",
-        "secret",
-        "url_paths_secret",
-        "formerly",
-    )
     name: str
-    default: Any
-    doc: str
-    parser: Callable[[str], Any]
-    reference_value_from: str | None
-    secret: bool
-    url_paths_secret: bool  # its URLs' paths may hold tokens (shown as /***)
-    formerly: str | None  # its name before a rename, still read (deprecated)
-
-    def __init__(
-        self,
-        name: str,
-        default: Any = None,
-        doc: str = "",
-        parser: Callable[[str], Any] = str,
-        reference_value_from: str | None = None,
-        secret: bool = False,
-        url_paths_secret: bool = False,
-        formerly: str | None = None,
-    ) -> None:
-        setfield(self, "name", name)
-        setfield(self, "default", default)
-        setfield(self, "doc", doc)
-        setfield(self, "parser", parser)
-        setfield(self, "reference_value_from", reference_value_from)
-        setfield(self, "secret", secret)
-        setfield(self, "url_paths_secret", url_paths_secret)
-        setfield(self, "formerly", formerly)
+    default: Any = None
+    doc: str = ""
+    parser: Callable[[str], Any] = str
+    reference_value_from: str | None = None
+    secret: bool = False
+    url_paths_secret: bool = False  # its URLs' paths may hold tokens (shown as /***)
+    formerly: str | None = None  # its name before a rename, still read (deprecated)
 
     def parse(self, text: str) -> Any:
         return self.parser(text)

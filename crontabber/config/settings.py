@@ -27,7 +27,7 @@ import sys
 import warnings
 
 from ..errors import ConfigurationError
-from ..frozen import Frozen, setfield
+from ..frozen import Frozen
 from ..placement import parse_tags
 from ..schedule import JobEntry, check_zone, parse_job_entry, split_jobs_list
 from .database import DATABASE_OPTIONS, DatabaseSettings, database_settings
@@ -352,6 +352,9 @@ class Sources:
         self._sources = (CommandLineSource(cli), EnvironSource(environ), IniSource(self.ini))
         #: The old names of renamed options this configuration sets: old dotted name -> new.
         self.renamed: dict[str, str] = {}
+        # raw_value's answers: the sources do not change, and a run builds its job's
+        # configuration again (each run's config is ~60 lookups through three sources)
+        self._raw_values: dict[tuple[Any, ...], Any] = {}
 
     def raw(self, path: tuple[str, ...], name: str) -> Any:
         """The raw string set for ``path.name`` anywhere, or ``NO_VALUE``.
@@ -399,13 +402,17 @@ class Sources:
 
     def raw_value(self, path: tuple[str, ...], option: Option) -> Any:
         """The raw string that sets ``path.option`` (following ``reference_value_from``),
-        or ``NO_VALUE``."""
+        or ``NO_VALUE``; kept once read (a string: nothing can change it)."""
+        key = (path, option.name, option.formerly, option.reference_value_from)
+        if key in self._raw_values:
+            return self._raw_values[key]
         raw = self.raw(path, option.name)
         if option.formerly:  # the old name warns when set, even when the new one wins
             old = self._formerly(path, option.formerly, option.name)
             raw = old if raw is NO_VALUE else raw
         if raw is NO_VALUE and option.reference_value_from:
             raw = self.raw(tuple(option.reference_value_from.split(".")), option.name)
+        self._raw_values[key] = raw
         return raw
 
     def _formerly(self, path: tuple[str, ...], old: str, new: str) -> Any:
@@ -500,23 +507,10 @@ class RunLimits(Frozen):
     """Time limits of one run: lease renewal, lease length, timeout (0: none),
     and the grace between SIGTERM and SIGKILL (what :mod:`crontabber.supervisor` enforces)."""
 
-    __slots__ = ("heartbeat_seconds", "lease_seconds", "timeout", "kill_grace_seconds")
     heartbeat_seconds: float
     lease_seconds: float
     timeout: float
     kill_grace_seconds: float
-
-    def __init__(
-        self,
-        heartbeat_seconds: float,
-        lease_seconds: float,
-        timeout: float,
-        kill_grace_seconds: float,
-    ) -> None:
-        setfield(self, "heartbeat_seconds", heartbeat_seconds)
-        setfield(self, "lease_seconds", lease_seconds)
-        setfield(self, "timeout", timeout)
-        setfield(self, "kill_grace_seconds", kill_grace_seconds)
 
     @property
     def hold_seconds(self) -> float:
@@ -535,36 +529,12 @@ class MonitorSettings(Frozen):
     """The thresholds of ``--nagios`` and where ``--metrics-file`` writes (see
     :func:`runner_options` for their meaning and docs/reference/cli.md's ``--nagios``)."""
 
-    __slots__ = (
-        "overdue_warning_seconds",
-        "overdue_critical_seconds",
-        "silence_critical_minutes",
-        "max_skew_seconds",
-        "metrics_file",
-        "paused_warning_percent",
-    )
     overdue_warning_seconds: float
     overdue_critical_seconds: float
     silence_critical_minutes: float
     max_skew_seconds: float
     metrics_file: str
-    paused_warning_percent: float
-
-    def __init__(
-        self,
-        overdue_warning_seconds: float,
-        overdue_critical_seconds: float,
-        silence_critical_minutes: float,
-        max_skew_seconds: float,
-        metrics_file: str,
-        paused_warning_percent: float = 100.0,
-    ) -> None:
-        setfield(self, "overdue_warning_seconds", overdue_warning_seconds)
-        setfield(self, "overdue_critical_seconds", overdue_critical_seconds)
-        setfield(self, "silence_critical_minutes", silence_critical_minutes)
-        setfield(self, "max_skew_seconds", max_skew_seconds)
-        setfield(self, "metrics_file", metrics_file)
-        setfield(self, "paused_warning_percent", paused_warning_percent)
+    paused_warning_percent: float = 100.0
 
     @classmethod
     def defaults(cls) -> "MonitorSettings":
@@ -581,40 +551,13 @@ class MonitorSettings(Frozen):
 class AlertSettings(Frozen):
     """Where alerts go and how hard to try (``[alerts]``; the rules are per job)."""
 
-    __slots__ = (
-        "targets",
-        "claim_seconds",
-        "max_attempts",
-        "timeout_seconds",
-        "smtp",
-        "dashboard_url",
-        "group_over",
-    )
     targets: tuple[Target, ...]
     claim_seconds: float
     max_attempts: int
     timeout_seconds: float
     smtp: SmtpSettings | None  # None: no e-mail target
-    dashboard_url: str  # without a trailing "/"; empty: alerts link nowhere
-    group_over: int  # this many jobs' notices to one target at once go as one (0: never)
-
-    def __init__(
-        self,
-        targets: tuple[Target, ...],
-        claim_seconds: float,
-        max_attempts: int,
-        timeout_seconds: float,
-        smtp: SmtpSettings | None,
-        dashboard_url: str = "",
-        group_over: int = 3,
-    ) -> None:
-        setfield(self, "targets", targets)
-        setfield(self, "claim_seconds", claim_seconds)
-        setfield(self, "max_attempts", max_attempts)
-        setfield(self, "timeout_seconds", timeout_seconds)
-        setfield(self, "smtp", smtp)
-        setfield(self, "dashboard_url", dashboard_url)
-        setfield(self, "group_over", group_over)
+    dashboard_url: str = ""  # without a trailing "/"; empty: alerts link nowhere
+    group_over: int = 3  # this many jobs' notices to one target at once go as one (0: never)
 
     def job_link(self, app_name: str) -> str:
         """The dashboard's page of job ``app_name`` (empty without ``dashboard_url``)."""
@@ -632,29 +575,6 @@ class Settings(Frozen):
     """The runner's resolved settings (the repr leaves out the Sentry DSN and the sources;
     equality ignores the sources)."""
 
-    __slots__ = (
-        "entries",
-        "error_retry_time",
-        "max_ongoing_age_hours",
-        "heartbeat_seconds",
-        "lease_seconds",
-        "default_timeout_seconds",
-        "kill_grace_seconds",
-        "database",
-        "rerun_confirm_over",
-        "output_tail_bytes",
-        "require_reason",
-        "sentry_dsn",
-        "sentry_crons",
-        "log_level",
-        "log_format",
-        "sources",
-        "monitor",
-        "alerts",
-        "host_tags",
-        "max_parallel_jobs",
-        "tick_seconds",
-    )
     _hidden = frozenset({"sentry_dsn", "sources"})
     _uncompared = frozenset({"sources"})
     entries: tuple[JobEntry, ...]
@@ -675,55 +595,9 @@ class Settings(Frozen):
     sources: Sources
     monitor: MonitorSettings
     alerts: AlertSettings
-    host_tags: tuple[str, ...]
-    max_parallel_jobs: int
-    tick_seconds: float  # --serve's tick, and a busy tick's new look at the due jobs
-
-    def __init__(
-        self,
-        entries: tuple[JobEntry, ...],
-        error_retry_time: int,
-        max_ongoing_age_hours: float,
-        heartbeat_seconds: float,
-        lease_seconds: float,
-        default_timeout_seconds: float,
-        kill_grace_seconds: float,
-        database: DatabaseSettings,
-        rerun_confirm_over: int,
-        output_tail_bytes: int,
-        require_reason: bool,
-        sentry_dsn: str,
-        sentry_crons: bool,
-        log_level: str,
-        log_format: str,
-        sources: Sources,
-        monitor: MonitorSettings,
-        alerts: AlertSettings,
-        host_tags: tuple[str, ...] = (),
-        max_parallel_jobs: int = MAX_PARALLEL_JOBS,
-        tick_seconds: float = 60.0,
-    ) -> None:
-        setfield(self, "entries", entries)
-        setfield(self, "error_retry_time", error_retry_time)
-        setfield(self, "max_ongoing_age_hours", max_ongoing_age_hours)
-        setfield(self, "heartbeat_seconds", heartbeat_seconds)
-        setfield(self, "lease_seconds", lease_seconds)
-        setfield(self, "default_timeout_seconds", default_timeout_seconds)
-        setfield(self, "kill_grace_seconds", kill_grace_seconds)
-        setfield(self, "database", database)
-        setfield(self, "rerun_confirm_over", rerun_confirm_over)
-        setfield(self, "output_tail_bytes", output_tail_bytes)
-        setfield(self, "require_reason", require_reason)
-        setfield(self, "sentry_dsn", sentry_dsn)
-        setfield(self, "sentry_crons", sentry_crons)
-        setfield(self, "log_level", log_level)
-        setfield(self, "log_format", log_format)
-        setfield(self, "sources", sources)
-        setfield(self, "monitor", monitor)
-        setfield(self, "alerts", alerts)
-        setfield(self, "host_tags", host_tags)
-        setfield(self, "max_parallel_jobs", max_parallel_jobs)
-        setfield(self, "tick_seconds", tick_seconds)
+    host_tags: tuple[str, ...] = ()
+    max_parallel_jobs: int = MAX_PARALLEL_JOBS
+    tick_seconds: float = 60.0  # --serve's tick, and a busy tick's new look at the due jobs
 
     def limits_for(self, job_config: Mapping[str, Any]) -> RunLimits:
         """The time limits of one run of a job, given its resolved options."""
@@ -785,7 +659,7 @@ def load_settings(
             raise ConfigurationError(f"crontabber.{name}", "must not be negative")
     fields = {
         name: values[f"crontabber.{name}"]
-        for name in Settings.__slots__
+        for name in Settings._fields
         if f"crontabber.{name}" in values
     }  # an option's value as it is, by its name
     fields.update({field: values[option] for option, field in _OTHER_FIELDS.items()})

@@ -31,7 +31,6 @@ class DeliveryError(Exception):
 class Target(Frozen):
     """One place alerts go (see the module docstring)."""
 
-    __slots__ = ("name", "kind", "address", "options")
     name: str
     kind: str
     address: str
@@ -201,32 +200,13 @@ def parse_targets(text: str) -> tuple[Target, ...]:
 class SmtpSettings(Frozen):
     """The SMTP server e-mail targets go through (``[alerts] smtp_*``)."""
 
-    __slots__ = ("host", "port", "sender", "user", "password", "starttls", "tls")
-    host: str
-    port: int
-    sender: str
-    user: str
-    password: str
-    starttls: bool
-    tls: bool
-
-    def __init__(
-        self,
-        host: str = "",
-        port: int = 25,
-        sender: str = "",
-        user: str = "",
-        password: str = "",
-        starttls: bool = False,
-        tls: bool = False,
-    ) -> None:
-        setfield(self, "host", host)
-        setfield(self, "port", port)
-        setfield(self, "sender", sender)
-        setfield(self, "user", user)
-        setfield(self, "password", password)
-        setfield(self, "starttls", starttls)
-        setfield(self, "tls", tls)
+    host: str = ""
+    port: int = 25
+    sender: str = ""
+    user: str = ""
+    password: str = ""
+    starttls: bool = False
+    tls: bool = False
 
     def __repr__(self) -> str:  # never the password
         return f"SmtpSettings({self.host}:{self.port}, from {self.sender}, user {self.user or '-'})"

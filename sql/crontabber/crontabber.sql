@@ -145,22 +145,50 @@ FROM crontabber
 WHERE app_name = %(app_name)s
 FOR UPDATE NOWAIT;
 
--- name: lock_state_skip_locked
--- A scheduled pass's claim (crontabber.store.StateStore.claim with skip_locked): a row another
--- transaction holds is passed over (no row returned: held elsewhere), never waited for and never
--- an error, so a pass costs no rollback per job that another runner is claiming.
--- drained: whether the claiming host (%(host)s; NULL: an operator's change) is drained now,
--- checked under the row lock, so a tick that began before a --drain claims nothing after it.
-SELECT app_name, next_run, first_run, last_run, last_success, ongoing, ongoing_by,
-       error_count, depends_on, last_error, run_id, heartbeat,
-       paused_until, paused_reason, paused_by, paused_scope,
-       success_marked_at, success_marked_by, success_marked_reason, clock_timestamp() AS now,
-       EXISTS (SELECT 1 FROM crontabber_host AS h
-               WHERE h.host = %(host)s AND h.drained_at IS NOT NULL
-                 AND (h.drain_until IS NULL OR h.drain_until > clock_timestamp())) AS drained
-FROM crontabber
-WHERE app_name = %(app_name)s
-FOR UPDATE SKIP LOCKED;
+-- name: claim_next_due
+-- A scheduled pass's claim of the first job of %(names)s (in that order) whose row is still due
+-- (next_run NULL or passed: it never ran, or no runner has run it since the pass read it) and
+-- that no other transaction holds (SKIP LOCKED): the rows other runners took meanwhile are passed
+-- over in the same statement, never tried one transaction each, so a pass's claims do not grow
+-- with the number of hosts. A row without a marker is claimed at once, in the same statement, as
+-- mark_ongoing does (a new run id, the first heartbeat, the ledger's row; its parents from
+-- %(depends)s, a JSON object of each candidate's): the runner's rule could only say yes. A row
+-- with a marker comes back locked and unclaimed (claimed_run_id NULL) for the runner to judge
+-- (live elsewhere: passed over; expired or dead: taken over, mark_ongoing), as one whose host is
+-- drained (drained: checked under the row lock, so a tick that began before a --drain claims
+-- nothing after it). No row: every candidate was taken.
+WITH candidate AS (
+    SELECT app_name, next_run, first_run, last_run, last_success, ongoing, ongoing_by,
+           error_count, depends_on, last_error, run_id, heartbeat,
+           paused_until, paused_reason, paused_by, paused_scope,
+           success_marked_at, success_marked_by, success_marked_reason
+    FROM crontabber
+    WHERE app_name = ANY(%(names)s::text[])
+      AND (next_run IS NULL OR next_run < clock_timestamp())
+    ORDER BY array_position(%(names)s::text[], app_name)
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+), clock AS (
+    SELECT clock_timestamp() AS now,
+           EXISTS (SELECT 1 FROM crontabber_host AS h
+                   WHERE h.host = %(host)s AND h.drained_at IS NOT NULL
+                     AND (h.drain_until IS NULL OR h.drain_until > clock_timestamp())) AS drained
+), claimed AS (
+    UPDATE crontabber AS c
+    SET ongoing = clock.now, ongoing_by = %(holder)s, heartbeat = clock.now,
+        depends_on = ARRAY(SELECT jsonb_array_elements_text(%(depends)s::jsonb -> c.app_name)),
+        run_id = nextval('crontabber_run_id_seq')
+    FROM candidate, clock
+    WHERE c.app_name = candidate.app_name AND candidate.ongoing IS NULL AND NOT clock.drained
+    RETURNING c.app_name, c.run_id
+), ledger AS (
+    INSERT INTO crontabber_run (run_id, app_name, kind, host, pid, started, heartbeat, options)
+    SELECT claimed.run_id, claimed.app_name, 'scheduled', %(host)s, %(pid)s, clock.now, clock.now,
+           %(options)s::text[]
+    FROM claimed, clock
+)
+SELECT candidate.*, clock.now, clock.drained, claimed.run_id AS claimed_run_id
+FROM candidate CROSS JOIN clock LEFT JOIN claimed ON true;
 
 -- name: mark_ongoing
 -- The claim: a new run id from the sequence (the run's fencing token) and the
@@ -328,6 +356,50 @@ WHERE app_name = %(app_name)s AND (%(run_ids)s::bigint[] IS NULL OR run_id = ANY
 ORDER BY run_id DESC
 LIMIT %(limit)s;
 
+-- name: finish_ordinary
+-- An ordinary job's run that succeeded, ended in one statement (the common case of
+-- crontabber.store.StateStore.finish): its one unit when it has one (%(success)s; NULL: none),
+-- the end on the state row, the unit's log row, and the ledger's progress and end together,
+-- all only while the run holds the marker. No row returned: it no longer does, and nothing
+-- was written (the caller then takes the general path, which says how). An ordinary run holds
+-- no interval (crontabber_interval is a backfill run's), so none is ended.
+WITH ended AS (
+    UPDATE crontabber
+    SET last_success = GREATEST(last_success, %(success)s),
+        first_run = COALESCE(first_run, %(started)s),
+        last_run = %(started)s,
+        next_run = CASE WHEN %(keeps_health)s THEN next_run ELSE %(next_run)s END,
+        error_count = CASE WHEN %(keeps_health)s THEN error_count ELSE 0 END,
+        last_error = CASE WHEN %(keeps_health)s THEN last_error ELSE %(last_error)s END,
+        depends_on = %(depends_on)s,
+        ongoing = NULL,
+        ongoing_by = NULL,
+        heartbeat = NULL
+    WHERE app_name = %(app_name)s AND run_id = %(run_id)s AND ongoing IS NOT NULL
+    RETURNING app_name, next_run, first_run, last_run, last_success, ongoing, ongoing_by,
+              error_count, depends_on, last_error, run_id, heartbeat,
+              paused_until, paused_reason, paused_by, paused_scope,
+              success_marked_at, success_marked_by, success_marked_reason,
+              clock_timestamp() AS now
+), ledger AS (
+    UPDATE crontabber_run AS run
+    SET intervals = intervals + CASE WHEN %(success)s::timestamptz IS NULL THEN 0 ELSE 1 END,
+        first_interval = LEAST(first_interval, %(success)s),
+        last_interval = GREATEST(last_interval, %(success)s),
+        summary = COALESCE(%(summary)s, summary),
+        metrics = COALESCE(%(metrics)s::jsonb, metrics),
+        ended = clock_timestamp(), status = %(status)s,
+        error = %(error)s, output = %(output)s, output_dropped = %(dropped)s
+    FROM ended
+    WHERE run.run_id = ended.run_id AND run.status IN ('running', 'abandoned')
+), logged AS (
+    INSERT INTO crontabber_log (app_name, duration, success, run_id, host, pid, summary)
+    SELECT app_name, %(duration)s, %(success)s, run_id, %(host)s, %(pid)s, %(summary)s
+    FROM ended
+    WHERE %(success)s::timestamptz IS NOT NULL
+)
+SELECT * FROM ended;
+
 -- name: finish
 -- The end of an attempt, written only by the run that holds the marker: a run
 -- that lost its lease (another runner took the job over) changes nothing.
@@ -372,7 +444,9 @@ SELECT crontabber_pause(%(app_name)s, %(depends_on)s, %(until)s, %(replace)s, %(
 
 -- name: breach_pause
 -- on_breach = pause: the pause a tick makes after run %(run_id)s of the job breached a check
--- (never replacing a pause in force); the runner's role may make this one only.
+-- (never replacing a pause in force); the runner's role may make this one only. The function
+-- judges the stored run and writes its own actor and reason (migration 0030): %(until)s and
+-- %(audit)s are ignored.
 SELECT crontabber_breach_pause(%(app_name)s, %(depends_on)s, %(until)s, %(run_id)s,
                                %(audit)s::json) AS paused;
 

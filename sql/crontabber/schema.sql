@@ -221,6 +221,19 @@ ALTER TABLE crontabber_run ADD COLUMN IF NOT EXISTS metrics jsonb;
 -- Ours (migration 0027): the checks a succeeded run breached ('; '-joined rules), written by the
 -- tick that judged it: such a run is left out of the baseline later runs are judged against.
 ALTER TABLE crontabber_run ADD COLUMN IF NOT EXISTS breach text;
+-- Ours (migration 0030): the database user that wrote each run's ledger row (its claim): the
+-- trigger's, whatever the writer sends, and kept by any later UPDATE of it (owner included), so
+-- a breach pause can ask for a run of the calling user. NULL: a run recorded before 0030.
+ALTER TABLE crontabber_run ADD COLUMN IF NOT EXISTS db_user text;
+CREATE OR REPLACE FUNCTION crontabber_run_db_user() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.db_user := CASE WHEN TG_OP = 'INSERT' THEN session_user::text ELSE OLD.db_user END;
+    RETURN NEW;
+END $$;
+DROP TRIGGER IF EXISTS crontabber_run_db_user ON crontabber_run;
+CREATE TRIGGER crontabber_run_db_user BEFORE INSERT OR UPDATE OF db_user ON crontabber_run
+    FOR EACH ROW EXECUTE FUNCTION crontabber_run_db_user();
 -- The running runs (a tick sweeps the rerun runs killed without recording their end).
 CREATE INDEX IF NOT EXISTS crontabber_run_running_idx ON crontabber_run (kind, heartbeat)
     WHERE status = 'running';
@@ -341,23 +354,50 @@ BEGIN
 END $$;
 
 -- on_breach = pause (crontabber/alerts/checks.py): the runner's one way to pause a job, and
--- only after a run of that job that succeeded and breached a check (named by its run id).
+-- only after the job's latest run breached a check, as the stored run shows (p_depends_on,
+-- p_until and p_audit: the caller's, ignored since migration 0030).
+-- Migration 0030: the run must be the job's latest finished scheduled run, succeeded, with a
+-- breach recorded by its tick, the run the state row last recorded (what its own finish
+-- writes), claimed by the calling database user; the audit's actor, reason and detail are the
+-- function's.
 CREATE OR REPLACE FUNCTION crontabber_breach_pause(
     p_app_name text, p_depends_on text[], p_until timestamptz, p_run_id bigint, p_audit json
 ) RETURNS boolean
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
+DECLARE
+    r crontabber_run;
+    took numeric;
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM crontabber_run
-                   WHERE run_id = p_run_id AND app_name = p_app_name AND status = 'succeeded') THEN
-        RAISE EXCEPTION 'no succeeded run % of % to pause it for', p_run_id, p_app_name
+    SELECT run.* INTO r
+    FROM crontabber_run AS run JOIN crontabber AS c ON c.app_name = run.app_name
+    WHERE run.run_id = p_run_id AND run.app_name = p_app_name AND run.kind = 'scheduled'
+      AND run.status = 'succeeded' AND run.ended IS NOT NULL AND run.breach IS NOT NULL
+      AND run.db_user = session_user
+      AND c.last_run = run.started
+      AND ((c.run_id = run.run_id AND c.ongoing IS NULL)
+           OR (c.run_id > run.run_id AND c.ongoing IS NOT NULL))
+      AND NOT EXISTS (SELECT 1 FROM crontabber_run AS later
+                      WHERE later.app_name = p_app_name AND later.run_id > p_run_id
+                        AND later.kind = 'scheduled' AND later.ended IS NOT NULL);
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'run % is not the latest finished scheduled run of % with a breach '
+                        'recorded by its tick, claimed by this database user: no breach pause',
+                        p_run_id, p_app_name
             USING ERRCODE = 'insufficient_privilege';
     END IF;
-    -- its scope is 'breach' whatever the caller says (--nagios warns of it; --resume all keeps it)
+    took := round(extract(epoch FROM r.ended - r.started)::numeric, 2);
+    -- its scope is 'breach' (--nagios warns of it; --resume all keeps it)
     RETURN crontabber_pause(
-        p_app_name, p_depends_on, p_until, false,
-        json_build_object('actor', p_audit -> 'actor', 'reason', p_audit -> 'reason',
-                          'detail', COALESCE((p_audit -> 'detail')::jsonb, '{}')
-                                    || '{"scope": "breach"}'::jsonb));
+        p_app_name, NULL, NULL, false,
+        json_build_object(
+            'actor', 'crontabber',
+            'reason', format('on_breach: run %s took %s s and breached %s', r.run_id, took,
+                             left(r.breach, 200))
+                      || COALESCE(' (its metrics: ' || left(r.metrics::text, 200) || ')', ''),
+            'detail', json_build_object('outcome', 'done', 'run_id', r.run_id, 'host', r.host,
+                                        'run_db_user', r.db_user,
+                                        'breach', string_to_array(left(r.breach, 200), '; '),
+                                        'scope', 'breach')));
 END $$;
 
 -- A resume of scope 'all' (--resume all) ends only a pause of that scope (--pause all's): a
@@ -478,6 +518,51 @@ BEGIN
     RETURN true;
 END $$;
 
+-- Ours (migration 0030): the runner and operator roles may not DELETE the run log or the run
+-- ledger; the retention job (jobs/runlog.py) deletes through these: one batch of the rows
+-- older than p_keep_days, never fewer than 7 days (the last week stays whoever asks); the
+-- number of rows deleted.
+CREATE OR REPLACE FUNCTION crontabber_prune_log(p_keep_days integer, p_batch_size integer)
+RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
+DECLARE
+    deleted integer;
+BEGIN
+    IF p_keep_days IS NULL OR p_keep_days < 7 THEN
+        RAISE EXCEPTION 'keep_days % is under 7: the run log keeps the last 7 days', p_keep_days
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    DELETE FROM crontabber_log
+    WHERE ctid IN (SELECT ctid FROM crontabber_log
+                   WHERE log_time < clock_timestamp() - make_interval(days => p_keep_days)
+                   LIMIT p_batch_size);
+    GET DIAGNOSTICS deleted = ROW_COUNT;
+    RETURN deleted;
+END $$;
+
+-- The same for the run ledger: runs that ended before the cut-off; a run still marked running
+-- is kept whatever its age (whoever finds it dead records its end).
+CREATE OR REPLACE FUNCTION crontabber_prune_runs(p_keep_days integer, p_batch_size integer)
+RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
+DECLARE
+    deleted integer;
+BEGIN
+    IF p_keep_days IS NULL OR p_keep_days < 7 THEN
+        RAISE EXCEPTION 'keep_days % is under 7: the run ledger keeps the last 7 days',
+            p_keep_days USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    DELETE FROM crontabber_run
+    WHERE run_id IN (SELECT run_id FROM crontabber_run
+                     WHERE ended < clock_timestamp() - make_interval(days => p_keep_days)
+                     LIMIT p_batch_size);
+    GET DIAGNOSTICS deleted = ROW_COUNT;
+    RETURN deleted;
+END $$;
+REVOKE ALL ON FUNCTION crontabber_prune_log(integer, integer),
+    crontabber_prune_runs(integer, integer)
+FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION crontabber_pause(text, text[], timestamptz, boolean, json),
     crontabber_breach_pause(text, text[], timestamptz, bigint, json),
     crontabber_resume(text, json), crontabber_release(text, json), crontabber_reset(text, json),
@@ -517,6 +602,8 @@ DECLARE
     control constant text[] := ARRAY['crontabber', 'crontabber_host', 'crontabber_mute',
                                      'crontabber_audit', 'crontabber_audit_head',
                                      'schema_migrations'];
+    -- written, never deleted (the retention job deletes through its functions)
+    ledger constant text[] := ARRAY['crontabber_log', 'crontabber_run'];
     operator_functions constant text[] := ARRAY[
         'crontabber_pause(text, text[], timestamptz, boolean, json)',
         'crontabber_resume(text, json)', 'crontabber_release(text, json)',
@@ -546,6 +633,9 @@ BEGIN
             ELSIF t = ANY(control) THEN
                 EXECUTE format('GRANT SELECT ON %s TO %I', t, role);
                 EXECUTE format('REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON %s FROM %I', t, role);
+            ELSIF t = ANY(ledger) THEN
+                EXECUTE format('GRANT SELECT, INSERT, UPDATE ON %s TO %I', t, role);
+                EXECUTE format('REVOKE DELETE, TRUNCATE ON %s FROM %I', t, role);
             ELSE
                 EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON %s TO %I', t, role);
             END IF;
@@ -563,7 +653,9 @@ BEGIN
                        'ON crontabber_host TO %I', role);
         EXECUTE format('GRANT INSERT (actor, action, app_name, reason, detail) ON crontabber_audit TO %I', role);
         EXECUTE format('GRANT EXECUTE ON FUNCTION '
-                       'crontabber_breach_pause(text, text[], timestamptz, bigint, json) TO %I', role);
+                       'crontabber_breach_pause(text, text[], timestamptz, bigint, json), '
+                       'crontabber_prune_log(integer, integer), '
+                       'crontabber_prune_runs(integer, integer) TO %I', role);
         done := done || role;
     END LOOP;
     IF to_regrole('crontabber_operator') IS NOT NULL THEN

@@ -181,6 +181,7 @@ TICK_IMPORTS = (
     "crontabber.schedule",
     "crontabber.scheduling",
     "crontabber.schema",
+    "crontabber.sidebyside",
     "crontabber.sqlfiles",
     "crontabber.state",
     "crontabber.store",

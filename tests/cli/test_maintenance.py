@@ -70,23 +70,21 @@ def test_resume_all_ends_only_the_pauses_pause_all_made(cli):
     assert cli.run().returncode == 0
     done = cli.run("--pause", "trouble", "--reason", "INC-1234 bucket policy", "--until", "6h")
     assert done.returncode == 0, done.stderr
-    # a breach pause, as a tick makes it after a run that breached a check (on_breach = pause)
+    # a breach pause, as a tick makes it after a run that breached a check (on_breach = pause):
+    # foo's run of this tick, its breach recorded as the tick records it (mark_breach)
     run_id = crontab.sql(
-        "INSERT INTO crontabber_run (run_id, app_name, kind, status, host, pid, started, ended)"
-        " VALUES (nextval('crontabber_run_id_seq'), 'foo', 'scheduled', 'succeeded', 'h', 1, "
-        "now(), now())"
+        "UPDATE crontabber_run SET breach = 'min_duration 1h00m' WHERE app_name = 'foo'"
         " RETURNING run_id"
     )[0]["run_id"]
     crontab.sql(
-        "SELECT crontabber_breach_pause('foo', '{}', NULL, %s,"
-        ' \'{"actor": "crontabber@h:1", "reason": "breach", "detail": {}}\')',
+        "SELECT crontabber_breach_pause('foo', '{}', NULL, %s, '{}')",
         (run_id,),
     )
     # issue #42 item 5: a breach pause runs nothing until someone looks: not "nominal"
     done = cli.run("--nagios")
     assert done.returncode == 1, done.stdout
     assert done.stdout.startswith(
-        "WARNING - foo (FooJob): paused until resumed by crontabber@h:1: breach"
+        f"WARNING - foo (FooJob): paused until resumed by crontabber: on_breach: run {run_id} "
     )
     assert (
         "a breach pause runs nothing until someone looks (--history foo; --resume foo)"
@@ -99,7 +97,7 @@ def test_resume_all_ends_only_the_pauses_pause_all_made(cli):
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith("basic-job: resumed (was paused until ")
-    assert lines[1].startswith("foo: kept its pause until resumed by crontabber@h:1: breach")
+    assert lines[1].startswith("foo: kept its pause until resumed by crontabber: on_breach: run")
     assert lines[1].endswith("(not made by --pause all; --resume foo ends it)")
     assert (
         lines[2].startswith("trouble: kept its pause until ")

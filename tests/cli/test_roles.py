@@ -307,9 +307,8 @@ def test_a_runners_tick_pauses_a_job_that_breached_a_check_and_no_other(cli, log
     done = runner.run()
     assert done.returncode == 0 and "breached" in done.stderr, done.stderr
     state = cli.crontab.state("measuring")
-    assert (
-        state.paused_reason.startswith("breach of min_duration") and state.paused_until.year > 9000
-    )
+    assert state.paused_reason.startswith("on_breach: run ") and state.paused_until.year > 9000
+    assert "breached min_duration 1h00m" in state.paused_reason
     (row,) = audit_rows(cli)
     assert (row["action"], row["app_name"], row["db_user"]) == ("pause", "measuring", runner.name)
     run_id = cli.crontab.sql("SELECT run_id FROM crontabber_run WHERE app_name = 'measuring'")[0][

@@ -12,7 +12,7 @@ def test_prune_run_log_deletes_only_old_rows_in_batches(crontab):
     )
     crontab.configure(
         ["jobs.runlog.PruneRunLogCronApp|1d"],
-        extra="    [[class-PruneRunLogCronApp]]\n        keep_days=5\n        batch_size=4\n",
+        extra="    [[class-PruneRunLogCronApp]]\n        keep_days=7\n        batch_size=4\n",
     )
     assert crontab.run()[0] == 0
     rows = crontab.sql("SELECT app_name, count(*) AS n FROM crontabber_log GROUP BY 1 ORDER BY 1")
@@ -37,7 +37,7 @@ def test_prune_run_log_deletes_old_ended_alerts_and_keeps_open_ones(crontab):
     )
     crontab.configure(
         ["jobs.runlog.PruneRunLogCronApp|1d"],
-        extra="    [[class-PruneRunLogCronApp]]\n        keep_days=5\n        batch_size=1\n",
+        extra="    [[class-PruneRunLogCronApp]]\n        keep_days=7\n        batch_size=1\n",
     )
     assert crontab.run()[0] == 0
     left = crontab.sql(
@@ -46,4 +46,4 @@ def test_prune_run_log_deletes_old_ended_alerts_and_keeps_open_ones(crontab):
     )
     assert left == [{"subject": "new event", "notices": 1}, {"subject": "old open", "notices": 1}]
     (run,) = crontab.sql("SELECT summary FROM crontabber_run WHERE app_name = 'prune-run-log'")
-    assert "and 2 alerts older than 5 days" in run["summary"]
+    assert "and 2 alerts older than 7 days" in run["summary"]

@@ -25,7 +25,7 @@ def test_a_loop_is_fed_a_run_while_another_is_in_flight(crontab):
         launches = []
         for name in ("meet-a", "meet-b"):
             job = find_job(jobs, name)
-            before, claim, kind = runner._claim_job(job, force=True, skip_locked=False)
+            before, claim, kind = runner._claim_job(job, force=True)
             launch = runner.launcher.launch(job, before, claim, kind)
             runner.launcher.start(loop, launch)
             launches.append(launch)

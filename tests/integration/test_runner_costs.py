@@ -1,7 +1,8 @@
 """What a tick costs PostgreSQL, counted (statements and transactions, never times) on the
 real connection of an in-process tick: the idle pass is O(1) whatever the number of jobs,
 and a short run costs the same at 10 and at 200 configured jobs, at most 2 transactions
-(the claim with the ledger's start, the end with the state), no heartbeat."""
+(the claim with the ledger's start, the end with the state), no heartbeat, and 2 statements
+(claim_next_due claims a row without a marker; finish_ordinary ends a run that succeeded)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ import dataclasses
 
 import pytest
 
+from crontabber.config.catalog import load_jobs
+from crontabber.config.settings import load_settings
+from crontabber.runner import TAKEN_ELSEWHERE, Runner, Status
 from crontabber.store import StateStore, connect
 from tests.fixtures import fleet_jobs
 
@@ -132,6 +136,8 @@ def test_a_short_run_costs_the_same_at_10_and_at_200_jobs(crontab, counted):
     assert delta(busy_10, idle_10) == delta(busy_200, idle_200)
     per_run = delta(busy_10, idle_10)
     assert per_run.transactions <= 2 * 3, per_run  # 3 short runs, no heartbeat
+    # each: the claim and the end, one statement each (the floor: what a run must write)
+    assert per_run.statements <= 2 * 3, per_run
     print(f"idle tick {idle_10}; 3 short runs {per_run}")
 
 
@@ -164,3 +170,73 @@ def test_a_pass_passes_over_rows_another_runner_holds_without_an_error(crontab, 
     assert {
         r["app_name"] for r in crontab.sql("SELECT app_name FROM crontabber_run WHERE run_id > 5")
     } == {"noop-1"}
+
+
+def test_a_pass_passes_over_jobs_another_runner_ran_since_its_read_in_one_claim(crontab):
+    """Hosts racing over one due set: what another runner ran after this pass read the state
+    costs this pass one claim (one transaction) for the lot, never one per job."""
+    crontab.configure(fleet_jobs.entries(12))
+    assert crontab.run()[0] == 0
+    crontab.sql("UPDATE crontabber SET next_run = clock_timestamp() - interval '1 minute'")
+    settings = load_settings(str(crontab.ini), {})
+    counts = Counts()
+    store = StateStore(CountingConnection(connect(crontab.database), counts), crontab.database)
+    try:
+        runner = Runner(settings, load_jobs(settings), store)
+        states, _ = runner.snapshot()  # this pass's read: all 12 due
+        assert all(state.next_run is not None for state in states.values())
+        assert crontab.run()[0] == 0  # another host's tick runs them all meanwhile
+        read = Counts(**dataclasses.asdict(counts))
+        results = runner.run_all()
+    finally:
+        store.close()
+    assert {r.status for r in results} == {Status.SKIPPED}
+    assert {r.detail for r in results} == {TAKEN_ELSEWHERE}
+    assert len(results) == 12
+    assert delta(counts, read).transactions == 1  # one claim passed over all 12
+    assert crontab.sql("SELECT count(*) AS n FROM crontabber_run")[0]["n"] == 24
+
+
+def test_a_claim_takes_the_first_candidate_nobody_else_has(crontab, database):
+    """``claim_next`` in one transaction: a row held that moment, a row run since the read and
+    a job running live elsewhere are passed over (the last with its JobOngoing), the next is
+    claimed, the ones after it are left for the next claim."""
+    crontab.configure(fleet_jobs.entries(5))
+    assert crontab.run()[0] == 0
+    crontab.sql("UPDATE crontabber SET next_run = clock_timestamp() - interval '1 minute'")
+    crontab.sql(
+        "UPDATE crontabber SET next_run = next_run + interval '2 hours' WHERE app_name = 'noop-1'"
+    )  # another runner ran it since
+    crontab.sql(
+        "UPDATE crontabber SET ongoing = clock_timestamp(), heartbeat = clock_timestamp(), "
+        "ongoing_by = 'other-host:4242' WHERE app_name = 'noop-2'"
+    )  # running live on another host
+    settings = load_settings(str(crontab.ini), {})
+    jobs = {job.app_name: job for job in load_jobs(settings)}
+    counts = Counts()
+    store = StateStore(CountingConnection(connect(database), counts), database)
+    holder = connect(database)
+    try:
+        runner = Runner(settings, list(jobs.values()), store, host="this-host")
+        with holder.cursor() as cur:  # another runner claiming noop-0 right now
+            cur.execute("SELECT 1 FROM crontabber WHERE app_name = 'noop-0' FOR UPDATE")
+            names = [f"noop-{i}" for i in range(5)]
+            taken = store.claim_next(
+                names,
+                {name: () for name in names},
+                ("this-host", 1),
+                lambda state, now: runner._decider(jobs[state.app_name], False)(state, now),
+            )
+        holder.rollback()
+    finally:
+        holder.close()
+        store.close()
+    assert counts.transactions == 1 and counts.rollbacks == 0
+    assert taken.claimed is not None and taken.claimed[1].app_name == "noop-3"
+    assert [(name, type(exc).__name__) for name, exc in taken.passed] == [
+        ("noop-0", "NoneType"),
+        ("noop-1", "NoneType"),
+        ("noop-2", "JobOngoing"),
+    ]
+    ongoing = crontab.sql("SELECT app_name FROM crontabber WHERE ongoing_by LIKE 'this-host:%%'")
+    assert [row["app_name"] for row in ongoing] == ["noop-3"]

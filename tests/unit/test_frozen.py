@@ -7,12 +7,13 @@ import copy
 import datetime as dt
 import pickle
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
 from crontabber.config.database import DatabaseSettings
 from crontabber.config.settings import MonitorSettings, load_settings
-from crontabber.frozen import FrozenError
+from crontabber.frozen import Frozen, FrozenError
 from crontabber.scheduling import Schedule, TimeOfDay
 from crontabber.state import FinishRecord, JobState, RunKind
 
@@ -76,3 +77,36 @@ def test_run_kinds_are_distinct():
 def test_a_default_is_kept_when_not_given():
     monitor = MonitorSettings(1.0, 2.0, 3.0, 4.0, "")
     assert monitor.paused_warning_percent == 100.0
+
+
+class _Point(Frozen):
+    x: int
+    y: int = 0
+    unit: ClassVar[str] = "px"  # not a field
+
+
+class _Labelled(_Point):
+    label: str = ""
+
+
+def test_a_field_is_declared_once_as_an_annotation():
+    assert _Point._fields == ("x", "y") and _Point.__slots__ == ("x", "y")
+    assert _Labelled._fields == ("x", "y", "label")  # the base's first, as a dataclass
+    assert _Point(1) == _Point(x=1, y=0) and _Point(1, 2).y == 2
+    assert _Labelled(1, label="a") == _Labelled(1, 0, "a") and _Point.unit == "px"
+    assert repr(_Labelled(1, 2, "a")) == "_Labelled(x=1, y=2, label='a')"
+    assert pickle.loads(pickle.dumps(_Labelled(3, label="b"))) == _Labelled(3, 0, "b")
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "message"),
+    [
+        ((), {}, "missing field 'x'"),
+        ((1, 2, 3), {}, "takes 2 fields, 3 given"),
+        ((1,), {"x": 2}, "field 'x' twice"),
+        ((1,), {"z": 2}, "no field 'z'"),
+    ],
+)
+def test_a_record_refuses_wrong_arguments_by_name(args, kwargs, message):
+    with pytest.raises(TypeError, match=message):
+        _Point(*args, **kwargs)
