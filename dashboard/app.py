@@ -480,7 +480,7 @@ class DashboardApp:
         panels["history"] = page.history_panel(
             found.app_name, found.runs, found.more, found.now, found.is_backfill
         )
-        panels["output"] = page.output_panel(record, found.now)
+        panels["output"] = page.output_panel(record, found.now, found.runs)
         if panels_only:
             return json_response(200, {"now": found.now, "panels": panels})
         return html_response(

@@ -428,9 +428,11 @@ def history_panel(
     )
 
 
-def output_panel(record: Any, now: dt.datetime) -> str:
+def output_panel(record: Any, now: dt.datetime, runs: Sequence[RunView] = ()) -> str:
     """The newest run's kept output (``--logs NAME``): what on-call would otherwise read
-    on the host that ran it. Escaped; the runner masked the secrets before storing it."""
+    on the host that ran it. Escaped; the runner masked the secrets before storing it. Its
+    status is the ledger's, but a run the ledger says is running whose holder is gone (among
+    ``runs``, the history's) is ``orphaned (dead)``, as its row says."""
     if record is None:
         return '<h2>Output</h2><p class="none">no run in the run ledger yet</p>'
     kept = (
@@ -438,8 +440,10 @@ def output_panel(record: Any, now: dt.datetime) -> str:
         if record.output_dropped
         else size(record.output_bytes)
     )
+    gone = next((_gone(run) for run in runs if run.run_id == record.run_id), None)
+    status = f"orphaned ({gone})" if gone else record.status
     head = (
-        f"<h2>Output of run {esc(record.run_id)} <small>{esc(record.status)}, "
+        f"<h2>Output of run {esc(record.run_id)} <small>{esc(status)}, "
         f"{esc(record.kind)}, on {esc(short_host(record.by, pid=True))}, {kept}; "
         f"<code>--logs {esc(record.app_name)} --run {esc(record.run_id)}</code></small></h2>"
     )

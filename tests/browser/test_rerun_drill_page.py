@@ -65,6 +65,8 @@ def test_the_job_page_after_a_rerun_killed_on_two_hosts_shows_what_ran(
     assert f"{dates[0]:%Y-%m-%d}" in rows[str(root)]  # the first run did the first interval
     badge = browser.find_element(By.CSS_SELECTOR, '#history [data-k="run.orphaned"]')
     assert badge.value_of_css_property("background-color") != "rgba(9, 105, 218, 1)"  # not blue
+    output = browser.find_element(By.CSS_SELECTOR, "#output h2").text
+    assert "orphaned (expired), rerun, on cron-" in output, output  # not "running"
     bars = browser.find_elements(By.CSS_SELECTOR, "#history svg.spark rect.bar")
     assert [b.get_attribute("class") for b in bars] == ["bar orphaned"] * 2  # orange, not blue
     shot("rerun-killed", browser.find_element(By.ID, "reruns"))
