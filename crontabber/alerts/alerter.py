@@ -44,6 +44,7 @@ from .rules import (
     Watched,
     breaches_passed,
     broken_entry,
+    code_upgraded,
     entries_fixed,
     event_recovery,
     held_back,
@@ -232,13 +233,15 @@ class Alerter:
             evaluated, open_alerts, now, lambda name: self._blocker(name, states, now), mutes
         )
         touched = self._carry_out(todo, states, now)
-        if broken is not None and not muted(RUNNER, mutes, now):
-            fixed = entries_fixed(
-                rows,
-                [broken_entry(b.entry.text, b.problem) for b in broken],
-                self.host.rpartition(":")[0] or self.host,
-            )
-            touched += self._end_events(fixed)
+        here = self.host.rpartition(":")[0] or self.host
+        if not muted(RUNNER, mutes, now):
+            # this host's tick got past the schema check (a refused one raises before)
+            touched += self._end_events(code_upgraded(rows, here))
+            if broken is not None:
+                fixed = entries_fixed(
+                    rows, [broken_entry(b.entry.text, b.problem) for b in broken], here
+                )
+                touched += self._end_events(fixed)
         if touched:
             claimed = claimed + self.alert_store.notices_claim(
                 self.host, self.config.claim_seconds, touched

@@ -22,11 +22,12 @@ The conditions, per job (its rules: ``alert_*`` in ``[crontabber]`` or ``[[class
   its subject the host and the migrations it lacks, so each host is told of once per
   release); so is ``broken-entry`` (a jobs entry whose class does not load: the other jobs
   run; its app name is ``crontabber``, its subject the entry and its error, so the fleet is
-  told once per entry and error). ``broken-entry`` and ``breach`` (a run broke one of its
-  job's checks: :mod:`crontabber.alerts.checks`) are events whose cause can go away: they stay
-  open until it does (:data:`ENDING`: the entry loads again, :func:`entries_fixed`; a later run
-  of the job passes the rule, :func:`breaches_passed`), then end with a ``recovered`` notice,
-  which resolves their PagerDuty incident;
+  told once per entry and error). ``broken-entry``, ``old-code`` and ``breach`` (a run broke
+  one of its job's checks: :mod:`crontabber.alerts.checks`) are events whose cause can go away:
+  they stay open until it does (:data:`ENDING`: the entry loads again, :func:`entries_fixed`;
+  the host ticks on code that knows the schema, :func:`code_upgraded`; a later run of the job
+  passes the rule, :func:`breaches_passed`), then end with a ``recovered`` notice, which
+  resolves their PagerDuty incident;
 - ``no-host``: no live host may run the job (its ``hosts`` tags: no host that ticked recently
   carries one, or every one that does is drained: :func:`crontabber.placement.no_live_host`);
   its subject names the tags it needs and the run it is due for; it stays open until a live
@@ -52,7 +53,7 @@ from ..state import JobState
 LASTING = ("failing", "silent", "late", "no-host")
 #: The kinds of event that stay open until their cause is gone (not re-alerted meanwhile): a
 #: jobs entry that does not load, a run that broke a check.
-ENDING = ("broken-entry", "breach")
+ENDING = ("broken-entry", "breach", "old-code")
 
 
 @dataclass(frozen=True)
@@ -446,6 +447,12 @@ def entries_fixed(
     ]
 
 
+def code_upgraded(open_alerts: Iterable[OpenAlert], host: str) -> list[OpenAlert]:
+    """The open ``old-code`` alerts of ``host`` whose cause is gone: a tick of ``host`` got
+    past the schema check (its code knows every migration of the database now)."""
+    return [a for a in open_alerts if a.kind == "old-code" and a.detail.get("host") == host]
+
+
 def breaches_passed(
     open_alerts: Iterable[OpenAlert], app_name: str, run_id: int, broke: Iterable[str]
 ) -> list[OpenAlert]:
@@ -464,9 +471,11 @@ def breaches_passed(
 
 def event_recovery(alert: OpenAlert, run_id: int | None = None) -> Event:
     """The ``recovered`` event of an :data:`ENDING` event whose cause is gone: a jobs entry
-    that loads (or is no longer listed), a rule run ``run_id`` passed."""
+    that loads (or is no longer listed), a host upgraded, a rule run ``run_id`` passed."""
     if alert.kind == "breach":
         how = f"run {run_id} passed {alert.detail.get('rule') or 'the rule'}"
+    elif alert.kind == "old-code":
+        how = f"{alert.detail.get('host')} runs code that knows the database's schema now"
     else:
         how = (
             f"jobs entry {alert.detail.get('entry', alert.subject)!r} loads, or is no longer listed"
