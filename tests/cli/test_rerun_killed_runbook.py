@@ -88,6 +88,15 @@ def test_a_rerun_killed_on_two_hosts_is_read_and_continued_from_history_alone(cl
     assert dry.stdout.count("skipped: done by run ") == done_before, dry.stdout
     resumed = cli.run(*command, "--reason", "cron-a and cron-b were rebooted", host="cron-b")
     assert resumed.returncode == 0, resumed.stderr
+    # the runbook ("Backfill a week"): each interval logged on stderr as it is done, the stdout
+    # lines, one per interval it ran, when its part ends
+    logged = [
+        line
+        for line in resumed.stderr.splitlines()
+        if f"INFO crontabber.supervisor - {JOB} succeeded for " in line
+    ]
+    assert len(logged) == 6 - done_before, resumed.stderr
+    assert resumed.stdout.count(" 03:00 UTC: ") == 6 - done_before, resumed.stdout
     after = history(cli, "--limit", "5")
     rows = rerun_rows(after)
     assert rows[root]["OUTCOME"] == rows[joined]["OUTCOME"] == "abandoned", after
