@@ -80,18 +80,20 @@ def explain_job(
     deadline: dt.timedelta = dt.timedelta(0),
     fleet: Sequence[FleetHost] | None = None,
     error_line: str | None = None,
+    drains: Mapping[str, str] | None = None,
 ) -> Explanation:
     """What a cron tick at ``now`` would do with ``job``, and why (the runner's
     checks, in its order: placement, paused, held by a live run, due, parents), and where
     its ``deadline`` (zero: none) stands. ``fleet``: the hosts as placement sees them
     (None: not read; placement is not judged); ``error_line``: its last failure in one plain
-    line (the run ledger's), if it has one."""
+    line (the run ledger's), if it has one; ``drains``: the drains in force by host
+    (:func:`crontabber.placement.drains_of`: the verdict names them)."""
     state = states.get(job.app_name)
     notes = _Notes(job, now)
     kind = "cron" if job.schedule.is_cron else "every"
     backfill = BACKFILL_NOTE if job.is_backfill else ""
     notes.lines.append(f"schedule: {kind} {job.schedule}{backfill}")
-    _placement(notes, job, fleet)
+    _placement(notes, job, fleet, drains)
     _pause(notes, job, state)
     _lease(notes, state, marker, rules)
     _last_runs(notes, state, error_line)
@@ -111,11 +113,16 @@ def explain_job(
     return Explanation(job.app_name, not notes.blocking, verdict, notes.lines, notes.facts)
 
 
-def _placement(notes: _Notes, job: Job, fleet: Sequence[FleetHost] | None) -> None:
+def _placement(
+    notes: _Notes,
+    job: Job,
+    fleet: Sequence[FleetHost] | None,
+    drains: Mapping[str, str] | None = None,
+) -> None:
     notes.facts["hosts"] = list(job.hosts)
     if not job.hosts or fleet is None:
         return
-    verdict = no_live_host(job.hosts, fleet)
+    verdict = no_live_host(job.hosts, fleet, drains)
     if verdict is None:
         able = [h.host for h in fleet if h.live and not h.drained and may_claim(job.hosts, h.tags)]
         notes.lines.append(f"placed on hosts tagged {' or '.join(job.hosts)}: {', '.join(able)}")

@@ -18,6 +18,7 @@ from .state import JobState
 from .store import StateStore
 
 if TYPE_CHECKING:
+    from .reruns import RerunGroup
     from .views import JobView, RunView
 
 
@@ -87,9 +88,12 @@ def job_views_now(
     }
     no_host = {}
     if any(job.hosts for job in chosen):  # the fleet is read only where placement matters
-        from .placement import unplaced
+        from .placement import drains_of, unplaced
 
-        no_host = unplaced(chosen, store.fleet(settings.monitor.silence_critical_minutes * 60))
+        fleet = store.fleet(settings.monitor.silence_critical_minutes * 60)
+        no_host = unplaced(chosen, fleet)
+        if no_host and any(host.drained for host in fleet):  # which drain: one read more
+            no_host = unplaced(chosen, fleet, drains_of(store.hosts()))
     failing = [
         job.app_name
         for job in chosen
@@ -193,3 +197,27 @@ def one_run(
     if not runs and run_id in records:  # in the ledger only: claimed, then nothing logged
         runs = [views.record_run(records[run_id])]
     return JobRuns(app_name, job.is_backfill if job is not None else False, runs, False, now)
+
+
+def rerun_groups(
+    settings: Settings, store: StateStore, runs: Sequence[RunView], limit: int = 3
+) -> list[RerunGroup]:
+    """The reruns the runs ``runs`` (newest first) worked on, each whole (its plan, what it
+    finished, every run of it, what is left: ``--history NAME --run ID``'s grouped view), the
+    newest first, at most ``limit``: a job page's account of what a killed rerun did."""
+    from .rerun_store import RerunStore
+
+    found: list[RerunGroup] = []
+    seen: set[int] = set()
+    reruns = RerunStore(store)
+    for run in runs:
+        if len(found) >= limit:
+            break
+        if run.kind != "rerun" or run.run_id is None or run.run_id in seen:
+            continue
+        group = reruns.rerun_group(run.run_id, settings.lease_seconds)
+        if group is None:
+            continue
+        seen |= {member.run_id for member in group.runs}
+        found.append(group)
+    return found

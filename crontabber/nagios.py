@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 from .config.catalog import Job
 from .formats import absolute, one_line, pause_end, short_span, stamp
 from .leases import Marker, describe_marker
-from .placement import drain_line, drain_text, fleet_of, unplaced
+from .placement import drain_line, drain_text, drains_of, fleet_of, unplaced
 from .records import HostState
 from .scheduling import dependency_block, first_due_at, lateness, pause_active
 from .state import JobState
@@ -311,7 +311,7 @@ def _no_host_entries(
     """A WARNING for each placed job no live, undrained host may run (a job paused is listed
     as paused): it runs nowhere, and a job that never ran is never late."""
     fleet = fleet_of(hosts, recent_hosts(hosts, now, limits))
-    for name, verdict in unplaced(jobs, fleet).items():
+    for name, verdict in unplaced(jobs, fleet, drains_of(hosts)).items():
         if not pause_active(states.get(name), now):
             yield NagiosEntry(
                 NAGIOS_WARNING,

@@ -50,28 +50,43 @@ def placement_text(wanted: Sequence[str], tags: Sequence[str]) -> str:
     )
 
 
-def no_live_host(wanted: Sequence[str], fleet: Sequence[FleetHost]) -> str | None:
+def no_live_host(
+    wanted: Sequence[str], fleet: Sequence[FleetHost], drains: Mapping[str, str] | None = None
+) -> str | None:
     """The verdict when no live, undrained host carries a tag of ``wanted``: "no live host
-    may run it: needs tag X; hosts with it: none" (or the hosts, drained); None when one
-    may (or the job is not placed)."""
+    may run it: needs tag X; hosts with it: none" (or the hosts, drained: with their drain's
+    end, who and why when ``drains`` has them, :func:`drains_of`); None when one may (or the
+    job is not placed)."""
     if not wanted:
         return None
     carrying = [host for host in fleet if host.live and may_claim(wanted, host.tags)]
     if any(not host.drained for host in carrying):
         return None
-    listed = ", ".join(f"{host.host} (drained)" for host in carrying) or "none"
+    terms = drains or {}
+    listed = (
+        ", ".join(
+            f"{host.host} (drained {terms[host.host]})"
+            if host.host in terms
+            else f"{host.host} (drained)"
+            for host in carrying
+        )
+        or "none"
+    )
     needs = " or ".join(wanted)
     return f"no live host may run it: needs tag {needs}; hosts with it: {listed}"
 
 
-def unplaced(jobs: Iterable[Placed], fleet: Iterable[FleetHost]) -> dict[str, str]:
+def unplaced(
+    jobs: Iterable[Placed], fleet: Iterable[FleetHost], drains: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """The configured jobs no live host of ``fleet`` may run (their ``hosts`` tags: none
-    carries one, or all that do are drained), each with the verdict saying so; {} when
-    ``fleet`` is empty (not read: not a tick) or no job is placed."""
+    carries one, or all that do are drained), each with the verdict saying so (naming each
+    drain of ``drains``: :func:`drains_of`); {} when ``fleet`` is empty (not read: not a
+    tick) or no job is placed."""
     hosts = tuple(fleet)
     if not hosts:
         return {}
-    found = {job.app_name: no_live_host(job.hosts, hosts) for job in jobs if job.hosts}
+    found = {job.app_name: no_live_host(job.hosts, hosts, drains) for job in jobs if job.hosts}
     return {name: verdict for name, verdict in found.items() if verdict}
 
 
@@ -104,10 +119,21 @@ def drain_line(host: "HostState", states: Mapping[str, JobState]) -> str:
     """``host web-1: draining: 2 runs left (until 2026-11-24 06:00 UTC by ops@bastion:
     kernel patch)``: what ``--list-jobs``, ``--nagios`` and the dashboard say of a drained
     host."""
+    return f"host {host.host}: {drain_text(host.host, states)} ({drain_terms(host)})"
+
+
+def drain_terms(host: "HostState") -> str:
+    """A drain's end, who and why: ``until 2026-11-24 06:00 UTC by ops@bastion: kernel
+    patch`` (``until --undrain`` when it has no end)."""
     from .formats import minute_text
 
     until = f"until {minute_text(host.drain_until)}" if host.drain_until else "until --undrain"
     return (
-        f"host {host.host}: {drain_text(host.host, states)} ({until} by "
-        f"{host.drained_by or 'an operator'}: {host.drain_reason or 'no reason given'})"
+        f"{until} by {host.drained_by or 'an operator'}: {host.drain_reason or 'no reason given'}"
     )
+
+
+def drains_of(hosts: Iterable["HostState"]) -> dict[str, str]:
+    """The drains in force among ``hosts`` (``crontabber_host`` rows), by host: their
+    :func:`drain_terms`, which the ``no-host`` verdict names (:func:`no_live_host`)."""
+    return {host.host: drain_terms(host) for host in hosts if host.drained}

@@ -7,6 +7,7 @@ of the views in :mod:`crontabber.views` and ``now``; times in :mod:`crontabber.f
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Mapping, Sequence
 
 from .formats import (
@@ -29,7 +30,7 @@ from .formats import (
 from .leases import Beats, Marker, beats_missed, parse_holder
 from .records import RunRecord
 from .reruns import RerunGroup
-from .views import FailureView, JobStatus, JobView, Outcome, RunView, entry_outcome
+from .views import FailureView, JobStatus, JobView, Outcome, RunView, entry_outcome, value_from_repr
 
 DEFAULT_WIDTH = 100
 NO_OFFSET = dt.timedelta(0)  # a backfill job's intervals shown as its run dates
@@ -397,7 +398,8 @@ def _beat(run: RunView, now: dt.datetime) -> str:
     assert run.ongoing is not None
     beat = relative(run.ongoing.heartbeat, now, "none")
     verdict = run.ongoing.verdict
-    return f"heartbeat {beat}" + ("" if verdict is Marker.LIVE else f"; {verdict.value}")
+    # the verdict first: a line cut to the terminal's width keeps it
+    return f"heartbeat {beat}" if verdict is Marker.LIVE else f"{verdict.value}: heartbeat {beat}"
 
 
 def rerun_group_lines(group: RerunGroup, now: dt.datetime) -> list[str]:
@@ -463,15 +465,18 @@ def failure_report(
     now: dt.datetime,
     record: RunRecord | None = None,
     superseded: str | None = None,
+    note: str | None = None,
 ) -> list[str]:
     """The headline; what the run ledger's ``record`` of the run says (:func:`run_facts`);
-    the ``superseded`` note (an old failure: the job is healthy now); ``Type: value`` (the short
+    the ``superseded`` note (an old failure: the job is healthy now), or ``note``
+    (:func:`abandoned_note`); ``Type: value`` (the short
     form of every command: the class without its module); then the traceback as Python prints it
     (the class with its module) (control characters escaped,
     :func:`~crontabber.formats.printable`)."""
     error = failure.error
     value = error.value.rstrip("\n")
     said = {one_line(f"{name}: {value}") for name in (error.type, error.short_type)}
+    said.add(one_line(value))
     facts = [
         line
         for line in (run_facts(record) if record else [])
@@ -480,7 +485,7 @@ def failure_report(
     lines = [
         failure_headline(failure, now),
         *facts,
-        *([f"superseded: {superseded}"] if superseded else []),
+        *([f"note: {note}"] if note else [f"superseded: {superseded}"] if superseded else []),
         f"{error.short_type}: {value}",
         "",
     ]
@@ -502,10 +507,35 @@ def run_facts(record: RunRecord) -> list[str]:
     ``S3 (bucket B): ...``) and the option overrides it ran with, when it has them."""
     lines = []
     if record.error:
-        lines.append(f"error: {printable(one_line(record.error))}")
+        lines.append(f"error: {printable(one_line(_unwrapped(record.error)))}")
     if record.options:
         lines.append(f"ran with: {printable(' '.join(record.options))} (command-line overrides)")
     return lines
+
+
+#: An exception's repr as the ledger keeps some errors (a run abandoned): ``Name('text')``.
+_REPR = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\((.*)\)$", re.DOTALL)
+
+
+def _unwrapped(error: str) -> str:
+    """The run ledger's error without an exception repr around it (``RunAbandoned('run 7
+    on ...')`` -> ``run 7 on ...``); any other text as it is."""
+    match = _REPR.match(error.strip())
+    return value_from_repr(error.strip(), match.group(1)) if match else error
+
+
+def abandoned_note(failure: FailureView, last_run: dt.datetime | None) -> str | None:
+    """What ``--show-error`` says of the failure it shows when that is the job's newest run and
+    was abandoned (its holder died; then released, taken over or reset): no failure of the job
+    (not "an older failure"); None otherwise."""
+    if failure.outcome is not Outcome.ABANDONED or (
+        last_run is not None and (failure.at is None or failure.at < last_run)
+    ):
+        return None
+    return (
+        "the job's newest run, abandoned (its holder died): no failure of the job; its error "
+        "count is 0 and the next tick runs it as scheduled"
+    )
 
 
 def superseded_note(error_count: int, last_run: dt.datetime | None, now: dt.datetime) -> str | None:

@@ -159,7 +159,9 @@ def backfill_dates(
     first, so interval ``T`` comes once ``T + delay`` has passed. A cron expression's
     intervals are its fire times: those after ``last_success`` and before ``now``; with no
     previous success, its last fire time. crontabber's form: with no previous success the
-    job runs once with ``now``; otherwise each whole interval since ``last_success``
+    job runs once, with ``now`` (with a time of day: its latest time of day at or before
+    ``now``, in the schedule's zone, as its next intervals will be; crontabber 0.18 used
+    ``now``); otherwise each whole interval since ``last_success``
     (anchored to the time of day in the schedule's zone, so a job reached a minute late on
     some days does not drift) gives one date, strictly before ``now``.
     """
@@ -172,7 +174,7 @@ def backfill_dates(
         after = fires(schedule.expression, schedule.zone, last_success)
         return list(itertools.takewhile(lambda when: when < now, after))
     if last_success is None:
-        return [now]
+        return [_latest_time_of_day(schedule, now) if schedule.time is not None else now]
     if schedule.time is None:
         when = last_success.astimezone(dt.timezone.utc)
         dates = []
@@ -207,6 +209,15 @@ def _local(when: dt.datetime, schedule: Schedule) -> dt.datetime:
     from .cron import zone_of
 
     return when.astimezone(zone_of(schedule.zone))
+
+
+def _latest_time_of_day(schedule: Schedule, now: dt.datetime) -> dt.datetime:
+    """The latest instant at or before ``now`` at which the schedule's zone reads its time of
+    day (today's, or yesterday's when today's is still to come)."""
+    local = _anchored(now, schedule)
+    while _resolve(local, schedule) > now:
+        local -= dt.timedelta(days=1)
+    return _resolve(local, schedule)
 
 
 def _anchored(

@@ -168,6 +168,8 @@ def _pass(
         on_takeover=alerts.takeover if alerts is not None else None,
     )
     try:
+        if alerts is not None:  # (as a tick: told once across the fleet, ended once loaded)
+            alerts.broken(list(config.broken))
         results = runner.run_pass(flight, stop=stopping.asked)
         after_runs(settings, jobs, store, runner, results, alerts)
         write_metrics(settings, jobs, store, metrics_file(settings))

@@ -95,7 +95,7 @@ def run_tick(
         on_takeover=alerts.takeover if alerts is not None else None,
     )
     with guard():
-        if alerts is not None and broken:  # before the jobs: a long run delays nothing
+        if alerts is not None:  # before the jobs: a long run delays nothing
             alerts.broken(list(broken))
         results = runner.run_all()
         after_runs(settings, jobs, store, runner, results, alerts)
@@ -184,6 +184,7 @@ def _check_runs(
             ran,
             default_holder(),
             (lambda event: alerts.alerter().breach(event)) if alerts is not None else None,
+            alerts.checks_passed if alerts is not None else None,
         )
     except CrontabberError as exc:
         logger.error("checks not evaluated: %s", exc)

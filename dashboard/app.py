@@ -16,7 +16,8 @@ printed
 ``/api/fleet``                ``--nagios --json`` and every host's last tick
 ``/api/alerts``               ``--alerts --json`` (``?limit=N``) and the maintenance windows
 ``/__heartbeat__``            200 when ``/`` can be drawn whole (configuration, database, every
-panel), else 503
+panel): ``ok``, or ``warning`` with each card that shows an error (Elasticsearch
+down), else 503
 ``/__lbheartbeat__``          200 while the process serves requests
 ============================  ===============================================
 
@@ -63,7 +64,7 @@ from crontabber.errors import CrontabberError, DatabaseUnavailable, JobNotFound
 from crontabber.views import JobStatus
 
 from . import charts, page
-from .pipeline import failed_panels, pipeline_document
+from .pipeline import failed_panels, panel_warnings, pipeline_document
 from .source import HISTORY_LIMIT, METRIC_RUNS, SPARK_RUNS, Source
 
 #: The alerts the overview page shows (the newest).
@@ -324,7 +325,7 @@ class DashboardApp:
         answers and no panel's query fails (a panel of a job not configured here is not a
         failure); else 503 with the error, or each failed panel's."""
         try:
-            now, _, failed = self.overview_panels()
+            now, _, failed, warnings = self.overview_panels()
         except CrontabberError as exc:
             return json_response(503, {"status": "error", "error": str(exc)})
         if failed:
@@ -337,9 +338,15 @@ class DashboardApp:
                     + "; ".join(f"{k}: {v}" for k, v in failed.items()),
                 },
             )
-        return json_response(
-            200, {"status": "ok", "database": "ok", "now": now, "jobs": len(self.source.jobs)}
-        )
+        document = {"status": "ok", "database": "ok", "now": now, "jobs": len(self.source.jobs)}
+        if warnings:  # drawn whole, but a card says a service is away: not "ok"
+            document.update(
+                status="warning",
+                warnings=warnings,
+                warning=f"{len(warnings)} panel(s) of / show an error: "
+                + "; ".join(f"{k}: {v}" for k, v in warnings.items()),
+            )
+        return json_response(200, document)
 
     def static(self, name: str) -> Response:
         if name not in STATIC:
@@ -368,10 +375,11 @@ class DashboardApp:
             raise HttpError(404, f"{name}: no run {run} in the run ledger")
         return json_response(200, record.as_json())
 
-    def overview_panels(self) -> tuple[Any, dict[str, str], dict[str, str]]:
-        """The database clock, the overview's panels (id -> HTML), and the panels that could
+    def overview_panels(self) -> tuple[Any, dict[str, str], dict[str, str], dict[str, str]]:
+        """The database clock, the overview's panels (id -> HTML), the panels that could
         not be read, with why: each is read on its own, so one that fails (a missing table, a
-        bug in its query) is drawn as its error and the others as usual.
+        bug in its query) is drawn as its error and the others as usual; and the panels read
+        whole whose card shows an error (:func:`dashboard.pipeline.panel_warnings`).
 
         Raises:
             DatabaseUnavailable: the database does not answer.
@@ -407,8 +415,10 @@ class DashboardApp:
             pipeline = read("pipeline", lambda: pipeline_document(source, session))
             fleet = read("fleet", lambda: source.fleet_document(session))
             alerts = read("alerts", lambda: source.alerts_document(session, ALERTS_SHOWN))
+        warnings: dict[str, str] = {}
         if pipeline is not None:
             failed.update({f"pipeline.{k}": v for k, v in failed_panels(pipeline).items()})
+            warnings = {f"pipeline.{k}": v for k, v in panel_warnings(pipeline).items()}
         health = (
             page.health_panel(fleet["check"], views)
             if fleet is not None and views is not None
@@ -432,11 +442,12 @@ class DashboardApp:
                 else page.error_panel("Fleet", failed["fleet"]),
             },
             failed,
+            warnings,
         )
 
     def overview_page(self, panels_only: bool) -> Response:
         try:
-            now, panels, _ = self.overview_panels()
+            now, panels, _, _ = self.overview_panels()
         except DatabaseUnavailable as exc:
             if panels_only:
                 raise
@@ -455,6 +466,7 @@ class DashboardApp:
                     raise HttpError(404, str(exc)) from None
                 return html_response(404, _error_page(str(exc)))
             view, _ = self.source.job_view(session, found.app_name)
+            groups = self.source.rerun_groups(session, found.runs)
             metrics = charts.metrics_panel(
                 found.app_name,
                 self.source.metric_runs(session, found.app_name, METRIC_RUNS),
@@ -463,8 +475,12 @@ class DashboardApp:
         panels = {"state": page.state_panel(found.app_name, view, found.now)}
         if metrics is not None:  # a job whose runs returned no metric has no such panel
             panels["metrics"] = metrics
-        panels["history"] = page.history_panel(found.app_name, found.runs, found.more, found.now)
-        panels["output"] = page.output_panel(record, found.now)
+        if groups:  # what a rerun did, whole: its runs (killed ones too), done, left
+            panels["reruns"] = page.reruns_panel(groups, found.now)
+        panels["history"] = page.history_panel(
+            found.app_name, found.runs, found.more, found.now, found.is_backfill
+        )
+        panels["output"] = page.output_panel(record, found.now, found.runs)
         if panels_only:
             return json_response(200, {"now": found.now, "panels": panels})
         return html_response(

@@ -16,10 +16,10 @@ import html
 from typing import Any, Iterable, Mapping, Sequence
 from urllib.parse import quote
 
-from crontabber.alerts.rules import LASTING
+from crontabber.alerts.rules import ENDING, LASTING
 from crontabber.formats import interval_range, iso_z, one_line, relative, stamp, took, until_resumed
 from crontabber.leases import Marker
-from crontabber.render import detail, short_host
+from crontabber.render import detail, rerun_group_lines, short_host
 from crontabber.views import JobStatus, JobView, Outcome, RunView
 
 SPARK_WIDTH, SPARK_HEIGHT, SPARK_BAR = 124, 26, 6
@@ -40,6 +40,25 @@ STATUS_TITLES = {
     JobStatus.DUE: "the next tick runs it",
     JobStatus.NEW: "never ran, not due yet",
     JobStatus.OK: "its last run succeeded",
+}
+
+
+#: The overview's order: the jobs that need someone first (a failing job is never below the
+#: fold behind healthy ones), by how urgent; config order within a status and for the rest.
+ATTENTION = {
+    status: rank
+    for rank, status in enumerate(
+        (
+            JobStatus.BROKEN,
+            JobStatus.NO_HOST,
+            JobStatus.FAILING,
+            JobStatus.ORPHANED,
+            JobStatus.LATE,
+            JobStatus.OVERDUE,
+            JobStatus.WAITING,
+            JobStatus.PAUSED,
+        )
+    )
 }
 
 
@@ -104,7 +123,8 @@ def table(head: Sequence[str], rows: Iterable[Sequence[str]], cls: str = "") -> 
 
 def sparkline(runs: Sequence[RunView], now: dt.datetime) -> str:
     """Recent run durations as bars, oldest left; failures red and marked
-    with a dot above, the running run blue (its duration so far)."""
+    with a dot above, the running run blue (its duration so far), one whose holder is gone
+    orange (orphaned, as its row says)."""
     shown = list(reversed(runs[: SPARK_WIDTH // SPARK_BAR]))
     if not shown:
         return '<span class="none">no runs</span>'
@@ -117,9 +137,11 @@ def sparkline(runs: Sequence[RunView], now: dt.datetime) -> str:
         seconds = run.duration(now).total_seconds()
         height = max(2.0, (SPARK_HEIGHT - 6) * min(1.0, seconds / longest))
         x, y = index * SPARK_BAR, SPARK_HEIGHT - height
-        label = f"{stamp(run.started)} UTC: {took(run.duration(now))} {run.outcome_text}"
+        gone = _gone(run)
+        shown_as = f"orphaned ({gone})" if gone else run.outcome_text
+        label = f"{stamp(run.started)} UTC: {took(run.duration(now))} {shown_as}"
         bars.append(
-            f'<rect class="bar {run.outcome.value}" x="{x}" y="{y:.1f}" '
+            f'<rect class="bar {"orphaned" if gone else run.outcome.value}" x="{x}" y="{y:.1f}" '
             f'width="{SPARK_BAR - 1}" height="{height:.1f}"><title>{esc(label)}</title></rect>'
         )
         if run.outcome in UNSUCCESSFUL:
@@ -184,6 +206,22 @@ def error_html(view: JobView) -> str:
     )
 
 
+def next_run_html(view: JobView, now: dt.datetime) -> str:
+    """The next run as a tick would make it: a paused job's once its pause ends (``when
+    resumed`` for a pause without an end), never a time that has passed shown as ``(now)``."""
+    paused = view.paused
+    if paused is None or view.status is not JobStatus.PAUSED:
+        return when_html(view.next_run, now)
+    if until_resumed(paused.until):
+        return '<span class="none" data-k="next.paused">when resumed</span>'
+    if view.next_run is not None and view.next_run > paused.until:
+        return when_html(view.next_run, now)
+    return (
+        f'{when_html(paused.until, now)}<div class="sched" data-k="next.paused">when the pause '
+        "ends</div>"
+    )
+
+
 def job_row(view: JobView, runs: Sequence[RunView], now: dt.datetime) -> str:
     name = (
         f'<a class="job" href="jobs/{quote(view.name)}">{esc(view.name)}</a>'
@@ -197,7 +235,7 @@ def job_row(view: JobView, runs: Sequence[RunView], now: dt.datetime) -> str:
         name,
         status_html(view, now),
         success,
-        when_html(view.next_run, now),
+        next_run_html(view, now),
         errors,
         sparkline(runs, now),
         error_html(view),
@@ -211,7 +249,8 @@ def job_row(view: JobView, runs: Sequence[RunView], now: dt.datetime) -> str:
 def jobs_panel(
     views: Sequence[JobView], runs: Mapping[str, Sequence[RunView]], now: dt.datetime
 ) -> str:
-    """The table of every configured job, in config order."""
+    """The table of every configured job: those that need someone first (:data:`ATTENTION`),
+    then the rest, in config order within each."""
     head = "".join(
         f"<th>{name}</th>"
         for name in (
@@ -224,7 +263,8 @@ def jobs_panel(
             "last error",
         )
     )
-    rows = "".join(job_row(view, runs.get(view.name, ()), now) for view in views)
+    ordered = sorted(views, key=lambda view: ATTENTION.get(view.status, len(ATTENTION)))
+    rows = "".join(job_row(view, runs.get(view.name, ()), now) for view in ordered)
     counts: dict[str, int] = {}
     for view in views:
         counts[view.status.value] = counts.get(view.status.value, 0) + 1
@@ -240,7 +280,10 @@ def jobs_panel(
 # ---------------------------------------------------------------------------- history
 
 
-def history_rows(runs: Sequence[RunView], now: dt.datetime) -> list[list[str]]:
+def history_rows(
+    runs: Sequence[RunView], now: dt.datetime, is_backfill: bool = False
+) -> list[list[str]]:
+    """One row per run; a backfill job's runs name the intervals they did (one too)."""
     rows = []
     for run in runs:
         error = ""
@@ -253,11 +296,14 @@ def history_rows(runs: Sequence[RunView], now: dt.datetime) -> list[list[str]]:
             error = f"heartbeat {when_html(run.ongoing.heartbeat, now, 'none')}"
         elif run.summary:
             error = f'<span class="summary">{esc(run.summary)}</span>'
-        span = took(run.duration(now)) + ("+" if run.outcome is Outcome.RUNNING else "")
+        # "+": at least (still running; or abandoned: up to its last heartbeat), as --history
+        span = took(run.duration(now)) + (
+            "+" if run.outcome in (Outcome.RUNNING, Outcome.ABANDONED) else ""
+        )
         done = run.intervals
         covered = (
-            f" <small>{interval_range(done[0], done[-1], len(done))}</small>"
-            if len(done) > 1
+            f' <small data-k="run.intervals">{interval_range(done[0], done[-1], len(done))}</small>'
+            if done and (is_backfill or len(done) > 1)
             else ""
         )
         rows.append(
@@ -267,11 +313,50 @@ def history_rows(runs: Sequence[RunView], now: dt.datetime) -> list[list[str]]:
                 esc(short_host(run.by, pid=True) if run.by else "-"),
                 esc(run.run_id if run.run_id is not None else "-"),
                 esc(run.kind or "-"),
-                f'<span class="badge {run.outcome.value}">{esc(run.outcome_text)}</span>{covered}',
+                f"{outcome_html(run)}{covered}",
                 error,
             ]
         )
     return rows
+
+
+def _gone(run: RunView) -> str | None:
+    """The verdict (``dead``, ``expired``, ``stale``) of a running run whose holder is gone;
+    None for any other run."""
+    ongoing = run.ongoing
+    if run.outcome is not Outcome.RUNNING or ongoing is None or ongoing.verdict is Marker.LIVE:
+        return None
+    return ongoing.verdict.value
+
+
+def outcome_html(run: RunView) -> str:
+    """A run's outcome badge; the run holding the job whose holder is gone (dead, expired) is
+    ``orphaned``, as the job's status says, not a blue ``running``."""
+    gone = _gone(run)
+    if gone:
+        return (
+            f'<span class="badge {JobStatus.ORPHANED.value}" data-k="run.orphaned">'
+            f"{JobStatus.ORPHANED.value} ({esc(gone)})</span>"
+        )
+    return f'<span class="badge {run.outcome.value}">{esc(run.outcome_text)}</span>'
+
+
+def reruns_panel(groups: Sequence[Any], now: dt.datetime) -> str:
+    """The reruns the job's recent runs belong to (``RerunGroup``s:
+    :func:`crontabber.inspection.rerun_groups`), each whole, as ``--history NAME --run ID``
+    ends: its outcome and how many of its intervals are done, every run of it (killed ones
+    too: their ledger status) and what is left, with the command that continues it."""
+    parts = []
+    for group in groups:
+        head, *rest = rerun_group_lines(group, now)
+        parts.append(
+            f'<div class="rerun" data-k="rerun.{group.root.run_id}">'
+            f'<p><span class="badge {esc(group.outcome)}">{esc(group.outcome)}</span> '
+            f"{esc(head)}</p>"
+            f'<pre class="rerun-runs">{esc(chr(10).join(line.strip() for line in rest))}</pre>'
+            "</div>"
+        )
+    return "<h2>Reruns</h2>" + "".join(parts)
 
 
 def state_panel(app_name: str, view: JobView | None, now: dt.datetime) -> str:
@@ -306,7 +391,7 @@ def state_panel(app_name: str, view: JobView | None, now: dt.datetime) -> str:
         ("schedule", esc(view.schedule)),
         (
             "next run",
-            when_html(view.next_run, now)
+            next_run_html(view, now)
             + (
                 f' <span class="local">({esc(view.next_run_local[11:16])} '
                 f"{esc(view.time_zone)})</span>"
@@ -327,23 +412,27 @@ def state_panel(app_name: str, view: JobView | None, now: dt.datetime) -> str:
     return f'<h2>{esc(app_name)} now</h2><table class="state small"><tbody>{body}</tbody></table>'
 
 
-def history_panel(app_name: str, runs: Sequence[RunView], more: bool, now: dt.datetime) -> str:
+def history_panel(
+    app_name: str, runs: Sequence[RunView], more: bool, now: dt.datetime, is_backfill: bool = False
+) -> str:
     older = '<p class="none">older runs not shown</p>' if more else ""
     return (
         f"<h2>Runs of {esc(app_name)} <small>newest first</small></h2>"
         f'<div class="sparkbig">{sparkline(runs, now)}</div>'
         + table(
             ["started (UTC)", "took", "host", "run", "kind", "outcome", "summary / error"],
-            history_rows(runs, now),
+            history_rows(runs, now, is_backfill),
             "runs",
         )
         + older
     )
 
 
-def output_panel(record: Any, now: dt.datetime) -> str:
+def output_panel(record: Any, now: dt.datetime, runs: Sequence[RunView] = ()) -> str:
     """The newest run's kept output (``--logs NAME``): what on-call would otherwise read
-    on the host that ran it. Escaped; the runner masked the secrets before storing it."""
+    on the host that ran it. Escaped; the runner masked the secrets before storing it. Its
+    status is the ledger's, but a run the ledger says is running whose holder is gone (among
+    ``runs``, the history's) is ``orphaned (dead)``, as its row says."""
     if record is None:
         return '<h2>Output</h2><p class="none">no run in the run ledger yet</p>'
     kept = (
@@ -351,8 +440,10 @@ def output_panel(record: Any, now: dt.datetime) -> str:
         if record.output_dropped
         else size(record.output_bytes)
     )
+    gone = next((_gone(run) for run in runs if run.run_id == record.run_id), None)
+    status = f"orphaned ({gone})" if gone else record.status
     head = (
-        f"<h2>Output of run {esc(record.run_id)} <small>{esc(record.status)}, "
+        f"<h2>Output of run {esc(record.run_id)} <small>{esc(status)}, "
         f"{esc(record.kind)}, on {esc(short_host(record.by, pid=True))}, {kept}; "
         f"<code>--logs {esc(record.app_name)} --run {esc(record.run_id)}</code></small></h2>"
     )
@@ -635,7 +726,7 @@ def alerts_panel(document: Mapping[str, Any]) -> str:
     now, alerts = document["now"], document["alerts"]
     if not document["enabled"] and not alerts:
         return '<h2>Alerts</h2><p class="none">no alert targets ([alerts] targets)</p>'
-    open_count = sum(a["resolved_at"] is None and a["kind"] in LASTING for a in alerts)
+    open_count = sum(a["resolved_at"] is None and a["kind"] in (*LASTING, *ENDING) for a in alerts)
     undelivered = sum(not n["sent_at"] for a in alerts for n in a["notices"])
     mutes = "".join(
         f'<p class="summary">muted: {esc("every job" if m["scope"] == "*" else m["scope"])}'
@@ -652,7 +743,7 @@ def alerts_panel(document: Mapping[str, Any]) -> str:
     for alert in alerts:
         state = (
             ("open" if alert["resolved_at"] is None else "ended")
-            if alert["kind"] in LASTING
+            if alert["kind"] in (*LASTING, *ENDING)
             else "event"
         )
         rows.append(

@@ -246,6 +246,17 @@ def _panel(source: "Source", name: str, build: Callable[[], dict[str, Any]]) -> 
         return {"unavailable": str(exc), "query_failed": True}
 
 
+def panel_warnings(document: dict[str, Any]) -> dict[str, str]:
+    """The panels of ``document`` read whole whose card shows an error all the same (the
+    search index's when Elasticsearch does not answer), with it: ``/__heartbeat__``'s
+    warnings."""
+    return {
+        name: str(panel["error"])
+        for name, panel in document.items()
+        if isinstance(panel, dict) and panel.get("error") and not panel.get("unavailable")
+    }
+
+
 def failed_panels(document: dict[str, Any]) -> dict[str, str]:
     """The panels of ``document`` whose query failed, with the error."""
     return {

@@ -148,6 +148,11 @@ class Source:
         """
         return inspection.job_runs(self.settings, self.jobs, session.state, name, limit)
 
+    def rerun_groups(self, session: Session, runs: Any) -> list[Any]:
+        """The reruns among a job's ``runs`` (``RunView``s, newest first), each whole
+        (:func:`crontabber.inspection.rerun_groups`)."""
+        return inspection.rerun_groups(self.settings, session.state, runs)
+
     def metric_runs(self, session: Session, app_name: str, limit: int = METRIC_RUNS) -> list[Any]:
         """The job's newest ``limit`` runs in the run ledger, newest first, with the metrics
         each returned (``RunRecord``s, without output): what its metric charts draw."""

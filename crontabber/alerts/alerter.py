@@ -20,7 +20,7 @@ import datetime as dt
 import logging
 import os
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from .. import jsonout
 from ..config.catalog import BrokenEntry, Job, job_options
@@ -36,12 +36,17 @@ from ..version import version
 from .notify import Notice, send
 from .rules import (
     LASTING,
+    RUNNER,
     AlertPlan,
     AlertRules,
     Event,
     OpenAlert,
     Watched,
+    breaches_passed,
     broken_entry,
+    code_upgraded,
+    entries_fixed,
+    event_recovery,
     held_back,
     muted,
     old_code,
@@ -201,15 +206,18 @@ class Alerter:
         now: dt.datetime,
         swept: Swept,
         unplaced: Mapping[str, str] | None = None,
+        broken: Sequence[BrokenEntry] | None = None,
     ) -> None:
         """Evaluate the rules against ``states`` (read at ``now``) and ``unplaced`` (the jobs no
         live host may run, with why: :func:`crontabber.alerts.sweep.unplaced`), open, resolve and
-        repeat
-        alerts, and deliver what is due: the claimed notices of the tick's sweep
+        repeat alerts, end the ``broken-entry`` events whose entry is not among ``broken`` (the
+        entries of the jobs list this tick loaded that do not load; None: not known, none
+        ends), and deliver what is due: the claimed notices of the tick's sweep
         (:func:`crontabber.alerts.sweep.sweep`) and those this tick made. Never raises for a
         delivery; a database error propagates (the tick reports it)."""
         claimed, open_rows, mutes = swept
-        open_alerts = [OpenAlert.from_row(row) for row in open_rows]
+        rows = [OpenAlert.from_row(row) for row in open_rows]
+        open_alerts = [a for a in rows if a.kind in LASTING]
         names = {a.app_name for a in open_alerts}
         names |= {name for name in self.jobs if needs_attention(states.get(name), now)}
         names |= set(unplaced or {})
@@ -225,6 +233,15 @@ class Alerter:
             evaluated, open_alerts, now, lambda name: self._blocker(name, states, now), mutes
         )
         touched = self._carry_out(todo, states, now)
+        here = self.host.rpartition(":")[0] or self.host
+        if not muted(RUNNER, mutes, now):
+            # this host's tick got past the schema check (a refused one raises before)
+            touched += self._end_events(code_upgraded(rows, here))
+            if broken is not None:
+                fixed = entries_fixed(
+                    rows, [broken_entry(b.entry.text, b.problem) for b in broken], here
+                )
+                touched += self._end_events(fixed)
         if touched:
             claimed = claimed + self.alert_store.notices_claim(
                 self.host, self.config.claim_seconds, touched
@@ -362,6 +379,45 @@ class Alerter:
         """A run broke one of its job's checks (:mod:`crontabber.alerts.checks`): open the
         ``breach`` alert (once across the fleet per run and rule) and send it now."""
         self._send_now(event)
+
+    def checks_passed(self, app_name: str, run_id: int, broke: Sequence[str]) -> None:
+        """Run ``run_id`` of ``app_name`` was judged and broke only the rules ``broke``: end the
+        job's open ``breach`` alerts of earlier runs whose rule it passed (their cause is gone:
+        a ``recovered`` notice, PagerDuty's ``resolve``), sent now; none while the job's alerts
+        are muted. Never raises (the tick goes on)."""
+        try:
+            rows = [OpenAlert.from_row(r) for r in self.alert_store.open_of(app_name, "breach")]
+            passed = breaches_passed(rows, app_name, run_id, broke)
+            if not passed or self.alert_store.mutes(app_name):  # (a window: read only then)
+                return
+            ended = self._end_events(passed, run_id)
+            if ended:
+                self.deliver(
+                    self.alert_store.notices_claim(self.host, self.config.claim_seconds, ended)
+                )
+        except CrontabberError as exc:
+            logger.error("%s: the breach alerts were not ended: %s", app_name, exc)
+
+    def _end_events(self, alerts: Sequence[OpenAlert], run_id: int | None = None) -> list[int]:
+        """End the open events ``alerts`` (their cause is gone; ``run_id``: the run that passed
+        a breach's rule), each with its ``recovered`` notice when its job's rules tell of
+        recoveries: the ids of the recoveries this host made."""
+        touched = []
+        for alert in alerts:
+            recovered = (
+                event_recovery(alert, run_id) if self.rules(alert.app_name).on_recovery else None
+            )
+            ended, alert_id = self.alert_store.alert_resolve(
+                alert.id, self._opening(recovered) if recovered is not None else None
+            )
+            if ended:
+                logger.info("%s: alert %s (%s) ended", alert.app_name, alert.id, alert.kind)
+            if alert_id is not None and recovered is not None:
+                logger.warning(
+                    "alert %s: %s", alert_id, recovered.message, extra={"job": alert.app_name}
+                )
+                touched.append(alert_id)
+        return touched
 
     def old_code(self, host: str, behind: tuple[int, ...]) -> None:
         """This host's code is older than the database's schema: open the ``old-code`` alert

@@ -324,11 +324,14 @@ def check_runs(
     ran: Mapping[str, int],
     holder: str,
     alert: Callable[[Event], None] | None,
+    passed: Callable[[str, int, list[str]], None] | None = None,
 ) -> None:
     """Judge each run of ``ran`` ({app name: run id}, the runs that succeeded in this tick)
     against its job's checks: for each breach, ``alert(event)`` (None: no alert targets) and,
-    with ``on_breach = pause``, pause the job (audited, the reason naming the breach). A job
-    without checks costs nothing; never raises for a job's bad options (logged)."""
+    with ``on_breach = pause``, pause the job (audited, the reason naming the breach); for each
+    run judged, ``passed(app name, run id, the rules it broke)`` (the earlier breaches of the
+    rules it passed end). A job without checks costs nothing; never raises for a job's bad
+    options (logged)."""
     from ..records import AuditEntry
 
     for job in jobs:
@@ -348,6 +351,8 @@ def check_runs(
         found = breaches(run, [r for r in records if r.run_id != run.run_id], checks)
         if found:
             store.mark_breach(job.app_name, run.run_id, [b.rule for b in found])
+        if passed is not None:
+            passed(job.app_name, run.run_id, [b.rule for b in found])
         for breach in found:
             event = breach_event(run, breach, checks.on_breach)
             logger.warning("%s", event.message, extra={"job": job.app_name})

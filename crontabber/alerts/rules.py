@@ -22,7 +22,12 @@ The conditions, per job (its rules: ``alert_*`` in ``[crontabber]`` or ``[[class
   its subject the host and the migrations it lacks, so each host is told of once per
   release); so is ``broken-entry`` (a jobs entry whose class does not load: the other jobs
   run; its app name is ``crontabber``, its subject the entry and its error, so the fleet is
-  told once per entry and error);
+  told once per entry and error). ``broken-entry``, ``old-code`` and ``breach`` (a run broke
+  one of its job's checks: :mod:`crontabber.alerts.checks`) are events whose cause can go away:
+  they stay open until it does (:data:`ENDING`: the entry loads again, :func:`entries_fixed`;
+  the host ticks on code that knows the schema, :func:`code_upgraded`; a later run of the job
+  passes the rule, :func:`breaches_passed`), then end with a ``recovered`` notice, which
+  resolves their PagerDuty incident;
 - ``no-host``: no live host may run the job (its ``hosts`` tags: no host that ticked recently
   carries one, or every one that does is drained: :func:`crontabber.placement.no_live_host`);
   its subject names the tags it needs and the run it is due for; it stays open until a live
@@ -46,6 +51,9 @@ from ..state import JobState
 
 #: The kinds of alert that stay open while their condition lasts.
 LASTING = ("failing", "silent", "late", "no-host")
+#: The kinds of event that stay open until their cause is gone (not re-alerted meanwhile): a
+#: jobs entry that does not load, a run that broke a check.
+ENDING = ("broken-entry", "breach", "old-code")
 
 
 @dataclass(frozen=True)
@@ -105,6 +113,8 @@ class OpenAlert:
     subject: str
     message: str
     next_notice: dt.datetime | None
+    detail: Mapping[str, Any] = field(default_factory=dict)
+    opened_by: str = ""  # host:pid of the tick that opened it
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -112,6 +122,7 @@ class OpenAlert:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "OpenAlert":
+        detail = row.get("detail")
         return cls(
             row["id"],
             row["app_name"],
@@ -119,6 +130,8 @@ class OpenAlert:
             row["subject"],
             row["message"],
             row["next_notice"],
+            detail if isinstance(detail, Mapping) else {},
+            str(row.get("opened_by") or ""),
         )
 
 
@@ -414,6 +427,65 @@ def superseded(alert: OpenAlert, new_id: int | None, state: JobState | None) -> 
             "resolves": {"id": alert.id, "kind": alert.kind, "subject": alert.subject},
             "superseded_by": new_id,
         },
+    )
+
+
+def entries_fixed(
+    open_alerts: Iterable[OpenAlert], broken: Iterable[Event], host: str
+) -> list[OpenAlert]:
+    """The open ``broken-entry`` alerts whose cause is gone where it was seen: opened by a
+    tick of ``host`` (this tick's), their entry is not among the ``broken`` ones of this tick,
+    which loaded the whole jobs list (it loads now, or is no longer listed). Another host's
+    tick does not end them: during a rolling deploy its code or list may differ."""
+    still = {event.subject for event in broken}
+    return [
+        a
+        for a in open_alerts
+        if a.kind == "broken-entry"
+        and a.subject not in still
+        and a.opened_by.rpartition(":")[0] == host
+    ]
+
+
+def code_upgraded(open_alerts: Iterable[OpenAlert], host: str) -> list[OpenAlert]:
+    """The open ``old-code`` alerts of ``host`` whose cause is gone: a tick of ``host`` got
+    past the schema check (its code knows every migration of the database now)."""
+    return [a for a in open_alerts if a.kind == "old-code" and a.detail.get("host") == host]
+
+
+def breaches_passed(
+    open_alerts: Iterable[OpenAlert], app_name: str, run_id: int, broke: Iterable[str]
+) -> list[OpenAlert]:
+    """The open ``breach`` alerts of ``app_name`` whose cause is gone: run ``run_id`` (a later
+    run, judged) passed their rule (it broke only the rules ``broke``)."""
+    broken = set(broke)
+    return [
+        a
+        for a in open_alerts
+        if a.app_name == app_name
+        and a.kind == "breach"
+        and int(a.detail.get("run_id") or 0) < run_id
+        and a.detail.get("rule") not in broken
+    ]
+
+
+def event_recovery(alert: OpenAlert, run_id: int | None = None) -> Event:
+    """The ``recovered`` event of an :data:`ENDING` event whose cause is gone: a jobs entry
+    that loads (or is no longer listed), a host upgraded, a rule run ``run_id`` passed."""
+    if alert.kind == "breach":
+        how = f"run {run_id} passed {alert.detail.get('rule') or 'the rule'}"
+    elif alert.kind == "old-code":
+        how = f"{alert.detail.get('host')} runs code that knows the database's schema now"
+    else:
+        how = (
+            f"jobs entry {alert.detail.get('entry', alert.subject)!r} loads, or is no longer listed"
+        )
+    return Event(
+        alert.app_name,
+        "recovered",
+        str(alert.id),
+        f"{alert.app_name}: recovered ({how}); was: {alert.message}",
+        {"resolves": {"id": alert.id, "kind": alert.kind, "subject": alert.subject}},
     )
 
 

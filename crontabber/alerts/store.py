@@ -117,6 +117,11 @@ class AlertStore:
         )
         return rows[0]["id"] if rows else None
 
+    def open_of(self, app_name: str, kind: str) -> list[dict[str, Any]]:
+        """The open alerts of ``app_name`` of ``kind``, oldest first (rows of
+        :class:`~crontabber.alerts.rules.OpenAlert`)."""
+        return self._rows("alerts_open_of", {"app_name": app_name, "kind": kind})
+
     def alert_resolve(
         self, alert_id: int, recovery: Mapping[str, Any] | None = None
     ) -> tuple[bool, int | None]:

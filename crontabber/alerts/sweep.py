@@ -11,7 +11,7 @@ import datetime as dt
 import functools
 
 from .. import sqlfiles
-from ..placement import unplaced
+from ..placement import drains_of, unplaced
 from ..scheduling import needs_attention
 
 TYPE_CHECKING = False
@@ -127,6 +127,7 @@ class TickAlerts:
         self.pid_alive = pid_alive
         self._make_alerter = alerter
         self._alerter: Any = None  # an Alerter (not imported here: it imports this module)
+        self._broken: list[BrokenEntry] | None = None  # None: this pass did not say
 
     def alerter(self) -> Any:
         if self._alerter is None:
@@ -140,12 +141,23 @@ class TickAlerts:
         self.alerter().old_code(host, behind)
 
     def broken(self, entries: list["BrokenEntry"]) -> None:
+        """The jobs entries of this pass's jobs list that do not load (none: every one
+        loads): each one's ``broken-entry`` alert opened, and at the end of the pass
+        (:meth:`tick`) the open ones of entries not among them ended."""
+        self._broken = list(entries)
         for entry in entries:
             self.alerter().broken_entry(entry)
+
+    def checks_passed(self, app_name: str, run_id: int, broke: Sequence[str]) -> None:
+        """A judged run broke only ``broke``: the job's open breach alerts it passed end
+        (:meth:`crontabber.alerts.alerter.Alerter.checks_passed`)."""
+        self.alerter().checks_passed(app_name, run_id, broke)
 
     def tick(self, states: Any, now: Any, fleet: Any = ()) -> None:
         """``fleet``: the hosts as the tick's first read saw them (the ``no-host`` alert)."""
         swept = sweep(self.store, self.holder, self.settings.alerts, self.pid_alive)
         homeless = unplaced(self.jobs, fleet)
+        if homeless and any(host.drained for host in fleet):  # (a drain named: one read more)
+            homeless = unplaced(self.jobs, fleet, drains_of(self.store.hosts()))
         if homeless or not quiet(swept, states, (job.app_name for job in self.jobs), now):
-            self.alerter().tick(states, now, swept, homeless)
+            self.alerter().tick(states, now, swept, homeless, self._broken)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..command import ExitCode
 from ..errors import ConfigurationError, DrainInForce, HostNotFound
 from ..formats import minute_text
-from ..placement import drain_text, no_live_host
+from ..placement import drain_text, drains_of, no_live_host
 from ..scheduling import parse_until
 from .common import Context
 
@@ -58,10 +58,11 @@ def stranded(ctx: Context, host: str) -> list[str]:
     """The placed jobs that no live, undrained host may run now that ``host`` is drained,
     each with its verdict (which tag, which hosts carry it) and the way back."""
     fleet = ctx.store.fleet(ctx.settings.monitor.silence_critical_minutes * 60)
+    drains = drains_of(ctx.store.hosts())
     return [
         f"{job.app_name}: stranded: {verdict} (--undrain {host}, or give another host the tag)"
         for job in ctx.jobs
-        if job.hosts and (verdict := no_live_host(job.hosts, fleet))
+        if job.hosts and (verdict := no_live_host(job.hosts, fleet, drains))
     ]
 
 

@@ -10,7 +10,7 @@ from typing import Any, TextIO
 
 from .. import jsonout
 from ..alerts.alerter import Alerter, missed_deadlines, tick_alerter
-from ..alerts.rules import LASTING
+from ..alerts.rules import ENDING, LASTING
 from ..alerts.store import AlertStore
 from ..command import ExitCode
 from ..errors import ConfigurationError
@@ -100,7 +100,7 @@ def alerts(ctx: Context) -> int:
     for row in rows:
         state = (
             ("open" if row["resolved_at"] is None else f"ended {utc_text(row['resolved_at'])}")
-            if row["kind"] in LASTING
+            if row["kind"] in (*LASTING, *ENDING)
             else "event"
         )
         # every field may be the runner login's text (security review 2026-11-28, N-5)

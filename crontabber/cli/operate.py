@@ -31,6 +31,7 @@ DEFAULT_MUTE = dt.timedelta(hours=2)
 def explain(ctx: Context) -> int:
     from ..alerts.alerter import alert_rules
     from ..explain import explain_job
+    from ..placement import drains_of
 
     settings, jobs, store, args, out = ctx.settings, ctx.jobs, ctx.store, ctx.args, ctx.out
     broken = ctx.broken_entry(args.explain) if find_job(jobs, args.explain) is None else None
@@ -47,8 +48,9 @@ def explain(ctx: Context) -> int:
         if state is not None and state.error_count
         else None
     )
+    drains = drains_of(store.hosts()) if fleet and any(h.drained for h in fleet) else None
     result = explain_job(
-        job, states, now, markers_from_here(rules)(state, now), rules, deadline, fleet, line
+        job, states, now, markers_from_here(rules)(state, now), rules, deadline, fleet, line, drains
     )
     blocks = blocked_dependents(job, jobs, states, now)
     muted = _muted(ctx, job.app_name)

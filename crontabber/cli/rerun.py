@@ -50,6 +50,8 @@ def rerun(ctx: Context) -> int:
     stages = _stages(ctx, job, resumed)
     dates = stages[0].dates
     _warn_blocked(ctx, job)
+    if resumed is not None:
+        _warn_newer(ctx, job, resumed)
     if args.dry_run:
         _print_plan(ctx, stages, resumed)
         return ExitCode.OK
@@ -452,6 +454,32 @@ def _warn_blocked(ctx: Context, job: Job) -> None:
         print(
             f"{job.app_name}: warning: {one_line(why)} (a tick would skip {job.app_name} "
             "now); the rerun goes on, but its data may be incomplete",
+            file=ctx.out,
+        )
+
+
+def _warn_newer(ctx: Context, job: Job, resumed: RerunRecord) -> None:
+    """One warning line per newer rerun of ``job`` whose runs claimed intervals of the plan of
+    ``resumed`` (the rerun ``--resume-run`` continues): two reruns then cover the same days at
+    once (each interval still runs once at a time: its claim), and the newer one is likely the
+    one meant."""
+    reruns, lease = RerunStore(ctx.store), ctx.settings.lease_seconds
+    records = reruns.interval_records(job.app_name, list(resumed.plan), lease)
+    claimed: dict[int, list[dt.datetime]] = {}
+    for record in records.values():
+        if record.kind == "rerun" and record.run_id is not None:
+            claimed.setdefault(record.run_id, []).append(record.starts)
+    newer: dict[int, list[dt.datetime]] = {}
+    for run_id in sorted(r for r in claimed if r > resumed.run_id):
+        group = reruns.rerun_record(run_id, lease)
+        if group is not None and group.run_id > resumed.run_id:
+            newer.setdefault(group.run_id, []).extend(claimed[run_id])
+    for root, dates in newer.items():
+        print(
+            f"{job.app_name}: warning: a newer rerun, run {root}, covers {_span(sorted(dates))} "
+            f"of run {resumed.run_id}'s plan too: both would work on the same days (each "
+            f"interval once at a time); --rerun {job.app_name} --resume-run {root} joins the "
+            "newer one",
             file=ctx.out,
         )
 

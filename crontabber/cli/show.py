@@ -186,14 +186,20 @@ def show_error(ctx: Context) -> int:
         if failure is not None and state is not None and args.run is None
         else None
     )
+    note = (
+        render.abandoned_note(failure, state.last_run)
+        if failure is not None and state is not None and not state.error_count
+        else None
+    )
     if args.json:
         document = views.failure_document(app_name, failure, message)
         document["run"] = record.as_json() if record is not None else None
         if failure is not None:
-            document["superseded"] = superseded
+            document["superseded"] = None if note else superseded
+            document["note"] = note
         jsonout.emit(document, out)
     elif failure is not None:
-        print("\n".join(render.failure_report(failure, now, record, superseded)), file=out)
+        print("\n".join(render.failure_report(failure, now, record, superseded, note)), file=out)
         tail = render.output_tail(record, SHOWN_OUTPUT_LINES) if record is not None else []
         if tail:
             print("\n".join(tail), file=out)

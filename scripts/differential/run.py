@@ -205,6 +205,23 @@ def scenarios() -> list[Scenario]:
                 wind("3 days"),
                 run(f"3 days later: backfill anchored at {past}, 3 calls"),
             ),
+            expected={
+                f"first run: jobs at {past} run, at {future} not": Expected(
+                    "§1.2",
+                    "a timed backfill job's first interval: the original's is now (case 3), "
+                    f"ours its time of day ({past} today), as each later one (issue #42 item 13)",
+                    (
+                        "log:foo-backfill:1.age.success",
+                        "row:foo-backfill:age.last_success",
+                        "row:foo-backfill:last_success-last_run",
+                    ),
+                ),
+                f"3 days later: backfill anchored at {past}, 3 calls": Expected(
+                    "§1.2",
+                    "the first run's log row keeps its interval (as above)",
+                    ("log:foo-backfill:1.age.success",),
+                ),
+            },
         ),
         Scenario(
             "reset-job",

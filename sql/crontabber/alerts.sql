@@ -8,7 +8,9 @@
 -- A tick's one alerts statement: claim the notices due (new, retried, or left by a host
 -- that died; with alert_ids, only those alerts' notices; without, never a test's: a test
 -- is tried once, by --test-alert itself), list the open alerts (the plan
--- needs them to resolve and re-alert), the maintenance windows in force (app_name: the
+-- needs them to resolve and re-alert; the open broken-entry and old-code events too: a tick
+-- ends them),
+-- the maintenance windows in force (app_name: the
 -- scope; next_notice: until) and the holders of this host (%(this_host)s) whose claims
 -- still run (app_name: the holder). %(dead)s: holders of this host whose process is gone:
 -- their claims are taken over without waiting for claim_until (crontabber.alerts.sweep).
@@ -42,6 +44,15 @@ SELECT 'open', NULL, NULL, NULL, NULL,
 FROM crontabber_alert a
 WHERE a.resolved_at IS NULL AND a.kind IN ('failing', 'silent', 'late', 'no-host')
 UNION ALL
+-- the open broken-entry and old-code events (the runner's own: ended by a tick of the host that
+-- found them, once its jobs entries load, or its code knows the schema; the unique key's index)
+SELECT 'open', NULL, NULL, NULL, NULL,
+       a.id, a.app_name, a.kind, a.subject, a.message, a.detail, a.opened_at, a.opened_by,
+       a.next_notice
+FROM crontabber_alert a
+WHERE a.app_name = 'crontabber' AND a.kind IN ('broken-entry', 'old-code')
+  AND a.resolved_at IS NULL
+UNION ALL
 SELECT 'mute', NULL, NULL, NULL, NULL, NULL, m.scope, NULL, NULL, m.reason, NULL, m.at, m.muted_by,
        m.until
 FROM crontabber_mute m
@@ -67,6 +78,14 @@ WITH opened AS (
     RETURNING id
 )
 SELECT id FROM opened;
+
+-- name: alerts_open_of
+-- The open alerts of one job and kind (a job's breach events: ended by a later run that passes
+-- the rule), oldest first; read by the unique key's index.
+SELECT id, app_name, kind, subject, message, detail, next_notice
+FROM crontabber_alert
+WHERE app_name = %(app_name)s AND kind = %(kind)s AND resolved_at IS NULL
+ORDER BY id;
 
 -- name: alert_insert
 -- An alert without its notices (alert_supersede adds them after the superseded notice, so

@@ -62,3 +62,50 @@ def test_a_killed_run_shows_in_show_error_the_api_and_the_dashboard(cli):
         assert status == 200 and "abandoned" in page and f":{pid}" in page
     finally:
         dashboard.stop()
+
+
+def test_show_error_right_after_release_says_the_newest_run_was_abandoned(cli):
+    """Issue #42 item 13: ``--show-error`` after ``--release`` of a killed run calls it the
+    job's newest run, abandoned (no failure of the job), not "an older failure", and shows no
+    exception repr."""
+    run_id, pid = killed_run(cli)
+    assert cli.run("--release", "slow-job", "--reason", "test").returncode == 0
+    shown = cli.run("--show-error", "slow-job")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith(f"slow-job: run {run_id} was abandoned "), shown.stdout
+    assert "an older failure" not in shown.stdout and "RunAbandoned('" not in shown.stdout
+    assert (
+        "note: the job's newest run, abandoned (its holder died): no failure of the job; its "
+        "error count is 0"
+    ) in shown.stdout
+    assert "superseded:" not in shown.stdout
+    document = json.loads(cli.run("--show-error", "slow-job", "--json").stdout)
+    assert document["superseded"] is None and "no failure of the job" in document["note"]
+    assert shown.stdout.count(f"run {run_id} on ") == 1, shown.stdout  # its error said once
+    assert cli.run().returncode == 0  # a later run succeeds: the abandoned one is history now
+    shown = cli.run("--show-error", "slow-job")
+    assert "the job has no error now (an older failure); its last run: " in shown.stdout
+
+
+def test_the_dashboard_shows_a_dead_run_orphaned_and_an_abandoned_one_at_least(cli):
+    """Issue #42 item 13: the job page's row of a run whose holder is dead is ``orphaned
+    (dead)``, as the job's status, not a blue ``running``; once released, its TOOK has the ``+``
+    of ``--history`` (it ran at least that long)."""
+    run_id, pid = killed_run(cli)
+    dashboard = Dashboard(cli.crontab)
+    dashboard.start()
+    try:
+        page = dashboard.get("/jobs/slow-job")[2]
+        history = page[page.index('id="history"') :]
+        assert 'data-k="run.orphaned">orphaned (dead)</span>' in history, history
+        assert '<span class="badge running">' not in history
+        assert cli.run("--release", "slow-job", "--reason", "test").returncode == 0
+        page = dashboard.get("/jobs/slow-job")[2]
+        history = page[page.index('id="history"') :]
+        row = history[: history.index('<span class="badge abandoned">')]
+        took = re.findall(r"<td>([0-9.]+[a-z]+\+?)</td>", row)[-1]
+        assert took.endswith("+"), row
+        shown = cli.run("--history", "slow-job").stdout.splitlines()[1].split()[2]
+        assert took == shown  # the same "at least" as --history
+    finally:
+        dashboard.stop()

@@ -220,14 +220,16 @@ def test_a_job_no_live_host_may_run_alerts_and_explain_says_why(cli, fleet):
         ]
         assert kinds == [("no-host", True), ("recovered", False)]
         assert crontab.run("--drain", "host-b", "--reason", "kernel patch")[0] == 0
+        (by,) = crontab.sql("SELECT drained_by FROM crontabber_host WHERE host = 'host-b'")
+        # issue #42 item 5: the line names the drain that stranded the job: when it ends, who, why
+        drain = f"host-b (drained until --undrain by {by['drained_by']}: kernel patch)"
         code, out = crontab.run("--explain", "basic-job")
-        assert "no live host may run it: needs tag spool; hosts with it: host-b (drained)" in out
-        assert "hosts with it: host-b (drained)" in crontab.run("--explain", "basic-job")[1]
+        assert f"no live host may run it: needs tag spool; hosts with it: {drain}" in out
         assert fleet.tick("host-a").returncode == 0
         (again,) = crontab.sql(
             "SELECT message FROM crontabber_alert WHERE kind = 'no-host' AND resolved_at IS NULL"
         )
-        assert "hosts with it: host-b (drained)" in again["message"]
+        assert f"hosts with it: {drain}; it runs nowhere until" in again["message"]
     finally:
         receiver.close()
 
@@ -248,9 +250,11 @@ def test_a_second_drain_needs_replace_and_a_drain_names_the_jobs_it_strands(cli,
     code, out = crontab.run("--drain", "host-b", "--reason", "kernel patch CHG-97", "--until", "1h")
     assert code == 0 and "host-b: drained (until " in out and "replaced" not in out
     stranded = [line.strip() for line in out.splitlines() if "stranded" in line]
+    (by,) = crontab.sql("SELECT drained_by, drain_until FROM crontabber_host WHERE host = 'host-b'")
+    until = by["drain_until"].strftime("%Y-%m-%d %H:%M UTC")
+    drain = f"host-b (drained until {until} by {by['drained_by']}: kernel patch CHG-97)"
     assert stranded == [
-        "basic-job: stranded: no live host may run it: needs tag spool; hosts with it: host-b "
-        "(drained) "
+        f"basic-job: stranded: no live host may run it: needs tag spool; hosts with it: {drain} "
         "(--undrain host-b, or give another host the tag)"
     ]
     # issue #42 item 5: a job no live host may run is not "ok" anywhere
@@ -260,14 +264,11 @@ def test_a_second_drain_needs_replace_and_a_drain_names_the_jobs_it_strands(cli,
     code, out = crontab.run("--list-jobs", "--json")
     (shown,) = [job for job in json.loads(out)["jobs"] if job["name"] == "basic-job"]
     assert shown["status"] == "no-host"
-    assert (
-        shown["no_host"]
-        == "no live host may run it: needs tag spool; hosts with it: host-b (drained)"
-    )
+    assert shown["no_host"] == f"no live host may run it: needs tag spool; hosts with it: {drain}"
     code, out = crontab.run("--nagios")
     assert code == 1, out
     assert out.startswith(
-        "WARNING - basic-job: no live host may run it: needs tag spool; hosts with it: host-b"
+        f"WARNING - basic-job: no live host may run it: needs tag spool; hosts with it: {drain}"
     )
     code, out = crontab.run(
         "--drain", "host-b", "--reason", "someone else CHG-98", "--until", "10m"

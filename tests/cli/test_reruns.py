@@ -324,3 +324,38 @@ def test_a_killed_rerun_reads_as_what_it_was_then_a_tick_records_it_abandoned(cl
         3,
         ["abandoned"],
     )
+
+
+def test_resuming_a_rerun_that_a_newer_one_covers_warns_and_names_the_newer(cli):
+    """Issue #42 item 13: ``--resume-run`` of an older rerun whose days a newer rerun covers
+    too says so (both would work on the same days) and names the command that joins the newer
+    one."""
+    anchor = _started(cli, 1)
+    _slow(cli, 1.0)
+    days = [anchor - i * DAY for i in range(5, 1, -1)]
+    span = ("--date", _day(days[0]), "--to", _day(days[-1]))
+    older = cli.spawn("--rerun", "slow-backfill", "--reason", "test", *span, *SLOW)
+    first = wait_for(
+        lambda: cli.crontab.sql("SELECT run_id FROM crontabber_run WHERE kind = 'rerun'"),
+        what="the rerun",
+    )[0]["run_id"]
+    wait_for(lambda: _calls(cli), what="its first interval")
+    os.kill(older.pid, signal.SIGKILL)
+    older.wait(timeout=30)
+    _slow(cli, 0)
+    newer = cli.run("--rerun", "slow-backfill", "--reason", "test", *span, *SLOW)
+    assert newer.returncode == 0, newer.stderr
+    (second,) = cli.crontab.sql(
+        "SELECT run_id FROM crontabber_run WHERE kind = 'rerun' AND run_id > %s", (first,)
+    )
+    dry = cli.run("--rerun", "slow-backfill", "--resume-run", str(first), "--dry-run", *SLOW)
+    assert dry.returncode == 0, dry.stderr
+    assert (
+        f"slow-backfill: warning: a newer rerun, run {second['run_id']}, covers "
+    ) in dry.stdout, dry.stdout
+    assert (
+        f"of run {first}'s plan too: both would work on the same days (each interval once at a "
+        f"time); --rerun slow-backfill --resume-run {second['run_id']} joins the newer one"
+    ) in dry.stdout
+    plain = cli.run("--rerun", "slow-backfill", "--resume-run", str(second["run_id"]), "--dry-run")
+    assert "warning: a newer rerun" not in plain.stdout  # the newest: nothing newer covers it

@@ -148,9 +148,11 @@ def test_a_host_on_old_code_claims_nothing_and_is_named_until_upgraded(
         ]  # once, not per tick
         sent = [r.json for r in receiver.wait("/hook", 1) if r.json.get("kind") == "old-code"]
         assert [(n["job"], n["message"]) for n in sent] == [("crontabber", alerts_text(NEWER))]
-        # the upgraded host runs what is due
+        # the upgraded host runs what is due; its ticks do not end host-old's alert
         assert tick(new_code, ns_new, address_new, "host-new").returncode == 0
         assert len(crontab.calls()) > calls
+        (alert,) = crontab.sql("SELECT resolved_at FROM crontabber_alert WHERE kind = 'old-code'")
+        assert alert["resolved_at"] is None
         # host-old upgraded: it claims again, and nothing names it any more
         crontab.sql("UPDATE crontabber SET next_run = clock_timestamp()")
         upgraded_old = tick(new_code, ns_old, address_old, "host-old")
@@ -159,6 +161,13 @@ def test_a_host_on_old_code_claims_nothing_and_is_named_until_upgraded(
         assert row["schema_behind"] == []
         healthy = tick(new_code, ns_old, address_old, "host-old", "--nagios", "--json")
         assert "old-code" not in healthy.stdout, json.loads(healthy.stdout)
+        # issue #42 item 10: its old-code alert ends (a PagerDuty incident is resolved)
+        (alert,) = crontab.sql("SELECT resolved_at FROM crontabber_alert WHERE kind = 'old-code'")
+        assert alert["resolved_at"] is not None
+        recovered = [r.json for r in receiver.wait("/hook", 2) if r.json["kind"] == "recovered"]
+        assert [n["message"].split("; was: ")[0] for n in recovered] == [
+            "crontabber: recovered (host-old runs code that knows the database's schema now)"
+        ]
     finally:
         for proxy in proxies.values():
             proxy.close()

@@ -74,3 +74,26 @@ def test_a_panel_that_fails_is_its_error_and_the_heartbeat_says_so(dashboard):  
         and "prune_run" in body["panels"]["pipeline.prune"]
     )
     assert body["error"].startswith("1 panel(s) of / failed: pipeline.prune: ")
+
+
+def test_the_heartbeat_warns_while_the_search_card_shows_an_error(dashboard):  # noqa: F811
+    """Issue #42 item 13: Elasticsearch away, the page is drawn whole but its search card says
+    so: ``/__heartbeat__`` answers 200 ``warning`` naming it, never ``ok``."""
+    import socket
+
+    with socket.socket() as closed:  # a port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    crontab = dashboard.crontab
+    crontab.configure(
+        ["BasicJob|1d", "jobs.search_index.RebuildSearchIndexCronApp|1h"],
+        extra=f"    [[class-RebuildSearchIndexCronApp]]\n        es_url=http://127.0.0.1:{port}\n",
+    )
+    dashboard.start()
+    status, _, page = dashboard.get("/")
+    assert status == 200 and "Elasticsearch" in page
+    status, _, body = dashboard.get("/__heartbeat__")
+    assert (status, body["status"]) == (200, "warning"), body
+    (said,) = body["warnings"].values()
+    assert list(body["warnings"]) == ["pipeline.search_index"] and said.startswith("Elasticsearch")
+    assert body["warning"].startswith("1 panel(s) of / show an error: pipeline.search_index: ")

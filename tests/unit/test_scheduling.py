@@ -201,6 +201,17 @@ def test_backfill_without_success_runs_once_now():
     assert backfill_dates(None, DAILY, now) == [now]
 
 
+def test_a_backfill_jobs_first_interval_is_its_time_of_day():
+    # issue #42 item 13: a `1d|00:10` job first run at 07:14 does the interval of 00:10 today,
+    # as each later one; before 00:10 (a delay, a zone), yesterday's
+    at_ten_past = parse_schedule("1d", "00:10")
+    assert backfill_dates(None, at_ten_past, at("2026-11-28 07:14")) == [at("2026-11-28 00:10")]
+    assert backfill_dates(None, at_ten_past, at("2026-11-28 00:10")) == [at("2026-11-28 00:10")]
+    assert backfill_dates(None, at_ten_past, at("2026-11-28 00:05")) == [at("2026-11-27 00:10")]
+    berlin = parse_schedule("1d", "06:00", "Europe/Berlin")  # 05:00 UTC in winter
+    assert backfill_dates(None, berlin, at("2026-11-28 07:14")) == [at("2026-11-28 05:00")]
+
+
 def test_backfill_each_missed_interval_oldest_first():
     last = at("2026-01-01 10:30")
     now = at("2026-01-04 11:00")
