@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Mapping, Sequence
 
-from .runner import default_holder
+from .identity import default_holder
 
 __all__ = ["open_database", "database_now", "default_holder", "operator_command"]
 
@@ -45,7 +45,7 @@ def open_database(
         applied = ensure_schema(connection, with_runner(schema_dirs))
         if applied.unknown:
             from .errors import CodeOlderThanSchema
-            from .runner import this_host
+            from .identity import this_host
 
             raise CodeOlderThanSchema(this_host(), applied.unknown)
     except BaseException:
