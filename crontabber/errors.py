@@ -10,6 +10,7 @@ them, under the same base.
 from __future__ import annotations
 
 import datetime as dt
+from typing import Sequence
 
 from .formats import minute_text, pause_end, short_span, utc_text
 
@@ -35,6 +36,17 @@ class ConfigurationError(CrontabberError):
         super().__init__(
             f"{where}: {problem}" if argument else f"configuration error in {where}: {problem}"
         )
+
+
+class ConfigurationRefused(ConfigurationError):
+    """``--configtest`` refuses the configuration for several reasons (``lines``, each a
+    whole message of one line): printed one line each (exit 1)."""
+
+    def __init__(self, lines: Sequence[str]) -> None:
+        self.lines = tuple(lines)
+        self.where = "--configtest"
+        self.problem = self.lines[0]
+        CrontabberError.__init__(self, "\n".join(self.lines))
 
 
 class JobNotFound(CrontabberError):

@@ -130,6 +130,12 @@ def runner_options() -> Namespace:
         "carrying that tag",
     )
     cron.add_option(
+        "production",
+        False,
+        "a production host: --configtest refuses what still points at the development "
+        "services (scripts/services.sh's Elasticsearch and S3 addresses, its S3 keys)",
+    )
+    cron.add_option(
         "output_tail_bytes",
         65536,
         "each run keeps the last this many bytes of what its job logged and "
@@ -654,6 +660,7 @@ class Settings(Frozen):
         "host_tags",
         "max_parallel_jobs",
         "tick_seconds",
+        "production",
     )
     _hidden = frozenset({"sentry_dsn", "sources"})
     _uncompared = frozenset({"sources"})
@@ -678,6 +685,7 @@ class Settings(Frozen):
     host_tags: tuple[str, ...]
     max_parallel_jobs: int
     tick_seconds: float  # --serve's tick, and a busy tick's new look at the due jobs
+    production: bool  # --configtest refuses the development services' addresses and keys
 
     def __init__(
         self,
@@ -702,6 +710,7 @@ class Settings(Frozen):
         host_tags: tuple[str, ...] = (),
         max_parallel_jobs: int = MAX_PARALLEL_JOBS,
         tick_seconds: float = 60.0,
+        production: bool = False,
     ) -> None:
         setfield(self, "entries", entries)
         setfield(self, "error_retry_time", error_retry_time)
@@ -724,6 +733,7 @@ class Settings(Frozen):
         setfield(self, "host_tags", host_tags)
         setfield(self, "max_parallel_jobs", max_parallel_jobs)
         setfield(self, "tick_seconds", tick_seconds)
+        setfield(self, "production", production)
 
     def limits_for(self, job_config: Mapping[str, Any]) -> RunLimits:
         """The time limits of one run of a job, given its resolved options."""
