@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Sequence
 
-from .formats import minute_text, pause_end, short_span, utc_text
+from .formats import counted, minute_text, pause_end, short_span, utc_text
 
 
 class CrontabberError(Exception):
@@ -275,6 +275,33 @@ class DatabaseReadOnly(DatabaseUnavailable):
             f"{server} is a read-only standby (in recovery): name the "
             "primary, or list every server in host with "
             "target_session_attrs = read-write",
+        )
+
+
+class SchemaNeedsOwner(DatabaseUnavailable):
+    """The database lacks part of the schema (``pending``: ``crontabber/schema.sql`` for a
+    schema new to it, else migration names, ``0026_rerun_parallel``) and this ``login`` may
+    not apply it (a runner login has no DDL rights): the schema's ``owner`` runs one command
+    first (docs/deploy.md#a-first-deploy). Exit 1, as the database unavailable: nothing ran."""
+
+    def __init__(self, target: str, pending: Sequence[str], login: str, owner: str | None) -> None:
+        self.pending = tuple(pending)
+        self.login = login
+        self.owner = owner
+        what = (
+            f"migration {self.pending[0]} needs"
+            if len(self.pending) == 1
+            else f"{counted(len(self.pending), 'migration')} ({', '.join(self.pending)}) need"
+        )
+        if any(name.endswith("/schema.sql") for name in self.pending):
+            what = f"the schema ({', '.join(self.pending)}) needs"
+        who = owner or "the schema's owner"
+        super().__init__(
+            target,
+            f"{what} the schema's owner ({who}); this login ({login}) may not apply it:"
+            f" run once RESOURCE_POSTGRESQL_USER={who} python -m crontabber --admin.conf=FILE"
+            " --list-jobs (FILE: this host's INI; the owner's password in"
+            " RESOURCE_POSTGRESQL_PASSWORD), then the ticks (docs/deploy.md#a-first-deploy)",
         )
 
 

@@ -1004,7 +1004,7 @@ def open_store(db: DatabaseSettings, schema_dirs: Sequence[str] = ()) -> StateSt
 
     Raises:
         DatabaseUnavailable: the server cannot be reached, refuses the login,
-            or the schema cannot be applied.
+            or the schema cannot be applied (:class:`SchemaNeedsOwner`: not by this login).
     """
     from .schema import ensure_schema, with_runner
 
@@ -1016,4 +1016,7 @@ def open_store(db: DatabaseSettings, schema_dirs: Sequence[str] = ()) -> StateSt
         raise DatabaseUnavailable(
             db.target, f"applying the schema failed: {first_line(exc)}"
         ) from None
+    except BaseException:  # SchemaNeedsOwner: a login that may not apply it
+        conn.close()
+        raise
     return StateStore(conn, db, applied.unknown)

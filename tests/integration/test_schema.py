@@ -248,3 +248,23 @@ def test_migration_0025_chains_the_audit_rows_written_before_it(empty_database):
         cur.execute("UPDATE crontabber_audit SET actor = 'z@h' WHERE actor = 'a@h'")
     assert store.verify_audit().breaks == ((1, "row 1 was changed after it was written"),)
     conn.close()
+
+
+def test_a_notice_of_the_schema_is_logged_not_lost(empty_database, tmp_path, caplog):
+    # the roles' NOTICE of schema.sql and 0025 (issue #44, P6): psycopg2 keeps notices in
+    # connection.notices, which nothing printed; ensure_schema logs each (WARNING)
+    sql = tmp_path / "sql"
+    (sql / "migrations").mkdir(parents=True)
+    (sql / "schema.sql").write_text(
+        "DO $$ BEGIN RAISE NOTICE 'role % does not exist and % may not create it "
+        "(docs/deploy.md#roles)', 'crontabber_runner', current_user; END $$;"
+    )
+    (sql / "migrations" / "0001_roles.sql").write_text("SELECT 1;")
+    conn = connect(empty_database)
+    with caplog.at_level("WARNING", logger="crontabber.schema"):
+        ensure_schema(conn, [sql])
+    conn.close()
+    assert [record.getMessage() for record in caplog.records] == [
+        f"database schema: NOTICE: role crontabber_runner does not exist and"
+        f" {empty_database.user} may not create it (docs/deploy.md#roles)"
+    ]
