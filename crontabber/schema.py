@@ -58,7 +58,10 @@ def round_trip_cursor(connection: Any, cursor: Callable[[], Any] | None = None) 
         with make() as cur:
             yield cur
     finally:
-        connection.autocommit = False
+        # a connection the statement lost is closed: setting it would raise "connection
+        # already closed" over the server's (or PgBouncer's) own error
+        if not connection.closed:
+            connection.autocommit = False
 
 
 #: psycopg2.extensions.TRANSACTION_STATUS_IDLE (libpq's PQTRANS_IDLE): not in a transaction.

@@ -1012,10 +1012,12 @@ def open_store(db: DatabaseSettings, schema_dirs: Sequence[str] = ()) -> StateSt
     try:
         applied = ensure_schema(conn, with_runner(schema_dirs))
     except psycopg2.Error as exc:
+        # the connection lost (PgBouncer's "server login has been failing", a server gone):
+        # the server's words, not a schema failure (every tick reads the schema's state)
+        lost = bool(conn.closed)
         conn.close()
-        raise DatabaseUnavailable(
-            db.target, f"applying the schema failed: {first_line(exc)}"
-        ) from None
+        reason = first_line(exc) if lost else f"applying the schema failed: {first_line(exc)}"
+        raise DatabaseUnavailable(db.target, reason) from None
     except BaseException:  # SchemaNeedsOwner: a login that may not apply it
         conn.close()
         raise

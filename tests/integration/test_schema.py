@@ -2,7 +2,11 @@
 its migrations; a runner without the jobs creates none of their tables; a site that adds the
 jobs later gets them; existing crontabber 0.18 databases keep working."""
 
+import time
 from pathlib import Path
+
+import psycopg2
+import pytest
 
 from crontabber import sqlfiles
 from crontabber.schema import (
@@ -268,3 +272,18 @@ def test_a_notice_of_the_schema_is_logged_not_lost(empty_database, tmp_path, cap
         f"database schema: NOTICE: role crontabber_runner does not exist and"
         f" {empty_database.user} may not create it (docs/deploy.md#roles)"
     ]
+
+
+def test_a_connection_lost_before_the_schema_check_keeps_the_servers_error(empty_database):
+    # issue #44, P11: a tick whose connection PgBouncer or the server had closed printed
+    # "connection already closed" (the round-trip cursor's clean-up on the closed
+    # connection) instead of the server's own reason
+    owner = connect(empty_database)
+    with owner, owner.cursor() as cur:
+        cur.execute(f"ALTER DATABASE {empty_database.dbname} SET idle_session_timeout = '50ms'")
+    owner.close()
+    conn = connect(empty_database)
+    time.sleep(0.5)  # idle past the timeout: the server ends the session
+    with pytest.raises(psycopg2.OperationalError, match="server closed the connection"):
+        ensure_schema(conn, BOTH)
+    assert conn.closed
