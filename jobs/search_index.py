@@ -23,6 +23,7 @@ import functools
 from crontabber import sqlfiles
 from crontabber.base import BaseCronApp, Summary
 from crontabber.config.options import DotDict, Namespace
+from crontabber.database import retried_when_lost
 from crontabber.errors import ConfigurationError, CrontabberError
 from crontabber.formats import utc_text
 from crontabber.frozen import Frozen, setfield
@@ -431,7 +432,8 @@ class IndexNewUploadsCronApp(BaseCronApp):
                 f"no alias {config.alias} yet: nothing written (the rebuild indexes everything)",
                 documents_indexed=0,
             )
-        with self.database_connection_factory() as connection:
+
+        def add(connection: Any) -> tuple[int, dt.datetime | None, str]:
             store = SymbolFileStore(connection)
             since, why = starting_point(
                 store.watermark(config.alias),
@@ -442,6 +444,13 @@ class IndexNewUploadsCronApp(BaseCronApp):
             with store.new_files(since) as window:
                 written = update(es, config.alias, window.rows, int(config.chunk_size))
             store.save_watermark(config.alias, Watermark(target.name, window.as_of))
+            return written, since, why
+
+        # a database lost mid-run (a failover) is waited for, as the runner's writes are:
+        # the run starts again from the watermark (documents written twice are the same)
+        written, since, why = retried_when_lost(
+            self.database_connection_factory, add, self.app_name
+        )
         return Summary(
             f"{written} symbol files of uploads finished after "
             f"{utc_text(since) if since else 'the beginning'} ({why}) written to "
