@@ -268,14 +268,22 @@ class DatabaseReadOnly(DatabaseUnavailable):
     recorded there. A standby promoted later takes writes; until then this is the database
     being unavailable (exit 1, ``--nagios`` CRITICAL), said in one line naming the server."""
 
-    def __init__(self, target: str, server: str) -> None:
+    def __init__(self, target: str, server: str, behind: str | None = None) -> None:
         self.server = server
-        super().__init__(
-            target,
-            f"{server} is a read-only standby (in recovery): name the "
-            "primary, or list every server in host with "
-            "target_session_attrs = read-write",
-        )
+        self.behind = behind  # the server a pooler at ``server`` passed the session to
+        if behind is None:
+            advice = (
+                f"{server} is a read-only standby (in recovery): name the "
+                "primary, or list every server in host with "
+                "target_session_attrs = read-write"
+            )
+        else:  # behind PgBouncer, libpq's multi-host form would only reach the pooler again
+            advice = (
+                f"{server} is a pooler or proxy (PgBouncer) in front of {behind}, a read-only"
+                " standby (in recovery): point its entry for this database at the primary and"
+                " reload it (docs/deploy.md#postgresql-a-primary-and-a-standby)"
+            )
+        super().__init__(target, advice)
 
 
 class SchemaNeedsOwner(DatabaseUnavailable):

@@ -74,10 +74,41 @@ def connect(db: DatabaseSettings, application_name: str = "crontabber") -> Any:
     except psycopg2.OperationalError as exc:
         raise DatabaseUnavailable(db.target, first_line(exc)) from None
     if _read_only(conn):
-        server = f"{conn.info.host}:{conn.info.port}"
+        server, behind = f"{conn.info.host}:{conn.info.port}", server_behind(conn)
         conn.close()
-        raise DatabaseReadOnly(db.target, server)
+        raise DatabaseReadOnly(db.target, server, behind)
     return conn
+
+
+def server_behind(conn: Any) -> str | None:
+    """``host:port`` of the server when it is not where ``conn`` connected (a pooler such as
+    PgBouncer, or a proxy, in between: the server's own address and port differ from the
+    connection's), or None: no pooler seen (or a Unix socket, or the question failed). One
+    round trip: asked only of a read-only server, to name the fix that applies."""
+    try:
+        conn.rollback()  # after a refused write: its transaction is aborted
+        with conn.cursor() as cur:
+            cur.execute("SELECT host(inet_server_addr()), inet_server_port()")
+            address, port = cur.fetchone()
+        conn.rollback()
+    except psycopg2.Error:
+        return None
+    if port is None:  # a Unix socket
+        return None
+    here = str(conn.info.host)
+    moved = str(port) != str(conn.info.port) or (_is_address(here) and here != address)
+    return f"{address}:{port}" if moved else None
+
+
+def _is_address(host: str) -> bool:
+    """Whether ``host`` is an IP address (a name may resolve to the server's address)."""
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def _read_only(conn: Any) -> bool:
@@ -197,7 +228,7 @@ class StateStore:
                 server = f"{self._conn.info.host}:{self._conn.info.port}"
             except psycopg2.Error:
                 server = "the server"
-            return DatabaseReadOnly(self.target, server)
+            return DatabaseReadOnly(self.target, server, server_behind(self._conn))
         return DatabaseUnavailable(self.target, first_line(exc))
 
     def lock_waited(self, doing: str) -> LockWaitTimedOut:
