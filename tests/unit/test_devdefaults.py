@@ -57,3 +57,22 @@ def test_no_elasticsearch_address_is_an_error_not_a_default(monkeypatch):
         es_url("")
     monkeypatch.setenv("ES_URL", "http://es1.internal:9200")
     assert es_url() == "http://es1.internal:9200" and es_url("http://b:9200") == "http://b:9200"
+
+
+def test_the_search_command_and_endpoint_without_an_address_say_so(monkeypatch):
+    import io
+
+    from search.cli import main
+    from search.server import SearchApp
+
+    monkeypatch.delenv("ES_URL", raising=False)
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["mozilla"], out, err) == 1
+    assert err.getvalue() == (
+        "search: no Elasticsearch address: set ES_URL (a URL, or a cluster's nodes' URLs,"
+        " comma-separated)\n"
+    )
+    app = SearchApp()
+    for path in ("/__heartbeat__", "/search"):
+        status, body = app.route({"PATH_INFO": path, "QUERY_STRING": "q=x"})
+        assert status == 503 and "no Elasticsearch address" in str(body), (path, body)
