@@ -8,155 +8,28 @@ the ticks go on; a tick that met the outage says why in PgBouncer's or the serve
 
 from __future__ import annotations
 
-import os
-import pwd
-import re
-import shutil
-import signal
-import socket
-import subprocess
-import tempfile
-import uuid
-from pathlib import Path
 from typing import Iterator
 
-import psycopg2
 import pytest
 
+from tests.fixtures.pgbouncer import ADMIN, Bouncer, documented_ini, running_bouncer
 from tests.fixtures.tcp_proxy import TcpProxy
 from tests.fixtures.waiting import wait_for
-from tests.helpers import REPO
-
-PGBOUNCER = "/usr/sbin/pgbouncer"
-ADMIN = "pgbouncer_admin"
-
-
-def documented_ini() -> str:
-    """docs/deploy.md's ``pgbouncer.ini`` block."""
-    text = (REPO / "docs" / "deploy.md").read_text()
-    (block,) = re.findall(r"```ini\n(; /etc/pgbouncer/pgbouncer.ini\n.*?)```", text, re.S)
-    return block
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class Bouncer:
-    """The documented file with this machine's addresses, run as ``postgres``."""
-
-    def __init__(self, directory: Path, backend: int, user: str, password: str) -> None:
-        self.dir, self.port, self.backend = directory, free_port(), backend
-        self.admin_password = uuid.uuid4().hex
-        (directory / "userlist.txt").write_text(
-            f'"{user}" "{password}"\n"{ADMIN}" "{self.admin_password}"\n'
-        )
-        self.write()
-        owner = pwd.getpwnam("postgres")
-        for path in (directory, *directory.iterdir()):
-            os.chown(path, owner.pw_uid, owner.pw_gid)
-        subprocess.run(
-            ["runuser", "-u", "postgres", "--", PGBOUNCER, "-q", "-d", str(self.ini)],
-            check=True,
-            timeout=30,
-        )
-        wait_for(lambda: self._listening(), timeout=30, what="PgBouncer listening")
-
-    @property
-    def ini(self) -> Path:
-        return self.dir / "pgbouncer.ini"
-
-    def write(self) -> None:
-        lines = []
-        for line in documented_ini().splitlines():
-            key = line.split("=", 1)[0].strip()
-            if key == "*":
-                line = f"* = host=127.0.0.1 port={self.backend}"
-            elif key == "listen_addr":
-                line = "listen_addr = 127.0.0.1"
-            elif key == "listen_port":
-                line = f"listen_port = {self.port}"
-            elif key == "auth_file":
-                line = f"auth_file = {self.dir / 'userlist.txt'}"
-            lines.append(line)
-        lines += [  # what a service manager would otherwise provide (docs/deploy.md)
-            f"pidfile = {self.dir / 'pgbouncer.pid'}",
-            f"logfile = {self.dir / 'pgbouncer.log'}",
-            "unix_socket_dir =",
-        ]
-        self.ini.write_text("\n".join(lines) + "\n")
-
-    def _listening(self) -> bool:
-        with socket.socket() as sock:
-            return sock.connect_ex(("127.0.0.1", self.port)) == 0
-
-    def reload_from_console(self) -> None:
-        """``psql -U pgbouncer_admin pgbouncer -c RELOAD``, as the runbook says."""
-        conn = psycopg2.connect(
-            host="127.0.0.1",
-            port=self.port,
-            dbname="pgbouncer",
-            user=ADMIN,
-            password=self.admin_password,
-        )
-        conn.autocommit = True
-        try:
-            conn.cursor().execute("RELOAD")
-        finally:
-            conn.close()
-
-    def clients(self) -> str:
-        """The states of PgBouncer's client connections (``SHOW CLIENTS``: active, waiting)."""
-        conn = psycopg2.connect(
-            host="127.0.0.1",
-            port=self.port,
-            dbname="pgbouncer",
-            user=ADMIN,
-            password=self.admin_password,
-        )
-        conn.autocommit = True
-        try:
-            with conn.cursor() as cur:
-                cur.execute("SHOW CLIENTS")
-                state = [column.name for column in cur.description].index("state")
-                return " ".join(str(row[state]) for row in cur.fetchall())
-        finally:
-            conn.close()
-
-    def stop(self) -> None:
-        pidfile = self.dir / "pgbouncer.pid"
-        if pidfile.exists():
-            pid = int(pidfile.read_text())
-            os.kill(pid, signal.SIGTERM)
-            wait_for(lambda: not self._alive(pid), timeout=30, what="PgBouncer stopped")
-
-    @staticmethod
-    def _alive(pid: int) -> bool:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
 
 
 @pytest.fixture
 def bouncer(cli) -> Iterator[tuple[Bouncer, TcpProxy]]:
-    if not Path(PGBOUNCER).exists():
-        pytest.fail(f"{PGBOUNCER} is missing (scripts/services.sh installs it)")
     db = cli.crontab.database
     primary = TcpProxy((db.host, db.port))
-    directory = Path(tempfile.mkdtemp(prefix="crontabber-pgb-"))
-    directory.chmod(0o755)
-    started = Bouncer(directory, primary.port, db.user, db.password)
-    cli.env.update(RESOURCE_POSTGRESQL_HOST="127.0.0.1", RESOURCE_POSTGRESQL_PORT=str(started.port))
     try:
-        yield started, primary
+        with running_bouncer(primary.port, {db.user: db.password}) as started:
+            cli.env.update(
+                RESOURCE_POSTGRESQL_HOST="127.0.0.1",
+                RESOURCE_POSTGRESQL_PORT=str(started.port),
+            )
+            yield started, primary
     finally:
-        started.stop()
         primary.cut()
-        shutil.rmtree(directory, ignore_errors=True)
 
 
 def test_the_documented_file_has_an_admin_and_a_short_login_retry():
