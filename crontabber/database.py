@@ -15,9 +15,15 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
-from typing import Any, Callable, Mapping, Sequence, TypeVar
+from typing import Any, Mapping, Sequence
 
 from .identity import default_holder
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable, TypeVar
+
+    T = TypeVar("T")
 
 __all__ = [
     "open_database",
@@ -28,7 +34,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-T = TypeVar("T")
 
 #: How long a job's own database work is tried again after a lost connection: as long as the
 #: runner tries to record a run's end (``lease_seconds``' default), a failover's span.

@@ -10,9 +10,12 @@ them, under the same base.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Sequence
 
 from .formats import counted, minute_text, pause_end, short_span, utc_text
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing is not imported by a tick
+    from typing import Sequence
 
 
 class CrontabberError(Exception):

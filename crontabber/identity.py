@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import os
 import socket
-from typing import Mapping
 
 from .errors import ConfigurationError
 from .leases import holder_name
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing is not imported by a tick
+    from typing import Mapping
 
 #: The environment variable that names this host (docs/deploy.md, "What names a host").
 HOST_VARIABLE = "CRONTABBER_HOST_NAME"

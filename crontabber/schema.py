@@ -176,7 +176,10 @@ def ensure_schema(connection: Any, sql_dirs: Sequence[SqlDir] = RUNNER) -> Appli
     except Exception as exc:  # InsufficientPrivilege, without importing psycopg2 here
         if getattr(exc, "pgcode", None) != _INSUFFICIENT_PRIVILEGE:
             raise
-        raise _needs_owner(connection, q["owner"], by_dir, recorded) from None
+        refusal = _needs_owner(connection, q["owner"], by_dir, recorded)
+        if refusal is None:  # refused to the owner itself: the server's own words
+            raise
+        raise refusal from None
     for notice in connection.notices[heard:]:  # the roles' NOTICE (docs/deploy.md#roles)
         logger.warning("database schema: %s", " ".join(notice.split()))
     if applied:
@@ -190,10 +193,11 @@ _INSUFFICIENT_PRIVILEGE = "42501"
 
 def _needs_owner(
     connection: Any, query: str, by_dir: dict[SqlDir, list[Migration]], recorded: Any
-) -> SchemaNeedsOwner:
+) -> SchemaNeedsOwner | None:
     """The refusal of a login that may not apply what is missing: what is missing (a
     schema new to the database: its ``schema.sql``; else each migration not recorded) and
-    whose login may apply it."""
+    whose login may apply it; None when this login is that owner (a statement that needs
+    more than the owner has, a superuser's right)."""
     pending: list[str] = []
     for sql_dir, found in by_dir.items():
         if not set(recorded) & {m.number for m in found}:
@@ -206,6 +210,8 @@ def _needs_owner(
         with round_trip_cursor(connection) as cur:
             cur.execute(query)
             login, owner = cur.fetchone()
+    if owner is not None and owner == login:
+        return None
     target = f"{info.user}@{info.host}:{info.port}/{info.dbname}"
     return SchemaNeedsOwner(target, tuple(pending), login, owner)
 

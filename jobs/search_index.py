@@ -23,7 +23,6 @@ import functools
 from crontabber import sqlfiles
 from crontabber.base import BaseCronApp, Summary
 from crontabber.config.options import DotDict, Namespace
-from crontabber.database import retried_when_lost
 from crontabber.errors import ConfigurationError, CrontabberError
 from crontabber.formats import utc_text
 from crontabber.frozen import Frozen, setfield
@@ -448,6 +447,8 @@ class IndexNewUploadsCronApp(BaseCronApp):
 
         # a database lost mid-run (a failover) is waited for, as the runner's writes are:
         # the run starts again from the watermark (documents written twice are the same)
+        from crontabber.database import retried_when_lost
+
         written, since, why = retried_when_lost(
             self.database_connection_factory, add, self.app_name
         )

@@ -287,3 +287,16 @@ def test_a_connection_lost_before_the_schema_check_keeps_the_servers_error(empty
     with pytest.raises(psycopg2.OperationalError, match="server closed the connection"):
         ensure_schema(conn, BOTH)
     assert conn.closed
+
+
+def test_a_statement_refused_to_the_owner_itself_keeps_the_servers_words(empty_database, tmp_path):
+    # SchemaNeedsOwner is for another login (a runner's); the owner refused a statement of
+    # a role with more rights is told the server's reason, not to run as itself
+    sql = tmp_path / "sql"
+    (sql / "migrations").mkdir(parents=True)
+    (sql / "schema.sql").write_text("CREATE ROLE test_never_made NOLOGIN;")  # no CREATEROLE
+    (sql / "migrations" / "0001_system.sql").write_text("SELECT 1;")
+    conn = connect(empty_database)
+    with pytest.raises(psycopg2.errors.InsufficientPrivilege, match="create role"):
+        ensure_schema(conn, [sql])
+    conn.close()
