@@ -136,6 +136,16 @@ def rows_of(cursor: Any) -> list[dict[str, Any]]:
     return [_as_dict(cursor, row) for row in cursor.fetchall()] if cursor.description else []
 
 
+def lost_cause(exc: Exception) -> Exception:
+    """The error that lost a connection: psycopg2 raises "connection already closed" when a
+    ``with connection`` block ends on a connection its statement lost (the rollback meets it
+    closed), over the server's (or PgBouncer's) own error, which is its ``__context__``."""
+    context = exc.__context__
+    if isinstance(exc, psycopg2.InterfaceError) and isinstance(context, psycopg2.Error):
+        return context
+    return exc
+
+
 def translated(
     method: Callable[Concatenate[StateStore, P], R],
 ) -> Callable[Concatenate[StateStore, P], R]:
@@ -166,11 +176,16 @@ def translated(
                 if isinstance(exc, psycopg2.errors.ReadOnlySqlTransaction) and self._conn.readonly:
                     # a session read-only on purpose (the dashboard's): never reopened writable
                     raise
+                cause = lost_cause(exc)
+                # closed before this call (a failed attempt of a caller's retry): no news
+                known = cause is exc and isinstance(exc, psycopg2.InterfaceError)
                 if attempt == 2 or not self.reconnect():
-                    raise self.unavailable(exc) from None
-                logger.warning(
-                    "lost the state database connection (%s); reconnected", first_line(exc)
-                )
+                    raise self.unavailable(cause) from None
+                if not known:  # a login to PgBouncer is no server yet: "trying again", no more
+                    logger.warning(
+                        "lost the state database connection (%s); trying again on a new one",
+                        first_line(cause),
+                    )
         raise AssertionError("unreachable")
 
     return wrapper
@@ -1047,7 +1062,8 @@ def open_store(db: DatabaseSettings, schema_dirs: Sequence[str] = ()) -> StateSt
         # the server's words, not a schema failure (every tick reads the schema's state)
         lost = bool(conn.closed)
         conn.close()
-        reason = first_line(exc) if lost else f"applying the schema failed: {first_line(exc)}"
+        said = first_line(lost_cause(exc))
+        reason = said if lost else f"applying the schema failed: {said}"
         raise DatabaseUnavailable(db.target, reason) from None
     except BaseException:  # SchemaNeedsOwner: a login that may not apply it
         conn.close()
