@@ -792,10 +792,15 @@ def refuse_services(settings: Settings, jobs: list[Job]) -> None:
         ConfigurationRefused: one line for each.
     """
     from ..config.catalog import job_config
-    from ..config.devdefaults import development_values
+    from ..config.devdefaults import database_urls, development_values
 
     lines: list[str] = []
-    options: list[tuple[str, object]] = []
+    db = settings.database
+    options: list[tuple[str, object]] = (
+        []
+        if db.dsn
+        else [("the state database (crontabber.host)", database_urls(db.host, db.port))]
+    )
     for job in jobs:
         problems = getattr(job.cls, "config_problems", None)  # a BaseCronApp's (crontabber.base)
         if problems is not None:

@@ -1,9 +1,10 @@
 """What a production host must not point at: the development services that
-``scripts/services.sh`` starts (Elasticsearch on port 9201 and s3proxy on 9444 of the loopback
-address, the S3 keys ``symbols``/``symbols-secret``). A configuration copied from a
-development machine, or a job falling back on what development exports, would reach them (or
-nothing) in production; ``--configtest`` of a host with ``[crontabber] production = true``
-refuses each such value in one line (:func:`development_values`).
+``scripts/services.sh`` starts (Elasticsearch on port 9201, s3proxy on 9444, PostgreSQL on
+54329 and PgBouncer on 54339 of the loopback address; the S3 keys ``symbols`` and
+``symbols-secret``). A configuration copied from a development machine, or a job falling back
+on what development exports, would reach them (or nothing) in production; ``--configtest`` of
+a host with ``[crontabber] production = true`` refuses each such value in one line
+(:func:`development_values`).
 
 ``tests/unit/test_devdefaults.py`` checks that these are ``devservices``' defaults (the
 development services' layout, not shipped with the package).
@@ -14,8 +15,13 @@ from __future__ import annotations
 from typing import Iterable, Mapping
 from urllib.parse import urlsplit
 
-#: The development Elasticsearch's and S3's ports (``devservices.DEFAULT_PORTS``).
-DEVELOPMENT_PORTS = {"Elasticsearch": 9201, "S3 (s3proxy)": 9444}
+#: The development services' ports (``devservices.DEFAULT_PORTS``).
+DEVELOPMENT_PORTS = {
+    "Elasticsearch": 9201,
+    "S3 (s3proxy)": 9444,
+    "PostgreSQL": 54329,
+    "PgBouncer": 54339,
+}
 #: The development S3 keys (``devservices.DEFAULT_S3_KEYS``).
 DEVELOPMENT_S3_KEYS = ("symbols", "symbols-secret")
 LOOPBACK = ("localhost", "::1")
@@ -58,3 +64,12 @@ def development_values(
             " set the production ones"
         )
     return lines
+
+
+def database_urls(host: str, port: object) -> str:
+    """libpq's multi-host ``host`` and ``port`` (one port, or one per host) as URLs,
+    comma-separated, for :func:`development_values`."""
+    hosts = [part.strip() for part in host.split(",")]
+    ports = [part.strip() for part in str(port).split(",")]
+    ports = ports * len(hosts) if len(ports) == 1 else ports
+    return ",".join(f"postgresql://{h}:{p}" for h, p in zip(hosts, ports))

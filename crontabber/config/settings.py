@@ -133,7 +133,8 @@ def runner_options() -> Namespace:
         "production",
         False,
         "a production host: --configtest refuses what still points at the development "
-        "services (scripts/services.sh's Elasticsearch and S3 addresses, its S3 keys)",
+        "services (scripts/services.sh's PostgreSQL, PgBouncer, Elasticsearch and S3 "
+        "addresses, its S3 keys)",
     )
     cron.add_option(
         "output_tail_bytes",

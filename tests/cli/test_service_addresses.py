@@ -77,6 +77,9 @@ def test_a_production_configtest_refuses_each_development_value_in_one_line(bare
             "AWS_ENDPOINT_URL_S3": "http://127.0.0.1:9444",
             "AWS_ACCESS_KEY_ID": "symbols",
             "AWS_SECRET_ACCESS_KEY": "symbols-secret",
+            # the development PostgreSQL's default address (the tests' may be another port)
+            "RESOURCE_POSTGRESQL_HOST": "127.0.0.1",
+            "RESOURCE_POSTGRESQL_PORT": "54329",
         }
     )
     done = bare.run("--configtest")
@@ -87,6 +90,8 @@ def test_a_production_configtest_refuses_each_development_value_in_one_line(bare
         f" (http://127.0.0.1:9201): name the production one",
         f"{refused}environment AWS_ENDPOINT_URL_S3 is the development S3 (s3proxy)"
         " (http://127.0.0.1:9444): name the production one",
+        f"{refused}the state database (crontabber.host) is the development PostgreSQL"
+        " (postgresql://127.0.0.1:54329): name the production one",
         f"{refused}environment RESOURCE_ELASTICSEARCH_ES_URL is the development Elasticsearch"
         " (http://localhost:9201,http://es2.internal:9200): name the production one",
         f"{refused}environment AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY hold the development"
@@ -96,12 +101,14 @@ def test_a_production_configtest_refuses_each_development_value_in_one_line(bare
 
 def test_production_addresses_pass_and_development_keeps_its_own(bare):
     bare.env.update({**PRODUCTION, "CRONTABBER_PRODUCTION": "true"})
+    bare.env["RESOURCE_POSTGRESQL_HOST"] = "db1.internal"  # --configtest does not connect
     done = bare.run("--configtest")
     assert done.returncode == 0, done.stderr
     assert "crontabber.production = True  [environment CRONTABBER_PRODUCTION]" in done.stdout
     # not a production host: the development services' addresses are what it should use
     bare.env.update(
         {
+            "RESOURCE_POSTGRESQL_HOST": "127.0.0.1",
             "CRONTABBER_PRODUCTION": "false",
             "ES_URL": "http://127.0.0.1:9201",
             "AWS_ENDPOINT_URL_S3": "http://127.0.0.1:9444",

@@ -20,6 +20,8 @@ def test_the_development_defaults_are_devservices():
     assert DEVELOPMENT_PORTS == {
         "Elasticsearch": devservices.DEFAULT_PORTS["es"],
         "S3 (s3proxy)": devservices.DEFAULT_PORTS["s3"],
+        "PostgreSQL": devservices.DEFAULT_PORTS["pg"],
+        "PgBouncer": devservices.DEFAULT_PORTS["pgb"],
     }
     assert DEVELOPMENT_S3_KEYS == devservices.DEFAULT_S3_KEYS
 
@@ -40,6 +42,16 @@ def test_the_development_defaults_are_devservices():
 def test_a_development_address_is_a_loopback_one_on_a_development_port(url, development):
     lines = development_values({}, [("crontabber.class-X.es_url", url)])
     assert bool(lines) is development, lines
+
+
+def test_a_multi_host_database_is_looked_at_host_by_host():
+    from crontabber.config.devdefaults import database_urls
+
+    assert database_urls("db1,127.0.0.1", "5432,54329") == (
+        "postgresql://db1:5432,postgresql://127.0.0.1:54329"
+    )
+    (line,) = development_values({}, [("db", database_urls("db1,127.0.0.1", 54339))])
+    assert "is the development PgBouncer" in line
 
 
 def test_the_development_keys_are_refused_either_of_them():
