@@ -179,6 +179,13 @@ class BaseCronApp(RequiredConfig):
     # pass it meanwhile), and nothing beside it until it ends. Other hosts' runs go on.
     parallel: bool = True
 
+    @classmethod
+    def config_problems(cls, config: DotDict) -> tuple[str, ...]:
+        """What ``--configtest`` refuses in this job's resolved options (``config``, as its
+        runs get them), one line each: a service the job needs has no address (the search
+        jobs' Elasticsearch). None by default."""
+        return ()
+
     def __init__(self, config: DotDict, job_information: dict[str, Any] | None) -> None:
         self.config = config
         self.job_information = job_information

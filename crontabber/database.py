@@ -13,11 +13,79 @@ store, schema and connection factory, which may change shape.
 from __future__ import annotations
 
 import datetime as dt
+import logging
+import time
 from typing import Any, Mapping, Sequence
 
-from .runner import default_holder
+from .identity import default_holder
 
-__all__ = ["open_database", "database_now", "default_holder", "operator_command"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable, TypeVar
+
+    T = TypeVar("T")
+
+__all__ = [
+    "open_database",
+    "database_now",
+    "default_holder",
+    "operator_command",
+    "retried_when_lost",
+]
+
+logger = logging.getLogger(__name__)
+
+#: How long a job's own database work is tried again after a lost connection: as long as the
+#: runner tries to record a run's end (``lease_seconds``' default), a failover's span.
+LOST_RETRY_SECONDS = 120.0
+#: SQLSTATE 25006: the server no longer takes writes (a primary demoted to a standby).
+_READ_ONLY = "25006"
+
+
+def retried_when_lost(
+    factory: Any,
+    work: Callable[[Any], T],
+    what: str,
+    seconds: float = LOST_RETRY_SECONDS,
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
+    """``work(connection)`` on a connection of ``factory`` (a job's
+    ``database_connection_factory``), done again on a new connection when the database was
+    lost under it (the connection closed: a failover, a server restart, PgBouncer's server
+    gone; the server no longer taking writes; no server to connect to), as the runner does
+    its own writes: after 0.5 s, doubling to 10 s, for up to ``seconds``, one WARNING line
+    each. ``work`` must be safe to do again from its start (one transaction, or steps that
+    are idempotent). ``what`` names it in the log.
+
+    Raises:
+        whatever ``work`` raised, when it is no lost database or ``seconds`` ran out.
+    """
+    from .errors import DatabaseUnavailable
+
+    deadline, delay = time.monotonic() + seconds, 0.5
+    while True:
+        connection = None
+        try:
+            with factory() as connection:
+                return work(connection)
+        except Exception as exc:
+            lost = isinstance(exc, DatabaseUnavailable) or (
+                getattr(exc, "pgcode", None) == _READ_ONLY
+                or (connection is not None and bool(connection.closed))
+            )
+            if not lost or time.monotonic() + delay > deadline:
+                raise
+            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            logger.warning(
+                "%s: lost the database (%s); trying again in %g s (for up to %g s)",
+                what,
+                reason,
+                delay,
+                seconds,
+            )
+            factory.force_reconnect()
+            sleep(delay)
+            delay = min(delay * 2, 10.0)
 
 
 def open_database(
@@ -45,7 +113,7 @@ def open_database(
         applied = ensure_schema(connection, with_runner(schema_dirs))
         if applied.unknown:
             from .errors import CodeOlderThanSchema
-            from .runner import this_host
+            from .identity import this_host
 
             raise CodeOlderThanSchema(this_host(), applied.unknown)
     except BaseException:

@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import datetime as dt
 
-from .formats import minute_text, pause_end, short_span, utc_text
+from .formats import counted, minute_text, pause_end, short_span, utc_text
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing is not imported by a tick
+    from typing import Sequence
 
 
 class CrontabberError(Exception):
@@ -35,6 +39,17 @@ class ConfigurationError(CrontabberError):
         super().__init__(
             f"{where}: {problem}" if argument else f"configuration error in {where}: {problem}"
         )
+
+
+class ConfigurationRefused(ConfigurationError):
+    """``--configtest`` refuses the configuration for several reasons (``lines``, each a
+    whole message of one line): printed one line each (exit 1)."""
+
+    def __init__(self, lines: Sequence[str]) -> None:
+        self.lines = tuple(lines)
+        self.where = "--configtest"
+        self.problem = self.lines[0]
+        CrontabberError.__init__(self, "\n".join(self.lines))
 
 
 class JobNotFound(CrontabberError):
@@ -256,13 +271,48 @@ class DatabaseReadOnly(DatabaseUnavailable):
     recorded there. A standby promoted later takes writes; until then this is the database
     being unavailable (exit 1, ``--nagios`` CRITICAL), said in one line naming the server."""
 
-    def __init__(self, target: str, server: str) -> None:
+    def __init__(self, target: str, server: str, behind: str | None = None) -> None:
         self.server = server
+        self.behind = behind  # the server a pooler at ``server`` passed the session to
+        if behind is None:
+            advice = (
+                f"{server} is a read-only standby (in recovery): name the "
+                "primary, or list every server in host with "
+                "target_session_attrs = read-write"
+            )
+        else:  # behind PgBouncer, libpq's multi-host form would only reach the pooler again
+            advice = (
+                f"{server} is a pooler or proxy (PgBouncer) in front of {behind}, a read-only"
+                " standby (in recovery): point its entry for this database at the primary and"
+                " reload it (docs/deploy.md#postgresql-a-primary-and-a-standby)"
+            )
+        super().__init__(target, advice)
+
+
+class SchemaNeedsOwner(DatabaseUnavailable):
+    """The database lacks part of the schema (``pending``: ``crontabber/schema.sql`` for a
+    schema new to it, else migration names, ``0026_rerun_parallel``) and this ``login`` may
+    not apply it (a runner login has no DDL rights): the schema's ``owner`` runs one command
+    first (docs/deploy.md#a-first-deploy). Exit 1, as the database unavailable: nothing ran."""
+
+    def __init__(self, target: str, pending: Sequence[str], login: str, owner: str | None) -> None:
+        self.pending = tuple(pending)
+        self.login = login
+        self.owner = owner
+        what = (
+            f"migration {self.pending[0]} needs"
+            if len(self.pending) == 1
+            else f"{counted(len(self.pending), 'migration')} ({', '.join(self.pending)}) need"
+        )
+        if any(name.endswith("/schema.sql") for name in self.pending):
+            what = f"the schema ({', '.join(self.pending)}) needs"
+        who = owner or "the schema's owner"
         super().__init__(
             target,
-            f"{server} is a read-only standby (in recovery): name the "
-            "primary, or list every server in host with "
-            "target_session_attrs = read-write",
+            f"{what} the schema's owner ({who}); this login ({login}) may not apply it:"
+            f" run once RESOURCE_POSTGRESQL_USER={who} python -m crontabber --admin.conf=FILE"
+            " --list-jobs (FILE: this host's INI; the owner's password in"
+            " RESOURCE_POSTGRESQL_PASSWORD), then the ticks (docs/deploy.md#a-first-deploy)",
         )
 
 

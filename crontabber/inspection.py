@@ -31,9 +31,10 @@ DEFAULT_OVERDUE_SECONDS = 1800.0
 
 def marker_of(settings: Settings) -> Callable[[JobState | None, dt.datetime], Marker]:
     """The runner's classification of ``ongoing`` markers, from this host."""
+    from .identity import this_host
     from .runner import lease_rules, markers_from_here
 
-    return markers_from_here(lease_rules(settings))
+    return markers_from_here(lease_rules(settings, this_host()))
 
 
 def _overdue_seconds(settings: Settings) -> float:

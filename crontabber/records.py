@@ -7,10 +7,10 @@ from __future__ import annotations
 import datetime as dt
 import getpass
 import os
-import socket
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from .identity import this_host
 from .state import JobState
 
 
@@ -18,7 +18,7 @@ def actor() -> str:
     """Who is acting, as the audit trail names them: ``user@host`` (the user behind sudo
     when there is one)."""
     user = os.environ.get("SUDO_USER") or getpass.getuser()
-    return f"{user}@{socket.gethostname()}"
+    return f"{user}@{this_host()}"
 
 
 @dataclass(frozen=True)

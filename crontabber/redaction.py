@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 
 from .formats import printable, printable_lines
 
@@ -94,7 +95,13 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
 class RedactingFormatter(logging.Formatter):
     """A formatter whose every line (message, arguments, traceback) goes through
     :func:`redact`, with the message's control characters escaped (one record, one line) and
-    the traceback's, line breaks excepted."""
+    the traceback's, line breaks excepted. Its times (``%(asctime)s``) are UTC, as every time
+    the commands print, whatever the host's zone (``TZ``, ``/etc/localtime``)."""
+
+    @staticmethod
+    def converter(seconds: float | None = None) -> time.struct_time:
+        """``%(asctime)s``'s clock: UTC (logging's default is the host's local time)."""
+        return time.gmtime(seconds)
 
     def __init__(self, fmt: str | None = None, secrets: Iterable[str] = ()) -> None:
         super().__init__(fmt)

@@ -18,6 +18,7 @@ import os
 import re
 
 from . import sqlfiles
+from .errors import SchemaNeedsOwner
 from .frozen import Frozen
 
 TYPE_CHECKING = False
@@ -57,7 +58,10 @@ def round_trip_cursor(connection: Any, cursor: Callable[[], Any] | None = None) 
         with make() as cur:
             yield cur
     finally:
-        connection.autocommit = False
+        # a connection the statement lost is closed: setting it would raise "connection
+        # already closed" over the server's (or PgBouncer's) own error
+        if not connection.closed:
+            connection.autocommit = False
 
 
 #: psycopg2.extensions.TRANSACTION_STATUS_IDLE (libpq's PQTRANS_IDLE): not in a transaction.
@@ -142,7 +146,13 @@ def ensure_schema(connection: Any, sql_dirs: Sequence[SqlDir] = RUNNER) -> Appli
     ``0012_run_ledger``...) and the migrations of those schemas the database has and this
     code does not (:class:`Applied`).
 
-    Cheap when nothing is to do (every cron tick calls it): one query, no lock.
+    Cheap when nothing is to do (every cron tick calls it): one query, no lock. What the
+    server says while applying (``RAISE NOTICE``: a group role it may not create) is logged,
+    one WARNING line each.
+
+    Raises:
+        SchemaNeedsOwner: this login may not apply what is missing (a runner login): names
+            what is missing and whose login applies it.
     """
     q = sqlfiles.load("schema_migrations.sql")
     by_dir = {sql_dir: _listed(sql_dir) for sql_dir in sql_dirs}  # one listing each, per tick
@@ -154,6 +164,56 @@ def ensure_schema(connection: Any, sql_dirs: Sequence[SqlDir] = RUNNER) -> Appli
     )
     if set(recorded) >= wanted:
         return Applied((), unknown)
+    heard = len(connection.notices)
+    try:
+        applied = _apply(connection, q, by_dir)
+    except Exception as exc:  # InsufficientPrivilege, without importing psycopg2 here
+        if getattr(exc, "pgcode", None) != _INSUFFICIENT_PRIVILEGE:
+            raise
+        refusal = _needs_owner(connection, q["owner"], by_dir, recorded)
+        if refusal is None:  # refused to the owner itself: the server's own words
+            raise
+        raise refusal from None
+    for notice in connection.notices[heard:]:  # the roles' NOTICE (docs/deploy.md#roles)
+        logger.warning("database schema: %s", " ".join(notice.split()))
+    if applied:
+        logger.info("database schema: applied %s", ", ".join(applied))
+    return Applied(applied, unknown)
+
+
+#: SQLSTATE 42501: the login may not (create in the schema, alter a table it does not own).
+_INSUFFICIENT_PRIVILEGE = "42501"
+
+
+def _needs_owner(
+    connection: Any, query: str, by_dir: dict[SqlDir, list[Migration]], recorded: Any
+) -> SchemaNeedsOwner | None:
+    """The refusal of a login that may not apply what is missing: what is missing (a
+    schema new to the database: its ``schema.sql``; else each migration not recorded) and
+    whose login may apply it; None when this login is that owner (a statement that needs
+    more than the owner has, a superuser's right)."""
+    pending: list[str] = []
+    for sql_dir, found in by_dir.items():
+        if not set(recorded) & {m.number for m in found}:
+            pending.append(f"{_label(sql_dir)}/schema.sql")
+        else:
+            pending += [m.name for m in found if m.number not in recorded]
+    info = connection.info
+    login, owner = info.user, None
+    with contextlib.suppress(Exception):  # the refusal matters more than the owner's name
+        with round_trip_cursor(connection) as cur:
+            cur.execute(query)
+            login, owner = cur.fetchone()
+    if owner is not None and owner == login:
+        return None
+    target = f"{info.user}@{info.host}:{info.port}/{info.dbname}"
+    return SchemaNeedsOwner(target, tuple(pending), login, owner)
+
+
+def _apply(connection: Any, q: Any, by_dir: dict[SqlDir, list[Migration]]) -> list[str]:
+    """Apply what is missing under the schema lock, in one transaction: each schema new to
+    the database (its ``schema.sql``, its migrations recorded), then the other unrecorded
+    migrations in number order. Returns what was applied."""
     applied: list[str] = []
     with connection, connection.cursor() as cur:
         cur.execute(q["lock"])
@@ -184,9 +244,7 @@ def ensure_schema(connection: Any, sql_dirs: Sequence[SqlDir] = RUNNER) -> Appli
             cur.execute(
                 q["record"], {"number": migration.number, "name": migration.name, "schema": schema}
             )
-    if applied:
-        logger.info("database schema: applied %s", ", ".join(applied))
-    return Applied(applied, unknown)
+    return applied
 
 
 def _label(sql_dir: SqlDir) -> str:

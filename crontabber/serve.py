@@ -26,6 +26,7 @@ import time
 from .config.catalog import BrokenEntry, Job, load_catalog
 from .config.settings import Settings, load_settings
 from .errors import ConfigurationError, CrontabberError, Terminated
+from .identity import this_host
 from .runner import Flight, Runner
 from .store import StateStore
 from .tick import after_runs, fleet_tick, refuse_older_code, tick_alerts, write_metrics
@@ -164,6 +165,7 @@ def _pass(
         store,
         report=report,
         crons=crons,
+        host=this_host(),
         tick=fleet_tick(settings, serving=True),
         on_takeover=alerts.takeover if alerts is not None else None,
     )

@@ -77,10 +77,41 @@ def connect(db: DatabaseSettings, application_name: str = "crontabber") -> Any:
     except psycopg2.OperationalError as exc:
         raise DatabaseUnavailable(db.target, first_line(exc)) from None
     if _read_only(conn):
-        server = f"{conn.info.host}:{conn.info.port}"
+        server, behind = f"{conn.info.host}:{conn.info.port}", server_behind(conn)
         conn.close()
-        raise DatabaseReadOnly(db.target, server)
+        raise DatabaseReadOnly(db.target, server, behind)
     return conn
+
+
+def server_behind(conn: Any) -> str | None:
+    """``host:port`` of the server when it is not where ``conn`` connected (a pooler such as
+    PgBouncer, or a proxy, in between: the server's own address and port differ from the
+    connection's), or None: no pooler seen (or a Unix socket, or the question failed). One
+    round trip: asked only of a read-only server, to name the fix that applies."""
+    try:
+        conn.rollback()  # after a refused write: its transaction is aborted
+        with conn.cursor() as cur:
+            cur.execute("SELECT host(inet_server_addr()), inet_server_port()")
+            address, port = cur.fetchone()
+        conn.rollback()
+    except psycopg2.Error:
+        return None
+    if port is None:  # a Unix socket
+        return None
+    here = str(conn.info.host)
+    moved = str(port) != str(conn.info.port) or (_is_address(here) and here != address)
+    return f"{address}:{port}" if moved else None
+
+
+def _is_address(host: str) -> bool:
+    """Whether ``host`` is an IP address (a name may resolve to the server's address)."""
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def _read_only(conn: Any) -> bool:
@@ -106,6 +137,16 @@ def rows_of(cursor: Any) -> list[dict[str, Any]]:
     """The rows of the statement ``cursor`` ran, each as ``{column: value}`` ([] when it
     returns none)."""
     return [_as_dict(cursor, row) for row in cursor.fetchall()] if cursor.description else []
+
+
+def lost_cause(exc: Exception) -> Exception:
+    """The error that lost a connection: psycopg2 raises "connection already closed" when a
+    ``with connection`` block ends on a connection its statement lost (the rollback meets it
+    closed), over the server's (or PgBouncer's) own error, which is its ``__context__``."""
+    context = exc.__context__
+    if isinstance(exc, psycopg2.InterfaceError) and isinstance(context, psycopg2.Error):
+        return context
+    return exc
 
 
 def translated(
@@ -138,11 +179,16 @@ def translated(
                 if isinstance(exc, psycopg2.errors.ReadOnlySqlTransaction) and self._conn.readonly:
                     # a session read-only on purpose (the dashboard's): never reopened writable
                     raise
+                cause = lost_cause(exc)
+                # closed before this call (a failed attempt of a caller's retry): no news
+                known = cause is exc and isinstance(exc, psycopg2.InterfaceError)
                 if attempt == 2 or not self.reconnect():
-                    raise self.unavailable(exc) from None
-                logger.warning(
-                    "lost the state database connection (%s); reconnected", first_line(exc)
-                )
+                    raise self.unavailable(cause) from None
+                if not known:  # a login to PgBouncer is no server yet: "trying again", no more
+                    logger.warning(
+                        "lost the state database connection (%s); trying again on a new one",
+                        first_line(cause),
+                    )
         raise AssertionError("unreachable")
 
     return wrapper
@@ -200,7 +246,7 @@ class StateStore:
                 server = f"{self._conn.info.host}:{self._conn.info.port}"
             except psycopg2.Error:
                 server = "the server"
-            return DatabaseReadOnly(self.target, server)
+            return DatabaseReadOnly(self.target, server, server_behind(self._conn))
         return DatabaseUnavailable(self.target, first_line(exc))
 
     def lock_waited(self, doing: str) -> LockWaitTimedOut:
@@ -1149,7 +1195,7 @@ def open_store(db: DatabaseSettings, schema_dirs: Sequence[str] = ()) -> StateSt
 
     Raises:
         DatabaseUnavailable: the server cannot be reached, refuses the login,
-            or the schema cannot be applied.
+            or the schema cannot be applied (:class:`SchemaNeedsOwner`: not by this login).
     """
     from .schema import ensure_schema, with_runner
 
@@ -1157,8 +1203,14 @@ def open_store(db: DatabaseSettings, schema_dirs: Sequence[str] = ()) -> StateSt
     try:
         applied = ensure_schema(conn, with_runner(schema_dirs))
     except psycopg2.Error as exc:
+        # the connection lost (PgBouncer's "server login has been failing", a server gone):
+        # the server's words, not a schema failure (every tick reads the schema's state)
+        lost = bool(conn.closed)
         conn.close()
-        raise DatabaseUnavailable(
-            db.target, f"applying the schema failed: {first_line(exc)}"
-        ) from None
+        said = first_line(lost_cause(exc))
+        reason = said if lost else f"applying the schema failed: {said}"
+        raise DatabaseUnavailable(db.target, reason) from None
+    except BaseException:  # SchemaNeedsOwner: a login that may not apply it
+        conn.close()
+        raise
     return StateStore(conn, db, applied.unknown)

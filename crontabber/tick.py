@@ -19,7 +19,8 @@ from . import version
 from .config.catalog import BrokenEntry, Job
 from .config.settings import Settings
 from .errors import CodeOlderThanSchema
-from .runner import JobResult, Runner, Status, default_holder, lease_rules, pid_alive, this_host
+from .identity import default_holder, this_host
+from .runner import JobResult, Runner, Status, lease_rules, pid_alive
 from .state import Tick
 from .store import StateStore
 
@@ -91,6 +92,7 @@ def run_tick(
         store,
         report=report,
         crons=crons,
+        host=this_host(),
         tick=fleet_tick(settings),  # a tick records itself: --nagios watches
         on_takeover=alerts.takeover if alerts is not None else None,
     )
@@ -200,7 +202,9 @@ def _alerts(settings: Settings, jobs: list[Job], store: StateStore) -> TickAlert
     def alerter() -> Alerter:
         from .alerts.alerter import tick_alerter
 
-        return tick_alerter(settings, jobs, store, holder, lease_rules(settings), pid_alive)
+        return tick_alerter(
+            settings, jobs, store, holder, lease_rules(settings, this_host()), pid_alive
+        )
 
     return TickAlerts(settings, jobs, store, holder, pid_alive, alerter)
 

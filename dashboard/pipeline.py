@@ -154,14 +154,16 @@ def live_index_facts(source: "Source", alias: str, es_url: str) -> dict[str, Any
     from elasticsearch import ApiError, TransportError
 
     from search.client import make_es_client
-    from search.errors import SearchUnavailable
+    from search.errors import NoElasticsearchAddress, SearchUnavailable
     from search.indexer import live_index
 
-    es = source.client(f"es:{es_url}", lambda: make_es_client(es_url or None, request_timeout=5))
-    try:
+    try:  # no address anywhere (no development default): the card says what to set
+        es = source.client(
+            f"es:{es_url}", lambda: make_es_client(es_url or None, request_timeout=5)
+        )
         live = live_index(es, alias)
         documents = int(es.count(index=live.name)["count"]) if live is not None else None
-    except (SearchUnavailable, ApiError, TransportError) as exc:
+    except (NoElasticsearchAddress, SearchUnavailable, ApiError, TransportError) as exc:
         return {
             "index": None,
             "documents": None,

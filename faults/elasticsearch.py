@@ -89,6 +89,7 @@ class Endpoint:
                 net.PYTHON,
                 "-m",
                 "gunicorn",
+                "--no-control-socket",  # not the shared ~/.gunicorn/gunicorn.ctl
                 "-w",
                 "2",
                 "-b",

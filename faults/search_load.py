@@ -94,6 +94,7 @@ class Gunicorn:
                 net.PYTHON,
                 "-m",
                 "gunicorn",
+                "--no-control-socket",  # not the shared ~/.gunicorn/gunicorn.ctl
                 "-w",
                 str(WORKERS),
                 "-b",

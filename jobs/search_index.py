@@ -22,7 +22,7 @@ import functools
 
 from crontabber import sqlfiles
 from crontabber.base import BaseCronApp, Summary
-from crontabber.config.options import Namespace
+from crontabber.config.options import DotDict, Namespace
 from crontabber.errors import ConfigurationError, CrontabberError
 from crontabber.formats import utc_text
 from crontabber.frozen import Frozen
@@ -188,6 +188,45 @@ class SymbolFileStore:
             raise SearchSourceError(query, reason) from None
 
 
+#: Where every search job's ``es_url`` comes from when the job's section does not set it:
+#: ``[resource] [[elasticsearch]] es_url`` (environment ``RESOURCE_ELASTICSEARCH_ES_URL``),
+#: one setting for all of them, as ``resource.postgresql`` is for their databases.
+ES_NAMESPACE = "resource.elasticsearch"
+ES_URL_DOC = (
+    "Elasticsearch URL, or a cluster's nodes' URLs comma-separated; default: "
+    "resource.elasticsearch.es_url (every search job's), else $ES_URL; none: the job fails "
+    "(there is no development default)"
+)
+NO_ADDRESS_HINT = "set resource.elasticsearch.es_url (every search job's) or ES_URL"
+
+
+def es_address(app_name: str, configured: str) -> str:
+    """The Elasticsearch address a search job uses: its ``es_url`` (its section's, else
+    ``resource.elasticsearch.es_url``), else ``ES_URL``.
+
+    Raises:
+        ConfigurationError: none is set (``--configtest`` says so first:
+            :func:`es_address_problems`).
+    """
+    from search.client import es_url
+    from search.errors import NoElasticsearchAddress
+
+    try:
+        return es_url(configured or None)
+    except NoElasticsearchAddress as exc:
+        hint = NoElasticsearchAddress(NO_ADDRESS_HINT)
+        raise ConfigurationError(f"{app_name}.es_url", str(hint)) from exc
+
+
+def es_address_problems(app_name: str, config: DotDict) -> tuple[str, ...]:
+    """``--configtest``'s refusal of a search job that has no Elasticsearch address."""
+    try:
+        es_address(app_name, str(config.get("es_url") or ""))
+    except ConfigurationError as exc:
+        return (str(exc),)
+    return ()
+
+
 @using_postgres()
 class RebuildSearchIndexCronApp(BaseCronApp):
     """Build ``<alias>-<UTC timestamp>`` from PostgreSQL, then move ``alias`` to it.
@@ -205,8 +244,15 @@ class RebuildSearchIndexCronApp(BaseCronApp):
     required_config.add_option(
         "es_url",
         default="",
-        doc="Elasticsearch URL, or a cluster's nodes' URLs comma-separated (default: $ES_URL)",
+        doc=ES_URL_DOC,
+        reference_value_from=ES_NAMESPACE,
     )
+
+    @classmethod
+    def config_problems(cls, config: DotDict) -> tuple[str, ...]:
+        """No Elasticsearch address: refused by ``--configtest``."""
+        return es_address_problems(cls.app_name, config)
+
     required_config.add_option("alias", default="symbols", doc="the alias searches read")
     required_config.add_option(
         "keep", default=2, doc="versioned indices kept (the alias's included)"
@@ -252,7 +298,7 @@ class RebuildSearchIndexCronApp(BaseCronApp):
         with self.database_connection_factory() as connection:
             result = rebuild_from(
                 connection,
-                config.es_url or None,
+                es_address(self.app_name, config.es_url),
                 config.alias,
                 keep=int(config.keep),
                 bulk=bulk,
@@ -332,8 +378,15 @@ class IndexNewUploadsCronApp(BaseCronApp):
     required_config.add_option(
         "es_url",
         default="",
-        doc="Elasticsearch URL, or a cluster's nodes' URLs comma-separated (default: $ES_URL)",
+        doc=ES_URL_DOC,
+        reference_value_from=ES_NAMESPACE,
     )
+
+    @classmethod
+    def config_problems(cls, config: DotDict) -> tuple[str, ...]:
+        """No Elasticsearch address: refused by ``--configtest``."""
+        return es_address_problems(cls.app_name, config)
+
     required_config.add_option("alias", default="symbols", doc="the alias searches read")
     required_config.add_option(
         "overlap_seconds", default=600, doc="re-read this much before the watermark (commit delays)"
@@ -344,9 +397,9 @@ class IndexNewUploadsCronApp(BaseCronApp):
 
     def run(self) -> Summary:
         """Returns the run's summary and metrics (crontabber.base): documents written."""
-        from search.client import es_url, make_es_client, naming_address
+        from search.client import make_es_client, naming_address
 
-        url = es_url(self.config.es_url or None)
+        url = es_address(self.app_name, self.config.es_url)
         with naming_address(url):
             return self._add_new(make_es_client(url, request_timeout=60))
 
@@ -360,7 +413,8 @@ class IndexNewUploadsCronApp(BaseCronApp):
                 f"no alias {config.alias} yet: nothing written (the rebuild indexes everything)",
                 documents_indexed=0,
             )
-        with self.database_connection_factory() as connection:
+
+        def add(connection: Any) -> tuple[int, dt.datetime | None, str]:
             store = SymbolFileStore(connection)
             since, why = starting_point(
                 store.watermark(config.alias),
@@ -371,6 +425,15 @@ class IndexNewUploadsCronApp(BaseCronApp):
             with store.new_files(since) as window:
                 written = update(es, config.alias, window.rows, int(config.chunk_size))
             store.save_watermark(config.alias, Watermark(target.name, window.as_of))
+            return written, since, why
+
+        # a database lost mid-run (a failover) is waited for, as the runner's writes are:
+        # the run starts again from the watermark (documents written twice are the same)
+        from crontabber.database import retried_when_lost
+
+        written, since, why = retried_when_lost(
+            self.database_connection_factory, add, self.app_name
+        )
         return Summary(
             f"{written} symbol files of uploads finished after "
             f"{utc_text(since) if since else 'the beginning'} ({why}) written to "

@@ -83,14 +83,20 @@ def main(argv: list[str], stdout: TextIO, stderr: TextIO) -> int:
     args = parser.parse_args(argv)
     from .client import es_url, make_es_client, public_url
     from .engine import Searcher
+    from .errors import NoElasticsearchAddress
 
-    searcher = Searcher(make_es_client(args.es_url, request_timeout=10), args.alias)
+    try:
+        url = es_url(args.es_url)
+    except NoElasticsearchAddress as exc:
+        print(f"search: {exc}", file=stderr)
+        return EXIT_ERROR
+    searcher = Searcher(make_es_client(url, request_timeout=10), args.alias)
     try:
         print_results(searcher.search(" ".join(args.query), args.size), stdout)
     except BadQuery as exc:
         print(f"search: {exc}", file=stderr)
         return EXIT_ERROR
     except SearchUnavailable as exc:
-        print(f"search: {exc} (Elasticsearch at {public_url(es_url(args.es_url))})", file=stderr)
+        print(f"search: {exc} (Elasticsearch at {public_url(url)})", file=stderr)
         return EXIT_FAILED
     return EXIT_OK

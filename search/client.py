@@ -7,13 +7,21 @@ import contextlib
 import os
 from typing import Any, Iterator
 
-DEFAULT_URL = "http://127.0.0.1:9201"
+from .errors import NoElasticsearchAddress
 
 
 def es_url(url: str | None = None) -> str:
-    """The Elasticsearch URL a client is built for: ``url``, else ``ES_URL``, else the
-    local default. Several nodes of a cluster: their URLs, comma-separated."""
-    return url or os.environ.get("ES_URL", DEFAULT_URL)
+    """The Elasticsearch URL a client is built for: ``url``, else ``ES_URL``. Several nodes
+    of a cluster: their URLs, comma-separated. There is no default (the development one,
+    ``http://127.0.0.1:9201``, is ``scripts/services.sh``'s ``ES_URL``).
+
+    Raises:
+        NoElasticsearchAddress: neither is set (or both are blank).
+    """
+    chosen = (url or os.environ.get("ES_URL") or "").strip()
+    if not chosen:
+        raise NoElasticsearchAddress()
+    return chosen
 
 
 def node_urls(url: str) -> list[str]:

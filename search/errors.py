@@ -22,6 +22,17 @@ class BadQuery(SearchError):
         super().__init__(problem)
 
 
+class NoElasticsearchAddress(SearchError):
+    """No Elasticsearch address was given (no URL, no ``ES_URL``): there is no default, so a
+    production host never reaches a development Elasticsearch by accident."""
+
+    def __init__(self, hint: str = "set ES_URL") -> None:
+        self.hint = hint
+        super().__init__(
+            f"no Elasticsearch address: {hint} (a URL, or a cluster's nodes' URLs, comma-separated)"
+        )
+
+
 class SearchUnavailable(SearchError):
     """Elasticsearch is unreachable or the index is missing (an HTTP 503)."""
 

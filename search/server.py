@@ -35,7 +35,7 @@ from urllib.parse import parse_qs, quote
 from wsgiref.simple_server import ServerHandler, WSGIRequestHandler, WSGIServer, make_server
 
 from .engine import Searcher, SearchResult
-from .errors import BadQuery, SearchUnavailable
+from .errors import BadQuery, NoElasticsearchAddress, SearchUnavailable
 from .request_deadline import REQUEST_SECONDS, RequestDeadline
 
 # Named, not __name__: under ``python -m search.server`` __name__ is __main__.
@@ -163,13 +163,16 @@ class SearchApp:
             result = self.searcher.search(params.get("q", ""), size)
         except BadQuery as exc:
             return 400, {"error": exc.problem}
-        except SearchUnavailable as exc:
+        except (SearchUnavailable, NoElasticsearchAddress) as exc:
             logger.warning("%s", exc)
             return 503, {"error": str(exc)}
         return 200, result_json(result)
 
     def heartbeat(self) -> Response:
-        searcher = self.searcher
+        try:
+            searcher = self.searcher
+        except NoElasticsearchAddress as exc:
+            return 503, {"status": "error", "error": str(exc)}
         try:
             health = searcher.es.cluster.health(timeout="2s")["status"]
             present = bool(searcher.es.indices.exists_alias(name=searcher.index))

@@ -13,7 +13,8 @@ from ..command import configure_logging
 from ..config.catalog import BrokenEntry, Job, find_job
 from ..config.settings import Settings
 from ..errors import CodeOlderThanSchema, JobNotFound, Terminated
-from ..runner import Runner, this_host
+from ..identity import this_host
+from ..runner import Runner
 from ..store import StateStore
 
 TYPE_CHECKING = False
@@ -57,7 +58,9 @@ class Context:
     def runner(self) -> Runner:
         """The runner, reporting to Sentry when a DSN is set (:meth:`reporters`)."""
         report, crons = self.reporters()
-        return Runner(self.settings, self.jobs, self.store, report=report, crons=crons)
+        return Runner(
+            self.settings, self.jobs, self.store, report=report, host=this_host(), crons=crons
+        )
 
     def reporters(self) -> tuple["Reporter", Any]:
         """The runner's Sentry reporters: errors, and each run's check-ins with

@@ -42,6 +42,7 @@ from ..config.settings import (
 )
 from ..errors import (
     ConfigurationError,
+    ConfigurationRefused,
     CrontabberError,
     DatabaseUnavailable,
     HostNotFound,
@@ -769,6 +770,7 @@ def configtest(settings: Settings, jobs: list[Job], out: TextIO) -> int:
 
     for job in jobs:  # a tick would only log them, once the job ran
         validate_checks(job, settings)
+    refuse_services(settings, jobs)
     for note in configuration_notes(settings.sources, jobs):
         print(f"note: {note}", file=out)
     missing = [
@@ -778,6 +780,53 @@ def configtest(settings: Settings, jobs: list[Job], out: TextIO) -> int:
         raise ConfigurationError("alerts.targets", "; ".join(missing))
     print(f"configtest OK: {len(jobs)} jobs", file=out)
     return ExitCode.OK
+
+
+def refuse_services(settings: Settings, jobs: list[Job]) -> None:
+    """``--configtest``'s check of the services' addresses: a job that has none for a
+    service it needs (its ``config_problems``) and, on a production host
+    (``crontabber.production``), each value that points at the development services
+    (:mod:`crontabber.config.devdefaults`).
+
+    Raises:
+        ConfigurationRefused: one line for each.
+    """
+    from ..config.catalog import job_config
+    from ..config.devdefaults import database_urls, development_values
+
+    lines: list[str] = []
+    db = settings.database
+    options: list[tuple[str, object]] = (
+        []
+        if db.dsn
+        else [("the state database (crontabber.host)", database_urls(db.host, db.port))]
+    )
+    for job in jobs:
+        problems = getattr(job.cls, "config_problems", None)  # a BaseCronApp's (crontabber.base)
+        if problems is not None:
+            lines += problems(job_config(job, settings.sources))
+        options += [
+            (_where_set(settings, path, option), settings.sources.value(path, option))
+            for path, option in job_options(job.cls).walk(job.namespace)
+            if option.name.endswith("url")
+        ]
+    if settings.production:
+        lines += [
+            str(ConfigurationError("crontabber.production", line))
+            for line in development_values(os.environ, options)
+        ]
+    if lines:
+        raise ConfigurationRefused(lines)
+
+
+def _where_set(settings: Settings, path: tuple[str, ...], option: Any) -> str:
+    """Where an option's value is set, as a refusal names it: the variable or the shared
+    option (``resource.elasticsearch.es_url``: one line for all the jobs that read it),
+    else the option itself."""
+    origin = settings.sources.origin(path, option)
+    if origin.startswith("environment") or "(as " in origin:
+        return origin
+    return f"{'.'.join([*path, option.name])} ({origin})"
 
 
 def sentrytest(settings: Settings, out: TextIO) -> int:

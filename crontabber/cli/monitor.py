@@ -15,9 +15,10 @@ from ..alerts.store import AlertStore
 from ..command import ExitCode
 from ..errors import ConfigurationError
 from ..formats import counted, one_line, printable, utc_text
+from ..identity import default_holder, this_host
 from ..leases import holder_gone
 from ..nagios import NAGIOS_CRITICAL, nagios_check
-from ..runner import default_holder, lease_rules, markers_from_here, pid_alive, this_host
+from ..runner import lease_rules, markers_from_here, pid_alive
 from .common import Context
 
 
@@ -25,7 +26,7 @@ def nagios(ctx: Context) -> int:
     """``--nagios``: print the check (text, or one JSON object with ``--json``); return its
     code."""
     overview = ctx.store.overview()
-    marker = markers_from_here(lease_rules(ctx.settings))
+    marker = markers_from_here(lease_rules(ctx.settings, this_host()))
     result = nagios_check(
         ctx.jobs,
         overview.states,
@@ -132,7 +133,12 @@ def held_back_now(ctx: Context, windows: list[Any]) -> list[Any]:
 def _alerter(ctx: Context) -> Alerter:
     """The alerts of this command, held by this process."""
     return tick_alerter(
-        ctx.settings, ctx.jobs, ctx.store, default_holder(), lease_rules(ctx.settings), pid_alive
+        ctx.settings,
+        ctx.jobs,
+        ctx.store,
+        default_holder(),
+        lease_rules(ctx.settings, this_host()),
+        pid_alive,
     )
 
 

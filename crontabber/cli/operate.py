@@ -18,6 +18,7 @@ from ..command import ExitCode
 from ..config.catalog import BrokenEntry, Job, find_job
 from ..errors import AuditChainBroken, ConfigurationError, JobPaused, MuteInForce
 from ..formats import counted, minute_text, one_line, pause_end, printable, utc_text
+from ..identity import this_host
 from ..runner import lease_rules, markers_from_here
 from ..scheduling import dependency_block, next_run_after, parse_until, pause_active
 from ..state import JobState
@@ -38,7 +39,7 @@ def explain(ctx: Context) -> int:
     if broken is not None:
         return _explain_broken(ctx, broken)
     job = ctx.job(args.explain)
-    rules = lease_rules(settings)
+    rules = lease_rules(settings, this_host())
     states, now = store.states(), store.now()
     deadline = alert_rules(job, settings.sources).deadline
     fleet = store.fleet(settings.monitor.silence_critical_minutes * 60) if job.hosts else None

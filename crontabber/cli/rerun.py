@@ -366,7 +366,8 @@ def _resumed(ctx: Context, job: Job) -> RerunRecord:
 
 def _gone_here(holder: str) -> bool:
     """Whether ``holder`` was a process of this host that is gone (it died holding the rerun)."""
-    from ..runner import pid_alive, this_host
+    from ..identity import this_host
+    from ..runner import pid_alive
 
     return holder_gone(holder, this_host(), pid_alive)
 

@@ -247,6 +247,7 @@ def _gone(ctx: Context, record: RunRecord, now: dt.datetime) -> str | None:
     """Why a run the ledger still says is running is not (its marker's verdict, as
     ``--list-jobs``' ``orphaned``), or None: it is not running, or it is as far as anyone
     can tell."""
+    from ..identity import this_host
     from ..leases import Marker
     from ..runner import lease_rules, markers_from_here
 
@@ -255,7 +256,7 @@ def _gone(ctx: Context, record: RunRecord, now: dt.datetime) -> str | None:
     if record.kind == RunKind.RERUN.value:  # its own lane: judged by its ledger row's heartbeat
         from ..views import lane_state
 
-        verdict = markers_from_here(lease_rules(ctx.settings))(lane_state(record), now)
+        verdict = markers_from_here(lease_rules(ctx.settings, this_host()))(lane_state(record), now)
         return {
             Marker.DEAD: "its process no longer exists",
             Marker.EXPIRED: "its lease has expired",
@@ -267,7 +268,7 @@ def _gone(ctx: Context, record: RunRecord, now: dt.datetime) -> str | None:
         Marker.DEAD: "its process no longer exists",
         Marker.EXPIRED: "its lease has expired",
         Marker.STALE: "its marker is older than max_ongoing_age_hours",
-    }.get(markers_from_here(lease_rules(ctx.settings))(state, now))
+    }.get(markers_from_here(lease_rules(ctx.settings, this_host()))(state, now))
 
 
 def _run_failure(

@@ -249,7 +249,7 @@ def _unknown_message(known: KnownNames, dotted: str, on_command_line: bool) -> s
 
 
 #: ``CRONTABBER_*`` variables that are no option: read before any option is (config.inicache).
-NOT_OPTIONS = ("CRONTABBER_INI_CACHE",)
+NOT_OPTIONS = ("CRONTABBER_INI_CACHE", "CRONTABBER_HOST_NAME")
 
 
 def environment_notes(known: KnownNames, environ: Mapping[str, str]) -> list[str]:

@@ -130,6 +130,13 @@ def runner_options() -> Namespace:
         "carrying that tag",
     )
     cron.add_option(
+        "production",
+        False,
+        "a production host: --configtest refuses what still points at the development "
+        "services (scripts/services.sh's PostgreSQL, PgBouncer, Elasticsearch and S3 "
+        "addresses, its S3 keys)",
+    )
+    cron.add_option(
         "output_tail_bytes",
         65536,
         "each run keeps the last this many bytes of what its job logged and "
@@ -598,6 +605,7 @@ class Settings(Frozen):
     host_tags: tuple[str, ...] = ()
     max_parallel_jobs: int = MAX_PARALLEL_JOBS
     tick_seconds: float = 60.0  # --serve's tick, and a busy tick's new look at the due jobs
+    production: bool = False  # --configtest refuses the development services' addresses and keys
 
     def limits_for(self, job_config: Mapping[str, Any]) -> RunLimits:
         """The time limits of one run of a job, given its resolved options."""

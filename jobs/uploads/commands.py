@@ -13,7 +13,7 @@ from jobs.symbolkey import safe_part
 
 from . import storage
 from .demo import demo_archives
-from .errors import ArchiveUnusable
+from .errors import ArchiveUnusable, NotQueued, StorageFailed
 from .store import UploadStore
 
 
@@ -46,13 +46,28 @@ def enqueue_archive(
     store: UploadStore, client: Any, bucket: str, prefix: str, path: Path, uploaded_by: str | None
 ) -> int:
     """Store ``path`` in the inbox bucket, then queue it (as the web tier does); the new id.
+    An archive whose row could not be written (the database lost mid-way: a failover) is
+    deleted again: the inbox holds no archive that no upload row knows (prune keeps those
+    for ever), and the operator runs the command again.
 
     Raises:
         StorageFailed: the archive could not be stored (nothing is queued).
+        NotQueued: its row could not be written (nothing is queued; whether the archive
+            was deleted again is in the message).
     """
     key = inbox_key(prefix, path.name)
     storage.store_archive(client, bucket, key, path)
-    return store.enqueue(key, path.name, path.stat().st_size, uploaded_by)
+    try:
+        return store.enqueue(key, path.name, path.stat().st_size, uploaded_by)
+    except Exception as exc:
+        from crontabber.failures import describe
+
+        left = None
+        try:
+            storage.delete_archive(client, bucket, key)
+        except StorageFailed as cleanup:
+            left = cleanup.reason
+        raise NotQueued(describe(exc), bucket, key, left) from exc
 
 
 def demo(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import errno
 from typing import TypeGuard
 
-from crontabber.errors import CrontabberError
+from crontabber.errors import CrontabberError, WorkRefused
 
 
 class UploadError(CrontabberError):
@@ -128,6 +128,27 @@ class ArchiveUnusable(UploadError):
         self.path = path
         self.reason = reason
         super().__init__(f"{path}: {reason}")
+
+
+class NotQueued(UploadError, WorkRefused):
+    """``enqueue`` stored the archive but could not write its upload row (``reason``: the
+    database's failure, one line): nothing is queued. The archive was deleted again
+    (``left`` None), or its deletion failed too (``left``: why): then it is an archive no
+    upload row knows, which the prune job keeps, and the message names it. Exit 5."""
+
+    def __init__(self, reason: str, bucket: str, key: str, left: str | None) -> None:
+        self.reason = reason
+        self.bucket = bucket
+        self.key = key
+        self.left = left
+        where = f"s3://{bucket}/{key}"
+        fate = (
+            f"the archive stored at {where} was deleted again; run enqueue again"
+            if left is None
+            else f"the archive stored at {where} could not be deleted ({left}): delete it,"
+            " then run enqueue again"
+        )
+        super().__init__(f"nothing queued: the upload row was not written ({reason}); {fate}")
 
 
 class VersioningOff(UploadError):

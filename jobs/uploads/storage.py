@@ -196,6 +196,18 @@ def store_archive(client: Any, bucket: str, key: str, path: Path) -> None:
         raise _failed("PutObject", bucket, key, exc) from None
 
 
+def delete_archive(client: Any, bucket: str, key: str) -> None:
+    """Delete an archive ``enqueue`` stored but could not queue.
+
+    Raises:
+        StorageFailed: S3 refused or did not answer (botocore's retries done).
+    """
+    try:
+        client.delete_object(Bucket=bucket, Key=key)
+    except Exception as exc:
+        raise _failed("DeleteObject", bucket, key, exc) from None
+
+
 def list_directory(client: Any, bucket: str, prefix: str) -> set[str]:
     """Keys under ``prefix`` (one LIST per 1000 keys; an empty answer keeps the connection)."""
     keys: set[str] = set()

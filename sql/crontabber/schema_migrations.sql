@@ -24,6 +24,15 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
 );
 ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS schema text;
 
+-- name: owner
+-- Who may apply what is missing (a refused login is told whose login to use): the owner of
+-- schema_migrations, else (a database without the schema yet) the database's owner.
+SELECT current_user AS login,
+       coalesce((SELECT pg_get_userbyid(relowner) FROM pg_class
+                 WHERE oid = to_regclass('schema_migrations')),
+                (SELECT pg_get_userbyid(datdba) FROM pg_database
+                 WHERE datname = current_database())) AS owner;
+
 -- name: applied
 SELECT number FROM schema_migrations;
 

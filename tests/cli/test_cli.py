@@ -171,6 +171,7 @@ TICK_IMPORTS = (
     "crontabber.failures",
     "crontabber.formats",
     "crontabber.frozen",
+    "crontabber.identity",  # the host's name in the fleet (CRONTABBER_HOST_NAME), 50 lines
     "crontabber.leases",
     "crontabber.mixins",
     "crontabber.overrides",

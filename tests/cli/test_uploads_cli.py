@@ -349,3 +349,29 @@ def test_a_bad_overwrite_rule_is_one_line(run, uploads, tmp_path):
     done = run("jobs.uploads", "drain")
     assert done.returncode != 0 and "Traceback" not in done.stderr
     assert "'keep-last' is not one of replace, keep-first, versioned" in done.stderr, done.stderr
+
+
+def test_enqueue_whose_row_is_lost_leaves_no_archive_in_the_inbox(run, uploads, tmp_path):
+    # issue #44, P10: the database lost between storing the archive and writing its row (a
+    # failover); a trigger ends the session in the middle of the INSERT, as a dying server
+    uploads.sql(
+        "CREATE FUNCTION test_lose_session() RETURNS trigger LANGUAGE plpgsql AS"
+        " $$ BEGIN PERFORM pg_terminate_backend(pg_backend_pid()); RETURN NEW; END $$;"
+        " CREATE TRIGGER test_lose_session BEFORE INSERT ON upload"
+        " FOR EACH ROW EXECUTE FUNCTION test_lose_session()"
+    )
+    archive = write_zip(tmp_path / "a.zip", symbol_members(1, 100))
+    done = run("jobs.uploads", "enqueue", str(archive))
+    assert done.returncode == 5, done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(
+        "python -m jobs.uploads: nothing queued: the upload row was not written (PostgreSQL"
+    ), line
+    assert re.search(r"the archive stored at s3://\S+/inbox/\S+/a\.zip was deleted again", line)
+    inbox = uploads.client.list_objects_v2(Bucket=uploads.bucket, Prefix="inbox/")
+    assert inbox.get("KeyCount", 0) == 0, inbox.get("Contents")  # no orphan archive
+    assert uploads.sql("SELECT count(*) AS n FROM upload") == [{"n": 0}]
+    uploads.sql("DROP TRIGGER test_lose_session ON upload")
+    done = run("jobs.uploads", "enqueue", str(archive))  # the operator runs it again
+    assert done.returncode == 0, done.stderr
+    assert uploads.row(int(done.stdout))["status"] == "pending"

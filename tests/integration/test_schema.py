@@ -2,7 +2,11 @@
 its migrations; a runner without the jobs creates none of their tables; a site that adds the
 jobs later gets them; existing crontabber 0.18 databases keep working."""
 
+import time
 from pathlib import Path
+
+import psycopg2
+import pytest
 
 from crontabber import sqlfiles
 from crontabber.schema import (
@@ -247,4 +251,52 @@ def test_migration_0025_chains_the_audit_rows_written_before_it(empty_database):
     with conn, conn.cursor() as cur:
         cur.execute("UPDATE crontabber_audit SET actor = 'z@h' WHERE actor = 'a@h'")
     assert store.verify_audit().breaks == ((1, "row 1 was changed after it was written"),)
+    conn.close()
+
+
+def test_a_notice_of_the_schema_is_logged_not_lost(empty_database, tmp_path, caplog):
+    # the roles' NOTICE of schema.sql and 0025 (issue #44, P6): psycopg2 keeps notices in
+    # connection.notices, which nothing printed; ensure_schema logs each (WARNING)
+    sql = tmp_path / "sql"
+    (sql / "migrations").mkdir(parents=True)
+    (sql / "schema.sql").write_text(
+        "DO $$ BEGIN RAISE NOTICE 'role % does not exist and % may not create it "
+        "(docs/deploy.md#roles)', 'crontabber_runner', current_user; END $$;"
+    )
+    (sql / "migrations" / "0001_roles.sql").write_text("SELECT 1;")
+    conn = connect(empty_database)
+    with caplog.at_level("WARNING", logger="crontabber.schema"):
+        ensure_schema(conn, [sql])
+    conn.close()
+    assert [record.getMessage() for record in caplog.records] == [
+        f"database schema: NOTICE: role crontabber_runner does not exist and"
+        f" {empty_database.user} may not create it (docs/deploy.md#roles)"
+    ]
+
+
+def test_a_connection_lost_before_the_schema_check_keeps_the_servers_error(empty_database):
+    # issue #44, P11: a tick whose connection PgBouncer or the server had closed printed
+    # "connection already closed" (the round-trip cursor's clean-up on the closed
+    # connection) instead of the server's own reason
+    owner = connect(empty_database)
+    with owner, owner.cursor() as cur:
+        cur.execute(f"ALTER DATABASE {empty_database.dbname} SET idle_session_timeout = '50ms'")
+    owner.close()
+    conn = connect(empty_database)
+    time.sleep(0.5)  # idle past the timeout: the server ends the session
+    with pytest.raises(psycopg2.OperationalError, match="server closed the connection"):
+        ensure_schema(conn, BOTH)
+    assert conn.closed
+
+
+def test_a_statement_refused_to_the_owner_itself_keeps_the_servers_words(empty_database, tmp_path):
+    # SchemaNeedsOwner is for another login (a runner's); the owner refused a statement of
+    # a role with more rights is told the server's reason, not to run as itself
+    sql = tmp_path / "sql"
+    (sql / "migrations").mkdir(parents=True)
+    (sql / "schema.sql").write_text("CREATE ROLE test_never_made NOLOGIN;")  # no CREATEROLE
+    (sql / "migrations" / "0001_system.sql").write_text("SELECT 1;")
+    conn = connect(empty_database)
+    with pytest.raises(psycopg2.errors.InsufficientPrivilege, match="create role"):
+        ensure_schema(conn, [sql])
     conn.close()

@@ -133,6 +133,28 @@ def test_elasticsearch_down_fails_the_run_and_the_next_one_catches_up(search, es
     assert watermark(search, es_index)[1] > before[1]
 
 
+def test_the_database_lost_mid_run_is_waited_for_and_the_run_succeeds(search, es_index):
+    # issue #44, P10: a job's own read was not retried across a failover, as the runner's
+    # writes are. Its session ends at its first read of the watermark (a policy whose
+    # function ends the session once: a sequence, which no rollback takes back).
+    finish_upload(search, ["afterloss.pdb"])
+    search.sql(
+        "CREATE SEQUENCE test_lose_once;"
+        " CREATE FUNCTION test_lose_once() RETURNS boolean LANGUAGE plpgsql AS $$ BEGIN"
+        " IF nextval('test_lose_once') = 1 THEN PERFORM pg_terminate_backend(pg_backend_pid());"
+        " END IF; RETURN true; END $$;"
+        " ALTER TABLE search_index_watermark ENABLE ROW LEVEL SECURITY;"
+        " ALTER TABLE search_index_watermark FORCE ROW LEVEL SECURITY;"
+        " CREATE POLICY test_lose_once ON search_index_watermark USING (test_lose_once())"
+    )
+    code, output = search.run("--job=index-new-uploads", "--force")
+    assert code == 0, output
+    assert search.state("index-new-uploads").error_count == 0
+    # the session was ended (nextval 1), and the run read again on a new one (2 and on)
+    assert search.sql("SELECT last_value FROM test_lose_once")[0]["last_value"] > 1
+    assert found(es_index, "afterloss") == ["afterloss.pdb"]
+
+
 def test_an_alias_swap_between_runs_loses_nothing(search, es_index):
     """A rebuild whose snapshot was taken before an upload finished, but whose
     alias swap came after the incremental run that indexed that upload into the
