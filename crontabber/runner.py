@@ -25,7 +25,6 @@ import datetime as dt
 import functools
 import logging
 import os
-import socket
 import time
 
 from .config.catalog import Job, run_order
@@ -38,7 +37,8 @@ from .errors import (
     Terminated,
 )
 from .formats import minute_text, pause_end
-from .leases import LeaseRules, Marker, describe_marker, holder_gone, holder_name, marker_status
+from .identity import this_host
+from .leases import LeaseRules, Marker, describe_marker, holder_gone, marker_status
 from .overrides import given_options
 from .placement import may_claim, placement_text
 from .results import JobResult as JobResult
@@ -68,16 +68,6 @@ CLAIM_WINDOW = 16
 
 #: A due job of the pass's read that another runner ran since.
 TAKEN_ELSEWHERE = "another runner just ran it"
-
-
-def this_host() -> str:
-    """This host's name, as written in ``ongoing_by``."""
-    return socket.gethostname()
-
-
-def default_holder() -> str:
-    """Who holds an ongoing marker: ``host:pid``."""
-    return holder_name(this_host(), os.getpid())
 
 
 def pid_alive(pid: int) -> bool:
