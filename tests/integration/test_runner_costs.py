@@ -7,9 +7,11 @@ and a short run costs the same at 10 and at 200 configured jobs, at most 2 trans
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 
+from crontabber import sqlfiles
 from crontabber.config.catalog import load_jobs
 from crontabber.config.settings import load_settings
 from crontabber.runner import TAKEN_ELSEWHERE, Runner, Status
@@ -240,3 +242,35 @@ def test_a_claim_takes_the_first_candidate_nobody_else_has(crontab, database):
     ]
     ongoing = crontab.sql("SELECT app_name FROM crontabber WHERE ongoing_by LIKE 'this-host:%%'")
     assert [row["app_name"] for row in ongoing] == ["noop-3"]
+
+
+def test_a_claim_reads_its_candidates_rows_only_whatever_the_number_of_jobs(crontab, database):
+    """``claim_next_due`` looks each candidate up by the index: with 1,000 jobs (analysed, as
+    a live table is) its plan scans no table whole, so a run's claim reads the same rows at
+    10 jobs and at 1,000 (a plain ``app_name = ANY(...)`` was planned as a scan of them all)."""
+    crontab.configure(fleet_jobs.entries(3))
+    assert crontab.run()[0] == 0
+    crontab.sql(
+        "INSERT INTO crontabber (app_name, next_run, error_count, depends_on, last_error) "
+        "SELECT 'filler-' || i, clock_timestamp() + interval '1 hour', 0, '{}', '{}' "
+        "FROM generate_series(1, 1000) AS i"
+    )
+    crontab.sql("ANALYZE crontabber")
+    names = [f"noop-{i}" for i in range(3)] + [f"filler-{i}" for i in range(1, 14)]
+    params = {
+        "names": names,
+        "host": "this-host",
+        "pid": 1,
+        "holder": "this-host:1",
+        "depends": json.dumps({name: [] for name in names}),
+        "options": None,
+    }
+    connection = connect(database)
+    try:
+        with connection.cursor() as cur:
+            cur.execute("EXPLAIN " + sqlfiles.load("crontabber.sql")["claim_next_due"], params)
+            plan = "\n".join(row[0] for row in cur.fetchall())
+        connection.rollback()
+    finally:
+        connection.close()
+    assert "Index Scan" in plan and "Seq Scan on crontabber " not in plan, plan
