@@ -147,8 +147,8 @@ def ensure_schema(connection: Any, sql_dirs: Sequence[SqlDir] = RUNNER) -> Appli
     code does not (:class:`Applied`).
 
     Cheap when nothing is to do (every cron tick calls it): one query, no lock. What the
-    server says while applying (``RAISE NOTICE``: a group role it may not create) is logged,
-    one WARNING line each.
+    schema says while applying (``RAISE NOTICE``: a group role it may not create) is logged,
+    one WARNING line each; PostgreSQL's own ``IF [NOT] EXISTS, skipping`` notices are not.
 
     Raises:
         SchemaNeedsOwner: this login may not apply what is missing (a runner login): names
@@ -175,7 +175,9 @@ def ensure_schema(connection: Any, sql_dirs: Sequence[SqlDir] = RUNNER) -> Appli
             raise
         raise refusal from None
     for notice in connection.notices[heard:]:  # the roles' NOTICE (docs/deploy.md#roles)
-        logger.warning("database schema: %s", " ".join(notice.split()))
+        said = " ".join(notice.split())
+        if not said.endswith(", skipping"):  # PostgreSQL's own IF [NOT] EXISTS: nothing to do
+            logger.warning("database schema: %s", said)
     if applied:
         logger.info("database schema: applied %s", ", ".join(applied))
     return Applied(applied, unknown)
