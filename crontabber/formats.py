@@ -58,6 +58,13 @@ def iso_z(when: dt.datetime) -> str:
     return f"{when.astimezone(dt.timezone.utc):%Y-%m-%dT%H:%M:%SZ}"
 
 
+def utc_iso(when: dt.datetime) -> str:
+    """``2026-11-22T05:17:19.250000+00:00``: ISO 8601 in UTC whatever the database session's
+    zone, so that every host writes one text for one moment (an alert's subject is its key
+    across the fleet, and PagerDuty's dedup key)."""
+    return when.astimezone(dt.timezone.utc).isoformat()
+
+
 def day_text(day: dt.date | dt.datetime) -> str:
     """``2026-11-22``: a day (a backfill interval of a daily job)."""
     return f"{day:%Y-%m-%d}"

@@ -27,6 +27,7 @@ from ..config.catalog import BrokenEntry, Job, job_options
 from ..config.settings import Settings, Sources
 from ..config.targets import DeliveryError, Target
 from ..errors import ConfigurationError, CrontabberError
+from ..formats import utc_iso
 from ..leases import LeaseRules, marker_status
 from ..redaction import masked
 from ..scheduling import needs_attention, parse_duration
@@ -544,7 +545,7 @@ class Alerter:
             Event(
                 job.app_name,
                 "test",
-                f"{now.isoformat()} {self.host}",
+                f"{utc_iso(now)} {self.host}",
                 f"{job.app_name}: a test alert from {self.host} (--test-alert)",
                 {"test": True},
             )

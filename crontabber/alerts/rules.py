@@ -44,7 +44,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
-from ..formats import counted, minute_text, utc_text
+from ..formats import counted, minute_text, utc_iso, utc_text
 from ..schedule import Schedule
 from ..scheduling import lateness, next_interval_after, next_run_after, pause_active
 from ..state import JobState
@@ -179,7 +179,7 @@ def late(watched: Watched, now: dt.datetime, blocker: Blocker = lambda: "") -> E
     return Event(
         watched.app_name,
         "late",
-        f"interval {interval.isoformat()}",
+        f"interval {utc_iso(interval)}",
         f"{watched.app_name}: the interval of {minute_text(interval)} was not done by its "
         f"deadline, {minute_text(due)}" + (f"; {why}" if why else ""),
         {"interval": interval, "deadline": due, "blocker": why},
@@ -209,8 +209,8 @@ def failing(
     error = ErrorInfo.of_state(state.last_error, error_line)
     summary = error.summary[:300] if error else "no error recorded"
     streak = (
-        f"after {state.last_success.isoformat() if state.last_success else 'never'}"
-        f" (first run {state.first_run.isoformat() if state.first_run else '?'})"
+        f"after {utc_iso(state.last_success) if state.last_success else 'never'}"
+        f" (first run {utc_iso(state.first_run) if state.first_run else '?'})"
     )
     run = " ".join(
         part
@@ -269,7 +269,7 @@ def silent(
     return Event(
         app_name,
         "silent",
-        f"due {since.isoformat()}",
+        f"due {utc_iso(since)}",
         f"{app_name}: has not run since it was due at {utc_text(since)}"
         + (f"; {why}" if why else ""),
         {"due": since, "late_seconds": int(overdue.total_seconds()), "blocker": why},
@@ -285,7 +285,7 @@ def no_host(watched: Watched) -> Event | None:
     return Event(
         watched.app_name,
         "no-host",
-        f"needs {', '.join(watched.hosts)}; due {due.isoformat() if due else 'first run'}",
+        f"needs {', '.join(watched.hosts)}; due {utc_iso(due) if due else 'first run'}",
         f"{watched.app_name}: {watched.unplaced}; it runs nowhere until a host with "
         "the tag ticks (crontabber.host_tags) or one is undrained (--undrain HOST)",
         {"hosts": list(watched.hosts), "verdict": watched.unplaced},
@@ -534,7 +534,7 @@ def _streak_end(alert: OpenAlert, state: JobState) -> str | None:
     if state.success_marked:
         how = f"{state.mark_text()} at {utc_text(state.last_success)}; no run has succeeded since"
     elif state.last_success is not None and not alert.subject.startswith(
-        f"after {state.last_success.isoformat()} "
+        f"after {utc_iso(state.last_success)} "
     ):
         how = f"succeeded at {utc_text(state.last_success)}"
     elif state.error_count:

@@ -103,8 +103,16 @@ INSERT INTO crontabber_notice (alert_id, notice, target)
 SELECT %(id)s, 1, target FROM unnest(%(targets)s::text[]) AS target;
 
 -- name: alert_resolve
--- End an open alert (its condition is over): a row for the one host that ended it.
-UPDATE crontabber_alert SET resolved_at = clock_timestamp(), next_notice = NULL
+-- End an open alert (its condition is over): a row for the one host that ended it. An ended
+-- broken-entry or old-code alert gives up its subject (the entry and its error, the host and
+-- what it lacks: the unique key), so that the same entry breaking again, or the same host
+-- downgraded again, opens a new alert: those causes can come back as they were. (The other
+-- kinds' subjects name a streak, a due time, a run: they cannot, and a host whose view is a
+-- moment old must not open an ended streak again.)
+UPDATE crontabber_alert
+SET resolved_at = clock_timestamp(), next_notice = NULL,
+    subject = CASE WHEN kind IN ('broken-entry', 'old-code')
+                   THEN subject || ' (alert ' || id || ', ended)' ELSE subject END
 WHERE id = %(id)s AND resolved_at IS NULL
 RETURNING id, notified;
 

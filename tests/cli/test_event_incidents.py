@@ -49,6 +49,16 @@ def test_a_broken_entry_incident_is_resolved_once_the_entry_loads(cli, receiver)
     assert "broken-entry  crontabber  ended " in cli.run("--alerts").stdout
     assert cli.run().returncode == 0 and len(receiver.at("/pd")) == 2  # ended once
 
+    configure(cli, receiver, ["BasicJob|1d", f"{BROKEN}|10m"])  # the same entry breaks again
+    assert cli.run().returncode == 1
+    *_, again = receiver.wait("/pd", 3)  # a new incident, not swallowed by the ended one
+    assert (again.json["event_action"], again.json["payload"]["class"]) == (
+        "trigger",
+        "broken-entry",
+    )
+    broken = [a for a in alerts(cli.crontab) if a["kind"] == "broken-entry"]
+    assert [a["resolved_at"] is None for a in broken] == [False, True]
+
 
 DAY = dt.timedelta(days=1)
 

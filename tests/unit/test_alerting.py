@@ -257,3 +257,23 @@ def test_a_target_says_which_variables_are_missing():
         "environment variable URL (the address of p) is not an http(s) URL"
     ]
     assert target.missing({"URL": "https://x", "S": "s", "K": "k"}) == []
+
+
+def test_an_alerts_subject_is_the_same_text_whatever_the_sessions_zone():
+    # a subject is the alert's key across the fleet and PagerDuty's dedup key: two hosts whose
+    # database sessions run in different zones must write one text for one streak (issue #44,
+    # P16: every time in UTC)
+    st_johns = dt.timezone(dt.timedelta(hours=-3, minutes=-30))
+    rules = AlertRules(after_failures=1)
+    here = failing("job", state(error_count=1), rules)
+    there = failing(
+        "job",
+        state(
+            error_count=1,
+            last_success=(NOW - 2 * H).astimezone(st_johns),
+            first_run=(NOW - 100 * H).astimezone(st_johns),
+        ),
+        rules,
+    )
+    assert here is not None and there is not None
+    assert there.subject == here.subject and "+00:00" in there.subject
