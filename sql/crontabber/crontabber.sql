@@ -161,7 +161,7 @@ FOR UPDATE NOWAIT;
 -- OFFSET 0): a claim reads at most 16 rows whatever the number of jobs (a plain
 -- `app_name = ANY(...)` is planned as a scan of the whole table once it is small).
 WITH candidate AS (
-    SELECT c.*
+    SELECT c.*, n.pos
     FROM unnest(%(names)s::text[]) WITH ORDINALITY AS n(app_name, pos)
     CROSS JOIN LATERAL (
         SELECT app_name, next_run, first_run, last_run, last_success, ongoing, ongoing_by,
@@ -177,16 +177,18 @@ WITH candidate AS (
     FOR UPDATE OF c SKIP LOCKED
 ), clock AS (
     SELECT clock_timestamp() AS now,
-           -- the candidates still due, locked or not (a plain read sees through the locks):
-           -- one passed over that is among them is held by another runner that moment
+           -- the candidates passed over (before the one locked: none, most often) that are
+           -- still due, locked or not (a plain read sees through the locks): held by another
+           -- runner that moment
            ARRAY(SELECT d.app_name
-                 FROM unnest(%(names)s::text[]) AS n(app_name)
+                 FROM unnest(%(names)s::text[]) WITH ORDINALITY AS n(app_name, pos)
                  CROSS JOIN LATERAL (
                      SELECT app_name FROM crontabber AS s
                      WHERE s.app_name = n.app_name
                        AND (s.next_run IS NULL OR s.next_run < clock_timestamp())
                      OFFSET 0
-                 ) AS d) AS still_due,
+                 ) AS d
+                 WHERE n.pos < COALESCE((SELECT pos FROM candidate), 2147483647)) AS still_due,
            EXISTS (SELECT 1 FROM crontabber_host AS h
                    WHERE h.host = %(host)s AND h.drained_at IS NOT NULL
                      AND (h.drain_until IS NULL OR h.drain_until > clock_timestamp())) AS drained
@@ -407,8 +409,9 @@ WITH ended AS (
         metrics = COALESCE(%(metrics)s::jsonb, metrics),
         ended = clock_timestamp(), status = %(status)s,
         error = %(error)s, output = %(output)s, output_dropped = %(dropped)s
-    FROM ended
-    WHERE run.run_id = ended.run_id AND run.status IN ('running', 'abandoned')
+    -- the run's own row by its key (a join with `ended` was planned as a scan of the ledger)
+    WHERE run.run_id = %(run_id)s AND run.status IN ('running', 'abandoned')
+      AND EXISTS (SELECT 1 FROM ended)
 ), logged AS (
     INSERT INTO crontabber_log (app_name, duration, success, run_id, host, pid, summary)
     SELECT app_name, %(duration)s, %(success)s, run_id, %(host)s, %(pid)s, %(summary)s
