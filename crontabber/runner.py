@@ -352,9 +352,9 @@ class Runner:
         launch = None
         if window:
             outcome = self._claim_next(window)
-            if isinstance(outcome, JobResult):  # the host was drained meanwhile
-                results.append(outcome)
-                gone += window
+            if isinstance(outcome, JobResult):  # the host was drained meanwhile: the others
+                results.append(outcome)  # are refused as drained when judged next
+                gone.append(window[0])
             else:
                 claimed, passed = outcome
                 for name, why in passed:

@@ -274,3 +274,27 @@ def test_a_claim_reads_its_candidates_rows_only_whatever_the_number_of_jobs(cron
     finally:
         connection.close()
     assert "Index Scan" in plan and "Seq Scan on crontabber " not in plan, plan
+
+
+def test_a_host_drained_after_its_read_claims_nothing_and_says_so_for_each_job(crontab):
+    """The drain is checked under the first row lock a claim takes: a pass whose read came
+    before an operator's --drain claims nothing after it, and every due job it judges says
+    why (this host is drained), not only the one whose claim met the drain."""
+    crontab.configure(fleet_jobs.entries(5))
+    assert crontab.run()[0] == 0
+    crontab.sql("UPDATE crontabber SET next_run = clock_timestamp() - interval '1 minute'")
+    settings = load_settings(str(crontab.ini), {})
+    store = StateStore(connect(crontab.database), crontab.database)
+    try:
+        runner = Runner(settings, load_jobs(settings), store, host="drained-host")
+        runner.snapshot()  # the pass's read: 5 due, the host not drained
+        crontab.sql(
+            "INSERT INTO crontabber_host (host, version, last_tick, skew_seconds, drained_at) "
+            "VALUES ('drained-host', 'x', clock_timestamp(), 0, clock_timestamp())"
+        )
+        results = runner.run_all()
+    finally:
+        store.close()
+    assert sorted(r.app_name for r in results) == [f"noop-{i}" for i in range(5)]
+    assert {(r.status, r.detail) for r in results} == {(Status.SKIPPED, "this host is drained")}
+    assert crontab.sql("SELECT count(*) AS n FROM crontabber_run")[0]["n"] == 5  # the first tick's
