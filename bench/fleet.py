@@ -243,9 +243,15 @@ class FleetDatabase:
             stats = self.services.pgbouncer_stats().get(self.name, {})
             xacts, queries = stats.get("total_xact_count", 0), stats.get("total_query_count", 0)
             return Counts(int(xacts), int(queries))
-        if serving:
-            time.sleep(1.2)
-            return Counts(*self._stat())
+        if serving:  # no reading is sure then: a connected backend's counts may be held back
+            stat, deadline = self._stat(), time.monotonic() + 12  # (a busy stats lock defers
+            while time.monotonic() < deadline:  # a flush: up to 10 s once it is idle)
+                time.sleep(1.2)
+                settled = self._stat()
+                if settled == stat:
+                    break
+                stat = settled
+            return Counts(*stat)
         deadline = time.monotonic() + 30
         while self._admin(
             "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
