@@ -14,7 +14,7 @@ from .formats import absolute, one_line, pause_end, short_span, stamp
 from .leases import Marker, describe_marker
 from .placement import drain_line, drain_text, drains_of, fleet_of, unplaced
 from .records import HostState
-from .scheduling import dependency_block, first_due_at, lateness, pause_active
+from .scheduling import dependency_block, first_due_at, lateness, next_run_after, pause_active
 from .state import JobState
 
 if TYPE_CHECKING:
@@ -34,8 +34,8 @@ class NagiosEntry:
     ``level`` is ``NAGIOS_*`` (OK for what is only listed: a paused job, a job
     waiting for its parents); ``kind`` one of ``broken``, ``failing``, ``marker``,
     ``overdue``, ``waiting``, ``paused``, ``paused-share``, ``no-host``, ``ghost``,
-    ``silence``, ``skew``, ``versions``; ``subject`` the job or host; ``text`` one line without
-    ``|`` (Nagios reads what follows a ``|`` as performance data).
+    ``silence``, ``skew``, ``versions``, ``beyond-schedule``; ``subject`` the job or host;
+    ``text`` one line without ``|`` (Nagios reads what follows a ``|`` as performance data).
     ``status_text``, when set, is what the status line shows instead: the
     ``name (Class) | type | value`` of a failing job, crontabber's own.
     """
@@ -122,6 +122,11 @@ def nagios_check(
       one: a ``--pause all`` that was forgotten runs nothing): WARNING;
     - a ghost (a state row no configured job has: a job taken out of the
       jobs list instead of paused): WARNING;
+    - a job whose next run is later than its schedule allows (kind ``beyond-schedule``): a
+      run that succeeded is next due at the schedule's first time after it, so no run's end
+      writes a next run later than the first one after ``now``; a later one was written by
+      hand (a runner login may end its own runs with any next run: docs/deploy.md#roles),
+      or the schedule was made more frequent and no tick rescheduled it yet: WARNING;
     - ``errors``: the failing jobs' last error in one plain line (the run ledger's), shown
       in each failing entry (crontabber's status line keeps its ``name | type | value``);
     - a jobs entry that does not load (``broken``: its class path to its error, from
@@ -148,6 +153,7 @@ def nagios_check(
         *_never_ran_entries(jobs, states, hosts, now, limits),
         *_no_host_entries(jobs, states, hosts, now, limits),
         *_ghost_entries(jobs, states),
+        *_beyond_schedule_entries(jobs, states, now),
         *_fleet_entries(hosts, now, limits),
         *_gone_servers(hosts, now, lease_seconds),
         *_drain_entries(hosts, states),
@@ -345,6 +351,27 @@ def _paused_share_entries(
             "any one (a job's own pause and a breach pause stay until then)",
         )
     ]
+
+
+def _beyond_schedule_entries(
+    jobs: Sequence[Job], states: Mapping[str, JobState], now: dt.datetime
+) -> Iterator[NagiosEntry]:
+    for job in jobs:
+        state = states.get(job.app_name)
+        if state is None or state.next_run is None or state.ongoing is not None:
+            continue
+        if state.error_count:  # a failure's retry (its delay is the job's): failing is the news
+            continue
+        latest = next_run_after(max(now, state.last_run or now), job.schedule, True, 0)
+        if state.next_run > latest:
+            yield NagiosEntry(
+                NAGIOS_WARNING,
+                "beyond-schedule",
+                job.app_name,
+                f"{job.app_name} ({job.cls.__name__}): next run {absolute(state.next_run, now)}"
+                f" is later than its schedule ({job.schedule}) allows"
+                f" (at the latest {absolute(latest, now)})",
+            )
 
 
 def _ghost_entries(jobs: Sequence[Job], states: Mapping[str, JobState]) -> Iterator[NagiosEntry]:

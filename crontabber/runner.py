@@ -389,6 +389,7 @@ class Runner:
                 decide,
                 new=[job.app_name for job in window if job.app_name not in states],
                 options=self.options,
+                lease_seconds=self.rules.lease_seconds,
             )
         except HostDrained as exc:  # drained since the tick began: claims nothing more
             self.drained = True
@@ -455,6 +456,7 @@ class Runner:
                 kind,
                 self.options,
                 drainable=not force,
+                lease_seconds=self.rules.lease_seconds,
             )
         except HostDrained as exc:  # drained since the tick began: claims nothing more
             self.drained = True

@@ -466,6 +466,8 @@ class StateStore:
         kind: RunKind = RunKind.SCHEDULED,
         options: Sequence[str] = (),
         drainable: bool = False,
+        *,
+        lease_seconds: float,
     ) -> tuple[JobState, Claim] | None:
         """Lock the job's row, let ``decide`` check it, and mark it ongoing
         with a new run id (the run's fencing token) and a first heartbeat; the
@@ -478,6 +480,8 @@ class StateStore:
         None when ``decide`` declined.
 
         ``drainable``: refuse when the host is drained (checked under the row lock).
+        ``lease_seconds``: the claimer's lease, stored with the run (a takeover of it waits for
+        that lease, whatever the taker's says: ``crontabber_claim``, migration 0031).
 
         The lock is ``FOR UPDATE NOWAIT`` (an operator's ``--job NAME [--force]``); a pass
         claims through :meth:`claim_next` instead.
@@ -499,7 +503,9 @@ class StateStore:
                     raise HostDrained(host)
                 if not decide(state, now):
                     return None
-                return state, _mark_ongoing(cur, state, depends_on, holder, now, kind, options)
+                return state, _mark_ongoing(
+                    cur, state, depends_on, holder, now, kind, options, lease_seconds
+                )
         except psycopg2.errors.LockNotAvailable:
             raise JobLocked(app_name) from None
 
@@ -512,6 +518,8 @@ class StateStore:
         decide: Callable[[JobState, dt.datetime], bool],
         new: Sequence[str] = (),
         options: Sequence[str] = (),
+        *,
+        lease_seconds: float,
     ) -> NextClaim:
         """A scheduled pass's claim of the first job of ``names`` (the pass's next candidates,
         in its order) whose row is still due and held by no other transaction, in one
@@ -524,7 +532,8 @@ class StateStore:
         job it declines or that raises :class:`JobOngoing` (running elsewhere) is passed over
         and the next one locked, in the same transaction. ``new``: the candidates the pass
         found no row for (a first run): their rows are inserted first (``insert_skeleton``);
-        ``depends_on``: each candidate's parents, written with the marker.
+        ``depends_on``: each candidate's parents, written with the marker; ``lease_seconds``:
+        the claimer's lease, stored with the run (as :meth:`claim`).
 
         Returns the claim (None: every candidate was passed over) and the candidates passed
         over before it, each with why (:class:`NextClaim`).
@@ -541,6 +550,7 @@ class StateStore:
             "holder": f"{host}:{pid}",
             "depends": json.dumps({name: list(depends_on[name]) for name in names}),
             "options": list(options) or None,
+            "lease_seconds": lease_seconds,
         }
         with self._conn, self._cursor() as cur:
             for app_name in new:
@@ -570,7 +580,14 @@ class StateStore:
                     passed.append((state.app_name, exc))
                     continue
                 claim = _mark_ongoing(
-                    cur, state, depends_on[state.app_name], holder, now, RunKind.SCHEDULED, options
+                    cur,
+                    state,
+                    depends_on[state.app_name],
+                    holder,
+                    now,
+                    RunKind.SCHEDULED,
+                    options,
+                    lease_seconds,
                 )
                 return NextClaim((state, claim), tuple(passed))
         return NextClaim(None, tuple(passed))
@@ -1091,12 +1108,18 @@ def _mark_ongoing(
     now: dt.datetime,
     kind: RunKind,
     options: Sequence[str],
+    lease_seconds: float,
 ) -> Claim:
     """Mark the locked job ongoing for ``holder`` with a new run id (its fencing token) and
-    write the run's ledger row; a marker ``decide`` let it take over is recorded abandoned."""
+    write the run's ledger row (``crontabber_claim``); a marker ``decide`` let it take over is
+    recorded abandoned by the same call (the function refuses a live one: its lease is the
+    holder's, stored at its claim)."""
     host, pid = holder
-    if state.ongoing is not None:  # decide allowed a takeover: its holder is gone
-        _log_abandoned(cur, state, f"taken over by {host}:{pid}")
+    abandoned: dict[str, str | None] = (
+        dict(_abandoned_record(state, f"taken over by {host}:{pid}"))
+        if state.ongoing is not None
+        else {"exc_type": None, "exc_value": None}
+    )
     cur.execute(
         Q["mark_ongoing"],
         {
@@ -1108,13 +1131,16 @@ def _mark_ongoing(
             "pid": pid,
             "kind": kind.value,
             "options": list(options) or None,
+            "lease_seconds": lease_seconds,
+            **abandoned,
         },
     )
     return Claim(state.app_name, cur.fetchone()[0], host, pid, now)
 
 
-def _log_abandoned(cur: Any, state: JobState, found_by: str) -> None:
-    """Record ``state``'s run as abandoned (its holder died), saying who found it."""
+def _abandoned_record(state: JobState, found_by: str) -> dict[str, str]:
+    """The failure record (``exc_type``, ``exc_value``) of ``state``'s run, abandoned (its
+    holder died), saying who found it."""
     from .errors import RunAbandoned
     from .formats import utc_text
 
@@ -1124,9 +1150,13 @@ def _log_abandoned(cur: Any, state: JobState, found_by: str) -> None:
         f"RunAbandoned('run {state.run_id} on {holder}, started {utc_text(state.ongoing)}, "
         f"stopped renewing its lease without recording its end ({beat}); {found_by}')"
     )
+    return {"exc_type": repr(RunAbandoned), "exc_value": value}
+
+
+def _log_abandoned(cur: Any, state: JobState, found_by: str) -> None:
+    """Record ``state``'s run as abandoned (its holder died), saying who found it."""
     cur.execute(
-        Q["log_abandoned"],
-        {"app_name": state.app_name, "exc_type": repr(RunAbandoned), "exc_value": value},
+        Q["log_abandoned"], {"app_name": state.app_name, **_abandoned_record(state, found_by)}
     )
 
 

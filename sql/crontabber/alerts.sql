@@ -14,24 +14,9 @@
 -- scope; next_notice: until) and the holders of this host (%(this_host)s) whose claims
 -- still run (app_name: the holder). %(dead)s: holders of this host whose process is gone:
 -- their claims are taken over without waiting for claim_until (crontabber.alerts.sweep).
-WITH due AS (
-    SELECT id FROM crontabber_notice
-    WHERE sent_at IS NULL AND NOT given_up AND next_attempt <= clock_timestamp()
-      AND (claim_until IS NULL OR claim_until < clock_timestamp()
-           OR claimed_by = ANY(%(dead)s::text[]))
-      AND (%(alert_ids)s::bigint[] IS NULL OR alert_id = ANY(%(alert_ids)s::bigint[]))
-      AND (%(alert_ids)s::bigint[] IS NOT NULL
-           OR NOT EXISTS (SELECT 1 FROM crontabber_alert t WHERE t.id = crontabber_notice.alert_id
-                                                   AND t.kind = 'test'))
-    ORDER BY id
-    LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
-), claimed AS (
-    UPDATE crontabber_notice n
-    SET claimed_by = %(host)s, attempts = n.attempts + 1,
-        claim_until = clock_timestamp() + make_interval(secs => %(claim_seconds)s)
-    FROM due WHERE n.id = due.id
-    RETURNING n.id, n.alert_id, n.notice, n.target, n.attempts
+WITH claimed AS (  -- crontabber_notices_claim (migration 0031): the claim, by this login
+    SELECT * FROM crontabber_notices_claim(%(host)s, %(claim_seconds)s, %(limit)s,
+                                           %(dead)s::text[], %(alert_ids)s::bigint[])
 )
 SELECT 'notice' AS row_kind, c.id AS notice_id, c.notice, c.target, c.attempts,
        a.id, a.app_name, a.kind, a.subject, a.message, a.detail, a.opened_at, a.opened_by,
@@ -137,20 +122,15 @@ WITH bumped AS (
 SELECT id, notified FROM bumped;
 
 -- name: notice_sent
-UPDATE crontabber_notice
-SET sent_at = clock_timestamp(), sent_by = %(host)s, claimed_by = NULL, claim_until = NULL,
-    last_error = NULL
-WHERE id = %(id)s AND sent_at IS NULL
-RETURNING id;
+-- Only by the claim that sent it (crontabber_notice_sent, migration 0031).
+SELECT %(id)s AS id WHERE crontabber_notice_sent(%(id)s, %(host)s);
 
 -- name: notice_failed
--- A failed attempt: retried after %(retry_seconds)s, or given up after max_attempts.
-UPDATE crontabber_notice
-SET claimed_by = NULL, claim_until = NULL, last_error = %(error)s,
-    next_attempt = clock_timestamp() + make_interval(secs => %(retry_seconds)s),
-    given_up = attempts >= %(max_attempts)s
-WHERE id = %(id)s AND sent_at IS NULL AND claimed_by = %(host)s
-RETURNING given_up;
+-- A failed attempt: retried after %(retry_seconds)s, or given up after max_attempts; no row:
+-- not this host's claim (crontabber_notice_failed, migration 0031).
+SELECT given_up FROM crontabber_notice_failed(%(id)s, %(host)s, %(error)s, %(retry_seconds)s,
+                                              %(max_attempts)s) AS given_up
+WHERE given_up IS NOT NULL;
 
 -- name: alerts_list
 -- Alerts newest first (one job's, or all), each with its notices.

@@ -134,16 +134,8 @@ ON CONFLICT (app_name) DO NOTHING;
 -- name: lock_state
 -- drained: whether the claiming host (%(host)s; NULL: an operator's change) is drained now,
 -- checked under the row lock, so a tick that began before a --drain claims nothing after it.
-SELECT app_name, next_run, first_run, last_run, last_success, ongoing, ongoing_by,
-       error_count, depends_on, last_error, run_id, heartbeat,
-       paused_until, paused_reason, paused_by, paused_scope,
-       success_marked_at, success_marked_by, success_marked_reason, clock_timestamp() AS now,
-       EXISTS (SELECT 1 FROM crontabber_host AS h
-               WHERE h.host = %(host)s AND h.drained_at IS NOT NULL
-                 AND (h.drain_until IS NULL OR h.drain_until > clock_timestamp())) AS drained
-FROM crontabber
-WHERE app_name = %(app_name)s
-FOR UPDATE NOWAIT;
+-- (crontabber_lock_state, migration 0031: the logins have no UPDATE of the table to lock with.)
+SELECT * FROM crontabber_lock_state(%(app_name)s, %(host)s);
 
 -- name: claim_next_due
 -- A scheduled pass's claim of the first job of %(names)s (in that order) whose row is still due
@@ -160,101 +152,35 @@ FOR UPDATE NOWAIT;
 -- Each candidate's row is read by its own index lookup (the LATERAL subquery, kept apart by
 -- OFFSET 0): a claim reads at most 16 rows whatever the number of jobs (a plain
 -- `app_name = ANY(...)` is planned as a scan of the whole table once it is small).
-WITH candidate AS (
-    SELECT c.*, n.pos
-    FROM unnest(%(names)s::text[]) WITH ORDINALITY AS n(app_name, pos)
-    CROSS JOIN LATERAL (
-        SELECT app_name, next_run, first_run, last_run, last_success, ongoing, ongoing_by,
-               error_count, depends_on, last_error, run_id, heartbeat,
-               paused_until, paused_reason, paused_by, paused_scope,
-               success_marked_at, success_marked_by, success_marked_reason
-        FROM crontabber AS s
-        WHERE s.app_name = n.app_name AND (s.next_run IS NULL OR s.next_run < clock_timestamp())
-        OFFSET 0
-    ) AS c
-    ORDER BY n.pos
-    LIMIT 1
-    FOR UPDATE OF c SKIP LOCKED
-), clock AS (
-    SELECT clock_timestamp() AS now,
-           -- the candidates passed over (before the one locked: none, most often) that are
-           -- still due, locked or not (a plain read sees through the locks): held by another
-           -- runner that moment
-           ARRAY(SELECT d.app_name
-                 FROM unnest(%(names)s::text[]) WITH ORDINALITY AS n(app_name, pos)
-                 CROSS JOIN LATERAL (
-                     SELECT app_name FROM crontabber AS s
-                     WHERE s.app_name = n.app_name
-                       AND (s.next_run IS NULL OR s.next_run < clock_timestamp())
-                     OFFSET 0
-                 ) AS d
-                 WHERE n.pos < COALESCE((SELECT pos FROM candidate), 2147483647)) AS still_due,
-           EXISTS (SELECT 1 FROM crontabber_host AS h
-                   WHERE h.host = %(host)s AND h.drained_at IS NOT NULL
-                     AND (h.drain_until IS NULL OR h.drain_until > clock_timestamp())) AS drained
-), claimed AS (
-    UPDATE crontabber AS c
-    SET ongoing = clock.now, ongoing_by = %(holder)s, heartbeat = clock.now,
-        depends_on = ARRAY(SELECT jsonb_array_elements_text(%(depends)s::jsonb -> c.app_name)),
-        run_id = nextval('crontabber_run_id_seq')
-    FROM candidate, clock
-    WHERE c.app_name = candidate.app_name AND candidate.ongoing IS NULL AND NOT clock.drained
-    RETURNING c.app_name, c.run_id
-), ledger AS (
-    INSERT INTO crontabber_run (run_id, app_name, kind, host, pid, started, heartbeat, options)
-    SELECT claimed.run_id, claimed.app_name, 'scheduled', %(host)s, %(pid)s, clock.now, clock.now,
-           %(options)s::text[]
-    FROM claimed, clock
-)
-SELECT candidate.*, clock.now, clock.drained, clock.still_due, claimed.run_id AS claimed_run_id
-FROM clock LEFT JOIN candidate ON true LEFT JOIN claimed ON true;
+-- The statement is crontabber_claim_next's (migration 0031), which writes the claimer's lease
+-- (%(lease_seconds)s) in the ledger: a takeover waits for it.
+SELECT * FROM crontabber_claim_next(%(names)s::text[], %(depends)s::jsonb, %(host)s, %(pid)s,
+                                    %(holder)s, %(options)s::text[], %(lease_seconds)s);
 
 -- name: mark_ongoing
 -- The claim: a new run id from the sequence (the run's fencing token) and the
 -- first heartbeat, set with the marker under the row lock; the run's ledger row
 -- (status running) in the same statement.
-WITH claimed AS (
-    UPDATE crontabber
-    SET ongoing = %(now)s, ongoing_by = %(holder)s, depends_on = %(depends_on)s,
-        run_id = nextval('crontabber_run_id_seq'), heartbeat = %(now)s
-    WHERE app_name = %(app_name)s
-    RETURNING run_id
-)
-INSERT INTO crontabber_run (run_id, app_name, kind, host, pid, started, heartbeat, options)
-SELECT run_id, %(app_name)s, %(kind)s, %(host)s, %(pid)s, %(now)s, %(now)s, %(options)s::text[]
-FROM claimed
-RETURNING run_id;
+-- A marker found (a takeover the runner's rule allowed) is recorded abandoned by the function
+-- (%(exc_type)s, %(exc_value)s), which refuses to take over a live run (crontabber_claim,
+-- migration 0031).
+SELECT crontabber_claim(%(app_name)s, %(kind)s, %(depends_on)s::text[], %(now)s, %(holder)s,
+                        %(host)s, %(pid)s, %(options)s::text[], %(lease_seconds)s,
+                        %(exc_type)s, %(exc_value)s) AS run_id;
 
 -- name: heartbeat
 -- Renew the lease; no row returned means another run holds the job now. The ledger
 -- row follows in the same statement, with the output captured so far when it grew
 -- (output NULL: unchanged), so a run killed with its host still has its log.
-WITH renewed AS (
-    UPDATE crontabber SET heartbeat = clock_timestamp()
-    WHERE app_name = %(app_name)s AND run_id = %(run_id)s AND ongoing IS NOT NULL
-    RETURNING run_id, heartbeat
-), ledger AS (
-    UPDATE crontabber_run AS run
-    SET heartbeat = renewed.heartbeat, output = COALESCE(%(output)s, run.output),
-        output_dropped = COALESCE(%(dropped)s, run.output_dropped)
-    FROM renewed
-    WHERE run.run_id = renewed.run_id
-), intervals AS (
-    -- the interval a backfill run works on (crontabber_interval) is held with the lease
-    UPDATE crontabber_interval AS i SET heartbeat = renewed.heartbeat
-    FROM renewed
-    WHERE i.run_id = renewed.run_id AND i.status = 'running'
-)
-SELECT heartbeat FROM renewed;
+SELECT * FROM crontabber_heartbeat(%(app_name)s, %(run_id)s, %(output)s, %(dropped)s);
 
 -- name: record_success
 -- Progress after each successful unit (each backfill interval), so a kill
 -- mid-backfill never redoes finished intervals. Fenced: only the run holding
 -- the marker writes.
 -- GREATEST: a --rerun of past days never moves last_success backwards.
-UPDATE crontabber SET last_success = GREATEST(last_success, %(success)s)
-WHERE app_name = %(app_name)s AND run_id = %(run_id)s AND ongoing IS NOT NULL
-RETURNING app_name;
+SELECT app_name FROM (SELECT %(app_name)s::text AS app_name) AS unit
+WHERE crontabber_unit(%(app_name)s, %(run_id)s, %(success)s);
 
 -- name: log_success
 -- A unit's log row (with the job's one-line summary of it) and the run's progress in
@@ -382,43 +308,10 @@ LIMIT %(limit)s;
 -- all only while the run holds the marker. No row returned: it no longer does, and nothing
 -- was written (the caller then takes the general path, which says how). An ordinary run holds
 -- no interval (crontabber_interval is a backfill run's), so none is ended.
-WITH ended AS (
-    UPDATE crontabber
-    SET last_success = GREATEST(last_success, %(success)s),
-        first_run = COALESCE(first_run, %(started)s),
-        last_run = %(started)s,
-        next_run = CASE WHEN %(keeps_health)s THEN next_run ELSE %(next_run)s END,
-        error_count = CASE WHEN %(keeps_health)s THEN error_count ELSE 0 END,
-        last_error = CASE WHEN %(keeps_health)s THEN last_error ELSE %(last_error)s END,
-        depends_on = %(depends_on)s,
-        ongoing = NULL,
-        ongoing_by = NULL,
-        heartbeat = NULL
-    WHERE app_name = %(app_name)s AND run_id = %(run_id)s AND ongoing IS NOT NULL
-    RETURNING app_name, next_run, first_run, last_run, last_success, ongoing, ongoing_by,
-              error_count, depends_on, last_error, run_id, heartbeat,
-              paused_until, paused_reason, paused_by, paused_scope,
-              success_marked_at, success_marked_by, success_marked_reason,
-              clock_timestamp() AS now
-), ledger AS (
-    UPDATE crontabber_run AS run
-    SET intervals = intervals + CASE WHEN %(success)s::timestamptz IS NULL THEN 0 ELSE 1 END,
-        first_interval = LEAST(first_interval, %(success)s),
-        last_interval = GREATEST(last_interval, %(success)s),
-        summary = COALESCE(%(summary)s, summary),
-        metrics = COALESCE(%(metrics)s::jsonb, metrics),
-        ended = clock_timestamp(), status = %(status)s,
-        error = %(error)s, output = %(output)s, output_dropped = %(dropped)s
-    -- the run's own row by its key (a join with `ended` was planned as a scan of the ledger)
-    WHERE run.run_id = %(run_id)s AND run.status IN ('running', 'abandoned')
-      AND EXISTS (SELECT 1 FROM ended)
-), logged AS (
-    INSERT INTO crontabber_log (app_name, duration, success, run_id, host, pid, summary)
-    SELECT app_name, %(duration)s, %(success)s, run_id, %(host)s, %(pid)s, %(summary)s
-    FROM ended
-    WHERE %(success)s::timestamptz IS NOT NULL
-)
-SELECT * FROM ended;
+SELECT * FROM crontabber_finish_ordinary(
+    %(app_name)s, %(run_id)s, %(host)s, %(pid)s, %(success)s, %(duration)s, %(summary)s,
+    %(metrics)s::jsonb, %(started)s, %(next_run)s, %(keeps_health)s, %(last_error)s::json,
+    %(depends_on)s::text[], %(status)s, %(error)s, %(output)s, %(dropped)s);
 
 -- name: finish
 -- The end of an attempt, written only by the run that holds the marker: a run
@@ -426,22 +319,9 @@ SELECT * FROM ended;
 -- run_id stays as the last run's; the heartbeat goes with the marker.
 -- %(keeps_health)s (a --rerun, or a run stopped by SIGTERM: crontabber.state.FinishRecord)
 -- leaves the job's health alone; a stopped run's job stays due.
-UPDATE crontabber
-SET first_run = COALESCE(first_run, %(started)s),
-    last_run = %(started)s,
-    next_run = CASE WHEN %(keeps_health)s THEN next_run ELSE %(next_run)s END,
-    error_count = CASE WHEN %(keeps_health)s THEN error_count
-                       WHEN %(succeeded)s THEN 0 ELSE COALESCE(error_count, 0) + 1 END,
-    last_error = CASE WHEN %(keeps_health)s THEN last_error ELSE %(last_error)s END,
-    depends_on = %(depends_on)s,
-    ongoing = NULL,
-    ongoing_by = NULL,
-    heartbeat = NULL
-WHERE app_name = %(app_name)s AND run_id = %(run_id)s AND ongoing IS NOT NULL
-RETURNING app_name, next_run, first_run, last_run, last_success, ongoing, ongoing_by,
-          error_count, depends_on, last_error, run_id, heartbeat,
-          paused_until, paused_reason, paused_by, paused_scope,
-          success_marked_at, success_marked_by, success_marked_reason, clock_timestamp() AS now;
+SELECT * FROM crontabber_finish(%(app_name)s, %(run_id)s, %(started)s, %(next_run)s,
+                                %(succeeded)s, %(keeps_health)s, %(last_error)s::json,
+                                %(depends_on)s::text[]);
 
 -- name: release
 -- An operator clears a dead or expired marker; last run, last success and the

@@ -26,7 +26,6 @@ FROM crontabber
 WHERE app_name = %(app_name)s;
 
 -- name: reschedule
--- Only if no run took the job and nobody moved next_run since it was read.
-UPDATE crontabber SET next_run = %(next_run)s
-WHERE app_name = %(app_name)s AND ongoing IS NULL AND next_run IS NOT DISTINCT FROM %(was)s
-RETURNING app_name;
+-- Only if no run took the job and nobody moved next_run since it was read
+-- (crontabber_reschedule, migration 0031); no row: nothing written.
+SELECT %(app_name)s AS app_name WHERE crontabber_reschedule(%(app_name)s, %(next_run)s, %(was)s);

@@ -591,6 +591,425 @@ ALTER FUNCTION crontabber_unmute(text, json) SET lock_timeout = '5s';
 ALTER FUNCTION crontabber_drain(text, timestamptz, json) SET lock_timeout = '5s';
 ALTER FUNCTION crontabber_undrain(text, json) SET lock_timeout = '5s';
 
+-- Ours (migration 0031): a run's writes to the state row go through these functions, keyed
+-- on its run id (see migrations/0031_run_functions.sql).
+-- The lease the claiming runner holds its run under (its lease_seconds): a takeover waits for
+-- the holder's own lease, whatever the taker's configuration says. NULL: a run claimed before
+-- migration 0031 (the taker's lease applies, as before).
+ALTER TABLE crontabber_run ADD COLUMN IF NOT EXISTS lease_seconds double precision;
+
+-- Whether run p_run_id of p_app_name holds the job's marker and was claimed by the calling
+-- database user: what every write of a run to the state row asks first.
+CREATE OR REPLACE FUNCTION crontabber_own_run(p_app_name text, p_run_id bigint) RETURNS boolean
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
+    SELECT EXISTS (SELECT 1 FROM crontabber AS c JOIN crontabber_run AS r ON r.run_id = c.run_id
+                   WHERE c.app_name = p_app_name AND c.run_id = p_run_id
+                     AND c.ongoing IS NOT NULL AND r.db_user = session_user)
+$$;
+
+CREATE OR REPLACE FUNCTION crontabber_lock_state(p_app_name text, p_host text)
+RETURNS TABLE (app_name text, next_run timestamptz, first_run timestamptz,
+               last_run timestamptz, last_success timestamptz, ongoing timestamptz,
+               ongoing_by text, error_count integer, depends_on text[], last_error json,
+               run_id bigint, heartbeat timestamptz, paused_until timestamptz,
+               paused_reason text, paused_by text, paused_scope text,
+               success_marked_at timestamptz, success_marked_by text,
+               success_marked_reason text, now timestamptz, drained boolean)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+    SELECT c.app_name, c.next_run, c.first_run, c.last_run, c.last_success, c.ongoing,
+           c.ongoing_by, c.error_count, c.depends_on, c.last_error, c.run_id, c.heartbeat,
+           c.paused_until, c.paused_reason, c.paused_by, c.paused_scope,
+           c.success_marked_at, c.success_marked_by, c.success_marked_reason,
+           clock_timestamp(),
+           EXISTS (SELECT 1 FROM crontabber_host AS h
+                   WHERE h.host = p_host AND h.drained_at IS NOT NULL
+                     AND (h.drain_until IS NULL OR h.drain_until > clock_timestamp()))
+    FROM crontabber AS c
+    WHERE c.app_name = p_app_name
+    FOR UPDATE OF c NOWAIT;
+END $$;
+
+CREATE OR REPLACE FUNCTION crontabber_claim_next(
+    p_names text[], p_depends jsonb, p_host text, p_pid integer, p_holder text,
+    p_options text[], p_lease_seconds double precision
+) RETURNS TABLE (app_name text, next_run timestamptz, first_run timestamptz,
+                 last_run timestamptz, last_success timestamptz, ongoing timestamptz,
+                 ongoing_by text, error_count integer, depends_on text[], last_error json,
+                 run_id bigint, heartbeat timestamptz, paused_until timestamptz,
+                 paused_reason text, paused_by text, paused_scope text,
+                 success_marked_at timestamptz, success_marked_by text,
+                 success_marked_reason text, pos bigint, now timestamptz, drained boolean,
+                 still_due text[], claimed_run_id bigint)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+    WITH candidate AS (
+        SELECT c.*, n.pos
+        FROM unnest(p_names) WITH ORDINALITY AS n(app_name, pos)
+        CROSS JOIN LATERAL (
+            SELECT s.app_name, s.next_run, s.first_run, s.last_run, s.last_success, s.ongoing,
+                   s.ongoing_by, s.error_count, s.depends_on, s.last_error, s.run_id,
+                   s.heartbeat, s.paused_until, s.paused_reason, s.paused_by, s.paused_scope,
+                   s.success_marked_at, s.success_marked_by, s.success_marked_reason
+            FROM crontabber AS s
+            WHERE s.app_name = n.app_name
+              AND (s.next_run IS NULL OR s.next_run < clock_timestamp())
+            OFFSET 0
+        ) AS c
+        ORDER BY n.pos
+        LIMIT 1
+        FOR UPDATE OF c SKIP LOCKED
+    ), clock AS (
+        SELECT clock_timestamp() AS now,
+               ARRAY(SELECT d.app_name
+                     FROM unnest(p_names) WITH ORDINALITY AS n(app_name, pos)
+                     CROSS JOIN LATERAL (
+                         SELECT s.app_name FROM crontabber AS s
+                         WHERE s.app_name = n.app_name
+                           AND (s.next_run IS NULL OR s.next_run < clock_timestamp())
+                         OFFSET 0
+                     ) AS d
+                     WHERE n.pos < COALESCE((SELECT candidate.pos FROM candidate), 2147483647)
+                    ) AS still_due,
+               EXISTS (SELECT 1 FROM crontabber_host AS h
+                       WHERE h.host = p_host AND h.drained_at IS NOT NULL
+                         AND (h.drain_until IS NULL OR h.drain_until > clock_timestamp()))
+                   AS drained
+    ), claimed AS (
+        UPDATE crontabber AS c
+        SET ongoing = clock.now, ongoing_by = p_holder, heartbeat = clock.now,
+            depends_on = ARRAY(SELECT jsonb_array_elements_text(p_depends -> c.app_name)),
+            run_id = nextval('crontabber_run_id_seq')
+        FROM candidate, clock
+        WHERE c.app_name = candidate.app_name AND candidate.ongoing IS NULL
+          AND NOT clock.drained
+        RETURNING c.app_name, c.run_id
+    ), ledger AS (
+        INSERT INTO crontabber_run (run_id, app_name, kind, host, pid, started, heartbeat,
+                                    options, lease_seconds)
+        SELECT claimed.run_id, claimed.app_name, 'scheduled', p_host, p_pid, clock.now,
+               clock.now, p_options, p_lease_seconds
+        FROM claimed, clock
+    )
+    SELECT candidate.app_name, candidate.next_run, candidate.first_run, candidate.last_run,
+           candidate.last_success, candidate.ongoing, candidate.ongoing_by,
+           candidate.error_count, candidate.depends_on, candidate.last_error, candidate.run_id,
+           candidate.heartbeat, candidate.paused_until, candidate.paused_reason,
+           candidate.paused_by, candidate.paused_scope, candidate.success_marked_at,
+           candidate.success_marked_by, candidate.success_marked_reason, candidate.pos,
+           clock.now, clock.drained, clock.still_due, claimed.run_id
+    FROM clock LEFT JOIN candidate ON true LEFT JOIN claimed ON true;
+END $$;
+
+-- A claim of a job whose row the caller locked (crontabber_lock_state); the new run id. The
+-- marker of a run it takes over is recorded abandoned here (p_exc_type, p_exc_value: the
+-- failure's record, written once per run).
+CREATE OR REPLACE FUNCTION crontabber_claim(
+    p_app_name text, p_kind text, p_depends_on text[], p_now timestamptz, p_holder text,
+    p_host text, p_pid integer, p_options text[], p_lease_seconds double precision,
+    p_exc_type text, p_exc_value text
+) RETURNS bigint
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
+DECLARE
+    s crontabber;
+    holder crontabber_run;
+    at timestamptz := clock_timestamp();
+    new_id bigint;
+BEGIN
+    IF p_now > at OR p_kind NOT IN ('scheduled', 'forced') THEN
+        RAISE EXCEPTION 'a claim of % at % (kind %): not a claim a runner makes', p_app_name,
+            p_now, p_kind USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT * INTO s FROM crontabber WHERE crontabber.app_name = p_app_name FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no state row for %', p_app_name USING ERRCODE = 'no_data_found';
+    END IF;
+    IF p_kind = 'scheduled' AND s.next_run IS NOT NULL AND s.next_run >= at THEN
+        RAISE EXCEPTION '% is not due (next run %): a scheduled claim waits for it',
+            p_app_name, s.next_run USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF s.ongoing IS NOT NULL THEN
+        SELECT * INTO holder FROM crontabber_run WHERE crontabber_run.run_id = s.run_id;
+        IF NOT ((s.heartbeat IS NOT NULL
+                 AND s.heartbeat < at - make_interval(
+                     secs => COALESCE(holder.lease_seconds, p_lease_seconds)))
+                -- crontabber 0.18's marker (ours always have a heartbeat): its rule is the
+                -- runner's (max_ongoing_age_hours)
+                OR s.heartbeat IS NULL
+                OR (substring(s.ongoing_by from '^(.*):[0-9]+$') = p_host
+                    AND holder.db_user = session_user)) THEN
+            RAISE EXCEPTION 'run % of % is live (its last heartbeat %, its lease % s): '
+                            'not taken over', s.run_id, p_app_name, s.heartbeat,
+                            COALESCE(holder.lease_seconds, p_lease_seconds)
+                USING ERRCODE = 'insufficient_privilege';
+        END IF;
+        UPDATE crontabber_run SET status = 'abandoned', ended = clock_timestamp(),
+                                  error = p_exc_value
+        WHERE crontabber_run.run_id = s.run_id AND status = 'running';
+        INSERT INTO crontabber_log (app_name, log_time, duration, exc_type, exc_value,
+                                    exc_traceback, run_id, host, pid)
+        SELECT s.app_name, clock_timestamp(), COALESCE(s.heartbeat, s.ongoing) - s.ongoing,
+               p_exc_type, p_exc_value, '', s.run_id,
+               substring(s.ongoing_by from '^(.*):[0-9]+$'),
+               substring(s.ongoing_by from ':([0-9]+)$')::integer
+        WHERE NOT EXISTS (SELECT 1 FROM crontabber_log AS log
+                          WHERE log.app_name = p_app_name AND log.run_id = s.run_id
+                            AND log.exc_type = p_exc_type);
+    END IF;
+    UPDATE crontabber
+    SET ongoing = p_now, ongoing_by = p_holder, depends_on = p_depends_on,
+        run_id = nextval('crontabber_run_id_seq'), heartbeat = p_now
+    WHERE crontabber.app_name = p_app_name
+    RETURNING crontabber.run_id INTO new_id;
+    INSERT INTO crontabber_run (run_id, app_name, kind, host, pid, started, heartbeat, options,
+                                lease_seconds)
+    VALUES (new_id, p_app_name, p_kind, p_host, p_pid, p_now, p_now, p_options,
+            p_lease_seconds);
+    RETURN new_id;
+END $$;
+
+-- Renew a run's lease (no row: it no longer holds the job, or another login claimed it), with
+-- its ledger row (the output captured so far when it grew) and the interval it works on.
+CREATE OR REPLACE FUNCTION crontabber_heartbeat(
+    p_app_name text, p_run_id bigint, p_output text, p_dropped bigint
+) RETURNS TABLE (heartbeat timestamptz)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+    WITH renewed AS (
+        UPDATE crontabber AS c SET heartbeat = clock_timestamp()
+        WHERE c.app_name = p_app_name AND c.run_id = p_run_id AND c.ongoing IS NOT NULL
+          AND crontabber_own_run(p_app_name, p_run_id)
+        RETURNING c.run_id, c.heartbeat
+    ), ledger AS (
+        UPDATE crontabber_run AS run
+        SET heartbeat = renewed.heartbeat, output = COALESCE(p_output, run.output),
+            output_dropped = COALESCE(p_dropped, run.output_dropped)
+        FROM renewed
+        WHERE run.run_id = renewed.run_id
+    ), intervals AS (
+        UPDATE crontabber_interval AS i SET heartbeat = renewed.heartbeat
+        FROM renewed
+        WHERE i.run_id = renewed.run_id AND i.status = 'running'
+    )
+    SELECT renewed.heartbeat FROM renewed;
+END $$;
+
+-- A successful unit's progress (GREATEST: a --rerun of past days never moves last_success
+-- backwards; never later than the database's clock); false: the run no longer holds the job,
+-- nothing written.
+CREATE OR REPLACE FUNCTION crontabber_unit(p_app_name text, p_run_id bigint,
+                                           p_success timestamptz) RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
+BEGIN
+    UPDATE crontabber SET last_success = GREATEST(last_success, p_success)
+    WHERE app_name = p_app_name AND run_id = p_run_id AND ongoing IS NOT NULL
+      AND p_success <= clock_timestamp() AND crontabber_own_run(p_app_name, p_run_id);
+    RETURN FOUND;
+END $$;
+
+-- The end of an attempt on the state row (crontabber.sql's finish says the rule); no row: the
+-- run no longer holds the job, nothing written.
+CREATE OR REPLACE FUNCTION crontabber_finish(
+    p_app_name text, p_run_id bigint, p_started timestamptz, p_next_run timestamptz,
+    p_succeeded boolean, p_keeps_health boolean, p_last_error json, p_depends_on text[]
+) RETURNS TABLE (app_name text, next_run timestamptz, first_run timestamptz,
+                 last_run timestamptz, last_success timestamptz, ongoing timestamptz,
+                 ongoing_by text, error_count integer, depends_on text[], last_error json,
+                 run_id bigint, heartbeat timestamptz, paused_until timestamptz,
+                 paused_reason text, paused_by text, paused_scope text,
+                 success_marked_at timestamptz, success_marked_by text,
+                 success_marked_reason text, now timestamptz)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+    UPDATE crontabber AS c
+    SET first_run = COALESCE(c.first_run, p_started),
+        last_run = p_started,
+        next_run = CASE WHEN p_keeps_health THEN c.next_run ELSE p_next_run END,
+        error_count = CASE WHEN p_keeps_health THEN c.error_count
+                           WHEN p_succeeded THEN 0 ELSE COALESCE(c.error_count, 0) + 1 END,
+        last_error = CASE WHEN p_keeps_health THEN c.last_error ELSE p_last_error END,
+        depends_on = p_depends_on,
+        ongoing = NULL,
+        ongoing_by = NULL,
+        heartbeat = NULL
+    WHERE c.app_name = p_app_name AND c.run_id = p_run_id AND c.ongoing IS NOT NULL
+      AND crontabber_own_run(p_app_name, p_run_id)
+    RETURNING c.app_name, c.next_run, c.first_run, c.last_run, c.last_success, c.ongoing,
+              c.ongoing_by, c.error_count, c.depends_on, c.last_error, c.run_id, c.heartbeat,
+              c.paused_until, c.paused_reason, c.paused_by, c.paused_scope,
+              c.success_marked_at, c.success_marked_by, c.success_marked_reason,
+              clock_timestamp();
+END $$;
+
+-- An ordinary run that succeeded, ended in one statement (crontabber.sql's finish_ordinary).
+CREATE OR REPLACE FUNCTION crontabber_finish_ordinary(
+    p_app_name text, p_run_id bigint, p_host text, p_pid integer, p_success timestamptz,
+    p_duration interval, p_summary text, p_metrics jsonb, p_started timestamptz,
+    p_next_run timestamptz, p_keeps_health boolean, p_last_error json, p_depends_on text[],
+    p_status text, p_error text, p_output text, p_dropped bigint
+) RETURNS TABLE (app_name text, next_run timestamptz, first_run timestamptz,
+                 last_run timestamptz, last_success timestamptz, ongoing timestamptz,
+                 ongoing_by text, error_count integer, depends_on text[], last_error json,
+                 run_id bigint, heartbeat timestamptz, paused_until timestamptz,
+                 paused_reason text, paused_by text, paused_scope text,
+                 success_marked_at timestamptz, success_marked_by text,
+                 success_marked_reason text, now timestamptz)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+    WITH ended AS (
+        UPDATE crontabber AS c
+        SET last_success = GREATEST(c.last_success, p_success),
+            first_run = COALESCE(c.first_run, p_started),
+            last_run = p_started,
+            next_run = CASE WHEN p_keeps_health THEN c.next_run ELSE p_next_run END,
+            error_count = CASE WHEN p_keeps_health THEN c.error_count ELSE 0 END,
+            last_error = CASE WHEN p_keeps_health THEN c.last_error ELSE p_last_error END,
+            depends_on = p_depends_on,
+            ongoing = NULL,
+            ongoing_by = NULL,
+            heartbeat = NULL
+        WHERE c.app_name = p_app_name AND c.run_id = p_run_id AND c.ongoing IS NOT NULL
+          AND (p_success IS NULL OR p_success <= clock_timestamp())
+          AND crontabber_own_run(p_app_name, p_run_id)
+        RETURNING c.app_name, c.next_run, c.first_run, c.last_run, c.last_success, c.ongoing,
+                  c.ongoing_by, c.error_count, c.depends_on, c.last_error, c.run_id,
+                  c.heartbeat, c.paused_until, c.paused_reason, c.paused_by, c.paused_scope,
+                  c.success_marked_at, c.success_marked_by, c.success_marked_reason,
+                  clock_timestamp() AS now
+    ), ledger AS (
+        UPDATE crontabber_run AS run
+        SET intervals = run.intervals + CASE WHEN p_success IS NULL THEN 0 ELSE 1 END,
+            first_interval = LEAST(run.first_interval, p_success),
+            last_interval = GREATEST(run.last_interval, p_success),
+            summary = COALESCE(p_summary, run.summary),
+            metrics = COALESCE(p_metrics, run.metrics),
+            ended = clock_timestamp(), status = p_status,
+            error = p_error, output = p_output, output_dropped = p_dropped
+        WHERE run.run_id = p_run_id AND run.status IN ('running', 'abandoned')
+          AND EXISTS (SELECT 1 FROM ended)
+    ), logged AS (
+        INSERT INTO crontabber_log (app_name, duration, success, run_id, host, pid, summary)
+        SELECT ended.app_name, p_duration, p_success, ended.run_id, p_host, p_pid, p_summary
+        FROM ended
+        WHERE p_success IS NOT NULL
+    )
+    SELECT * FROM ended;
+END $$;
+
+-- A schedule change's next run (crontabber/schedule_store.py), only if no run took the job and
+-- nobody moved next_run since it was read; false: nothing written.
+CREATE OR REPLACE FUNCTION crontabber_reschedule(p_app_name text, p_next_run timestamptz,
+                                                 p_was timestamptz) RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
+BEGIN
+    UPDATE crontabber SET next_run = p_next_run
+    WHERE app_name = p_app_name AND ongoing IS NULL AND next_run IS NOT DISTINCT FROM p_was;
+    RETURN FOUND;
+END $$;
+
+REVOKE ALL ON FUNCTION crontabber_own_run(text, bigint), crontabber_lock_state(text, text),
+    crontabber_claim_next(text[], jsonb, text, integer, text, text[], double precision),
+    crontabber_claim(text, text, text[], timestamptz, text, text, integer, text[],
+                     double precision, text, text),
+    crontabber_heartbeat(text, bigint, text, bigint),
+    crontabber_unit(text, bigint, timestamptz),
+    crontabber_finish(text, bigint, timestamptz, timestamptz, boolean, boolean, json, text[]),
+    crontabber_finish_ordinary(text, bigint, text, integer, timestamptz, interval, text, jsonb,
+                               timestamptz, timestamptz, boolean, json, text[], text, text,
+                               text, bigint),
+    crontabber_reschedule(text, timestamptz, timestamptz)
+FROM PUBLIC;
+
+-- Notices (migration 0031): the runner and operator logins no longer UPDATE or DELETE
+-- crontabber_notice (a runner login set given_up on every pending notice, silencing them);
+-- a notice is claimed, sent or failed through these functions, by the login that claimed it.
+-- The login that claimed a notice last (its claim's fencing token with claimed_by).
+ALTER TABLE crontabber_notice ADD COLUMN IF NOT EXISTS claimed_db_user text;
+
+-- Claim up to p_limit due notices (new, retried, or left by a claim that expired; with
+-- p_alert_ids, only those alerts' notices; without, never a test's) for p_host ('host:pid')
+-- until p_claim_seconds from now. p_dead: holders of p_host's own host whose process is gone:
+-- their claims are taken over at once, when the same login made them.
+CREATE OR REPLACE FUNCTION crontabber_notices_claim(
+    p_host text, p_claim_seconds double precision, p_limit integer, p_dead text[],
+    p_alert_ids bigint[]
+) RETURNS TABLE (id bigint, alert_id bigint, notice integer, target text, attempts integer)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+    WITH due AS (
+        SELECT n.id FROM crontabber_notice AS n
+        WHERE n.sent_at IS NULL AND NOT n.given_up AND n.next_attempt <= clock_timestamp()
+          AND (n.claim_until IS NULL OR n.claim_until < clock_timestamp()
+               OR (n.claimed_by = ANY(p_dead)
+                   AND substring(n.claimed_by from '^(.*):[0-9]+$')
+                       = substring(p_host from '^(.*):[0-9]+$')
+                   -- (NULL: a claim made before migration 0031)
+                   AND COALESCE(n.claimed_db_user, session_user) = session_user))
+          AND (p_alert_ids IS NULL OR n.alert_id = ANY(p_alert_ids))
+          AND (p_alert_ids IS NOT NULL
+               OR NOT EXISTS (SELECT 1 FROM crontabber_alert AS t
+                              WHERE t.id = n.alert_id AND t.kind = 'test'))
+        ORDER BY n.id
+        LIMIT p_limit
+        FOR UPDATE SKIP LOCKED
+    )
+    UPDATE crontabber_notice AS n
+    SET claimed_by = p_host, claimed_db_user = session_user, attempts = n.attempts + 1,
+        claim_until = clock_timestamp() + make_interval(secs => p_claim_seconds)
+    FROM due WHERE n.id = due.id
+    RETURNING n.id, n.alert_id, n.notice, n.target, n.attempts;
+END $$;
+
+-- A notice delivered, recorded by the claim that sent it; false: not this login's claim.
+CREATE OR REPLACE FUNCTION crontabber_notice_sent(p_id bigint, p_host text) RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
+BEGIN
+    UPDATE crontabber_notice
+    SET sent_at = clock_timestamp(), sent_by = p_host, claimed_by = NULL, claim_until = NULL,
+        last_error = NULL
+    WHERE id = p_id AND sent_at IS NULL AND claimed_by = p_host
+      AND claimed_db_user = session_user;
+    RETURN FOUND;
+END $$;
+
+-- A failed attempt of this login's claim: retried after p_retry_seconds, or given up once
+-- p_max_attempts (at least 1) were made; NULL: not this login's claim.
+CREATE OR REPLACE FUNCTION crontabber_notice_failed(
+    p_id bigint, p_host text, p_error text, p_retry_seconds double precision,
+    p_max_attempts integer
+) RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
+DECLARE
+    gave_up boolean;
+BEGIN
+    UPDATE crontabber_notice
+    SET claimed_by = NULL, claim_until = NULL, last_error = p_error,
+        next_attempt = clock_timestamp() + make_interval(secs => p_retry_seconds),
+        given_up = attempts >= GREATEST(p_max_attempts, 1)
+    WHERE id = p_id AND sent_at IS NULL AND claimed_by = p_host
+      AND claimed_db_user = session_user
+    RETURNING given_up INTO gave_up;
+    RETURN gave_up;
+END $$;
+
+REVOKE ALL ON FUNCTION
+    crontabber_notices_claim(text, double precision, integer, text[], bigint[]),
+    crontabber_notice_sent(bigint, text),
+    crontabber_notice_failed(bigint, text, text, double precision, integer)
+FROM PUBLIC;
+
 -- The grants to the three roles, on the tables the owner has in this schema (the jobs' too:
 -- sql/jobs/schema.sql calls it again). Idempotent; a role that does not exist is skipped
 -- (its name returned as such). Run it again after creating the roles by hand
@@ -602,7 +1021,8 @@ DECLARE
     control constant text[] := ARRAY['crontabber', 'crontabber_host', 'crontabber_mute',
                                      'crontabber_audit', 'crontabber_audit_head',
                                      'schema_migrations'];
-    -- written, never deleted (the retention job deletes through its functions)
+    -- written, never deleted (the retention job deletes through its functions); the log's
+    -- rows are never changed either (migration 0031)
     ledger constant text[] := ARRAY['crontabber_log', 'crontabber_run'];
     operator_functions constant text[] := ARRAY[
         'crontabber_pause(text, text[], timestamptz, boolean, json)',
@@ -610,6 +1030,22 @@ DECLARE
         'crontabber_reset(text, json)', 'crontabber_mark_success(text, timestamptz, timestamptz, json)',
         'crontabber_mute(text, timestamptz, boolean, json)', 'crontabber_unmute(text, json)',
         'crontabber_drain(text, timestamptz, json)', 'crontabber_undrain(text, json)'];
+    -- a run's writes to the state row (migration 0031)
+    run_functions constant text[] := ARRAY[
+        'crontabber_lock_state(text, text)',
+        'crontabber_claim_next(text[], jsonb, text, integer, text, text[], double precision)',
+        'crontabber_claim(text, text, text[], timestamptz, text, text, integer, text[], '
+            'double precision, text, text)',
+        'crontabber_heartbeat(text, bigint, text, bigint)',
+        'crontabber_unit(text, bigint, timestamptz)',
+        'crontabber_finish(text, bigint, timestamptz, timestamptz, boolean, boolean, json, '
+            'text[])',
+        'crontabber_finish_ordinary(text, bigint, text, integer, timestamptz, interval, text, '
+            'jsonb, timestamptz, timestamptz, boolean, json, text[], text, text, text, bigint)',
+        'crontabber_reschedule(text, timestamptz, timestamptz)',
+        'crontabber_notices_claim(text, double precision, integer, text[], bigint[])',
+        'crontabber_notice_sent(bigint, text)',
+        'crontabber_notice_failed(bigint, text, text, double precision, integer)'];
     done text[] := '{}';
     role text;
     t text;
@@ -633,6 +1069,13 @@ BEGIN
             ELSIF t = ANY(control) THEN
                 EXECUTE format('GRANT SELECT ON %s TO %I', t, role);
                 EXECUTE format('REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON %s FROM %I', t, role);
+            ELSIF t = 'crontabber_notice' THEN
+                -- claimed, sent and failed through the notice functions (migration 0031)
+                EXECUTE format('GRANT SELECT, INSERT ON %s TO %I', t, role);
+                EXECUTE format('REVOKE UPDATE, DELETE, TRUNCATE ON %s FROM %I', t, role);
+            ELSIF t = 'crontabber_log' THEN
+                EXECUTE format('GRANT SELECT, INSERT ON %s TO %I', t, role);
+                EXECUTE format('REVOKE UPDATE, DELETE, TRUNCATE ON %s FROM %I', t, role);
             ELSIF t = ANY(ledger) THEN
                 EXECUTE format('GRANT SELECT, INSERT, UPDATE ON %s TO %I', t, role);
                 EXECUTE format('REVOKE DELETE, TRUNCATE ON %s FROM %I', t, role);
@@ -640,12 +1083,12 @@ BEGIN
                 EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON %s TO %I', t, role);
             END IF;
         END LOOP;
-        -- what a tick writes of the mixed tables: its runs' columns of a job's row (not the
-        -- pause, the mark; not a DELETE: a reset), its host's record (not a drain), audit rows
-        -- of runs (id, time, database user and hashes are the trigger's)
-        EXECUTE format('GRANT INSERT (app_name, error_count, depends_on, last_error), '
-                       'UPDATE (next_run, first_run, last_run, last_success, ongoing, ongoing_by, '
-                       'error_count, depends_on, last_error, run_id, heartbeat) ON crontabber TO %I', role);
+        -- what a tick writes of the mixed tables: a new job's row (its run columns change only
+        -- through the run functions of migration 0031: no UPDATE, no DELETE), its host's
+        -- record (not a drain), audit rows of runs (id, time, database user and hashes are
+        -- the trigger's)
+        EXECUTE format('GRANT INSERT (app_name, error_count, depends_on, last_error) '
+                       'ON crontabber TO %I', role);
         EXECUTE format('GRANT INSERT (host, version, last_tick, skew_seconds, pid, schema_behind, tags, '
                        'serve_seconds), '
                        'UPDATE (version, last_tick, skew_seconds, pid, schema_behind, tags, '
@@ -656,6 +1099,9 @@ BEGIN
                        'crontabber_breach_pause(text, text[], timestamptz, bigint, json), '
                        'crontabber_prune_log(integer, integer), '
                        'crontabber_prune_runs(integer, integer) TO %I', role);
+        FOREACH f IN ARRAY run_functions LOOP
+            EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', f, role);
+        END LOOP;
         done := done || role;
     END LOOP;
     IF to_regrole('crontabber_operator') IS NOT NULL THEN

@@ -45,11 +45,10 @@ def _write_as_the_runner(cli, runner: Login) -> None:
         "(SELECT run_id FROM crontabber WHERE app_name = 'basic-job'), %s)",
         (json.dumps({"actor": EVIL_BY, "reason": "forged"}),),
     )
-    runner.sql(
+    runner.sql(  # the marker's holder is the claimer's text (migration 0031's claim)
         db,
-        "UPDATE crontabber SET ongoing = now(), heartbeat = now(), ongoing_by = %s, run_id = "
-        "900002 "
-        "WHERE app_name = 'foo'",
+        "SELECT crontabber_claim('foo', 'forced', '{}', clock_timestamp(), %s, 'evil', 1, NULL,"
+        " 60, NULL, NULL)",
         ("evil\x1b]0;MARKER\x07:1",),
     )
     runner.sql(
