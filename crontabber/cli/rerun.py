@@ -15,8 +15,7 @@ from ..errors import ConfigurationError, MarkerIsLive, RunNotFound
 from ..formats import day_text, minute_text, one_line
 from ..leases import holder_gone
 from ..overrides import check_pause
-from ..rerun_store import RerunStore
-from ..reruns import (
+from ..reruns.plan import (
     RerunRecord,
     Stage,
     dependants,
@@ -27,6 +26,7 @@ from ..reruns import (
     step_lines,
     to_run,
 )
+from ..reruns.store import RerunStore
 from ..scheduling import dependency_block, parse_day, rerun_dates
 from .common import Context, terminate_on_sigterm
 

@@ -20,7 +20,8 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from .formats import minute_text
+from ..formats import minute_text
+from ..scheduling import dependency_order
 
 #: ``--only``'s values.
 ONLY = ("failed", "missing")
@@ -472,8 +473,6 @@ class Stage:
 def dependants(graph: Mapping[str, Sequence[str]], name: str) -> list[str]:
     """The jobs of ``graph`` (app name: its parents) that depend on ``name``, directly or
     through others, parents first (crontabber's order)."""
-    from .scheduling import dependency_order
-
     below: set[str] = set()
     grew = True
     while grew:
