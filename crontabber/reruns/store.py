@@ -17,12 +17,12 @@ from ..state import Claim, RunEnd, RunKind, RunStatus, Unit
 from ..store import StateStore, abandon_gone, close_run, first_row, identity, rows_of, unit_params
 from .plan import (
     GroupRun,
+    GroupWorker,
     IntervalRecord,
     Pick,
     PlanRow,
     RerunGroup,
     RerunRecord,
-    Worker,
     pick_next,
 )
 
@@ -231,7 +231,7 @@ class RerunStore:
             row = first_row(cur)
             assert row is not None
             cur.execute(Q["rerun_workers"], params)
-            workers = [Worker(r[0], r[1], bool(r[2])) for r in cur.fetchall()]
+            workers = [GroupWorker(r[0], r[1], bool(r[2])) for r in cur.fetchall()]
             return RerunRecord.from_row(row, workers)
 
         return self.state.in_transaction(work, "rerun_record")
