@@ -1,6 +1,7 @@
 """The rerun lane's store: every query of ``--rerun`` on the run ledger (``crontabber_run``) and
 the interval rows (``crontabber_interval``): a rerun's runs, the intervals they claim, record
-and end, and what ``--rerun`` reads to plan and resume (SQL in ``sql/crontabber/crontabber.sql``).
+and end, and what ``--rerun`` reads to plan and resume (SQL in ``sql/crontabber/reruns.sql``,
+and the statements it shares with a scheduled backfill's run in ``crontabber.sql``).
 Run over the state store's connection (:meth:`crontabber.store.StateStore.in_transaction`: one
 transaction each, retried and translated as the state store's own). A scheduled backfill run's
 interval claim is the state store's (:meth:`crontabber.store.StateStore.claim_interval`): it
@@ -26,7 +27,11 @@ from .plan import (
     pick_next,
 )
 
-Q = sqlfiles.load("crontabber.sql")
+#: The rerun lane's own statements.
+Q = sqlfiles.load("reruns.sql")
+#: The state store's statements a rerun's run shares with a scheduled backfill's run: the
+#: interval claim, a unit's record and a run's abandonment.
+SHARED = sqlfiles.load("crontabber.sql")
 
 
 class RerunStore:
@@ -153,7 +158,7 @@ class RerunStore:
                 if pick.when is None:
                     return pick
                 cur.execute(
-                    Q["claim_interval"],
+                    SHARED["claim_interval"],
                     {
                         **identity(claim),
                         "starts": pick.when,
@@ -268,7 +273,7 @@ class RerunStore:
         """Record a running run whose lease expired as abandoned; False when it was not running."""
 
         def work(cur: Any) -> bool:
-            cur.execute(Q["abandon_run"], {"run_id": run_id, "error": error})
+            cur.execute(SHARED["abandon_run"], {"run_id": run_id, "error": error})
             return bool(cur.rowcount)
 
         return self.state.in_transaction(work, "abandon_run")
@@ -278,8 +283,8 @@ def _record_lane_units(cur: Any, claim: Claim, units: Sequence[Unit]) -> bool:
     """The state store's unit record for a rerun's lane: fenced by the interval's claim, not by
     the job's marker (which the rerun never holds); the job's row is left alone."""
     for when, took, summary, metrics in units:
-        cur.execute(Q["interval_done"], {**identity(claim), "starts": when})
+        cur.execute(SHARED["interval_done"], {**identity(claim), "starts": when})
         if cur.fetchone() is None:
             return False
-        cur.execute(Q["log_success"], unit_params(claim, when, took, summary, metrics))
+        cur.execute(SHARED["log_success"], unit_params(claim, when, took, summary, metrics))
     return True
