@@ -13,6 +13,9 @@ from .common import Context, terminate_on_sigterm
 
 
 def rerun(ctx: Context) -> int:
+    """``--rerun NAME``: 0 (done, or the dry run printed), 7 (every interval skipped), 5 (a
+    part failed); a refusal raises (:func:`crontabber.reruns.plan_rerun`,
+    :func:`crontabber.reruns.execute.check_run`)."""
     args, out = ctx.args, ctx.out
     job = ctx.job(args.rerun)
     if not args.dry_run:
