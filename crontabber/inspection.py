@@ -18,7 +18,7 @@ from .state import JobState
 from .store import StateStore
 
 if TYPE_CHECKING:
-    from .reruns import RerunGroup
+    from .reruns.plan import RerunGroup
     from .views import JobView, RunView
 
 
@@ -206,7 +206,7 @@ def rerun_groups(
     """The reruns the runs ``runs`` (newest first) worked on, each whole (its plan, what it
     finished, every run of it, what is left: ``--history NAME --run ID``'s grouped view), the
     newest first, at most ``limit``: a job page's account of what a killed rerun did."""
-    from .rerun_store import RerunStore
+    from .reruns.store import RerunStore
 
     found: list[RerunGroup] = []
     seen: set[int] = set()

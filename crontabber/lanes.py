@@ -1,7 +1,7 @@
 """The lane a run goes through: where its units come from, how each is recorded, how its
 lease is kept and how its end is written. A scheduled (or forced) run's lane is the job's row
 (:class:`ScheduledLane`, over :class:`crontabber.store.StateStore`); a rerun's is its own
-group of runs (:class:`RerunLane`, over :class:`crontabber.rerun_store.RerunStore`), which
+group of runs (:class:`RerunLane`, over :class:`crontabber.reruns.store.RerunStore`), which
 leaves the job's row to the schedule. The supervisor (:mod:`crontabber.supervisor`) and the
 runner's end of a run ask the lane and never which one it is.
 
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     import datetime as dt
     from typing import Callable, Mapping, Protocol, Sequence
 
-    from .rerun_store import RerunStore
+    from .reruns.store import RerunStore
     from .state import Claim, FinishRecord, JobState, RunEnd, RunKind, Unit
     from .store import StateStore
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from typing import Any, Callable, TypeVar
 
     from .lanes import Lane
-    from .rerun_store import RerunStore
+    from .reruns.store import RerunStore
 
     T = TypeVar("T")
 

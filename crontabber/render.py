@@ -29,7 +29,7 @@ from .formats import (
 )
 from .leases import Beats, Marker, beats_missed, parse_holder
 from .records import RunRecord
-from .reruns import RerunGroup
+from .reruns.plan import RerunGroup
 from .views import FailureView, JobStatus, JobView, Outcome, RunView, entry_outcome, value_from_repr
 
 DEFAULT_WIDTH = 100

@@ -26,7 +26,7 @@ from .common import Context
 
 if TYPE_CHECKING:
     from ..inspection import JobRuns
-    from ..reruns import RerunGroup
+    from ..reruns.plan import RerunGroup
 
 DEFAULT_LIMIT = 20
 
@@ -98,10 +98,10 @@ def _database_line(ctx: Context) -> None:
 
 def _rerun_group(ctx: Context, found: JobRuns) -> RerunGroup | None:
     """The rerun a run of ``--history NAME --run ID`` belongs to, whole, when it is a
-    rerun's (:meth:`crontabber.rerun_store.RerunStore.rerun_group`), else None."""
+    rerun's (:meth:`crontabber.reruns.store.RerunStore.rerun_group`), else None."""
     if not found.runs or found.runs[0].kind != RunKind.RERUN.value or found.runs[0].run_id is None:
         return None
-    from ..rerun_store import RerunStore
+    from ..reruns.store import RerunStore
 
     return RerunStore(ctx.store).rerun_group(found.runs[0].run_id, ctx.settings.lease_seconds)
 

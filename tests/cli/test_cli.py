@@ -288,6 +288,7 @@ NOT_ON_THE_TICK = (
     "crontabber.records",
     "crontabber.cli.operate",
     "crontabber.rerun_store",
+    "crontabber.reruns",
     "crontabber.audit_store",
     "crontabber.nagios",
     "crontabber.metrics",

@@ -1,10 +1,10 @@
-"""crontabber.rerun_store against a real PostgreSQL: a rerun's run is a ledger row fenced by its
+"""crontabber.reruns.store against a real PostgreSQL: a rerun's run is a ledger row fenced by its
 own status (the job's row is never touched), each method one transaction over the state
 store's connection."""
 
 import datetime as dt
 
-from crontabber.rerun_store import RerunStore
+from crontabber.reruns.store import RerunStore
 from crontabber.state import RunEnd, RunStatus
 from crontabber.store import StateStore, connect
 

@@ -1,4 +1,5 @@
-"""The rerun's plan (crontabber.reruns): which intervals, in which order, which skipped and why."""
+"""The rerun's plan (crontabber.reruns.plan): which intervals, in which order, which skipped
+and why."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import datetime as dt
 
 import pytest
 
-from crontabber.reruns import (
+from crontabber.reruns.plan import (
     IntervalRecord,
     RerunRecord,
     parse_only,
@@ -83,7 +84,7 @@ def test_only_refuses_other_values():
 
 
 def _row(when, **kw):
-    from crontabber.reruns import PlanRow
+    from crontabber.reruns.plan import PlanRow
 
     return PlanRow(when, **kw)
 
@@ -93,7 +94,7 @@ RUNNING = {"status": "running", "run_status": "running", "kind": "rerun"}
 
 
 def test_pick_next_takes_the_first_free_interval_while_fewer_than_n_are_held():
-    from crontabber.reruns import Pick, pick_next
+    from crontabber.reruns.plan import Pick, pick_next
 
     rows = [
         _row(DATES[0], done=True),
@@ -123,7 +124,7 @@ def test_pick_next_takes_the_first_free_interval_while_fewer_than_n_are_held():
 
 
 def test_pick_next_leaves_what_failed_in_the_group_since_it_started_and_ends_when_nothing_is_left():
-    from crontabber.reruns import Pick, pick_next
+    from crontabber.reruns.plan import Pick, pick_next
 
     failed = {"status": "failed", "run_id": 5, "in_group": True, "run_status": "failed"}
     rows = [_row(DATES[0], done=True), _row(DATES[1], ended=SINCE + DAY, **failed)]
@@ -141,7 +142,7 @@ def test_pick_next_leaves_what_failed_in_the_group_since_it_started_and_ends_whe
 
 
 def test_dependants_parents_first_and_their_intervals_on_the_same_days():
-    from crontabber.reruns import dependants, same_days
+    from crontabber.reruns.plan import dependants, same_days
 
     graph = {"a": (), "b": ("a",), "c": ("b",), "d": ("a", "c"), "e": (), "f": ("e",)}
     assert dependants(graph, "a") == ["b", "c", "d"]

@@ -20,7 +20,8 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from .formats import minute_text
+from ..formats import minute_text
+from ..scheduling import dependency_order
 
 #: ``--only``'s values.
 ONLY = ("failed", "missing")
@@ -79,7 +80,7 @@ class IntervalRecord:
 
 
 @dataclass(frozen=True)
-class Worker:
+class GroupWorker:
     """A run of a rerun group that the ledger shows running: ``expired``, its heartbeat is
     older than the lease (it died elsewhere, or is cut off)."""
 
@@ -184,10 +185,10 @@ class RerunRecord:
     parallel: int = 1
     downstream: bool = False
     downstream_of: int | None = None
-    workers: tuple[Worker, ...] = ()
+    workers: tuple[GroupWorker, ...] = ()
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any], workers: Sequence[Worker] = ()) -> "RerunRecord":
+    def from_row(cls, row: Mapping[str, Any], workers: Sequence[GroupWorker] = ()) -> "RerunRecord":
         return cls(
             row["run_id"],
             row["app_name"],
@@ -203,11 +204,11 @@ class RerunRecord:
             tuple(workers),
         )
 
-    def live(self, gone_here: Callable[[str], bool]) -> list[Worker]:
+    def live(self, gone_here: Callable[[str], bool]) -> list[GroupWorker]:
         """The group's runs that may still be working on it."""
         return [w for w in self.workers if not w.gone(gone_here)]
 
-    def dead(self, gone_here: Callable[[str], bool]) -> list[Worker]:
+    def dead(self, gone_here: Callable[[str], bool]) -> list[GroupWorker]:
         """The group's runs recorded as running that are dead (to record as abandoned)."""
         return [w for w in self.workers if w.gone(gone_here)]
 
@@ -431,6 +432,15 @@ def downstream_steps(
     ]
 
 
+def intervals_text(dates: Sequence[dt.datetime]) -> str:
+    """``2026-11-21 00:00 UTC``, or ``24 intervals, 2026-11-01 00:00 UTC to 2026-11-24 00:00 UTC``
+    (the earliest and the latest, whatever order they ran in: parallel runs and --newest-first
+    run them out of order)."""
+    if len(dates) == 1:
+        return minute_text(dates[0])
+    return f"{len(dates)} intervals, {minute_text(min(dates))} to {minute_text(max(dates))}"
+
+
 def to_run(steps: Iterable[Step]) -> list[dt.datetime]:
     """The intervals the plan runs, in order."""
     return [step.when for step in steps if step.skip is None]
@@ -472,8 +482,6 @@ class Stage:
 def dependants(graph: Mapping[str, Sequence[str]], name: str) -> list[str]:
     """The jobs of ``graph`` (app name: its parents) that depend on ``name``, directly or
     through others, parents first (crontabber's order)."""
-    from .scheduling import dependency_order
-
     below: set[str] = set()
     grew = True
     while grew:
