@@ -75,7 +75,7 @@ def job_views_now(
         JobNotFound: a name that no configured job and no broken entry has.
     """
     from . import views
-    from .alerts.alerter import deadline_events
+    from .alerts.rules import deadline_events
 
     asked = list(names)
     shown = [b for b in broken if not asked or any(b.matches(name) for name in asked)]

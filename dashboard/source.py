@@ -22,7 +22,7 @@ import threading
 from typing import Any, Iterator, Mapping
 
 from crontabber import inspection, nagios
-from crontabber.alerts.alerter import missed_deadlines
+from crontabber.alerts.rules import missed_deadlines
 from crontabber.config.catalog import BrokenEntry, Job, load_catalog
 from crontabber.config.settings import Settings, load_settings
 from crontabber.placement import drain_line
