@@ -8,7 +8,8 @@ PY := .venv/bin/python
 # Export the services' addresses and credentials to the command that follows.
 WITH_ENV := set -a && . .services/env && set +a &&
 
-.PHONY: run test test-pooled stress check lint docs bench faults setup venv services stop status clean
+.PHONY: run test test-pooled stress check lint docs bench faults setup venv services stop status \
+	clean
 
 run: setup
 	@echo "== seeding a small demo: upload archives, missing-symbol batches"

@@ -8,7 +8,9 @@ Public surface for jobs: :mod:`crontabber.base` (``BaseCronApp``),
 :mod:`crontabber.jsonout` (``--json``: ISO 8601 UTC times, seconds),
 and the shape every operator command shares (:mod:`crontabber.command`, exported here):
 one table of exit codes, ``--admin.conf`` and the ``--crontabber.class-X.opt=value``
-overrides, one-line errors (:mod:`crontabber.formats`: ``one_line``, ``printable``,
+overrides (``command_parser``, ``CommandParser``, ``split_overrides``), secrets masked in
+what a command logs (:mod:`crontabber.redaction`: ``redact``, ``redact_handlers``,
+``secret_values``), one-line errors (:mod:`crontabber.formats`: ``one_line``, ``printable``,
 ``utc_text``); ``describe_failure``: an error in one line naming the service
 and its address.
 
@@ -26,14 +28,23 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from .command import EXIT_CODES, ExitCode, exit_codes_text, exit_quietly, run_command
+    from .command import (
+        EXIT_CODES,
+        ExitCode,
+        exit_codes_text,
+        exit_quietly,
+        run_command,
+        split_overrides,
+    )
     from .failures import describe as describe_failure
     from .formats import one_line, printable, utc_text
-    from .parsing import command_parser
+    from .parsing import CommandParser, command_parser
+    from .redaction import redact, redact_handlers, secret_values
 
     __version__: str
 
 __all__ = [
+    "CommandParser",
     "EXIT_CODES",
     "ExitCode",
     "command_parser",
@@ -42,7 +53,11 @@ __all__ = [
     "exit_quietly",
     "one_line",
     "printable",
+    "redact",
+    "redact_handlers",
     "run_command",
+    "secret_values",
+    "split_overrides",
     "utc_text",
     "__version__",
 ]
@@ -52,13 +67,18 @@ _EXPORTS = {
     "EXIT_CODES": ("command", "EXIT_CODES"),
     "ExitCode": ("command", "ExitCode"),
     "command_parser": ("parsing", "command_parser"),
+    "CommandParser": ("parsing", "CommandParser"),
     "exit_codes_text": ("command", "exit_codes_text"),
     "exit_quietly": ("command", "exit_quietly"),
     "run_command": ("command", "run_command"),
+    "split_overrides": ("command", "split_overrides"),
     "describe_failure": ("failures", "describe"),
     "one_line": ("formats", "one_line"),
     "printable": ("formats", "printable"),
     "utc_text": ("formats", "utc_text"),
+    "redact": ("redaction", "redact"),
+    "redact_handlers": ("redaction", "redact_handlers"),
+    "secret_values": ("redaction", "secret_values"),
 }
 
 

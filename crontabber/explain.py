@@ -16,7 +16,14 @@ from .config.catalog import Job
 from .formats import counted, minute_text, pause_end, span_text, utc_text
 from .leases import LeaseRules, Marker, describe_marker, lease_expiry
 from .placement import may_claim, no_live_host
-from .scheduling import backfill_dates, dependency_block, is_due, pause_active, upcoming
+from .scheduling import (
+    backfill_dates,
+    dependency_block,
+    is_due,
+    next_interval,
+    pause_active,
+    upcoming,
+)
 from .state import FleetHost, JobState
 
 
@@ -269,10 +276,8 @@ def _parents(notes: _Notes, job: Job, states: Mapping[str, JobState]) -> None:
 
 
 def _deadline(notes: _Notes, job: Job, state: JobState | None, deadline: dt.timedelta) -> None:
-    """The deadline of the job's next interval (:func:`crontabber.alerts.rules.next_interval`):
+    """The deadline of the job's next interval (:func:`crontabber.scheduling.next_interval`):
     met so far, or missed since when (what the ``late`` alert says)."""
-    from .alerts.rules import next_interval
-
     notes.facts["deadline"] = None
     if not deadline:
         return

@@ -1,25 +1,75 @@
 """Gather what the inspection commands and the dashboard show, from the state store: each
 job's view judged at the database clock, a job's runs (the log and the run ledger), one run,
-and the job a name means (a configured job or a ghost). The data types are
-:mod:`crontabber.views`'; the text is :mod:`crontabber.render`'. Not imported by a cron tick.
+the job a name means (a configured job or a ghost), the fleet and the alerts. The data types
+are :mod:`crontabber.views`'; the text is :mod:`crontabber.render`'. Not imported by a cron
+tick.
+
+This module is the dashboard's whole view of the runner (docs/architecture.md, "The public
+surface"): besides its functions, it gives the settings and the jobs (:func:`load_settings`,
+:func:`load_catalog`, :func:`job_config`), the view types and their text, and
+:func:`read_only_session`, the one way the dashboard reaches the state database.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
-from .config.catalog import BrokenEntry, Job, find_job
-from .config.settings import Settings
+from . import nagios
+from .alerts.rules import ENDING, LASTING, deadline_events, missed_deadlines
+from .config.catalog import BrokenEntry, Job, find_job, job_config, load_catalog
+from .config.settings import Settings, load_settings
 from .errors import ConfigurationError, JobNotFound, RunNotFound
 from .leases import Marker
+from .placement import drain_line, drains_of, unplaced
+from .render import detail, rerun_group_lines, short_host
 from .state import JobState
-from .store import StateStore
+from .store import StateStore, connect
+from .views import JobStatus, JobView, Outcome, RunView, jobs_document
 
 if TYPE_CHECKING:
+    from .records import HostState, Overview, RunRecord
     from .reruns.plan import RerunGroup
-    from .views import JobView, RunView
+
+__all__ = [
+    # the functions of this module
+    "DEFAULT_OVERDUE_SECONDS",
+    "JobRuns",
+    "alerts_document",
+    "fleet_document",
+    "job_runs",
+    "job_view_now",
+    "job_views_now",
+    "known_name",
+    "marker_of",
+    "metric_runs",
+    "one_run",
+    "read_only_session",
+    "rerun_groups",
+    "run_output",
+    "selected_jobs",
+    # what they take and give, from the modules that define them
+    "BrokenEntry",
+    "ENDING",
+    "Job",
+    "JobStatus",
+    "JobView",
+    "LASTING",
+    "Marker",
+    "Outcome",
+    "RunView",
+    "Settings",
+    "StateStore",
+    "detail",
+    "job_config",
+    "jobs_document",
+    "load_catalog",
+    "load_settings",
+    "rerun_group_lines",
+    "short_host",
+]
 
 
 # How late a due job may be before --list-jobs calls it overdue: --nagios's
@@ -66,7 +116,7 @@ def job_views_now(
     store: StateStore,
     names: list[str] | tuple[str, ...] = (),
     broken: Sequence[BrokenEntry] = (),
-) -> tuple[list["JobView"], dt.datetime]:
+) -> tuple[list[JobView], dt.datetime]:
     """The views of the jobs ``names`` mean (every job when empty), in config
     order, then those of the ``broken`` entries they mean (status ``broken``), and the
     database clock they were judged at: what ``--list-jobs`` shows and the dashboard serves.
@@ -75,7 +125,6 @@ def job_views_now(
         JobNotFound: a name that no configured job and no broken entry has.
     """
     from . import views
-    from .alerts.alerter import deadline_events
 
     asked = list(names)
     shown = [b for b in broken if not asked or any(b.matches(name) for name in asked)]
@@ -89,8 +138,6 @@ def job_views_now(
     }
     no_host = {}
     if any(job.hosts for job in chosen):  # the fleet is read only where placement matters
-        from .placement import drains_of, unplaced
-
         fleet = store.fleet(settings.monitor.silence_critical_minutes * 60)
         no_host = unplaced(chosen, fleet)
         if no_host and any(host.drained for host in fleet):  # which drain: one read more
@@ -112,6 +159,17 @@ def job_views_now(
         errors,
     )
     return found + [views.broken_view(b) for b in shown], now
+
+
+def job_view_now(
+    settings: Settings, jobs: list[Job], store: StateStore, app_name: str
+) -> tuple[JobView | None, dt.datetime]:
+    """The view of the configured job ``app_name`` (None for a ghost or an unknown name) and
+    the database clock (``--list-jobs NAME``)."""
+    if all(job.app_name != app_name for job in jobs):
+        return None, store.now()
+    found, now = job_views_now(settings, jobs, store, [app_name])
+    return found[0], now
 
 
 def known_name(jobs: list[Job], store: StateStore, name: str) -> tuple[str, Job | None]:
@@ -136,7 +194,7 @@ class JobRuns:
 
     app_name: str
     is_backfill: bool
-    runs: list["RunView"]
+    runs: list[RunView]
     more: bool
     now: dt.datetime
 
@@ -222,3 +280,117 @@ def rerun_groups(
         seen |= {member.run_id for member in group.runs}
         found.append(group)
     return found
+
+
+def metric_runs(store: StateStore, app_name: str, limit: int) -> list[RunRecord]:
+    """The job's newest ``limit`` runs in the run ledger, newest first, with the metrics each
+    returned (without output): what the run checks judge and a job's metric charts draw."""
+    return store.recent_runs(app_name, limit)
+
+
+def run_output(store: StateStore, app_name: str, run_id: int | None = None) -> RunRecord | None:
+    """Run ``run_id`` of the job ``app_name`` (its newest when None) from the run ledger, with
+    what it logged and printed (``--logs``); None when the ledger has no such run."""
+    return store.run_output(app_name, run_id)
+
+
+@contextlib.contextmanager
+def read_only_session(
+    settings: Settings, application_name: str
+) -> Iterator[tuple[Any, StateStore]]:
+    """A read-only connection to the state database and the state store over it, closed on
+    leaving: whatever reads through it cannot change anything, even by mistake (the
+    dashboard's connection for one request; its own stores may read through it too).
+
+    Raises:
+        DatabaseUnavailable: the database cannot be reached.
+    """
+    db = settings.database
+    conn = connect(db, application_name=application_name)
+    try:
+        conn.set_session(readonly=True)
+        yield conn, StateStore(conn, db)
+    finally:
+        conn.close()
+
+
+def alerts_document(
+    settings: Settings, jobs: list[Job], store: StateStore, limit: int = 20
+) -> dict[str, Any]:
+    """``{"now", "enabled", "mutes", "held_back", "alerts"}``: ``--alerts --json``'s alerts
+    (newest first, each with its notices: sent, or the error, attempts and next attempt),
+    the maintenance windows in force and what they hold back now (each muted job's
+    failing, silent or late condition: ``--alerts``' ``not alerted (muted)`` lines)."""
+    from .alerts.alerter import Alerter
+    from .alerts.store import AlertStore
+
+    alerts = AlertStore(store)
+    now, mutes = store.now(), alerts.mutes()
+    held = (
+        Alerter(settings, jobs, store, "dashboard").held_back(store.states(), now, mutes)
+        if mutes
+        else []
+    )
+    return {
+        "now": now,
+        "enabled": settings.alerts.enabled,
+        "mutes": [window._asdict() for window in mutes],
+        "held_back": [{"job": e.app_name, "kind": e.kind, "message": e.message} for e in held],
+        "alerts": alerts.alerts(None, limit),
+    }
+
+
+def fleet_document(
+    settings: Settings, jobs: list[Job], broken: Sequence[BrokenEntry], store: StateStore
+) -> dict[str, Any]:
+    """``{"now", "check": <--nagios --json>, "hosts": [...]}``: every host
+    that ever ticked, newest tick first, ``recent`` when it ticked within
+    ``silence_critical_minutes`` (the fleet the check counts), its tags, and ``drain``
+    when drained (``draining: N runs left (until ... by ...: reason)``, then ``drained
+    ...``)."""
+    from .runner import lease_rules, markers_from_here
+
+    overview = store.overview()
+    marker = markers_from_here(lease_rules(settings))
+    limits = settings.monitor
+    check = nagios.nagios_check(
+        jobs,
+        overview.states,
+        overview.hosts,
+        overview.now,
+        lambda state: marker(state, overview.now),
+        limits,
+        missed_deadlines(jobs, settings, overview.states, overview.now),
+        {entry.name: entry.problem for entry in broken},
+        overview.errors,
+        settings.lease_seconds,
+    )
+    recent = {host.host for host in nagios.recent_hosts(overview.hosts, overview.now, limits)}
+    return {
+        "now": overview.now,
+        "check": check.as_json(),
+        "max_skew_seconds": limits.max_skew_seconds,
+        "hosts": [
+            _host_document(h, overview, h.host in recent, settings.lease_seconds)
+            for h in sorted(overview.hosts, key=lambda host: host.last_tick, reverse=True)
+        ],
+    }
+
+
+def _host_document(
+    h: HostState, overview: Overview, recent: bool, lease_seconds: float
+) -> dict[str, Any]:
+    """One host of :func:`fleet_document`: ``recent`` when the check counts it."""
+    return {
+        "host": h.host,
+        "version": h.version,
+        "pid": h.pid,
+        "last_tick": h.last_tick,
+        "skew_seconds": h.skew_seconds,
+        "schema_behind": list(h.schema_behind),
+        "tags": list(h.tags),
+        "drain": (drain_line(h, overview.states).split(": ", 1)[1] if h.drained else None),
+        "recent": recent,
+        "serving": h.serve_seconds,
+        "gone": h.gone(overview.now, lease_seconds),
+    }

@@ -155,7 +155,7 @@ class Launcher:
         """Sentry Crons' ``in_progress``, when configured (its monitor from the schedule)."""
         if self.crons is None:
             return None
-        from .alerts.alerter import alert_rules
+        from .alerts.rules import alert_rules
         from .sentry import monitor_config
 
         try:

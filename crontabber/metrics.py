@@ -70,7 +70,7 @@ def render_textfile(
 ) -> str:
     """The metrics file's text: HELP and TYPE lines, then one sample per job or host.
     ``missed``: the jobs past their deadline
-    (:func:`crontabber.alerts.alerter.missed_deadlines`)."""
+    (:func:`crontabber.alerts.rules.missed_deadlines`)."""
     lines = []
     for name, kind, text in (*JOB_METRICS, *HOST_METRICS):
         lines += [f"# HELP {name} {text}", f"# TYPE {name} {kind}"]

@@ -112,7 +112,7 @@ def nagios_check(
       never ran (then it is listed as ``waiting``: the parent is the news);
       lateness after a pause counts from the pause's end;
     - a job past its deadline (``missed``: app name to the line saying so, from
-      :func:`crontabber.alerts.alerter.missed_deadlines`): WARNING, unless paused;
+      :func:`crontabber.alerts.rules.missed_deadlines`): WARNING, unless paused;
     - a paused job: listed, OK (an operator's decision, with a reason and an
       end); its failure does not raise the status while the pause lasts; a breach pause
       (``on_breach = pause``: the runner's, until someone looks) is a WARNING;

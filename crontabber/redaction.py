@@ -44,7 +44,8 @@ _PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
 # ``'password': ...`` in a printed dict (not ``password:`` in prose: it would mask a word)
 _SECRET_PARAMETER = re.compile(
     r"(?P<head>\b(?:password|passwd|pwd|secret|token|access_token|api_key|apikey|signature|"
-    r"sig|x-amz-signature|x-amz-credential|x-amz-security-token|sentry_key)(?:\s*=\s*|['\"]\s*:\s*))"
+    r"sig|x-amz-signature|x-amz-credential|x-amz-security-token|sentry_key)"
+    r"(?:\s*=\s*|['\"]\s*:\s*))"
     r"(?P<value>'[^']*'|\"[^\"]*\"|[^&\s,'\"}]+)",
     re.IGNORECASE,
 )

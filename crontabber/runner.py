@@ -1,6 +1,6 @@
 """Run due jobs: the due and dependency checks, the lock, the job, the
 bookkeeping. All state goes through :class:`~crontabber.store.StateStore` (a rerun's
-through :class:`~crontabber.rerun_store.RerunStore`, over its connection);
+through :class:`~crontabber.reruns.store.RerunStore`, over its connection);
 "now" is always the database's clock.
 
 A pass (:meth:`Runner.run_all`) reads every job's state once, at its start; each run's end
@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 
     from .launch import Launch, Launcher, Rerun
     from .records import AuditEntry
-    from .rerun_store import RerunStore
+    from .reruns.store import RerunStore
 
     T = TypeVar("T")
 
@@ -215,8 +215,8 @@ class Runner:
     @functools.cached_property
     def reruns(self) -> RerunStore:
         """The rerun lane's queries over this runner's store, built on first use (a cron tick
-        never imports :mod:`crontabber.rerun_store`)."""
-        from .rerun_store import RerunStore
+        never imports :mod:`crontabber.reruns.store`)."""
+        from .reruns.store import RerunStore
 
         return RerunStore(self.store)
 

@@ -202,6 +202,17 @@ def next_interval_after(schedule: Schedule, when: dt.datetime) -> dt.datetime:
     return _resolve(_anchored(when, schedule) + schedule.interval, schedule)
 
 
+def next_interval(state: JobState, schedule: Schedule, is_backfill: bool) -> dt.datetime | None:
+    """The time of the first interval the job has not done: after a backfill job's last
+    interval (its ``last_success``) the next (:func:`next_interval_after`); after another
+    job's last successful start, its next nominal run (``next_run`` before the delay)."""
+    if state.last_success is None:
+        return None
+    if is_backfill:
+        return next_interval_after(schedule, state.last_success)
+    return next_run_after(state.last_success, schedule, True, 0) - schedule.delay
+
+
 def _local(when: dt.datetime, schedule: Schedule) -> dt.datetime:
     """``when`` on the clocks of the schedule's zone."""
     if schedule.zone == "UTC":

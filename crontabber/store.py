@@ -3,7 +3,7 @@
 scheduled backfill run claims ``crontabber_interval``, the hosts ``crontabber_host``) and the
 connection the other stores run over (:meth:`StateStore.in_transaction`,
 :meth:`StateStore.alone`): the rerun lane's queries are
-:class:`crontabber.rerun_store.RerunStore`'s, the audit trail's
+:class:`crontabber.reruns.store.RerunStore`'s, the audit trail's
 :class:`crontabber.audit_store.AuditStore`'s, the alert tables'
 :class:`crontabber.alerts.store.AlertStore`'s.
 
@@ -769,7 +769,7 @@ class StateStore:
 
         A scheduled backfill run's claim, made with the job's marker held (the runner's
         supervisor calls it before each interval); a rerun's run claims through its group
-        instead (:meth:`crontabber.rerun_store.RerunStore.next_interval`)."""
+        instead (:meth:`crontabber.reruns.store.RerunStore.next_interval`)."""
         params = {
             **identity(claim),
             "starts": starts,
@@ -924,7 +924,7 @@ class StateStore:
     def in_transaction(self, work: Callable[[Any], R], doing: str = "") -> R:
         """``work(cursor)`` as one transaction on this store's connection, retried as every
         method here is (:func:`translated`): what :class:`crontabber.alerts.store.AlertStore`,
-        :class:`crontabber.rerun_store.RerunStore` and :class:`crontabber.audit_store.AuditStore`
+        :class:`crontabber.reruns.store.RerunStore` and :class:`crontabber.audit_store.AuditStore`
         run their queries with, over the same connection. ``doing``: the work's name for
         :class:`NotPermitted` (``"mute"``...).
 
@@ -1043,7 +1043,7 @@ def close_run(
     """A run's ledger end and, for a failure or a fenced-off run, its log row; True when the
     run still held what it ended (a success recorded as such). A scheduled run's
     (:meth:`StateStore.finish`) and a rerun's
-    (:meth:`crontabber.rerun_store.RerunStore.finish_lane`)."""
+    (:meth:`crontabber.reruns.store.RerunStore.finish_lane`)."""
     _end_run(cur, claim, end, held)
     if held and failure is None:
         return True
@@ -1163,7 +1163,7 @@ def _log_abandoned(cur: Any, state: JobState, found_by: str) -> None:
 def abandon_gone(cur: Any, run_id: int, holder: str, by: Claim) -> None:
     """Record rerun ``run_id``, whose process on this host is gone, as abandoned, in the
     transaction of ``cur``: what it held is free at once (``claim_interval``'s rule, and a
-    rerun's :meth:`crontabber.rerun_store.RerunStore.next_interval`'s)."""
+    rerun's :meth:`crontabber.reruns.store.RerunStore.next_interval`'s)."""
     logger.warning(
         "%s: run %s (rerun) on %s is gone; taking its interval over",
         by.app_name,

@@ -219,7 +219,7 @@ def write_metrics(settings: Settings, jobs: list[Job], store: StateStore, path: 
     """
     if not path:
         return
-    from .alerts.alerter import missed_deadlines
+    from .alerts.rules import missed_deadlines
     from .metrics import render_textfile, write_atomically
 
     overview = store.overview([job.app_name for job in jobs])

@@ -4,7 +4,7 @@ line's ``--json`` shapes). ``python -m dashboard`` serves it
 (:mod:`dashboard.server`); ``dashboard.app:application`` is the WSGI
 application for gunicorn (:mod:`dashboard.app`).
 
-It imports the runner's public surface (:mod:`crontabber.inspection`,
-:mod:`crontabber.views`, :mod:`crontabber.nagios`) and, for the pipeline
-panels, the jobs' own helpers; nothing imports it.
+It reads the runner through its public surface only (:mod:`crontabber.inspection`,
+besides what every job may import: docs/architecture.md, "The public surface") and, for
+the pipeline panels, the jobs' own helpers; nothing imports it.
 """

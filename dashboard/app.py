@@ -61,7 +61,7 @@ from urllib.parse import parse_qs, unquote
 
 from crontabber import jsonout
 from crontabber.errors import CrontabberError, DatabaseUnavailable, JobNotFound
-from crontabber.views import JobStatus
+from crontabber.inspection import JobStatus
 
 from . import charts, page
 from .pipeline import failed_panels, panel_warnings, pipeline_document

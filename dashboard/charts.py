@@ -107,7 +107,8 @@ def _stats(points: Sequence[Point]) -> str:
 
 def _values_table(points: Sequence[Point]) -> str:
     rows = "".join(
-        f"<tr><td>{esc(p.run_id)}</td><td>{esc(stamp(p.started))}</td><td>{esc(metric_value(p.value))}</td></tr>"
+        f"<tr><td>{esc(p.run_id)}</td><td>{esc(stamp(p.started))}</td>"
+        f"<td>{esc(metric_value(p.value))}</td></tr>"
         for p in reversed(points)
     )
     return (

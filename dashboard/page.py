@@ -16,11 +16,19 @@ import html
 from typing import Any, Iterable, Mapping, Sequence
 from urllib.parse import quote
 
-from crontabber.alerts.rules import ENDING, LASTING
 from crontabber.formats import interval_range, iso_z, one_line, relative, stamp, took, until_resumed
-from crontabber.leases import Marker
-from crontabber.render import detail, rerun_group_lines, short_host
-from crontabber.views import JobStatus, JobView, Outcome, RunView
+from crontabber.inspection import (
+    ENDING,
+    LASTING,
+    JobStatus,
+    JobView,
+    Marker,
+    Outcome,
+    RunView,
+    detail,
+    rerun_group_lines,
+    short_host,
+)
 
 SPARK_WIDTH, SPARK_HEIGHT, SPARK_BAR = 124, 26, 6
 

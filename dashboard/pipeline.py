@@ -24,9 +24,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING, Any, Callable
 
+from crontabber import redact
 from crontabber.errors import JobNotFound
-from crontabber.redaction import redact
-from crontabber.views import Outcome
+from crontabber.inspection import Outcome, job_config
 
 from .store import PanelQueryFailed, PipelineStore
 
@@ -50,8 +50,6 @@ OWNERS = {
 
 def _config(source: "Source", app_name: str) -> dict[str, Any]:
     """The configured job's options (``{}`` when it is not configured)."""
-    from crontabber.config.catalog import job_config
-
     job = source.job(app_name)
     return dict(job_config(job, source.settings.sources)) if job is not None else {}
 

@@ -24,10 +24,8 @@ import time
 from typing import Any, TextIO
 from wsgiref.simple_server import ServerHandler, WSGIRequestHandler, WSGIServer, make_server
 
-from crontabber.command import split_overrides
+from crontabber import CommandParser, redact_handlers, secret_values, split_overrides
 from crontabber.errors import ConfigurationError, CrontabberError
-from crontabber.parsing import CommandParser
-from crontabber.redaction import redact_handlers, secret_values
 from search.request_deadline import REQUEST_SECONDS, RequestDeadline
 
 from .app import DEFAULT_REFRESH, DashboardApp, is_loopback

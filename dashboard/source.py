@@ -1,15 +1,18 @@
 """Where the dashboard's data comes from: the runner's settings and jobs, read
-once, and per request one read-only database session.
+once, and per request one read-only database session. It reads the runner only through
+:mod:`crontabber.inspection`.
 
 Every document has the shape of the command line's ``--json`` where the
 command line has one, built by the same functions:
 
 - ``jobs``: ``--list-jobs --json`` (:func:`crontabber.inspection.job_views_now`);
 - ``history``: ``--history NAME --json`` (:func:`crontabber.inspection.job_runs`);
-- a job's metric charts: its last runs in the run ledger (``StateStore.recent_runs``, what
-  the run checks judge against), each with the metrics it returned;
-- ``fleet``: ``--nagios --json`` (:func:`crontabber.nagios.nagios_check`) plus
-  every host of ``crontabber_host`` (what ``--metrics-file`` exports);
+- a job's metric charts: its last runs in the run ledger
+  (:func:`crontabber.inspection.metric_runs`, what the run checks judge against), each with
+  the metrics it returned;
+- ``fleet``: ``--nagios --json`` plus every host of ``crontabber_host`` (what
+  ``--metrics-file`` exports: :func:`crontabber.inspection.fleet_document`);
+- ``alerts``: ``--alerts --json`` (:func:`crontabber.inspection.alerts_document`);
 - ``pipeline``: the panels (no command shows them): see :mod:`dashboard.pipeline`.
 """
 
@@ -21,13 +24,15 @@ import datetime as dt
 import threading
 from typing import Any, Iterator, Mapping
 
-from crontabber import inspection, nagios
-from crontabber.alerts.alerter import missed_deadlines
-from crontabber.config.catalog import BrokenEntry, Job, load_catalog
-from crontabber.config.settings import Settings, load_settings
-from crontabber.placement import drain_line
-from crontabber.runner import lease_rules, markers_from_here
-from crontabber.store import StateStore, connect
+from crontabber import inspection
+from crontabber.inspection import (
+    BrokenEntry,
+    Job,
+    Settings,
+    StateStore,
+    load_catalog,
+    load_settings,
+)
 
 from .store import PipelineStore
 
@@ -111,13 +116,8 @@ class Source:
         Raises:
             DatabaseUnavailable: the database cannot be reached.
         """
-        db = self.settings.database
-        conn = connect(db, application_name="dashboard")
-        try:
-            conn.set_session(readonly=True)
-            yield Session(conn, StateStore(conn, db), PipelineStore(conn, db.target))
-        finally:
-            conn.close()
+        with inspection.read_only_session(self.settings, "dashboard") as (conn, state):
+            yield Session(conn, state, PipelineStore(conn, self.settings.database.target))
 
     # ------------------------------------------------------------------ documents
 
@@ -128,17 +128,12 @@ class Source:
     def job_view(self, session: Session, app_name: str) -> tuple[Any, dt.datetime]:
         """The view of the configured job ``app_name`` (None for a ghost) and the database
         clock (``--list-jobs NAME``)."""
-        if self.job(app_name) is None:
-            return None, session.state.now()
-        found, now = inspection.job_views_now(self.settings, self.jobs, session.state, [app_name])
-        return found[0], now
+        return inspection.job_view_now(self.settings, self.jobs, session.state, app_name)
 
     def jobs_document(self, session: Session) -> dict[str, Any]:
         """``--list-jobs --json``."""
-        from crontabber.views import jobs_document
-
         found, now = self.jobs_views(session)
-        return jobs_document(found, now)
+        return inspection.jobs_document(found, now)
 
     def runs(self, session: Session, name: str, limit: int = HISTORY_LIMIT) -> inspection.JobRuns:
         """A job's newest runs (``--history``).
@@ -156,7 +151,7 @@ class Source:
     def metric_runs(self, session: Session, app_name: str, limit: int = METRIC_RUNS) -> list[Any]:
         """The job's newest ``limit`` runs in the run ledger, newest first, with the metrics
         each returned (``RunRecord``s, without output): what its metric charts draw."""
-        return session.state.recent_runs(app_name, limit)
+        return inspection.metric_runs(session.state, app_name, limit)
 
     def run_output(self, session: Session, name: str, run_id: int | None = None) -> Any:
         """Run ``run_id`` of the job (its newest when None) from the run ledger, with what
@@ -166,80 +161,18 @@ class Source:
             JobNotFound: no configured job and no ghost has that name.
         """
         app_name, _ = inspection.known_name(self.jobs, session.state, name)
-        return session.state.run_output(app_name, run_id)
+        return inspection.run_output(session.state, app_name, run_id)
 
     def history_document(self, session: Session, name: str) -> dict[str, Any]:
         """``--history NAME --json``."""
         return self.runs(session, name).as_json()
 
     def alerts_document(self, session: Session, limit: int = 20) -> dict[str, Any]:
-        """``{"now", "enabled", "mutes", "held_back", "alerts"}``: ``--alerts --json``'s alerts
-        (newest first, each with its notices: sent, or the error, attempts and next attempt),
-        the maintenance windows in force and what they hold back now (each muted job's
-        failing, silent or late condition: ``--alerts``' ``not alerted (muted)`` lines)."""
-        from crontabber.alerts.alerter import Alerter
-        from crontabber.alerts.store import AlertStore
-
-        alerts = AlertStore(session.state)
-        now, mutes = session.state.now(), alerts.mutes()
-        held = (
-            Alerter(self.settings, self.jobs, session.state, "dashboard").held_back(
-                session.state.states(), now, mutes
-            )
-            if mutes
-            else []
-        )
-        return {
-            "now": now,
-            "enabled": self.settings.alerts.enabled,
-            "mutes": [window._asdict() for window in mutes],
-            "held_back": [{"job": e.app_name, "kind": e.kind, "message": e.message} for e in held],
-            "alerts": alerts.alerts(None, limit),
-        }
+        """``--alerts --json``'s alerts, the maintenance windows and what they hold back
+        (:func:`crontabber.inspection.alerts_document`)."""
+        return inspection.alerts_document(self.settings, self.jobs, session.state, limit)
 
     def fleet_document(self, session: Session) -> dict[str, Any]:
-        """``{"now", "check": <--nagios --json>, "hosts": [...]}``: every host
-        that ever ticked, newest tick first, ``recent`` when it ticked within
-        ``silence_critical_minutes`` (the fleet the check counts), its tags, and ``drain``
-        when drained (``draining: N runs left (until ... by ...: reason)``, then ``drained
-        ...``)."""
-        overview = session.state.overview()
-        marker = markers_from_here(lease_rules(self.settings))
-        limits = self.settings.monitor
-        check = nagios.nagios_check(
-            self.jobs,
-            overview.states,
-            overview.hosts,
-            overview.now,
-            lambda state: marker(state, overview.now),
-            limits,
-            missed_deadlines(self.jobs, self.settings, overview.states, overview.now),
-            {entry.name: entry.problem for entry in self.broken},
-            overview.errors,
-            self.settings.lease_seconds,
-        )
-        recent = {host.host for host in nagios.recent_hosts(overview.hosts, overview.now, limits)}
-        hosts = sorted(overview.hosts, key=lambda host: host.last_tick, reverse=True)
-        return {
-            "now": overview.now,
-            "check": check.as_json(),
-            "max_skew_seconds": limits.max_skew_seconds,
-            "hosts": [
-                {
-                    "host": h.host,
-                    "version": h.version,
-                    "pid": h.pid,
-                    "last_tick": h.last_tick,
-                    "skew_seconds": h.skew_seconds,
-                    "schema_behind": list(h.schema_behind),
-                    "tags": list(h.tags),
-                    "drain": (
-                        drain_line(h, overview.states).split(": ", 1)[1] if h.drained else None
-                    ),
-                    "recent": h.host in recent,
-                    "serving": h.serve_seconds,
-                    "gone": h.gone(overview.now, self.settings.lease_seconds),
-                }
-                for h in hosts
-            ],
-        }
+        """``--nagios --json`` and every host that ever ticked
+        (:func:`crontabber.inspection.fleet_document`)."""
+        return inspection.fleet_document(self.settings, self.jobs, self.broken, session.state)

@@ -17,7 +17,9 @@ import sys
 from pathlib import Path
 
 LINK = re.compile(
-    r"\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)|^\s*\[[^\]]+\]:\s*(\S+)|(?:href|src)=\"([^\"]+)\"",
+    r"\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)"  # [text](path "title")
+    r"|^\s*\[[^\]]+\]:\s*(\S+)"  # [name]: path
+    r"|(?:href|src)=\"([^\"]+)\"",
     re.M,
 )
 # A path written out that climbs: ../x, ../../x (not the ".../" of an elided URL)

@@ -32,7 +32,10 @@ log() { printf 'fault-tools: %s\n' "$*" >&2; }
 go_install() {
   local module=$1 version=$2 built=$3 name=$4
   [[ -x $TOOLS/bin/$name-$version ]] && { ln -sfn "$name-$version" "$TOOLS/bin/$name"; return 0; }
-  command -v go >/dev/null || { log "go is needed to build $name (apt-get install golang-go)"; exit 1; }
+  if ! command -v go >/dev/null; then
+    log "go is needed to build $name (apt-get install golang-go)"
+    exit 1
+  fi
   log "building $name $version (go install $module@$version)"
   install -d "$TOOLS/bin" "$TOOLS/go-bin"
   GOPATH=$TOOLS/go GOBIN=$TOOLS/go-bin GOFLAGS=-modcacherw CGO_ENABLED=0 \

@@ -12,6 +12,10 @@ vendored parts) with :mod:`ast` and prints:
 - import circles in ``crontabber/``: groups of its modules that import each other, directly or
   through others (imports inside functions count: deferring an import hides a circle, it does
   not end it);
+- folder circles: subpackages (``crontabber/alerts/``, ``jobs/uploads/``) or top folders
+  (``faults/``, ``bench/``) of the whole repository that import each other, each folded into
+  one node beside its package's own modules (``crontabber/alerts/`` <-> ``crontabber/explain.py``
+  is one); tests are left out (they import what they test, and their fixtures are shared);
 - modules of ``crontabber/`` without a docstring (``--list`` prints each module's first
   docstring line, which must say what the module owns);
 - the largest class (lines and methods);
@@ -128,6 +132,27 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def folded(graph: dict[str, set[str]], depth: int) -> dict[str, set[str]]:
+    """``graph`` with each module replaced by its first ``depth`` name parts (2: a subpackage
+    is one node, its package's own modules stay apart; 1: a top folder is one node)."""
+    fold = lambda name: ".".join(name.split(".")[:depth])  # noqa: E731
+    out: dict[str, set[str]] = collections.defaultdict(set)
+    for name, found in graph.items():
+        out[fold(name)].update(fold(other) for other in found)
+    for name, found in out.items():
+        found.discard(name)
+    return dict(out)
+
+
+def folder_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The circles of :func:`folded` ``graph``, subpackages then top folders, tests left out."""
+    apart = lambda name: name.split(".")[0] == "tests"  # noqa: E731
+    kept = {
+        name: {o for o in found if not apart(o)} for name, found in graph.items() if not apart(name)
+    }
+    return circles(folded(kept, 2)) + circles(folded(kept, 1))
+
+
 def runner_modules(repo: Path) -> tuple[dict[str, set[str]], dict[str, str]]:
     """The import graph of ``crontabber/`` and each module's first docstring line."""
     paths = sorted((repo / "crontabber").rglob("*.py"))
@@ -242,6 +267,8 @@ def main(argv: list[str]) -> int:
     print(f"largest class: {biggest[0]} ({biggest[1]} lines, {biggest[2]} methods)")
     print(f"imports inside functions: {deferred}")
     everywhere = import_graph(repo)
+    folders = folder_circles(everywhere)
+    print(f"folder circles: {len(folders)}")
     crossed, benched = test_cross_imports(everywhere), bench_imports(everywhere)
     print(f"test cross-imports: {len(crossed)} in {len({name for name, _ in crossed})} modules")
     print(f"bench imports: {len(benched)} in {len({name for name, _ in benched})} modules")
@@ -252,6 +279,8 @@ def main(argv: list[str]) -> int:
             print(f"  twice: {name}: {', '.join(where)}")
         for loop in loops:
             print(f"  circle: {' <-> '.join(loop)}")
+        for loop in folders:
+            print(f"  folder circle: {' <-> '.join(loop)}")
         for name, line in firsts.items():
             print(f"  module {name}: {line or '(no docstring)'}")
         for name, other in crossed:

@@ -23,14 +23,14 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from .. import jsonout
-from ..config.catalog import BrokenEntry, Job, job_options
-from ..config.settings import Settings, Sources
+from ..config.catalog import BrokenEntry, Job
+from ..config.settings import Settings
 from ..config.targets import DeliveryError, Target
 from ..errors import ConfigurationError, CrontabberError
 from ..formats import utc_iso
 from ..leases import LeaseRules, marker_status
 from ..redaction import masked
-from ..scheduling import needs_attention, parse_duration
+from ..scheduling import needs_attention
 from ..state import JobState
 from ..store import StateStore
 from ..version import version
@@ -43,6 +43,7 @@ from .rules import (
     Event,
     OpenAlert,
     Watched,
+    alert_rules,
     breaches_passed,
     broken_entry,
     code_upgraded,
@@ -63,43 +64,6 @@ from .store import AlertStore, MuteWindow
 from .sweep import Swept
 
 logger = logging.getLogger("crontabber.alerts")
-
-
-def alert_rules(job: Job, sources: Sources) -> AlertRules:
-    """The job's alert rules (its ``[[class-X]]`` options, else ``[crontabber]``'s).
-
-    Raises:
-        ConfigurationError: a value that does not parse, naming the option.
-    """
-    options = {
-        option.name: option
-        for path, option in job_options(job.cls).walk(job.namespace)
-        if path == job.namespace and (option.name.startswith("alert_") or option.name == "deadline")
-    }
-    values = {name: sources.value(job.namespace, option) for name, option in options.items()}
-    try:
-        after = int(values["alert_after_failures"])
-        silence, realert = (
-            parse_duration(values["alert_silence"]),
-            parse_duration(values["alert_realert"]),
-        )
-        deadline = parse_duration(values["deadline"])
-    except ValueError as exc:
-        raise ConfigurationError(f"crontabber.class-{job.cls.__name__}.alert_*", str(exc)) from None
-    if after < 0:
-        raise ConfigurationError(
-            f"crontabber.class-{job.cls.__name__}.alert_after_failures", "must not be negative"
-        )
-    to = tuple(name.strip() for name in str(values["alert_to"] or "").split(",") if name.strip())
-    return AlertRules(
-        after,
-        bool(values["alert_on_recovery"]),
-        silence,
-        realert,
-        bool(values["alert_on_takeover"]),
-        to,
-        deadline,
-    )
 
 
 def notice_retry_delay(attempts: int) -> float:
@@ -576,39 +540,6 @@ def tick_alerter(
         return f"--explain says: {explain_job(job, states, now, marker, rules).verdict}"
 
     return Alerter(settings, jobs, store, holder, blocker)
-
-
-def missed_deadlines(
-    jobs: list[Job], settings: Settings, states: Mapping[str, JobState], now: dt.datetime
-) -> dict[str, str]:
-    """The jobs past a deadline at ``now`` (``deadline`` set, next interval not done by it),
-    with the line that says so: what ``--nagios``, the metrics file and the dashboard show.
-    A job whose rules do not load is left out (``--configtest`` names the option)."""
-    return {
-        name: event.message for name, event in deadline_events(jobs, settings, states, now).items()
-    }
-
-
-def deadline_events(
-    jobs: list[Job], settings: Settings, states: Mapping[str, JobState], now: dt.datetime
-) -> dict[str, Event]:
-    """The ``late`` event (:func:`crontabber.alerts.rules.late`) of each job past its deadline at
-    ``now``, by app name; its ``detail`` has the ``interval`` and its ``deadline``."""
-    from .rules import late
-
-    missed = {}
-    for job in jobs:
-        try:
-            rules = alert_rules(job, settings.sources)
-        except ConfigurationError:
-            continue
-        event = late(
-            Watched(job.app_name, states.get(job.app_name), rules, job.schedule, job.is_backfill),
-            now,
-        )
-        if event is not None:
-            missed[job.app_name] = event
-    return missed
 
 
 #: The order a tick opens alerts in, cause before symptom: a job failing (or with no host to

@@ -357,7 +357,8 @@ def post(
         raise DeliveryError(f"no answer: {_one_line(str(exc.reason), url)}") from None
     except DeliveryError:
         raise
-    except Exception as exc:  # noqa: BLE001 - http.client's InvalidURL, a bad answer...: this target's error
+    # http.client's InvalidURL, a bad answer...: this target's error, never the tick's
+    except Exception as exc:  # noqa: BLE001
         if deadline.expired:
             raise DeliveryError(deadline.message) from None
         raise DeliveryError(

@@ -1,6 +1,8 @@
 """Alert rules as pure functions: which conditions a job is in, and what a tick must do
-about the alerts already open (open, resolve, notify again). ``now`` is passed in; nothing
-here reads the database or sends anything (:mod:`crontabber.alerts.alerter` does).
+about the alerts already open (open, resolve, notify again); a job's rules, read from its
+options (:func:`alert_rules`); the jobs past their deadline (:func:`deadline_events`, what
+``--nagios``, ``--list-jobs``, the metrics file and the dashboard show). ``now`` is passed in;
+nothing here reads the database or sends anything (:mod:`crontabber.alerts.alerter` does).
 
 The conditions, per job (its rules: ``alert_*`` in ``[crontabber]`` or ``[[class-X]]``):
 
@@ -10,7 +12,8 @@ The conditions, per job (its rules: ``alert_*`` in ``[crontabber]`` or ``[[class
   (:func:`crontabber.scheduling.lateness`); its subject is the due time it missed;
 - ``late``: the job's next interval has not succeeded by its ``deadline`` (counted from the
   interval's time: "the report of day D exists by 06:00 UTC on D+1" is a daily job at 00:00
-  with ``deadline = 30h``... see :func:`next_interval`); its subject is the interval;
+  with ``deadline = 30h``... see :func:`crontabber.scheduling.next_interval`); its subject
+  is the interval;
 - ``takeover`` (opened by the runner when it takes over a dead host's run, see
   :meth:`crontabber.alerts.alerter.Alerter.takeover`) and ``recovered`` (when a failing or silent
   alert ends, if ``on_recovery``) are events, never open; so is ``superseded``: a failing
@@ -44,9 +47,12 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
+from ..config.catalog import Job, job_options
+from ..config.settings import Settings, Sources
+from ..errors import ConfigurationError
 from ..formats import counted, minute_text, utc_iso, utc_text
 from ..schedule import Schedule
-from ..scheduling import lateness, next_interval_after, next_run_after, pause_active
+from ..scheduling import lateness, next_interval, parse_duration, pause_active
 from ..state import JobState
 
 #: The kinds of alert that stay open while their condition lasts.
@@ -149,17 +155,6 @@ class AlertPlan:
 
     def __bool__(self) -> bool:
         return bool(self.open or self.resolve or self.realert or self.supersede or self.refresh)
-
-
-def next_interval(state: JobState, schedule: Schedule, is_backfill: bool) -> dt.datetime | None:
-    """The time of the first interval the job has not done: after a backfill job's last
-    interval (its ``last_success``) the next (:func:`next_interval_after`); after another
-    job's last successful start, its next nominal run (``next_run`` before the delay)."""
-    if state.last_success is None:
-        return None
-    if is_backfill:
-        return next_interval_after(schedule, state.last_success)
-    return next_run_after(state.last_success, schedule, True, 0) - schedule.delay
 
 
 #: Why a job has not run (``--explain``'s verdict): asked only of a job found silent or late.
@@ -591,3 +586,71 @@ def takeover(app_name: str, before: JobState, run_id: int) -> Event:
         " that run stopped without ending",
         {"abandoned_run": before.run_id, "by": before.ongoing_by, "new_run": run_id},
     )
+
+
+def alert_rules(job: Job, sources: Sources) -> AlertRules:
+    """The job's alert rules (its ``[[class-X]]`` options, else ``[crontabber]``'s).
+
+    Raises:
+        ConfigurationError: a value that does not parse, naming the option.
+    """
+    options = {
+        option.name: option
+        for path, option in job_options(job.cls).walk(job.namespace)
+        if path == job.namespace and (option.name.startswith("alert_") or option.name == "deadline")
+    }
+    values = {name: sources.value(job.namespace, option) for name, option in options.items()}
+    try:
+        after = int(values["alert_after_failures"])
+        silence, realert = (
+            parse_duration(values["alert_silence"]),
+            parse_duration(values["alert_realert"]),
+        )
+        deadline = parse_duration(values["deadline"])
+    except ValueError as exc:
+        raise ConfigurationError(f"crontabber.class-{job.cls.__name__}.alert_*", str(exc)) from None
+    if after < 0:
+        raise ConfigurationError(
+            f"crontabber.class-{job.cls.__name__}.alert_after_failures", "must not be negative"
+        )
+    to = tuple(name.strip() for name in str(values["alert_to"] or "").split(",") if name.strip())
+    return AlertRules(
+        after,
+        bool(values["alert_on_recovery"]),
+        silence,
+        realert,
+        bool(values["alert_on_takeover"]),
+        to,
+        deadline,
+    )
+
+
+def missed_deadlines(
+    jobs: list[Job], settings: Settings, states: Mapping[str, JobState], now: dt.datetime
+) -> dict[str, str]:
+    """The jobs past a deadline at ``now`` (``deadline`` set, next interval not done by it),
+    with the line that says so: what ``--nagios``, the metrics file and the dashboard show.
+    A job whose rules do not load is left out (``--configtest`` names the option)."""
+    return {
+        name: event.message for name, event in deadline_events(jobs, settings, states, now).items()
+    }
+
+
+def deadline_events(
+    jobs: list[Job], settings: Settings, states: Mapping[str, JobState], now: dt.datetime
+) -> dict[str, Event]:
+    """The ``late`` event (:func:`crontabber.alerts.rules.late`) of each job past its deadline at
+    ``now``, by app name; its ``detail`` has the ``interval`` and its ``deadline``."""
+    missed = {}
+    for job in jobs:
+        try:
+            rules = alert_rules(job, settings.sources)
+        except ConfigurationError:
+            continue
+        event = late(
+            Watched(job.app_name, states.get(job.app_name), rules, job.schedule, job.is_backfill),
+            now,
+        )
+        if event is not None:
+            missed[job.app_name] = event
+    return missed

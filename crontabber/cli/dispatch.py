@@ -602,8 +602,8 @@ def plain_tick(argv: list[str]) -> argparse.Namespace | None:
         conf = argv[1]
     else:
         return None
-    args: argparse.Namespace = SimpleNamespace(**{**PARSER_DEFAULTS, "conf": conf})  # type: ignore[assignment]
-    return args
+    args = SimpleNamespace(**{**PARSER_DEFAULTS, "conf": conf})
+    return args  # type: ignore[return-value]  # argparse's Namespace, without argparse
 
 
 def help_epilog(argv: list[str]) -> str:

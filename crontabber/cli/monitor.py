@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any, TextIO
 
 from .. import jsonout
-from ..alerts.alerter import Alerter, missed_deadlines, tick_alerter
-from ..alerts.rules import ENDING, LASTING
+from ..alerts.alerter import Alerter, tick_alerter
+from ..alerts.rules import ENDING, LASTING, missed_deadlines
 from ..alerts.store import AlertStore
 from ..command import ExitCode
 from ..errors import ConfigurationError

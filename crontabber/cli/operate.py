@@ -30,7 +30,7 @@ DEFAULT_MUTE = dt.timedelta(hours=2)
 
 
 def explain(ctx: Context) -> int:
-    from ..alerts.alerter import alert_rules
+    from ..alerts.rules import alert_rules
     from ..explain import explain_job
     from ..placement import drains_of
 

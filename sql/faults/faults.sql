@@ -46,7 +46,9 @@ SELECT count(*) FROM prune_intent WHERE run_id > %(after)s;
 -- name: seed_log
 -- Run-log rows of a fake app: `old` older than `days`, `recent` from today.
 INSERT INTO crontabber_log (app_name, log_time, success)
-SELECT %(app)s, clock_timestamp() - make_interval(days => %(days)s + 1) - g * interval '1 second', now()
+SELECT %(app)s,
+       clock_timestamp() - make_interval(days => %(days)s + 1) - g * interval '1 second',
+       now()
 FROM generate_series(1, %(old)s) AS g
 UNION ALL
 SELECT %(app)s, clock_timestamp() - g * interval '1 second', now()
@@ -54,8 +56,10 @@ FROM generate_series(1, %(recent)s) AS g;
 
 -- name: log_counts
 -- The fake app's rows older and younger than `days`.
-SELECT count(*) FILTER (WHERE log_time < clock_timestamp() - make_interval(days => %(days)s)) AS old,
-       count(*) FILTER (WHERE log_time >= clock_timestamp() - make_interval(days => %(days)s)) AS recent
+SELECT count(*) FILTER (
+           WHERE log_time < clock_timestamp() - make_interval(days => %(days)s)) AS old,
+       count(*) FILTER (
+           WHERE log_time >= clock_timestamp() - make_interval(days => %(days)s)) AS recent
 FROM crontabber_log WHERE app_name = %(app)s;
 
 -- name: job_row

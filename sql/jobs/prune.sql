@@ -80,7 +80,8 @@ ON CONFLICT DO NOTHING;
 
 -- name: rule_inventory
 -- The inventory report (its manifest's s3:// address) a rule deletes by.
-UPDATE prune_rule_result SET inventory = %(inventory)s WHERE run_id = %(run_id)s AND rule = %(rule)s;
+UPDATE prune_rule_result SET inventory = %(inventory)s
+WHERE run_id = %(run_id)s AND rule = %(rule)s;
 
 -- name: finish_run
 UPDATE prune_run SET finished_at = clock_timestamp(), capped = %(capped)s WHERE id = %(run_id)s;

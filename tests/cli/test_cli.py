@@ -287,7 +287,6 @@ def test_processes_a_job_forks_get_the_default_sigterm(cli, tmp_path):
 NOT_ON_THE_TICK = (
     "crontabber.records",
     "crontabber.cli.operate",
-    "crontabber.rerun_store",
     "crontabber.reruns",
     "crontabber.audit_store",
     "crontabber.nagios",

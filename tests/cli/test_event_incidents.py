@@ -79,7 +79,7 @@ def tick(cli):
     return done
 
 
-def test_a_breach_incident_is_resolved_by_a_later_run_that_passes_the_rule(cli, receiver):  # noqa: F811
+def test_a_breach_incident_is_resolved_by_a_later_run_that_passes_the_rule(cli, receiver):
     for _ in range(3):
         checked(cli, receiver)
         tick(cli)

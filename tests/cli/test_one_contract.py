@@ -20,7 +20,7 @@ import re
 import psycopg2
 
 from tests.fixtures.missing_symbols_data import AGGREGATE, entries, ini
-from tests.fixtures.prune_buckets import buckets, configure_prune, wait_past_retention  # noqa: F401 - the fixture
+from tests.fixtures.prune_buckets import buckets, configure_prune, wait_past_retention
 from tests.helpers import REPO, job_command, keys_in, put_many
 
 BAD_BUCKET = "no-such-bucket-contract"

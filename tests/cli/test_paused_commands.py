@@ -8,7 +8,7 @@ import json
 import subprocess
 import sys
 
-from tests.fixtures.prune_buckets import buckets, configure_prune, wait_past_retention  # noqa: F401 - the fixture
+from tests.fixtures.prune_buckets import buckets, configure_prune, wait_past_retention
 from tests.helpers import job_command, keys_in, put_many
 
 

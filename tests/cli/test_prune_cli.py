@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from tests.fixtures.prune_buckets import LEASE, buckets, configure_prune, prune_cmd  # noqa: F401 - the fixture
+from tests.fixtures.prune_buckets import LEASE, buckets, configure_prune, prune_cmd
 from tests.helpers import REPO, keys_in, put_many, s3_client
 
 

@@ -70,7 +70,7 @@ def found(texts: list[str], needles: tuple[str, ...]) -> list[tuple[int, str]]:
     return [(i, needle) for i, text in enumerate(texts) for needle in needles if needle in text]
 
 
-def test_a_secret_in_a_job_error_is_masked_wherever_it_is_stored_or_shown(cli, receiver, dashboard):  # noqa: F811
+def test_a_secret_in_a_job_error_is_masked_wherever_it_is_stored_or_shown(cli, receiver, dashboard):
     hook_url = f"{receiver.url}/slack/{HOOK_TOKEN}"
     leaky(
         cli,
@@ -113,7 +113,7 @@ def test_a_secret_in_a_job_error_is_masked_wherever_it_is_stored_or_shown(cli, r
     assert "upstream said: key=*** password=***" in receiver.at("/hook")[0].json["message"]
 
 
-def test_control_characters_are_escaped_in_every_human_output_and_log_line(cli, receiver):  # noqa: F811
+def test_control_characters_are_escaped_in_every_human_output_and_log_line(cli, receiver):
     leaky(cli, receiver, ESCAPES)
     texts = fail_twice(cli)
     assert (
@@ -172,7 +172,7 @@ def internal():
     found.close()
 
 
-def test_webhooks_follow_no_redirect_and_keep_only_a_short_status_line(cli, receiver, internal):  # noqa: F811
+def test_webhooks_follow_no_redirect_and_keep_only_a_short_status_line(cli, receiver, internal):
     receiver.answers["/redirect"] = (
         302,
         None,
@@ -212,7 +212,7 @@ def test_webhooks_follow_no_redirect_and_keep_only_a_short_status_line(cli, rece
     assert found(texts, ("AKIA-SECRET", "internal metadata", "\x1b", "\x07")) == []
 
 
-def test_a_malformed_target_address_is_that_targets_error_not_a_crashed_tick(cli, receiver):  # noqa: F811
+def test_a_malformed_target_address_is_that_targets_error_not_a_crashed_tick(cli, receiver):
     cli.env["BAD_URL"] = "http://127.0.0.1:84x1/hook"
     cli.env["WORSE_URL"] = f"{receiver.url}/hook/{HOOK_TOKEN}\x01"
     targets = (
@@ -317,7 +317,7 @@ def _stderr_until(proc: subprocess.Popen, needle: str) -> str:
     return seen
 
 
-def test_a_password_in_a_webhook_address_is_refused_never_sent_stored_or_shown(cli, receiver):  # noqa: F811
+def test_a_password_in_a_webhook_address_is_refused_never_sent_stored_or_shown(cli, receiver):
     """The third review's N-3: ``user:password@`` in a target's address. Inline, the INI is
     refused at load (``--configtest`` and a tick, exit 1); from the environment,
     ``--configtest`` refuses it and a delivery is that target's error, without the address."""
@@ -367,7 +367,7 @@ INI_SECRETS = ("IniTok3nZZ91", "IniPassw0rdQQ")
 SUMMARY_SECRETS = ("SumPw4242", "SIGSIG123")
 
 
-def test_a_jobs_secret_options_from_the_ini_and_its_summary_are_masked(cli, dashboard):  # noqa: F811
+def test_a_jobs_secret_options_from_the_ini_and_its_summary_are_masked(cli, dashboard):
     """The third review's N-6: a secret-named job option set in the INI file, quoted by an
     error, and a success summary quoting a URL's password and a signed URL's signature."""
     cli.env["LEAKY_ERROR"] = "auth refused for {token} / {password}"

@@ -13,7 +13,7 @@ from tests.helpers import REPO, job_command, put_many, resetting_server
 PASSWORD = "Wr0ng-Pass-4242"
 
 
-def test_a_job_command_at_debug_never_prints_a_password_given_on_its_command_line(cli, buckets):  # noqa: F811
+def test_a_job_command_at_debug_never_prints_a_password_given_on_its_command_line(cli, buckets):
     inbox, symbols = buckets
     configure_prune(cli, inbox, symbols)
     done = job_command(

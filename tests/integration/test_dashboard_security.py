@@ -93,7 +93,7 @@ def test_a_token_is_required_when_configured(dashboard, s3_bucket, es_index):  #
     assert dashboard.request("/__heartbeat__")[0] == 401
 
 
-def test_a_trusted_proxy_user_header_is_required_when_configured(dashboard, s3_bucket, es_index):  # noqa: F811
+def test_a_trusted_proxy_user_header_is_required_when_configured(dashboard, s3_bucket, es_index):
     pipeline_fleet(dashboard.crontab, s3_bucket, es_index)
     dashboard.start(guard=Guard(user_header="X-Forwarded-User"))
     assert dashboard.request("/api/jobs")[0] == 401
@@ -109,7 +109,7 @@ def test_a_huge_limit_is_a_400_not_a_500(dashboard, s3_bucket, es_index):  # noq
     assert dashboard.get("/api/jobs/prune-s3/history?limit=1000")[0] == 200
 
 
-def test_the_inbox_listing_is_cached_and_bounded(dashboard, s3_bucket, es_index, monkeypatch):  # noqa: F811
+def test_the_inbox_listing_is_cached_and_bounded(dashboard, s3_bucket, es_index, monkeypatch):
     pipeline_fleet(dashboard.crontab, s3_bucket, es_index)  # two batches waiting
     monkeypatch.setenv("DASHBOARD_S3_CACHE_SECONDS", "2")
     dashboard.start()

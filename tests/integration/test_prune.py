@@ -18,7 +18,7 @@ from jobs.prune.rules import Kind, Protection, Rule
 from jobs.prune.runs import PruneOptions, run_prune
 from jobs.prune.store import PruneStore
 from jobs.s3 import make_s3_client
-from tests.fixtures.prune_buckets import DAY, OFFSET, by_rule, prune, symbols_bucket  # noqa: F401 - fixtures
+from tests.fixtures.prune_buckets import DAY, OFFSET, by_rule, prune, symbols_bucket
 from tests.helpers import REPO, SERVICES, keys_in, put_many, s3_client
 
 

@@ -10,7 +10,7 @@ from jobs.prune.inventory import InventoryLocation
 from jobs.prune.runs import PruneOptions, run_prune
 from jobs.prune.store import PruneStore
 from jobs.s3 import make_s3_client
-from tests.fixtures.prune_buckets import OFFSET, by_rule, prune, symbols_bucket  # noqa: F401 - fixtures
+from tests.fixtures.prune_buckets import OFFSET, by_rule, prune, symbols_bucket
 from tests.fixtures.s3_inventory import listing, write_inventory
 from tests.helpers import keys_in, put_many, s3_client
 

@@ -18,13 +18,12 @@ from crontabber.alerts.rules import (
     failing,
     late,
     muted,
-    next_interval,
     plan,
     recovery,
     superseded,
 )
 from crontabber.config.targets import Target, parse_targets
-from crontabber.scheduling import parse_schedule
+from crontabber.scheduling import next_interval, parse_schedule
 from crontabber.state import JobState
 
 UTC = dt.timezone.utc

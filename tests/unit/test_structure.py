@@ -1,6 +1,6 @@
-"""The runner's import graph has no circles and every module says what it owns; no module
-imports a test module (or a conftest) and nothing outside ``bench/`` imports it
-(``python scripts/metrics.py --list`` prints all of them)."""
+"""The runner's import graph has no circles, its folders none either, and every module says
+what it owns; no module imports a test module (or a conftest) and nothing outside ``bench/``
+imports it (``python scripts/metrics.py --list`` prints all of them)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,24 @@ def test_no_import_circles_in_the_runner():
 
 def test_the_circle_finder_finds_a_circle_through_a_deferred_import():
     assert metrics.circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_folder_imports_another_that_imports_it_back():
+    graph = metrics.import_graph(REPO)
+    assert metrics.folded(graph, 2)["crontabber.alerts"] >= {"crontabber.store"}
+    assert metrics.folder_circles(graph) == []
+
+
+def test_the_folder_circle_finder_folds_subpackages_and_top_folders():
+    graph = {
+        "pkg.sub.a": {"pkg.top"},
+        "pkg.top": {"pkg.sub.b"},  # a subpackage and a module beside it
+        "faults.x": {"bench.y"},
+        "bench.y": {"faults.z"},  # two top folders
+        "tests.test_a": {"pkg.top"},
+        "pkg.sub.b": {"tests.fixtures"},  # through tests: left out
+    }
+    assert metrics.folder_circles(graph) == [["pkg.sub", "pkg.top"], ["bench", "faults"]]
 
 
 def test_every_runner_module_has_a_docstring():

@@ -7,10 +7,10 @@ import datetime as dt
 
 import pytest
 
-from crontabber.alerts.rules import AlertRules, Watched, late, next_interval
+from crontabber.alerts.rules import AlertRules, Watched, late
 from crontabber.config.catalog import Job
 from crontabber.schedule import parse_job_entry, parse_schedule
-from crontabber.scheduling import backfill_dates, rerun_dates
+from crontabber.scheduling import backfill_dates, next_interval, rerun_dates
 from crontabber.sentry import monitor_config
 from crontabber.state import JobState
 from crontabber.views import job_view
