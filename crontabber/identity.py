@@ -54,3 +54,19 @@ def this_host(environ: Mapping[str, str] | None = None) -> str:
 def default_holder() -> str:
     """Who holds an ongoing marker or a claim made by this process: ``host:pid``."""
     return holder_name(this_host(), os.getpid())
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` of this host exists and is not a zombie (a
+    runner killed but not yet reaped by its parent is as dead as one reaped)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True

@@ -37,6 +37,7 @@ from .errors import (
     Terminated,
 )
 from .formats import minute_text, pause_end
+from .identity import pid_alive as pid_alive
 from .identity import this_host
 from .leases import LeaseRules, Marker, describe_marker, holder_gone, marker_status
 from .overrides import given_options
@@ -68,22 +69,6 @@ CLAIM_WINDOW = 16
 
 #: A due job of the pass's read that another runner ran since.
 TAKEN_ELSEWHERE = "another runner just ran it"
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether process ``pid`` of this host exists and is not a zombie (a
-    runner killed but not yet reaped by its parent is as dead as one reaped)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
 
 
 def lease_rules(settings: Settings, host: str | None = None) -> LeaseRules:

@@ -8,7 +8,7 @@ Nothing here prints: the lines go to the caller (``say``).
 from __future__ import annotations
 
 import datetime as dt
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 
 from ..errors import ConfigurationError
 from ..formats import day_text, minute_text, one_line
@@ -20,8 +20,37 @@ if TYPE_CHECKING:
     from ..config.catalog import Job
     from ..config.settings import Settings
     from ..results import JobResult
-    from ..runner import Runner
     from ..store import StateStore
+    from .store import RerunStore
+
+
+class Runner(Protocol):
+    """What a rerun's execution needs of :class:`crontabber.runner.Runner` (the package does
+    not import the runner, which imports the package's store)."""
+
+    @property
+    def jobs(self) -> Sequence[Job]: ...
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def host(self) -> str: ...
+
+    @property
+    def reruns(self) -> RerunStore: ...
+
+    def gone_here(self, holder: str) -> bool: ...
+
+    def rerun(
+        self,
+        job: Job,
+        dates: list[dt.datetime],
+        resumed_from: int | None = None,
+        parallel: int | None = None,
+        downstream: bool = False,
+        downstream_of: int | None = None,
+    ) -> JobResult: ...
 
 
 def plan_lines(plan: RerunPlan, jobs: Sequence[Job], settings: Settings) -> list[str]:
@@ -182,7 +211,7 @@ def _run_stage(
     """Run one job's part of the rerun (start it, join it, or continue it), say how it went;
     whether it ran all its intervals, and the rerun's first run (``--resume-run`` continues
     it all)."""
-    from ..runner import Status
+    from ..results import Status
 
     request, record = plan.request, stage.record
     job = next(j for j in runner.jobs if j.app_name == stage.app_name)

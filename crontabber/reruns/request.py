@@ -141,8 +141,7 @@ def plan_rerun(
 
 def gone_here(holder: str) -> bool:
     """Whether ``holder`` was a process of this host that is gone (it died holding the rerun)."""
-    from ..identity import this_host
-    from ..runner import pid_alive
+    from ..identity import pid_alive, this_host
 
     return holder_gone(holder, this_host(), pid_alive)
 
