@@ -587,6 +587,7 @@ class Runner:
             parallel,
             downstream,
             downstream_of,
+            lease_seconds=self.rules.lease_seconds,
         )
         joined = f", working on rerun {root}" if root != claim.run_id else ""
         logger.info(

@@ -59,6 +59,7 @@ class RerunStore:
         parallel: int | None = None,
         downstream: bool = False,
         downstream_of: int | None = None,
+        lease_seconds: float | None = None,
     ) -> tuple[Claim, int, int]:
         """A rerun's run in its own lane: its ledger row, and nothing on the job's row: the
         job's scheduled runs go on. ``resumed_from`` None: the first run of a new rerun (its
@@ -66,7 +67,9 @@ class RerunStore:
         continuing that rerun (its plan is the first run's). A dependant's rerun
         (``downstream_of``) is started once: under the lock of the rerun it follows, a
         second run of it joins the first. Returns the claim, the first run of its group and
-        how many of the group's intervals may run at once.
+        how many of the group's intervals may run at once. ``lease_seconds``: the run's lease,
+        stored with it (a run of another login records it dead only once that lease expired;
+        None: recorded with its first interval).
 
         Raises:
             ValueError: ``resumed_from`` names no run.
@@ -100,6 +103,7 @@ class RerunStore:
                     "parallel": cap if cap and cap > 1 else None,
                     "downstream": down or None,
                     "downstream_of": of,
+                    "lease_seconds": lease_seconds,
                 },
             )
             made = first_row(cur)
@@ -270,11 +274,12 @@ class RerunStore:
         return self.rerun_record(row["run_id"], lease_seconds) if row else None
 
     def abandon_run(self, run_id: int, error: str) -> bool:
-        """Record a running run whose lease expired as abandoned; False when it was not running."""
+        """Record a running run whose lease expired as abandoned; False when it was not running
+        (or is another login's whose own lease has not expired: ``crontabber_abandon_run``)."""
 
         def work(cur: Any) -> bool:
             cur.execute(SHARED["abandon_run"], {"run_id": run_id, "error": error})
-            return bool(cur.rowcount)
+            return bool(cur.fetchone()[0])
 
         return self.state.in_transaction(work, "abandon_run")
 

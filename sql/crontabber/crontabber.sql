@@ -18,16 +18,8 @@ SELECT clock_timestamp() AS now;
 -- 0: not swept) are recorded abandoned by whichever tick comes next (an index on the running
 -- runs keeps it cheap), as a scheduled run's marker is taken over.
 SET LOCAL synchronous_commit = off;
-WITH lanes AS (
-    UPDATE crontabber_run AS r
-    SET status = 'abandoned', ended = clock_timestamp(),
-        error = 'killed without recording its end: no heartbeat since '
-                || to_char(COALESCE(r.heartbeat, r.started) AT TIME ZONE 'UTC',
-                           'YYYY-MM-DD HH24:MI:SS')
-                || ' UTC (its lease expired); recorded by the tick of ' || %(host)s
-    WHERE r.status = 'running' AND r.kind = 'rerun' AND %(lease_seconds)s > 0
-      AND COALESCE(r.heartbeat, r.started) < %(now)s - make_interval(secs => %(lease_seconds)s)
-    RETURNING r.run_id
+WITH lanes AS (  -- crontabber_sweep_lanes (migration 0031): each run judged by its own lease
+    SELECT crontabber_sweep_lanes(%(host)s, %(lease_seconds)s) AS swept
 ), tick AS (
     INSERT INTO crontabber_host (host, version, last_tick, skew_seconds, pid, schema_behind, tags,
                                  serve_seconds)
@@ -54,7 +46,7 @@ SELECT fleet.fleet, c.app_name, c.next_run, c.first_run, c.last_run, c.last_succ
        c.ongoing_by, c.error_count, c.depends_on, c.last_error, c.run_id, c.heartbeat,
        c.paused_until, c.paused_reason, c.paused_by, c.paused_scope,
        c.success_marked_at, c.success_marked_by, c.success_marked_reason
-FROM fleet LEFT JOIN crontabber AS c ON true;
+FROM fleet CROSS JOIN lanes LEFT JOIN crontabber AS c ON true;
 
 -- name: fleet
 -- The fleet as placement sees it (--explain): each host's tags, whether it ticked within
@@ -209,22 +201,8 @@ VALUES (%(app_name)s, %(duration)s, %(exc_type)s, %(exc_value)s, %(exc_traceback
 -- written under the row lock by whoever takes the job over, releases it or resets it, before
 -- the marker goes: a failed attempt in crontabber's log (exc_type RunAbandoned) with the dead
 -- run's id, host and pid, its duration up to its last heartbeat, and who found it. Once per run.
-WITH ledger AS (
-    UPDATE crontabber_run SET status = 'abandoned', ended = clock_timestamp(), error = %(exc_value)s
-    WHERE run_id = (SELECT run_id FROM crontabber
-                    WHERE app_name = %(app_name)s AND ongoing IS NOT NULL)
-      AND status = 'running'
-)
-INSERT INTO crontabber_log (app_name, log_time, duration, exc_type, exc_value, exc_traceback,
-                            run_id, host, pid)
-SELECT app_name, clock_timestamp(), COALESCE(heartbeat, ongoing) - ongoing, %(exc_type)s,
-       %(exc_value)s, '', run_id, substring(ongoing_by from '^(.*):[0-9]+$'),
-       substring(ongoing_by from ':([0-9]+)$')::integer
-FROM crontabber
-WHERE app_name = %(app_name)s AND ongoing IS NOT NULL
-  AND NOT EXISTS (SELECT 1 FROM crontabber_log AS log
-                  WHERE log.app_name = %(app_name)s AND log.run_id = crontabber.run_id
-                    AND log.exc_type = %(exc_type)s);
+-- (crontabber_log_abandoned, migration 0031: the operator's; a takeover's is crontabber_claim's)
+SELECT crontabber_log_abandoned(%(app_name)s, %(exc_type)s, %(exc_value)s);
 
 -- name: log_runs
 -- --history: the log rows of the job's newest %(runs)s runs, newest run first
@@ -416,19 +394,12 @@ ORDER BY bad.id;
 -- lease_seconds (it died), or its holder's run no longer counts as running (a dead run
 -- taken over, recorded abandoned: its interval is free at once, as its marker was). No row
 -- returned: another run holds it now (see interval_holder).
-INSERT INTO crontabber_interval AS i (app_name, starts, run_id, kind, holder, status,
-                                      claimed, heartbeat)
-VALUES (%(app_name)s, %(starts)s, %(run_id)s, %(kind)s, %(holder)s, 'running',
-        clock_timestamp(), clock_timestamp())
-ON CONFLICT (app_name, starts) DO UPDATE
-SET run_id = EXCLUDED.run_id, kind = EXCLUDED.kind, holder = EXCLUDED.holder,
-    status = 'running', claimed = EXCLUDED.claimed, heartbeat = EXCLUDED.heartbeat,
-    ended = NULL, error = NULL
-WHERE i.status <> 'running' OR i.run_id = EXCLUDED.run_id
-   OR i.heartbeat < clock_timestamp() - make_interval(secs => %(lease_seconds)s)
-   OR NOT EXISTS (SELECT 1 FROM crontabber_run AS r
-                  WHERE r.run_id = i.run_id AND r.status = 'running')
-RETURNING run_id;
+-- (crontabber_claim_interval, migration 0031: the holder's own lease decides; the run must be
+-- the caller's.)
+SELECT run_id
+FROM crontabber_claim_interval(%(app_name)s, %(starts)s, %(run_id)s, %(kind)s, %(holder)s,
+                               %(lease_seconds)s) AS run_id
+WHERE run_id IS NOT NULL;
 
 -- name: interval_holder
 SELECT run_id, kind, holder, heartbeat FROM crontabber_interval
@@ -451,9 +422,9 @@ WHERE run_id = %(run_id)s AND status = 'running';
 -- name: abandon_run
 -- A rerun killed without recording its end: found by --resume-run once its lease expired, or
 -- at once on its own host, where its process is gone (a run of its group, a tick's claim).
-UPDATE crontabber_run
-SET status = 'abandoned', ended = clock_timestamp(), error = %(error)s
-WHERE run_id = %(run_id)s AND status = 'running';
+-- A run of another login is recorded only once its own stored lease expired
+-- (crontabber_abandon_run, migration 0031); abandoned: whether it was.
+SELECT crontabber_abandon_run(%(run_id)s, %(error)s, NULL) AS abandoned;
 
 -- name: lock_holders
 -- After a lock wait timed out (migration 0028): the other sessions holding a lock on the

@@ -13,10 +13,11 @@
 -- rerun holds its plan (its intervals in order), parallel (NULL: one at a time), downstream
 -- and downstream_of; a run that joins it or continues it names it (resumed_from), plan NULL.
 INSERT INTO crontabber_run (run_id, app_name, kind, host, pid, started, heartbeat, options,
-                            plan, resumed_from, parallel, downstream, downstream_of)
+                            plan, resumed_from, parallel, downstream, downstream_of,
+                            lease_seconds)
 VALUES (nextval('crontabber_run_id_seq'), %(app_name)s, 'rerun', %(host)s, %(pid)s,
         clock_timestamp(), clock_timestamp(), %(options)s::text[], %(plan)s::timestamptz[],
-        %(resumed_from)s, %(parallel)s, %(downstream)s, %(downstream_of)s)
+        %(resumed_from)s, %(parallel)s, %(downstream)s, %(downstream_of)s, %(lease_seconds)s)
 RETURNING run_id, started;
 
 -- name: lock_rerun
@@ -152,12 +153,7 @@ WHERE r.run_id = %(root)s;
 -- name: abandon_expired_lanes
 -- The job's rerun runs killed without recording their end (no heartbeat for lease_seconds):
 -- abandoned, by the run that is about to take their intervals over (%(run_id)s on %(host)s).
-UPDATE crontabber_run AS r
-SET status = 'abandoned', ended = clock_timestamp(),
-    error = 'killed without recording its end: no heartbeat since '
-            || to_char(COALESCE(r.heartbeat, r.started) AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')
-            || ' UTC (its lease expired); recorded by run ' || %(run_id)s || ' on ' || %(host)s
-WHERE r.app_name = %(app_name)s AND r.status = 'running' AND r.kind = 'rerun'
-  AND r.run_id <> %(run_id)s
-  AND COALESCE(r.heartbeat, r.started) < clock_timestamp() - make_interval(secs => %(lease_seconds)s)
-RETURNING r.run_id;
+-- (crontabber_abandon_expired_lanes, migration 0031: each run judged by its own lease.)
+SELECT run_id
+FROM crontabber_abandon_expired_lanes(%(app_name)s, %(run_id)s, %(host)s, %(lease_seconds)s)
+    AS run_id;

@@ -30,6 +30,23 @@ def claim(login: Login, db: Any, app_name: str, kind: str, host: str, lease: flo
     return int(run_id)
 
 
+def operator_rerun(operator: Login, db: Any) -> int:
+    """A rerun run of the operator's login holding interval 2026-01-01 of ``foo`` (its lease:
+    an hour, stored with it)."""
+    ((run_id,),) = operator.sql(
+        db,
+        "INSERT INTO crontabber_run (run_id, app_name, kind, host, pid, started, heartbeat,"
+        " lease_seconds) VALUES (nextval('crontabber_run_id_seq'), 'foo', 'rerun', 'ops-host',"
+        " 1, clock_timestamp(), clock_timestamp(), 3600) RETURNING run_id",
+    )
+    assert operator.sql(
+        db,
+        f"SELECT crontabber_claim_interval('foo', '2026-01-01', {run_id}, 'rerun', 'ops-host:1',"
+        " 3600)",
+    ) == [(run_id,)]
+    return int(run_id)
+
+
 def reproductions(sql: Callable[[str], list[tuple]], live: int) -> None:
     """The review's reproductions against job ``foo`` (held by run ``live``, another login's)
     and ``basic-job`` (not running): each refused, or a no-op."""
@@ -61,6 +78,36 @@ def reproductions(sql: Callable[[str], list[tuple]], live: int) -> None:
         )
     # a schedule change while a run holds the job
     assert sql("SELECT crontabber_reschedule('foo', 'infinity', NULL)") == [(False,)]
+    # notices: no UPDATE (a login sends, fails or claims through the functions, its own claims)
+    with pytest.raises(DENIED, match="permission denied"):
+        sql("UPDATE crontabber_notice SET given_up = true WHERE sent_at IS NULL")
+    assert sql("SELECT crontabber_notice_sent(1, 'ops-host:1')") == [(False,)]
+
+
+def ledger_reproductions(sql: Callable[[str], list[tuple]], live: int, rerun: int) -> None:
+    """The run ledger and the intervals: another login's run (``live``; ``rerun``, a rerun
+    holding an interval) cannot be changed, recorded dead before its own lease, or have its
+    interval taken."""
+    for forged in (
+        f"UPDATE crontabber_run SET status = 'abandoned' WHERE run_id = {live}",
+        f"UPDATE crontabber_run SET summary = 'forged' WHERE run_id = {rerun}",
+        f"UPDATE crontabber_interval SET status = 'failed' WHERE run_id = {rerun}",
+    ):
+        with pytest.raises(DENIED, match="was claimed by the database user"):
+            sql(forged)
+    assert sql(f"SELECT crontabber_abandon_run({live}, 'forged', 0)") == [(False,)]
+    assert sql("SELECT crontabber_sweep_lanes('forged', 0.001)") == [(0,)]
+    assert sql("SELECT * FROM crontabber_abandon_expired_lanes('foo', 1, 'x', 0)") == []
+    with pytest.raises(DENIED, match=f"run {rerun} of foo is not a running run of this database"):
+        sql(f"SELECT crontabber_claim_interval('foo', '2026-01-01', {rerun}, 'rerun', 'x:1', 0)")
+    # its own rerun asking for that interval with a lease of 0 s: the holder's own lease decides
+    ((mine,),) = sql(
+        "INSERT INTO crontabber_run (run_id, app_name, kind, host, pid, started, heartbeat,"
+        " lease_seconds) VALUES (nextval('crontabber_run_id_seq'), 'foo', 'rerun', 'x', 1,"
+        " clock_timestamp(), clock_timestamp(), 3600) RETURNING run_id"
+    )
+    took = f"SELECT crontabber_claim_interval('foo', '2026-01-01', {mine}, 'rerun', 'x:1', 0)"
+    assert sql(took) == [(None,)]
 
 
 def test_the_reviews_reproductions_are_refused_directly_and_through_pgbouncer(cli, logins):  # noqa: F811
@@ -69,10 +116,20 @@ def test_the_reviews_reproductions_are_refused_directly_and_through_pgbouncer(cl
     db = cli.crontab.database
     before = {name: cli.crontab.state(name) for name in ("basic-job", "foo")}
     live = claim(operator, db, "foo", "forced", "ops-host", 3600)  # another login's live run
+    rerun = operator_rerun(operator, db)
 
-    reproductions(lambda query: runner.sql(db, query), live)
+    def direct(query: str) -> list[tuple]:
+        return runner.sql(db, query)
+
+    reproductions(direct, live)
+    ledger_reproductions(direct, live, rerun)
     with running_bouncer(db.port, {runner.name: runner.password}) as pgb:
-        reproductions(lambda query: runner.sql(db.replace(port=pgb.port), query), live)
+
+        def pooled(query: str) -> list[tuple]:
+            return runner.sql(db.replace(port=pgb.port), query)
+
+        reproductions(pooled, live)
+        ledger_reproductions(pooled, live, rerun)
 
     basic, foo = cli.crontab.state("basic-job"), cli.crontab.state("foo")
     assert (basic.next_run, basic.last_success, basic.error_count) == (
@@ -82,8 +139,12 @@ def test_the_reviews_reproductions_are_refused_directly_and_through_pgbouncer(cl
     )
     assert foo.run_id == live and foo.ongoing is not None
     assert foo.next_run == before["foo"].next_run
-    (status,) = cli.crontab.sql("SELECT status FROM crontabber_run WHERE run_id = %s", (live,))
-    assert status["status"] == "running"
+    runs = cli.crontab.sql(
+        "SELECT status, summary FROM crontabber_run WHERE run_id IN (%s, %s)", (live, rerun)
+    )
+    assert [(r["status"], r["summary"]) for r in runs] == [("running", None)] * 2
+    (held,) = cli.crontab.sql("SELECT run_id, status FROM crontabber_interval")
+    assert (held["run_id"], held["status"]) == (rerun, "running")
 
 
 def test_a_run_is_taken_over_once_its_own_lease_expired_or_by_its_own_host(cli, logins):  # noqa: F811

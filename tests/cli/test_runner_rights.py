@@ -141,7 +141,11 @@ def test_a_run_another_database_user_claimed_pauses_nothing(cli, logins):  # noq
     assert cli.crontab.state("measuring").paused_by == "crontabber"
     assert operator.run("--resume", "measuring", "--reason", "looked").returncode == 0
     refused_pause(runner, cli, "measuring", run_id, owner_too=False)  # the owner's run
-    runner.sql(db, f"UPDATE crontabber_run SET db_user = '{runner.name}' WHERE run_id = {run_id}")
+    # another login's run cannot be changed at all (migration 0031's ledger guard)
+    with pytest.raises(psycopg2.errors.InsufficientPrivilege, match="claimed by the database"):
+        runner.sql(
+            db, f"UPDATE crontabber_run SET db_user = '{runner.name}' WHERE run_id = {run_id}"
+        )
     refused_pause(runner, cli, "measuring", run_id, owner_too=False)
     runner.sql(
         db,

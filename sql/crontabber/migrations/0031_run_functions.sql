@@ -449,6 +449,174 @@ REVOKE ALL ON FUNCTION
     crontabber_notice_failed(bigint, text, text, double precision, integer)
 FROM PUBLIC;
 
+-- The run ledger and the intervals (migration 0031): a login changes only the runs it claimed
+-- (crontabber_run.db_user) and the intervals they hold; what one run records of another's (a
+-- run found dead, an interval taken over) goes through the functions below, which judge it by
+-- the other run's own lease. The owner (and these functions, which run as the owner) may.
+CREATE OR REPLACE FUNCTION crontabber_ledger_guard() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    claimer text;
+BEGIN
+    IF pg_has_role(current_user, (SELECT relowner FROM pg_class WHERE oid = TG_RELID), 'USAGE')
+    THEN
+        RETURN NEW;
+    END IF;
+    IF TG_TABLE_NAME = 'crontabber_run' THEN
+        claimer := OLD.db_user;
+    ELSE
+        SELECT r.db_user INTO claimer FROM crontabber_run AS r WHERE r.run_id = OLD.run_id;
+    END IF;
+    IF claimer IS DISTINCT FROM session_user THEN
+        RAISE EXCEPTION 'run % was claimed by the database user %: % may not change it',
+            OLD.run_id, COALESCE(claimer, '(unknown)'), session_user
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    RETURN NEW;
+END $$;
+DROP TRIGGER IF EXISTS crontabber_run_guard ON crontabber_run;
+CREATE TRIGGER crontabber_run_guard BEFORE UPDATE ON crontabber_run
+    FOR EACH ROW EXECUTE FUNCTION crontabber_ledger_guard();
+DROP TRIGGER IF EXISTS crontabber_interval_guard ON crontabber_interval;
+CREATE TRIGGER crontabber_interval_guard BEFORE UPDATE ON crontabber_interval
+    FOR EACH ROW EXECUTE FUNCTION crontabber_ledger_guard();
+
+-- Whether run r (a row of crontabber_run) may be recorded dead by the calling login: its own
+-- (this login claimed it), or its heartbeat is older than its own lease (p_lease_seconds, the
+-- caller's, only for a run that stored none: claimed before migration 0031).
+CREATE OR REPLACE FUNCTION crontabber_run_expired(r crontabber_run, p_lease_seconds double precision)
+RETURNS boolean
+LANGUAGE sql SET search_path = pg_catalog, public, pg_temp AS $$
+    SELECT r.db_user = session_user
+        OR COALESCE(r.heartbeat, r.started)
+           < clock_timestamp() - make_interval(secs => COALESCE(r.lease_seconds, p_lease_seconds))
+$$;
+
+-- The rerun runs killed without recording their end (no heartbeat for their lease): recorded
+-- abandoned by the tick of p_host (p_lease_seconds 0: not swept); how many.
+CREATE OR REPLACE FUNCTION crontabber_sweep_lanes(p_host text, p_lease_seconds double precision)
+RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
+DECLARE
+    swept integer;
+BEGIN
+    UPDATE crontabber_run AS r
+    SET status = 'abandoned', ended = clock_timestamp(),
+        error = 'killed without recording its end: no heartbeat since '
+                || to_char(COALESCE(r.heartbeat, r.started) AT TIME ZONE 'UTC',
+                           'YYYY-MM-DD HH24:MI:SS')
+                || ' UTC (its lease expired); recorded by the tick of ' || p_host
+    WHERE r.status = 'running' AND r.kind = 'rerun' AND p_lease_seconds > 0
+      AND COALESCE(r.heartbeat, r.started)
+          < clock_timestamp() - make_interval(secs => COALESCE(r.lease_seconds, p_lease_seconds));
+    GET DIAGNOSTICS swept = ROW_COUNT;
+    RETURN swept;
+END $$;
+
+-- The job's other rerun runs killed without recording their end, abandoned by run p_run_id
+-- (on p_host) that is about to take their intervals over.
+CREATE OR REPLACE FUNCTION crontabber_abandon_expired_lanes(
+    p_app_name text, p_run_id bigint, p_host text, p_lease_seconds double precision
+) RETURNS SETOF bigint
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
+BEGIN
+    RETURN QUERY
+    UPDATE crontabber_run AS r
+    SET status = 'abandoned', ended = clock_timestamp(),
+        error = 'killed without recording its end: no heartbeat since '
+                || to_char(COALESCE(r.heartbeat, r.started) AT TIME ZONE 'UTC',
+                           'YYYY-MM-DD HH24:MI:SS')
+                || ' UTC (its lease expired); recorded by run ' || p_run_id || ' on ' || p_host
+    WHERE r.app_name = p_app_name AND r.status = 'running' AND r.kind = 'rerun'
+      AND r.run_id <> p_run_id
+      AND COALESCE(r.heartbeat, r.started)
+          < clock_timestamp() - make_interval(secs => COALESCE(r.lease_seconds, p_lease_seconds))
+    RETURNING r.run_id;
+END $$;
+
+-- A run killed without recording its end (its process on the caller's host is gone, or its
+-- lease expired): recorded abandoned when crontabber_run_expired allows; false otherwise.
+CREATE OR REPLACE FUNCTION crontabber_abandon_run(
+    p_run_id bigint, p_error text, p_lease_seconds double precision
+) RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
+BEGIN
+    UPDATE crontabber_run AS r
+    SET status = 'abandoned', ended = clock_timestamp(), error = p_error
+    WHERE r.run_id = p_run_id AND r.status = 'running'
+      AND crontabber_run_expired(r, p_lease_seconds);
+    RETURN FOUND;
+END $$;
+
+-- Take interval p_starts of a backfill job for run p_run_id (the caller's own), under the
+-- row's lock (the upsert's): free when it never ran, its last run of it ended, its holder's
+-- run stopped renewing it for that run's own lease, or no longer counts as running. The run's
+-- lease is recorded with its first interval when its claim stored none (a rerun's). NULL: held.
+CREATE OR REPLACE FUNCTION crontabber_claim_interval(
+    p_app_name text, p_starts timestamptz, p_run_id bigint, p_kind text, p_holder text,
+    p_lease_seconds double precision
+) RETURNS bigint
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
+DECLARE
+    taken bigint;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM crontabber_run
+                   WHERE run_id = p_run_id AND app_name = p_app_name AND status = 'running'
+                     AND db_user = session_user) THEN
+        RAISE EXCEPTION 'run % of % is not a running run of this database user (%)', p_run_id,
+            p_app_name, session_user USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    UPDATE crontabber_run SET lease_seconds = p_lease_seconds
+    WHERE run_id = p_run_id AND lease_seconds IS NULL;
+    INSERT INTO crontabber_interval AS i (app_name, starts, run_id, kind, holder, status,
+                                          claimed, heartbeat)
+    VALUES (p_app_name, p_starts, p_run_id, p_kind, p_holder, 'running',
+            clock_timestamp(), clock_timestamp())
+    ON CONFLICT (app_name, starts) DO UPDATE
+    SET run_id = EXCLUDED.run_id, kind = EXCLUDED.kind, holder = EXCLUDED.holder,
+        status = 'running', claimed = EXCLUDED.claimed, heartbeat = EXCLUDED.heartbeat,
+        ended = NULL, error = NULL
+    WHERE i.status <> 'running' OR i.run_id = EXCLUDED.run_id
+       OR NOT EXISTS (SELECT 1 FROM crontabber_run AS r
+                      WHERE r.run_id = i.run_id AND r.status = 'running')
+       OR i.heartbeat < clock_timestamp() - make_interval(secs => COALESCE(
+              (SELECT r.lease_seconds FROM crontabber_run AS r WHERE r.run_id = i.run_id),
+              p_lease_seconds))
+    RETURNING i.run_id INTO taken;
+    RETURN taken;
+END $$;
+
+-- The record of the run holding p_app_name's marker, abandoned (its holder died), written by
+-- an operator's release or reset before the marker goes (the operator functions' callers).
+CREATE OR REPLACE FUNCTION crontabber_log_abandoned(
+    p_app_name text, p_exc_type text, p_exc_value text
+) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
+BEGIN
+    UPDATE crontabber_run SET status = 'abandoned', ended = clock_timestamp(),
+                              error = p_exc_value
+    WHERE run_id = (SELECT run_id FROM crontabber
+                    WHERE app_name = p_app_name AND ongoing IS NOT NULL)
+      AND status = 'running';
+    INSERT INTO crontabber_log (app_name, log_time, duration, exc_type, exc_value,
+                                exc_traceback, run_id, host, pid)
+    SELECT app_name, clock_timestamp(), COALESCE(heartbeat, ongoing) - ongoing, p_exc_type,
+           p_exc_value, '', run_id, substring(ongoing_by from '^(.*):[0-9]+$'),
+           substring(ongoing_by from ':([0-9]+)$')::integer
+    FROM crontabber
+    WHERE app_name = p_app_name AND ongoing IS NOT NULL
+      AND NOT EXISTS (SELECT 1 FROM crontabber_log AS log
+                      WHERE log.app_name = p_app_name AND log.run_id = crontabber.run_id
+                        AND log.exc_type = p_exc_type);
+END $$;
+
+REVOKE ALL ON FUNCTION crontabber_sweep_lanes(text, double precision),
+    crontabber_abandon_expired_lanes(text, bigint, text, double precision),
+    crontabber_abandon_run(bigint, text, double precision),
+    crontabber_claim_interval(text, timestamptz, bigint, text, text, double precision),
+    crontabber_log_abandoned(text, text, text)
+FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION crontabber_grant_rights() RETURNS text[]
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -464,7 +632,8 @@ DECLARE
         'crontabber_resume(text, json)', 'crontabber_release(text, json)',
         'crontabber_reset(text, json)', 'crontabber_mark_success(text, timestamptz, timestamptz, json)',
         'crontabber_mute(text, timestamptz, boolean, json)', 'crontabber_unmute(text, json)',
-        'crontabber_drain(text, timestamptz, json)', 'crontabber_undrain(text, json)'];
+        'crontabber_drain(text, timestamptz, json)', 'crontabber_undrain(text, json)',
+        'crontabber_log_abandoned(text, text, text)'];
     -- a run's writes to the state row (migration 0031)
     run_functions constant text[] := ARRAY[
         'crontabber_lock_state(text, text)',
@@ -480,7 +649,11 @@ DECLARE
         'crontabber_reschedule(text, timestamptz, timestamptz)',
         'crontabber_notices_claim(text, double precision, integer, text[], bigint[])',
         'crontabber_notice_sent(bigint, text)',
-        'crontabber_notice_failed(bigint, text, text, double precision, integer)'];
+        'crontabber_notice_failed(bigint, text, text, double precision, integer)',
+        'crontabber_sweep_lanes(text, double precision)',
+        'crontabber_abandon_expired_lanes(text, bigint, text, double precision)',
+        'crontabber_abandon_run(bigint, text, double precision)',
+        'crontabber_claim_interval(text, timestamptz, bigint, text, text, double precision)'];
     done text[] := '{}';
     role text;
     t text;
