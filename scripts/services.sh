@@ -67,8 +67,11 @@ if [[ -d $STATE_DIR/pg || -d $STATE_DIR/es ]]; then
   SERVICE_DIR=$STATE_DIR
 else
   # Named by a hash of the canonical state dir, so that two checkouts (a copy
-  # of a clone included) never share one; the name part is for people.
+  # of a clone included) never share one; the name part is for people: the
+  # checkout holding the state dir (a git worktree whose .services is a link to
+  # the main checkout's reaches the main checkout's services, not new ones).
   SERVICE_DIR=${REPO##*/}
+  [[ ${STATE_DIR##*/} != .services ]] || SERVICE_DIR=$(basename -- "${STATE_DIR%/.services}")
   SERVICE_DIR=${SERVICE_DIR//[^A-Za-z0-9._-]/_}
   SERVICE_DIR=$SERVICES_ROOT/${SERVICE_DIR:0:24}-$(printf '%s' "$STATE_DIR" | sha256sum | cut -c1-12)
 fi
