@@ -390,6 +390,12 @@ SQL
 pg_start() {
   local t0 pid mode=""
   t0=$(now_ms)
+  if [[ ${1:-} = implied ]] && pid=$(pg_pid); then
+    # Named only for pgb or pgs: the running primary keeps its settings (--fast or not).
+    wait_for pg 60 "$pid" pg_ready
+    log pg "already running, pid $pid"
+    return 0
+  fi
   [[ $PG_FAST = 1 ]] && mode=" (fast: fsync=off, FOR TESTS ONLY)"
   pg_ensure_installed
   install -d -m 755 "$PG_DIR"
@@ -1084,7 +1090,7 @@ cmd_start() {
   # the background, and boots while Elasticsearch is fetched and launched
   # (bin/elasticsearch -d returns once the node has started); then both are
   # waited for.  The two Maven downloads run strictly one after the other.
-  if has pg || has pgb || has pgs; then pg_start; fi
+  if has pg; then pg_start; elif has pgb || has pgs; then pg_start implied; fi
   if has pgs; then pgs_start; fi
   if has pgb; then pgb_start; fi
   if has s3; then s3_launch; fi
