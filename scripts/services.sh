@@ -475,6 +475,17 @@ pgs_in_recovery() {
     -c "SELECT pg_is_in_recovery()" 2>/dev/null
 }
 
+# The standby's replication slot on the primary (`pgs`): the primary keeps the WAL the
+# standby has not received yet, so a standby on a loaded machine falls behind a busy primary
+# (every test database a WAL-logged copy of a template) instead of losing its stream
+# ("requested WAL segment ... has already been removed"). Dropped whenever the standby is
+# not running (start, stop): an unused slot would keep the primary's WAL forever.
+pgs_drop_slot() {
+  as_user postgres "$PG_BIN/psql" -X -qAt -h "$PG_SOCK" -p "$PG_PORT" -U postgres -d postgres \
+    -c "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots
+        WHERE slot_name = 'pgs' AND NOT active" >/dev/null 2>&1 || true
+}
+
 pgs_start() {
   local t0 pid
   t0=$(now_ms)
@@ -489,10 +500,12 @@ pgs_start() {
   install -d -m 755 "$PGS_DIR"
   install -d -o postgres -g postgres -m 755 "$PGS_DIR/logs" "$PGS_SOCK"
   install -d -o postgres -g postgres -m 700 "$PGS_DATA"
+  pgs_drop_slot
   # -R: standby.signal and primary_conninfo (over the primary's socket, as postgres);
-  # -X stream: the WAL of the copy comes with it; -c fast: an immediate checkpoint.
+  # -X stream: the WAL of the copy comes with it; -c fast: an immediate checkpoint;
+  # -C -S pgs: the slot (above), named in the standby's primary_slot_name.
   if ! as_user postgres "$PG_BIN/pg_basebackup" -h "$PG_SOCK" -p "$PG_PORT" -U postgres \
-    -D "$PGS_DATA" -R -X stream -c fast -d "application_name=pgs" \
+    -D "$PGS_DATA" -R -X stream -c fast -C -S pgs -d "application_name=pgs" \
     >"$PGS_DIR/logs/basebackup.log" 2>&1; then
     show_log_tail "$PGS_DIR/logs/basebackup.log"
     die pgs "pg_basebackup failed"
@@ -525,6 +538,7 @@ pgs_promote() {
 pgs_stop() {
   local pid
   if ! pid=$(pgs_pid); then
+    pgs_drop_slot
     log pgs "not running"
     return 0
   fi
@@ -533,6 +547,7 @@ pgs_stop() {
   if proc_alive "$pid"; then
     kill_and_wait "$pid" 10 pgs || die pgs "could not stop pid $pid"
   fi
+  pgs_drop_slot
   log pgs "stopped (pid $pid)"
 }
 

@@ -12,9 +12,10 @@ The sections it walks through, in the guide's words:
   host whose ``secrets.env`` holds the runner's login and PgBouncer's address
   ("Installing a host", "What names a host"), ``--configtest`` clean, a tick, and
   ``--nagios`` with the read-only login OK.
-- "Elasticsearch: a cluster": one ``[resource] [[elasticsearch]] es_url`` naming the three
-  nodes for both search jobs (``ES_URL`` unset, so nothing else can be what they used); the
-  tick's rebuild loads the cluster, raises a replica and moves the alias.
+- "Elasticsearch: a cluster": its ``crontabber.ini`` block, read from the guide, whose one
+  ``[resource] [[elasticsearch]] es_url`` names the three nodes for both search jobs
+  (``ES_URL`` unset, so nothing else can be what they used); the tick's rebuild loads the
+  cluster, raises a replica and moves the alias.
 - "PostgreSQL: a primary and a standby", the runbook's steps 1-3: the primary dies (here
   the TCP proxy PgBouncer reached it through is cut: the shared server keeps running), the
   standby is promoted (``SELECT pg_promote()`` as a superuser on it), PgBouncer repointed at
@@ -30,6 +31,7 @@ Elasticsearch nodes once, and stops them afterwards; run it alone."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import uuid
 from typing import Any, Iterator
@@ -41,7 +43,7 @@ from search.client import make_es_client
 from search.engine import Searcher
 from search.indexer import aliased
 from tests.cli.test_standby import replicated, standby_port  # noqa: F401 - the fixture
-from tests.fixtures.crontab import FIXTURES
+from tests.fixtures.crontab import FIXTURES, JOBS
 from tests.fixtures.pgbouncer import running_bouncer
 from tests.fixtures.roles import group_roles, superuser  # noqa: F401 - the fixtures
 from tests.fixtures.search_corpus import symbol_file
@@ -57,19 +59,26 @@ SEARCH_JOBS = (
 
 
 def guide_ini(jobs: list[str], alias: str, es_url: str) -> str:
-    """The host's ``crontabber.ini``: its jobs, and "Elasticsearch: a cluster"'s block
-    (``production`` left out: see the module's docstring), each search job on ``alias``."""
+    """The host's ``crontabber.ini``: "Elasticsearch: a cluster"'s block as the guide shows
+    it, with its jobs instead of ``production`` (see the module's docstring), the cluster's
+    nodes in ``es_url`` and each search job on ``alias``."""
+    text = (REPO / "docs" / "deploy.md").read_text()
+    (block,) = re.findall(r"```ini\n(\[crontabber\]\n    production=true\n.*?)```", text, re.S)
     listed = "\n".join(
-        f"        {job if '.' in job.split('|')[0] else 'tests.fixtures.sample_jobs.' + job}"
-        for job in jobs
+        f"        {job if '.' in job.split('|')[0] else f'{JOBS}.{job}'}" for job in jobs
     )
-    return (
-        f"[crontabber]\n    jobs='''\n{listed}\n    '''\n"
-        f"    [[class-RebuildSearchIndexCronApp]]\n        replicas=0-1\n"
-        f"        replica_wait_seconds=600\n        alias={alias}\n"
-        f"    [[class-IndexNewUploadsCronApp]]\n        alias={alias}\n"
-        f"[resource]\n    [[elasticsearch]]\n        es_url={es_url}\n"
-    )
+    lines = []
+    for line in block.splitlines():
+        if line.strip() == "production=true":
+            line = f"    jobs='''\n{listed}\n    '''"
+        elif line.strip().startswith("es_url="):
+            line = f"        es_url={es_url}"
+        elif line.strip() == "[resource]":
+            lines += [f"    [[class-IndexNewUploadsCronApp]]\n        alias={alias}"]
+        lines.append(line)
+        if line.strip() == "[[class-RebuildSearchIndexCronApp]]":
+            lines.append(f"        alias={alias}")
+    return "\n".join(lines) + "\n"
 
 
 class Login:
