@@ -222,6 +222,7 @@ def test_the_guide_from_an_empty_database_through_a_failover(
                 )
                 checked = as_login(cli, runner, "--configtest")
                 assert checked.returncode == 0, checked.stderr
+                assert f"resource.elasticsearch.es_url = '{cluster}'" in checked.stdout
                 # step 7: the host ticks; the rebuild loads the cluster named by es_url
                 tick = as_login(cli, runner)
                 assert tick.returncode == 0, tick.stderr + tick.stdout
