@@ -34,7 +34,7 @@ from __future__ import annotations
 import re
 import subprocess
 import uuid
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import psycopg2
 import pytest
@@ -91,12 +91,13 @@ class Login:
 
 
 @pytest.fixture
-def logins(group_roles) -> Iterator[dict[str, Login]]:  # noqa: F811
-    """ "A first deploy", step 4: the runner's login and the read-only one, as "Roles" makes
-    them."""
+def logins(group_roles) -> Iterator[Callable[[], dict[str, Login]]]:  # noqa: F811
+    """ "A first deploy", step 4, when the test calls it: the runner's login and the
+    read-only one, as "Roles" makes them; dropped afterwards."""
     made = {"runner": Login("crontabber_runner"), "readonly": Login("crontabber_readonly")}
     su = superuser()
-    try:
+
+    def create() -> dict[str, Login]:
         with su.cursor() as cur:
             for login in made.values():
                 cur.execute(
@@ -105,7 +106,10 @@ def logins(group_roles) -> Iterator[dict[str, Login]]:  # noqa: F811
                 )
             runner = made["runner"].name
             cur.execute(f"ALTER ROLE {runner} SET idle_in_transaction_session_timeout = '1min'")
-        yield made
+        return made
+
+    try:
+        yield create
     finally:
         with su.cursor() as cur:
             for login in made.values():
@@ -190,7 +194,6 @@ def test_the_guide_from_an_empty_database_through_a_failover(
     es_index,
 ):
     owner = cli.crontab.database
-    runner, readonly = logins["runner"], logins["readonly"]
     with fresh_database("test_guide", None, pooled=False) as db:  # step 1: empty, owned
         # step 3: the owner's first command, straight to the primary, the production jobs
         cli.crontab.ini.write_text(guide_ini(["BasicJob|1d", *SEARCH_JOBS], es_index, cluster))
@@ -207,6 +210,8 @@ def test_the_guide_from_an_empty_database_through_a_failover(
             finish_upload(mine, "xul.pdb")  # something for the rebuild to index
         finally:
             mine.close()
+        made = logins()  # step 4: the LOGIN users
+        runner, readonly = made["runner"], made["readonly"]
         # step 5: PgBouncer from the guide's file in front of the primary ("db1": a proxy
         # the test can cut), the logins of step 4 and the owner's in its userlist
         primary = TcpProxy((owner.host, owner.port))
