@@ -67,8 +67,11 @@ if [[ -d $STATE_DIR/pg || -d $STATE_DIR/es ]]; then
   SERVICE_DIR=$STATE_DIR
 else
   # Named by a hash of the canonical state dir, so that two checkouts (a copy
-  # of a clone included) never share one; the name part is for people.
+  # of a clone included) never share one; the name part is for people: the
+  # checkout holding the state dir (a git worktree whose .services is a link to
+  # the main checkout's reaches the main checkout's services, not new ones).
   SERVICE_DIR=${REPO##*/}
+  [[ ${STATE_DIR##*/} != .services ]] || SERVICE_DIR=$(basename -- "${STATE_DIR%/.services}")
   SERVICE_DIR=${SERVICE_DIR//[^A-Za-z0-9._-]/_}
   SERVICE_DIR=$SERVICES_ROOT/${SERVICE_DIR:0:24}-$(printf '%s' "$STATE_DIR" | sha256sum | cut -c1-12)
 fi
@@ -387,6 +390,12 @@ SQL
 pg_start() {
   local t0 pid mode=""
   t0=$(now_ms)
+  if [[ ${1:-} = implied ]] && pid=$(pg_pid); then
+    # Named only for pgb or pgs: the running primary keeps its settings (--fast or not).
+    wait_for pg 60 "$pid" pg_ready
+    log pg "already running, pid $pid"
+    return 0
+  fi
   [[ $PG_FAST = 1 ]] && mode=" (fast: fsync=off, FOR TESTS ONLY)"
   pg_ensure_installed
   install -d -m 755 "$PG_DIR"
@@ -466,6 +475,17 @@ pgs_in_recovery() {
     -c "SELECT pg_is_in_recovery()" 2>/dev/null
 }
 
+# The standby's replication slot on the primary (`pgs`): the primary keeps the WAL the
+# standby has not received yet, so a standby on a loaded machine falls behind a busy primary
+# (every test database a WAL-logged copy of a template) instead of losing its stream
+# ("requested WAL segment ... has already been removed"). Dropped whenever the standby is
+# not running (start, stop): an unused slot would keep the primary's WAL forever.
+pgs_drop_slot() {
+  as_user postgres "$PG_BIN/psql" -X -qAt -h "$PG_SOCK" -p "$PG_PORT" -U postgres -d postgres \
+    -c "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots
+        WHERE slot_name = 'pgs' AND NOT active" >/dev/null 2>&1 || true
+}
+
 pgs_start() {
   local t0 pid
   t0=$(now_ms)
@@ -480,10 +500,12 @@ pgs_start() {
   install -d -m 755 "$PGS_DIR"
   install -d -o postgres -g postgres -m 755 "$PGS_DIR/logs" "$PGS_SOCK"
   install -d -o postgres -g postgres -m 700 "$PGS_DATA"
+  pgs_drop_slot
   # -R: standby.signal and primary_conninfo (over the primary's socket, as postgres);
-  # -X stream: the WAL of the copy comes with it; -c fast: an immediate checkpoint.
+  # -X stream: the WAL of the copy comes with it; -c fast: an immediate checkpoint;
+  # -C -S pgs: the slot (above), named in the standby's primary_slot_name.
   if ! as_user postgres "$PG_BIN/pg_basebackup" -h "$PG_SOCK" -p "$PG_PORT" -U postgres \
-    -D "$PGS_DATA" -R -X stream -c fast -d "application_name=pgs" \
+    -D "$PGS_DATA" -R -X stream -c fast -C -S pgs -d "application_name=pgs" \
     >"$PGS_DIR/logs/basebackup.log" 2>&1; then
     show_log_tail "$PGS_DIR/logs/basebackup.log"
     die pgs "pg_basebackup failed"
@@ -516,6 +538,7 @@ pgs_promote() {
 pgs_stop() {
   local pid
   if ! pid=$(pgs_pid); then
+    pgs_drop_slot
     log pgs "not running"
     return 0
   fi
@@ -524,6 +547,7 @@ pgs_stop() {
   if proc_alive "$pid"; then
     kill_and_wait "$pid" 10 pgs || die pgs "could not stop pid $pid"
   fi
+  pgs_drop_slot
   log pgs "stopped (pid $pid)"
 }
 
@@ -1081,7 +1105,7 @@ cmd_start() {
   # the background, and boots while Elasticsearch is fetched and launched
   # (bin/elasticsearch -d returns once the node has started); then both are
   # waited for.  The two Maven downloads run strictly one after the other.
-  if has pg || has pgb || has pgs; then pg_start; fi
+  if has pg; then pg_start; elif has pgb || has pgs; then pg_start implied; fi
   if has pgs; then pgs_start; fi
   if has pgb; then pgb_start; fi
   if has s3; then s3_launch; fi

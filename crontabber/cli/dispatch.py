@@ -39,6 +39,7 @@ from ..config.settings import (
     load_settings,
     renamed_message,
     runner_options,
+    shared_lines,
 )
 from ..errors import (
     ConfigurationError,
@@ -766,6 +767,9 @@ def configtest(settings: Settings, jobs: list[Job], out: TextIO) -> int:
             job_options(job.cls), job.namespace, settings.sources, defaults=False
         ):
             print(f"  {name} = {value}  [{origin}]", file=out)
+    namespaces = [(job_options(job.cls), job.namespace) for job in jobs]
+    for name, value, origin in shared_lines(namespaces, settings.sources, {n for n, _, _ in lines}):
+        print(f"  {name} = {value}  [{origin}]", file=out)
     from ..alerts.checks import validate_checks
 
     for job in jobs:  # a tick would only log them, once the job ran

@@ -781,16 +781,45 @@ def effective_lines(
     overrode, if any (``environment RESOURCE_POSTGRESQL_DBNAME, over 'crontabber' in the INI
     file``). Without ``defaults``, only the options set for their own name (not only
     through the option they take their value from, listed once under its own name)."""
-    from ..redaction import redact, redact_url_paths
-
     for path, option in namespace.walk(prefix):
         if not defaults and sources.origin(path, option, follow=False) == "default":
             continue
-        value = sources.value(path, option)
-        shown = (MASK if value else NOT_SET) if option.secret else redact(repr(_as_written(value)))
-        if option.url_paths_secret:
-            shown = redact_url_paths(shown)
-        yield ".".join([*path, option.name]), shown, _origin_text(sources, path, option)
+        yield (
+            ".".join([*path, option.name]),
+            _shown(sources, path, option),
+            _origin_text(sources, path, option),
+        )
+
+
+def shared_lines(
+    namespaces: list[tuple[Namespace, tuple[str, ...]]], sources: Sources, listed: set[str]
+) -> Iterator[tuple[str, str, str]]:
+    """:func:`effective_lines` of the options the ``namespaces``' options take their value
+    from (``reference_value_from``: ``resource.elasticsearch.es_url``), once each under its
+    own name, when set and not in ``listed``: what a job's own lines, without defaults, leave
+    out, although it is the value the job uses."""
+    seen = set(listed)
+    for namespace, prefix in namespaces:
+        for path, option in namespace.walk(prefix):
+            name = f"{option.reference_value_from}.{option.name}"
+            if (
+                not option.reference_value_from
+                or name in seen
+                or sources.origin(path, option, follow=False) != "default"
+                or sources.origin(path, option) == "default"
+            ):
+                continue
+            seen.add(name)
+            yield name, _shown(sources, path, option), _origin_text(sources, path, option)
+
+
+def _shown(sources: Sources, path: tuple[str, ...], option: Option) -> str:
+    """``path.option``'s effective value as listed: secrets masked, URLs' passwords redacted."""
+    from ..redaction import redact, redact_url_paths
+
+    value = sources.value(path, option)
+    shown = (MASK if value else NOT_SET) if option.secret else redact(repr(_as_written(value)))
+    return redact_url_paths(shown) if option.url_paths_secret else shown
 
 
 def _origin_text(sources: Sources, path: tuple[str, ...], option: Option) -> str:

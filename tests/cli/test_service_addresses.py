@@ -58,6 +58,12 @@ def test_one_es_url_serves_every_search_job(bare):
     done = bare.run("--configtest")
     assert done.returncode == 0, done.stderr
     assert "configtest OK: 2 jobs" in done.stdout
+    # the address the jobs use is listed, once, under its own name (docs/deploy.md)
+    listed = [line for line in done.stdout.splitlines() if ".es_url = " in line]
+    assert listed == [
+        "  resource.elasticsearch.es_url = 'http://es1.internal:9200'"
+        "  [environment RESOURCE_ELASTICSEARCH_ES_URL]"
+    ]
     ini = bare.crontab.ini.read_text()
     bare.env.pop("RESOURCE_ELASTICSEARCH_ES_URL")
     bare.crontab.ini.write_text(
@@ -66,6 +72,10 @@ def test_one_es_url_serves_every_search_job(bare):
     done = bare.run("--configtest")
     assert done.returncode == 0, done.stderr
     assert "note:" not in done.stdout  # a known option, in its own section
+    assert (
+        f"  resource.elasticsearch.es_url = 'http://es1.internal:9200'  [INI file"
+        f" {bare.crontab.ini}]" in done.stdout.splitlines()
+    ), done.stdout
 
 
 def test_a_production_configtest_refuses_each_development_value_in_one_line(bare):

@@ -59,7 +59,7 @@ class Checkout:
         shutil.copytree(self.root, root, symlinks=True)
         return Checkout(root, self.pg_port)
 
-    def services(self, *args: str) -> subprocess.CompletedProcess:
+    def services(self, *args: str, fast: bool = True) -> subprocess.CompletedProcess:
         # No SYMBOLS_* from the caller: SYMBOLS_STATE_DIR may name the shared services' state.
         env = {k: v for k, v in os.environ.items() if not k.startswith("SYMBOLS_")}
         env.update(
@@ -67,7 +67,7 @@ class Checkout:
             SYMBOLS_ES_PORT=str(free_port()),
             SYMBOLS_S3_PORT=str(free_port()),
             SYMBOLS_PGB_PORT=str(self.pgb_port),
-            SYMBOLS_PG_FAST="1",
+            SYMBOLS_PG_FAST="1" if fast else "0",
         )
         return subprocess.run(
             ["bash", str(self.root / "scripts" / "services.sh"), *args],
@@ -228,3 +228,27 @@ def test_pgbouncer_runs_in_front_of_the_checkouts_postgresql_in_transaction_pool
     cleaned = checkout.services("clean")
     assert cleaned.returncode == 0, cleaned.stderr
     assert not answers(checkout.pgb_port) and not data.exists()
+
+
+def test_a_worktree_linking_the_state_dir_reaches_the_checkouts_services(private):
+    """A git worktree whose ``.services`` is a link to the main checkout's (the engineers'
+    worktrees are made so) reaches that checkout's services, not new ones of its own (a
+    ``start pgs`` there tried a second PostgreSQL); naming ``pgb`` there, not ``pg``, leaves
+    the running server's ``--fast`` settings alone (they were rewritten without it)."""
+    checkout = new_checkout(private / "main")
+    started = checkout.services("start", "pg")
+    assert started.returncode == 0, started.stderr
+    before = service_dirs()
+    root = private / "wt-deploy"
+    (root / "scripts").mkdir(parents=True)
+    shutil.copy2(REPO / "scripts" / "services.sh", root / "scripts")
+    (root / ".services").symlink_to(checkout.state_dir)
+    worktree = Checkout(root, checkout.pg_port)
+    status = worktree.services("status", "pg")
+    assert "pg: running" in status.stdout and "(fast: fsync=off)" in status.stdout, status
+    started = worktree.services("start", "pgb", fast=False)
+    assert started.returncode == 0, started.stderr
+    assert select_one(worktree.pgb_port) == 1
+    assert service_dirs() == before  # the checkout's, no other
+    status = checkout.services("status", "pg")
+    assert "(fast: fsync=off)" in status.stdout, status.stdout

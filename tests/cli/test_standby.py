@@ -15,20 +15,15 @@ import psycopg2
 import pytest
 
 from crontabber.config.database import DatabaseSettings
+from tests.fixtures.own_services import standby
 from tests.helpers import REPO, SERVICES
-
-SERVICES_SH = ["bash", str(REPO / "scripts" / "services.sh")]
 
 
 @pytest.fixture(scope="module")
 def standby_port() -> Iterator[int]:
     """A fresh hot standby of the test PostgreSQL for this module; stopped afterwards."""
-    started = subprocess.run(
-        [*SERVICES_SH, "start", "pgs"], capture_output=True, text=True, timeout=120
-    )
-    assert started.returncode == 0, started.stderr
-    yield int(SERVICES.env.get("SYMBOLS_PGS_PORT", 54349))
-    subprocess.run([*SERVICES_SH, "stop", "pgs"], capture_output=True, timeout=120)
+    with standby() as port:
+        yield port
 
 
 def replicated(database: DatabaseSettings, port: int, seconds: float = 30.0) -> None:

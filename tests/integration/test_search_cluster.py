@@ -15,30 +15,19 @@ import pytest
 from search.client import make_es_client
 from search.engine import Searcher
 from search.indexer import aliased
+from tests.fixtures.own_services import es_cluster, services
 from tests.fixtures.search_corpus import symbol_file
 from tests.fixtures.search_data import insert_files, install_tables
-from tests.helpers import ENV, REPO
 
-SERVICES_SH = ["bash", str(REPO / "scripts" / "services.sh")]
 JOB = "jobs.search_index.RebuildSearchIndexCronApp|1h"
 NAMES = ["xul.pdb", "libxul.so", "ntdll.pdb", "firefox.pdb", "mozglue.pdb"]
-
-
-def services(*args: str) -> None:
-    done = subprocess.run([*SERVICES_SH, *args], capture_output=True, text=True, timeout=400)
-    assert done.returncode == 0, done.stderr
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[str]:
     """The cluster's node URLs, comma-separated; stopped after the module."""
-    services("start", "esc")
-    urls = (
-        ENV.get("SYMBOLS_ESC_URLS")
-        or "http://127.0.0.1:9211,http://127.0.0.1:9212,http://127.0.0.1:9213"
-    )
-    yield urls
-    services("stop", "esc")
+    with es_cluster() as urls:
+        yield urls
 
 
 @pytest.fixture
