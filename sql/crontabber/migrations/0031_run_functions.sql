@@ -21,12 +21,22 @@
 --   crontabber_finish[_ordinary]  the end of such a run
 --   crontabber_reschedule      a schedule change's next run, only while no run holds the job
 --
+-- The notices (crontabber_notices_claim, crontabber_notice_sent, crontabber_notice_failed: by
+-- the login that claimed them), the run ledger and the intervals (a guard trigger: a login
+-- changes only the runs it claimed; what one run records of another, through
+-- crontabber_sweep_lanes, crontabber_abandon_expired_lanes, crontabber_abandon_run,
+-- crontabber_claim_interval and the operator's crontabber_log_abandoned, judged by that run's
+-- own lease) follow the same rule; the logins lose UPDATE of crontabber_log and
+-- crontabber_notice.
+--
 -- "Such a run": the run holds the job's marker (its run id, ongoing set) and its ledger row
 -- was written by the calling database user (crontabber_run.db_user, the trigger's since 0030).
 -- A runner login may still claim a due job (or force one: --job NAME --force) and end its own
--- run with any next run; --nagios and the tick flag a next run later than the job's schedule
+-- run with any next run; --nagios and the dashboard flag a next run later than the job's schedule
 -- allows (crontabber.nagios), and every such run is in the ledger under its login.
 --
+-- contract: the runner and operator logins' UPDATE of crontabber, crontabber_log and
+-- crontabber_notice, which the release before this one used (its runs' claims and ends).
 -- Not expand only: a host on the release before this one, with a runner login, cannot claim
 -- or end a run once this migration is applied (its UPDATEs are refused); it refuses to claim
 -- anyway (its code is older than the schema: exit 8, the old-code alert), and a run it had in
