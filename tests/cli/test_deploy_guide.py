@@ -42,15 +42,14 @@ import pytest
 from search.client import make_es_client
 from search.engine import Searcher
 from search.indexer import aliased
-from tests.cli.test_standby import replicated, standby_port  # noqa: F401 - the fixture
 from tests.fixtures.crontab import FIXTURES, JOBS
+from tests.fixtures.own_services import cluster, replicated, standby_port  # noqa: F401
 from tests.fixtures.pgbouncer import running_bouncer
 from tests.fixtures.roles import group_roles, superuser  # noqa: F401 - the fixtures
 from tests.fixtures.search_corpus import symbol_file
 from tests.fixtures.tcp_proxy import TcpProxy
 from tests.fixtures.waiting import wait_for
 from tests.helpers import REPO, SERVICES, fresh_database
-from tests.integration.test_search_cluster import cluster  # noqa: F401 - the fixture
 
 SEARCH_JOBS = (
     "jobs.search_index.RebuildSearchIndexCronApp|1h",

@@ -15,33 +15,8 @@ import psycopg2
 import pytest
 
 from crontabber.config.database import DatabaseSettings
-from tests.fixtures.own_services import standby
+from tests.fixtures.own_services import replicated, standby_port  # noqa: F401 - the fixture
 from tests.helpers import REPO, SERVICES
-
-
-@pytest.fixture(scope="module")
-def standby_port() -> Iterator[int]:
-    """A fresh hot standby of the test PostgreSQL for this module; stopped afterwards."""
-    with standby() as port:
-        yield port
-
-
-def replicated(database: DatabaseSettings, port: int, seconds: float = 30.0) -> None:
-    """Until the test's database (made on the primary) can be reached on the standby."""
-    deadline = time.monotonic() + seconds
-    while True:
-        try:
-            psycopg2.connect(
-                host=database.host,
-                port=port,
-                dbname=database.dbname,
-                user=database.user,
-                password=database.password,
-            ).close()
-            return
-        except psycopg2.OperationalError:
-            assert time.monotonic() < deadline, "the standby never replayed the test database"
-            time.sleep(0.1)
 
 
 def pointed_at(cli, host: str, port: str, attrs: str = "") -> dict[str, str]:

@@ -15,19 +15,12 @@ import pytest
 from search.client import make_es_client
 from search.engine import Searcher
 from search.indexer import aliased
-from tests.fixtures.own_services import es_cluster, services
+from tests.fixtures.own_services import cluster, services  # noqa: F401 - the fixture
 from tests.fixtures.search_corpus import symbol_file
 from tests.fixtures.search_data import insert_files, install_tables
 
 JOB = "jobs.search_index.RebuildSearchIndexCronApp|1h"
 NAMES = ["xul.pdb", "libxul.so", "ntdll.pdb", "firefox.pdb", "mozglue.pdb"]
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[str]:
-    """The cluster's node URLs, comma-separated; stopped after the module."""
-    with es_cluster() as urls:
-        yield urls
 
 
 @pytest.fixture
