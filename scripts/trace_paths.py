@@ -1,4 +1,4 @@
-"""The traced figures: ``python scripts/trace_paths.py [--repo DIR] [--list]``.
+"""The traced figures: ``python scripts/trace_paths.py [--repo DIR] [--runs N] [--list]``.
 
 Runs two commands for real, in this process, against the local PostgreSQL (a temporary
 database made and dropped by ``tests/helpers.py``'s :func:`fresh_database`, with the schema
@@ -17,11 +17,18 @@ forks (a job's child, and a child's own forks): each records its own sequence fr
 on, and the path is read as the runner's sequence with each child's spliced in where it was
 forked. Threads other than each process's main thread (a child's lease watchdog, the test
 helpers' database thread) are not traced. The figures are :func:`count_path`'s over that one
-sequence: distinct files, and entries into a file already entered and left since.
+sequence: distinct files, and entries into a file already entered and left since. Two figures
+each: the command's path (from its mode's function, ``cli/run.py`` ``run_all`` and
+``cli/rerun.py`` ``rerun``, where the style reviews' traces start: the parsing and the loading of the
+configuration before it left out) and the whole process's. Each command runs ``--runs`` times
+(5), each in a new process as a cron tick is: how many turns the runner's wait loop takes
+while a child works (``runloop.py``, ``supervisor.py``, ``capture.py``: about five returns a turn)
+depends on the machine's timing, and only adds returns, so the run with the fewest is printed
+(the same from run to run on a quiet machine), with the range of any figure that varied.
 
 ``--repo DIR`` measures another checkout (a ``git worktree add`` of an older commit, with the
 same ``.services`` symlink): its ``crontabber/``, ``tests/helpers.py`` and sample jobs are the
-ones imported and traced. ``python scripts/metrics.py --traced`` prints the same two lines
+ones imported and traced. ``python scripts/metrics.py --traced`` prints the same lines
 after its own.
 """
 
@@ -31,6 +38,7 @@ import argparse
 import datetime as dt
 import io
 import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -306,27 +314,68 @@ def rerun(helpers: Any) -> list[str]:
     return path
 
 
+def figures(counts: Sequence[tuple[int, int]]) -> str:
+    """``N files, M returns`` of several runs' ``(files, returns)``: the run with the fewest
+    returns (then files), with the range of each figure that differed between the runs."""
+    files, returns = min(counts, key=lambda c: (c[1], c[0]))
+    text = f"{files} files, {returns} returns"
+    spread = [
+        f"{what} {min(c[i] for c in counts)}-{max(c[i] for c in counts)}"
+        for i, what in enumerate(("files", "returns"))
+        if len({c[i] for c in counts}) > 1
+    ]
+    if len(counts) > 1:
+        text += f" (fewest of {len(counts)} runs" + "".join(f"; {s}" for s in spread) + ")"
+    return text
+
+
+COMMANDS = {
+    "tick": ("cron tick running one due job", tick),
+    "rerun": ("--rerun NAME --parallel 2", rerun),
+}
+
+
+def one_path(repo: Path, command: str) -> list[str]:
+    """The marked path of one run of ``command`` (a key of :data:`COMMANDS`), in a new
+    process, as a cron tick's is: no module loaded, no cache filled before it."""
+    done = subprocess.run(
+        [sys.executable, __file__, "--repo", str(repo), "--path", command],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode:
+        raise SystemExit(f"{done.stderr}trace_paths: {command} failed")
+    return done.stdout.splitlines()
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python scripts/trace_paths.py")
     parser.add_argument("--repo", type=Path, default=HERE, help="the checkout to trace")
+    parser.add_argument("--runs", type=int, default=5, help="runs of each command (default 5)")
     parser.add_argument("--list", action="store_true", help="print each path, file by file")
+    parser.add_argument("--path", choices=COMMANDS, help=argparse.SUPPRESS)  # one run's path
     args = parser.parse_args(argv)
-    helpers = _setup(args.repo.resolve())
-    try:
-        for label, trace in (
-            ("cron tick running one due job", tick),
-            ("--rerun NAME --parallel 2", rerun),
-        ):
-            path, whole = section(trace(helpers))
-            if not path:
-                raise SystemExit(f"trace_paths: {label}: its command's function never ran")
-            print(f"traced {label}: %d files, %d returns" % count_path(path), flush=True)
-            print(f"traced {label}, whole process: %d files, %d returns" % count_path(whole))
-            if args.list:
-                for name in path:
-                    print(f"  {name}")
-    finally:
-        helpers.DATABASES.settle()
+    if args.runs < 1:
+        parser.error("--runs: at least 1")
+    repo = args.repo.resolve()
+    if args.path:
+        helpers = _setup(repo)
+        try:
+            path = COMMANDS[args.path][1](helpers)
+        finally:
+            helpers.DATABASES.settle()
+        print("\n".join(path))
+        return 0
+    for command, (label, _) in COMMANDS.items():
+        paths = [section(one_path(repo, command)) for _ in range(args.runs)]
+        if not all(path for path, _ in paths):
+            raise SystemExit(f"trace_paths: {label}: its command's function never ran")
+        print(f"traced {label}: {figures([count_path(p) for p, _ in paths])}")
+        print(f"traced {label}, whole process: {figures([count_path(w) for _, w in paths])}")
+        sys.stdout.flush()
+        if args.list:
+            for name in paths[0][0]:
+                print(f"  {name}")
     return 0
 
 

@@ -103,3 +103,12 @@ def test_the_recorder_follows_the_calls_into_a_forked_child(tmp_path, monkeypatc
     section, whole = trace_paths.section(path)
     assert trace_paths.count_path(section) == (2, 3)
     assert trace_paths.count_path(whole) == (2, 3)  # outside() and start() are one visit
+
+
+def test_several_runs_print_the_fewest_returns_and_what_differed():
+    assert trace_paths.figures([(3, 5)]) == "3 files, 5 returns"
+    assert trace_paths.figures([(3, 5), (3, 5), (3, 5)]) == "3 files, 5 returns (fewest of 3 runs)"
+    assert (
+        trace_paths.figures([(3, 9), (4, 5), (3, 7), (2, 5)])
+        == "2 files, 5 returns (fewest of 4 runs; files 2-4; returns 5-9)"
+    )
