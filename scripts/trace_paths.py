@@ -19,12 +19,14 @@ forked. Threads other than each process's main thread (a child's lease watchdog,
 helpers' database thread) are not traced. The figures are :func:`count_path`'s over that one
 sequence: distinct files, and entries into a file already entered and left since. Two figures
 each: the command's path (from its mode's function, ``cli/run.py`` ``run_all`` and
-``cli/rerun.py`` ``rerun``, where the style reviews' traces start: the parsing and the loading of the
-configuration before it left out) and the whole process's. Each command runs ``--runs`` times
-(5), each in a new process as a cron tick is: how many turns the runner's wait loop takes
-while a child works (``runloop.py``, ``supervisor.py``, ``capture.py``: about five returns a turn)
-depends on the machine's timing, and only adds returns, so the run with the fewest is printed
-(the same from run to run on a quiet machine), with the range of any figure that varied.
+``cli/rerun.py`` ``rerun``, where the style reviews' traces start: the parsing and the
+loading of the configuration before it left out) and the whole process's.
+
+Each command runs ``--runs`` times (5), each in a new process as a cron tick is: how many
+turns the runner's wait loop takes while a child works (``runloop.py``, ``supervisor.py``,
+``capture.py``: about five returns a turn) depends on the machine's timing, and only adds
+returns, so the run with the fewest is printed (the same from run to run on a quiet
+machine), with the range of any figure that varied.
 
 ``--repo DIR`` measures another checkout (a ``git worktree add`` of an older commit, with the
 same ``.services`` symlink): its ``crontabber/``, ``tests/helpers.py`` and sample jobs are the
