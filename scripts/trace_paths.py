@@ -20,7 +20,8 @@ helpers' database thread) are not traced. The figures are :func:`count_path`'s o
 sequence: distinct files, and entries into a file already entered and left since. Two figures
 each: the command's path (from its mode's function, ``cli/run.py`` ``run_all`` and
 ``cli/rerun.py`` ``rerun``, where the style reviews' traces start: the parsing and the
-loading of the configuration before it left out) and the whole process's.
+loading of the configuration before it left out) and the whole process's (from
+``crontabber.cli.main`` on: the interpreter's start and the imports left out).
 
 Each command runs ``--runs`` times (5), each in a new process as a cron tick is: how many
 turns the runner's wait loop takes while a child works (``runloop.py``, ``supervisor.py``,
