@@ -1,4 +1,4 @@
-"""Size, naming and import figures of the code: ``python scripts/metrics.py [--list]``.
+"""Size, naming and import figures of the code: ``python scripts/metrics.py [--list] [--traced]``.
 
 Reads ``crontabber/``, ``jobs/`` and ``search/`` (not tests, bench or the configman shim's
 vendored parts) with :mod:`ast` and prints:
@@ -25,7 +25,11 @@ vendored parts) with :mod:`ast` and prints:
 - bench imports: modules outside ``bench/`` importing it (the benchmarks are a leaf: what they
   share with tests and the fault suite lives in ``devservices/`` or ``tests/fixtures/``).
 
-Nothing is run or imported; the figures are reproducible from a checkout alone.
+Nothing is run or imported; the figures are reproducible from a checkout alone. With
+``--traced`` it then prints the traced figures of ``scripts/trace_paths.py`` (a cron tick
+running one due job, and ``--rerun NAME --parallel 2``: files and returns of their call paths),
+which runs those commands against the local services (``make services``; a temporary
+database): a separate script, so that the plain figures need no service.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from __future__ import annotations
 import argparse
 import ast
 import collections
+import subprocess
 import sys
 from pathlib import Path
 
@@ -228,6 +233,11 @@ def bench_imports(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python scripts/metrics.py")
     parser.add_argument("--list", action="store_true", help="list the long functions and names")
+    parser.add_argument(
+        "--traced",
+        action="store_true",
+        help="also the traced paths of two real commands (scripts/trace_paths.py; the services)",
+    )
     args = parser.parse_args(argv)
     repo = Path(__file__).resolve().parent.parent
     sizes: dict[str, int] = {}
@@ -287,6 +297,14 @@ def main(argv: list[str]) -> int:
             print(f"  test cross-import: {name} -> {other}")
         for name, other in benched:
             print(f"  bench import: {name} -> {other}")
+    if args.traced:
+        sys.stdout.flush()
+        script = repo / "scripts" / "trace_paths.py"
+        # the commands' own log lines go to stderr: shown only when the tracing failed
+        done = subprocess.run([sys.executable, str(script)], stderr=subprocess.PIPE, text=True)
+        if done.returncode:
+            sys.stderr.write(done.stderr)
+        return done.returncode
     return 0
 
 
