@@ -351,7 +351,7 @@ def close_run(
 ) -> bool:
     """A run's ledger end and, for a failure or a fenced-off run, its log row; True when the
     run still held what it ended (a success recorded as such). A scheduled run's
-    (:meth:`StateStore.finish`) and a rerun's
+    (:meth:`RunLifecycle.finish`) and a rerun's
     (:meth:`crontabber.reruns.store.RerunStore.finish_lane`)."""
     _end_run(cur, claim, end, held)
     if held and failure is None:
@@ -400,7 +400,7 @@ def _log_failure(
 
 
 class NextClaim(Frozen):
-    """What :meth:`StateStore.claim_next` took: the job's state before and its claim (None:
+    """What :meth:`RunLifecycle.claim_next` took: the job's state before and its claim (None:
     nothing), and the candidates it passed over, each with why: :class:`JobOngoing` (running
     elsewhere), :class:`JobLocked` (another runner held its row that moment), None (another
     runner ran it since the pass read it)."""
