@@ -11,6 +11,7 @@ Driver errors are translated here and never escape: a lost or refused connection
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import logging
@@ -22,11 +23,10 @@ from . import sqlfiles
 from .config.database import DatabaseSettings
 from .errors import DatabaseReadOnly, DatabaseUnavailable, LockWaitTimedOut, NotPermitted
 from .failures import first_line
-from .schema import round_trip_cursor
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable, Concatenate, Mapping, ParamSpec, Sequence, TypeVar
+    from typing import Any, Callable, Concatenate, Iterator, Mapping, ParamSpec, Sequence, TypeVar
 
     R = TypeVar("R")
     P = ParamSpec("P")
@@ -116,6 +116,36 @@ def rows_of(cursor: Any) -> list[dict[str, Any]]:
     """The rows of the statement ``cursor`` ran, each as ``{column: value}`` ([] when it
     returns none)."""
     return [_as_dict(cursor, row) for row in cursor.fetchall()] if cursor.description else []
+
+
+@contextlib.contextmanager
+def round_trip_cursor(connection: Any, cursor: Callable[[], Any] | None = None) -> Iterator[Any]:
+    """A cursor each ``execute`` of which is its own transaction, sent in one round trip:
+    one statement, or several in one query string (PostgreSQL runs them as one implicit
+    transaction block, where ``SET LOCAL`` holds). psycopg2's transaction (``with
+    connection``) sends a ``BEGIN`` and a ``COMMIT`` more: on an idle cron tick they were 6
+    of its 10 round trips (issue #36). A connection in a transaction already (or in
+    autocommit) gets that transaction's form, which commits it, as before. ``cursor``: what
+    makes the cursor (``connection.cursor``).
+    """
+    make = cursor or connection.cursor
+    if connection.autocommit or connection.info.transaction_status != _IDLE:
+        with connection, make() as cur:
+            yield cur
+        return
+    connection.autocommit = True
+    try:
+        with make() as cur:
+            yield cur
+    finally:
+        # a connection the statement lost is closed: setting it would raise "connection
+        # already closed" over the server's (or PgBouncer's) own error
+        if not connection.closed:
+            connection.autocommit = False
+
+
+#: psycopg2.extensions.TRANSACTION_STATUS_IDLE (libpq's PQTRANS_IDLE): not in a transaction.
+_IDLE = 0
 
 
 def lost_cause(exc: Exception) -> Exception:
@@ -285,7 +315,7 @@ class StoreConnection:
 
     def _own_transactions(self) -> Any:
         """A cursor whose every ``execute`` is one transaction in one round trip
-        (:func:`crontabber.schema.round_trip_cursor`): no ``BEGIN``, ``COMMIT``."""
+        (:func:`round_trip_cursor`): no ``BEGIN``, ``COMMIT``."""
         return round_trip_cursor(self._conn, self._cursor)
 
     def _one(self, name: str, params: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
