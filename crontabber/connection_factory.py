@@ -13,7 +13,7 @@ import threading
 from typing import Any, Iterator, Mapping
 
 from .config.database import DatabaseSettings
-from .store import connect
+from .connection import connect
 
 
 def settings_from(config: Mapping[str, Any]) -> DatabaseSettings:

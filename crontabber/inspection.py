@@ -21,12 +21,13 @@ from . import nagios
 from .alerts.rules import ENDING, LASTING, deadline_events, missed_deadlines
 from .config.catalog import BrokenEntry, Job, find_job, job_config, load_catalog
 from .config.settings import Settings, load_settings
+from .connection import connect
 from .errors import ConfigurationError, JobNotFound, RunNotFound
 from .leases import Marker
 from .placement import drain_line, drains_of, unplaced
 from .render import detail, rerun_group_lines, short_host
 from .state import JobState
-from .store import StateStore, connect
+from .store import StateStore
 from .views import JobStatus, JobView, Outcome, RunView, jobs_document
 
 if TYPE_CHECKING:

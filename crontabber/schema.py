@@ -18,12 +18,13 @@ import os
 import re
 
 from . import sqlfiles
+from .connection import round_trip_cursor as round_trip_cursor
 from .errors import SchemaNeedsOwner
 from .frozen import Frozen
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable, Iterator, Sequence, TypeAlias
+    from typing import Any, Sequence, TypeAlias
 
 logger = logging.getLogger(__name__)
 
@@ -36,36 +37,6 @@ SqlDir: TypeAlias = "str | os.PathLike[str]"
 
 #: The runner's own schema: every runner applies it.
 RUNNER: tuple[SqlDir, ...] = (sqlfiles.SQL_DIR,)
-
-
-@contextlib.contextmanager
-def round_trip_cursor(connection: Any, cursor: Callable[[], Any] | None = None) -> Iterator[Any]:
-    """A cursor each ``execute`` of which is its own transaction, sent in one round trip:
-    one statement, or several in one query string (PostgreSQL runs them as one implicit
-    transaction block, where ``SET LOCAL`` holds). psycopg2's transaction (``with
-    connection``) sends a ``BEGIN`` and a ``COMMIT`` more: on an idle cron tick they were 6
-    of its 10 round trips (issue #36). A connection in a transaction already (or in
-    autocommit) gets that transaction's form, which commits it, as before. ``cursor``: what
-    makes the cursor (``connection.cursor``).
-    """
-    make = cursor or connection.cursor
-    if connection.autocommit or connection.info.transaction_status != _IDLE:
-        with connection, make() as cur:
-            yield cur
-        return
-    connection.autocommit = True
-    try:
-        with make() as cur:
-            yield cur
-    finally:
-        # a connection the statement lost is closed: setting it would raise "connection
-        # already closed" over the server's (or PgBouncer's) own error
-        if not connection.closed:
-            connection.autocommit = False
-
-
-#: psycopg2.extensions.TRANSACTION_STATUS_IDLE (libpq's PQTRANS_IDLE): not in a transaction.
-_IDLE = 0
 
 
 class Migration(Frozen):

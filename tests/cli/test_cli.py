@@ -167,6 +167,7 @@ TICK_IMPORTS = (
     "crontabber.config.names",
     "crontabber.config.options",
     "crontabber.config.settings",
+    "crontabber.connection",  # the state store's connection (issue #41: store.py split), 330 lines
     "crontabber.errors",
     "crontabber.failures",
     "crontabber.formats",
@@ -178,6 +179,7 @@ TICK_IMPORTS = (
     "crontabber.placement",
     "crontabber.redaction",
     "crontabber.results",
+    "crontabber.runs",  # a run's claim and end in the state store (issue #41), 480 lines
     "crontabber.runner",
     "crontabber.schedule",
     "crontabber.scheduling",
