@@ -19,7 +19,8 @@ HOLDS = {
         "audit_head",
     ),
     "the job's row": (
-        "SELECT 1 FROM crontabber WHERE app_name = 'basic-job' FOR UPDATE",
+        # (the runner's way to lock a row since migration 0031: it has no UPDATE to lock with)
+        "SELECT 1 FROM crontabber_lock_state('basic-job', NULL)",
         "crontabber",
     ),
 }
