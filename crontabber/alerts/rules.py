@@ -207,14 +207,7 @@ def failing(
         f"after {utc_iso(state.last_success) if state.last_success else 'never'}"
         f" (first run {utc_iso(state.first_run) if state.first_run else '?'})"
     )
-    run = " ".join(
-        part
-        for part in (
-            f"run {state.run_id}" if state.run_id is not None else "",
-            f"on {failed_by}" if failed_by else "",
-        )
-        if part
-    )
+    run = _which_run(state.run_id, failed_by)
     message = (
         f"{app_name}: failed {counted(state.error_count, 'time')} in a row; last: {summary}"
         + (f" ({run})" if run else "")
@@ -233,6 +226,19 @@ def failing(
     if link:
         detail["link"] = link
     return Event(app_name, "failing", streak, message, detail)
+
+
+def _which_run(run_id: int | None, failed_by: str | None) -> str:
+    """``run 12 on host:pid``: the failed run and who ran it, each part when known ("" for
+    neither)."""
+    return " ".join(
+        part
+        for part in (
+            f"run {run_id}" if run_id is not None else "",
+            f"on {failed_by}" if failed_by else "",
+        )
+        if part
+    )
 
 
 def failing_of(watched: Watched) -> Event | None:
