@@ -142,15 +142,12 @@ def operator_command(
         PauseOverrideNeedsReason: it is paused and ``force`` comes without ``reason`` (exit 1).
         Both refusals are recorded too.
     """
-    from .audit_store import AuditStore
     from .command import exit_code_for
     from .errors import CrontabberError
     from .overrides import check_pause, given_options
-    from .records import AuditEntry, actor
     from .store import StateStore
 
     store = StateStore(connection)
-    audits = AuditStore(store)
     options = given_options(overrides or {})
     detail: dict[str, Any] = {
         "command": command,
@@ -168,23 +165,23 @@ def operator_command(
             override="--force --reason TEXT runs it anyway (recorded in --audit)",
         )
     except CrontabberError as refused:
-        audits.audit(
-            AuditEntry(
-                actor(),
-                "command",
-                app_name,
-                reason or None,
-                {
-                    **detail,
-                    "outcome": f"refused (exit {exit_code_for(refused)})",
-                    "error": str(refused)[:300],
-                },
-            )
-        )
+        outcome = f"refused (exit {exit_code_for(refused)})"
+        error = str(refused)[:300]
+        _audit_command(store, app_name, reason, {**detail, "outcome": outcome, "error": error})
         raise
-    audits.audit(
-        AuditEntry(actor(), "command", app_name, reason or None, {**detail, "outcome": "done"})
-    )
+    _audit_command(store, app_name, reason, {**detail, "outcome": "done"})
+
+
+def _audit_command(
+    store: Any, app_name: str, reason: str | None, detail: Mapping[str, Any]
+) -> None:
+    """Record a job's own command on ``app_name`` in the audit trail (``--audit``) through
+    ``store`` (a :class:`crontabber.store.StateStore`), as this login (``user@host``), with
+    ``reason`` (empty: none) and ``detail``: the command, ``force``, its options, the outcome."""
+    from .audit_store import AuditStore
+    from .records import AuditEntry, actor
+
+    AuditStore(store).audit(AuditEntry(actor(), "command", app_name, reason or None, dict(detail)))
 
 
 def database_now(connection: Any) -> dt.datetime:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
     from .lanes import Lane
     from .reruns.store import RerunStore
+    from .supervisor import Failure
 
     T = TypeVar("T")
 
@@ -175,28 +176,8 @@ class Launcher:
         """Write the end of the run through its lane (conditional on its run id), then say how
         it went; what the end writes to the state row follows :class:`RunKind`'s rule. A
         SIGINT/SIGTERM that stopped the run (``ending.interrupt``) is the caller's to raise."""
-        job, before, claim, config, kind = (
-            launch.job,
-            launch.before,
-            launch.claim,
-            launch.config,
-            launch.kind,
-        )
-        failure = ending.failure
-        delay = retry_delay(
-            before.error_count + 1,
-            float(config["error_retry_time"]),
-            float(config["error_backoff"]),
-            float(config["error_retry_max"]),
-        )
-        outcome = FinishRecord(
-            started=claim.started,
-            succeeded=failure is None,
-            error=failure.error if failure is not None else {},
-            next_run=next_run_after(claim.started, job.schedule, failure is None, delay),
-            kind=kind,
-            stopped=failure is not None and failure.kind in STOPPING,
-        )
+        job, claim, failure = launch.job, launch.claim, ending.failure
+        outcome = _finish_record(launch, failure)
         seconds = failure.seconds if failure is not None else 0.0
         summaries = tuple(ending.summaries)
         end = RunEnd(
@@ -261,3 +242,25 @@ class Launcher:
                     )
                 time.sleep(pause)
                 pause = min(pause * 2, 10.0)
+
+
+def _finish_record(launch: Launch, failure: Failure | None) -> FinishRecord:
+    """What the end of ``launch``'s run writes to the job's state row: succeeded when there is
+    no ``failure``; the next run after its claim's start, on the schedule, or after the retry
+    wait of one more failure in a row (its job's ``error_retry_time``, ``error_backoff`` and
+    ``error_retry_max``); stopped when a signal stopped it (:data:`STOPPING`)."""
+    config = launch.config
+    delay = retry_delay(
+        launch.before.error_count + 1,
+        float(config["error_retry_time"]),
+        float(config["error_backoff"]),
+        float(config["error_retry_max"]),
+    )
+    return FinishRecord(
+        started=launch.claim.started,
+        succeeded=failure is None,
+        error=failure.error if failure is not None else {},
+        next_run=next_run_after(launch.claim.started, launch.job.schedule, failure is None, delay),
+        kind=launch.kind,
+        stopped=failure is not None and failure.kind in STOPPING,
+    )

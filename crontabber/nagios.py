@@ -98,84 +98,92 @@ def nagios_check(
     errors: Mapping[str, str] | None = None,
     lease_seconds: float = 120.0,
 ) -> NagiosResult:
-    """crontabber's nagios check, plus lateness, deadlines and the fleet.
+    """crontabber's nagios check, plus lateness, deadlines and the fleet: every check's
+    entries, worst level first (configuration order within a level), the status line of the
+    worst level (:func:`_status_line`, as crontabber's) and the perfdata.
 
-    As crontabber: a failing job is CRITICAL, except a backfill job's first
-    failure, a WARNING; the status line lists the entries of its level, in
-    crontabber's words. Ours also reports:
+    As crontabber: a failing job is CRITICAL, except a backfill job's first failure, a
+    WARNING (:func:`_failing_entry`, showing the job's line of ``errors``, the run ledger's
+    last error). Ours also reports, each rule stated by the function that checks it:
 
-    - an ``ongoing`` marker that is no longer live (WARNING: a runner died
-      holding it and no tick has taken the job over yet);
-    - a job whose next run is late by more than ``overdue_warning_seconds``
-      (WARNING) or ``overdue_critical_seconds`` (CRITICAL), unless it is
-      running, paused, or waiting for a parent that failed, is late itself or
-      never ran (then it is listed as ``waiting``: the parent is the news);
-      lateness after a pause counts from the pause's end;
-    - a job past its deadline (``missed``: app name to the line saying so, from
-      :func:`crontabber.alerts.rules.missed_deadlines`): WARNING, unless paused;
-    - a paused job: listed, OK (an operator's decision, with a reason and an
-      end); its failure does not raise the status while the pause lasts; a breach pause
-      (``on_breach = pause``: the runner's, until someone looks) is a WARNING;
-    - a job no live, undrained host may run (its ``hosts`` tags: none carries one, or all
-      that do are drained): WARNING, unless paused, from before its first run;
-    - ``paused_warning_percent`` of the configured jobs paused or more (by default every
-      one: a ``--pause all`` that was forgotten runs nothing): WARNING;
-    - a ghost (a state row no configured job has: a job taken out of the
-      jobs list instead of paused): WARNING;
-    - a job whose next run is later than its schedule allows (kind ``beyond-schedule``): a
-      run that succeeded is next due at the schedule's first time after it, so no run's end
-      writes a next run later than the first one after ``now``; a later one was written by
-      hand (a runner login may end its own runs with any next run: docs/deploy.md#roles),
-      or the schedule was made more frequent and no tick rescheduled it yet: WARNING;
-    - ``errors``: the failing jobs' last error in one plain line (the run ledger's), shown
-      in each failing entry (crontabber's status line keeps its ``name | type | value``);
-    - a jobs entry that does not load (``broken``: its class path to its error, from
-      :func:`crontabber.config.catalog.load_catalog`): CRITICAL, the other jobs checked as usual;
-    - no tick recorded by any host for ``silence_critical_minutes``: CRITICAL;
-    - a serving host (``--serve``) silent for longer than its tick and ``lease_seconds``:
-      WARNING (its runner is gone; a cron host is judged by the silence alone);
-    - among hosts that ticked within that window, a clock skew over
-      ``max_skew_seconds`` or more than one version: WARNING.
+    - a job's state: a marker no longer live, a pause, lateness (:func:`_job_entries`);
+    - a job past its deadline (``missed``: :func:`_late_entries`);
+    - a job with no state row whose first time passed (:func:`_never_ran_entries`);
+    - a job no live, undrained host may run (:func:`_no_host_entries`);
+    - too large a share of the jobs paused (:func:`_paused_share_entries`);
+    - a ghost: a state row no configured job has (:func:`_ghost_entries`);
+    - a next run later than the schedule allows (:func:`_beyond_schedule_entries`);
+    - a jobs entry that does not load (``broken``: :func:`_broken_entries`);
+    - the hosts: silence, skew, old code, mixed versions, a serving host gone after
+      ``lease_seconds``, a drain (:func:`_host_entries`).
     """
     found = [
-        *(
-            NagiosEntry(
-                NAGIOS_CRITICAL, "broken", name, f"jobs entry {name} does not load: {problem}"
-            )
-            for name, problem in (broken or {}).items()
-        ),
+        *_broken_entries(broken or {}),
         *_job_entries(jobs, states, now, marker, limits, errors or {}),
-        *(
-            NagiosEntry(NAGIOS_WARNING, "late", name, text)
-            for name, text in (missed or {}).items()
-            if not pause_active(states.get(name), now)
-        ),
+        *_late_entries(missed or {}, states, now),
         *_never_ran_entries(jobs, states, hosts, now, limits),
         *_no_host_entries(jobs, states, hosts, now, limits),
         *_ghost_entries(jobs, states),
         *_beyond_schedule_entries(jobs, states, now),
-        *_fleet_entries(hosts, now, limits),
-        *_gone_servers(hosts, now, lease_seconds),
-        *_drain_entries(hosts, states),
+        *_host_entries(hosts, states, now, limits, lease_seconds),
     ]
     found += _paused_share_entries(jobs, found, limits)
     entries = tuple(sorted(found, key=lambda e: -e.level))  # stable: config order within a level
-    code = entries[0].level if entries else NAGIOS_OK
-    if code == NAGIOS_OK:
-        paused = [e.subject for e in entries if e.kind == "paused"]
-        drained = [e.status_text for e in entries if e.kind == "drained"]
-        status = (
-            "OK - All systems nominal"
-            + (f"; paused: {', '.join(paused)}" if paused else "")
-            + (f"; {', '.join(drained)}" if drained else "")
-        )
-    else:
-        status = f"{NAGIOS_STATUS[code]} - " + "; ".join(
-            e.status_text or e.text for e in entries if e.level == code
-        )
+    code, status = _status_line(entries)
     perfdata = _perfdata(jobs, states, entries, hosts, now, marker, limits)
     lines = [status, *(e.text for e in entries), "| " + perfdata_text(perfdata, limits)]
     return NagiosResult(code, lines, entries, perfdata)
+
+
+def _broken_entries(broken: Mapping[str, str]) -> Iterator[NagiosEntry]:
+    """A CRITICAL for each jobs entry that does not load (``broken``: its class path to its
+    error, from :func:`crontabber.config.catalog.load_catalog`); the other jobs are checked."""
+    for name, problem in broken.items():
+        yield NagiosEntry(
+            NAGIOS_CRITICAL, "broken", name, f"jobs entry {name} does not load: {problem}"
+        )
+
+
+def _late_entries(
+    missed: Mapping[str, str], states: Mapping[str, JobState], now: dt.datetime
+) -> Iterator[NagiosEntry]:
+    """A WARNING for each job past its deadline, unless paused (``missed``: app name to the
+    line saying so, from :func:`crontabber.alerts.rules.missed_deadlines`)."""
+    for name, text in missed.items():
+        if not pause_active(states.get(name), now):
+            yield NagiosEntry(NAGIOS_WARNING, "late", name, text)
+
+
+def _host_entries(
+    hosts: Sequence[HostState],
+    states: Mapping[str, JobState],
+    now: dt.datetime,
+    limits: "MonitorSettings",
+    lease_seconds: float,
+) -> Iterator[NagiosEntry]:
+    """The hosts' entries: the fleet's (:func:`_fleet_entries`), then the serving hosts gone
+    (:func:`_gone_servers`), then the drains (:func:`_drain_entries`)."""
+    yield from _fleet_entries(hosts, now, limits)
+    yield from _gone_servers(hosts, now, lease_seconds)
+    yield from _drain_entries(hosts, states)
+
+
+def _status_line(entries: Sequence[NagiosEntry]) -> tuple[int, str]:
+    """The check's code and status line, from ``entries`` sorted worst first: the worst
+    level and, as crontabber's, the status texts of the entries of that level; at OK, ``All
+    systems nominal`` and the paused jobs and drained hosts (an operator's decisions)."""
+    code = entries[0].level if entries else NAGIOS_OK
+    if code != NAGIOS_OK:
+        return code, f"{NAGIOS_STATUS[code]} - " + "; ".join(
+            e.status_text or e.text for e in entries if e.level == code
+        )
+    paused = [e.subject for e in entries if e.kind == "paused"]
+    drained = [e.status_text for e in entries if e.kind == "drained"]
+    return code, (
+        "OK - All systems nominal"
+        + (f"; paused: {', '.join(paused)}" if paused else "")
+        + (f"; {', '.join(drained)}" if drained else "")
+    )
 
 
 def _job_entries(
@@ -186,6 +194,11 @@ def _job_entries(
     limits: "MonitorSettings",
     errors: Mapping[str, str],
 ) -> Iterator[NagiosEntry]:
+    """The entries of each job with a state row, in configuration order: an ``ongoing``
+    marker that is no longer live (WARNING: a runner died holding it and no tick has taken
+    the job over yet); then a pause (:func:`_paused_entry`: while it lasts, the job's failure
+    and lateness do not count), else its failure (:func:`_failing_entry`) and its lateness
+    (:func:`_overdue_entry`). ``errors``: app name to the last error's plain line."""
     for job in jobs:
         state = states.get(job.app_name)
         if state is None:
@@ -203,39 +216,60 @@ def _job_entries(
             yield _paused_entry(job.app_name, name, state, now, errors.get(job.app_name))
             continue
         if state.error_count:
-            kind, value = _error_parts(state)
-            level = (
-                NAGIOS_WARNING if state.error_count == 1 and job.is_backfill else NAGIOS_CRITICAL
-            )
-            yield NagiosEntry(
-                level,
-                "failing",
-                job.app_name,
-                f"{name}: {_error_line(state, errors.get(job.app_name))}",
-                status_text=f"{name} | {kind} | {value}",
-            )  # crontabber's, parsed
-        late = lateness(state, now)
-        if late is None or late.total_seconds() <= limits.overdue_warning_seconds:
-            continue
-        due_at = state.next_run or state.paused_until  # no next_run: paused before a first run
-        due = f"its next run was due {absolute(due_at, now)}"
-        block = dependency_block(job.depends_on, states, now)
-        if block:
-            yield NagiosEntry(
-                NAGIOS_OK,
-                "waiting",
-                job.app_name,
-                f"{name}: waiting for its parents: {block}; {due}",
-            )
-            continue
-        level = (
-            NAGIOS_CRITICAL
-            if late.total_seconds() > limits.overdue_critical_seconds
-            else NAGIOS_WARNING
+            yield _failing_entry(job, name, state, errors.get(job.app_name))
+        overdue = _overdue_entry(job, name, state, states, now, limits)
+        if overdue is not None:
+            yield overdue
+
+
+def _failing_entry(job: Job, name: str, state: JobState, line: str | None) -> NagiosEntry:
+    """A failing job's entry (``state.error_count`` > 0): CRITICAL, except a backfill job's
+    first failure, a WARNING; its text shows ``line`` (the run ledger's plain error), its
+    status text crontabber's ``name | type | value``."""
+    kind, value = _error_parts(state)
+    level = NAGIOS_WARNING if state.error_count == 1 and job.is_backfill else NAGIOS_CRITICAL
+    return NagiosEntry(
+        level,
+        "failing",
+        job.app_name,
+        f"{name}: {_error_line(state, line)}",
+        status_text=f"{name} | {kind} | {value}",
+    )  # crontabber's, parsed
+
+
+def _overdue_entry(
+    job: Job,
+    name: str,
+    state: JobState,
+    states: Mapping[str, JobState],
+    now: dt.datetime,
+    limits: "MonitorSettings",
+) -> NagiosEntry | None:
+    """The entry of a job whose next run is late by more than ``overdue_warning_seconds``
+    (WARNING) or ``overdue_critical_seconds`` (CRITICAL); lateness after a pause counts from
+    the pause's end. A job waiting for a parent that failed, is late itself or never ran is
+    listed OK as ``waiting`` (the parent is the news). None when it is not late."""
+    late = lateness(state, now)
+    if late is None or late.total_seconds() <= limits.overdue_warning_seconds:
+        return None
+    due_at = state.next_run or state.paused_until  # no next_run: paused before a first run
+    due = f"its next run was due {absolute(due_at, now)}"
+    block = dependency_block(job.depends_on, states, now)
+    if block:
+        return NagiosEntry(
+            NAGIOS_OK,
+            "waiting",
+            job.app_name,
+            f"{name}: waiting for its parents: {block}; {due}",
         )
-        yield NagiosEntry(
-            level, "overdue", job.app_name, f"{name}: overdue: {due}; no tick has run it"
-        )
+    level = (
+        NAGIOS_CRITICAL
+        if late.total_seconds() > limits.overdue_critical_seconds
+        else NAGIOS_WARNING
+    )
+    return NagiosEntry(
+        level, "overdue", job.app_name, f"{name}: overdue: {due}; no tick has run it"
+    )
 
 
 def _never_ran_entries(
@@ -290,7 +324,8 @@ def _paused_entry(
     app_name: str, name: str, state: JobState, now: dt.datetime, line: str | None = None
 ) -> NagiosEntry:
     """A paused job: OK (an operator's decision, with a reason and an end), but a WARNING for
-    a breach pause, which lasts until someone looks."""
+    a breach pause (``on_breach = pause``: the runner's), which lasts until someone looks;
+    a failure shows in its text without raising the status while the pause lasts."""
     assert state.paused_until is not None
     text = (
         f"{name}: paused {pause_end(state.paused_until, lambda until: absolute(until, now))} by "
@@ -331,8 +366,9 @@ def _no_host_entries(
 def _paused_share_entries(
     jobs: Sequence[Job], found: Sequence[NagiosEntry], limits: "MonitorSettings"
 ) -> list[NagiosEntry]:
-    """A WARNING when ``paused_warning_percent`` of the configured jobs or more are paused:
-    a fleet that runs nothing is not nominal."""
+    """A WARNING when ``paused_warning_percent`` of the configured jobs or more are paused
+    (by default every one: a forgotten ``--pause all`` runs nothing): a fleet that runs
+    nothing is not nominal."""
     paused = [e.subject for e in found if e.kind == "paused"]
     if not jobs or not paused or len(paused) * 100 < limits.paused_warning_percent * len(jobs):
         return []
@@ -356,6 +392,12 @@ def _paused_share_entries(
 def _beyond_schedule_entries(
     jobs: Sequence[Job], states: Mapping[str, JobState], now: dt.datetime
 ) -> Iterator[NagiosEntry]:
+    """A WARNING for each job whose next run is later than its schedule allows: a run that
+    succeeded is next due at the schedule's first time after it, so no run's end writes a
+    next run later than the first one after ``now``; a later one was written by hand (a
+    runner login may end its own runs with any next run: docs/deploy.md#roles), or the
+    schedule was made more frequent and no tick rescheduled it yet. A running or failing
+    job is left out (its retry delay is the job's own)."""
     for job in jobs:
         state = states.get(job.app_name)
         if state is None or state.next_run is None or state.ongoing is not None:
@@ -375,6 +417,8 @@ def _beyond_schedule_entries(
 
 
 def _ghost_entries(jobs: Sequence[Job], states: Mapping[str, JobState]) -> Iterator[NagiosEntry]:
+    """A WARNING for each ghost: a state row no configured job has (a job taken out of the
+    jobs list instead of paused)."""
     for name in ghosts(jobs, states):
         yield NagiosEntry(
             NAGIOS_WARNING,
@@ -428,6 +472,9 @@ def _gone_servers(
 def _fleet_entries(
     hosts: Sequence[HostState], now: dt.datetime, limits: "MonitorSettings"
 ) -> Iterator[NagiosEntry]:
+    """The fleet's entries: no tick recorded by any host for ``silence_critical_minutes``
+    (CRITICAL); among the hosts that ticked within it, a clock skew over
+    ``max_skew_seconds`` (WARNING), then :func:`_code_entries`."""
     if not hosts:
         yield NagiosEntry(
             NAGIOS_CRITICAL,
@@ -457,6 +504,13 @@ def _fleet_entries(
                 f"host {host.host}: its clock is {host.skew_seconds:+.1f} s off the "
                 f"database's (max_skew_seconds {limits.max_skew_seconds:g})",
             )
+    yield from _code_entries(recent)
+
+
+def _code_entries(recent: Sequence[HostState]) -> Iterator[NagiosEntry]:
+    """The code the ``recent`` hosts run: a host older than the database's schema (WARNING;
+    CRITICAL when every one is: nothing claims a job any more), more than one version among
+    them (WARNING)."""
     old = [host for host in recent if host.schema_behind]
     for host in old:  # all of them: nothing claims a job any more
         listed = ", ".join(f"{number:04d}" for number in host.schema_behind)

@@ -28,7 +28,7 @@ from .formats import (
     utc_text,
 )
 from .leases import Beats, Marker, beats_missed, parse_holder
-from .records import RunRecord
+from .records import LogEntry, RunRecord
 from .reruns.plan import RerunGroup
 from .views import FailureView, JobStatus, JobView, Outcome, RunView, entry_outcome, value_from_repr
 
@@ -350,32 +350,39 @@ def run_rows_table(
                     _beat(run, now),
                 )
             )
-        for entry in run.entries:
-            outcome = Outcome.OK if not entry.failed else run.outcome
-            if run.outcome is Outcome.RUNNING and entry.failed:
-                outcome = Outcome.FAILED
-            detail = entry.summary or ""
-            if entry.failed and run.error is not None:  # "fenced off" says LeaseLost already
-                detail = (
-                    run.error.value
-                    if outcome in (Outcome.FENCED_OFF, Outcome.ABANDONED)
-                    else run.error.summary
-                )
-            done = interval(entry.success + offset) if entry.success and not entry.failed else "-"
-            span = took(entry.duration) + ("+" if entry_outcome(entry) is Outcome.ABANDONED else "")
-            rows.append(
-                _row(
-                    is_backfill,
-                    stamp(entry.started),
-                    span,
-                    short_host(entry.holder, pid=True) if entry.holder else "-",
-                    run_id,
-                    outcome.text,
-                    done,
-                    one_line(detail),
-                )
-            )
+        rows.extend(_entry_row(run, entry, run_id, is_backfill, offset) for entry in run.entries)
     return fit(rows, width)
+
+
+def _entry_row(
+    run: RunView, entry: LogEntry, run_id: str, is_backfill: bool, offset: dt.timedelta
+) -> list[str]:
+    """The ``--history --run`` line of one log row (``entry``) of ``run``: a failed row while
+    the run goes on is ``failed``; its detail is the summary, or for a failed row the run's
+    error (its value alone when fenced off or abandoned, which say it already); a backfill
+    row's interval moved by ``offset``."""
+    outcome = Outcome.OK if not entry.failed else run.outcome
+    if run.outcome is Outcome.RUNNING and entry.failed:
+        outcome = Outcome.FAILED
+    detail = entry.summary or ""
+    if entry.failed and run.error is not None:  # "fenced off" says LeaseLost already
+        detail = (
+            run.error.value
+            if outcome in (Outcome.FENCED_OFF, Outcome.ABANDONED)
+            else run.error.summary
+        )
+    done = interval(entry.success + offset) if entry.success and not entry.failed else "-"
+    span = took(entry.duration) + ("+" if entry_outcome(entry) is Outcome.ABANDONED else "")
+    return _row(
+        is_backfill,
+        stamp(entry.started),
+        span,
+        short_host(entry.holder, pid=True) if entry.holder else "-",
+        run_id,
+        outcome.text,
+        done,
+        one_line(detail),
+    )
 
 
 def _row(

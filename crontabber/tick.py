@@ -101,12 +101,18 @@ def run_tick(
             alerts.broken(list(broken))
         results = runner.run_all()
         after_runs(settings, jobs, store, runner, results, alerts)
+    _log_done(results, broken)
+    write_metrics(settings, jobs, store, metrics_file)
+    return results
+
+
+def _log_done(results: Sequence[JobResult], broken: Sequence[BrokenEntry]) -> None:
+    """Log the tick's end in one line: how many runs ended in each status, and how many
+    jobs entries did not load (``done: 2 ran, 1 skipped``; ``no jobs`` for none)."""
     counts = {status: sum(r.status is status for r in results) for status in Status}
     done = [f"{n} {s.value}" for s, n in counts.items() if n]
     done += [f"{len(broken)} jobs entry not loaded"] if broken else []
     logger.info("done: %s", ", ".join(done) or "no jobs")
-    write_metrics(settings, jobs, store, metrics_file)
-    return results
 
 
 def refuse_older_code(settings: Settings, store: StateStore, alerts: TickAlerts | None) -> None:

@@ -316,26 +316,16 @@ def job_view(
     """
     state = states.get(job.app_name)
     ongoing = _ongoing(state, marker)
-    paused = None
-    if state is not None and state.paused_until is not None and pause_active(state, now):
-        paused = PauseView(state.paused_until, state.paused_reason, state.paused_by)
+    paused = _pause_view(state, now)
     due = is_due(state, job.schedule, now)
     waiting_for = dependency_block(job.depends_on, states, now) if due else None
     late = lateness(state, now) if due else None
     status = _status(state, ongoing, paused, due, waiting_for, late, overdue_seconds)
-    if no_host is not None and status not in (
-        JobStatus.RUNNING,
-        JobStatus.ORPHANED,
-        JobStatus.PAUSED,
-    ):
-        status = JobStatus.NO_HOST  # whatever else: it runs nowhere until a host may
-    elif missed is not None and status in _BELOW_LATE:
-        status = JobStatus.LATE
     return JobView(
         name=job.app_name,
         class_path=job.class_path,
         schedule=str(job.schedule),
-        status=status,
+        status=_placed_status(status, missed, no_host),
         last_run=state.last_run if state else None,
         last_success=state.last_success if state else None,
         next_run=state.next_run if state else None,
@@ -353,6 +343,30 @@ def job_view(
         time_zone=job.schedule.zone,
         next_run_local=_local_text(state.next_run if state else None, job.schedule.zone),
     )
+
+
+def _pause_view(state: JobState | None, now: dt.datetime) -> PauseView | None:
+    """The pause of a job's ``state`` in force at ``now``; None when there is none."""
+    if state is not None and state.paused_until is not None and pause_active(state, now):
+        return PauseView(state.paused_until, state.paused_reason, state.paused_by)
+    return None
+
+
+def _placed_status(
+    status: JobStatus, missed: DeadlineView | None, no_host: str | None
+) -> JobStatus:
+    """``status`` after the fleet and the deadline: ``NO_HOST`` when no host may run the job
+    (whatever else, unless it is running, orphaned or paused: it runs nowhere until a host
+    may), else ``LATE`` for a ``missed`` deadline over a status below it."""
+    if no_host is not None and status not in (
+        JobStatus.RUNNING,
+        JobStatus.ORPHANED,
+        JobStatus.PAUSED,
+    ):
+        return JobStatus.NO_HOST
+    if missed is not None and status in _BELOW_LATE:
+        return JobStatus.LATE
+    return status
 
 
 def _local_text(when: dt.datetime | None, zone: str) -> str | None:

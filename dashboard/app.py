@@ -419,28 +419,9 @@ class DashboardApp:
         if pipeline is not None:
             failed.update({f"pipeline.{k}": v for k, v in failed_panels(pipeline).items()})
             warnings = {f"pipeline.{k}": v for k, v in panel_warnings(pipeline).items()}
-        health = (
-            page.health_panel(fleet["check"], views)
-            if fleet is not None and views is not None
-            else page.error_panel("Health", failed.get("fleet") or failed.get("jobs", ""))
-        )
         return (
             now,
-            {
-                "health": health,
-                "jobs": page.jobs_panel(views, runs or {}, now)
-                if views is not None
-                else page.error_panel("Jobs", failed["jobs"]),
-                "alerts": page.alerts_panel(alerts)
-                if alerts is not None
-                else page.error_panel("Alerts", failed["alerts"]),
-                "pipeline": page.pipeline_panel(pipeline)
-                if pipeline is not None
-                else page.error_panel("Pipeline", failed["pipeline"]),
-                "fleet": page.fleet_panel(fleet)
-                if fleet is not None
-                else page.error_panel("Fleet", failed["fleet"]),
-            },
+            _panels_html(now, views, runs, alerts, pipeline, fleet, failed),
             failed,
             warnings,
         )
@@ -519,3 +500,37 @@ def _error_page(message: str) -> str:
 
 
 application = DashboardApp()
+
+
+def _panels_html(
+    now: Any,
+    views: Any,
+    runs: Any,
+    alerts: Any,
+    pipeline: Any,
+    fleet: Any,
+    failed: dict[str, str],
+) -> dict[str, str]:
+    """The overview's panels, id -> HTML, from what was read of each (None: not read, drawn
+    as its error from ``failed``, by panel key); the health panel needs both the fleet and
+    the jobs, and shows the fleet's error first."""
+    health = (
+        page.health_panel(fleet["check"], views)
+        if fleet is not None and views is not None
+        else page.error_panel("Health", failed.get("fleet") or failed.get("jobs", ""))
+    )
+    return {
+        "health": health,
+        "jobs": page.jobs_panel(views, runs or {}, now)
+        if views is not None
+        else page.error_panel("Jobs", failed["jobs"]),
+        "alerts": page.alerts_panel(alerts)
+        if alerts is not None
+        else page.error_panel("Alerts", failed["alerts"]),
+        "pipeline": page.pipeline_panel(pipeline)
+        if pipeline is not None
+        else page.error_panel("Pipeline", failed["pipeline"]),
+        "fleet": page.fleet_panel(fleet)
+        if fleet is not None
+        else page.error_panel("Fleet", failed["fleet"]),
+    }

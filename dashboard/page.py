@@ -397,16 +397,7 @@ def state_panel(app_name: str, view: JobView | None, now: dt.datetime) -> str:
     rows = [
         ("status", status_html(view, now)),
         ("schedule", esc(view.schedule)),
-        (
-            "next run",
-            next_run_html(view, now)
-            + (
-                f' <span class="local">({esc(view.next_run_local[11:16])} '
-                f"{esc(view.time_zone)})</span>"
-                if view.time_zone != "UTC" and view.next_run_local
-                else ""
-            ),
-        ),
+        ("next run", _next_run_cell(view, now)),
         ("last success", when_html(view.last_success, now, "never")),
         ("errors", error),
         ("pause", pause),
@@ -418,6 +409,17 @@ def state_panel(app_name: str, view: JobView | None, now: dt.datetime) -> str:
         for name, cell in rows
     )
     return f'<h2>{esc(app_name)} now</h2><table class="state small"><tbody>{body}</tbody></table>'
+
+
+def _next_run_cell(view: JobView, now: dt.datetime) -> str:
+    """The next run's cell of :func:`state_panel`: :func:`next_run_html`, then its time of day
+    in the job's zone when that is not UTC."""
+    local = (
+        f' <span class="local">({esc(view.next_run_local[11:16])} {esc(view.time_zone)})</span>'
+        if view.time_zone != "UTC" and view.next_run_local
+        else ""
+    )
+    return next_run_html(view, now) + local
 
 
 def history_panel(

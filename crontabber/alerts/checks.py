@@ -332,8 +332,6 @@ def check_runs(
     run judged, ``passed(app name, run id, the rules it broke)`` (the earlier breaches of the
     rules it passed end). A job without checks costs nothing; never raises for a job's bad
     options (logged)."""
-    from ..records import AuditEntry
-
     for job in jobs:
         if job.app_name not in ran:
             continue
@@ -359,17 +357,28 @@ def check_runs(
             if alert is not None:
                 alert(event)
         if found and checks.on_breach == "pause":
-            reason = f"breach of {found[0].rule} by run {run.run_id}: {found[0].said}"
-            store.breach_pause(  # no end: until someone resumes it (PostgreSQL's infinity)
-                job.app_name,
-                job.depends_on,
-                None,
-                run.run_id,
-                AuditEntry(
-                    f"crontabber@{holder}",
-                    "pause",
-                    job.app_name,
-                    reason,
-                    {"outcome": "done", "breach": [b.rule for b in found], "run_id": run.run_id},
-                ),
-            )
+            _pause_for_breach(store, job, run, found, holder)
+
+
+def _pause_for_breach(
+    store: "StateStore", job: "Job", run: "RunRecord", found: Sequence[Breach], holder: str
+) -> None:
+    """Pause ``job`` for the breaches ``found`` of its ``run`` (``on_breach = pause``), with no
+    end: until someone resumes it (PostgreSQL's infinity); audited as ``crontabber@holder``,
+    the reason naming the first breach."""
+    from ..records import AuditEntry
+
+    reason = f"breach of {found[0].rule} by run {run.run_id}: {found[0].said}"
+    store.breach_pause(
+        job.app_name,
+        job.depends_on,
+        None,
+        run.run_id,
+        AuditEntry(
+            f"crontabber@{holder}",
+            "pause",
+            job.app_name,
+            reason,
+            {"outcome": "done", "breach": [b.rule for b in found], "run_id": run.run_id},
+        ),
+    )

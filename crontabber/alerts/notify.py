@@ -326,20 +326,10 @@ def post(
             secret). Whatever the address or the answer, nothing else is raised.
     """
     import json
-    import time
     import urllib.error
 
     body = json.dumps(document, default=str).encode("utf-8")
-    timestamp = str(int(time.time()))
-    headers = {
-        "Content-Type": "application/json",
-        "User-Agent": user_agent,
-        "X-Crontabber-Notice": notice.key,
-        "X-Crontabber-Timestamp": timestamp,
-    }
-    secret = target.secret("secret_env", environ)
-    if secret:
-        headers["X-Crontabber-Signature"] = signature(secret, timestamp, body)
+    headers = _webhook_headers(target, notice, body, user_agent, environ)
     url = target.url(environ)
     try:
         with _opener(deadline).open(
@@ -364,6 +354,27 @@ def post(
         raise DeliveryError(
             f"no answer: {type(exc).__name__}: {_one_line(str(exc), url)}"
         ) from None
+
+
+def _webhook_headers(
+    target: Target, notice: Notice, body: bytes, user_agent: str, environ: Mapping[str, str]
+) -> dict[str, str]:
+    """The headers of a webhook POST of ``body``: JSON, ``user_agent``, the notice's key and
+    the time (seconds since the epoch); signed (:func:`signature` of the time and ``body``)
+    when the target's ``secret_env`` names a secret set in ``environ``."""
+    import time
+
+    timestamp = str(int(time.time()))
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": user_agent,
+        "X-Crontabber-Notice": notice.key,
+        "X-Crontabber-Timestamp": timestamp,
+    }
+    secret = target.secret("secret_env", environ)
+    if secret:
+        headers["X-Crontabber-Signature"] = signature(secret, timestamp, body)
+    return headers
 
 
 #: The longest reason phrase kept of an answer's status line.

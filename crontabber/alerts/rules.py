@@ -207,14 +207,7 @@ def failing(
         f"after {utc_iso(state.last_success) if state.last_success else 'never'}"
         f" (first run {utc_iso(state.first_run) if state.first_run else '?'})"
     )
-    run = " ".join(
-        part
-        for part in (
-            f"run {state.run_id}" if state.run_id is not None else "",
-            f"on {failed_by}" if failed_by else "",
-        )
-        if part
-    )
+    run = _which_run(state.run_id, failed_by)
     message = (
         f"{app_name}: failed {counted(state.error_count, 'time')} in a row; last: {summary}"
         + (f" ({run})" if run else "")
@@ -233,6 +226,19 @@ def failing(
     if link:
         detail["link"] = link
     return Event(app_name, "failing", streak, message, detail)
+
+
+def _which_run(run_id: int | None, failed_by: str | None) -> str:
+    """``run 12 on host:pid``: the failed run and who ran it, each part when known ("" for
+    neither)."""
+    return " ".join(
+        part
+        for part in (
+            f"run {run_id}" if run_id is not None else "",
+            f"on {failed_by}" if failed_by else "",
+        )
+        if part
+    )
 
 
 def failing_of(watched: Watched) -> Event | None:
@@ -323,29 +329,40 @@ def plan(
             )
             if e is not None
         ]
-        current = {e.key for e in found}
-        opened = {a.key: a for a in by_job.pop(app_name, [])}
-        ended = [a for key, a in opened.items() if key not in current]
-        for event in found:
-            existing = opened.get(event.key)
-            old = next((a for a in ended if a.kind == event.kind == "failing"), None)
-            if existing is None and old is not None:
-                ended.remove(old)
-                result.supersede.append((old, superseding(event, old)))
-            elif existing is None:
-                result.open.append(event)
-            else:
-                fresh = refreshed(existing, event)
-                if fresh is not None:
-                    result.refresh.append((existing, fresh))
-                if (
-                    rules.realert
-                    and existing.next_notice is not None
-                    and existing.next_notice <= now
-                ):
-                    result.realert.append(existing)
-        result.resolve += ended
+        _plan_job(result, found, by_job.pop(app_name, []), now, bool(rules.realert))
     return result
+
+
+def _plan_job(
+    result: AlertPlan,
+    found: list[Event],
+    open_alerts: list[OpenAlert],
+    now: dt.datetime,
+    realert: bool,
+) -> None:
+    """Add to ``result`` what to do about one job: the conditions it is in now (``found``)
+    against its ``open_alerts``. A condition with no open alert opens one, except a new
+    failing streak, which supersedes the failing alert that ended; one with an open alert
+    refreshes its text when that changed and, with ``realert``, notifies again when its next
+    notice is due; an open alert whose condition is gone is resolved."""
+    current = {e.key for e in found}
+    opened = {a.key: a for a in open_alerts}
+    ended = [a for key, a in opened.items() if key not in current]
+    for event in found:
+        existing = opened.get(event.key)
+        old = next((a for a in ended if a.kind == event.kind == "failing"), None)
+        if existing is None and old is not None:
+            ended.remove(old)
+            result.supersede.append((old, superseding(event, old)))
+        elif existing is None:
+            result.open.append(event)
+        else:
+            fresh = refreshed(existing, event)
+            if fresh is not None:
+                result.refresh.append((existing, fresh))
+            if realert and existing.next_notice is not None and existing.next_notice <= now:
+                result.realert.append(existing)
+    result.resolve += ended
 
 
 def held_back(

@@ -234,6 +234,17 @@ def build_parser(epilog: str = "") -> argparse.ArgumentParser:
 
 def _add_modes(modes: "argparse._ArgumentGroup") -> None:
     """The modes, in :data:`MODES` order (and ``--force``, which goes with ``--job``)."""
+    _add_view_modes(modes)
+    _add_state_modes(modes)
+    _add_schedule_modes(modes)
+    _add_audit_modes(modes)
+    _add_window_modes(modes)
+    _add_service_modes(modes)
+
+
+def _add_view_modes(modes: "argparse._ArgumentGroup") -> None:
+    """The modes that show the jobs' state and runs: ``--list-jobs``, ``--nagios``,
+    ``--history``, ``--show-error``, ``--logs``, and ``--version``."""
     modes.add_argument(
         "-l",
         "--list-jobs",
@@ -274,6 +285,11 @@ def _add_modes(modes: "argparse._ArgumentGroup") -> None:
         "as its runner kept it (the last output_tail_bytes, secrets masked)",
     )
     modes.add_argument("-v", "--version", action="store_true", help="print the version")
+
+
+def _add_state_modes(modes: "argparse._ArgumentGroup") -> None:
+    """The modes that read or change one job's state row: ``--reset-job``, ``--release``,
+    ``--explain``."""
     modes.add_argument(
         "-r",
         "--reset-job",
@@ -297,6 +313,11 @@ def _add_modes(modes: "argparse._ArgumentGroup") -> None:
         help="why the job would or would not run now: paused, running (lease), "
         "due, parents, error backoff, backfill intervals pending",
     )
+
+
+def _add_schedule_modes(modes: "argparse._ArgumentGroup") -> None:
+    """The modes that change when a job runs: ``--pause``, ``--resume``, ``--rerun``,
+    ``--mark-success``."""
     modes.add_argument(
         "--pause",
         metavar="NAME",
@@ -321,12 +342,11 @@ def _add_modes(modes: "argparse._ArgumentGroup") -> None:
         help="record the job as just succeeded (errors cleared, pending backfill "
         "skipped), as Socorro's cronmarksuccess",
     )
-    _add_audit_and_alert_modes(modes)
 
 
-def _add_audit_and_alert_modes(modes: "argparse._ArgumentGroup") -> None:
-    """The rest of the modes, in :data:`MODES` order: the audit trail, the alerts, the
-    checks, and running one job."""
+def _add_audit_modes(modes: "argparse._ArgumentGroup") -> None:
+    """The modes that read the audit trail and the alerts: ``--audit``, ``--audit-ghosts``,
+    ``--verify-audit``, ``--alerts``."""
     modes.add_argument(
         "--audit",
         action="store_true",
@@ -352,6 +372,11 @@ def _add_audit_and_alert_modes(modes: "argparse._ArgumentGroup") -> None:
         help="the alerts, newest first: what was sent, to which target, when, by "
         "which host, and what failed to send (--limit N, --audit-job NAME)",
     )
+
+
+def _add_window_modes(modes: "argparse._ArgumentGroup") -> None:
+    """The modes that open or end a maintenance window or a host's drain (``--mute``,
+    ``--unmute``, ``--drain``, ``--undrain``), and ``--test-alert``."""
     modes.add_argument(
         "--mute",
         metavar="NAME",
@@ -387,6 +412,11 @@ def _add_audit_and_alert_modes(modes: "argparse._ArgumentGroup") -> None:
             "send a test alert of the job to its targets now; exit 5 if one could not be delivered"
         ),
     )
+
+
+def _add_service_modes(modes: "argparse._ArgumentGroup") -> None:
+    """The modes that run or check something: ``--serve``, ``--next``, ``--configtest``,
+    ``--sentrytest``, ``--job`` (and ``--force``, which goes with it)."""
     modes.add_argument(
         "--serve",
         action="store_true",
@@ -421,7 +451,16 @@ def _add_audit_and_alert_modes(modes: "argparse._ArgumentGroup") -> None:
 
 
 def _add_details(details: "argparse._ArgumentGroup") -> None:
-    """The options that refine a mode."""
+    """The options that refine a mode, grouped by the modes they go with."""
+    _add_action_details(details)
+    _add_rerun_range_details(details)
+    _add_rerun_run_details(details)
+    _add_next_details(details)
+    _add_view_details(details)
+
+
+def _add_action_details(details: "argparse._ArgumentGroup") -> None:
+    """The details of an operator action: ``--reason``, ``--replace``, ``--until``."""
     details.add_argument(
         "--reason",
         metavar="TEXT",
@@ -440,6 +479,11 @@ def _add_details(details: "argparse._ArgumentGroup") -> None:
         default="",
         help="with --pause, --mute or --drain: 30m, 2h, 3d, or a UTC date/time (2026-11-24T06:00)",
     )
+
+
+def _add_rerun_range_details(details: "argparse._ArgumentGroup") -> None:
+    """The details of ``--rerun`` that choose its intervals: ``--date``, ``--to``, ``--only``,
+    ``--newest-first``, and ``--dry-run``, ``--yes``."""
     details.add_argument(
         "--date", metavar="YYYY-MM-DD", default="", help="with --rerun: the first day"
     )
@@ -466,6 +510,10 @@ def _add_details(details: "argparse._ArgumentGroup") -> None:
     details.add_argument(
         "--newest-first", action="store_true", help="with --rerun: run the newest interval first"
     )
+
+
+def _add_rerun_run_details(details: "argparse._ArgumentGroup") -> None:
+    """The details of how ``--rerun`` runs: ``--resume-run``, ``--parallel``, ``--downstream``."""
     details.add_argument(
         "--resume-run",
         type=int,
@@ -490,6 +538,10 @@ def _add_details(details: "argparse._ArgumentGroup") -> None:
             "first"
         ),
     )
+
+
+def _add_next_details(details: "argparse._ArgumentGroup") -> None:
+    """The details of ``--next``: ``--schedule``, ``--time-zone``, ``--after``."""
     details.add_argument(
         "--schedule",
         metavar="EXPR",
@@ -508,6 +560,11 @@ def _add_details(details: "argparse._ArgumentGroup") -> None:
         default="",
         help="with --next: times after this (default now; no offset: the schedule's zone)",
     )
+
+
+def _add_view_details(details: "argparse._ArgumentGroup") -> None:
+    """The details of the modes that show things: ``--audit-job``, ``--wide``, ``--limit``,
+    ``--run``."""
     details.add_argument(
         "--audit-job",
         metavar="NAME",

@@ -78,6 +78,22 @@ def alerts(ctx: Context) -> int:
         jsonout.emit(rows, ctx.out)
         return ExitCode.OK
     windows = store.mutes(name)
+    _print_mutes(ctx, windows, name)
+    if not rows:
+        print(
+            "no alerts"
+            + (f" of {name}" if name else "")
+            + ("" if ctx.settings.alerts.enabled else " (no alert targets: [alerts] targets)"),
+            file=ctx.out,
+        )
+    for row in rows:
+        _print_alert(row, ctx.out)
+    return ExitCode.OK
+
+
+def _print_mutes(ctx: Context, windows: list[Any], name: str | None) -> None:
+    """Print each maintenance window in ``windows`` (those of ``name``, or all), then, while
+    one is open, the alerts it holds back now (of ``name`` only, when given)."""
     for window in windows:
         scope = "every job" if window.scope == "*" else window.scope
         print(
@@ -91,36 +107,31 @@ def alerts(ctx: Context) -> int:
         for event in held_back_now(ctx, windows):
             if name is None or event.app_name == name:
                 print(f"  not alerted (muted): {one_line(event.message)}", file=ctx.out)
-    if not rows:
+
+
+def _print_alert(row: dict[str, Any], out: TextIO) -> None:
+    """Print one alert ``row`` of the alert store on ``out``: its kind, job, state (open,
+    ended, or a one-off event), who opened it and when, what was sent; its message; then one
+    line per notice. Every field may be the runner login's text: each line is made printable
+    (security review 2026-11-28, N-5)."""
+    state = (
+        ("open" if row["resolved_at"] is None else f"ended {utc_text(row['resolved_at'])}")
+        if row["kind"] in (*LASTING, *ENDING)
+        else "event"
+    )
+    print(
+        printable(
+            f"alert {row['id']}  {row['kind']}  {row['app_name']}  {state}; opened "
+            f"{utc_text(row['opened_at'])} by {row['opened_by']}; {_sent_text(row)}"
+        ),
+        file=out,
+    )
+    print(f"  {one_line(row['message'])}", file=out)
+    for notice in row["notices"]:
         print(
-            "no alerts"
-            + (f" of {name}" if name else "")
-            + ("" if ctx.settings.alerts.enabled else " (no alert targets: [alerts] targets)"),
-            file=ctx.out,
+            printable(f"  {notice['target']} (notice {notice['notice']}): {_notice_text(notice)}"),
+            file=out,
         )
-    for row in rows:
-        state = (
-            ("open" if row["resolved_at"] is None else f"ended {utc_text(row['resolved_at'])}")
-            if row["kind"] in (*LASTING, *ENDING)
-            else "event"
-        )
-        # every field may be the runner login's text (security review 2026-11-28, N-5)
-        print(
-            printable(
-                f"alert {row['id']}  {row['kind']}  {row['app_name']}  {state}; opened "
-                f"{utc_text(row['opened_at'])} by {row['opened_by']}; {_sent_text(row)}"
-            ),
-            file=ctx.out,
-        )
-        print(f"  {one_line(row['message'])}", file=ctx.out)
-        for notice in row["notices"]:
-            print(
-                printable(
-                    f"  {notice['target']} (notice {notice['notice']}): {_notice_text(notice)}"
-                ),
-                file=ctx.out,
-            )
-    return ExitCode.OK
 
 
 def held_back_now(ctx: Context, windows: list[Any]) -> list[Any]:

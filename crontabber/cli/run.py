@@ -16,7 +16,7 @@ from .common import Context, terminate_on_sigterm
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, TextIO
 
 
 def run_all(ctx: Context) -> int:
@@ -81,24 +81,8 @@ def run_one(ctx: Context) -> int:
     args, out = ctx.args, ctx.out
     job = ctx.job(args.job)
     ctx.refuse_older_code()
-    if args.force:
-        # the one rule of every data-changing command: a pause is overridden with a reason
-        check_pause(
-            job.app_name,
-            ctx.store.state(job.app_name),
-            ctx.store.now(),
-            "run it",
-            force=True,
-            reason=args.reason,
-            override="",
-        )
-        if job.is_backfill and not _backfill_pending(ctx, job):
-            print(
-                f"{job.app_name}: nothing to backfill (every interval up to now is done); "
-                f"--rerun {job.app_name} --date YYYY-MM-DD redoes a past day",
-                file=out,
-            )
-            return ExitCode.NOT_RUN
+    if args.force and not _may_force(ctx, job):
+        return ExitCode.NOT_RUN
     if args.force:  # in the trail from its start: a run killed or still going is there too
         ctx.audit_start("force", job.app_name)
     with terminate_on_sigterm():
@@ -110,6 +94,40 @@ def run_one(ctx: Context) -> int:
             {Status.FAILED: "failed (exit 5)"}.get(result.status, "done"),
             **({"run_id": result.run_id} if result.run_id is not None else {}),
         )
+    return _report_run(job, result, out)
+
+
+def _may_force(ctx: Context, job: Job) -> bool:
+    """Whether ``--job NAME --force`` runs ``job``: past a pause only with ``--reason`` (the one
+    rule of every data-changing command); False, saying so on ``ctx.out``, when a backfill
+    job has no interval left to run.
+
+    Raises:
+        PauseOverrideNeedsReason: the job is paused and ``--reason`` is not given.
+    """
+    check_pause(
+        job.app_name,
+        ctx.store.state(job.app_name),
+        ctx.store.now(),
+        "run it",
+        force=True,
+        reason=ctx.args.reason,
+        override="",
+    )
+    if job.is_backfill and not _backfill_pending(ctx, job):
+        print(
+            f"{job.app_name}: nothing to backfill (every interval up to now is done); "
+            f"--rerun {job.app_name} --date YYYY-MM-DD redoes a past day",
+            file=ctx.out,
+        )
+        return False
+    return True
+
+
+def _report_run(job: Job, result: JobResult, out: TextIO) -> int:
+    """Print what ``--job`` did on ``out`` and return its exit code: 6 paused, 7 skipped (a
+    script asking for this job learns that nothing ran), 5 failed (recorded: --list-jobs,
+    --nagios), else 0 and one line per unit (:func:`unit_lines`)."""
     if result.status is Status.PAUSED:
         print(
             f"{job.app_name}: not run: {result.detail}; --force --reason TEXT runs it anyway",
@@ -123,9 +141,8 @@ def run_one(ctx: Context) -> int:
             else ""
         )
         print(f"{job.app_name}: skipped ({result.detail}); --force runs it anyway{hint}", file=out)
-        return ExitCode.NOT_RUN  # a script asking for this job learns that nothing ran
+        return ExitCode.NOT_RUN
     if result.status is Status.FAILED:
-        # Recorded (see --list-jobs, --nagios); a script asking for this job learns it too.
         print(f"{job.app_name}: failed: {one_line(result.detail)}", file=out)
         return ExitCode.JOB_FAILED
     for line in unit_lines(job, result):

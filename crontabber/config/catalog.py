@@ -133,6 +133,16 @@ def job_options(cls: type) -> Namespace:
     per class (a tick reads them twice per job: its values, then the names in use), and
     never changed by its readers."""
     base = Namespace()
+    _add_schedule_options(base)
+    _add_retry_options(base)
+    _add_alert_options(base)
+    _add_check_options(base)
+    required = getattr(cls, "required_config", None)
+    return base.merged(required) if isinstance(required, Namespace) else base
+
+
+def _add_schedule_options(base: Namespace) -> None:
+    """Add to ``base`` when a job runs: ``frequency``, ``time``, ``time_zone``, ``timeout``."""
     base.add_option(
         "frequency",
         "",
@@ -152,6 +162,11 @@ def job_options(cls: type) -> Namespace:
         "seconds the job may run (0: no limit; empty: crontabber.default_timeout_seconds)",
         from_string_converter=_seconds,
     )
+
+
+def _add_retry_options(base: Namespace) -> None:
+    """Add to ``base`` what follows a failure or a late interval: the retry wait
+    (``error_retry_time``, ``error_backoff``, ``error_retry_max``), ``settle_lag``, ``jitter``."""
     base.add_option(
         "error_retry_time",
         300,
@@ -186,6 +201,10 @@ def job_options(cls: type) -> Namespace:
         reference_value_from="crontabber",
         from_string_converter=parse_duration,
     )
+
+
+def _add_alert_options(base: Namespace) -> None:
+    """Add to ``base`` when and to whom the job's alerts go (``alert_*``)."""
     base.add_option(
         "alert_after_failures",
         2,
@@ -221,6 +240,12 @@ def job_options(cls: type) -> Namespace:
         "target names, comma-separated (empty: every target)",
         reference_value_from="crontabber",
     )
+
+
+def _add_check_options(base: Namespace) -> None:
+    """Add to ``base`` the ``hosts`` that may claim the job and what its runs must meet: the
+    interval's ``deadline``, the checks on a successful run (``min_duration``, ``slower_than``,
+    ``check``) and what a breach does (``on_breach``)."""
     base.add_option(
         "hosts",
         "",
@@ -260,8 +285,6 @@ def job_options(cls: type) -> Namespace:
         "what a breach does: alert (a breach alert), or pause (that, and the job is paused until "
         "--resume)",
     )
-    required = getattr(cls, "required_config", None)
-    return base.merged(required) if isinstance(required, Namespace) else base
 
 
 def _seconds(text: str) -> float | str:

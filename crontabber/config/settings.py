@@ -61,6 +61,20 @@ def runner_options() -> Namespace:
         "",
         "the job list: module.Class|FREQ[|HH:MM] or module.Class|CRON EXPRESSION, one per line",
     )
+    _retry_options(cron)
+    _schedule_options(cron)
+    _run_options(cron)
+    _operator_options(cron)
+    _host_options(cron)
+    _monitor_options(cron)
+    _alert_options(cron, root.namespace("alerts"))
+    _database_options(cron, root)
+    _sentry_and_logging_options(root)
+    return root
+
+
+def _retry_options(cron: Namespace) -> None:
+    """The retry wait after a failure: the defaults of each job's own options."""
     cron.add_option("error_retry_time", 300, "seconds after a failed attempt before a retry")
     cron.add_option(
         "error_backoff",
@@ -73,7 +87,11 @@ def runner_options() -> Namespace:
         86400,
         "the longest wait before a retry, in seconds (with error_backoff > 1)",
     )
-    _schedule_options(cron)
+
+
+def _run_options(cron: Namespace) -> None:
+    """How a run is watched and bounded (its marker, heartbeat, lease, timeout and kill), and
+    how many run at once and how often a runner looks for due jobs."""
     cron.add_option(
         "max_ongoing_age_hours",
         12.0,
@@ -110,6 +128,10 @@ def runner_options() -> Namespace:
         "how often --serve looks for due jobs, and how often a tick with runs in flight looks "
         "again (the jobs that fell due start beside them; sub-minute allowed)",
     )
+
+
+def _operator_options(cron: Namespace) -> None:
+    """The guards on operator actions: ``rerun_confirm_over`` and ``require_reason``."""
     cron.add_option(
         "rerun_confirm_over",
         31,
@@ -122,6 +144,11 @@ def runner_options() -> Namespace:
         "without --reason (the audit trail's why); False makes it optional (crontabber "
         "0.18 had no --reason; --pause always needs one)",
     )
+
+
+def _host_options(cron: Namespace) -> None:
+    """This host's own options: its tags, whether it is a production host, and how much of
+    each run's output it keeps."""
     cron.add_option(
         "host_tags",
         "",
@@ -142,9 +169,10 @@ def runner_options() -> Namespace:
         "each run keeps the last this many bytes of what its job logged and "
         "printed in the run ledger (--logs); 0 keeps nothing",
     )
-    _monitor_options(cron)
-    _alert_options(cron, root.namespace("alerts"))
-    _database_options(cron, root)
+
+
+def _sentry_and_logging_options(root: Namespace) -> None:
+    """The ``sentry`` and ``logging`` sections."""
     root.namespace("sentry").add_option(
         "dsn",
         "",
@@ -162,7 +190,6 @@ def runner_options() -> Namespace:
     logging_ns.add_option(
         "format", "%(asctime)s %(levelname)s %(name)s - %(message)s", "log line format"
     )
-    return root
 
 
 def _monitor_options(cron: Namespace) -> None:
@@ -234,6 +261,12 @@ def _schedule_options(cron: Namespace) -> None:
 def _alert_options(cron: Namespace, alerts: Namespace) -> None:
     """The alert rules' defaults (each job may set its own in ``[[class-X]]``) and the targets
     (see :mod:`crontabber.alerts.rules` and :mod:`crontabber.alerts.notify`)."""
+    _alert_rule_options(cron)
+    _alert_target_options(alerts)
+
+
+def _alert_rule_options(cron: Namespace) -> None:
+    """The alert rules' defaults, each job's own ``alert_*`` and ``deadline`` options."""
     cron.add_option(
         "alert_after_failures", 2, "alert when a job failed this many times in a row (0: never)"
     )
@@ -262,6 +295,11 @@ def _alert_options(cron: Namespace, alerts: Namespace) -> None:
         "alert when a job's interval has not succeeded this long after the "
         "interval's time (0: none; usually set per job); seconds, or 30m, 6h, 1d",
     )
+
+
+def _alert_target_options(alerts: Namespace) -> None:
+    """The ``alerts`` section: the targets, how a notice is claimed and delivered, and the
+    SMTP server of e-mail targets."""
     alerts.add_option(
         "targets",
         "",

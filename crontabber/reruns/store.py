@@ -64,45 +64,31 @@ class RerunStore:
         """A rerun's run in its own lane: its ledger row, and nothing on the job's row: the
         job's scheduled runs go on. ``resumed_from`` None: the first run of a new rerun (its
         ``plan``, ``parallel``, ``downstream``, ``downstream_of``); else a run joining or
-        continuing that rerun (its plan is the first run's). A dependant's rerun
-        (``downstream_of``) is started once: under the lock of the rerun it follows, a
-        second run of it joins the first. Returns the claim, the first run of its group and
-        how many of the group's intervals may run at once. ``lease_seconds``: the run's lease,
-        stored with it (a run of another login records it dead only once that lease expired;
-        None: recorded with its first interval).
+        continuing that rerun (its plan is the first run's; :func:`_rerun_to_join`). Returns
+        the claim, the first run of its group and how many of the group's intervals may run
+        at once. ``lease_seconds``: the run's lease, stored with it (a run of another login
+        records it dead only once that lease expired; None: recorded with its first interval).
 
         Raises:
             ValueError: ``resumed_from`` names no run.
         """
-        host, pid = holder
 
         def work(cur: Any) -> tuple[dict[str, Any], int | None, int | None]:
-            joins, cap, plans, down, of = resumed_from, parallel, plan, downstream, downstream_of
-            if joins is None and of is not None:
-                cur.execute(Q["lock_rerun"], {"run_id": of})
-                cur.execute(Q["downstream_rerun"], {"root": of, "app_name": app_name})
-                found = cur.fetchone()
-                if found is not None:
-                    joins = found[0]
-            if joins is not None:
-                cur.execute(Q["lock_rerun"], {"run_id": joins})
-                row = cur.fetchone()
-                if row is None:
-                    raise ValueError(f"no run {joins} to join")
-                cap = row[1]
-                plans, down, of = (), False, None
+            joined = _rerun_to_join(cur, app_name, resumed_from, downstream_of)
+            joins, cap = joined or (None, parallel)
+            new = joined is None  # only a new rerun's first run records what it is
             cur.execute(
                 Q["start_rerun"],
                 {
                     "app_name": app_name,
-                    "host": host,
-                    "pid": pid,
+                    "host": holder[0],
+                    "pid": holder[1],
                     "options": list(options) or None,
-                    "plan": list(plans) or None,
+                    "plan": (list(plan) or None) if new else None,
                     "resumed_from": joins,
                     "parallel": cap if cap and cap > 1 else None,
-                    "downstream": down or None,
-                    "downstream_of": of,
+                    "downstream": (downstream or None) if new else None,
+                    "downstream_of": downstream_of if new else None,
                     "lease_seconds": lease_seconds,
                 },
             )
@@ -111,7 +97,7 @@ class RerunStore:
             return made, joins, cap
 
         made, joins, cap = self.state.in_transaction(work, "start_rerun")
-        claim = Claim(app_name, made["run_id"], host, pid, made["started"])
+        claim = Claim(app_name, made["run_id"], *holder, made["started"])
         return claim, joins if joins is not None else claim.run_id, max(cap or 1, 1)
 
     def lane_heartbeat(
@@ -282,6 +268,33 @@ class RerunStore:
             return bool(cur.fetchone()[0])
 
         return self.state.in_transaction(work, "abandon_run")
+
+
+def _rerun_to_join(
+    cur: Any, app_name: str, resumed_from: int | None, downstream_of: int | None
+) -> tuple[int, int | None] | None:
+    """The first run of the rerun a starting run joins, locked, and that rerun's ``parallel``
+    cap; None when the run starts a new rerun. It joins ``resumed_from`` when given; else a
+    dependant's rerun (``downstream_of``) is started once: under the lock of the rerun it
+    follows, a second run of it joins the first.
+
+    Raises:
+        ValueError: the run to join does not exist.
+    """
+    joins = resumed_from
+    if joins is None and downstream_of is not None:
+        cur.execute(Q["lock_rerun"], {"run_id": downstream_of})
+        cur.execute(Q["downstream_rerun"], {"root": downstream_of, "app_name": app_name})
+        found = cur.fetchone()
+        if found is not None:
+            joins = found[0]
+    if joins is None:
+        return None
+    cur.execute(Q["lock_rerun"], {"run_id": joins})
+    row = cur.fetchone()
+    if row is None:
+        raise ValueError(f"no run {joins} to join")
+    return joins, row[1]
 
 
 def _record_lane_units(cur: Any, claim: Claim, units: Sequence[Unit]) -> bool:

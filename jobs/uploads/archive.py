@@ -22,7 +22,7 @@ import io
 import struct
 import zipfile
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import Any, BinaryIO, Iterator
 
 from .errors import Rejected
 from .records import Digest
@@ -154,17 +154,28 @@ def _chunks(path: Path, info: zipfile.ZipInfo, chunk: int) -> Iterator[tuple[byt
                 raise Rejected(RULE_CORRUPT, info.filename, "more data than declared")
             crc = isal_zlib.crc32(data, crc)
             yield raw, data
-        if inflater is not None and not inflater.eof:
-            raise Rejected(RULE_CORRUPT, info.filename, "deflate stream does not end")
-        if inflater is not None and (remaining or inflater.unused_data):
-            # (those bytes would otherwise end up inside a reused gzip body, see spool())
-            raise Rejected(RULE_CORRUPT, info.filename, "data after the end of the deflate stream")
-        if size != info.file_size:
-            raise Rejected(RULE_CORRUPT, info.filename, f"{size} bytes, {info.file_size} declared")
-        if crc != info.CRC:
-            raise Rejected(RULE_CRC, info.filename)
+        _check_end(info, inflater, remaining, size, crc)
         if info.flag_bits & FLAG_DESCRIPTOR:
             _check_descriptor(handle, info, zip64)
+
+
+def _check_end(info: zipfile.ZipInfo, inflater: Any, remaining: int, size: int, crc: int) -> None:
+    """Check a member read to its end: its deflate stream (``inflater``, None when stored)
+    ended, exactly where the member's data does (``remaining`` compressed bytes unread);
+    ``size`` and ``crc`` of its data are the declared ones.
+
+    Raises:
+        Rejected: the first check that fails.
+    """
+    if inflater is not None and not inflater.eof:
+        raise Rejected(RULE_CORRUPT, info.filename, "deflate stream does not end")
+    if inflater is not None and (remaining or inflater.unused_data):
+        # (those bytes would otherwise end up inside a reused gzip body, see spool())
+        raise Rejected(RULE_CORRUPT, info.filename, "data after the end of the deflate stream")
+    if size != info.file_size:
+        raise Rejected(RULE_CORRUPT, info.filename, f"{size} bytes, {info.file_size} declared")
+    if crc != info.CRC:
+        raise Rejected(RULE_CRC, info.filename)
 
 
 def iter_member(path: Path, info: zipfile.ZipInfo, chunk: int = CHUNK) -> Iterator[bytes]:

@@ -13,7 +13,7 @@ import argparse
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import TYPE_CHECKING, Any, Callable, TextIO
 
 from crontabber import ExitCode, command_parser, jsonout, run_command
 from crontabber.config.options import DotDict
@@ -23,12 +23,25 @@ from jobs import SQL_DIR
 from .app import ProcessUploadsCronApp
 from .records import Progress, QuietProgress, UploadStatus
 
+if TYPE_CHECKING:
+    from crontabber import CommandParser
+
 PROG = "python -m jobs.uploads"
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``python -m jobs.uploads``: one subcommand required."""
     parser = command_parser(PROG, "The upload queue's operator commands.")
     commands = parser.add_subparsers(dest="command", required=True)
+    _add_queue_commands(commands)
+    _add_reading_commands(commands)
+    return parser
+
+
+def _add_queue_commands(commands: argparse._SubParsersAction[CommandParser]) -> None:
+    """The subcommands that queue or process uploads: ``enqueue``, ``reprocess``, ``demo``,
+    ``drain``; the two that publish take ``--force --reason`` (past a pause of
+    process-uploads)."""
     enqueue = commands.add_parser("enqueue", help="store an archive in the inbox and queue it")
     enqueue.add_argument("archive", type=Path)
     enqueue.add_argument("--uploaded-by", default=None)
@@ -47,6 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
             help="run even while process-uploads is paused (needs --reason; recorded in --audit)",
         )
         command.add_argument("--reason", default=None, help="why (recorded in the audit trail)")
+
+
+def _add_reading_commands(commands: argparse._SubParsersAction[CommandParser]) -> None:
+    """The subcommands that read the queue: ``list`` and ``show``."""
     listing = commands.add_parser(
         "list", help="the latest uploads, newest first: id, status, age, files, size, key, error"
     )
@@ -76,7 +93,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="list at most N objects written (default 20; 0: none)",
     )
     show.add_argument("--json", action="store_true", help="one JSON document")
-    return parser
 
 
 def _connect(config: DotDict) -> Any:

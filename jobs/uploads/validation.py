@@ -212,19 +212,7 @@ def validate(
     plan = Plan()
     seen: dict[str, zipfile.ZipInfo] = {}
     total = 0
-    for info in infos:
-        if info.filename.endswith("/"):
-            check_safe(info.filename)  # directory entries are skipped, but not if unsafe
-    files = [info for info in infos if not info.filename.endswith("/")]
-    if not files:
-        raise Rejected(RULE_EMPTY)
-    if len(files) > limits.max_members:
-        raise Rejected(
-            RULE_TOO_MANY,
-            files[limits.max_members].filename,
-            f"{len(files)} > {limits.max_members}",
-        )
-    for info in files:
+    for info in _file_members(infos, limits):
         key = check_name(info.filename, prefix)
         check_kind(info)
         total += info.file_size
@@ -247,6 +235,28 @@ def validate(
             plan.keys.append(key)
     check_layout(infos, directory)
     return plan
+
+
+def _file_members(infos: list[zipfile.ZipInfo], limits: Limits) -> list[zipfile.ZipInfo]:
+    """The members of ``infos`` that are files, in order; directory entries are skipped, but
+    only once each name is checked safe (:func:`check_safe`).
+
+    Raises:
+        Rejected: an unsafe directory name; no file at all; more than ``limits.max_members``.
+    """
+    for info in infos:
+        if info.filename.endswith("/"):
+            check_safe(info.filename)
+    files = [info for info in infos if not info.filename.endswith("/")]
+    if not files:
+        raise Rejected(RULE_EMPTY)
+    if len(files) > limits.max_members:
+        raise Rejected(
+            RULE_TOO_MANY,
+            files[limits.max_members].filename,
+            f"{len(files)} > {limits.max_members}",
+        )
+    return files
 
 
 def read_plan(path: Path, limits: Limits, prefix: str = "") -> Plan:

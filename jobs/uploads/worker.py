@@ -116,18 +116,11 @@ class Worker:
             VersioningOff: ``overwrite = versioned`` on a bucket without versions.
         """
         self.check_overwrite()
-        for upload_id in self.store.abandon_expired(
-            self.policy.max_attempts, self.policy.lease_seconds
-        ):
-            logger.warning("upload %d: abandoned, its worker died on the last attempt", upload_id)
+        self._abandon_expired()
         outcomes: list[UploadOutcome] = []
         tried: list[int] = []
         if progress is not None:
-            total = self.store.claimable(
-                self.policy.max_attempts, self.policy.lease_seconds, self.policy.retry_delay_seconds
-            )
-            limit = self.policy.max_uploads_per_run
-            progress.start(min(total, limit) if limit else total)
+            self._start_progress(progress)
         while not self.policy.max_uploads_per_run or len(tried) < self.policy.max_uploads_per_run:
             if not keep_going():
                 logger.warning(
@@ -135,13 +128,7 @@ class Worker:
                     len(tried),
                 )
                 break
-            upload = self.store.claim_next(
-                self.name,
-                self.policy.max_attempts,
-                self.policy.lease_seconds,
-                self.policy.retry_delay_seconds,
-                tried,
-            )
+            upload = self._claim_next(tried)
             if upload is None:
                 break
             tried.append(upload.id)
@@ -152,6 +139,34 @@ class Worker:
             if outcome.unavailable and not self._only_this_upload(outcome):
                 raise S3Unavailable(_endpoint(self.client), outcome.upload_id, outcome.error or "")
         return outcomes
+
+    def _abandon_expired(self) -> None:
+        """Record as abandoned each upload whose worker died on its last attempt (its lease
+        expired), with a warning each."""
+        for upload_id in self.store.abandon_expired(
+            self.policy.max_attempts, self.policy.lease_seconds
+        ):
+            logger.warning("upload %d: abandoned, its worker died on the last attempt", upload_id)
+
+    def _start_progress(self, progress: Progress) -> None:
+        """Tell ``progress`` how many uploads this drain will handle at most: the claimable
+        ones now, at most ``max_uploads_per_run`` (0: no limit)."""
+        total = self.store.claimable(
+            self.policy.max_attempts, self.policy.lease_seconds, self.policy.retry_delay_seconds
+        )
+        limit = self.policy.max_uploads_per_run
+        progress.start(min(total, limit) if limit else total)
+
+    def _claim_next(self, tried: list[int]) -> Upload | None:
+        """Claim the next claimable upload for this worker, none of ``tried`` (each upload is
+        tried once a run); None when none is left."""
+        return self.store.claim_next(
+            self.name,
+            self.policy.max_attempts,
+            self.policy.lease_seconds,
+            self.policy.retry_delay_seconds,
+            tried,
+        )
 
     def reprocess(self, upload_id: int, progress: Progress | None = None) -> UploadOutcome:
         """Claim one upload whatever its status (unless a live worker holds it) and process it.
