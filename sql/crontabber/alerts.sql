@@ -14,9 +14,12 @@
 -- scope; next_notice: until) and the holders of this host (%(this_host)s) whose claims
 -- still run (app_name: the holder). %(dead)s: holders of this host whose process is gone:
 -- their claims are taken over without waiting for claim_until (crontabber.alerts.sweep).
-WITH claimed AS (  -- crontabber_notices_claim (migration 0031): the claim, by this login
+WITH claimed AS (  -- crontabber_notices_claim (migration 0031): the claim, by this login,
+    -- only when a notice is due (an idle tick calls no function: see crontabber.sql's tick)
     SELECT * FROM crontabber_notices_claim(%(host)s, %(claim_seconds)s, %(limit)s,
                                            %(dead)s::text[], %(alert_ids)s::bigint[])
+    WHERE EXISTS (SELECT 1 FROM crontabber_notice
+                  WHERE sent_at IS NULL AND NOT given_up AND next_attempt <= clock_timestamp())
 )
 SELECT 'notice' AS row_kind, c.id AS notice_id, c.notice, c.target, c.attempts,
        a.id, a.app_name, a.kind, a.subject, a.message, a.detail, a.opened_at, a.opened_by,

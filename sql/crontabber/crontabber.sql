@@ -18,8 +18,15 @@ SELECT clock_timestamp() AS now;
 -- 0: not swept) are recorded abandoned by whichever tick comes next (an index on the running
 -- runs keeps it cheap), as a scheduled run's marker is taken over.
 SET LOCAL synchronous_commit = off;
-WITH lanes AS (  -- crontabber_sweep_lanes (migration 0031): each run judged by its own lease
+WITH lanes AS (  -- crontabber_sweep_lanes (migration 0031): each run judged by its own lease,
+    -- called only when a rerun run is past this tick's lease (an idle tick calls no function:
+    -- compiling one costs a new session ~300 catalog rows)
     SELECT crontabber_sweep_lanes(%(host)s, %(lease_seconds)s) AS swept
+    WHERE %(lease_seconds)s > 0
+      AND EXISTS (SELECT 1 FROM crontabber_run AS r
+                  WHERE r.status = 'running' AND r.kind = 'rerun'
+                    AND COALESCE(r.heartbeat, r.started)
+                        < %(now)s - make_interval(secs => %(lease_seconds)s))
 ), tick AS (
     INSERT INTO crontabber_host (host, version, last_tick, skew_seconds, pid, schema_behind, tags,
                                  serve_seconds)
@@ -46,7 +53,7 @@ SELECT fleet.fleet, c.app_name, c.next_run, c.first_run, c.last_run, c.last_succ
        c.ongoing_by, c.error_count, c.depends_on, c.last_error, c.run_id, c.heartbeat,
        c.paused_until, c.paused_reason, c.paused_by, c.paused_scope,
        c.success_marked_at, c.success_marked_by, c.success_marked_reason
-FROM fleet CROSS JOIN lanes LEFT JOIN crontabber AS c ON true;
+FROM fleet LEFT JOIN lanes ON true LEFT JOIN crontabber AS c ON true;
 
 -- name: fleet
 -- The fleet as placement sees it (--explain): each host's tags, whether it ticked within
