@@ -38,17 +38,21 @@ POOLED_TESTS := tests/integration/test_pooled_lane.py tests/cli/test_hosts.py \
 	tests/integration/test_runlog.py tests/integration/test_search_job.py \
 	tests/integration/test_search_new_uploads.py tests/integration/test_dashboard_api.py
 
+# The suite runs on TEST_WORKERS pytest-xdist workers (one per core here; TEST_WORKERS=0: one
+# process); the modules that start a service of their own are one work unit (tests/conftest.py).
+TEST_WORKERS ?= 2
+XDIST := -n $(TEST_WORKERS)
 test: venv
 	SYMBOLS_PG_FAST=1 bash scripts/services.sh start
 	bash scripts/services.sh browser
 	$(MAKE) --no-print-directory lint docs
-	$(WITH_ENV) $(PY) -m pytest --durations=25 tests
+	$(WITH_ENV) $(PY) -m pytest $(XDIST) --durations=25 tests
 	$(MAKE) --no-print-directory test-pooled
 
 # The pooled lane alone (services started): 2 kills of each job through PgBouncer, then pytest.
 test-pooled: venv
 	$(WITH_ENV) $(PY) -m faults --only pooled --scale 0.04 --no-report
-	$(WITH_ENV) SYMBOLS_TEST_POOLED=1 $(PY) -m pytest --durations=10 $(POOLED_TESTS)
+	$(WITH_ENV) SYMBOLS_TEST_POOLED=1 $(PY) -m pytest $(XDIST) --durations=10 $(POOLED_TESTS)
 
 # The stress lane (not part of `make test`): the timing-sensitive files, STRESS_ROUNDS times
 # under `stress-ng --cpu 2 --cpu-load 60` (installed by scripts/services.sh stress), then the

@@ -22,6 +22,12 @@ databases stays direct.
 - ``s3_bucket``: a new bucket per test, emptied and removed afterwards.
 - ``es_index``: a unique index name prefix per test; matching indices and
   aliases are removed afterwards.
+
+``make test`` runs the suite on two workers (pytest-xdist, ``-n 2``): each worker is a session
+of its own (its own template database). The modules whose tests start a service of their own
+(``tests/fixtures/own_services.py``: the standby, the 3-node cluster) are one work unit, run by
+one worker one after another (``pytest_xdist_make_scheduler`` below), so the cluster starts
+once and no worker waits for the other's lock.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from crontabber.config.database import DatabaseSettings
 from crontabber.schema import ensure_schema, with_runner
 from crontabber.store import connect
 from jobs import SQL_DIR as JOBS_SQL
+from tests.fixtures.own_services import es_cluster
 from tests.helpers import (
     DATABASES,
     admin_execute,
@@ -44,6 +51,47 @@ from tests.helpers import (
     fresh_database,
     s3_client,
 )
+
+
+OWN_SERVICES = frozenset({"cluster", "standby_port"})
+# The modules whose tests use one of those: one work unit of ``make test``'s xdist workers.
+OWN_SERVICE_MODULES = frozenset(
+    {
+        "tests/cli/test_deploy_guide.py",
+        "tests/cli/test_standby.py",
+        "tests/integration/test_search_cluster.py",
+    }
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that uses a service of its own is in a module of
+    :data:`OWN_SERVICE_MODULES` (else the run stops, saying which to add)."""
+    for item in items:
+        if OWN_SERVICES & set(getattr(item, "fixturenames", ())):
+            module = item.nodeid.split("::", 1)[0]
+            if module not in OWN_SERVICE_MODULES:
+                raise pytest.UsageError(
+                    f"{item.nodeid} uses {sorted(OWN_SERVICES & set(item.fixturenames))}: "
+                    f"add {module} to OWN_SERVICE_MODULES in tests/conftest.py"
+                )
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``make test``'s workers (pytest-xdist): each test a work unit of its own, as
+    ``--dist load`` sends them, except the modules of :data:`OWN_SERVICE_MODULES`, one unit
+    for one worker, one after another: the cluster starts once (a session fixture of that
+    worker) and no worker waits for the other's lock on a service. (xdist's own
+    ``--dist loadgroup`` would say this with marks, but it groups nothing under pytest 9:
+    it renames ``item._nodeid``, which pytest 9 no longer reads.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class OwnServicesTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return "own-services" if module in OWN_SERVICE_MODULES else nodeid
+
+    return OwnServicesTogether(config, log)
 
 
 @pytest.fixture(scope="session")
@@ -65,6 +113,15 @@ def template_database() -> Iterator[str]:
     yield name
     DATABASES.settle(name)  # the spare copies and the tests' databases go first
     admin_execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[str]:
+    """The 3-node cluster's node URLs, comma-separated (``tests/fixtures/own_services.py``):
+    started once for the session (the tests that use it leave its three nodes up), stopped at
+    its end."""
+    with es_cluster() as urls:
+        yield urls
 
 
 @pytest.fixture

@@ -43,7 +43,7 @@ from search.client import make_es_client
 from search.engine import Searcher
 from search.indexer import aliased
 from tests.fixtures.crontab import FIXTURES, JOBS
-from tests.fixtures.own_services import cluster, replicated, standby_port  # noqa: F401
+from tests.fixtures.own_services import replicated, standby_port  # noqa: F401
 from tests.fixtures.pgbouncer import running_bouncer
 from tests.fixtures.roles import group_roles, superuser  # noqa: F401 - the fixtures
 from tests.fixtures.search_corpus import symbol_file

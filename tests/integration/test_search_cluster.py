@@ -15,7 +15,7 @@ import pytest
 from search.client import make_es_client
 from search.engine import Searcher
 from search.indexer import aliased
-from tests.fixtures.own_services import cluster, services  # noqa: F401 - the fixture
+from tests.fixtures.own_services import services
 from tests.fixtures.search_corpus import symbol_file
 from tests.fixtures.search_data import insert_files, install_tables
 
