@@ -36,6 +36,7 @@ from .errors import (
     Terminated,
 )
 from .formats import pause_end
+from .frozen import Frozen
 from .identity import pid_alive as pid_alive
 from .identity import this_host
 from .leases import LeaseRules, Marker, describe_marker, holder_gone, marker_status
@@ -106,6 +107,15 @@ def _no_report(exc: BaseException, job: Job) -> None:
     return None
 
 
+class Reporters(Frozen):
+    """What a runner tells Sentry (:class:`crontabber.sentry.SentryReporter`, one reporter for
+    both when ``sentry.crons`` is on): a job's errors (``errors``) and each run's start and end
+    to Sentry Crons (``crons``); None: not told."""
+
+    errors: Reporter | None = None
+    crons: Any = None
+
+
 def _run_loop() -> Any:
     """A new supervisor loop (imported when a job runs: never on an idle tick)."""
     from .runloop import RunLoop
@@ -152,21 +162,20 @@ class Runner:
         settings: Settings,
         jobs: list[Job],
         store: StateStore,
-        report: Reporter | None = None,
+        reporters: Reporters | None = None,
         host: str | None = None,
         tick: Tick | None = None,
         on_takeover: Callable[[Job, JobState, int], None] | None = None,
-        crons: Any = None,
     ) -> None:
-        """``tick``: record this invocation in ``crontabber_host`` with its
-        first read of the state (a cron tick does; operator commands do not).
-        ``on_takeover(job, before, run_id)``: called when a claim took a job over from a
-        dead or expired run (the alerts' takeover event). ``crons``: a Sentry Crons reporter
-        (:class:`crontabber.sentry.SentryReporter`) told when each run starts and ends."""
+        """``reporters``: what it tells Sentry (None: nothing). ``tick``: record this
+        invocation in ``crontabber_host`` with its first read of the state (a cron tick does;
+        operator commands do not). ``on_takeover(job, before, run_id)``: called when a claim
+        took a job over from a dead or expired run (the alerts' takeover event)."""
         self.settings = settings
         self.jobs = jobs
         self.store = store
-        self.report = report or _no_report
+        reporters = reporters or Reporters()
+        self.report, self.crons = reporters.errors or _no_report, reporters.crons
         self.host = host or this_host()
         self.pid = os.getpid()
         self.rules = lease_rules(settings, self.host)
@@ -179,7 +188,6 @@ class Runner:
         self.fleet: tuple[FleetHost, ...] = ()
         self.drained = False
         self.on_takeover = on_takeover
-        self.crons = crons
         # recorded with each run it claims: which bucket a forced run really used
         self.options = tuple(given_options(settings.sources.cli))
 
