@@ -33,10 +33,10 @@ from .errors import (
     HostDrained,
     JobLockError,
     JobOngoing,
-    MarkerIsLive,
     Terminated,
 )
-from .formats import minute_text, pause_end
+from .formats import pause_end
+from .frozen import Frozen
 from .identity import pid_alive as pid_alive
 from .identity import this_host
 from .leases import LeaseRules, Marker, describe_marker, holder_gone, marker_status
@@ -55,7 +55,6 @@ if TYPE_CHECKING:
     from typing import Any, Callable, TypeAlias, TypeVar
 
     from .launch import Launch, Launcher, Rerun
-    from .records import AuditEntry
     from .reruns.store import RerunStore
 
     T = TypeVar("T")
@@ -88,13 +87,17 @@ def markers_from_here(rules: LeaseRules) -> Callable[[JobState | None, dt.dateti
     return marker
 
 
+def gone_from(host: str) -> Callable[[str], bool]:
+    """Whether a holder (``host:pid``) was a process of ``host`` (this host) that is gone
+    (:func:`crontabber.leases.holder_gone`): what it holds is taken over at once."""
+
+    def gone(holder: str) -> bool:
+        return holder_gone(holder, host, pid_alive)
+
+    return gone
+
+
 NOT_DUE = "not due yet"
-
-
-def _span_text(dates: list[dt.datetime]) -> str:
-    if len(dates) <= 3:
-        return ", ".join(minute_text(d) for d in dates)
-    return f"{len(dates)} intervals, {minute_text(dates[0])} to {minute_text(dates[-1])}"
 
 
 Reporter: TypeAlias = "Callable[[BaseException, Job], object]"
@@ -102,6 +105,15 @@ Reporter: TypeAlias = "Callable[[BaseException, Job], object]"
 
 def _no_report(exc: BaseException, job: Job) -> None:
     return None
+
+
+class Reporters(Frozen):
+    """What a runner tells Sentry (:class:`crontabber.sentry.SentryReporter`, one reporter for
+    both when ``sentry.crons`` is on): a job's errors (``errors``) and each run's start and end
+    to Sentry Crons (``crons``); None: not told."""
+
+    errors: Reporter | None = None
+    crons: Any = None
 
 
 def _run_loop() -> Any:
@@ -150,21 +162,20 @@ class Runner:
         settings: Settings,
         jobs: list[Job],
         store: StateStore,
-        report: Reporter | None = None,
+        reporters: Reporters | None = None,
         host: str | None = None,
         tick: Tick | None = None,
         on_takeover: Callable[[Job, JobState, int], None] | None = None,
-        crons: Any = None,
     ) -> None:
-        """``tick``: record this invocation in ``crontabber_host`` with its
-        first read of the state (a cron tick does; operator commands do not).
-        ``on_takeover(job, before, run_id)``: called when a claim took a job over from a
-        dead or expired run (the alerts' takeover event). ``crons``: a Sentry Crons reporter
-        (:class:`crontabber.sentry.SentryReporter`) told when each run starts and ends."""
+        """``reporters``: what it tells Sentry (None: nothing). ``tick``: record this
+        invocation in ``crontabber_host`` with its first read of the state (a cron tick does;
+        operator commands do not). ``on_takeover(job, before, run_id)``: called when a claim
+        took a job over from a dead or expired run (the alerts' takeover event)."""
         self.settings = settings
         self.jobs = jobs
         self.store = store
-        self.report = report or _no_report
+        reporters = reporters or Reporters()
+        self.report, self.crons = reporters.errors or _no_report, reporters.crons
         self.host = host or this_host()
         self.pid = os.getpid()
         self.rules = lease_rules(settings, self.host)
@@ -177,7 +188,6 @@ class Runner:
         self.fleet: tuple[FleetHost, ...] = ()
         self.drained = False
         self.on_takeover = on_takeover
-        self.crons = crons
         # recorded with each run it claims: which bucket a forced run really used
         self.options = tuple(given_options(settings.sources.cli))
 
@@ -193,7 +203,7 @@ class Runner:
             lambda: self.reruns,
             self.report,
             self.crons,
-            self.gone_here,
+            gone_from(self.host),
             self._remember,
         )
 
@@ -415,7 +425,7 @@ class Runner:
         if isinstance(claimed, JobResult):
             return claimed
         before, claim, kind = claimed
-        return self._execute(job, before, claim, kind=kind)
+        return self.run_claimed(job, before, claim, kind=kind)
 
     def _claim_job(self, job: Job, force: bool) -> JobResult | tuple[JobState, Claim, RunKind]:
         try:
@@ -510,107 +520,7 @@ class Runner:
 
         return decide
 
-    def reset(self, app_name: str, audit: AuditEntry | None = None) -> JobState | None:
-        """Delete the job's state row (its history in the log stays); the row
-        as it was, or None when there was none.
-
-        Raises:
-            MarkerIsLive: the job is running and its lease is live.
-            JobLocked: another transaction holds the row right now.
-        """
-        return self.store.locked_change(
-            app_name, "reset", self.refuse_live(app_name, "reset it"), audit
-        )
-
-    def release(self, app_name: str, audit: AuditEntry | None = None) -> str | None:
-        """Clear a dead, expired or stale ``ongoing`` marker, keeping last run,
-        last success and the backfill anchor; what was released, or None when
-        there was no marker.
-
-        Raises:
-            MarkerIsLive: the marker's lease is live.
-            JobLocked: another transaction holds the row right now.
-        """
-        released: list[str] = []
-        refuse = self.refuse_live(app_name, "release it")
-
-        def decide(state: JobState, now: dt.datetime) -> bool:
-            refuse(state, now)
-            if state.ongoing is None:
-                return False
-            released.append(describe_marker(state, self.marker(state, now), now))
-            return True
-
-        self.store.locked_change(app_name, "release", decide, audit)
-        return released[0] if released else None
-
-    def refuse_live(self, app_name: str, action: str) -> Callable[[JobState, dt.datetime], bool]:
-        """A decide function for an operator's change under the row lock: raises
-        :class:`MarkerIsLive` when the job's lease is live, else allows it."""
-
-        def decide(state: JobState, now: dt.datetime) -> bool:
-            status = self.marker(state, now)
-            if status is Marker.LIVE:
-                raise MarkerIsLive(app_name, action, describe_marker(state, status, now))
-            return True
-
-        return decide
-
-    def rerun(
-        self,
-        job: Job,
-        dates: list[dt.datetime],
-        resumed_from: int | None = None,
-        parallel: int | None = None,
-        downstream: bool = False,
-        downstream_of: int | None = None,
-    ) -> JobResult:
-        """Run a backfill job for exactly ``dates``, in that order, whatever is due; with
-        ``resumed_from``, work on that rerun instead (its plan: continue it after a kill, or
-        join it as one more worker when it runs ``parallel`` intervals at once).
-
-        In a lane of its own: the run is a ledger row, never the job's marker, so the job's
-        scheduled runs go on meanwhile; each interval is claimed before it runs
-        (``crontabber_interval``), waiting while another run holds it, so no interval runs
-        twice at once. The job's row is left alone: ``last_success``, ``next_run`` and its
-        health are the schedule's. ``downstream``: the rerun goes on to the job's dependants
-        (recorded for a resume); ``downstream_of``: this is a dependant's part of that rerun
-        (a second worker arriving joins the first's).
-        """
-        self._snapshot = None
-        claim, root, cap = self.reruns.start_rerun(
-            job.app_name,
-            (self.host, self.pid),
-            dates,
-            self.options,
-            resumed_from,
-            parallel,
-            downstream,
-            downstream_of,
-            lease_seconds=self.rules.lease_seconds,
-        )
-        joined = f", working on rerun {root}" if root != claim.run_id else ""
-        logger.info(
-            "rerunning %s for %s (run %s%s%s)",
-            job.app_name,
-            _span_text(dates) if dates else "the intervals left of its plan",
-            claim.run_id,
-            joined,
-            f", up to {cap} intervals at once" if cap > 1 else "",
-            extra={"job": job.app_name},
-        )
-        before = self.store.state(job.app_name) or JobState(job.app_name)
-        from .launch import Rerun
-
-        rerun = Rerun(root, cap, not job.parallel_reruns)
-        return self._execute(job, before, claim, kind=RunKind.RERUN, rerun=rerun)
-
-    def gone_here(self, holder: str) -> bool:
-        """Whether ``holder`` (``host:pid``) was a process of this host that is gone
-        (:func:`crontabber.leases.holder_gone`): what it holds is taken over at once."""
-        return holder_gone(holder, self.host, pid_alive)
-
-    def _execute(
+    def run_claimed(
         self,
         job: Job,
         before: JobState,
@@ -618,8 +528,12 @@ class Runner:
         kind: RunKind = RunKind.SCHEDULED,
         rerun: Rerun | None = None,
     ) -> JobResult:
-        """Run one claimed job alone (``--job``, a rerun's worker) and record how it ended; a
-        SIGINT/SIGTERM that stopped it is raised again once it is recorded."""
+        """Run one claimed job alone (``--job``, a rerun's worker:
+        :meth:`crontabber.operator_actions.OperatorActions.rerun`) and record how it ended; a
+        SIGINT/SIGTERM that stopped it is raised again once it is recorded. A rerun's run
+        (``rerun``) is not a pass's: the pass's read of the state is dropped first."""
+        if rerun is not None:
+            self._snapshot = None
         launch = self.launcher.launch(job, before, claim, kind, rerun)
         loop = _run_loop()
         self.launcher.start(loop, launch)

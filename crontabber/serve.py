@@ -33,9 +33,9 @@ from .tick import after_runs, fleet_tick, refuse_older_code, tick_alerts, write_
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable, Mapping
+    from typing import Callable, Mapping
 
-    from .runner import Reporter
+    from .runner import Reporters
 
 logger = logging.getLogger("crontabber")
 
@@ -115,7 +115,7 @@ def serve(
     store: StateStore,
     *,
     metrics_file: Callable[[Settings], str] = lambda settings: "",
-    reporters: Callable[[], tuple[Reporter, Any]] | None = None,
+    reporters: Callable[[], Reporters] | None = None,
     stopping: Stopping | None = None,
 ) -> int:
     """Serve until asked to stop (see the module docstring); the exit code: 0 when every run
@@ -127,7 +127,7 @@ def serve(
     """
     stopping = stopping or Stopping()
     stopping.install()
-    report, crons = reporters() if reporters is not None else (None, None)
+    reporting = reporters() if reporters is not None else None
     flight = Flight()
     logger.info(
         "serving: a pass every %g s, up to %d jobs at once",
@@ -138,7 +138,7 @@ def serve(
     while not stopping.asked():
         started = time.monotonic()
         config.refresh()
-        runner = _pass(config, store, flight, stopping, report, crons, metrics_file)
+        runner = _pass(config, store, flight, stopping, reporting, metrics_file)
         if flight.interrupt is not None:  # a second signal, or a job's own Ctrl-C
             break
         _idle_until(started + config.settings.tick_seconds, flight, stopping)
@@ -150,8 +150,7 @@ def _pass(
     store: StateStore,
     flight: Flight,
     stopping: Stopping,
-    report: Any,
-    crons: Any,
+    reporters: Reporters | None,
     metrics_file: Callable[[Settings], str],
 ) -> Runner:
     """One pass of the server: a tick's record and claims, the runs of this pass started
@@ -163,8 +162,7 @@ def _pass(
         settings,
         jobs,
         store,
-        report=report,
-        crons=crons,
+        reporters=reporters,
         host=this_host(),
         tick=fleet_tick(settings, serving=True),
         on_takeover=alerts.takeover if alerts is not None else None,

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     from .alerts.alerter import Alerter
     from .alerts.sweep import TickAlerts
-    from .runner import Reporter
+    from .runner import Reporters
 
 logger = logging.getLogger("crontabber")
 
@@ -63,7 +63,7 @@ def run_tick(
     *,
     broken: Sequence[BrokenEntry] = (),
     metrics_file: str = "",
-    reporters: Callable[[], tuple[Reporter, Any]] | None = None,
+    reporters: Callable[[], Reporters] | None = None,
     guard: Callable[[], ContextManager[Any]] = contextlib.nullcontext,
 ) -> list[JobResult]:
     """Run a cron tick: record it, run every due job, then the alerts (when targets are
@@ -85,13 +85,11 @@ def run_tick(
     alerts = tick_alerts(settings, jobs, store)
     refuse_older_code(settings, store, alerts)
     _record_schedules(jobs, store)
-    report, crons = reporters() if reporters is not None else (None, None)
     runner = Runner(
         settings,
         jobs,
         store,
-        report=report,
-        crons=crons,
+        reporters=reporters() if reporters is not None else None,
         host=this_host(),
         tick=fleet_tick(settings),  # a tick records itself: --nagios watches
         on_takeover=alerts.takeover if alerts is not None else None,

@@ -14,7 +14,7 @@ from ..config.catalog import BrokenEntry, Job, find_job
 from ..config.settings import Settings
 from ..errors import CodeOlderThanSchema, JobNotFound, Terminated
 from ..identity import this_host
-from ..runner import Runner
+from ..runner import Reporters, Runner
 from ..store import StateStore
 
 TYPE_CHECKING = False
@@ -57,17 +57,16 @@ class Context:
 
     def runner(self) -> Runner:
         """The runner, reporting to Sentry when a DSN is set (:meth:`reporters`)."""
-        report, crons = self.reporters()
         return Runner(
-            self.settings, self.jobs, self.store, report=report, host=this_host(), crons=crons
+            self.settings, self.jobs, self.store, reporters=self.reporters(), host=this_host()
         )
 
-    def reporters(self) -> tuple["Reporter", Any]:
+    def reporters(self) -> Reporters:
         """The runner's Sentry reporters: errors, and each run's check-ins with
         ``sentry.crons`` (one reporter for both; None without)."""
         report = sentry_reporter(self.settings)
         crons = report if self.settings.sentry_dsn and self.settings.sentry_crons else None
-        return report, crons
+        return Reporters(report, crons)
 
     def refuse_older_code(self) -> None:
         """Before anything claims a job: refuse when the database's schema is newer than this

@@ -1,7 +1,7 @@
 """The operator commands: ``--explain``, ``--pause``, ``--resume``,
 ``--mark-success``, ``--reset-job``, ``--release``, ``--mute``, ``--unmute``, ``--audit`` and
-``--audit-ghosts``. Each
-takes the :class:`~crontabber.cli.common.Context`, calls the runner or the store, prints, and
+``--audit-ghosts``. Each takes the :class:`~crontabber.cli.common.Context`, calls the store or
+the operator's actions on the runner's jobs (:mod:`crontabber.operator_actions`), prints, and
 returns an exit code. Every action that changes state is recorded in ``crontabber_audit`` with
 who, when, what, why.
 """
@@ -19,6 +19,7 @@ from ..config.catalog import BrokenEntry, Job, find_job
 from ..errors import AuditChainBroken, ConfigurationError, JobPaused, MuteInForce
 from ..formats import counted, minute_text, one_line, pause_end, printable, utc_text
 from ..identity import this_host
+from ..operator_actions import OperatorActions
 from ..runner import lease_rules, markers_from_here
 from ..scheduling import dependency_block, next_run_after, parse_until, pause_active
 from ..state import JobState
@@ -342,8 +343,7 @@ def _resume_all(ctx: Context) -> int:
 def mark_success(ctx: Context) -> int:
     store, args, out = ctx.store, ctx.args, ctx.out
     job = ctx.job(args.mark_success)
-    runner = ctx.runner()
-    refuse = runner.refuse_live(job.app_name, "mark it successful")
+    refuse = OperatorActions(ctx.runner()).refuse_live(job.app_name, "mark it successful")
     before: list[JobState] = []
 
     def decide(state: JobState, now: dt.datetime) -> bool:
@@ -381,7 +381,7 @@ def reset_job(ctx: Context) -> int:
     jobs, args, out = ctx.jobs, ctx.args, ctx.out
     name = ctx.state_name(args.reset_job)
     audit = ctx.audit_entry("reset", name)
-    was = ctx.runner().reset(name, audit)
+    was = OperatorActions(ctx.runner()).reset(name, audit)
     if was is not None:
         ghost = "" if find_job(jobs, name) else " (it was a ghost: not configured)"
         # as --release does, name the run whose marker went (written into the log as abandoned)
@@ -411,7 +411,7 @@ def reset_job(ctx: Context) -> int:
 def release(ctx: Context) -> int:
     args, out = ctx.args, ctx.out
     name = ctx.state_name(args.release)
-    released = ctx.runner().release(name, ctx.audit_entry("release", name))
+    released = OperatorActions(ctx.runner()).release(name, ctx.audit_entry("release", name))
     if released:
         print(
             printable(

@@ -7,6 +7,7 @@ for the plan, prints it (``--dry-run``) or runs that same plan
 from __future__ import annotations
 
 from ..command import ExitCode
+from ..operator_actions import OperatorActions
 from ..reruns import RerunRequest, plan_rerun
 from ..reruns.execute import abandon_dead, check_run, execute, plan_lines
 from .common import Context, terminate_on_sigterm
@@ -46,7 +47,7 @@ def rerun(ctx: Context) -> int:
         print(nothing, file=out)
         return ExitCode.NOT_RUN
     check_run(plan, ctx.store, ctx.settings, now, yes=args.yes)
-    runner = ctx.runner()
+    runner = OperatorActions(ctx.runner())
     abandon_dead(runner, plan.resumed)
     # in the trail from its start (a rerun killed or still going is there too), then its end
     ctx.audit_start(

@@ -24,9 +24,10 @@ if TYPE_CHECKING:
     from .store import RerunStore
 
 
-class Runner(Protocol):
-    """What a rerun's execution needs of :class:`crontabber.runner.Runner` (the package does
-    not import the runner, which imports the package's store)."""
+class Rerunner(Protocol):
+    """What a rerun's execution needs of
+    :class:`crontabber.operator_actions.OperatorActions` (the package imports neither it nor
+    the runner, which import the package's store)."""
 
     @property
     def jobs(self) -> Sequence[Job]: ...
@@ -166,7 +167,7 @@ def check_run(
             )
 
 
-def abandon_dead(runner: Runner, record: RerunRecord | None) -> None:
+def abandon_dead(runner: Rerunner, record: RerunRecord | None) -> None:
     """Record the runs of ``record`` found dead (lease expired, or gone on this host) as
     abandoned: ``--resume-run`` continues what they held."""
     if record is None:
@@ -178,7 +179,9 @@ def abandon_dead(runner: Runner, record: RerunRecord | None) -> None:
         )
 
 
-def execute(plan: RerunPlan, runner: Runner, say: Callable[[str], None]) -> tuple[bool, int | None]:
+def execute(
+    plan: RerunPlan, runner: Rerunner, say: Callable[[str], None]
+) -> tuple[bool, int | None]:
     """Run ``plan``'s parts in order with ``runner`` (its first part's dead runs already
     recorded: :func:`abandon_dead`), stopping at the first that fails; ``say`` gets the lines
     of each part. Returns whether every part ran all its intervals, and the rerun's first run
@@ -202,7 +205,7 @@ def execute(plan: RerunPlan, runner: Runner, say: Callable[[str], None]) -> tupl
 
 def _run_stage(
     plan: RerunPlan,
-    runner: Runner,
+    runner: Rerunner,
     stage: Stage,
     first: bool,
     top: int | None,

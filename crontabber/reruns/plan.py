@@ -2,9 +2,10 @@
 functions over what the ledger knows of each interval (``crontabber_interval``, the last run
 that claimed it, and ``crontabber_log``, whether a unit of it ever succeeded).
 
-A rerun runs in a lane of its own (:meth:`crontabber.runner.Runner.rerun`): it never holds
-the job's marker, and claims each interval before it runs it, as the job's scheduled runs
-do, so the two never run one interval at once and the schedule goes on during a backfill.
+A rerun runs in a lane of its own
+(:meth:`crontabber.operator_actions.OperatorActions.rerun`): it never holds the job's marker,
+and claims each interval before it runs it, as the job's scheduled runs do, so the two never
+run one interval at once and the schedule goes on during a backfill.
 
 A rerun is a group of runs: the run that started it (its plan, ``--parallel N``,
 ``--downstream``) and the runs that work on it after it (``resumed_from`` names the first):

@@ -289,6 +289,7 @@ def test_processes_a_job_forks_get_the_default_sigterm(cli, tmp_path):
 NOT_ON_THE_TICK = (
     "crontabber.records",
     "crontabber.cli.operate",
+    "crontabber.operator_actions",
     "crontabber.reruns",
     "crontabber.audit_store",
     "crontabber.nagios",
