@@ -40,7 +40,6 @@ from .formats import minute_text, pause_end
 from .identity import pid_alive as pid_alive
 from .identity import this_host
 from .leases import LeaseRules, Marker, describe_marker, holder_gone, marker_status
-from .overrides import given_options
 from .placement import may_claim, placement_text
 from .results import JobResult as JobResult
 from .results import Status as Status
@@ -179,7 +178,7 @@ class Runner:
         self.on_takeover = on_takeover
         self.crons = crons
         # recorded with each run it claims: which bucket a forced run really used
-        self.options = tuple(given_options(settings.sources.cli))
+        self.options = settings.sources.given
 
     @functools.cached_property
     def launcher(self) -> Launcher:
