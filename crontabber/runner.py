@@ -40,7 +40,6 @@ from .frozen import Frozen
 from .identity import pid_alive as pid_alive
 from .identity import this_host
 from .leases import LeaseRules, Marker, describe_marker, holder_gone, marker_status
-from .overrides import given_options
 from .placement import may_claim, placement_text
 from .results import JobResult as JobResult
 from .results import Status as Status
@@ -189,7 +188,7 @@ class Runner:
         self.drained = False
         self.on_takeover = on_takeover
         # recorded with each run it claims: which bucket a forced run really used
-        self.options = tuple(given_options(settings.sources.cli))
+        self.options = settings.sources.given
 
     @functools.cached_property
     def launcher(self) -> Launcher:

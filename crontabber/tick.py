@@ -20,7 +20,7 @@ from .config.catalog import BrokenEntry, Job
 from .config.settings import Settings
 from .errors import CodeOlderThanSchema
 from .identity import default_holder, this_host
-from .runner import JobResult, Runner, Status, lease_rules, pid_alive
+from .runner import JobResult, Runner, Status, lease_rules, markers_from_here, pid_alive
 from .state import Tick
 from .store import StateStore
 
@@ -206,9 +206,9 @@ def _alerts(settings: Settings, jobs: list[Job], store: StateStore) -> TickAlert
     def alerter() -> Alerter:
         from .alerts.alerter import tick_alerter
 
-        return tick_alerter(
-            settings, jobs, store, holder, lease_rules(settings, this_host()), pid_alive
-        )
+        rules = lease_rules(settings, this_host())
+        marker = markers_from_here(rules)
+        return tick_alerter(settings, jobs, store, holder, rules, marker)
 
     return TickAlerts(settings, jobs, store, holder, pid_alive, alerter)
 

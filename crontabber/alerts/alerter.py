@@ -28,7 +28,7 @@ from ..config.settings import Settings
 from ..config.targets import DeliveryError, Target
 from ..errors import ConfigurationError, CrontabberError
 from ..formats import utc_iso
-from ..leases import LeaseRules, marker_status
+from ..leases import LeaseRules, Marker
 from ..redaction import masked
 from ..scheduling import needs_attention
 from ..state import JobState
@@ -527,17 +527,18 @@ def tick_alerter(
     store: StateStore,
     holder: str,
     rules: LeaseRules,
-    pid_alive: Callable[[int], bool],
+    marker: Callable[[JobState | None, dt.datetime], Marker],
 ) -> Alerter:
     """The alerts of this invocation (a tick, ``--alerts``, ``--test-alert``), held by
-    ``holder`` (this process, ``host:pid``): a late job's blocker is ``--explain``'s verdict,
-    its marker judged by ``rules`` from this host (:func:`crontabber.runner.lease_rules`,
-    :func:`crontabber.runner.pid_alive`: passed in, the runner imports this module)."""
+    ``holder`` (this process, ``host:pid``): a late job's blocker is ``--explain``'s verdict
+    under ``rules`` (:func:`crontabber.runner.lease_rules`), its marker read by ``marker``
+    (what it means from this host: :func:`crontabber.runner.markers_from_here`, as every
+    reader of a marker has it)."""
     from ..explain import explain_job
 
     def blocker(job: Job, states: Any, now: Any) -> str:
-        marker = marker_status(states.get(job.app_name), now, rules, pid_alive)
-        return f"--explain says: {explain_job(job, states, now, marker, rules).verdict}"
+        held = marker(states.get(job.app_name), now)
+        return f"--explain says: {explain_job(job, states, now, held, rules).verdict}"
 
     return Alerter(settings, jobs, store, holder, blocker)
 

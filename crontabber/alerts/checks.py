@@ -265,16 +265,22 @@ def breach_event(run: "RunRecord", breach: Breach, on_breach: str) -> Event:
 
 
 def job_checks(job: "Job", settings: "Settings") -> Checks:
-    """The checks of ``job`` (its ``[[class-X]]`` options).
+    """The checks of ``job``: its ``[[class-X]]`` options of :data:`OPTIONS`, read from the
+    settings' sources (as :func:`crontabber.alerts.rules.alert_rules` reads its own), not the
+    whole configuration a run of the job gets.
 
     Raises:
         ConfigurationError: a value that does not parse, naming the option and the job.
     """
-    from ..config.catalog import job_config
+    from ..config.catalog import job_options
 
-    config = job_config(job, settings.sources)
+    values = {
+        option.name: settings.sources.value(job.namespace, option)
+        for path, option in job_options(job.cls).walk(job.namespace)
+        if path == job.namespace and option.name in OPTIONS
+    }
     try:
-        return parse_checks({name: config.get(name) for name in OPTIONS})
+        return parse_checks(values)
     except CheckOptionError as exc:
         raise ConfigurationError(
             f"crontabber.class-{job.cls.__name__}.{exc.option}", f"{job.app_name}: {exc.problem}"

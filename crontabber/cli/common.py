@@ -165,11 +165,10 @@ def audit_entry(
     (``overrides``: ``--force`` ...), the command line's option overrides (``options``:
     ``--crontabber.class-X.bucket=...``, secrets masked, from ``settings``), the outcome
     (``done`` unless ``detail`` says otherwise) and ``detail``."""
-    from ..overrides import given_options
     from ..records import AuditEntry, actor
 
     overrides = [f"--{name}" for name in OVERRIDES if getattr(args, name, False)]
-    options = given_options(settings.sources.cli) if settings is not None else []
+    options = list(settings.sources.given) if settings is not None else []
     detail = {
         "outcome": "done",
         **({"overrides": overrides} if overrides else {}),

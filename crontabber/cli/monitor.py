@@ -143,13 +143,9 @@ def held_back_now(ctx: Context, windows: list[Any]) -> list[Any]:
 
 def _alerter(ctx: Context) -> Alerter:
     """The alerts of this command, held by this process."""
+    rules = lease_rules(ctx.settings, this_host())
     return tick_alerter(
-        ctx.settings,
-        ctx.jobs,
-        ctx.store,
-        default_holder(),
-        lease_rules(ctx.settings, this_host()),
-        pid_alive,
+        ctx.settings, ctx.jobs, ctx.store, default_holder(), rules, markers_from_here(rules)
     )
 
 

@@ -5,7 +5,7 @@ the running :class:`crontabber.runner.Runner`'s.
 
 from __future__ import annotations
 
-from ..command import ExitCode, exit_code_for
+from ..command import ExitCode
 from ..config.catalog import Job
 from ..config.settings import Settings
 from ..formats import minute_text, one_line
@@ -39,9 +39,8 @@ def run_all(ctx: Context) -> int:
         reporters=ctx.reporters,
         guard=terminate_on_sigterm,
     )
-    fenced = first_fenced(results)
-    if fenced:
-        return exit_code_for(fenced)
+    if first_fenced(results):
+        return ExitCode.FENCED
     return ExitCode.ERROR if ctx.broken else ExitCode.OK
 
 

@@ -28,6 +28,7 @@ import warnings
 
 from ..errors import ConfigurationError
 from ..frozen import Frozen
+from ..overrides import given_options
 from ..placement import parse_tags
 from ..schedule import JobEntry, check_zone, parse_job_entry, split_jobs_list
 from .database import DATABASE_OPTIONS, DatabaseSettings, database_settings
@@ -393,6 +394,9 @@ class Sources:
         self.conf_path = resolve_conf_path(conf_path)
         self.ini = IniFile(self.conf_path, ini_cache)
         self.cli = dict(cli)
+        #: The command line's overrides as a run and the audit trail record them, secrets
+        #: masked (:func:`crontabber.overrides.given_options`): read once, here.
+        self.given = tuple(given_options(self.cli))
         self.environ = environ
         self._sources = (CommandLineSource(cli), EnvironSource(environ), IniSource(self.ini))
         #: The old names of renamed options this configuration sets: old dotted name -> new.
