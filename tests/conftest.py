@@ -52,7 +52,6 @@ from tests.helpers import (
     s3_client,
 )
 
-
 OWN_SERVICES = frozenset({"cluster", "standby_port"})
 # The modules whose tests use one of those: one work unit of ``make test``'s xdist workers.
 OWN_SERVICE_MODULES = frozenset(
