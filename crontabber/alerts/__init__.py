@@ -6,6 +6,8 @@
   does not pull in the rest);
 - :mod:`~crontabber.alerts.rules`: the rules, pure (conditions and the plan of a tick);
 - :mod:`~crontabber.alerts.alerter`: carrying the plan out once across the fleet;
+- :mod:`~crontabber.alerts.delivery`: sending the claimed notices (a storm as one) and
+  recording how each went;
 - :mod:`~crontabber.alerts.notify`: the targets and the sending of one notice;
 - :mod:`~crontabber.alerts.store`: the alert tables' queries, over the state store's connection.
 """
