@@ -31,8 +31,6 @@ from ..scheduling import needs_attention
 from ..state import JobState
 from ..store import StateStore
 from .delivery import Courier, Delivery
-from .delivery import group_notice as group_notice  # (re-exported: tests import it here)
-from .delivery import storm_groups as storm_groups
 from .rules import (
     LASTING,
     RUNNER,

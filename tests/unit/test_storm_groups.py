@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from crontabber.alerts.alerter import group_notice, storm_groups
+from crontabber.alerts.delivery import group_notice, storm_groups
 from crontabber.config.targets import parse_targets
 
 
