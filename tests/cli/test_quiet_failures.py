@@ -73,7 +73,6 @@ def test_elasticsearch_resetting_connections_is_one_line_naming_it(cli):
 def test_s3_down_is_one_line_naming_it(cli):
     port = closed_port()
     cli.env["AWS_ENDPOINT_URL_S3"] = f"http://127.0.0.1:{port}"
-    cli.env["AWS_MAX_ATTEMPTS"] = "2"  # one retry, not botocore's default back-off (~15 s)
     cli.crontab.configure(["jobs.missing_symbols.MissingSymbolsCronApp|5m"])
     done = cli.run("--job", "missing-symbols")
     assert done.returncode == 5, done.stderr
