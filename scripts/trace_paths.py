@@ -230,14 +230,7 @@ def _database(helpers: Any) -> Any:
             sample = Path(helpers.REPO) / "tests" / "fixtures" / "sample_jobs.sql"
             with self.conn.cursor() as cur:
                 cur.execute(sample.read_text())
-            for name, value in (
-                ("HOST", settings.host),
-                ("PORT", settings.port),
-                ("DBNAME", settings.dbname),
-                ("USER", settings.user),
-                ("PASSWORD", settings.password),
-            ):
-                os.environ[f"RESOURCE_POSTGRESQL_{name}"] = str(value)
+            os.environ.update(helpers.database_env(settings))
             return self
 
         def calls(self) -> list[tuple[str, Any]]:

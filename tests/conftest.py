@@ -33,6 +33,7 @@ once and no worker waits for the other's lock.
 from __future__ import annotations
 
 import os
+import signal
 import uuid
 from typing import Any, Iterator
 
@@ -51,6 +52,14 @@ from tests.helpers import (
     fresh_database,
     s3_client,
 )
+
+# A shell without job control starts its background commands with SIGINT ignored (pytest run
+# as ``cmd &`` from a script), an ignored signal stays ignored across exec, and Python keeps an
+# ignored SIGINT ignored: every runner a test spawns would then miss the test's Ctrl-C
+# (tests/cli/test_cli.py). The test process takes Python's own handler back, which exec resets
+# to the default in whatever it starts.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 OWN_SERVICES = frozenset({"cluster", "standby_port"})
 # The modules whose tests use one of those: one work unit of ``make test``'s xdist workers.

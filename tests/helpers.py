@@ -51,6 +51,17 @@ def admin_settings(dbname: str = "postgres") -> DatabaseSettings:
     return database(dbname, ENV)
 
 
+def database_env(database: DatabaseSettings) -> dict[str, str]:
+    """The ``RESOURCE_POSTGRESQL_*`` variables that point a command at ``database``."""
+    return {
+        "RESOURCE_POSTGRESQL_HOST": database.host,
+        "RESOURCE_POSTGRESQL_PORT": str(database.port),
+        "RESOURCE_POSTGRESQL_DBNAME": database.dbname,
+        "RESOURCE_POSTGRESQL_USER": database.user,
+        "RESOURCE_POSTGRESQL_PASSWORD": database.password,
+    }
+
+
 def admin_execute(sql: str) -> None:
     """Run one statement on the ``postgres`` database, autocommit (``CREATE``/``DROP DATABASE``)."""
     conn = connect(admin_settings())

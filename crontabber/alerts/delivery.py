@@ -73,14 +73,7 @@ class Courier:
             try:
                 if target is None:
                     raise DeliveryError(f"target {row['target']} is no longer in alerts.targets")
-                send(
-                    target,
-                    _notice(row, self.host),
-                    self.config.timeout_seconds,
-                    agent,
-                    self.environ,
-                    self.config.smtp,
-                )
+                self._send(target, _notice(row, self.host), agent)
             except DeliveryError as exc:
                 delivery.error = masked(str(exc))  # (as a failure is: it is stored and shown)
                 delivery.given_up = self.alert_store.notice_failed(
@@ -104,6 +97,11 @@ class Courier:
             deliveries.append(delivery)
         return deliveries
 
+    def _send(self, target: Target, notice: Notice, agent: str) -> None:
+        """:func:`~.notify.send` of one notice, with this courier's timeout, environment and
+        SMTP server."""
+        send(target, notice, self.config.timeout_seconds, agent, self.environ, self.config.smtp)
+
     def _deliver_group(
         self, target: Target, rows: list[dict[str, Any]], agent: str, once: bool
     ) -> list[Delivery]:
@@ -112,14 +110,7 @@ class Courier:
         its own retry (a retry goes alone, or grouped again with what is due then)."""
         deliveries = [Delivery(row["notice_id"], row["id"], row["target"]) for row in rows]
         try:
-            send(
-                target,
-                group_notice(rows, self.host),
-                self.config.timeout_seconds,
-                agent,
-                self.environ,
-                self.config.smtp,
-            )
+            self._send(target, group_notice(rows, self.host), agent)
         except DeliveryError as exc:
             error = masked(str(exc))
             for row, delivery in zip(rows, deliveries):

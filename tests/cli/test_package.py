@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from crontabber.store import connect
-from tests.helpers import REPO
+from tests.helpers import REPO, database_env
 
 SKIP = shutil.ignore_patterns(
     ".git",
@@ -103,16 +103,7 @@ def installed(tmp_path_factory) -> Path:
 
 def environ(database) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env.update(
-        {
-            "RESOURCE_POSTGRESQL_HOST": database.host,
-            "RESOURCE_POSTGRESQL_PORT": str(database.port),
-            "RESOURCE_POSTGRESQL_DBNAME": database.dbname,
-            "RESOURCE_POSTGRESQL_USER": database.user,
-            "RESOURCE_POSTGRESQL_PASSWORD": database.password,
-        }
-    )
-    return env
+    return {**env, **database_env(database)}
 
 
 def tables(database) -> set[str]:
